@@ -1,0 +1,75 @@
+"""ortlab: see inside ONNX Runtime — where each node runs, what ORT fused, where the time goes.
+
+The core (this namespace) imports no UI library; widgets live in ``ortlab.widgets``.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from ortlab import examples
+from ortlab.benchmark import BenchmarkResult, benchmark
+from ortlab.config import SessionConfig
+from ortlab.errors import (
+    ExternalDataError,
+    FeedError,
+    InvalidModelError,
+    OrtlabError,
+    OrtlabWarning,
+    ProfileParseError,
+    ProviderError,
+    ProviderFallbackError,
+    ProviderFallbackWarning,
+    RunError,
+    SessionConfigError,
+    SessionCreationError,
+    UnsupportedModelError,
+    WorkerCancelledError,
+    WorkerCrashedError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+from ortlab.inputs import Feeds
+from ortlab.model import Model, ModelSummary, load
+from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
+from ortlab.runtime import devices
+from ortlab.session import SessionReport
+from ortlab.stats import paired_ratio
+from ortlab.worker import set_isolation
+
+__all__ = [
+    "BenchmarkResult",
+    "ExternalDataError",
+    "FeedError",
+    "Feeds",
+    "InvalidModelError",
+    "Model",
+    "ModelSummary",
+    "OrtlabError",
+    "OrtlabWarning",
+    "ProfileParseError",
+    "ProfileResult",
+    "ProviderError",
+    "ProviderFallbackError",
+    "ProviderFallbackWarning",
+    "RunError",
+    "SessionConfig",
+    "SessionConfigError",
+    "SessionCreationError",
+    "SessionReport",
+    "UnsupportedModelError",
+    "WorkerCancelledError",
+    "WorkerCrashedError",
+    "WorkerError",
+    "WorkerTimeoutError",
+    "__version__",
+    "benchmark",
+    "devices",
+    "examples",
+    "load",
+    "paired_ratio",
+    "parse_profile",
+    "parse_profile_file",
+    "profile",
+    "set_isolation",
+]
