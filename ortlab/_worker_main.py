@@ -1,0 +1,63 @@
+"""Entry point of the worker process (see ortlab.worker)."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Client
+from typing import Any
+
+
+def _die_with_parent() -> None:
+    """On Linux, get SIGTERM when the parent dies, so no worker outlives its kernel."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+    parent = int(os.environ.get("ORTLAB_WORKER_PARENT", "0"))
+    if parent and os.getppid() != parent:  # the parent is already gone
+        sys.exit(0)
+
+
+def main() -> None:
+    faulthandler.enable()
+    _die_with_parent()
+    conn = Client(
+        os.environ["ORTLAB_WORKER_ADDRESS"],
+        authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
+    )
+    from ortlab.worker import _resolve
+
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if msg[0] != "call":
+            break
+        _, call_id, task, kwargs = msg
+
+        def progress(done: int, total: int, call_id: Any = call_id) -> None:
+            conn.send(("progress", call_id, done, total))
+
+        try:
+            result = _resolve(task)(progress=progress, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - every error goes back to the caller
+            tb = traceback.format_exc()
+            try:
+                conn.send(("error", call_id, err, tb))
+            except Exception:  # noqa: BLE001 - unpicklable exception: send its text
+                conn.send(("error", call_id, RuntimeError(f"{type(err).__name__}: {err}"), tb))
+            continue
+        conn.send(("result", call_id, result))
+
+
+if __name__ == "__main__":
+    main()

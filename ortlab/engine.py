@@ -1,0 +1,81 @@
+"""The plumbing every measuring verb shares: normalise model/config/feeds, call the worker,
+show a progress bar."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import onnx
+
+from ortlab.config import SessionConfig
+from ortlab.errors import SessionConfigError
+from ortlab.inputs import Feeds, validate_feeds
+from ortlab.model import Model, load
+from ortlab.worker import get_worker
+
+ModelLike = str | os.PathLike[str] | bytes | onnx.ModelProto | Model
+
+
+def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig:
+    if config is None:
+        return SessionConfig()
+    if isinstance(config, SessionConfig):
+        return config
+    if isinstance(config, Mapping):
+        return SessionConfig(**config)
+    raise SessionConfigError(
+        f"config must be an ortlab.SessionConfig or a dict of its fields, not "
+        f"{type(config).__name__}."
+    )
+
+
+def prepare(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None,
+    feeds: Mapping[str, Any] | None,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> tuple[Model, SessionConfig, Feeds]:
+    m = load(model)
+    cfg = as_config(config)
+    m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
+    f = m.example_inputs(dims=dims, seed=seed) if feeds is None else validate_feeds(m, feeds)
+    return m, cfg, f
+
+
+def default_timeout() -> float | None:
+    value = os.environ.get("ORTLAB_TIMEOUT_S")
+    return float(value) if value else None
+
+
+def call(
+    task: str,
+    kwargs: dict[str, Any],
+    *,
+    desc: str,
+    context: str,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> Any:
+    """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing)."""
+    worker = get_worker()
+    if callable(progress):
+        return worker.call(task, kwargs, timeout=timeout, progress=progress, context=context)
+    if not progress:
+        return worker.call(task, kwargs, timeout=timeout, context=context)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=None, desc=desc, unit="run", leave=False)
+    try:
+
+        def update(done: int, total: int) -> None:
+            if bar.total != total:
+                bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        return worker.call(task, kwargs, timeout=timeout, progress=update, context=context)
+    finally:
+        bar.close()

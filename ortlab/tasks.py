@@ -1,0 +1,221 @@
+"""Work that runs inside the worker process (or in-process in debug mode).
+
+Every task takes plain, picklable arguments plus a ``progress(done, total)`` callback and returns
+plain data. Sessions are cached (a few, LRU) so repeated benchmarks of one config do not pay
+session creation again; profiling sessions are never cached (profiling is per session).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ortlab.config import SessionConfig
+from ortlab.errors import FeedError, RunError
+from ortlab.session import SessionReport, build_session, clean_ort_message
+
+Progress = Callable[[int, int], None]
+_SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
+_MAX_SESSIONS = 3
+_REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
+
+
+def _fingerprint(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def _session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
+    key = (path, _fingerprint(path), config)
+    if key in _SESSIONS:
+        _SESSIONS.move_to_end(key)
+        sess, report = _SESSIONS[key]
+        return sess, report, True
+    sess, report = build_session(path, config, model_name=name)
+    _SESSIONS[key] = (sess, report)
+    while len(_SESSIONS) > _MAX_SESSIONS:
+        _SESSIONS.popitem(last=False)
+    return sess, report, False
+
+
+def clear_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
+    n = len(_SESSIONS)
+    _SESSIONS.clear()
+    return n
+
+
+_BITS_VIEW = {2: np.uint16, 1: np.uint8}
+
+
+def prepare_feeds(sess: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """numpy arrays ORT cannot take directly (bfloat16, float8…) become typed OrtValues."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    out: dict[str, Any] = {}
+    for name, value in feeds.items():
+        arr = np.asarray(value)
+        if arr.dtype.kind == "V" or type(arr.dtype).__module__.startswith("ml_dtypes") or (
+            arr.dtype.name in ("bfloat16",) or arr.dtype.name.startswith(("float8", "float4"))
+        ):
+            elem = helper.np_dtype_to_tensor_dtype(arr.dtype)
+            if arr.dtype.name in ("int4", "uint4", "float4_e2m1fn"):
+                raise FeedError(
+                    f"Input {name!r} is {arr.dtype.name}: ORT takes 4-bit tensors packed two "
+                    "per byte, which ortlab does not build yet. Feed a model with a Cast from "
+                    "int8/uint8 instead."
+                )
+            bits = np.ascontiguousarray(arr).view(_BITS_VIEW[arr.dtype.itemsize])
+            out[name] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, elem)
+        else:
+            out[name] = arr
+    return out
+
+
+def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
+    if not io_binding:
+        run = sess.run
+
+        def plain() -> Any:
+            return run(None, feeds)
+
+        return plain
+    binding = sess.io_binding()
+    for name, value in feeds.items():
+        if isinstance(value, np.ndarray):
+            binding.bind_cpu_input(name, value)
+        else:
+            binding.bind_ortvalue_input(name, value)
+    for out in sess.get_outputs():
+        binding.bind_output(out.name)
+    run_bound = sess.run_with_iobinding
+
+    def bound() -> Any:
+        return run_bound(binding)
+
+    return bound
+
+
+def _run_error(err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]) -> RunError:
+    desc = ", ".join(
+        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
+        for k, v in feeds.items()
+    )
+    return RunError(
+        f"Running {name!r} with {config.label()} failed: {clean_ort_message(str(err))} "
+        f"(feeds: {desc})"
+    )
+
+
+def benchmark(
+    progress: Progress,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 100,
+    warmup: int = 10,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
+    sess, report, cached = _session(model_path, model_name, config)
+    prepared = prepare_feeds(sess, feeds)
+    run = _runner(sess, prepared, config.io_binding)
+    clock = time.perf_counter_ns
+    total = warmup + runs
+    try:
+        for i in range(warmup):
+            run()
+            progress(i + 1, total)
+        lat: list[int] = []
+        stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
+        next_report = clock() + _REPORT_EVERY_NS
+        for i in range(runs):
+            t0 = clock()
+            run()
+            t1 = clock()
+            lat.append(t1 - t0)
+            if t1 >= next_report:
+                progress(warmup + i + 1, total)
+                next_report = t1 + _REPORT_EVERY_NS
+            if stop_at is not None and t1 >= stop_at:
+                break
+    except Exception as err:
+        if isinstance(err, FeedError):
+            raise
+        raise _run_error(err, model_name, config, feeds) from err
+    progress(total, total)
+    return {"latencies_ns": lat, "report": report, "cached_session": cached, "warmup": warmup}
+
+
+def profile(
+    progress: Progress,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 20,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
+    from ortlab import cache
+    from ortlab.profiling import parse_profile_file
+
+    with cache.temp_dir("profile-") as folder:
+        sess, report = build_session(
+            model_path, config, model_name=model_name, profile_prefix=str(folder / "ortlab")
+        )
+        prepared = prepare_feeds(sess, feeds)
+        run = _runner(sess, prepared, config.io_binding)
+        try:
+            for i in range(warmup + runs):
+                run()
+                progress(i + 1, warmup + runs)
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        finally:
+            path = sess.end_profiling()
+        data = parse_profile_file(path, skip_runs=warmup)
+    return {"data": data, "report": report}
+
+
+def outputs(
+    progress: Progress,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One run; the outputs by name."""
+    sess, report, _ = _session(model_path, model_name, config)
+    try:
+        values = sess.run(None, prepare_feeds(sess, feeds))
+    except Exception as err:
+        raise _run_error(err, model_name, config, feeds) from err
+    progress(1, 1)
+    names = [o.name for o in sess.get_outputs()]
+    return {"outputs": dict(zip(names, values, strict=True)), "report": report}
+
+
+def session_report(
+    progress: Progress, model_path: str, model_name: str, config: SessionConfig
+) -> SessionReport:
+    _, report, _ = _session(model_path, model_name, config)
+    progress(1, 1)
+    return report
+
+
+def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
+    from ortlab.session import auto_providers as choose
+
+    progress(1, 1)
+    return choose()
+
+
+def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature
+    return os.getpid()
