@@ -1,0 +1,234 @@
+"""Plot layer: results to plotly figures. Figures are returned, never shown.
+
+The same figures serve notebooks (a returned ``go.Figure`` renders inline), the Lab and the HTML
+report. Model strings are HTML-escaped before they reach plotly, whose labels accept a subset of
+HTML.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.render import esc
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from ortlab.benchmark import BenchmarkResult
+    from ortlab.profiling import ProfileResult
+
+__all__ = ["benchmark_figure", "profile_figure"]
+
+# A categorical palette for execution providers, fixed so colours mean the same everywhere.
+PROVIDER_COLORS = {
+    "CPUExecutionProvider": "#4C78A8",
+    "CUDAExecutionProvider": "#54A24B",
+    "TensorrtExecutionProvider": "#76B7B2",
+    "OpenVINOExecutionProvider": "#F58518",
+    "DmlExecutionProvider": "#B279A2",
+    "CoreMLExecutionProvider": "#9D755D",
+    "QNNExecutionProvider": "#E45756",
+}
+_FALLBACK = ["#EECA3B", "#FF9DA6", "#BAB0AC", "#72B7B2", "#D67195"]
+
+
+def provider_color(provider: str, others: dict[str, str] | None = None) -> str:
+    if provider in PROVIDER_COLORS:
+        return PROVIDER_COLORS[provider]
+    pool = others if others is not None else {}
+    if provider not in pool:
+        pool[provider] = _FALLBACK[len(pool) % len(_FALLBACK)]
+    return pool[provider]
+
+
+def _layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01},
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        **kw,
+    )
+    return fig
+
+
+def profile_figure(p: ProfileResult, kind: str = "op_type", **kwargs: Any) -> go.Figure:
+    builders = {
+        "op_type": _op_type_bar,
+        "provider": _sunburst,
+        "sunburst": _sunburst,
+        "treemap": _treemap,
+        "top": _top_nodes,
+        "timeline": _timeline,
+    }
+    if kind not in builders:
+        raise ValueError(f"Unknown profile plot {kind!r}; choose from {', '.join(builders)}.")
+    return builders[kind](p, **kwargs)
+
+
+def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.by_op_type().head(top).iloc[::-1]
+    fig = go.Figure()
+    for provider in dict.fromkeys(t["provider"]):
+        sub = t[t["provider"] == provider]
+        fig.add_bar(
+            y=[esc(x) for x in sub["op_type"]],
+            x=sub["median_per_run_us"],
+            orientation="h",
+            name=esc(provider.removesuffix("ExecutionProvider")),
+            marker_color=provider_color(provider),
+            customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
+            hovertemplate="%{y}: %{x:.1f} µs per run<br>%{customdata[0]} nodes, "
+            "%{customdata[1]:.1f}% of node time<extra>%{fullData.name}</extra>",
+        )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: time per op type (median µs per run, profiling on)",
+        barmode="stack",
+        height=max(300, 22 * len(t) + 120),
+        xaxis_title="µs per run",
+        legend_title="provider",
+    )
+
+
+def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[float], list[str]]:
+    nodes = p.by_node()
+    ids, labels, parents, values, colors = [], [], [], [], []
+    for provider, g_p in nodes.groupby("provider", sort=False):
+        pid = f"p:{provider}"
+        ids.append(pid)
+        labels.append(esc(str(provider).removesuffix("ExecutionProvider")))
+        parents.append("")
+        values.append(float(g_p["total_us"].sum()))
+        colors.append(provider_color(str(provider)))
+        for op_type, g_o in g_p.groupby("op_type", sort=False):
+            oid = f"{pid}/o:{op_type}"
+            ids.append(oid)
+            labels.append(esc(op_type))
+            parents.append(pid)
+            values.append(float(g_o["total_us"].sum()))
+            colors.append(provider_color(str(provider)))
+            for row in g_o.itertuples():
+                ids.append(f"{oid}/n:{row.node}")
+                labels.append(esc(row.node, 80))
+                parents.append(oid)
+                values.append(float(row.total_us))
+                colors.append(provider_color(str(provider)))
+    return ids, labels, parents, values, colors
+
+
+def _sunburst(p: ProfileResult) -> go.Figure:
+    import plotly.graph_objects as go
+
+    ids, labels, parents, values, _ = _hierarchy(p)
+    fig = go.Figure(
+        go.Sunburst(
+            ids=ids,
+            labels=labels,
+            parents=parents,
+            values=values,
+            branchvalues="total",
+            maxdepth=2,
+            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%} of node "
+            "time<extra></extra>",
+        )
+    )
+    return _layout(fig, f"{esc(p.model)}: provider → op type → node (click to zoom)", height=520)
+
+
+def _treemap(p: ProfileResult) -> go.Figure:
+    import plotly.graph_objects as go
+
+    ids, labels, parents, values, _ = _hierarchy(p)
+    fig = go.Figure(
+        go.Treemap(
+            ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
+            maxdepth=3,
+            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%}<extra></extra>",
+        )
+    )  # fmt: skip
+    return _layout(fig, f"{esc(p.model)}: provider → op type → node", height=520)
+
+
+def _top_nodes(p: ProfileResult, n: int = 20) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.top_nodes(n).iloc[::-1]
+    fig = go.Figure(
+        go.Bar(
+            y=[esc(x, 60) for x in t["node"]],
+            x=t["median_us"],
+            orientation="h",
+            marker_color=[provider_color(x) for x in t["provider"]],
+            customdata=np.stack(
+                [[esc(x) for x in t["op_type"]], t["share"] * 100, t["provider"]], axis=-1
+            ),
+            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>median %{x:.1f} µs, "
+            "%{customdata[1]:.1f}% of node time<extra></extra>",
+        )
+    )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: slowest {len(t)} nodes (median µs per call)",
+        height=max(300, 22 * len(t) + 120),
+        xaxis_title="µs",
+    )
+
+
+def _timeline(p: ProfileResult, run: int = 0) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.timeline(run)
+    fig = go.Figure()
+    for op_type in dict.fromkeys(t["op_type"]):
+        sub = t[t["op_type"] == op_type]
+        fig.add_bar(
+            base=sub["start_us"],
+            x=sub["dur_us"],
+            y=[esc(x.removesuffix("ExecutionProvider")) for x in sub["provider"]],
+            orientation="h",
+            name=esc(op_type),
+            customdata=[esc(x, 80) for x in sub["node"]],
+            hovertemplate="%{customdata}<br>start %{base:.0f} µs, %{x:.1f} µs"
+            "<extra>%{fullData.name}</extra>",
+        )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: timeline of run {run} (µs from run start, profiling on)",
+        barmode="overlay",
+        height=300,
+        xaxis_title="µs",
+        legend_title="op type",
+    )
+
+
+def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figure:
+    import plotly.graph_objects as go
+
+    ms = np.asarray(b.latencies_ns, dtype=np.float64) / 1e6
+    s = b.stats
+    label = esc(b.session_config.label())
+    if kind == "runs":
+        fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
+        fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")
+        return _layout(
+            fig, f"{esc(b.model)} [{label}]: latency per run", xaxis_title="run",
+            yaxis_title="ms", height=320,
+        )  # fmt: skip
+    if kind != "distribution":
+        raise ValueError(f"Unknown benchmark plot {kind!r}; choose 'distribution' or 'runs'.")
+    fig = go.Figure(go.Histogram(x=ms, nbinsx=min(60, max(10, ms.size // 4)), name="runs"))
+    for name, value, dash in (("p50", s.p50_ms, "solid"), ("p90", s.p90_ms, "dash"),
+                              ("p99", s.p99_ms, "dot")):  # fmt: skip
+        fig.add_vline(x=value, line_dash=dash, annotation_text=f"{name} {value:.3f} ms")
+    return _layout(
+        fig,
+        f"{esc(b.model)} [{label}]: latency over {s.count} runs",
+        xaxis_title="ms",
+        yaxis_title="runs",
+        height=320,
+        showlegend=False,
+    )

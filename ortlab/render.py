@@ -1,0 +1,331 @@
+"""Renderers: results to HTML and terminal text. Pure functions, no UI library.
+
+Every string that comes from a model (node, tensor, op, domain and metadata names) goes through
+:func:`esc` for HTML and :func:`safe_text` for terminals: it is shown as text, never interpreted
+as markup or as terminal control sequences.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ortlab.benchmark import BenchmarkResult
+    from ortlab.config import SessionConfig
+    from ortlab.model import ModelSummary
+    from ortlab.profiling import ProfileResult
+    from ortlab.session import SessionReport
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_MAX_CELL = 200
+
+
+def safe_text(value: object, limit: int = _MAX_CELL) -> str:
+    """Text for a terminal: control characters (ANSI escapes, bidi overrides) made visible."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def esc(value: object, limit: int = _MAX_CELL) -> str:
+    """HTML-escaped text (quotes included), control characters made visible, length capped."""
+    return html.escape(safe_text(value, limit), quote=True)
+
+
+def fmt_bytes(n: float) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(size) < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
+
+
+# ---------------------------------------------------------------- generic tables
+
+_STYLE = (
+    "<style>.ortlab-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
+    ".ortlab-t th,.ortlab-t td{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
+    ".ortlab-t td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".ortlab-warn{color:#a40;font-weight:600}</style>"
+)
+
+
+def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{esc(_num(c))}</td>' if _is_num(c) else f"<td>{esc(c)}</td>"
+            for c in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f'<table class="ortlab-t"><tr>{head}</tr>{body}</table>'
+
+
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[safe_text(h) for h in headers]] + [
+        [safe_text(_num(c)) if _is_num(c) else safe_text(c, 60) for c in row] for row in rows
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for k, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                c.rjust(w) if k and _is_num_text(c) else c.ljust(w)
+                for c, w in zip(row, widths, strict=True)
+            ).rstrip()
+        )
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _is_num_text(s: str) -> bool:
+    return bool(re.fullmatch(r"-?[\d,.]+%?|nan", s))
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, int):
+        return f"{v:,}"
+    if v != v:  # NaN
+        return "nan"
+    if abs(v) >= 100:
+        return f"{v:,.1f}"
+    return f"{v:.3f}"
+
+
+# ---------------------------------------------------------------- model summary
+
+
+def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
+    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in s.opsets.items())
+    rows = [
+        ("file", f"{s.path} ({fmt_bytes(s.file_bytes)})"),
+        ("IR version", str(s.ir_version)),
+        ("opsets", opsets),
+        ("producer", s.producer or "—"),
+        ("nodes", f"{s.node_count:,}" + (
+            f" ({s.node_count_total:,} with {s.subgraph_count} control-flow subgraphs)"
+            if s.node_count_total != s.node_count else ""
+        )),
+        ("initializers", f"{s.initializer_count:,} ({fmt_bytes(s.initializer_bytes)}"
+         + (f", {fmt_bytes(s.external_data_bytes)} external" if s.external_data_bytes else "")
+         + ")"),
+    ]  # fmt: skip
+    if s.initializers_as_inputs:
+        rows.append(
+            (
+                "warning",
+                f"{s.initializers_as_inputs} initializers are also graph inputs: ORT will not "
+                "fold or fuse them (IR >= 4)"
+                if s.ir_version >= 4
+                else f"{s.initializers_as_inputs} initializers listed as inputs (IR < 4: fine)",
+            )
+        )
+    return rows
+
+
+def _io_rows(s: ModelSummary) -> list[tuple[str, str, str, str]]:
+    return [("input", t.name, t.dtype, t.shape_text()) for t in s.inputs] + [
+        ("output", t.name, t.dtype, t.shape_text()) for t in s.outputs
+    ]
+
+
+def model_summary_html(s: ModelSummary) -> str:
+    ops = list(s.op_types.items())
+    top = ", ".join(f"{esc(k)} {v}" for k, v in ops[:12]) + (" …" if len(ops) > 12 else "")
+    problems = "".join(f'<div class="ortlab-warn">⚠ {esc(p, 2000)}</div>' for p in s.problems)
+    return (
+        f"{_STYLE}<div class='ortlab-summary'><b>{esc(s.name)}</b>{problems}"
+        + table_html(["", ""], _summary_rows(s))
+        + table_html(["role", "name", "dtype", "shape"], _io_rows(s))
+        + f"<div><b>op types</b>: {top}</div></div>"
+    )
+
+
+def model_summary_text(s: ModelSummary) -> str:
+    lines = [f"Model {safe_text(s.name)}"]
+    lines += [f"  {k:<13} {safe_text(v, 300)}" for k, v in _summary_rows(s)]
+    lines.append("")
+    lines.append(table_text(["role", "name", "dtype", "shape"], _io_rows(s)))
+    lines.append("")
+    lines.append(
+        "op types: " + ", ".join(f"{safe_text(k, 60)} {v}" for k, v in s.op_types.items())
+    )
+    lines += [f"WARNING: {safe_text(p, 2000)}" for p in s.problems]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- session report
+
+
+def report_lines(r: SessionReport) -> list[str]:
+    lines = [f"providers: requested {r.requested}, active {r.active}"]
+    lines += [f"FALLBACK: {m.provider} did not load. {m.reason}" for m in r.missing]
+    lines += [f"note: {n}" for n in r.notes]
+    lines += [f"auto: {a}" for a in r.auto_reasons]
+    return [safe_text(x, 2000) for x in lines]
+
+
+def _report_html(r: SessionReport) -> str:
+    out = "".join(
+        f'<div class="ortlab-warn">⚠ {esc(m.provider)} did not load: {esc(m.reason, 2000)}</div>'
+        for m in r.missing
+    )
+    out += "".join(f"<div>ℹ {esc(n, 2000)}</div>" for n in r.notes)
+    return out + (
+        f"<div>runs on <b>{esc(', '.join(r.active))}</b> · ORT {esc(r.ort_version)} · "
+        f"session created in {r.create_ms:.1f} ms</div>"
+    )
+
+
+# ---------------------------------------------------------------- benchmark
+
+
+def _stats_rows(b: BenchmarkResult) -> list[tuple[str, float]]:
+    s = b.stats
+    return [
+        ("p50", s.p50_ms), ("p90", s.p90_ms), ("p95", s.p95_ms), ("p99", s.p99_ms),
+        ("mean", s.mean_ms), ("std", s.std_ms), ("min", s.min_ms), ("max", s.max_ms),
+    ]  # fmt: skip
+
+
+def benchmark_text(b: BenchmarkResult) -> str:
+    s = b.stats
+    lines = [
+        f"Benchmark {safe_text(b.model)} [{b.session_config.label()}]: {s.count} runs after "
+        f"{b.warmup} warm-up, profiling off",
+        table_text(["stat", "ms"], _stats_rows(b)),
+        f"throughput: {s.throughput_per_s:,.1f} runs/s",
+        f"feeds: {safe_text(b.feeds, 500)}",
+        *report_lines(b.report),
+    ]
+    return "\n".join(lines)
+
+
+def benchmark_html(b: BenchmarkResult) -> str:
+    s = b.stats
+    return (
+        f"{_STYLE}<div><b>{esc(b.model)}</b> · {esc(b.session_config.label())} · {s.count} "
+        f"runs (+{b.warmup} warm-up) · {s.throughput_per_s:,.1f} runs/s</div>"
+        + table_html(["stat", "ms"], _stats_rows(b))
+        + f"<div>feeds: {esc(b.feeds, 500)}</div>"
+        + _report_html(b.report)
+    )
+
+
+# ---------------------------------------------------------------- profile
+
+
+def _profile_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
+    t = p.by_node().head(top)
+    headers = ["node", "op_type", "provider", "median µs", "total µs", "share"]
+    rows = [
+        [r.node, r.op_type, r.provider, float(r.median_us), float(r.total_us), f"{r.share:.1%}"]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
+    t = p.by_op_type()
+    headers = ["op_type", "provider", "nodes", "median µs/run", "share"]
+    rows = [
+        [r.op_type, r.provider, int(r.nodes), float(r.median_per_run_us), f"{r.share:.1%}"]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def profile_text(p: ProfileResult, top: int = 15) -> str:
+    import numpy as np
+
+    med = float(np.median(p.data.run_us)) / 1e3 if p.data.run_us else float("nan")
+    parts = [
+        f"Profile {safe_text(p.model)}: {len(p.data.node)} nodes, {p.runs} runs, median run "
+        f"{med:.3f} ms (profiling on), session init {p.data.session_init_us / 1e3:.1f} ms",
+        "",
+        "By op type:",
+        table_text(*_op_rows(p)),
+        "",
+        f"Top {top} nodes:",
+        table_text(*_profile_rows(p, top)),
+    ]
+    if p.report is not None:
+        parts += ["", *report_lines(p.report)]
+    parts += ["", *(f"note: {n}" for n in p.notes[:1])]
+    return "\n".join(parts)
+
+
+def profile_html(p: ProfileResult, top: int = 15) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · {p.runs} runs · "
+        f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
+        + table_html(*_op_rows(p))
+        + table_html(*_profile_rows(p, top))
+        + (_report_html(p.report) if p.report else "")
+        + f"<div><i>{esc(p.notes[0], 500)}</i></div>"
+    )
+
+
+# ---------------------------------------------------------------- reproducibility
+
+
+def config_snippet(c: SessionConfig, model_path: str) -> str:
+    """Plain-onnxruntime Python that builds the session ``c`` describes."""
+    from ortlab.config import LEVELS
+
+    lines = [
+        "import onnxruntime as ort",
+        "",
+        "so = ort.SessionOptions()",
+        f"so.graph_optimization_level = ort.GraphOptimizationLevel.{LEVELS[c.level]}",
+    ]
+    if c.intra_op_threads:
+        lines.append(f"so.intra_op_num_threads = {c.intra_op_threads}")
+    if c.inter_op_threads:
+        lines.append(f"so.inter_op_num_threads = {c.inter_op_threads}")
+    if c.execution_mode == "parallel":
+        lines.append("so.execution_mode = ort.ExecutionMode.ORT_PARALLEL")
+    if not c.enable_mem_pattern:
+        lines.append("so.enable_mem_pattern = False")
+    if not c.enable_cpu_mem_arena:
+        lines.append("so.enable_cpu_mem_arena = False")
+    for name, value in c.free_dimension_overrides:
+        lines.append(f"so.add_free_dimension_override_by_name({name!r}, {value})")
+    entries = dict(c.config_entries)
+    if c.allow_spinning is not None:
+        flag = "1" if c.allow_spinning else "0"
+        entries["session.intra_op.allow_spinning"] = flag
+        entries["session.inter_op.allow_spinning"] = flag
+    for key, value in entries.items():
+        lines.append(f"so.add_session_config_entry({key!r}, {value!r})")
+    for lib in c.custom_op_libraries:
+        lines.append(f"so.register_custom_ops_library({lib!r})")
+    if c.providers == "auto":
+        provs = "ort.get_available_providers()  # ortlab 'auto' picks those that really load"
+    else:
+        items = [
+            repr((p, c.options_for(p))) if c.options_for(p) else repr(p) for p in c.providers
+        ]
+        provs = "[" + ", ".join(items) + "]"
+    lines.append(f"sess = ort.InferenceSession({model_path!r}, so, providers={provs})")
+    lines.append("print(sess.get_providers())  # check: a provider that fails to load is dropped")
+    if c.io_binding:
+        lines += [
+            "binding = sess.io_binding()",
+            "# binding.bind_cpu_input(name, array) for each input; then:",
+            "for out in sess.get_outputs():",
+            "    binding.bind_output(out.name)",
+            "sess.run_with_iobinding(binding)",
+        ]
+    return "\n".join(lines)
