@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -28,7 +29,7 @@ class GraphBuilder:
     def output(self, name: str, elem_type: int, shape: Sequence[int | str | None]) -> None:
         self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
 
-    def const(self, name: str, value: np.ndarray) -> str:
+    def const(self, name: str, value: np.ndarray | np.generic) -> str:
         self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
@@ -46,7 +47,7 @@ class GraphBuilder:
         n_out: int = 1,
         out: Sequence[str] | None = None,
         domain: str = "",
-        **attrs: object,
+        **attrs: Any,
     ) -> str:
         """Add a node named like PyTorch exports it (``/scope/Op_3``); returns its first output."""
         self._counter += 1

@@ -25,7 +25,7 @@ STANDARD_DOMAINS = frozenset(
     }
 )
 
-_SUB_BYTE_BITS = {
+_SUB_BYTE_BITS: dict[int, int] = {
     TensorProto.INT4: 4,
     TensorProto.UINT4: 4,
 }

@@ -54,7 +54,8 @@ class Result:
                 f"This JSON holds an ortlab {kind!r}, not a {cls.__name__}; open it with "
                 f"ortlab.{kind}.from_json(...)."
                 if kind
-                else f"This JSON is not an ortlab result (no 'ortlab' key); expected {cls.__name__}."
+                else f"This JSON is not an ortlab result (no 'ortlab' key); expected "
+                f"{cls.__name__}."
             )
         try:
             return msgspec.convert(envelope["data"], type=cls, strict=False)

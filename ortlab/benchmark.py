@@ -5,13 +5,14 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ortlab._result import Result
 from ortlab.config import SessionConfig
-from ortlab.engine import ModelLike, call, default_timeout, prepare
+from ortlab.engine import ModelLike, call, check_report, default_timeout, prepare
 from ortlab.session import SessionReport
 from ortlab.stats import LatencyStats, latency_stats
 
@@ -26,7 +27,7 @@ def environment() -> dict[str, str]:
 
     cpu = platform.processor() or platform.machine()
     try:
-        with open("/proc/cpuinfo") as fh:
+        with Path("/proc/cpuinfo").open() as fh:
             for line in fh:
                 if line.startswith("model name"):
                     cpu = line.split(":", 1)[1].strip()
@@ -134,6 +135,7 @@ def benchmark(
         progress=progress,
         timeout=timeout if timeout is not None else default_timeout(),
     )
+    check_report(out, cfg, m)
     lat = out["latencies_ns"]
     notes = list(f.notes)
     if out["cached_session"]:

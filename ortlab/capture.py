@@ -54,7 +54,7 @@ def capture_output() -> Iterator[Captured]:
         with contextlib.suppress(Exception):
             stream.flush()
     saved = {fd: os.dup(fd) for fd in fds}
-    sink = tempfile.TemporaryFile()
+    sink = tempfile.TemporaryFile()  # noqa: SIM115 - must outlive the dup2 swap; closed below
     py_sink = io.StringIO()
     caught: list[warnings.WarningMessage] = []
     try:

@@ -55,7 +55,9 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
-    p.add_argument("--providers", default="cpu", help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'")
+    p.add_argument(
+        "--providers", default="cpu", help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'"
+    )
     p.add_argument("--level", default="all", help="disabled | basic | extended | layout | all")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads (0 = ORT default)")
     p.add_argument("--inter-threads", type=int, default=0, help="inter-op threads")

@@ -140,7 +140,7 @@ class SessionConfig:
     free_dimension_overrides: tuple[tuple[str, int], ...] = ()
     """Fix symbolic dims at session creation: ``{"batch": 1}``."""
     config_entries: Options = ()
-    """Extra ``add_session_config_entry`` keys, e.g. ``{"session.disable_cpu_ep_fallback": "1"}``."""
+    """Extra ``add_session_config_entry`` keys: ``{"session.disable_cpu_ep_fallback": "1"}``."""
     custom_op_libraries: tuple[str, ...] = ()
     """Shared libraries with custom ops, registered before the session is built."""
     io_binding: bool = False
@@ -151,9 +151,8 @@ class SessionConfig:
     def __init__(
         self,
         providers: Iterable[str] | str = ("cpu",),
-        provider_options: Mapping[str, Mapping[str, Any]]
-        | Iterable[tuple[str, Any]]
-        | None = None,
+        *,
+        provider_options: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Any]] | None = None,
         level: str | int = "all",
         intra_op_threads: int = 0,
         inter_op_threads: int = 0,
@@ -246,11 +245,7 @@ class SessionConfig:
 
     def label(self) -> str:
         """Short text for tables and legends: ``cpu · all · intra=2``."""
-        provs = (
-            "auto"
-            if self.providers == "auto"
-            else "+".join(_short(p) for p in self.providers)
-        )
+        provs = "auto" if self.providers == "auto" else "+".join(_short(p) for p in self.providers)
         parts = [provs, self.level]
         if self.intra_op_threads:
             parts.append(f"intra={self.intra_op_threads}")
@@ -306,4 +301,3 @@ def _short(provider: str) -> str:
 
 def default_config() -> SessionConfig:
     return SessionConfig()
-

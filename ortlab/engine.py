@@ -79,3 +79,12 @@ def call(
         return worker.call(task, kwargs, timeout=timeout, progress=update, context=context)
     finally:
         bar.close()
+
+
+def check_report(out: Any, config: SessionConfig, model: Model) -> None:
+    """Surface a provider fallback recorded in a task's session report as a warning."""
+    from ortlab.session import SessionReport, warn_if_fallback
+
+    report = out.get("report") if isinstance(out, dict) else out
+    if isinstance(report, SessionReport):
+        warn_if_fallback(report, config, model.name)

@@ -55,15 +55,15 @@ def _fill_value(
     if op_type == "BatchNormalization":
         base = {1: 1.0, 2: 0.0, 3: 0.0, 4: 1.0}.get(index, 0.0)
         if index == 4:
-            return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-        return (base + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+            return np.asarray(rng.uniform(0.5, 1.5, shape), dtype=np.float32)
+        return np.asarray(base + 0.1 * rng.standard_normal(shape), dtype=np.float32)
     if op_type in ("Conv", "ConvTranspose") and index == 1:
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        return np.asarray(rng.standard_normal(shape) * np.sqrt(2.0 / fan_in), dtype=np.float32)
     if op_type in ("Gemm", "MatMul") and index == 1 and len(shape) == 2:
         fan_in = shape[1] if attrs.get("transB", 0) else shape[0]
-        return (rng.standard_normal(shape) * np.sqrt(1.0 / fan_in)).astype(np.float32)
-    return (0.01 * rng.standard_normal(shape)).astype(np.float32)
+        return np.asarray(rng.standard_normal(shape) * np.sqrt(1.0 / fan_in), dtype=np.float32)
+    return np.asarray(0.01 * rng.standard_normal(shape), dtype=np.float32)
 
 
 def fill_stub_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
@@ -145,7 +145,7 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
     probe.graph.output.extend(helper.make_empty_tensor_value_info(n.input[0]) for n in bns)
     feeds = {
         i.name: rng.standard_normal(
-            [1] + [d.dim_value or 1 for d in i.type.tensor_type.shape.dim][1:]
+            [1, *[d.dim_value or 1 for d in i.type.tensor_type.shape.dim][1:]]
         ).astype(np.float32)
         for i in out.graph.input
     }
@@ -290,7 +290,7 @@ def _gelu(g: GraphBuilder, x: str, scope: str) -> str:
     return g.op("Mul", [y, g.const(f"{scope}.half", np.float32(0.5))], scope=scope)
 
 
-def _attention(g: GraphBuilder, x: str, mask: str, scope: str, hidden: int, heads: int) -> str:
+def _attention(g: GraphBuilder, x: str, mask: str, scope: str, *, hidden: int, heads: int) -> str:
     hd = hidden // heads
     split = g.const(f"{scope}.heads_shape", np.array([0, 0, heads, hd], np.int64))
     qkv = []
@@ -333,7 +333,7 @@ def bert_tiny(
     m = g.op("Mul", [m, g.const("mask_min", np.float32(-10000.0))], scope="/extended_mask")
     for i in range(layers):
         s = f"/encoder/layer.{i}"
-        a = _attention(g, x, m, f"{s}/attention", hidden, heads)
+        a = _attention(g, x, m, f"{s}/attention", hidden=hidden, heads=heads)
         x = _layer_norm(
             g,
             g.op("Add", [a, x], scope=f"{s}/attention/output"),

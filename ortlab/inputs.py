@@ -112,31 +112,41 @@ def _gather_bound(model: Model, input_name: str) -> int | None:
     return min(bounds) if bounds else None
 
 
+def _synth_int(
+    info: TensorInfo,
+    shape: list[int],
+    np_dtype: np.dtype[Any],
+    rng: np.random.Generator,
+    model: Model,
+) -> tuple[np.ndarray, str | None]:
+    lname = info.name.lower()
+    if "mask" in lname:
+        return np.ones(shape, dtype=np_dtype), f"{info.name}: mask filled with ones"
+    if "token_type" in lname or "segment" in lname:
+        return np.zeros(shape, dtype=np_dtype), f"{info.name}: segment ids filled with zeros"
+    if "position" in lname and shape:
+        pos = np.broadcast_to(np.arange(shape[-1]), shape).astype(np_dtype)
+        return pos, f"{info.name}: positions 0..{shape[-1] - 1}"
+    bound = _gather_bound(model, info.name)
+    high = bound if bound else 10
+    if info.dtype in ("int4", "int2", "uint4", "uint2"):
+        high = min(high, 2)
+    note = f"{info.name}: integers in [0, {high})" + (
+        " (size of the table it indexes)" if bound else ""
+    )
+    return rng.integers(0, high, size=shape).astype(np_dtype), note
+
+
 def _synth(
     info: TensorInfo, shape: list[int], rng: np.random.Generator, model: Model
 ) -> tuple[np.ndarray, str | None]:
     np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
-    lname = info.name.lower()
     if info.dtype == "string":
         return np.full(shape, "ortlab", dtype=object), "string input filled with 'ortlab'"
     if info.dtype == "bool":
         return rng.random(shape) < 0.5, None
     if np.issubdtype(np_dtype, np.integer) or info.dtype in ("int4", "uint4", "int2", "uint2"):
-        if "mask" in lname:
-            return np.ones(shape, dtype=np_dtype), f"{info.name}: mask filled with ones"
-        if "token_type" in lname or "segment" in lname:
-            return np.zeros(shape, dtype=np_dtype), f"{info.name}: segment ids filled with zeros"
-        if "position" in lname and shape:
-            pos = np.broadcast_to(np.arange(shape[-1]), shape).astype(np_dtype)
-            return pos, f"{info.name}: positions 0..{shape[-1] - 1}"
-        bound = _gather_bound(model, info.name)
-        high = bound if bound else 10
-        if info.dtype in ("int4", "int2", "uint4", "uint2"):
-            high = min(high, 2)
-        note = f"{info.name}: integers in [0, {high})" + (
-            " (size of the table it indexes)" if bound else ""
-        )
-        return rng.integers(0, high, size=shape).astype(np_dtype), note
+        return _synth_int(info, shape, np_dtype, rng, model)
     if np.issubdtype(np_dtype, np.complexfloating):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np_dtype), None
     return rng.standard_normal(shape).astype(np_dtype), None
@@ -232,27 +242,8 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
                 f"{name!r}: dtype {have}, expected {want} "
                 f"(fix: feeds[{name!r}] = feeds[{name!r}].astype(np.{_np_name(want)}))"
             )
-        if info.shape is None:
-            continue
-        if arr.ndim != len(info.shape):
-            problems.append(
-                f"{name!r}: rank {arr.ndim} {list(arr.shape)}, expected rank {len(info.shape)} "
-                f"{info.shape_text()}"
-            )
-            continue
-        for axis, (d, got) in enumerate(zip(info.shape, arr.shape, strict=True)):
-            if isinstance(d, int) and d != got:
-                problems.append(
-                    f"{name!r}: dim {axis} is {got}, expected {d} (shape {list(arr.shape)} vs "
-                    f"{info.shape_text()})"
-                )
-            elif isinstance(d, str):
-                if d in symbols and symbols[d][0] != got:
-                    problems.append(
-                        f"{name!r}: dim {axis} ({d!r}) is {got} but {symbols[d][1]!r} has {d}="
-                        f"{symbols[d][0]}; inputs sharing a symbolic dim must agree"
-                    )
-                symbols.setdefault(d, (got, name))
+        if info.shape is not None:
+            problems += _shape_problems(name, info, arr.shape, symbols)
     if problems:
         lines = "\n  ".join(problems)
         wanted = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in model.inputs)
@@ -262,6 +253,33 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
         )
     dims = {k: DimChoice(k, v, f"from {src!r}") for k, (v, src) in symbols.items()}
     return Feeds(arrays, dims, [])
+
+
+def _shape_problems(
+    name: str, info: TensorInfo, shape: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+) -> list[str]:
+    """Rank and fixed-dim mismatches; records symbolic dims to check they agree across inputs."""
+    assert info.shape is not None
+    if len(shape) != len(info.shape):
+        return [
+            f"{name!r}: rank {len(shape)} {list(shape)}, expected rank {len(info.shape)} "
+            f"{info.shape_text()}"
+        ]
+    problems = []
+    for axis, (d, got) in enumerate(zip(info.shape, shape, strict=True)):
+        if isinstance(d, int) and d != got:
+            problems.append(
+                f"{name!r}: dim {axis} is {got}, expected {d} (shape {list(shape)} vs "
+                f"{info.shape_text()})"
+            )
+        elif isinstance(d, str):
+            if d in symbols and symbols[d][0] != got:
+                problems.append(
+                    f"{name!r}: dim {axis} ({d!r}) is {got} but {symbols[d][1]!r} has {d}="
+                    f"{symbols[d][0]}; inputs sharing a symbolic dim must agree"
+                )
+            symbols.setdefault(d, (got, name))
+    return problems
 
 
 def _np_name(onnx_dtype: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import os
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,7 +151,7 @@ class Model:
 
     def example_inputs(
         self,
-        dims: dict[str, int] | None = None,
+        dims: Mapping[str, int] | None = None,
         seed: int = 0,
     ) -> Feeds:
         """Synthesized feeds for every graph input (see :func:`ortlab.inputs.example_inputs`)."""
@@ -165,9 +166,7 @@ class Model:
         domains are left for ORT to resolve.
         """
         problems = [
-            p
-            for p in self.summary.problems
-            if not (custom_ops_registered and "custom domain" in p)
+            p for p in self.summary.problems if not (custom_ops_registered and "custom domain" in p)
         ]
         if problems:
             raise UnsupportedModelError(
@@ -433,7 +432,8 @@ def _problems(proto: onnx.ModelProto) -> list[str]:
             out.append(
                 f"{label} opset {op.version} is newer than this onnxruntime {lim.ort_version} "
                 f"supports (max {lim.max_opset[domain]}); upgrade onnxruntime or convert the "
-                f"model with onnx.version_converter.convert_version(model, {lim.max_opset[domain]})."
+                "model with onnx.version_converter.convert_version(model, "
+                f"{lim.max_opset[domain]})."
             )
     used = {n.domain for n, _ in walk_nodes(proto.graph)}
     for domain in sorted(used - STANDARD_DOMAINS - local_functions - set(lim.max_opset)):

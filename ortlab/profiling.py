@@ -43,7 +43,7 @@ class _Event(msgspec.Struct):
 
 
 class _Trace(msgspec.Struct):
-    traceEvents: list[_Event]  # noqa: N815 - Chrome trace field name
+    traceEvents: list[_Event]  # noqa: N815 - the Chrome trace format's field name
 
 
 _DECODER = msgspec.json.Decoder(list[_Event] | _Trace, strict=False)
@@ -338,7 +338,7 @@ def profile(
     The trace file goes to a private folder in ortlab's cache and is deleted after parsing;
     nothing is written to the working directory.
     """
-    from ortlab.engine import call, default_timeout, prepare
+    from ortlab.engine import call, check_report, default_timeout, prepare
 
     if runs < 1 or warmup < 0:
         raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
@@ -358,6 +358,7 @@ def profile(
         progress=progress,
         timeout=timeout if timeout is not None else default_timeout(),
     )
+    check_report(out, cfg, m)
     notes = [
         "Times are measured with ORT's profiler on (about 5 µs of overhead per node): use them "
         "for shares and comparisons between nodes; ortlab.benchmark gives latency.",

@@ -8,6 +8,7 @@ as markup or as terminal control sequences.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -96,7 +97,7 @@ def _is_num_text(s: str) -> bool:
 def _num(v: Any) -> str:
     if isinstance(v, int):
         return f"{v:,}"
-    if v != v:  # NaN
+    if math.isnan(v):
         return "nan"
     if abs(v) >= 100:
         return f"{v:,.1f}"
@@ -158,9 +159,7 @@ def model_summary_text(s: ModelSummary) -> str:
     lines.append("")
     lines.append(table_text(["role", "name", "dtype", "shape"], _io_rows(s)))
     lines.append("")
-    lines.append(
-        "op types: " + ", ".join(f"{safe_text(k, 60)} {v}" for k, v in s.op_types.items())
-    )
+    lines.append("op types: " + ", ".join(f"{safe_text(k, 60)} {v}" for k, v in s.op_types.items()))
     lines += [f"WARNING: {safe_text(p, 2000)}" for p in s.problems]
     return "\n".join(lines)
 
@@ -307,25 +306,28 @@ def config_snippet(c: SessionConfig, model_path: str) -> str:
         flag = "1" if c.allow_spinning else "0"
         entries["session.intra_op.allow_spinning"] = flag
         entries["session.inter_op.allow_spinning"] = flag
-    for key, value in entries.items():
-        lines.append(f"so.add_session_config_entry({key!r}, {value!r})")
+    for key, text in entries.items():
+        lines.append(f"so.add_session_config_entry({key!r}, {text!r})")
     for lib in c.custom_op_libraries:
         lines.append(f"so.register_custom_ops_library({lib!r})")
     if c.providers == "auto":
         provs = "ort.get_available_providers()  # ortlab 'auto' picks those that really load"
     else:
-        items = [
-            repr((p, c.options_for(p))) if c.options_for(p) else repr(p) for p in c.providers
-        ]
+        items = [repr((p, c.options_for(p))) if c.options_for(p) else repr(p) for p in c.providers]
         provs = "[" + ", ".join(items) + "]"
     lines.append(f"sess = ort.InferenceSession({model_path!r}, so, providers={provs})")
     lines.append("print(sess.get_providers())  # check: a provider that fails to load is dropped")
     if c.io_binding:
         lines += [
-            "binding = sess.io_binding()",
-            "# binding.bind_cpu_input(name, array) for each input; then:",
-            "for out in sess.get_outputs():",
-            "    binding.bind_output(out.name)",
-            "sess.run_with_iobinding(binding)",
+            "",
+            "",
+            "def run(feeds):  # feeds: {input name: numpy array}",
+            "    binding = sess.io_binding()",
+            "    for name, value in feeds.items():",
+            "        binding.bind_cpu_input(name, value)",
+            "    for out in sess.get_outputs():",
+            "        binding.bind_output(out.name)",
+            "    sess.run_with_iobinding(binding)",
+            "    return binding.copy_outputs_to_cpu()",
         ]
     return "\n".join(lines)

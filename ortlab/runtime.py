@@ -50,7 +50,7 @@ def _loads(data: bytes) -> bool:
     so.log_severity_level = 4
     try:
         ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    except Exception:
+    except Exception:  # noqa: BLE001 - any refusal means 'not supported'
         return False
     return True
 
@@ -58,10 +58,10 @@ def _loads(data: bytes) -> bool:
 @functools.cache
 def limits() -> RuntimeLimits:
     """Measure the newest IR version and opsets this onnxruntime accepts (cached)."""
-    from onnxruntime.capi import _pybind_state as C
+    from onnxruntime.capi import _pybind_state as pybind
 
     schema_max: dict[str, int] = {}
-    for schema in C.get_all_operator_schema():
+    for schema in pybind.get_all_operator_schema():
         schema_max[schema.domain] = max(schema_max.get(schema.domain, 1), schema.since_version)
     top_opset = max(schema_max.get("", 1), onnx.defs.onnx_opset_version())
     max_opset = next((v for v in range(top_opset, 0, -1) if _loads(_probe_model(7, v))), top_opset)

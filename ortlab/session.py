@@ -198,8 +198,8 @@ def session_options(
         entries["session.intra_op.allow_spinning"] = "1" if config.allow_spinning else "0"
         entries["session.inter_op.allow_spinning"] = "1" if config.allow_spinning else "0"
     entries.update(extra_entries or {})
-    for key, value in entries.items():
-        so.add_session_config_entry(key, value)
+    for key, text in entries.items():
+        so.add_session_config_entry(key, text)
     for lib in config.custom_op_libraries:
         so.register_custom_ops_library(lib)
     if profile_prefix:
@@ -214,8 +214,9 @@ def _classify_failure(message: str, model_name: str, config: SessionConfig) -> E
     where = f"{model_name!r} with {config.label()}"
     if "escapes model directory" in message or "outside the directory" in message:
         return ExternalDataError(f"Refusing to load {where}: {message}")
-    if "Unsupported model IR version" in message or "opset" in message.lower() and (
-        "not supported" in message or "under development" in message
+    if "Unsupported model IR version" in message or (
+        "opset" in message.lower()
+        and ("not supported" in message or "under development" in message)
     ):
         return UnsupportedModelError(f"onnxruntime cannot run {where}: {message}")
     if "No Op registered" in message or "Could not find an implementation" in message:
@@ -260,7 +261,7 @@ def build_session(
     try:
         with capture_output() as cap:
             sess = ort.InferenceSession(model_path, so, providers=providers)
-    except Exception as err:  # noqa: BLE001 - ORT raises its own untyped exception classes
+    except Exception as err:
         raise _classify_failure(clean_ort_message(str(err)), model_name, config) from err
     create_ms = (time.perf_counter() - start) * 1e3
     active = list(sess.get_providers())
@@ -288,17 +289,26 @@ def build_session(
     return sess, report
 
 
-def _enforce_fallback_policy(report: SessionReport, config: SessionConfig, name: str) -> None:
-    if not report.missing or config.fallback == "allow":
-        return
-    text = (
+def _fallback_text(report: SessionReport, name: str) -> str:
+    return (
         f"Execution provider(s) {[_short(m.provider) for m in report.missing]} did not load for "
         f"{name!r}: the session runs on {report.active}. "
         + " ".join(f"{_short(m.provider)}: {m.reason}" for m in report.missing)
     )
-    if config.fallback == "error":
-        raise ProviderFallbackError(text + " (fallback='error' in the SessionConfig.)")
-    warnings.warn(text, ProviderFallbackWarning, stacklevel=2)
+
+
+def _enforce_fallback_policy(report: SessionReport, config: SessionConfig, name: str) -> None:
+    """fallback='error' raises where the session is built (in the worker)."""
+    if report.missing and config.fallback == "error":
+        raise ProviderFallbackError(
+            _fallback_text(report, name) + " (fallback='error' in the SessionConfig.)"
+        )
+
+
+def warn_if_fallback(report: SessionReport, config: SessionConfig, name: str) -> None:
+    """fallback='warn' warns in the *caller's* process, where the user sees it."""
+    if report.missing and config.fallback == "warn":
+        warnings.warn(_fallback_text(report, name), ProviderFallbackWarning, stacklevel=3)
 
 
 _AUTO_ORDER = (
@@ -346,7 +356,9 @@ def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
             reasons.append(f"{_short(ep)}: in this build but cannot load here ({why})")
     chosen.append("CPUExecutionProvider")
     reasons.append("cpu: always available, takes every node the others do not")
-    skipped = [_short(p) for p in _AUTO_ORDER if p not in available and p in PROVIDER_ALIASES.values()]
+    skipped = [
+        _short(p) for p in _AUTO_ORDER if p not in available and p in PROVIDER_ALIASES.values()
+    ]
     if skipped:
         reasons.append(f"not in this build: {', '.join(skipped)}")
     return tuple(chosen), tuple(reasons)

@@ -75,7 +75,10 @@ class Verdict:
         return 1.0 / self.ratio if self.ratio > 0 else float("nan")
 
     def text(self, a: str = "A", b: str = "B") -> str:
-        ci = f"{self.ratio:.3f}x [{self.low:.3f}, {self.high:.3f}] ({self.confidence:.0%} CI, {self.rounds} rounds)"
+        ci = (
+            f"{self.ratio:.3f}x [{self.low:.3f}, {self.high:.3f}] "
+            f"({self.confidence:.0%} CI, {self.rounds} rounds)"
+        )
         if self.rounds < 3:
             return f"{b} vs {a}: {ci}; too few rounds for a verdict"
         if not self.significant:

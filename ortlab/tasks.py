@@ -11,6 +11,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ _REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside
 
 
 def _fingerprint(path: str) -> str:
-    st = os.stat(path)
+    st = Path(path).stat()
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
@@ -52,7 +53,7 @@ def clear_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}
 
 
-def prepare_feeds(sess: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
+def prepare_feeds(feeds: Mapping[str, Any]) -> dict[str, Any]:
     """numpy arrays ORT cannot take directly (bfloat16, float8…) become typed OrtValues."""
     import onnxruntime as ort
     from onnx import helper
@@ -60,8 +61,10 @@ def prepare_feeds(sess: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in feeds.items():
         arr = np.asarray(value)
-        if arr.dtype.kind == "V" or type(arr.dtype).__module__.startswith("ml_dtypes") or (
-            arr.dtype.name in ("bfloat16",) or arr.dtype.name.startswith(("float8", "float4"))
+        if (
+            arr.dtype.kind == "V"
+            or type(arr.dtype).__module__.startswith("ml_dtypes")
+            or (arr.dtype.name in ("bfloat16",) or arr.dtype.name.startswith(("float8", "float4")))
         ):
             elem = helper.np_dtype_to_tensor_dtype(arr.dtype)
             if arr.dtype.name in ("int4", "uint4", "float4_e2m1fn"):
@@ -77,7 +80,50 @@ def prepare_feeds(sess: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_NUMPY_LESS = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")
+
+
+def needs_ort_values(sess: Any) -> bool:
+    """True when an output's element type has no numpy equivalent in ORT (bfloat16, float8…):
+    ``run()`` cannot return it, ``run_with_ort_values`` can."""
+    return any(any(t in o.type for t in _NUMPY_LESS) for o in sess.get_outputs())
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """An output OrtValue (CPU) as numpy, including bfloat16/float8 through ml_dtypes."""
+    import ctypes
+
+    from onnx import helper
+
+    if isinstance(value, np.ndarray):
+        return value
+    want = np.dtype(helper.tensor_dtype_to_np_dtype(int(value.element_type())))
+    try:
+        arr = np.asarray(value.numpy())
+    except Exception:  # noqa: BLE001 - ORT has no numpy type for it: copy the raw bytes
+        shape = tuple(value.shape())
+        count = int(np.prod(shape)) if shape else 1
+        raw = (ctypes.c_uint8 * (count * want.itemsize)).from_address(value.data_ptr())
+        return np.frombuffer(bytes(raw), dtype=want).reshape(shape)
+    if arr.dtype != want and arr.dtype.itemsize == want.itemsize and want.kind != "O":
+        return arr.view(want)  # float8 comes back as its uint8 bits
+    return arr
+
+
 def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
+    if needs_ort_values(sess) and not io_binding:
+        import onnxruntime as ort
+
+        values = {
+            k: v if not isinstance(v, np.ndarray) else ort.OrtValue.ortvalue_from_numpy(v)
+            for k, v in feeds.items()
+        }
+        run_values = sess.run_with_ort_values
+
+        def with_ort_values() -> Any:
+            return run_values(None, values)
+
+        return with_ort_values
     if not io_binding:
         run = sess.run
 
@@ -101,7 +147,9 @@ def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], 
     return bound
 
 
-def _run_error(err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]) -> RunError:
+def _run_error(
+    err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]
+) -> RunError:
     desc = ", ".join(
         f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
         for k, v in feeds.items()
@@ -114,6 +162,7 @@ def _run_error(err: Exception, name: str, config: SessionConfig, feeds: Mapping[
 
 def benchmark(
     progress: Progress,
+    *,
     model_path: str,
     model_name: str,
     config: SessionConfig,
@@ -124,7 +173,7 @@ def benchmark(
 ) -> dict[str, Any]:
     """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
     sess, report, cached = _session(model_path, model_name, config)
-    prepared = prepare_feeds(sess, feeds)
+    prepared = prepare_feeds(feeds)
     run = _runner(sess, prepared, config.io_binding)
     clock = time.perf_counter_ns
     total = warmup + runs
@@ -155,6 +204,7 @@ def benchmark(
 
 def profile(
     progress: Progress,
+    *,
     model_path: str,
     model_name: str,
     config: SessionConfig,
@@ -170,7 +220,7 @@ def profile(
         sess, report = build_session(
             model_path, config, model_name=model_name, profile_prefix=str(folder / "ortlab")
         )
-        prepared = prepare_feeds(sess, feeds)
+        prepared = prepare_feeds(feeds)
         run = _runner(sess, prepared, config.io_binding)
         try:
             for i in range(warmup + runs):
@@ -186,6 +236,7 @@ def profile(
 
 def outputs(
     progress: Progress,
+    *,
     model_path: str,
     model_name: str,
     config: SessionConfig,
@@ -194,7 +245,7 @@ def outputs(
     """One run; the outputs by name."""
     sess, report, _ = _session(model_path, model_name, config)
     try:
-        values = sess.run(None, prepare_feeds(sess, feeds))
+        values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
     except Exception as err:
         raise _run_error(err, model_name, config, feeds) from err
     progress(1, 1)
@@ -203,7 +254,7 @@ def outputs(
 
 
 def session_report(
-    progress: Progress, model_path: str, model_name: str, config: SessionConfig
+    progress: Progress, *, model_path: str, model_name: str, config: SessionConfig
 ) -> SessionReport:
     _, report, _ = _session(model_path, model_name, config)
     progress(1, 1)

@@ -167,10 +167,8 @@ class Worker:
             with contextlib.suppress(OSError, EOFError, BrokenPipeError):
                 self._conn.send(("stop",))
             if self._proc is not None:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(2)
-                except subprocess.TimeoutExpired:
-                    pass
         self._kill()
         self._discard()
 
@@ -226,7 +224,14 @@ class Worker:
                 raise self._crashed(context, task) from err
             deadline = None if timeout is None else time.monotonic() + timeout
             try:
-                return self._wait(call_id, deadline, progress, context, task, timeout)
+                return self._wait(
+                    call_id,
+                    deadline=deadline,
+                    progress=progress,
+                    context=context,
+                    task=task,
+                    timeout=timeout,
+                )
             except KeyboardInterrupt:
                 self._kill()
                 self._discard()
@@ -235,6 +240,7 @@ class Worker:
     def _wait(
         self,
         call_id: int,
+        *,
         deadline: float | None,
         progress: Progress | None,
         context: str,
@@ -325,7 +331,7 @@ _isolation = os.environ.get("ORTLAB_WORKER", "process")
 
 def set_isolation(mode: str) -> None:
     """'process' (default: ORT runs in a worker process) or 'inprocess' (for debugging)."""
-    global _default, _isolation
+    global _default, _isolation  # noqa: PLW0603 - one default worker per process, by design
     if mode not in ("process", "inprocess"):
         raise ValueError(f"isolation must be 'process' or 'inprocess', not {mode!r}")
     if _default is not None and mode != _isolation:
@@ -335,7 +341,7 @@ def set_isolation(mode: str) -> None:
 
 
 def get_worker() -> Worker | InProcessWorker:
-    global _default
+    global _default  # noqa: PLW0603 - one default worker per process, by design
     if _default is None:
         _default = InProcessWorker() if _isolation == "inprocess" else Worker()
     return _default

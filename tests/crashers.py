@@ -1,0 +1,29 @@
+"""Tasks that kill or hang the worker on purpose (run inside it by tests/test_worker.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Callable
+
+
+def abort(progress: Callable[[int, int], None]) -> None:
+    progress(1, 2)
+    os.abort()
+
+
+def segfault(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
+    ctypes.string_at(0)
+
+
+def hang(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
+    time.sleep(3600)
+
+
+def exit_now(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
+    os._exit(3)
+
+
+def raise_value_error(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
+    raise ValueError("plain bug inside a task")

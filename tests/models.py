@@ -1,0 +1,145 @@
+"""The registry of tiny test models, built in code (one function per model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+
+
+def make(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    initializers: list[onnx.TensorProto] | None = None,
+    opset: int = 17,
+    ir: int = 8,
+    name: str = "g",
+    extra_opsets: dict[str, int] | None = None,
+) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=initializers or [])
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(d, v) for d, v in (extra_opsets or {}).items()]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = ir
+    return model
+
+
+def vi(
+    name: str, elem: int = F, shape: list[int | str | None] | None = None
+) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape if shape is not None else [2, 3])
+
+
+def add(shape: list[int | str | None] | None = None) -> onnx.ModelProto:
+    """y = x + 1"""
+    one = numpy_helper.from_array(np.ones([1], np.float32), "one")
+    return make(
+        [helper.make_node("Add", ["x", "one"], ["y"], name="add")],
+        [vi("x", F, shape)],
+        [vi("y", F, shape)],
+        [one],
+    )
+
+
+def identity(elem: int, opset: int = 21, ir: int = 10) -> onnx.ModelProto:
+    return make(
+        [helper.make_node("Identity", ["x"], ["y"], name="id")],
+        [vi("x", elem, ["batch", 4])],
+        [vi("y", elem, ["batch", 4])],
+        opset=opset,
+        ir=ir,
+    )
+
+
+def opset_too_new(opset: int = 40) -> onnx.ModelProto:
+    return make([helper.make_node("Relu", ["x"], ["y"])], [vi("x")], [vi("y")], opset=opset, ir=10)
+
+
+def ir_too_new(ir: int = 30) -> onnx.ModelProto:
+    return make([helper.make_node("Relu", ["x"], ["y"])], [vi("x")], [vi("y")], ir=ir)
+
+
+def custom_domain() -> onnx.ModelProto:
+    node = helper.make_node("FancyOp", ["x"], ["y"], name="fancy", domain="com.example.ops")
+    return make([node], [vi("x")], [vi("y")], extra_opsets={"com.example.ops": 1})
+
+
+def initializers_as_inputs(n: int = 5) -> onnx.ModelProto:
+    """IR 8 model listing its weights as graph inputs: ORT will not fold them."""
+    nodes, inits, inputs = [], [], [vi("x", F, [1, 8])]
+    prev = "x"
+    for i in range(n):
+        w = numpy_helper.from_array(np.eye(8, dtype=np.float32), f"w{i}")
+        inits.append(w)
+        inputs.append(vi(f"w{i}", F, [8, 8]))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"], name=f"mm{i}"))
+        prev = f"h{i}"
+    nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
+    return make(nodes, inputs, [vi("y", F, [1, 8])], inits)
+
+
+def with_if() -> onnx.ModelProto:
+    """An If whose branches hold nodes: op histograms must count them."""
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [], [vi("t")]
+    )
+    else_g = helper.make_graph(
+        [
+            helper.make_node("Neg", ["x"], ["e0"], name="else_neg"),
+            helper.make_node("Abs", ["e0"], ["e"], name="else_abs"),
+        ],
+        "else",
+        [],
+        [vi("e")],
+    )
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"], name="gt"),
+        helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g),
+    ]
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    return make(nodes, [vi("x")], [vi("y")], [zero])
+
+
+def external_data(folder: Path, location: str = "weights.bin", write: bool = True) -> Path:
+    """model.onnx in ``folder`` whose weight lives in an external file ``location``."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tensor = numpy_helper.from_array(w, "w")
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", str(w.nbytes))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    model = make([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x")], [vi("y")],
+                 [tensor])  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    if write:
+        (folder / location).write_bytes(w.tobytes())
+    return path
+
+
+def slow_loop() -> onnx.ModelProto:
+    """A Loop with a huge trip count: runs for a very long time (for timeout tests)."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Add", ["v_in", "one_b"], ["v_out"]),
+        ],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("v_in", F, [1])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [1])],
+        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one_b")],
+    )
+    inits = [
+        numpy_helper.from_array(np.array(10**12, np.int64), "trip"),
+        numpy_helper.from_array(np.array(True), "cond"),
+    ]
+    node = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)
+    return make([node], [vi("x", F, [1])], [vi("y", F, [1])], inits)

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ortlab
+from ortlab.stats import latency_stats, paired_ratio
+
+
+def test_benchmark_counts_and_stats(mlp: ortlab.Model, in_tmp_cwd: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    b = ortlab.benchmark(mlp, runs=40, warmup=5, progress=lambda d, t: seen.append((d, t)))
+    assert b.stats.count == 40 == len(b.latencies_ns)
+    assert b.warmup == 5
+    ms = np.asarray(b.latencies_ns) / 1e6
+    assert b.stats.p50_ms == pytest.approx(np.percentile(ms, 50))
+    assert b.stats.min_ms <= b.stats.p50_ms <= b.stats.p90_ms <= b.stats.p99_ms <= b.stats.max_ms
+    assert seen[-1] == (45, 45)
+    df = b.to_pandas()
+    assert df.columns.tolist() == ["run", "latency_ms"] and len(df) == 40
+    assert b.report.active == ["CPUExecutionProvider"]
+    assert "batch=1" in b.feeds
+    assert b.environment["onnxruntime"]
+    assert list(in_tmp_cwd.iterdir()) == []
+
+
+def test_benchmark_json_round_trip(mlp: ortlab.Model) -> None:
+    b = ortlab.benchmark(mlp, ortlab.SessionConfig(level="basic"), runs=5, progress=False)
+    again = ortlab.BenchmarkResult.from_json(b.to_json())
+    assert again == b
+    assert again.session_config.level == "basic"
+    assert "p50" in repr(again) and "<table" in again._repr_html_()
+
+
+def test_duration_stops_early(mlp: ortlab.Model) -> None:
+    b = ortlab.benchmark(mlp, runs=10**7, warmup=1, duration_s=0.3, progress=False)
+    assert 1 <= b.stats.count < 10**7
+
+
+def test_io_binding_and_threads(bert_tiny: ortlab.Model) -> None:
+    cfg = ortlab.SessionConfig(intra_op_threads=1, allow_spinning=False, io_binding=True)
+    b = ortlab.benchmark(bert_tiny, cfg, runs=5, dims={"sequence": 16}, progress=False)
+    assert b.stats.count == 5
+    assert "sequence=16 (given)" in b.feeds
+
+
+def test_user_feeds_are_validated(mlp: ortlab.Model) -> None:
+    with pytest.raises(ortlab.FeedError, match="dtype double, expected float"):
+        ortlab.benchmark(mlp, feeds={"input": np.zeros((1, 256))}, runs=1, progress=False)
+
+
+def test_bad_runs() -> None:
+    with pytest.raises(ValueError, match="runs must be >= 1"):
+        ortlab.benchmark(ortlab.examples.load("mlp"), runs=0)
+
+
+@pytest.mark.parametrize("kind", ["distribution", "runs"])
+def test_benchmark_plots(mlp: ortlab.Model, kind: str) -> None:
+    b = ortlab.benchmark(mlp, runs=20, progress=False)
+    fig = b.plot(kind)
+    assert len(fig.data) == 1
+    with pytest.raises(ValueError, match="choose 'distribution' or 'runs'"):
+        b.plot("violin")
+
+
+@pytest.mark.slow
+def test_benchmark_resnet50_levels(resnet50: ortlab.Model) -> None:
+    for level in ("disabled", "all"):
+        b = ortlab.benchmark(resnet50, {"level": level}, runs=3, warmup=1, progress=False)
+        assert b.stats.count == 3 and b.stats.p50_ms > 0
+
+
+def test_latency_stats_exact() -> None:
+    s = latency_stats([1_000_000, 2_000_000, 3_000_000, 4_000_000])
+    assert (s.count, s.min_ms, s.max_ms, s.mean_ms, s.p50_ms) == (4, 1.0, 4.0, 2.5, 2.5)
+    assert s.throughput_per_s == pytest.approx(400.0)
+    assert np.isnan(latency_stats([]).p50_ms)
+
+
+def test_paired_ratio_verdicts() -> None:
+    rng = np.random.default_rng(0)
+    a = 10 + rng.normal(0, 0.3, 30)
+    faster = paired_ratio(a, a * 0.7 + rng.normal(0, 0.05, 30))
+    assert faster.significant and faster.ratio == pytest.approx(0.7, abs=0.02)
+    assert "int8 is 1.42x faster than fp32" in faster.text("fp32", "int8")
+    same = paired_ratio(a, a * (1 + rng.normal(0, 0.01, 30)))
+    assert not same.significant
+    assert "no measurable difference" in same.text()
+    slower = paired_ratio(a, a * 1.5)
+    assert "1.50x slower" in slower.text()
+    assert "too few rounds" in paired_ratio([1.0, 1.0], [2.0, 2.0]).text()

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ortlab
+from ortlab.cli import main
+
+
+def test_inspect_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "bert_tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "input_ids" in out and "[batch, sequence]" in out
+    assert main(["inspect", "bert_tiny", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ortlab"] == "ModelSummary"
+    assert ortlab.ModelSummary.from_json(json.dumps(data)).node_count == 114
+
+
+def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "mlp", "--providers", "cpu", "--level", "all", "--runs", "7", "--json"])
+    assert code == 0
+    b = ortlab.BenchmarkResult.from_json(capsys.readouterr().out)
+    assert b.stats.count == 7 and b.session_config.level == "all"
+
+
+def test_bench_text_with_dims(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["bench", "bert_tiny", "--runs", "3", "--dims", "sequence=16", "--threads", "1"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "p50" in out and "sequence=16 (given)" in out
+
+
+def test_profile_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", "mlp", "--runs", "3", "--top", "2"]) == 0
+    assert "By op type" in capsys.readouterr().out
+    assert main(["profile", "mlp", "--runs", "3", "--json"]) == 0
+    p = ortlab.ProfileResult.from_json(capsys.readouterr().out)
+    assert p.runs == 3
+
+
+def test_errors_exit_2_with_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00garbage" * 10)
+    assert main(["inspect", str(bad)]) == 2
+    assert "ortlab: error:" in capsys.readouterr().err
+    assert main(["bench", "mlp", "--providers", "cudaa"]) == 2
+    assert "Unknown execution provider 'cudaa'" in capsys.readouterr().err
+
+
+def test_providers_and_examples_and_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["providers", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["loadable"][-1] == "CPUExecutionProvider"
+    assert main(["examples"]) == 0
+    assert "resnet50" in capsys.readouterr().out
+    assert main(["cache", "info"]) == 0
+    assert "ortlab-test-cache" in capsys.readouterr().out
+
+
+def test_console_script_entry_point() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "ortlab.cli", "inspect", "squeezenet"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "data_0" in out.stdout

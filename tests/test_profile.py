@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ortlab
+from ortlab.errors import ProfileParseError
+from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file
+
+GOLDEN = Path(__file__).parent / "data" / "profiles" / "ort-1.31.1_mlp_cpu_4runs.json"
+NODES = {
+    "fused /layers.0/MatMul/MatMulAddFusion",
+    "fused /layers.1/MatMul/MatMulAddFusion",
+    "/layers.2/MatMul/MatMulAddFusion",
+}
+
+
+def test_golden_profile_ort_1_31() -> None:
+    data = parse_profile_file(GOLDEN)
+    assert set(data.node) == NODES
+    assert set(data.op_type) == {"FusedGemm", "Gemm"}
+    assert set(data.provider) == {"CPUExecutionProvider"}
+    assert len(data.run_us) == 4
+    assert len(data.ev_node) == 12
+    assert data.session_init_us == 1458
+    assert data.model_loading_us == 1801
+    assert sorted(set(data.ev_run)) == [0, 1, 2, 3]
+    assert all(s >= 0 for s in data.ev_start_us)
+    assert data.input_shapes[data.node.index("/layers.2/MatMul/MatMulAddFusion")].startswith(
+        "float[1, 512]"
+    )
+
+
+def test_warmup_runs_are_skipped() -> None:
+    data = parse_profile_file(GOLDEN, skip_runs=1)
+    assert len(data.run_us) == 3 and len(data.ev_node) == 9
+    assert data.skipped_runs == 1
+
+
+def _old_style(events: list[dict]) -> bytes:
+    """The shape older ORT versions wrote: traceEvents wrapper, fence events, string numbers,
+    unsorted events."""
+    out = []
+    for original in events:
+        e = dict(original, ts=str(original["ts"]), dur=str(original["dur"]))
+        out.append(e)
+        if e["cat"] == "Node":
+            base = e["name"].removesuffix("_kernel_time")
+            for suffix in ("_fence_before", "_fence_after"):
+                out.append({"cat": "Node", "ph": "X", "name": base + suffix, "ts": e["ts"],
+                            "dur": "0", "args": {"op_name": e["args"]["op_name"]}})  # fmt: skip
+    random.Random(0).shuffle(out)
+    return json.dumps({"traceEvents": out}).encode()
+
+
+def test_older_format_parses_the_same() -> None:
+    events = json.loads(GOLDEN.read_text())
+    new = parse_profile(GOLDEN.read_bytes())
+    old = parse_profile(_old_style(events))
+    assert sorted(old.node) == sorted(new.node)
+    assert old.run_us == new.run_us
+    assert sorted(zip(old.ev_run, old.ev_dur_us, strict=True)) == sorted(
+        zip(new.ev_run, new.ev_dur_us, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "profile is empty"),
+        (b'[{"cat": "Node", "name": "x_kernel_time", "ts": 1, "dur"', "truncated"),
+        (b"<html>not json</html>", "Not an ORT profile"),
+        (b'{"some": "object"}', "Not an ORT profile"),
+    ],
+    ids=["empty", "truncated", "not-json", "wrong-json"],
+)
+def test_bad_profiles_name_the_problem(content: bytes, message: str) -> None:
+    with pytest.raises(ProfileParseError, match=message):
+        parse_profile(content)
+
+
+def test_missing_profile_file(tmp_path: Path) -> None:
+    with pytest.raises(ProfileParseError, match="Cannot read profile"):
+        parse_profile_file(tmp_path / "none.json")
+
+
+def test_compiled_subgraph_events_are_nodes() -> None:
+    """OpenVINO/TensorRT report one event per compiled subgraph; keep it as a node."""
+    events = [
+        {"cat": "Session", "name": "model_run", "ph": "X", "ts": 100, "dur": 50, "args": {}},
+        {"cat": "Node", "ph": "X", "ts": 105, "dur": 30,
+         "name": "OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0_kernel_time",
+         "args": {"op_name": "OpenVINO-EP-subgraph_1", "provider": "OpenVINOExecutionProvider"}},
+        {"cat": "Node", "ph": "X", "ts": 136, "dur": 10, "name": "isnan_kernel_time",
+         "args": {"op_name": "IsNaN", "provider": "CPUExecutionProvider"}},
+    ]  # fmt: skip
+    data = parse_profile(json.dumps(events))
+    assert data.op_type == ["OpenVINO-EP-subgraph_1", "IsNaN"]
+    assert data.provider == ["OpenVINOExecutionProvider", "CPUExecutionProvider"]
+    assert data.ev_start_us == [5.0, 36.0]
+
+
+def _result() -> ProfileResult:
+    return ProfileResult(model="mlp", config={}, data=parse_profile_file(GOLDEN), report=None,
+                         notes=["profiling on"])  # fmt: skip
+
+
+def test_tables_from_fixed_events() -> None:
+    p = _result()
+    nodes = p.by_node()
+    assert list(nodes.columns) == ["node", "op_type", "provider", "calls", "median_us",
+                                   "mean_us", "total_us", "share", "input_shapes",
+                                   "output_shapes"]  # fmt: skip
+    assert set(nodes["node"]) == NODES
+    assert (nodes["calls"] == 4).all()
+    assert nodes["share"].sum() == pytest.approx(1.0)
+    assert nodes["total_us"].is_monotonic_decreasing
+    ops = p.by_op_type()
+    assert set(ops["op_type"]) == {"FusedGemm", "Gemm"}
+    assert ops["nodes"].sum() == 3
+    assert ops["share"].sum() == pytest.approx(1.0)
+    prov = p.by_provider()
+    assert prov["provider"].tolist() == ["CPUExecutionProvider"]
+    assert prov["share"].iloc[0] == pytest.approx(1.0)
+    tl = p.timeline(0)
+    assert len(tl) == 3 and tl["start_us"].is_monotonic_increasing
+    with pytest.raises(IndexError, match="this profile has 4 runs"):
+        p.timeline(9)
+    assert len(p.top_nodes(2)) == 2
+
+
+def test_profile_result_json_round_trip() -> None:
+    p = _result()
+    again = ProfileResult.from_json(p.to_json())
+    assert again == p
+    assert again.by_node().equals(p.by_node())
+    with pytest.raises(ortlab.OrtlabError, match="holds an ortlab 'ProfileResult'"):
+        ortlab.BenchmarkResult.from_json(p.to_json())
+
+
+@pytest.mark.parametrize("kind", ["op_type", "provider", "treemap", "top", "timeline"])
+def test_plots_return_figures(kind: str) -> None:
+    import plotly.graph_objects as go
+
+    fig = _result().plot(kind)
+    assert isinstance(fig, go.Figure)
+    assert len(fig.data) >= 1
+    assert "mlp" in fig.layout.title.text
+
+
+def test_unknown_plot_kind() -> None:
+    with pytest.raises(ValueError, match="choose from op_type"):
+        _result().plot("pie")
+
+
+def test_profile_end_to_end_leaves_no_files(mlp: ortlab.Model, in_tmp_cwd: Path) -> None:
+    from ortlab import cache
+
+    p = ortlab.profile(mlp, runs=5, warmup=2, progress=False)
+    assert p.runs == 5
+    assert set(p.data.ev_run) == set(range(5))
+    assert p.report is not None and p.report.active == ["CPUExecutionProvider"]
+    assert list(in_tmp_cwd.iterdir()) == []
+    assert not list(cache.cache_dir().rglob("*profile*.json"))
+    assert "by op type" in p.to_text().lower()
+    assert "<table" in p._repr_html_()
+
+
+@pytest.mark.slow
+def test_profile_resnet50(resnet50: ortlab.Model) -> None:
+    p = ortlab.profile(resnet50, ortlab.SessionConfig(level="all"), runs=3, warmup=1,
+                       progress=False)  # fmt: skip
+    ops = p.by_op_type()
+    assert ops.iloc[0]["op_type"] == "Conv", "convolutions dominate ResNet-50"
+    assert p.data.session_init_us > 0
+    assert np.isclose(p.by_node()["share"].sum(), 1.0)
+
+
+def test_profile_bert_tiny_extended(bert_tiny: ortlab.Model) -> None:
+    p = ortlab.profile(bert_tiny, ortlab.SessionConfig(level="extended"), runs=3,
+                       dims={"sequence": 16}, progress=False)  # fmt: skip
+    ops = set(p.data.op_type)
+    assert "LayerNormalization" in ops, "ORT fuses the LayerNorm pattern"
+    assert any("Gelu" in o for o in ops), "and the Gelu pattern at extended"

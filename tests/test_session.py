@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import warnings
+
+import onnxruntime as ort
+import pytest
+
+import ortlab
+from ortlab.errors import ProviderFallbackError, ProviderFallbackWarning
+from ortlab.session import auto_providers, build_session, clean_ort_message
+from tests import models
+
+
+def test_silent_cuda_fallback_is_reported(mlp: ortlab.Model) -> None:
+    cfg = ortlab.SessionConfig(providers=["cuda", "cpu"], fallback="allow")
+    _, report = build_session(str(mlp.path), cfg, model_name="mlp")
+    assert report.requested == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert report.active == ["CPUExecutionProvider"]
+    assert report.fallback
+    (issue,) = report.missing
+    assert issue.provider == "CUDAExecutionProvider"
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        assert "ORT said:" in issue.reason and "cuda" in issue.reason.lower()
+    else:
+        assert "not part of this onnxruntime build" in issue.reason
+    assert "did not load" in report.summary()
+
+
+def test_fallback_warns_or_raises(mlp: ortlab.Model) -> None:
+    with pytest.warns(ProviderFallbackWarning, match=r"\['openvino'\] did not load for 'mlp'"):
+        ortlab.benchmark(mlp, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1,
+                         progress=False)  # fmt: skip
+    with pytest.raises(ProviderFallbackError, match="fallback='error'"):
+        build_session(
+            str(mlp.path),
+            ortlab.SessionConfig(providers=["openvino", "cpu"], fallback="error"),
+            model_name="mlp",
+        )
+
+
+def test_fallback_reaches_benchmark_results(mlp: ortlab.Model) -> None:
+    with pytest.warns(ProviderFallbackWarning):
+        b = ortlab.benchmark(mlp, {"providers": ["openvino", "cpu"]}, runs=3, progress=False)
+    assert b.report.missing[0].provider == "OpenVINOExecutionProvider"
+    assert "onnxruntime-openvino" in b.report.missing[0].reason
+    assert "FALLBACK" in b.to_text()
+
+
+def test_ort_output_is_captured_not_leaked(capfd: pytest.CaptureFixture[str]) -> None:
+    m = ortlab.load(models.initializers_as_inputs(7))
+    _, report = build_session(str(m.path), ortlab.SessionConfig(), model_name="m")
+    out, err = capfd.readouterr()
+    assert "appears in graph inputs" not in out + err, "ORT's fd-2 lines must be captured"
+    (note,) = report.notes
+    assert "7 initializers (e.g. w0) also appear as graph inputs" in note
+
+
+def test_auto_picks_loadable_providers() -> None:
+    chosen, reasons = auto_providers()
+    assert chosen[-1] == "CPUExecutionProvider"
+    assert any(r.startswith("cpu:") for r in reasons)
+    for ep in ort.get_available_providers():
+        if ep not in chosen and ep != "CPUExecutionProvider":
+            assert any("cannot load here" in r for r in reasons)
+    b = ortlab.benchmark(ortlab.load(models.add()), {"providers": "auto"}, runs=2,
+                         progress=False)  # fmt: skip
+    assert b.report.auto_reasons == reasons
+
+
+def test_clean_ort_message() -> None:
+    raw = (
+        "[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/onnxruntime/core/graph/model.cc:256 "
+        "onnxruntime::Model::Model(onnx::ModelProto&&, const onnxruntime::PathString&) "
+        "Unsupported model IR version: 14, max supported IR version: 13"
+    )
+    assert (
+        clean_ort_message(raw) == "Unsupported model IR version: 14, max supported IR version: 13"
+    )
+
+
+def test_session_creation_failure_is_wrapped() -> None:
+    """A model ORT rejects at creation: the error names the model and the config."""
+    from onnx import TensorProto, helper
+
+    bad = models.make(
+        [helper.make_node("Add", ["x", "x"], ["y"], name="add")],
+        [models.vi("x", TensorProto.FLOAT)],
+        [models.vi("y", TensorProto.INT64)],  # wrong output type: ORT refuses
+    )
+    with pytest.raises(ortlab.OrtlabError, match=r"'g' with cpu · all"):
+        ortlab.benchmark(bad, runs=1, progress=False)
+
+
+def test_no_python_warning_noise(mlp: ortlab.Model) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_session(str(mlp.path), ortlab.SessionConfig(), model_name="mlp")

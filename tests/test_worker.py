@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import psutil
+import pytest
+
+import ortlab
+from ortlab.errors import (
+    SessionConfigError,
+    WorkerCancelledError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
+)
+from ortlab.worker import InProcessWorker, Worker, get_worker
+from tests import models
+
+
+@pytest.fixture
+def worker() -> Worker:
+    w = Worker()
+    yield w
+    w.stop()
+
+
+@pytest.mark.parametrize(
+    ("task", "signal_text"),
+    [
+        ("tests.crashers:abort", r"SIGABRT \(abort\)"),
+        ("tests.crashers:segfault", r"SIGSEGV \(segmentation fault\)"),
+        ("tests.crashers:exit_now", "exited with code 3"),
+    ],
+)
+def test_a_dying_worker_is_replaced(worker: Worker, task: str, signal_text: str) -> None:
+    first = worker.call("ping", {})
+    with pytest.raises(WorkerCrashedError, match=signal_text) as info:
+        worker.call(task, {}, context="of 'crashy' with cpu · all")
+    assert "'crashy' with cpu · all" in str(info.value)
+    assert "Your Python session is fine" in str(info.value)
+    if "segfault" in task:
+        assert "Fatal Python error" in str(info.value), "faulthandler's stack is in the message"
+    second = worker.call("ping", {})
+    assert second != first, "a fresh worker serves the next call"
+
+
+def test_kill_mid_benchmark_then_benchmark_again(mlp: ortlab.Model) -> None:
+    """The worker is killed from outside during a run; the next benchmark works."""
+    w = get_worker()
+    assert isinstance(w, Worker)
+    w.call("ping", {})
+    pid = w.pid
+    assert pid is not None
+    killer = threading.Timer(1.0, lambda: psutil.Process(pid).kill())
+    killer.start()
+    with pytest.raises(WorkerCrashedError, match="SIGKILL"):
+        ortlab.benchmark(mlp, runs=10**7, warmup=0, progress=False)
+    killer.join()
+    b = ortlab.benchmark(mlp, runs=5, progress=False)
+    assert b.stats.count == 5
+    assert w.pid != pid
+
+
+def test_timeout_stops_a_hang(worker: Worker) -> None:
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeoutError, match="did not finish within 1 s"):
+        worker.call("tests.crashers:hang", {}, timeout=1.0)
+    assert time.monotonic() - start < 10
+    assert isinstance(worker.call("ping", {}), int)
+
+
+def test_timeout_on_a_model_that_runs_forever() -> None:
+    m = ortlab.load(models.slow_loop())
+    with pytest.raises(WorkerTimeoutError, match="did not finish within 2 s"):
+        ortlab.benchmark(m, runs=1, warmup=0, timeout=2.0, progress=False)
+    assert ortlab.benchmark(ortlab.load(models.add()), runs=2, progress=False).stats.count == 2
+
+
+def test_cancel_from_another_thread(worker: Worker) -> None:
+    threading.Timer(0.5, worker.cancel).start()
+    with pytest.raises(WorkerCancelledError, match="Cancelled"):
+        worker.call("tests.crashers:hang", {})
+    assert isinstance(worker.call("ping", {}), int)
+
+
+def test_errors_come_back_typed(worker: Worker) -> None:
+    with pytest.raises(ValueError, match="plain bug inside a task") as info:
+        worker.call("tests.crashers:raise_value_error", {})
+    assert any("raised in the ortlab worker" in n for n in getattr(info.value, "__notes__", []))
+    with pytest.raises(SessionConfigError):
+        worker.call("benchmark", {"model_path": "x", "model_name": "x",
+                                  "config": ortlab.SessionConfig(level="all").with_(level="max"),
+                                  "feeds": {}})  # fmt: skip
+
+
+def test_in_process_mode(mlp: ortlab.Model) -> None:
+    ortlab.set_isolation("inprocess")
+    try:
+        assert isinstance(get_worker(), InProcessWorker)
+        b = ortlab.benchmark(mlp, runs=3, progress=False)
+        assert b.stats.count == 3
+    finally:
+        ortlab.set_isolation("process")
+    assert isinstance(get_worker(), Worker)
+
+
+def test_no_worker_outlives_stop(worker: Worker) -> None:
+    worker.call("ping", {})
+    pid = worker.pid
+    worker.stop()
+    assert (pid is not None and not psutil.pid_exists(pid)) or (
+        psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    )
