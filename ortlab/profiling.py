@@ -12,6 +12,7 @@ them for *shares* and per-node comparisons; take latency from :func:`ortlab.benc
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,27 +27,30 @@ from ortlab.session import SessionReport
 __all__ = ["ProfileData", "ProfileResult", "parse_profile", "parse_profile_file"]
 
 
-class _Args(msgspec.Struct, omit_defaults=True):
+class _Args(msgspec.Struct, gc=False):
     op_name: str = ""
     provider: str = ""
     input_type_shape: msgspec.Raw = msgspec.Raw(b"null")
     output_type_shape: msgspec.Raw = msgspec.Raw(b"null")
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
+    """The fields we read. ``args`` stays raw bytes: only one event per node needs decoding.
+    ``gc=False``: 100k small acyclic objects need no cycle-collector tracking."""
+
     name: str = ""
     cat: str = ""
-    ph: str = "X"
     ts: float = 0
     dur: float = 0
-    args: _Args | None = None
+    args: msgspec.Raw = msgspec.Raw(b"null")
 
 
-class _Trace(msgspec.Struct):
+class _Trace(msgspec.Struct, gc=False):
     traceEvents: list[_Event]  # noqa: N815 - the Chrome trace format's field name
 
 
 _DECODER = msgspec.json.Decoder(list[_Event] | _Trace, strict=False)
+_ARGS = msgspec.json.Decoder(_Args | None, strict=False)
 _SUFFIX = "_kernel_time"
 _SESSION_EVENTS = ("model_loading_uri", "model_loading_array", "session_initialization")
 
@@ -95,7 +99,7 @@ def _shape_text(raw: msgspec.Raw) -> str:
 def parse_profile(data: bytes | str, skip_runs: int = 0) -> ProfileData:
     """Parse an ORT trace; drop the first ``skip_runs`` ``model_run``s (warm-up)."""
     raw = data.encode() if isinstance(data, str) else data
-    if not raw.strip():
+    if not raw or raw.isspace():  # isspace stops at the first byte: no copy of a big trace
         raise ProfileParseError("The profile is empty: ORT writes it only on end_profiling().")
     try:
         decoded = _DECODER.decode(raw)
@@ -114,56 +118,55 @@ def parse_profile(data: bytes | str, skip_runs: int = 0) -> ProfileData:
     return _columns(events, skip_runs)
 
 
+def _node_args(raw: msgspec.Raw) -> _Args:
+    try:
+        return _ARGS.decode(raw) or _Args()
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _Args()
+
+
 def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
     runs = sorted((e.ts, e.dur) for e in events if e.cat == "Session" and e.name == "model_run")
     session = {e.name: e.dur for e in events if e.cat == "Session" and e.name in _SESSION_EVENTS}
     skip = min(skip_runs, len(runs))
     measured = runs[skip:]
-    starts = np.array([r[0] for r in measured], dtype=np.float64)
-    ends = np.array([r[0] + r[1] for r in measured], dtype=np.float64)
+    # Node events only: the fence events of older ORT versions do not end in _kernel_time.
+    node_ev = [e for e in events if e.cat == "Node" and e.name.endswith(_SUFFIX)]
+    cut = len(_SUFFIX)
     index: dict[str, int] = {}
-    nodes: list[str] = []
-    op_types: list[str] = []
-    providers: list[str] = []
-    in_shapes: list[str] = []
-    out_shapes: list[str] = []
-    ev_node: list[int] = []
-    ev_ts: list[float] = []
-    ev_dur: list[float] = []
-    for e in events:
-        if e.cat != "Node" or not e.name.endswith(_SUFFIX):
-            continue  # session events, and the fence events of older ORT versions
-        name = e.name[: -len(_SUFFIX)]
-        k = index.get(name)
-        if k is None:
-            k = index[name] = len(nodes)
-            args = e.args or _Args()
-            nodes.append(name)
-            op_types.append(args.op_name or "?")
-            providers.append(args.provider or "?")
-            in_shapes.append(_shape_text(args.input_type_shape))
-            out_shapes.append(_shape_text(args.output_type_shape))
-        ev_node.append(k)
-        ev_ts.append(e.ts)
-        ev_dur.append(e.dur)
-    ts = np.asarray(ev_ts, dtype=np.float64)
-    run_of = np.searchsorted(starts, ts, side="right") - 1
-    keep = (run_of >= 0) & (ts <= ends[np.clip(run_of, 0, None)] if len(ends) else False)
-    if not runs:  # a trace without model_run events: keep every node event as run 0
-        keep = np.ones(len(ts), dtype=bool)
-        run_of = np.zeros(len(ts), dtype=np.int64)
+    ids = np.fromiter(
+        (index.setdefault(e.name[:-cut], len(index)) for e in node_ev), np.int64, len(node_ev)
+    )
+    firsts: dict[int, _Event] = {}
+    for k, e in zip(ids.tolist(), node_ev, strict=True):
+        if k not in firsts:
+            firsts[k] = e
+            if len(firsts) == len(index):
+                break
+    args = [_node_args(firsts[k].args) for k in range(len(index))]
+    ts = np.fromiter((e.ts for e in node_ev), np.float64, len(node_ev))
+    dur = np.fromiter((e.dur for e in node_ev), np.float64, len(node_ev))
+    if runs:
+        starts = np.array([r[0] for r in measured], dtype=np.float64)
+        ends = np.array([r[0] + r[1] for r in measured], dtype=np.float64)
+        run_of = np.searchsorted(starts, ts, side="right") - 1
+        keep = run_of >= 0
+        keep[keep] &= ts[keep] <= ends[run_of[keep]]
+    else:  # a trace without model_run events: every node event counts as run 0
         starts = np.zeros(1)
+        run_of = np.zeros(len(ts), dtype=np.int64)
+        keep = np.ones(len(ts), dtype=bool)
     sel = np.nonzero(keep)[0]
     return ProfileData(
-        node=nodes,
-        op_type=op_types,
-        provider=providers,
-        input_shapes=in_shapes,
-        output_shapes=out_shapes,
-        ev_node=np.asarray(ev_node, dtype=np.int64)[sel].tolist(),
-        ev_run=run_of[sel].astype(np.int64).tolist(),
+        node=list(index),
+        op_type=[a.op_name or "?" for a in args],
+        provider=[a.provider or "?" for a in args],
+        input_shapes=[_shape_text(a.input_type_shape) for a in args],
+        output_shapes=[_shape_text(a.output_type_shape) for a in args],
+        ev_node=ids[sel].tolist(),
+        ev_run=run_of[sel].tolist(),
         ev_start_us=(ts[sel] - starts[run_of[sel]]).tolist(),
-        ev_dur_us=np.asarray(ev_dur, dtype=np.float64)[sel].tolist(),
+        ev_dur_us=dur[sel].tolist(),
         run_us=[float(r[1]) for r in measured],
         session_init_us=float(session.get("session_initialization", 0.0)),
         model_loading_us=float(
@@ -172,6 +175,22 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
         skipped_runs=skip,
         events_total=len(events),
     )
+
+
+def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Median of ``values`` per group id (groups without values get NaN), vectorised."""
+    order = np.lexsort((values, ids))
+    ordered = values[order]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    lo = starts + np.maximum(counts - 1, 0) // 2
+    hi = starts + counts // 2
+    safe = counts > 0
+    out = np.full(len(counts), np.nan)
+    if len(ordered):
+        lo_v = ordered[np.minimum(lo, len(ordered) - 1)]
+        hi_v = ordered[np.minimum(hi, len(ordered) - 1)]
+        out[safe] = ((lo_v + hi_v) / 2)[safe]
+    return out
 
 
 def parse_profile_file(path: str | Path, skip_runs: int = 0) -> ProfileData:
@@ -203,17 +222,14 @@ class ProfileResult(Result):
     def runs(self) -> int:
         return len(self.data.run_us)
 
-    def _frame(self) -> Any:
-        import pandas as pd
-
+    @functools.cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         d = self.data
-        return pd.DataFrame(
-            {
-                "node_id": np.asarray(d.ev_node, dtype=np.int64),
-                "run": np.asarray(d.ev_run, dtype=np.int64),
-                "start_us": np.asarray(d.ev_start_us, dtype=np.float64),
-                "dur_us": np.asarray(d.ev_dur_us, dtype=np.float64),
-            }
+        return (
+            np.asarray(d.ev_node, dtype=np.int64),
+            np.asarray(d.ev_run, dtype=np.int64),
+            np.asarray(d.ev_start_us, dtype=np.float64),
+            np.asarray(d.ev_dur_us, dtype=np.float64),
         )
 
     def by_node(self) -> Any:
@@ -222,42 +238,56 @@ class ProfileResult(Result):
         import pandas as pd
 
         d = self.data
-        ev = self._frame()
-        g = ev.groupby("node_id")["dur_us"]
-        stats = pd.DataFrame(
-            {"calls": g.size(), "median_us": g.median(), "mean_us": g.mean(), "total_us": g.sum()}
-        )
+        ids, _, _, dur = self._arrays
+        n = len(d.node)
+        calls = np.bincount(ids, minlength=n)
+        total = np.bincount(ids, weights=dur, minlength=n)
+        median = _group_medians(ids, dur, calls)
+        present = calls > 0
         table = pd.DataFrame(
             {
                 "node": d.node,
                 "op_type": d.op_type,
                 "provider": d.provider,
+                "calls": calls,
+                "median_us": median,
+                "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
+                "total_us": total,
+                "share": total / (float(total.sum()) or 1.0),
                 "input_shapes": d.input_shapes,
                 "output_shapes": d.output_shapes,
             }
-        ).join(stats, how="inner")
-        total = float(table["total_us"].sum()) or 1.0
-        table["share"] = table["total_us"] / total
-        cols = ["node", "op_type", "provider", "calls", "median_us", "mean_us", "total_us",
-                "share", "input_shapes", "output_shapes"]  # fmt: skip
-        return table[cols].sort_values("total_us", ascending=False).reset_index(drop=True)
+        )[present]
+        return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
     def _grouped(self, keys: list[str]) -> Any:
+        """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum."""
         import pandas as pd
 
-        nodes = self.by_node()
-        ev = self._frame()
-        ev = ev.join(
-            pd.DataFrame({"op_type": self.data.op_type, "provider": self.data.provider}),
-            on="node_id",
+        d = self.data
+        ids, runs, _, dur = self._arrays
+        labels = (
+            list(zip(d.op_type, d.provider, strict=True)) if len(keys) == 2 else list(d.provider)
         )
-        per_run = ev.groupby([*keys, "run"])["dur_us"].sum().groupby(level=keys).median()
-        out = nodes.groupby(keys).agg(
-            nodes=("node", "size"), calls=("calls", "sum"), total_us=("total_us", "sum")
-        )
-        out["median_per_run_us"] = per_run
-        out["share"] = out["total_us"] / (float(out["total_us"].sum()) or 1.0)
-        return out.sort_values("total_us", ascending=False).reset_index()
+        group_index: dict[Any, int] = {}
+        node_group = np.array([group_index.setdefault(x, len(group_index)) for x in labels])
+        groups = len(group_index)
+        ev_group = node_group[ids] if len(ids) else np.zeros(0, dtype=np.int64)
+        n_runs = max(int(runs.max()) + 1 if len(runs) else 1, 1)
+        per_run = np.bincount(ev_group * n_runs + runs, weights=dur, minlength=groups * n_runs)
+        calls = np.bincount(ev_group, minlength=groups)
+        total = np.bincount(ev_group, weights=dur, minlength=groups)
+        nodes = np.bincount(node_group[np.bincount(ids, minlength=len(d.node)) > 0],
+                            minlength=groups)  # fmt: skip
+        keys_cols = list(zip(*group_index, strict=True)) if len(keys) == 2 else [list(group_index)]
+        out = pd.DataFrame(dict(zip(keys, keys_cols, strict=True)))
+        out["nodes"] = nodes
+        out["calls"] = calls
+        out["total_us"] = total
+        out["median_per_run_us"] = np.median(per_run.reshape(groups, n_runs), axis=1)
+        out["share"] = total / (float(total.sum()) or 1.0)
+        out = out[out["calls"] > 0]
+        return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
     def by_op_type(self) -> Any:
         """One row per (op_type, provider): nodes, calls, total_us, median_per_run_us, share."""
@@ -277,16 +307,17 @@ class ProfileResult(Result):
 
         if not 0 <= run < max(self.runs, 1):
             raise IndexError(f"run {run} out of range: this profile has {self.runs} runs.")
-        ev = self._frame()
-        ev = ev[ev["run"] == run].sort_values("start_us")
+        ids, runs, start, dur = self._arrays
+        sel = np.nonzero(runs == run)[0]
+        sel = sel[np.argsort(start[sel], kind="stable")]
         d = self.data
         return pd.DataFrame(
             {
-                "node": [d.node[i] for i in ev["node_id"]],
-                "op_type": [d.op_type[i] for i in ev["node_id"]],
-                "provider": [d.provider[i] for i in ev["node_id"]],
-                "start_us": ev["start_us"].to_numpy(),
-                "dur_us": ev["dur_us"].to_numpy(),
+                "node": [d.node[i] for i in ids[sel]],
+                "op_type": [d.op_type[i] for i in ids[sel]],
+                "provider": [d.provider[i] for i in ids[sel]],
+                "start_us": start[sel],
+                "dur_us": dur[sel],
             }
         )
 
