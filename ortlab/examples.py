@@ -354,11 +354,39 @@ def bert_tiny(
     return g.model()
 
 
+def nan_guard_cnn() -> onnx.ModelProto:
+    """A small CNN with a NaN guard (IsNaN + Where) in the middle. OpenVINO has no IsNaN
+    kernel, so with the OpenVINO EP the graph splits into two OpenVINO partitions around one
+    CPU node: a real EP fallback island, with its boundary tensors."""
+    g = GraphBuilder("nan_guard_cnn")
+    x = g.input("input", F32, ["batch", 3, 32, 32])
+    x = g.op("Conv", [x, g.weight("features.0.weight", (16, 3, 3, 3), 27),
+                      g.const("features.0.bias", np.zeros(16, np.float32))],
+             scope="/features/0", pads=[1, 1, 1, 1])  # fmt: skip
+    x = g.op("Relu", [x], scope="/features/1")
+    nan = g.op("IsNaN", [x], scope="/sanitize")
+    x = g.op("Where", [nan, g.const("sanitize.zero", np.float32(0)), x], scope="/sanitize")
+    x = g.op("Conv", [x, g.weight("features.2.weight", (32, 16, 3, 3), 144),
+                      g.const("features.2.bias", np.zeros(32, np.float32))],
+             scope="/features/2", pads=[1, 1, 1, 1], strides=[2, 2])  # fmt: skip
+    x = g.op("Relu", [x], scope="/features/3")
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x], scope="/pool")], scope="/pool")
+    g.op("Gemm", [x, g.weight("classifier.weight", (32, 10)),
+                  g.const("classifier.bias", np.zeros(10, np.float32))],
+         scope="/classifier", out=["logits"])  # fmt: skip
+    g.output("logits", F32, ["batch", 10])
+    return g.model()
+
+
 GENERATED: dict[str, tuple[str, Callable[[], onnx.ModelProto]]] = {
     "conv_bn_relu": ("Conv+BatchNorm+Relu x2: folding and activation fusion", conv_bn_relu),
     "mlp": ("3-layer MLP of MatMul+Add: Gemm fusion", mlp),
     "residual_cnn": ("Small ResNet-style CNN: residual Adds, Conv+Relu fusion", residual_cnn),
     "bert_tiny": ("2-layer BERT-style encoder: LayerNorm, Gelu, attention patterns", bert_tiny),
+    "nan_guard_cnn": (
+        "CNN with an IsNaN guard: OpenVINO splits it around a CPU node",
+        nan_guard_cnn,
+    ),
 }
 
 

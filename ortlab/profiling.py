@@ -63,8 +63,9 @@ class ProfileData:
     """Node name per distinct node (the final, optimized graph's names)."""
     op_type: list[str]
     provider: list[str]
-    input_shapes: list[str]
-    output_shapes: list[str]
+    input_types: list[list[tuple[str, list[int]]]]
+    """Per node: (dtype, dims) of each input, as ORT recorded them at run time."""
+    output_types: list[list[tuple[str, list[int]]]]
     ev_node: list[int]
     """Per event: index into the node lists."""
     ev_run: list[int]
@@ -81,19 +82,23 @@ class ProfileData:
     """All events in the file (every category), for throughput figures."""
 
 
-def _shape_text(raw: msgspec.Raw) -> str:
+def _types(raw: msgspec.Raw) -> list[tuple[str, list[int]]]:
+    """``[{"float": [1, 3]}, …]`` -> ``[("float", [1, 3]), …]`` (tolerant of odd values)."""
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError:
-        return ""
-    if not isinstance(value, list):
-        return ""
-    parts = []
-    for item in value:
+        return []
+    out: list[tuple[str, list[int]]] = []
+    for item in value if isinstance(value, list) else []:
         if isinstance(item, dict):
             for dtype, dims in item.items():
-                parts.append(f"{dtype}{list(dims) if isinstance(dims, list) else dims}")
-    return ", ".join(parts)
+                ok = isinstance(dims, list) and all(isinstance(x, int) for x in dims)
+                out.append((str(dtype), list(dims) if ok else []))
+    return out
+
+
+def types_text(types: list[tuple[str, list[int]]]) -> str:
+    return ", ".join(f"{dtype}{dims}" for dtype, dims in types)
 
 
 def parse_profile(data: bytes | str, skip_runs: int = 0) -> ProfileData:
@@ -161,8 +166,8 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
         node=list(index),
         op_type=[a.op_name or "?" for a in args],
         provider=[a.provider or "?" for a in args],
-        input_shapes=[_shape_text(a.input_type_shape) for a in args],
-        output_shapes=[_shape_text(a.output_type_shape) for a in args],
+        input_types=[_types(a.input_type_shape) for a in args],
+        output_types=[_types(a.output_type_shape) for a in args],
         ev_node=ids[sel].tolist(),
         ev_run=run_of[sel].tolist(),
         ev_start_us=(ts[sel] - starts[run_of[sel]]).tolist(),
@@ -254,8 +259,8 @@ class ProfileResult(Result):
                 "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
                 "total_us": total,
                 "share": total / (float(total.sum()) or 1.0),
-                "input_shapes": d.input_shapes,
-                "output_shapes": d.output_shapes,
+                "input_shapes": [types_text(t) for t in d.input_types],
+                "output_shapes": [types_text(t) for t in d.output_types],
             }
         )[present]
         return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)

@@ -72,16 +72,17 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[safe_text(h) for h in headers]] + [
         [safe_text(_num(c)) if _is_num(c) else safe_text(c, 60) for c in row] for row in rows
     ]
+    numeric = [[False] * len(headers)] + [[_is_num(c) or _is_pct(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
-    for k, row in enumerate(cells):
+    for row, nums in zip(cells, numeric, strict=True):
         lines.append(
             "  ".join(
-                c.rjust(w) if k and _is_num_text(c) else c.ljust(w)
-                for c, w in zip(row, widths, strict=True)
+                c.rjust(w) if num else c.ljust(w)
+                for c, w, num in zip(row, widths, nums, strict=True)
             ).rstrip()
         )
-        if k == 0:
+        if len(lines) == 1:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -90,8 +91,9 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _is_num_text(s: str) -> bool:
-    return bool(re.fullmatch(r"-?[\d,.]+%?|nan", s))
+def _is_pct(v: Any) -> bool:
+    """Percentages we format ourselves ("12.5%") align like numbers."""
+    return isinstance(v, str) and bool(re.fullmatch(r"-?\d+(\.\d+)?%", v))
 
 
 def _num(v: Any) -> str:
@@ -331,3 +333,117 @@ def config_snippet(c: SessionConfig, model_path: str) -> str:
             "    return binding.copy_outputs_to_cpu()",
         ]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- placement
+
+
+def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["provider", "nodes", "node share", "partitions", "µs/run", "time share"]
+    rows = [
+        [r.provider, int(r.nodes), f"{r.node_share:.0%}", int(r.partitions),
+         float(r.us_per_run), f"{r.time_share:.0%}"]
+        for r in pl.summary().itertuples()
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+    headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run"]
+    rows = [
+        [p.partition, p.provider + (" (compiled)" if p.compiled else ""), len(p.original_nodes),
+         ", ".join(p.inputs[:4]) + (" …" if len(p.inputs) > 4 else ""),
+         ", ".join(p.outputs[:4]) + (" …" if len(p.outputs) > 4 else ""), float(p.us_per_run)]
+        for p in pl.partition_rows[:limit]
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+    headers = ["tensor", "from", "to", "bytes"]
+    rows = [
+        [b.tensor, f"{b.producer} ({b.producer_provider.removesuffix('ExecutionProvider')})",
+         f"{b.consumer} ({b.consumer_provider.removesuffix('ExecutionProvider')})", b.bytes]
+        for b in pl.boundary_rows[:limit]
+    ]  # fmt: skip
+    return headers, rows
+
+
+def placement_text(pl: Any) -> str:
+    parts = [
+        f"Placement of {safe_text(pl.model)} ({pl.runs} profiled runs; final graph from "
+        f"{pl.final_source})",
+        table_text(*_placement_summary_rows(pl)),
+        "",
+        f"Partitions ({len(pl.partition_rows)}):",
+        table_text(*_partition_rows(pl)),
+        "",
+        f"EP boundaries ({len(pl.boundary_rows)}):",
+        table_text(*_boundary_rows(pl)) if pl.boundary_rows else "  none: one EP runs it all",
+        "",
+        *report_lines(pl.report),
+    ]
+    return "\n".join(parts)
+
+
+def placement_html(pl: Any) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement · {pl.runs} profiled runs</div>"
+        + table_html(*_placement_summary_rows(pl))
+        + f"<div><b>Partitions</b> ({len(pl.partition_rows)})</div>"
+        + table_html(*_partition_rows(pl))
+        + f"<div><b>EP boundaries</b> ({len(pl.boundary_rows)})</div>"
+        + (table_html(*_boundary_rows(pl)) if pl.boundary_rows else "<div>none</div>")
+        + _report_html(pl.report)
+    )
+
+
+# ---------------------------------------------------------------- optimization
+
+
+def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
+    lat = {r.level: r for r in o.latency_rows}
+    headers = ["level", "nodes", "fusions", "p50 ms", "vs first level", "verdict"]
+    rows = []
+    for lv in o.levels:
+        r = lat.get(lv.level)
+        fusions = sum(1 for g in lv.groups if g.kind == "fused")
+        rows.append([
+            lv.level, lv.nodes, fusions,
+            float(r.p50_ms) if r else "—",
+            f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]" if r else "—",
+            _short_verdict(r.verdict) if r else "not timed",
+        ])  # fmt: skip
+    return headers, rows
+
+
+def _short_verdict(text: str) -> str:
+    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon."""
+    return text.split(":", maxsplit=1)[0]
+
+
+def optimization_text(o: Any) -> str:
+    parts = [
+        f"Graph optimization of {safe_text(o.model)}: {o.original_nodes} original nodes",
+        table_text(*_opt_rows(o)),
+    ]
+    for lv in o.levels:
+        if lv.fired:
+            parts.append(f"{lv.level}: fired " + ", ".join(f"{k}" for k in lv.fired))
+    parts += [f"BLOCKER: {safe_text(b, 2000)}" for b in o.blockers]
+    return "\n".join(parts)
+
+
+def optimization_html(o: Any) -> str:
+    blockers = "".join(f'<div class="ortlab-warn">⚠ {esc(b, 2000)}</div>' for b in o.blockers)
+    fired = "".join(
+        f"<div><b>{esc(lv.level)}</b>: {esc(', '.join(lv.fired), 2000)}</div>"
+        for lv in o.levels
+        if lv.fired
+    )
+    return (
+        f"{_STYLE}<div><b>{esc(o.model)}</b> · {o.original_nodes} original nodes</div>"
+        + blockers
+        + table_html(*_opt_rows(o))
+        + fired
+    )

@@ -48,7 +48,8 @@ _KEYWORDS = {
     "TensorrtExecutionProvider": ("tensorrt", "nvinfer", "trt"),
     "OpenVINOExecutionProvider": ("openvino",),
 }
-_LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\]\s*")
+_LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")
+_QUIET = re.compile(r"^\S+ \S+ \[[IV]:onnxruntime")
 _INIT_AS_INPUT = re.compile(r"Initializer (\S+) appears in graph inputs")
 
 
@@ -76,6 +77,10 @@ class SessionReport(Result):
     auto_reasons: list[str] = field(default_factory=list)
     """When providers='auto': why each provider was picked or passed over."""
     devices: list[Device] = field(default_factory=list)
+    placements: dict[str, str] = field(default_factory=dict)
+    """From ORT's verbose "Node placements" block (only when built with log_severity=0)."""
+    fired: dict[str, int] = field(default_factory=dict)
+    """Graph transformers that modified the graph (only when built with log_severity<=1)."""
 
     @property
     def fallback(self) -> bool:
@@ -139,6 +144,49 @@ def _summarise_log(lines: list[str]) -> tuple[list[str], list[str]]:
             "constant-fold or fuse them. Remove them from graph.input to let ORT optimize."
         )
     return kept[:200], notes
+
+
+_PLACED_ON = re.compile(r"Node\(s\) placed on \[(\w+)\]")
+_PLACED_NODE = re.compile(r"^\s*(\S+) \((.*)\)\s*$")
+
+
+def parse_placements(lines: list[str]) -> dict[str, str]:
+    """ORT's verbose "Node placements" block -> {node name: execution provider}.
+
+    ORT lists per-node lines only when more than one EP is used (and Memcpy nodes)."""
+    out: dict[str, str] = {}
+    current = None
+    inside = False
+    for raw in lines:
+        line = _LOG_PREFIX.sub("", raw)
+        if "Node placements" in line:
+            inside, current = True, None
+            continue
+        if not inside:
+            continue
+        hit = _PLACED_ON.search(line)
+        if hit:
+            current = hit.group(1)
+            continue
+        node = _PLACED_NODE.match(line)
+        if node and current and line.startswith("  "):
+            out[node.group(2)] = current
+        elif line.strip() and not line.startswith(" "):
+            inside = False
+    return out
+
+
+_FIRED = re.compile(r"GraphTransformer (\S+) modified: (\d+)")
+
+
+def parse_fired(lines: list[str]) -> dict[str, int]:
+    """ORT's INFO lines ``GraphTransformer X modified: 1`` -> {transformer: times it fired}."""
+    out: dict[str, int] = {}
+    for line in lines:
+        hit = _FIRED.search(line)
+        if hit and hit.group(2) != "0":
+            out[hit.group(1)] = out.get(hit.group(1), 0) + 1
+    return out
 
 
 def _reason(provider: str, lines: list[str], warns: list[str], available: list[str]) -> str:
@@ -272,7 +320,8 @@ def build_session(
         for p in requested
         if p not in active
     ]
-    log, notes = _summarise_log([clean_ort_message(_LOG_PREFIX.sub("", ln)) for ln in lines])
+    loud = [ln for ln in lines if not _QUIET.match(ln)]  # drop INFO/VERBOSE chatter
+    log, notes = _summarise_log([clean_ort_message(_LOG_PREFIX.sub("", ln)) for ln in loud])
     report = SessionReport(
         requested=requested,
         active=active,
@@ -284,6 +333,8 @@ def build_session(
         notes=notes,
         auto_reasons=auto_reasons,
         devices=devices(),
+        placements=parse_placements(lines),
+        fired=parse_fired(lines),
     )
     _enforce_fallback_policy(report, config, model_name)
     return sess, report

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.capture import capture_output
 from ortlab.config import SessionConfig
 from ortlab.errors import FeedError, RunError
+from ortlab.profiling import parse_profile_file
 from ortlab.session import SessionReport, build_session, clean_ort_message
 
 Progress = Callable[[int, int], None]
@@ -214,7 +216,6 @@ def profile(
 ) -> dict[str, Any]:
     """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
     from ortlab import cache
-    from ortlab.profiling import parse_profile_file
 
     with cache.temp_dir("profile-") as folder:
         sess, report = build_session(
@@ -270,3 +271,172 @@ def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
 
 def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature
     return os.getpid()
+
+
+# Execution providers that compile subgraphs into opaque nodes: a session using one cannot save
+# its optimized model, but can dump an EPContext model with the same partition.
+COMPILING_EPS = frozenset(
+    {
+        "OpenVINOExecutionProvider",
+        "TensorrtExecutionProvider",
+        "NvTensorRTRTXExecutionProvider",
+        "QNNExecutionProvider",
+        "VitisAIExecutionProvider",
+        "CoreMLExecutionProvider",
+        "MIGraphXExecutionProvider",
+    }
+)
+
+
+def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str]]]:
+    import onnx
+
+    from ortlab.graphmap import graph_nodes
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return [
+        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs)) for n in graph_nodes(graph)
+    ]
+
+
+def placement(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 5,
+    warmup: int = 2,
+) -> dict[str, Any]:
+    """One session, three placement sources: assignment info, the profile's providers and the
+    verbose placement log; plus the final graph (EPContext dump or optimized model)."""
+    import onnxruntime as ort
+
+    from ortlab import cache
+
+    requested = list(config.providers) if config.providers != "auto" else []
+    compiled = any(p in COMPILING_EPS for p in requested) or config.providers == "auto"
+    with cache.temp_dir("placement-") as folder:
+        entries = {"session.record_ep_graph_assignment_info": "1"}
+        if compiled:
+            entries.update(
+                {
+                    "ep.context_enable": "1",
+                    "ep.context_file_path": str(folder / "context.onnx"),
+                    "ep.context_embed_mode": "0",
+                }
+            )
+        sess, report = build_session(
+            model_path,
+            config,
+            model_name=model_name,
+            profile_prefix=str(folder / "profile"),
+            log_severity=0,
+            optimized_model_path=None if compiled else str(folder / "final.onnx"),
+            extra_entries=entries,
+        )
+        ro = ort.RunOptions()
+        ro.log_severity_level = 3  # verbose session logging must not slow the profiled runs
+        prepared = prepare_feeds(feeds)
+        try:
+            for i in range(warmup + runs):
+                sess.run(None, prepared, ro)
+                progress(i + 1, warmup + runs)
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        finally:
+            with capture_output():  # a verbose session logs its end_profiling to fd 2
+                trace = sess.end_profiling()
+        data = parse_profile_file(trace, skip_runs=warmup)
+        assignment = [
+            (str(sg.ep_name), [(n.name, n.op_type, n.domain) for n in sg.get_nodes()])
+            for sg in sess.get_provider_graph_assignment_info()
+        ]
+        final_path = next(
+            (p for p in (folder / "context.onnx", folder / "final.onnx") if p.exists()), None
+        )
+        if final_path is None:  # a compiling EP was asked for but did not load
+            _, _ = build_session(
+                model_path, config.with_(fallback="allow"), model_name=model_name,
+                optimized_model_path=str(folder / "final.onnx"),
+            )  # fmt: skip
+            final_path = folder / "final.onnx"
+        final = _graph_tuples(final_path)
+    return {
+        "report": report,
+        "data": data,
+        "assignment": assignment,
+        "placements": report.placements,
+        "final": final,
+        "final_source": "EPContext dump"
+        if final_path.name == "context.onnx"
+        else "optimized model",
+    }
+
+
+def optimize_levels(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    levels: list[str],
+    folder: str,
+) -> dict[str, Any]:
+    """Save ORT's optimized model per level (weights in a side file) and the transformers that
+    fired (from ORT's INFO log)."""
+    out: dict[str, Any] = {}
+    for i, level in enumerate(levels):
+        target = Path(folder) / f"{level}.onnx"
+        _, report = build_session(
+            model_path,
+            config.with_(level=level, fallback="allow"),
+            model_name=model_name,
+            log_severity=1,
+            optimized_model_path=str(target),
+            extra_entries={
+                "session.optimized_model_external_initializers_file_name": f"{level}.onnx.data",
+                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+            },
+        )
+        out[level] = {"path": str(target), "report": report, "final": _graph_tuples(target)}
+        progress(i + 1, len(levels))
+    return out
+
+
+def interleaved(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    configs: list[SessionConfig],
+    feeds: Mapping[str, Any],
+    rounds: int = 10,
+    runs: int = 10,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Time several configs of one model in rounds, A B C then C B A …, so drift cancels.
+
+    Returns per round and config the median of ``runs`` timed runs (ns)."""
+    sessions = []
+    for cfg in configs:  # build every session before timing anything
+        sess, report, _ = _session(model_path, model_name, cfg)
+        run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
+        for _ in range(warmup):
+            run()
+        sessions.append((run, report))
+    clock = time.perf_counter_ns
+    medians = [[0] * len(configs) for _ in range(rounds)]
+    for r in range(rounds):
+        order = range(len(configs)) if r % 2 == 0 else reversed(range(len(configs)))
+        for k in order:
+            run = sessions[k][0]
+            lat = []
+            for _ in range(runs):
+                t0 = clock()
+                run()
+                lat.append(clock() - t0)
+            medians[r][k] = int(np.median(lat))
+        progress(r + 1, rounds)
+    return {"medians_ns": medians, "reports": [rep for _, rep in sessions]}

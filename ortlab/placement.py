@@ -1,0 +1,428 @@
+"""Where every node runs: the join of original graph, final graph, EP and profiled time.
+
+Three sources, which disagree on purpose (see ARCHITECTURE.md):
+1. ORT's assignment API (``session.record_ep_graph_assignment_info``): the graph at
+   partitioning time, per EP subgraph;
+2. the profile: one event per *executed* node of the final graph, with its provider (a compiled
+   EP subgraph is one opaque event);
+3. the verbose "Node placements" log, where the first two are silent.
+
+The final graph comes from the same session (an EPContext dump when a compiling EP such as
+OpenVINO or TensorRT is involved, else ORT's optimized model), so profile event names match its
+nodes exactly. :mod:`ortlab.graphmap` maps it back to the original nodes by tensor names, which
+expands compiled subgraphs into their member nodes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto
+
+from ortlab._onnx_util import elem_bits
+from ortlab._result import Result
+from ortlab.graphmap import NodeMapping, OpNode, graph_nodes, map_nodes
+from ortlab.profiling import ProfileData
+from ortlab.session import SessionReport
+
+__all__ = ["PlacementResult", "join_placement", "placement"]
+
+MEMCPY_OPS = frozenset({"MemcpyFromHost", "MemcpyToHost"})
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One original node. Time is the measured time of the final node(s) it became part of,
+    split evenly across the original nodes of that group (``time_source`` says so)."""
+
+    node: str
+    op_type: str
+    status: str
+    """kept / rewritten / fused / folded / eliminated (see ortlab.graphmap), or compiled
+    (inside a compiled EP subgraph such as OpenVINO's or TensorRT's)."""
+    optimized: list[str]
+    """Final-graph nodes it became part of (a compiled EP subgraph counts as one)."""
+    provider: str
+    partition: int
+    """Partition id (see ``partitions``); -1 when the node was folded or eliminated."""
+    us_per_run: float
+    group_us_per_run: float
+    """Time of the whole final node(s) it belongs to."""
+    share: float
+    time_source: str
+
+
+@dataclass(frozen=True)
+class OptimizedRow:
+    node: str
+    op_type: str
+    domain: str
+    provider: str
+    partition: int
+    fused_from: list[str]
+    us_per_run: float
+    share: float
+    compiled: bool
+    executed: bool
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    partition: int
+    provider: str
+    compiled: bool
+    optimized_nodes: list[str]
+    original_nodes: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    us_per_run: float
+
+
+@dataclass(frozen=True)
+class BoundaryRow:
+    tensor: str
+    producer: str
+    producer_provider: str
+    consumer: str
+    consumer_provider: str
+    bytes: int
+    """From the run-time shape ORT recorded for the producer's output; -1 if unknown."""
+
+
+@dataclass(frozen=True)
+class PlacementResult(Result):
+    model: str
+    config: dict[str, Any]
+    report: SessionReport
+    runs: int
+    node_rows: list[NodeRow]
+    optimized_rows: list[OptimizedRow]
+    partition_rows: list[PartitionRow]
+    boundary_rows: list[BoundaryRow]
+    assignment: list[tuple[str, list[str]]]
+    """Source 1, raw: (EP, node names at partitioning time) per assigned subgraph."""
+    final_source: str
+    notes: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ tables
+
+    @property
+    def nodes(self) -> Any:
+        """Per ORIGINAL node: node, op_type, status, optimized, provider, partition,
+        us_per_run, group_us_per_run, share, time_source."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.node_rows], columns=_cols(NodeRow))
+
+    @property
+    def optimized(self) -> Any:
+        """Per final-graph node: node, op_type, domain, provider, partition, fused_from,
+        us_per_run, share, compiled, executed."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.optimized_rows], columns=_cols(OptimizedRow))
+
+    @property
+    def partitions(self) -> Any:
+        """One row per EP subgraph: partition, provider, compiled, optimized_nodes,
+        original_nodes (names in the original graph), inputs, outputs, us_per_run."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.partition_rows], columns=_cols(PartitionRow))
+
+    @property
+    def boundaries(self) -> Any:
+        """Tensors crossing from one EP to another: tensor, producer, producer_provider,
+        consumer, consumer_provider, bytes."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.boundary_rows], columns=_cols(BoundaryRow))
+
+    @property
+    def memcpy(self) -> Any:
+        t = self.optimized
+        return t[t["op_type"].isin(MEMCPY_OPS)]
+
+    def summary(self) -> Any:
+        """Per provider: original nodes, share of nodes, partitions, µs per run, share of time."""
+        import pandas as pd
+
+        rows = []
+        total_nodes = sum(1 for r in self.node_rows if r.partition >= 0) or 1
+        total_time = sum(r.us_per_run for r in self.optimized_rows) or 1.0
+        for prov in dict.fromkeys(r.provider for r in self.partition_rows):
+            nodes = sum(1 for r in self.node_rows if r.provider == prov and r.partition >= 0)
+            time = sum(r.us_per_run for r in self.optimized_rows if r.provider == prov)
+            rows.append({
+                "provider": prov, "nodes": nodes, "node_share": nodes / total_nodes,
+                "partitions": sum(1 for p in self.partition_rows if p.provider == prov),
+                "us_per_run": time, "time_share": time / total_time,
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        provs = ", ".join(
+            f"{r.provider.removesuffix('ExecutionProvider')} {r.nodes} nodes"
+            for r in self.summary().itertuples()
+        )
+        return (
+            f"<PlacementResult {self.model!r}: {provs}; {len(self.partition_rows)} partitions, "
+            f"{len(self.boundary_rows)} boundary tensors, {len(self.memcpy)} Memcpy; "
+            f"{self.report.summary()}>"
+        )
+
+    def _repr_html_(self) -> str:
+        from ortlab.render import placement_html
+
+        return str(placement_html(self))
+
+    def to_text(self) -> str:
+        from ortlab.render import placement_text
+
+        return str(placement_text(self))
+
+    def to_pandas(self) -> Any:
+        return self.nodes
+
+
+def _cols(cls: type) -> list[str]:
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+# ---------------------------------------------------------------------- the join
+
+
+def _tensor_bytes(types: list[tuple[str, list[int]]], index: int) -> int:
+    if index >= len(types):
+        return -1
+    dtype, dims = types[index]
+    try:
+        bits = elem_bits(int(TensorProto.DataType.Value(dtype.upper())))
+    except ValueError:
+        return -1
+    return (int(np.prod(dims)) * bits + 7) // 8 if bits else -1
+
+
+def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
+    runs = max(len(data.run_us), 1)
+    total = np.bincount(
+        np.asarray(data.ev_node, dtype=np.int64),
+        weights=np.asarray(data.ev_dur_us, dtype=np.float64),
+        minlength=len(data.node),
+    )
+    time = {name: float(total[i]) / runs for i, name in enumerate(data.node)}
+    return time, dict(zip(data.node, data.provider, strict=True)), runs
+
+
+def _partitions(
+    final: list[OpNode], provider: dict[str, str], compiled: set[str]
+) -> dict[str, int]:
+    """Connected same-EP regions of the final graph; every compiled node is its own."""
+    from ortlab.graphmap import _UnionFind
+
+    uf = _UnionFind(n.name for n in final)
+    producer = {t: n.name for n in final for t in n.outputs if t}
+    for n in final:
+        if n.name in compiled:
+            continue
+        for t in n.inputs:
+            p = producer.get(t)
+            if p and p not in compiled and provider.get(p) == provider.get(n.name):
+                uf.union(p, n.name)
+    ids: dict[str, int] = {}
+    out = {}
+    for n in final:
+        root = uf.find(n.name)
+        out[n.name] = ids.setdefault(root, len(ids))
+    return out
+
+
+def join_placement(
+    *,
+    model: str,
+    config: dict[str, Any],
+    original: list[OpNode],
+    initializers: list[str],
+    graph_inputs: list[str],
+    graph_outputs: list[str],
+    final: list[OpNode],
+    data: ProfileData,
+    assignment: list[tuple[str, list[str]]],
+    placements: Mapping[str, str],
+    report: SessionReport,
+    final_source: str,
+) -> PlacementResult:
+    """Pure: build the per-node join from the three sources (tested with stored fixtures)."""
+    mapping = map_nodes(original, final, initializers, graph_inputs)
+    time, prof_provider, runs = _node_time(data)
+    assigned = {name: ep for ep, names in assignment for name in names}
+    default_ep = report.active[-1] if report.active else "CPUExecutionProvider"
+    provider = {
+        n.name: prof_provider.get(n.name) or placements.get(n.name) or assigned.get(n.name)
+        or default_ep
+        for n in final
+    }  # fmt: skip
+    compiled = {n.name for n in final if n.op_type == "EPContext" or "EP-subgraph" in n.op_type}
+    j = _Join(
+        final=final, provider=provider, part=_partitions(final, provider, compiled),
+        compiled=compiled, mapping=mapping, time=time, total=sum(time.values()) or 1.0,
+        graph_outputs=set(graph_outputs),
+    )  # fmt: skip
+    opt_rows = [
+        OptimizedRow(
+            node=n.name, op_type=n.op_type, domain=n.domain, provider=provider[n.name],
+            partition=j.part[n.name], fused_from=mapping.optimized_to_original.get(n.name, []),
+            us_per_run=time.get(n.name, 0.0), share=time.get(n.name, 0.0) / j.total,
+            compiled=n.name in compiled, executed=n.name in time,
+        )
+        for n in final
+    ]  # fmt: skip
+    return PlacementResult(
+        model=model,
+        config=config,
+        report=report,
+        runs=runs,
+        node_rows=_node_rows(original, j),
+        optimized_rows=opt_rows,
+        partition_rows=_partition_rows(j),
+        boundary_rows=_boundaries(final, provider, data),
+        assignment=assignment,
+        final_source=final_source,
+        notes=[
+            "Per-node times are the profiled time of the final node a node became part of, "
+            "split evenly across its original nodes; a compiled EP subgraph is timed as a "
+            "whole. Profiling adds ~5 µs per executed node."
+        ],
+    )
+
+
+@dataclass
+class _Join:
+    final: list[OpNode]
+    provider: dict[str, str]
+    part: dict[str, int]
+    compiled: set[str]
+    mapping: NodeMapping
+    time: dict[str, float]
+    total: float
+    graph_outputs: set[str]
+
+
+def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
+    rows = []
+    for n in original:
+        opt = j.mapping.original_to_optimized.get(n.name, [])
+        group_time = sum(j.time.get(o, 0.0) for o in opt)
+        members = {m for o in opt for m in j.mapping.optimized_to_original.get(o, [])} or {n.name}
+        share_time = group_time / len(members)
+        rows.append(
+            NodeRow(
+                node=n.name, op_type=n.op_type, optimized=opt,
+                status="compiled" if any(o in j.compiled for o in opt)
+                else j.mapping.status[n.name],
+                provider=j.provider[opt[0]] if opt else "",
+                partition=j.part[opt[0]] if opt else -1,
+                us_per_run=share_time, group_us_per_run=group_time, share=share_time / j.total,
+                time_source=(
+                    "none (folded or eliminated)" if not opt
+                    else "measured" if len(members) == 1
+                    else f"group of {len(members)} (even split)"
+                ),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _partition_rows(j: _Join) -> list[PartitionRow]:
+    members: dict[int, list[OpNode]] = defaultdict(list)
+    for n in j.final:
+        members[j.part[n.name]].append(n)
+    rows = []
+    for pid, nodes in sorted(members.items()):
+        produced = {t for n in nodes for t in n.outputs}
+        consumed = {t for n in nodes for t in n.inputs}
+        outside = {t for n in j.final if j.part[n.name] != pid for t in n.inputs}
+        outside |= j.graph_outputs
+        rows.append(
+            PartitionRow(
+                partition=pid, provider=j.provider[nodes[0].name],
+                compiled=any(n.name in j.compiled for n in nodes),
+                optimized_nodes=[n.name for n in nodes],
+                original_nodes=list(dict.fromkeys(
+                    o for n in nodes for o in j.mapping.optimized_to_original.get(n.name, [])
+                )),
+                inputs=sorted(t for t in consumed - produced if t),
+                outputs=sorted(t for t in produced & outside if t),
+                us_per_run=sum(j.time.get(n.name, 0.0) for n in nodes),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _boundaries(
+    final: list[OpNode], provider: dict[str, str], data: ProfileData
+) -> list[BoundaryRow]:
+    producer = {t: (n, i) for n in final for i, t in enumerate(n.outputs) if t}
+    index = {name: k for k, name in enumerate(data.node)}
+    rows = []
+    for n in final:
+        for t in n.inputs:
+            if t not in producer:
+                continue
+            src, out_index = producer[t]
+            if provider[src.name] == provider[n.name]:
+                continue
+            k = index.get(src.name)
+            size = _tensor_bytes(data.output_types[k], out_index) if k is not None else -1
+            rows.append(
+                BoundaryRow(t, src.name, provider[src.name], n.name, provider[n.name], size)
+            )
+    return rows
+
+
+def placement(
+    model: Any,
+    config: Any = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    runs: int = 5,
+    warmup: int = 2,
+    dims: Mapping[str, int] | None = None,
+    progress: Any = True,
+    timeout: float | None = None,
+) -> PlacementResult:
+    """Where each node of ``model`` runs under ``config``, with measured time per node."""
+    from ortlab.engine import call, check_report, default_timeout, prepare
+
+    m, cfg, f = prepare(model, config, feeds, dims)
+    out = call(
+        "placement",
+        {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f),
+         "runs": runs, "warmup": warmup},
+        desc=f"placement {m.name}",
+        context=f"of {m.name!r} with {cfg.label()}",
+        progress=progress,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )  # fmt: skip
+    check_report(out, cfg, m)
+    graph = m.proto.graph
+    return join_placement(
+        model=m.name,
+        config=cfg.to_dict(),
+        original=graph_nodes(graph),
+        initializers=[t.name for t in graph.initializer],
+        graph_inputs=[i.name for i in graph.input],
+        graph_outputs=[o.name for o in graph.output],
+        final=[OpNode(a, b, c, tuple(d), tuple(e)) for a, b, c, d, e in out["final"]],
+        data=out["data"],
+        assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in out["assignment"]],
+        placements=out["placements"],
+        report=out["report"],
+        final_source=out["final_source"],
+    )
