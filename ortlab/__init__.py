@@ -30,7 +30,9 @@ from ortlab.errors import (
     WorkerTimeoutError,
 )
 from ortlab.inputs import Feeds
-from ortlab.model import Model, ModelSummary, load
+from ortlab.model import Model, ModelSummary, load, without_initializer_inputs
+from ortlab.optimization import OptimizationResult, optimization_diff
+from ortlab.placement import PlacementResult, placement
 from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
 from ortlab.runtime import devices
 from ortlab.session import SessionReport
@@ -45,8 +47,10 @@ __all__ = [
     "InvalidModelError",
     "Model",
     "ModelSummary",
+    "OptimizationResult",
     "OrtlabError",
     "OrtlabWarning",
+    "PlacementResult",
     "ProfileParseError",
     "ProfileResult",
     "ProviderError",
@@ -67,9 +71,12 @@ __all__ = [
     "devices",
     "examples",
     "load",
+    "optimization_diff",
     "paired_ratio",
     "parse_profile",
     "parse_profile_file",
+    "placement",
     "profile",
     "set_isolation",
+    "without_initializer_inputs",
 ]

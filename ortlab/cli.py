@@ -89,6 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=15, help="rows in the top-nodes table")
+    p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
+    _session_args(p)
+    p.add_argument("--runs", type=int, default=5)
+    p = sub.add_parser("optimize", help="what each optimization level changes, and its latency")
+    _session_args(p)
+    p.add_argument("--levels", default="disabled,basic,extended,layout,all")
+    p.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
+    p.add_argument("--runs", type=int, default=10, help="runs per level per round")
+    p.add_argument("--no-timing", action="store_true", help="only the graph diff")
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("examples", help="list the bundled models")
@@ -120,6 +129,19 @@ def _run(args: argparse.Namespace) -> int:
             dims=_dims(args.dims), progress=_progress(args),
         )  # fmt: skip
         print(p.to_json() if args.json else p.to_text(top=args.top))
+    elif args.command == "place":
+        pl = ortlab.placement(
+            _model(args.model), _config(args), runs=args.runs, dims=_dims(args.dims),
+            progress=_progress(args),
+        )  # fmt: skip
+        print(pl.to_json(indent=2) if args.json else pl.to_text())
+    elif args.command == "optimize":
+        opt = ortlab.optimization_diff(
+            _model(args.model), [lv for lv in args.levels.split(",") if lv], _config(args),
+            rounds=args.rounds, runs=args.runs, dims=_dims(args.dims),
+            measure=not args.no_timing, progress=_progress(args),
+        )  # fmt: skip
+        print(opt.to_json() if args.json else opt.to_text())
     elif args.command == "providers":
         _providers(args.json)
     elif args.command == "examples":

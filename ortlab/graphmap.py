@@ -145,14 +145,21 @@ def map_nodes(
     ctx = _Context(orig_by_name, [n.name for n in original], producer_o, produced_p, stop,
                    dict(consumers))  # fmt: skip
     anchors = _anchors(optimized, orig_by_name, producer_o)
+    constants = _constants(original, set(initializers))
     groups: list[Group] = []
     for nodes in members:
         outputs = [t for n in nodes for t in n.outputs if t in orig_tensors]
         found = _walk_back(outputs, producer_o, produced_p | stop, stop)
         if len(nodes) > 1 and any(n.name in anchors for n in nodes):
-            groups.extend(_split_group(nodes, found, anchors, ctx))
+            split = _split_group(nodes, found, anchors, ctx)
         else:
-            groups.append(Group([n.name for n in nodes], found, _kind(nodes, found, orig_by_name)))
+            split = [Group([n.name for n in nodes], found, "")]
+        by_name = {n.name: n for n in nodes}
+        for g in split:  # constant inputs folded into a node do not make it a fusion
+            real = [o for o in g.original if o not in constants]
+            group_nodes = [by_name[o] for o in g.optimized]
+            kind = "inserted" if not g.original else _kind(group_nodes, real, orig_by_name)
+            groups.append(Group(g.optimized, g.original, kind))
     claimed: dict[str, list[str]] = defaultdict(list)
     opt_to_orig: dict[str, list[str]] = defaultdict(list)
     for g in groups:
@@ -161,7 +168,7 @@ def map_nodes(
         for name in g.optimized:
             opt_to_orig[name].extend(g.original)
 
-    status = _statuses(groups, original, set(initializers))
+    status = _statuses(groups, original, constants)
     unaccounted = [n.name for n in original if n.name not in status]
     return NodeMapping(
         groups=groups,
@@ -188,14 +195,17 @@ def _joined_by_new_tensors(
     return list(members.values())
 
 
-def _statuses(groups: list[Group], original: Sequence[OpNode], inits: set[str]) -> dict[str, str]:
+def _statuses(
+    groups: list[Group], original: Sequence[OpNode], constants: set[str]
+) -> dict[str, str]:
     rank = {"kept": 0, "rewritten": 1, "fused": 2}
     status: dict[str, str] = {}
     for g in groups:
         for o in g.original:
-            if g.kind in rank and rank[g.kind] >= rank.get(status.get(o, "kept"), 0):
+            if o in constants:
+                status[o] = "folded"
+            elif g.kind in rank and rank[g.kind] >= rank.get(status.get(o, "kept"), 0):
                 status[o] = g.kind
-    constants = _constants(original, inits)
     for n in original:
         if n.name not in status:
             status[n.name] = "folded" if n.name in constants else "eliminated"
@@ -287,9 +297,6 @@ def _split_group(
                 owner[name] = owner[src]
                 out[owner[src]].original.append(name)
                 break
-    by_name = {n.name: n for n in nodes}
-    out = [Group(g.optimized, g.original, _kind([by_name[g.optimized[0]]], g.original, ctx.orig))
-           for g in out]  # fmt: skip
     rest_nodes = [n.name for n in nodes if not any(n.name in g.optimized for g in out)]
     rest = [o for o in found if o not in owner]
     if rest_nodes or rest:
@@ -300,7 +307,7 @@ def _split_group(
 
 def _kind(nodes: list[OpNode], found: list[str], orig: dict[str, OpNode]) -> str:
     if not found:
-        return "inserted"
+        return "kept" if len(nodes) == 1 else "fused"  # only constants behind it
     if len(nodes) == 1 and len(found) == 1:
         o = orig.get(found[0])
         n = nodes[0]

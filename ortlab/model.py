@@ -449,3 +449,20 @@ def _problems(proto: onnx.ModelProto) -> list[str]:
 def escape(text: str) -> str:
     """HTML-escape a string that came from a model (names, metadata)."""
     return html.escape(text, quote=True)
+
+
+def without_initializer_inputs(model: Model) -> Model:
+    """A copy of ``model`` (in ortlab's cache) whose initializers are no longer graph inputs,
+    so ORT may constant-fold and fuse them. The user's file is not touched."""
+    if model.summary.external_data_bytes:
+        raise UnsupportedModelError(
+            f"{model.name!r} keeps its weights in external data files; rewrite it with "
+            "onnx.save_model(..., save_as_external_data=True) after removing the initializers "
+            "from graph.input yourself."
+        )
+    proto = onnx.load(str(model.path))
+    names = {t.name for t in proto.graph.initializer}
+    keep = [v for v in proto.graph.input if v.name not in names]
+    del proto.graph.input[:]
+    proto.graph.input.extend(keep)
+    return load(proto, name=f"{model.name}-no-initializer-inputs")

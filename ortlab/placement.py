@@ -272,7 +272,7 @@ def join_placement(
     j = _Join(
         final=final, provider=provider, part=_partitions(final, provider, compiled),
         compiled=compiled, mapping=mapping, time=time, total=sum(time.values()) or 1.0,
-        graph_outputs=set(graph_outputs),
+        graph_outputs=set(graph_outputs), graph_inputs=set(graph_inputs),
     )  # fmt: skip
     opt_rows = [
         OptimizedRow(
@@ -312,6 +312,7 @@ class _Join:
     time: dict[str, float]
     total: float
     graph_outputs: set[str]
+    graph_inputs: set[str]
 
 
 def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
@@ -349,6 +350,8 @@ def _partition_rows(j: _Join) -> list[PartitionRow]:
         consumed = {t for n in nodes for t in n.inputs}
         outside = {t for n in j.final if j.part[n.name] != pid for t in n.inputs}
         outside |= j.graph_outputs
+        produced_elsewhere = {t for n in j.final if j.part[n.name] != pid for t in n.outputs}
+        feeds = produced_elsewhere | j.graph_inputs  # not initializers: they are not data flow
         rows.append(
             PartitionRow(
                 partition=pid, provider=j.provider[nodes[0].name],
@@ -357,7 +360,7 @@ def _partition_rows(j: _Join) -> list[PartitionRow]:
                 original_nodes=list(dict.fromkeys(
                     o for n in nodes for o in j.mapping.optimized_to_original.get(n.name, [])
                 )),
-                inputs=sorted(t for t in consumed - produced if t),
+                inputs=sorted(t for t in consumed - produced if t and t in feeds),
                 outputs=sorted(t for t in produced & outside if t),
                 us_per_run=sum(j.time.get(n.name, 0.0) for n in nodes),
             )
