@@ -29,7 +29,7 @@ def main() -> None:
     kept: dict[str, Path] = {}
     original = tasks.parse_profile_file
 
-    def keep(path: str, skip_runs: int = 0):  # noqa: ANN202 - test-fixture capture hook
+    def keep(path: str, skip_runs: int = 0):
         target = HERE / f"ov-{VERSION}_nan_guard_cnn_profile.json"
         shutil.copy(path, target)
         kept["profile"] = target
