@@ -37,6 +37,7 @@ from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, p
 from ortlab.runtime import devices
 from ortlab.session import SessionReport
 from ortlab.stats import paired_ratio
+from ortlab.transformer_opt import TransformerOptResult, transformer_optimize
 from ortlab.worker import set_isolation
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "SessionConfigError",
     "SessionCreationError",
     "SessionReport",
+    "TransformerOptResult",
     "UnsupportedModelError",
     "WorkerCancelledError",
     "WorkerCrashedError",
@@ -78,5 +80,6 @@ __all__ = [
     "placement",
     "profile",
     "set_isolation",
+    "transformer_optimize",
     "without_initializer_inputs",
 ]

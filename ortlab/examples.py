@@ -28,7 +28,7 @@ from ortlab.model import load as load_model
 __all__ = ["describe", "load", "names", "path"]
 
 # Bump when the way a model is generated or filled changes, so caches refresh.
-_VERSION = 1
+_VERSION = 3
 
 ZOO = {
     "resnet50": "ResNet-50 (ONNX Model Zoo, opset 9): 53 Conv + BatchNorm, residual Sums, 224x224",
@@ -323,10 +323,10 @@ def bert_tiny(
         scope="/embeddings/word_embeddings",
     )
     x = _layer_norm(g, x, "/embeddings/LayerNorm", hidden)
+    axis1 = g.const("mask_axis1", np.array([1], np.int64))
+    m = g.op("Unsqueeze", [mask_in, axis1], scope="/extended_mask")
     m = g.op(
-        "Unsqueeze",
-        [mask_in, g.const("mask_axes", np.array([1, 2], np.int64))],
-        scope="/extended_mask",
+        "Unsqueeze", [m, g.const("mask_axis2", np.array([2], np.int64))], scope="/extended_mask"
     )
     m = g.op("Cast", [m], scope="/extended_mask", to=F32)
     m = g.op("Sub", [g.const("mask_one", np.float32(1)), m], scope="/extended_mask")

@@ -150,7 +150,10 @@ def map_nodes(
     for nodes in members:
         outputs = [t for n in nodes for t in n.outputs if t in orig_tensors]
         found = _walk_back(outputs, producer_o, produced_p | stop, stop)
-        if len(nodes) > 1 and any(n.name in anchors for n in nodes):
+        producing = [n for n in nodes if any(t in orig_tensors for t in n.outputs)]
+        if len(producing) > 1:  # e.g. two Attention nodes sharing one mask-processing node
+            split = _split_by_outputs(nodes, producing, found, ctx)
+        elif len(nodes) > 1 and any(n.name in anchors for n in nodes):
             split = _split_group(nodes, found, anchors, ctx)
         else:
             split = [Group([n.name for n in nodes], found, "")]
@@ -255,6 +258,25 @@ def _anchors(
             if prefix in producer_o:
                 out[n.name] = producer_o[prefix].name
                 break
+    return out
+
+
+def _split_by_outputs(
+    nodes: list[OpNode], producing: list[OpNode], found: list[str], ctx: _Context
+) -> list[Group]:
+    """Each optimized node that produces original tensors takes what lies behind them; helper
+    nodes that produce only new tensors (mask processing) are 'inserted'."""
+    out = []
+    claimed: set[str] = set()
+    for n in producing:
+        outs = [t for t in n.outputs if t in ctx.producer_o]
+        own = _walk_back(outs, ctx.producer_o, ctx.produced_p | ctx.stop, ctx.stop)
+        claimed.update(own)
+        out.append(Group([n.name], own, "fused"))
+    helpers = [n.name for n in nodes if n not in producing]
+    rest = [o for o in found if o not in claimed]
+    if helpers or rest:
+        out.append(Group(helpers or [producing[0].name], rest, "fused" if rest else "inserted"))
     return out
 
 

@@ -440,3 +440,64 @@ def interleaved(
             medians[r][k] = int(np.median(lat))
         progress(r + 1, rounds)
     return {"medians_ns": medians, "reports": [rep for _, rep in sessions]}
+
+
+def transformer_optimize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    model_type: str,
+    num_heads: int,
+    hidden_size: int,
+    opt_level: int,
+    use_gpu: bool,
+) -> dict[str, Any]:
+    """onnxruntime.transformers.optimizer.optimize_model, its log captured."""
+    import logging
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    records: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(f"{record.levelname}: {record.getMessage()}")
+
+    handler = _Keep(level=logging.INFO)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        with capture_output() as cap:
+            optimized = _optimize_or_explain(
+                optimize_model, model_path, model_type=model_type, num_heads=num_heads,
+                hidden_size=hidden_size, opt_level=opt_level, use_gpu=use_gpu,
+            )  # fmt: skip
+            stats = optimized.get_fused_operator_statistics()
+            fully = (
+                optimized.is_fully_optimized()
+                if hasattr(optimized, "is_fully_optimized")
+                else False
+            )
+            optimized.save_model_to_file(out_path)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    progress(1, 1)
+    return {"stats": dict(stats), "fully_optimized": bool(fully), "log": records + cap.lines()}
+
+
+def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any) -> Any:
+    from ortlab.errors import OrtlabError
+
+    try:
+        return optimize(path, **kwargs)
+    except (AssertionError, ValueError, KeyError, IndexError, AttributeError) as err:
+        raise OrtlabError(
+            f"onnxruntime's transformers optimizer failed on this model with {kwargs}: "
+            f"{type(err).__name__}: {err or 'an internal assertion'}. Pass model_type, "
+            "num_heads and hidden_size explicitly, or skip the transformers optimizer (ORT's "
+            "own graph optimizations still apply)."
+        ) from err

@@ -8,7 +8,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv-openvino"
 python="${PYTHON:-python3}"
 deps=(onnxruntime-openvino "onnx>=1.16" "numpy>=1.24" "pandas>=2.0" "plotly>=5.20" "tqdm>=4.60"
-      "msgspec>=0.18" "psutil>=5.9" "pytest>=8" "hypothesis>=6.100")
+      "msgspec>=0.18" "psutil>=5.9" "sympy>=1.12" "pytest>=8" "hypothesis>=6.100")
 want="$(printf '%s\n' "${deps[@]}" | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ]; then
   echo "ortlab: creating $venv" >&2

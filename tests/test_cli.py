@@ -18,7 +18,7 @@ def test_inspect_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "bert_tiny", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ortlab"] == "ModelSummary"
-    assert ortlab.ModelSummary.from_json(json.dumps(data)).node_count == 114
+    assert ortlab.ModelSummary.from_json(json.dumps(data)).node_count == 115
 
 
 def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,3 +69,16 @@ def test_console_script_entry_point() -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "data_0" in out.stdout
+
+
+def test_place_and_optimize(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["place", "conv_bn_relu", "--runs", "2"]) == 0
+    assert "Partitions (1)" in capsys.readouterr().out
+    assert main(["place", "conv_bn_relu", "--runs", "2", "--json"]) == 0
+    assert ortlab.PlacementResult.from_json(capsys.readouterr().out).runs == 2
+    assert main(["optimize", "conv_bn_relu", "--levels", "disabled,extended", "--rounds", "3",
+                 "--runs", "3"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "ConvActivationFusion" in out and "extended" in out
+    assert main(["optimize", "conv_bn_relu", "--no-timing", "--json"]) == 0
+    assert ortlab.OptimizationResult.from_json(capsys.readouterr().out).latency_rows == []
