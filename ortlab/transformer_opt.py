@@ -179,8 +179,9 @@ def transformer_optimize(
 
             raise OrtlabError(
                 f"transformer_optimize(opt_level={opt_level}) needs torch: "
-                "onnxruntime.transformers imports it for the offline ORT pass. pip install torch==2.13.0, or keep "
-                "opt_level=0 (Python fusions only; ORT optimizes again when the session is built)."
+                "onnxruntime.transformers imports it for the offline ORT pass. "
+                "pip install torch==2.13.0, or keep opt_level=0 (Python fusions only; ORT "
+                "optimizes again when the session is built)."
             )
     from ortlab import cache
     from ortlab.engine import call, default_timeout
