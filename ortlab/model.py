@@ -125,6 +125,8 @@ class Model:
     source: str
     """'path', 'bytes', 'proto' or 'example:<name>'."""
     summary: ModelSummary = field(repr=False)
+    variant: Any = field(default=None, repr=False)
+    """For quantized/fp16 variants: an ortlab.quantization.VariantInfo (how it was made)."""
 
     @property
     def name(self) -> str:

@@ -228,9 +228,8 @@ def optimization_diff(
     if measure:
         timed = call(
             "interleaved",
-            {"model_path": str(m.path), "model_name": m.name,
-             "configs": [cfg.with_(level=k, fallback="allow") for k in keys], "feeds": dict(f),
-             "rounds": rounds, "runs": runs},
+            {"items": [(str(m.path), m.name, cfg.with_(level=k, fallback="allow")) for k in keys],
+             "feeds": dict(f), "rounds": rounds, "runs": runs},
             desc=f"levels {m.name}", context=context, progress=progress, timeout=timeout,
         )  # fmt: skip
         rounds_ms = [[v / 1e6 for v in row] for row in timed["medians_ns"]]

@@ -24,7 +24,7 @@ from ortlab.session import SessionReport, build_session, clean_ort_message
 
 Progress = Callable[[int, int], None]
 _SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
-_MAX_SESSIONS = 3
+_MAX_SESSIONS = 6
 _REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
 
 
@@ -408,28 +408,26 @@ def optimize_levels(
 def interleaved(
     progress: Progress,
     *,
-    model_path: str,
-    model_name: str,
-    configs: list[SessionConfig],
+    items: list[tuple[str, str, SessionConfig]],
     feeds: Mapping[str, Any],
     rounds: int = 10,
     runs: int = 10,
     warmup: int = 3,
 ) -> dict[str, Any]:
-    """Time several configs of one model in rounds, A B C then C B A …, so drift cancels.
+    """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
 
-    Returns per round and config the median of ``runs`` timed runs (ns)."""
+    Returns per round and variant the median of ``runs`` timed runs (ns)."""
     sessions = []
-    for cfg in configs:  # build every session before timing anything
-        sess, report, _ = _session(model_path, model_name, cfg)
+    for path, name, cfg in items:  # build every session before timing anything
+        sess, report, _ = _session(path, name, cfg)
         run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
         for _ in range(warmup):
             run()
         sessions.append((run, report))
     clock = time.perf_counter_ns
-    medians = [[0] * len(configs) for _ in range(rounds)]
+    medians = [[0] * len(items) for _ in range(rounds)]
     for r in range(rounds):
-        order = range(len(configs)) if r % 2 == 0 else reversed(range(len(configs)))
+        order = range(len(items)) if r % 2 == 0 else reversed(range(len(items)))
         for k in order:
             run = sessions[k][0]
             lat = []
@@ -501,3 +499,144 @@ def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any)
             "num_heads and hidden_size explicitly, or skip the transformers optimizer (ORT's "
             "own graph optimizations still apply)."
         ) from err
+
+
+class _Reader:
+    """A CalibrationDataReader over a list of feeds (ORT's interface: get_next / rewind)."""
+
+    def __init__(self, samples: list[dict[str, Any]]) -> None:
+        self.samples = samples
+        self.index = 0
+
+    def get_next(self) -> dict[str, Any] | None:
+        if self.index >= len(self.samples):
+            return None
+        self.index += 1
+        return self.samples[self.index - 1]
+
+    def rewind(self) -> None:
+        self.index = 0
+
+
+def quantize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    settings: dict[str, Any],
+    samples: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
+    import onnx
+
+    from ortlab import cache
+
+    steps: list[str] = []
+    mode = settings["mode"]
+    with cache.temp_dir("quantize-") as folder, capture_output() as cap:
+        source = model_path
+        if settings["preprocess"] and mode != "fp16":
+            source = _preprocess(model_path, str(folder / "pre.onnx"), steps)
+        progress(1, 3)
+        if mode == "fp16":
+            from onnxruntime.transformers.float16 import convert_float_to_float16
+
+            model = convert_float_to_float16(
+                onnx.load(source), keep_io_types=settings["keep_io_types"],
+                op_block_list=settings["op_block_list"] or None,
+            )  # fmt: skip
+            onnx.save_model(model, out_path)
+            steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
+                         f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
+        elif mode == "dynamic":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantize_dynamic(
+                source, out_path, op_types_to_quantize=settings["op_types"] or None,
+                per_channel=settings["per_channel"],
+                weight_type=getattr(QuantType, settings["weight_type"]),
+            )  # fmt: skip
+            steps.append("quantize_dynamic")
+        else:
+            _static(source, out_path, settings, samples, steps)
+        progress(3, 3)
+    return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(model_path, out)
+        steps.append("quant_pre_process (symbolic shape inference, ORT optimization, ONNX shapes)")
+    except Exception as err:  # noqa: BLE001 - the known failure on BERT-like graphs
+        quant_pre_process(model_path, out, skip_symbolic_shape=True)
+        steps.append(
+            "quant_pre_process with skip_symbolic_shape=True (symbolic shape inference failed: "
+            f"{str(err).splitlines()[0][:200]})"
+        )
+    return out
+
+
+def _static(
+    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    steps: list[str],
+) -> None:  # fmt: skip
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+              "percentile": CalibrationMethod.Percentile}[settings["method"]]  # fmt: skip
+    fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
+    quantize_static(
+        source, out_path, _Reader(samples), quant_format=fmt,
+        op_types_to_quantize=settings["op_types"] or None, per_channel=settings["per_channel"],
+        activation_type=getattr(QuantType, settings["activation_type"]),
+        weight_type=getattr(QuantType, settings["weight_type"]), calibrate_method=method,
+    )  # fmt: skip
+    steps.append(
+        f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
+        f"{len(samples)} samples)"
+    )
+
+
+def intermediate_outputs(
+    progress: Progress,
+    *,
+    model_path: str,
+    tensors: list[str],
+    samples: list[dict[str, Any]],
+) -> list[dict[str, np.ndarray]]:
+    """Run a copy of the model that also outputs ``tensors``; one dict per sample."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    from ortlab import cache
+
+    model = onnx.load(model_path)
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
+    )
+    with cache.temp_dir("intermediates-") as folder:
+        path = folder / "model.onnx"
+        onnx.save_model(model, str(path))
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        # Disable graph optimizations: fused nodes would swallow the tensors we ask for.
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        out = []
+        for i, feeds in enumerate(samples):
+            values = sess.run(None, prepare_feeds(feeds))
+            out.append(
+                {n: np.asarray(v) for n, v in zip(names, values, strict=True) if n in tensors}
+            )
+            progress(i + 1, len(samples))
+    return out
