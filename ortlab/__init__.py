@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 from ortlab import examples
 from ortlab.benchmark import BenchmarkResult, benchmark
+from ortlab.compare import CompareResult, ErrorResult, compare, quantization_error
 from ortlab.config import SessionConfig
 from ortlab.errors import (
     ExternalDataError,
@@ -34,6 +35,7 @@ from ortlab.model import Model, ModelSummary, load, without_initializer_inputs
 from ortlab.optimization import OptimizationResult, optimization_diff
 from ortlab.placement import PlacementResult, placement
 from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
+from ortlab.quantization import QuantConfig, QuantizationError, quantize, to_fp16
 from ortlab.runtime import devices
 from ortlab.session import SessionReport
 from ortlab.stats import paired_ratio
@@ -42,6 +44,8 @@ from ortlab.worker import set_isolation
 
 __all__ = [
     "BenchmarkResult",
+    "CompareResult",
+    "ErrorResult",
     "ExternalDataError",
     "FeedError",
     "Feeds",
@@ -57,6 +61,8 @@ __all__ = [
     "ProviderError",
     "ProviderFallbackError",
     "ProviderFallbackWarning",
+    "QuantConfig",
+    "QuantizationError",
     "RunError",
     "SessionConfig",
     "SessionConfigError",
@@ -70,6 +76,7 @@ __all__ = [
     "WorkerTimeoutError",
     "__version__",
     "benchmark",
+    "compare",
     "devices",
     "examples",
     "load",
@@ -79,7 +86,10 @@ __all__ = [
     "parse_profile_file",
     "placement",
     "profile",
+    "quantization_error",
+    "quantize",
     "set_isolation",
+    "to_fp16",
     "transformer_optimize",
     "without_initializer_inputs",
 ]

@@ -24,11 +24,21 @@ class ResultFormatError(OrtlabError, ValueError):
     """A JSON document is not the ortlab result it was read as."""
 
 
+def _numpy_to_builtin(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise NotImplementedError(f"ortlab results cannot hold {type(obj).__name__}")
+
+
 class Result:
     """Mixin for frozen-dataclass results: JSON round-trip and file save/load."""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = msgspec.to_builtins(self)
+        data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_numpy_to_builtin)
         return data
 
     def to_json(self, indent: int | None = None) -> str:

@@ -65,7 +65,7 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spinning", choices=["on", "off"], default=None, help="intra-op spinning")
     p.add_argument("--io-binding", action="store_true", help="run through IOBinding")
     p.add_argument("--dims", help="symbolic dims, e.g. batch=1,sequence=128")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,6 +98,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
     p.add_argument("--runs", type=int, default=10, help="runs per level per round")
     p.add_argument("--no-timing", action="store_true", help="only the graph diff")
+    p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
+    p.add_argument("model")
+    p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16"])
+    p.add_argument("--format", default="qdq", choices=["qdq", "qoperator"])
+    p.add_argument("--per-channel", action="store_true")
+    p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"])
+    p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
+    p.add_argument("--samples", type=int, default=16, help="calibration samples to use")
+    p.add_argument("-o", "--output", help="where to write the variant (never the input)")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("examples", help="list the bundled models")
@@ -111,55 +121,136 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.json and sys.stderr.isatty()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _inspect(args: argparse.Namespace) -> None:
+    m = _model(args.model)
+    print(m.summary.to_json(indent=2) if args.json else m.summary.to_text())
+
+
+def _bench(args: argparse.Namespace) -> None:
     import ortlab
 
-    if args.command == "inspect":
-        m = _model(args.model)
-        print(m.summary.to_json(indent=2) if args.json else m.summary.to_text())
-    elif args.command == "bench":
-        b = ortlab.benchmark(
-            _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
-            duration_s=args.duration, dims=_dims(args.dims), progress=_progress(args),
-        )  # fmt: skip
-        print(b.to_json(indent=2) if args.json else b.to_text())
-    elif args.command == "profile":
-        p = ortlab.profile(
-            _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
-            dims=_dims(args.dims), progress=_progress(args),
-        )  # fmt: skip
-        print(p.to_json() if args.json else p.to_text(top=args.top))
-    elif args.command == "place":
-        pl = ortlab.placement(
-            _model(args.model), _config(args), runs=args.runs, dims=_dims(args.dims),
-            progress=_progress(args),
-        )  # fmt: skip
-        print(pl.to_json(indent=2) if args.json else pl.to_text())
-    elif args.command == "optimize":
-        opt = ortlab.optimization_diff(
-            _model(args.model), [lv for lv in args.levels.split(",") if lv], _config(args),
-            rounds=args.rounds, runs=args.runs, dims=_dims(args.dims),
-            measure=not args.no_timing, progress=_progress(args),
-        )  # fmt: skip
-        print(opt.to_json() if args.json else opt.to_text())
-    elif args.command == "providers":
-        _providers(args.json)
-    elif args.command == "examples":
-        info = ortlab.examples.describe()
-        if args.json:
-            print(json.dumps(info, indent=2))
-        else:
-            width = max(map(len, info))
-            print("\n".join(f"{k:<{width}}  {v}" for k, v in info.items()))
-    elif args.command == "cache":
-        from ortlab import cache
-        from ortlab.render import fmt_bytes
+    b = ortlab.benchmark(
+        _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
+        duration_s=args.duration, dims=_dims(args.dims), progress=_progress(args),
+    )  # fmt: skip
+    print(b.to_json(indent=2) if args.json else b.to_text())
 
-        if args.action == "clear":
-            print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
-        else:
-            print(f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())}")
+
+def _profile(args: argparse.Namespace) -> None:
+    import ortlab
+
+    p = ortlab.profile(
+        _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
+        dims=_dims(args.dims), progress=_progress(args),
+    )  # fmt: skip
+    print(p.to_json() if args.json else p.to_text(top=args.top))
+
+
+def _place(args: argparse.Namespace) -> None:
+    import ortlab
+
+    pl = ortlab.placement(
+        _model(args.model), _config(args), runs=args.runs, dims=_dims(args.dims),
+        progress=_progress(args),
+    )  # fmt: skip
+    print(pl.to_json(indent=2) if args.json else pl.to_text())
+
+
+def _optimize(args: argparse.Namespace) -> None:
+    import ortlab
+
+    opt = ortlab.optimization_diff(
+        _model(args.model), [lv for lv in args.levels.split(",") if lv], _config(args),
+        rounds=args.rounds, runs=args.runs, dims=_dims(args.dims),
+        measure=not args.no_timing, progress=_progress(args),
+    )  # fmt: skip
+    print(opt.to_json() if args.json else opt.to_text())
+
+
+def _examples(args: argparse.Namespace) -> None:
+    import ortlab
+
+    info = ortlab.examples.describe()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        width = max(map(len, info))
+        print("\n".join(f"{k:<{width}}  {v}" for k, v in info.items()))
+
+
+def _cache(args: argparse.Namespace) -> None:
+    from ortlab import cache
+    from ortlab.render import fmt_bytes
+
+    if args.action == "clear":
+        print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
+    else:
+        print(f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    handlers = {
+        "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
+        "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
+        "providers": _providers_cmd,
+    }  # fmt: skip
+    handlers[args.command](args)
     return 0
+
+
+def _quantize(args: argparse.Namespace) -> None:
+    import shutil
+
+    import ortlab
+    from ortlab.render import fmt_bytes, safe_text
+
+    m = _model(args.model)
+    cfg = ortlab.QuantConfig(
+        mode=args.mode,
+        format=args.format,
+        per_channel=args.per_channel,
+        method=args.method,
+        calibration=args.calibration,
+        calibration_size=args.samples,
+    )
+    q = ortlab.quantize(m, cfg)
+    target = q.path
+    if args.output:
+        target = Path(args.output)
+        if target.exists() and target.resolve() == m.path.resolve():
+            raise ortlab.QuantizationError(
+                f"-o {args.output} is the input model: ortlab never overwrites it. "
+                "Pick another path."
+            )
+        shutil.copyfile(q.path, target)
+    info = q.variant
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "variant": info.label,
+                    "path": str(target),
+                    "bytes": target.stat().st_size,
+                    "steps": info.steps,
+                    "calibration": info.calibration,
+                    "synthetic_calibration": info.synthetic_calibration,
+                },
+                indent=2,
+            )
+        )
+        return
+    size, fp32 = fmt_bytes(target.stat().st_size), fmt_bytes(m.path.stat().st_size)
+    print(f"{info.label} variant of {safe_text(m.name)}: {target} ({size}, fp32 {fp32})")
+    for step in info.steps:
+        print(f"  step: {step}")
+    print(
+        f"  calibration: {info.calibration}"
+        + (" (SYNTHETIC)" if info.synthetic_calibration else "")
+    )
+
+
+def _providers_cmd(args: argparse.Namespace) -> None:
+    _providers(args.json)
 
 
 def _providers(as_json: bool) -> None:
@@ -186,8 +277,10 @@ def _providers(as_json: bool) -> None:
     print(f"really load here: {', '.join(chosen)}")
     for r in reasons:
         print(f"  - {safe_text(r, 400)}")
-    print("devices: " + ", ".join(f"{d['ep_name']} on {d['device_type']} ({d['device_vendor']})"
-                                   for d in devices))  # fmt: skip
+    print(
+        "devices: "
+        + ", ".join(f"{d['ep_name']} on {d['device_type']} ({d['device_vendor']})" for d in devices)
+    )
 
 
 def ortlab_devices() -> list[Any]:

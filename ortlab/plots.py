@@ -232,3 +232,32 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
         height=320,
         showlegend=False,
     )
+
+
+def compare_figure(c: Any) -> go.Figure:
+    """Latency ratio (x) vs output error (y, 1 - cosine, log) with marker size = file size."""
+    import plotly.graph_objects as go
+
+    t = c.to_pandas()
+    err = [max(1 - (x if x is not None else 1.0), 1e-9) for x in t["cosine"]]
+    fig = go.Figure(
+        go.Scatter(
+            x=t["ratio"],
+            y=err,
+            mode="markers+text",
+            text=[esc(v) for v in t["variant"]],
+            textposition="top center",
+            marker={"size": [8 + 30 * s for s in t["size_ratio"]], "opacity": 0.7},
+            customdata=np.stack([t["file_mb"], t["p50_ms"]], axis=-1),
+            hovertemplate="%{text}<br>time ×%{x:.2f}<br>1 - cosine %{y:.2e}<br>"
+            "%{customdata[0]:.1f} MB, p50 %{customdata[1]:.2f} ms<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(c.model)}: time vs error vs size" + (
+        " (synthetic inputs)" if c.synthetic else ""
+    )
+    return _layout(
+        fig, title, xaxis_title="time ratio to fp32 (< 1 is faster)",
+        yaxis_title="1 - cosine (log)", yaxis_type="log", height=420,
+    )  # fmt: skip

@@ -23,15 +23,35 @@ from ortlab.model import Model, load
 
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
 
-QUANTIZED_OPS = frozenset({
-    "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "MatMulInteger",
-    "ConvInteger", "DynamicQuantizeLinear", "QGemm", "QLinearAdd", "DynamicQuantizeMatMul",
-    "MatMulIntegerToFloat", "QAttention",
-})  # fmt: skip
-QUANTIZABLE_OPS = frozenset({
-    "Conv", "MatMul", "Gemm", "ConvTranspose", "Attention", "LSTM", "GRU", "Gather",
-    "EmbedLayerNormalization",
-})  # fmt: skip
+QUANTIZED_OPS = frozenset(
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "QLinearConv",
+        "QLinearMatMul",
+        "MatMulInteger",
+        "ConvInteger",
+        "DynamicQuantizeLinear",
+        "QGemm",
+        "QLinearAdd",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QAttention",
+    }
+)
+QUANTIZABLE_OPS = frozenset(
+    {
+        "Conv",
+        "MatMul",
+        "Gemm",
+        "ConvTranspose",
+        "Attention",
+        "LSTM",
+        "GRU",
+        "Gather",
+        "EmbedLayerNormalization",
+    }
+)
 
 
 class QuantizationError(OrtlabError, ValueError):
@@ -85,18 +105,24 @@ class QuantConfig:
             return "fp16"
         if self.mode == "dynamic":
             return "dynamic int8" + (" per-channel" if self.per_channel else "")
-        return (f"static {self.format.upper()} {self.method}"
-                + (" per-channel" if self.per_channel else ""))  # fmt: skip
+        return f"static {self.format.upper()} {self.method}" + (
+            " per-channel" if self.per_channel else ""
+        )
 
     def settings(self) -> dict[str, Any]:
         """The JSON-able settings (without data) the worker needs."""
         return {
-            "mode": self.mode, "format": self.format, "per_channel": self.per_channel,
-            "activation_type": self.activation_type, "weight_type": self.weight_type,
-            "method": self.method, "op_types": list(self.op_types),
-            "preprocess": self.preprocess, "keep_io_types": self.keep_io_types,
+            "mode": self.mode,
+            "format": self.format,
+            "per_channel": self.per_channel,
+            "activation_type": self.activation_type,
+            "weight_type": self.weight_type,
+            "method": self.method,
+            "op_types": list(self.op_types),
+            "preprocess": self.preprocess,
+            "keep_io_types": self.keep_io_types,
             "op_block_list": list(self.op_block_list),
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -143,8 +169,10 @@ def calibration_data(
         samples = _from_folder(model, Path(source), limit)
         origin = f"folder {source}"
     elif hasattr(source, "to_dict") and hasattr(source, "columns"):  # a DataFrame
-        samples = [{c: np.asarray(row[c]) for c in source.columns}
-                   for _, row in source.head(limit).iterrows()]  # fmt: skip
+        samples = [
+            {c: np.asarray(row[c]) for c in source.columns}
+            for _, row in source.head(limit).iterrows()
+        ]
         origin = "DataFrame"
     elif isinstance(source, Mapping):
         samples = [dict(source)]
@@ -225,8 +253,9 @@ def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Mo
         if cfg.mode == "static"
         else Calibration([], False, "none needed")
     )
-    key = json.dumps([m.fingerprint(), cfg.settings(), calib.source,
-                      _digest(calib.samples)], sort_keys=True)  # fmt: skip
+    key = json.dumps(
+        [m.fingerprint(), cfg.settings(), calib.source, _digest(calib.samples)], sort_keys=True
+    )
     out_path = (
         cache.subdir("variants")
         / f"{m.name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
@@ -237,23 +266,38 @@ def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Mo
     else:
         out = call(
             "quantize",
-            {"model_path": str(m.path), "out_path": str(out_path), "settings": cfg.settings(),
-             "samples": calib.samples},
-            desc=f"quantize {m.name}", context=f"of {m.name!r} ({cfg.label()})",
-            progress=False, timeout=default_timeout(),
-        )  # fmt: skip
+            {
+                "model_path": str(m.path),
+                "out_path": str(out_path),
+                "settings": cfg.settings(),
+                "samples": calib.samples,
+            },
+            desc=f"quantize {m.name}",
+            context=f"of {m.name!r} ({cfg.label()})",
+            progress=False,
+            timeout=default_timeout(),
+        )
         steps, log = out["steps"], out["log"]
         out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))
     q = load(out_path, name=f"{m.name} [{cfg.label()}]")
-    info = VariantInfo(label=cfg.label(), base=m.name, settings=cfg.settings(), steps=steps,
-                       calibration=calib.source, synthetic_calibration=calib.synthetic, log=log)  # fmt: skip
+    info = VariantInfo(
+        label=cfg.label(),
+        base=m.name,
+        settings=cfg.settings(),
+        steps=steps,
+        calibration=calib.source,
+        synthetic_calibration=calib.synthetic,
+        log=log,
+    )
     return replace(q, source=f"variant:{cfg.label()}", variant=info)
 
 
 def to_fp16(model: Any, keep_io_types: bool = True, op_block_list: Iterable[str] = ()) -> Model:
     """An fp16 variant (ORT's float16 converter), float32 inputs/outputs kept by default."""
-    return quantize(model, QuantConfig(mode="fp16", keep_io_types=keep_io_types,
-                                       op_block_list=tuple(op_block_list)))  # fmt: skip
+    return quantize(
+        model,
+        QuantConfig(mode="fp16", keep_io_types=keep_io_types, op_block_list=tuple(op_block_list)),
+    )
 
 
 def _digest(samples: list[dict[str, Any]]) -> str:

@@ -447,3 +447,53 @@ def optimization_html(o: Any) -> str:
         + table_html(*_opt_rows(o))
         + fired
     )
+
+
+# ---------------------------------------------------------------- quantization comparison
+
+
+def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["variant", "MB", "size", "p50 ms", "time vs fp32", "cosine", "SQNR dB", "top-1",
+               "quantized kernels"]  # fmt: skip
+    rows = []
+    for r in c.to_pandas().itertuples():
+        rows.append([
+            r.variant, float(r.file_mb), f"{r.size_ratio:.2f}x", float(r.p50_ms),
+            f"{r.ratio:.2f}x [{r.ci_low:.2f}, {r.ci_high:.2f}]",
+            "—" if r.cosine is None else f"{r.cosine:.5f}",
+            "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
+            "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
+            r.quantized_kernels or "none",
+        ])  # fmt: skip
+    return headers, rows
+
+
+def compare_text(c: Any) -> str:
+    mark = "  ACCURACY FROM SYNTHETIC INPUTS (random data): " if c.synthetic else "  "
+    parts = [
+        f"Variants of {safe_text(c.model)}; errors on {safe_text(c.eval_data)}",
+        table_text(*_compare_rows(c)),
+        mark + "time ratios are paired over interleaved rounds, 95 % CI in brackets",
+    ]
+    parts += [f"  {r.variant}: {r.verdict}" for r in c.rows[1:]]
+    parts += [f"WHY {s.variant}: {s.signal} — {s.evidence}. Fix: {s.fix}" for s in c.signals]
+    return "\n".join(safe_text(p, 5000) for p in parts)
+
+
+def compare_html(c: Any) -> str:
+    warn = (
+        '<div class="ortlab-warn">Accuracy figures come from synthetic (random) inputs.</div>'
+        if c.synthetic
+        else ""
+    )
+    signals = "".join(
+        f"<li><b>{esc(s.variant)}</b>: {esc(s.signal)} — {esc(s.evidence, 1000)}. "
+        f"<i>Fix:</i> {esc(s.fix, 1000)}</li>"
+        for s in c.signals
+    )
+    return (
+        f"{_STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
+        + warn
+        + table_html(*_compare_rows(c))
+        + (f"<ul>{signals}</ul>" if signals else "")
+    )

@@ -426,6 +426,7 @@ def interleaved(
         sessions.append((run, report))
     clock = time.perf_counter_ns
     medians = [[0] * len(items) for _ in range(rounds)]
+    every: list[list[int]] = [[] for _ in items]
     for r in range(rounds):
         order = range(len(items)) if r % 2 == 0 else reversed(range(len(items)))
         for k in order:
@@ -436,8 +437,9 @@ def interleaved(
                 run()
                 lat.append(clock() - t0)
             medians[r][k] = int(np.median(lat))
+            every[k].extend(lat)
         progress(r + 1, rounds)
-    return {"medians_ns": medians, "reports": [rep for _, rep in sessions]}
+    return {"medians_ns": medians, "latencies_ns": every, "reports": [rep for _, rep in sessions]}
 
 
 def transformer_optimize(
@@ -534,9 +536,9 @@ def quantize(
     steps: list[str] = []
     mode = settings["mode"]
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
-        source = model_path
+        source = _opset_for_quantization(model_path, str(folder / "opset.onnx"), mode, steps)
         if settings["preprocess"] and mode != "fp16":
-            source = _preprocess(model_path, str(folder / "pre.onnx"), steps)
+            source = _preprocess(source, str(folder / "pre.onnx"), steps)
         progress(1, 3)
         if mode == "fp16":
             from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -561,6 +563,21 @@ def quantize(
             _static(source, out_path, settings, samples, steps)
         progress(3, 3)
     return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
+    """Per-axis QuantizeLinear/DequantizeLinear need opset 13: convert older models first."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load(model_path)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if mode == "fp16" or opset >= 13:
+        return model_path
+    converted = version_converter.convert_version(model, 13)
+    onnx.save_model(converted, out)
+    steps.append(f"opset {opset} -> 13 (onnx.version_converter; per-axis QDQ needs opset 13)")
+    return out
 
 
 def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
@@ -639,4 +656,26 @@ def intermediate_outputs(
                 {n: np.asarray(v) for n, v in zip(names, values, strict=True) if n in tensors}
             )
             progress(i + 1, len(samples))
+    return out
+
+
+def outputs_many(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    samples: list[dict[str, Any]],
+) -> list[dict[str, np.ndarray]]:
+    """Outputs for each sample, by output name, under ``config``."""
+    sess, _, _ = _session(model_path, model_name, config)
+    names = [o.name for o in sess.get_outputs()]
+    out = []
+    for i, feeds in enumerate(samples):
+        try:
+            values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        out.append(dict(zip(names, values, strict=True)))
+        progress(i + 1, len(samples))
     return out

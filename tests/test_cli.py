@@ -82,3 +82,16 @@ def test_place_and_optimize(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ConvActivationFusion" in out and "extended" in out
     assert main(["optimize", "conv_bn_relu", "--no-timing", "--json"]) == 0
     assert ortlab.OptimizationResult.from_json(capsys.readouterr().out).latency_rows == []
+
+
+def test_quantize_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mlp_int8.onnx"
+    assert main(["quantize", "mlp", "--mode", "dynamic", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "dynamic int8 variant of mlp" in text and "quantize_dynamic" in text
+    assert out.exists() and ortlab.load(out).summary.op_types.get("DynamicQuantizeLinear")
+    assert main(["quantize", "mlp", "--mode", "fp16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["variant"] == "fp16"
+    src = ortlab.examples.path("mlp")
+    assert main(["quantize", str(src), "--mode", "dynamic", "-o", str(src)]) == 2
+    assert "never overwrites it" in capsys.readouterr().err

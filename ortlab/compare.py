@@ -1,0 +1,558 @@
+"""Model variants side by side: latency (interleaved), size, output error, kernels that ran,
+and where the quantization error is.
+
+Accuracy figures computed from synthetic inputs are marked ``synthetic`` everywhere: random
+inputs say whether the arithmetic drifted, not whether the model still answers correctly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ortlab._result import Result
+from ortlab.config import SessionConfig
+from ortlab.model import Model, load
+from ortlab.stats import latency_stats, paired_ratio
+
+__all__ = ["CompareResult", "ErrorResult", "compare", "error_metrics", "quantization_error"]
+
+QUANT_KERNELS = frozenset(
+    {
+        "QLinearConv",
+        "QLinearMatMul",
+        "QGemm",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearConcat",
+        "QLinearGlobalAveragePool",
+        "QLinearAveragePool",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "MatMulInteger",
+        "ConvInteger",
+        "DynamicQuantizeMatMul",
+        "DynamicQuantizeLinear",
+        "MatMulIntegerToFloat",
+        "QAttention",
+        "QuantizeLinear",
+        "DequantizeLinear",
+    }
+)
+
+
+def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
+    """Signal-to-quantization-noise ratio in dB (inf when identical)."""
+    r = np.asarray(ref, dtype=np.float64).ravel()
+    t = np.asarray(test, dtype=np.float64).ravel()
+    noise = float(np.sum((r - t) ** 2))
+    signal = float(np.sum(r**2))
+    if noise == 0:
+        return float("inf")
+    return 10 * np.log10(signal / noise) if signal > 0 else float("-inf")
+
+
+def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> dict[str, float]:
+    """max/mean abs error, cosine similarity and SQNR over all samples; top-1/top-5 agreement
+    when the output looks like class scores ([batch, classes >= 10])."""
+    r = np.concatenate(
+        [np.asarray(x, dtype=np.float64).reshape(len(x) if np.ndim(x) else 1, -1) for x in refs]
+    )
+    t = np.concatenate(
+        [np.asarray(x, dtype=np.float64).reshape(r.shape[0] // len(refs), -1) for x in tests]
+    )
+    diff = np.abs(r - t)
+    denom = float(np.linalg.norm(r) * np.linalg.norm(t))
+    out = {
+        "max_abs": float(diff.max()) if diff.size else 0.0,
+        "mean_abs": float(diff.mean()) if diff.size else 0.0,
+        "cosine": float(np.sum(r * t) / denom) if denom else 1.0,
+        "sqnr_db": sqnr_db(r, t),
+    }
+    if r.ndim == 2 and r.shape[1] >= 10:
+        top_r = np.argsort(-r, axis=1)
+        top_t = np.argsort(-t, axis=1)
+        out["top1_agreement"] = float(np.mean(top_r[:, 0] == top_t[:, 0]))
+        out["top5_agreement"] = float(
+            np.mean([len(set(a[:5]) & set(b[:5])) / 5 for a, b in zip(top_r, top_t, strict=True)])
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A reason a variant is not faster, with the evidence and the fix."""
+
+    variant: str
+    signal: str
+    evidence: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    variant: str
+    path: str
+    file_bytes: int
+    size_ratio: float
+    p50_ms: float
+    p90_ms: float
+    ratio: float
+    """Paired time ratio variant / fp32 (per-round medians, interleaved); < 1 is faster."""
+    low: float
+    high: float
+    verdict: str
+    errors: dict[str, dict[str, float]]
+    """Per output name: max_abs, mean_abs, cosine, sqnr_db (and top1/top5 agreement)."""
+    kernels: dict[str, int]
+    """Op types that executed (profiler), with node counts."""
+    quantized_kernels: dict[str, int]
+    steps: list[str]
+    synthetic: bool
+
+
+@dataclass(frozen=True)
+class CompareResult(Result):
+    model: str
+    config: dict[str, Any]
+    rows: list[VariantRow]
+    signals: list[Signal]
+    eval_data: str
+    synthetic: bool
+    cpu_flags: list[str] = field(default_factory=list)
+
+    def to_pandas(self) -> Any:
+        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
+        verdict, cosine, sqnr_db, max_abs, top1 (first output), quantized kernels, synthetic."""
+        import pandas as pd
+
+        rows = []
+        for r in self.rows:
+            first = next(iter(r.errors.values()), {})
+            rows.append(
+                {
+                    "variant": r.variant,
+                    "file_mb": r.file_bytes / 1e6,
+                    "size_ratio": r.size_ratio,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "ratio": r.ratio,
+                    "ci_low": r.low,
+                    "ci_high": r.high,
+                    "verdict": r.verdict,
+                    "cosine": first.get("cosine"),
+                    "sqnr_db": first.get("sqnr_db"),
+                    "max_abs": first.get("max_abs"),
+                    "top1": first.get("top1_agreement"),
+                    "quantized_kernels": ", ".join(
+                        f"{k}×{v}" for k, v in r.quantized_kernels.items()
+                    ),
+                    "synthetic": r.synthetic,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def plot(self) -> Any:
+        from ortlab.plots import compare_figure
+
+        return compare_figure(self)
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{r.variant} {r.ratio:.2f}x time, {r.size_ratio:.2f}x size" for r in self.rows[1:]
+        ]
+        mark = " (accuracy from SYNTHETIC inputs)" if self.synthetic else ""
+        return f"<CompareResult {self.model!r}: " + "; ".join(parts) + f"{mark}>"
+
+    def to_text(self) -> str:
+        from ortlab.render import compare_text
+
+        return str(compare_text(self))
+
+    def _repr_html_(self) -> str:
+        from ortlab.render import compare_html
+
+        return str(compare_html(self))
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    return sorted(
+        flags
+        & {
+            "avx2",
+            "avx512f",
+            "avx512_vnni",
+            "avx_vnni",
+            "amx_int8",
+            "amx_bf16",
+            "avx512_bf16",
+            "avx512_fp16",
+            "f16c",
+        }
+    )
+
+
+def compare(
+    model: Any,
+    variants: Sequence[Any],
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    eval_data: Any = None,
+    rounds: int = 8,
+    runs: int = 10,
+    progress: Any = False,
+    timeout: float | None = None,
+) -> CompareResult:
+    """Time ``model`` and its ``variants`` interleaved, and measure each variant's output error."""
+    from ortlab.engine import call, default_timeout, prepare
+    from ortlab.quantization import calibration_data
+
+    base, cfg, f = prepare(model, config, feeds)
+    models = [base] + [load(v) for v in variants]
+    labels = ["fp32"] + [getattr(v.variant, "label", None) or v.name for v in models[1:]]
+    timeout = timeout if timeout is not None else default_timeout()
+    ctx = f"of {base.name!r} variants with {cfg.label()}"
+    timed = call(
+        "interleaved",
+        {
+            "items": [(str(m.path), m.name, cfg) for m in models],
+            "feeds": dict(f),
+            "rounds": rounds,
+            "runs": runs,
+        },
+        desc="compare",
+        context=ctx,
+        progress=progress,
+        timeout=timeout,
+    )
+    evald = calibration_data(base, eval_data, limit=8, seed=100)
+    outputs = [
+        call(
+            "outputs_many",
+            {
+                "model_path": str(m.path),
+                "model_name": m.name,
+                "config": cfg,
+                "samples": evald.samples,
+            },
+            desc="outputs",
+            context=ctx,
+            progress=False,
+            timeout=timeout,
+        )
+        for m in models
+    ]
+    profiles = [
+        call(
+            "profile",
+            {
+                "model_path": str(m.path),
+                "model_name": m.name,
+                "config": cfg,
+                "feeds": dict(f),
+                "runs": 3,
+                "warmup": 1,
+            },
+            desc="kernels",
+            context=ctx,
+            progress=False,
+            timeout=timeout,
+        )["data"]
+        for m in models
+    ]
+    medians = np.asarray(timed["medians_ns"], dtype=np.float64) / 1e6
+    rows = []
+    for k, m in enumerate(models):
+        rows.append(
+            _row(
+                k,
+                m,
+                labels[k],
+                base=base,
+                medians=medians,
+                lat=timed["latencies_ns"][k],
+                outputs=outputs,
+                data=profiles[k],
+                synthetic=evald.synthetic,
+            )
+        )
+    flags = _cpu_flags()
+    return CompareResult(
+        model=base.name,
+        config=cfg.to_dict(),
+        rows=rows,
+        signals=_signals(models, rows, profiles, cfg, flags),
+        eval_data=evald.source,
+        synthetic=evald.synthetic,
+        cpu_flags=flags,
+    )
+
+
+def _row(
+    k: int,
+    m: Model,
+    label: str,
+    *,
+    base: Model,
+    medians: np.ndarray,
+    lat: list[int],
+    outputs: list[list[dict[str, np.ndarray]]],
+    data: Any,
+    synthetic: bool,
+) -> VariantRow:
+    v = paired_ratio(medians[:, 0], medians[:, k])
+    stats = latency_stats(lat)
+    errors = {
+        name: error_metrics([o[name] for o in outputs[0]], [o[name] for o in outputs[k]])
+        for name in outputs[0][0]
+        if np.asarray(outputs[0][0][name]).dtype.kind == "f"
+    }
+    runs = max(len(data.run_us), 1)
+    kernels = Counter(data.op_type[i] for i in data.ev_node)
+    kernels = Counter({op: n // runs for op, n in kernels.items()})
+    info = getattr(m, "variant", None)
+    return VariantRow(
+        variant=label,
+        path=str(m.path),
+        file_bytes=m.path.stat().st_size,
+        size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
+        p50_ms=stats.p50_ms,
+        p90_ms=stats.p90_ms,
+        ratio=v.ratio,
+        low=v.low,
+        high=v.high,
+        verdict="baseline" if k == 0 else v.text("fp32", label),
+        errors=errors,
+        kernels=dict(kernels.most_common()),
+        quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANT_KERNELS},
+        steps=list(info.steps) if info else [],
+        synthetic=synthetic,
+    )
+
+
+def _signals(
+    models: list[Model],
+    rows: list[VariantRow],
+    profiles: list[Any],
+    cfg: SessionConfig,
+    flags: list[str],
+) -> list[Signal]:
+    out: list[Signal] = []
+    base_data = profiles[0]
+    total = sum(base_data.ev_dur_us) or 1.0
+    conv_share = (
+        sum(
+            d
+            for i, d in zip(base_data.ev_node, base_data.ev_dur_us, strict=True)
+            if base_data.op_type[i] == "Conv"
+        )
+        / total
+    )
+    vnni = {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)
+    for m, row, data in zip(models[1:], rows[1:], profiles[1:], strict=True):
+        info = getattr(m, "variant", None)
+        mode = info.settings.get("mode") if info else ""
+        dq = row.kernels.get("DequantizeLinear", 0) + row.kernels.get("QuantizeLinear", 0)
+        if mode == "static" and dq:
+            out.append(
+                Signal(
+                    row.variant,
+                    "QDQ pairs left unfused",
+                    f"{dq} QuantizeLinear/DequantizeLinear kernels ran per inference",
+                    "run ORT pre-processing (quant_pre_process) before quantizing; "
+                    "keep the level at 'extended' or 'all' so QDQ fuses into QLinear "
+                    "kernels",
+                )
+            )
+        first = cfg.providers[0] if cfg.providers != "auto" else ""
+        moved = {
+            data.provider[i]
+            for i in set(data.ev_node)
+            if data.op_type[i] in QUANT_KERNELS and data.provider[i] != first
+        }
+        if first and moved and first != "CPUExecutionProvider":
+            out.append(
+                Signal(
+                    row.variant,
+                    "quantized ops on another EP",
+                    f"quantized kernels ran on {sorted(moved)}, not {first}",
+                    f"check {first}'s int8 support, or quantize for the EP you run on",
+                )
+            )
+        if mode == "dynamic" and conv_share > 0.5:
+            out.append(_dynamic_conv_signal(row, conv_share))
+        if rows[0].p50_ms < 1.0 and row.ratio > 1.0:
+            out.append(
+                Signal(
+                    row.variant,
+                    "model too small for quantization to pay",
+                    f"fp32 runs in {rows[0].p50_ms:.3f} ms; the variant is "
+                    f"{row.ratio:.2f}x the time: quantize/dequantize overhead dominates",
+                    "keep fp32 for tiny models; quantize larger layers only",
+                )
+            )
+        if mode in ("static", "dynamic") and not vnni:
+            out.append(
+                Signal(
+                    row.variant,
+                    "no VNNI on this CPU",
+                    f"CPU flags: {', '.join(flags) or 'unknown'}; int8 dot products "
+                    "need AVX512-VNNI/AVX-VNNI/AMX to beat fp32",
+                    "run int8 on a CPU with VNNI, or stay in fp32",
+                )
+            )
+        if mode == "fp16" and "CPUExecutionProvider" in {data.provider[i] for i in data.ev_node}:
+            signal = _fp16_cpu_signal(row, data)
+            if signal:
+                out.append(signal)
+    return out
+
+
+def _dynamic_conv_signal(row: VariantRow, conv_share: float) -> Signal:
+    conv_int = row.kernels.get("ConvInteger", 0)
+    if conv_int:
+        evidence = (
+            f"Conv is {conv_share:.0%} of fp32 node time and {conv_int} convolutions ran as "
+            "ConvInteger with DynamicQuantizeLinear before each: ORT has no fast int8 "
+            "convolution for dynamic quantization, and activations are re-quantized per run"
+        )
+    else:
+        evidence = (
+            f"Conv is {conv_share:.0%} of fp32 node time and dynamic quantization left the "
+            "convolutions in float (only MatMul/Gemm were quantized)"
+        )
+    return Signal(
+        row.variant,
+        "conv-heavy model quantized dynamically",
+        evidence,
+        "use static quantization (QDQ, per-channel) for CNNs",
+    )
+
+
+def _fp16_cpu_signal(row: VariantRow, data: Any) -> Signal | None:
+    """fp16 on the CPU EP: how many executed kernels really took float16 inputs."""
+    executed = set(data.ev_node)
+    half = sum(1 for i in executed if any(t == "float16" for t, _ in data.input_types[i]))
+    if half > len(executed) / 2:
+        return None
+    casts = row.kernels.get("Cast", 0)
+    return Signal(
+        row.variant,
+        "fp16 on the CPU EP",
+        f"only {half} of {len(executed)} executed kernels took float16 inputs and {casts} Cast "
+        "kernels ran: the CPU EP computes most of this model in float32",
+        "use fp16 with a GPU EP (CUDA/TensorRT/DirectML); on CPU prefer int8",
+    )
+
+
+@dataclass(frozen=True)
+class TensorError:
+    tensor: str
+    node: str
+    op_type: str
+    sqnr_db: float
+    cosine: float
+    max_abs: float
+
+
+@dataclass(frozen=True)
+class ErrorResult(Result):
+    """Per-tensor error between a float model and a variant, mapped to the original nodes."""
+
+    model: str
+    variant: str
+    tensors: list[TensorError]
+    samples: str
+    synthetic: bool
+
+    def to_pandas(self) -> Any:
+        """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [t.__dict__ for t in self.tensors],
+            columns=["tensor", "node", "op_type", "sqnr_db", "cosine", "max_abs"],
+        )
+
+    def worst(self, n: int = 10) -> Any:
+        """The ``n`` tensors with the lowest SQNR."""
+        return self.to_pandas().sort_values("sqnr_db").head(n).reset_index(drop=True)
+
+    @property
+    def nodes(self) -> Any:
+        """Per node (same key as the placement join): node, op_type, sqnr_db (worst output)."""
+        t = self.to_pandas()
+        return t.groupby(["node", "op_type"], as_index=False)["sqnr_db"].min()
+
+    def __repr__(self) -> str:
+        worst = min(self.tensors, key=lambda t: t.sqnr_db) if self.tensors else None
+        where = (
+            f"; worst {worst.node!r} ({worst.op_type}) at {worst.sqnr_db:.1f} dB" if worst else ""
+        )
+        mark = " (SYNTHETIC inputs)" if self.synthetic else ""
+        head = f"<ErrorResult {self.model!r} vs {self.variant!r}: {len(self.tensors)} tensors"
+        return f"{head}{where}{mark}>"
+
+
+def quantization_error(
+    model: Any,
+    variant: Any,
+    calibration: Any = None,
+    *,
+    limit: int = 8,
+    timeout: float | None = None,
+) -> ErrorResult:
+    """SQNR of every float tensor the variant still computes under the same name."""
+    from ortlab.engine import call, default_timeout
+    from ortlab.graphmap import graph_nodes
+    from ortlab.quantization import calibration_data
+
+    base, var = load(model), load(variant)
+    data = calibration_data(base, calibration, limit=limit, seed=200)
+    producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
+    var_tensors = {t for n in var.proto.graph.node for t in n.output}
+    tensors = [t for t in producers if t in var_tensors]
+    timeout = timeout if timeout is not None else default_timeout()
+    results = [
+        call(
+            "intermediate_outputs",
+            {"model_path": str(m.path), "tensors": tensors, "samples": data.samples},
+            desc="activations",
+            context=f"of {m.name!r}",
+            progress=False,
+            timeout=timeout,
+        )
+        for m in (base, var)
+    ]
+    rows = []
+    for t in tensors:
+        ref = [s[t] for s in results[0] if t in s]
+        got = [s[t] for s in results[1] if t in s]
+        if not ref or len(ref) != len(got) or np.asarray(ref[0]).dtype.kind != "f":
+            continue
+        if np.asarray(ref[0]).shape != np.asarray(got[0]).shape:
+            continue
+        m = error_metrics(ref, got)
+        node = producers[t]
+        rows.append(
+            TensorError(t, node.name, node.op_type, m["sqnr_db"], m["cosine"], m["max_abs"])
+        )
+    label = getattr(var.variant, "label", None) or var.name
+    return ErrorResult(
+        model=base.name, variant=label, tensors=rows, samples=data.source, synthetic=data.synthetic
+    )
