@@ -42,6 +42,23 @@ from ortlab.stats import paired_ratio
 from ortlab.transformer_opt import TransformerOptResult, transformer_optimize
 from ortlab.worker import set_isolation
 
+
+def graph(
+    model: Model | str,
+    placement: PlacementResult | None = None,
+    profile: ProfileResult | None = None,
+    error: ErrorResult | None = None,
+    **options: object,
+) -> object:
+    """The graph view widget (imports the UI layer on first use)."""
+    from ortlab.graphdata import graph_data
+    from ortlab.widgets import GraphWidget
+
+    return GraphWidget(
+        graph_data(model, placement=placement, profile=profile, error=error), **options
+    )
+
+
 __all__ = [
     "BenchmarkResult",
     "CompareResult",
@@ -79,6 +96,7 @@ __all__ = [
     "compare",
     "devices",
     "examples",
+    "graph",
     "load",
     "optimization_diff",
     "paired_ratio",

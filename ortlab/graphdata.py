@@ -1,0 +1,275 @@
+"""The model as graph data for the graph view: nodes joined with EP, time and quantization
+error, edges marked where they cross EPs, and a hierarchy of name scopes.
+
+Pure data (no UI import): the widget (:mod:`ortlab.widgets.graph`) and the self-contained HTML
+export draw it. Big graphs are readable only hierarchically: PyTorch exports name nodes like
+``/encoder/layer.0/attention/MatMul``, so scopes become groups (collapsed by default when the
+graph is large). Tensors that feed many nodes (attention masks, shared shape constants) are
+drawn as per-consumer "ghost" stubs, as TensorBoard does: such broadcast edges dominate every
+layout engine and hide the structure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+from onnx import numpy_helper
+
+from ortlab._onnx_util import dtype_name, value_info_shape
+from ortlab._result import Result
+from ortlab.graphmap import graph_nodes
+
+__all__ = ["GraphData", "graph_data"]
+
+GHOST_FANOUT = 8
+"""Tensors with more consumers than this are drawn as ghost stubs."""
+COLLAPSE_ABOVE = 200
+"""Graphs with more nodes start with scope groups collapsed."""
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: int
+    name: str
+    op_type: str
+    domain: str
+    group: str
+    """Id of the innermost scope group ('' for the root)."""
+    provider: str = ""
+    us_per_run: float = 0.0
+    share: float = 0.0
+    status: str = ""
+    optimized: list[str] = field(default_factory=list)
+    sqnr_db: float | None = None
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    attrs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    src: int
+    dst: int
+    tensor: str
+    boundary: bool
+    """Producer and consumer run on different execution providers."""
+    ghost: bool
+    """The tensor feeds many nodes: drawn as a stub at the consumer, not a long edge."""
+
+
+@dataclass(frozen=True)
+class GraphGroup:
+    id: str
+    label: str
+    parent: str
+    depth: int
+    size: int
+    """Nodes inside, nested groups included."""
+    providers: dict[str, int]
+    us_per_run: float
+
+
+@dataclass(frozen=True)
+class GraphData(Result):
+    model: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    groups: list[GraphGroup]
+    tensors: dict[str, str]
+    """Tensor name -> 'dtype[shape]' where known."""
+    providers: list[str]
+    expanded: list[str]
+    """Groups expanded in the initial view."""
+    has_time: bool
+    has_quant: bool
+    notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return (
+            f"<GraphData {self.model!r}: {len(self.nodes)} nodes, {len(self.edges)} edges, "
+            f"{len(self.groups)} scope groups, {sum(e.boundary for e in self.edges)} EP "
+            "boundary edges>"
+        )
+
+
+def _scope(name: str) -> list[str]:
+    parts = [p for p in name.split("/") if p]
+    return parts[:-1] if name.startswith("/") or len(parts) > 1 else []
+
+
+def _attr_text(attr: onnx.AttributeProto) -> str:
+    value = onnx.helper.get_attribute_value(attr)
+    if attr.type == onnx.AttributeProto.TENSOR:
+        arr = numpy_helper.to_array(attr.t)
+        return f"tensor {dtype_name(attr.t.data_type)}{list(arr.shape)}" + (
+            f" = {arr.ravel()[:4].tolist()}" if arr.size <= 4 else ""
+        )
+    if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        return ", ".join(f"subgraph ({len(g.node)} nodes)" for g in graphs)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")[:200]
+    if isinstance(value, list):
+        text = str(
+            [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value[:16]]
+        )
+        return text + (" …" if len(value) > 16 else "")
+    return str(value)[:200]
+
+
+def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
+    out = {}
+    graph = model.graph
+    for vi in [*graph.input, *graph.output, *graph.value_info]:
+        shape = value_info_shape(vi)
+        dims = (
+            "?"
+            if shape is None
+            else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        )
+        out[vi.name] = f"{dtype_name(vi.type.tensor_type.elem_type)}{dims}"
+    for t in graph.initializer:
+        out[t.name] = f"{dtype_name(t.data_type)}{list(t.dims)} (initializer)"
+    return out
+
+
+def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    rows = {r.node: r for r in placement.node_rows} if placement is not None else {}
+    sq: dict[str, float] = {}
+    if error is not None:
+        for t in error.tensors:
+            sq[t.node] = min(sq.get(t.node, float("inf")), t.sqnr_db)
+    return rows, sq
+
+
+def _groups(nodes: list[GraphNode]) -> list[GraphGroup]:
+    members: dict[str, list[GraphNode]] = defaultdict(list)
+    for n in nodes:
+        path = n.group
+        while path:
+            members[path].append(n)
+            path = path.rsplit("/", 1)[0]
+    out = []
+    for gid in sorted(members, key=lambda g: (g.count("/"), g)):
+        inside = members[gid]
+        out.append(
+            GraphGroup(
+                id=gid,
+                label=gid.rsplit("/", 1)[-1],
+                parent=gid.rsplit("/", 1)[0],
+                depth=gid.count("/"),
+                size=len(inside),
+                providers=dict(Counter(n.provider for n in inside if n.provider)),
+                us_per_run=sum(n.us_per_run for n in inside),
+            )
+        )
+    return out
+
+
+def _initial_expanded(groups: list[GraphGroup], total: int) -> list[str]:
+    """Expand scope levels from the top while the visible item count stays readable."""
+    if total <= COLLAPSE_ABOVE:
+        return [g.id for g in groups]
+    expanded: list[str] = []
+    for depth in range(1, 1 + max((g.depth for g in groups), default=0)):
+        level = [g for g in groups if g.depth == depth]
+        candidate = expanded + [g.id for g in level]
+        visible = _visible_count(groups, set(candidate), total)
+        if visible > COLLAPSE_ABOVE:
+            break
+        expanded = candidate
+    return expanded
+
+
+def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> int:
+    hidden = 0
+    shown_collapsed = 0
+    for g in groups:
+        parent_open = g.depth == 1 or g.parent in expanded
+        if parent_open and g.id not in expanded:
+            hidden += g.size
+            shown_collapsed += 1
+    return total - hidden + shown_collapsed
+
+
+def graph_data(
+    model: Any, placement: Any = None, profile: Any = None, error: Any = None
+) -> GraphData:
+    """Build the view's data from a model and, optionally, a placement (EP, time, fusion), a
+    profile (time by node name, used when no placement is given) and a quantization error."""
+    from ortlab.model import load
+
+    m = load(model)
+    graph = m.proto.graph
+    rows, sq = _joins(placement, error)
+    prof_time: dict[str, tuple[str, float]] = {}
+    if profile is not None and placement is None:
+        t = profile.by_node()
+        runs = max(profile.runs, 1)
+        prof_time = {r.node: (r.provider, r.total_us / runs) for r in t.itertuples()}
+    total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
+    nodes = []
+    for i, (op, raw) in enumerate(zip(graph_nodes(graph), graph.node, strict=True)):
+        row = rows.get(op.name)
+        provider, us = (row.provider, row.us_per_run) if row else prof_time.get(op.name, ("", 0.0))
+        nodes.append(
+            GraphNode(
+                id=i,
+                name=op.name,
+                op_type=op.op_type,
+                domain=op.domain,
+                group="/" + "/".join(_scope(op.name)) if _scope(op.name) else "",
+                provider=provider,
+                us_per_run=us,
+                share=us / total_time if total_time else 0.0,
+                status=row.status if row else "",
+                optimized=list(row.optimized) if row else [],
+                sqnr_db=sq.get(op.name),
+                inputs=list(op.inputs),
+                outputs=list(op.outputs),
+                attrs={a.name: _attr_text(a) for a in raw.attribute},
+            )
+        )
+    producer = {t: n.id for n in nodes for t in n.outputs if t}
+    consumers: dict[str, list[int]] = defaultdict(list)
+    for n in nodes:
+        for t in n.inputs:
+            if t in producer:
+                consumers[t].append(n.id)
+    edges = [
+        GraphEdge(
+            src=producer[t],
+            dst=d,
+            tensor=t,
+            boundary=bool(
+                nodes[producer[t]].provider
+                and nodes[d].provider
+                and nodes[producer[t]].provider != nodes[d].provider
+            ),
+            ghost=len(dsts) > GHOST_FANOUT,
+        )
+        for t, dsts in consumers.items()
+        for d in dsts
+    ]
+    groups = _groups(nodes)
+    providers = list(dict.fromkeys(n.provider for n in nodes if n.provider))
+    return GraphData(
+        model=m.name,
+        nodes=nodes,
+        edges=edges,
+        groups=groups,
+        tensors=_tensor_types(m.proto),
+        providers=providers,
+        expanded=_initial_expanded(groups, len(nodes)),
+        has_time=bool(total_time),
+        has_quant=bool(sq),
+        notes=[
+            f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
+            f"{GHOST_FANOUT} nodes are drawn as stubs"
+        ]
+        if any(e.ghost for e in edges)
+        else [],
+    )

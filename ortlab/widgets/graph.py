@@ -1,0 +1,135 @@
+"""The graph view widget: an anywidget whose ES module (graph.js) needs no build step and no
+server; selection and view state sync to Python traits both ways."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ortlab.graphdata import GraphData
+
+__all__ = ["GraphWidget", "dagre_source"]
+
+_HERE = Path(__file__).parent
+COLOR_MODES = ("provider", "op_type", "time", "quant_error")
+
+
+def dagre_source() -> str:
+    """netron's standalone dagre layout module, loaded from the installed package."""
+    import netron
+
+    path = Path(netron.__file__).parent / "dagre.js"
+    return path.read_text(encoding="utf-8")
+
+
+class GraphWidget(anywidget.AnyWidget):
+    """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
+    measured time or quantization error."""
+
+    _esm = _HERE / "graph.js"
+    data = traitlets.Dict().tag(sync=True)
+    """The GraphData (ortlab.graphdata.graph_data) as a dict."""
+    color_by = traitlets.Unicode("provider").tag(sync=True)
+    """'provider', 'op_type', 'time' or 'quant_error'."""
+    selected = traitlets.Dict().tag(sync=True)
+    """The node last clicked in the browser (its row of the join), or {}."""
+    expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """Scope groups shown open."""
+    highlighted = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """Node names drawn with a highlight outline."""
+    dagre_src = traitlets.Unicode().tag(sync=True)
+    _layout_ms = traitlets.Int(-1).tag(sync=True)
+    """Last layout time measured in the browser (ms), -1 before the first."""
+
+    def __init__(self, graph: GraphData, **kwargs: Any) -> None:
+        unknown = set(kwargs) - {"color_by", "expanded", "highlighted"}
+        if unknown:
+            raise TypeError(
+                f"GraphWidget got unexpected arguments {sorted(unknown)}; it takes color_by, "
+                "expanded and highlighted."
+            )
+        super().__init__(
+            data=graph.to_dict(),
+            dagre_src=dagre_source(),
+            expanded=kwargs.pop("expanded", list(graph.expanded)),
+            **kwargs,
+        )
+
+    @traitlets.validate("color_by")
+    def _check_color(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"])
+        if value not in COLOR_MODES:
+            raise traitlets.TraitError(
+                f"color_by={value!r}: choose one of {', '.join(COLOR_MODES)}."
+            )
+        return value
+
+    def highlight(self, nodes: Any) -> None:
+        """Highlight nodes: names, or a table with a ``node`` column (``p.top_nodes(10)``)."""
+        names = list(nodes["node"]) if hasattr(nodes, "columns") else [str(n) for n in nodes]
+        known = {n["name"] for n in self.data["nodes"]}
+        missing = [n for n in names if n not in known]
+        self.highlighted = [n for n in names if n in known]
+        if missing and not self.highlighted:
+            raise KeyError(
+                f"None of {missing[:5]} is a node of this graph (profile tables name the "
+                "optimized graph's nodes; use the placement join's original names)."
+            )
+
+    def to_html(self, path: str | Path) -> Path:
+        """A self-contained HTML file (data, layout code and renderer inline; no network)."""
+        return write_html(self.data, self.color_by, self.expanded, path)
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside <script>: no '</script>' or '<!--' can close the element."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+# No network at all: only the inline module, the blob: modules/worker made from it, inline styles.
+_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' blob:; worker-src blob:; "
+    "style-src 'unsafe-inline'"
+)
+
+
+def write_html(data: dict[str, Any], color_by: str, expanded: list[str], path: str | Path) -> Path:
+    esm = (_HERE / "graph.js").read_text(encoding="utf-8")
+    state = {
+        "data": data,
+        "color_by": color_by,
+        "expanded": expanded,
+        "highlighted": [],
+        "selected": {},
+        "dagre_src": dagre_source(),
+        "_layout_ms": -1,
+    }
+    title = json.dumps(str(data.get("model", "model")))
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>ortlab graph</title>
+<meta http-equiv="Content-Security-Policy" content="{_CSP}">
+</head><body>
+<div id="ortlab-root"></div>
+<script type="module">
+const state = {_script_json(state)};
+const listeners = {{}};
+const model = {{
+  get: (k) => state[k],
+  set: (k, v) => {{ state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); }},
+  save_changes: () => {{}},
+  on: (ev, f) => {{ (listeners[ev] = listeners[ev] || []).push(f); }},
+}};
+const source = {_script_json(esm)};
+const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
+const mod = await import(url);
+document.title = "ortlab: " + {title};
+mod.default.render({{ model, el: document.getElementById("ortlab-root") }});
+</script></body></html>
+"""
+    out = Path(path)
+    out.write_text(page, encoding="utf-8")
+    return out

@@ -1,0 +1,106 @@
+"""Graph data and the graph widget, through their state (no browser)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import traitlets
+
+import ortlab
+from ortlab.graphdata import GHOST_FANOUT, graph_data
+from tests import models
+
+HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>\x1b[31m'
+
+
+@pytest.fixture(scope="module")
+def split_placement() -> ortlab.PlacementResult:
+    from tests.test_placement import _replay
+
+    return _replay()
+
+
+def test_graph_data_joins_placement(split_placement: ortlab.PlacementResult) -> None:
+    m = ortlab.examples.load("nan_guard_cnn")
+    g = graph_data(m, placement=split_placement)
+    by = {n.name: n for n in g.nodes}
+    assert by["/sanitize/IsNaN"].provider == "CPUExecutionProvider"
+    assert by["/features/0/Conv"].provider == "OpenVINOExecutionProvider"
+    assert by["/features/0/Conv"].status == "compiled"
+    assert g.providers == ["OpenVINOExecutionProvider", "CPUExecutionProvider"]
+    boundary = {e.tensor for e in g.edges if e.boundary}
+    assert boundary == {"/features/1/Relu_output_0", "/sanitize/IsNaN_output_0"}
+    assert g.has_time and sum(n.share for n in g.nodes) == pytest.approx(1.0, abs=0.05)
+    assert by["/features/0/Conv"].group == "/features/0"
+    assert by["/features/0/Conv"].attrs["pads"] == "[1, 1, 1, 1]"
+
+
+def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
+    g = graph_data(bert_tiny)
+    ids = {gr.id for gr in g.groups}
+    assert {"/encoder", "/encoder/layer.0", "/encoder/layer.0/attention"} <= ids
+    enc = next(gr for gr in g.groups if gr.id == "/encoder")
+    assert enc.size == sum(1 for n in g.nodes if n.group.startswith("/encoder"))
+    assert set(g.expanded) == ids, "a small graph starts fully expanded"
+
+
+def test_large_graphs_start_collapsed() -> None:
+    big = ortlab.load(ortlab.examples.bert_tiny(layers=8))
+    g = graph_data(big)
+    from ortlab.graphdata import COLLAPSE_ABOVE, _visible_count
+
+    assert len(g.nodes) > 300
+    assert "/encoder" in g.expanded
+    assert len(g.expanded) < len(g.groups), "the deepest scopes start collapsed"
+    assert _visible_count(g.groups, set(g.expanded), len(g.nodes)) <= COLLAPSE_ABOVE
+
+
+def test_broadcast_tensors_become_ghost_edges() -> None:
+    big = ortlab.load(ortlab.examples.bert_tiny(layers=10))
+    g = graph_data(big)
+    ghosts = [e for e in g.edges if e.ghost]
+    assert ghosts and {e.tensor for e in ghosts} == {"/extended_mask/Mul_output_0"}
+    assert len(ghosts) > GHOST_FANOUT and g.notes
+
+
+def test_graph_data_round_trip_and_control_flow() -> None:
+    g = graph_data(ortlab.load(models.with_if()))
+    assert (
+        "subgraph (1 nodes)" in next(n for n in g.nodes if n.op_type == "If").attrs["then_branch"]
+    )
+    again = type(g).from_json(g.to_json())
+    assert again == g
+
+
+def test_widget_state(split_placement: ortlab.PlacementResult) -> None:
+    m = ortlab.examples.load("nan_guard_cnn")
+    w = ortlab.graph(m, placement=split_placement)
+    assert w.color_by == "provider" and len(w.data["nodes"]) == 9
+    assert "export const { layout, Graph }" in w.dagre_src
+    w.color_by = "time"
+    with pytest.raises(traitlets.TraitError, match="choose one of provider"):
+        w.color_by = "rainbow"
+    w.highlight(["/sanitize/IsNaN"])
+    assert w.highlighted == ["/sanitize/IsNaN"]
+    w.highlight(split_placement.nodes.head(2))
+    assert len(w.highlighted) == 2
+    with pytest.raises(KeyError, match="is a node of this graph"):
+        w.highlight(["nope"])
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        ortlab.graph(m, colour="time")
+
+
+def test_html_export_is_self_contained_and_escapes(tmp_path: Path) -> None:
+    proto = models.add()
+    proto.graph.node[0].name = HOSTILE
+    w = ortlab.graph(ortlab.load(proto))
+    out = w.to_html(tmp_path / "g.html")
+    page = out.read_text()
+    assert "<script>alert(2)" not in page and "<img src=x" not in page
+    assert "http://" not in page.split("<script")[0] and "cdn" not in page.lower()
+    assert "Content-Security-Policy" in page
+    start = page.index("const state = ") + len("const state = ")
+    state = json.loads(page[start : page.index(";\nconst listeners")])
+    assert state["data"]["nodes"][0]["name"] == HOSTILE
