@@ -26,8 +26,9 @@ __all__ = ["GraphData", "graph_data"]
 
 GHOST_FANOUT = 8
 """Tensors with more consumers than this are drawn as ghost stubs."""
-COLLAPSE_ABOVE = 200
-"""Graphs with more nodes start with scope groups collapsed."""
+COLLAPSE_ABOVE = 60
+"""Graphs with more nodes start with scope groups collapsed, opened level by level while at
+most this many items are visible: a 2,000-node graph fitted flat is an unreadable line."""
 
 
 @dataclass(frozen=True)

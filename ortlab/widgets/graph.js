@@ -157,8 +157,10 @@ function render({ model, el }) {
       y0 = Math.min(y0, n.y - n.height / 2); y1 = Math.max(y1, n.y + n.height / 2);
     }
     const w = canvas.clientWidth || 800, h = canvas.clientHeight || 520;
-    const k = Math.min(w / (x1 - x0 + 40), h / (y1 - y0 + 40), 2);
-    view = { k, x: w / 2 - k * (x0 + x1) / 2, y: h / 2 - k * (y0 + y1) / 2 };
+    const fitK = Math.min(w / (x1 - x0 + 40), h / (y1 - y0 + 40), 2);
+    const k = Math.max(fitK, Math.min(0.6, w / (x1 - x0 + 40)));  // stay readable: scroll instead
+    const y = fitK < k ? 20 - k * y0 : h / 2 - k * (y0 + y1) / 2;  // too tall: start at the top
+    view = { k, x: w / 2 - k * (x0 + x1) / 2, y };
   }
 
   function draw() {

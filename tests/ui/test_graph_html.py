@@ -1,0 +1,80 @@
+"""The graph view's standalone HTML in headless Chromium: it lays out, paints the EP colours,
+shows hostile node names as text and runs no script from the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ortlab
+from tests import models
+
+pytestmark = pytest.mark.ui
+
+HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def _open(page: Any, path: Path) -> str:
+    page.goto(path.as_uri())
+    status = page.locator(".ortlab-status", has_text="layout")
+    status.wait_for(timeout=30_000)
+    return str(status.text_content())
+
+
+def _pixels(page: Any, rgb: tuple[int, int, int]) -> int:
+    """How many canvas pixels have exactly this colour."""
+    return int(
+        page.evaluate(
+            """([r, g, b]) => {
+            const c = document.querySelector('.ortlab-canvas');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let n = 0;
+            for (let i = 0; i < d.length; i += 4)
+                if (d[i] === r && d[i+1] === g && d[i+2] === b) n++;
+            return n;
+        }""",
+            list(rgb),
+        )
+    )
+
+
+def test_openvino_split_painted_by_provider(page: Any, tmp_path: Path, artifacts: Path) -> None:
+    from tests.test_placement import _replay
+
+    m = ortlab.examples.load("nan_guard_cnn")
+    path = ortlab.graph(m, placement=_replay()).to_html(tmp_path / "split.html")
+    assert "9 nodes" in _open(page, path)
+    page.screenshot(path=str(artifacts / "graph_nan_guard_cnn_by_ep.png"))
+    assert _pixels(page, (0xF5, 0x85, 0x18)) > 1000, "OpenVINO nodes are orange"
+    assert _pixels(page, (0x4C, 0x78, 0xA8)) > 100, "the CPU island is blue"
+    assert _pixels(page, (0xD6, 0x27, 0x28)) > 0, "EP boundary edges are red"
+    legend = page.locator(".ortlab-legend").text_content()
+    assert "OpenVINOExecutionProvider" in legend and "crosses execution providers" in legend
+    assert page.errors == [] and page.dialogs == []
+
+
+def test_hostile_names_are_text(page: Any, tmp_path: Path) -> None:
+    proto = models.add([1, 4])
+    proto.graph.node[0].name = HOSTILE
+    path = ortlab.graph(ortlab.load(proto)).to_html(tmp_path / "hostile.html")
+    _open(page, path)
+    box = page.locator(".ortlab-canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tip = page.locator(".ortlab-tooltip")
+    tip.wait_for(state="visible", timeout=5_000)
+    assert HOSTILE in tip.text_content()
+    assert page.locator(".ortlab-tooltip img, .ortlab-tooltip script").count() == 0
+    assert page.dialogs == [] and page.errors == []
+
+
+@pytest.mark.slow
+def test_resnet50_by_time(page: Any, tmp_path: Path, artifacts: Path) -> None:
+    m = ortlab.examples.load("resnet50")
+    pl = ortlab.placement(m, runs=2, progress=False)
+    path = ortlab.graph(m, placement=pl, color_by="time").to_html(tmp_path / "r50.html")
+    assert "176 nodes" in _open(page, path)
+    page.screenshot(path=str(artifacts / "graph_resnet50_by_time.png"))
+    page.locator(".ortlab-color-by").select_option("provider")
+    assert _pixels(page, (0x4C, 0x78, 0xA8)) > 1000, "repainted by provider: all CPU blue"
