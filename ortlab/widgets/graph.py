@@ -26,7 +26,7 @@ def dagre_source() -> str:
     return path.read_text(encoding="utf-8")
 
 
-class GraphWidget(anywidget.AnyWidget):
+class GraphWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # untyped base
     """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
     measured time or quantization error."""
 
