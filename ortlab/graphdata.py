@@ -44,6 +44,8 @@ class GraphNode:
     share: float = 0.0
     status: str = ""
     optimized: list[str] = field(default_factory=list)
+    partition: int = -1
+    """EP partition id from the placement (-1 without one)."""
     sqnr_db: float | None = None
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
@@ -228,6 +230,7 @@ def graph_data(
                 share=us / total_time if total_time else 0.0,
                 status=row.status if row else "",
                 optimized=list(row.optimized) if row else [],
+                partition=row.partition if row else -1,
                 sqnr_db=sq.get(op.name),
                 inputs=list(op.inputs),
                 outputs=list(op.outputs),

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import traitlets
 
 import ortlab
 from ortlab.graphdata import GHOST_FANOUT, graph_data
@@ -79,6 +78,8 @@ def test_widget_state(split_placement: ortlab.PlacementResult) -> None:
     w = ortlab.graph(m, placement=split_placement)
     assert w.color_by == "provider" and len(w.data["nodes"]) == 9
     assert "export const { layout, Graph }" in w.dagre_src
+    import traitlets
+
     w.color_by = "time"
     with pytest.raises(traitlets.TraitError, match="choose one of provider"):
         w.color_by = "rainbow"
