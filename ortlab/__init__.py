@@ -59,6 +59,13 @@ def graph(
     )
 
 
+def netron(model: Model | str, height: int = 700) -> object:
+    """Netron on 127.0.0.1, embedded (the raw model; no runtime data). ``.stop()`` ends it."""
+    from ortlab.widgets.netron import netron as _netron
+
+    return _netron(model, height=height)
+
+
 __all__ = [
     "BenchmarkResult",
     "CompareResult",
@@ -98,6 +105,7 @@ __all__ = [
     "examples",
     "graph",
     "load",
+    "netron",
     "optimization_diff",
     "paired_ratio",
     "parse_profile",

@@ -42,7 +42,9 @@ def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
     assert {"/encoder", "/encoder/layer.0", "/encoder/layer.0/attention"} <= ids
     enc = next(gr for gr in g.groups if gr.id == "/encoder")
     assert enc.size == sum(1 for n in g.nodes if n.group.startswith("/encoder"))
-    assert set(g.expanded) == ids, "a small graph starts fully expanded"
+    assert "/encoder" in g.expanded and set(g.expanded) < ids, "115 nodes: deepest scopes shut"
+    small = graph_data(ortlab.examples.load("nan_guard_cnn"))
+    assert set(small.expanded) == {gr.id for gr in small.groups}, "a small graph starts open"
 
 
 def test_large_graphs_start_collapsed() -> None:
@@ -105,3 +107,16 @@ def test_html_export_is_self_contained_and_escapes(tmp_path: Path) -> None:
     start = page.index("const state = ") + len("const state = ")
     state = json.loads(page[start : page.index(";\nconst listeners")])
     assert state["data"]["nodes"][0]["name"] == HOSTILE
+
+
+def test_netron_serves_the_model_locally_and_stops() -> None:
+    import urllib.request
+
+    v = ortlab.netron(ortlab.examples.load("mlp"))
+    assert v.url.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(v.url, timeout=10) as r:  # the loopback address only
+        assert r.status == 200
+    assert "<iframe" in v.value and "localhost" in v.value
+    v.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(v.url, timeout=2)
