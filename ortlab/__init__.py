@@ -59,6 +59,13 @@ def graph(
     )
 
 
+def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> object:
+    """Two linked graph views of an optimization diff: what each node became at level ``b``."""
+    from ortlab.widgets.diff import graph_diff as _diff
+
+    return _diff(opt, a, b)
+
+
 def netron(model: Model | str, height: int = 700) -> object:
     """Netron on 127.0.0.1, embedded (the raw model; no runtime data). ``.stop()`` ends it."""
     from ortlab.widgets.netron import netron as _netron
@@ -104,6 +111,7 @@ __all__ = [
     "devices",
     "examples",
     "graph",
+    "graph_diff",
     "load",
     "netron",
     "optimization_diff",

@@ -12,7 +12,7 @@ layout engine and hide the structure.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import onnx
@@ -198,6 +198,49 @@ def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> 
     return total - hidden + shown_collapsed
 
 
+def _blocks(nodes: list[GraphNode]) -> list[str]:
+    """Group ids for graphs without name scopes: cut the topological order wherever a single
+    tensor is live (between ResNet bottlenecks, after a transition layer) and name each segment
+    by its ops, so repeated blocks read as such ("block 07: Conv x3, … (like block 03)")."""
+    n = len(nodes)
+    index = {t: n_.id for n_ in nodes for t in n_.outputs if t}
+    last_use = dict.fromkeys(index, -1)
+    for node in nodes:
+        for t in node.inputs:
+            if t in last_use:
+                last_use[t] = max(last_use[t], node.id)
+    live = [0] * (n + 1)
+    for t, p in index.items():
+        if last_use[t] > p:
+            live[p] += 1
+            live[last_use[t]] -= 1
+    cuts, running = [], 0
+    for i in range(n):
+        running += live[i]
+        if running <= 1:
+            cuts.append(i)
+    segments: list[list[int]] = []
+    start = 0
+    for c in cuts:
+        if c - start + 1 >= 3:  # tiny segments join the next one
+            segments.append(list(range(start, c + 1)))
+            start = c + 1
+    if start < n:
+        segments.append(list(range(start, n)))
+    width = len(str(len(segments)))
+    seen: dict[str, int] = {}
+    group = [""] * n
+    for k, seg in enumerate(segments, 1):
+        ops = Counter(nodes[i].op_type for i in seg)
+        sig = ", ".join(f"{op}×{c}" if c > 1 else op for op, c in sorted(ops.items()))
+        first = seen.setdefault(sig, k)
+        like = f" (like block {first:0{width}d})" if first != k else ""
+        label = f"block {k:0{width}d}: {sig}{like}"
+        for i in seg:
+            group[i] = "/" + label.replace("/", "∕")
+    return group
+
+
 def graph_data(
     model: Any, placement: Any = None, profile: Any = None, error: Any = None
 ) -> GraphData:
@@ -237,6 +280,10 @@ def graph_data(
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
             )
         )
+    scoped = sum(1 for n in nodes if n.group)
+    if len(nodes) > COLLAPSE_ABOVE and scoped < len(nodes) / 2:
+        blocks = _blocks(nodes)
+        nodes = [replace(n, group=n.group or b) for n, b in zip(nodes, blocks, strict=True)]
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:

@@ -120,3 +120,28 @@ def test_netron_serves_the_model_locally_and_stops() -> None:
     v.stop()
     with pytest.raises(OSError):
         urllib.request.urlopen(v.url, timeout=2)
+
+
+def test_graph_diff_links_fused_nodes() -> None:
+    m = ortlab.examples.load("conv_bn_relu")
+    opt = ortlab.optimization_diff(m, levels=["disabled", "extended"], measure=False,
+                                   progress=False)  # fmt: skip
+    d = ortlab.graph_diff(opt, "disabled", "extended")
+    conv = "/features/block0/Conv"
+    d.left.selected = {"name": conv}
+    assert len(d.right.highlighted) == 1, "Conv+BN+Relu became one FusedConv"
+    fused = d.right.highlighted[0]
+    d.right.selected = {"name": fused}
+    assert set(d.left.highlighted) == {conv, "/features/block0/BatchNormalization",
+                                       "/features/block0/Relu"}  # fmt: skip
+    d.left.selected = {}
+    assert d.right.highlighted == []
+
+
+def test_repeated_blocks_where_scopes_are_missing(resnet50: ortlab.Model) -> None:
+    g = graph_data(resnet50)
+    labels = [gr.label for gr in g.groups]
+    assert len(labels) >= 17, "stem, 16 bottlenecks, head"
+    assert sum("(like block" in lb for lb in labels) >= 12, "bottlenecks repeat"
+    assert g.expanded == [], "176 unscoped nodes start as ~19 block boxes"
+    assert all(n.group for n in g.nodes)

@@ -203,13 +203,17 @@ function render({ model, el }) {
       if (view.k > 0.45) {  // level of detail: labels only when readable
         ctx.fillStyle = "#111";
         ctx.font = "11px sans-serif";
-        const label = it.kind === "group" ? `▸ ${it.label} (${it.size})` : it.op_type;
-        ctx.fillText(label.slice(0, 22), x + 4, y + 13);
+        const head = it.kind === "group" ? String(it.label).split(":")[0] : it.op_type;
+        const label = it.kind === "group" ? `▸ ${head} (${it.size} nodes)` : head;
+        ctx.fillText(label.slice(0, 26), x + 4, y + 13);
         if (view.k > 0.9) {
           ctx.fillStyle = "#333";
           ctx.font = "9px sans-serif";
-          const sub = it.kind === "group" ? Object.keys(it.providers || {}).join("+") : it.name;
-          ctx.fillText(String(sub).slice(-24), x + 4, y + 25);
+          const rest = String(it.label || "").split(":").slice(1).join(":").trim();
+          const sub = it.kind === "group"
+            ? (rest || Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", "")).join("+"))
+            : it.name;
+          ctx.fillText(it.kind === "group" ? sub.slice(0, 30) : String(sub).slice(-24), x + 4, y + 25);
         }
       }
     }
