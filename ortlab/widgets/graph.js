@@ -107,14 +107,19 @@ function render({ model, el }) {
   tip.className = "ortlab-tooltip";
   tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;" +
     "border:1px solid #999;padding:4px 6px;max-width:420px;white-space:pre-wrap;z-index:10;";
+  const mini = document.createElement("canvas");
+  mini.className = "ortlab-minimap";
+  mini.style.cssText = "position:absolute;right:8px;top:44px;width:140px;height:110px;" +
+    "background:rgba(255,255,255,0.85);border:1px solid #bbb;";
   const legend = document.createElement("div");
   legend.className = "ortlab-legend";
   legend.style.cssText = "padding:4px;display:flex;gap:10px;flex-wrap:wrap;";
-  el.append(bar, canvas, legend, tip);
+  el.append(bar, canvas, legend, tip, mini);
 
   const worker = makeWorker(model.get("dagre_src"));
   let view = { x: 0, y: 0, k: 1 }, layout = null, vis = null, hover = null, drag = null;
   let searchHits = new Set();
+  let pendingFocus = null;
 
   function stats() {
     const d = model.get("data");
@@ -146,7 +151,10 @@ function render({ model, el }) {
       el.dataset.layoutMs = String(Math.round(performance.now() - started));
       el.dataset.shown = String(nodes.length);
       model.save_changes();
-      fitView(); draw();
+      fitView();
+      const focus = pendingFocus && layout.nodes.get(pendingFocus);
+      pendingFocus = null;
+      if (focus) { view.k = Math.max(view.k, 1); centerOn(focus.x, focus.y); } else draw();
     };
     worker.postMessage({ nodes, edges, layout: opts });
   }
@@ -218,6 +226,7 @@ function render({ model, el }) {
       }
     }
     drawLegend(mode, st);
+    drawMinimap(mode, st);
     el.dataset.paintMs = (performance.now() - paintStart).toFixed(2);  // read by benchmarks
   }
 
@@ -252,6 +261,41 @@ function render({ model, el }) {
         ctx.fillText(b.label.slice(0, 40), b.x0 - pad + 2, b.y0 - pad - 2);
       }
     }
+  }
+
+  // Overview: every visible item as a dot, and the viewport as a rectangle; click to jump.
+  let miniScale = null;
+  function drawMinimap(mode, st) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const n of layout.nodes.values()) {
+      x0 = Math.min(x0, n.x - n.width / 2); x1 = Math.max(x1, n.x + n.width / 2);
+      y0 = Math.min(y0, n.y - n.height / 2); y1 = Math.max(y1, n.y + n.height / 2);
+    }
+    const W = 140, H = 110, s = Math.min(W / (x1 - x0 + 1), H / (y1 - y0 + 1));
+    miniScale = { s, x0, y0 };
+    mini.width = W; mini.height = H;
+    const m = mini.getContext("2d");
+    for (const [key, n] of layout.nodes) {
+      m.fillStyle = colorOf(vis.items.get(key), mode, st);
+      m.fillRect((n.x - n.width / 2 - x0) * s, (n.y - n.height / 2 - y0) * s,
+        Math.max(1, n.width * s), Math.max(1, n.height * s));
+    }
+    const w = canvas.clientWidth || 800, h = canvas.clientHeight || 520;
+    m.strokeStyle = "#d00"; m.lineWidth = 1;
+    m.strokeRect((-view.x / view.k - x0) * s, (-view.y / view.k - y0) * s, (w / view.k) * s, (h / view.k) * s);
+  }
+  mini.addEventListener("click", (ev) => {
+    if (!miniScale) return;
+    const r = mini.getBoundingClientRect();
+    const gx = (ev.clientX - r.left) / miniScale.s + miniScale.x0;
+    const gy = (ev.clientY - r.top) / miniScale.s + miniScale.y0;
+    centerOn(gx, gy);
+  });
+
+  function centerOn(gx, gy) {
+    const w = canvas.clientWidth || 800, h = canvas.clientHeight || 520;
+    view.x = w / 2 - view.k * gx; view.y = h / 2 - view.k * gy;
+    draw();
   }
 
   function drawLegend(mode) {
@@ -346,6 +390,29 @@ function render({ model, el }) {
       .filter((n) => n.name.toLowerCase().includes(q) || n.op_type.toLowerCase().includes(q))
       .map((n) => n.name) : []);
     draw();
+  });
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter" || !searchHits.size) return;
+    const name = [...searchHits][0];
+    const node = model.get("data").nodes.find((n) => n.name === name);
+    const key = vis.itemOf.get(node.id);
+    if (key && key.startsWith("g:")) {  // inside a collapsed group: open its scopes first
+      const open = new Set(model.get("expanded"));
+      for (let g = node.group; g; g = g.slice(0, g.lastIndexOf("/"))) open.add(g);
+      pendingFocus = key === "n:" + node.id ? null : "n:" + node.id;
+      model.set("expanded", [...open]); model.save_changes();
+      return;
+    }
+    const n = layout.nodes.get(key);
+    if (n) centerOn(n.x, n.y);
+  });
+  // Double-click a node: collapse the scope group it belongs to.
+  canvas.addEventListener("dblclick", (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const it = itemAt(ev.clientX - r.left, ev.clientY - r.top);
+    if (!it || it.kind !== "node" || !it.group) return;
+    model.set("expanded", model.get("expanded").filter((g) => g !== it.group && !g.startsWith(it.group + "/")));
+    model.save_changes();
   });
   fit.addEventListener("click", () => { fitView(); draw(); });
   model.on("change:color_by", () => { select.value = model.get("color_by"); draw(); });
