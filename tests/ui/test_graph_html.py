@@ -78,3 +78,9 @@ def test_resnet50_by_time(page: Any, tmp_path: Path, artifacts: Path) -> None:
     page.screenshot(path=str(artifacts / "graph_resnet50_by_time.png"))
     page.locator(".ortlab-color-by").select_option("provider")
     assert _pixels(page, (0x4C, 0x78, 0xA8)) > 1000, "repainted by provider: all CPU blue"
+    # 176 unscoped nodes start as ~19 repeated-block boxes; search opens the right one
+    assert "19 shown" in page.locator(".ortlab-status").text_content()
+    page.fill(".ortlab-search", "n142")
+    page.press(".ortlab-search", "Enter")
+    page.locator(".ortlab-status", has_text="30 shown").wait_for(timeout=20_000)
+    assert page.errors == []
