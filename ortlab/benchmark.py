@@ -12,7 +12,7 @@ import numpy as np
 
 from ortlab._result import Result
 from ortlab.config import SessionConfig
-from ortlab.engine import ModelLike, call, check_report, default_timeout, prepare
+from ortlab.engine import ModelLike, run_model_task
 from ortlab.session import SessionReport
 from ortlab.stats import LatencyStats, latency_stats
 
@@ -118,24 +118,18 @@ def benchmark(
     """
     if runs < 1 or warmup < 0:
         raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
-    m, cfg, f = prepare(model, config, feeds, dims)
-    out = call(
+    m, cfg, f, out = run_model_task(
         "benchmark",
-        {
-            "model_path": str(m.path),
-            "model_name": m.name,
-            "config": cfg,
-            "feeds": dict(f),
-            "runs": runs,
-            "warmup": warmup,
-            "duration_s": duration_s,
-        },
-        desc=f"benchmark {m.name}",
-        context=f"of {m.name!r} with {cfg.label()}",
+        model,
+        config,
+        feeds,
+        dims=dims,
         progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
+        duration_s=duration_s,
     )
-    check_report(out, cfg, m)
     lat = out["latencies_ns"]
     notes = list(f.notes)
     if out["cached_session"]:

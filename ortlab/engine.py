@@ -88,3 +88,30 @@ def check_report(out: Any, config: SessionConfig, model: Model) -> None:
     report = out.get("report") if isinstance(out, dict) else out
     if isinstance(report, SessionReport):
         warn_if_fallback(report, config, model.name)
+
+
+def run_model_task(
+    task: str,
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None,
+    feeds: Mapping[str, Any] | None,
+    *,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+    **extra: Any,
+) -> tuple[Model, SessionConfig, Feeds, Any]:
+    """The common path of benchmark/profile/placement: normalise, run ``task`` on the model
+    under the config with the feeds (plus ``extra`` task arguments) in the worker, and surface
+    a provider fallback recorded in its session report."""
+    m, cfg, f = prepare(model, config, feeds, dims)
+    out = call(
+        task,
+        {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f), **extra},
+        desc=f"{task} {m.name}",
+        context=f"of {m.name!r} with {cfg.label()}",
+        progress=progress,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )
+    check_report(out, cfg, m)
+    return m, cfg, f, out

@@ -157,11 +157,16 @@ class PlacementResult(Result):
         for prov in dict.fromkeys(r.provider for r in self.partition_rows):
             nodes = sum(1 for r in self.node_rows if r.provider == prov and r.partition >= 0)
             time = sum(r.us_per_run for r in self.optimized_rows if r.provider == prov)
-            rows.append({
-                "provider": prov, "nodes": nodes, "node_share": nodes / total_nodes,
-                "partitions": sum(1 for p in self.partition_rows if p.provider == prov),
-                "us_per_run": time, "time_share": time / total_time,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "provider": prov,
+                    "nodes": nodes,
+                    "node_share": nodes / total_nodes,
+                    "partitions": sum(1 for p in self.partition_rows if p.provider == prov),
+                    "us_per_run": time,
+                    "time_share": time / total_time,
+                }
+            )
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
@@ -264,25 +269,39 @@ def join_placement(
     assigned = {name: ep for ep, names in assignment for name in names}
     default_ep = report.active[-1] if report.active else "CPUExecutionProvider"
     provider = {
-        n.name: prof_provider.get(n.name) or placements.get(n.name) or assigned.get(n.name)
+        n.name: prof_provider.get(n.name)
+        or placements.get(n.name)
+        or assigned.get(n.name)
         or default_ep
         for n in final
-    }  # fmt: skip
+    }
     compiled = {n.name for n in final if n.op_type == "EPContext" or "EP-subgraph" in n.op_type}
     j = _Join(
-        final=final, provider=provider, part=_partitions(final, provider, compiled),
-        compiled=compiled, mapping=mapping, time=time, total=sum(time.values()) or 1.0,
-        graph_outputs=set(graph_outputs), graph_inputs=set(graph_inputs),
-    )  # fmt: skip
+        final=final,
+        provider=provider,
+        part=_partitions(final, provider, compiled),
+        compiled=compiled,
+        mapping=mapping,
+        time=time,
+        total=sum(time.values()) or 1.0,
+        graph_outputs=set(graph_outputs),
+        graph_inputs=set(graph_inputs),
+    )
     opt_rows = [
         OptimizedRow(
-            node=n.name, op_type=n.op_type, domain=n.domain, provider=provider[n.name],
-            partition=j.part[n.name], fused_from=mapping.optimized_to_original.get(n.name, []),
-            us_per_run=time.get(n.name, 0.0), share=time.get(n.name, 0.0) / j.total,
-            compiled=n.name in compiled, executed=n.name in time,
+            node=n.name,
+            op_type=n.op_type,
+            domain=n.domain,
+            provider=provider[n.name],
+            partition=j.part[n.name],
+            fused_from=mapping.optimized_to_original.get(n.name, []),
+            us_per_run=time.get(n.name, 0.0),
+            share=time.get(n.name, 0.0) / j.total,
+            compiled=n.name in compiled,
+            executed=n.name in time,
         )
         for n in final
-    ]  # fmt: skip
+    ]
     return PlacementResult(
         model=model,
         config=config,
@@ -324,19 +343,26 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
         share_time = group_time / len(members)
         rows.append(
             NodeRow(
-                node=n.name, op_type=n.op_type, optimized=opt,
-                status="compiled" if any(o in j.compiled for o in opt)
+                node=n.name,
+                op_type=n.op_type,
+                optimized=opt,
+                status="compiled"
+                if any(o in j.compiled for o in opt)
                 else j.mapping.status[n.name],
                 provider=j.provider[opt[0]] if opt else "",
                 partition=j.part[opt[0]] if opt else -1,
-                us_per_run=share_time, group_us_per_run=group_time, share=share_time / j.total,
+                us_per_run=share_time,
+                group_us_per_run=group_time,
+                share=share_time / j.total,
                 time_source=(
-                    "none (folded or eliminated)" if not opt
-                    else "measured" if len(members) == 1
+                    "none (folded or eliminated)"
+                    if not opt
+                    else "measured"
+                    if len(members) == 1
                     else f"group of {len(members)} (even split)"
                 ),
             )
-        )  # fmt: skip
+        )
     return rows
 
 
@@ -354,17 +380,20 @@ def _partition_rows(j: _Join) -> list[PartitionRow]:
         feeds = produced_elsewhere | j.graph_inputs  # not initializers: they are not data flow
         rows.append(
             PartitionRow(
-                partition=pid, provider=j.provider[nodes[0].name],
+                partition=pid,
+                provider=j.provider[nodes[0].name],
                 compiled=any(n.name in j.compiled for n in nodes),
                 optimized_nodes=[n.name for n in nodes],
-                original_nodes=list(dict.fromkeys(
-                    o for n in nodes for o in j.mapping.optimized_to_original.get(n.name, [])
-                )),
+                original_nodes=list(
+                    dict.fromkeys(
+                        o for n in nodes for o in j.mapping.optimized_to_original.get(n.name, [])
+                    )
+                ),
                 inputs=sorted(t for t in consumed - produced if t and t in feeds),
                 outputs=sorted(t for t in produced & outside if t),
                 us_per_run=sum(j.time.get(n.name, 0.0) for n in nodes),
             )
-        )  # fmt: skip
+        )
     return rows
 
 
@@ -401,19 +430,19 @@ def placement(
     timeout: float | None = None,
 ) -> PlacementResult:
     """Where each node of ``model`` runs under ``config``, with measured time per node."""
-    from ortlab.engine import call, check_report, default_timeout, prepare
+    from ortlab.engine import run_model_task
 
-    m, cfg, f = prepare(model, config, feeds, dims)
-    out = call(
+    m, cfg, _, out = run_model_task(
         "placement",
-        {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f),
-         "runs": runs, "warmup": warmup},
-        desc=f"placement {m.name}",
-        context=f"of {m.name!r} with {cfg.label()}",
+        model,
+        config,
+        feeds,
+        dims=dims,
         progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
-    )  # fmt: skip
-    check_report(out, cfg, m)
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
+    )
     graph = m.proto.graph
     return join_placement(
         model=m.name,

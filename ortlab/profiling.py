@@ -282,8 +282,9 @@ class ProfileResult(Result):
         per_run = np.bincount(ev_group * n_runs + runs, weights=dur, minlength=groups * n_runs)
         calls = np.bincount(ev_group, minlength=groups)
         total = np.bincount(ev_group, weights=dur, minlength=groups)
-        nodes = np.bincount(node_group[np.bincount(ids, minlength=len(d.node)) > 0],
-                            minlength=groups)  # fmt: skip
+        nodes = np.bincount(
+            node_group[np.bincount(ids, minlength=len(d.node)) > 0], minlength=groups
+        )
         keys_cols = list(zip(*group_index, strict=True)) if len(keys) == 2 else [list(group_index)]
         out = pd.DataFrame(dict(zip(keys, keys_cols, strict=True)))
         out["nodes"] = nodes
@@ -374,27 +375,21 @@ def profile(
     The trace file goes to a private folder in ortlab's cache and is deleted after parsing;
     nothing is written to the working directory.
     """
-    from ortlab.engine import call, check_report, default_timeout, prepare
+    from ortlab.engine import run_model_task
 
     if runs < 1 or warmup < 0:
         raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
-    m, cfg, f = prepare(model, config, feeds, dims)
-    out = call(
+    m, cfg, f, out = run_model_task(
         "profile",
-        {
-            "model_path": str(m.path),
-            "model_name": m.name,
-            "config": cfg,
-            "feeds": dict(f),
-            "runs": runs,
-            "warmup": warmup,
-        },
-        desc=f"profile {m.name}",
-        context=f"of {m.name!r} with {cfg.label()}",
+        model,
+        config,
+        feeds,
+        dims=dims,
         progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
     )
-    check_report(out, cfg, m)
     notes = [
         "Times are measured with ORT's profiler on (about 5 µs of overhead per node): use them "
         "for shares and comparisons between nodes; ortlab.benchmark gives latency.",
