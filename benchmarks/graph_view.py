@@ -21,16 +21,7 @@ from benchmarks._common import record
 from ortlab.examples import bert_tiny
 from ortlab.graphdata import graph_data
 from ortlab.widgets.graph import write_html
-
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests
 
 
 def model_with(nodes: int) -> ortlab.Model:
@@ -70,7 +61,7 @@ def main() -> None:
     ]
     cases.append(("resnet50 (flat, no scopes)", lambda: ortlab.examples.load("resnet50")))
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 800})
         for label, make in cases:
             m = make()
