@@ -24,6 +24,8 @@ CELLS = [
     "g = ortlab.graph(h)\n"
     "g",
     "print('SELECTED=' + g.selected.get('name', 'NONE'))",
+    "print('COLOR=' + g.color_by)",
+    "g.color_by = 'op_type'",
 ]
 
 
@@ -65,5 +67,19 @@ def test_widget_in_jupyterlab(browser: Any, tmp_path: Path, artifacts: Path) -> 
         out = page.locator(".jp-OutputArea-output", has_text="SELECTED=<img")
         out.wait_for(timeout=30_000)
         assert "SELECTED=<img src=x onerror=alert(1)>" in out.last.text_content()
+        # the colour menu in the page changes the trait in Python ...
+        page.locator(".ortlab-color-by").select_option("time")
+        wait_idle(page)
+        page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-InputPrompt").click()
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
+        page.locator(".jp-OutputArea-output", has_text="COLOR=time").wait_for(timeout=30_000)
+        # ... and Python changes the page
+        page.locator(".jp-Notebook .jp-Cell").nth(4).locator(".jp-InputPrompt").click()
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
+        wait_idle(page)
+        page.wait_for_function(
+            "() => document.querySelector('.ortlab-color-by').value === 'op_type'",
+            timeout=30_000,
+        )
         assert dialogs == [], "no script from a model string ran"
         context.close()
