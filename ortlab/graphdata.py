@@ -11,6 +11,7 @@ layout engine and hide the structure.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -124,7 +125,22 @@ def _attr_text(attr: onnx.AttributeProto) -> str:
 
 
 def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
+    """dtype[shape] of every tensor ONNX shape inference can type (weights not needed)."""
     out = {}
+    try:
+        light = onnx.ModelProto()
+        light.CopyFrom(model)
+        for t in light.graph.initializer:  # big weights: inference needs dims and dtype only
+            if math.prod(t.dims) <= 4096:  # small ones may be Reshape targets: keep values
+                continue
+            t.ClearField("raw_data")
+            t.ClearField("float_data")
+            t.ClearField("int64_data")
+            t.ClearField("int32_data")
+            t.ClearField("double_data")
+        model = onnx.shape_inference.infer_shapes(light, strict_mode=False)
+    except Exception:  # noqa: BLE001 - inference is best effort: keep the declared types
+        pass
     graph = model.graph
     for vi in [*graph.input, *graph.output, *graph.value_info]:
         shape = value_info_shape(vi)

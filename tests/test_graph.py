@@ -43,6 +43,8 @@ def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
     enc = next(gr for gr in g.groups if gr.id == "/encoder")
     assert enc.size == sum(1 for n in g.nodes if n.group.startswith("/encoder"))
     assert "/encoder" in g.expanded and set(g.expanded) < ids, "115 nodes: deepest scopes shut"
+    reshaped = g.tensors["/encoder/layer.0/attention/self/query/Reshape_output_0"]
+    assert reshaped == "float[batch, sequence, 4, 32]", "shapes inferred for the hover details"
     small = graph_data(ortlab.examples.load("nan_guard_cnn"))
     assert set(small.expanded) == {gr.id for gr in small.groups}, "a small graph starts open"
 
