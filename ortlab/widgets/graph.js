@@ -305,6 +305,15 @@ function render({ model, el }) {
       : mode === "op_type" ? [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)])
       : mode === "time" ? [["fast", heat(0)], ["slow", heat(1)]]
       : [["0 dB (bad)", heat(1)], ["40 dB (good)", heat(0)], ["no data", "#e8e8e8"]];
+    if (!entries.length || (mode === "time" && !d.has_time) || (mode === "quant_error" && !d.has_quant)) {
+      const hint = document.createElement("span");
+      hint.className = "ortlab-hint";
+      hint.textContent = mode === "quant_error"
+        ? "no quantization error data: ortlab.graph(m, error=ortlab.quantization_error(m, q))"
+        : "no runtime data yet: ortlab.graph(m, placement=ortlab.placement(m)) adds EPs and time";
+      legend.appendChild(hint);
+      if (!entries.length) return;
+    }
     for (const [label, color] of entries) {
       const s = document.createElement("span");
       const sw = document.createElement("span");

@@ -45,11 +45,7 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def jupyterlab(root: Path, home: Path) -> Iterator[str]:
-    """Yield the base URL (with token) of a JupyterLab serving ``root``."""
-    token = secrets.token_hex(16)
-    port = _free_port()
+def _isolated_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     for key, sub in (
         ("JUPYTER_CONFIG_DIR", "config"),
@@ -65,6 +61,42 @@ def jupyterlab(root: Path, home: Path) -> Iterator[str]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"checkForUpdates": False, "fetchNews": "false"})
     )
+    return env
+
+
+def _serve(cmd: list[str], env: dict[str, str], home: Path, ready: str) -> subprocess.Popen[bytes]:
+    log = (home / "server.log").open("w")
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(ready, timeout=2)
+            return proc
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                _stop(proc)
+                tail = (home / "server.log").read_text()[-2000:]
+                raise RuntimeError(f"{cmd[2]} did not start: {tail}") from None
+            time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def jupyterlab(root: Path, home: Path) -> Iterator[str]:
+    """Yield ``base|token`` of a JupyterLab serving ``root``."""
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = _isolated_env(home)
     cmd = [
         sys.executable,
         "-m",
@@ -81,32 +113,34 @@ def jupyterlab(root: Path, home: Path) -> Iterator[str]:
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
     ]
-    log = (home / "lab.log").open("w")
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
     base = f"http://127.0.0.1:{port}"
+    proc = _serve(cmd, env, home, f"{base}/api/status?token={token}")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(
-                        "JupyterLab did not start: " + (home / "lab.log").read_text()[-2000:]
-                    ) from None
-                time.sleep(0.3)
         yield f"{base}|{token}"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def voila(notebook: Path, home: Path) -> Iterator[str]:
+    """Yield the URL of Voila rendering ``notebook`` as a standalone page."""
+    port = _free_port()
+    env = _isolated_env(home)
+    cmd = [
+        sys.executable,
+        "-m",
+        "voila",
+        str(notebook),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+    ]
+    base = f"http://127.0.0.1:{port}"
+    proc = _serve(cmd, env, home, f"{base}/voila/static/favicon.ico")
+    try:
+        yield base
+    finally:
+        _stop(proc)
 
 
 def run_all(page: Any) -> None:
