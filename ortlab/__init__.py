@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 from ortlab import examples
 from ortlab.benchmark import BenchmarkResult, benchmark
-from ortlab.compare import CompareResult, ErrorResult, compare, quantization_error
+from ortlab.compare import CompareResult, compare
 from ortlab.config import SessionConfig
 from ortlab.errors import (
     ExternalDataError,
@@ -35,6 +35,7 @@ from ortlab.model import Model, ModelSummary, load, without_initializer_inputs
 from ortlab.optimization import OptimizationResult, optimization_diff
 from ortlab.placement import PlacementResult, placement
 from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
+from ortlab.quant_error import ErrorResult, quantization_error
 from ortlab.quantization import QuantConfig, QuantizationError, quantize, to_fp16
 from ortlab.runtime import devices
 from ortlab.session import SessionReport

@@ -20,7 +20,7 @@ from ortlab.config import SessionConfig
 from ortlab.model import Model, load
 from ortlab.stats import latency_stats, paired_ratio
 
-__all__ = ["CompareResult", "ErrorResult", "compare", "error_metrics", "quantization_error"]
+__all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
 QUANT_KERNELS = frozenset(
     {
@@ -457,102 +457,4 @@ def _fp16_cpu_signal(row: VariantRow, data: Any) -> Signal | None:
         f"only {half} of {len(executed)} executed kernels took float16 inputs and {casts} Cast "
         "kernels ran: the CPU EP computes most of this model in float32",
         "use fp16 with a GPU EP (CUDA/TensorRT/DirectML); on CPU prefer int8",
-    )
-
-
-@dataclass(frozen=True)
-class TensorError:
-    tensor: str
-    node: str
-    op_type: str
-    sqnr_db: float
-    cosine: float
-    max_abs: float
-
-
-@dataclass(frozen=True)
-class ErrorResult(Result):
-    """Per-tensor error between a float model and a variant, mapped to the original nodes."""
-
-    model: str
-    variant: str
-    tensors: list[TensorError]
-    samples: str
-    synthetic: bool
-
-    def to_pandas(self) -> Any:
-        """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [t.__dict__ for t in self.tensors],
-            columns=["tensor", "node", "op_type", "sqnr_db", "cosine", "max_abs"],
-        )
-
-    def worst(self, n: int = 10) -> Any:
-        """The ``n`` tensors with the lowest SQNR."""
-        return self.to_pandas().sort_values("sqnr_db").head(n).reset_index(drop=True)
-
-    @property
-    def nodes(self) -> Any:
-        """Per node (same key as the placement join): node, op_type, sqnr_db (worst output)."""
-        t = self.to_pandas()
-        return t.groupby(["node", "op_type"], as_index=False)["sqnr_db"].min()
-
-    def __repr__(self) -> str:
-        worst = min(self.tensors, key=lambda t: t.sqnr_db) if self.tensors else None
-        where = (
-            f"; worst {worst.node!r} ({worst.op_type}) at {worst.sqnr_db:.1f} dB" if worst else ""
-        )
-        mark = " (SYNTHETIC inputs)" if self.synthetic else ""
-        head = f"<ErrorResult {self.model!r} vs {self.variant!r}: {len(self.tensors)} tensors"
-        return f"{head}{where}{mark}>"
-
-
-def quantization_error(
-    model: Any,
-    variant: Any,
-    calibration: Any = None,
-    *,
-    limit: int = 8,
-    timeout: float | None = None,
-) -> ErrorResult:
-    """SQNR of every float tensor the variant still computes under the same name."""
-    from ortlab.engine import call, default_timeout
-    from ortlab.graphmap import graph_nodes
-    from ortlab.quantization import calibration_data
-
-    base, var = load(model), load(variant)
-    data = calibration_data(base, calibration, limit=limit, seed=200)
-    producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
-    var_tensors = {t for n in var.proto.graph.node for t in n.output}
-    tensors = [t for t in producers if t in var_tensors]
-    timeout = timeout if timeout is not None else default_timeout()
-    results = [
-        call(
-            "intermediate_outputs",
-            {"model_path": str(m.path), "tensors": tensors, "samples": data.samples},
-            desc="activations",
-            context=f"of {m.name!r}",
-            progress=False,
-            timeout=timeout,
-        )
-        for m in (base, var)
-    ]
-    rows = []
-    for t in tensors:
-        ref = [s[t] for s in results[0] if t in s]
-        got = [s[t] for s in results[1] if t in s]
-        if not ref or len(ref) != len(got) or np.asarray(ref[0]).dtype.kind != "f":
-            continue
-        if np.asarray(ref[0]).shape != np.asarray(got[0]).shape:
-            continue
-        m = error_metrics(ref, got)
-        node = producers[t]
-        rows.append(
-            TensorError(t, node.name, node.op_type, m["sqnr_db"], m["cosine"], m["max_abs"])
-        )
-    label = getattr(var.variant, "label", None) or var.name
-    return ErrorResult(
-        model=base.name, variant=label, tensors=rows, samples=data.source, synthetic=data.synthetic
     )

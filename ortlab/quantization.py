@@ -265,7 +265,7 @@ def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Mo
         log: list[str] = []
     else:
         out = call(
-            "quantize",
+            "ortlab.tasks_transform:quantize",
             {
                 "model_path": str(m.path),
                 "out_path": str(out_path),

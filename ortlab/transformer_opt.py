@@ -208,7 +208,7 @@ def transformer_optimize(
     digest = hashlib.sha256(f"{m.fingerprint()}|{mt}|{heads}|{hidden}|{opt_level}".encode())
     out_path = cache.subdir("transformers") / f"{m.name[:40]}-{digest.hexdigest()[:16]}.onnx"
     out = call(
-        "transformer_optimize",
+        "ortlab.tasks_transform:transformer_optimize",
         {"model_path": str(m.path), "out_path": str(out_path), "model_type": mt,
          "num_heads": heads, "hidden_size": hidden, "opt_level": opt_level, "use_gpu": use_gpu},
         desc=f"transformers optimizer {m.name}", context=f"of {m.name!r}", progress=progress,

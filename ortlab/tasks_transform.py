@@ -1,0 +1,229 @@
+"""Worker tasks that transform models: quantization, fp16, the transformers optimizer, and
+intermediate activations for error analysis (see ortlab.tasks for the conventions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ortlab.capture import capture_output
+from ortlab.tasks import Progress, prepare_feeds
+
+
+class _Reader:
+    """A CalibrationDataReader over a list of feeds (ORT's interface: get_next / rewind)."""
+
+    def __init__(self, samples: list[dict[str, Any]]) -> None:
+        self.samples = samples
+        self.index = 0
+
+    def get_next(self) -> dict[str, Any] | None:
+        if self.index >= len(self.samples):
+            return None
+        self.index += 1
+        return self.samples[self.index - 1]
+
+    def rewind(self) -> None:
+        self.index = 0
+
+
+def quantize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    settings: dict[str, Any],
+    samples: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
+    import onnx
+
+    from ortlab import cache
+
+    steps: list[str] = []
+    mode = settings["mode"]
+    with cache.temp_dir("quantize-") as folder, capture_output() as cap:
+        source = _opset_for_quantization(model_path, str(folder / "opset.onnx"), mode, steps)
+        if settings["preprocess"] and mode != "fp16":
+            source = _preprocess(source, str(folder / "pre.onnx"), steps)
+        progress(1, 3)
+        if mode == "fp16":
+            from onnxruntime.transformers.float16 import convert_float_to_float16
+
+            model = convert_float_to_float16(
+                onnx.load(source), keep_io_types=settings["keep_io_types"],
+                op_block_list=settings["op_block_list"] or None,
+            )  # fmt: skip
+            onnx.save_model(model, out_path)
+            steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
+                         f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
+        elif mode == "dynamic":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantize_dynamic(
+                source, out_path, op_types_to_quantize=settings["op_types"] or None,
+                per_channel=settings["per_channel"],
+                weight_type=getattr(QuantType, settings["weight_type"]),
+            )  # fmt: skip
+            steps.append("quantize_dynamic")
+        else:
+            _static(source, out_path, settings, samples, steps)
+        progress(3, 3)
+    return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
+    """Per-axis QuantizeLinear/DequantizeLinear need opset 13: convert older models first."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load(model_path)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if mode == "fp16" or opset >= 13:
+        return model_path
+    converted = version_converter.convert_version(model, 13)
+    onnx.save_model(converted, out)
+    steps.append(f"opset {opset} -> 13 (onnx.version_converter; per-axis QDQ needs opset 13)")
+    return out
+
+
+def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(model_path, out)
+        steps.append("quant_pre_process (symbolic shape inference, ORT optimization, ONNX shapes)")
+    except Exception as err:  # noqa: BLE001 - the known failure on BERT-like graphs
+        quant_pre_process(model_path, out, skip_symbolic_shape=True)
+        steps.append(
+            "quant_pre_process with skip_symbolic_shape=True (symbolic shape inference failed: "
+            f"{str(err).splitlines()[0][:200]})"
+        )
+    return out
+
+
+def _static(
+    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    steps: list[str],
+) -> None:  # fmt: skip
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+              "percentile": CalibrationMethod.Percentile}[settings["method"]]  # fmt: skip
+    fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
+    quantize_static(
+        source, out_path, _Reader(samples), quant_format=fmt,
+        op_types_to_quantize=settings["op_types"] or None, per_channel=settings["per_channel"],
+        activation_type=getattr(QuantType, settings["activation_type"]),
+        weight_type=getattr(QuantType, settings["weight_type"]), calibrate_method=method,
+    )  # fmt: skip
+    steps.append(
+        f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
+        f"{len(samples)} samples)"
+    )
+
+
+def intermediate_outputs(
+    progress: Progress,
+    *,
+    model_path: str,
+    tensors: list[str],
+    samples: list[dict[str, Any]],
+) -> list[dict[str, np.ndarray]]:
+    """Run a copy of the model that also outputs ``tensors``; one dict per sample."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    from ortlab import cache
+
+    model = onnx.load(model_path)
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
+    )
+    with cache.temp_dir("intermediates-") as folder:
+        path = folder / "model.onnx"
+        onnx.save_model(model, str(path))
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        # Disable graph optimizations: fused nodes would swallow the tensors we ask for.
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        out = []
+        for i, feeds in enumerate(samples):
+            values = sess.run(None, prepare_feeds(feeds))
+            out.append(
+                {n: np.asarray(v) for n, v in zip(names, values, strict=True) if n in tensors}
+            )
+            progress(i + 1, len(samples))
+    return out
+
+
+def transformer_optimize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    model_type: str,
+    num_heads: int,
+    hidden_size: int,
+    opt_level: int,
+    use_gpu: bool,
+) -> dict[str, Any]:
+    """onnxruntime.transformers.optimizer.optimize_model, its log captured."""
+    import logging
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    records: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(f"{record.levelname}: {record.getMessage()}")
+
+    handler = _Keep(level=logging.INFO)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        with capture_output() as cap:
+            optimized = _optimize_or_explain(
+                optimize_model, model_path, model_type=model_type, num_heads=num_heads,
+                hidden_size=hidden_size, opt_level=opt_level, use_gpu=use_gpu,
+            )  # fmt: skip
+            stats = optimized.get_fused_operator_statistics()
+            fully = (
+                optimized.is_fully_optimized()
+                if hasattr(optimized, "is_fully_optimized")
+                else False
+            )
+            optimized.save_model_to_file(out_path)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    progress(1, 1)
+    return {"stats": dict(stats), "fully_optimized": bool(fully), "log": records + cap.lines()}
+
+
+def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any) -> Any:
+    from ortlab.errors import OrtlabError
+
+    try:
+        return optimize(path, **kwargs)
+    except (AssertionError, ValueError, KeyError, IndexError, AttributeError) as err:
+        raise OrtlabError(
+            f"onnxruntime's transformers optimizer failed on this model with {kwargs}: "
+            f"{type(err).__name__}: {err or 'an internal assertion'}. Pass model_type, "
+            "num_heads and hidden_size explicitly, or skip the transformers optimizer (ORT's "
+            "own graph optimizations still apply)."
+        ) from err
