@@ -297,7 +297,3 @@ def _short(provider: str) -> str:
         if full == provider:
             return alias
     return provider.removesuffix("ExecutionProvider")
-
-
-def default_config() -> SessionConfig:
-    return SessionConfig()

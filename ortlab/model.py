@@ -8,7 +8,6 @@ model's folder before ORT ever sees them.
 
 from __future__ import annotations
 
-import html
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -32,6 +31,7 @@ from ortlab._onnx_util import (
 )
 from ortlab._result import Result
 from ortlab.errors import ExternalDataError, InvalidModelError, UnsupportedModelError
+from ortlab.render import fmt_bytes
 
 if TYPE_CHECKING:
     from ortlab.inputs import Feeds
@@ -87,7 +87,7 @@ class ModelSummary(Result):
         return (
             f"<Model {self.name!r}: IR {self.ir_version}, opset {self.opsets.get('', '?')}, "
             f"{self.node_count} nodes, {self.initializer_count} initializers "
-            f"({_fmt_bytes(self.initializer_bytes)}), inputs "
+            f"({fmt_bytes(self.initializer_bytes)}), inputs "
             + ", ".join(f"{i.name}:{i.dtype}{i.shape_text()}" for i in self.inputs[:4])
             + (" …" if len(self.inputs) > 4 else "")
             + ">"
@@ -174,15 +174,6 @@ class Model:
             raise UnsupportedModelError(
                 f"Model {self.name!r} cannot run on this onnxruntime: " + " ".join(problems)
             )
-
-
-def _fmt_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
 
 
 def load(
@@ -446,11 +437,6 @@ def _problems(proto: onnx.ModelProto) -> list[str]:
             "implements it: SessionConfig(custom_op_libraries=['libmyops.so'])."
         )
     return out
-
-
-def escape(text: str) -> str:
-    """HTML-escape a string that came from a model (names, metadata)."""
-    return html.escape(text, quote=True)
 
 
 def without_initializer_inputs(model: Model) -> Model:

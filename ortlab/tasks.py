@@ -46,12 +46,6 @@ def _session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionR
     return sess, report, False
 
 
-def clear_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
-    n = len(_SESSIONS)
-    _SESSIONS.clear()
-    return n
-
-
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}
 
 
@@ -252,14 +246,6 @@ def outputs(
     progress(1, 1)
     names = [o.name for o in sess.get_outputs()]
     return {"outputs": dict(zip(names, values, strict=True)), "report": report}
-
-
-def session_report(
-    progress: Progress, *, model_path: str, model_name: str, config: SessionConfig
-) -> SessionReport:
-    _, report, _ = _session(model_path, model_name, config)
-    progress(1, 1)
-    return report
 
 
 def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
