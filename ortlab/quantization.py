@@ -260,7 +260,7 @@ def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Mo
         cache.subdir("variants")
         / f"{m.name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
     )
-    if out_path.exists():
+    if out_path.exists() and out_path.with_suffix(".json").exists():  # both written: reuse
         steps = json.loads(out_path.with_suffix(".json").read_text())["steps"]
         log: list[str] = []
     else:
