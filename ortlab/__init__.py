@@ -8,7 +8,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from ortlab import examples
-from ortlab.benchmark import BenchmarkResult, benchmark
+from ortlab.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
 from ortlab.compare import CompareResult, compare
 from ortlab.config import SessionConfig
 from ortlab.errors import (
@@ -77,6 +77,7 @@ def netron(model: Model | str, height: int = 700) -> object:
 __all__ = [
     "BenchmarkResult",
     "CompareResult",
+    "ConfigComparison",
     "ErrorResult",
     "ExternalDataError",
     "FeedError",
@@ -109,6 +110,7 @@ __all__ = [
     "__version__",
     "benchmark",
     "compare",
+    "compare_configs",
     "devices",
     "examples",
     "graph",

@@ -16,7 +16,7 @@ from ortlab.engine import ModelLike, run_model_task
 from ortlab.session import SessionReport
 from ortlab.stats import LatencyStats, latency_stats
 
-__all__ = ["BenchmarkResult", "benchmark", "environment"]
+__all__ = ["BenchmarkResult", "ConfigComparison", "benchmark", "compare_configs", "environment"]
 
 
 def environment() -> dict[str, str]:
@@ -144,4 +144,122 @@ def benchmark(
         feeds=f.describe(),
         environment=environment(),
         notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    label: str
+    config: dict[str, Any]
+    p50_ms: float
+    p90_ms: float
+    ratio: float
+    """Paired time ratio to the first config (median of per-round ratios); < 1 is faster."""
+    low: float
+    high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class ConfigComparison(Result):
+    """Several SessionConfigs of one model, timed interleaved in one worker."""
+
+    model: str
+    rows: list[ConfigRow]
+    rounds: int
+    runs: int
+    reports: list[SessionReport]
+
+    def to_pandas(self) -> Any:
+        """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "label": r.label,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "ratio": r.ratio,
+                    "ci_low": r.low,
+                    "ci_high": r.high,
+                    "verdict": r.verdict,
+                }
+                for r in self.rows
+            ]
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConfigComparison {self.model!r}: "
+            + "; ".join(r.verdict for r in self.rows[1:])
+            + ">"
+        )
+
+    def _repr_html_(self) -> str:
+        from ortlab.render import esc, table_html
+
+        rows = [
+            [r.label, r.p50_ms, f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]", r.verdict]
+            for r in self.rows
+        ]
+        return f"<b>{esc(self.model)}</b>" + table_html(
+            ["config", "p50 ms", "ratio", "verdict"], rows
+        )
+
+
+def compare_configs(
+    model: ModelLike,
+    configs: list[SessionConfig | Mapping[str, Any]],
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    rounds: int = 10,
+    runs: int = 10,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> ConfigComparison:
+    """Time ``configs`` of ``model`` interleaved (A B C, C B A …) in one worker and compare each
+    with the first: a paired ratio with a bootstrap 95 % CI, and "no measurable difference"
+    when the interval stays within the noise band."""
+    from ortlab.engine import as_config, call, default_timeout, prepare
+    from ortlab.stats import paired_ratio
+
+    if len(configs) < 2:
+        raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
+    m, _, f = prepare(model, configs[0], feeds, dims)
+    cfgs = [as_config(c).with_(fallback="allow") for c in configs]
+    out = call(
+        "interleaved",
+        {
+            "items": [(str(m.path), m.name, c) for c in cfgs],
+            "feeds": dict(f),
+            "rounds": rounds,
+            "runs": runs,
+        },
+        desc=f"compare {m.name}",
+        context=f"of {m.name!r} ({len(cfgs)} configs)",
+        progress=progress,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )
+    med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+    labels = [c.label() for c in cfgs]
+    rows = []
+    for k, c in enumerate(cfgs):
+        v = paired_ratio(med[:, 0], med[:, k])
+        s = latency_stats(out["latencies_ns"][k])
+        rows.append(
+            ConfigRow(
+                label=labels[k],
+                config=c.to_dict(),
+                p50_ms=s.p50_ms,
+                p90_ms=s.p90_ms,
+                ratio=v.ratio,
+                low=v.low,
+                high=v.high,
+                verdict="baseline" if k == 0 else v.text(labels[0], labels[k]),
+            )
+        )
+    return ConfigComparison(
+        model=m.name, rows=rows, rounds=rounds, runs=runs, reports=out["reports"]
     )

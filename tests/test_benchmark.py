@@ -91,3 +91,23 @@ def test_paired_ratio_verdicts() -> None:
     slower = paired_ratio(a, a * 1.5)
     assert "1.50x slower" in slower.text()
     assert "too few rounds" in paired_ratio([1.0, 1.0], [2.0, 2.0]).text()
+
+
+def test_compare_configs_interleaved(mlp: ortlab.Model) -> None:
+    c = ortlab.compare_configs(
+        mlp,
+        [{"level": "disabled"}, {"level": "all"}, {"level": "all", "intra_op_threads": 1}],
+        rounds=4,
+        runs=5,
+        progress=False,
+    )
+    t = c.to_pandas()
+    assert t["label"].tolist() == ["cpu · disabled", "cpu · all", "cpu · all · intra=1"]
+    assert t.loc[0, "verdict"] == "baseline" and t.loc[0, "ratio"] == 1.0
+    assert (t["ci_low"] <= t["ratio"]).all() and (t["ratio"] <= t["ci_high"]).all()
+    for v in t["verdict"][1:]:
+        assert "faster" in v or "slower" in v or "no measurable difference" in v
+    assert len(c.reports) == 3
+    assert ortlab.ConfigComparison.from_json(c.to_json()) == c
+    with pytest.raises(ValueError, match="at least two configs"):
+        ortlab.compare_configs(mlp, [{}])
