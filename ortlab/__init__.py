@@ -5,6 +5,8 @@ The core (this namespace) imports no UI library; widgets live in ``ortlab.widget
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 from ortlab import examples
@@ -60,6 +62,14 @@ def graph(
     )
 
 
+def Lab(model: Model | str, **options: Any) -> object:  # noqa: N802 - reads as a class
+    """The Lab widget: controls, tabs (overview, graph, placement, profile, benchmark,
+    optimization, quantization, history). Imports the UI layer on first use."""
+    from ortlab.widgets.lab import Lab as _Lab
+
+    return _Lab(model, **options)
+
+
 def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> object:
     """Two linked graph views of an optimization diff: what each node became at level ``b``."""
     from ortlab.widgets.diff import graph_diff as _diff
@@ -83,6 +93,7 @@ __all__ = [
     "FeedError",
     "Feeds",
     "InvalidModelError",
+    "Lab",
     "Model",
     "ModelSummary",
     "OptimizationResult",
