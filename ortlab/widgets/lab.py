@@ -9,6 +9,7 @@ tables the results' own DataFrames/HTML: the Lab only wires them together.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as w
-from IPython.display import display
 
 import ortlab
 from ortlab.config import LEVELS, SessionConfig, _short
@@ -106,11 +106,20 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``ortlab.Lab(model)``: controls, tabs, history. ``lab.config`` is what the controls say."""
 
     def __init__(
-        self, model: Any, *, runs: int = 30, synchronous: bool = False, run_on_start: bool = True
+        self,
+        model: Any,
+        *,
+        runs: int = 30,
+        synchronous: bool | None = None,
+        run_on_start: bool = True,
     ) -> None:
         self.model = ortlab.load(model)
         self.history = History()
-        self._sync = synchronous
+        # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
+        # ORTLAB_LAB_SYNC=1); in a live notebook runs go to a background thread.
+        self._sync = (
+            synchronous if synchronous is not None else (os.environ.get("ORTLAB_LAB_SYNC") == "1")
+        )
         self._thread: threading.Thread | None = None
         self._variants: dict[str, Any] = {}
         self._build_controls(runs)
@@ -250,30 +259,27 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.opt_button.on_click(lambda _: self._background(self._optimization))
         self.quant_button = w.Button(description="Compare fp32 / fp16 / dynamic / static QDQ")
         self.quant_button.on_click(lambda _: self._background(self._quantization))
-        with self.panes["Optimization"]:
-            display(self.opt_button)
-        with self.panes["Quantization"]:
-            display(self.quant_button)
+        self._show("Optimization", self.opt_button)
+        self._show("Quantization", self.quant_button)
 
     def _overview(self) -> None:
         import onnxruntime as ort
 
         from ortlab.runtime import devices
 
-        with self.panes["Overview"]:
-            display(self.model.summary)
-            devs = ", ".join(
-                f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in devices()
-            )
-            display(w.HTML(f"onnxruntime {ort.__version__} · devices: {devs}"))
+        devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in devices())
+        info = w.HTML(f"onnxruntime {ort.__version__} · devices: {devs}")
+        self._show("Overview", self.model.summary, info)
 
     def _show(self, pane: str, *items: Any) -> None:
+        """Replace a tab's content. Runs happen on a background thread, where ``with out:``
+        capture does not work (the thread has no parent message): write the Output widget's
+        outputs directly, which is thread-safe."""
         self.shown[pane] = list(items)
         out = self.panes[pane]
-        out.clear_output(wait=True)
-        with out:
-            for item in items:
-                display(item)
+        out.outputs = ()
+        for item in items:
+            out.append_display_data(item)
 
     # ------------------------------------------------------------------ runs
 

@@ -1,0 +1,74 @@
+"""The Lab end to end in JupyterLab: the tour notebook runs, the Lab's first run lands,
+changing the optimization level in the page re-runs it, and Python agrees."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.lab import jupyterlab, run_all, wait_idle
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+TOUR = Path(__file__).resolve().parents[2] / "notebooks" / "00_tour.ipynb"
+
+
+def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = json.loads(TOUR.read_text())
+    nb["cells"].insert(
+        0,
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": f"import os; os.environ['ORTLAB_CACHE_DIR'] = "
+            f"{os.environ['ORTLAB_CACHE_DIR']!r}",
+        },
+    )
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "print('RUNS=%d LEVEL=%s' % (len(lab.history), lab.config.level))",
+        }
+    )
+    (root / "tour.ipynb").write_text(json.dumps(nb))
+    with jupyterlab(root, tmp_path / "home") as handle:
+        base, token = handle.split("|")
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"{base}/lab/tree/tour.ipynb?token={token}")
+        run_all(page)
+        lab = page.locator(".ortlab-lab")
+        lab.wait_for(timeout=120_000)
+        # the first run lands: History (tabs render when shown) has run 1
+        page.locator(".ortlab-lab .lm-TabBar-tab", has_text="History").click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
+            "t => t.innerText.includes('cpu · all'))",
+            timeout=180_000,
+        )
+        page.screenshot(path=str(artifacts / "lab_first_run.png"))
+        page.locator(".ortlab-level select").select_option("disabled")
+        # wait for the second run: the progress bar returns to idle after a benchmark
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
+            "t => t.innerText.includes('cpu · disabled'))",
+            timeout=180_000,
+        )
+        wait_idle(page)
+        page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputPrompt").click()
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
+        out = page.locator(".jp-OutputArea-output", has_text="RUNS=")
+        out.wait_for(timeout=60_000)
+        assert "RUNS=2 LEVEL=disabled" in out.last.text_content()
+        page.screenshot(path=str(artifacts / "lab_after_toggle.png"))
+        context.close()
