@@ -116,8 +116,6 @@ def benchmark(
     ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
     once that much time has been measured. A progress bar shows unless ``progress=False``.
     """
-    if runs < 1 or warmup < 0:
-        raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
     m, cfg, f, out = run_model_task(
         "benchmark",
         model,

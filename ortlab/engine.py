@@ -104,6 +104,9 @@ def run_model_task(
     """The common path of benchmark/profile/placement: normalise, run ``task`` on the model
     under the config with the feeds (plus ``extra`` task arguments) in the worker, and surface
     a provider fallback recorded in its session report."""
+    runs, warmup = extra.get("runs", 1), extra.get("warmup", 0)
+    if runs < 1 or warmup < 0:
+        raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
     m, cfg, f = prepare(model, config, feeds, dims)
     out = call(
         task,

@@ -377,8 +377,6 @@ def profile(
     """
     from ortlab.engine import run_model_task
 
-    if runs < 1 or warmup < 0:
-        raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
     m, cfg, f, out = run_model_task(
         "profile",
         model,
