@@ -221,7 +221,7 @@ def compare_configs(
     with the first: a paired ratio with a bootstrap 95 % CI, and "no measurable difference"
     when the interval stays within the noise band."""
     from ortlab.engine import as_config, call, default_timeout, prepare
-    from ortlab.stats import paired_ratio
+    from ortlab.stats import against_first
 
     if len(configs) < 2:
         raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
@@ -243,8 +243,7 @@ def compare_configs(
     med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
     labels = [c.label() for c in cfgs]
     rows = []
-    for k, c in enumerate(cfgs):
-        v = paired_ratio(med[:, 0], med[:, k])
+    for k, (c, (v, text)) in enumerate(zip(cfgs, against_first(med, labels), strict=True)):
         s = latency_stats(out["latencies_ns"][k])
         rows.append(
             ConfigRow(
@@ -255,7 +254,7 @@ def compare_configs(
                 ratio=v.ratio,
                 low=v.low,
                 high=v.high,
-                verdict="baseline" if k == 0 else v.text(labels[0], labels[k]),
+                verdict=text,
             )
         )
     return ConfigComparison(

@@ -18,7 +18,7 @@ import numpy as np
 from ortlab._result import Result
 from ortlab.config import SessionConfig
 from ortlab.model import Model, load
-from ortlab.stats import latency_stats, paired_ratio
+from ortlab.stats import Verdict, against_first, latency_stats
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -276,6 +276,7 @@ def compare(
         for m in models
     ]
     medians = np.asarray(timed["medians_ns"], dtype=np.float64) / 1e6
+    verdicts = against_first(medians, labels)
     rows = []
     for k, m in enumerate(models):
         rows.append(
@@ -284,7 +285,7 @@ def compare(
                 m,
                 labels[k],
                 base=base,
-                medians=medians,
+                verdict=verdicts[k],
                 lat=timed["latencies_ns"][k],
                 outputs=outputs,
                 data=profiles[k],
@@ -309,13 +310,13 @@ def _row(
     label: str,
     *,
     base: Model,
-    medians: np.ndarray,
+    verdict: tuple[Verdict, str],
     lat: list[int],
     outputs: list[list[dict[str, np.ndarray]]],
     data: Any,
     synthetic: bool,
 ) -> VariantRow:
-    v = paired_ratio(medians[:, 0], medians[:, k])
+    v, text = verdict
     stats = latency_stats(lat)
     errors = {
         name: error_metrics([o[name] for o in outputs[0]], [o[name] for o in outputs[k]])
@@ -336,7 +337,7 @@ def _row(
         ratio=v.ratio,
         low=v.low,
         high=v.high,
-        verdict="baseline" if k == 0 else v.text("fp32", label),
+        verdict=text,
         errors=errors,
         kernels=dict(kernels.most_common()),
         quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANT_KERNELS},

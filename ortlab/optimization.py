@@ -21,7 +21,7 @@ from ortlab._result import Result
 from ortlab.config import SessionConfig, canonical_level
 from ortlab.errors import SessionConfigError
 from ortlab.graphmap import Group, OpNode, graph_nodes, map_nodes
-from ortlab.stats import paired_ratio
+from ortlab.stats import against_first
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -104,8 +104,10 @@ class OptimizationResult(Result):
             for g in lv.groups
             if g.kind in ("fused", "rewritten", "inserted")
         ]
-        return pd.DataFrame(rows, columns=["optimized", "kind", "op_types", "original",
-                                           "n_original", "original_ops"])  # fmt: skip
+        return pd.DataFrame(
+            rows,
+            columns=["optimized", "kind", "op_types", "original", "n_original", "original_ops"],
+        )
 
     def fired(self, level: str) -> Any:
         """The graph transformers that modified the graph at ``level`` (transformer, times)."""
@@ -216,10 +218,18 @@ def optimization_diff(
     context = f"of {m.name!r} with {cfg.label()}"
     saved = call(
         "optimize_levels",
-        {"model_path": str(m.path), "model_name": m.name, "config": cfg, "levels": keys,
-         "folder": str(folder)},
-        desc=f"optimize {m.name}", context=context, progress=progress, timeout=timeout,
-    )  # fmt: skip
+        {
+            "model_path": str(m.path),
+            "model_name": m.name,
+            "config": cfg,
+            "levels": keys,
+            "folder": str(folder),
+        },
+        desc=f"optimize {m.name}",
+        context=context,
+        progress=progress,
+        timeout=timeout,
+    )
     graph = m.proto.graph
     original = graph_nodes(graph)
     level_results = [_level_result(level, saved[level], original, graph) for level in keys]
@@ -228,10 +238,19 @@ def optimization_diff(
     if measure:
         timed = call(
             "interleaved",
-            {"items": [(str(m.path), m.name, cfg.with_(level=k, fallback="allow")) for k in keys],
-             "feeds": dict(f), "rounds": rounds, "runs": runs},
-            desc=f"levels {m.name}", context=context, progress=progress, timeout=timeout,
-        )  # fmt: skip
+            {
+                "items": [
+                    (str(m.path), m.name, cfg.with_(level=k, fallback="allow")) for k in keys
+                ],
+                "feeds": dict(f),
+                "rounds": rounds,
+                "runs": runs,
+            },
+            desc=f"levels {m.name}",
+            context=context,
+            progress=progress,
+            timeout=timeout,
+        )
         rounds_ms = [[v / 1e6 for v in row] for row in timed["medians_ns"]]
         latency_rows = _latency_rows(keys, np.asarray(rounds_ms))
     blocker = initializer_input_blocker(m)
@@ -255,8 +274,9 @@ def _level_result(
     mapping = map_nodes(
         original, final, [t.name for t in graph.initializer], [i.name for i in graph.input]
     )
-    ops = Counter(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
-                  for n in final)  # fmt: skip
+    ops = Counter(
+        n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}" for n in final
+    )
     report = saved["report"]
     return LevelResult(
         level=level,
@@ -272,18 +292,14 @@ def _level_result(
 
 
 def _latency_rows(keys: list[str], ms: np.ndarray) -> list[LatencyRow]:
-    rows = []
-    base = ms[:, 0]
-    for k, level in enumerate(keys):
-        v = paired_ratio(base, ms[:, k])
-        rows.append(
-            LatencyRow(
-                level=level,
-                p50_ms=float(np.median(ms[:, k])),
-                ratio=v.ratio,
-                low=v.low,
-                high=v.high,
-                verdict="baseline" if k == 0 else v.text(keys[0], level),
-            )
+    return [
+        LatencyRow(
+            level=level,
+            p50_ms=float(np.median(ms[:, k])),
+            ratio=v.ratio,
+            low=v.low,
+            high=v.high,
+            verdict=text,
         )
-    return rows
+        for k, (level, (v, text)) in enumerate(zip(keys, against_first(ms, keys), strict=True))
+    ]

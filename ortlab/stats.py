@@ -115,3 +115,14 @@ def paired_ratio(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boots, [alpha, 1 - alpha])
     return Verdict(point, float(low), float(high), confidence, int(ratios.size), noise)
+
+
+def against_first(medians: np.ndarray, labels: Sequence[str]) -> list[tuple[Verdict, str]]:
+    """Per column of ``medians`` (rounds x variants, interleaved): its verdict against column 0
+    and the sentence ortlab prints ('baseline' for column 0 itself)."""
+    m = np.asarray(medians, dtype=np.float64)
+    out = []
+    for k, label in enumerate(labels):
+        v = paired_ratio(m[:, 0], m[:, k])
+        out.append((v, "baseline" if k == 0 else v.text(labels[0], label)))
+    return out

@@ -175,7 +175,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.error.add_class("ortlab-error")
         self.notice = w.HTML()
         self.notice.add_class("ortlab-notice")
-        for control in (
+        settings = [
             self.level,
             self.intra,
             self.inter,
@@ -183,9 +183,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.io_binding,
             self.variant,
             self.transformers,
-            self.runs,
-            *self.provider_boxes.values(),
-        ):
+        ]
+        for control in (*settings, self.runs, *self.provider_boxes.values()):
             control.observe(lambda _: self.run(), names="value")
         self.run_button.on_click(lambda _: self.run())
         self.cancel_button.on_click(lambda _: ortlab.worker.get_worker().cancel())
@@ -196,13 +195,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             [
                 w.HTML("<b>execution providers</b>"),
                 w.VBox(list(self.provider_boxes.values())),
-                self.level,
-                self.intra,
-                self.inter,
-                self.mode,
-                self.io_binding,
-                self.variant,
-                self.transformers,
+                *settings,
                 self.dims,
                 self.runs,
                 w.HBox([self.run_button, self.cancel_button]),
