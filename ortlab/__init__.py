@@ -13,6 +13,7 @@ from ortlab import examples
 from ortlab.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
 from ortlab.compare import CompareResult, compare
 from ortlab.config import SessionConfig
+from ortlab.doctor import Best, DoctorResult, doctor
 from ortlab.errors import (
     ExternalDataError,
     FeedError,
@@ -39,6 +40,8 @@ from ortlab.placement import PlacementResult, placement
 from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
 from ortlab.quant_error import ErrorResult, quantization_error
 from ortlab.quantization import QuantConfig, QuantizationError, quantize, to_fp16
+from ortlab.report import report
+from ortlab.rules import Finding
 from ortlab.runtime import devices
 from ortlab.session import SessionReport
 from ortlab.stats import paired_ratio
@@ -86,12 +89,15 @@ def netron(model: Model | str, height: int = 700) -> object:
 
 __all__ = [
     "BenchmarkResult",
+    "Best",
     "CompareResult",
     "ConfigComparison",
+    "DoctorResult",
     "ErrorResult",
     "ExternalDataError",
     "FeedError",
     "Feeds",
+    "Finding",
     "InvalidModelError",
     "Lab",
     "Model",
@@ -123,6 +129,7 @@ __all__ = [
     "compare",
     "compare_configs",
     "devices",
+    "doctor",
     "examples",
     "graph",
     "graph_diff",
@@ -136,6 +143,7 @@ __all__ = [
     "profile",
     "quantization_error",
     "quantize",
+    "report",
     "set_isolation",
     "to_fp16",
     "transformer_optimize",

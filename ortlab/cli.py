@@ -1,4 +1,5 @@
-"""The ``ortlab`` command: inspect, bench, profile, providers, examples, cache.
+"""The ``ortlab`` command: inspect, bench, profile, place, optimize, quantize, doctor, report,
+providers, examples, cache.
 
 Human tables by default, ``--json`` for the result's ``to_json()``. Errors print ortlab's message
 (what failed, what is available, how to fix) and exit with status 2; no tracebacks for user errors.
@@ -68,6 +69,19 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+def _doctor_parsers(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="find what slows the session down; every fix measured")
+    _session_args(p)
+    p.add_argument("--budget", type=float, default=120, help="seconds to spend measuring")
+    p.add_argument("--no-quantize", action="store_true", help="do not try int8 variants")
+    p.add_argument("-o", "--output", help="also write the JSON result to this file")
+    p = sub.add_parser("report", help="self-contained HTML report (runs the doctor first)")
+    _session_args(p)
+    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    p.add_argument("--budget", type=float, default=60, help="the doctor's time budget (s)")
+    p.add_argument("--no-doctor", action="store_true", help="profile and levels only")
+
+
 def _parser() -> argparse.ArgumentParser:
     from ortlab import __version__
 
@@ -108,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=16, help="calibration samples to use")
     p.add_argument("-o", "--output", help="where to write the variant (never the input)")
     p.add_argument("--json", action="store_true")
+    _doctor_parsers(sub)
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("examples", help="list the bundled models")
@@ -167,6 +182,29 @@ def _optimize(args: argparse.Namespace) -> None:
     print(opt.to_json() if args.json else opt.to_text())
 
 
+def _doctor(args: argparse.Namespace) -> None:
+    import ortlab
+
+    d = ortlab.doctor(_model(args.model), _config(args), dims=_dims(args.dims),
+                      budget_s=args.budget, quantize=not args.no_quantize,
+                      progress=_progress(args))  # fmt: skip
+    if args.output:
+        d.save(args.output)
+    print(d.to_json(indent=2) if args.json else d.to_text())
+
+
+def _report(args: argparse.Namespace) -> None:
+    import ortlab
+
+    m, cfg = _model(args.model), _config(args)
+    d = None
+    if not args.no_doctor:
+        d = ortlab.doctor(m, cfg, dims=_dims(args.dims), budget_s=args.budget,
+                          progress=_progress(args))  # fmt: skip
+    out = ortlab.report(m, d, path=args.output, config=cfg, progress=_progress(args))
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): open it in any browser")
+
+
 def _examples(args: argparse.Namespace) -> None:
     import ortlab
 
@@ -192,7 +230,7 @@ def _run(args: argparse.Namespace) -> int:
     handlers = {
         "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
         "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
-        "providers": _providers_cmd,
+        "providers": _providers_cmd, "doctor": _doctor, "report": _report,
     }  # fmt: skip
     handlers[args.command](args)
     return 0

@@ -153,6 +153,12 @@ class OptimizationResult(Result):
     def to_pandas(self) -> Any:
         return self.latency
 
+    def plot(self) -> Any:
+        """Nodes per level and the time ratio to the first level with its 95 % CI."""
+        from ortlab import plots
+
+        return plots.optimization_figure(self)
+
 
 def _op_lookup(lv: LevelResult) -> dict[str, str]:
     import onnx

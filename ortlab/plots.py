@@ -261,3 +261,72 @@ def compare_figure(c: Any) -> go.Figure:
         fig, title, xaxis_title="time ratio to fp32 (< 1 is faster)",
         yaxis_title="1 - cosine (log)", yaxis_type="log", height=420,
     )  # fmt: skip
+
+
+def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
+    """'candidates': time ratio to the baseline with its 95 % CI per candidate; 'threads': the
+    intra-op threads / spinning sweep; 'pareto': time vs output error, marker area = size."""
+    import plotly.graph_objects as go
+
+    if kind not in ("candidates", "threads", "pareto"):
+        raise ValueError(f"Unknown doctor plot {kind!r}; choose candidates, threads or pareto.")
+    t = d.candidates() if kind != "threads" else d.threads()
+    t = t[t["key"] != "baseline"] if kind != "threads" else t
+    labels = [esc(f"{k} ({s})" if kind == "candidates" else k) for k, s in
+              zip(t["key"], t.get("stage", t["key"]), strict=True)]  # fmt: skip
+    if kind == "pareto":
+        err = [max(1 - (1.0 if np.isnan(c) else c), 1e-9) for c in t["cosine"]]
+        fig = go.Figure(go.Scatter(
+            x=t["ratio"], y=err, mode="markers+text", text=labels, textposition="top center",
+            marker={"size": [8 + 3 * np.sqrt(mb) for mb in t["file_mb"]],
+                    "color": ["#E45756" if p else "#4C78A8" for p in t["pareto"]]},
+            hovertemplate="%{text}<br>time ×%{x:.3f}<br>1 - cosine %{y:.2e}<extra></extra>",
+        ))  # fmt: skip
+        fig.add_vline(x=1.0, line_dash="dot")
+        return _layout(fig, f"{esc(d.model)}: time vs output error (red: Pareto set)",
+                       xaxis_title="time ratio to baseline (< 1 is faster)",
+                       yaxis_title="1 - cosine (log)", yaxis_type="log", height=420)  # fmt: skip
+    colors = ["#54A24B" if hi < 0.98 else "#E45756" if lo > 1.02 else "#BAB0AC"
+              for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]  # fmt: skip
+    fig = go.Figure(go.Bar(
+        y=labels, x=t["ratio"], orientation="h", marker_color=colors,
+        error_x={"type": "data", "symmetric": False, "array": t["ci_high"] - t["ratio"],
+                 "arrayminus": t["ratio"] - t["ci_low"]},
+        hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
+    ))  # fmt: skip
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = ("intra-op threads and spinning: time ratio to the baseline" if kind == "threads"
+             else "each candidate: time ratio to the baseline, 95 % CI "
+                  "(green faster, red slower, grey within noise)")  # fmt: skip
+    return _layout(
+        fig,
+        f"{esc(d.model)}: {title}",
+        xaxis_title="time ratio (< 1 is faster)",
+        height=max(260, 28 * len(labels) + 90),
+        yaxis={"autorange": "reversed"},
+    )
+
+
+def optimization_figure(o: Any) -> go.Figure:
+    """Per optimization level: nodes left (bars) and time ratio to the first level with CI."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    titles = ("nodes after optimization", "time ratio to the first level (95 % CI)")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
+    fig.add_trace(go.Bar(x=[lv.level for lv in o.levels], y=[lv.nodes for lv in o.levels],
+                         marker_color="#4C78A8", name="nodes"), row=1, col=1)  # fmt: skip
+    rows = o.latency_rows
+    if rows:
+        fig.add_trace(go.Scatter(
+            x=[r.level for r in rows], y=[r.ratio for r in rows], mode="markers",
+            marker={"size": 10, "color": "#F58518"}, name="time ratio",
+            error_y={"type": "data", "symmetric": False, "array": [r.high - r.ratio for r in rows],
+                     "arrayminus": [r.ratio - r.low for r in rows]},
+            customdata=[[esc(r.verdict, 300)] for r in rows],
+            hovertemplate="%{customdata[0]}<extra></extra>",
+        ), row=1, col=2)  # fmt: skip
+        fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
+    return _layout(
+        fig, f"{esc(o.model)}: what each optimization level does", height=340, showlegend=False
+    )

@@ -1,0 +1,555 @@
+"""The doctor's search: observe the session, build candidate fixes, time them interleaved with
+the baseline (screen, prune, measure survivors), combine the winners and verify the combination.
+
+Stages, each in the worker and each bounded by the budget:
+
+1. observe: profile the baseline (op time shares, profiler overhead), placement when an
+   accelerator EP loaded;
+2. candidates: levels above the requested one, intra-op threads 1…cores, spinning off, IO binding
+   for small models, CPU-only when an accelerator leaves CPU islands, CUDA graphs when CUDA
+   loaded and shapes are static; model variants (initializer-input fix, transformers optimizer,
+   int8 dynamic for MatMul-heavy / static QDQ per-channel for conv-heavy, the caller's own);
+3. screen: 4 interleaved rounds of everything; candidates whose whole interval is slower than
+   the noise band are pruned; the survivors get more rounds (paired per round, so rounds from
+   both calls pool);
+4. combine: the fastest significant setting per dimension plus the best accurate variant, timed
+   again against the baseline with the two best single changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.config import SessionConfig
+from ortlab.errors import OrtlabError
+from ortlab.model import Model, load
+from ortlab.rules import SMALL_MODEL_MS, Facts, Measured
+from ortlab.stats import paired_ratio
+
+if TYPE_CHECKING:
+    from ortlab.doctor import Best
+
+__all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
+
+Item = tuple[str, Model, SessionConfig, list[str]]
+"""(key, model, config, steps that made the model)."""
+LEVEL_ORDER = ("disabled", "basic", "extended", "layout", "all")
+
+
+def physical_cores() -> int:
+    import psutil
+
+    return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+
+
+class Search:
+    """State of one doctor run (kept off the result: models, feeds, timing plan)."""
+
+    def __init__(
+        self,
+        m: Model,
+        *,
+        cfg: SessionConfig,
+        feeds: Any,
+        budget_s: float,
+        min_cosine: float,
+        progress: Any,
+        timeout: float | None,
+        t0: float,
+    ) -> None:
+        self.m, self.cfg, self.feeds = m, cfg, feeds
+        self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
+        self.progress, self.timeout = progress, timeout
+        self.notes: list[str] = []
+        self.profile: Any = None
+        self.rounds = 0
+        self.runs = 3
+        self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
+        self.latencies: dict[str, list[int]] = {}
+
+    def left(self) -> float:
+        return self.budget_s - (time.perf_counter() - self.t0)
+
+    # -- observe ----------------------------------------------------------------
+
+    def observe(self) -> Facts:
+        from ortlab.optimization import initializer_input_blocker
+        from ortlab.placement import placement
+        from ortlab.profiling import profile
+
+        m, cfg = self.m, self.cfg
+        prof = profile(m, cfg, self.feeds, runs=5, warmup=2, progress=False, timeout=self.timeout)
+        self.profile = prof
+        report = prof.report
+        assert report is not None  # profile() always attaches the session's report
+        shares = prof.by_op_type().groupby("op_type")["share"].sum().to_dict()
+        facts = Facts(
+            model_name=m.name,
+            requested=cfg,
+            report=report,
+            op_counts=dict(m.summary.op_types),
+            baseline_ms=float(np.median(prof.data.run_us)) / 1e3,
+            symbolic_inputs=_symbolic_inputs(m, cfg),
+            op_time_share={str(k): float(v) for k, v in shares.items()},
+            profiled_ms=float(np.median(prof.data.run_us)) / 1e3,
+            initializer_blocker=initializer_input_blocker(m),
+            cores=physical_cores(),
+            min_cosine=self.min_cosine,
+        )
+        if any(p != "CPUExecutionProvider" for p in report.active):
+            facts.placement = placement(
+                m, cfg, self.feeds, runs=3, progress=False, timeout=self.timeout
+            )
+        return facts
+
+    # -- candidates -------------------------------------------------------------
+
+    def candidates(
+        self, facts: Facts, user_variants: Sequence[Any], *, quantize: bool, transformers: bool
+    ) -> list[Item]:
+        cfg, m = self.cfg, self.m
+        items: list[Item] = [("baseline", m, cfg, [])]
+        for level in ("basic", "extended", "all"):
+            if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
+                items.append((f"level:{level}", m, cfg.with_(level=level), []))
+        logical = os.cpu_count() or 1
+        for n in sorted({1, max(facts.cores // 2, 1), facts.cores, logical}):
+            if n != cfg.intra_op_threads:
+                items.append((f"threads:{n}", m, cfg.with_(intra_op_threads=n), []))
+        if cfg.allow_spinning is not False:
+            items.append(("spin:off", m, cfg.with_(allow_spinning=False), []))
+        if not cfg.io_binding and facts.baseline_ms < SMALL_MODEL_MS * 5:
+            items.append(("iobinding", m, cfg.with_(io_binding=True), []))
+        pl = facts.placement
+        if pl is not None and any(p.provider == "CPUExecutionProvider" for p in pl.partition_rows):
+            items.append(("cpu-only", m, cfg.with_(providers=["cpu"], provider_options={}), []))
+        if "CUDAExecutionProvider" in facts.report.active and not facts.symbolic_inputs:
+            opts = {**cfg.options_for("CUDAExecutionProvider"), "enable_cuda_graph": "1"}
+            items.append(
+                (
+                    "cuda-graph",
+                    m,
+                    cfg.with_(provider_options={"CUDAExecutionProvider": opts}, io_binding=True),
+                    [],
+                )
+            )
+        ref = self.variant_config()
+        for key, variant, steps in self._variants(facts, user_variants, quantize, transformers):
+            items.append((key, variant, ref, steps))
+        return items
+
+    def variant_config(self) -> SessionConfig:
+        """Variants are timed at level 'all' when the requested level is lower, so their gain
+        is the model change alone (compared with the original at that same level)."""
+        if LEVEL_ORDER.index(self.cfg.level) < LEVEL_ORDER.index("extended"):
+            return self.cfg.with_(level="all")
+        return self.cfg
+
+    def _variants(
+        self, facts: Facts, user_variants: Sequence[Any], quantize: bool, transformers: bool
+    ) -> list[tuple[str, Model, list[str]]]:
+        from ortlab.model import without_initializer_inputs
+        from ortlab.quantization import QuantConfig
+        from ortlab.quantization import quantize as make_quantized
+        from ortlab.rules import FUSED_TRANSFORMER_OPS, _attention_shaped
+        from ortlab.transformer_opt import transformer_optimize
+
+        m, out = self.m, []
+
+        def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]]) -> None:
+            if self.left() < 0:
+                self.notes.append(f"skipped {what}: the time budget was used up")
+                return
+            try:
+                out.append(build())
+            except OrtlabError as err:
+                self.notes.append(f"could not build {what}: {err}")
+
+        if facts.initializer_blocker:
+            attempt(
+                "the initializer-input fix",
+                lambda: (
+                    "variant:no-initializer-inputs",
+                    without_initializer_inputs(m),
+                    ["ortlab.without_initializer_inputs(model)"],
+                ),
+            )
+        ops = facts.op_counts
+        if transformers and _attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
+
+            def optimized() -> tuple[str, Model, list[str]]:
+                r = transformer_optimize(m, progress=False, timeout=self.timeout)
+                facts.transformer_fused = {k: v for k, v in r.fused_operators.items() if v}
+                facts.attention_reason = r.reason or None
+                return (
+                    "variant:transformers",
+                    load(r.path, name=f"{m.name}-transformers"),
+                    [
+                        f"ortlab.transformer_optimize(model)  # {r.model_type}, "
+                        f"heads={r.num_heads}, hidden={r.hidden_size}"
+                    ],
+                )
+
+            attempt("the transformers-optimized model", optimized)
+        share = facts.op_time_share
+        conv = sum(v for k, v in share.items() if "Conv" in k)
+        matmul = sum(
+            v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k
+        )
+        wanted = []
+        if quantize and conv >= 0.4:
+            wanted.append(
+                (
+                    "static",
+                    QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16),
+                )
+            )
+        if quantize and matmul >= 0.3:
+            wanted.append(("dynamic", QuantConfig(mode="dynamic")))
+
+        def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
+            q = make_quantized(m, qc)
+            return f"variant:quant-{kind}", q, list(q.variant.steps) if q.variant else []
+
+        def given(v: Any) -> tuple[str, Model, list[str]]:
+            vm = load(v)
+            return f"variant:{vm.name}", vm, list(vm.variant.steps) if vm.variant else ["given"]
+
+        for kind, qc in wanted:
+            attempt(f"the {qc.label()} variant", functools.partial(quantized, kind, qc))
+        for i, v in enumerate(user_variants):
+            attempt(f"variant {i}", functools.partial(given, v))
+        return out
+
+    # -- measuring --------------------------------------------------------------
+
+    def _plan(self, n_items: int, facts: Facts, share: float) -> tuple[int, int]:
+        """Runs per measurement and rounds that fit ``share`` of the remaining budget."""
+        per_run = max(facts.baseline_ms, 0.01) / 1e3
+        runs = int(min(max(math.ceil(0.03 / per_run), 3), 200))
+        build = facts.report.create_ms / 1e3
+        available = max(self.left() * share - n_items * build, 0.0)
+        rounds = int(available / max(n_items * runs * per_run, 1e-6))
+        while rounds < 4 and runs > 3:
+            runs = max(runs // 2, 3)
+            rounds = int(available / max(n_items * runs * per_run, 1e-6))
+        if rounds < 4:
+            self.notes.append("the time budget allows only the minimum of 4 rounds per stage")
+        return runs, int(min(max(rounds, 4), 10))
+
+    def _time(self, items: list[Item], rounds: int, runs: int, desc: str) -> np.ndarray:
+        from ortlab.engine import call, default_timeout
+
+        out = call(
+            "interleaved",
+            {
+                "items": [(str(mm.path), mm.name, c) for _, mm, c, _ in items],
+                "feeds": dict(self.feeds),
+                "rounds": rounds,
+                "runs": runs,
+            },
+            desc=desc,
+            context=f"of {self.m.name!r} ({len(items)} candidates)",
+            progress=self.progress,
+            timeout=self.timeout if self.timeout is not None else default_timeout(),
+        )
+        for (key, *_), lat in zip(items, out["latencies_ns"], strict=True):
+            self.latencies.setdefault(key, []).extend(lat)
+        return np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+
+    def screen(self, items: list[Item], facts: Facts) -> None:
+        """Stage 1: every candidate, a few rounds; stage 2: the survivors, more rounds."""
+        runs, rounds = self._plan(len(items), facts, 0.35)
+        self.runs = runs
+        first = self._time(items, 4, runs, f"doctor: screen {len(items)} candidates")
+        ref = self._ref_index(items)
+        verdicts = [
+            paired_ratio(first[:, _base(items, k, ref)], first[:, k]) for k in range(len(items))
+        ]
+        keep = [k for k, v in enumerate(verdicts) if k in (0, ref) or v.low <= 1 + v.noise]
+        pruned = [items[k][0] for k in range(len(items)) if k not in keep]
+        if pruned:
+            self.notes.append("pruned after the screen (clearly slower): " + ", ".join(pruned))
+        medians = {k: list(first[:, k]) for k in range(len(items))}
+        more = max(rounds - 4, 3) if len(keep) > 1 else 0
+        if more and self.left() > 0:
+            second = self._time([items[k] for k in keep], more, runs, "doctor: measure survivors")
+            for j, k in enumerate(keep):
+                medians[k].extend(second[:, j])
+        self.rounds = 4 + more
+        for k, (key, mm, c, steps) in enumerate(items):
+            b = _base(items, k, ref)
+            n = min(len(medians[k]), len(medians[b]))
+            v = paired_ratio(medians[b][:n], medians[k][:n])
+            p50 = float(np.median(np.asarray(self.latencies[key]) / 1e6))
+            facts.measured[key] = _measured(
+                key,
+                mm,
+                c,
+                steps,
+                v,
+                p50=p50,
+                stage="screen",
+                against=items[b][0],
+                variant=self._variant(mm),
+            )
+        facts.baseline_ms = facts.measured["baseline"].p50_ms
+
+    def _accurate(self, v: Measured) -> bool:
+        """Output cosine >= min_cosine; NaN means the same model under other settings (not
+        compared in the screen; the final combination is)."""
+        return math.isnan(v.cosine) or v.cosine >= self.min_cosine
+
+    def _variant(self, mm: Model) -> str:
+        return "original" if mm is self.m else mm.name
+
+    def _ref_index(self, items: list[Item]) -> int:
+        ref = self.variant_config()
+        for k, (key, mm, c, _) in enumerate(items):
+            if mm is self.m and c == ref and not key.startswith(("threads:", "spin:")):
+                return k
+        return 0
+
+    def accuracy(self, items: list[Item], facts: Facts, eval_data: Any) -> None:
+        """Output cosine of every model variant against the original, on the same samples."""
+        from ortlab.quantization import calibration_data
+
+        self.samples = calibration_data(self.m, eval_data, limit=4, seed=100)
+        self.outputs["baseline"] = self._outputs(self.m, self.cfg)
+        for key, mm, c, _ in items:
+            if mm is self.m or key not in facts.measured:
+                continue
+            self.outputs[key] = self._outputs(mm, c)
+            facts.measured[key] = _with_cosine(facts.measured[key], self._cosine(key))
+
+    def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
+        from ortlab.engine import call, default_timeout
+
+        out: list[dict[str, np.ndarray]] = call(
+            "outputs_many",
+            {
+                "model_path": str(mm.path),
+                "model_name": mm.name,
+                "config": c.with_(io_binding=False),
+                "samples": self.samples.samples,
+            },
+            desc="doctor: outputs",
+            context=f"of {mm.name!r}",
+            progress=False,
+            timeout=self.timeout if self.timeout is not None else default_timeout(),
+        )
+        return out
+
+    def _cosine(self, key: str) -> float:
+        from ortlab.compare import error_metrics
+
+        base, other = self.outputs["baseline"], self.outputs[key]
+        worst = 1.0
+        for name in base[0]:
+            if np.asarray(base[0][name]).dtype.kind != "f":
+                same = all(
+                    np.array_equal(a[name], b[name]) for a, b in zip(base, other, strict=True)
+                )
+                worst = min(worst, 1.0 if same else 0.0)
+                continue
+            cos = error_metrics([o[name] for o in base], [o[name] for o in other])["cosine"]
+            worst = min(worst, cos)
+        return worst
+
+    def combine(self, items: list[Item], facts: Facts) -> None:
+        """Stage 3: the winners of each dimension together, re-measured with the best singles."""
+        meas = facts.measured
+        ok = {k: v for k, v in meas.items() if v.faster and self._accurate(v)}
+        if not ok:
+            self.notes.append("no candidate was significantly faster than the baseline")
+            return
+        changes = self._winning_settings(ok)
+        model_items = [(k, v) for k, v in ok.items() if k.startswith("variant:")]
+        by_key = {key: (mm, steps) for key, mm, _, steps in items}
+        combined_cfg = self.cfg.with_(**changes)
+        finals: list[Item] = [("baseline", self.m, self.cfg, [])]
+        if model_items:
+            vkey, _ = min(model_items, key=lambda kv: kv[1].ratio)
+            mm, steps = by_key[vkey]
+            finals.append(
+                (
+                    "combined",
+                    mm,
+                    combined_cfg.with_(
+                        level=max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
+                    ),
+                    steps,
+                )
+            )
+        elif changes:
+            finals.append(("combined", self.m, combined_cfg, []))
+        for key, _ in sorted(ok.items(), key=lambda kv: kv[1].ratio)[:2]:
+            mm, steps = by_key[key]
+            finals.append((f"{key}+final", mm, next(c for k, _, c, _ in items if k == key), steps))
+        unique: dict[tuple[str, SessionConfig], Item] = {}
+        for it in finals:
+            unique.setdefault((str(it[1].path), it[2]), it)
+        finals = list(unique.values())
+        if len(finals) < 2 or self.left() < 0:
+            return
+        rounds = max(self.rounds, 6)
+        med = self._time(finals, rounds, self.runs, "doctor: verify the combination")
+        for k, (key, mm, c, steps) in enumerate(finals[1:], start=1):
+            v = paired_ratio(med[:, 0], med[:, k])
+            p50 = float(np.median(med[:, k]))
+            row = _measured(
+                key,
+                mm,
+                c,
+                steps,
+                v,
+                p50=p50,
+                stage="final",
+                against="baseline",
+                variant=self._variant(mm),
+            )
+            if key not in self.outputs:
+                self.outputs[key] = self._outputs(mm, c)
+            meas[key] = _with_cosine(row, self._cosine(key))
+
+    def _winning_settings(self, ok: dict[str, Measured]) -> dict[str, Any]:
+        """The fastest significant setting of each dimension (level, threads, spinning, IO)."""
+        changes: dict[str, Any] = {}
+        base = self.cfg.to_dict()
+        for prefix in ("level:", "threads:", "spin:"):
+            group = [v for k, v in ok.items() if k.startswith(prefix)]
+            if group:
+                best = min(group, key=lambda v: v.ratio)
+                for name in ("level", "intra_op_threads", "allow_spinning"):
+                    if best.config[name] != base[name]:
+                        changes[name] = best.config[name]
+        if "iobinding" in ok:
+            changes["io_binding"] = True
+        return changes
+
+    def explain_slow(self, items: list[Item], facts: Facts) -> None:
+        """Profile each slower model variant so the rules can say why it is slower."""
+        from ortlab.compare import _cpu_flags, _row, _signals
+        from ortlab.profiling import profile
+        from ortlab.stats import Verdict
+
+        slow = [
+            (key, mm, c)
+            for key, mm, c, _ in items
+            if key.startswith("variant:") and facts.measured[key].slower
+        ]
+        flags = _cpu_flags()
+        base_lat = self.latencies["baseline"]
+        for key, mm, c in slow:
+            prof = profile(
+                mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.timeout
+            )
+            meas = facts.measured[key]
+            v = Verdict(meas.ratio, meas.low, meas.high, 0.95, self.rounds, 0.02)
+            rows = [
+                _row(
+                    k,
+                    model,
+                    label,
+                    base=self.m,
+                    verdict=(v, meas.verdict),
+                    lat=lat,
+                    outputs=[
+                        self.outputs["baseline"],
+                        self.outputs.get(key, self.outputs["baseline"]),
+                    ],
+                    data=data,
+                    synthetic=self.samples.synthetic,
+                )
+                for k, model, label, lat, data in (
+                    (0, self.m, "fp32", base_lat, self.profile.data),
+                    (1, mm, meas.variant, self.latencies[key], prof.data),
+                )
+            ]
+            facts.variant_signals.extend(
+                _signals([self.m, mm], rows, [self.profile.data, prof.data], c, flags)
+            )
+
+    def best(self, facts: Facts) -> Best:
+        from ortlab.doctor import Best
+
+        ok = [v for v in facts.measured.values() if v.faster and self._accurate(v)]
+        finals = [v for v in ok if v.stage == "final"] or ok
+        if not finals:
+            base = facts.measured["baseline"]
+            return Best(
+                base.config,
+                "original",
+                str(self.m.path),
+                [],
+                1.0,
+                1.0,
+                1.0,
+                "no candidate was measurably faster than the baseline",
+                1.0,
+            )
+        b = min(finals, key=lambda v: v.ratio)
+        return Best(
+            b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high, b.verdict, b.cosine
+        )
+
+
+def _base(items: list[Item], k: int, ref: int) -> int:
+    """Model variants compare with the original at the variant config; the rest with the
+    baseline."""
+    return ref if items[k][0].startswith("variant:") else 0
+
+
+def _measured(
+    key: str,
+    mm: Model,
+    c: SessionConfig,
+    steps: list[str],
+    v: Any,
+    *,
+    p50: float,
+    stage: str,
+    against: str,
+    variant: str,
+) -> Measured:
+    label = c.label() if variant == "original" else f"{variant} · {c.label()}"
+    return Measured(
+        key=key,
+        label=label,
+        variant=variant,
+        model_path=str(mm.path),
+        config=c.with_(fallback="warn").to_dict(),
+        p50_ms=p50,
+        ratio=v.ratio,
+        low=v.low,
+        high=v.high,
+        significant=v.significant and v.rounds >= 3,
+        verdict="baseline" if key == "baseline" else v.text(against, label),
+        cosine=float("nan"),
+        file_bytes=mm.path.stat().st_size,
+        stage=stage,
+        steps=list(steps),
+    )
+
+
+def _with_cosine(m: Measured, cosine: float) -> Measured:
+    import dataclasses
+
+    return dataclasses.replace(m, cosine=cosine)
+
+
+def _symbolic_inputs(m: Model, cfg: SessionConfig) -> dict[str, list[str]]:
+    fixed = dict(cfg.free_dimension_overrides)
+    out = {}
+    for t in m.inputs:
+        names = [d for d in (t.shape or []) if isinstance(d, str) and d not in fixed]
+        if names:
+            out[t.name] = names
+    return out
