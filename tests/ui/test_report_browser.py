@@ -1,0 +1,50 @@
+"""The HTML report in headless Chromium, with its own Content-Security-Policy in force: the page
+renders, the plotly charts draw, model strings show as text and no script from them runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ortlab
+from tests import models
+
+pytestmark = pytest.mark.ui
+
+HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def test_report_renders_charts_and_keeps_model_strings_inert(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    proto = models.add([1, 4])
+    proto.graph.node[0].name = HOSTILE
+    m = ortlab.load(proto, name="hostile</title><script>alert(3)</script>")
+    d = ortlab.doctor(m, {"level": "basic"}, budget_s=6, quantize=False, progress=False)
+    path = ortlab.report(m, d, path=tmp_path / "report.html")
+
+    context = browser.new_context(viewport={"width": 1200, "height": 900})  # CSP enforced
+    page = context.new_page()
+    dialogs: list[str] = []
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("dialog", lambda dlg: (dialogs.append(dlg.message), dlg.dismiss()))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri())
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
+                           timeout=60_000)  # fmt: skip
+    charts = page.locator(".js-plotly-plot").count()
+    page.screenshot(path=str(artifacts / "report_top.png"))
+    page.locator("h2", has_text="Profile").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "report_profile.png"))
+    context.close()
+
+    assert charts >= 6  # doctor x3, levels, op types, sunburst, timeline
+    assert dialogs == [] and errors == []
+    assert [u for u in requests if not u.startswith("file:")] == []
+    text = path.read_text()
+    assert "graph optimization level is &#x27;basic&#x27;" in text  # the doctor's finding
+    assert HOSTILE not in text and "<script>alert(3)" not in text
