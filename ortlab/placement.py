@@ -26,7 +26,7 @@ from onnx import TensorProto
 from ortlab._onnx_util import elem_bits
 from ortlab._result import Result
 from ortlab.graphmap import NodeMapping, OpNode, graph_nodes, map_nodes
-from ortlab.profiling import ProfileData
+from ortlab.profiling import ProfileData, ProfileResult
 from ortlab.session import SessionReport
 
 __all__ = ["PlacementResult", "join_placement", "placement"]
@@ -107,6 +107,9 @@ class PlacementResult(Result):
     """Source 1, raw: (EP, node names at partitioning time) per assigned subgraph."""
     final_source: str
     notes: list[str] = field(default_factory=list)
+    profile: ProfileResult | None = None
+    """The profile this join was timed with (same session, same runs): per-op charts need no
+    second profiled session."""
 
     # ------------------------------------------------------------------ tables
 
@@ -443,8 +446,10 @@ def placement(
         runs=runs,
         warmup=warmup,
     )
+    import dataclasses
+
     graph = m.proto.graph
-    return join_placement(
+    joined = join_placement(
         model=m.name,
         config=cfg.to_dict(),
         original=graph_nodes(graph),
@@ -458,3 +463,6 @@ def placement(
         report=out["report"],
         final_source=out["final_source"],
     )
+    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
+                         report=out["report"], notes=joined.notes[:1])  # fmt: skip
+    return dataclasses.replace(joined, profile=prof)

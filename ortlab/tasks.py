@@ -305,6 +305,11 @@ def placement(
     compiled = any(p in COMPILING_EPS for p in requested) or config.providers == "auto"
     with cache.temp_dir("placement-") as folder:
         entries = {"session.record_ep_graph_assignment_info": "1"}
+        if not compiled:  # weights to a side file: final.onnx stays small and quick to read
+            entries.update({
+                "session.optimized_model_external_initializers_file_name": "final.onnx.data",
+                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+            })  # fmt: skip
         if compiled:
             entries.update(
                 {

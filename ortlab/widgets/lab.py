@@ -13,7 +13,6 @@ import os
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as w
@@ -21,85 +20,12 @@ import ipywidgets as w
 import ortlab
 from ortlab.config import LEVELS, SessionConfig, _short
 from ortlab.errors import OrtlabError
+from ortlab.render import esc
+from ortlab.widgets.history import History, RunRecord
 
-__all__ = ["Lab", "RunRecord"]
+__all__ = ["Lab"]
 
 VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16")
-
-
-@dataclass
-class RunRecord:
-    run: int
-    config: SessionConfig
-    variant: str
-    p50_ms: float
-    p90_ms: float
-    mean_ms: float
-    providers: str
-    fallback: str
-    seconds: float
-    benchmark: Any = field(repr=False, default=None)
-    placement: Any = field(repr=False, default=None)
-
-
-class History:
-    """Every run of a Lab, one row each."""
-
-    def __init__(self) -> None:
-        self.records: list[RunRecord] = []
-
-    def to_pandas(self) -> Any:
-        """run, label, variant, p50_ms, p90_ms, mean_ms, providers, fallback, seconds."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [
-                {
-                    "run": r.run,
-                    "label": r.config.label(),
-                    "variant": r.variant,
-                    "p50_ms": r.p50_ms,
-                    "p90_ms": r.p90_ms,
-                    "mean_ms": r.mean_ms,
-                    "providers": r.providers,
-                    "fallback": r.fallback,
-                    "seconds": r.seconds,
-                }
-                for r in self.records
-            ],
-            columns=[
-                "run",
-                "label",
-                "variant",
-                "p50_ms",
-                "p90_ms",
-                "mean_ms",
-                "providers",
-                "fallback",
-                "seconds",
-            ],
-        )
-
-    def compare(self, a: int, b: int) -> Any:
-        """Two runs side by side with deltas (not interleaved: ortlab.compare_configs gives a
-        verdict with uncertainty)."""
-        import pandas as pd
-
-        ra, rb = self.records[a], self.records[b]
-        rows = [
-            {
-                "metric": k,
-                f"run {ra.run}": getattr(ra, k),
-                f"run {rb.run}": getattr(rb, k),
-                "delta": getattr(rb, k) - getattr(ra, k),
-                "ratio": getattr(rb, k) / getattr(ra, k) if getattr(ra, k) else float("nan"),
-            }
-            for k in ("p50_ms", "p90_ms", "mean_ms")
-        ]
-        return pd.DataFrame(rows)
-
-    def __len__(self) -> int:
-        return len(self.records)
 
 
 class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
@@ -122,6 +48,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         self._thread: threading.Thread | None = None
         self._variants: dict[str, Any] = {}
+        self.graph: Any = None
+        self.placement: Any = None
+        self.profile_result: Any = None
+        self.benchmark_result: Any = None
+        self.doctor_result: Any = None
+        self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs()
         super().__init__([w.HBox([self._controls, self.tabs]), self.error, self.notice])
@@ -154,6 +86,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.intra = w.BoundedIntText(0, min=0, max=256, description="intra-op")
         self.inter = w.BoundedIntText(0, min=0, max=256, description="inter-op")
         self.mode = w.Dropdown(options=["sequential", "parallel"], description="mode")
+        self.spinning = w.Dropdown(options=[("ORT default", None), ("on", True), ("off", False)],
+                                   description="spinning")  # fmt: skip
         self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
         self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
@@ -171,6 +105,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.cancel_button = w.Button(description="Cancel", disabled=True)
         self.progress = w.IntProgress(0, min=0, max=1, description="idle")
         self.snippet_button = w.Button(description="Python snippet")
+        self.report_button = w.Button(description="Export HTML report")
+        self.report_button.on_click(lambda _: self._background(self.export_report))
         self.error = w.HTML()
         self.error.add_class("ortlab-error")
         self.notice = w.HTML()
@@ -180,12 +116,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.intra,
             self.inter,
             self.mode,
+            self.spinning,
             self.io_binding,
             self.variant,
             self.transformers,
         ]
+        self._hold = False
         for control in (*settings, self.runs, *self.provider_boxes.values()):
-            control.observe(lambda _: self.run(), names="value")
+            control.observe(lambda _: None if self._hold else self.run(), names="value")
         self.run_button.on_click(lambda _: self.run())
         self.cancel_button.on_click(lambda _: ortlab.worker.get_worker().cancel())
         self.snippet_button.on_click(lambda _: self._show_snippet())
@@ -200,7 +138,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                 self.runs,
                 w.HBox([self.run_button, self.cancel_button]),
                 self.progress,
-                self.snippet_button,
+                w.HBox([self.snippet_button, self.report_button]),
             ],
             layout=w.Layout(min_width="300px"),
         )
@@ -215,6 +153,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             intra_op_threads=self.intra.value,
             inter_op_threads=self.inter.value,
             execution_mode=self.mode.value,
+            allow_spinning=self.spinning.value,
             io_binding=self.io_binding.value,
             fallback="allow",
         )
@@ -240,6 +179,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             "Benchmark",
             "Optimization",
             "Quantization",
+            "Doctor",
             "History",
         ]
         self.panes = {n: w.Output() for n in names}
@@ -252,8 +192,27 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.opt_button.on_click(lambda _: self._background(self._optimization))
         self.quant_button = w.Button(description="Compare fp32 / fp16 / dynamic / static QDQ")
         self.quant_button.on_click(lambda _: self._background(self._quantization))
+        self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
+        self.doctor_button = w.Button(description="Run the doctor", button_style="info")
+        self.doctor_button.on_click(lambda _: self._background(self._doctor))
+        self.apply_button = w.Button(description="Apply best", disabled=True)
+        self.apply_button.on_click(lambda _: self.apply_best())
+        self._doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
+        self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
+                                  layout=w.Layout(width="100%"))  # fmt: skip
+        self.top_nodes.observe(self._on_top_node, names="value")
+        self.run_a = w.Dropdown(options=[], description="run A")
+        self.run_b = w.Dropdown(options=[], description="run B")
+        self.compare_button = w.Button(description="Compare A and B")
+        self.compare_button.on_click(lambda _: self._compare_runs())
+        self.run_snippet_button = w.Button(description="Snippet of run A")
+        self.run_snippet_button.on_click(lambda _: self._show_snippet(self.run_a.value))
+        self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
+                                    self.run_snippet_button])  # fmt: skip
+        self.comparison_out = w.Output()
         self._show("Optimization", self.opt_button)
         self._show("Quantization", self.quant_button)
+        self._show("Doctor", self._doctor_bar)
 
     def _overview(self) -> None:
         import onnxruntime as ort
@@ -342,13 +301,30 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return self._variants[key]
 
     def _run_once(self) -> None:
-        start = time.perf_counter()
         cfg, dims, model = self.config, self._dims(), self._variant_model()
+        built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
         pl = ortlab.placement(model, cfg, runs=5, dims=dims, progress=self._progress("placement"))
-        prof = ortlab.profile(model, cfg, runs=5, dims=dims, progress=self._progress("profile"))
         b = ortlab.benchmark(
             model, cfg, runs=self.runs.value, dims=dims, progress=self._progress("benchmark")
         )
+        prof = pl.profile
+        assert prof is not None  # placement() keeps the profile it timed the join with
+        self.graph = ortlab.graph(model, placement=pl)
+        self.placement, self.profile_result, self.benchmark_result = pl, prof, b
+        self._show("Graph", self.graph)
+        self._show("Placement", pl)
+        top = prof.top_nodes(25)
+        self._hold = True
+        self.top_nodes.options = [
+            (f"{r.node} · {r.op_type} · {r.median_us:.0f} µs · {r.share:.1%}", r.node)
+            for r in top.itertuples()
+        ]
+        self.top_nodes.value = None
+        self._hold = False
+        self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
+                   w.HTML("<b>Top nodes</b> (click one to select it in the Graph tab)"),
+                   self.top_nodes)  # fmt: skip
+        self._show("Benchmark", b, b.plot())
         record = RunRecord(
             run=len(self.history) + 1,
             config=cfg,
@@ -358,45 +334,59 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             mean_ms=b.stats.mean_ms,
             providers=", ".join(_short(p) for p in b.report.active),
             fallback="; ".join(_short(m.provider) for m in b.report.missing),
-            seconds=time.perf_counter() - start,
+            seconds=time.perf_counter() - built,
+            ort_seconds=_ort_seconds(pl, b),
             benchmark=b,
             placement=pl,
         )
         self.history.records.append(record)
-        self.graph = ortlab.graph(model, placement=pl)
-        self._show("Graph", self.graph)
-        self._show("Placement", pl)
-        self._show(
-            "Profile",
-            prof.plot("op_type"),
-            prof.plot("provider"),
-            prof.plot("timeline"),
-            prof.top_nodes(15),
-        )
-        self._show("Benchmark", b, b.plot())
         self._history_pane()
+
+    def _on_top_node(self, change: Any) -> None:
+        """A top-nodes row picked: select its node (or the original nodes it was fused from)
+        in the graph and show the Graph tab."""
+        name = change["new"]
+        if self._hold or not name or self.placement is None:
+            return
+        fused = {r.node: r.fused_from for r in self.placement.optimized_rows}
+        originals = fused.get(name) or [name]
+        rows = {n["name"]: n for n in self.graph.data["nodes"]}
+        picked = [n for n in originals if n in rows]
+        if not picked:
+            self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
+            return
+        self.graph.highlighted = picked
+        self.graph.selected = dict(rows[picked[0]])
+        self.tabs.selected_index = list(self.panes).index("Graph")
 
     def _history_pane(self) -> None:
         import plotly.graph_objects as go
 
+        from ortlab.plots import template
+
         t = self.history.to_pandas()
-        fig = go.Figure(
-            go.Scatter(
-                x=t["run"],
-                y=t["p50_ms"],
-                mode="lines+markers",
-                text=t["label"],
-                hovertemplate="run %{x}: %{y:.3f} ms<br>%{text}",
-            )
-        )
-        fig.update_layout(
-            title="p50 latency across runs",
-            xaxis_title="run",
-            yaxis_title="ms",
-            template="plotly_white",
-            height=300,
-        )
-        self._show("History", t, fig)
+        fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers",
+                                   text=[esc(x) for x in t["label"]],
+                                   hovertemplate="run %{x}: %{y:.3f} ms<br>%{text}"))  # fmt: skip
+        fig.update_layout(title="p50 latency across runs", xaxis_title="run", yaxis_title="ms",
+                          template=template(), height=300)  # fmt: skip
+        runs = [(f"run {r.run}: {r.config.label()} · {r.variant}", r.run)
+                for r in self.history.records]  # fmt: skip
+        self._hold = True
+        self.run_a.options, self.run_b.options = runs, runs
+        if len(runs) >= 2:
+            self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
+        self._hold = False
+        self._show("History", self._history_bar, self.comparison_out, t, fig)
+
+    def _compare_runs(self) -> None:
+        a, b = self.run_a.value, self.run_b.value
+        if a is None or b is None:
+            return
+        table = self.history.compare(a, b)
+        self.shown["History comparison"] = [table]
+        self.comparison_out.outputs = ()
+        self.comparison_out.append_display_data(table)
 
     def _optimization(self) -> None:
         opt = ortlab.optimization_diff(
@@ -406,7 +396,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             progress=self._progress("levels"),
         )
         self.optimization = opt
-        self._show("Optimization", self.opt_button, opt, opt.latency, opt.counts)
+        self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
 
     def _quantization(self) -> None:
         m = self.model
@@ -416,11 +406,89 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             ortlab.quantize(m, mode="static", calibration_size=8),
         ]
         cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"))
+        err = ortlab.quantization_error(m, variants[2])
         self.comparison = cmp
-        self._show("Quantization", self.quant_button, cmp, cmp.plot())
+        self._show("Quantization", self.quant_button, cmp, cmp.plot(),
+                   w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)"),
+                   err.worst(10))  # fmt: skip
 
-    def _show_snippet(self) -> None:
-        from ortlab.render import esc
+    def _doctor(self) -> None:
+        d = ortlab.doctor(self.model, self.config, dims=self._dims(), budget_s=self.budget.value,
+                          progress=self._progress("doctor"))  # fmt: skip
+        self.doctor_result = d
+        self.apply_button.disabled = d.best.variant != "original" and not _variant_name(d)
+        self._show("Doctor", self._doctor_bar, d, d.plot("candidates"), d.plot("threads"),
+                   d.plot("pareto"))  # fmt: skip
 
-        code = self.config.snippet(str(self.model.path))
-        self.notice.value = f"<b>plain onnxruntime</b><pre>{esc(code, 20000)}</pre>"
+    def apply_best(self) -> None:
+        """Set the controls to the doctor's best verified configuration and run it."""
+        d = self.doctor_result
+        if d is None:
+            raise OrtlabError("Run the doctor first (Doctor tab): there is no best yet.")
+        c = d.best.session_config
+        self._hold = True
+        try:
+            self.level.value = c.level
+            self.intra.value = c.intra_op_threads
+            self.inter.value = c.inter_op_threads
+            self.mode.value = c.execution_mode
+            self.io_binding.value = c.io_binding
+            self.spinning.value = c.allow_spinning
+            self.variant.value = _variant_name(d) or "none"
+            self.transformers.value = "-transformers" in d.best.variant
+        finally:
+            self._hold = False
+        self.run()
+
+    def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
+        """Write the Lab's state (last run's placement, profile and benchmark; optimization
+        diff, quantization comparison and doctor when run; history) as one HTML file. Default:
+        ``ortlab-report-<model>.html`` in the working directory."""
+        from pathlib import Path
+
+        from ortlab.report import report
+
+        target = Path(path) if path else Path.cwd() / f"ortlab-report-{_safe(self.model.name)}.html"
+        out = report(self.model, self.doctor_result, path=target, compute=False,
+                     placement=self.placement, profile=self.profile_result,
+                     optimization=getattr(self, "optimization", None),
+                     compare=getattr(self, "comparison", None),
+                     benchmark=self.benchmark_result, history=self.history.to_pandas())  # fmt: skip
+        self.report_path = out
+        self.notice.value = (f"report written: <a href='{esc(out.name)}' target='_blank'>"
+                             f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)")  # fmt: skip
+        return out
+
+    def _show_snippet(self, run: int | None = None) -> None:
+        cfg = self.config if run is None else self.history.run(run).config
+        code = cfg.snippet(str(self.model.path))
+        title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
+        self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+
+
+def _ort_seconds(pl: Any, b: Any) -> float:
+    """ORT's own time in a refresh: both session builds, the profiled runs (placement) and the
+    benchmark's runs, warm-up runs counted at the median run time."""
+    prof = pl.profile.data
+    runs_us = sum(prof.run_us)
+    median_us = sorted(prof.run_us)[len(prof.run_us) // 2] if prof.run_us else 0.0
+    placement_s = pl.report.create_ms / 1e3 + (runs_us + 2 * median_us) / 1e6
+    reused = any(n.startswith("reused a session") for n in b.notes)  # built in an earlier run
+    bench_s = ((0.0 if reused else b.report.create_ms / 1e3) + sum(b.latencies_ns) / 1e9
+               + b.warmup * b.stats.p50_ms / 1e3)  # fmt: skip
+    return float(placement_s + bench_s)
+
+
+def _variant_name(d: Any) -> str | None:
+    """The Lab's variant control value for the doctor's best model, if it is one of them."""
+    v = d.best.variant
+    if v == "original" or v.endswith("-transformers"):
+        return "none"
+    for name in ("dynamic int8", "static QDQ", "static QOperator", "fp16"):
+        if name in v:
+            return name
+    return None
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]

@@ -1,0 +1,102 @@
+"""The Lab's history: every run a row, two runs side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.config import SessionConfig
+
+__all__ = ["History", "RunRecord"]
+
+
+@dataclass
+class RunRecord:
+    run: int
+    config: SessionConfig
+    variant: str
+    p50_ms: float
+    p90_ms: float
+    mean_ms: float
+    providers: str
+    fallback: str
+    seconds: float
+    ort_seconds: float = 0.0
+    """Session builds plus every run ORT executed (warm-up included), from the results."""
+    benchmark: Any = field(repr=False, default=None)
+    placement: Any = field(repr=False, default=None)
+
+    @property
+    def overhead_s(self) -> float:
+        """Wall time of the refresh minus ORT's own time: ortlab's cost of the toggle."""
+        return self.seconds - self.ort_seconds
+
+
+class History:
+    """Every run of a Lab, one row each."""
+
+    def __init__(self) -> None:
+        self.records: list[RunRecord] = []
+
+    def to_pandas(self) -> Any:
+        """run, label, variant, p50_ms, p90_ms, mean_ms, providers, fallback, seconds (wall time
+        of the refresh), overhead_s (seconds minus session builds and runs)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "run": r.run,
+                    "label": r.config.label(),
+                    "variant": r.variant,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "mean_ms": r.mean_ms,
+                    "providers": r.providers,
+                    "fallback": r.fallback,
+                    "seconds": r.seconds,
+                    "overhead_s": r.overhead_s,
+                }
+                for r in self.records
+            ],
+            columns=[
+                "run",
+                "label",
+                "variant",
+                "p50_ms",
+                "p90_ms",
+                "mean_ms",
+                "providers",
+                "fallback",
+                "seconds",
+                "overhead_s",
+            ],
+        )
+
+    def compare(self, a: int, b: int) -> Any:
+        """Two runs side by side with deltas (not interleaved: ortlab.compare_configs gives a
+        verdict with uncertainty)."""
+        import pandas as pd
+
+        ra, rb = self.run(a), self.run(b)
+        rows = [
+            {
+                "metric": k,
+                f"run {ra.run}": getattr(ra, k),
+                f"run {rb.run}": getattr(rb, k),
+                "delta": getattr(rb, k) - getattr(ra, k),
+                "ratio": getattr(rb, k) / getattr(ra, k) if getattr(ra, k) else float("nan"),
+            }
+            for k in ("p50_ms", "p90_ms", "mean_ms")
+        ]
+        return pd.DataFrame(rows)
+
+    def run(self, number: int) -> RunRecord:
+        """The record of run ``number`` (1-based, as in the table)."""
+        for r in self.records:
+            if r.run == number:
+                return r
+        raise KeyError(f"No run {number}; runs so far: {[r.run for r in self.records]}.")
+
+    def __len__(self) -> int:
+        return len(self.records)
