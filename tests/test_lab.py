@@ -75,7 +75,7 @@ def test_top_node_row_selects_it_in_the_graph(lab) -> None:
 
 
 def test_history_picks_two_runs_and_snippets_one(lab) -> None:
-    lab.spinning.value = False
+    lab.spinning.value = "off"
     assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin"
     assert (lab.run_a.value, lab.run_b.value) == (1, 2)
     lab.compare_button.click()

@@ -86,8 +86,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.intra = w.BoundedIntText(0, min=0, max=256, description="intra-op")
         self.inter = w.BoundedIntText(0, min=0, max=256, description="inter-op")
         self.mode = w.Dropdown(options=["sequential", "parallel"], description="mode")
-        self.spinning = w.Dropdown(options=[("ORT default", None), ("on", True), ("off", False)],
-                                   description="spinning")  # fmt: skip
+        self.spinning = w.Dropdown(options=["ORT default", "on", "off"], description="spinning")
         self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
         self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
@@ -105,7 +104,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.cancel_button = w.Button(description="Cancel", disabled=True)
         self.progress = w.IntProgress(0, min=0, max=1, description="idle")
         self.snippet_button = w.Button(description="Python snippet")
-        self.report_button = w.Button(description="Export HTML report")
+        self.report_button = w.Button(description="HTML report")
         self.report_button.on_click(lambda _: self._background(self.export_report))
         self.error = w.HTML()
         self.error.add_class("ortlab-error")
@@ -153,7 +152,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             intra_op_threads=self.intra.value,
             inter_op_threads=self.inter.value,
             execution_mode=self.mode.value,
-            allow_spinning=self.spinning.value,
+            allow_spinning={"on": True, "off": False}.get(self.spinning.value),
             io_binding=self.io_binding.value,
             fallback="allow",
         )
@@ -433,7 +432,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.inter.value = c.inter_op_threads
             self.mode.value = c.execution_mode
             self.io_binding.value = c.io_binding
-            self.spinning.value = c.allow_spinning
+            self.spinning.value = {True: "on", False: "off"}.get(c.allow_spinning, "ORT default")
             self.variant.value = _variant_name(d) or "none"
             self.transformers.value = "-transformers" in d.best.variant
         finally:

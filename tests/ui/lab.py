@@ -92,11 +92,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def jupyterlab(root: Path, home: Path) -> Iterator[str]:
+def jupyterlab(root: Path, home: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """Yield ``base|token`` of a JupyterLab serving ``root``."""
     token = secrets.token_hex(16)
     port = _free_port()
-    env = _isolated_env(home)
+    env = {**_isolated_env(home), **(extra_env or {})}
     cmd = [
         sys.executable,
         "-m",
