@@ -3,6 +3,11 @@
 ortlab never writes next to a user's model. Everything it writes goes here:
 ``$ORTLAB_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/ortlab``, else ``~/.cache/ortlab``.
 Files are written to a temporary name and renamed, so a crash never leaves half a file.
+
+The cache is bounded: ``$ORTLAB_CACHE_MAX_BYTES`` (default 5 GiB). When a folder is handed out
+for new files, the least recently used entries (a file, or a folder of one optimized model)
+are removed until the cache fits — never ``tmp/`` (work in flight) and never anything used in
+the last hour (a model a live session may still read). ``ortlab cache clear`` empties it.
 """
 
 from __future__ import annotations
@@ -12,12 +17,18 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from ortlab.errors import CacheError
 
-__all__ = ["cache_dir", "clear", "size_bytes", "subdir", "temp_dir", "write_atomic"]
+__all__ = ["cache_dir", "clear", "max_bytes", "prune", "size_bytes", "subdir", "temp_dir",
+           "write_atomic"]  # fmt: skip
+
+DEFAULT_MAX_BYTES = 5 * 1024**3
+RECENT_S = 3600.0
+"""Entries used more recently than this are never evicted."""
 
 
 def cache_dir() -> Path:
@@ -39,9 +50,60 @@ def cache_dir() -> Path:
 
 
 def subdir(name: str) -> Path:
+    """A folder of the cache; handing one out for new files first keeps the cache in bounds."""
+    if name != "tmp":
+        prune()
     path = cache_dir() / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def max_bytes() -> int:
+    value = os.environ.get("ORTLAB_CACHE_MAX_BYTES", "")
+    if not value:
+        return DEFAULT_MAX_BYTES
+    if not value.isdigit():
+        raise CacheError(
+            f"ORTLAB_CACHE_MAX_BYTES={value!r} is not a number of bytes; e.g. 2000000000 for 2 GB."
+        )
+    return int(value)
+
+
+def _entries(root: Path) -> list[tuple[float, int, Path]]:
+    """(last use, bytes, path) of every evictable entry: the files and folders one level
+    inside each cache folder except tmp/."""
+    out = []
+    for folder in root.iterdir():
+        if not folder.is_dir() or folder.name == "tmp":
+            continue
+        for entry in folder.iterdir():
+            files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
+            stats = [f.stat() for f in files]
+            used = max((max(st.st_mtime, st.st_atime) for st in stats), default=0.0)
+            out.append((used, sum(st.st_size for st in stats), entry))
+    return out
+
+
+def prune(limit: int | None = None) -> int:
+    """Remove least recently used entries until the cache is within ``limit`` bytes (default
+    :func:`max_bytes`); returns the bytes freed. Recent entries and tmp/ are kept."""
+    root = cache_dir()
+    limit = max_bytes() if limit is None else limit
+    entries = sorted(_entries(root))
+    total = sum(size for _, size, _ in entries)
+    freed = 0
+    now = time.time()
+    for used, size, path in entries:
+        if total - freed <= limit:
+            break
+        if now - used < RECENT_S:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        freed += size
+    return freed
 
 
 def write_atomic(path: Path, data: bytes) -> Path:
@@ -65,6 +127,8 @@ def content_path(data: bytes, folder: str = "models", suffix: str = ".onnx") -> 
     path = subdir(folder) / f"{digest}{suffix}"
     if not path.exists() or path.stat().st_size != len(data):
         write_atomic(path, data)
+    else:
+        os.utime(path)  # used again: last to be evicted
     return path
 
 

@@ -223,7 +223,11 @@ def _cache(args: argparse.Namespace) -> None:
     if args.action == "clear":
         print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
     else:
-        print(f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())}")
+        print(
+            f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())} of at most "
+            f"{fmt_bytes(cache.max_bytes())} (ORTLAB_CACHE_MAX_BYTES); least recently used "
+            "entries go first. `ortlab cache clear` empties it."
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
