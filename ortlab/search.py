@@ -478,27 +478,22 @@ class Search:
             )
 
     def best(self, facts: Facts) -> Best:
+        """The fastest accurate candidate that is significantly faster than the baseline; once
+        the combination stage ran, only what held up when re-measured there counts."""
         from ortlab.doctor import Best
 
         ok = [v for v in facts.measured.values() if v.faster and self._accurate(v)]
-        finals = [v for v in ok if v.stage == "final"] or ok
-        if not finals:
+        final_ran = any(v.stage == "final" for v in facts.measured.values())
+        pool = [v for v in ok if v.stage == "final"] if final_ran else ok
+        if not pool:
             base = facts.measured["baseline"]
-            return Best(
-                base.config,
-                "original",
-                str(self.m.path),
-                [],
-                1.0,
-                1.0,
-                1.0,
-                "no candidate was measurably faster than the baseline",
-                1.0,
-            )
-        b = min(finals, key=lambda v: v.ratio)
-        return Best(
-            b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high, b.verdict, b.cosine
-        )
+            why = ("the screen's winners did not hold up when re-measured together with the "
+                   "baseline" if final_ran else
+                   "no candidate was measurably faster than the baseline")  # fmt: skip
+            return Best(base.config, "original", str(self.m.path), [], 1.0, 1.0, 1.0, why, 1.0)
+        b = min(pool, key=lambda v: v.ratio)
+        return Best(b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high,
+                    b.verdict, b.cosine)  # fmt: skip
 
 
 def _base(items: list[Item], k: int, ref: int) -> int:

@@ -345,6 +345,15 @@ def test_doctor_fixes_initializer_inputs() -> None:
     assert m.cosine == pytest.approx(1.0)
 
 
+def test_doctor_explains_a_slower_int8_variant() -> None:
+    m = ortlab.load(ortlab.examples.conv_bn_relu())
+    q = ortlab.quantize(m, mode="dynamic")  # ConvInteger: ~10x slower on this model
+    d = ortlab.doctor(m, variants=[q], budget_s=10, quantize=False, progress=False)
+    (x,) = [f for f in d.findings if f.rule == "slow_variant"]
+    assert "ConvInteger" in x.evidence and "static quantization" in x.fix
+    assert x.ratio is not None and x.ratio > 1
+
+
 @pytest.mark.slow
 def test_doctor_on_a_transformer_runs_the_optimizer() -> None:
     d = ortlab.doctor(ortlab.examples.bert_tiny(), budget_s=20, progress=False)
