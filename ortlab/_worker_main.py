@@ -26,9 +26,22 @@ def _die_with_parent() -> None:
         sys.exit(0)
 
 
+def _limit_memory() -> None:
+    """ORTLAB_WORKER_MEMORY_MB caps the worker's address space: a model that would exhaust the
+    machine's memory fails with MemoryError in the worker instead of summoning the OOM killer."""
+    value = os.environ.get("ORTLAB_WORKER_MEMORY_MB")
+    if value and sys.platform != "win32":
+        import resource
+
+        limit = int(value) * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def main() -> None:
     faulthandler.enable()
     _die_with_parent()
+    _limit_memory()
     conn = Client(
         os.environ["ORTLAB_WORKER_ADDRESS"],
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),

@@ -261,6 +261,8 @@ class Worker:
                 elif kind == "result" and msg[1] == call_id:
                     return msg[2]
                 elif kind == "error" and msg[1] == call_id:
+                    if isinstance(msg[2], MemoryError):
+                        raise self._out_of_memory(context, task) from msg[2]
                     raise _reraise(msg[2], msg[3])
                 continue
             if self._proc.poll() is not None:
@@ -279,6 +281,18 @@ class Worker:
                     f"{task} {context} did not finish within {timeout:g} s; the worker was "
                     "stopped (the model may hang ORT, or need a longer timeout=)."
                 )
+
+    def _out_of_memory(self, context: str, task: str) -> WorkerCrashedError:
+        """A MemoryError inside the worker: its heap may be half-allocated, so replace it."""
+        self._kill()
+        self._discard()
+        limit = os.environ.get("ORTLAB_WORKER_MEMORY_MB")
+        return WorkerCrashedError(
+            f"The ortlab worker ran out of memory during {task} {context}"
+            + (f" (its limit, ORTLAB_WORKER_MEMORY_MB, is {limit} MB)" if limit else "")
+            + ". Your Python session is fine; the next call starts a fresh worker. Use smaller "
+            "inputs (dims, batch size), a lighter model variant, or raise the limit."
+        )
 
     def _crashed(self, context: str, task: str) -> WorkerCrashedError:
         rc = None

@@ -27,3 +27,9 @@ def exit_now(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
 
 def raise_value_error(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
     raise ValueError("plain bug inside a task")
+
+
+def exhaust_memory(progress: Callable[[int, int], None]) -> None:  # noqa: ARG001
+    hoard = []
+    while True:
+        hoard.append(bytearray(256 * 1024 * 1024))

@@ -95,3 +95,26 @@ def test_quantize_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     src = ortlab.examples.path("mlp")
     assert main(["quantize", str(src), "--mode", "dynamic", "-o", str(src)]) == 2
     assert "never overwrites it" in capsys.readouterr().err
+
+
+def test_hostile_strings_print_as_inert_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ANSI escapes, bidi overrides and HTML in node/op/metadata strings reach the terminal as
+    visible text, never as control sequences."""
+    import onnx
+
+    from tests import models
+
+    proto = models.add([1, 4])
+    evil = "\x1b[2J\x1b[31mRED\u202eevil<script>alert(1)</script>"
+    proto.graph.node[0].name = evil
+    proto.producer_name = evil
+    proto.graph.input[0].name = proto.graph.node[0].input[0] = "x\x1b]0;title\x07"
+    path = tmp_path / "hostile.onnx"
+    onnx.save(proto, path)
+    for argv in (["inspect", str(path)], ["profile", str(path), "--runs", "2", "--warmup", "0"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+        assert "\\x1b[31mRED" in out or "\\x1b]0;title" in out

@@ -61,6 +61,20 @@ def test_kill_mid_benchmark_then_benchmark_again(mlp: ortlab.Model) -> None:
     assert w.pid != pid
 
 
+def test_memory_exhaustion_gives_an_error_and_a_fresh_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ORTLAB_WORKER_MEMORY_MB", "3000")
+    w = Worker()
+    try:
+        with pytest.raises(WorkerCrashedError, match="ran out of memory .* 3000 MB"):
+            w.call("tests.crashers:exhaust_memory", {})
+        monkeypatch.delenv("ORTLAB_WORKER_MEMORY_MB")
+        assert w.call("ortlab.tasks:ping", {}) > 0  # a fresh worker answers
+    finally:
+        w.stop()
+
+
 def test_timeout_stops_a_hang(worker: Worker) -> None:
     start = time.monotonic()
     with pytest.raises(WorkerTimeoutError, match="did not finish within 1 s"):
