@@ -105,3 +105,17 @@ def test_export_report_of_the_lab_state(lab, tmp_path) -> None:
     text = out.read_text()
     assert "Placement: where each node runs" in text and "History" in text
     assert "Benchmark" in text and str(out) in lab.notice.value
+
+
+def test_refreshes_do_not_accumulate_widgets(lab) -> None:
+    """Each refresh replaces the graph widget; the old one is closed, not left in the kernel's
+    widget registry (benchmarks/soak.py runs 500 refreshes and records the memory)."""
+    from ipywidgets.widgets.widget import _instances
+
+    lab.level.value = "basic"
+    lab.level.value = "all"
+    before = len(_instances)
+    for level in ("disabled", "basic", "extended", "all") * 3:
+        lab.level.value = level
+    assert len(_instances) == before
+    assert len(lab.history) == 15

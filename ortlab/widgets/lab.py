@@ -200,6 +200,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
                                   layout=w.Layout(width="100%"))  # fmt: skip
         self.top_nodes.observe(self._on_top_node, names="value")
+        # widgets shown on every refresh are made once: a widget lives until closed
+        self._top_label = w.HTML("<b>Top nodes</b> (pick one to select it in the Graph tab)")
+        self._worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
         self.run_a = w.Dropdown(options=[], description="run A")
         self.run_b = w.Dropdown(options=[], description="run B")
         self.compare_button = w.Button(description="Compare A and B")
@@ -308,7 +311,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         prof = pl.profile
         assert prof is not None  # placement() keeps the profile it timed the join with
-        self.graph = ortlab.graph(model, placement=pl)
+        old, self.graph = self.graph, ortlab.graph(model, placement=pl)
+        if old is not None:  # a widget lives in the kernel until closed (~300 KB with dagre)
+            old.layout.close()  # its Layout is a widget of its own
+            old.close()
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
         self._show("Graph", self.graph)
         self._show("Placement", pl)
@@ -321,8 +327,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.top_nodes.value = None
         self._hold = False
         self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
-                   w.HTML("<b>Top nodes</b> (click one to select it in the Graph tab)"),
-                   self.top_nodes)  # fmt: skip
+                   self._top_label, self.top_nodes)  # fmt: skip
         self._show("Benchmark", b, b.plot())
         record = RunRecord(
             run=len(self.history) + 1,
@@ -408,7 +413,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         err = ortlab.quantization_error(m, variants[2])
         self.comparison = cmp
         self._show("Quantization", self.quant_button, cmp, cmp.plot(),
-                   w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)"),
+                   self._worst_label,
                    err.worst(10))  # fmt: skip
 
     def _doctor(self) -> None:
