@@ -56,7 +56,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs()
-        super().__init__([w.HBox([self._controls, self.tabs]), self.error, self.notice])
+        super().__init__([self._controls, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
         self._overview()
         if run_on_start:
@@ -128,19 +128,21 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.snippet_button.on_click(lambda _: self._show_snippet())
         self.level.add_class("ortlab-level")
         self.run_button.add_class("ortlab-run")
-        self._controls = w.VBox(
+        # Controls in three columns above full-width tabs: the graph and charts get the width.
+        column = w.Layout(width="33%", min_width="260px")
+        self._controls = w.HBox(
             [
-                w.HTML("<b>execution providers</b>"),
-                w.VBox(list(self.provider_boxes.values())),
-                *settings,
-                self.dims,
-                self.runs,
-                w.HBox([self.run_button, self.cancel_button]),
-                self.progress,
-                w.HBox([self.snippet_button, self.report_button]),
+                w.VBox([w.HTML("<b>execution providers</b>"),
+                        w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
+                       layout=column),
+                w.VBox([self.intra, self.inter, self.spinning, self.variant, self.io_binding,
+                        self.transformers], layout=column),
+                w.VBox([self.dims, self.runs, w.HBox([self.run_button, self.cancel_button]),
+                        self.progress, w.HBox([self.snippet_button, self.report_button])],
+                       layout=column),
             ],
-            layout=w.Layout(min_width="300px"),
-        )
+            layout=w.Layout(flex_flow="row wrap"),
+        )  # fmt: skip
 
     @property
     def config(self) -> SessionConfig:
