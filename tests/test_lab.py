@@ -110,7 +110,7 @@ def test_export_report_of_the_lab_state(lab, tmp_path) -> None:
 def test_refreshes_do_not_accumulate_widgets(lab) -> None:
     """Each refresh replaces the graph widget; the old one is closed, not left in the kernel's
     widget registry (benchmarks/soak.py runs 500 refreshes and records the memory)."""
-    from ipywidgets.widgets.widget import _instances
+    from ipywidgets.widgets.widget import _instances  # noqa: TID251 - the registry itself
 
     lab.level.value = "basic"
     lab.level.value = "all"
@@ -119,3 +119,18 @@ def test_refreshes_do_not_accumulate_widgets(lab) -> None:
         lab.level.value = level
     assert len(_instances) == before
     assert len(lab.history) == 15
+
+
+def test_outputs_bypass_ipython_history_and_old_results_are_dropped(lab) -> None:
+    """IPython's display formatter appends every output to the running cell's history; the Lab
+    builds its bundles itself, and keeps full results only for the most recent runs."""
+    import gc
+
+    for level in ("disabled", "basic", "extended", "all") * 3:
+        lab.level.value = level
+    gc.collect()
+    bundles = [o for o in gc.get_objects()
+               if isinstance(o, dict) and "application/vnd.plotly.v1+json" in o]  # fmt: skip
+    assert len(bundles) <= 5  # the figures on screen now (op types, EPs, timeline, ...)
+    kept = [r for r in lab.history.records if r.placement is not None]
+    assert len(kept) == lab.history.keep_results and kept[-1] is lab.history.records[-1]

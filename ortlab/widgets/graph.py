@@ -3,6 +3,7 @@ server; selection and view state sync to Python traits both ways."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ _HERE = Path(__file__).parent
 COLOR_MODES = ("provider", "op_type", "time", "quant_error")
 
 
+@functools.cache
 def dagre_source() -> str:
     """netron's standalone dagre layout module, loaded from the installed package."""
     import netron
@@ -30,7 +32,9 @@ class GraphWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # u
     """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
     measured time or quantization error."""
 
-    _esm = _HERE / "graph.js"
+    # The module's text, not its Path: anywidget watches a Path for hot reload through a
+    # class-level signal that keeps every instance alive (a leak in a long Lab session).
+    _esm = (_HERE / "graph.js").read_text(encoding="utf-8")
     data = traitlets.Dict().tag(sync=True)
     """The GraphData (ortlab.graphdata.graph_data) as a dict."""
     color_by = traitlets.Unicode("provider").tag(sync=True)

@@ -33,10 +33,19 @@ class RunRecord:
 
 
 class History:
-    """Every run of a Lab, one row each."""
+    """Every run of a Lab, one row each. The full results (benchmark latencies, placement with
+    its profile) are kept for the ``keep_results`` most recent runs; older rows keep their
+    numbers and config, so a session of thousands of runs does not grow without bound."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_results: int = 10) -> None:
         self.records: list[RunRecord] = []
+        self.keep_results = keep_results
+
+    def add(self, record: RunRecord) -> None:
+        self.records.append(record)
+        if len(self.records) > self.keep_results:
+            old = self.records[-self.keep_results - 1]
+            old.benchmark = old.placement = None
 
     def to_pandas(self) -> Any:
         """run, label, variant, p50_ms, p90_ms, mean_ms, providers, fallback, seconds (wall time

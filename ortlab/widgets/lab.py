@@ -233,9 +233,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         outputs directly, which is thread-safe."""
         self.shown[pane] = list(items)
         out = self.panes[pane]
-        out.outputs = ()
-        for item in items:
-            out.append_display_data(item)
+        out.outputs = tuple(
+            {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}}
+            for item in items
+        )
 
     # ------------------------------------------------------------------ runs
 
@@ -345,7 +346,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             benchmark=b,
             placement=pl,
         )
-        self.history.records.append(record)
+        self.history.add(record)
         self._history_pane()
 
     def _on_top_node(self, change: Any) -> None:
@@ -391,8 +392,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             return
         table = self.history.compare(a, b)
         self.shown["History comparison"] = [table]
-        self.comparison_out.outputs = ()
-        self.comparison_out.append_display_data(table)
+        self.comparison_out.outputs = (
+            {"output_type": "display_data", "data": mime_bundle(table), "metadata": {}},
+        )
 
     def _optimization(self) -> None:
         opt = ortlab.optimization_diff(
@@ -470,6 +472,22 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         code = cfg.snippet(str(self.model.path))
         title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
         self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+
+
+def mime_bundle(item: Any) -> dict[str, Any]:
+    """What a notebook would display for ``item``, built without IPython's display formatter:
+    that formatter also appends every output to the shell's history (``HistoryOutput``) for the
+    running cell, so a Lab refreshing from one cell would keep every old figure (~50 KB each)."""
+    data: dict[str, Any] = {}
+    if hasattr(item, "_repr_mimebundle_"):
+        got = item._repr_mimebundle_()
+        data = dict(got[0] if isinstance(got, tuple) else got or {})
+    if "text/html" not in data and hasattr(item, "_repr_html_"):
+        html = item._repr_html_()
+        if html:
+            data["text/html"] = html
+    data.setdefault("text/plain", repr(item))
+    return data
 
 
 def _ort_seconds(pl: Any, b: Any) -> float:
