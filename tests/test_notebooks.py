@@ -1,0 +1,71 @@
+"""The notebooks (tour and workshops): stored without outputs, and each runs top to bottom.
+
+Execution uses the notebooks' fast path (ORTLAB_NOTEBOOK_FAST=1: fewer rounds, no ResNet-50 in
+the workshops) on a temporary copy with a temporary working directory, and checks that nothing
+was written into notebooks/ or next to the copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.notebook
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+EXPECTED = {"00", "01", "02", "03", "04", "05"}
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def test_every_notebook_is_here() -> None:
+    assert {p.name[:2] for p in ALL} >= EXPECTED, [p.name for p in ALL]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_stored_without_outputs(path: Path) -> None:
+    book = json.loads(path.read_text(encoding="utf-8"))
+    assert book["nbformat"] == 4
+    assert book["metadata"]["kernelspec"]["name"] == "python3"
+    dirty = [
+        i
+        for i, cell in enumerate(book["cells"])
+        if cell["cell_type"] == "code" and (cell["outputs"] or cell["execution_count"] is not None)
+    ]
+    assert dirty == [], f"{path.name}: cells {dirty} keep outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    # the kernel inherits the environment: the fast path, the Lab without a background thread,
+    # and the session's isolated ORTLAB_CACHE_DIR (tests/conftest.py)
+    monkeypatch.setenv("ORTLAB_NOTEBOOK_FAST", "1")
+    monkeypatch.setenv("ORTLAB_LAB_SYNC", "1")
+    # what a notebook writes on purpose (05's report goes to tempfile.mkdtemp()) stays in here
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    work = tmp_path / "run"
+    work.mkdir()
+    copy = work / path.name
+    shutil.copy(path, copy)
+    before = _snapshot(NOTEBOOKS)
+    book = nbformat.read(copy, as_version=4)
+    client = NotebookClient(
+        book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(work)}}
+    )
+    client.execute()  # a failing cell raises CellExecutionError with its traceback
+    ran = [c for c in book.cells if c.cell_type == "code"]
+    assert ran and all(c.execution_count is not None for c in ran)
+    assert _snapshot(NOTEBOOKS) == before, "executing it wrote into notebooks/"
+    assert sorted(p.name for p in work.iterdir()) == [path.name], "it wrote into its cwd"
