@@ -18,6 +18,8 @@ from typing import Any
 
 from ortlab._result import Result
 from ortlab.config import SessionConfig
+from ortlab.placement import PlacementResult
+from ortlab.profiling import ProfileResult
 from ortlab.rules import Finding, Measured, run_rules
 
 __all__ = ["Best", "DoctorResult", "doctor"]
@@ -68,9 +70,9 @@ class DoctorResult(Result):
     budget_s: float
     elapsed_s: float
     environment: dict[str, str]
-    profile: Any = None
+    profile: ProfileResult | None = None
     """The baseline's ProfileResult (the report's profile charts)."""
-    placement: Any = None
+    placement: PlacementResult | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_pandas(self) -> Any:

@@ -257,6 +257,24 @@ def _blocks(nodes: list[GraphNode]) -> list[str]:
     return group
 
 
+def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
+    """A profile names the nodes of ORT's *optimized* graph: fused nodes are not in the model."""
+    missing = profiled - names
+    if missing:
+        import warnings
+
+        from ortlab.errors import OrtlabWarning
+
+        warnings.warn(
+            f"{len(missing)} of {len(profiled)} profiled nodes are not nodes of this model "
+            f"(ORT fused or renamed them, e.g. {sorted(missing)[:3]}), so their time is not "
+            "shown. Pass placement=ortlab.placement(model, config) instead: it maps every "
+            "optimized node back to the original nodes it came from.",
+            OrtlabWarning,
+            stacklevel=3,
+        )
+
+
 def graph_data(
     model: Any, placement: Any = None, profile: Any = None, error: Any = None
 ) -> GraphData:
@@ -272,6 +290,7 @@ def graph_data(
         t = profile.by_node()
         runs = max(profile.runs, 1)
         prof_time = {r.node: (r.provider, r.total_us / runs) for r in t.itertuples()}
+        _warn_unmatched(set(prof_time), {n.name for n in graph.node})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
     nodes = []
     for i, (op, raw) in enumerate(zip(graph_nodes(graph), graph.node, strict=True)):

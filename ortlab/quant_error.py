@@ -3,7 +3,7 @@ the original name, keyed by the original node (the graph view colours by it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,9 @@ class ErrorResult(Result):
     tensors: list[TensorError]
     samples: str
     synthetic: bool
+    skipped: list[str] = field(default_factory=list)
+    """Original tensors the variant no longer computes as such (e.g. a Relu folded into the
+    Conv before it, with no QuantizeLinear/DequantizeLinear pair to read the value from)."""
 
     def to_pandas(self) -> Any:
         """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
@@ -80,27 +83,27 @@ def quantization_error(
     base, var = load(model), load(variant)
     data = calibration_data(base, calibration, limit=limit, seed=200)
     producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
-    var_tensors = {t for n in var.proto.graph.node for t in n.output}
-    tensors = [t for t in producers if t in var_tensors]
+    where, skipped = _variant_tensors(producers, var.proto.graph)
     timeout = timeout if timeout is not None else default_timeout()
     results = [
         call(
             "ortlab.tasks_transform:intermediate_outputs",
-            {"model_path": str(m.path), "tensors": tensors, "samples": data.samples},
+            {"model_path": str(m.path), "tensors": names, "samples": data.samples},
             desc="activations",
             context=f"of {m.name!r}",
             progress=False,
             timeout=timeout,
         )
-        for m in (base, var)
+        for m, names in ((base, list(where)), (var, sorted(set(where.values()))))
     ]
     rows = []
-    for t in tensors:
+    for t, v in where.items():
         ref = [s[t] for s in results[0] if t in s]
-        got = [s[t] for s in results[1] if t in s]
+        got = [s[v] for s in results[1] if v in s]
         if not ref or len(ref) != len(got) or np.asarray(ref[0]).dtype.kind != "f":
             continue
         if np.asarray(ref[0]).shape != np.asarray(got[0]).shape:
+            skipped.append(t)
             continue
         m = error_metrics(ref, got)
         node = producers[t]
@@ -109,5 +112,34 @@ def quantization_error(
         )
     label = getattr(var.variant, "label", None) or var.name
     return ErrorResult(
-        model=base.name, variant=label, tensors=rows, samples=data.source, synthetic=data.synthetic
-    )
+        model=base.name, variant=label, tensors=rows, samples=data.source,
+        synthetic=data.synthetic, skipped=skipped,
+    )  # fmt: skip
+
+
+def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, str], list[str]]:
+    """For each original tensor, the variant tensor holding the value its consumers see.
+
+    In a QDQ model that is the DequantizeLinear output after the tensor's QuantizeLinear: the
+    quantizer may fold an activation into the op before it (Conv+Relu → Conv whose output the
+    Q/DQ pair clamps), so the tensor of the same name can hold the *pre*-activation value. Without
+    a Q/DQ pair, the same name counts only if the same op type still produces it."""
+    made_by = {t: n.op_type for n in graph.node for t in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for n in graph.node:
+        for t in n.input:
+            consumers.setdefault(t, []).append(n)
+    where, skipped = {}, []
+    for t, node in producers.items():
+        if t not in made_by:
+            continue
+        q = next((c for c in consumers.get(t, []) if c.op_type == "QuantizeLinear"), None)
+        dq = q and next((c for c in consumers.get(q.output[0], [])
+                         if c.op_type == "DequantizeLinear"), None)  # fmt: skip
+        if dq is not None:
+            where[t] = dq.output[0]
+        elif made_by[t] == node.op_type:
+            where[t] = t
+        else:
+            skipped.append(t)
+    return where, skipped

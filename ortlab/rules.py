@@ -333,7 +333,7 @@ def _config_args(config: dict[str, Any], base: SessionConfig) -> str:
 def quantization(f: Facts) -> list[Finding]:
     out = []
     for key, m in f.measured.items():
-        if not key.startswith("variant:quant-") or m.slower:
+        if not key.startswith("variant:quant-") or key.endswith("+final") or m.slower:
             continue
         kind = key.removeprefix("variant:quant-")
         why = (
@@ -364,7 +364,7 @@ def quantization(f: Facts) -> list[Finding]:
 def slow_variant(f: Facts) -> list[Finding]:
     out = []
     for key, m in f.measured.items():
-        if not key.startswith("variant:") or not m.slower:
+        if not key.startswith("variant:") or key.endswith("+final") or not m.slower:
             continue
         reasons = [s for s in f.variant_signals if s.variant == m.variant]
         why = "; ".join(f"{s.signal}: {s.evidence}" for s in reasons) or (

@@ -318,9 +318,12 @@ def test_best_snippet_runs_with_plain_onnxruntime(conv_doctor: ortlab.DoctorResu
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=120)
 
 
-def test_doctor_result_json_round_trip(conv_doctor: ortlab.DoctorResult) -> None:
+def test_doctor_result_json_round_trip(conv_doctor: ortlab.DoctorResult, tmp_path: Any) -> None:
     again = ortlab.DoctorResult.from_json(conv_doctor.to_json())
     assert again.findings == conv_doctor.findings and again.best == conv_doctor.best
+    assert isinstance(again.profile, ortlab.ProfileResult)  # typed: the report can use it
+    assert ortlab.report(ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html",
+                         compute=False).exists()  # fmt: skip
     assert "<DoctorResult 'conv_bn_relu'" in repr(again)
     assert "Best verified" in again._repr_html_() and "BEST:" in again.to_text()
 

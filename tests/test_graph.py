@@ -147,3 +147,16 @@ def test_repeated_blocks_where_scopes_are_missing(resnet50: ortlab.Model) -> Non
     assert sum("(like block" in lb for lb in labels) >= 12, "bottlenecks repeat"
     assert g.expanded == [], "176 unscoped nodes start as ~19 block boxes"
     assert all(n.group for n in g.nodes)
+
+
+def test_profile_of_a_fused_graph_says_what_it_cannot_show() -> None:
+
+    m = ortlab.load(ortlab.examples.mlp())
+    p = ortlab.profile(m, runs=2, progress=False)  # level all: MatMul+Add become one Gemm
+    with pytest.warns(ortlab.OrtlabWarning, match="not nodes of this model"):
+        graph_data(m, profile=p)
+    g = ortlab.graph(m)
+    names = [*[n.name for n in m.proto.graph.node][:2], "/layers.0/MatMul/MatMulAddFusion"]
+    with pytest.warns(ortlab.OrtlabWarning, match="1 of 3 names are not nodes"):
+        g.highlight(names)
+    assert g.highlighted == names[:2]

@@ -78,6 +78,18 @@ class GraphWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # u
         known = {n["name"] for n in self.data["nodes"]}
         missing = [n for n in names if n not in known]
         self.highlighted = [n for n in names if n in known]
+        if missing and self.highlighted:
+            import warnings
+
+            from ortlab.errors import OrtlabWarning
+
+            warnings.warn(
+                f"{len(missing)} of {len(names)} names are not nodes of this graph (e.g. "
+                f"{missing[:3]}): profile tables name ORT's optimized nodes; the placement "
+                "join (placement.nodes) has the original names.",
+                OrtlabWarning,
+                stacklevel=2,
+            )
         if missing and not self.highlighted:
             raise KeyError(
                 f"None of {missing[:5]} is a node of this graph (profile tables name the "
