@@ -242,7 +242,7 @@ class Search:
             rounds = int(available / max(n_items * runs * per_run, 1e-6))
         if rounds < 4:
             self.notes.append("the time budget allows only the minimum of 4 rounds per stage")
-        return runs, int(min(max(rounds, 4), 10))
+        return runs, int(min(max(rounds, 4), 16))  # more rounds, tighter intervals
 
     def _time(self, items: list[Item], rounds: int, runs: int, desc: str) -> np.ndarray:
         from ortlab.engine import call, default_timeout
