@@ -163,3 +163,21 @@ def wait_idle(page: Any, timeout: float = 90_000) -> None:
         " === 'idle'",
         timeout=timeout,
     )
+
+
+def offline_page(browser: Any, width: int = 1200, height: int = 900) -> tuple[Any, Any, list[str]]:
+    """A new context and page that may reach only this machine (Voila links two icon fonts
+    from a CDN: refused), with page errors collected in the returned list."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.route(
+        "**/*",
+        lambda r: (
+            r.continue_()
+            if "127.0.0.1" in r.request.url or r.request.url.startswith(("blob:", "data:"))
+            else r.abort()
+        ),
+    )
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return context, page, errors

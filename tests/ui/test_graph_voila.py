@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.lab import voila, write_notebook
+from tests.ui.lab import offline_page, voila, write_notebook
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -23,19 +23,7 @@ def test_widget_renders_in_voila(browser: Any, tmp_path: Path, artifacts: Path) 
         ],
     )
     with voila(nb, tmp_path / "home") as url:
-        context = browser.new_context(viewport={"width": 1200, "height": 800})
-        page = context.new_page()
-        # offline: anything not on this machine is refused (Voila links two icon fonts)
-        page.route(
-            "**/*",
-            lambda r: (
-                r.continue_()
-                if "127.0.0.1" in r.request.url or r.request.url.startswith(("blob:", "data:"))
-                else r.abort()
-            ),
-        )
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        context, page, errors = offline_page(browser, 1200, 800)
         page.goto(url, timeout=120_000)
         status = page.locator(".ortlab-status", has_text="layout")
         status.wait_for(timeout=120_000)

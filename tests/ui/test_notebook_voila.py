@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.lab import voila
+from tests.ui.lab import offline_page, voila
 
 pytestmark = [pytest.mark.ui, pytest.mark.notebook, pytest.mark.slow]
 
@@ -25,19 +25,7 @@ def test_profiling_notebook_renders_in_voila(
     nb = tmp_path / NOTEBOOK.name
     shutil.copy(NOTEBOOK, nb)
     with voila(nb, tmp_path / "home") as url:
-        context = browser.new_context(viewport={"width": 1200, "height": 900})
-        page = context.new_page()
-        # offline: anything not on this machine is refused (Voila links two icon fonts)
-        page.route(
-            "**/*",
-            lambda r: (
-                r.continue_()
-                if "127.0.0.1" in r.request.url or r.request.url.startswith(("blob:", "data:"))
-                else r.abort()
-            ),
-        )
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        context, page, errors = offline_page(browser, 1200, 900)
         # Voila runs every cell before the page is complete
         page.goto(url, timeout=300_000)
         page.wait_for_function(
