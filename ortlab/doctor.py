@@ -74,6 +74,8 @@ class DoctorResult(Result):
     """The baseline's ProfileResult (the report's profile charts)."""
     placement: PlacementResult | None = None
     notes: list[str] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
 
     def to_pandas(self) -> Any:
         """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
@@ -197,6 +199,7 @@ def doctor(
     *,
     providers: Sequence[str] | str | None = None,
     budget_s: float = 120.0,
+    rounds: int = 8,
     min_cosine: float = 0.999,
     variants: Sequence[Any] = (),
     quantize: bool = True,
@@ -214,7 +217,11 @@ def doctor(
     ``variants`` you pass — are timed interleaved with the baseline within ``budget_s``; the
     clearly slower are pruned after a short screen; the winners are combined and re-measured.
     ``best`` is the fastest candidate that is significantly faster than the baseline and keeps
-    every output's cosine similarity ≥ ``min_cosine`` (the baseline itself if none is)."""
+    every output's cosine similarity ≥ ``min_cosine`` (the baseline itself if none is).
+
+    ``rounds`` is the most interleaved rounds per stage (more: tighter intervals, longer runs);
+    ``budget_s`` is an upper bound — the doctor stops when its stages are done, and lowers runs
+    and rounds (to a minimum of 4 rounds) to fit the budget."""
     from ortlab.engine import as_config, prepare
     from ortlab.search import Search
 
@@ -232,13 +239,28 @@ def doctor(
         progress=progress,
         timeout=timeout,
         t0=t0,
+        max_rounds=max(int(rounds), 4),
     )
+    stages: dict[str, float] = {}
+
+    def stage(name: str, start: float) -> float:
+        now = time.perf_counter()
+        stages[name] = now - start
+        return now
+
+    t = stage("prepare", t0)
     facts = search.observe()
+    t = stage("observe", t)
     items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
+    t = stage("build variants", t)
     search.screen(items, facts)
+    t = stage("screen", t)
     search.accuracy(items, facts, eval_data)
+    t = stage("accuracy", t)
     search.combine(items, facts)
+    t = stage("combine", t)
     search.explain_slow(items, facts)
+    stage("explain", t)
     best = search.best(facts)
     from ortlab.benchmark import environment
 
@@ -258,4 +280,5 @@ def doctor(
         profile=search.profile,
         placement=facts.placement,
         notes=search.notes,
+        stages=stages,
     )

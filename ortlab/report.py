@@ -40,6 +40,8 @@ def doctor_text(d: Any) -> str:
             f"   code: {safe_text(f.code, 500)}",
         ]
     lines.append(f"BEST: {d.best.variant} · {d.best.session_config.label()} — {d.best.verdict}")
+    if d.stages:
+        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
     return "\n".join(lines)
 

@@ -63,10 +63,12 @@ class Search:
         progress: Any,
         timeout: float | None,
         t0: float,
+        max_rounds: int = 8,
     ) -> None:
         self.m, self.cfg, self.feeds = m, cfg, feeds
         self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
         self.progress, self.timeout = progress, timeout
+        self.max_rounds = max_rounds
         self.notes: list[str] = []
         self.profile: Any = None
         self.rounds = 0
@@ -233,16 +235,17 @@ class Search:
     def _plan(self, n_items: int, facts: Facts, share: float) -> tuple[int, int]:
         """Runs per measurement and rounds that fit ``share`` of the remaining budget."""
         per_run = max(facts.baseline_ms, 0.01) / 1e3
-        runs = int(min(max(math.ceil(0.03 / per_run), 3), 200))
+        floor = 2 if per_run >= 0.02 else 3  # slow models: rounds matter more than runs
+        runs = int(min(max(math.ceil(0.03 / per_run), floor), 200))
         build = facts.report.create_ms / 1e3
         available = max(self.left() * share - n_items * build, 0.0)
         rounds = int(available / max(n_items * runs * per_run, 1e-6))
-        while rounds < 4 and runs > 3:
-            runs = max(runs // 2, 3)
+        while rounds < 4 and runs > floor:
+            runs = max(runs // 2, floor)
             rounds = int(available / max(n_items * runs * per_run, 1e-6))
         if rounds < 4:
             self.notes.append("the time budget allows only the minimum of 4 rounds per stage")
-        return runs, int(min(max(rounds, 4), 16))  # more rounds, tighter intervals
+        return runs, int(min(max(rounds, 4), self.max_rounds))
 
     def _time(self, items: list[Item], rounds: int, runs: int, desc: str) -> np.ndarray:
         from ortlab.engine import call, default_timeout
@@ -366,30 +369,29 @@ class Search:
     def combine(self, items: list[Item], facts: Facts) -> None:
         """Stage 3: the winners of each dimension together, re-measured with the best singles."""
         meas = facts.measured
-        ok = {k: v for k, v in meas.items() if v.faster and self._accurate(v)}
+        # Promising, not only significant: the screen's point estimate says faster. The final
+        # stage re-measures every combination against the baseline, and only what is
+        # significantly faster there can become the best.
+        ok = {
+            k: v
+            for k, v in meas.items()
+            if k != "baseline" and v.ratio < 0.98 and v.low < 1 and self._accurate(v)
+        }
         if not ok:
-            self.notes.append("no candidate was significantly faster than the baseline")
+            self.notes.append("no candidate was faster than the baseline in the screen")
             return
         changes = self._winning_settings(ok)
         model_items = [(k, v) for k, v in ok.items() if k.startswith("variant:")]
         by_key = {key: (mm, steps) for key, mm, _, steps in items}
         combined_cfg = self.cfg.with_(**changes)
         finals: list[Item] = [("baseline", self.m, self.cfg, [])]
+        if changes:
+            finals.append(("settings", self.m, combined_cfg, []))
         if model_items:
             vkey, _ = min(model_items, key=lambda kv: kv[1].ratio)
             mm, steps = by_key[vkey]
-            finals.append(
-                (
-                    "combined",
-                    mm,
-                    combined_cfg.with_(
-                        level=max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
-                    ),
-                    steps,
-                )
-            )
-        elif changes:
-            finals.append(("combined", self.m, combined_cfg, []))
+            level = max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
+            finals.append(("combined", mm, combined_cfg.with_(level=level), steps))
         for key, _ in sorted(ok.items(), key=lambda kv: kv[1].ratio)[:2]:
             mm, steps = by_key[key]
             finals.append((f"{key}+final", mm, next(c for k, _, c, _ in items if k == key), steps))
@@ -420,7 +422,7 @@ class Search:
             meas[key] = _with_cosine(row, self._cosine(key))
 
     def _winning_settings(self, ok: dict[str, Measured]) -> dict[str, Any]:
-        """The fastest significant setting of each dimension (level, threads, spinning, IO)."""
+        """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
         changes: dict[str, Any] = {}
         base = self.cfg.to_dict()
         for prefix in ("level:", "threads:", "spin:"):
