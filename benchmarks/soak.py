@@ -60,8 +60,8 @@ def main(toggles: int = 500) -> None:
         f"| after | {after['rss_mb']:.1f} | {after['children']} | {after['tmp_files']} |",
         "",
         f"growth {after['rss_mb'] - before['rss_mb']:+.1f} MB "
-        f"({(after['rss_mb'] - before['rss_mb']) * 1e3 / toggles:+.1f} KB per refresh; the "
-        "history keeps every run's benchmark and placement result, by design).",
+        f"({(after['rss_mb'] - before['rss_mb']) * 1e3 / toggles:+.1f} KB per refresh). The "
+        "history keeps one row per run (full results for the last 10 runs only).",
     ]
     record("soak", {"toggles": toggles, "seconds": seconds, "before": before, "after": after},
            "\n".join(lines))  # fmt: skip

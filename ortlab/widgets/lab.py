@@ -214,6 +214,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
                                     self.run_snippet_button])  # fmt: skip
         self.comparison_out = w.Output()
+        self._history_caption = w.HTML()
         self._show("Optimization", self.opt_button)
         self._show("Quantization", self.quant_button)
         self._show("Doctor", self._doctor_bar)
@@ -384,7 +385,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if len(runs) >= 2:
             self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
         self._hold = False
-        self._show("History", self._history_bar, self.comparison_out, t, fig)
+        shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
+        self._history_caption.value = (
+            f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
+            if len(t) > len(shown) else ""
+        )  # fmt: skip
+        self._show("History", self._history_bar, self.comparison_out, fig,
+                   self._history_caption, shown)  # fmt: skip
 
     def _compare_runs(self) -> None:
         a, b = self.run_a.value, self.run_b.value
