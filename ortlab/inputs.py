@@ -105,10 +105,10 @@ def _gather_bound(model: Model, input_name: str) -> int | None:
     bounds = []
     for node in graph.node:
         if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == input_name:
-            data = inits.get(node.input[0])
-            if data is not None and data.dims:
-                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-                bounds.append(int(data.dims[axis]))
+            dims = inits[node.input[0]].dims if node.input[0] in inits else []
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            if -len(dims) <= axis < len(dims) and dims[axis] > 0:  # else: a malformed table
+                bounds.append(int(dims[axis]))
     return min(bounds) if bounds else None
 
 
@@ -129,6 +129,8 @@ def _synth_int(
         return pos, f"{info.name}: positions 0..{shape[-1] - 1}"
     bound = _gather_bound(model, info.name)
     high = bound if bound else 10
+    if np_dtype.kind in "iu":  # an int8 index into a 1000-row table stays below 128
+        high = min(high, int(np.iinfo(np_dtype).max) + 1)
     if info.dtype in ("int4", "int2", "uint4", "uint2"):
         high = min(high, 2)
     note = f"{info.name}: integers in [0, {high})" + (
@@ -141,6 +143,8 @@ def _synth(
     info: TensorInfo, shape: list[int], rng: np.random.Generator, model: Model
 ) -> tuple[np.ndarray, str | None]:
     np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
+    if 0 in shape:  # empty: no values to make (and no arange over a huge other dim)
+        return np.zeros(shape, dtype=object if info.dtype == "string" else np_dtype), None
     if info.dtype == "string":
         return np.full(shape, "ortlab", dtype=object), "string input filled with 'ortlab'"
     if info.dtype == "bool":
@@ -158,42 +162,103 @@ def _elem_type(dtype: str) -> int:
     return int(TensorProto.DataType.Value(dtype.upper()))
 
 
+# Synthesized feeds above this much memory are almost always a mis-set dim, not a wish.
+SYNTH_LIMIT_BYTES = 2 << 30
+
+
+def _synth_limit() -> int:
+    """2 GiB, or half the memory available now if that is less (never OOM-kill the caller)."""
+    import psutil
+
+    return int(min(SYNTH_LIMIT_BYTES, psutil.virtual_memory().available // 2))
+
+
+def _work_bytes(np_dtype: np.dtype[Any], dtype: str) -> int:
+    """Peak bytes per element while synthesizing: the result plus numpy's float64/int64
+    temporaries (two complex128 ones for complex types, a pointer for strings)."""
+    if dtype == "string":
+        return 8
+    if np.issubdtype(np_dtype, np.complexfloating):
+        return np_dtype.itemsize + 48
+    return np_dtype.itemsize + 8
+
+
+def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[Any]:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
+    except (KeyError, TypeError, ValueError) as err:
+        what = "UNDEFINED" if info.dtype == "undefined" else repr(info.dtype)
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} declares element type {what}, which is not "
+            "one ortlab can synthesize. Fix the input's type in the model, or pass "
+            "feeds for it yourself."
+        ) from err
+
+
+def _input_shape(info: TensorInfo, model: Model, choices: dict[str, DimChoice]) -> list[int]:
+    if info.kind != "tensor_type":
+        what = "declares no type" if info.kind == "undefined" else f"is a {info.dtype}"
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} {what}, not a tensor; ortlab synthesizes "
+            "tensors only. Pass feeds for it yourself."
+        )
+    if info.shape is None:
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} has no shape (unknown rank), so ortlab "
+            "cannot synthesize it. Pass feeds for it yourself."
+        )
+    shape: list[int] = []
+    for axis, d in enumerate(info.shape):
+        if isinstance(d, int):
+            if d < 0:
+                raise FeedError(
+                    f"Input {info.name!r} declares a negative dim ({d}) on axis {axis}: the "
+                    "model is malformed. Fix its shape or pass feeds yourself."
+                )
+            shape.append(d)
+        elif isinstance(d, str):
+            shape.append(choices[d].value)
+        else:
+            shape.append(1)
+    return shape
+
+
 def example_inputs(model: Model, dims: Mapping[str, int] | None = None, seed: int = 0) -> Feeds:
     """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name."""
     choices = resolve_dims(model, dims)
     rng = np.random.default_rng(seed)
     arrays: dict[str, Any] = {}
     notes: list[str] = []
+    planned = 0
+    limit: int | None = None
     for info in model.inputs:
-        if info.kind != "tensor_type":
-            raise FeedError(
-                f"Input {info.name!r} of {model.name!r} is a {info.dtype}, not a tensor; ortlab "
-                "synthesizes tensors only. Pass feeds for it yourself."
+        shape = _input_shape(info, model, choices)
+        notes += [
+            f"{info.name}: unnamed dynamic dim on axis {axis} set to 1"
+            for axis, d in enumerate(info.shape or ())
+            if d is None
+        ]
+        np_dtype = _np_dtype_of(info, model)
+        count = int(np.prod(shape, dtype=object)) if shape else 1
+        if int(np.prod([d for d in shape if d] or [1], dtype=object)) >= 1 << 56:
+            raise FeedError(  # numpy refuses such dims even when another dim is 0
+                f"Input {info.name!r} of {model.name!r} would have shape {shape}: no array can "
+                "have dims this large, even an empty one. Fix the model's dims, pass smaller "
+                "dims=, or pass feeds yourself."
             )
-        if info.shape is None:
-            raise FeedError(
-                f"Input {info.name!r} of {model.name!r} has no shape (unknown rank), so ortlab "
-                "cannot synthesize it. Pass feeds for it yourself."
+        planned += count * _work_bytes(np_dtype, info.dtype)
+        limit = limit or _synth_limit()
+        if planned > limit:
+            symbolic = [d for d in info.shape or () if isinstance(d, str)]
+            fix = (
+                f"Pass smaller dims=, e.g. dims={{{symbolic[0]!r}: 1}}, or feeds yourself."
+                if symbolic
+                else "Its dims are fixed in the model: pass feeds yourself."
             )
-        shape: list[int] = []
-        for axis, d in enumerate(info.shape):
-            if isinstance(d, int):
-                if d < 0:
-                    raise FeedError(
-                        f"Input {info.name!r} declares a negative dim ({d}) on axis {axis}: the "
-                        "model is malformed. Fix its shape or pass feeds yourself."
-                    )
-                shape.append(d)
-            elif isinstance(d, str):
-                shape.append(choices[d].value)
-            else:
-                shape.append(1)
-                notes.append(f"{info.name}: unnamed dynamic dim on axis {axis} set to 1")
-        count = int(np.prod(shape)) if shape else 1
-        if count > 1 << 31:
             raise FeedError(
-                f"Input {info.name!r} would have shape {shape} ({count:,} elements): too large to "
-                "synthesize. Pass smaller dims=, e.g. dims={'batch': 1}."
+                f"Input {info.name!r} would have shape {shape} ({count:,} elements of "
+                f"{info.dtype}): too large to synthesize (about {planned / 2**30:,.1f} GiB of "
+                f"memory for all inputs so far; the limit is {limit / 2**30:.1f} GiB). {fix}"
             )
         array, note = _synth(info, shape, rng, model)
         arrays[info.name] = array

@@ -23,6 +23,8 @@ from ortlab import cache
 from ortlab._onnx_util import (
     STANDARD_DOMAINS,
     dtype_name,
+    graph_defects,
+    non_utf8_text,
     tensor_nbytes,
     value_info_kind,
     value_info_shape,
@@ -162,11 +164,18 @@ class Model:
         return example_inputs(self, dims=dims, seed=seed)
 
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
-        """Raise :class:`UnsupportedModelError` if this onnxruntime cannot run the model.
+        """Raise if this onnxruntime cannot run the model: :class:`InvalidModelError` for a
+        malformed graph (duplicate node names, a cycle), :class:`UnsupportedModelError` for one
+        too new or with unknown op domains.
 
         With ``custom_ops_registered`` (the config registers custom-op libraries) unknown op
         domains are left for ORT to resolve.
         """
+        defects = graph_defects(self.proto.graph)
+        if defects:
+            raise InvalidModelError(
+                f"Model {self.name!r} is malformed and ORT would refuse it: " + " ".join(defects)
+            )
         problems = [
             p for p in self.summary.problems if not (custom_ops_registered and "custom domain" in p)
         ]
@@ -203,18 +212,7 @@ def load(
 
 
 def _load_path(path: Path, name: str | None) -> Model:
-    if not path.exists():
-        raise InvalidModelError(
-            f"No model file at {path}: the path does not exist. "
-            "Check the path, or use ortlab.examples.names() for the bundled models."
-        )
-    if path.is_dir():
-        raise InvalidModelError(f"{path} is a folder, not an ONNX file; pass the .onnx file in it.")
-    size = path.stat().st_size
-    if size == 0:
-        raise InvalidModelError(f"{path} is empty (0 bytes): not an ONNX model.")
-    with path.open("rb") as fh:
-        head = fh.read(8)
+    size, head = _read_head(path)
     _reject_other_formats(head, str(path))
     try:
         proto = onnx.load(str(path), load_external_data=False)
@@ -225,6 +223,35 @@ def _load_path(path: Path, name: str | None) -> Model:
     _check_is_model(proto, str(path))
     check_external_data(proto, path.parent)
     return _finish(proto, path, "path", name or path.stem)
+
+
+def _read_head(path: Path) -> tuple[int, bytes]:
+    """The file's size and first bytes, or an InvalidModelError saying why it cannot be read."""
+    try:
+        if "\0" in str(path):  # Path.exists() would just say False
+            raise ValueError("the path contains a NUL byte")
+        exists, is_dir = path.exists(), path.is_dir()
+        size = path.stat().st_size if exists and not is_dir else 0
+        head = b""
+        if exists and not is_dir and size:
+            with path.open("rb") as fh:
+                head = fh.read(8)
+    except (OSError, ValueError) as err:  # permission denied, name too long, NUL in the path
+        reason = getattr(err, "strerror", None) or str(err)
+        raise InvalidModelError(
+            f"Cannot read the model file {str(path)[:300]!r}: {reason}. Check the path and that "
+            "you may read the file."
+        ) from err
+    if not exists:
+        raise InvalidModelError(
+            f"No model file at {path}: the path does not exist. "
+            "Check the path, or use ortlab.examples.names() for the bundled models."
+        )
+    if is_dir:
+        raise InvalidModelError(f"{path} is a folder, not an ONNX file; pass the .onnx file in it.")
+    if size == 0:
+        raise InvalidModelError(f"{path} is empty (0 bytes): not an ONNX model.")
+    return size, head
 
 
 def _load_proto(proto: onnx.ModelProto, name: str | None) -> Model:
@@ -291,6 +318,12 @@ def _check_is_model(proto: onnx.ModelProto, where: str) -> None:
             f"{where} has no opset_import: every ONNX model must declare its opset. "
             "Re-export the model, or set one with onnx.helper.make_opsetid('', 17)."
         )
+    bad_text = non_utf8_text(proto)
+    if bad_text:
+        raise InvalidModelError(
+            f"{where} is damaged: {bad_text} is not valid UTF-8 text, which ONNX requires of "
+            "every name. Re-download or re-export the model."
+        )
 
 
 def _reject_external(proto: onnx.ModelProto, where: str) -> None:
@@ -315,28 +348,12 @@ def check_external_data(proto: onnx.ModelProto, folder: Path) -> int:
             continue
         info = {e.key: e.value for e in tensor.external_data}
         location = info.get("location", "")
-        where = f"tensor {tensor.name!r} refers to external data {location!r}"
-        if not location or Path(location).is_absolute() or location.startswith(("/", "\\")):
-            raise ExternalDataError(
-                f"Refusing to load: {where}, an absolute or empty path. External data must be a "
-                f"relative path inside the model's folder {root}."
-            )
-        target = (root / location).resolve()
-        if not target.is_relative_to(root):
-            raise ExternalDataError(
-                f"Refusing to load: {where}, which resolves to {target}, outside the model's "
-                f"folder {root}. A model must not read files outside its own folder; move the "
-                "data file next to the model and fix its location."
-            )
-        if not target.is_file():
-            raise ExternalDataError(
-                f"Missing external data: {where}, but {target} does not exist. Copy the data "
-                "file(s) that came with the model into the same folder as the .onnx file."
-            )
+        where = f"tensor {tensor.name!r} refers to external data {location[:300]!r}"
+        target = _external_target(root, location, where)
         if target not in sizes:
             sizes[target] = target.stat().st_size
-        offset = int(info.get("offset", 0) or 0)
-        length = int(info.get("length", 0) or 0) or tensor_nbytes(tensor)
+        offset = _external_int(info, "offset", where)
+        length = _external_int(info, "length", where) or tensor_nbytes(tensor)
         if offset + length > sizes[target]:
             raise ExternalDataError(
                 f"Truncated external data: {where}, bytes {offset}..{offset + length}, but "
@@ -344,6 +361,56 @@ def check_external_data(proto: onnx.ModelProto, folder: Path) -> int:
             )
         total += length
     return total
+
+
+def _external_target(root: Path, location: str, where: str) -> Path:
+    """The data file of one reference: inside ``root``, existing, a regular file."""
+    if not location or Path(location).is_absolute() or location.startswith(("/", "\\")):
+        raise ExternalDataError(
+            f"Refusing to load: {where}, an absolute or empty path. External data must be a "
+            f"relative path inside the model's folder {root}."
+        )
+    try:
+        if "\0" in location:
+            raise ValueError("the path contains a NUL byte")
+        target = (root / location).resolve()
+        inside = target.is_relative_to(root)
+        is_file, is_dir = (target.is_file(), target.is_dir()) if inside else (False, False)
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: a symlink loop (<3.13)
+        reason = getattr(err, "strerror", None) or str(err)
+        raise ExternalDataError(
+            f"Unusable external data path: {where}: {reason}. The model file is damaged or was "
+            "edited by hand; re-export it, or put the data file next to the model under a "
+            "plain relative name."
+        ) from err
+    if not inside:
+        raise ExternalDataError(
+            f"Refusing to load: {where}, which resolves to {target}, outside the model's "
+            f"folder {root}. A model must not read files outside its own folder; move the "
+            "data file next to the model and fix its location."
+        )
+    if is_dir:
+        raise ExternalDataError(
+            f"Unusable external data: {where}, but {target} is a folder, not a data file. "
+            "Point the location at the data file that came with the model."
+        )
+    if not is_file:
+        raise ExternalDataError(
+            f"Missing external data: {where}, but {target} does not exist. Copy the data "
+            "file(s) that came with the model into the same folder as the .onnx file."
+        )
+    return target
+
+
+def _external_int(info: Mapping[str, str], key: str, where: str) -> int:
+    text = info.get(key, "") or "0"
+    if not (text.isascii() and text.isdigit()):  # negative, a word, a float, "²": damaged
+        raise ExternalDataError(
+            f"Corrupt external data reference: {where} with {key}={text[:40]!r}, which is not "
+            "a byte count (an integer >= 0). The model file is damaged or was edited by hand; "
+            "re-export it."
+        )
+    return int(text)
 
 
 def _finish(proto: onnx.ModelProto, path: Path, source: str, name: str) -> Model:
@@ -410,7 +477,7 @@ def _problems(proto: onnx.ModelProto) -> list[str]:
     from ortlab.runtime import limits
 
     lim = limits()
-    out: list[str] = []
+    out = graph_defects(proto.graph)
     if proto.ir_version > lim.max_ir_version:
         out.append(
             f"IR version {proto.ir_version} is newer than this onnxruntime {lim.ort_version} "
@@ -421,18 +488,24 @@ def _problems(proto: onnx.ModelProto) -> list[str]:
     for op in proto.opset_import:
         domain = op.domain or ""
         if domain in lim.max_opset and op.version > lim.max_opset[domain]:
-            label = "ai.onnx" if domain in ("", "ai.onnx") else domain
+            top = lim.max_opset[domain]
+            default = domain in ("", "ai.onnx")
+            fix = (  # the converter handles the ai.onnx domain only
+                f"convert the model with onnx.version_converter.convert_version(model, {top})"
+                if default
+                else f"import {domain} at opset {top} if the model's ops allow it"
+            )
             out.append(
-                f"{label} opset {op.version} is newer than this onnxruntime {lim.ort_version} "
-                f"supports (max {lim.max_opset[domain]}); upgrade onnxruntime or convert the "
-                "model with onnx.version_converter.convert_version(model, "
-                f"{lim.max_opset[domain]})."
+                f"{'ai.onnx' if default else domain} opset {op.version} is newer than this "
+                f"onnxruntime {lim.ort_version} supports (max {top}); upgrade onnxruntime or "
+                f"{fix}."
             )
     used = {n.domain for n, _ in walk_nodes(proto.graph)}
     for domain in sorted(used - STANDARD_DOMAINS - local_functions - set(lim.max_opset)):
         example = next(n for n, _ in walk_nodes(proto.graph) if n.domain == domain)
         out.append(
-            f"Node {example.name!r} uses op {example.op_type!r} from custom domain '{domain}', "
+            f"{f'Node {example.name!r}' if example.name else 'An unnamed node'} uses op "
+            f"{example.op_type!r} from custom domain '{domain}', "
             "which this onnxruntime does not know. Register the custom-op library that "
             "implements it: SessionConfig(custom_op_libraries=['libmyops.so'])."
         )

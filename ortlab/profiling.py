@@ -12,6 +12,7 @@ them for *shares* and per-node comparisons; take latency from :func:`ortlab.benc
 
 from __future__ import annotations
 
+import codecs
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,13 +87,15 @@ def _types(raw: msgspec.Raw) -> list[tuple[str, list[int]]]:
     """``[{"float": [1, 3]}, …]`` -> ``[("float", [1, 3]), …]`` (tolerant of odd values)."""
     try:
         value = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):  # skipped Raw bytes are not UTF-8-checked
         return []
     out: list[tuple[str, list[int]]] = []
     for item in value if isinstance(value, list) else []:
         if isinstance(item, dict):
             for dtype, dims in item.items():
-                ok = isinstance(dims, list) and all(isinstance(x, int) for x in dims)
+                ok = isinstance(dims, list) and all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in dims
+                )
                 out.append((str(dtype), list(dims) if ok else []))
     return out
 
@@ -103,11 +106,32 @@ def types_text(types: list[tuple[str, list[int]]]) -> str:
 
 def parse_profile(data: bytes | str, skip_runs: int = 0) -> ProfileData:
     """Parse an ORT trace; drop the first ``skip_runs`` ``model_run``s (warm-up)."""
-    raw = data.encode() if isinstance(data, str) else data
+    if skip_runs < 0:
+        raise ValueError(f"skip_runs must be >= 0 (the warm-up runs to drop), not {skip_runs}.")
+    try:
+        raw = data.encode() if isinstance(data, str) else data
+    except UnicodeEncodeError as err:  # a lone surrogate: no JSON file holds one
+        raise ProfileParseError(
+            f"Not an ORT profile: the text holds a character UTF-8 cannot encode ({err.reason} "
+            f"at {err.start}). Pass the file's bytes, or use ortlab.parse_profile_file(path)."
+        ) from err
+    if raw.startswith(codecs.BOM_UTF8):  # a trace re-saved by an editor: still UTF-8 JSON
+        raw = raw[len(codecs.BOM_UTF8) :]
     if not raw or raw.isspace():  # isspace stops at the first byte: no copy of a big trace
         raise ProfileParseError("The profile is empty: ORT writes it only on end_profiling().")
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ProfileParseError(
+            "The profile is UTF-16 text (re-saved by Windows PowerShell or an editor?); ORT "
+            "writes UTF-8 JSON. Parse the file ORT wrote, or re-save this one as UTF-8."
+        )
     try:
         decoded = _DECODER.decode(raw)
+    except UnicodeDecodeError as err:
+        raise ProfileParseError(
+            f"Not an ORT profile: a string in it is not valid UTF-8 ({err.reason}; "
+            f"{len(raw):,} bytes). ORT writes profiles as UTF-8 JSON: is this a binary file, or "
+            "a trace re-saved in another encoding?"
+        ) from err
     except msgspec.DecodeError as err:
         text = str(err)
         if "truncated" in text.lower():
@@ -126,7 +150,7 @@ def parse_profile(data: bytes | str, skip_runs: int = 0) -> ProfileData:
 def _node_args(raw: msgspec.Raw) -> _Args:
     try:
         return _ARGS.decode(raw) or _Args()
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         return _Args()
 
 
@@ -194,7 +218,7 @@ def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> n
     if len(ordered):
         lo_v = ordered[np.minimum(lo, len(ordered) - 1)]
         hi_v = ordered[np.minimum(hi, len(ordered) - 1)]
-        out[safe] = ((lo_v + hi_v) / 2)[safe]
+        out[safe] = (lo_v / 2 + hi_v / 2)[safe]  # halves first: no overflow near float max
     return out
 
 
@@ -275,7 +299,9 @@ class ProfileResult(Result):
             list(zip(d.op_type, d.provider, strict=True)) if len(keys) == 2 else list(d.provider)
         )
         group_index: dict[Any, int] = {}
-        node_group = np.array([group_index.setdefault(x, len(group_index)) for x in labels])
+        node_group = np.array(  # int64 even when empty: a trace without node events
+            [group_index.setdefault(x, len(group_index)) for x in labels], dtype=np.int64
+        )
         groups = len(group_index)
         ev_group = node_group[ids] if len(ids) else np.zeros(0, dtype=np.int64)
         n_runs = max(int(runs.max()) + 1 if len(runs) else 1, 1)
@@ -285,7 +311,11 @@ class ProfileResult(Result):
         nodes = np.bincount(
             node_group[np.bincount(ids, minlength=len(d.node)) > 0], minlength=groups
         )
-        keys_cols = list(zip(*group_index, strict=True)) if len(keys) == 2 else [list(group_index)]
+        keys_cols = (
+            [[k[0] for k in group_index], [k[1] for k in group_index]]
+            if len(keys) == 2
+            else [list(group_index)]
+        )
         out = pd.DataFrame(dict(zip(keys, keys_cols, strict=True)))
         out["nodes"] = nodes
         out["calls"] = calls
