@@ -29,6 +29,9 @@ __all__ = ["cache_dir", "clear", "max_bytes", "prune", "size_bytes", "subdir", "
 DEFAULT_MAX_BYTES = 5 * 1024**3
 RECENT_S = 3600.0
 """Entries used more recently than this are never evicted."""
+PRUNE_EVERY_S = 60.0
+"""Walking a large cache costs time: check the bound at most this often per process."""
+_last_prune = -PRUNE_EVERY_S
 
 
 def cache_dir() -> Path:
@@ -51,7 +54,9 @@ def cache_dir() -> Path:
 
 def subdir(name: str) -> Path:
     """A folder of the cache; handing one out for new files first keeps the cache in bounds."""
-    if name != "tmp":
+    global _last_prune  # noqa: PLW0603 - one rate limit per process
+    if name != "tmp" and time.monotonic() - _last_prune > PRUNE_EVERY_S:
+        _last_prune = time.monotonic()
         prune()
     path = cache_dir() / name
     path.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig
     if isinstance(config, SessionConfig):
         return config
     if isinstance(config, Mapping):
-        return SessionConfig(**config)
+        return SessionConfig.from_json(config)  # names unknown fields instead of a TypeError
     raise SessionConfigError(
         f"config must be an ortlab.SessionConfig or a dict of its fields, not "
         f"{type(config).__name__}."

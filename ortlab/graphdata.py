@@ -19,7 +19,7 @@ from typing import Any
 import onnx
 from onnx import numpy_helper
 
-from ortlab._onnx_util import dtype_name, value_info_shape
+from ortlab._onnx_util import dtype_name, value_info_shape, walk_nodes
 from ortlab._result import Result
 from ortlab.graphmap import graph_nodes
 
@@ -297,7 +297,7 @@ def graph_data(
         t = profile.by_node()
         runs = max(profile.runs, 1)
         prof_time = {r.node: (r.provider, r.total_us / runs) for r in t.itertuples()}
-        _warn_unmatched(set(prof_time), {n.name for n in graph.node})
+        _warn_unmatched(set(prof_time), {n.name for n, _ in walk_nodes(graph)})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
     nodes = []
     for i, (op, raw) in enumerate(zip(graph_nodes(graph), graph.node, strict=True)):

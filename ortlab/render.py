@@ -274,7 +274,7 @@ def profile_html(p: ProfileResult, top: int = 15) -> str:
         + table_html(*_op_rows(p))
         + table_html(*_profile_rows(p, top))
         + (_report_html(p.report) if p.report else "")
-        + f"<div><i>{esc(p.notes[0], 500)}</i></div>"
+        + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
     )
 
 

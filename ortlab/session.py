@@ -23,6 +23,7 @@ from ortlab.errors import (
     ExternalDataError,
     ProviderFallbackError,
     ProviderFallbackWarning,
+    SessionConfigError,
     SessionCreationError,
     UnsupportedModelError,
 )
@@ -249,7 +250,14 @@ def session_options(
     for key, text in entries.items():
         so.add_session_config_entry(key, text)
     for lib in config.custom_op_libraries:
-        so.register_custom_ops_library(lib)
+        try:
+            so.register_custom_ops_library(lib)
+        except Exception as err:  # ORT's own Fail: the library is missing or not loadable
+            raise SessionConfigError(
+                f"Custom-op library {lib!r} could not be registered: {clean_ort_message(str(err))}"
+                ". Check the path (absolute, built for this onnxruntime version and platform) or "
+                "drop it from custom_op_libraries."
+            ) from err
     if profile_prefix:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix

@@ -448,13 +448,6 @@ def test_control_flow_goes_through_every_verb(make: Callable[[], onnx.ModelProto
     assert [n.op_type for n in view.nodes] == [n.op_type for n in make().graph.node]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OrtlabWarning,
-    reason="graphdata._warn_unmatched says the If/Loop/Scan body nodes in a profile were fused "
-    "or renamed by ORT: it should compare with every node, subgraphs included (walk_nodes); "
-    "fix belongs in ortlab/graphdata.py",
-)
 @pytest.mark.parametrize("make", [models.with_if, _loop, _scan], ids=["if", "loop", "scan"])
 def test_graph_view_of_a_control_flow_profile(make: Callable[[], onnx.ModelProto]) -> None:
     model = ortlab.load(make())
@@ -527,12 +520,6 @@ def test_profile_without_node_events() -> None:
     assert "m" in result.to_text() and "<table" in result._repr_html_()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="render.profile_html reads p.notes[0]; a ProfileResult built from parse_profile_file "
-    "has no notes by default (fix belongs in ortlab/render.py)",
-)
 def test_profile_result_without_notes_renders() -> None:
     result = ortlab.ProfileResult(model="m", config={}, data=ortlab.parse_profile_file(GOLDEN))
     assert "<table" in result._repr_html_()
@@ -606,22 +593,11 @@ def test_unknown_config_key_in_json() -> None:
         ortlab.SessionConfig.from_json('{"bogus": 1}')
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="engine.as_config calls SessionConfig(**dict): an unknown key is a bare TypeError "
-    "(fix belongs in ortlab/engine.py or ortlab/config.py)",
-)
 def test_unknown_config_key_in_dict() -> None:
     with pytest.raises(SessionConfigError, match="Unknown SessionConfig fields"):
         _run(models.add(), config={"bogus": 1})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session.session_options registers the library outside build_session's try: ORT's "
-    "own Fail exception escapes (fix belongs in ortlab/session.py)",
-)
 def test_missing_custom_op_library() -> None:
     with pytest.raises(SessionConfigError, match="libnope.so"):
         _run(models.custom_domain(), config={"custom_op_libraries": ["/nonexistent/libnope.so"]})

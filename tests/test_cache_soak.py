@@ -43,6 +43,7 @@ def test_prune_evicts_least_recently_used_and_keeps_recent_and_tmp() -> None:
 def test_the_bound_is_applied_when_the_cache_grows(monkeypatch: pytest.MonkeyPatch) -> None:
     _entry(cache.cache_dir() / "variants", "stale.onnx", 10_000, 86400)
     monkeypatch.setenv("ORTLAB_CACHE_MAX_BYTES", "5000")
+    monkeypatch.setattr(cache, "_last_prune", -cache.PRUNE_EVERY_S)  # due now
     cache.subdir("variants")
     assert not (cache.cache_dir() / "variants" / "stale.onnx").exists()
     monkeypatch.setenv("ORTLAB_CACHE_MAX_BYTES", "5GB")
