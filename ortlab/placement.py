@@ -228,6 +228,14 @@ def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int
     return time, dict(zip(data.node, data.provider, strict=True)), runs
 
 
+def _top_level_us(data: ProfileData) -> float:
+    """Node time per run outside control-flow bodies (a Loop's time already includes them)."""
+    from ortlab.profiling import nested_events
+
+    dur = np.asarray(data.ev_dur_us, dtype=np.float64)
+    return float(dur[~nested_events(data)].sum()) / max(len(data.run_us), 1)
+
+
 def _partitions(
     final: list[OpNode], provider: dict[str, str], compiled: set[str]
 ) -> dict[str, int]:
@@ -286,7 +294,7 @@ def join_placement(
         compiled=compiled,
         mapping=mapping,
         time=time,
-        total=sum(time.values()) or 1.0,
+        total=_top_level_us(data) or sum(time.values()) or 1.0,
         graph_outputs=set(graph_outputs),
         graph_inputs=set(graph_inputs),
     )

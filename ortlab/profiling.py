@@ -206,6 +206,28 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
     )
 
 
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def nested_events(d: ProfileData) -> np.ndarray:
+    """Per event: True when it ran inside a control-flow node's event (an If/Loop/Scan body
+    node) of the same run. The If/Loop/Scan event's own time already includes them, so shares
+    are taken over the other (top-level) events only."""
+    ids = np.asarray(d.ev_node, dtype=np.int64)
+    nested = np.zeros(len(ids), dtype=bool)
+    flow = [i for i, op in enumerate(d.op_type) if op in CONTROL_FLOW]
+    if not flow or not len(ids):
+        return nested
+    run = np.asarray(d.ev_run, dtype=np.int64)
+    start = np.asarray(d.ev_start_us, dtype=np.float64)
+    end = start + np.asarray(d.ev_dur_us, dtype=np.float64)
+    for k in np.nonzero(np.isin(ids, flow))[0]:
+        inside = (run == run[k]) & (start >= start[k]) & (end <= end[k])
+        inside[k] = False
+        nested |= inside
+    return nested
+
+
 def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Median of ``values`` per group id (groups without values get NaN), vectorised."""
     order = np.lexsort((values, ids))
@@ -261,9 +283,16 @@ class ProfileResult(Result):
             np.asarray(d.ev_dur_us, dtype=np.float64),
         )
 
+    @functools.cached_property
+    def _top_level_us(self) -> float:
+        """Node time not nested in a control-flow node's event: the denominator of shares."""
+        dur = self._arrays[3]
+        return float(dur[~nested_events(self.data)].sum()) or 1.0
+
     def by_node(self) -> Any:
         """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us,
-        share (of all node time), input_shapes, output_shapes; slowest first."""
+        share (of top-level node time: an If/Loop/Scan's share includes its body's nodes, which
+        are listed too), input_shapes, output_shapes; slowest first."""
         import pandas as pd
 
         d = self.data
@@ -282,7 +311,7 @@ class ProfileResult(Result):
                 "median_us": median,
                 "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
                 "total_us": total,
-                "share": total / (float(total.sum()) or 1.0),
+                "share": total / self._top_level_us,
                 "input_shapes": [types_text(t) for t in d.input_types],
                 "output_shapes": [types_text(t) for t in d.output_types],
             }
@@ -321,7 +350,7 @@ class ProfileResult(Result):
         out["calls"] = calls
         out["total_us"] = total
         out["median_per_run_us"] = np.median(per_run.reshape(groups, n_runs), axis=1)
-        out["share"] = total / (float(total.sum()) or 1.0)
+        out["share"] = total / self._top_level_us
         out = out[out["calls"] > 0]
         return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 

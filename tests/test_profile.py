@@ -186,3 +186,20 @@ def test_profile_bert_tiny_extended(bert_tiny: ortlab.Model) -> None:
     ops = set(p.data.op_type)
     assert "LayerNormalization" in ops, "ORT fuses the LayerNorm pattern"
     assert any("Gelu" in o for o in ops), "and the Gelu pattern at extended"
+
+
+def test_control_flow_bodies_are_not_counted_twice_in_shares() -> None:
+    """A Loop's event already spans its body's node events: shares are taken over top-level
+    time, so they sum to 1 without the body, and the Loop's share covers its body's."""
+    from ortlab.profiling import nested_events
+    from tests.test_bad_inputs import _loop
+
+    p = ortlab.profile(ortlab.load(_loop()), {"level": "disabled"}, runs=3, warmup=1,
+                       progress=False)  # fmt: skip
+    t = p.by_node().set_index("node")
+    body = [n for n in t.index if n.startswith("body_")]
+    assert body, t.index.tolist()  # ORT profiles the body's nodes too
+    assert nested_events(p.data).sum() >= len(body) * p.runs
+    top = t.drop(index=body)
+    assert top["share"].sum() == pytest.approx(1.0)
+    assert t.loc["loop", "share"] >= t.loc[body, "share"].sum()
