@@ -84,8 +84,14 @@ _edit = st.tuples(
 @st.composite
 def mutated_model(draw: st.DrawFn) -> bytes:
     """A seed model's bytes after 1-4 byte flips, overwrites, truncations, insertions, deletions."""
-    data = bytearray(draw(st.sampled_from([*SEEDS, EXTERNAL_SEED])))
-    for op, where, blob in draw(st.lists(_edit, min_size=1, max_size=4)):
+    data = draw(st.sampled_from([*SEEDS, EXTERNAL_SEED]))
+    return _apply(data, draw(st.lists(_edit, min_size=1, max_size=4)))
+
+
+def _apply(raw: bytes, edits: list[tuple[str, int, bytes]]) -> bytes:
+    """Byte flips, overwrites, truncations, insertions and deletions, in order."""
+    data = bytearray(raw)
+    for op, where, blob in edits:
         pos = where % (len(data) + 1)
         if op == "flip" and data:
             data[pos % len(data)] ^= 1 << (blob[0] % 8)
@@ -397,19 +403,8 @@ def profile_text(draw: st.DrawFn) -> bytes:
         event = st.one_of(_ort_event, _any_event) if hostile else _ort_event
         events = draw(st.lists(event, max_size=30))
     doc = {"traceEvents": events} if source == "wrapped" else events
-    data = bytearray(json.dumps(doc).encode())
     edits = draw(st.lists(_edit, min_size=1, max_size=3)) if hostile else []
-    for op, where, blob in edits:
-        pos = where % (len(data) + 1)
-        if op in ("flip", "set") and data:
-            data[pos % len(data)] = blob[0]
-        elif op == "truncate":
-            del data[pos:]
-        elif op == "insert":
-            data[pos:pos] = blob
-        else:
-            del data[pos : pos + len(blob)]
-    return bytes(data)
+    return _apply(json.dumps(doc).encode(), edits)
 
 
 def _check_profile(data: ProfileData) -> None:
