@@ -65,6 +65,13 @@ def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Pa
             timeout=180_000,
         )
         wait_idle(page)
+        # the charts were redrawn for the new run: the latency chart names its config
+        page.locator(".ortlab-lab .lm-TabBar-tab", has_text="Benchmark").click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot .gtitle')].some("
+            "t => t.textContent.includes('cpu · disabled'))",
+            timeout=60_000,
+        )
         page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputPrompt").click()
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
         out = page.locator(".jp-OutputArea-output", has_text="RUNS=")
