@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,16 @@ __all__ = ["BenchmarkResult", "ConfigComparison", "benchmark", "compare_configs"
 
 
 def environment() -> dict[str, str]:
-    """ortlab/ORT/Python versions and the CPU, for results that travel."""
+    """ortlab/ORT/Python versions and the CPU, for results that travel (a copy: callers may
+    add to it)."""
+    return dict(_environment())
+
+
+@functools.cache
+def _environment() -> dict[str, str]:
+    """Read once per process: every benchmark result carries it, and the Lab makes many."""
+    import os
+
     import onnxruntime as ort
 
     from ortlab import __version__
@@ -34,8 +44,6 @@ def environment() -> dict[str, str]:
                     break
     except OSError:
         pass
-    import os
-
     return {
         "ortlab": __version__,
         "onnxruntime": str(ort.__version__),

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,32 +17,11 @@ import numpy as np
 from ortlab._result import Result
 from ortlab.config import SessionConfig
 from ortlab.model import Model, load
+from ortlab.quantization import QUANTIZED_OPS
+from ortlab.runtime import cpu_flags
 from ortlab.stats import Verdict, against_first, latency_stats
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
-
-QUANT_KERNELS = frozenset(
-    {
-        "QLinearConv",
-        "QLinearMatMul",
-        "QGemm",
-        "QLinearAdd",
-        "QLinearMul",
-        "QLinearConcat",
-        "QLinearGlobalAveragePool",
-        "QLinearAveragePool",
-        "QLinearSigmoid",
-        "QLinearLeakyRelu",
-        "MatMulInteger",
-        "ConvInteger",
-        "DynamicQuantizeMatMul",
-        "DynamicQuantizeLinear",
-        "MatMulIntegerToFloat",
-        "QAttention",
-        "QuantizeLinear",
-        "DequantizeLinear",
-    }
-)
 
 
 def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -180,32 +158,6 @@ class CompareResult(Result):
         return str(compare_html(self))
 
 
-def _cpu_flags() -> list[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return []
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.split(":", 1)[1].split())
-            break
-    return sorted(
-        flags
-        & {
-            "avx2",
-            "avx512f",
-            "avx512_vnni",
-            "avx_vnni",
-            "amx_int8",
-            "amx_bf16",
-            "avx512_bf16",
-            "avx512_fp16",
-            "f16c",
-        }
-    )
-
-
 def compare(
     model: Any,
     variants: Sequence[Any],
@@ -292,7 +244,7 @@ def compare(
                 synthetic=evald.synthetic,
             )
         )
-    flags = _cpu_flags()
+    flags = cpu_flags()
     return CompareResult(
         model=base.name,
         config=cfg.to_dict(),
@@ -340,7 +292,7 @@ def _row(
         verdict=text,
         errors=errors,
         kernels=dict(kernels.most_common()),
-        quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANT_KERNELS},
+        quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANTIZED_OPS},
         steps=list(info.steps) if info else [],
         synthetic=synthetic,
     )
@@ -387,7 +339,7 @@ def _signals(
         moved = {
             data.provider[i]
             for i in set(data.ev_node)
-            if data.op_type[i] in QUANT_KERNELS and data.provider[i] != first
+            if data.op_type[i] in QUANTIZED_OPS and data.provider[i] != first
         }
         if first and moved and first != "CPUExecutionProvider":
             out.append(

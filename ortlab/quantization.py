@@ -24,7 +24,13 @@ from ortlab.model import Model, load
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
 
 QUANTIZED_OPS = frozenset(
-    {
+    {  # in a model: already quantized; among executed kernels: int8 work that ran
+        "QLinearMul",
+        "QLinearConcat",
+        "QLinearGlobalAveragePool",
+        "QLinearAveragePool",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
         "QuantizeLinear",
         "DequantizeLinear",
         "QLinearConv",

@@ -88,15 +88,14 @@ def _environment_rows() -> list[list[str]]:
     import onnxruntime as ort
 
     from ortlab.benchmark import environment
-    from ortlab.compare import _cpu_flags
-    from ortlab.runtime import devices
+    from ortlab.runtime import cpu_flags, devices
 
     env = environment()
     rows = [[k, v] for k, v in env.items()]
     rows.append(["available EPs", ", ".join(ort.get_available_providers())])
     rows.append(["devices", "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}"
                                       for d in devices()) or "—"])  # fmt: skip
-    rows.append(["CPU flags", ", ".join(_cpu_flags()) or "—"])
+    rows.append(["CPU flags", ", ".join(cpu_flags()) or "—"])
     return rows
 
 

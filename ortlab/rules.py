@@ -14,21 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.config import SessionConfig
+from ortlab.profiling import CONTROL_FLOW
 from ortlab.session import SessionReport
 
 __all__ = ["RULES", "Facts", "Finding", "Measured", "run_rules"]
 
-GPU_EPS = frozenset(
-    {
-        "CUDAExecutionProvider",
-        "TensorrtExecutionProvider",
-        "NvTensorRTRTXExecutionProvider",
-        "DmlExecutionProvider",
-        "ROCMExecutionProvider",
-        "MIGraphXExecutionProvider",
-        "WebGpuExecutionProvider",
-    }
-)
 FUSED_TRANSFORMER_OPS = frozenset(
     {
         "Attention",
@@ -40,7 +30,6 @@ FUSED_TRANSFORMER_OPS = frozenset(
         "FastGelu",
     }
 )
-CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 SMALL_MODEL_MS = 2.0
 """Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
 
@@ -79,9 +68,6 @@ class Measured:
     @property
     def slower(self) -> bool:
         return self.significant and self.ratio > 1
-
-    def gain_text(self) -> str:
-        return self.verdict
 
 
 @dataclass(frozen=True)
@@ -236,13 +222,13 @@ def optimization_level(f: Facts) -> list[Finding]:
     ]
 
 
-def _attention_shaped(ops: dict[str, int]) -> bool:
+def attention_shaped(ops: dict[str, int]) -> bool:
     return ops.get("Softmax", 0) >= 1 and ops.get("MatMul", 0) >= 4
 
 
 def unfused_transformer(f: Facts) -> list[Finding]:
     ops = f.op_counts
-    if not _attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops):
+    if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops):
         return []
     m = f.measured.get("variant:transformers")
     fused = ", ".join(f"{n} {k}" for k, n in f.transformer_fused.items() if n) or "nothing"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
 
-__all__ = ["Device", "RuntimeLimits", "devices", "limits", "ort_version"]
+__all__ = ["Device", "RuntimeLimits", "cpu_flags", "devices", "limits", "ort_version"]
 
 
 def ort_version() -> str:
@@ -108,3 +109,31 @@ def devices() -> list[Device]:
             )
         )
     return out
+
+
+@functools.cache
+def cpu_flags() -> list[str]:
+    """The CPU features that decide int8/fp16/bf16 speed (from /proc/cpuinfo; [] elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    return sorted(
+        flags
+        & {
+            "avx2",
+            "avx512f",
+            "avx512_vnni",
+            "avx_vnni",
+            "amx_int8",
+            "amx_bf16",
+            "avx512_bf16",
+            "avx512_fp16",
+            "f16c",
+        }
+    )

@@ -160,7 +160,7 @@ class Search:
         from ortlab.model import without_initializer_inputs
         from ortlab.quantization import QuantConfig
         from ortlab.quantization import quantize as make_quantized
-        from ortlab.rules import FUSED_TRANSFORMER_OPS, _attention_shaped
+        from ortlab.rules import FUSED_TRANSFORMER_OPS, attention_shaped
         from ortlab.transformer_opt import transformer_optimize
 
         m, out = self.m, []
@@ -184,7 +184,7 @@ class Search:
                 ),
             )
         ops = facts.op_counts
-        if transformers and _attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
+        if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
 
             def optimized() -> tuple[str, Model, list[str]]:
                 r = transformer_optimize(m, progress=False, timeout=self.timeout)
@@ -438,8 +438,9 @@ class Search:
 
     def explain_slow(self, items: list[Item], facts: Facts) -> None:
         """Profile each slower model variant so the rules can say why it is slower."""
-        from ortlab.compare import _cpu_flags, _row, _signals
+        from ortlab.compare import _row, _signals
         from ortlab.profiling import profile
+        from ortlab.runtime import cpu_flags
         from ortlab.stats import Verdict
 
         slow = [
@@ -447,7 +448,7 @@ class Search:
             for key, mm, c, _ in items
             if key.startswith("variant:") and facts.measured[key].slower
         ]
-        flags = _cpu_flags()
+        flags = cpu_flags()
         base_lat = self.latencies["baseline"]
         for key, mm, c in slow:
             prof = profile(

@@ -274,6 +274,15 @@ COMPILING_EPS = frozenset(
 )
 
 
+def _side_weights(data_file: str) -> dict[str, str]:
+    """Session entries that write a saved optimized model's weights to ``data_file`` next to
+    it, so the model itself stays small and quick to read back."""
+    return {
+        "session.optimized_model_external_initializers_file_name": data_file,
+        "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+    }
+
+
 def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str]]]:
     import onnx
 
@@ -305,11 +314,8 @@ def placement(
     compiled = any(p in COMPILING_EPS for p in requested) or config.providers == "auto"
     with cache.temp_dir("placement-") as folder:
         entries = {"session.record_ep_graph_assignment_info": "1"}
-        if not compiled:  # weights to a side file: final.onnx stays small and quick to read
-            entries.update({
-                "session.optimized_model_external_initializers_file_name": "final.onnx.data",
-                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
-            })  # fmt: skip
+        if not compiled:
+            entries.update(_side_weights("final.onnx.data"))
         if compiled:
             entries.update(
                 {
@@ -386,10 +392,7 @@ def optimize_levels(
             model_name=model_name,
             log_severity=1,
             optimized_model_path=str(target),
-            extra_entries={
-                "session.optimized_model_external_initializers_file_name": f"{level}.onnx.data",
-                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
-            },
+            extra_entries=_side_weights(f"{level}.onnx.data"),
         )
         out[level] = {"path": str(target), "report": report, "final": _graph_tuples(target)}
         progress(i + 1, len(levels))

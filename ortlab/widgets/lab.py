@@ -233,11 +233,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         capture does not work (the thread has no parent message): write the Output widget's
         outputs directly, which is thread-safe."""
         self.shown[pane] = list(items)
-        out = self.panes[pane]
-        out.outputs = tuple(
-            {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}}
-            for item in items
-        )
+        _set_outputs(self.panes[pane], items)
 
     # ------------------------------------------------------------------ runs
 
@@ -288,8 +284,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _variant_model(self) -> Any:
         name = self.variant.value
         base = self.model
-        if self.transformers.value:
-            base = ortlab.load(ortlab.transformer_optimize(base).path)
+        if self.transformers.value:  # built once: the optimizer runs in the worker
+            if "transformers" not in self._variants:
+                self.progress.description = "transformers optimizer"
+                opt = ortlab.transformer_optimize(base)
+                self._variants["transformers"] = ortlab.load(opt.path)
+            base = self._variants["transformers"]
         key = f"{name}|{self.transformers.value}"
         if name == "none":
             return base
@@ -399,9 +399,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             return
         table = self.history.compare(a, b)
         self.shown["History comparison"] = [table]
-        self.comparison_out.outputs = (
-            {"output_type": "display_data", "data": mime_bundle(table), "metadata": {}},
-        )
+        _set_outputs(self.comparison_out, [table])
 
     def _optimization(self) -> None:
         opt = ortlab.optimization_diff(
@@ -479,6 +477,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         code = cfg.snippet(str(self.model.path))
         title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
         self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+
+
+def _set_outputs(out: w.Output, items: Any) -> None:
+    """Replace an Output widget's content (thread-safe: no ``with out:`` capture)."""
+    out.outputs = tuple(
+        {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}} for item in items
+    )
 
 
 def mime_bundle(item: Any) -> dict[str, Any]:

@@ -16,6 +16,16 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow]
 TOUR = Path(__file__).resolve().parents[2] / "notebooks" / "00_tour.ipynb"
 
 
+def _wait_for_row(page: Any, label: str) -> None:
+    """Until a table in the Lab (the History tab) shows a run labelled ``label``."""
+    page.wait_for_function(
+        "label => [...document.querySelectorAll('.ortlab-lab table')].some("
+        "t => t.innerText.includes(label))",
+        arg=label,
+        timeout=180_000,
+    )
+
+
 def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -51,19 +61,11 @@ def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Pa
         lab.wait_for(timeout=120_000)
         # the first run lands: History (tabs render when shown) has run 1
         page.locator(".ortlab-lab .lm-TabBar-tab", has_text="History").click()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
-            "t => t.innerText.includes('cpu · all'))",
-            timeout=180_000,
-        )
+        _wait_for_row(page, "cpu · all")
         page.screenshot(path=str(artifacts / "lab_first_run.png"))
         page.locator(".ortlab-level select").select_option("disabled")
         # wait for the second run: the progress bar returns to idle after a benchmark
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
-            "t => t.innerText.includes('cpu · disabled'))",
-            timeout=180_000,
-        )
+        _wait_for_row(page, "cpu · disabled")
         wait_idle(page)
         # the charts were redrawn for the new run: the latency chart names its config
         page.locator(".ortlab-lab .lm-TabBar-tab", has_text="Benchmark").click()
@@ -121,19 +123,11 @@ def test_lab_switches_execution_provider_in_the_page(
         run_all(page)
         page.locator(".ortlab-lab").wait_for(timeout=120_000)
         page.locator(".ortlab-lab .lm-TabBar-tab", has_text="History").click()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
-            "t => t.innerText.includes('cpu · all'))",
-            timeout=180_000,
-        )
+        _wait_for_row(page, "cpu · all")
         box = page.locator(".ortlab-lab .widget-checkbox", has_text="openvino")
         assert box.locator("input").is_enabled(), "OpenVINO loads in this kernel"
         box.locator("input").check()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.ortlab-lab table')].some("
-            "t => t.innerText.includes('openvino+cpu · all'))",
-            timeout=180_000,
-        )
+        _wait_for_row(page, "openvino+cpu · all")
         wait_idle(page)
         page.locator(".ortlab-lab .lm-TabBar-tab", has_text="Placement").click()
         page.screenshot(path=str(artifacts / "lab_openvino_placement.png"))
