@@ -35,21 +35,39 @@ class OpNode:
     domain: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    parent: str = ""
+    """For a node inside an If/Loop/Scan body: ``<control-flow node>/<attribute>``; else ''."""
 
 
-def graph_nodes(graph: onnx.GraphProto) -> list[OpNode]:
-    """The main graph's nodes; unnamed nodes get a stable ``<op_type>_<index>`` name."""
-    out = []
+def graph_nodes(graph: onnx.GraphProto, subgraphs: bool = False) -> list[OpNode]:
+    """The main graph's nodes (with ``subgraphs``, If/Loop/Scan bodies too, after their
+    owner); unnamed nodes get a stable ``<op_type>_<index>`` name, prefixed by their body's
+    path inside a subgraph so names stay unique."""
+    out: list[OpNode] = []
     seen: dict[str, int] = {}
+    _collect(graph, "", out, seen, subgraphs)
+    return out
+
+
+def _collect(
+    graph: onnx.GraphProto, parent: str, out: list[OpNode], seen: dict[str, int], deep: bool
+) -> None:
+    prefix = f"{parent}/" if parent else ""
     for i, n in enumerate(graph.node):
-        name = n.name or f"{n.op_type}_{i}"
+        name = n.name or f"{prefix}{n.op_type}_{i}"
         if name in seen:  # duplicate names exist in the wild: keep them distinct
             seen[name] += 1
             name = f"{name}#{seen[name]}"
         else:
             seen[name] = 0
-        out.append(OpNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output)))
-    return out
+        out.append(OpNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output), parent))
+        if not deep:
+            continue
+        for attr in n.attribute:
+            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for k, body in enumerate(bodies):
+                tag = attr.name if len(bodies) == 1 else f"{attr.name}[{k}]"
+                _collect(body, f"{name}/{tag}", out, seen, deep)
 
 
 @dataclass(frozen=True)
@@ -151,10 +169,13 @@ def map_nodes(
         outputs = [t for n in nodes for t in n.outputs if t in orig_tensors]
         found = _walk_back(outputs, producer_o, produced_p | stop, stop)
         producing = [n for n in nodes if any(t in orig_tensors for t in n.outputs)]
-        if len(producing) > 1:  # e.g. two Attention nodes sharing one mask-processing node
-            split = _split_by_outputs(nodes, producing, found, ctx)
-        elif len(nodes) > 1 and any(n.name in anchors for n in nodes):
+        if len(nodes) > 1 and any(anchors.get(n.name) in found for n in nodes):
+            # Named after original nodes (NCHWc chains: `<conv output>_nchwc` kernels between
+            # ReorderInput/ReorderOutput): each kernel takes its namesake, so a Conv is
+            # credited to the Conv kernel, not to the reorder that ends the chain.
             split = _split_group(nodes, found, anchors, ctx)
+        elif len(producing) > 1:  # e.g. two Attention nodes sharing one mask-processing node
+            split = _split_by_outputs(nodes, producing, found, ctx)
         else:
             split = [Group([n.name for n in nodes], found, "")]
         by_name = {n.name: n for n in nodes}

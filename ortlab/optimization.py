@@ -167,7 +167,7 @@ def _op_lookup(lv: LevelResult) -> dict[str, str]:
         graph = onnx.load(lv.path, load_external_data=False).graph
     except (OSError, ValueError):  # the cached file was removed (ortlab cache clear)
         return {}
-    return {n.name: n.op_type for n in graph_nodes(graph)}
+    return {n.name: n.op_type for n in graph_nodes(graph, subgraphs=True)}
 
 
 def _ops_text(names: list[str], ops: dict[str, str]) -> str:
@@ -205,7 +205,7 @@ def optimization_diff(
 ) -> OptimizationResult:
     """Optimize ``model`` at each level, map every node, and time the levels interleaved."""
     from ortlab import cache
-    from ortlab.engine import call, default_timeout, prepare
+    from ortlab.engine import call, check_report, default_timeout, prepare
     from ortlab.tasks import COMPILING_EPS
 
     m, cfg, f = prepare(model, config, feeds, dims)
@@ -237,7 +237,8 @@ def optimization_diff(
         timeout=timeout,
     )
     graph = m.proto.graph
-    original = graph_nodes(graph)
+    original = graph_nodes(graph, subgraphs=True)
+    check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
     level_results = [_level_result(level, saved[level], original, graph) for level in keys]
     latency_rows: list[LatencyRow] = []
     rounds_ms: list[list[float]] = []
@@ -245,9 +246,7 @@ def optimization_diff(
         timed = call(
             "interleaved",
             {
-                "items": [
-                    (str(m.path), m.name, cfg.with_(level=k, fallback="allow")) for k in keys
-                ],
+                "items": [(str(m.path), m.name, cfg.with_(level=k)) for k in keys],
                 "feeds": dict(f),
                 "rounds": rounds,
                 "runs": runs,
@@ -258,7 +257,7 @@ def optimization_diff(
             timeout=timeout,
         )
         rounds_ms = [[v / 1e6 for v in row] for row in timed["medians_ns"]]
-        latency_rows = _latency_rows(keys, np.asarray(rounds_ms))
+        latency_rows = _latency_rows(keys, np.asarray(rounds_ms), timed.get("failed", {}))
     blocker = initializer_input_blocker(m)
     return OptimizationResult(
         model=m.name,
@@ -276,7 +275,7 @@ def optimization_diff(
 def _level_result(
     level: str, saved: dict[str, Any], original: list[OpNode], graph: Any
 ) -> LevelResult:
-    final = [OpNode(a, b, c, tuple(d), tuple(e)) for a, b, c, d, e in saved["final"]]
+    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved["final"]]
     mapping = map_nodes(
         original, final, [t.name for t in graph.initializer], [i.name for i in graph.input]
     )
@@ -297,15 +296,15 @@ def _level_result(
     )
 
 
-def _latency_rows(keys: list[str], ms: np.ndarray) -> list[LatencyRow]:
-    return [
-        LatencyRow(
-            level=level,
-            p50_ms=float(np.median(ms[:, k])),
-            ratio=v.ratio,
-            low=v.low,
-            high=v.high,
-            verdict=text,
-        )
-        for k, (level, (v, text)) in enumerate(zip(keys, against_first(ms, keys), strict=True))
-    ]
+def _latency_rows(keys: list[str], ms: np.ndarray, failed: dict[int, str]) -> list[LatencyRow]:
+    live = [k for k in range(len(keys)) if k not in failed]
+    verdicts = dict(zip(live, against_first(ms[:, live], [keys[k] for k in live]), strict=True))
+    nan = float("nan")
+    rows = []
+    for k, level in enumerate(keys):
+        if k in failed:
+            rows.append(LatencyRow(level, nan, nan, nan, nan, f"failed: {failed[k]}"))
+            continue
+        v, text = verdicts[k]
+        rows.append(LatencyRow(level, float(np.median(ms[:, k])), v.ratio, v.low, v.high, text))
+    return rows

@@ -218,22 +218,26 @@ def _tensor_bytes(types: list[tuple[str, list[int]]], index: int) -> int:
 
 
 def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
+    """Per final node, its own (self) time per run: an If/Loop/Scan without its body, whose
+    nodes have rows of their own; nothing is counted twice."""
+    from ortlab.profiling import self_durations
+
     runs = max(len(data.run_us), 1)
     total = np.bincount(
         np.asarray(data.ev_node, dtype=np.int64),
-        weights=np.asarray(data.ev_dur_us, dtype=np.float64),
+        weights=self_durations(data),
         minlength=len(data.node),
     )
-    time = {name: float(total[i]) / runs for i, name in enumerate(data.node)}
+    ran = np.bincount(np.asarray(data.ev_node, dtype=np.int64), minlength=len(data.node)) > 0
+    time = {name: float(total[i]) / runs for i, name in enumerate(data.node) if ran[i]}
     return time, dict(zip(data.node, data.provider, strict=True)), runs
 
 
 def _top_level_us(data: ProfileData) -> float:
-    """Node time per run outside control-flow bodies (a Loop's time already includes them)."""
-    from ortlab.profiling import nested_events
+    """Node time per run, nothing counted twice (self times)."""
+    from ortlab.profiling import self_durations
 
-    dur = np.asarray(data.ev_dur_us, dtype=np.float64)
-    return float(dur[~nested_events(data)].sum()) / max(len(data.run_us), 1)
+    return float(self_durations(data).sum()) / max(len(data.run_us), 1)
 
 
 def _partitions(
@@ -346,12 +350,25 @@ class _Join:
 
 
 def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
+    ops = {n.name: n.op_type for n in original}
+    final_ops = {n.name: n.op_type for n in j.final}
     rows = []
     for n in original:
         opt = j.mapping.original_to_optimized.get(n.name, [])
         group_time = sum(j.time.get(o, 0.0) for o in opt)
-        members = {m for o in opt for m in j.mapping.optimized_to_original.get(o, [])} or {n.name}
-        share_time = group_time / len(members)
+        members = [m for o in opt for m in j.mapping.optimized_to_original.get(o, [])]
+        members = list(dict.fromkeys(members)) or [n.name]
+        primary = _primary(members, ops, [final_ops.get(o, "") for o in opt])
+        if primary is None:
+            share_time, source = (
+                group_time / len(members),
+                ("measured" if len(members) == 1 else f"group of {len(members)} (even split)"),
+            )
+        elif primary == n.name:
+            share_time = group_time
+            source = "measured" if len(members) == 1 else f"measured (kernel of {len(members)})"
+        else:
+            share_time, source = 0.0, f"fused into {primary}"
         rows.append(
             NodeRow(
                 node=n.name,
@@ -365,16 +382,23 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
                 us_per_run=share_time,
                 group_us_per_run=group_time,
                 share=share_time / j.total,
-                time_source=(
-                    "none (folded or eliminated)"
-                    if not opt
-                    else "measured"
-                    if len(members) == 1
-                    else f"group of {len(members)} (even split)"
-                ),
+                time_source=source if opt else "none (folded or eliminated)",
             )
         )
     return rows
+
+
+def _primary(members: list[str], ops: Mapping[str, str], kernels: list[str]) -> str | None:
+    """The one original node whose op the kernel computes (a Conv in FusedConv, an If kept as
+    If while the Identity nodes after it were eliminated): it takes the group's time, the rest
+    were folded into it. None when no single member matches (then the time is split evenly)."""
+    if len(members) == 1:
+        return members[0]
+    for kernel in dict.fromkeys(kernels):
+        hits = [m for m in members if ops.get(m) and ops[m] in kernel]
+        if len(hits) == 1:
+            return hits[0]
+    return None
 
 
 def _partition_rows(j: _Join) -> list[PartitionRow]:
@@ -460,11 +484,11 @@ def placement(
     joined = join_placement(
         model=m.name,
         config=cfg.to_dict(),
-        original=graph_nodes(graph),
+        original=graph_nodes(graph, subgraphs=True),
         initializers=[t.name for t in graph.initializer],
         graph_inputs=[i.name for i in graph.input],
         graph_outputs=[o.name for o in graph.output],
-        final=[OpNode(a, b, c, tuple(d), tuple(e)) for a, b, c, d, e in out["final"]],
+        final=[OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in out["final"]],
         data=out["data"],
         assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in out["assignment"]],
         placements=out["placements"],

@@ -211,21 +211,39 @@ CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 
 def nested_events(d: ProfileData) -> np.ndarray:
     """Per event: True when it ran inside a control-flow node's event (an If/Loop/Scan body
-    node) of the same run. The If/Loop/Scan event's own time already includes them, so shares
-    are taken over the other (top-level) events only."""
+    node) of the same run."""
+    return _nesting(d)[0] >= 0
+
+
+def self_durations(d: ProfileData) -> np.ndarray:
+    """Per event: its own time. An If/Loop/Scan event's duration includes the events of its
+    body, which are listed too; its self time is what is left after subtracting the events
+    directly inside it. Self times add up to the run's node time with nothing counted twice,
+    so every share ortlab shows is taken over them."""
+    parent, dur = _nesting(d)
+    own = dur.copy()
+    inside = np.nonzero(parent >= 0)[0]
+    np.subtract.at(own, parent[inside], dur[inside])
+    return np.asarray(np.maximum(own, 0.0), dtype=np.float64)
+
+
+def _nesting(d: ProfileData) -> tuple[np.ndarray, np.ndarray]:
+    """(innermost enclosing control-flow event per event or -1, durations)."""
     ids = np.asarray(d.ev_node, dtype=np.int64)
-    nested = np.zeros(len(ids), dtype=bool)
+    dur = np.asarray(d.ev_dur_us, dtype=np.float64)
+    parent = np.full(len(ids), -1, dtype=np.int64)
     flow = [i for i, op in enumerate(d.op_type) if op in CONTROL_FLOW]
     if not flow or not len(ids):
-        return nested
+        return parent, dur
     run = np.asarray(d.ev_run, dtype=np.int64)
     start = np.asarray(d.ev_start_us, dtype=np.float64)
-    end = start + np.asarray(d.ev_dur_us, dtype=np.float64)
-    for k in np.nonzero(np.isin(ids, flow))[0]:
+    end = start + dur
+    outer = np.nonzero(np.isin(ids, flow))[0]
+    for k in outer[np.argsort(-dur[outer], kind="stable")]:  # widest first: innermost wins
         inside = (run == run[k]) & (start >= start[k]) & (end <= end[k])
         inside[k] = False
-        nested |= inside
-    return nested
+        parent[inside] = k
+    return parent, dur
 
 
 def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -284,15 +302,20 @@ class ProfileResult(Result):
         )
 
     @functools.cached_property
+    def _self_us(self) -> np.ndarray:
+        """Per event, its own time (control-flow nodes without their bodies)."""
+        return self_durations(self.data)
+
+    @functools.cached_property
     def _top_level_us(self) -> float:
-        """Node time not nested in a control-flow node's event: the denominator of shares."""
-        dur = self._arrays[3]
-        return float(dur[~nested_events(self.data)].sum()) or 1.0
+        """All node time, nothing counted twice: the denominator of shares."""
+        return float(self._self_us.sum()) or 1.0
 
     def by_node(self) -> Any:
-        """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us,
-        share (of top-level node time: an If/Loop/Scan's share includes its body's nodes, which
-        are listed too), input_shapes, output_shapes; slowest first."""
+        """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us
+        (as ORT measured it: an If/Loop/Scan's includes its body), self_us (without the body,
+        whose nodes are listed too), share (of self_us: shares add up to 1), input_shapes,
+        output_shapes; slowest first (by self time)."""
         import pandas as pd
 
         d = self.data
@@ -300,6 +323,7 @@ class ProfileResult(Result):
         n = len(d.node)
         calls = np.bincount(ids, minlength=n)
         total = np.bincount(ids, weights=dur, minlength=n)
+        own = np.bincount(ids, weights=self._self_us, minlength=n)
         median = _group_medians(ids, dur, calls)
         present = calls > 0
         table = pd.DataFrame(
@@ -311,19 +335,22 @@ class ProfileResult(Result):
                 "median_us": median,
                 "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
                 "total_us": total,
-                "share": total / self._top_level_us,
+                "self_us": own,
+                "share": own / self._top_level_us,
                 "input_shapes": [types_text(t) for t in d.input_types],
                 "output_shapes": [types_text(t) for t in d.output_types],
             }
         )[present]
-        return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+        return table.sort_values("self_us", ascending=False, kind="stable").reset_index(drop=True)
 
     def _grouped(self, keys: list[str]) -> Any:
-        """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum."""
+        """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum.
+        Self times: an If/Loop/Scan counts its own time, its body's nodes their own."""
         import pandas as pd
 
         d = self.data
-        ids, runs, _, dur = self._arrays
+        ids, runs, _, _ = self._arrays
+        dur = self._self_us
         labels = (
             list(zip(d.op_type, d.provider, strict=True)) if len(keys) == 2 else list(d.provider)
         )
@@ -355,7 +382,8 @@ class ProfileResult(Result):
         return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
     def by_op_type(self) -> Any:
-        """One row per (op_type, provider): nodes, calls, total_us, median_per_run_us, share."""
+        """One row per (op_type, provider): nodes, calls, total_us, median_per_run_us, share
+        (self times: nothing counted twice, shares add up to 1)."""
         return self._grouped(["op_type", "provider"])
 
     def by_provider(self) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ortlab.capture import capture_output
 from ortlab.config import SessionConfig
-from ortlab.errors import FeedError, RunError
+from ortlab.errors import FeedError, OrtlabError, RunError, error_text
 from ortlab.profiling import parse_profile_file
 from ortlab.session import SessionReport, build_session, clean_ort_message
 
@@ -283,14 +283,15 @@ def _side_weights(data_file: str) -> dict[str, str]:
     }
 
 
-def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str]]]:
+def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str], str]]:
     import onnx
 
     from ortlab.graphmap import graph_nodes
 
     graph = onnx.load(str(path), load_external_data=False).graph
     return [
-        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs)) for n in graph_nodes(graph)
+        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs), n.parent)
+        for n in graph_nodes(graph, subgraphs=True)
     ]
 
 
@@ -388,7 +389,7 @@ def optimize_levels(
         target = Path(folder) / f"{level}.onnx"
         _, report = build_session(
             model_path,
-            config.with_(level=level, fallback="allow"),
+            config.with_(level=level),
             model_name=model_name,
             log_severity=1,
             optimized_model_path=str(target),
@@ -410,30 +411,49 @@ def interleaved(
 ) -> dict[str, Any]:
     """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
 
-    Returns per round and variant the median of ``runs`` timed runs (ns)."""
-    sessions = []
-    for path, name, cfg in items:  # build every session before timing anything
-        sess, report, _ = _session(path, name, cfg)
-        run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
-        for _ in range(warmup):
-            run()
+    Returns per round and variant the median of ``runs`` timed runs (ns). A variant other than
+    the first whose session cannot be built or whose warm-up run fails is left out of the
+    timing: its column holds NaN, and ``failed`` maps its index to what went wrong (one broken
+    candidate never ends a comparison). The first variant is the reference: its failure raises.
+    """
+    sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
+    failed: dict[int, str] = {}
+    for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
+        try:
+            sess, report, _ = _session(path, name, cfg)
+            run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
+            for _ in range(warmup):
+                run()
+        except Exception as err:
+            if k == 0:
+                if isinstance(err, OrtlabError):
+                    raise
+                raise _run_error(err, name, cfg, feeds) from err
+            failed[k] = error_text(err)
+            sessions.append(None)
+            continue
         sessions.append((run, report))
     clock = time.perf_counter_ns
-    medians = [[0] * len(items) for _ in range(rounds)]
+    medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
     every: list[list[int]] = [[] for _ in items]
+    live = [k for k, s in enumerate(sessions) if s is not None]
     for r in range(rounds):
-        order = range(len(items)) if r % 2 == 0 else reversed(range(len(items)))
-        for k in order:
-            run = sessions[k][0]
+        for k in live if r % 2 == 0 else reversed(live):
+            run = sessions[k][0]  # type: ignore[index]  # live holds built sessions only
             lat = []
             for _ in range(runs):
                 t0 = clock()
                 run()
                 lat.append(clock() - t0)
-            medians[r][k] = int(np.median(lat))
+            medians[r][k] = float(np.median(lat))
             every[k].extend(lat)
         progress(r + 1, rounds)
-    return {"medians_ns": medians, "latencies_ns": every, "reports": [rep for _, rep in sessions]}
+    return {
+        "medians_ns": medians,
+        "latencies_ns": every,
+        "reports": [s[1] if s is not None else None for s in sessions],
+        "failed": failed,
+    }
 
 
 def outputs_many(

@@ -143,3 +143,36 @@ def slow_loop() -> onnx.ModelProto:
     ]
     node = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)
     return make([node], [vi("x", F, [1])], [vi("y", F, [1])], inits)
+
+
+def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
+    """Conv + SiLU (Sigmoid, Mul) blocks with two heads, as Ultralytics exports them: at level
+    'all' ORT turns the convolutions into one NCHWc chain (`<conv output>_nchwc` kernels,
+    QuickGelu, ReorderInput/ReorderOutput) that ends in several ReorderOutput nodes."""
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+    prev, c_in = "x", 3
+    for i, name in enumerate(["stem", "b1", "b2", "head_a", "head_b"]):
+        src = "b2_act" if name.startswith("head") else prev
+        w = numpy_helper.from_array(
+            (rng.standard_normal((channels, c_in if i == 0 else channels, 3, 3)) * 0.1).astype(
+                np.float32
+            ),
+            f"/model.{i}/conv.weight",
+        )
+        inits.append(w)
+        out = f"/model.{i}/conv/Conv_output_0"
+        nodes.append(helper.make_node("Conv", [src, w.name], [out], f"/model.{i}/conv/Conv",
+                                      pads=[1, 1, 1, 1]))  # fmt: skip
+        sig = f"/model.{i}/act/Sigmoid_output_0"
+        nodes.append(helper.make_node("Sigmoid", [out], [sig], f"/model.{i}/act/Sigmoid"))
+        act = "b2_act" if name == "b2" else f"{name}_act"
+        nodes.append(helper.make_node("Mul", [out, sig], [act], f"/model.{i}/act/Mul"))
+        prev = act
+    graph = helper.make_graph(
+        nodes, "silu_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("head_a_act",
+                                                                              "head_b_act")],
+        inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

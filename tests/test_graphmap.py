@@ -118,3 +118,31 @@ def test_no_node_unaccounted_on_a_control_flow_model() -> None:
     m = ortlab.load(models.with_if())
     opt = ortlab.optimization_diff(m, levels=["disabled", "all"], measure=False, progress=False)
     assert all(lv.unaccounted == [] for lv in opt.levels)
+
+
+# Kernels that compute an original op (ORT's CPU EP names, NCHWc and contrib fusions).
+COMPUTES = {"Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
+            "MatMul": {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger", "QGemm",
+                       "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "Attention"}}  # fmt: skip
+
+
+def test_nchwc_chain_credits_each_conv_to_its_conv_kernel() -> None:
+    """At level 'all' a chain of Conv+SiLU blocks becomes one NCHWc group ending in several
+    ReorderOutput nodes. Every original Conv must map to the ``…_nchwc`` Conv kernel that
+    computes it, checked against the kernel's op type in ORT's own optimized graph (not a
+    count: the old mapping credited most Convs to a ~2 µs ReorderOutput and left the Conv
+    kernels with no original node)."""
+    m = ortlab.load(models.silu_cnn())
+    pl = ortlab.placement(m, {"level": "all"}, runs=2, warmup=1, progress=False)
+    kernels = {r.node: r.op_type for r in pl.optimized_rows}
+    assert any(k.endswith("_nchwc") for k in kernels), "ORT made no NCHWc kernels here"
+    convs = [r for r in pl.node_rows if r.op_type == "Conv"]
+    assert len(convs) == 5
+    for r in convs:
+        ops = {kernels[o] for o in r.optimized}
+        assert ops & COMPUTES["Conv"], (r.node, r.optimized, ops)
+    for r in pl.optimized_rows:
+        if r.node.endswith("_nchwc") and r.op_type == "Conv":
+            assert r.fused_from, f"{r.node} computes a Conv but is credited to no original node"
+    # ReorderInput/ReorderOutput are inserted by ORT: no original node is theirs
+    assert all(not r.fused_from for r in pl.optimized_rows if r.op_type.startswith("Reorder"))
