@@ -46,6 +46,7 @@ def main() -> None:
         os.environ["ORTLAB_WORKER_ADDRESS"],
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
     )
+    from ortlab.cache import private_cwd
     from ortlab.worker import _resolve
 
     while True:
@@ -61,7 +62,8 @@ def main() -> None:
             conn.send(("progress", call_id, done, total))
 
         try:
-            result = _resolve(task)(progress=progress, **kwargs)
+            with private_cwd():  # ORT's tools write into the cwd: never the user's folder
+                result = _resolve(task)(progress=progress, **kwargs)
         except BaseException as err:  # noqa: BLE001 - every error goes back to the caller
             tb = traceback.format_exc()
             try:

@@ -174,7 +174,8 @@ class ConfigComparison(Result):
     rows: list[ConfigRow]
     rounds: int
     runs: int
-    reports: list[SessionReport]
+    reports: list[SessionReport | None]
+    """Per config, ORT's session report (None where the session could not be built)."""
 
     def to_pandas(self) -> Any:
         """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
@@ -228,13 +229,13 @@ def compare_configs(
     """Time ``configs`` of ``model`` interleaved (A B C, C B A …) in one worker and compare each
     with the first: a paired ratio with a bootstrap 95 % CI, and "no measurable difference"
     when the interval stays within the noise band."""
-    from ortlab.engine import as_config, call, default_timeout, prepare
+    from ortlab.engine import as_config, call, check_report, default_timeout, prepare
     from ortlab.stats import against_first
 
     if len(configs) < 2:
         raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
     m, _, f = prepare(model, configs[0], feeds, dims)
-    cfgs = [as_config(c).with_(fallback="allow") for c in configs]
+    cfgs = [as_config(c) for c in configs]
     out = call(
         "interleaved",
         {
@@ -248,10 +249,19 @@ def compare_configs(
         progress=progress,
         timeout=timeout if timeout is not None else default_timeout(),
     )
+    for c, report in zip(cfgs, out["reports"], strict=True):
+        check_report(report, c, m)  # a requested EP that did not load is said, per config
     med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
     labels = [c.label() for c in cfgs]
+    failed: dict[int, str] = out.get("failed", {})
+    live = [k for k in range(len(cfgs)) if k not in failed]
+    verdicts = dict(zip(live, against_first(med[:, live], [labels[k] for k in live]), strict=True))
     rows = []
-    for k, (c, (v, text)) in enumerate(zip(cfgs, against_first(med, labels), strict=True)):
+    for k, c in enumerate(cfgs):
+        if k in failed:
+            rows.append(_failed_row(labels[k], c, failed[k]))
+            continue
+        v, text = verdicts[k]
         s = latency_stats(out["latencies_ns"][k])
         rows.append(
             ConfigRow(
@@ -268,3 +278,8 @@ def compare_configs(
     return ConfigComparison(
         model=m.name, rows=rows, rounds=rounds, runs=runs, reports=out["reports"]
     )
+
+
+def _failed_row(label: str, config: SessionConfig, why: str) -> ConfigRow:
+    nan = float("nan")
+    return ConfigRow(label, config.to_dict(), nan, nan, nan, nan, nan, f"failed: {why}")

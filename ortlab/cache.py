@@ -147,6 +147,23 @@ def temp_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def private_cwd() -> Iterator[Path]:
+    """Run inside a private temporary working directory, restored and removed on exit.
+
+    ORT's Python tools write into the current directory: symbolic shape inference (inside
+    ``quant_pre_process`` and the transformers optimizer) saves ``sym_shape_infer_temp.onnx``
+    and a ``<uuid>.data`` file there when inference is incomplete. Tools run with this as their
+    cwd, so nothing lands next to the user's notebook."""
+    before = Path.cwd()
+    with temp_dir("cwd-") as folder:
+        os.chdir(folder)
+        try:
+            yield folder
+        finally:
+            os.chdir(before)
+
+
 def size_bytes() -> int:
     root = cache_dir()
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())

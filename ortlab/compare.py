@@ -16,6 +16,7 @@ import numpy as np
 
 from ortlab._result import Result
 from ortlab.config import SessionConfig
+from ortlab.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.model import Model, load
 from ortlab.quantization import QUANTIZED_OPS
 from ortlab.runtime import cpu_flags
@@ -35,31 +36,59 @@ def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
     return 10 * np.log10(signal / noise) if signal > 0 else float("-inf")
 
 
-def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> dict[str, float]:
+def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> dict[str, Any]:
     """max/mean abs error, cosine similarity and SQNR over all samples; top-1/top-5 agreement
-    when the output looks like class scores ([batch, classes >= 10])."""
-    r = np.concatenate(
-        [np.asarray(x, dtype=np.float64).reshape(len(x) if np.ndim(x) else 1, -1) for x in refs]
-    )
-    t = np.concatenate(
-        [np.asarray(x, dtype=np.float64).reshape(r.shape[0] // len(refs), -1) for x in tests]
-    )
+    only for class scores (every sample's output is ``[batch, classes >= 10]``).
+
+    Degenerate cases are named, never scored as perfect: ``degenerate`` says why cosine/SQNR
+    are NaN (the float output holds NaN/Inf or is all zeros, or the variant's holds NaN/Inf)."""
+    r = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in refs])
+    t = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in tests])
+    if r.shape != t.shape:
+        raise ValueError(f"outputs differ in size: {r.size} vs {t.size} values")
+    out: dict[str, Any] = {"max_abs": float("nan"), "mean_abs": float("nan"),
+                           "cosine": float("nan"), "sqnr_db": float("nan")}  # fmt: skip
+    why = _degenerate(r, t)
+    if why:
+        out["degenerate"] = why
+    if not np.isfinite(r).all() or not np.isfinite(t).all():
+        return out
     diff = np.abs(r - t)
+    out["max_abs"] = float(diff.max()) if diff.size else 0.0
+    out["mean_abs"] = float(diff.mean()) if diff.size else 0.0
     denom = float(np.linalg.norm(r) * np.linalg.norm(t))
-    out = {
-        "max_abs": float(diff.max()) if diff.size else 0.0,
-        "mean_abs": float(diff.mean()) if diff.size else 0.0,
-        "cosine": float(np.sum(r * t) / denom) if denom else 1.0,
-        "sqnr_db": sqnr_db(r, t),
-    }
-    if r.ndim == 2 and r.shape[1] >= 10:
-        top_r = np.argsort(-r, axis=1)
-        top_t = np.argsort(-t, axis=1)
+    if denom:
+        out["cosine"] = float(np.sum(r * t) / denom)
+        out["sqnr_db"] = sqnr_db(r, t)
+    if _class_scores(refs):
+        rs = np.concatenate([np.asarray(x, dtype=np.float64) for x in refs])
+        ts = np.concatenate([np.asarray(x, dtype=np.float64) for x in tests])
+        top_r, top_t = np.argsort(-rs, axis=1), np.argsort(-ts, axis=1)
         out["top1_agreement"] = float(np.mean(top_r[:, 0] == top_t[:, 0]))
         out["top5_agreement"] = float(
             np.mean([len(set(a[:5]) & set(b[:5])) / 5 for a, b in zip(top_r, top_t, strict=True)])
         )
     return out
+
+
+def _degenerate(r: np.ndarray, t: np.ndarray) -> str:
+    if not np.isfinite(r).all():
+        bad = int(np.size(r) - np.isfinite(r).sum())
+        return f"the float model's output holds NaN/Inf ({bad:,} of {r.size:,} values)"
+    if not np.isfinite(t).all():
+        bad = int(np.size(t) - np.isfinite(t).sum())
+        return f"the variant's output holds NaN/Inf ({bad:,} of {t.size:,} values)"
+    if not np.any(r):
+        same = not np.any(t)
+        return "the float model's output is all zeros" + (
+            " (the variant's too: identical)" if same else ""
+        )
+    return ""
+
+
+def _class_scores(refs: Sequence[np.ndarray]) -> bool:
+    """Outputs shaped like class scores: rank 2, ``[batch, classes]`` with >= 10 classes."""
+    return all(np.ndim(x) == 2 and np.shape(x)[1] >= 10 for x in refs)
 
 
 @dataclass(frozen=True)
@@ -85,13 +114,16 @@ class VariantRow:
     low: float
     high: float
     verdict: str
-    errors: dict[str, dict[str, float]]
-    """Per output name: max_abs, mean_abs, cosine, sqnr_db (and top1/top5 agreement)."""
+    errors: dict[str, dict[str, float | str]]
+    """Per output name: max_abs, mean_abs, cosine, sqnr_db (and top1/top5 agreement for class
+    scores; ``degenerate`` when cosine/SQNR cannot be scored, with the reason)."""
     kernels: dict[str, int]
     """Op types that executed (profiler), with node counts."""
     quantized_kernels: dict[str, int]
     steps: list[str]
     synthetic: bool
+    error: str = ""
+    """Why the variant could not be timed or run (its other figures are NaN), else ''."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,8 @@ class CompareResult(Result):
     eval_data: str
     synthetic: bool
     cpu_flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Which samples and shapes the figures come from, and warnings (degenerate outputs)."""
 
     def to_pandas(self) -> Any:
         """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
@@ -167,93 +201,129 @@ def compare(
     eval_data: Any = None,
     rounds: int = 8,
     runs: int = 10,
+    dims: Mapping[str, int] | None = None,
     progress: Any = False,
     timeout: float | None = None,
 ) -> CompareResult:
-    """Time ``model`` and its ``variants`` interleaved, and measure each variant's output error."""
-    from ortlab.engine import call, default_timeout, prepare
+    """Time ``model`` and its ``variants`` interleaved, and measure each variant's output error.
+
+    Accuracy is measured at the shapes that are timed: without ``eval_data``, samples are
+    synthesized at the shapes of ``feeds`` (or ``dims``). A variant whose session cannot be
+    built or run gets a row saying so; the others are still compared."""
+    from ortlab.engine import check_report, default_timeout, prepare
     from ortlab.quantization import calibration_data
 
-    base, cfg, f = prepare(model, config, feeds)
+    base, cfg, f = prepare(model, config, feeds, dims)
     models = [base] + [load(v) for v in variants]
     labels = ["fp32"] + [getattr(v.variant, "label", None) or v.name for v in models[1:]]
-    timeout = timeout if timeout is not None else default_timeout()
-    ctx = f"of {base.name!r} variants with {cfg.label()}"
-    timed = call(
-        "interleaved",
-        {
-            "items": [(str(m.path), m.name, cfg) for m in models],
-            "feeds": dict(f),
-            "rounds": rounds,
-            "runs": runs,
-        },
-        desc="compare",
-        context=ctx,
-        progress=progress,
-        timeout=timeout,
-    )
-    evald = calibration_data(base, eval_data, limit=8, seed=100)
-    outputs = [
-        call(
-            "outputs_many",
-            {
-                "model_path": str(m.path),
-                "model_name": m.name,
-                "config": cfg,
-                "samples": evald.samples,
-            },
-            desc="outputs",
-            context=ctx,
-            progress=False,
-            timeout=timeout,
-        )
-        for m in models
-    ]
-    profiles = [
-        call(
-            "profile",
-            {
-                "model_path": str(m.path),
-                "model_name": m.name,
-                "config": cfg,
-                "feeds": dict(f),
-                "runs": 3,
-                "warmup": 1,
-            },
-            desc="kernels",
-            context=ctx,
-            progress=False,
-            timeout=timeout,
-        )["data"]
-        for m in models
-    ]
-    medians = np.asarray(timed["medians_ns"], dtype=np.float64) / 1e6
-    verdicts = against_first(medians, labels)
-    rows = []
+    run = _Runner(cfg, f, f"of {base.name!r} variants with {cfg.label()}",
+                  timeout if timeout is not None else default_timeout())  # fmt: skip
+    timed = run.call("interleaved", progress, rounds=rounds, runs=runs,
+                     items=[(str(m.path), m.name, cfg) for m in models])  # fmt: skip
+    check_report(timed["reports"][0], cfg, base)
+    failed: dict[int, str] = dict(timed.get("failed", {}))
+    evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
+    outputs: dict[int, list[dict[str, np.ndarray]]] = {}
+    profiles: dict[int, Any] = {}
     for k, m in enumerate(models):
-        rows.append(
-            _row(
-                k,
-                m,
-                labels[k],
-                base=base,
-                verdict=verdicts[k],
-                lat=timed["latencies_ns"][k],
-                outputs=outputs,
-                data=profiles[k],
-                synthetic=evald.synthetic,
-            )
+        if k in failed:
+            continue
+        try:
+            outputs[k] = run.model_call("outputs_many", m, samples=evald.samples)
+            profiles[k] = run.model_call("profile", m, feeds=dict(f), runs=3, warmup=1)["data"]
+        except OrtlabError as err:
+            if k == 0:
+                raise
+            failed[k] = error_text(err)
+    live = [k for k in range(len(models)) if k not in failed]
+    medians = np.asarray(timed["medians_ns"], dtype=np.float64)[:, live] / 1e6
+    verdicts = dict(zip(live, against_first(medians, [labels[k] for k in live]), strict=True))
+    rows = [
+        _failed_variant(m, labels[k], base, failed[k], evald.synthetic)
+        if k in failed
+        else _row(
+            k,
+            m,
+            labels[k],
+            base=base,
+            verdict=verdicts[k],
+            lat=timed["latencies_ns"][k],
+            outputs=[outputs[0], outputs[k]],
+            data=profiles[k],
+            synthetic=evald.synthetic,
+            against=1,
         )
+        for k, m in enumerate(models)
+    ]
     flags = cpu_flags()
+    notes = [f"accuracy measured on {evald.source}", f"timed with {f.shapes_text()}"]
+    notes += _reference_notes(rows[0])
     return CompareResult(
         model=base.name,
         config=cfg.to_dict(),
         rows=rows,
-        signals=_signals(models, rows, profiles, cfg, flags),
+        signals=_signals(
+            [models[k] for k in live],
+            [rows[k] for k in live],
+            [profiles[k] for k in live],
+            cfg,
+            flags,
+        ),
         eval_data=evald.source,
         synthetic=evald.synthetic,
         cpu_flags=flags,
+        notes=notes,
     )
+
+
+@dataclass
+class _Runner:
+    """The worker calls of one comparison: same config, context and timeout."""
+
+    cfg: SessionConfig
+    feeds: Any
+    context: str
+    timeout: float | None
+
+    def call(self, task: str, progress: Any, **kwargs: Any) -> Any:
+        from ortlab.engine import call
+
+        return call(task, {"feeds": dict(self.feeds), **kwargs}, desc="compare",
+                    context=self.context, progress=progress, timeout=self.timeout)  # fmt: skip
+
+    def model_call(self, task: str, m: Model, **kwargs: Any) -> Any:
+        from ortlab.engine import call
+
+        args = {"model_path": str(m.path), "model_name": m.name, "config": self.cfg, **kwargs}
+        return call(task, args, desc=task, context=self.context, progress=False,
+                    timeout=self.timeout)  # fmt: skip
+
+
+def _reference_notes(row: VariantRow) -> list[str]:
+    """Warn when the float model itself gives degenerate outputs (NaN, all zeros): every
+    accuracy figure against it is then meaningless."""
+    import warnings
+
+    out = []
+    for name, metrics in row.errors.items():
+        why = str(metrics.get("degenerate", ""))
+        if why.startswith("the float model"):
+            out.append(f"output {name!r}: {why}; accuracy against it cannot be scored")
+    for text in out:
+        warnings.warn(text, OrtlabWarning, stacklevel=3)
+    return out
+
+
+def _failed_variant(m: Model, label: str, base: Model, why: str, synthetic: bool) -> VariantRow:
+    nan = float("nan")
+    return VariantRow(
+        variant=label, path=str(m.path), file_bytes=m.path.stat().st_size,
+        size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
+        p50_ms=nan, p90_ms=nan, ratio=nan, low=nan, high=nan, verdict=f"failed: {why}",
+        errors={}, kernels={}, quantized_kernels={},
+        steps=list(m.variant.steps) if getattr(m, "variant", None) else [],
+        synthetic=synthetic, error=why,
+    )  # fmt: skip
 
 
 def _row(
@@ -267,11 +337,15 @@ def _row(
     outputs: list[list[dict[str, np.ndarray]]],
     data: Any,
     synthetic: bool,
+    against: int | None = None,
 ) -> VariantRow:
+    """One variant's row; ``outputs[0]`` is the reference, ``outputs[against]`` (default
+    ``outputs[k]``) the variant's outputs on the same samples."""
     v, text = verdict
     stats = latency_stats(lat)
+    mine = outputs[k if against is None else against]
     errors = {
-        name: error_metrics([o[name] for o in outputs[0]], [o[name] for o in outputs[k]])
+        name: error_metrics([o[name] for o in outputs[0]], [o[name] for o in mine])
         for name in outputs[0][0]
         if np.asarray(outputs[0][0][name]).dtype.kind == "f"
     }

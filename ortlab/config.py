@@ -9,8 +9,10 @@ Python snippet with :meth:`SessionConfig.snippet`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from ortlab.errors import ProviderError, SessionConfigError
@@ -226,7 +228,7 @@ class SessionConfig:
             frozen_overrides.append((str(k), int(v)))
         s(self, "free_dimension_overrides", tuple(sorted(frozen_overrides)))
         s(self, "config_entries", _freeze_options(config_entries))
-        s(self, "custom_op_libraries", tuple(str(p) for p in custom_op_libraries))
+        s(self, "custom_op_libraries", tuple(_library_path(p) for p in custom_op_libraries))
         s(self, "io_binding", bool(io_binding))
         if fallback not in ("warn", "error", "allow"):
             raise SessionConfigError(f"fallback={fallback!r}: use 'warn', 'error' or 'allow'.")
@@ -290,6 +292,15 @@ class SessionConfig:
         from ortlab.render import config_snippet
 
         return config_snippet(self, model_path)
+
+
+def _library_path(path: str | Any) -> str:
+    """A relative library path made absolute (ORT's tools run in a private cwd); a bare name
+    such as ``libmyops.so`` stays, for the dynamic loader's search path."""
+    text = str(path)
+    if os.sep in text or (os.altsep and os.altsep in text):
+        return str(Path(text).absolute())
+    return text
 
 
 def _short(provider: str) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "WorkerCrashedError",
     "WorkerError",
     "WorkerTimeoutError",
+    "error_text",
 ]
 
 
@@ -100,3 +101,11 @@ class OrtlabWarning(UserWarning):
 
 class ProviderFallbackWarning(OrtlabWarning):
     """A requested execution provider did not load; the session runs on the others."""
+
+
+def error_text(err: BaseException, limit: int = 400) -> str:
+    """``Type: first line`` of any exception, safe for empty messages (ORT's quantizer raises
+    ``AssertionError()`` with none) and multi-line ones (only the first non-empty line)."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    first = lines[0] if lines else "(no message)"
+    return f"{type(err).__name__}: {first[:limit]}"

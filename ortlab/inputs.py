@@ -45,16 +45,31 @@ class Feeds(dict[str, Any]):
 
     dims: dict[str, DimChoice]
     notes: list[str]
+    synthetic: bool
+    """True when ortlab made the arrays (random, seeded), False for feeds the caller gave."""
 
     def __init__(
         self,
         arrays: Mapping[str, Any],
         dims: dict[str, DimChoice] | None = None,
         notes: list[str] | None = None,
+        synthetic: bool = False,
     ) -> None:
         super().__init__(arrays)
         self.dims = dims or {}
         self.notes = notes or []
+        self.synthetic = synthetic
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every input's shape, by name."""
+        return {k: tuple(np.shape(v)) for k, v in self.items()}
+
+    def shapes_text(self) -> str:
+        """``input: float32[1, 3, 48, 320], …``: the shapes a figure was measured at."""
+        return ", ".join(
+            f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
+            for k, v in self.items()
+        )
 
     def describe(self) -> str:
         parts = [
@@ -65,7 +80,7 @@ class Feeds(dict[str, Any]):
         return "; ".join(parts) + (" | dims " + ", ".join(chosen) if chosen else "")
 
     def __reduce__(self) -> Any:  # keep dims/notes across pickling to the worker
-        return (Feeds, (dict(self), self.dims, self.notes))
+        return (Feeds, (dict(self), self.dims, self.notes, self.synthetic))
 
 
 def _default_dim(name: str) -> tuple[int, str]:
@@ -195,7 +210,14 @@ def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[Any]:
         ) from err
 
 
-def _input_shape(info: TensorInfo, model: Model, choices: dict[str, DimChoice]) -> list[int]:
+def _input_shape(
+    info: TensorInfo,
+    model: Model,
+    choices: dict[str, DimChoice],
+    given: Mapping[str, Any] | None = None,
+) -> list[int]:
+    if given and info.name in given:  # the shape of a template feed (see ``like=``)
+        return [int(d) for d in given[info.name]]
     if info.kind != "tensor_type":
         what = "declares no type" if info.kind == "undefined" else f"is a {info.dtype}"
         raise FeedError(
@@ -223,20 +245,29 @@ def _input_shape(info: TensorInfo, model: Model, choices: dict[str, DimChoice]) 
     return shape
 
 
-def example_inputs(model: Model, dims: Mapping[str, int] | None = None, seed: int = 0) -> Feeds:
-    """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name."""
+def example_inputs(
+    model: Model,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+    *,
+    like: Mapping[str, Any] | None = None,
+) -> Feeds:
+    """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name; ``like``
+    (feeds) fixes every input's shape to that feed's, unnamed dims included, so samples made
+    for calibration or accuracy match the shapes the model is timed at."""
     choices = resolve_dims(model, dims)
+    shapes = {k: np.shape(v) for k, v in like.items()} if like is not None else None
     rng = np.random.default_rng(seed)
     arrays: dict[str, Any] = {}
     notes: list[str] = []
     planned = 0
     limit: int | None = None
     for info in model.inputs:
-        shape = _input_shape(info, model, choices)
+        shape = _input_shape(info, model, choices, shapes)
         notes += [
-            f"{info.name}: unnamed dynamic dim on axis {axis} set to 1"
+            f"{info.name}: unnamed dynamic dim on axis {axis} set to 1 (pass feeds= to set it)"
             for axis, d in enumerate(info.shape or ())
-            if d is None
+            if d is None and not (shapes and info.name in shapes)
         ]
         np_dtype = _np_dtype_of(info, model)
         count = int(np.prod(shape, dtype=object)) if shape else 1
@@ -264,7 +295,7 @@ def example_inputs(model: Model, dims: Mapping[str, int] | None = None, seed: in
         arrays[info.name] = array
         if note:
             notes.append(note)
-    return Feeds(arrays, choices, notes)
+    return Feeds(arrays, choices, notes, synthetic=True)
 
 
 def _np_dtype_name(dtype: np.dtype[Any]) -> str:
@@ -317,7 +348,9 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
             "model.example_inputs() builds matching feeds."
         )
     dims = {k: DimChoice(k, v, f"from {src!r}") for k, (v, src) in symbols.items()}
-    return Feeds(arrays, dims, [])
+    made_by_ortlab = isinstance(feeds, Feeds) and feeds.synthetic
+    return Feeds(arrays, dims, list(feeds.notes) if isinstance(feeds, Feeds) else [],
+                 synthetic=made_by_ortlab)  # fmt: skip
 
 
 def _shape_problems(

@@ -157,11 +157,14 @@ class Model:
         self,
         dims: Mapping[str, int] | None = None,
         seed: int = 0,
+        *,
+        like: Mapping[str, Any] | None = None,
     ) -> Feeds:
-        """Synthesized feeds for every graph input (see :func:`ortlab.inputs.example_inputs`)."""
+        """Synthesized feeds for every graph input (see :func:`ortlab.inputs.example_inputs`);
+        ``like=feeds`` makes them at those feeds' shapes."""
         from ortlab.inputs import example_inputs
 
-        return example_inputs(self, dims=dims, seed=seed)
+        return example_inputs(self, dims=dims, seed=seed, like=like)
 
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
         """Raise if this onnxruntime cannot run the model: :class:`InvalidModelError` for a
@@ -212,6 +215,7 @@ def load(
 
 
 def _load_path(path: Path, name: str | None) -> Model:
+    path = path.absolute()  # the worker runs tools in a private cwd: relative paths would break
     size, head = _read_head(path)
     _reject_other_formats(head, str(path))
     try:

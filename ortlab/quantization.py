@@ -136,6 +136,7 @@ class Calibration:
     samples: list[dict[str, Any]]
     synthetic: bool
     source: str
+    """What the samples are, with their shapes: every accuracy figure quotes it."""
 
 
 def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, Any]]:
@@ -162,15 +163,23 @@ def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, Any]]
 
 
 def calibration_data(
-    model: Model, source: Any = None, limit: int = 32, seed: int = 1
+    model: Model,
+    source: Any = None,
+    limit: int = 32,
+    seed: int = 1,
+    *,
+    dims: Mapping[str, int] | None = None,
+    like: Mapping[str, Any] | None = None,
 ) -> Calibration:
     """Samples for calibration or evaluation, validated against the model.
 
     ``source``: None (synthesized, marked synthetic), an iterable/generator of feeds dicts, a
-    pandas DataFrame (one column per input, one row per sample), or a folder of .npy/.npz."""
+    pandas DataFrame (one column per input, one row per sample), or a folder of .npy/.npz.
+    Synthesized samples take their shapes from ``like`` (the feeds the model is timed with:
+    accuracy is measured at the shapes that are timed) or else from ``dims``; feeds the caller
+    gave (not made by ortlab) are the first sample."""
     if source is None:
-        samples = [dict(model.example_inputs(seed=seed + i)) for i in range(min(limit, 8))]
-        return Calibration(samples, True, f"{len(samples)} synthetic samples (random inputs)")
+        return _synthesized(model, min(limit, 8), seed, dims, like)
     if isinstance(source, str | Path) and Path(source).is_dir():
         samples = _from_folder(model, Path(source), limit)
         origin = f"folder {source}"
@@ -205,7 +214,40 @@ def calibration_data(
             samples[i] = dict(validate_feeds(model, s))
         except FeedError as err:
             raise QuantizationError(f"Calibration sample {i} ({origin}): {err}") from err
-    return Calibration(samples, False, f"{len(samples)} samples from {origin}")
+    return Calibration(
+        samples, False, f"{len(samples)} samples from {origin} ({_shapes_text(samples[0])})"
+    )
+
+
+def _shapes_text(sample: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
+        for k, v in sample.items()
+    )
+
+
+def _synthesized(
+    model: Model,
+    count: int,
+    seed: int,
+    dims: Mapping[str, int] | None,
+    like: Mapping[str, Any] | None,
+) -> Calibration:
+    """``count`` seeded random samples at the shapes of ``like`` (or ``dims``); the caller's
+    own feeds first when ``like`` holds them."""
+    samples: list[dict[str, Any]] = []
+    if like is not None and not getattr(like, "synthetic", False):
+        samples.append(dict(validate_feeds(model, like)))
+    given = bool(samples)
+    while len(samples) < count:
+        samples.append(dict(model.example_inputs(dims, seed=seed + len(samples), like=like)))
+    made = len(samples) - (1 if given else 0)
+    what = (
+        f"the feeds given + {made} synthetic samples at their shapes"
+        if given
+        else f"{made} synthetic samples (random inputs)"
+    )
+    return Calibration(samples, True, f"{what}; {_shapes_text(samples[0])}")
 
 
 @dataclass(frozen=True)
@@ -242,11 +284,20 @@ def _check_quantizable(model: Model, config: QuantConfig) -> None:
         )
 
 
-def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Model:
+def quantize(
+    model: Any,
+    config: QuantConfig | None = None,
+    *,
+    dims: Mapping[str, int] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Model:
     """A quantized (or fp16) variant of ``model``, written to ortlab's cache.
 
     ``ortlab.quantize(m, mode="dynamic")`` is short for ``quantize(m, QuantConfig(mode=…))``.
-    The returned Model's ``variant`` says which steps ran and whether calibration was synthetic.
+    Without calibration data, static calibration samples are synthesized at the shapes of
+    ``feeds`` (or ``dims``): the shapes the model will run at. The returned Model's
+    ``variant`` says which steps ran and whether calibration was synthetic.
     """
     from ortlab import cache
     from ortlab.engine import call, default_timeout
@@ -254,8 +305,9 @@ def quantize(model: Any, config: QuantConfig | None = None, **kwargs: Any) -> Mo
     m = load(model)
     cfg = replace(config, **kwargs) if config is not None else QuantConfig(**kwargs)
     _check_quantizable(m, cfg)
+    like = validate_feeds(m, feeds) if feeds is not None else None
     calib = (
-        calibration_data(m, cfg.calibration, cfg.calibration_size)
+        calibration_data(m, cfg.calibration, cfg.calibration_size, dims=dims, like=like)
         if cfg.mode == "static"
         else Calibration([], False, "none needed")
     )

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from ortlab.capture import capture_output
+from ortlab.errors import error_text
+from ortlab.quantization import QuantizationError
 from ortlab.tasks import Progress, prepare_feeds
 
 
@@ -38,8 +40,6 @@ def quantize(
     samples: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
-    import onnx
-
     from ortlab import cache
 
     steps: list[str] = []
@@ -49,29 +49,58 @@ def quantize(
         if settings["preprocess"] and mode != "fp16":
             source = _preprocess(source, str(folder / "pre.onnx"), steps)
         progress(1, 3)
-        if mode == "fp16":
-            from onnxruntime.transformers.float16 import convert_float_to_float16
-
-            model = convert_float_to_float16(
-                onnx.load(source), keep_io_types=settings["keep_io_types"],
-                op_block_list=settings["op_block_list"] or None,
-            )  # fmt: skip
-            onnx.save_model(model, out_path)
-            steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
-                         f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
-        elif mode == "dynamic":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            quantize_dynamic(
-                source, out_path, op_types_to_quantize=settings["op_types"] or None,
-                per_channel=settings["per_channel"],
-                weight_type=getattr(QuantType, settings["weight_type"]),
-            )  # fmt: skip
-            steps.append("quantize_dynamic")
-        else:
-            _static(source, out_path, settings, samples, steps)
+        try:
+            _convert(source, out_path, settings, samples, steps)
+        except QuantizationError:
+            raise
+        except Exception as err:  # ORT's quantizer raises ValueError, AssertionError, …
+            raise QuantizationError(
+                f"ORT's quantizer failed making the {_label(settings)} variant: "
+                f"{error_text(err)}. Steps so far: {'; '.join(steps) or 'none'}. Try another "
+                "mode or format (e.g. per_channel=False, mode='dynamic'), or exclude op types "
+                "with QuantConfig(op_types=...)."
+            ) from err
         progress(3, 3)
     return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _label(settings: dict[str, Any]) -> str:
+    mode = str(settings["mode"])
+    if mode != "static":
+        return mode + (" per-channel" if settings.get("per_channel") else "")
+    return f"static {settings['format'].upper()}" + (
+        " per-channel" if settings.get("per_channel") else ""
+    )
+
+
+def _convert(
+    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    steps: list[str],
+) -> None:  # fmt: skip
+    import onnx
+
+    mode = settings["mode"]
+    if mode == "fp16":
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        model = convert_float_to_float16(
+            onnx.load(source), keep_io_types=settings["keep_io_types"],
+            op_block_list=settings["op_block_list"] or None,
+        )  # fmt: skip
+        onnx.save_model(model, out_path)
+        steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
+                     f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
+    elif mode == "dynamic":
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(
+            source, out_path, op_types_to_quantize=settings["op_types"] or None,
+            per_channel=settings["per_channel"],
+            weight_type=getattr(QuantType, settings["weight_type"]),
+        )  # fmt: skip
+        steps.append("quantize_dynamic")
+    else:
+        _static(source, out_path, settings, samples, steps)
 
 
 def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
@@ -90,17 +119,29 @@ def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[st
 
 
 def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
+    """ORT's quant_pre_process, with the known fallback (skip symbolic shape inference, which
+    fails on BERT-like graphs); when both fail, quantize the model as it is and say so."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     try:
         quant_pre_process(model_path, out)
         steps.append("quant_pre_process (symbolic shape inference, ORT optimization, ONNX shapes)")
-    except Exception as err:  # noqa: BLE001 - the known failure on BERT-like graphs
+        return str(out)
+    except Exception as err:  # noqa: BLE001 - any error from ORT's tool: try the fallback
+        first = error_text(err, 200)
+    try:
         quant_pre_process(model_path, out, skip_symbolic_shape=True)
+    except Exception as err:  # noqa: BLE001 - quantize without pre-processing, and say so
         steps.append(
-            "quant_pre_process with skip_symbolic_shape=True (symbolic shape inference failed: "
-            f"{str(err).splitlines()[0][:200]})"
+            f"quant_pre_process failed ({first}; with skip_symbolic_shape=True: "
+            f"{error_text(err, 200)}): quantized without pre-processing, so QDQ pairs may "
+            "stay unfused"
         )
+        return model_path
+    steps.append(
+        "quant_pre_process with skip_symbolic_shape=True (symbolic shape inference failed: "
+        f"{first})"
+    )
     return out
 
 

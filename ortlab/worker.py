@@ -65,7 +65,10 @@ class InProcessWorker:
         progress: Progress | None = None,
         context: str = "",  # noqa: ARG002
     ) -> Any:
-        return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
+        from ortlab.cache import private_cwd
+
+        with private_cwd():  # ORT's tools write into the cwd (see cache.private_cwd)
+            return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
 
     def cancel(self) -> None:
         """Nothing to cancel in-process."""

