@@ -3,13 +3,11 @@ the original name, keyed by the original node (the graph view colours by it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ortlab._result import Result
-from ortlab.compare import error_metrics
 from ortlab.model import load
 
 __all__ = ["ErrorResult", "TensorError", "quantization_error"]
@@ -73,39 +71,41 @@ def quantization_error(
     calibration: Any = None,
     *,
     limit: int = 8,
+    feeds: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
     timeout: float | None = None,
 ) -> ErrorResult:
-    """SQNR of every float tensor the variant still computes under the same name."""
+    """SQNR of every float tensor the variant still computes under the same name.
+
+    Without ``calibration`` data the samples are synthesized at the shapes of ``feeds`` (or
+    ``dims``): the error is measured at the shapes the model runs at. The statistics are
+    folded sample by sample in the worker, so memory does not grow with the sample count."""
     from ortlab.engine import call, default_timeout
     from ortlab.graphmap import graph_nodes
+    from ortlab.inputs import validate_feeds
     from ortlab.quantization import calibration_data
 
     base, var = load(model), load(variant)
-    data = calibration_data(base, calibration, limit=limit, seed=200)
+    like = validate_feeds(base, feeds) if feeds is not None else None
+    data = calibration_data(base, calibration, limit=limit, seed=200, dims=dims, like=like)
     producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
     where, skipped = _variant_tensors(producers, var.proto.graph)
-    timeout = timeout if timeout is not None else default_timeout()
-    results = [
-        call(
-            "ortlab.tasks_transform:intermediate_outputs",
-            {"model_path": str(m.path), "tensors": names, "samples": data.samples},
-            desc="activations",
-            context=f"of {m.name!r}",
-            progress=False,
-            timeout=timeout,
-        )
-        for m, names in ((base, list(where)), (var, sorted(set(where.values()))))
-    ]
+    where = {t: v for t, v in where.items() if _is_float(base, t)}
+    stats = call(
+        "ortlab.tasks_transform:tensor_errors",
+        {"base_path": str(base.path), "variant_path": str(var.path), "pairs": where,
+         "samples": data.samples},
+        desc="activations",
+        context=f"of {base.name!r} vs {var.name!r}",
+        progress=False,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )  # fmt: skip
     rows = []
-    for t, v in where.items():
-        ref = [s[t] for s in results[0] if t in s]
-        got = [s[v] for s in results[1] if v in s]
-        if not ref or len(ref) != len(got) or np.asarray(ref[0]).dtype.kind != "f":
-            continue
-        if np.asarray(ref[0]).shape != np.asarray(got[0]).shape:
+    for t in where:
+        m = stats.get(t)
+        if m is None or m["shape_mismatch"]:
             skipped.append(t)
             continue
-        m = error_metrics(ref, got)
         node = producers[t]
         rows.append(
             TensorError(t, node.name, node.op_type, m["sqnr_db"], m["cosine"], m["max_abs"])
@@ -115,6 +115,29 @@ def quantization_error(
         model=base.name, variant=label, tensors=rows, samples=data.source,
         synthetic=data.synthetic, skipped=skipped,
     )  # fmt: skip
+
+
+def _is_float(model: Any, tensor: str) -> bool:
+    """False only for tensors ONNX shape inference types as non-float (indices, shapes,
+    masks): their values are not scored."""
+    types = _float_types(model)
+    return types.get(tensor, True)
+
+
+def _float_types(model: Any) -> dict[str, bool]:
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model.proto, strict_mode=False).graph
+    except Exception:  # noqa: BLE001 - inference is best effort
+        return {}
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+              onnx.TensorProto.BFLOAT16}  # fmt: skip
+    return {
+        vi.name: vi.type.tensor_type.elem_type in floats
+        for vi in [*inferred.value_info, *inferred.output]
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+    }
 
 
 def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, str], list[str]]:

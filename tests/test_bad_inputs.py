@@ -33,6 +33,7 @@ from ortlab.errors import (
     ProviderError,
     ProviderFallbackWarning,
     SessionConfigError,
+    SessionCreationError,
     UnsupportedModelError,
 )
 from ortlab.graphdata import graph_data
@@ -586,6 +587,21 @@ def test_unknown_full_provider_name_falls_back_with_a_warning() -> None:
 def test_bad_config_values(fields: dict[str, object], message: str) -> None:
     with pytest.raises(SessionConfigError, match=message):
         _run(models.add(), config=fields)
+
+
+def test_config_that_ort_refuses_in_the_worker_leaves_it_usable() -> None:
+    """The cases above are refused by SessionConfig in the caller and never reach the worker;
+    this one passes ortlab's checks and is refused by ORT itself, inside the worker: the error
+    names ORT's complaint and the config, and the same worker process serves the next run."""
+    from ortlab.worker import get_worker
+
+    _run(models.add())
+    pid = get_worker().pid
+    bad = {"config_entries": {"session.intra_op_thread_affinities": "zz"}, "intra_op_threads": 2}
+    with pytest.raises(SessionCreationError, match=r"isdigit.*|could not create a session.*"):
+        _run(models.add(), config=bad)
+    assert get_worker().pid == pid, "the refusal came from a different (or no) worker"
+    assert _run(models.add()).stats.count == 1
 
 
 def test_unknown_config_key_in_json() -> None:
