@@ -1,18 +1,28 @@
 """The ``ortlab`` command: inspect, bench, profile, place, optimize, quantize, doctor, report,
 providers, examples, cache.
 
-Human tables by default, ``--json`` for the result's ``to_json()``. Errors print ortlab's message
-(what failed, what is available, how to fix) and exit with status 2; no tracebacks for user errors.
+Human tables by default, ``--json`` for the result's ``to_json()``. Exit status: 0 done; 2 a
+user error — bad arguments (argparse's usage message) or an :class:`OrtlabError` (ortlab's
+message: what failed, what is available, how to fix); 1 an internal error, reported in one line
+that names the verb, the model and the exception (``ORTLAB_DEBUG=1`` adds the traceback). No
+path prints a raw traceback. Warnings (a requested execution provider that did not load) go to
+stderr as one ``ortlab: warning: …`` line each.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import traceback
+import warnings
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+from ortlab.errors import FeedError, OrtlabError, OrtlabWarning
 
 __all__ = ["main"]
 
@@ -26,24 +36,86 @@ def _model(spec: str) -> Any:
     return examples.load(spec)
 
 
-def _dims(text: str | None) -> dict[str, int] | None:
-    if not text:
-        return None
-    out = {}
+# ---------------------------------------------------------------------- argument types
+# Parsed by argparse itself, so a bad value exits 2 with the usage line, like any other
+# argument error ("ortlab bench: error: argument --dims: …").
+
+
+def _dims_arg(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
     for part in text.split(","):
+        if not part.strip():
+            continue
         name, sep, value = part.partition("=")
-        if not sep or not value.strip().isdigit():
-            raise SystemExit(f"ortlab: error: --dims expects name=int[,name=int], got {part!r}")
+        if not sep or not name.strip() or not value.strip().isdigit():
+            raise argparse.ArgumentTypeError(
+                f"expects name=int[,name=int] (e.g. batch=1,sequence=128), got {part.strip()!r}"
+            )
         out[name.strip()] = int(value)
     return out
+
+
+def _providers_arg(text: str) -> list[str] | str:
+    from ortlab.config import canonical_provider
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one provider, e.g. cpu or cuda,cpu")
+    try:
+        for name in names:
+            canonical_provider(name)
+    except OrtlabError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return names
+
+
+def _level_arg(text: str) -> str:
+    from ortlab.config import canonical_level
+
+    try:
+        return canonical_level(text)
+    except OrtlabError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _levels_arg(text: str) -> list[str]:
+    levels = [_level_arg(lv) for lv in text.split(",") if lv.strip()]
+    if not levels:
+        raise argparse.ArgumentTypeError("give at least one level, e.g. disabled,all")
+    return levels
+
+
+def _int_arg(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expects an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects seconds, got {text!r}") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expects seconds > 0, got {text}")
+    return value
 
 
 def _config(args: argparse.Namespace) -> Any:
     from ortlab import SessionConfig
 
-    providers = "auto" if args.providers == "auto" else [p for p in args.providers.split(",") if p]
     return SessionConfig(
-        providers=providers,
+        providers=args.providers,
         level=args.level,
         intra_op_threads=args.threads,
         inter_op_threads=args.inter_threads,
@@ -54,32 +126,103 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
+def _feeds(path: str | None, m: Any) -> Any:
+    """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
+    if path is None:
+        return None
+    import numpy as np
+
+    from ortlab.inputs import validate_feeds
+
+    takes = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in m.inputs)
+    example = ", ".join(f"{t.name!r}: ..." for t in m.inputs)
+    how = (
+        f"{m.name!r} takes: {takes}. Save one array per input, named by input: "
+        f"np.savez('feeds.npz', **{{{example}}})."
+    )
+    p = Path(path)
+    if not p.is_file():
+        raise FeedError(f"--feeds {path}: no such file. {how}")
+    try:
+        data = np.load(p, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise FeedError(
+                f"--feeds {path} holds a single .npy array, not an .npz of arrays by input "
+                f"name. {how}"
+            )
+        with data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        if isinstance(err, FeedError):
+            raise
+        raise FeedError(f"--feeds {path} is not a readable .npz file ({err}). {how}") from err
+    try:
+        return validate_feeds(m, arrays)
+    except FeedError as err:
+        raise FeedError(f"--feeds {path}: {err}") from err
+
+
+# ---------------------------------------------------------------------- the parser
+
+
+def _shapes_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--dims", type=_dims_arg, help="symbolic dims, e.g. batch=1,sequence=128")
+    group.add_argument(
+        "--feeds",
+        metavar="FILE.npz",
+        help="the inputs to run with: an .npz with one array per input name "
+        "(sets every shape, unnamed dims and state inputs included)",
+    )
+
+
 def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
-        "--providers", default="cpu", help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'"
+        "--providers",
+        type=_providers_arg,
+        default=["cpu"],
+        help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'",
     )
-    p.add_argument("--level", default="all", help="disabled | basic | extended | layout | all")
-    p.add_argument("--threads", type=int, default=0, help="intra-op threads (0 = ORT default)")
-    p.add_argument("--inter-threads", type=int, default=0, help="inter-op threads")
+    p.add_argument(
+        "--level", type=_level_arg, default="all", help="disabled | basic | extended | layout | all"
+    )
+    p.add_argument(
+        "--threads", type=_int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
+    )
+    p.add_argument("--inter-threads", type=_int_arg(0), default=0, help="inter-op threads")
     p.add_argument("--mode", default="sequential", choices=["sequential", "parallel"])
     p.add_argument("--spinning", choices=["on", "off"], default=None, help="intra-op spinning")
     p.add_argument("--io-binding", action="store_true", help="run through IOBinding")
-    p.add_argument("--dims", help="symbolic dims, e.g. batch=1,sequence=128")
+    _shapes_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _doctor_parsers(sub: Any) -> None:
     p = sub.add_parser("doctor", help="find what slows the session down; every fix measured")
     _session_args(p)
-    p.add_argument("--budget", type=float, default=120, help="seconds to spend measuring")
+    p.add_argument("--budget", type=_seconds_arg, default=120, help="seconds to spend measuring")
     p.add_argument("--no-quantize", action="store_true", help="do not try int8 variants")
     p.add_argument("-o", "--output", help="also write the JSON result to this file")
     p = sub.add_parser("report", help="self-contained HTML report (runs the doctor first)")
     _session_args(p)
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
-    p.add_argument("--budget", type=float, default=60, help="the doctor's time budget (s)")
+    p.add_argument("--budget", type=_seconds_arg, default=60, help="the doctor's time budget (s)")
     p.add_argument("--no-doctor", action="store_true", help="profile and levels only")
+
+
+def _quantize_parser(sub: Any) -> None:
+    p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
+    p.add_argument("model")
+    p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16"])
+    p.add_argument("--format", default="qdq", choices=["qdq", "qoperator"])
+    p.add_argument("--per-channel", action="store_true")
+    p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"])
+    p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
+    p.add_argument("--samples", type=_int_arg(1), default=16, help="calibration samples to use")
+    _shapes_args(p)  # the shapes of synthesized calibration samples (the shapes you run at)
+    p.add_argument("-o", "--output", help="where to write the variant (never the input)")
+    p.add_argument("--json", action="store_true")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,33 +238,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("bench", help="latency benchmark, profiling off")
     _session_args(p)
-    p.add_argument("--runs", type=int, default=100)
-    p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--runs", type=_int_arg(1), default=100)
+    p.add_argument("--warmup", type=_int_arg(0), default=10)
+    p.add_argument(
+        "--duration", type=_seconds_arg, default=None, help="stop after this many seconds"
+    )
     p = sub.add_parser("profile", help="per-node / per-op / per-EP time from ORT's profiler")
     _session_args(p)
-    p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--top", type=int, default=15, help="rows in the top-nodes table")
+    p.add_argument("--runs", type=_int_arg(1), default=20)
+    p.add_argument("--warmup", type=_int_arg(0), default=3)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=_int_arg(1), default=5)
     p = sub.add_parser("optimize", help="what each optimization level changes, and its latency")
     _session_args(p)
-    p.add_argument("--levels", default="disabled,basic,extended,layout,all")
-    p.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
-    p.add_argument("--runs", type=int, default=10, help="runs per level per round")
+    p.add_argument("--levels", type=_levels_arg, default="disabled,basic,extended,layout,all")
+    p.add_argument("--rounds", type=_int_arg(1), default=8, help="interleaved timing rounds")
+    p.add_argument("--runs", type=_int_arg(1), default=10, help="runs per level per round")
     p.add_argument("--no-timing", action="store_true", help="only the graph diff")
-    p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
-    p.add_argument("model")
-    p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16"])
-    p.add_argument("--format", default="qdq", choices=["qdq", "qoperator"])
-    p.add_argument("--per-channel", action="store_true")
-    p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"])
-    p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
-    p.add_argument("--samples", type=int, default=16, help="calibration samples to use")
-    p.add_argument("-o", "--output", help="where to write the variant (never the input)")
-    p.add_argument("--json", action="store_true")
+    _quantize_parser(sub)
     _doctor_parsers(sub)
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
@@ -130,6 +266,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="show or empty ortlab's cache directory")
     p.add_argument("action", choices=["info", "clear"])
     return parser
+
+
+# ---------------------------------------------------------------------- the verbs
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -144,9 +283,10 @@ def _inspect(args: argparse.Namespace) -> None:
 def _bench(args: argparse.Namespace) -> None:
     import ortlab
 
+    m = _model(args.model)
     b = ortlab.benchmark(
-        _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
-        duration_s=args.duration, dims=_dims(args.dims), progress=_progress(args),
+        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
+        duration_s=args.duration, dims=args.dims, progress=_progress(args),
     )  # fmt: skip
     print(b.to_json(indent=2) if args.json else b.to_text())
 
@@ -154,9 +294,10 @@ def _bench(args: argparse.Namespace) -> None:
 def _profile(args: argparse.Namespace) -> None:
     import ortlab
 
+    m = _model(args.model)
     p = ortlab.profile(
-        _model(args.model), _config(args), runs=args.runs, warmup=args.warmup,
-        dims=_dims(args.dims), progress=_progress(args),
+        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
+        dims=args.dims, progress=_progress(args),
     )  # fmt: skip
     print(p.to_json() if args.json else p.to_text(top=args.top))
 
@@ -164,8 +305,9 @@ def _profile(args: argparse.Namespace) -> None:
 def _place(args: argparse.Namespace) -> None:
     import ortlab
 
+    m = _model(args.model)
     pl = ortlab.placement(
-        _model(args.model), _config(args), runs=args.runs, dims=_dims(args.dims),
+        m, _config(args), _feeds(args.feeds, m), runs=args.runs, dims=args.dims,
         progress=_progress(args),
     )  # fmt: skip
     print(pl.to_json(indent=2) if args.json else pl.to_text())
@@ -174,10 +316,10 @@ def _place(args: argparse.Namespace) -> None:
 def _optimize(args: argparse.Namespace) -> None:
     import ortlab
 
+    m = _model(args.model)
     opt = ortlab.optimization_diff(
-        _model(args.model), [lv for lv in args.levels.split(",") if lv], _config(args),
-        rounds=args.rounds, runs=args.runs, dims=_dims(args.dims),
-        measure=not args.no_timing, progress=_progress(args),
+        m, args.levels, _config(args), _feeds(args.feeds, m), rounds=args.rounds, runs=args.runs,
+        dims=args.dims, measure=not args.no_timing, progress=_progress(args),
     )  # fmt: skip
     print(opt.to_json() if args.json else opt.to_text())
 
@@ -185,9 +327,12 @@ def _optimize(args: argparse.Namespace) -> None:
 def _doctor(args: argparse.Namespace) -> None:
     import ortlab
 
-    d = ortlab.doctor(_model(args.model), _config(args), dims=_dims(args.dims),
+    m = _model(args.model)
+    cfg = _config(args)
+    d = ortlab.doctor(m, cfg, _feeds(args.feeds, m), dims=args.dims,
                       budget_s=args.budget, quantize=not args.no_quantize,
                       progress=_progress(args))  # fmt: skip
+    _warn_fallback(d, cfg, m)
     if args.output:
         d.save(args.output)
     print(d.to_json(indent=2) if args.json else d.to_text())
@@ -197,47 +342,34 @@ def _report(args: argparse.Namespace) -> None:
     import ortlab
 
     m, cfg = _model(args.model), _config(args)
-    d = None
+    feeds = _feeds(args.feeds, m)
+    d = profile = None
     if not args.no_doctor:
-        d = ortlab.doctor(m, cfg, dims=_dims(args.dims), budget_s=args.budget,
+        d = ortlab.doctor(m, cfg, feeds, dims=args.dims, budget_s=args.budget,
                           progress=_progress(args))  # fmt: skip
-    out = ortlab.report(m, d, path=args.output, config=cfg, progress=_progress(args))
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): open it in any browser")
-
-
-def _examples(args: argparse.Namespace) -> None:
-    import ortlab
-
-    info = ortlab.examples.describe()
+        _warn_fallback(d, cfg, m)
+    if feeds is None and args.dims:  # the report's own profile and levels: the same shapes
+        feeds = m.example_inputs(dims=args.dims)
+    if d is None:  # profiled here (as report() would) so that a fallback is said
+        profile = ortlab.profile(m, cfg, feeds, runs=10, progress=_progress(args))
+    out = ortlab.report(m, d, path=args.output, config=cfg, feeds=feeds, profile=profile,
+                        progress=_progress(args))  # fmt: skip
+    size = out.stat().st_size
     if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        width = max(map(len, info))
-        print("\n".join(f"{k:<{width}}  {v}" for k, v in info.items()))
+        doc = None if d is None else json.loads(d.to_json())
+        print(json.dumps({"report": str(out), "bytes": size, "doctor": doc}, indent=2))
+        return
+    print(f"wrote {out} ({size / 1e6:.1f} MB): open it in any browser")
 
 
-def _cache(args: argparse.Namespace) -> None:
-    from ortlab import cache
-    from ortlab.render import fmt_bytes
+def _warn_fallback(d: Any, cfg: Any, m: Any) -> None:
+    """The doctor measures with fallback allowed (it reports a fallback as a finding); the
+    command line also says it on stderr, as every other verb does."""
+    from ortlab.session import warn_if_fallback
 
-    if args.action == "clear":
-        print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
-    else:
-        print(
-            f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())} of at most "
-            f"{fmt_bytes(cache.max_bytes())} (ORTLAB_CACHE_MAX_BYTES); least recently used "
-            "entries go first. `ortlab cache clear` empties it."
-        )
-
-
-def _run(args: argparse.Namespace) -> int:
-    handlers = {
-        "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
-        "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
-        "providers": _providers_cmd, "doctor": _doctor, "report": _report,
-    }  # fmt: skip
-    handlers[args.command](args)
-    return 0
+    report = getattr(d.profile, "report", None)
+    if report is not None:
+        warn_if_fallback(report, cfg, m.name)
 
 
 def _quantize(args: argparse.Namespace) -> None:
@@ -255,7 +387,7 @@ def _quantize(args: argparse.Namespace) -> None:
         calibration=args.calibration,
         calibration_size=args.samples,
     )
-    q = ortlab.quantize(m, cfg)
+    q = ortlab.quantize(m, cfg, dims=args.dims, feeds=_feeds(args.feeds, m))
     target = q.path
     if args.output:
         target = Path(args.output)
@@ -289,6 +421,31 @@ def _quantize(args: argparse.Namespace) -> None:
         f"  calibration: {info.calibration}"
         + (" (SYNTHETIC)" if info.synthetic_calibration else "")
     )
+
+
+def _examples(args: argparse.Namespace) -> None:
+    import ortlab
+
+    info = ortlab.examples.describe()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        width = max(map(len, info))
+        print("\n".join(f"{k:<{width}}  {v}" for k, v in info.items()))
+
+
+def _cache(args: argparse.Namespace) -> None:
+    from ortlab import cache
+    from ortlab.render import fmt_bytes
+
+    if args.action == "clear":
+        print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
+    else:
+        print(
+            f"{cache.cache_dir()}: {fmt_bytes(cache.size_bytes())} of at most "
+            f"{fmt_bytes(cache.max_bytes())} (ORTLAB_CACHE_MAX_BYTES); least recently used "
+            "entries go first. `ortlab cache clear` empties it."
+        )
 
 
 def _providers_cmd(args: argparse.Namespace) -> None:
@@ -331,20 +488,79 @@ def ortlab_devices() -> list[Any]:
     return devices()
 
 
+_HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
+    "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
+    "providers": _providers_cmd, "doctor": _doctor, "report": _report,
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------------- main
+
+
+def _debug() -> bool:
+    return os.environ.get("ORTLAB_DEBUG", "") not in ("", "0")
+
+
+def _show_warning(  # noqa: PLR0917 - warnings.showwarning's signature
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,  # noqa: ARG001 - warnings.showwarning's signature
+    lineno: int,  # noqa: ARG001
+    file: TextIO | None = None,
+    line: str | None = None,  # noqa: ARG001
+) -> None:
+    """One readable line per warning, instead of Python's ``file:line: Category: text``."""
+    from ortlab.render import safe_text
+
+    text = " ".join(str(message).split())
+    kind = "" if issubclass(category, OrtlabWarning) else f"{category.__name__}: "
+    print(f"ortlab: warning: {kind}{safe_text(text, 2000)}", file=file or sys.stderr)
+
+
+def _internal_error(err: Exception, args: argparse.Namespace) -> None:
+    from ortlab.render import safe_text
+
+    where = args.command + (f" on {args.model}" if getattr(args, "model", None) else "")
+    message = " ".join(str(err).split()) or "(no message)"
+    if _debug():
+        traceback.print_exc()
+        how = "the traceback is above"
+    else:
+        how = "re-run with ORTLAB_DEBUG=1 for the traceback"
+    print(
+        f"ortlab: internal error in {safe_text(where)}: {type(err).__name__}: "
+        f"{safe_text(message, 2000)} — this is a bug in ortlab; {how}",
+        file=sys.stderr,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from ortlab.errors import OrtlabError
-
-    args = _parser().parse_args(argv)
+    """Run the command line; returns the exit status (argparse's own exits included)."""
     try:
-        return _run(args)
-    except OrtlabError as err:
-        from ortlab.render import safe_text
+        args = _parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error (already printed)
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 2)
+    with warnings.catch_warnings():
+        # Say every provider fallback, even where warnings are filtered or made errors.
+        warnings.filterwarnings("default", category=OrtlabWarning)
+        warnings.showwarning = _show_warning
+        try:
+            _HANDLERS[args.command](args)
+        except OrtlabError as err:
+            from ortlab.render import safe_text
 
-        print(f"ortlab: error: {safe_text(err, 5000)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ortlab: interrupted", file=sys.stderr)
-        return 130
+            if _debug():
+                traceback.print_exc()
+            print(f"ortlab: error: {safe_text(err, 5000)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("ortlab: interrupted", file=sys.stderr)
+            return 130
+        except Exception as err:  # noqa: BLE001 - a bug: one line, never a raw traceback
+            _internal_error(err, args)
+            return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -118,3 +118,230 @@ def test_hostile_strings_print_as_inert_text(
         out = capsys.readouterr().out
         assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
         assert "\\x1b[31mRED" in out or "\\x1b]0;title" in out
+
+
+# ---------------------------------------------------------------------- a state model (issue 13)
+
+
+def vad_like(folder: Path) -> Path:
+    """A stand-in for silero VAD: ``input: float[?, ?]`` and ``state: float[2, ?, 128]`` with
+    unnamed dims, ``sr: int64[]``. It runs only when input's last dim is 512 and state's middle
+    dim equals input's first: the synthesizer's 1s make it fail."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((512, 128)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["input", "w"], ["h"], name="proj"),
+        helper.make_node("Add", ["state", "h"], ["stateN"], name="update"),
+        helper.make_node("ReduceMean", ["stateN"], ["m"], name="pool", axes=[0, 2], keepdims=0),
+        helper.make_node("Cast", ["sr"], ["srf"], name="sr_float", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["m", "srf"], ["output"], name="scale"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "vad_like",
+        [
+            helper.make_tensor_value_info("input", TensorProto.FLOAT, [None, None]),
+            helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, None, 128]),
+            helper.make_tensor_value_info("sr", TensorProto.INT64, []),
+        ],
+        [
+            helper.make_tensor_value_info("output", TensorProto.FLOAT, [None]),
+            helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, None, 128]),
+        ],
+        initializer=[w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "vad_like.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def vad_feeds() -> dict[str, object]:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    return {
+        "input": rng.standard_normal((1, 512)).astype(np.float32),
+        "state": np.zeros((2, 1, 128), np.float32),
+        "sr": np.array(16000, np.int64),
+    }
+
+
+@pytest.fixture(scope="module")
+def vad(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The state model and an .npz of feeds it runs with."""
+    import numpy as np
+
+    folder = tmp_path_factory.mktemp("vad")
+    npz = folder / "feeds.npz"
+    np.savez(npz, **vad_feeds())
+    return vad_like(folder), npz
+
+
+def test_feeds_npz_runs_a_state_model_on_every_session_verb(
+    vad: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, npz = vad
+    assert main(["bench", str(model), "--runs", "3"]) == 2  # synthesized 1s: shapes mismatch
+    assert "ortlab: error:" in capsys.readouterr().err
+    assert main(["bench", str(model), "--runs", "3", "--json", "--feeds", str(npz)]) == 0
+    b = ortlab.BenchmarkResult.from_json(capsys.readouterr().out)
+    assert "input: float32[1, 512]" in b.feeds and "state: float32[2, 1, 128]" in b.feeds
+    assert main(["profile", str(model), "--runs", "2", "--json", "--feeds", str(npz)]) == 0
+    p = ortlab.ProfileResult.from_json(capsys.readouterr().out)
+    proj = p.data.input_types[p.data.node.index("proj")]
+    assert proj[0] == ("float", [1, 512])  # ORT ran the node at the feeds' shape
+    assert main(["place", str(model), "--runs", "2", "--feeds", str(npz)]) == 0
+    assert "Partitions" in capsys.readouterr().out
+    assert main(["optimize", str(model), "--levels", "disabled,all", "--rounds", "2",
+                 "--runs", "2", "--feeds", str(npz)]) == 0  # fmt: skip
+    assert "disabled" in capsys.readouterr().out
+    assert main(["quantize", str(model), "--mode", "static", "--samples", "2", "--json",
+                 "--feeds", str(npz)]) == 0  # fmt: skip
+    info = json.loads(capsys.readouterr().out)
+    assert "input: float32[1, 512]" in info["calibration"]
+    out = tmp_path / "vad.html"
+    assert main(["report", str(model), "--no-doctor", "-o", str(out), "--json",
+                 "--feeds", str(npz)]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["report"] == str(out) and out.exists()
+
+
+@pytest.mark.slow
+def test_doctor_with_feeds_npz(vad: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    model, npz = vad
+    code = main(["doctor", str(model), "--budget", "10", "--no-quantize", "--json",
+                 "--feeds", str(npz)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert ortlab.DoctorResult.from_json(captured.out).model == "vad_like"
+
+
+def test_feeds_errors_name_the_inputs_the_model_takes(
+    vad: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+
+    model, _ = vad
+    npy = tmp_path / "one.npy"
+    np.save(npy, np.zeros((1, 512), np.float32))
+    text = tmp_path / "feeds.npz"
+    text.write_text("input=1\n")
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, audio=np.zeros((1, 512), np.float32))
+    cases = {
+        str(tmp_path / "missing.npz"): "no such file",
+        str(npy): "single .npy array",
+        str(text): "not a readable .npz",
+        str(wrong): "unknown ['audio']",
+    }
+    for path, what in cases.items():
+        assert main(["bench", str(model), "--feeds", path]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ortlab: error: --feeds") and what in err
+        assert "input: float[?, ?]" in err and "state: float[2, ?, 128]" in err and "sr" in err
+        assert "Traceback" not in err
+
+
+def test_argument_errors_exit_2_with_the_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, what in (
+        (["bench", "mlp", "--dims", "height=abc"], "argument --dims: expects name=int"),
+        (["bench", "mlp", "--runs", "0"], "argument --runs: expects an integer >= 1"),
+        (["bench", "mlp", "--providers", "cudaa"], "Unknown execution provider 'cudaa'"),
+        (["optimize", "mlp", "--levels", "all,fast"], "Unknown optimization level 'fast'"),
+        (["doctor", "mlp", "--budget", "-3"], "argument --budget: expects seconds > 0"),
+        (["bench", "mlp", "--dims", "batch=1", "--feeds", "f.npz"], "not allowed with"),
+        (["quantize", "mlp", "--dims", "batch=x"], "argument --dims"),
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("usage: ortlab") and what in err, err
+
+
+def test_quantize_takes_dims_for_its_calibration_samples(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["quantize", "mlp", "--mode", "static", "--samples", "2", "--dims", "batch=3",
+                 "--json"]) == 0  # fmt: skip
+    assert "input: float32[3, 256]" in json.loads(capsys.readouterr().out)["calibration"]
+    assert main(["quantize", "mlp", "--dims", "height=3"]) == 2
+    assert "not symbolic dims of 'mlp'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb", ["optimize", "quantize", "doctor", "report", "bench"])
+def test_internal_errors_are_one_line_with_exit_1(
+    verb: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug (any exception that is not an OrtlabError) is reported in one line naming the
+    verb, the model and the exception; ORTLAB_DEBUG=1 adds the traceback."""
+    library = {"optimize": "optimization_diff", "quantize": "quantize", "doctor": "doctor",
+               "report": "report", "bench": "benchmark"}  # fmt: skip
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError  # ORT's quantizer raises it with no message
+
+    monkeypatch.setattr(ortlab, library[verb], broken)
+    argv = [verb, "mlp", *(["-o", str(tmp_path / "r.html"), "--no-doctor"] if verb == "report"
+                           else [])]  # fmt: skip
+    monkeypatch.delenv("ORTLAB_DEBUG", raising=False)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"ortlab: internal error in {verb} on mlp: AssertionError: (no message) — this is a bug "
+        "in ortlab; re-run with ORTLAB_DEBUG=1 for the traceback\n"
+    )
+    monkeypatch.setenv("ORTLAB_DEBUG", "1")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)") and "in broken" in err
+    assert err.rstrip().endswith("this is a bug in ortlab; the traceback is above")
+
+
+def test_report_json_is_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mlp.html"
+    assert main(["report", "mlp", "-o", str(out), "--budget", "10", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["report"] == str(out) and data["bytes"] == out.stat().st_size
+    d = ortlab.DoctorResult.from_json(json.dumps(data["doctor"]))
+    assert d.model == "mlp"
+
+
+def _cuda_is_in_build_but_cannot_load() -> bool:
+    import onnxruntime as ort
+
+    from ortlab.session import auto_providers
+
+    in_build = "CUDAExecutionProvider" in ort.get_available_providers()
+    return in_build and "CUDAExecutionProvider" not in auto_providers()[0]
+
+
+_VERB_ARGS = {
+    "bench": ["--runs", "3"],
+    "profile": ["--runs", "2"],
+    "place": ["--runs", "2"],
+    "optimize": ["--levels", "disabled,all", "--rounds", "2", "--runs", "2"],
+    "doctor": ["--budget", "10", "--no-quantize"],
+    "report": ["--no-doctor", "-o", "{tmp}/r.html"],
+}
+
+
+@pytest.mark.skipif(
+    not _cuda_is_in_build_but_cannot_load(),
+    reason="needs an onnxruntime build with CUDA on a machine where it cannot load",
+)
+@pytest.mark.parametrize("verb", list(_VERB_ARGS))
+def test_every_verb_says_cuda_did_not_load(
+    verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = [a.format(tmp=tmp_path) for a in _VERB_ARGS[verb]]
+    assert main([verb, "mlp", "--providers", "cuda,cpu", *extra]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "did not load" in line]
+    assert warned and ("CUDA" in warned[0] or "cuda" in warned[0]), err
+    assert all(line.startswith("ortlab: warning: ") for line in warned), err
+    assert "ProviderFallbackWarning" not in err and ".py:" not in err  # not Python's format

@@ -3,6 +3,8 @@ the error panel with the previous results kept, history compares runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import ortlab
@@ -26,7 +28,11 @@ def test_controls_rerun_and_history_compares(lab) -> None:
     lab.level.value = "disabled"
     lab.intra.value = 1
     t = lab.history.to_pandas()
-    assert t["label"].tolist() == ["cpu · all", "cpu · disabled", "cpu · disabled · intra=1"]
+    assert t["label"].tolist() == [
+        "cpu · all · dims batch=1",
+        "cpu · disabled · dims batch=1",
+        "cpu · disabled · intra=1 · dims batch=1",
+    ]
     cmp = lab.history.compare(1, 3)
     assert cmp["metric"].tolist() == ["p50_ms", "p90_ms", "mean_ms"]
     assert lab.shown["Benchmark"][0].session_config.intra_op_threads == 1
@@ -41,12 +47,10 @@ def test_variant_control_builds_and_runs_it(lab) -> None:
 
 def test_errors_show_in_the_lab_and_keep_results(lab) -> None:
     before = lab.shown["Benchmark"][0]
-    lab.dims.value = "batch=x"
-    lab.run()
-    assert "not name=integer" in lab.error.value
+    lab.dims.value = "batch=x"  # as on Enter: the box re-runs when its value arrives
+    assert "not name=integer" in lab.error.value and "Previous results are kept" in lab.error.value
     assert lab.shown["Benchmark"][0] is before and len(lab.history) == 1
     lab.dims.value = "batch=2"
-    lab.run()
     assert lab.error.value == "" and len(lab.history) == 2
 
 
@@ -76,7 +80,7 @@ def test_top_node_row_selects_it_in_the_graph(lab) -> None:
 
 def test_history_picks_two_runs_and_snippets_one(lab) -> None:
     lab.spinning.value = "off"
-    assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin"
+    assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin · dims batch=1"
     assert (lab.run_a.value, lab.run_b.value) == (1, 2)
     lab.compare_button.click()
     table = lab.shown["History comparison"][0]
@@ -95,9 +99,41 @@ def test_doctor_tab_and_apply_best(lab) -> None:
     assert any(f.rule == "optimization_level" for f in d.findings)
     runs = len(lab.history)
     lab.apply_button.click()
+    assert lab.error.value == ""
     assert len(lab.history) == runs + 1  # one run for the whole change, not one per control
-    best = d.best.session_config
-    assert (lab.config.level, lab.config.intra_op_threads) == (best.level, best.intra_op_threads)
+    assert lab.config == d.best.session_config.with_(fallback="allow")  # the Lab shows fallbacks
+    assert lab.model_path == Path(d.best.model_path)
+    assert lab.history.records[-1].model_path == d.best.model_path
+
+
+def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(lab) -> None:
+    """A per-channel static QDQ file with provider options, threads, spinning, IO binding and
+    a setting no control shows: Apply best runs that very file with those very settings."""
+    import dataclasses
+
+    from ortlab.doctor import Best
+
+    lab.budget.value = 10
+    lab.doctor_button.click()
+    d = lab.doctor_result
+    q = ortlab.quantize(lab.model, mode="static", per_channel=True, calibration_size=4)
+    providers = ["cpu"]
+    options: dict[str, dict[str, str]] = {}
+    if "CUDAExecutionProvider" in lab.provider_boxes:  # in the build; it falls back here
+        providers, options = ["cuda", "cpu"], {"cuda": {"device_id": "0"}}
+    cfg = ortlab.SessionConfig(providers, provider_options=options, level="extended",
+                               intra_op_threads=1, allow_spinning=False, io_binding=True,
+                               enable_mem_pattern=False)  # fmt: skip
+    best = Best(cfg.to_dict(), q.name, str(q.path), list(q.variant.steps), 0.5, 0.4, 0.6,
+                "faster", 0.9999)  # fmt: skip
+    lab.doctor_result = dataclasses.replace(d, best=best)
+    lab.apply_button.click()
+    assert lab.error.value == ""
+    assert lab.config == cfg.with_(fallback="allow")
+    assert lab.model_path == q.path
+    run = lab.history.records[-1]
+    assert run.model_path == str(q.path) and run.config == lab.config
+    assert "per-channel" in run.label and lab.shown["Benchmark"][0].model == q.name
 
 
 def test_export_report_of_the_lab_state(lab, tmp_path) -> None:
@@ -134,3 +170,159 @@ def test_outputs_bypass_ipython_history_and_old_results_are_dropped(lab) -> None
     assert len(bundles) <= 5  # the figures on screen now (op types, EPs, timeline, ...)
     kept = [r for r in lab.history.records if r.placement is not None]
     assert len(kept) == lab.history.keep_results and kept[-1] is lab.history.records[-1]
+
+
+# ---------------------------------------------------------------------- issue 13
+
+
+def test_dims_box_shows_the_dims_used_and_enter_reruns(lab) -> None:
+    assert lab.dims.value == "batch=1" and not lab.dims.continuous_update  # synthesizer's 1
+    lab.dims.value = "batch=4"  # what Enter (or leaving the box) sends
+    assert len(lab.history) == 2 and lab.error.value == ""
+    assert "input: float32[4, 256]" in lab.shown["Benchmark"][0].feeds
+    assert lab.history.records[-1].shapes == "dims batch=4"
+
+
+def test_history_labels_tell_the_runs_apart(lab) -> None:
+    lab.variant.value = "dynamic int8"
+    lab.per_channel.value = True
+    lab.transformers.value = True
+    lab.dims.value = "batch=2"
+    labels = lab.history.to_pandas()["label"].tolist()
+    assert labels == [
+        "cpu · all · dims batch=1",
+        "cpu · all · dynamic int8 · dims batch=1",
+        "cpu · all · dynamic int8 per-channel · dims batch=1",
+        "cpu · all · dynamic int8 per-channel · transformers optimizer · dims batch=1",
+        "cpu · all · dynamic int8 per-channel · transformers optimizer · dims batch=2",
+    ]
+    assert len(set(labels)) == len(labels)
+    assert [label for label, _ in lab.run_a.options] == [
+        f"run {i}: {label}" for i, label in enumerate(labels, 1)
+    ]
+
+
+def test_history_snippet_names_the_model_each_run_used(lab) -> None:
+    lab.variant.value = "dynamic int8"
+    int8 = lab.history.records[-1].model_path
+    assert int8 != str(lab.model.path)
+    assert "DynamicQuantizeLinear" in ortlab.load(int8).summary.op_types
+    lab.run_a.value = 2
+    lab.run_snippet_button.click()
+    assert f"InferenceSession({int8!r}" in lab.notice.value.replace("&#x27;", "'")
+    lab.run_a.value = 1
+    lab.run_snippet_button.click()
+    assert f"InferenceSession({str(lab.model.path)!r}" in lab.notice.value.replace("&#x27;", "'")
+
+
+def test_profile_top_nodes_use_medians_throughout() -> None:
+    """Five runs; node b takes 2 µs except one stalled 1000 µs call. Totals would give b 94 %
+    of node time; medians give 2 / 12."""
+    from ortlab.profiling import ProfileData, ProfileResult
+    from ortlab.widgets.lab import median_shares
+
+    runs = 5
+    ev_node = [0, 1] * runs
+    ev_run = [r for r in range(runs) for _ in (0, 1)]
+    durs = [10.0, 2.0] * runs
+    durs[1] = 1000.0  # b's call in run 0 stalled
+    data = ProfileData(
+        node=["a", "b"], op_type=["Conv", "ReorderInput"], provider=["CPU", "CPU"],
+        input_types=[[], []], output_types=[[], []], ev_node=ev_node, ev_run=ev_run,
+        ev_start_us=[0.0, 10.0] * runs, ev_dur_us=durs, run_us=[12.0] * runs,
+    )  # fmt: skip
+    t = median_shares(ProfileResult(model="m", config={}, data=data))
+    assert t["node"].tolist() == ["a", "b"]
+    assert t["median_us"].tolist() == [10.0, 2.0]
+    assert t["share"].tolist() == pytest.approx([10 / 12, 2 / 12])
+
+
+def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
+    from ortlab.widgets.lab import median_shares
+
+    t = median_shares(lab.profile_result)
+    first = t.iloc[0]
+    label, node = lab.top_nodes.options[0]
+    assert node == first["node"]
+    assert label.endswith(f"{first['median_us']:.0f} µs · {first['share']:.1%}")
+    caption = lab.shown["Profile"][3].value  # the text above the top-nodes list
+    assert "median µs per run" in caption and "median run's node time" in caption
+
+
+def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
+    """Cancel pressed after placement's worker call returned and before the benchmark's began
+    (the next call used to clear the worker's flag): the benchmark must not run."""
+    real_placement, benchmarks = ortlab.placement, []
+
+    def placement_then_cancel(*args, **kwargs):
+        out = real_placement(*args, **kwargs)
+        lab.cancel_button.click()
+        return out
+
+    monkeypatch.setattr(ortlab, "placement", placement_then_cancel)
+    monkeypatch.setattr(ortlab, "benchmark", lambda *a, **_k: benchmarks.append(a))
+    lab.level.value = "basic"
+    assert benchmarks == [] and len(lab.history) == 1
+    assert lab.error.value == "<i>cancelled: previous results kept</i>"
+
+
+def test_cancel_re_arms_the_worker_call_that_cleared_it(lab) -> None:
+    """A click that lands just before a worker call starts is cleared by that call; the Lab's
+    progress callback sets the worker's flag again, so the call in flight stops."""
+    from ortlab.worker import Worker, get_worker
+
+    worker = get_worker()
+    if not isinstance(worker, Worker):
+        pytest.skip("the in-process worker has nothing to cancel")
+    lab.cancel()
+    worker._cancel.clear()  # what Worker.call does first
+    lab._progress("benchmark")(1, 10)
+    assert worker._cancel.is_set()
+    worker._cancel.clear()
+
+
+def _vad(tmp_path: Path) -> ortlab.Model:
+    from tests.test_cli import vad_like
+
+    return ortlab.load(vad_like(tmp_path))
+
+
+def test_lab_with_feeds_runs_a_state_model_in_every_tab(tmp_path: Path) -> None:
+    from tests.test_cli import vad_feeds
+
+    lab = ortlab.Lab(_vad(tmp_path), feeds=vad_feeds(), synchronous=True, runs=5)
+    assert lab.error.value == "" and len(lab.history) == 1
+    assert "input: float32[1, 512]" in lab.shown["Benchmark"][0].feeds
+    assert lab.dims.disabled and "state: float32[2, 1, 128]" in lab.dims.value
+    assert "feeds" in lab.dims.tooltip
+    assert lab.history.records[-1].shapes.startswith("feeds input: float32[1, 512]")
+    lab.variant.value = "static QDQ"  # calibrated on the feeds' shapes
+    assert lab.error.value == "" and len(lab.history) == 2
+    lab.opt_button.click()
+    assert lab.error.value == "" and lab.optimization is not None
+    lab.quant_button.click()
+    assert lab.error.value == "" and lab.comparison is not None
+
+
+@pytest.mark.slow
+def test_lab_doctor_uses_the_feeds(tmp_path: Path) -> None:
+    from tests.test_cli import vad_feeds
+
+    lab = ortlab.Lab(_vad(tmp_path), feeds=vad_feeds(), synchronous=True, runs=5)
+    lab.budget.value = 10
+    lab.doctor_button.click()
+    assert lab.error.value == "" and lab.doctor_result is not None
+
+
+def test_lab_says_previous_results_are_kept_only_when_there_are_some(tmp_path: Path) -> None:
+    from tests.test_cli import vad_feeds
+
+    model = _vad(tmp_path)
+    lab = ortlab.Lab(model, synchronous=True, runs=5)  # synthesized 1s: the model cannot run
+    assert "Error" in lab.error.value and len(lab.history) == 0
+    assert "kept" not in lab.error.value
+    assert "unnamed dims" in lab.dims.tooltip and "feeds" in lab.dims.tooltip
+    feeds = vad_feeds()
+    feeds["audio"] = feeds.pop("input")
+    with pytest.raises(ortlab.FeedError, match=r"(?s)missing \['input'\].*The model takes: input"):
+        ortlab.Lab(model, feeds=feeds, synchronous=True)

@@ -9,12 +9,28 @@ from ortlab.config import SessionConfig
 
 __all__ = ["History", "RunRecord"]
 
+_COLUMNS = [
+    "run",
+    "label",
+    "variant",
+    "shapes",
+    "model_path",
+    "p50_ms",
+    "p90_ms",
+    "mean_ms",
+    "providers",
+    "fallback",
+    "seconds",
+    "overhead_s",
+]
+
 
 @dataclass
 class RunRecord:
     run: int
     config: SessionConfig
     variant: str
+    """The Lab's variant ('none', 'static QDQ per-channel', "doctor's best: …")."""
     p50_ms: float
     p90_ms: float
     mean_ms: float
@@ -23,6 +39,12 @@ class RunRecord:
     seconds: float
     ort_seconds: float = 0.0
     """Session builds plus every run ORT executed (warm-up included), from the results."""
+    model_path: str = ""
+    """The model file the run used: the variant's own file for a variant run."""
+    shapes: str = ""
+    """The shapes it ran at: ``dims batch=1,sequence=128`` or ``feeds input: float32[1, 512]``."""
+    transformers: bool = False
+    """The model went through the transformers optimizer first."""
     benchmark: Any = field(repr=False, default=None)
     placement: Any = field(repr=False, default=None)
 
@@ -30,6 +52,19 @@ class RunRecord:
     def overhead_s(self) -> float:
         """Wall time of the refresh minus ORT's own time: ortlab's cost of the toggle."""
         return self.seconds - self.ort_seconds
+
+    @property
+    def label(self) -> str:
+        """Everything that tells two runs apart: ``cpu · all · static QDQ per-channel ·
+        transformers optimizer · dims batch=1``."""
+        parts = [self.config.label()]
+        if self.variant != "none":
+            parts.append(self.variant)
+        if self.transformers:
+            parts.append("transformers optimizer")
+        if self.shapes:
+            parts.append(self.shapes)
+        return " · ".join(parts)
 
 
 class History:
@@ -48,16 +83,20 @@ class History:
             old.benchmark = old.placement = None
 
     def to_pandas(self) -> Any:
-        """run, label, variant, p50_ms, p90_ms, mean_ms, providers, fallback, seconds (wall time
-        of the refresh), overhead_s (seconds minus session builds and runs)."""
+        """run, label (config, variant, transformers optimizer, shapes), variant, shapes,
+        model_path (the file the run used), p50_ms, p90_ms, mean_ms, providers, fallback,
+        seconds (wall time of the refresh), overhead_s (seconds minus session builds and
+        runs)."""
         import pandas as pd
 
         return pd.DataFrame(
             [
                 {
                     "run": r.run,
-                    "label": r.config.label(),
+                    "label": r.label,
                     "variant": r.variant,
+                    "shapes": r.shapes,
+                    "model_path": r.model_path,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
                     "mean_ms": r.mean_ms,
@@ -68,18 +107,7 @@ class History:
                 }
                 for r in self.records
             ],
-            columns=[
-                "run",
-                "label",
-                "variant",
-                "p50_ms",
-                "p90_ms",
-                "mean_ms",
-                "providers",
-                "fallback",
-                "seconds",
-                "overhead_s",
-            ],
+            columns=_COLUMNS,
         )
 
     def compare(self, a: int, b: int) -> Any:

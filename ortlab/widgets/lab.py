@@ -2,9 +2,12 @@
 
 Every change re-runs in the worker (placement with profiling, then a benchmark with profiling
 off) on a background thread, so the notebook never freezes; a progress bar and a Cancel
-button show while it runs; a failed run shows its error inside the Lab and keeps the previous
-results. Each run becomes a row of ``lab.history``. Charts are the plot layer's plotly figures,
-tables the results' own DataFrames/HTML: the Lab only wires them together.
+button show while it runs (Cancel stops the refresh at whatever step it is in); a failed run
+shows its error inside the Lab and keeps the previous results, if any. Each run becomes a row
+of ``lab.history``. ``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs,
+unnamed dims); otherwise the dims box sets the symbolic dims and shows the ones used. Charts
+are the plot layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only
+wires them together.
 """
 
 from __future__ import annotations
@@ -13,33 +16,44 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
+import numpy as np
 
 import ortlab
 from ortlab.config import LEVELS, SessionConfig, _short
-from ortlab.errors import OrtlabError
+from ortlab.errors import OrtlabError, WorkerCancelledError
+from ortlab.inputs import resolve_dims, validate_feeds
 from ortlab.render import esc
 from ortlab.widgets.history import History, RunRecord
 
 __all__ = ["Lab"]
 
 VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16")
+_INT8 = ("dynamic int8", "static QDQ", "static QOperator")
+_BEST = "doctor's best: "
+"""Prefix of the variant option Apply best adds: the doctor's own model file."""
 
 
 class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
-    """``ortlab.Lab(model)``: controls, tabs, history. ``lab.config`` is what the controls say."""
+    """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
+    controls say; ``lab.model_path`` the model file the current run uses."""
 
     def __init__(
         self,
         model: Any,
         *,
+        feeds: Mapping[str, Any] | None = None,
         runs: int = 30,
         synchronous: bool | None = None,
         run_on_start: bool = True,
     ) -> None:
         self.model = ortlab.load(model)
+        self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
+        """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self.history = History()
         # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
         # ORTLAB_LAB_SYNC=1); in a live notebook runs go to a background thread.
@@ -47,12 +61,19 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             synchronous if synchronous is not None else (os.environ.get("ORTLAB_LAB_SYNC") == "1")
         )
         self._thread: threading.Thread | None = None
+        self._cancel = threading.Event()
         self._variants: dict[str, Any] = {}
+        self._current: Any = self.model
+        # Settings no control shows (provider options, memory flags, config entries…): Apply
+        # best sets them from the doctor's config; the controls override the rest.
+        self._base = SessionConfig(fallback="allow")
         self.graph: Any = None
         self.placement: Any = None
         self.profile_result: Any = None
         self.benchmark_result: Any = None
         self.doctor_result: Any = None
+        self.optimization: Any = None
+        self.comparison: Any = None
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs()
@@ -89,16 +110,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.spinning = w.Dropdown(options=["ORT default", "on", "off"], description="spinning")
         self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
         self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
+        self.per_channel = w.Checkbox(
+            False, description="per-channel", indent=False, tooltip="int8 variants only"
+        )
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
-        symbolic = sorted(
-            {d for t in self.model.inputs if t.shape for d in t.shape if isinstance(d, str)}
-        )
-        self.dims = w.Text(
-            ",".join(f"{d}=" for d in symbolic),
-            description="dims",
-            disabled=not symbolic,
-            placeholder="batch=1,sequence=128",
-        )
+        self.dims = self._dims_box()
         self.runs = w.IntSlider(runs, min=5, max=500, step=5, description="runs")
         self.run_button = w.Button(description="Run", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", disabled=True)
@@ -118,13 +134,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.spinning,
             self.io_binding,
             self.variant,
+            self.per_channel,
             self.transformers,
+            self.dims,  # continuous_update=False: the value arrives on Enter (or leaving it)
         ]
         self._hold = False
         for control in (*settings, self.runs, *self.provider_boxes.values()):
             control.observe(lambda _: None if self._hold else self.run(), names="value")
         self.run_button.on_click(lambda _: self.run())
-        self.cancel_button.on_click(lambda _: ortlab.worker.get_worker().cancel())
+        self.cancel_button.on_click(lambda _: self.cancel())
         self.snippet_button.on_click(lambda _: self._show_snippet())
         self.level.add_class("ortlab-level")
         self.run_button.add_class("ortlab-run")
@@ -135,8 +153,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                 w.VBox([w.HTML("<b>execution providers</b>"),
                         w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
                        layout=column),
-                w.VBox([self.intra, self.inter, self.spinning, self.variant, self.io_binding,
-                        self.transformers], layout=column),
+                w.VBox([self.intra, self.inter, self.spinning, self.variant, self.per_channel,
+                        self.io_binding, self.transformers], layout=column),
                 w.VBox([self.dims, self.runs, w.HBox([self.run_button, self.cancel_button]),
                         self.progress, w.HBox([self.snippet_button, self.report_button])],
                        layout=column),
@@ -144,12 +162,46 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             layout=w.Layout(flex_flow="row wrap"),
         )  # fmt: skip
 
+    def _dims_box(self) -> w.Text:
+        """The dims box: editable symbolic dims (Enter re-runs), or the feeds' shapes, read-only."""
+        if self.feeds is not None:
+            return w.Text(
+                self.feeds.shapes_text(),
+                description="shapes",
+                disabled=True,
+                tooltip="The feeds given to Lab(model, feeds=…) fix every shape; make a new "
+                "Lab with other feeds to change them.",
+                layout=w.Layout(width="100%"),
+            )
+        symbolic = sorted(
+            {d for t in self.model.inputs if t.shape for d in t.shape if isinstance(d, str)}
+        )
+        unnamed = [t.name for t in self.model.inputs if t.shape and None in t.shape]
+        tip = "symbolic dims, name=int; Enter re-runs"
+        if unnamed:
+            tip = (
+                f"{', '.join(unnamed)} {'has' if len(unnamed) == 1 else 'have'} unnamed dims, "
+                "set to 1: pass Lab(model, feeds=…) to run other shapes"
+            )
+        return w.Text(
+            ",".join(f"{d}=" for d in symbolic),
+            description="dims",
+            disabled=not symbolic,
+            placeholder="batch=1,sequence=128",
+            continuous_update=False,
+            tooltip=tip if symbolic or unnamed else "every dim is fixed in the model",
+        )
+
     @property
     def config(self) -> SessionConfig:
         """The SessionConfig the controls currently describe."""
-        providers = [ep for ep, box in self.provider_boxes.items() if box.value]
-        return SessionConfig(
-            providers=providers or ["cpu"],
+        providers = [ep for ep, box in self.provider_boxes.items() if box.value] or [
+            "CPUExecutionProvider"
+        ]
+        options = {p: dict(o) for p, o in self._base.provider_options if p in providers}
+        return self._base.with_(
+            providers=providers,
+            provider_options=options,
             level=self.level.value,
             intra_op_threads=self.intra.value,
             inter_op_threads=self.inter.value,
@@ -159,7 +211,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             fallback="allow",
         )
 
+    @property
+    def model_path(self) -> Path:
+        """The model file the current run uses (a variant's file when one is selected)."""
+        return Path(self._current.path)
+
     def _dims(self) -> dict[str, int] | None:
+        if self.feeds is not None:
+            return None
         out = {}
         for part in self.dims.value.split(","):
             name, _, value = part.partition("=")
@@ -168,6 +227,24 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                     raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
                 out[name.strip()] = int(value)
         return out or None
+
+    def _inputs(self) -> dict[str, Any]:
+        """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
+        return {"feeds": self.feeds} if self.feeds is not None else {"dims": self._dims()}
+
+    def _shapes(self) -> str:
+        """The shapes a run uses, for the History label; shows the dims used in the dims box."""
+        if self.feeds is not None:
+            return "feeds " + self.feeds.shapes_text()
+        used = resolve_dims(self.model, self._dims())
+        text = ",".join(f"{c.name}={c.value}" for c in used.values())
+        if text != self.dims.value:
+            self._hold = True  # showing the values used is not a request to re-run
+            try:
+                self.dims.value = text
+            finally:
+                self._hold = False
+        return f"dims {text}" if text else ""
 
     # ------------------------------------------------------------------ tabs
 
@@ -190,12 +267,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         for i, n in enumerate(names):
             self.tabs.set_title(i, n)
         self.opt_button = w.Button(description="Run optimization diff (all levels)")
-        self.opt_button.on_click(lambda _: self._background(self._optimization))
+        self.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
         self.quant_button = w.Button(description="Compare fp32 / fp16 / dynamic / static QDQ")
-        self.quant_button.on_click(lambda _: self._background(self._quantization))
+        self.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info")
-        self.doctor_button.on_click(lambda _: self._background(self._doctor))
+        self.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
         self.apply_button = w.Button(description="Apply best", disabled=True)
         self.apply_button.on_click(lambda _: self.apply_best())
         self._doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
@@ -203,7 +280,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                                   layout=w.Layout(width="100%"))  # fmt: skip
         self.top_nodes.observe(self._on_top_node, names="value")
         # widgets shown on every refresh are made once: a widget lives until closed
-        self._top_label = w.HTML("<b>Top nodes</b> (pick one to select it in the Graph tab)")
+        self._top_label = w.HTML()
         self._worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
         self.run_a = w.Dropdown(options=[], description="run A")
         self.run_b = w.Dropdown(options=[], description="run B")
@@ -239,80 +316,117 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def run(self) -> None:
         """Re-run with the current controls (in the background unless synchronous)."""
-        self._background(self._run_once)
+        self._background(self._run_once, "benchmark_result")
 
-    def _background(self, job: Any) -> None:
+    def cancel(self) -> None:
+        """Stop the running job: the worker call in flight, and every step after it.
+
+        ``Worker.cancel()`` alone is not enough: a refresh is several worker calls, and each
+        call starts by clearing the worker's cancel flag, so a click that lands between two
+        calls (or while ortlab itself works, e.g. building the graph view) was forgotten. The
+        Lab keeps its own flag, checked between steps and from every progress callback."""
+        self._cancel.set()
+        ortlab.worker.get_worker().cancel()
+
+    def _step(self, what: str) -> None:
+        """Between two steps of a job: stop here if Cancel was pressed."""
+        if self._cancel.is_set():
+            raise WorkerCancelledError(f"Cancelled before {what}.")
+
+    def _background(self, job: Callable[[], Any], results: str = "") -> None:
+        """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
+        replaces, to say whether a failure keeps previous ones."""
         if self._thread is not None and self._thread.is_alive():
-            ortlab.worker.get_worker().cancel()
+            self.cancel()
             self._thread.join(10)
         if self._sync:
-            self._guarded(job)
+            self._guarded(job, results)
             return
-        self._thread = threading.Thread(target=self._guarded, args=(job,), daemon=True)
+        self._thread = threading.Thread(target=self._guarded, args=(job, results), daemon=True)
         self._thread.start()
 
-    def _guarded(self, job: Any) -> None:
+    def _guarded(self, job: Callable[[], Any], results: str = "") -> None:
+        self._cancel.clear()
         self.cancel_button.disabled = False
         self.run_button.disabled = True
+        kept = bool(results) and getattr(self, results, None) is not None
         try:
             job()
             self.error.value = ""
         except ortlab.WorkerCancelledError:
-            self.error.value = "<i>cancelled: previous results kept</i>"
+            self.error.value = "<i>cancelled" + (": previous results kept" if kept else "") + "</i>"
         except Exception as err:  # noqa: BLE001 - shown in the Lab, never lost in a log
-            from ortlab.render import esc
-
             detail = "" if isinstance(err, OrtlabError) else traceback.format_exc()
             self.error.value = (
                 f'<div class="ortlab-warn" style="color:#a40"><b>{esc(type(err).__name__)}</b>: '
                 f"{esc(err, 4000)}</div><pre>{esc(detail, 8000)}</pre>"
-                "<div>Previous results are kept.</div>"
+                + ("<div>Previous results are kept.</div>" if kept else "")
             )
         finally:
             self.cancel_button.disabled = True
             self.run_button.disabled = False
             self.progress.description = "idle"
 
-    def _progress(self, label: str) -> Any:
+    def _progress(self, label: str) -> Callable[[int, int], None]:
         def update(done: int, total: int) -> None:
+            if self._cancel.is_set():  # re-arm: a worker call clears its flag when it starts
+                ortlab.worker.get_worker().cancel()
             self.progress.max = max(total, 1)
             self.progress.value = done
             self.progress.description = label
 
         return update
 
+    def _variant_key(self) -> str:
+        name = str(self.variant.value)
+        if name in _INT8 and self.per_channel.value:
+            name += " per-channel"
+        return name
+
     def _variant_model(self) -> Any:
         name = self.variant.value
+        if name.startswith(_BEST):  # Apply best: the doctor's own file, nothing rebuilt
+            return self._variants[name]
         base = self.model
         if self.transformers.value:  # built once: the optimizer runs in the worker
             if "transformers" not in self._variants:
+                self._step("the transformers optimizer")
                 self.progress.description = "transformers optimizer"
                 opt = ortlab.transformer_optimize(base)
                 self._variants["transformers"] = ortlab.load(opt.path)
             base = self._variants["transformers"]
-        key = f"{name}|{self.transformers.value}"
+        # a static variant is calibrated at the run's shapes: other dims, another variant
+        shapes = repr(self._dims()) if name.startswith("static") else ""
+        key = f"{self._variant_key()}|{self.transformers.value}|{shapes}"
         if name == "none":
             return base
         if key not in self._variants:
+            self._step(f"building {name}")
             self.progress.description = f"building {name}"
-            if name == "fp16":
-                self._variants[key] = ortlab.to_fp16(base)
-            elif name == "dynamic int8":
-                self._variants[key] = ortlab.quantize(base, mode="dynamic")
-            else:
-                fmt = "qdq" if name == "static QDQ" else "qoperator"
-                self._variants[key] = ortlab.quantize(
-                    base, mode="static", format=fmt, calibration_size=8
-                )
+            self._variants[key] = self._build_variant(base, name)
         return self._variants[key]
 
+    def _build_variant(self, base: Any, name: str) -> Any:
+        if name == "fp16":
+            return ortlab.to_fp16(base)
+        per_channel = self.per_channel.value
+        if name == "dynamic int8":
+            return ortlab.quantize(base, mode="dynamic", per_channel=per_channel)
+        fmt = "qdq" if name == "static QDQ" else "qoperator"
+        return ortlab.quantize(base, mode="static", format=fmt, per_channel=per_channel,
+                               calibration_size=8, **self._inputs())  # fmt: skip
+
     def _run_once(self) -> None:
-        cfg, dims, model = self.config, self._dims(), self._variant_model()
+        cfg, inputs, shapes = self.config, self._inputs(), self._shapes()
+        self._current = model = self._variant_model()
         built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
-        pl = ortlab.placement(model, cfg, runs=5, dims=dims, progress=self._progress("placement"))
+        self._step("placement")
+        pl = ortlab.placement(model, cfg, runs=5, progress=self._progress("placement"), **inputs)
+        self._step("the benchmark")
         b = ortlab.benchmark(
-            model, cfg, runs=self.runs.value, dims=dims, progress=self._progress("benchmark")
+            model, cfg, runs=self.runs.value, progress=self._progress("benchmark"), **inputs
         )
+        self._step("showing the results")
         prof = pl.profile
         assert prof is not None  # placement() keeps the profile it timed the join with
         old, self.graph = self.graph, ortlab.graph(model, placement=pl)
@@ -322,21 +436,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
         self._show("Graph", self.graph)
         self._show("Placement", pl)
-        top = prof.top_nodes(25)
-        self._hold = True
-        self.top_nodes.options = [
-            (f"{r.node} · {r.op_type} · {r.median_us:.0f} µs · {r.share:.1%}", r.node)
-            for r in top.itertuples()
-        ]
-        self.top_nodes.value = None
-        self._hold = False
-        self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
-                   self._top_label, self.top_nodes)  # fmt: skip
+        self._show_profile(prof)
         self._show("Benchmark", b, b.plot())
         record = RunRecord(
             run=len(self.history) + 1,
             config=cfg,
-            variant=self.variant.value,
+            variant=self._variant_key(),
             p50_ms=b.stats.p50_ms,
             p90_ms=b.stats.p90_ms,
             mean_ms=b.stats.mean_ms,
@@ -344,11 +449,31 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             fallback="; ".join(_short(m.provider) for m in b.report.missing),
             seconds=time.perf_counter() - built,
             ort_seconds=_ort_seconds(pl, b),
+            model_path=str(model.path),
+            shapes=shapes,
+            transformers=self.transformers.value and not self.variant.value.startswith(_BEST),
             benchmark=b,
             placement=pl,
         )
         self.history.add(record)
         self._history_pane()
+
+    def _show_profile(self, prof: Any) -> None:
+        top = median_shares(prof).head(25)
+        self._hold = True
+        self.top_nodes.options = [
+            (f"{r.node} · {r.op_type} · {r.median_us:.0f} µs · {r.share:.1%}", r.node)
+            for r in top.itertuples()
+        ]
+        self.top_nodes.value = None
+        self._hold = False
+        self._top_label.value = (
+            f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
+            "median's share of the median run's node time (medians throughout: one stalled "
+            "call does not move them). Pick one to select it in the Graph tab."
+        )
+        self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
+                   self._top_label, self.top_nodes)  # fmt: skip
 
     def _on_top_node(self, change: Any) -> None:
         """A top-nodes row picked: select its node (or the original nodes it was fused from)
@@ -378,8 +503,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                                    hovertemplate="run %{x}: %{y:.3f} ms<br>%{text}"))  # fmt: skip
         fig.update_layout(title="p50 latency across runs", xaxis_title="run", yaxis_title="ms",
                           template=template(), height=300)  # fmt: skip
-        runs = [(f"run {r.run}: {r.config.label()} · {r.variant}", r.run)
-                for r in self.history.records]  # fmt: skip
+        runs = [(f"run {r.run}: {r.label}", r.run) for r in self.history.records]
         self._hold = True
         self.run_a.options, self.run_b.options = runs, runs
         if len(runs) >= 2:
@@ -405,50 +529,72 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         opt = ortlab.optimization_diff(
             self.model,
             config=self.config.with_(providers=["cpu"]),
-            dims=self._dims(),
             progress=self._progress("levels"),
+            **self._inputs(),
         )
         self.optimization = opt
         self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
 
     def _quantization(self) -> None:
-        m = self.model
-        variants = [
-            ortlab.to_fp16(m),
-            ortlab.quantize(m, mode="dynamic"),
-            ortlab.quantize(m, mode="static", calibration_size=8),
-        ]
-        cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"))
-        err = ortlab.quantization_error(m, variants[2])
+        m, inputs = self.model, self._inputs()
+        self._step("building fp16")
+        variants = [ortlab.to_fp16(m)]
+        self._step("building dynamic int8")
+        variants.append(ortlab.quantize(m, mode="dynamic"))
+        self._step("building static QDQ")
+        variants.append(ortlab.quantize(m, mode="static", calibration_size=8, **inputs))
+        self._step("the comparison")
+        cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"),
+                             **inputs)  # fmt: skip
+        self._step("the per-tensor error")
+        err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
         self.comparison = cmp
         self._show("Quantization", self.quant_button, cmp, cmp.plot(),
                    self._worst_label,
                    err.worst(10))  # fmt: skip
 
     def _doctor(self) -> None:
-        d = ortlab.doctor(self.model, self.config, dims=self._dims(), budget_s=self.budget.value,
-                          progress=self._progress("doctor"))  # fmt: skip
+        d = ortlab.doctor(self.model, self.config, budget_s=self.budget.value,
+                          progress=self._progress("doctor"), **self._inputs())  # fmt: skip
         self.doctor_result = d
-        self.apply_button.disabled = d.best.variant != "original" and not _variant_name(d)
+        self.apply_button.disabled = False
         self._show("Doctor", self._doctor_bar, d, d.plot("candidates"), d.plot("threads"),
                    d.plot("pareto"))  # fmt: skip
 
     def apply_best(self) -> None:
-        """Set the controls to the doctor's best verified configuration and run it."""
+        """Set the Lab to exactly the doctor's best verified configuration and run it: its
+        model file (the variant the doctor measured, per-channel and all), providers and
+        provider options, level, threads, spinning, IO binding and every other setting."""
         d = self.doctor_result
         if d is None:
             raise OrtlabError("Run the doctor first (Doctor tab): there is no best yet.")
-        c = d.best.session_config
+        best = d.best
+        c = best.session_config
+        if c.providers == "auto" or not set(c.providers) <= set(self.provider_boxes):
+            raise OrtlabError(
+                f"The doctor's best uses providers {c.providers!r}; the Lab offers "
+                f"{list(self.provider_boxes)}. Run its snippet (d.best.snippet()) instead."
+            )
+        variant = "none"
+        if best.variant != "original" or Path(best.model_path) != Path(self.model.path):
+            variant = _BEST + best.variant
+            self._variants[variant] = ortlab.load(best.model_path, name=best.variant)
         self._hold = True
         try:
+            self._base = c.with_(fallback="allow")
+            for ep, box in self.provider_boxes.items():
+                box.value = ep in c.providers
             self.level.value = c.level
             self.intra.value = c.intra_op_threads
             self.inter.value = c.inter_op_threads
             self.mode.value = c.execution_mode
             self.io_binding.value = c.io_binding
             self.spinning.value = {True: "on", False: "off"}.get(c.allow_spinning, "ORT default")
-            self.variant.value = _variant_name(d) or "none"
-            self.transformers.value = "-transformers" in d.best.variant
+            options = [o for o in self.variant.options if not o.startswith(_BEST)]
+            self.variant.options = options + ([variant] if variant != "none" else [])
+            self.variant.value = variant
+            self.per_channel.value = False  # the doctor's file is used as it is
+            self.transformers.value = False
         finally:
             self._hold = False
         self.run()
@@ -457,15 +603,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """Write the Lab's state (last run's placement, profile and benchmark; optimization
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory."""
-        from pathlib import Path
-
         from ortlab.report import report
 
         target = Path(path) if path else Path.cwd() / f"ortlab-report-{_safe(self.model.name)}.html"
         out = report(self.model, self.doctor_result, path=target, compute=False,
                      placement=self.placement, profile=self.profile_result,
-                     optimization=getattr(self, "optimization", None),
-                     compare=getattr(self, "comparison", None),
+                     optimization=self.optimization, compare=self.comparison,
                      benchmark=self.benchmark_result, history=self.history.to_pandas())  # fmt: skip
         self.report_path = out
         self.notice.value = (f"report written: <a href='{esc(out.name)}' target='_blank'>"
@@ -473,10 +616,51 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return out
 
     def _show_snippet(self, run: int | None = None) -> None:
-        cfg = self.config if run is None else self.history.run(run).config
-        code = cfg.snippet(str(self.model.path))
+        """Plain-onnxruntime Python for the current settings or for run ``run``: the model
+        file that run used (an int8 run names the int8 file) and its settings."""
+        if run is None:
+            cfg, path, shapes = self.config, str(self.model_path), ""
+            if self.history.records and self.history.records[-1].model_path == path:
+                shapes = self.history.records[-1].shapes
+        else:
+            record = self.history.run(run)
+            cfg, path, shapes = record.config, record.model_path, record.shapes
+        code = cfg.snippet(path)
+        if shapes:
+            code += f"\n# ortlab ran it with {shapes}"
         title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
         self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+
+
+def median_shares(prof: Any) -> Any:
+    """Per node: op_type, median_us (median over runs of the node's time in a run) and share
+    (that median over the median run's top-level node time), slowest first.
+
+    One statistic throughout: with totals over a few runs, one stalled call inflates a node's
+    share while its median stays put (a 8 µs ReorderInput once showed 15.8 %)."""
+    import pandas as pd
+
+    from ortlab.profiling import nested_events
+
+    d = prof.data
+    ids = np.asarray(d.ev_node, dtype=np.int64)
+    runs = np.asarray(d.ev_run, dtype=np.int64)
+    dur = np.asarray(d.ev_dur_us, dtype=np.float64)
+    n_nodes, n_runs = len(d.node), max(int(runs.max()) + 1 if len(runs) else 1, 1)
+    per_run = np.bincount(ids * n_runs + runs, weights=dur, minlength=n_nodes * n_runs)
+    median = np.median(per_run.reshape(n_nodes, n_runs), axis=1) if n_nodes else np.zeros(0)
+    top = ~nested_events(d)  # body nodes are inside their If/Loop's time already
+    run_total = float(np.median(np.bincount(runs[top], weights=dur[top], minlength=n_runs)))
+    ran = np.bincount(ids, minlength=n_nodes) > 0
+    table = pd.DataFrame(
+        {
+            "node": d.node,
+            "op_type": d.op_type,
+            "median_us": median,
+            "share": median / run_total if run_total > 0 else np.zeros(n_nodes),
+        }
+    )[ran]
+    return table.sort_values("median_us", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def _set_outputs(out: w.Output, items: Any) -> None:
@@ -513,17 +697,6 @@ def _ort_seconds(pl: Any, b: Any) -> float:
     bench_s = ((0.0 if reused else b.report.create_ms / 1e3) + sum(b.latencies_ns) / 1e9
                + b.warmup * b.stats.p50_ms / 1e3)  # fmt: skip
     return float(placement_s + bench_s)
-
-
-def _variant_name(d: Any) -> str | None:
-    """The Lab's variant control value for the doctor's best model, if it is one of them."""
-    v = d.best.variant
-    if v == "original" or v.endswith("-transformers"):
-        return "none"
-    for name in ("dynamic int8", "static QDQ", "static QOperator", "fp16"):
-        if name in v:
-            return name
-    return None
 
 
 def _safe(name: str) -> str:
