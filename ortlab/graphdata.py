@@ -21,7 +21,7 @@ from onnx import numpy_helper
 
 from ortlab._onnx_util import dtype_name, value_info_shape, walk_nodes
 from ortlab._result import Result
-from ortlab.graphmap import graph_nodes
+from ortlab.graphmap import graph_node_protos
 
 __all__ = ["GraphData", "graph_data"]
 
@@ -296,12 +296,21 @@ def graph_data(
     if profile is not None and placement is None:
         t = profile.by_node()
         runs = max(profile.runs, 1)
-        prof_time = {r.node: (r.provider, r.total_us / runs) for r in t.itertuples()}
+        prof_time = {r.node: (r.provider, r.self_us / runs) for r in t.itertuples()}
         _warn_unmatched(set(prof_time), {n.name for n, _ in walk_nodes(graph)})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
-    nodes = []
-    for i, (op, raw) in enumerate(zip(graph_nodes(graph), graph.node, strict=True)):
+    nodes: list[GraphNode] = []
+    body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
+    for i, (op, raw) in enumerate(graph_node_protos(graph, subgraphs=True)):
         row = rows.get(op.name)
+        scope = _scope(raw.name)  # an unnamed body node's generated name is not a scope
+        group = "/" + "/".join(scope) if scope else ""
+        if op.parent:  # an If/Loop/Scan body: a group of its own inside its owner's group
+            owner, tag = op.parent.rsplit("/", 1)  # attribute names hold no '/'
+            if op.parent not in body_group:
+                outer = next(n.group for n in reversed(nodes) if n.name == owner)
+                body_group[op.parent] = f"{outer}/{owner.replace('/', '∕')} ▸ {tag}"
+            group = body_group[op.parent] + group
         provider, us = (row.provider, row.us_per_run) if row else prof_time.get(op.name, ("", 0.0))
         nodes.append(
             GraphNode(
@@ -309,7 +318,7 @@ def graph_data(
                 name=op.name,
                 op_type=op.op_type,
                 domain=op.domain,
-                group="/" + "/".join(_scope(op.name)) if _scope(op.name) else "",
+                group=group,
                 provider=provider,
                 us_per_run=us,
                 share=us / total_time if total_time else 0.0,
@@ -322,10 +331,12 @@ def graph_data(
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
             )
         )
-    scoped = sum(1 for n in nodes if n.group)
-    if len(nodes) > COLLAPSE_ABOVE and scoped < len(nodes) / 2:
-        blocks = _blocks(nodes)
-        nodes = [replace(n, group=n.group or b) for n, b in zip(nodes, blocks, strict=True)]
+    main = [n for n in nodes if not n.group.startswith(tuple(body_group.values()) or ("\0",))]
+    scoped = sum(1 for n in main if n.group)
+    if len(main) > COLLAPSE_ABOVE and scoped < len(main) / 2:
+        cut = _blocks([replace(n, id=k) for k, n in enumerate(main)])  # ids as positions
+        blocks = dict(zip([n.id for n in main], cut, strict=True))
+        nodes = [replace(n, group=n.group or blocks[n.id]) if n.id in blocks else n for n in nodes]
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:

@@ -43,14 +43,24 @@ def graph_nodes(graph: onnx.GraphProto, subgraphs: bool = False) -> list[OpNode]
     """The main graph's nodes (with ``subgraphs``, If/Loop/Scan bodies too, after their
     owner); unnamed nodes get a stable ``<op_type>_<index>`` name, prefixed by their body's
     path inside a subgraph so names stay unique."""
-    out: list[OpNode] = []
-    seen: dict[str, int] = {}
-    _collect(graph, "", out, seen, subgraphs)
+    return [n for n, _ in graph_node_protos(graph, subgraphs)]
+
+
+def graph_node_protos(
+    graph: onnx.GraphProto, subgraphs: bool = False
+) -> list[tuple[OpNode, onnx.NodeProto]]:
+    """:func:`graph_nodes` with each node's NodeProto (its attributes)."""
+    out: list[tuple[OpNode, onnx.NodeProto]] = []
+    _collect(graph, "", out, {}, subgraphs)
     return out
 
 
 def _collect(
-    graph: onnx.GraphProto, parent: str, out: list[OpNode], seen: dict[str, int], deep: bool
+    graph: onnx.GraphProto,
+    parent: str,
+    out: list[tuple[OpNode, onnx.NodeProto]],
+    seen: dict[str, int],
+    deep: bool,
 ) -> None:
     prefix = f"{parent}/" if parent else ""
     for i, n in enumerate(graph.node):
@@ -60,7 +70,8 @@ def _collect(
             name = f"{name}#{seen[name]}"
         else:
             seen[name] = 0
-        out.append(OpNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output), parent))
+        op = OpNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output), parent)
+        out.append((op, n))
         if not deep:
             continue
         for attr in n.attribute:

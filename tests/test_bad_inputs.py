@@ -37,6 +37,7 @@ from ortlab.errors import (
     UnsupportedModelError,
 )
 from ortlab.graphdata import graph_data
+from ortlab.graphmap import graph_nodes
 from tests import models
 
 F = TensorProto.FLOAT
@@ -440,13 +441,19 @@ def test_control_flow_goes_through_every_verb(make: Callable[[], onnx.ModelProto
     prof = ortlab.profile(model, runs=2, warmup=1, progress=False)
     assert op in set(prof.by_node()["op_type"]) and "by op type" in prof.to_text().lower()
     placed = ortlab.placement(model, runs=2, warmup=1, progress=False)
-    assert set(placed.nodes["node"]) == {n.name for n in make().graph.node}
-    assert (placed.nodes["provider"] == "CPUExecutionProvider").all()
+    every = graph_nodes(make().graph, subgraphs=True)  # body nodes have rows of their own
+    assert len(every) > len(make().graph.node)
+    assert set(placed.nodes["node"]) == {n.name for n in every}
+    ran = placed.nodes[placed.nodes["partition"] >= 0]
+    assert (ran["provider"] == "CPUExecutionProvider").all()
+    assert placed.nodes["share"].sum() == pytest.approx(1.0, abs=0.02)  # bodies not twice
     opt = ortlab.optimization_diff(model, levels=["disabled", "all"], measure=False,
                                    progress=False)  # fmt: skip
     assert opt.counts.loc["all", op] == 1 and opt.to_text()
     view = graph_data(model, placement=placed)
-    assert [n.op_type for n in view.nodes] == [n.op_type for n in make().graph.node]
+    assert [n.op_type for n in view.nodes] == [n.op_type for n in every]
+    bodies = {n.group for n in view.nodes if n.name not in {x.name for x in make().graph.node}}
+    assert bodies and all(f"{op.lower()} ▸ " in g.lower() for g in bodies)  # opened in place
 
 
 @pytest.mark.parametrize("make", [models.with_if, _loop, _scan], ids=["if", "loop", "scan"])
