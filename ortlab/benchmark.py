@@ -227,7 +227,8 @@ def compare_configs(
     timeout: float | None = None,
 ) -> ConfigComparison:
     """Time ``configs`` of ``model`` interleaved (A B C, C B A …) in one worker and compare each
-    with the first: a paired ratio with a bootstrap 95 % CI, and "no measurable difference"
+    with the first: a paired ratio with a distribution-free interval of at least 95 % (6 rounds
+    or more), and "no measurable difference"
     when the interval stays within the noise band."""
     from ortlab.engine import as_config, call, check_report, default_timeout, prepare
     from ortlab.stats import against_first

@@ -20,7 +20,7 @@ from ortlab.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.model import Model, load
 from ortlab.quantization import QUANTIZED_OPS
 from ortlab.runtime import cpu_flags
-from ortlab.stats import Verdict, against_first, latency_stats
+from ortlab.stats import NOISE_BAND, Verdict, against_first, latency_stats
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -396,7 +396,7 @@ def _signals(
         mode = info.settings.get("mode") if info else ""
         dq = row.kernels.get("DequantizeLinear", 0) + row.kernels.get("QuantizeLinear", 0)
         dq -= _io_qdq(m)  # quantizing the inputs and dequantizing the outputs is unavoidable
-        faster = row.high < 0.98
+        faster = row.high < 1 - NOISE_BAND  # significantly faster (NaN: no verdict)
         if mode == "static" and dq > 0 and not faster:
             out.append(
                 Signal(

@@ -5,24 +5,32 @@ graph) → build candidate fixes (settings and model variants) → screen them i
 baseline in the worker, prune the clearly slower ones, measure the survivors more → combine the
 winners and re-measure the combination against the baseline → rules (:mod:`ortlab.rules`) turn
 the facts and measurements into findings. Every gain is a paired, interleaved verdict with a
-95 % bootstrap interval; nothing is inferred from a checklist.
+distribution-free interval of at least 95 % (:func:`ortlab.paired_ratio`; 6 rounds or more,
+else no verdict); nothing is inferred from a checklist. A candidate that fails is a finding, and
+the others go on. How much CPU other processes used during each stage is recorded, since thread
+and spinning advice measured on a busy machine does not hold on an idle one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab._result import Result
 from ortlab.config import SessionConfig
 from ortlab.placement import PlacementResult
 from ortlab.profiling import ProfileResult
-from ortlab.rules import Finding, Measured, run_rules
+from ortlab.rules import Facts, Finding, Measured, busy_cores, load_caveat, run_rules
+from ortlab.stats import MIN_ROUNDS
 
-__all__ = ["Best", "DoctorResult", "doctor"]
+if TYPE_CHECKING:
+    from ortlab.search import Search
+
+__all__ = ["Best", "CpuSample", "DoctorResult", "cpu_sample", "doctor", "other_cores"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class Best:
     steps: list[str]
     ratio: float
     low: float
+    """Interval bounds of ``ratio``; NaN when the best is the baseline itself (nothing won)."""
     high: float
     verdict: str
     cosine: float
@@ -76,6 +85,11 @@ class DoctorResult(Result):
     notes: list[str] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
+    other_cpu: dict[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (all processes' CPU time minus
+    this process's and its worker's, over the stage's wall time), of
+    ``environment['cpu_count']`` logical CPUs. Thread and spinning advice measured with more
+    than 0.25 core busy says so."""
 
     def to_pandas(self) -> Any:
         """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
@@ -189,6 +203,82 @@ class DoctorResult(Result):
         return doctor_html(self)
 
 
+# ---------------------------------------------------------------------- machine load
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU counters at one instant: all processes' busy time (summed over logical CPUs) and the
+    time of this process tree (the caller and its ortlab worker)."""
+
+    wall_s: float
+    busy_s: float
+    own_s: float
+    cpus: int
+
+
+def cpu_sample(ps: Any = None) -> CpuSample:
+    """Read the counters; ``ps`` is the psutil module (tests pass a fake with the same API)."""
+    import psutil
+
+    ps = psutil if ps is None else ps
+    t = ps.cpu_times()
+    busy = sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+    own = _tree_cpu_s(ps.Process())
+    return CpuSample(time.perf_counter(), float(busy), own, int(ps.cpu_count() or 1))
+
+
+def _tree_cpu_s(proc: Any) -> float:
+    """CPU seconds of ``proc`` and its descendants: live ones by their own times, ended ones
+    through their parent's ``children_*`` times (once waited for)."""
+    import psutil
+
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # ended between listing and reading
+            continue
+        total += t.user + t.system + getattr(t, "children_user", 0.0)
+        total += getattr(t, "children_system", 0.0)
+    return total
+
+
+def other_cores(before: CpuSample, after: CpuSample) -> float:
+    """Cores other processes used on average between two samples (NaN if no time passed)."""
+    wall = after.wall_s - before.wall_s
+    if wall <= 0:
+        return math.nan
+    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
+    return min(max(others / wall, 0.0), float(after.cpus))
+
+
+class _Stages:
+    """Seconds and other processes' CPU (cores) per doctor stage."""
+
+    def __init__(self, t0: float) -> None:
+        self.seconds: dict[str, float] = {}
+        self.load: dict[str, float] = {}
+        self._t, self._cpu = t0, self._sample()
+        self.cpus = self._cpu.cpus if self._cpu is not None else 0
+
+    @staticmethod
+    def _sample() -> CpuSample | None:
+        import psutil
+
+        try:
+            return cpu_sample()
+        except psutil.Error:  # counters unreadable (a locked-down container): no load figure
+            return None
+
+    def done(self, name: str) -> None:
+        now, cpu = time.perf_counter(), self._sample()
+        self.seconds[name] = now - self._t
+        if cpu is not None and self._cpu is not None:
+            self.load[name] = round(other_cores(self._cpu, cpu), 3)
+        self._t, self._cpu = now, cpu
+
+
 # ---------------------------------------------------------------------- the search
 
 
@@ -219,13 +309,17 @@ def doctor(
     ``best`` is the fastest candidate that is significantly faster than the baseline and keeps
     every output's cosine similarity ≥ ``min_cosine`` (the baseline itself if none is).
 
-    ``rounds`` is the most interleaved rounds per stage (more: tighter intervals, longer runs);
-    ``budget_s`` is an upper bound — the doctor stops when its stages are done, and lowers runs
-    and rounds (to a minimum of 4 rounds) to fit the budget."""
+    ``rounds`` is the most interleaved rounds per stage (more: tighter intervals, longer runs;
+    at least 6, the fewest a 95 % interval needs); ``budget_s`` is an upper bound — the doctor
+    stops when its stages are done, and lowers runs, then rounds, to fit the budget; a stage
+    left with fewer than 6 rounds gives "not enough rounds for a verdict" and a note says so.
+    A candidate that fails (its variant, session or run) becomes a finding; the others go on.
+    ``result.other_cpu`` records how busy the machine was during each stage."""
     from ortlab.engine import as_config, prepare
     from ortlab.search import Search
 
     t0 = time.perf_counter()
+    stages = _Stages(t0)
     cfg = as_config(config)
     if providers is not None:
         cfg = cfg.with_(providers=providers)
@@ -239,46 +333,77 @@ def doctor(
         progress=progress,
         timeout=timeout,
         t0=t0,
-        max_rounds=max(int(rounds), 4),
+        max_rounds=max(int(rounds), MIN_ROUNDS),
     )
-    stages: dict[str, float] = {}
-
-    def stage(name: str, start: float) -> float:
-        now = time.perf_counter()
-        stages[name] = now - start
-        return now
-
-    t = stage("prepare", t0)
+    if rounds < MIN_ROUNDS:
+        search.notes.append(
+            f"rounds={rounds} raised to {MIN_ROUNDS}: a 95 % interval needs at least "
+            f"{MIN_ROUNDS} rounds"
+        )
+    stages.done("prepare")
     facts = search.observe()
-    t = stage("observe", t)
+    stages.done("observe")
     items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
-    t = stage("build variants", t)
-    search.screen(items, facts)
-    t = stage("screen", t)
+    stages.done("build variants")
+    items = search.screen(items, facts)
+    stages.done("screen")
     search.accuracy(items, facts, eval_data)
-    t = stage("accuracy", t)
+    stages.done("accuracy")
     search.combine(items, facts)
-    t = stage("combine", t)
+    stages.done("combine")
     search.explain_slow(items, facts)
-    stage("explain", t)
-    best = search.best(facts)
+    stages.done("explain")
+    return _result(search, facts, stages, budget_s=budget_s, t0=t0)
+
+
+def _result(
+    search: Search, facts: Facts, stages: _Stages, *, budget_s: float, t0: float
+) -> DoctorResult:
     from ortlab.benchmark import environment
 
+    facts.failures = list(search.failures)
+    facts.other_cpu = dict(stages.load)
+    facts.logical_cpus = stages.cpus
+    env = environment()
+    if stages.load:
+        per_stage = ", ".join(f"{k} {v:.2f}" for k, v in stages.load.items())
+        env["other processes' CPU"] = f"{per_stage} cores of {stages.cpus} logical CPUs"
+    caveat = load_caveat(facts)
+    busy = busy_cores(facts)
+    if caveat and busy is not None:
+        search.notes.append(
+            f"other processes used {busy:.1f} of {stages.cpus} cores while the candidates were "
+            "timed: the timings, thread and spinning advice above all, describe a busy machine; "
+            "re-run the doctor idle to confirm them"
+        )
     return DoctorResult(
-        model=m.name,
-        model_path=str(m.path),
-        requested=cfg.with_(fallback="warn").to_dict(),
+        model=search.m.name,
+        model_path=str(search.m.path),
+        requested=search.cfg.with_(fallback="warn").to_dict(),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=best,
+        best=_with_caveat(search.best(facts), search.cfg, caveat),
         baseline_ms=facts.baseline_ms,
         rounds=search.rounds,
         runs=search.runs,
         budget_s=budget_s,
         elapsed_s=time.perf_counter() - t0,
-        environment=environment(),
+        environment=env,
         profile=search.profile,
         placement=facts.placement,
         notes=search.notes,
-        stages=stages,
+        stages=stages.seconds,
+        other_cpu=stages.load,
     )
+
+
+_THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
+
+
+def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:
+    """The best's verdict (and so its snippet) says it was measured under load when it changes
+    threads or spinning."""
+    req = requested.to_dict()
+    if caveat and any(best.config.get(k) != req.get(k) for k in _THREAD_FIELDS):
+        return dataclasses.replace(best, verdict=f"{best.verdict}; {caveat}")
+    return best

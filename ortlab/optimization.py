@@ -131,7 +131,8 @@ class OptimizationResult(Result):
 
     @property
     def latency(self) -> Any:
-        """Per level: p50_ms, ratio to the first level (paired, interleaved), 95 % CI, verdict."""
+        """Per level: p50_ms, ratio to the first level (paired, interleaved), its interval (low,
+        high: coverage >= 95 %, NaN below 6 rounds), verdict."""
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self.latency_rows])
@@ -154,7 +155,7 @@ class OptimizationResult(Result):
         return self.latency
 
     def plot(self) -> Any:
-        """Nodes per level and the time ratio to the first level with its 95 % CI."""
+        """Nodes per level and the time ratio to the first level with its interval."""
         from ortlab import plots
 
         return plots.optimization_figure(self)

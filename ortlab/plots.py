@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.render import esc
+from ortlab.stats import NOISE_BAND
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -297,8 +298,9 @@ def compare_figure(c: Any) -> go.Figure:
 
 
 def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
-    """'candidates': time ratio to the baseline with its 95 % CI per candidate; 'threads': the
-    intra-op threads / spinning sweep; 'pareto': time vs output error, marker area = size."""
+    """'candidates': time ratio to the baseline with its interval (>= 95 %) per candidate;
+    'threads': the intra-op threads / spinning sweep; 'pareto': time vs output error, marker
+    area = size."""
     import plotly.graph_objects as go
 
     if kind not in ("candidates", "threads", "pareto"):
@@ -319,7 +321,7 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
         return _layout(fig, f"{esc(d.model)}: time vs output error (red: Pareto set)",
                        xaxis_title="time ratio to baseline (< 1 is faster)",
                        yaxis_title="1 - cosine (log)", yaxis_type="log", height=420)  # fmt: skip
-    colors = ["#54A24B" if hi < 0.98 else "#E45756" if lo > 1.02 else "#BAB0AC"
+    colors = ["#54A24B" if hi < 1 - NOISE_BAND else "#E45756" if lo > 1 + NOISE_BAND else "#BAB0AC"
               for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]  # fmt: skip
     fig = go.Figure(go.Bar(
         y=labels, x=t["ratio"], orientation="h", marker_color=colors,
@@ -329,7 +331,7 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
     ))  # fmt: skip
     fig.add_vline(x=1.0, line_dash="dot")
     title = ("intra-op threads and spinning: time ratio to the baseline" if kind == "threads"
-             else "each candidate: time ratio to the baseline, 95 % CI "
+             else "each candidate: time ratio to the baseline, interval ≥ 95 % "
                   "(green faster, red slower, grey within noise)")  # fmt: skip
     return _layout(
         fig,
@@ -345,7 +347,7 @@ def optimization_figure(o: Any) -> go.Figure:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    titles = ("nodes after optimization", "time ratio to the first level (95 % CI)")
+    titles = ("nodes after optimization", "time ratio to the first level (interval ≥ 95 %)")
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
     fig.add_trace(go.Bar(x=[lv.level for lv in o.levels], y=[lv.nodes for lv in o.levels],
                          marker_color="#4C78A8", name="nodes"), row=1, col=1)  # fmt: skip

@@ -9,6 +9,7 @@ from a model made to show its problem, and on a healthy model where it stays qui
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,16 @@ from ortlab.config import SessionConfig
 from ortlab.profiling import CONTROL_FLOW
 from ortlab.session import SessionReport
 
-__all__ = ["RULES", "Facts", "Finding", "Measured", "run_rules"]
+__all__ = [
+    "RULES",
+    "CandidateFailure",
+    "Facts",
+    "Finding",
+    "Measured",
+    "busy_cores",
+    "load_caveat",
+    "run_rules",
+]
 
 FUSED_TRANSFORMER_OPS = frozenset(
     {
@@ -32,6 +42,10 @@ FUSED_TRANSFORMER_OPS = frozenset(
 )
 SMALL_MODEL_MS = 2.0
 """Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
+BUSY_CORES = 0.25
+"""Other processes using more CPU than this (in cores) during the timing stages make thread and
+spinning advice specific to a busy machine."""
+TIMING_STAGES = ("screen", "combine")
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,11 @@ class Measured:
     """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
     steps: list[str] = field(default_factory=list)
     """How the model variant was made."""
+    rounds: int = 0
+    """Interleaved rounds behind the ratio and its interval."""
+    confidence: float = float("nan")
+    """The interval's actual coverage (order statistics of ``rounds`` ratios); NaN when the
+    rounds were too few for a 95 % interval (``low``/``high`` are NaN then too)."""
 
     @property
     def faster(self) -> bool:
@@ -83,7 +102,8 @@ class Finding:
     gain: str
     """The measured effect of the fix as ortlab's verdict sentence, or why it was not measured."""
     ratio: float | None = None
-    """Time ratio fixed / baseline with its 95 % CI; None when not measured."""
+    """Time ratio fixed / baseline with its interval (coverage ≥ 95 %, see ``ortlab.paired_ratio``;
+    NaN bounds with too few rounds); None when not measured."""
     low: float | None = None
     high: float | None = None
     saved_ms: float = 0.0
@@ -92,6 +112,23 @@ class Finding:
     """'error' (the session is not what was asked), 'warning', or 'info'."""
     nodes: list[str] = field(default_factory=list)
     """Node names the finding is about (the graph view highlights them)."""
+
+
+@dataclass(frozen=True)
+class CandidateFailure:
+    """A candidate the doctor could not build, time or evaluate; it was left out, the others
+    were measured."""
+
+    what: str
+    """The candidate in words: 'static QDQ minmax per-channel', 'candidate iobinding (…)'."""
+    message: str
+    """What went wrong, in the words of the tool that failed (ORT's message), or the exception
+    type when it gave none."""
+    stage: str
+    """'build' (making the variant), 'timing' (its session or first run in the worker),
+    'accuracy' (its outputs) or 'explain' (profiling a slower variant)."""
+    code: str = ""
+    """Python that reproduces the failing step alone."""
 
 
 @dataclass
@@ -120,6 +157,11 @@ class Facts:
     """compare.Signal objects explaining slower variants."""
     cores: int = 1
     min_cosine: float = 0.999
+    failures: list[CandidateFailure] = field(default_factory=list)
+    other_cpu: dict[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
+    logical_cpus: int = 0
+    """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
 
 
 def _gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
@@ -131,6 +173,26 @@ def _gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
 
 def _short(provider: str) -> str:
     return provider.removesuffix("ExecutionProvider")
+
+
+def busy_cores(f: Facts) -> float | None:
+    """The most cores other processes used during a timing stage (None: not recorded)."""
+    busy = [f.other_cpu[s] for s in TIMING_STAGES if not math.isnan(f.other_cpu.get(s, math.nan))]
+    return max(busy) if busy else None
+
+
+def load_caveat(f: Facts) -> str:
+    """'measured while other processes used 1.4 of 2 cores: …' when other processes used more
+    than BUSY_CORES during the timing stages (thread and spinning results then describe a busy
+    machine), else ''."""
+    busy = busy_cores(f)
+    if busy is None or busy <= BUSY_CORES:
+        return ""
+    of = f" of {f.logical_cpus}" if f.logical_cpus else ""
+    return (
+        f"measured while other processes used {busy:.1f}{of} cores: this advice holds "
+        "for a busy machine; re-run the doctor idle"
+    )
 
 
 # ---------------------------------------------------------------------- rules
@@ -280,13 +342,15 @@ def thread_settings(f: Facts) -> list[Finding]:
         f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.ratio:.2f}x)" for m in sweep
     )
     req = f.requested.intra_op_threads
+    caveat = load_caveat(f)
+    under_load = f"; {caveat}" if caveat else ""
     out = []
     if req > f.cores:
         out.append(
             Finding(
                 rule="threads",
                 title=f"intra_op_threads={req} is more than the {f.cores} physical cores",
-                evidence=f"threads contend for cores; measured curve: {curve}",
+                evidence=f"threads contend for cores; measured curve: {curve}{under_load}",
                 fix="use at most one intra-op thread per physical core (0 lets ORT choose)",
                 code=f"SessionConfig(intra_op_threads={f.cores})",
                 gain="see the thread curve",
@@ -298,9 +362,10 @@ def thread_settings(f: Facts) -> list[Finding]:
         out.append(
             Finding(
                 rule="threads",
-                title=f"{setting} is faster than the thread settings asked for",
+                title=f"{setting} is faster than the thread settings asked for"
+                + (" (measured under load)" if caveat else ""),
                 evidence=f"a sweep of intra-op threads and spinning, each timed interleaved "
-                f"with the baseline: {curve}",
+                f"with the baseline: {curve}{under_load}",
                 fix=f"build the session with {setting}; on a shared machine also consider "
                 "allow_spinning=False, which frees cores between runs",
                 code=f"SessionConfig({_config_args(best.config, f.requested)})",
@@ -467,6 +532,37 @@ def profiling_overhead(f: Facts) -> list[Finding]:
     ]
 
 
+_FAILURE_FIX = {
+    "build": "the doctor left this variant out and measured the others; run the step alone "
+    "(code) to see the whole error — the tool failed on this model, not on your settings",
+    "timing": "ORT could not build or run a session for this candidate, so the doctor left it "
+    "out and measured the others; build it alone (code) to see ORT's whole error",
+    "accuracy": "its outputs could not be computed, so its accuracy is unknown and the doctor "
+    "left it out; run it alone (code) to see the whole error",
+    "explain": "the doctor could not profile this variant, so it cannot say why it is slower; "
+    "profile it alone (ortlab.profile) to see the whole error",
+}
+
+
+def candidate_failures(f: Facts) -> list[Finding]:
+    out = []
+    for x in f.failures:
+        lines = [ln.strip() for ln in x.message.splitlines() if ln.strip()]
+        first = lines[0][:200] if lines else "(no message)"
+        out.append(
+            Finding(
+                rule="candidate_failed",
+                title=f"{x.what} fails: {first}",
+                evidence=x.message or "(no message)",
+                fix=_FAILURE_FIX.get(x.stage, _FAILURE_FIX["build"]),
+                code=x.code or "# the failing step is named in the title",
+                gain="not measured: the candidate failed",
+                severity="warning",
+            )
+        )
+    return out
+
+
 RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     ep_fallback,
     ep_islands,
@@ -480,6 +576,7 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     trt_dynamic_shapes,
     cuda_graph,
     profiling_overhead,
+    candidate_failures,
 )
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 

@@ -9,11 +9,16 @@ Stages, each in the worker and each bounded by the budget:
    for small models, CPU-only when an accelerator leaves CPU islands, CUDA graphs when CUDA
    loaded and shapes are static; model variants (initializer-input fix, transformers optimizer,
    int8 dynamic for MatMul-heavy / static QDQ per-channel for conv-heavy, the caller's own);
-3. screen: 4 interleaved rounds of everything; candidates whose whole interval is slower than
-   the noise band are pruned; the survivors get more rounds (paired per round, so rounds from
-   both calls pool);
+3. screen: 6 interleaved rounds of everything (the fewest a 95 % interval needs, see
+   :data:`ortlab.stats.MIN_ROUNDS`); candidates whose whole interval is slower than the noise
+   band are pruned; the survivors get more rounds (paired per round, so rounds from both calls
+   pool);
 4. combine: the fastest significant setting per dimension plus the best accurate variant, timed
    again against the baseline with the two best single changes.
+
+A candidate that fails — its variant cannot be built (ORT's quantizer raises ``ValueError``,
+``AssertionError``…), its session cannot be built or its first run fails in the worker — is
+recorded as a :class:`~ortlab.rules.CandidateFailure` (a finding) and left out; the others go on.
 """
 
 from __future__ import annotations
@@ -23,15 +28,16 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ortlab.config import SessionConfig
-from ortlab.errors import OrtlabError
+from ortlab.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.model import Model, load
-from ortlab.rules import SMALL_MODEL_MS, Facts, Measured
-from ortlab.stats import paired_ratio
+from ortlab.rules import SMALL_MODEL_MS, CandidateFailure, Facts, Measured
+from ortlab.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
 
 if TYPE_CHECKING:
     from ortlab.doctor import Best
@@ -40,6 +46,7 @@ __all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
 
 Item = tuple[str, Model, SessionConfig, list[str]]
 """(key, model, config, steps that made the model)."""
+T = TypeVar("T")
 LEVEL_ORDER = ("disabled", "basic", "extended", "layout", "all")
 
 
@@ -75,9 +82,22 @@ class Search:
         self.runs = 3
         self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
         self.latencies: dict[str, list[int]] = {}
+        self.failures: list[CandidateFailure] = []
 
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.t0)
+
+    def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
+        """``fn()``, or None after recording its failure: one failing candidate never ends the
+        doctor. A cancel from the user still does."""
+        try:
+            return fn()
+        except WorkerCancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
+            # AssertionError with no message, IndexError…); each is a finding, not the end.
+            self.failures.append(CandidateFailure(what, _failure_text(err), stage, code))
+            return None
 
     # -- observe ----------------------------------------------------------------
 
@@ -165,14 +185,15 @@ class Search:
 
         m, out = self.m, []
 
-        def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]]) -> None:
+        def attempt(
+            what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str
+        ) -> None:
             if self.left() < 0:
                 self.notes.append(f"skipped {what}: the time budget was used up")
                 return
-            try:
-                out.append(build())
-            except OrtlabError as err:
-                self.notes.append(f"could not build {what}: {err}")
+            built = self.guarded(what, "build", build, code)
+            if built is not None:
+                out.append(built)
 
         if facts.initializer_blocker:
             attempt(
@@ -182,6 +203,7 @@ class Search:
                     without_initializer_inputs(m),
                     ["ortlab.without_initializer_inputs(model)"],
                 ),
+                "ortlab.without_initializer_inputs(model)",
             )
         ops = facts.op_counts
         if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
@@ -199,25 +221,12 @@ class Search:
                     ],
                 )
 
-            attempt("the transformers-optimized model", optimized)
-        share = facts.op_time_share
-        conv = sum(v for k, v in share.items() if "Conv" in k)
-        matmul = sum(
-            v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k
-        )
-        wanted = []
-        if quantize and conv >= 0.4:
-            wanted.append(
-                (
-                    "static",
-                    QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16),
-                )
-            )
-        if quantize and matmul >= 0.3:
-            wanted.append(("dynamic", QuantConfig(mode="dynamic")))
+            attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
+        wanted = _wanted_quantization(facts.op_time_share) if quantize else []
 
         def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
-            q = make_quantized(m, qc)
+            # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
+            q = make_quantized(m, qc, feeds=self.feeds)
             return f"variant:quant-{kind}", q, list(q.variant.steps) if q.variant else []
 
         def given(v: Any) -> tuple[str, Model, list[str]]:
@@ -225,29 +234,51 @@ class Search:
             return f"variant:{vm.name}", vm, list(vm.variant.steps) if vm.variant else ["given"]
 
         for kind, qc in wanted:
-            attempt(f"the {qc.label()} variant", functools.partial(quantized, kind, qc))
+            code = f"ortlab.quantize(model, {_quant_args(qc)})"
+            attempt(qc.label(), functools.partial(quantized, kind, qc), code)
         for i, v in enumerate(user_variants):
-            attempt(f"variant {i}", functools.partial(given, v))
+            what = f"variant {i} ({_describe(v)})"
+            attempt(what, functools.partial(given, v), f"ortlab.load({_describe(v)!r})")
         return out
 
     # -- measuring --------------------------------------------------------------
 
-    def _plan(self, n_items: int, facts: Facts, share: float) -> tuple[int, int]:
-        """Runs per measurement and rounds that fit ``share`` of the remaining budget."""
+    def _plan(self, n_items: int, facts: Facts, share: float, what: str) -> tuple[int, int]:
+        """Runs per measurement and rounds (at most ``max_rounds``) that fit ``share`` of the
+        remaining budget. Runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds; when
+        even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
+        and a note says its candidates get no verdict."""
         per_run = max(facts.baseline_ms, 0.01) / 1e3
         floor = 2 if per_run >= 0.02 else 3  # slow models: rounds matter more than runs
         runs = int(min(max(math.ceil(0.03 / per_run), floor), 200))
         build = facts.report.create_ms / 1e3
         available = max(self.left() * share - n_items * build, 0.0)
-        rounds = int(available / max(n_items * runs * per_run, 1e-6))
-        while rounds < 4 and runs > floor:
-            runs = max(runs // 2, floor)
-            rounds = int(available / max(n_items * runs * per_run, 1e-6))
-        if rounds < 4:
-            self.notes.append("the time budget allows only the minimum of 4 rounds per stage")
-        return runs, int(min(max(rounds, 4), self.max_rounds))
 
-    def _time(self, items: list[Item], rounds: int, runs: int, desc: str) -> np.ndarray:
+        def fit(r: int) -> int:
+            return int(available / max(n_items * r * per_run, 1e-6))
+
+        rounds = fit(runs)
+        while rounds < MIN_ROUNDS and runs > floor:
+            runs = max(runs // 2, floor)
+            rounds = fit(runs)
+        rounds = max(min(rounds, self.max_rounds), 2)
+        if rounds < MIN_ROUNDS:
+            spent = self.budget_s - self.left()
+            needed = spent + n_items * (build + MIN_ROUNDS * runs * per_run) / share
+            self.notes.append(
+                f"the time budget ({self.budget_s:g} s, {max(self.left(), 0):.1f} s left) has no "
+                f"room for {MIN_ROUNDS} rounds in {what}, the fewest a 95 % verdict needs: it ran "
+                f"{rounds}, so its candidates get 'not enough rounds for a verdict'; raise "
+                f"budget_s to about {math.ceil(needed)} s"
+            )
+        return runs, rounds
+
+    def _time(
+        self, items: list[Item], rounds: int, runs: int, desc: str
+    ) -> tuple[np.ndarray, list[Item]]:
+        """Median ms per round (rows) and candidate (columns) of the candidates that ran, and
+        those candidates. The ones the worker could not build or run (its ``failed``) are
+        recorded as failures and left out."""
         from ortlab.engine import call, default_timeout
 
         out = call(
@@ -263,34 +294,66 @@ class Search:
             progress=self.progress,
             timeout=self.timeout if self.timeout is not None else default_timeout(),
         )
-        for (key, *_), lat in zip(items, out["latencies_ns"], strict=True):
-            self.latencies.setdefault(key, []).extend(lat)
-        return np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+        failed = {int(k): str(msg) for k, msg in (out.get("failed") or {}).items()}
+        if 0 in failed:  # the worker raises for the reference itself; never compare without it
+            raise OrtlabError(f"The reference {items[0][0]!r} failed while timing: {failed[0]}")
+        for k, msg in sorted(failed.items()):
+            key, mm, c, _ = items[k]
+            code = f"ortlab.benchmark(model, SessionConfig.from_json({c.to_json()!r}))"
+            what = f"candidate {key} ({self._variant(mm)} · {c.label()})"
+            self.failures.append(CandidateFailure(what, msg, "timing", code))
+        ran = [k for k in range(len(items)) if k not in failed]
+        med = np.asarray(out["medians_ns"], dtype=np.float64).reshape(rounds, -1) / 1e6
+        lat = list(out["latencies_ns"])
+        if med.shape[1] == len(items):  # columns for every item (NaN where one failed)
+            med = med[:, ran]
+        if len(lat) == len(items):
+            lat = [lat[k] for k in ran]
+        kept = [items[k] for k in ran]
+        for (key, *_), times in zip(kept, lat, strict=True):
+            self.latencies.setdefault(key, []).extend(times)
+        return med, kept
 
-    def screen(self, items: list[Item], facts: Facts) -> None:
-        """Stage 1: every candidate, a few rounds; stage 2: the survivors, more rounds."""
-        runs, rounds = self._plan(len(items), facts, 0.35)
+    def screen(self, items: list[Item], facts: Facts) -> list[Item]:
+        """Stage 1: every candidate, MIN_ROUNDS rounds; stage 2: the survivors, more rounds.
+        Returns the candidates that ran (the failed ones are left out)."""
+        runs, rounds = self._plan(len(items), facts, 0.35, "the screen")
         self.runs = runs
-        first = self._time(items, 4, runs, f"doctor: screen {len(items)} candidates")
+        first_n = min(rounds, MIN_ROUNDS)
+        first, items = self._time(items, first_n, runs, f"doctor: screen {len(items)} candidates")
         ref = self._ref_index(items)
-        verdicts = [
-            paired_ratio(first[:, _base(items, k, ref)], first[:, k]) for k in range(len(items))
+        medians = {it[0]: list(first[:, k]) for k, it in enumerate(items)}
+        slower = [
+            items[k][0]
+            for k in range(len(items))
+            if k not in (0, ref) and _clearly_slower(first, _base(items, k, ref), k)
         ]
-        keep = [k for k, v in enumerate(verdicts) if k in (0, ref) or v.low <= 1 + v.noise]
-        pruned = [items[k][0] for k in range(len(items)) if k not in keep]
-        if pruned:
-            self.notes.append("pruned after the screen (clearly slower): " + ", ".join(pruned))
-        medians = {k: list(first[:, k]) for k in range(len(items))}
-        more = max(rounds - 4, 3) if len(keep) > 1 else 0
-        if more and self.left() > 0:
-            second = self._time([items[k] for k in keep], more, runs, "doctor: measure survivors")
-            for j, k in enumerate(keep):
-                medians[k].extend(second[:, j])
-        self.rounds = 4 + more
+        if slower:
+            self.notes.append("pruned after the screen (clearly slower): " + ", ".join(slower))
+        keep = [it for it in items if it[0] not in slower]
+        more = rounds - first_n if len(keep) > 1 else 0
+        self.rounds = first_n
+        if more > 0 and self.left() <= 0:
+            self.notes.append("the survivors of the screen were not re-measured: no time left")
+        elif more > 0:
+            second, ran = self._time(keep, more, runs, "doctor: measure survivors")
+            for j, (key, *_) in enumerate(ran):
+                medians[key].extend(second[:, j])
+            lost = {it[0] for it in keep} - {it[0] for it in ran}
+            items = [it for it in items if it[0] not in lost]
+            self.rounds += more
+        self._record_screen(items, medians, facts)
+        return items
+
+    def _record_screen(
+        self, items: list[Item], medians: dict[str, list[float]], facts: Facts
+    ) -> None:
+        ref = self._ref_index(items)
         for k, (key, mm, c, steps) in enumerate(items):
             b = _base(items, k, ref)
-            n = min(len(medians[k]), len(medians[b]))
-            v = paired_ratio(medians[b][:n], medians[k][:n])
+            base = medians[items[b][0]]
+            n = min(len(medians[key]), len(base))  # pruned ones stop after the first rounds
+            v = paired_ratio(base[:n], medians[key][:n])
             p50 = float(np.median(np.asarray(self.latencies[key]) / 1e6))
             facts.measured[key] = _measured(
                 key,
@@ -324,12 +387,20 @@ class Search:
         """Output cosine of every model variant against the original, on the same samples."""
         from ortlab.quantization import calibration_data
 
-        self.samples = calibration_data(self.m, eval_data, limit=4, seed=100)
+        # At the shapes that are timed: the feeds' own (the caller's first), never defaults.
+        self.samples = calibration_data(self.m, eval_data, limit=4, seed=100, like=self.feeds)
         self.outputs["baseline"] = self._outputs(self.m, self.cfg)
+        self.notes += _degenerate_notes(self.outputs["baseline"])
         for key, mm, c, _ in items:
             if mm is self.m or key not in facts.measured:
                 continue
-            self.outputs[key] = self._outputs(mm, c)
+            got = self.guarded(
+                f"the accuracy of {key}", "accuracy", functools.partial(self._outputs, mm, c)
+            )
+            if got is None:  # the variant does not run on the samples: never the best
+                facts.measured[key] = _with_cosine(facts.measured[key], 0.0)
+                continue
+            self.outputs[key] = got
             facts.measured[key] = _with_cosine(facts.measured[key], self._cosine(key))
 
     def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
@@ -351,18 +422,25 @@ class Search:
         return out
 
     def _cosine(self, key: str) -> float:
+        """The lowest output cosine against the baseline's outputs. Degenerate outputs never
+        pass for accurate: a variant that gives NaN/Inf scores 0; when the baseline's output
+        is itself NaN or all zeros, only identical outputs score 1 (the rest 0)."""
         from ortlab.compare import error_metrics
 
         base, other = self.outputs["baseline"], self.outputs[key]
         worst = 1.0
         for name in base[0]:
+            pairs = list(zip(base, other, strict=True))
             if np.asarray(base[0][name]).dtype.kind != "f":
-                same = all(
-                    np.array_equal(a[name], b[name]) for a, b in zip(base, other, strict=True)
-                )
+                same = all(np.array_equal(a[name], b[name]) for a, b in pairs)
                 worst = min(worst, 1.0 if same else 0.0)
                 continue
-            cos = error_metrics([o[name] for o in base], [o[name] for o in other])["cosine"]
+            cos = float(
+                error_metrics([a[name] for a, _ in pairs], [b[name] for _, b in pairs])["cosine"]
+            )
+            if math.isnan(cos):
+                same = all(np.array_equal(a[name], b[name], equal_nan=True) for a, b in pairs)
+                cos = 1.0 if same else 0.0
             worst = min(worst, cos)
         return worst
 
@@ -375,7 +453,10 @@ class Search:
         ok = {
             k: v
             for k, v in meas.items()
-            if k != "baseline" and v.ratio < 0.98 and v.low < 1 and self._accurate(v)
+            if k != "baseline"
+            and v.ratio < 1 - NOISE_BAND
+            and not v.low >= 1  # NaN (too few rounds for an interval) stays promising
+            and self._accurate(v)
         }
         if not ok:
             self.notes.append("no candidate was faster than the baseline in the screen")
@@ -399,13 +480,32 @@ class Search:
         for it in finals:
             unique.setdefault((str(it[1].path), it[2]), it)
         finals = list(unique.values())
-        if len(finals) < 2 or self.left() < 0:
+        if len(finals) < 2:
             return
-        rounds = max(self.rounds, 6)
-        med = self._time(finals, rounds, self.runs, "doctor: verify the combination")
+        if self.left() < 0:
+            self.notes.append(
+                "the combination of the screen's winners was not verified: the time budget was "
+                "used up (raise budget_s)"
+            )
+            return
+        self._verify(finals, facts)
+
+    def _verify(self, finals: list[Item], facts: Facts) -> None:
+        """Time the final candidates against the baseline (column 0) and record them with
+        their output cosine; one whose outputs cannot be computed is a failure."""
+        runs, rounds = self._plan(len(finals), facts, 1.0, "the combination")
+        med, finals = self._time(finals, rounds, runs, "doctor: verify the combination")
         for k, (key, mm, c, steps) in enumerate(finals[1:], start=1):
             v = paired_ratio(med[:, 0], med[:, k])
             p50 = float(np.median(med[:, k]))
+            outputs = self.outputs.get(key) or self.guarded(
+                f"candidate {key} ({self._variant(mm)} · {c.label()})",
+                "accuracy",
+                functools.partial(self._outputs, mm, c),
+            )
+            if outputs is None:
+                continue
+            self.outputs[key] = outputs
             row = _measured(
                 key,
                 mm,
@@ -417,9 +517,7 @@ class Search:
                 against="baseline",
                 variant=self._variant(mm),
             )
-            if key not in self.outputs:
-                self.outputs[key] = self._outputs(mm, c)
-            meas[key] = _with_cosine(row, self._cosine(key))
+            facts.measured[key] = _with_cosine(row, self._cosine(key))
 
     def _winning_settings(self, ok: dict[str, Measured]) -> dict[str, Any]:
         """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
@@ -437,48 +535,48 @@ class Search:
         return changes
 
     def explain_slow(self, items: list[Item], facts: Facts) -> None:
-        """Profile each slower model variant so the rules can say why it is slower."""
-        from ortlab.compare import _row, _signals
-        from ortlab.profiling import profile
-        from ortlab.runtime import cpu_flags
-        from ortlab.stats import Verdict
-
+        """Profile each slower model variant so the rules can say why it is slower (a variant
+        that cannot be profiled is a failure, and the others are still explained)."""
         slow = [
             (key, mm, c)
             for key, mm, c, _ in items
-            if key.startswith("variant:") and facts.measured[key].slower
+            if key.startswith("variant:") and key in facts.measured and facts.measured[key].slower
         ]
-        flags = cpu_flags()
-        base_lat = self.latencies["baseline"]
         for key, mm, c in slow:
-            prof = profile(
-                mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.timeout
+            what = f"profiling the slower {facts.measured[key].variant}"
+            self.guarded(what, "explain", functools.partial(self._explain, key, mm, c, facts))
+
+    def _explain(self, key: str, mm: Model, c: SessionConfig, facts: Facts) -> None:
+        from ortlab.compare import _row, _signals
+        from ortlab.profiling import profile
+        from ortlab.runtime import cpu_flags
+
+        prof = profile(mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.timeout)
+        meas = facts.measured[key]
+        v = Verdict(meas.ratio, meas.low, meas.high, meas.confidence, meas.rounds, NOISE_BAND)
+        rows = [
+            _row(
+                k,
+                model,
+                label,
+                base=self.m,
+                verdict=(v, meas.verdict),
+                lat=lat,
+                outputs=[
+                    self.outputs["baseline"],
+                    self.outputs.get(key, self.outputs["baseline"]),
+                ],
+                data=data,
+                synthetic=self.samples.synthetic,
             )
-            meas = facts.measured[key]
-            v = Verdict(meas.ratio, meas.low, meas.high, 0.95, self.rounds, 0.02)
-            rows = [
-                _row(
-                    k,
-                    model,
-                    label,
-                    base=self.m,
-                    verdict=(v, meas.verdict),
-                    lat=lat,
-                    outputs=[
-                        self.outputs["baseline"],
-                        self.outputs.get(key, self.outputs["baseline"]),
-                    ],
-                    data=data,
-                    synthetic=self.samples.synthetic,
-                )
-                for k, model, label, lat, data in (
-                    (0, self.m, "fp32", base_lat, self.profile.data),
-                    (1, mm, meas.variant, self.latencies[key], prof.data),
-                )
-            ]
-            facts.variant_signals.extend(
-                _signals([self.m, mm], rows, [self.profile.data, prof.data], c, flags)
+            for k, model, label, lat, data in (
+                (0, self.m, "fp32", self.latencies["baseline"], self.profile.data),
+                (1, mm, meas.variant, self.latencies[key], prof.data),
             )
+        ]
+        facts.variant_signals.extend(
+            _signals([self.m, mm], rows, [self.profile.data, prof.data], c, cpu_flags())
+        )
 
     def best(self, facts: Facts) -> Best:
         """The fastest accurate candidate that is significantly faster than the baseline; once
@@ -493,16 +591,80 @@ class Search:
             why = ("the screen's winners did not hold up when re-measured together with the "
                    "baseline" if final_ran else
                    "no candidate was measurably faster than the baseline")  # fmt: skip
-            return Best(base.config, "original", str(self.m.path), [], 1.0, 1.0, 1.0, why, 1.0)
+            nan = float("nan")  # no interval: nothing was compared with the baseline itself
+            return Best(base.config, "original", str(self.m.path), [], 1.0, nan, nan, why, 1.0)
         b = min(pool, key=lambda v: v.ratio)
         return Best(b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high,
                     b.verdict, b.cosine)  # fmt: skip
+
+
+def _degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
+    """The float model's own outputs on the samples: NaN/Inf or all zeros make every
+    accuracy figure against them meaningless, so say it."""
+    out = []
+    for name in outputs[0] if outputs else {}:
+        values = [np.asarray(o[name]) for o in outputs]
+        if values[0].dtype.kind != "f":
+            continue
+        if not all(np.isfinite(v).all() for v in values):
+            out.append(f"the model's own output {name!r} holds NaN/Inf on the samples: "
+                       "variant accuracy against it cannot be scored")  # fmt: skip
+        elif not any(np.any(v) for v in values):
+            out.append(f"the model's own output {name!r} is all zeros on the samples: "
+                       "cosine against it is undefined")  # fmt: skip
+    return out
 
 
 def _base(items: list[Item], k: int, ref: int) -> int:
     """Model variants compare with the original at the variant config; the rest with the
     baseline."""
     return ref if items[k][0].startswith("variant:") else 0
+
+
+def _wanted_quantization(share: dict[str, float]) -> list[tuple[str, Any]]:
+    """int8 variants worth trying: static QDQ per-channel when convolutions carry the time,
+    dynamic when MatMul/Gemm/attention do."""
+    from ortlab.quantization import QuantConfig
+
+    conv = sum(v for k, v in share.items() if "Conv" in k)
+    matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
+    wanted: list[tuple[str, Any]] = []
+    if conv >= 0.4:
+        qc = QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16)
+        wanted.append(("static", qc))
+    if matmul >= 0.3:
+        wanted.append(("dynamic", QuantConfig(mode="dynamic")))
+    return wanted
+
+
+def _failure_text(err: BaseException) -> str:
+    """ortlab's own message (it names the step and ORT's words), else ``Type: first line`` —
+    never an empty string, whatever the exception holds."""
+    text = str(err).strip()
+    if isinstance(err, OrtlabError) and text:
+        return text[:2000]
+    return error_text(err, 2000)
+
+
+def _clearly_slower(med: np.ndarray, base: int, k: int) -> bool:
+    """Column ``k`` is significantly slower than column ``base`` (pruned after the screen)."""
+    v = paired_ratio(med[:, base], med[:, k])
+    return v.significant and v.ratio > 1
+
+
+def _quant_args(qc: Any) -> str:
+    if qc.mode == "dynamic":
+        return "mode='dynamic'"
+    return f"mode='static', format={qc.format!r}, per_channel={qc.per_channel!r}"
+
+
+def _describe(v: Any) -> str:
+    """A user variant in words: its name or file name."""
+    if isinstance(v, Model):
+        return v.name
+    if isinstance(v, str | os.PathLike):
+        return Path(os.fspath(v)).name
+    return type(v).__name__
 
 
 def _measured(
@@ -528,12 +690,14 @@ def _measured(
         ratio=v.ratio,
         low=v.low,
         high=v.high,
-        significant=v.significant and v.rounds >= 3,
+        significant=v.significant,
         verdict="baseline" if key == "baseline" else v.text(against, label),
         cosine=float("nan"),
         file_bytes=mm.path.stat().st_size,
         stage=stage,
         steps=list(steps),
+        rounds=v.rounds,
+        confidence=v.confidence,
     )
 
 

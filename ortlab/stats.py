@@ -1,19 +1,35 @@
 """Latency statistics and honest comparisons.
 
 Every "A is faster than B" ortlab prints comes from :func:`paired_ratio`: runs of A and B
-interleaved (A B B A …) so machine drift hits both, the ratio taken per round, and a bootstrap
-confidence interval of the median ratio. When the interval contains 1 (or the change is smaller
-than ``noise``) the verdict is "no measurable difference".
+interleaved (A B B A …) so machine drift hits both, the ratio B/A taken per round, and a
+distribution-free confidence interval for the median ratio: a pair of order statistics of the
+per-round ratios whose coverage follows from the binomial distribution alone (the sign-test
+interval), so the confidence printed is the coverage the interval really has. When the interval
+reaches into the noise band around 1 the verdict is "no measurable difference"; with fewer rounds
+than such an interval needs (6 for 95 %) there is no verdict at all.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LatencyStats", "Verdict", "latency_stats", "paired_ratio"]
+__all__ = [
+    "MIN_ROUNDS",
+    "NOISE_BAND",
+    "LatencyStats",
+    "Verdict",
+    "latency_stats",
+    "median_interval",
+    "min_rounds",
+    "paired_ratio",
+]
+
+NOISE_BAND = 0.02
+"""Time ratios within 1 ± NOISE_BAND are "no measurable difference", whatever the interval."""
 
 
 @dataclass(frozen=True)
@@ -54,33 +70,89 @@ def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
     )
 
 
+# ---------------------------------------------------------------------- the median's interval
+
+
+def _coverage(n: int, k: int) -> float:
+    """Coverage of [x_(k), x_(n-k+1)] for the median of n i.i.d. continuous values:
+    1 - 2·P(Binom(n, ½) ≤ k-1), exact (integer arithmetic)."""
+    tail = sum(math.comb(n, i) for i in range(k))
+    return 1.0 - 2 * tail / (1 << n)
+
+
+def median_interval(n: int, confidence: float = 0.95) -> tuple[int, float] | None:
+    """The narrowest symmetric pair of order statistics [x_(k), x_(n-k+1)] (ranks from 1) whose
+    coverage of the median is at least ``confidence``: ``(k, coverage)``, or None when even
+    [min, max] covers less (too few values)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), not {confidence!r}")
+    if n < 1 or _coverage(n, 1) < confidence:
+        return None
+    k = 1
+    while 2 * (k + 1) <= n + 1 and _coverage(n, k + 1) >= confidence:
+        k += 1
+    return k, _coverage(n, k)
+
+
+def min_rounds(confidence: float = 0.95) -> int:
+    """Fewest rounds for which an order-statistic interval of the median reaches
+    ``confidence`` (its [min, max] covers 1 - 2·½ⁿ)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), not {confidence!r}")
+    n = 1
+    while _coverage(n, 1) < confidence:
+        n += 1
+    return n
+
+
+MIN_ROUNDS = min_rounds(0.95)
+"""Rounds a 95 % verdict needs (6: [min, max] of 6 ratios covers the median 96.9 % of the time)."""
+
+
+# ---------------------------------------------------------------------- verdicts
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """Median of per-round ratios B/A with a bootstrap confidence interval."""
+    """Median of per-round ratios B/A with an order-statistic confidence interval."""
 
     ratio: float
     """Median of per-round (B / A); < 1 means B is faster."""
     low: float
+    """Lower bound of the interval; NaN when the rounds are too few for one."""
     high: float
     confidence: float
+    """The interval's actual coverage (≥ ``requested``; e.g. 0.969 for 6 rounds); NaN when
+    there is no interval."""
     rounds: int
     noise: float
+    requested: float = 0.95
+    """The confidence asked for."""
+
+    @property
+    def enough(self) -> bool:
+        """The rounds were enough for an interval at the requested confidence."""
+        return not (math.isnan(self.low) or math.isnan(self.high))
 
     @property
     def significant(self) -> bool:
-        """The whole interval is beyond the noise band on one side of 1."""
-        return self.high < 1 - self.noise or self.low > 1 + self.noise
+        """There is an interval, and all of it is beyond the noise band on one side of 1."""
+        return self.enough and (self.high < 1 - self.noise or self.low > 1 + self.noise)
 
     def speedup(self) -> float:
         return 1.0 / self.ratio if self.ratio > 0 else float("nan")
 
     def text(self, a: str = "A", b: str = "B") -> str:
+        if not self.enough:
+            return (
+                f"{b} vs {a}: not enough rounds for a verdict (need ≥ "
+                f"{min_rounds(self.requested)} for a {self.requested:.0%} interval, have "
+                f"{self.rounds} rounds); median time ratio {self.ratio:.3f}x"
+            )
         ci = (
             f"{self.ratio:.3f}x [{self.low:.3f}, {self.high:.3f}] "
-            f"({self.confidence:.0%} CI, {self.rounds} rounds)"
+            f"({self.confidence:.1%} CI, {self.rounds} rounds)"
         )
-        if self.rounds < 3:
-            return f"{b} vs {a}: {ci}; too few rounds for a verdict"
         if not self.significant:
             return f"{b} vs {a}: no measurable difference, {ci}"
         if self.ratio < 1:
@@ -97,24 +169,33 @@ def paired_ratio(
     *,
     confidence: float = 0.95,
     resamples: int = 2000,
-    noise: float = 0.02,
+    noise: float = NOISE_BAND,
     seed: int = 0,
 ) -> Verdict:
-    """Verdict on per-round times ``a[i]``, ``b[i]`` measured interleaved in round ``i``."""
+    """Verdict on per-round times ``a[i]``, ``b[i]`` measured interleaved in round ``i``.
+
+    The interval is the sign-test interval of the median per-round ratio (see
+    :func:`median_interval`); its bounds are NaN when there are fewer rounds than
+    ``confidence`` needs. ``resamples`` and ``seed`` are accepted for compatibility and ignored
+    (the interval used to be a bootstrap; it is exact now and needs no random numbers)."""
+    del resamples, seed
     av = np.asarray(a, dtype=np.float64)
     bv = np.asarray(b, dtype=np.float64)
     if av.shape != bv.shape or av.ndim != 1:
-        raise ValueError("paired_ratio needs two 1-D sequences of the same length (one per round)")
-    ratios = bv / av
-    point = float(np.median(ratios))
-    if ratios.size < 2:
-        return Verdict(point, point, point, confidence, int(ratios.size), noise)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, ratios.size, size=(resamples, ratios.size))
-    boots = np.median(ratios[idx], axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(boots, [alpha, 1 - alpha])
-    return Verdict(point, float(low), float(high), confidence, int(ratios.size), noise)
+        raise ValueError(
+            f"paired_ratio needs two 1-D sequences of the same length (one value per round); "
+            f"got shapes {av.shape} and {bv.shape}"
+        )
+    ratios = np.sort(bv / av)
+    n = int(ratios.size)
+    point = float(np.median(ratios)) if n else float("nan")
+    chosen = median_interval(n, confidence)
+    if chosen is None:
+        nan = float("nan")
+        return Verdict(point, nan, nan, nan, n, noise, confidence)
+    k, coverage = chosen
+    low, high = float(ratios[k - 1]), float(ratios[n - k])
+    return Verdict(point, low, high, coverage, n, noise, confidence)
 
 
 def against_first(medians: np.ndarray, labels: Sequence[str]) -> list[tuple[Verdict, str]]:

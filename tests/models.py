@@ -176,3 +176,20 @@ def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
         inits,
     )  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
+    """A verdict sentence must agree with its own interval (a check that can fail, unlike
+    "'faster' or 'slower' or 'no measurable difference' in verdict")."""
+    from ortlab.stats import NOISE_BAND
+
+    if "faster" in verdict:
+        assert high < 1 - NOISE_BAND and ratio < 1, (verdict, low, high)
+    elif "slower" in verdict:
+        assert low > 1 + NOISE_BAND and ratio > 1, (verdict, low, high)
+    elif "no measurable difference" in verdict:
+        assert low <= 1 + NOISE_BAND and high >= 1 - NOISE_BAND, (verdict, low, high)
+    else:
+        assert "not enough rounds" in verdict or verdict == "baseline", verdict
+    if not np.isnan(low):  # an interval exists: it holds the point estimate
+        assert low <= ratio <= high, (verdict, low, ratio, high)

@@ -96,7 +96,7 @@ def test_models_that_cannot_be_quantized(mlp: ortlab.Model) -> None:
 def test_compare_small_model(mlp: ortlab.Model) -> None:
     d = ortlab.quantize(mlp, mode="dynamic")
     h = ortlab.to_fp16(mlp)
-    c = ortlab.compare(mlp, [d, h], rounds=3, runs=5)
+    c = ortlab.compare(mlp, [d, h], rounds=6, runs=5)
     t = c.to_pandas()
     assert t["variant"].tolist() == ["fp32", "dynamic int8", "fp16"]
     assert t.loc[0, "ratio"] == 1.0 and t.loc[0, "cosine"] == pytest.approx(1.0)

@@ -1,0 +1,86 @@
+"""Verdict intervals: their coverage is what they claim, checked by simulation and against an
+independent count of sign patterns; too few rounds give no verdict at all."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from ortlab.stats import MIN_ROUNDS, NOISE_BAND, min_rounds, paired_ratio
+
+# Every round count ortlab's verbs use by default or can reach: the doctor's screen (6), its
+# survivors and combination (up to its default rounds=8 and the CLI's --rounds 8), compare and
+# optimization_diff (8), benchmark comparisons (10), and larger ones users ask for.
+ROUND_COUNTS = (6, 7, 8, 9, 10, 12, 16, 20, 30)
+
+
+def _sign_pattern_coverage(n: int, low_rank: int) -> float:
+    """P(x_(k) <= median <= x_(n-k+1)) counted over all 2**n equally likely patterns of which
+    rounds fall below the true median (an independent route to the binomial coverage)."""
+    hits = 0
+    for pattern in itertools.product((0, 1), repeat=n):
+        below = sum(pattern)
+        hits += low_rank <= below <= n - low_rank
+    return hits / 2**n
+
+
+def test_minimum_rounds_for_95_percent_is_6() -> None:
+    assert MIN_ROUNDS == min_rounds(0.95) == 6
+    assert min_rounds(0.90) == 5 and min_rounds(0.99) == 8
+
+
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_too_few_rounds_give_no_verdict(n: int) -> None:
+    a = np.ones(n)
+    v = paired_ratio(a, a * 0.5)  # twice as fast every round, yet too few rounds to say so
+    assert not v.significant
+    assert math.isnan(v.low) and math.isnan(v.high) and math.isnan(v.confidence)
+    assert v.ratio == pytest.approx(0.5)
+    text = v.text("A", "B")
+    assert "not enough rounds for a verdict (need ≥ 6" in text and "faster" not in text
+    assert f"{n} rounds" in text
+
+
+@pytest.mark.parametrize("n", [6, 7, 8, 10, 13, 16])
+def test_stated_confidence_is_the_binomial_coverage(n: int) -> None:
+    v = paired_ratio(np.ones(n), np.arange(1.0, n + 1))  # per-round ratios 1 … n, sorted
+    k = int(v.low)  # the ratios are their own ranks: the bounds name the order statistics
+    assert v.high == n - k + 1
+    assert v.confidence == pytest.approx(_sign_pattern_coverage(n, k), abs=1e-12)
+    assert v.confidence >= 0.95
+    # the narrowest such pair: one rank further in falls below 95 %
+    assert k + 1 > (n + 1) / 2 or _sign_pattern_coverage(n, k + 1) < 0.95
+    assert f"{v.confidence:.1%} CI, {n} rounds" in v.text()
+
+
+def test_six_rounds_state_their_true_coverage() -> None:
+    v = paired_ratio(np.ones(6), np.full(6, 0.8))
+    assert v.confidence == pytest.approx(1 - 2 / 2**6)  # 0.969: [min, max] of 6 rounds
+    assert v.significant and "96.9% CI, 6 rounds" in v.text()
+
+
+def test_simulated_coverage_is_at_least_93_percent() -> None:
+    """Per-round ratios from a skewed distribution (lognormal, true median 0.9), many trials per
+    round count: the interval must contain the true median at least 93 % of the time."""
+    rng = np.random.default_rng(13)
+    true_median, trials = 0.9, 2000
+    for n in ROUND_COUNTS:
+        ratios = true_median * np.exp(rng.normal(0.0, 0.3, size=(trials, n)))
+        ones = np.ones(n)
+        covered = 0
+        for row in ratios:
+            v = paired_ratio(ones, row)
+            covered += v.low <= true_median <= v.high
+        coverage = covered / trials
+        assert coverage >= 0.93, f"{n} rounds: interval covered the median {coverage:.1%}"
+
+
+def test_noise_band_keeps_small_changes_out_of_verdicts() -> None:
+    n = 10
+    within = paired_ratio(np.ones(n), np.full(n, 1 - NOISE_BAND / 2))
+    assert not within.significant and "no measurable difference" in within.text()
+    beyond = paired_ratio(np.ones(n), np.full(n, 1 + 2 * NOISE_BAND))
+    assert beyond.significant and "slower" in beyond.text()
