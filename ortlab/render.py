@@ -7,11 +7,17 @@ as markup or as terminal control sequences.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
+import json
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ortlab.cache import cache_dir
 
 if TYPE_CHECKING:
     from ortlab.benchmark import BenchmarkResult
@@ -33,6 +39,87 @@ def safe_text(value: object, limit: int = _MAX_CELL) -> str:
 def esc(value: object, limit: int = _MAX_CELL) -> str:
     """HTML-escaped text (quotes included), control characters made visible, length capped."""
     return html.escape(safe_text(value, limit), quote=True)
+
+
+# ---------------------------------------------------------------- data inside <script>
+
+# In a <script> element the HTML parser ends the element at "</script" and changes state at
+# "<!--", whatever JavaScript would make of the text; U+2028/U+2029 end a line in pre-ES2019
+# JavaScript. Escaped as \uXXXX these characters mean the same inside JSON strings (the only
+# place JSON can hold them), so the value is unchanged and the parser never sees markup.
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is inert inside an HTML ``<script>`` element.
+
+    The one way ortlab puts data into a script: every page it writes (graph ``to_html``, the
+    report) embeds JSON through this. Non-finite floats become ``null`` so the text is valid
+    for ``JSON.parse`` as well as a JavaScript literal."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), allow_nan=False)
+    return _SCRIPT_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def csp_hash(script: str) -> str:
+    """The Content-Security-Policy source (``'sha256-…'``) that allows exactly this inline
+    script text (the characters between ``<script…>`` and ``</script>``) and nothing else."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def inline_script(script: str, attrs: str = "") -> str:
+    """A ``<script>`` element for trusted code ortlab wrote (model data goes in through
+    :func:`script_json` only). Refuses text the HTML parser would not hand to the script
+    whole, so its :func:`csp_hash` is the hash the browser computes."""
+    if re.search(r"</script|<!--|\r|\x00", script, flags=re.IGNORECASE):
+        raise ValueError(
+            "Script text contains '</script', '<!--', CR or NUL: the HTML parser would split "
+            "or rewrite it and its CSP hash would not match. Embed data with script_json()."
+        )
+    return f"<script{attrs}>{script}</script>"
+
+
+def private_path_patterns() -> list[str]:
+    """Folders a shared page must not reveal: ortlab's cache and the user's home directory
+    (longest first, so the cache inside the home is named as the cache)."""
+    folders = {str(cache_dir()), str(Path.home())}
+    return sorted((f for f in folders if f not in ("", "/")), key=len, reverse=True)
+
+
+def inputs_html(what: str, shapes: str | None, synthetic: bool | None) -> str:
+    """One line next to a timing or accuracy figure: whether its inputs were synthetic and the
+    shapes it was measured at (``None``: the result does not record it, and the line says so)."""
+    kind = {
+        True: "synthetic inputs (seeded random values, not your data)",
+        False: "inputs you gave",
+        None: "inputs (synthetic or given: not recorded in this result)",
+    }[synthetic]
+    where = f"shapes {esc(shapes, 1000)}" if shapes else "shapes not recorded in this result"
+    cls = "ortlab-inputs ortlab-warn" if synthetic else "ortlab-inputs"
+    return f'<div class="{cls}">{esc(what)}: measured on {kind} · {where}</div>'
+
+
+def redact_paths(text: str) -> str:
+    """``text`` (plain or HTML-escaped) with ortlab's cache folder shown as ``[ortlab cache]``
+    and the home directory as ``~``: a report travels to other people and machines."""
+    cache = str(cache_dir())
+    for folder in private_path_patterns():
+        label = "[ortlab cache]" if folder == cache else "~"  # no markup, no regex escapes
+        text = re.sub(re.escape(folder) + r"(?=[/\\\s'\"),;:<&]|$)", label, text)
+    return text
 
 
 def fmt_bytes(n: float) -> str:

@@ -4,7 +4,6 @@ server; selection and view state sync to Python traits both ways."""
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import anywidget
 import traitlets
 
 from ortlab.graphdata import GraphData
+from ortlab.render import csp_hash, esc, inline_script, script_json
 
 __all__ = ["GraphWidget", "dagre_source"]
 
@@ -101,19 +101,33 @@ class GraphWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # u
         return write_html(self.data, self.color_by, self.expanded, path)
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe inside <script>: no '</script>' or '<!--' can close the element."""
-    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-# No network at all: only the inline module, the blob: modules/worker made from it, inline styles.
+# No network and no inline script but the page's own: the module script is allowed by its
+# sha256 hash (computed from its exact text, the embedded model data included), blob: is the
+# renderer module and the layout worker made from it, styles are inline. Every model string
+# is JSON data escaped by render.script_json, so even a missed escape would not run.
 _CSP = (
-    "default-src 'none'; script-src 'unsafe-inline' blob:; worker-src blob:; "
-    "style-src 'unsafe-inline'"
+    "default-src 'none'; script-src {hash} blob:; worker-src blob:; style-src 'unsafe-inline'; "
+    "base-uri 'none'; form-action 'none'"
 )
+
+_MODULE = """
+const state = {state};
+const listeners = {{}};
+const model = {{
+  get: (k) => state[k],
+  set: (k, v) => {{ state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); }},
+  save_changes: () => {{}},
+  on: (ev, f) => {{ (listeners[ev] = listeners[ev] || []).push(f); }},
+}};
+const source = {source};
+const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
+const mod = await import(url);
+mod.default.render({{ model, el: document.getElementById("ortlab-root") }});
+"""
 
 
 def write_html(data: dict[str, Any], color_by: str, expanded: list[str], path: str | Path) -> Path:
+    """The graph page: graph.js rendering ``data`` in a self-contained HTML file."""
     esm = (_HERE / "graph.js").read_text(encoding="utf-8")
     state = {
         "data": data,
@@ -124,28 +138,17 @@ def write_html(data: dict[str, Any], color_by: str, expanded: list[str], path: s
         "dagre_src": dagre_source(),
         "_layout_ms": -1,
     }
-    title = json.dumps(str(data.get("model", "model")))
-    page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>ortlab graph</title>
-<meta http-equiv="Content-Security-Policy" content="{_CSP}">
-</head><body>
-<div id="ortlab-root"></div>
-<script type="module">
-const state = {_script_json(state)};
-const listeners = {{}};
-const model = {{
-  get: (k) => state[k],
-  set: (k, v) => {{ state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); }},
-  save_changes: () => {{}},
-  on: (ev, f) => {{ (listeners[ev] = listeners[ev] || []).push(f); }},
-}};
-const source = {_script_json(esm)};
-const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
-const mod = await import(url);
-document.title = "ortlab: " + {title};
-mod.default.render({{ model, el: document.getElementById("ortlab-root") }});
-</script></body></html>
-"""
+    module = _MODULE.format(state=script_json(state), source=script_json(esm))
+    title = esc(f"ortlab: {data.get('model', 'model')}", 300)
+    csp = _CSP.format(hash=csp_hash(module))
+    page = (
+        '<!doctype html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{title}</title></head><body>\n"
+        '<div id="ortlab-root"></div>\n'
+        + inline_script(module, ' type="module"')
+        + "</body></html>\n"
+    )
     out = Path(path)
     out.write_text(page, encoding="utf-8")
     return out
