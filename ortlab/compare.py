@@ -137,6 +137,11 @@ class CompareResult(Result):
     cpu_flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Which samples and shapes the figures come from, and warnings (degenerate outputs)."""
+    feeds: str = ""
+    """The inputs the variants were timed with (names, dtypes, shapes)."""
+    feeds_synthetic: bool | None = None
+    """True when ortlab synthesized the timing inputs (``synthetic`` is about the accuracy
+    samples)."""
 
     def to_pandas(self) -> Any:
         """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
@@ -273,6 +278,8 @@ def compare(
         synthetic=evald.synthetic,
         cpu_flags=flags,
         notes=notes,
+        feeds=f.describe(),
+        feeds_synthetic=f.synthetic,
     )
 
 

@@ -90,6 +90,13 @@ class DoctorResult(Result):
     this process's and its worker's, over the stage's wall time), of
     ``environment['cpu_count']`` logical CPUs. Thread and spinning advice measured with more
     than 0.25 core busy says so."""
+    feeds: str = ""
+    """The inputs every candidate was timed with (names, dtypes, shapes)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized the timing inputs."""
+    eval_data: str = ""
+    """The samples output accuracy (cosine) was measured on, with their shapes."""
+    eval_synthetic: bool | None = None
 
     def to_pandas(self) -> Any:
         """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
@@ -394,6 +401,10 @@ def _result(
         notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,
+        feeds=search.feeds.describe(),
+        synthetic=search.feeds.synthetic,
+        eval_data=search.samples.source if hasattr(search, "samples") else "",
+        eval_synthetic=search.samples.synthetic if hasattr(search, "samples") else None,
     )
 
 

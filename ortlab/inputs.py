@@ -254,7 +254,9 @@ def example_inputs(
 ) -> Feeds:
     """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name; ``like``
     (feeds) fixes every input's shape to that feed's, unnamed dims included, so samples made
-    for calibration or accuracy match the shapes the model is timed at."""
+    for calibration or accuracy match the shapes the model is timed at. When ``like`` holds the
+    caller's own feeds, their non-float inputs (token ids, masks, a sample rate) are copied:
+    random values would change what the model computes (a branch, a table lookup)."""
     choices = resolve_dims(model, dims)
     shapes = {k: np.shape(v) for k, v in like.items()} if like is not None else None
     rng = np.random.default_rng(seed)
@@ -292,6 +294,10 @@ def example_inputs(
                 f"memory for all inputs so far; the limit is {limit / 2**30:.1f} GiB). {fix}"
             )
         array, note = _synth(info, shape, rng, model)
+        if like is not None and not getattr(like, "synthetic", False) and info.name in like:
+            given = np.asarray(like[info.name])
+            if given.dtype.kind not in "fc":  # ids, masks, sample rates, flags: their meaning
+                array, note = given.copy(), f"{info.name}: copied from the feeds given"
         arrays[info.name] = array
         if note:
             notes.append(note)

@@ -68,6 +68,10 @@ class OptimizationResult(Result):
     """Per round, per level (in ``levels`` order): median latency in ms."""
     blockers: list[str] = field(default_factory=list)
     """Known reasons ORT cannot optimize this model, each with the fix."""
+    feeds: str = ""
+    """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
 
     def _level(self, level: str) -> LevelResult:
         key = canonical_level(level)
@@ -270,6 +274,8 @@ def optimization_diff(
         latency_rows=latency_rows,
         rounds_ms=rounds_ms,
         blockers=[blocker] if blocker else [],
+        feeds=f.describe(),
+        synthetic=f.synthetic,
     )
 
 

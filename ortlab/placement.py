@@ -110,6 +110,10 @@ class PlacementResult(Result):
     profile: ProfileResult | None = None
     """The profile this join was timed with (same session, same runs): per-op charts need no
     second profiled session."""
+    feeds: str = ""
+    """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
 
     # ------------------------------------------------------------------ tables
 
@@ -467,7 +471,7 @@ def placement(
     """Where each node of ``model`` runs under ``config``, with measured time per node."""
     from ortlab.engine import run_model_task
 
-    m, cfg, _, out = run_model_task(
+    m, cfg, f, out = run_model_task(
         "placement",
         model,
         config,
@@ -495,6 +499,8 @@ def placement(
         report=out["report"],
         final_source=out["final_source"],
     )
+    shapes, synthetic = f.describe(), f.synthetic
     prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
-                         report=out["report"], notes=joined.notes[:1])  # fmt: skip
-    return dataclasses.replace(joined, profile=prof)
+                         report=out["report"], notes=joined.notes[:1], feeds=shapes,
+                         synthetic=synthetic)  # fmt: skip
+    return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic)

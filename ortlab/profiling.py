@@ -284,6 +284,10 @@ class ProfileResult(Result):
     data: ProfileData
     report: SessionReport | None = None
     notes: list[str] = field(default_factory=list)
+    feeds: str = ""
+    """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
 
     # ---------------------------------------------------------------- tables
 
@@ -481,5 +485,6 @@ def profile(
         *f.notes,
     ]
     return ProfileResult(
-        model=m.name, config=cfg.to_dict(), data=out["data"], report=out["report"], notes=notes
-    )
+        model=m.name, config=cfg.to_dict(), data=out["data"], report=out["report"], notes=notes,
+        feeds=f.describe(), synthetic=f.synthetic,
+    )  # fmt: skip

@@ -27,7 +27,7 @@ import pytest
 
 import ortlab
 from ortlab.errors import OrtlabError, ProviderFallbackWarning
-from ortlab.quantization import calibration_data
+from ortlab.quantization import QUANTIZED_OPS, calibration_data
 from ortlab.worker import get_worker
 from tests import corpus
 
@@ -125,10 +125,18 @@ def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> No
     from ortlab.profiling import self_durations
 
     per_run = np.bincount(np.asarray(d.ev_run), weights=self_durations(d), minlength=p.runs)
-    cover = per_run / np.asarray(d.run_us)
-    # The least disturbed run: on a busy machine other processes' time slices land between
-    # node events of some runs; time that ortlab fails to attribute is missing from all runs.
-    assert cover.max() >= 0.85, f"node time covers at most {cover.max():.0%} of a run"
+    run_us = np.asarray(d.run_us)
+    cover = per_run / run_us
+    # What node events leave out of a run is ORT's own bookkeeping between kernels, ~5 µs per
+    # node with the profiler on (measured here: 3.8-5.5 µs on every corpus model), so small
+    # fast models cover less (MiniLM-L3: 78 %). A node whose event ortlab lost would leave its
+    # whole time unattributed. Judged on the least disturbed run: on a busy machine other
+    # processes' time slices land between node events of some runs.
+    gap_per_node = (run_us - per_run) / (len(d.ev_node) / p.runs)
+    assert cover.max() >= 0.85 or gap_per_node.min() <= 8.0, (
+        f"node time covers at most {cover.max():.0%} of a run, "
+        f"{gap_per_node.min():.1f} µs unattributed per node"
+    )
     assert (cover <= 1.0 + 1e-6).all()  # never more node time than the run itself
 
 
@@ -154,8 +162,14 @@ def _plain_cosines(m: ortlab.Model, q: ortlab.Model, samples: list[dict[str, Any
 def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
     m = _model(name)
     feeds = corpus.feeds(name)
-    quantized = "ConvInteger" in m.summary.op_types
-    variant = ortlab.to_fp16(m) if quantized else ortlab.quantize(m, mode="dynamic", feeds=feeds)
+    if set(m.summary.op_types) & QUANTIZED_OPS:  # already int8: fp16 around the int8 ops
+        keep = sorted(QUANTIZED_OPS | {"DynamicQuantizeLSTM"})
+        variant = ortlab.to_fp16(m, op_block_list=keep)
+    else:
+        try:
+            variant = ortlab.quantize(m, mode="dynamic", feeds=feeds)
+        except ortlab.QuantizationError:  # ORT's quantizer refuses some real exports
+            variant = ortlab.to_fp16(m)
     cmp = _falls_back(ortlab.compare, m, [variant], CUDA_CPU, feeds, rounds=6, runs=2)
     row = cmp.rows[1]
     if row.error:
@@ -213,3 +227,38 @@ def test_every_verb_runs_or_says_why(name: str, tmp_path: Path) -> None:
         assert any(f.rule == "ep_fallback" for f in d.findings), "the doctor said nothing of CUDA"
         attempt("report", ortlab.report, m, d, path=tmp_path / "r.html", progress=False)
     assert outcomes.get("benchmark") == "ok" and outcomes.get("doctor") == "ok", outcomes
+
+
+@pytest.mark.parametrize("name", corpus.LIGHT)
+def test_every_cli_verb_runs_or_says_why(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shell verbs at the model's real shapes (--feeds): exit 0, or 2 with an ortlab
+    message; never a traceback; session verbs say that CUDA did not load."""
+    from ortlab.cli import main
+
+    _model(name)
+    path = str(corpus.path(name))
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, **corpus.feeds(name))
+    session = ["--providers", "cuda,cpu", "--feeds", str(feeds)]
+    verbs = {
+        "inspect": ["inspect", path],
+        "bench": ["bench", path, *session, "--runs", "5"],
+        "profile": ["profile", path, *session, "--runs", "3"],
+        "place": ["place", path, *session, "--runs", "2"],
+        "optimize": ["optimize", path, *session, "--levels", "disabled,all", "--rounds", "6",
+                     "--runs", "2"],
+        "quantize": ["quantize", path, "--mode", "dynamic", "--feeds", str(feeds), "-o",
+                     str(tmp_path / "q.onnx")],
+        "report": ["report", path, *session, "--no-doctor", "-o", str(tmp_path / "r.html")],
+    }  # fmt: skip
+    for verb, argv in verbs.items():
+        code = main(argv)
+        _, err = capsys.readouterr()
+        assert "Traceback" not in err and "internal error" not in err, (verb, err[-800:])
+        assert code == 0 or (code == 2 and "ortlab: error:" in err), (verb, code, err[-800:])
+        if "--providers" in argv and code == 0:
+            assert "did not load" in err, (verb, err[-400:])
+        if verb == "report" and code == 0:
+            assert (tmp_path / "r.html").stat().st_size > 0
