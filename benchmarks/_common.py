@@ -11,7 +11,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def machine() -> dict[str, str]:
-    from ortlab.benchmark import environment
+    from ortlab.analysis.benchmark import environment
 
     info = environment()
     info["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

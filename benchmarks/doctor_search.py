@@ -22,10 +22,10 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
-from ortlab.compare import error_metrics
-from ortlab.config import SessionConfig
-from ortlab.engine import call
-from ortlab.stats import paired_ratio
+from ortlab.analysis.compare import error_metrics
+from ortlab.core.config import SessionConfig
+from ortlab.core.stats import paired_ratio
+from ortlab.engine.calls import call
 
 LEVELS = ("disabled", "basic", "extended", "all")
 THREADS = (0, 1, 2)
@@ -94,7 +94,7 @@ def grid(m: ortlab.Model, variants: list[ortlab.Model], runs: int, rounds: int) 
 def run(name: str) -> dict[str, Any]:
     import shutil
 
-    from ortlab import cache
+    from ortlab.core import cache
 
     m = ortlab.examples.load(name)
     for folder in ("variants", "transformers"):  # the doctor builds its variants cold

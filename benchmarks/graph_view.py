@@ -18,9 +18,9 @@ from typing import Any
 
 import ortlab
 from benchmarks._common import record
-from ortlab.examples import bert_tiny
-from ortlab.graphdata import graph_data
-from ortlab.widgets.graph import write_html
+from ortlab.analysis.graphdata import graph_data
+from ortlab.core.examples import bert_tiny
+from ortlab.views.widgets.graph import write_html
 from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
-from ortlab.widgets.lab import Lab
+from ortlab.views.widgets.lab import Lab
 
 
 def main(toggles: int = 8) -> None:

@@ -21,7 +21,7 @@ import onnxruntime as ort
 
 import ortlab
 from benchmarks._common import record
-from ortlab.stats import paired_ratio
+from ortlab.core.stats import paired_ratio
 
 
 def bare_median_ms(sess: ort.InferenceSession, feeds: dict, runs: int) -> float:
@@ -64,7 +64,7 @@ def measure(mode: str, rounds: int, runs: int) -> dict:
         "bare_p50_ms": float(np.median(bare)),
         "ratio": verdict.ratio,
         "ci95": [verdict.low, verdict.high],
-        "verdict": verdict.text("bare sess.run loop", "ortlab.benchmark"),
+        "verdict": verdict.text("bare sess.run loop", "ortlab.analysis.benchmark"),
     }
 
 

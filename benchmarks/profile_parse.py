@@ -28,9 +28,9 @@ import onnxruntime as ort
 
 import ortlab
 from benchmarks._common import record
-from ortlab import cache
-from ortlab.profiling import ProfileResult, parse_profile_file
-from ortlab.stats import paired_ratio
+from ortlab.analysis.profiling import ProfileResult, parse_profile_file
+from ortlab.core import cache
+from ortlab.core.stats import paired_ratio
 
 
 def make_trace(min_events: int) -> Path:

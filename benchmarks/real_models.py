@@ -27,8 +27,8 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
-from ortlab.errors import OrtlabError, ProviderFallbackWarning
-from ortlab.profiling import self_durations
+from ortlab.analysis.profiling import self_durations
+from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
 from tests import corpus
 
 CFG = ortlab.SessionConfig(providers=["cuda", "cpu"])
@@ -137,11 +137,13 @@ def run_model(name: str) -> dict[str, Any]:
         _attempt(row, "quantization_error", ortlab.quantization_error, m, q, feeds=feeds,
                  limit=2)  # fmt: skip
     d = _attempt(row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=60, progress=False)
+    if d is not None and any(f.rule == "ep_fallback" for f in d.findings):
+        row.setdefault("says fallback", []).append("doctor (finding)")
     with tempfile.TemporaryDirectory() as tmp:
         if d is not None:
-            _attempt(row, "report", ortlab.report, m, d, path=Path(tmp) / "r.html",
-                     progress=False)  # fmt: skip
-        from ortlab.graphdata import graph_data
+            _attempt(row, "report", ortlab.report, m, d, path=Path(tmp) / "r.html", config=CFG,
+                     feeds=feeds, progress=False)  # fmt: skip
+        from ortlab.analysis.graphdata import graph_data
 
         _attempt(row, "graph", graph_data, m, placement=pl)
         np.savez(Path(tmp) / "feeds.npz", **feeds)

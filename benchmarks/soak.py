@@ -15,8 +15,8 @@ import psutil
 
 import ortlab
 from benchmarks._common import record
-from ortlab import cache
-from ortlab.widgets.lab import Lab
+from ortlab.core import cache
+from ortlab.views.widgets.lab import Lab
 
 
 def _files() -> int:

@@ -1,20 +1,32 @@
 """ortlab: see inside ONNX Runtime — where each node runs, what ORT fused, where the time goes.
 
-The core (this namespace) imports no UI library; widgets live in ``ortlab.widgets``.
+The layers, lowest first (ARCHITECTURE.md; import-linter holds them): ``ortlab.core`` (what a
+model, inputs, config and result are), ``ortlab.engine`` (the only place ORT runs a model),
+``ortlab.analysis`` (the measuring verbs and their results), ``ortlab.diagnosis`` (the doctor),
+``ortlab.views`` (text, HTML, figures, the report, the widgets) and ``ortlab.cli``. This
+namespace gathers the public API: verbs are functions, results and widgets are classes.
+``import ortlab`` loads no UI library: ``ortlab.Lab`` and ``ortlab.GraphView`` import the
+widgets on first access.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
-from ortlab import examples
-from ortlab.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
-from ortlab.compare import CompareResult, compare
-from ortlab.config import SessionConfig
-from ortlab.doctor import Best, DoctorResult, doctor
-from ortlab.errors import (
+from ortlab import views as _views  # registers every renderer (results show themselves)
+from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
+from ortlab.analysis.compare import CompareResult, compare
+from ortlab.analysis.graphdata import GraphData, graph_data
+from ortlab.analysis.optimization import OptimizationResult, optimization_diff
+from ortlab.analysis.placement import PlacementResult, placement
+from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
+from ortlab.analysis.quant_error import ErrorResult, quantization_error
+from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
+from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
+from ortlab.analysis.whatif import WhatIfResult, whatif
+from ortlab.core import examples
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import (
     ExternalDataError,
     FeedError,
     InvalidModelError,
@@ -24,6 +36,7 @@ from ortlab.errors import (
     ProviderError,
     ProviderFallbackError,
     ProviderFallbackWarning,
+    QuantizationError,
     RunError,
     SessionConfigError,
     SessionCreationError,
@@ -33,20 +46,25 @@ from ortlab.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
-from ortlab.inputs import Feeds
-from ortlab.model import Model, ModelSummary, load, without_initializer_inputs
-from ortlab.optimization import OptimizationResult, optimization_diff
-from ortlab.placement import PlacementResult, placement
-from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file, profile
-from ortlab.quant_error import ErrorResult, quantization_error
-from ortlab.quantization import QuantConfig, QuantizationError, quantize, to_fp16
-from ortlab.report import report
-from ortlab.rules import Finding
-from ortlab.runtime import devices
-from ortlab.session import SessionReport
-from ortlab.stats import paired_ratio
-from ortlab.transformer_opt import TransformerOptResult, transformer_optimize
-from ortlab.worker import set_isolation
+from ortlab.core.inputs import Feeds
+from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
+from ortlab.core.runtime import devices
+from ortlab.core.stats import Verdict, paired_ratio
+from ortlab.core.version import __version__
+from ortlab.diagnosis.best import Best
+from ortlab.diagnosis.doctor import DoctorResult, doctor
+from ortlab.diagnosis.rules import Finding
+from ortlab.engine.session import SessionReport
+from ortlab.engine.worker import set_isolation
+from ortlab.views.report import report
+
+if TYPE_CHECKING:
+    from ortlab.views.widgets.diff import GraphDiff
+    from ortlab.views.widgets.graph import GraphView
+    from ortlab.views.widgets.lab import Lab
+    from ortlab.views.widgets.netron import NetronView
+
+del _views
 
 
 def graph(
@@ -54,37 +72,42 @@ def graph(
     placement: PlacementResult | None = None,
     profile: ProfileResult | None = None,
     error: ErrorResult | None = None,
-    **options: object,
-) -> object:
-    """The graph view widget (imports the UI layer on first use)."""
-    from ortlab.graphdata import graph_data
-    from ortlab.widgets import GraphWidget
+    **options: Any,
+) -> GraphView:
+    """The graph view of ``model`` with the runtime facts given (imports the widget library
+    on first use)."""
+    from ortlab.views.widgets.graph import GraphView
 
-    return GraphWidget(
-        graph_data(model, placement=placement, profile=profile, error=error), **options
-    )
-
-
-def Lab(model: Model | str, **options: Any) -> object:  # noqa: N802 - reads as a class
-    """The Lab widget: controls, tabs (overview, graph, placement, profile, benchmark,
-    optimization, quantization, history). Imports the UI layer on first use."""
-    from ortlab.widgets.lab import Lab as _Lab
-
-    return _Lab(model, **options)
+    return GraphView(graph_data(model, placement=placement, profile=profile, error=error),
+                     **options)  # fmt: skip
 
 
-def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> object:
+def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> GraphDiff:
     """Two linked graph views of an optimization diff: what each node became at level ``b``."""
-    from ortlab.widgets.diff import graph_diff as _diff
+    from ortlab.views.widgets.diff import graph_diff as _diff
 
     return _diff(opt, a, b)
 
 
-def netron(model: Model | str, height: int = 700) -> object:
+def netron(model: Model | str, height: int = 700) -> NetronView:
     """Netron on 127.0.0.1, embedded (the raw model; no runtime data). ``.stop()`` ends it."""
-    from ortlab.widgets.netron import netron as _netron
+    from ortlab.views.widgets.netron import netron as _netron
 
     return _netron(model, height=height)
+
+
+_UI_CLASSES = {"Lab": "ortlab.views.widgets.lab", "GraphView": "ortlab.views.widgets.graph"}
+
+
+def __getattr__(name: str) -> Any:
+    """``ortlab.Lab`` and ``ortlab.GraphView`` are the widget classes themselves (so
+    ``isinstance(x, ortlab.Lab)`` works), imported on first access: ``import ortlab`` loads no
+    UI library."""
+    if name in _UI_CLASSES:
+        import importlib
+
+        return getattr(importlib.import_module(_UI_CLASSES[name]), name)
+    raise AttributeError(f"module 'ortlab' has no attribute {name!r}")
 
 
 __all__ = [
@@ -98,6 +121,8 @@ __all__ = [
     "FeedError",
     "Feeds",
     "Finding",
+    "GraphData",
+    "GraphView",
     "InvalidModelError",
     "Lab",
     "Model",
@@ -120,6 +145,8 @@ __all__ = [
     "SessionReport",
     "TransformerOptResult",
     "UnsupportedModelError",
+    "Verdict",
+    "WhatIfResult",
     "WorkerCancelledError",
     "WorkerCrashedError",
     "WorkerError",
@@ -132,6 +159,7 @@ __all__ = [
     "doctor",
     "examples",
     "graph",
+    "graph_data",
     "graph_diff",
     "load",
     "netron",
@@ -147,5 +175,6 @@ __all__ = [
     "set_isolation",
     "to_fp16",
     "transformer_optimize",
+    "whatif",
     "without_initializer_inputs",
 ]

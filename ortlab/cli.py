@@ -22,14 +22,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ortlab.errors import FeedError, OrtlabError, OrtlabWarning
+import ortlab
+from ortlab.core import cache, examples
+from ortlab.core.config import canonical_level, canonical_provider
+from ortlab.core.errors import FeedError, OrtlabError, OrtlabWarning
+from ortlab.core.inputs import validate_feeds
+from ortlab.core.units import fmt_bytes
+from ortlab.core.version import __version__
+from ortlab.engine.calls import call
+from ortlab.engine.session import warn_if_fallback
+from ortlab.views.render import safe_text
 
 __all__ = ["main"]
 
 
 def _model(spec: str) -> Any:
-    import ortlab
-    from ortlab import examples
 
     if Path(spec).exists() or spec not in examples.names():
         return ortlab.load(spec)
@@ -55,8 +62,27 @@ def _dims_arg(text: str) -> dict[str, int]:
     return out
 
 
+def _targets_arg(text: str) -> list[str]:
+    from ortlab.core.eps import PROVIDER_ALIASES
+
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in PROVIDER_ALIASES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown target {', '.join(unknown) or '(none)'}: use qnn, nnapi, coreml, openvino "
+            "or an EP alias (cpu, cuda, trt, dml…)"
+        )
+    return names
+
+
+def _option_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expects key=value (e.g. htp_arch=73), got {text!r}")
+    return key.strip(), value.strip()
+
+
 def _providers_arg(text: str) -> list[str] | str:
-    from ortlab.config import canonical_provider
 
     if text.strip().lower() == "auto":
         return "auto"
@@ -72,7 +98,6 @@ def _providers_arg(text: str) -> list[str] | str:
 
 
 def _level_arg(text: str) -> str:
-    from ortlab.config import canonical_level
 
     try:
         return canonical_level(text)
@@ -112,9 +137,8 @@ def _seconds_arg(text: str) -> float:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from ortlab import SessionConfig
 
-    return SessionConfig(
+    return ortlab.SessionConfig(
         providers=args.providers,
         level=args.level,
         intra_op_threads=args.threads,
@@ -131,8 +155,6 @@ def _feeds(path: str | None, m: Any) -> Any:
     if path is None:
         return None
     import numpy as np
-
-    from ortlab.inputs import validate_feeds
 
     takes = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in m.inputs)
     example = ", ".join(f"{t.name!r}: ..." for t in m.inputs)
@@ -226,7 +248,6 @@ def _quantize_parser(sub: Any) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ortlab import __version__
 
     parser = argparse.ArgumentParser(
         prog="ortlab", description="See inside ONNX Runtime: placement, fusions, per-op time."
@@ -259,6 +280,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-timing", action="store_true", help="only the graph diff")
     _quantize_parser(sub)
     _doctor_parsers(sub)
+    p = sub.add_parser(
+        "whatif", help="where it would run on NPUs/EPs not here (predicted), and why it falls back"
+    )
+    p.add_argument("model", help="path to a .onnx file, or a bundled example name")
+    p.add_argument(
+        "--targets", type=_targets_arg, default="qnn,nnapi,coreml,openvino",
+        help="comma-separated: qnn, nnapi, coreml, openvino (or any EP alias)",
+    )  # fmt: skip
+    p.add_argument(
+        "--qnn-option", action="append", type=_option_arg, default=[], metavar="KEY=VALUE",
+        help="a QNN provider option, e.g. htp_arch=73 (repeatable)",
+    )  # fmt: skip
+    _shapes_args(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("examples", help="list the bundled models")
@@ -281,7 +316,6 @@ def _inspect(args: argparse.Namespace) -> None:
 
 
 def _bench(args: argparse.Namespace) -> None:
-    import ortlab
 
     m = _model(args.model)
     b = ortlab.benchmark(
@@ -292,7 +326,6 @@ def _bench(args: argparse.Namespace) -> None:
 
 
 def _profile(args: argparse.Namespace) -> None:
-    import ortlab
 
     m = _model(args.model)
     p = ortlab.profile(
@@ -303,7 +336,6 @@ def _profile(args: argparse.Namespace) -> None:
 
 
 def _place(args: argparse.Namespace) -> None:
-    import ortlab
 
     m = _model(args.model)
     pl = ortlab.placement(
@@ -314,7 +346,6 @@ def _place(args: argparse.Namespace) -> None:
 
 
 def _optimize(args: argparse.Namespace) -> None:
-    import ortlab
 
     m = _model(args.model)
     opt = ortlab.optimization_diff(
@@ -325,7 +356,6 @@ def _optimize(args: argparse.Namespace) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> None:
-    import ortlab
 
     m = _model(args.model)
     cfg = _config(args)
@@ -339,7 +369,6 @@ def _doctor(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    import ortlab
 
     m, cfg = _model(args.model), _config(args)
     feeds = _feeds(args.feeds, m)
@@ -365,7 +394,6 @@ def _report(args: argparse.Namespace) -> None:
 def _warn_fallback(d: Any, cfg: Any, m: Any) -> None:
     """The doctor measures with fallback allowed (it reports a fallback as a finding); the
     command line also says it on stderr, as every other verb does."""
-    from ortlab.session import warn_if_fallback
 
     report = getattr(d.profile, "report", None)
     if report is not None:
@@ -374,9 +402,6 @@ def _warn_fallback(d: Any, cfg: Any, m: Any) -> None:
 
 def _quantize(args: argparse.Namespace) -> None:
     import shutil
-
-    import ortlab
-    from ortlab.render import fmt_bytes, safe_text
 
     m = _model(args.model)
     cfg = ortlab.QuantConfig(
@@ -424,7 +449,6 @@ def _quantize(args: argparse.Namespace) -> None:
 
 
 def _examples(args: argparse.Namespace) -> None:
-    import ortlab
 
     info = ortlab.examples.describe()
     if args.json:
@@ -435,8 +459,6 @@ def _examples(args: argparse.Namespace) -> None:
 
 
 def _cache(args: argparse.Namespace) -> None:
-    from ortlab import cache
-    from ortlab.render import fmt_bytes
 
     if args.action == "clear":
         print(f"Emptied {cache.cache_dir()}: freed {fmt_bytes(cache.clear())}")
@@ -455,43 +477,51 @@ def _providers_cmd(args: argparse.Namespace) -> None:
 def _providers(as_json: bool) -> None:
     import onnxruntime as ort
 
-    from ortlab.engine import call
-
     chosen, reasons = call("auto_providers", {}, desc="", context="", progress=False)
-    devices = [d.__dict__ for d in ortlab_devices()]
+    found = call("plugin_info", {}, desc="", context="", progress=False)
     info = {
         "onnxruntime": ort.__version__,
         "in_build": list(ort.get_available_providers()),
         "loadable": chosen,
         "reasons": reasons,
-        "devices": devices,
+        "plugins": found["plugins"],
+        "devices": found["devices"],
     }
     if as_json:
         print(json.dumps(info, indent=2))
         return
-    from ortlab.render import safe_text
-
     print(f"onnxruntime {info['onnxruntime']}")
     print(f"in this build: {', '.join(info['in_build'])}")
     print(f"really load here: {', '.join(chosen)}")
     for r in reasons:
         print(f"  - {safe_text(r, 400)}")
+    none = "plugin EPs: none installed (e.g. pip install --no-deps onnxruntime-qnn)"
+    print("plugin EPs (select them by name: ortlab picks their devices):" if found["plugins"]
+          else none)  # fmt: skip
+    for p in found["plugins"]:
+        where = ", ".join(p["devices"]) or "no device on this machine"
+        state = f"failed to register: {p['error']}" if p["error"] else f"devices: {where}"
+        print(f"  - {safe_text(p['name'])} ({safe_text(p['module'])} {p['version']}): {state}")
     print(
-        "devices: "
-        + ", ".join(f"{d['ep_name']} on {d['device_type']} ({d['device_vendor']})" for d in devices)
+        "devices: " + ", ".join(f"{d['ep_name']} on {d['device_type']}" for d in found["devices"])
     )
 
 
-def ortlab_devices() -> list[Any]:
-    from ortlab.runtime import devices
+def _whatif(args: argparse.Namespace) -> None:
 
-    return devices()
+    m = _model(args.model)
+    targets = args.targets if isinstance(args.targets, list) else _targets_arg(args.targets)
+    w = ortlab.whatif(
+        m, targets, dims=args.dims, feeds=_feeds(args.feeds, m),
+        qnn_options=dict(args.qnn_option), progress=_progress(args),
+    )  # fmt: skip
+    print(w.to_json(indent=2) if args.json else w.to_text())
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
-    "providers": _providers_cmd, "doctor": _doctor, "report": _report,
+    "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip
 
 
@@ -511,7 +541,6 @@ def _show_warning(  # noqa: PLR0917 - warnings.showwarning's signature
     line: str | None = None,  # noqa: ARG001
 ) -> None:
     """One readable line per warning, instead of Python's ``file:line: Category: text``."""
-    from ortlab.render import safe_text
 
     text = " ".join(str(message).split())
     kind = "" if issubclass(category, OrtlabWarning) else f"{category.__name__}: "
@@ -519,7 +548,6 @@ def _show_warning(  # noqa: PLR0917 - warnings.showwarning's signature
 
 
 def _internal_error(err: Exception, args: argparse.Namespace) -> None:
-    from ortlab.render import safe_text
 
     where = args.command + (f" on {args.model}" if getattr(args, "model", None) else "")
     message = " ".join(str(err).split()) or "(no message)"
@@ -548,8 +576,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             _HANDLERS[args.command](args)
         except OrtlabError as err:
-            from ortlab.render import safe_text
-
             if _debug():
                 traceback.print_exc()
             print(f"ortlab: error: {safe_text(err, 5000)}", file=sys.stderr)

@@ -181,7 +181,7 @@ def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
 def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
     """A verdict sentence must agree with its own interval (a check that can fail, unlike
     "'faster' or 'slower' or 'no measurable difference' in verdict")."""
-    from ortlab.stats import NOISE_BAND
+    from ortlab.core.stats import NOISE_BAND
 
     if "faster" in verdict:
         assert high < 1 - NOISE_BAND and ratio < 1, (verdict, low, high)

@@ -13,10 +13,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.compare import error_metrics
-from ortlab.errors import OrtlabWarning
-from ortlab.inputs import validate_feeds
-from ortlab.quantization import calibration_data
+from ortlab.analysis.compare import error_metrics
+from ortlab.analysis.quantization import calibration_data
+from ortlab.core.errors import OrtlabWarning
+from ortlab.core.inputs import validate_feeds
 
 F = TensorProto.FLOAT
 

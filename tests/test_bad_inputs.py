@@ -24,7 +24,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.errors import (
+from ortlab.analysis.graphdata import graph_data
+from ortlab.analysis.graphmap import graph_nodes
+from ortlab.core.errors import (
     ExternalDataError,
     FeedError,
     InvalidModelError,
@@ -36,8 +38,6 @@ from ortlab.errors import (
     SessionCreationError,
     UnsupportedModelError,
 )
-from ortlab.graphdata import graph_data
-from ortlab.graphmap import graph_nodes
 from tests import models
 
 F = TensorProto.FLOAT
@@ -600,7 +600,7 @@ def test_config_that_ort_refuses_in_the_worker_leaves_it_usable() -> None:
     """The cases above are refused by SessionConfig in the caller and never reach the worker;
     this one passes ortlab's checks and is refused by ORT itself, inside the worker: the error
     names ORT's complaint and the config, and the same worker process serves the next run."""
-    from ortlab.worker import get_worker
+    from ortlab.engine.worker import get_worker
 
     _run(models.add())
     pid = get_worker().pid

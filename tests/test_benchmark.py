@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ortlab
-from ortlab.stats import latency_stats, paired_ratio
+from ortlab.core.stats import latency_stats, paired_ratio
 from tests import models
 
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 import ortlab
-from ortlab import cache
-from ortlab.errors import CacheError
+from ortlab.core import cache
+from ortlab.core.errors import CacheError
 
 
 def _entry(folder: Path, name: str, size: int, age_s: float) -> Path:

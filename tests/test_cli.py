@@ -314,7 +314,7 @@ def test_report_json_is_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def _cuda_is_in_build_but_cannot_load() -> bool:
     import onnxruntime as ort
 
-    from ortlab.session import auto_providers
+    from ortlab.engine.session import auto_providers
 
     in_build = "CUDAExecutionProvider" in ort.get_available_providers()
     return in_build and "CUDAExecutionProvider" not in auto_providers()[0]

@@ -8,7 +8,7 @@ import pytest
 
 import ortlab
 from ortlab import SessionConfig
-from ortlab.errors import ProviderError, SessionConfigError
+from ortlab.core.errors import ProviderError, SessionConfigError
 
 
 def test_aliases_and_case() -> None:

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.errors import FeedError, OrtlabError, ProfileParseError
-from ortlab.inputs import validate_feeds
-from ortlab.profiling import ProfileData, ProfileResult
+from ortlab.analysis.profiling import ProfileData, ProfileResult
+from ortlab.core.errors import FeedError, OrtlabError, ProfileParseError
+from ortlab.core.inputs import validate_feeds
 from tests import models
 
 LONG = int(os.environ.get("ORTLAB_FUZZ_EXAMPLES", "0"))
@@ -50,7 +50,7 @@ def _light_fuzzing() -> Iterator[None]:
     (the same check as the 2 GiB default, just sooner). The cache's pruning is rate-limited
     (cache.PRUNE_EVERY_S) since a long run here found it quadratic when it ran on every write."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ortlab.inputs, "SYNTH_LIMIT_BYTES", 16 << 20)
+        mp.setattr(ortlab.core.inputs, "SYNTH_LIMIT_BYTES", 16 << 20)
         yield
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.graphdata import GHOST_FANOUT, graph_data
+from ortlab.analysis.graphdata import GHOST_FANOUT, graph_data
 from tests import models
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>\x1b[31m'
@@ -52,7 +52,7 @@ def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
 def test_large_graphs_start_collapsed() -> None:
     big = ortlab.load(ortlab.examples.bert_tiny(layers=8))
     g = graph_data(big)
-    from ortlab.graphdata import COLLAPSE_ABOVE, _visible_count
+    from ortlab.analysis.graphdata import COLLAPSE_ABOVE, _visible_count
 
     assert len(g.nodes) > 300
     assert "/encoder" in g.expanded
@@ -109,6 +109,49 @@ def test_html_export_is_self_contained_and_escapes(tmp_path: Path) -> None:
     start = page.index("const state = ") + len("const state = ")
     state = json.loads(page[start : page.index(";\nconst listeners")])
     assert state["data"]["nodes"][0]["name"] == HOSTILE
+
+
+def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> None:
+    """graph/*.js: one file per concern, each small; the page runs them from its one hashed
+    inline script (the texts travel as data, like the widget's ``modules`` trait); no module
+    writes markup."""
+    import re
+
+    from ortlab.views.render import csp_hash
+    from ortlab.views.widgets import graph as gv
+
+    folder = Path(gv.__file__).parent / "graph"
+    files = [folder / "index.js", *(folder / f"{name}.js" for name in gv.MODULES)]
+    assert sorted(files) == sorted(folder.glob("*.js")), "every module is loaded, none is stray"
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        assert len(text.splitlines()) < 250, f"{f.name} is too long to read in one go"
+        starts = [i for i, line in enumerate(text.splitlines())
+                  if re.match(r"(export )?(async )?function ", line)]  # fmt: skip
+        for i in starts:
+            length = next(j for j, line in enumerate(text.splitlines()[i:]) if line == "}")
+            assert length <= 60, f"{f.name}: the function on line {i + 1} has {length} lines"
+        code = re.sub(r"^\s*//.*$", "", text, flags=re.M)  # comments may name the sinks
+        sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|"
+                           r"\beval\(|new Function", code)  # fmt: skip
+        assert sinks == [], f"{f.name} writes markup: {sinks}"
+        assert not re.search(r"^\s*import\b|\bimport\s*\(\s*[\"']", code, flags=re.M), (
+            f"{f.name} imports by path: blob: modules get their peers from index.js"
+        )
+
+    w = ortlab.graph(ortlab.load(models.add()))
+    assert w._esm == (folder / "index.js").read_text(encoding="utf-8")
+    assert w.modules == {f.stem: f.read_text(encoding="utf-8") for f in files[1:]}
+    page = w.to_html(tmp_path / "g.html").read_text(encoding="utf-8")
+    scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, flags=re.S)
+    assert len(scripts) == 1, "one inline script: the loader, with data and modules as JSON"
+    policy = re.search(r'Content-Security-Policy" content="([^"]+)"', page)
+    assert policy and csp_hash(scripts[0]) in policy.group(1)
+    script_src = policy.group(1).split("script-src", 1)[1].split(";")[0].split()
+    assert script_src == [csp_hash(scripts[0]), "blob:"], "only the hash and blob: modules"
+    start = scripts[0].index("const state = ") + len("const state = ")
+    state = json.loads(scripts[0][start : scripts[0].index(";\nconst listeners")])
+    assert state["modules"] == w.modules, "the page runs the widget's very modules"
 
 
 def test_netron_serves_the_model_locally_and_stops() -> None:

@@ -18,8 +18,8 @@ def lab(mlp: ortlab.Model):
 def test_first_run_fills_the_tabs(lab) -> None:
     assert len(lab.history) == 1 and lab.error.value == ""
     assert isinstance(lab.shown["Benchmark"][0], ortlab.BenchmarkResult)
-    assert isinstance(lab.shown["Placement"][0], ortlab.PlacementResult)
-    assert type(lab.shown["Graph"][0]).__name__ == "GraphWidget"
+    assert isinstance(lab.shown["Placement"][1], ortlab.PlacementResult)  # [0]: what-if bar
+    assert isinstance(lab.shown["Graph"][0], ortlab.GraphView)
     assert len(lab.shown["Profile"]) == 5  # op types, EP sunburst, timeline, top nodes
     assert lab.config.level == "all" and lab.config.providers == ("CPUExecutionProvider",)
 
@@ -111,7 +111,7 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
     a setting no control shows: Apply best runs that very file with those very settings."""
     import dataclasses
 
-    from ortlab.doctor import Best
+    from ortlab.diagnosis.doctor import Best
 
     lab.budget.value = 10
     lab.doctor_button.click()
@@ -218,8 +218,8 @@ def test_history_snippet_names_the_model_each_run_used(lab) -> None:
 def test_profile_top_nodes_use_medians_throughout() -> None:
     """Five runs; node b takes 2 µs except one stalled 1000 µs call. Totals would give b 94 %
     of node time; medians give 2 / 12."""
-    from ortlab.profiling import ProfileData, ProfileResult
-    from ortlab.widgets.lab import median_shares
+    from ortlab.analysis.profiling import ProfileData, ProfileResult
+    from ortlab.views.widgets.lab import median_shares
 
     runs = 5
     ev_node = [0, 1] * runs
@@ -238,7 +238,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
 
 
 def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
-    from ortlab.widgets.lab import median_shares
+    from ortlab.views.widgets.lab import median_shares
 
     t = median_shares(lab.profile_result)
     first = t.iloc[0]
@@ -269,7 +269,7 @@ def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
 def test_cancel_re_arms_the_worker_call_that_cleared_it(lab) -> None:
     """A click that lands just before a worker call starts is cleared by that call; the Lab's
     progress callback sets the worker's flag again, so the call in flight stops."""
-    from ortlab.worker import Worker, get_worker
+    from ortlab.engine.worker import Worker, get_worker
 
     worker = get_worker()
     if not isinstance(worker, Worker):
@@ -326,3 +326,20 @@ def test_lab_says_previous_results_are_kept_only_when_there_are_some(tmp_path: P
     feeds["audio"] = feeds.pop("input")
     with pytest.raises(ortlab.FeedError, match=r"(?s)missing \['input'\].*The model takes: input"):
         ortlab.Lab(model, feeds=feeds, synchronous=True)
+
+
+def test_what_if_target_shows_the_predicted_placement(lab) -> None:
+    """The target selector beside the EP boxes: QNN's compiler (or the NNAPI rules) predict
+    the partition at the Lab's shapes; the Placement tab shows it, with reasons and a graph."""
+    import pytest
+
+    pytest.importorskip("onnxruntime_qnn")
+    lab.target.value = "nnapi"
+    lab._whatif()
+    w = lab.whatif_result
+    assert isinstance(w, ortlab.WhatIfResult) and w.targets[0].target == "nnapi"
+    shown = lab.shown["Placement"]
+    assert shown[0] is lab._whatif_bar and isinstance(shown[1], ortlab.PlacementResult)
+    assert w in shown and isinstance(shown[-1], ortlab.GraphView)
+    lab.run()  # a refresh keeps the prediction under the new measured placement
+    assert w in lab.shown["Placement"]

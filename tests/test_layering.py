@@ -1,11 +1,23 @@
-"""The core imports no UI library (ARCHITECTURE.md): checked in a fresh interpreter."""
+"""The architecture as tests (ARCHITECTURE.md): the layer contracts in pyproject.toml hold, no
+import circle exists inside ortlab, ``import ortlab`` loads no UI library, and the public API
+keeps its promises (classes are classes, verbs do not hide modules, every result has the
+same contract)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+import ortlab
+from ortlab.core import display
+from ortlab.core.result import Result
+
+ROOT = Path(__file__).parent.parent
 UI_MODULES = ("ipywidgets", "anywidget", "traitlets", "IPython", "plotly", "tqdm", "pandas")
 
 
@@ -16,3 +28,109 @@ def test_core_import_loads_no_ui_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_import_linter_contracts_hold() -> None:
+    """`lint-imports` with the contracts of pyproject.toml: the layers (cli > views > diagnosis
+    > analysis > engine > core) and "only the views import UI and plotting libraries"."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+def _import_graph() -> dict[str, set[str]]:
+    import grimp
+
+    graph = grimp.build_graph("ortlab", exclude_type_checking_imports=True)
+    return {
+        m: {i for i in graph.find_modules_directly_imported_by(m) if i.startswith("ortlab")}
+        for m in graph.modules
+        if m.startswith("ortlab")
+    }
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on, stack, out = set(), [], []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on:
+                    low[v] = min(low[v], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_import_cycle_inside_ortlab() -> None:
+    """Function-level imports count (grimp sees them): a lazy import cannot hide a circle.
+    Only the clients of the public API (the CLI and the Lab) import the top-level package."""
+    edges = _import_graph()
+    assert _cycles(edges) == []
+    clients = sorted(m for m, deps in edges.items() if "ortlab" in deps and m != "ortlab")
+    assert clients == ["ortlab.cli", "ortlab.views.widgets.lab"], clients
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_classes_are_classes_and_verbs_do_not_hide_modules() -> None:
+    assert isinstance(ortlab.Lab, type) and isinstance(ortlab.GraphView, type)
+    for verb in ("benchmark", "profile", "placement", "compare", "doctor", "report", "quantize",
+                 "optimization_diff", "graph"):  # fmt: skip
+        assert callable(getattr(ortlab, verb))
+        assert not hasattr(getattr(ortlab, verb), "__path__")
+    layers = {p.name for p in (ROOT / "ortlab").iterdir() if p.is_dir() and p.name[0] != "_"}
+    assert layers == {"core", "engine", "analysis", "diagnosis", "views"}
+    assert not set(ortlab.__all__) & layers
+
+
+RESULTS = sorted(
+    (c for c in vars(ortlab).values() if isinstance(c, type) and issubclass(c, Result)),
+    key=lambda c: c.__name__,
+)
+
+
+@pytest.mark.parametrize("cls", RESULTS, ids=lambda c: c.__name__)
+def test_every_result_has_the_contract(cls: type) -> None:
+    """to_json/from_json (Result), to_pandas documented, and html/text/plot renderers
+    registered by the views; GraphData is the graph view's input and has no figure."""
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert hasattr(cls, "to_json") and hasattr(cls, "from_json")
+    assert callable(getattr(cls, "to_pandas", None)), f"{cls.__name__} has no to_pandas"
+    assert (cls.to_pandas.__doc__ or "").strip(), "to_pandas is undocumented"
+    wanted = () if cls.__name__ == "GraphData" else ("html", "text", "plot")
+    for fmt in wanted:
+        assert display.has(cls, fmt), f"{cls.__name__} has no {fmt} renderer"

@@ -10,7 +10,7 @@ import pytest
 from onnx import numpy_helper
 
 import ortlab
-from ortlab.errors import ExternalDataError, InvalidModelError, UnsupportedModelError
+from ortlab.core.errors import ExternalDataError, InvalidModelError, UnsupportedModelError
 from tests import models
 
 

@@ -18,10 +18,10 @@ import onnx
 import pytest
 
 import ortlab
+from ortlab.analysis.graphdata import graph_data
+from ortlab.analysis.quantization import QuantizationError
 from ortlab.cli import main
-from ortlab.graphdata import graph_data
-from ortlab.quantization import QuantizationError
-from ortlab.worker import get_worker
+from ortlab.engine.worker import get_worker
 
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "mlp": ortlab.examples.mlp,

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 import ortlab
-from ortlab.errors import SessionConfigError
-from ortlab.optimization import OptimizationResult
+from ortlab.analysis.optimization import OptimizationResult
+from ortlab.core.errors import SessionConfigError
 from tests import models
 
 
@@ -48,7 +48,7 @@ def test_latency_is_interleaved_and_paired(bert_opt: OptimizationResult) -> None
 def test_mapping_and_files(bert_opt: OptimizationResult) -> None:
     from pathlib import Path
 
-    from ortlab import cache
+    from ortlab.core import cache
 
     table = bert_opt.mapping("extended")
     assert set(table["status"]) == {"kept", "fused"}

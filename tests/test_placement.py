@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.graphmap import OpNode, graph_nodes
-from ortlab.placement import PlacementResult, join_placement
-from ortlab.profiling import parse_profile_file
-from ortlab.session import SessionReport
+from ortlab.analysis.graphmap import OpNode, graph_nodes
+from ortlab.analysis.placement import PlacementResult, join_placement
+from ortlab.analysis.profiling import parse_profile_file
+from ortlab.engine.session import SessionReport
 
 FIXTURES = Path(__file__).parent / "data" / "placement"
 OV = "ov-1.24.1_nan_guard_cnn"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ortlab
-from ortlab.errors import ProfileParseError
-from ortlab.profiling import ProfileResult, parse_profile, parse_profile_file
+from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file
+from ortlab.core.errors import ProfileParseError
 
 GOLDEN = Path(__file__).parent / "data" / "profiles" / "ort-1.31.1_mlp_cpu_4runs.json"
 NODES = {
@@ -159,7 +159,7 @@ def test_unknown_plot_kind() -> None:
 
 
 def test_profile_end_to_end_leaves_no_files(mlp: ortlab.Model, in_tmp_cwd: Path) -> None:
-    from ortlab import cache
+    from ortlab.core import cache
 
     p = ortlab.profile(mlp, runs=5, warmup=2, progress=False)
     assert p.runs == 5
@@ -194,7 +194,7 @@ def test_control_flow_bodies_are_not_counted_twice_in_shares() -> None:
     *self* time (the Loop's without its body), so the shares of all nodes, body included, sum
     to 1, each table agrees, and self time adds up to the node time inside the profile's own
     runs (an independent total)."""
-    from ortlab.profiling import nested_events
+    from ortlab.analysis.profiling import nested_events
     from tests.test_bad_inputs import _loop
 
     p = ortlab.profile(ortlab.load(_loop()), {"level": "disabled"}, runs=3, warmup=1,

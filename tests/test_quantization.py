@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import ortlab
-from ortlab.quantization import QuantConfig, QuantizationError, calibration_data
+from ortlab.analysis.quantization import QuantConfig, QuantizationError, calibration_data
 from tests import models
 
 

@@ -26,9 +26,9 @@ import onnxruntime as ort
 import pytest
 
 import ortlab
-from ortlab.errors import OrtlabError, ProviderFallbackWarning
-from ortlab.quantization import QUANTIZED_OPS, calibration_data
-from ortlab.worker import get_worker
+from ortlab.analysis.quantization import QUANTIZED_OPS, calibration_data
+from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
+from ortlab.engine.worker import get_worker
 from tests import corpus
 
 pytestmark = pytest.mark.corpus
@@ -122,7 +122,7 @@ def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> No
         assert table["share"].sum() == pytest.approx(1.0, abs=1e-6)
         assert (table["share"] >= 0).all()
     d = p.data
-    from ortlab.profiling import self_durations
+    from ortlab.analysis.profiling import self_durations
 
     per_run = np.bincount(np.asarray(d.ev_run), weights=self_durations(d), minlength=p.runs)
     run_us = np.asarray(d.run_us)
@@ -174,7 +174,7 @@ def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
     row = cmp.rows[1]
     if row.error:
         pytest.fail(f"the variant failed: {row.error}")
-    like = ortlab.inputs.validate_feeds(m, feeds)
+    like = ortlab.core.inputs.validate_feeds(m, feeds)
     samples = calibration_data(m, None, limit=8, seed=100, like=like).samples
     for s in samples:  # the timed shapes, not the synthesizer's defaults
         assert {k: np.shape(v) for k, v in s.items()} == {k: np.shape(v) for k, v in feeds.items()}

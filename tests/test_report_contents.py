@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.benchmark import BenchmarkResult, environment
-from ortlab.cache import cache_dir
-from ortlab.config import SessionConfig
-from ortlab.doctor import Best, DoctorResult
-from ortlab.profiling import ProfileData, ProfileResult
-from ortlab.report import report_html
-from ortlab.rules import Finding, Measured
-from ortlab.session import SessionReport
-from ortlab.stats import latency_stats
+from ortlab.analysis.benchmark import BenchmarkResult, environment
+from ortlab.analysis.profiling import ProfileData, ProfileResult
+from ortlab.core.cache import cache_dir
+from ortlab.core.config import SessionConfig
+from ortlab.core.stats import latency_stats
+from ortlab.diagnosis.doctor import Best, DoctorResult
+from ortlab.diagnosis.rules import Finding, Measured
+from ortlab.engine.session import SessionReport
+from ortlab.views.report import report_html
 from tests import models
 
 CPU = "CPUExecutionProvider"
@@ -176,7 +176,7 @@ def test_results_that_do_not_record_inputs_say_so() -> None:
 
 
 def test_compare_section_says_synthetic_and_eval_data() -> None:
-    from ortlab.compare import CompareResult, VariantRow
+    from ortlab.analysis.compare import CompareResult, VariantRow
 
     def row(name: str, ratio: float) -> VariantRow:
         return VariantRow(variant=name, path=str(cache_dir() / f"{name}.onnx"), file_bytes=4096,
@@ -237,7 +237,7 @@ def test_users_own_file_is_named_by_its_file_name(tmp_path: Path) -> None:
 def test_script_json_is_inert_in_a_script_element_and_means_the_same() -> None:
     import json
 
-    from ortlab.render import script_json
+    from ortlab.views.render import script_json
 
     value = {"name": "</script><!--<script>\u2028\u2029&", "t": [1.5, float("nan")]}
     text = script_json(value)
@@ -248,7 +248,7 @@ def test_script_json_is_inert_in_a_script_element_and_means_the_same() -> None:
 def test_inline_scripts_are_allowed_by_hash_only(tmp_path: Path) -> None:
     from plotly.offline import get_plotlyjs
 
-    from ortlab.render import csp_hash, inline_script
+    from ortlab.views.render import csp_hash, inline_script
 
     m = ortlab.load(models.add([1, 4]))
     html = report_html(m, profile=profile_result())

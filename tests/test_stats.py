@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ortlab.stats import MIN_ROUNDS, NOISE_BAND, min_rounds, paired_ratio
+from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, min_rounds, paired_ratio
 
 # Every round count ortlab's verbs use by default or can reach: the doctor's screen (6), its
 # survivors and combination (up to its default rounds=8 and the CLI's --rounds 8), compare and

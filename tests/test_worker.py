@@ -7,13 +7,13 @@ import psutil
 import pytest
 
 import ortlab
-from ortlab.errors import (
+from ortlab.core.errors import (
     SessionConfigError,
     WorkerCancelledError,
     WorkerCrashedError,
     WorkerTimeoutError,
 )
-from ortlab.worker import InProcessWorker, Worker, get_worker
+from ortlab.engine.worker import InProcessWorker, Worker, get_worker
 from tests import models
 
 
@@ -70,7 +70,7 @@ def test_memory_exhaustion_gives_an_error_and_a_fresh_worker(
         with pytest.raises(WorkerCrashedError, match="ran out of memory .* 3000 MB"):
             w.call("tests.crashers:exhaust_memory", {})
         monkeypatch.delenv("ORTLAB_WORKER_MEMORY_MB")
-        assert w.call("ortlab.tasks:ping", {}) > 0  # a fresh worker answers
+        assert w.call("ortlab.engine.tasks:ping", {}) > 0  # a fresh worker answers
     finally:
         w.stop()
 

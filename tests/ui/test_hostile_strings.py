@@ -2,7 +2,7 @@
 
 A tiny model gets a hostile payload in one field (graph name, node name, op type, domain, tensor
 names, doc strings, producer, metadata keys and values, attribute values, subgraph names); the
-graph page (``GraphWidget.to_html``) and the report (``ortlab.report``, which the Lab's export
+graph page (``GraphView.to_html``) and the report (``ortlab.report``, which the Lab's export
 calls) are opened in headless Chromium twice: with the page's own Content-Security-Policy, and
 with the CSP bypassed, so the escaping alone is tested too. Each time: no script ran
 (``window.__pwned``), no dialog, no page error, no request left the page, the payload is shown
@@ -23,7 +23,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ortlab
-from ortlab.widgets.graph import GraphWidget
+from ortlab.views.widgets.graph import GraphView
 from tests.test_report_contents import assert_no_private_paths, benchmark_result, profile_result
 
 pytestmark = pytest.mark.ui
@@ -154,7 +154,7 @@ def test_graph_page(field: str, hostile_page: Any, tmp_path: Path) -> None:
     page = hostile_page
     m = ortlab.load(_model(FIELDS[field].edit))
     widget = ortlab.graph(m)
-    assert isinstance(widget, GraphWidget)
+    assert isinstance(widget, GraphView)
     path = widget.to_html(tmp_path / "graph.html")
     _static_checks(path.read_text(encoding="utf-8"))
     page.goto(path.as_uri())
@@ -207,7 +207,7 @@ def test_widget_state_carries_model_strings_as_data() -> None:
                 f.edit(m)
 
     w = ortlab.graph(ortlab.load(_model(every_field)))
-    assert isinstance(w, GraphWidget)
+    assert isinstance(w, GraphView)
     state = w.get_state()
     assert state["data"]["model"] == PAYLOAD
     node = state["data"]["nodes"][0]
@@ -218,11 +218,12 @@ def test_widget_state_carries_model_strings_as_data() -> None:
     assert set(data) <= {"text/plain", "application/vnd.jupyter.widget-view+json"}, data.keys()
     assert PAYLOAD not in str(data.get("application/vnd.jupyter.widget-view+json"))
     assert PAYLOAD not in w._esm
-    source = (Path(ortlab.__file__).parent / "widgets" / "graph.js").read_text(encoding="utf-8")
+    folder = Path(ortlab.__file__).parent / "views" / "widgets" / "graph"
+    source = "\n".join(f.read_text(encoding="utf-8") for f in sorted(folder.glob("*.js")))
     source = re.sub(r"^\s*//.*$", "", source, flags=re.M)  # its header names innerHTML
     sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|"
                        r"new Function", source)  # fmt: skip
-    assert sinks == [], f"graph.js writes markup: {sinks}"
+    assert sinks == [], f"the graph view's modules write markup: {sinks}"
 
 
 @pytest.fixture(scope="module")

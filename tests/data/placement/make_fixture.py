@@ -16,7 +16,7 @@ from pathlib import Path
 import onnxruntime as ort
 
 import ortlab
-from ortlab import tasks
+from ortlab.engine.calls import tasks
 
 HERE = Path(__file__).parent
 VERSION = ort.__version__

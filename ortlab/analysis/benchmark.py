@@ -1,0 +1,236 @@
+"""Latency benchmarks: warm-up, N runs or a duration, profiling off, timed inside the worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.machine import environment
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result
+from ortlab.core.stats import LatencyStats, against_first, latency_stats
+from ortlab.engine.calls import (
+    as_config,
+    call,
+    check_report,
+    default_timeout,
+    prepare,
+    run_model_task,
+)
+from ortlab.engine.session import SessionReport
+
+__all__ = ["BenchmarkResult", "ConfigComparison", "benchmark", "compare_configs", "environment"]
+
+
+@dataclass(frozen=True)
+class BenchmarkResult(Result):
+    """Latency of one model under one SessionConfig. Times in ms unless named ``_ns``.
+
+    ``plot(kind)``: 'distribution' (histogram with percentiles, the default) or 'runs'
+    (latency per run).
+    """
+
+    model: str
+    config: dict[str, Any]
+    """The SessionConfig as a dict (``SessionConfig.from_json`` rebuilds it)."""
+    latencies_ns: list[int]
+    """Every measured run, in order (warm-up excluded)."""
+    stats: LatencyStats
+    warmup: int
+    report: SessionReport
+    feeds: str
+    """The feeds' names, dtypes and shapes (and how symbolic dims were chosen)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def session_config(self) -> SessionConfig:
+        return SessionConfig.from_json(self.config)
+
+    def to_pandas(self) -> Any:
+        """One row per measured run: ``run`` (0-based), ``latency_ms``."""
+        import pandas as pd
+
+        ms = np.asarray(self.latencies_ns, dtype=np.float64) / 1e6
+        return pd.DataFrame({"run": np.arange(ms.size), "latency_ms": ms})
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (
+            f"<BenchmarkResult {self.model!r} [{self.session_config.label()}]: p50 "
+            f"{s.p50_ms:.3f} ms, p90 {s.p90_ms:.3f} ms, mean {s.mean_ms:.3f} ± {s.std_ms:.3f} ms "
+            f"over {s.count} runs; {self.report.summary()}>"
+        )
+
+
+def benchmark(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    runs: int = 100,
+    warmup: int = 10,
+    duration_s: float | None = None,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> BenchmarkResult:
+    """Time ``runs`` runs of ``model`` under ``config`` (profiling off) in the worker.
+
+    ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
+    once that much time has been measured. A progress bar shows unless ``progress=False``.
+    """
+    m, cfg, f, out = run_model_task(
+        "benchmark",
+        model,
+        config,
+        feeds,
+        dims=dims,
+        progress=progress,
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
+        duration_s=duration_s,
+    )
+    lat = out["latencies_ns"]
+    notes = list(f.notes)
+    if out["cached_session"]:
+        notes.append("reused a session built earlier in this worker (creation time is from then)")
+    return BenchmarkResult(
+        model=m.name,
+        config=cfg.to_dict(),
+        latencies_ns=lat,
+        stats=latency_stats(lat),
+        warmup=warmup,
+        report=out["report"],
+        feeds=f.describe(),
+        environment=environment(),
+        notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    label: str
+    config: dict[str, Any]
+    p50_ms: float
+    p90_ms: float
+    ratio: float
+    """Paired time ratio to the first config (median of per-round ratios); < 1 is faster."""
+    low: float
+    high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class ConfigComparison(Result):
+    """Several SessionConfigs of one model, timed interleaved in one worker.
+
+    ``plot()``: time ratio to the first config with its interval.
+    """
+
+    model: str
+    rows: list[ConfigRow]
+    rounds: int
+    runs: int
+    reports: list[SessionReport | None]
+    """Per config, ORT's session report (None where the session could not be built)."""
+
+    def to_pandas(self) -> Any:
+        """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "label": r.label,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "ratio": r.ratio,
+                    "ci_low": r.low,
+                    "ci_high": r.high,
+                    "verdict": r.verdict,
+                }
+                for r in self.rows
+            ]
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConfigComparison {self.model!r}: "
+            + "; ".join(r.verdict for r in self.rows[1:])
+            + ">"
+        )
+
+
+def compare_configs(
+    model: ModelLike,
+    configs: list[SessionConfig | Mapping[str, Any]],
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    rounds: int = 10,
+    runs: int = 10,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> ConfigComparison:
+    """Time ``configs`` of ``model`` interleaved (A B C, C B A …) in one worker and compare each
+    with the first: a paired ratio with a distribution-free interval of at least 95 % (6 rounds
+    or more), and "no measurable difference"
+    when the interval stays within the noise band."""
+
+    if len(configs) < 2:
+        raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
+    m, _, f = prepare(model, configs[0], feeds, dims)
+    cfgs = [as_config(c) for c in configs]
+    out = call(
+        "interleaved",
+        {
+            "items": [(str(m.path), m.name, c) for c in cfgs],
+            "feeds": dict(f),
+            "rounds": rounds,
+            "runs": runs,
+        },
+        desc=f"compare {m.name}",
+        context=f"of {m.name!r} ({len(cfgs)} configs)",
+        progress=progress,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )
+    for c, report in zip(cfgs, out["reports"], strict=True):
+        check_report(report, c, m)  # a requested EP that did not load is said, per config
+    med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+    labels = [c.label() for c in cfgs]
+    failed: dict[int, str] = out.get("failed", {})
+    live = [k for k in range(len(cfgs)) if k not in failed]
+    verdicts = dict(zip(live, against_first(med[:, live], [labels[k] for k in live]), strict=True))
+    rows = []
+    for k, c in enumerate(cfgs):
+        if k in failed:
+            rows.append(_failed_row(labels[k], c, failed[k]))
+            continue
+        v, text = verdicts[k]
+        s = latency_stats(out["latencies_ns"][k])
+        rows.append(
+            ConfigRow(
+                label=labels[k],
+                config=c.to_dict(),
+                p50_ms=s.p50_ms,
+                p90_ms=s.p90_ms,
+                ratio=v.ratio,
+                low=v.low,
+                high=v.high,
+                verdict=text,
+            )
+        )
+    return ConfigComparison(
+        model=m.name, rows=rows, rounds=rounds, runs=runs, reports=out["reports"]
+    )
+
+
+def _failed_row(label: str, config: SessionConfig, why: str) -> ConfigRow:
+    nan = float("nan")
+    return ConfigRow(label, config.to_dict(), nan, nan, nan, nan, nan, f"failed: {why}")

@@ -1,0 +1,214 @@
+"""Model variants side by side: latency (interleaved), size, output error, kernels that ran,
+and where the quantization error is.
+
+Accuracy figures computed from synthetic inputs are marked ``synthetic`` everywhere: random
+inputs say whether the arithmetic drifted, not whether the model still answers correctly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.analysis.metrics import error_metrics, sqnr_db
+from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.variants import Signal, VariantRow, variant_row, variant_signals
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
+from ortlab.core.machine import cpu_flags
+from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.result import Result
+from ortlab.core.stats import against_first
+from ortlab.engine.calls import call, check_report, default_timeout, prepare
+
+__all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
+
+
+@dataclass(frozen=True)
+class CompareResult(Result):
+    model: str
+    config: dict[str, Any]
+    rows: list[VariantRow]
+    signals: list[Signal]
+    eval_data: str
+    synthetic: bool
+    cpu_flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Which samples and shapes the figures come from, and warnings (degenerate outputs)."""
+    feeds: str = ""
+    """The inputs the variants were timed with (names, dtypes, shapes)."""
+    feeds_synthetic: bool | None = None
+    """True when ortlab synthesized the timing inputs (``synthetic`` is about the accuracy
+    samples)."""
+
+    def to_pandas(self) -> Any:
+        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
+        verdict, cosine, sqnr_db, max_abs, top1 (first output), quantized kernels, synthetic."""
+        import pandas as pd
+
+        rows = []
+        for r in self.rows:
+            first = next(iter(r.errors.values()), {})
+            rows.append(
+                {
+                    "variant": r.variant,
+                    "file_mb": r.file_bytes / 1e6,
+                    "size_ratio": r.size_ratio,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "ratio": r.ratio,
+                    "ci_low": r.low,
+                    "ci_high": r.high,
+                    "verdict": r.verdict,
+                    "cosine": first.get("cosine"),
+                    "sqnr_db": first.get("sqnr_db"),
+                    "max_abs": first.get("max_abs"),
+                    "top1": first.get("top1_agreement"),
+                    "quantized_kernels": ", ".join(
+                        f"{k}×{v}" for k, v in r.quantized_kernels.items()
+                    ),
+                    "synthetic": r.synthetic,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{r.variant} {r.ratio:.2f}x time, {r.size_ratio:.2f}x size" for r in self.rows[1:]
+        ]
+        mark = " (accuracy from SYNTHETIC inputs)" if self.synthetic else ""
+        return f"<CompareResult {self.model!r}: " + "; ".join(parts) + f"{mark}>"
+
+
+def compare(
+    model: ModelLike,
+    variants: Sequence[ModelLike],
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    eval_data: Any = None,
+    rounds: int = 8,
+    runs: int = 10,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = False,
+    timeout: float | None = None,
+) -> CompareResult:
+    """Time ``model`` and its ``variants`` interleaved, and measure each variant's output error.
+
+    Accuracy is measured at the shapes that are timed: without ``eval_data``, samples are
+    synthesized at the shapes of ``feeds`` (or ``dims``). A variant whose session cannot be
+    built or run gets a row saying so; the others are still compared."""
+
+    base, cfg, f = prepare(model, config, feeds, dims)
+    models = [base] + [load(v) for v in variants]
+    labels = ["fp32"] + [getattr(v.variant, "label", None) or v.name for v in models[1:]]
+    run = _Runner(cfg, f, f"of {base.name!r} variants with {cfg.label()}",
+                  timeout if timeout is not None else default_timeout())  # fmt: skip
+    timed = run.call("interleaved", progress, rounds=rounds, runs=runs,
+                     items=[(str(m.path), m.name, cfg) for m in models])  # fmt: skip
+    check_report(timed["reports"][0], cfg, base)
+    failed: dict[int, str] = dict(timed.get("failed", {}))
+    evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
+    outputs: dict[int, list[dict[str, np.ndarray]]] = {}
+    profiles: dict[int, Any] = {}
+    for k, m in enumerate(models):
+        if k in failed:
+            continue
+        try:
+            outputs[k] = run.model_call("outputs_many", m, samples=evald.samples)
+            profiles[k] = run.model_call("profile", m, feeds=dict(f), runs=3, warmup=1)["data"]
+        except OrtlabError as err:
+            if k == 0:
+                raise
+            failed[k] = error_text(err)
+    live = [k for k in range(len(models)) if k not in failed]
+    medians = np.asarray(timed["medians_ns"], dtype=np.float64)[:, live] / 1e6
+    verdicts = dict(zip(live, against_first(medians, [labels[k] for k in live]), strict=True))
+    rows = [
+        _failed_variant(m, labels[k], base, failed[k], evald.synthetic)
+        if k in failed
+        else variant_row(
+            k,
+            m,
+            labels[k],
+            base=base,
+            verdict=verdicts[k],
+            lat=timed["latencies_ns"][k],
+            outputs=[outputs[0], outputs[k]],
+            data=profiles[k],
+            synthetic=evald.synthetic,
+            against=1,
+        )
+        for k, m in enumerate(models)
+    ]
+    flags = cpu_flags()
+    notes = [f"accuracy measured on {evald.source}", f"timed with {f.shapes_text()}"]
+    notes += _reference_notes(rows[0])
+    return CompareResult(
+        model=base.name,
+        config=cfg.to_dict(),
+        rows=rows,
+        signals=variant_signals(
+            [models[k] for k in live],
+            [rows[k] for k in live],
+            [profiles[k] for k in live],
+            cfg,
+            flags,
+        ),
+        eval_data=evald.source,
+        synthetic=evald.synthetic,
+        cpu_flags=flags,
+        notes=notes,
+        feeds=f.describe(),
+        feeds_synthetic=f.synthetic,
+    )
+
+
+@dataclass
+class _Runner:
+    """The worker calls of one comparison: same config, context and timeout."""
+
+    cfg: SessionConfig
+    feeds: Any
+    context: str
+    timeout: float | None
+
+    def call(self, task: str, progress: Any, **kwargs: Any) -> Any:
+        return call(task, {"feeds": dict(self.feeds), **kwargs}, desc="compare",
+                    context=self.context, progress=progress, timeout=self.timeout)  # fmt: skip
+
+    def model_call(self, task: str, m: Model, **kwargs: Any) -> Any:
+
+        args = {"model_path": str(m.path), "model_name": m.name, "config": self.cfg, **kwargs}
+        return call(task, args, desc=task, context=self.context, progress=False,
+                    timeout=self.timeout)  # fmt: skip
+
+
+def _reference_notes(row: VariantRow) -> list[str]:
+    """Warn when the float model itself gives degenerate outputs (NaN, all zeros): every
+    accuracy figure against it is then meaningless."""
+    import warnings
+
+    out = []
+    for name, metrics in row.errors.items():
+        why = str(metrics.get("degenerate", ""))
+        if why.startswith("the float model"):
+            out.append(f"output {name!r}: {why}; accuracy against it cannot be scored")
+    for text in out:
+        warnings.warn(text, OrtlabWarning, stacklevel=3)
+    return out
+
+
+def _failed_variant(m: Model, label: str, base: Model, why: str, synthetic: bool) -> VariantRow:
+    nan = float("nan")
+    return VariantRow(
+        variant=label, path=str(m.path), file_bytes=m.path.stat().st_size,
+        size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
+        p50_ms=nan, p90_ms=nan, ratio=nan, low=nan, high=nan, verdict=f"failed: {why}",
+        errors={}, kernels={}, quantized_kernels={},
+        steps=list(m.variant.steps) if getattr(m, "variant", None) else [],
+        synthetic=synthetic, error=why,
+    )  # fmt: skip

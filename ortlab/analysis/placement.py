@@ -1,0 +1,496 @@
+"""Where every node runs: the join of original graph, final graph, EP and profiled time.
+
+Three sources, which disagree on purpose (see ARCHITECTURE.md):
+1. ORT's assignment API (``session.record_ep_graph_assignment_info``): the graph at
+   partitioning time, per EP subgraph;
+2. the profile: one event per *executed* node of the final graph, with its provider (a compiled
+   EP subgraph is one opaque event);
+3. the verbose "Node placements" log, where the first two are silent.
+
+The final graph comes from the same session (an EPContext dump when a compiling EP such as
+OpenVINO or TensorRT is involved, else ORT's optimized model), so profile event names match its
+nodes exactly. :mod:`ortlab.analysis.graphmap` maps it back to the original nodes by tensor
+names, which expands compiled subgraphs into their member nodes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto
+
+from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, graph_nodes, map_nodes
+from ortlab.analysis.profiling import ProfileData, ProfileResult, self_durations
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import MEMCPY_OPS
+from ortlab.core.model import ModelLike
+from ortlab.core.onnx_util import elem_bits
+from ortlab.core.result import Result, table
+from ortlab.engine.calls import run_model_task
+from ortlab.engine.session import SessionReport
+
+__all__ = ["PlacementResult", "join_placement", "placement"]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One original node. Time is the measured time of the final node(s) it became part of,
+    split evenly across the original nodes of that group (``time_source`` says so)."""
+
+    node: str
+    op_type: str
+    status: str
+    """kept / rewritten / fused / folded / eliminated (see ortlab.graphmap), or compiled
+    (inside a compiled EP subgraph such as OpenVINO's or TensorRT's)."""
+    optimized: list[str]
+    """Final-graph nodes it became part of (a compiled EP subgraph counts as one)."""
+    provider: str
+    partition: int
+    """Partition id (see ``partitions``); -1 when the node was folded or eliminated."""
+    us_per_run: float
+    group_us_per_run: float
+    """Time of the whole final node(s) it belongs to."""
+    share: float
+    time_source: str
+
+
+@dataclass(frozen=True)
+class OptimizedRow:
+    node: str
+    op_type: str
+    domain: str
+    provider: str
+    partition: int
+    fused_from: list[str]
+    us_per_run: float
+    share: float
+    compiled: bool
+    executed: bool
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    partition: int
+    provider: str
+    compiled: bool
+    optimized_nodes: list[str]
+    original_nodes: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    us_per_run: float
+
+
+@dataclass(frozen=True)
+class BoundaryRow:
+    tensor: str
+    producer: str
+    producer_provider: str
+    consumer: str
+    consumer_provider: str
+    bytes: int
+    """From the run-time shape ORT recorded for the producer's output; -1 if unknown."""
+
+
+@dataclass(frozen=True)
+class PlacementResult(Result):
+    model: str
+    config: dict[str, Any]
+    report: SessionReport
+    runs: int
+    node_rows: list[NodeRow]
+    optimized_rows: list[OptimizedRow]
+    partition_rows: list[PartitionRow]
+    boundary_rows: list[BoundaryRow]
+    assignment: list[tuple[str, list[str]]]
+    """Source 1, raw: (EP, node names at partitioning time) per assigned subgraph."""
+    final_source: str
+    notes: list[str] = field(default_factory=list)
+    profile: ProfileResult | None = None
+    """The profile this join was timed with (same session, same runs): per-op charts need no
+    second profiled session."""
+    feeds: str = ""
+    """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
+
+    # ------------------------------------------------------------------ tables
+
+    @table
+    def nodes(self) -> Any:
+        """Per ORIGINAL node: node, op_type, status, optimized, provider, partition,
+        us_per_run, group_us_per_run, share, time_source."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.node_rows], columns=_cols(NodeRow))
+
+    @table
+    def optimized(self) -> Any:
+        """Per final-graph node: node, op_type, domain, provider, partition, fused_from,
+        us_per_run, share, compiled, executed."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.optimized_rows], columns=_cols(OptimizedRow))
+
+    @table
+    def partitions(self) -> Any:
+        """One row per EP subgraph: partition, provider, compiled, optimized_nodes,
+        original_nodes (names in the original graph), inputs, outputs, us_per_run."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.partition_rows], columns=_cols(PartitionRow))
+
+    @table
+    def boundaries(self) -> Any:
+        """Tensors crossing from one EP to another: tensor, producer, producer_provider,
+        consumer, consumer_provider, bytes."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.boundary_rows], columns=_cols(BoundaryRow))
+
+    @table
+    def memcpy(self) -> Any:
+        t = self.optimized
+        return t[t["op_type"].isin(MEMCPY_OPS)]
+
+    def summary(self) -> Any:
+        """Per provider: original nodes, share of nodes, partitions, µs per run, share of time."""
+        import pandas as pd
+
+        rows = []
+        total_nodes = sum(1 for r in self.node_rows if r.partition >= 0) or 1
+        total_time = sum(r.us_per_run for r in self.optimized_rows) or 1.0
+        for prov in dict.fromkeys(r.provider for r in self.partition_rows):
+            nodes = sum(1 for r in self.node_rows if r.provider == prov and r.partition >= 0)
+            time = sum(r.us_per_run for r in self.optimized_rows if r.provider == prov)
+            rows.append(
+                {
+                    "provider": prov,
+                    "nodes": nodes,
+                    "node_share": nodes / total_nodes,
+                    "partitions": sum(1 for p in self.partition_rows if p.provider == prov),
+                    "us_per_run": time,
+                    "time_share": time / total_time,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        provs = ", ".join(
+            f"{r.provider.removesuffix('ExecutionProvider')} {r.nodes} nodes"
+            for r in self.summary().itertuples()
+        )
+        return (
+            f"<PlacementResult {self.model!r}: {provs}; {len(self.partition_rows)} partitions, "
+            f"{len(self.boundary_rows)} boundary tensors, {len(self.memcpy)} Memcpy; "
+            f"{self.report.summary()}>"
+        )
+
+    def to_pandas(self) -> Any:
+        """The per-original-node join (:attr:`nodes`): node, op_type, status, optimized,
+        provider, partition, us_per_run, group_us_per_run, share, time_source."""
+        return self.nodes
+
+
+def _cols(cls: type) -> list[str]:
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+# ---------------------------------------------------------------------- the join
+
+
+def _tensor_bytes(types: list[tuple[str, list[int]]], index: int) -> int:
+    if index >= len(types):
+        return -1
+    dtype, dims = types[index]
+    try:
+        bits = elem_bits(int(TensorProto.DataType.Value(dtype.upper())))
+    except ValueError:
+        return -1
+    return (int(np.prod(dims)) * bits + 7) // 8 if bits else -1
+
+
+def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
+    """Per final node, its own (self) time per run: an If/Loop/Scan without its body, whose
+    nodes have rows of their own; nothing is counted twice."""
+
+    runs = max(len(data.run_us), 1)
+    total = np.bincount(
+        np.asarray(data.ev_node, dtype=np.int64),
+        weights=self_durations(data),
+        minlength=len(data.node),
+    )
+    ran = np.bincount(np.asarray(data.ev_node, dtype=np.int64), minlength=len(data.node)) > 0
+    time = {name: float(total[i]) / runs for i, name in enumerate(data.node) if ran[i]}
+    return time, dict(zip(data.node, data.provider, strict=True)), runs
+
+
+def _top_level_us(data: ProfileData) -> float:
+    """Node time per run, nothing counted twice (self times)."""
+
+    return float(self_durations(data).sum()) / max(len(data.run_us), 1)
+
+
+def _partitions(
+    final: list[OpNode], provider: dict[str, str], compiled: set[str]
+) -> dict[str, int]:
+    """Connected same-EP regions of the final graph; every compiled node is its own."""
+
+    uf = _UnionFind(n.name for n in final)
+    producer = {t: n.name for n in final for t in n.outputs if t}
+    for n in final:
+        if n.name in compiled:
+            continue
+        for t in n.inputs:
+            p = producer.get(t)
+            if p and p not in compiled and provider.get(p) == provider.get(n.name):
+                uf.union(p, n.name)
+    ids: dict[str, int] = {}
+    out = {}
+    for n in final:
+        root = uf.find(n.name)
+        out[n.name] = ids.setdefault(root, len(ids))
+    return out
+
+
+def join_placement(
+    *,
+    model: str,
+    config: dict[str, Any],
+    original: list[OpNode],
+    initializers: list[str],
+    graph_inputs: list[str],
+    graph_outputs: list[str],
+    final: list[OpNode],
+    data: ProfileData,
+    assignment: list[tuple[str, list[str]]],
+    placements: Mapping[str, str],
+    report: SessionReport,
+    final_source: str,
+) -> PlacementResult:
+    """Pure: build the per-node join from the three sources (tested with stored fixtures)."""
+    mapping = map_nodes(original, final, initializers, graph_inputs)
+    time, prof_provider, runs = _node_time(data)
+    assigned = {name: ep for ep, names in assignment for name in names}
+    default_ep = report.active[-1] if report.active else "CPUExecutionProvider"
+    provider = {
+        n.name: prof_provider.get(n.name)
+        or placements.get(n.name)
+        or assigned.get(n.name)
+        or default_ep
+        for n in final
+    }
+    compiled = {n.name for n in final if n.op_type == "EPContext" or "EP-subgraph" in n.op_type}
+    j = _Join(
+        final=final,
+        provider=provider,
+        part=_partitions(final, provider, compiled),
+        compiled=compiled,
+        mapping=mapping,
+        time=time,
+        total=_top_level_us(data) or sum(time.values()) or 1.0,
+        graph_outputs=set(graph_outputs),
+        graph_inputs=set(graph_inputs),
+    )
+    opt_rows = [
+        OptimizedRow(
+            node=n.name,
+            op_type=n.op_type,
+            domain=n.domain,
+            provider=provider[n.name],
+            partition=j.part[n.name],
+            fused_from=mapping.optimized_to_original.get(n.name, []),
+            us_per_run=time.get(n.name, 0.0),
+            share=time.get(n.name, 0.0) / j.total,
+            compiled=n.name in compiled,
+            executed=n.name in time,
+        )
+        for n in final
+    ]
+    return PlacementResult(
+        model=model,
+        config=config,
+        report=report,
+        runs=runs,
+        node_rows=_node_rows(original, j),
+        optimized_rows=opt_rows,
+        partition_rows=_partition_rows(j),
+        boundary_rows=_boundaries(final, provider, data),
+        assignment=assignment,
+        final_source=final_source,
+        notes=[
+            "Per-node times are the profiled time of the final node a node became part of, "
+            "split evenly across its original nodes; a compiled EP subgraph is timed as a "
+            "whole. Profiling adds ~5 µs per executed node."
+        ],
+    )
+
+
+@dataclass
+class _Join:
+    final: list[OpNode]
+    provider: dict[str, str]
+    part: dict[str, int]
+    compiled: set[str]
+    mapping: NodeMapping
+    time: dict[str, float]
+    total: float
+    graph_outputs: set[str]
+    graph_inputs: set[str]
+
+
+def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
+    ops = {n.name: n.op_type for n in original}
+    final_ops = {n.name: n.op_type for n in j.final}
+    rows = []
+    for n in original:
+        opt = j.mapping.original_to_optimized.get(n.name, [])
+        group_time = sum(j.time.get(o, 0.0) for o in opt)
+        members = [m for o in opt for m in j.mapping.optimized_to_original.get(o, [])]
+        members = list(dict.fromkeys(members)) or [n.name]
+        primary = _primary(members, ops, [final_ops.get(o, "") for o in opt])
+        if primary is None:
+            share_time, source = (
+                group_time / len(members),
+                ("measured" if len(members) == 1 else f"group of {len(members)} (even split)"),
+            )
+        elif primary == n.name:
+            share_time = group_time
+            source = "measured" if len(members) == 1 else f"measured (kernel of {len(members)})"
+        else:
+            share_time, source = 0.0, f"fused into {primary}"
+        rows.append(
+            NodeRow(
+                node=n.name,
+                op_type=n.op_type,
+                optimized=opt,
+                status="compiled"
+                if any(o in j.compiled for o in opt)
+                else j.mapping.status[n.name],
+                provider=j.provider[opt[0]] if opt else "",
+                partition=j.part[opt[0]] if opt else -1,
+                us_per_run=share_time,
+                group_us_per_run=group_time,
+                share=share_time / j.total,
+                time_source=source if opt else "none (folded or eliminated)",
+            )
+        )
+    return rows
+
+
+def _primary(members: list[str], ops: Mapping[str, str], kernels: list[str]) -> str | None:
+    """The one original node whose op the kernel computes (a Conv in FusedConv, an If kept as
+    If while the Identity nodes after it were eliminated): it takes the group's time, the rest
+    were folded into it. None when no single member matches (then the time is split evenly)."""
+    if len(members) == 1:
+        return members[0]
+    for kernel in dict.fromkeys(kernels):
+        hits = [m for m in members if ops.get(m) and ops[m] in kernel]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def _partition_rows(j: _Join) -> list[PartitionRow]:
+    members: dict[int, list[OpNode]] = defaultdict(list)
+    for n in j.final:
+        members[j.part[n.name]].append(n)
+    rows = []
+    for pid, nodes in sorted(members.items()):
+        produced = {t for n in nodes for t in n.outputs}
+        consumed = {t for n in nodes for t in n.inputs}
+        outside = {t for n in j.final if j.part[n.name] != pid for t in n.inputs}
+        outside |= j.graph_outputs
+        produced_elsewhere = {t for n in j.final if j.part[n.name] != pid for t in n.outputs}
+        feeds = produced_elsewhere | j.graph_inputs  # not initializers: they are not data flow
+        rows.append(
+            PartitionRow(
+                partition=pid,
+                provider=j.provider[nodes[0].name],
+                compiled=any(n.name in j.compiled for n in nodes),
+                optimized_nodes=[n.name for n in nodes],
+                original_nodes=list(
+                    dict.fromkeys(
+                        o for n in nodes for o in j.mapping.optimized_to_original.get(n.name, [])
+                    )
+                ),
+                inputs=sorted(t for t in consumed - produced if t and t in feeds),
+                outputs=sorted(t for t in produced & outside if t),
+                us_per_run=sum(j.time.get(n.name, 0.0) for n in nodes),
+            )
+        )
+    return rows
+
+
+def _boundaries(
+    final: list[OpNode], provider: dict[str, str], data: ProfileData
+) -> list[BoundaryRow]:
+    producer = {t: (n, i) for n in final for i, t in enumerate(n.outputs) if t}
+    index = {name: k for k, name in enumerate(data.node)}
+    rows = []
+    for n in final:
+        for t in n.inputs:
+            if t not in producer:
+                continue
+            src, out_index = producer[t]
+            if provider[src.name] == provider[n.name]:
+                continue
+            k = index.get(src.name)
+            size = _tensor_bytes(data.output_types[k], out_index) if k is not None else -1
+            rows.append(
+                BoundaryRow(t, src.name, provider[src.name], n.name, provider[n.name], size)
+            )
+    return rows
+
+
+def placement(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    runs: int = 5,
+    warmup: int = 2,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> PlacementResult:
+    """Where each node of ``model`` runs under ``config``, with measured time per node."""
+
+    m, cfg, f, out = run_model_task(
+        "placement",
+        model,
+        config,
+        feeds,
+        dims=dims,
+        progress=progress,
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
+    )
+    import dataclasses
+
+    graph = m.proto.graph
+    joined = join_placement(
+        model=m.name,
+        config=cfg.to_dict(),
+        original=graph_nodes(graph, subgraphs=True),
+        initializers=[t.name for t in graph.initializer],
+        graph_inputs=[i.name for i in graph.input],
+        graph_outputs=[o.name for o in graph.output],
+        final=[OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in out["final"]],
+        data=out["data"],
+        assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in out["assignment"]],
+        placements=out["placements"],
+        report=out["report"],
+        final_source=out["final_source"],
+    )
+    shapes, synthetic = f.describe(), f.synthetic
+    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
+                         report=out["report"], notes=joined.notes[:1], feeds=shapes,
+                         synthetic=synthetic)  # fmt: skip
+    return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic)

@@ -1,0 +1,260 @@
+"""ORT's profiler, run in the worker, and the :class:`ProfileResult` tables over its trace
+(parsed by :mod:`ortlab.engine.trace`).
+
+Times measured with profiling on include ORT's per-node profiling overhead (~5 µs/node): use
+them for *shares* and per-node comparisons; take latency from :func:`ortlab.benchmark`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result
+from ortlab.engine.calls import run_model_task
+from ortlab.engine.session import SessionReport
+from ortlab.engine.trace import (
+    ProfileData,
+    nested_events,
+    parse_profile,
+    parse_profile_file,
+    self_durations,
+    types_text,
+)
+
+__all__ = [
+    "ProfileData",
+    "ProfileResult",
+    "nested_events",
+    "parse_profile",
+    "parse_profile_file",
+    "profile",
+    "self_durations",
+]
+
+
+def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Median of ``values`` per group id (groups without values get NaN), vectorised."""
+    order = np.lexsort((values, ids))
+    ordered = values[order]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    lo = starts + np.maximum(counts - 1, 0) // 2
+    hi = starts + counts // 2
+    safe = counts > 0
+    out = np.full(len(counts), np.nan)
+    if len(ordered):
+        lo_v = ordered[np.minimum(lo, len(ordered) - 1)]
+        hi_v = ordered[np.minimum(hi, len(ordered) - 1)]
+        out[safe] = (lo_v / 2 + hi_v / 2)[safe]  # halves first: no overflow near float max
+    return out
+
+
+@dataclass(frozen=True)
+class ProfileResult(Result):
+    """Per-node time from ORT's profiler, with per-op-type and per-EP views.
+
+    Tables (``by_node``, ``by_op_type``, ``by_provider``) are keyed by ORT's node names in the
+    *optimized* graph, use ORT's words (op_type, provider) and report µs.
+
+
+    ``plot(kind)``: 'op_type' (bar, the default), 'provider' (sunburst EP → op type → node),
+    'top' (slowest nodes), 'timeline' (one run, ``run=``).
+    """
+
+    model: str
+    config: dict[str, Any]
+    data: ProfileData
+    report: SessionReport | None = None
+    notes: list[str] = field(default_factory=list)
+    feeds: str = ""
+    """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
+
+    # ---------------------------------------------------------------- tables
+
+    @property
+    def runs(self) -> int:
+        return len(self.data.run_us)
+
+    @functools.cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        d = self.data
+        return (
+            np.asarray(d.ev_node, dtype=np.int64),
+            np.asarray(d.ev_run, dtype=np.int64),
+            np.asarray(d.ev_start_us, dtype=np.float64),
+            np.asarray(d.ev_dur_us, dtype=np.float64),
+        )
+
+    @functools.cached_property
+    def _self_us(self) -> np.ndarray:
+        """Per event, its own time (control-flow nodes without their bodies)."""
+        return self_durations(self.data)
+
+    @functools.cached_property
+    def _top_level_us(self) -> float:
+        """All node time, nothing counted twice: the denominator of shares."""
+        return float(self._self_us.sum()) or 1.0
+
+    def by_node(self) -> Any:
+        """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us
+        (as ORT measured it: an If/Loop/Scan's includes its body), self_us (without the body,
+        whose nodes are listed too), share (of self_us: shares add up to 1), input_shapes,
+        output_shapes; slowest first (by self time)."""
+        import pandas as pd
+
+        d = self.data
+        ids, _, _, dur = self._arrays
+        n = len(d.node)
+        calls = np.bincount(ids, minlength=n)
+        total = np.bincount(ids, weights=dur, minlength=n)
+        own = np.bincount(ids, weights=self._self_us, minlength=n)
+        median = _group_medians(ids, dur, calls)
+        present = calls > 0
+        table = pd.DataFrame(
+            {
+                "node": d.node,
+                "op_type": d.op_type,
+                "provider": d.provider,
+                "calls": calls,
+                "median_us": median,
+                "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
+                "total_us": total,
+                "self_us": own,
+                "share": own / self._top_level_us,
+                "input_shapes": [types_text(t) for t in d.input_types],
+                "output_shapes": [types_text(t) for t in d.output_types],
+            }
+        )[present]
+        return table.sort_values("self_us", ascending=False, kind="stable").reset_index(drop=True)
+
+    def _grouped(self, keys: list[str]) -> Any:
+        """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum.
+        Self times: an If/Loop/Scan counts its own time, its body's nodes their own."""
+        import pandas as pd
+
+        d = self.data
+        ids, runs, _, _ = self._arrays
+        dur = self._self_us
+        labels = (
+            list(zip(d.op_type, d.provider, strict=True)) if len(keys) == 2 else list(d.provider)
+        )
+        group_index: dict[Any, int] = {}
+        node_group = np.array(  # int64 even when empty: a trace without node events
+            [group_index.setdefault(x, len(group_index)) for x in labels], dtype=np.int64
+        )
+        groups = len(group_index)
+        ev_group = node_group[ids] if len(ids) else np.zeros(0, dtype=np.int64)
+        n_runs = max(int(runs.max()) + 1 if len(runs) else 1, 1)
+        per_run = np.bincount(ev_group * n_runs + runs, weights=dur, minlength=groups * n_runs)
+        calls = np.bincount(ev_group, minlength=groups)
+        total = np.bincount(ev_group, weights=dur, minlength=groups)
+        nodes = np.bincount(
+            node_group[np.bincount(ids, minlength=len(d.node)) > 0], minlength=groups
+        )
+        keys_cols = (
+            [[k[0] for k in group_index], [k[1] for k in group_index]]
+            if len(keys) == 2
+            else [list(group_index)]
+        )
+        out = pd.DataFrame(dict(zip(keys, keys_cols, strict=True)))
+        out["nodes"] = nodes
+        out["calls"] = calls
+        out["total_us"] = total
+        out["median_per_run_us"] = np.median(per_run.reshape(groups, n_runs), axis=1)
+        out["share"] = total / self._top_level_us
+        out = out[out["calls"] > 0]
+        return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+
+    def by_op_type(self) -> Any:
+        """One row per (op_type, provider): nodes, calls, total_us, median_per_run_us, share
+        (self times: nothing counted twice, shares add up to 1)."""
+        return self._grouped(["op_type", "provider"])
+
+    def by_provider(self) -> Any:
+        """One row per execution provider: nodes, calls, total_us, median_per_run_us, share."""
+        return self._grouped(["provider"])
+
+    def top_nodes(self, n: int = 10) -> Any:
+        """The ``n`` nodes with the most total time (rows of :meth:`by_node`)."""
+        return self.by_node().head(n)
+
+    def timeline(self, run: int = 0) -> Any:
+        """Node events of one measured run: node, op_type, provider, start_us, dur_us."""
+        import pandas as pd
+
+        if not 0 <= run < max(self.runs, 1):
+            raise IndexError(f"run {run} out of range: this profile has {self.runs} runs.")
+        ids, runs, start, dur = self._arrays
+        sel = np.nonzero(runs == run)[0]
+        sel = sel[np.argsort(start[sel], kind="stable")]
+        d = self.data
+        return pd.DataFrame(
+            {
+                "node": [d.node[i] for i in ids[sel]],
+                "op_type": [d.op_type[i] for i in ids[sel]],
+                "provider": [d.provider[i] for i in ids[sel]],
+                "start_us": start[sel],
+                "dur_us": dur[sel],
+            }
+        )
+
+    def to_pandas(self) -> Any:
+        """The per-node table (:meth:`by_node`): one row per node of the optimized graph."""
+        return self.by_node()
+
+    # ---------------------------------------------------------------- display
+
+    def __repr__(self) -> str:
+        d = self.data
+        med = float(np.median(d.run_us)) if d.run_us else float("nan")
+        return (
+            f"<ProfileResult {self.model!r}: {len(d.node)} nodes, {self.runs} runs, "
+            f"median run {med / 1e3:.3f} ms with profiling on, providers "
+            f"{sorted(set(d.provider))}>"
+        )
+
+
+def profile(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    runs: int = 20,
+    warmup: int = 3,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> ProfileResult:
+    """Profile ``runs`` runs of ``model`` under ``config`` with ORT's profiler, in the worker.
+
+    The trace file goes to a private folder in ortlab's cache and is deleted after parsing;
+    nothing is written to the working directory.
+    """
+    m, cfg, f, out = run_model_task(
+        "profile",
+        model,
+        config,
+        feeds,
+        dims=dims,
+        progress=progress,
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
+    )
+    notes = [
+        "Times are measured with ORT's profiler on (about 5 µs of overhead per node): use them "
+        "for shares and comparisons between nodes; ortlab.benchmark gives latency.",
+        *f.notes,
+    ]
+    return ProfileResult(
+        model=m.name, config=cfg.to_dict(), data=out["data"], report=out["report"], notes=notes,
+        feeds=f.describe(), synthetic=f.synthetic,
+    )  # fmt: skip

@@ -1,0 +1,168 @@
+"""Where the quantization error is: SQNR of every float tensor a variant still computes under
+the original name, keyed by the original node (the graph view colours by it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.analysis.graphmap import graph_nodes
+from ortlab.analysis.quantization import calibration_data
+from ortlab.core.inputs import validate_feeds
+from ortlab.core.model import ModelLike, load
+from ortlab.core.result import Result
+from ortlab.engine.calls import call, default_timeout
+
+__all__ = ["ErrorResult", "TensorError", "quantization_error"]
+
+
+@dataclass(frozen=True)
+class TensorError:
+    tensor: str
+    node: str
+    op_type: str
+    sqnr_db: float
+    cosine: float
+    max_abs: float
+
+
+@dataclass(frozen=True)
+class ErrorResult(Result):
+    """Per-tensor error between a float model and a variant, mapped to the original nodes."""
+
+    model: str
+    variant: str
+    tensors: list[TensorError]
+    samples: str
+    synthetic: bool
+    skipped: list[str] = field(default_factory=list)
+    """Original tensors the variant no longer computes as such (e.g. a Relu folded into the
+    Conv before it, with no QuantizeLinear/DequantizeLinear pair to read the value from)."""
+
+    def to_pandas(self) -> Any:
+        """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [t.__dict__ for t in self.tensors],
+            columns=["tensor", "node", "op_type", "sqnr_db", "cosine", "max_abs"],
+        )
+
+    def worst(self, n: int = 10) -> Any:
+        """The ``n`` tensors with the lowest SQNR."""
+        return self.to_pandas().sort_values("sqnr_db").head(n).reset_index(drop=True)
+
+    @property
+    def nodes(self) -> Any:
+        """Per node (same key as the placement join): node, op_type, sqnr_db (worst output)."""
+        t = self.to_pandas()
+        return t.groupby(["node", "op_type"], as_index=False)["sqnr_db"].min()
+
+    def __repr__(self) -> str:
+        worst = min(self.tensors, key=lambda t: t.sqnr_db) if self.tensors else None
+        where = (
+            f"; worst {worst.node!r} ({worst.op_type}) at {worst.sqnr_db:.1f} dB" if worst else ""
+        )
+        mark = " (SYNTHETIC inputs)" if self.synthetic else ""
+        head = f"<ErrorResult {self.model!r} vs {self.variant!r}: {len(self.tensors)} tensors"
+        return f"{head}{where}{mark}>"
+
+
+def quantization_error(
+    model: ModelLike,
+    variant: ModelLike,
+    calibration: Any = None,
+    *,
+    limit: int = 8,
+    feeds: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
+    timeout: float | None = None,
+) -> ErrorResult:
+    """SQNR of every float tensor the variant still computes under the same name.
+
+    Without ``calibration`` data the samples are synthesized at the shapes of ``feeds`` (or
+    ``dims``): the error is measured at the shapes the model runs at. The statistics are
+    folded sample by sample in the worker, so memory does not grow with the sample count."""
+
+    base, var = load(model), load(variant)
+    like = validate_feeds(base, feeds) if feeds is not None else None
+    data = calibration_data(base, calibration, limit=limit, seed=200, dims=dims, like=like)
+    producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
+    where, skipped = _variant_tensors(producers, var.proto.graph)
+    where = {t: v for t, v in where.items() if _is_float(base, t)}
+    stats = call(
+        "ortlab.engine.tasks_transform:tensor_errors",
+        {"base_path": str(base.path), "variant_path": str(var.path), "pairs": where,
+         "samples": data.samples},
+        desc="activations",
+        context=f"of {base.name!r} vs {var.name!r}",
+        progress=False,
+        timeout=timeout if timeout is not None else default_timeout(),
+    )  # fmt: skip
+    rows = []
+    for t in where:
+        m = stats.get(t)
+        if m is None or m["shape_mismatch"]:
+            skipped.append(t)
+            continue
+        node = producers[t]
+        rows.append(
+            TensorError(t, node.name, node.op_type, m["sqnr_db"], m["cosine"], m["max_abs"])
+        )
+    label = getattr(var.variant, "label", None) or var.name
+    return ErrorResult(
+        model=base.name, variant=label, tensors=rows, samples=data.source,
+        synthetic=data.synthetic, skipped=skipped,
+    )  # fmt: skip
+
+
+def _is_float(model: Any, tensor: str) -> bool:
+    """False only for tensors ONNX shape inference types as non-float (indices, shapes,
+    masks): their values are not scored."""
+    types = _float_types(model)
+    return types.get(tensor, True)
+
+
+def _float_types(model: Any) -> dict[str, bool]:
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model.proto, strict_mode=False).graph
+    except Exception:  # noqa: BLE001 - inference is best effort
+        return {}
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+              onnx.TensorProto.BFLOAT16}  # fmt: skip
+    return {
+        vi.name: vi.type.tensor_type.elem_type in floats
+        for vi in [*inferred.value_info, *inferred.output]
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+    }
+
+
+def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, str], list[str]]:
+    """For each original tensor, the variant tensor holding the value its consumers see.
+
+    In a QDQ model that is the DequantizeLinear output after the tensor's QuantizeLinear: the
+    quantizer may fold an activation into the op before it (Conv+Relu → Conv whose output the
+    Q/DQ pair clamps), so the tensor of the same name can hold the *pre*-activation value. Without
+    a Q/DQ pair, the same name counts only if the same op type still produces it."""
+    made_by = {t: n.op_type for n in graph.node for t in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for n in graph.node:
+        for t in n.input:
+            consumers.setdefault(t, []).append(n)
+    where, skipped = {}, []
+    for t, node in producers.items():
+        if t not in made_by:
+            continue
+        q = next((c for c in consumers.get(t, []) if c.op_type == "QuantizeLinear"), None)
+        dq = q and next((c for c in consumers.get(q.output[0], [])
+                         if c.op_type == "DequantizeLinear"), None)  # fmt: skip
+        if dq is not None:
+            where[t] = dq.output[0]
+        elif made_by[t] == node.op_type:
+            where[t] = t
+        else:
+            skipped.append(t)
+    return where, skipped

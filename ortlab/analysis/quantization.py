@@ -1,0 +1,363 @@
+"""Quantization and precision variants: build them, compare them, and locate their error.
+
+Variants are written to ortlab's cache, never over the input. ORT's pre-processing runs first
+(with the known fallback when symbolic shape inference fails) and each variant says which steps
+ran. Calibration data comes from the user (iterable of feeds, a DataFrame, a folder of .npy/.npz
+files) or is synthesized — and then every accuracy figure computed from it is marked synthetic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.errors import FeedError, QuantizationError
+from ortlab.core.inputs import validate_feeds
+from ortlab.core.model import Model, ModelLike, load
+from ortlab.engine.calls import call, default_timeout
+
+__all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
+
+QUANTIZED_OPS = frozenset(
+    {  # in a model: already quantized; among executed kernels: int8 work that ran
+        "QLinearMul",
+        "QLinearConcat",
+        "QLinearGlobalAveragePool",
+        "QLinearAveragePool",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "QLinearConv",
+        "QLinearMatMul",
+        "MatMulInteger",
+        "ConvInteger",
+        "DynamicQuantizeLinear",
+        "QGemm",
+        "QLinearAdd",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QAttention",
+    }
+)
+QUANTIZABLE_OPS = frozenset(
+    {
+        "Conv",
+        "MatMul",
+        "Gemm",
+        "ConvTranspose",
+        "Attention",
+        "LSTM",
+        "GRU",
+        "Gather",
+        "EmbedLayerNormalization",
+    }
+)
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """How to build a variant. ``calibration`` (data) does not take part in equality."""
+
+    mode: str = "static"
+    """'dynamic', 'static' or 'fp16'."""
+    format: str = "qdq"
+    """Static only: 'qdq' (QuantizeLinear/DequantizeLinear pairs) or 'qoperator' (QLinear*)."""
+    per_channel: bool = False
+    activation_type: str = "QUInt8"
+    """Static only: QUInt8 (ORT's default for CPU) or QInt8."""
+    weight_type: str = "QInt8"
+    method: str = "minmax"
+    """Static calibration: 'minmax', 'entropy' or 'percentile'."""
+    op_types: tuple[str, ...] = ()
+    """Op types to quantize (empty: ORT's default set)."""
+    preprocess: bool = True
+    keep_io_types: bool = True
+    """fp16 only: keep float32 inputs/outputs."""
+    op_block_list: tuple[str, ...] = ()
+    """fp16 only: op types left in float32."""
+    calibration_size: int = 32
+    calibration: Any = field(default=None, compare=False, hash=False, repr=False)
+    """Calibration data (see :func:`calibration_data`); None synthesizes it."""
+
+    def __post_init__(self) -> None:
+        checks = {
+            "mode": ("dynamic", "static", "fp16"),
+            "format": ("qdq", "qoperator"),
+            "method": ("minmax", "entropy", "percentile"),
+            "activation_type": ("QUInt8", "QInt8"),
+            "weight_type": ("QUInt8", "QInt8"),
+        }
+        for name, allowed in checks.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise QuantizationError(
+                    f"QuantConfig.{name}={value!r}: use one of {', '.join(allowed)}."
+                )
+        object.__setattr__(self, "op_types", tuple(self.op_types))
+        object.__setattr__(self, "op_block_list", tuple(self.op_block_list))
+
+    def label(self) -> str:
+        if self.mode == "fp16":
+            return "fp16"
+        if self.mode == "dynamic":
+            return "dynamic int8" + (" per-channel" if self.per_channel else "")
+        return f"static {self.format.upper()} {self.method}" + (
+            " per-channel" if self.per_channel else ""
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The JSON-able settings (without data) the worker needs."""
+        return {
+            "mode": self.mode,
+            "format": self.format,
+            "per_channel": self.per_channel,
+            "activation_type": self.activation_type,
+            "weight_type": self.weight_type,
+            "method": self.method,
+            "op_types": list(self.op_types),
+            "preprocess": self.preprocess,
+            "keep_io_types": self.keep_io_types,
+            "op_block_list": list(self.op_block_list),
+        }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    samples: list[dict[str, Any]]
+    synthetic: bool
+    source: str
+    """What the samples are, with their shapes: every accuracy figure quotes it."""
+
+
+def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, Any]]:
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz"))
+    if not files:
+        raise QuantizationError(
+            f"No .npy/.npz files in {folder}. Store one .npz per sample (arrays named like the "
+            f"inputs: {[t.name for t in model.inputs]}), or one .npy per sample for a "
+            "single-input model."
+        )
+    samples = []
+    for p in files[:limit]:
+        if p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                samples.append({k: z[k] for k in z.files})
+        elif len(model.inputs) == 1:
+            samples.append({model.inputs[0].name: np.load(p, allow_pickle=False)})
+        else:
+            raise QuantizationError(
+                f"{p.name} is a .npy but {model.name!r} has {len(model.inputs)} inputs: store "
+                "each sample as a .npz with one array per input name."
+            )
+    return samples
+
+
+def calibration_data(
+    model: Model,
+    source: Any = None,
+    limit: int = 32,
+    seed: int = 1,
+    *,
+    dims: Mapping[str, int] | None = None,
+    like: Mapping[str, Any] | None = None,
+) -> Calibration:
+    """Samples for calibration or evaluation, validated against the model.
+
+    ``source``: None (synthesized, marked synthetic), an iterable/generator of feeds dicts, a
+    pandas DataFrame (one column per input, one row per sample), or a folder of .npy/.npz.
+    Synthesized samples take their shapes from ``like`` (the feeds the model is timed with:
+    accuracy is measured at the shapes that are timed) or else from ``dims``; feeds the caller
+    gave (not made by ortlab) are the first sample."""
+    if source is None:
+        return _synthesized(model, min(limit, 8), seed, dims, like)
+    if isinstance(source, str | Path) and Path(source).is_dir():
+        samples = _from_folder(model, Path(source), limit)
+        origin = f"folder {source}"
+    elif hasattr(source, "to_dict") and hasattr(source, "columns"):  # a DataFrame
+        samples = [
+            {c: np.asarray(row[c]) for c in source.columns}
+            for _, row in source.head(limit).iterrows()
+        ]
+        origin = "DataFrame"
+    elif isinstance(source, Mapping):
+        samples = [dict(source)]
+        origin = "one feeds dict"
+    elif isinstance(source, Iterable):
+        samples = []
+        for item in source:
+            samples.append(dict(item))
+            if len(samples) >= limit:
+                break
+        origin = type(source).__name__
+    else:
+        raise QuantizationError(
+            f"Calibration data must be feeds dicts (an iterable or generator), a DataFrame or a "
+            f"folder of .npy/.npz files, not {type(source).__name__}."
+        )
+    if not samples:
+        raise QuantizationError(
+            f"The calibration set ({origin}) is empty: static quantization needs at least one "
+            "sample to measure activation ranges. Pass a few representative inputs."
+        )
+    for i, s in enumerate(samples):
+        try:
+            samples[i] = dict(validate_feeds(model, s))
+        except FeedError as err:
+            raise QuantizationError(f"Calibration sample {i} ({origin}): {err}") from err
+    return Calibration(
+        samples, False, f"{len(samples)} samples from {origin} ({_shapes_text(samples[0])})"
+    )
+
+
+def _shapes_text(sample: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
+        for k, v in sample.items()
+    )
+
+
+def _synthesized(
+    model: Model,
+    count: int,
+    seed: int,
+    dims: Mapping[str, int] | None,
+    like: Mapping[str, Any] | None,
+) -> Calibration:
+    """``count`` seeded random samples at the shapes of ``like`` (or ``dims``); the caller's
+    own feeds first when ``like`` holds them."""
+    samples: list[dict[str, Any]] = []
+    if like is not None and not getattr(like, "synthetic", False):
+        samples.append(dict(validate_feeds(model, like)))
+    given = bool(samples)
+    while len(samples) < count:
+        samples.append(dict(model.example_inputs(dims, seed=seed + len(samples), like=like)))
+    made = len(samples) - (1 if given else 0)
+    what = (
+        f"the feeds given + {made} synthetic samples at their shapes"
+        if given
+        else f"{made} synthetic samples (random inputs)"
+    )
+    return Calibration(samples, True, f"{what}; {_shapes_text(samples[0])}")
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """How a model variant was produced (attached to the Model it returns)."""
+
+    label: str
+    base: str
+    settings: dict[str, Any]
+    steps: list[str]
+    calibration: str
+    synthetic_calibration: bool
+    log: list[str] = field(default_factory=list)
+
+
+def _check_quantizable(model: Model, config: QuantConfig) -> None:
+    ops = model.summary.op_types
+    already = sorted(o for o in ops if o in QUANTIZED_OPS)
+    if already and config.mode != "fp16":
+        raise QuantizationError(
+            f"{model.name!r} is already quantized ({', '.join(already)} present). Quantize the "
+            "float32 model instead; ortlab.compare() can then set both side by side."
+        )
+    targets = set(config.op_types) or QUANTIZABLE_OPS
+    if config.mode != "fp16" and not targets & set(ops):
+        raise QuantizationError(
+            f"{model.name!r} has no op ORT quantizes ({', '.join(sorted(targets))}): its ops are "
+            f"{', '.join(list(ops)[:12])}. Quantization would change nothing."
+        )
+    if model.summary.external_data_bytes:
+        raise QuantizationError(
+            f"{model.name!r} keeps weights in external data; ortlab's quantization handles "
+            "models under 2 GB stored in one file for now."
+        )
+
+
+def quantize(
+    model: ModelLike,
+    config: QuantConfig | None = None,
+    *,
+    dims: Mapping[str, int] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Model:
+    """A quantized (or fp16) variant of ``model``, written to ortlab's cache.
+
+    ``ortlab.quantize(m, mode="dynamic")`` is short for ``quantize(m, QuantConfig(mode=…))``.
+    Without calibration data, static calibration samples are synthesized at the shapes of
+    ``feeds`` (or ``dims``): the shapes the model will run at. The returned Model's
+    ``variant`` says which steps ran and whether calibration was synthetic.
+    """
+
+    m = load(model)
+    cfg = replace(config, **kwargs) if config is not None else QuantConfig(**kwargs)
+    _check_quantizable(m, cfg)
+    like = validate_feeds(m, feeds) if feeds is not None else None
+    calib = (
+        calibration_data(m, cfg.calibration, cfg.calibration_size, dims=dims, like=like)
+        if cfg.mode == "static"
+        else Calibration([], False, "none needed")
+    )
+    key = json.dumps(
+        [m.fingerprint(), cfg.settings(), calib.source, _digest(calib.samples)], sort_keys=True
+    )
+    out_path = (
+        cache.subdir("variants")
+        / f"{m.name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+    )
+    if out_path.exists() and out_path.with_suffix(".json").exists():  # both written: reuse
+        steps = json.loads(out_path.with_suffix(".json").read_text())["steps"]
+        log: list[str] = []
+    else:
+        out = call(
+            "ortlab.engine.tasks_transform:quantize",
+            {
+                "model_path": str(m.path),
+                "out_path": str(out_path),
+                "settings": cfg.settings(),
+                "samples": calib.samples,
+            },
+            desc=f"quantize {m.name}",
+            context=f"of {m.name!r} ({cfg.label()})",
+            progress=False,
+            timeout=default_timeout(),
+        )
+        steps, log = out["steps"], out["log"]
+        out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))
+    q = load(out_path, name=f"{m.name} [{cfg.label()}]")
+    info = VariantInfo(
+        label=cfg.label(),
+        base=m.name,
+        settings=cfg.settings(),
+        steps=steps,
+        calibration=calib.source,
+        synthetic_calibration=calib.synthetic,
+        log=log,
+    )
+    return replace(q, source=f"variant:{cfg.label()}", variant=info)
+
+
+def to_fp16(model: Any, keep_io_types: bool = True, op_block_list: Iterable[str] = ()) -> Model:
+    """An fp16 variant (ORT's float16 converter), float32 inputs/outputs kept by default."""
+    return quantize(
+        model,
+        QuantConfig(mode="fp16", keep_io_types=keep_io_types, op_block_list=tuple(op_block_list)),
+    )
+
+
+def _digest(samples: list[dict[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for s in samples:
+        for k in sorted(s):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(s[k]).tobytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,593 @@
+"""Where would it run? Predicted placement on accelerators that are not here, with a reason
+for every node that falls back.
+
+Each target's prediction says what it rests on (``evidence``):
+
+- ``compiled``: the EP's own partitioner ran here, compile-only (QNN's HTP backend with
+  ``ep.context_enable=1``; OpenVINO when it lists a device); ORT's assignment API gives the
+  split, QNN's verbose ``REASON :`` lines the cause per node;
+- ``rules``: the NNAPI/CoreML usability checker shipped in the installed onnxruntime wheel
+  (its op lists, fixed-shape and rank rules);
+- ``measured``: a real session of that EP ran the model here;
+- ``unknown``: nothing here can say (no device, EP not loadable): the reason says why;
+- ``failed``: the EP's compile failed (ORT's Python wrapper then retries on CPU and says "EP
+  Error … Falling back"): reported as a failure, never as a prediction.
+
+The per-node join is :func:`ortlab.analysis.placement.join_placement` on the graph that was
+partitioned (QNN's EPContext dump, mapped back to the original nodes by tensor names), so
+``w["qnn"]`` is a :class:`PlacementResult` the graph view colours; its rows say
+``time_source="predicted: no time"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.analysis.graphmap import OpNode, graph_nodes
+from ortlab.analysis.placement import PlacementResult, join_placement
+from ortlab.core.eps import canonical_provider
+from ortlab.core.errors import OrtlabError
+from ortlab.core.model import Model, ModelLike
+from ortlab.core.result import Result, table
+from ortlab.engine.calls import call, default_timeout, prepare
+from ortlab.engine.session import SessionReport
+from ortlab.engine.trace import ProfileData
+
+__all__ = [
+    "TargetInfo",
+    "WhatIfResult",
+    "WhatIfRow",
+    "category",
+    "fix_for",
+    "parse_qnn_log",
+    "whatif",
+]
+
+CPU = "CPUExecutionProvider"
+TARGETS: dict[str, str] = {
+    "qnn": "QNNExecutionProvider",
+    "nnapi": "NnapiExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+}
+DEFAULT_TARGETS = ("qnn", "nnapi", "coreml", "openvino")
+PREDICTED = "predicted: no time"
+_QNN_INT_OPS = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeLSTM"}
+
+
+class WhatIfError(OrtlabError, KeyError):
+    """A target has no prediction (unknown evidence or a failed compile), or was not asked."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; say it plainly
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    node: str
+    op_type: str
+    target: str
+    provider: str
+    """Predicted EP: the target's EP, CPUExecutionProvider, or '' when ORT removes the node
+    before partitioning (constant folded / fused) or nothing can be predicted."""
+    partition: int
+    evidence: str
+    reason: str
+    """Why the node is not on the target, in the EP's (or checker's) words; '' when it is."""
+    category: str = ""
+    """``reason`` normalised: dynamic shape, op not supported: X, data type, rank…"""
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    target: str
+    ep: str
+    evidence: str
+    reason: str = ""
+    """Target-level: why there is no prediction (unknown/failed), else ''."""
+    seconds: float = 0.0
+    """Time this target took in the worker, all of it (QNN's includes starting the fresh
+    process it compiles in; the checkers' include ORT's level-1 optimization)."""
+    level1_on_target: int = -1
+    """Nodes on the target in the graph ORT partitions (level-1 optimized, before mapping back
+    to original nodes): ORT's assignment API for compiled/measured, the checker's own count
+    for rules; -1 when there is no prediction."""
+    partitions: int = 0
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Evidence-specific figures: the checker's own counts, the plugin version…"""
+
+
+@dataclass(frozen=True)
+class WhatIfResult(Result):
+    """Predicted placement per target (``nodes``, ``reasons()``, ``summary()``);
+    ``w["qnn"]`` is that target's :class:`PlacementResult` for ``ortlab.graph(m, placement=…)``.
+    Plots: ``plot()`` — nodes on target vs CPU per target."""
+
+    model: str
+    targets: list[TargetInfo]
+    rows: list[WhatIfRow]
+    placements: dict[str, PlacementResult]
+    feeds: str
+    """The shapes the prediction was made at ('as in the model' when nothing was fixed)."""
+    dims: dict[str, int] | None = None
+    dynamic: list[str] = field(default_factory=list)
+    """Inputs with dynamic dims in the model (``name[dims]``): fix them for NPUs."""
+    before: dict[str, int] = field(default_factory=dict)
+    """With dims/feeds on a dynamic model: nodes on each target *before* fixing the shapes."""
+    fixed: bool = False
+    """True when the inputs were fixed to ``feeds``' shapes (dims= or feeds= given)."""
+    notes: list[str] = field(default_factory=list)
+
+    def __getitem__(self, target: str) -> PlacementResult:
+        key = target.lower()
+        if key in self.placements:
+            return self.placements[key]
+        info = next((t for t in self.targets if t.target == key), None)
+        if info is None:
+            raise WhatIfError(f"{target!r} was not a target of this what-if "
+                              f"({', '.join(t.target for t in self.targets)})")  # fmt: skip
+        raise WhatIfError(f"No predicted placement for {target!r} ({info.evidence}): {info.reason}")
+
+    @table
+    def nodes(self) -> Any:
+        """One row per ORIGINAL node (subgraph bodies included) and target: node, op_type,
+        target, provider (predicted), partition, evidence (compiled / rules / measured /
+        unknown / failed), reason ('' when the node is on the target), category (the reason
+        normalised)."""
+        import pandas as pd
+
+        cols = [f.name for f in dataclasses.fields(WhatIfRow)]
+        return pd.DataFrame([dataclasses.asdict(r) for r in self.rows], columns=cols)
+
+    def to_pandas(self) -> Any:
+        """The per-node table (:attr:`nodes`): node, op_type, target, provider, partition,
+        evidence, reason, category."""
+        return self.nodes
+
+    def summary(self) -> Any:
+        """Per target: ep, evidence, on_target / on_cpu / removed (original nodes),
+        partitions, level1_on_target (ORT's or the checker's own count, in the graph ORT
+        partitions), before (on target
+        before fixing shapes, -1 if not run), seconds, reason."""
+        import pandas as pd
+
+        rows = []
+        for t in self.targets:
+            mine = [r for r in self.rows if r.target == t.target]
+            rows.append({
+                "target": t.target, "ep": t.ep, "evidence": t.evidence,
+                "on_target": sum(r.provider == t.ep for r in mine),
+                "on_cpu": sum(r.provider == CPU for r in mine),
+                "removed": sum(r.provider == "" for r in mine) if t.evidence in
+                ("compiled", "measured", "rules") else 0,
+                "partitions": t.partitions, "level1_on_target": t.level1_on_target,
+                "before": self.before.get(t.target, -1), "seconds": t.seconds,
+                "reason": t.reason,
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def reasons(self) -> Any:
+        """Why nodes fall back, grouped per target and normalised reason: target, reason,
+        nodes, examples (up to 3 node names), fix, raw (the most common text as the EP or
+        checker said it)."""
+        import pandas as pd
+
+        groups: dict[tuple[str, str], list[WhatIfRow]] = defaultdict(list)
+        for r in self.rows:  # nodes ORT removes before partitioning do not fall back
+            if r.reason and r.category != "removed before partitioning":
+                groups[(r.target, r.category)].append(r)
+        ep = {t.target: t.ep for t in self.targets}
+        out = []
+        for (target, cat), members in groups.items():
+            raw = Counter(r.reason for r in members).most_common(1)[0][0]
+            out.append({
+                "target": target, "reason": cat, "nodes": len(members),
+                "examples": ", ".join(r.node for r in members[:3]),
+                "fix": fix_for(cat, ep.get(target, target), self.dynamic,
+                               fixed=self.fixed or not self.dynamic),
+                "raw": raw,
+            })  # fmt: skip
+        frame = pd.DataFrame(out, columns=["target", "reason", "nodes", "examples", "fix", "raw"])
+        order = {t.target: i for i, t in enumerate(self.targets)}
+        if len(frame):
+            frame = (
+                frame.assign(_o=frame["target"].map(order))
+                .sort_values(["_o", "nodes"], ascending=[True, False])
+                .drop(columns="_o")
+                .reset_index(drop=True)
+            )
+        return frame
+
+    def compare(self, other: WhatIfResult) -> Any:
+        """Nodes on each target here vs in ``other`` (e.g. without vs with ``dims``)."""
+        import pandas as pd
+
+        a, b = self.summary().set_index("target"), other.summary().set_index("target")
+        rows = [
+            {"target": t, "evidence": a.at[t, "evidence"], "on_target": int(a.at[t, "on_target"]),
+             "other_on_target": int(b.at[t, "on_target"]),
+             "change": int(b.at[t, "on_target"]) - int(a.at[t, "on_target"])}
+            for t in a.index if t in b.index
+        ]  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        parts = []
+        for t in self.summary().itertuples():
+            total = t.on_target + t.on_cpu + t.removed
+            parts.append(
+                f"{t.target} {t.on_target}/{total} ({t.evidence})"
+                if t.evidence in ("compiled", "rules", "measured")
+                else f"{t.target} {t.evidence}"
+            )
+        return f"<WhatIfResult {self.model!r}: {'; '.join(parts)}>"
+
+
+# ---------------------------------------------------------------------- QNN's log
+
+_UNIT = re.compile(r"Validation (FAILED|PASSED) for \d+ nodes in OrtNodeUnit")
+_MEMBER = re.compile(r"Operator type: (\S+) Node name: (.*?) Node index: \d+\s*$")
+_REASON = re.compile(r"REASON\s*:\s*(.*)$")
+
+
+def parse_qnn_log(lines: Iterable[str]) -> dict[str, str]:
+    """QNN's verbose per-node verdicts: node name (partitioning-time graph) → reason, '' for
+    nodes that passed validation. An OrtNodeUnit (a QDQ group) lists several nodes before its
+    ``REASON :`` line; each gets it. QNN validates twice per session: repeats are merged, and
+    a node that failed once keeps its failure."""
+    out: dict[str, str] = {}
+    members: list[str] = []
+    failed = False
+    for line in lines:
+        unit = _UNIT.search(line)
+        if unit:
+            failed, members = unit.group(1) == "FAILED", []
+            continue
+        member = _MEMBER.search(line)
+        if member:
+            name = member.group(2)
+            members.append(name)
+            if not failed:
+                out.setdefault(name, "")
+            continue
+        reason = _REASON.search(line)
+        if reason and failed:
+            text = reason.group(1).strip()
+            for name in members:
+                old = out.get(name, "")
+                if not old:
+                    out[name] = text
+                elif text not in old.split("; "):
+                    out[name] = f"{old}; {text}"
+            members = []
+    return out
+
+
+_NOT_SUPPORTED = re.compile(r"Operators of type `([^`]+)` are not supported|op not supported: "
+                            r"(?:[\w.]+:)?(\w+)")  # fmt: skip
+
+
+def category(reason: str) -> str:  # noqa: PLR0911 - one return per kind of reason
+    """A reason normalised for grouping: 'dynamic shape', 'op not supported: X', 'data type',
+    'rank', 'compile failed', 'not in a partition', 'removed before partitioning', 'other'."""
+    low = reason.lower()
+    if not reason:
+        return ""
+    m = _NOT_SUPPORTED.search(reason)  # before shapes: fixing shapes would not help it
+    if m:
+        return f"op not supported: {m.group(1) or m.group(2)}"
+    if "cannot get shape" in low or "dynamic" in low or "no fixed shape" in low:
+        return "dynamic shape"
+    if "rank" in low:
+        return "rank"
+    if "type" in low and ("data" in low or "dtype" in low or "unsupported" in low or
+                          "not supported" in low):  # fmt: skip
+        return "data type"
+    if "compile failed" in low or "ep error" in low:
+        return "compile failed"
+    if "removed by ort" in low:
+        return "removed before partitioning"
+    if "partition" in low:
+        return "not in a partition"
+    return "other"
+
+
+def fix_for(  # noqa: PLR0911 - one return per kind of reason
+    cat: str, ep: str, dynamic: Sequence[str], *, fixed: bool
+) -> str:
+    """What to try for a group of nodes that fall back for reason ``cat``."""
+    name = ep.removesuffix("ExecutionProvider")
+    if cat == "dynamic shape":
+        dims = ", ".join(dynamic) if dynamic else "the model's inputs"
+        if fixed:
+            return (
+                "shapes inside the graph stay dynamic after fixing the inputs: run "
+                "onnxruntime's symbolic shape inference, or re-export with static shapes"
+            )
+        return f"fix the input shapes: whatif(..., dims={{…}}) or feeds= for {dims}"
+    if cat.startswith("op not supported: "):
+        op = cat.split(": ", 1)[1]
+        if op in _QNN_INT_OPS and name == "QNN":
+            return ("quantize for the NPU (QDQ, static: onnxruntime.quantization with the QNN "
+                    "configuration) instead of dynamic quantization")  # fmt: skip
+        return f"not supported by {name}: keep on CPU or replace the op"
+    if cat == "data type":
+        return "quantize for the NPU (QDQ, static) or cast to a type the EP takes"
+    if cat == "rank":
+        return f"reshape to a lower rank, or keep on CPU ({name} limits tensor rank)"
+    if cat == "compile failed":
+        return (
+            f"give {name} a target chip, e.g. qnn_options={{'htp_arch': '73', "
+            "'soc_model': '60'} (a v73 HTP, Snapdragon 8 Gen 2), and check its log"
+        )
+    if cat.startswith("no prediction"):
+        return (f"nothing here can predict {name}: run whatif where its device (or plugin) "
+                "is, or try the qnn / nnapi / coreml targets")  # fmt: skip
+    if cat == "removed before partitioning":
+        return "nothing to do: ORT folds or fuses these before any EP sees them"
+    return ""
+
+
+# ---------------------------------------------------------------------- the join
+
+
+def _empty_profile() -> ProfileData:
+    return ProfileData(node=[], op_type=[], provider=[], input_types=[], output_types=[],
+                       ev_node=[], ev_run=[], ev_start_us=[], ev_dur_us=[], run_us=[])  # fmt: skip
+
+
+def _report(ep: str, raw: Mapping[str, Any], ort_version: str) -> SessionReport:
+    return SessionReport(
+        requested=[ep],
+        active=list(raw.get("active") or [ep, CPU]),
+        missing=[],
+        level="basic",
+        create_ms=float(raw.get("seconds", 0.0)) * 1e3,
+        ort_version=ort_version,
+        notes=[f"predicted ({raw.get('_evidence', '')}, not run)"],
+    )
+
+
+def _placement(
+    *,
+    m: Model,
+    original: list[OpNode],
+    target: str,
+    ep: str,
+    evidence: str,
+    raw: Mapping[str, Any],
+    ort_version: str,
+) -> PlacementResult:
+    graph = m.proto.graph
+    assignment = [(e, [n for n, _ in nodes]) for e, nodes in raw.get("assignment", [])]
+    assigned = {n: e for e, names in assignment for n in names}
+    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in raw.get("final") or []]
+    if final and "verdicts" in raw:  # the checker on ORT's level-1 graph
+        placements = {n.name: CPU if raw["verdicts"].get(n.name, "x") else ep for n in final}
+        source = f"rules ({raw.get('ops_file', '')}, on ORT's level-1 graph)"
+    elif final:
+        placements = {n.name: ep if n.op_type == "EPContext" else assigned.get(n.name, CPU)
+                      for n in final}  # fmt: skip
+        source = "EPContext dump (compile only)"
+    else:
+        final = original
+        placements = {n.name: assigned.get(n.name, CPU) for n in final}
+        source = "assignment API (by name)"
+    joined = join_placement(
+        model=m.name,
+        config={"providers": [target, "cpu"], "level": "basic"},
+        original=original,
+        initializers=[t.name for t in graph.initializer],
+        graph_inputs=[i.name for i in graph.input],
+        graph_outputs=[o.name for o in graph.output],
+        final=final,
+        data=_empty_profile(),
+        assignment=assignment,
+        placements=placements,
+        report=_report(ep, {**raw, "_evidence": evidence}, ort_version),
+        final_source=source,
+    )
+    measured = evidence == "measured"
+    rows = [
+        dataclasses.replace(r, us_per_run=0.0, group_us_per_run=0.0, share=0.0,
+                            time_source="placed by a session here: no time" if measured
+                            else PREDICTED)
+        for r in joined.node_rows
+    ]  # fmt: skip
+    note = (
+        f"measured here: a real {ep} session ran it (placement from {source}); not profiled, "
+        "no times."
+        if measured
+        else f"predicted ({evidence}, not run): {ep} is not on this machine; placement from "
+        f"{source}. No times."
+    )
+    return dataclasses.replace(joined, node_rows=rows, runs=0, notes=[note])
+
+
+def _rows(
+    *,
+    target: str,
+    ep: str,
+    evidence: str,
+    raw: Mapping[str, Any],
+    pl: PlacementResult | None,
+    original: list[OpNode],
+    reason: str,
+) -> list[WhatIfRow]:
+    if pl is None:  # unknown or failed: no provider predicted
+        cat = "compile failed" if evidence == "failed" else f"no prediction ({evidence})"
+        return [WhatIfRow(n.name, n.op_type, target, "", -1, evidence, reason, cat)
+                for n in original]  # fmt: skip
+    verdicts: dict[str, str] = dict(raw.get("verdicts") or parse_qnn_log(raw.get("log", [])))
+    logged = bool(raw.get("log")) or "verdicts" in raw
+    out = []
+    for r in pl.node_rows:
+        why = ""
+        if r.partition < 0 or not r.provider or r.op_type == "Constant":
+            why = "removed by ORT before partitioning (constant folded, fused or eliminated)"
+            if r.op_type == "Constant":
+                why = "removed by ORT before partitioning (a Constant becomes an initializer)"
+            provider = ""
+        elif r.provider == ep:
+            provider = ep
+        else:
+            provider = r.provider
+            said = [(k, verdicts[k]) for k in [r.node, *r.optimized] if verdicts.get(k)]
+            passed = any(k in verdicts and not verdicts[k] for k in [r.node, *r.optimized])
+            if said and said[0][0] != r.node:  # ORT fused it into a node the EP then refused
+                why = f"fused by ORT into {said[0][0]}, which falls back: {said[0][1]}"
+            elif said:
+                why = said[0][1]
+            elif passed:
+                why = f"passed {ep.removesuffix('ExecutionProvider')}'s validation but was " \
+                      "left out of its partitions"  # fmt: skip
+            else:
+                why = (f"no reason logged by {ep.removesuffix('ExecutionProvider')}"
+                       if logged else "not taken by the EP (it gives no reason)")  # fmt: skip
+        out.append(WhatIfRow(r.node, r.op_type, target, provider, r.partition, evidence, why,
+                             category(why)))  # fmt: skip
+    return out
+
+
+def _level1(got: Mapping[str, Any], ep: str) -> int:
+    if "counts" in got:
+        return int(got["counts"]["num_supported_nodes"])
+    return sum(len(names) for e, names in got.get("assignment", []) if e == ep)
+
+
+def _dynamic_inputs(m: Model) -> list[str]:
+    init = {t.name for t in m.proto.graph.initializer}
+    out = []
+    for i in m.proto.graph.input:
+        if i.name in init or not i.type.HasField("tensor_type"):
+            continue
+        dims = [d.dim_param or (str(d.dim_value) if d.dim_value > 0 else "?")
+                for d in i.type.tensor_type.shape.dim]  # fmt: skip
+        if any(not d.isdigit() for d in dims):
+            out.append(f"{i.name}[{','.join(dims)}]")
+    return out
+
+
+def _target_ep(target: str) -> tuple[str, str]:
+    key = target.strip().lower()
+    if key in TARGETS:
+        return key, TARGETS[key]
+    return key, canonical_provider(key)
+
+
+def build_result(
+    m: Model,
+    raw: Mapping[str, Any],
+    targets: Sequence[tuple[str, str]],
+    *,
+    feeds: str,
+    dims: dict[str, int] | None,
+    dynamic: list[str],
+    before: dict[str, int] | None = None,
+    fixed: bool = False,
+) -> WhatIfResult:
+    """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
+    original = graph_nodes(m.proto.graph, subgraphs=True)
+    version = str(raw.get("ort_version", ""))
+    infos, rows, placements = [], [], {}
+    for target, ep in targets:
+        got = raw["targets"].get(target, {"unknown": "not run"})
+        seconds = float(got.get("total_seconds", got.get("seconds", 0.0)))
+        pl = None
+        if "unknown" in got:
+            evidence, reason = "unknown", str(got["unknown"])
+        elif got.get("error") and not got.get("measured"):
+            accepted = sum(1 for v in parse_qnn_log(got.get("log", [])).values() if not v)
+            before_fail = (f"{ep.removesuffix('ExecutionProvider')}'s partitioner accepted "
+                           f"{accepted} nodes, then " if accepted else "")  # fmt: skip
+            evidence, reason = "failed", f"{before_fail}compile failed: {got['error']}"
+        else:
+            evidence = "rules" if "verdicts" in got else (
+                "measured" if got.get("measured") else "compiled")  # fmt: skip
+            reason = str(got.get("error", ""))
+            pl = _placement(m=m, original=original, target=target, ep=ep, evidence=evidence,
+                            raw=got, ort_version=version)  # fmt: skip
+            placements[target] = pl
+        mine = _rows(target=target, ep=ep, evidence=evidence, raw=got, pl=pl, original=original,
+                     reason=reason)  # fmt: skip
+        rows.extend(mine)
+        if "counts" in got:
+            partitions = int(got["counts"]["num_partitions"])
+        elif pl is not None:
+            partitions = sum(1 for e, _ in got.get("assignment", []) if e == ep)
+        else:
+            partitions = 0
+        detail: dict[str, Any] = {k: got[k] for k in ("counts", "ops_file", "version", "caveats")
+                                  if k in got}  # fmt: skip
+        infos.append(TargetInfo(
+            target=target, ep=ep, evidence=evidence, reason=reason, seconds=seconds,
+            level1_on_target=_level1(got, ep) if pl is not None else -1,
+            partitions=partitions, detail=detail,
+        ))  # fmt: skip
+    notes = ["Predictions are labelled by evidence: compiled (the EP's partitioner ran here, "
+             "compile only), rules (the wheel's NNAPI/CoreML checker), measured (a session ran "
+             "here), unknown, failed. None of them is a measurement of time."]  # fmt: skip
+    if dynamic and not fixed:
+        notes.append(f"Dynamic input shapes ({'; '.join(dynamic)}): NPUs need fixed shapes — "
+                     "fix the shapes with dims= (or feeds= for unnamed dims).")  # fmt: skip
+    return WhatIfResult(
+        model=m.name, targets=infos, rows=rows, placements=placements, feeds=feeds, dims=dims,
+        dynamic=dynamic, before=before or {}, fixed=fixed, notes=notes,
+    )  # fmt: skip
+
+
+def whatif(
+    model: ModelLike,
+    targets: Sequence[str] = DEFAULT_TARGETS,
+    *,
+    dims: Mapping[str, int] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    qnn_options: Mapping[str, Any] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> WhatIfResult:
+    """Where ``model`` would run on each target, and why each node that falls back does.
+
+    ``targets``: ``qnn`` (QNN HTP compile-only, needs ``onnxruntime-qnn``), ``nnapi`` and
+    ``coreml`` (the wheel's usability checker), ``openvino`` (the plugin, when it lists a
+    device here), or any EP alias (a real session when that EP loads here, else unknown).
+    ``dims``/``feeds`` fix the input shapes (on a cached copy; the model is never changed);
+    on a dynamic model the result then also records the nodes on each target *before*
+    fixing (``before``, ``summary()``). ``qnn_options``: QNN provider options such as
+    ``htp_arch``, ``soc_model``, ``enable_htp_fp16_precision`` (QNN's defaults otherwise).
+    """
+    if isinstance(targets, str):
+        targets = [t for t in targets.split(",") if t.strip()]
+    if not targets:
+        raise ValueError("targets is empty: name at least one of qnn, nnapi, coreml, openvino")
+    pairs = list(dict.fromkeys(_target_ep(t) for t in targets))
+    m, _, f = prepare(model, None, feeds, dims)
+    dynamic = _dynamic_inputs(m)
+    fixing = dims is not None or feeds is not None
+    shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
+    kwargs = {"model_path": str(m.path), "targets": pairs, "feeds": dict(f),
+              "qnn_options": {str(k): str(v) for k, v in (qnn_options or {}).items()}}  # fmt: skip
+    t_out = timeout if timeout is not None else default_timeout()
+
+    def run(with_shapes: dict[str, list[int]] | None) -> Any:
+        return call(
+            "ortlab.engine.tasks_whatif:whatif", {**kwargs, "shapes": with_shapes},
+            desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
+            timeout=t_out,
+        )  # fmt: skip
+
+    before: dict[str, int] = {}
+    if fixing and dynamic:
+        first = build_result(m, run(None), pairs, feeds="as in the model", dims=None,
+                             dynamic=dynamic)  # fmt: skip
+        before = {t.target: int(t.on_target) for t in first.summary().itertuples()}
+    raw = run(shapes)
+    return build_result(
+        m, raw, pairs, feeds=f.describe() if fixing else "as in the model", dims=dict(dims)
+        if dims else None, dynamic=dynamic, before=before, fixed=fixing,
+    )  # fmt: skip

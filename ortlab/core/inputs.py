@@ -1,0 +1,393 @@
+"""Synthesize feeds for a model and validate feeds a user gives.
+
+Every ONNX tensor element type gets data (bfloat16, float8 and 4-bit types through ml_dtypes,
+which onnx already depends on). Symbolic dims come from ``dims=``; the rest get stated defaults.
+Integer inputs that index an embedding table stay inside it, masks are ones: the synthesized
+feeds run the model the way real data would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from onnx import helper
+
+from ortlab.core.errors import FeedError
+from ortlab.core.onnx_util import dtype_name
+
+if TYPE_CHECKING:
+    from ortlab.core.model import Model, TensorInfo
+
+__all__ = ["Feeds", "example_inputs", "validate_feeds"]
+
+_DIM_DEFAULTS: tuple[tuple[str, int, str], ...] = (
+    (r"batch|^n$|^b$|^bs$|num_samples", 1, "batch-like"),
+    (r"seq|len|token|time|step|^s$|^t$|^l$|past", 128, "sequence-like"),
+    (r"height|width|^h$|^w$|img|image|size", 224, "image-size-like"),
+    (r"chan|^c$", 3, "channel-like"),
+)
+
+
+@dataclass(frozen=True)
+class DimChoice:
+    name: str
+    value: int
+    why: str
+    """'given', or the default rule that chose it."""
+
+
+class Feeds(dict[str, Any]):
+    """A ``{input name: array}`` dict that also says how its symbolic dims were chosen."""
+
+    dims: dict[str, DimChoice]
+    notes: list[str]
+    synthetic: bool
+    """True when ortlab made the arrays (random, seeded), False for feeds the caller gave."""
+
+    def __init__(
+        self,
+        arrays: Mapping[str, Any],
+        dims: dict[str, DimChoice] | None = None,
+        notes: list[str] | None = None,
+        synthetic: bool = False,
+    ) -> None:
+        super().__init__(arrays)
+        self.dims = dims or {}
+        self.notes = notes or []
+        self.synthetic = synthetic
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every input's shape, by name."""
+        return {k: tuple(np.shape(v)) for k, v in self.items()}
+
+    def shapes_text(self) -> str:
+        """``input: float32[1, 3, 48, 320], …``: the shapes a figure was measured at."""
+        return ", ".join(
+            f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
+            for k, v in self.items()
+        )
+
+    def describe(self) -> str:
+        parts = [
+            f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
+            for k, v in self.items()
+        ]
+        chosen = [f"{d.name}={d.value} ({d.why})" for d in self.dims.values()]
+        return "; ".join(parts) + (" | dims " + ", ".join(chosen) if chosen else "")
+
+    def __reduce__(self) -> Any:  # keep dims/notes across pickling to the worker
+        return (Feeds, (dict(self), self.dims, self.notes, self.synthetic))
+
+
+def _default_dim(name: str) -> tuple[int, str]:
+    low = name.lower()
+    for pattern, value, label in _DIM_DEFAULTS:
+        if re.search(pattern, low):
+            return value, f"default for {label} dims"
+    return 1, "default for unrecognised dims"
+
+
+def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
+    given = dict(dims or {})
+    symbols = {d for t in model.inputs if t.shape for d in t.shape if isinstance(d, str)}
+    unknown = set(given) - symbols
+    if unknown:
+        raise FeedError(
+            f"dims= names {sorted(unknown)} that are not symbolic dims of {model.name!r}. "
+            f"Its symbolic dims: {sorted(symbols) or 'none (all dims are fixed)'}."
+        )
+    out: dict[str, DimChoice] = {}
+    for sym in sorted(symbols):
+        if sym in given:
+            value = int(given[sym])
+            if value < 0 or value > 1 << 31:
+                raise FeedError(f"dims[{sym!r}]={given[sym]} is not a usable size (0..2**31).")
+            out[sym] = DimChoice(sym, value, "given")
+        else:
+            value, why = _default_dim(sym)
+            out[sym] = DimChoice(sym, value, why)
+    return out
+
+
+def _gather_bound(model: Model, input_name: str) -> int | None:
+    """If an integer input indexes an initializer via Gather, the size of the indexed axis."""
+    graph = model.proto.graph
+    inits = {t.name: t for t in graph.initializer}
+    bounds = []
+    for node in graph.node:
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == input_name:
+            dims = inits[node.input[0]].dims if node.input[0] in inits else []
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            if -len(dims) <= axis < len(dims) and dims[axis] > 0:  # else: a malformed table
+                bounds.append(int(dims[axis]))
+    return min(bounds) if bounds else None
+
+
+def _synth_int(
+    info: TensorInfo,
+    shape: list[int],
+    np_dtype: np.dtype[Any],
+    rng: np.random.Generator,
+    model: Model,
+) -> tuple[np.ndarray, str | None]:
+    lname = info.name.lower()
+    if "mask" in lname:
+        return np.ones(shape, dtype=np_dtype), f"{info.name}: mask filled with ones"
+    if "token_type" in lname or "segment" in lname:
+        return np.zeros(shape, dtype=np_dtype), f"{info.name}: segment ids filled with zeros"
+    if "position" in lname and shape:
+        pos = np.broadcast_to(np.arange(shape[-1]), shape).astype(np_dtype)
+        return pos, f"{info.name}: positions 0..{shape[-1] - 1}"
+    bound = _gather_bound(model, info.name)
+    high = bound if bound else 10
+    if np_dtype.kind in "iu":  # an int8 index into a 1000-row table stays below 128
+        high = min(high, int(np.iinfo(np_dtype).max) + 1)
+    if info.dtype in ("int4", "int2", "uint4", "uint2"):
+        high = min(high, 2)
+    note = f"{info.name}: integers in [0, {high})" + (
+        " (size of the table it indexes)" if bound else ""
+    )
+    return rng.integers(0, high, size=shape).astype(np_dtype), note
+
+
+def _synth(
+    info: TensorInfo, shape: list[int], rng: np.random.Generator, model: Model
+) -> tuple[np.ndarray, str | None]:
+    np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
+    if 0 in shape:  # empty: no values to make (and no arange over a huge other dim)
+        return np.zeros(shape, dtype=object if info.dtype == "string" else np_dtype), None
+    if info.dtype == "string":
+        return np.full(shape, "ortlab", dtype=object), "string input filled with 'ortlab'"
+    if info.dtype == "bool":
+        return rng.random(shape) < 0.5, None
+    if np.issubdtype(np_dtype, np.integer) or info.dtype in ("int4", "uint4", "int2", "uint2"):
+        return _synth_int(info, shape, np_dtype, rng, model)
+    if np.issubdtype(np_dtype, np.complexfloating):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np_dtype), None
+    return rng.standard_normal(shape).astype(np_dtype), None
+
+
+def _elem_type(dtype: str) -> int:
+    from onnx import TensorProto
+
+    return int(TensorProto.DataType.Value(dtype.upper()))
+
+
+# Synthesized feeds above this much memory are almost always a mis-set dim, not a wish.
+SYNTH_LIMIT_BYTES = 2 << 30
+
+
+def _synth_limit() -> int:
+    """2 GiB, or half the memory available now if that is less (never OOM-kill the caller)."""
+    import psutil
+
+    return int(min(SYNTH_LIMIT_BYTES, psutil.virtual_memory().available // 2))
+
+
+def _work_bytes(np_dtype: np.dtype[Any], dtype: str) -> int:
+    """Peak bytes per element while synthesizing: the result plus numpy's float64/int64
+    temporaries (two complex128 ones for complex types, a pointer for strings)."""
+    if dtype == "string":
+        return 8
+    if np.issubdtype(np_dtype, np.complexfloating):
+        return np_dtype.itemsize + 48
+    return np_dtype.itemsize + 8
+
+
+def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[Any]:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
+    except (KeyError, TypeError, ValueError) as err:
+        what = "UNDEFINED" if info.dtype == "undefined" else repr(info.dtype)
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} declares element type {what}, which is not "
+            "one ortlab can synthesize. Fix the input's type in the model, or pass "
+            "feeds for it yourself."
+        ) from err
+
+
+def _input_shape(
+    info: TensorInfo,
+    model: Model,
+    choices: dict[str, DimChoice],
+    given: Mapping[str, Any] | None = None,
+) -> list[int]:
+    if given and info.name in given:  # the shape of a template feed (see ``like=``)
+        return [int(d) for d in given[info.name]]
+    if info.kind != "tensor_type":
+        what = "declares no type" if info.kind == "undefined" else f"is a {info.dtype}"
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} {what}, not a tensor; ortlab synthesizes "
+            "tensors only. Pass feeds for it yourself."
+        )
+    if info.shape is None:
+        raise FeedError(
+            f"Input {info.name!r} of {model.name!r} has no shape (unknown rank), so ortlab "
+            "cannot synthesize it. Pass feeds for it yourself."
+        )
+    shape: list[int] = []
+    for axis, d in enumerate(info.shape):
+        if isinstance(d, int):
+            if d < 0:
+                raise FeedError(
+                    f"Input {info.name!r} declares a negative dim ({d}) on axis {axis}: the "
+                    "model is malformed. Fix its shape or pass feeds yourself."
+                )
+            shape.append(d)
+        elif isinstance(d, str):
+            shape.append(choices[d].value)
+        else:
+            shape.append(1)
+    return shape
+
+
+def example_inputs(
+    model: Model,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+    *,
+    like: Mapping[str, Any] | None = None,
+) -> Feeds:
+    """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name; ``like``
+    (feeds) fixes every input's shape to that feed's, unnamed dims included, so samples made
+    for calibration or accuracy match the shapes the model is timed at. When ``like`` holds the
+    caller's own feeds, their non-float inputs (token ids, masks, a sample rate) are copied:
+    random values would change what the model computes (a branch, a table lookup)."""
+    choices = resolve_dims(model, dims)
+    shapes = {k: np.shape(v) for k, v in like.items()} if like is not None else None
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, Any] = {}
+    notes: list[str] = []
+    planned = 0
+    limit: int | None = None
+    for info in model.inputs:
+        shape = _input_shape(info, model, choices, shapes)
+        notes += [
+            f"{info.name}: unnamed dynamic dim on axis {axis} set to 1 (pass feeds= to set it)"
+            for axis, d in enumerate(info.shape or ())
+            if d is None and not (shapes and info.name in shapes)
+        ]
+        np_dtype = _np_dtype_of(info, model)
+        count = int(np.prod(shape, dtype=object)) if shape else 1
+        if int(np.prod([d for d in shape if d] or [1], dtype=object)) >= 1 << 56:
+            raise FeedError(  # numpy refuses such dims even when another dim is 0
+                f"Input {info.name!r} of {model.name!r} would have shape {shape}: no array can "
+                "have dims this large, even an empty one. Fix the model's dims, pass smaller "
+                "dims=, or pass feeds yourself."
+            )
+        planned += count * _work_bytes(np_dtype, info.dtype)
+        limit = limit or _synth_limit()
+        if planned > limit:
+            symbolic = [d for d in info.shape or () if isinstance(d, str)]
+            fix = (
+                f"Pass smaller dims=, e.g. dims={{{symbolic[0]!r}: 1}}, or feeds yourself."
+                if symbolic
+                else "Its dims are fixed in the model: pass feeds yourself."
+            )
+            raise FeedError(
+                f"Input {info.name!r} would have shape {shape} ({count:,} elements of "
+                f"{info.dtype}): too large to synthesize (about {planned / 2**30:,.1f} GiB of "
+                f"memory for all inputs so far; the limit is {limit / 2**30:.1f} GiB). {fix}"
+            )
+        array, note = _synth(info, shape, rng, model)
+        if like is not None and not getattr(like, "synthetic", False) and info.name in like:
+            given = np.asarray(like[info.name])
+            if given.dtype.kind not in "fc":  # ids, masks, sample rates, flags: their meaning
+                array, note = given.copy(), f"{info.name}: copied from the feeds given"
+        arrays[info.name] = array
+        if note:
+            notes.append(note)
+    return Feeds(arrays, choices, notes, synthetic=True)
+
+
+def _np_dtype_name(dtype: np.dtype[Any]) -> str:
+    """The ONNX name ('float', 'double', 'float8e4m3fn'…) of a numpy dtype."""
+    if dtype.kind in "OUS":
+        return "string"
+    try:
+        return dtype_name(helper.np_dtype_to_tensor_dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return str(dtype)
+
+
+def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
+    """Check names, dtypes, ranks and fixed dims; returns feeds as arrays (a :class:`Feeds`)."""
+    if not isinstance(feeds, Mapping):
+        raise FeedError(
+            f"feeds must be a dict {{input name: array}}, not {type(feeds).__name__}. "
+            f"{model.name!r} takes: {', '.join(t.name for t in model.inputs)}."
+        )
+    expected = {t.name: t for t in model.inputs}
+    missing = [n for n in expected if n not in feeds]
+    extra = [n for n in feeds if n not in expected]
+    problems: list[str] = []
+    if missing:
+        problems.append(f"missing {missing}")
+    if extra:
+        problems.append(f"unknown {extra}")
+    arrays: dict[str, Any] = {}
+    symbols: dict[str, tuple[int, str]] = {}
+    for name, value in feeds.items():
+        if name not in expected:
+            continue
+        info = expected[name]
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        arrays[name] = arr
+        want = info.dtype
+        have = _np_dtype_name(arr.dtype)
+        if want != have:
+            problems.append(
+                f"{name!r}: dtype {have}, expected {want} "
+                f"(fix: feeds[{name!r}] = feeds[{name!r}].astype(np.{_np_name(want)}))"
+            )
+        if info.shape is not None:
+            problems += _shape_problems(name, info, arr.shape, symbols)
+    if problems:
+        lines = "\n  ".join(problems)
+        wanted = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in model.inputs)
+        raise FeedError(
+            f"Feeds do not match {model.name!r}:\n  {lines}\nThe model takes: {wanted}. "
+            "model.example_inputs() builds matching feeds."
+        )
+    dims = {k: DimChoice(k, v, f"from {src!r}") for k, (v, src) in symbols.items()}
+    made_by_ortlab = isinstance(feeds, Feeds) and feeds.synthetic
+    return Feeds(arrays, dims, list(feeds.notes) if isinstance(feeds, Feeds) else [],
+                 synthetic=made_by_ortlab)  # fmt: skip
+
+
+def _shape_problems(
+    name: str, info: TensorInfo, shape: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+) -> list[str]:
+    """Rank and fixed-dim mismatches; records symbolic dims to check they agree across inputs."""
+    assert info.shape is not None
+    if len(shape) != len(info.shape):
+        return [
+            f"{name!r}: rank {len(shape)} {list(shape)}, expected rank {len(info.shape)} "
+            f"{info.shape_text()}"
+        ]
+    problems = []
+    for axis, (d, got) in enumerate(zip(info.shape, shape, strict=True)):
+        if isinstance(d, int) and d != got:
+            problems.append(
+                f"{name!r}: dim {axis} is {got}, expected {d} (shape {list(shape)} vs "
+                f"{info.shape_text()})"
+            )
+        elif isinstance(d, str):
+            if d in symbols and symbols[d][0] != got:
+                problems.append(
+                    f"{name!r}: dim {axis} ({d!r}) is {got} but {symbols[d][1]!r} has {d}="
+                    f"{symbols[d][0]}; inputs sharing a symbolic dim must agree"
+                )
+            symbols.setdefault(d, (got, name))
+    return problems
+
+
+def _np_name(onnx_dtype: str) -> str:
+    try:
+        return str(np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(onnx_dtype))))
+    except (ValueError, KeyError, TypeError):
+        return onnx_dtype

@@ -1,0 +1,379 @@
+"""The doctor: find what slows a session down, and prove each fix by measuring it.
+
+Pipeline: observe (profile, placement when an accelerator loaded, the session report, the graph)
+→ build candidate fixes (settings and model variants) → screen them interleaved with the
+baseline in the worker, prune the clearly slower ones, measure the survivors more → combine the
+winners and re-measure the combination against the baseline → rules
+(:mod:`ortlab.diagnosis.rules`) turn the facts and measurements into findings. Every gain is a
+paired, interleaved verdict with a distribution-free interval of at least 95 %
+(:func:`ortlab.paired_ratio`; 6 rounds or more, else no verdict); nothing is inferred from a
+checklist. A candidate that fails is a finding, and the others go on. How much CPU other
+processes used during each stage is recorded, since thread and spinning advice measured on a
+busy machine does not hold on an idle one."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ortlab.analysis.benchmark import environment
+from ortlab.analysis.placement import PlacementResult
+from ortlab.analysis.profiling import ProfileResult
+from ortlab.core.config import SessionConfig
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result
+from ortlab.core.stats import MIN_ROUNDS
+from ortlab.diagnosis.best import Best
+from ortlab.diagnosis.rules import Facts, Finding, Measured, busy_cores, load_caveat, run_rules
+from ortlab.diagnosis.search import Search
+from ortlab.engine.calls import as_config, prepare
+
+if TYPE_CHECKING:
+    from ortlab.diagnosis.search import Search
+
+__all__ = ["Best", "CpuSample", "DoctorResult", "cpu_sample", "doctor", "other_cores"]
+
+
+@dataclass(frozen=True)
+class DoctorResult(Result):
+    """Findings (most costly first), every measured candidate, the best and the Pareto set.
+
+    ``plot(kind)``: 'candidates' (time ratio with its interval per candidate, the default),
+    'threads' (the sweep curve) or 'pareto' (latency vs output error, size as marker area).
+    """
+
+    model: str
+    model_path: str
+    requested: dict[str, Any]
+    findings: list[Finding]
+    measured: list[Measured]
+    best: Best
+    baseline_ms: float
+    rounds: int
+    runs: int
+    budget_s: float
+    elapsed_s: float
+    environment: dict[str, str]
+    profile: ProfileResult | None = None
+    """The baseline's ProfileResult (the report's profile charts)."""
+    placement: PlacementResult | None = None
+    notes: list[str] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
+    other_cpu: dict[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (all processes' CPU time minus
+    this process's and its worker's, over the stage's wall time), of
+    ``environment['cpu_count']`` logical CPUs. Thread and spinning advice measured with more
+    than 0.25 core busy says so."""
+    feeds: str = ""
+    """The inputs every candidate was timed with (names, dtypes, shapes)."""
+    synthetic: bool | None = None
+    """True when ortlab synthesized the timing inputs."""
+    eval_data: str = ""
+    """The samples output accuracy (cosine) was measured on, with their shapes."""
+    eval_synthetic: bool | None = None
+
+    def to_pandas(self) -> Any:
+        """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
+        ci_high, saved_ms, code."""
+        import pandas as pd
+
+        cols = [
+            "rule",
+            "severity",
+            "title",
+            "evidence",
+            "fix",
+            "gain",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "saved_ms",
+            "code",
+        ]
+        rows = [
+            [
+                f.rule,
+                f.severity,
+                f.title,
+                f.evidence,
+                f.fix,
+                f.gain,
+                f.ratio,
+                f.low,
+                f.high,
+                f.saved_ms,
+                f.code,
+            ]
+            for f in self.findings
+        ]
+        return pd.DataFrame(rows, columns=cols)
+
+    def candidates(self) -> Any:
+        """Every measured candidate: key, label, variant, stage, p50_ms, ratio, ci_low,
+        ci_high, verdict, cosine, file_mb, pareto."""
+        import pandas as pd
+
+        front = {m.key for m in self.pareto_set()}
+        return pd.DataFrame(
+            [
+                {
+                    "key": m.key,
+                    "label": m.label,
+                    "variant": m.variant,
+                    "stage": m.stage,
+                    "p50_ms": m.p50_ms,
+                    "ratio": m.ratio,
+                    "ci_low": m.low,
+                    "ci_high": m.high,
+                    "verdict": m.verdict,
+                    "cosine": m.cosine,
+                    "file_mb": m.file_bytes / 1e6,
+                    "pareto": m.key in front,
+                }
+                for m in self.measured
+            ]
+        )
+
+    def pareto_set(self) -> list[Measured]:
+        """Candidates no other candidate beats on latency, output error and size at once."""
+        pts = [
+            (m.ratio, 1 - (1.0 if math.isnan(m.cosine) else m.cosine), m.file_bytes)
+            for m in self.measured
+        ]
+        out = []
+        for i, p in enumerate(pts):
+            dominated = any(
+                all(q[d] <= p[d] for d in range(3)) and any(q[d] < p[d] for d in range(3))
+                for j, q in enumerate(pts)
+                if j != i
+            )
+            if not dominated:
+                out.append(self.measured[i])
+        return out
+
+    def threads(self) -> Any:
+        """The intra-op threads / spinning sweep as a curve: setting, p50_ms, ratio, CI."""
+        t = self.candidates()
+        keep = t["key"].str.startswith(("threads:", "spin:")) | (t["key"] == "baseline")
+        return t[keep & (t["stage"] != "final")][
+            ["key", "label", "p50_ms", "ratio", "ci_low", "ci_high", "verdict"]
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"<DoctorResult {self.model!r}: {len(self.findings)} findings; best "
+            f"{self.best.variant} · {self.best.session_config.label()} ({self.best.verdict}); "
+            f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
+        )
+
+
+# ---------------------------------------------------------------------- machine load
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU counters at one instant: all processes' busy time (summed over logical CPUs) and the
+    time of this process tree (the caller and its ortlab worker)."""
+
+    wall_s: float
+    busy_s: float
+    own_s: float
+    cpus: int
+
+
+def cpu_sample(ps: Any = None) -> CpuSample:
+    """Read the counters; ``ps`` is the psutil module (tests pass a fake with the same API)."""
+    import psutil
+
+    ps = psutil if ps is None else ps
+    t = ps.cpu_times()
+    busy = sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+    own = _tree_cpu_s(ps.Process())
+    return CpuSample(time.perf_counter(), float(busy), own, int(ps.cpu_count() or 1))
+
+
+def _tree_cpu_s(proc: Any) -> float:
+    """CPU seconds of ``proc`` and its descendants: live ones by their own times, ended ones
+    through their parent's ``children_*`` times (once waited for)."""
+    import psutil
+
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # ended between listing and reading
+            continue
+        total += t.user + t.system + getattr(t, "children_user", 0.0)
+        total += getattr(t, "children_system", 0.0)
+    return total
+
+
+def other_cores(before: CpuSample, after: CpuSample) -> float:
+    """Cores other processes used on average between two samples (NaN if no time passed)."""
+    wall = after.wall_s - before.wall_s
+    if wall <= 0:
+        return math.nan
+    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
+    return min(max(others / wall, 0.0), float(after.cpus))
+
+
+class _Stages:
+    """Seconds and other processes' CPU (cores) per doctor stage."""
+
+    def __init__(self, t0: float) -> None:
+        self.seconds: dict[str, float] = {}
+        self.load: dict[str, float] = {}
+        self._t, self._cpu = t0, self._sample()
+        self.cpus = self._cpu.cpus if self._cpu is not None else 0
+
+    @staticmethod
+    def _sample() -> CpuSample | None:
+        import psutil
+
+        try:
+            return cpu_sample()
+        except psutil.Error:  # counters unreadable (a locked-down container): no load figure
+            return None
+
+    def done(self, name: str) -> None:
+        now, cpu = time.perf_counter(), self._sample()
+        self.seconds[name] = now - self._t
+        if cpu is not None and self._cpu is not None:
+            self.load[name] = round(other_cores(self._cpu, cpu), 3)
+        self._t, self._cpu = now, cpu
+
+
+# ---------------------------------------------------------------------- the search
+
+
+def doctor(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    providers: Sequence[str] | str | None = None,
+    budget_s: float = 120.0,
+    rounds: int = 8,
+    min_cosine: float = 0.999,
+    variants: Sequence[ModelLike] = (),
+    quantize: bool = True,
+    transformers: bool = True,
+    eval_data: Any = None,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> DoctorResult:
+    """Diagnose ``model`` under ``config`` (``providers`` overrides its providers).
+
+    Candidate fixes — optimization levels, intra-op threads and spinning, IO binding, the
+    transformers optimizer, int8 variants (dynamic for MatMul-heavy, static QDQ for conv-heavy),
+    the initializer-input fix, CPU-only when an accelerator leaves CPU islands, and any
+    ``variants`` you pass — are timed interleaved with the baseline within ``budget_s``; the
+    clearly slower are pruned after a short screen; the winners are combined and re-measured.
+    ``best`` is the fastest candidate that is significantly faster than the baseline and keeps
+    every output's cosine similarity ≥ ``min_cosine`` (the baseline itself if none is).
+
+    ``rounds`` is the most interleaved rounds per stage (more: tighter intervals, longer runs;
+    at least 6, the fewest a 95 % interval needs); ``budget_s`` is an upper bound — the doctor
+    stops when its stages are done, and lowers runs, then rounds, to fit the budget; a stage
+    left with fewer than 6 rounds gives "not enough rounds for a verdict" and a note says so.
+    A candidate that fails (its variant, session or run) becomes a finding; the others go on.
+    ``result.other_cpu`` records how busy the machine was during each stage."""
+
+    t0 = time.perf_counter()
+    stages = _Stages(t0)
+    cfg = as_config(config)
+    if providers is not None:
+        cfg = cfg.with_(providers=providers)
+    m, cfg, f = prepare(model, cfg.with_(fallback="allow"), feeds, dims)
+    search = Search(
+        m,
+        cfg=cfg,
+        feeds=f,
+        budget_s=budget_s,
+        min_cosine=min_cosine,
+        progress=progress,
+        timeout=timeout,
+        t0=t0,
+        max_rounds=max(int(rounds), MIN_ROUNDS),
+    )
+    if rounds < MIN_ROUNDS:
+        search.notes.append(
+            f"rounds={rounds} raised to {MIN_ROUNDS}: a 95 % interval needs at least "
+            f"{MIN_ROUNDS} rounds"
+        )
+    stages.done("prepare")
+    facts = search.observe()
+    stages.done("observe")
+    items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
+    stages.done("build variants")
+    items = search.screen(items, facts)
+    stages.done("screen")
+    search.accuracy(items, facts, eval_data)
+    stages.done("accuracy")
+    search.combine(items, facts)
+    stages.done("combine")
+    search.explain_slow(items, facts)
+    stages.done("explain")
+    return _result(search, facts, stages, budget_s=budget_s, t0=t0)
+
+
+def _result(
+    search: Search, facts: Facts, stages: _Stages, *, budget_s: float, t0: float
+) -> DoctorResult:
+
+    facts.failures = list(search.failures)
+    facts.other_cpu = dict(stages.load)
+    facts.logical_cpus = stages.cpus
+    env = environment()
+    if stages.load:
+        per_stage = ", ".join(f"{k} {v:.2f}" for k, v in stages.load.items())
+        env["other processes' CPU"] = f"{per_stage} cores of {stages.cpus} logical CPUs"
+    caveat = load_caveat(facts)
+    busy = busy_cores(facts)
+    if caveat and busy is not None:
+        search.notes.append(
+            f"other processes used {busy:.1f} of {stages.cpus} cores while the candidates were "
+            "timed: the timings, thread and spinning advice above all, describe a busy machine; "
+            "re-run the doctor idle to confirm them"
+        )
+    return DoctorResult(
+        model=search.m.name,
+        model_path=str(search.m.path),
+        requested=search.cfg.with_(fallback="warn").to_dict(),
+        findings=run_rules(facts),
+        measured=list(facts.measured.values()),
+        best=_with_caveat(search.best(facts), search.cfg, caveat),
+        baseline_ms=facts.baseline_ms,
+        rounds=search.rounds,
+        runs=search.runs,
+        budget_s=budget_s,
+        elapsed_s=time.perf_counter() - t0,
+        environment=env,
+        profile=search.profile,
+        placement=facts.placement,
+        notes=search.notes,
+        stages=stages.seconds,
+        other_cpu=stages.load,
+        feeds=search.feeds.describe(),
+        synthetic=search.feeds.synthetic,
+        eval_data=search.samples.source if hasattr(search, "samples") else "",
+        eval_synthetic=search.samples.synthetic if hasattr(search, "samples") else None,
+    )
+
+
+_THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
+
+
+def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:
+    """The best's verdict (and so its snippet) says it was measured under load when it changes
+    threads or spinning."""
+    req = requested.to_dict()
+    if caveat and any(best.config.get(k) != req.get(k) for k in _THREAD_FIELDS):
+        return dataclasses.replace(best, verdict=f"{best.verdict}; {caveat}")
+    return best

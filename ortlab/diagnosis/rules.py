@@ -1,0 +1,627 @@
+"""The doctor's rules: pure functions from what was observed and measured to findings.
+
+Each rule reads :class:`Facts` (the session report, the model's op counts, the profile, the
+placement, and the interleaved measurements the doctor took) and returns findings with the
+evidence, the fix, the code to apply it and, where the fix is a setting or a model transform,
+the measured gain. Rules never run anything themselves, so each one is tested on facts built
+from a model made to show its problem, and on a healthy model where it stays quiet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import MEMCPY_OPS, label
+from ortlab.core.onnx_util import CONTROL_FLOW
+from ortlab.engine.session import SessionReport
+
+__all__ = [
+    "RULES",
+    "CandidateFailure",
+    "Facts",
+    "Finding",
+    "Measured",
+    "busy_cores",
+    "load_caveat",
+    "run_rules",
+]
+
+FUSED_TRANSFORMER_OPS = frozenset(
+    {
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "SkipLayerNormalization",
+        "EmbedLayerNormalization",
+        "BiasGelu",
+        "FastGelu",
+    }
+)
+SMALL_MODEL_MS = 2.0
+"""Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
+BUSY_CORES = 0.25
+"""Other processes using more CPU than this (in cores) during the timing stages make thread and
+spinning advice specific to a busy machine."""
+TIMING_STAGES = ("screen", "combine")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate the doctor timed interleaved against the baseline (and its output error)."""
+
+    key: str
+    """What was changed: 'baseline', 'level:all', 'threads:1', 'spin:off', 'iobinding',
+    'variant:transformers', 'variant:dynamic', 'combined' …"""
+    label: str
+    variant: str
+    """'original' or the model variant's name."""
+    model_path: str
+    config: dict[str, Any]
+    p50_ms: float
+    ratio: float
+    """Paired time ratio to the baseline (median of per-round ratios); < 1 is faster."""
+    low: float
+    high: float
+    significant: bool
+    verdict: str
+    cosine: float
+    """Lowest output cosine similarity against the baseline's outputs (1.0 = same)."""
+    file_bytes: int
+    stage: str
+    """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
+    steps: list[str] = field(default_factory=list)
+    """How the model variant was made."""
+    rounds: int = 0
+    """Interleaved rounds behind the ratio and its interval."""
+    confidence: float = float("nan")
+    """The interval's actual coverage (order statistics of ``rounds`` ratios); NaN when the
+    rounds were too few for a 95 % interval (``low``/``high`` are NaN then too)."""
+
+    @property
+    def faster(self) -> bool:
+        return self.significant and self.ratio < 1
+
+    @property
+    def slower(self) -> bool:
+        return self.significant and self.ratio > 1
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in the session, with its evidence, fix and (where measurable) gain."""
+
+    rule: str
+    title: str
+    evidence: str
+    fix: str
+    code: str
+    """Python that applies the fix (ortlab or plain onnxruntime)."""
+    gain: str
+    """The measured effect of the fix as ortlab's verdict sentence, or why it was not measured."""
+    ratio: float | None = None
+    """Time ratio fixed / baseline with its interval (coverage ≥ 95 %, see ``ortlab.paired_ratio``;
+    NaN bounds with too few rounds); None when not measured."""
+    low: float | None = None
+    high: float | None = None
+    saved_ms: float = 0.0
+    """Milliseconds per run the fix saves (measured); findings sort by this, most costly first."""
+    severity: str = "warning"
+    """'error' (the session is not what was asked), 'warning', or 'info'."""
+    nodes: list[str] = field(default_factory=list)
+    """Node names the finding is about (the graph view highlights them)."""
+
+
+@dataclass(frozen=True)
+class CandidateFailure:
+    """A candidate the doctor could not build, time or evaluate; it was left out, the others
+    were measured."""
+
+    what: str
+    """The candidate in words: 'static QDQ minmax per-channel', 'candidate iobinding (…)'."""
+    message: str
+    """What went wrong, in the words of the tool that failed (ORT's message), or the exception
+    type when it gave none."""
+    stage: str
+    """'build' (making the variant), 'timing' (its session or first run in the worker),
+    'accuracy' (its outputs) or 'explain' (profiling a slower variant)."""
+    code: str = ""
+    """Python that reproduces the failing step alone."""
+
+
+@dataclass
+class Facts:
+    """Everything the rules read. Built by :func:`ortlab.doctor`; tests build it by hand."""
+
+    model_name: str
+    requested: SessionConfig
+    report: SessionReport
+    op_counts: dict[str, int]
+    baseline_ms: float
+    symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
+    """Input name → its symbolic dim names (after free_dimension_overrides)."""
+    op_time_share: dict[str, float] = field(default_factory=dict)
+    """Op type → share of node time in the profile of the baseline."""
+    profiled_ms: float | None = None
+    """Median model_run with ORT's profiler on."""
+    placement: Any = None
+    """A PlacementResult when an accelerator EP loaded (else None)."""
+    initializer_blocker: str | None = None
+    attention_reason: str | None = None
+    """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
+    transformer_fused: dict[str, int] = field(default_factory=dict)
+    measured: dict[str, Measured] = field(default_factory=dict)
+    variant_signals: list[Any] = field(default_factory=list)
+    """``ortlab.analysis.variants.Signal`` objects explaining slower variants."""
+    cores: int = 1
+    min_cosine: float = 0.999
+    predicted: Any = None
+    """A WhatIfResult for requested NPU EPs that do not run here (as exported)."""
+    predicted_fixed: Any = None
+    """The same at the timed shapes (when the model has symbolic dims)."""
+    failures: list[CandidateFailure] = field(default_factory=list)
+    other_cpu: dict[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
+    logical_cpus: int = 0
+    """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
+
+
+def _gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
+    if m is None:
+        return {"gain": "not measured"}
+    saved = max(baseline_ms - m.p50_ms, 0.0) if m.faster else 0.0
+    return {"gain": m.verdict, "ratio": m.ratio, "low": m.low, "high": m.high, "saved_ms": saved}
+
+
+def busy_cores(f: Facts) -> float | None:
+    """The most cores other processes used during a timing stage (None: not recorded)."""
+    busy = [f.other_cpu[s] for s in TIMING_STAGES if not math.isnan(f.other_cpu.get(s, math.nan))]
+    return max(busy) if busy else None
+
+
+def load_caveat(f: Facts) -> str:
+    """'measured while other processes used 1.4 of 2 cores: …' when other processes used more
+    than BUSY_CORES during the timing stages (thread and spinning results then describe a busy
+    machine), else ''."""
+    busy = busy_cores(f)
+    if busy is None or busy <= BUSY_CORES:
+        return ""
+    of = f" of {f.logical_cpus}" if f.logical_cpus else ""
+    return (
+        f"measured while other processes used {busy:.1f}{of} cores: this advice holds "
+        "for a busy machine; re-run the doctor idle"
+    )
+
+
+# ---------------------------------------------------------------------- rules
+
+
+def ep_fallback(f: Facts) -> list[Finding]:
+    out = []
+    for issue in f.report.missing:
+        loaded = [label(p) for p in f.report.active]
+        out.append(
+            Finding(
+                rule="ep_fallback",
+                title=f"{label(issue.provider)} did not load: the model runs on {loaded}",
+                evidence=f"requested {[label(p) for p in f.report.requested]}; "
+                + (
+                    issue.reason
+                    if issue.reason.startswith("ORT said")
+                    else f"ORT said: {issue.reason}"
+                ),
+                fix=f"install what {label(issue.provider)} needs (ORT's message names the "
+                "library), or drop it from providers so the fallback is not silent; "
+                "fallback='error' makes ortlab refuse such sessions",
+                code=f"SessionConfig(providers={loaded!r}, fallback='error')",
+                gain=f"not measurable here: {label(issue.provider)} did not load on this machine",
+                severity="error",
+            )
+        )
+    return out
+
+
+def ep_islands(f: Facts) -> list[Finding]:
+    pl = f.placement
+    if pl is None:
+        return []
+    parts = pl.partition_rows
+    accel = [p for p in parts if p.provider != "CPUExecutionProvider"]
+    cpu = [p for p in parts if p.provider == "CPUExecutionProvider"]
+    memcpy = [r for r in pl.optimized_rows if r.op_type in MEMCPY_OPS]
+    if not accel or (not cpu and not memcpy):
+        return []
+    cpu_nodes = [n.node for n in pl.node_rows if n.provider == "CPUExecutionProvider"]
+    cpu_ops = sorted({n.op_type for n in pl.node_rows if n.provider == "CPUExecutionProvider"})
+    crossing = sum(b.bytes for b in pl.boundary_rows)
+    memcpy_us = sum(r.us_per_run for r in memcpy)
+    cpu_us = sum(r.us_per_run for r in pl.optimized_rows if r.provider == "CPUExecutionProvider")
+    ep = label(accel[0].provider)
+    cpu_only = f.measured.get("cpu-only")
+    evidence = (
+        f"{len(accel)} {ep} partition(s) and {len(cpu)} CPU island(s) "
+        f"({len(cpu_nodes)} nodes: {', '.join(cpu_ops[:8])}); {len(pl.boundary_rows)} tensors "
+        f"cross between EPs ({crossing:,} bytes per run); {len(memcpy)} Memcpy nodes "
+        f"({memcpy_us:.0f} µs per run); CPU islands take {cpu_us:.0f} µs per run"
+    )
+    gain = _gain(cpu_only, f.baseline_ms)
+    if cpu_only is not None:
+        gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.verdict
+        gain["saved_ms"] = 0.0 if not cpu_only.faster else gain["saved_ms"]
+    return [
+        Finding(
+            rule="ep_islands",
+            title=f"{ep} hands {len(cpu_nodes)} nodes back to the CPU",
+            evidence=evidence,
+            fix=f"the op types on the CPU ({', '.join(cpu_ops[:8])}) are not supported by {ep} "
+            "as used here: replace them with supported ops or a newer opset, check the EP's "
+            "supported-op list; session.disable_cpu_ep_fallback=1 makes ORT fail instead of "
+            "falling back, so you find them all",
+            code="SessionConfig(providers=[...], config_entries={'session.disable_cpu_ep_fallback'"
+            ": '1'})",
+            severity="warning",
+            nodes=cpu_nodes[:200],
+            **gain,
+        )
+    ]
+
+
+def optimization_level(f: Facts) -> list[Finding]:
+    if f.requested.level in ("extended", "layout", "all"):
+        return []
+    m = f.measured.get("level:all")
+    return [
+        Finding(
+            rule="optimization_level",
+            title=f"graph optimization level is '{f.requested.level}'",
+            evidence=f"the session was built with GraphOptimizationLevel "
+            f"'{f.requested.level}': constant folding, fusions (Conv+BN, Gelu, attention, "
+            "LayerNorm) and layout changes beyond it are off",
+            fix="build the session with level 'all' (ORT_ENABLE_ALL), or 'extended' for "
+            "portable saved models",
+            code="SessionConfig(level='all')  # sess_options.graph_optimization_level = "
+            "ort.GraphOptimizationLevel.ORT_ENABLE_ALL",
+            **_gain(m, f.baseline_ms),
+        )
+    ]
+
+
+def attention_shaped(ops: dict[str, int]) -> bool:
+    return ops.get("Softmax", 0) >= 1 and ops.get("MatMul", 0) >= 4
+
+
+def unfused_transformer(f: Facts) -> list[Finding]:
+    ops = f.op_counts
+    if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops):
+        return []
+    m = f.measured.get("variant:transformers")
+    fused = ", ".join(f"{n} {k}" for k, n in f.transformer_fused.items() if n) or "nothing"
+    evidence = (
+        f"{ops.get('MatMul', 0)} MatMul, {ops.get('Softmax', 0)} Softmax and "
+        f"{ops.get('LayerNormalization', 0) + ops.get('ReduceMean', 0)} LayerNorm/ReduceMean "
+        "nodes and no fused Attention/SkipLayerNormalization: ORT's session-time fusions "
+        f"do not cover these patterns; the transformers optimizer fused {fused}"
+    )
+    fix = "run ORT's transformers optimizer (ortlab.transformer_optimize) and serve its model"
+    if f.attention_reason:
+        fix += f"; attention did not fuse because {f.attention_reason}"
+    return [
+        Finding(
+            rule="unfused_transformer",
+            title="transformer blocks are not fused",
+            evidence=evidence,
+            fix=fix,
+            code="opt = ortlab.transformer_optimize(model)  # then load opt.path\n"
+            "# plain: from onnxruntime.transformers import optimizer; "
+            "optimizer.optimize_model(path, model_type='bert').save_model_to_file(out)",
+            **_gain(m, f.baseline_ms),
+        )
+    ]
+
+
+def initializer_inputs(f: Facts) -> list[Finding]:
+    if not f.initializer_blocker:
+        return []
+    m = f.measured.get("variant:no-initializer-inputs")
+    return [
+        Finding(
+            rule="initializer_inputs",
+            title="initializers are listed as graph inputs",
+            evidence=f.initializer_blocker,
+            fix="remove the initializers from the graph inputs (export with "
+            "keep_initializers_as_inputs=False), so ORT may constant-fold and fuse them",
+            code="fixed = ortlab.without_initializer_inputs(model)",
+            **_gain(m, f.baseline_ms),
+        )
+    ]
+
+
+def thread_settings(f: Facts) -> list[Finding]:
+    sweep = [m for k, m in f.measured.items() if k.startswith(("threads:", "spin:"))]
+    if not sweep:
+        return []
+    curve = "; ".join(
+        f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.ratio:.2f}x)" for m in sweep
+    )
+    req = f.requested.intra_op_threads
+    caveat = load_caveat(f)
+    under_load = f"; {caveat}" if caveat else ""
+    out = []
+    if req > f.cores:
+        out.append(
+            Finding(
+                rule="threads",
+                title=f"intra_op_threads={req} is more than the {f.cores} physical cores",
+                evidence=f"threads contend for cores; measured curve: {curve}{under_load}",
+                fix="use at most one intra-op thread per physical core (0 lets ORT choose)",
+                code=f"SessionConfig(intra_op_threads={f.cores})",
+                gain="see the thread curve",
+            )
+        )
+    best = min(sweep, key=lambda m: m.ratio)
+    if best.faster:
+        setting = best.label.split(" · ")[-1]
+        out.append(
+            Finding(
+                rule="threads",
+                title=f"{setting} is faster than the thread settings asked for"
+                + (" (measured under load)" if caveat else ""),
+                evidence=f"a sweep of intra-op threads and spinning, each timed interleaved "
+                f"with the baseline: {curve}{under_load}",
+                fix=f"build the session with {setting}; on a shared machine also consider "
+                "allow_spinning=False, which frees cores between runs",
+                code=f"SessionConfig({_config_args(best.config, f.requested)})",
+                **_gain(best, f.baseline_ms),
+            )
+        )
+    return out
+
+
+def _config_args(config: dict[str, Any], base: SessionConfig) -> str:
+    ref = base.to_dict()
+    changed = [f"{k}={v!r}" for k, v in config.items() if ref.get(k) != v and k != "fallback"]
+    return ", ".join(changed)
+
+
+def quantization(f: Facts) -> list[Finding]:
+    out = []
+    for key, m in f.measured.items():
+        if not key.startswith("variant:quant-") or key.endswith("+final") or m.slower:
+            continue
+        kind = key.removeprefix("variant:quant-")
+        why = (
+            "MatMul/Gemm carry most of the time, and dynamic quantization needs no calibration"
+            if kind == "dynamic"
+            else "Conv carries most of the time; static QDQ per-channel keeps int8 end to end"
+        )
+        accurate = m.cosine >= f.min_cosine
+        cost = f"output cosine {m.cosine:.4f} against fp32 on the evaluation samples" + (
+            "" if accurate else f" — below {f.min_cosine}, so the doctor did not pick it as best"
+        )
+        out.append(
+            Finding(
+                rule="quantization",
+                title=f"{m.variant}: {'faster' if m.faster else 'no faster'}, accuracy cost shown",
+                evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
+                fix=f"serve the {m.variant} model if its accuracy on real data is acceptable "
+                "(calibrate static quantization with real samples)",
+                code="q = ortlab.quantize(model, " + ("mode='dynamic')" if kind == "dynamic" else
+                     "mode='static', format='qdq', per_channel=True, calibration=samples)"),
+                severity="info" if not m.faster else "warning",
+                **_gain(m, f.baseline_ms),
+            )
+        )  # fmt: skip
+    return out
+
+
+def slow_variant(f: Facts) -> list[Finding]:
+    out = []
+    for key, m in f.measured.items():
+        if not key.startswith("variant:") or key.endswith("+final") or not m.slower:
+            continue
+        reasons = [s for s in f.variant_signals if s.variant == m.variant]
+        why = "; ".join(f"{s.signal}: {s.evidence}" for s in reasons) or (
+            "no known cause found in its kernels; profile both (ortlab.profile) and compare"
+        )
+        fixes = "; ".join(dict.fromkeys(s.fix for s in reasons)) or "keep the faster model"
+        out.append(
+            Finding(
+                rule="slow_variant",
+                title=f"{m.variant} is slower than the original",
+                evidence=why,
+                fix=fixes,
+                code="ortlab.compare(model, [variant])  # kernels, error and timing side by side",
+                gain=m.verdict,
+                ratio=m.ratio,
+                low=m.low,
+                high=m.high,
+                saved_ms=max(m.p50_ms - f.baseline_ms, 0.0),
+            )
+        )
+    return out
+
+
+def io_binding(f: Facts) -> list[Finding]:
+    m = f.measured.get("iobinding")
+    if m is None or not m.faster or f.requested.io_binding:
+        return []
+    return [
+        Finding(
+            rule="io_binding",
+            title="IO binding saves per-run copies on this small model",
+            evidence=f"the model runs in {f.baseline_ms:.3f} ms, so binding inputs and outputs "
+            "once (no per-run allocation and copy) is a visible share",
+            fix="run with IOBinding: bind inputs (on the EP's device) and outputs once",
+            code="b = sess.io_binding(); b.bind_cpu_input(name, x); b.bind_output(out); "
+            "sess.run_with_iobinding(b)",
+            **_gain(m, f.baseline_ms),
+        )
+    ]
+
+
+def _wants(f: Facts, *eps: str) -> bool:
+    req = f.requested.providers
+    return req != "auto" and any(e in req for e in eps)
+
+
+def trt_dynamic_shapes(f: Facts) -> list[Finding]:
+    trt = ("TensorrtExecutionProvider", "NvTensorRTRTXExecutionProvider")
+    if not _wants(f, *trt) or not f.symbolic_inputs:
+        return []
+    dims = "; ".join(f"{k}: {', '.join(v)}" for k, v in f.symbolic_inputs.items())
+    shapes = ",".join(f"{k}:1x..." for k in f.symbolic_inputs)
+    loaded = any(p in f.report.active for p in trt)
+    return [
+        Finding(
+            rule="trt_dynamic_shapes",
+            title="dynamic input shapes with TensorRT: engines rebuild per new shape",
+            evidence=f"symbolic dims {dims}; without optimization profiles TensorRT builds a "
+            "new engine whenever an input shape is outside the ones it has seen",
+            fix="give TensorRT explicit shape ranges (trt_profile_min_shapes/max/opt) and an "
+            "engine cache (trt_engine_cache_enable), or fix the dims",
+            code="providers=[('TensorrtExecutionProvider', {'trt_profile_min_shapes': "
+            f"'{shapes}', 'trt_profile_max_shapes': '...', 'trt_profile_opt_shapes': '...', "
+            "'trt_engine_cache_enable': True})]",
+            gain="measured" if loaded else "not measurable here: TensorRT did not load",
+        )
+    ]
+
+
+def cuda_graph(f: Facts) -> list[Finding]:
+    if not _wants(f, "CUDAExecutionProvider"):
+        return []
+    if CONTROL_FLOW & set(f.op_counts) or f.symbolic_inputs:
+        return []
+    m = f.measured.get("cuda-graph")
+    loaded = "CUDAExecutionProvider" in f.report.active
+    gain = _gain(m, f.baseline_ms) if m else {
+        "gain": "not measured" if loaded else "not measurable here: CUDA did not load"
+    }  # fmt: skip
+    return [
+        Finding(
+            rule="cuda_graph",
+            title="eligible for CUDA graphs",
+            evidence="static input shapes and no If/Loop/Scan: the whole run can be captured "
+            "once and replayed, removing per-kernel launch overhead",
+            fix="enable_cuda_graph=1 in the CUDA EP options, with IO binding to fixed buffers",
+            code="SessionConfig(providers=['cuda', 'cpu'], provider_options={'cuda': "
+            "{'enable_cuda_graph': '1'}}, io_binding=True)",
+            severity="info",
+            **gain,
+        )
+    ]
+
+
+def profiling_overhead(f: Facts) -> list[Finding]:
+    if f.profiled_ms is None or f.baseline_ms <= 0:
+        return []
+    factor = f.profiled_ms / f.baseline_ms
+    if factor < 1.25 or f.baseline_ms > SMALL_MODEL_MS * 5:
+        return []
+    return [
+        Finding(
+            rule="profiling_overhead",
+            title=f"the profiler inflates this model's run time {factor:.1f}x",
+            evidence=f"a run takes {f.baseline_ms:.3f} ms without the profiler and "
+            f"{f.profiled_ms:.3f} ms with it: per-node event recording dominates a model this "
+            "small, so the profile's absolute times overstate every op",
+            fix="read latency from ortlab.benchmark (profiler off); use the profile only for "
+            "relative shares, or profile a larger batch",
+            code="ortlab.benchmark(model, config)  # profiler off",
+            gain=f"profiled/unprofiled time ratio {factor:.2f} (not a fix to apply)",
+            severity="info",
+        )
+    ]
+
+
+_FAILURE_FIX = {
+    "build": "the doctor left this variant out and measured the others; run the step alone "
+    "(code) to see the whole error — the tool failed on this model, not on your settings",
+    "timing": "ORT could not build or run a session for this candidate, so the doctor left it "
+    "out and measured the others; build it alone (code) to see ORT's whole error",
+    "accuracy": "its outputs could not be computed, so its accuracy is unknown and the doctor "
+    "left it out; run it alone (code) to see the whole error",
+    "explain": "the doctor could not profile this variant, so it cannot say why it is slower; "
+    "profile it alone (ortlab.profile) to see the whole error",
+}
+
+
+def npu_partition(f: Facts) -> list[Finding]:
+    """A requested NPU EP that does not run here: its predicted partition, the reasons nodes
+    fall back (grouped), and what fixing the input shapes gains — every number from the EP's
+    own compiler or op lists (``ortlab.whatif``), labelled as a prediction."""
+    if f.predicted is None:
+        return []
+    out = []
+    fixed = f.predicted_fixed.summary() if f.predicted_fixed is not None else None
+    reasons = f.predicted.reasons()
+    for s in f.predicted.summary().itertuples():
+        if s.evidence not in ("compiled", "rules"):
+            continue
+        total = int(s.on_target) + int(s.on_cpu)
+        top = reasons[reasons["target"] == s.target].head(3)
+        why = "; ".join(f"{int(r.nodes)} {r.reason}" for r in top.itertuples()) or "none"
+        after = ""
+        if fixed is not None:
+            row = fixed[fixed["target"] == s.target]
+            if len(row) and row.iloc[0]["evidence"] in ("compiled", "rules"):
+                after = (f"; with the input shapes fixed (dims/feeds) it takes "
+                         f"{int(row.iloc[0]['on_target'])}")  # fmt: skip
+        title = f"{s.target.upper()} would take {int(s.on_target)} of {total} nodes (predicted)"
+        out.append(Finding(
+            rule="npu_partition", title=title,
+            evidence=f"{s.evidence} evidence ({s.ep} cannot run here): falls back because of "
+                     f"{why}{after}",
+            fix=str(top.iloc[0]["fix"]) if len(top) else "nothing falls back",
+            code=f"ortlab.whatif(model, targets=[{s.target!r}], dims={{...}})",
+            gain="a prediction: no time measured on the target device",
+            severity="info",
+        ))  # fmt: skip
+    return out
+
+
+def candidate_failures(f: Facts) -> list[Finding]:
+    out = []
+    for x in f.failures:
+        lines = [ln.strip() for ln in x.message.splitlines() if ln.strip()]
+        first = lines[0][:200] if lines else "(no message)"
+        out.append(
+            Finding(
+                rule="candidate_failed",
+                title=f"{x.what} fails: {first}",
+                evidence=x.message or "(no message)",
+                fix=_FAILURE_FIX.get(x.stage, _FAILURE_FIX["build"]),
+                code=x.code or "# the failing step is named in the title",
+                gain="not measured: the candidate failed",
+                severity="warning",
+            )
+        )
+    return out
+
+
+RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
+    ep_fallback,
+    ep_islands,
+    optimization_level,
+    unfused_transformer,
+    initializer_inputs,
+    thread_settings,
+    quantization,
+    slow_variant,
+    io_binding,
+    trt_dynamic_shapes,
+    cuda_graph,
+    profiling_overhead,
+    npu_partition,
+    candidate_failures,
+)
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}
+
+
+def run_rules(f: Facts) -> list[Finding]:
+    """Every rule's findings: errors first, then by measured milliseconds saved per run."""
+    findings = [x for rule in RULES for x in rule(f)]
+    return sorted(findings, key=lambda x: (_SEVERITY[x.severity], -x.saved_ms))

@@ -1,0 +1,78 @@
+"""Entry point of the worker process (see ortlab.worker)."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Client
+from typing import Any
+
+
+def _die_with_parent() -> None:
+    """On Linux, get SIGTERM when the parent dies, so no worker outlives its kernel."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+    parent = int(os.environ.get("ORTLAB_WORKER_PARENT", "0"))
+    if parent and os.getppid() != parent:  # the parent is already gone
+        sys.exit(0)
+
+
+def _limit_memory() -> None:
+    """ORTLAB_WORKER_MEMORY_MB caps the worker's address space: a model that would exhaust the
+    machine's memory fails with MemoryError in the worker instead of summoning the OOM killer."""
+    value = os.environ.get("ORTLAB_WORKER_MEMORY_MB")
+    if value and sys.platform != "win32":
+        import resource
+
+        limit = int(value) * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def main() -> None:
+    faulthandler.enable()
+    _die_with_parent()
+    _limit_memory()
+    conn = Client(
+        os.environ["ORTLAB_WORKER_ADDRESS"],
+        authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
+    )
+    from ortlab.core.cache import private_cwd
+    from ortlab.engine.worker import _resolve
+
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if msg[0] != "call":
+            break
+        _, call_id, task, kwargs = msg
+
+        def progress(done: int, total: int, call_id: Any = call_id) -> None:
+            conn.send(("progress", call_id, done, total))
+
+        try:
+            with private_cwd():  # ORT's tools write into the cwd: never the user's folder
+                result = _resolve(task)(progress=progress, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - every error goes back to the caller
+            tb = traceback.format_exc()
+            try:
+                conn.send(("error", call_id, err, tb))
+            except Exception:  # noqa: BLE001 - unpicklable exception: send its text
+                conn.send(("error", call_id, RuntimeError(f"{type(err).__name__}: {err}"), tb))
+            continue
+        conn.send(("result", call_id, result))
+
+
+if __name__ == "__main__":
+    main()

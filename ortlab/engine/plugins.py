@@ -1,0 +1,108 @@
+"""Plugin execution providers (ORT >= 1.22): EPs shipped as their own pip packages
+(``onnxruntime-ep-openvino``, ``onnxruntime-qnn``…) and registered at run time.
+
+Each package exposes ``get_ep_name()``/``get_ep_names()`` and ``get_library_path()``;
+``onnxruntime.register_execution_provider_library`` loads it, ``onnxruntime.get_ep_devices()``
+then lists its devices, and a session selects them with
+``SessionOptions.add_provider_for_devices``. Naming a registered plugin EP in ``providers=[…]``
+instead gives a CPU-only session, silently: ortlab always selects plugin EPs by device, and
+says so when one lists no device on this machine.
+
+Registration happens in the worker (the only place ORT runs a model), once per process. The
+packages stay the user's install (QNN's carries Qualcomm's licence): ortlab imports them when
+present and never copies their files. Install them with ``--no-deps``: their dependency on
+``onnxruntime`` would replace onnxruntime-gpu in the environment.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.core.eps import PLUGIN_PACKAGES
+from ortlab.core.errors import error_text
+
+__all__ = ["PluginEP", "device_type", "plugin_devices", "registered"]
+
+
+@dataclass(frozen=True)
+class PluginEP:
+    name: str
+    """The EP's name as ORT knows it (``QNNExecutionProvider``)."""
+    module: str
+    version: str
+    library: str
+    error: str = ""
+    """Why registration failed, or ''."""
+    devices: list[str] = field(default_factory=list)
+    """Device types it listed after registration (``CPU``, ``GPU``, ``NPU``)."""
+
+
+def _plugin_modules() -> list[str]:
+    """Known plugin packages plus any installed ``onnxruntime_ep_*`` module."""
+    found = [m for m in PLUGIN_PACKAGES if importlib.util.find_spec(m) is not None]
+    for info in pkgutil.iter_modules():
+        if info.name.startswith("onnxruntime_ep_") and info.name not in found:
+            found.append(info.name)
+    return found
+
+
+def _version(module: str) -> str:
+    for dist in (module.replace("_", "-"), module):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "?"
+
+
+def device_type(device: Any) -> str:
+    """``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
+    return str(device.device.type).rsplit(".", 1)[-1]
+
+
+@functools.cache
+def registered() -> tuple[PluginEP, ...]:
+    """Register every installed plugin EP with ORT (once per process) and say what each
+    offers here. A package that fails to register is listed with the reason."""
+    import onnxruntime as ort
+
+    if not hasattr(ort, "register_execution_provider_library"):  # ORT < 1.22
+        return ()
+    out = []
+    for module in _plugin_modules():
+        try:
+            pkg = importlib.import_module(module)
+            names = (
+                list(pkg.get_ep_names()) if hasattr(pkg, "get_ep_names") else [pkg.get_ep_name()]
+            )
+            library = str(pkg.get_library_path())
+        except Exception as err:  # noqa: BLE001 - a broken package is reported, not fatal
+            out.append(PluginEP(module, module, _version(module), "", error_text(err)))
+            continue
+        for name in names:
+            try:
+                ort.register_execution_provider_library(name, library)
+                error = ""
+            except Exception as err:  # noqa: BLE001 - e.g. built for another ORT version
+                error = error_text(err)
+            kinds = sorted({device_type(d) for d in ort.get_ep_devices() if d.ep_name == name})
+            out.append(PluginEP(name, module, _version(module), library, error, kinds))
+    return tuple(out)
+
+
+def plugin_devices(ep: str, device: str | None = None) -> list[Any]:
+    """The ``OrtEpDevice`` objects of a registered EP (of one device type if given)."""
+    import onnxruntime as ort
+
+    registered()
+    return [
+        d
+        for d in ort.get_ep_devices()
+        if d.ep_name == ep and (device is None or device_type(d) == device.upper())
+    ]

@@ -1,0 +1,473 @@
+"""Work that runs inside the worker process (or in-process in debug mode).
+
+Every task takes plain, picklable arguments plus a ``progress(done, total)`` callback and returns
+plain data. Sessions are cached (a few, LRU) so repeated benchmarks of one config do not pay
+session creation again; profiling sessions are never cached (profiling is per session).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.errors import FeedError, OrtlabError, RunError, error_text
+from ortlab.core.graph import graph_nodes
+from ortlab.engine.capture import capture_output
+from ortlab.engine.session import SessionReport, build_session, clean_ort_message
+from ortlab.engine.session import auto_providers as choose
+from ortlab.engine.trace import parse_profile_file
+
+Progress = Callable[[int, int], None]
+_SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
+_MAX_SESSIONS = 6
+_REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
+
+
+def _fingerprint(path: str) -> str:
+    st = Path(path).stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def _session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
+    key = (path, _fingerprint(path), config)
+    if key in _SESSIONS:
+        _SESSIONS.move_to_end(key)
+        sess, report = _SESSIONS[key]
+        return sess, report, True
+    sess, report = build_session(path, config, model_name=name)
+    _SESSIONS[key] = (sess, report)
+    while len(_SESSIONS) > _MAX_SESSIONS:
+        _SESSIONS.popitem(last=False)
+    return sess, report, False
+
+
+_BITS_VIEW = {2: np.uint16, 1: np.uint8}
+
+
+def prepare_feeds(feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """numpy arrays ORT cannot take directly (bfloat16, float8…) become typed OrtValues."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    out: dict[str, Any] = {}
+    for name, value in feeds.items():
+        arr = np.asarray(value)
+        if (
+            arr.dtype.kind == "V"
+            or type(arr.dtype).__module__.startswith("ml_dtypes")
+            or (arr.dtype.name in ("bfloat16",) or arr.dtype.name.startswith(("float8", "float4")))
+        ):
+            elem = helper.np_dtype_to_tensor_dtype(arr.dtype)
+            if arr.dtype.name in ("int4", "uint4", "float4_e2m1fn"):
+                raise FeedError(
+                    f"Input {name!r} is {arr.dtype.name}: ORT takes 4-bit tensors packed two "
+                    "per byte, which ortlab does not build yet. Feed a model with a Cast from "
+                    "int8/uint8 instead."
+                )
+            bits = np.ascontiguousarray(arr).view(_BITS_VIEW[arr.dtype.itemsize])
+            out[name] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, elem)
+        else:
+            out[name] = arr
+    return out
+
+
+_NUMPY_LESS = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")
+
+
+def needs_ort_values(sess: Any) -> bool:
+    """True when an output's element type has no numpy equivalent in ORT (bfloat16, float8…):
+    ``run()`` cannot return it, ``run_with_ort_values`` can."""
+    return any(any(t in o.type for t in _NUMPY_LESS) for o in sess.get_outputs())
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """An output OrtValue (CPU) as numpy, including bfloat16/float8 through ml_dtypes."""
+    import ctypes
+
+    from onnx import helper
+
+    if isinstance(value, np.ndarray):
+        return value
+    want = np.dtype(helper.tensor_dtype_to_np_dtype(int(value.element_type())))
+    try:
+        arr = np.asarray(value.numpy())
+    except Exception:  # noqa: BLE001 - ORT has no numpy type for it: copy the raw bytes
+        shape = tuple(value.shape())
+        count = int(np.prod(shape)) if shape else 1
+        raw = (ctypes.c_uint8 * (count * want.itemsize)).from_address(value.data_ptr())
+        return np.frombuffer(bytes(raw), dtype=want).reshape(shape)
+    if arr.dtype != want and arr.dtype.itemsize == want.itemsize and want.kind != "O":
+        return arr.view(want)  # float8 comes back as its uint8 bits
+    return arr
+
+
+def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
+    if needs_ort_values(sess) and not io_binding:
+        import onnxruntime as ort
+
+        values = {
+            k: v if not isinstance(v, np.ndarray) else ort.OrtValue.ortvalue_from_numpy(v)
+            for k, v in feeds.items()
+        }
+        run_values = sess.run_with_ort_values
+
+        def with_ort_values() -> Any:
+            return run_values(None, values)
+
+        return with_ort_values
+    if not io_binding:
+        run = sess.run
+
+        def plain() -> Any:
+            return run(None, feeds)
+
+        return plain
+    binding = sess.io_binding()
+    for name, value in feeds.items():
+        if isinstance(value, np.ndarray):
+            binding.bind_cpu_input(name, value)
+        else:
+            binding.bind_ortvalue_input(name, value)
+    for out in sess.get_outputs():
+        binding.bind_output(out.name)
+    run_bound = sess.run_with_iobinding
+
+    def bound() -> Any:
+        return run_bound(binding)
+
+    return bound
+
+
+def _run_error(
+    err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]
+) -> RunError:
+    desc = ", ".join(
+        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
+        for k, v in feeds.items()
+    )
+    return RunError(
+        f"Running {name!r} with {config.label()} failed: {clean_ort_message(str(err))} "
+        f"(feeds: {desc})"
+    )
+
+
+def benchmark(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 100,
+    warmup: int = 10,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
+    sess, report, cached = _session(model_path, model_name, config)
+    prepared = prepare_feeds(feeds)
+    run = _runner(sess, prepared, config.io_binding)
+    clock = time.perf_counter_ns
+    total = warmup + runs
+    try:
+        for i in range(warmup):
+            run()
+            progress(i + 1, total)
+        lat: list[int] = []
+        stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
+        next_report = clock() + _REPORT_EVERY_NS
+        for i in range(runs):
+            t0 = clock()
+            run()
+            t1 = clock()
+            lat.append(t1 - t0)
+            if t1 >= next_report:
+                progress(warmup + i + 1, total)
+                next_report = t1 + _REPORT_EVERY_NS
+            if stop_at is not None and t1 >= stop_at:
+                break
+    except Exception as err:
+        if isinstance(err, FeedError):
+            raise
+        raise _run_error(err, model_name, config, feeds) from err
+    progress(total, total)
+    return {"latencies_ns": lat, "report": report, "cached_session": cached, "warmup": warmup}
+
+
+def profile(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 20,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
+
+    with cache.temp_dir("profile-") as folder:
+        sess, report = build_session(
+            model_path, config, model_name=model_name, profile_prefix=str(folder / "ortlab")
+        )
+        prepared = prepare_feeds(feeds)
+        run = _runner(sess, prepared, config.io_binding)
+        try:
+            for i in range(warmup + runs):
+                run()
+                progress(i + 1, warmup + runs)
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        finally:
+            path = sess.end_profiling()
+        data = parse_profile_file(path, skip_runs=warmup)
+    return {"data": data, "report": report}
+
+
+def outputs(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One run; the outputs by name."""
+    sess, report, _ = _session(model_path, model_name, config)
+    try:
+        values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
+    except Exception as err:
+        raise _run_error(err, model_name, config, feeds) from err
+    progress(1, 1)
+    names = [o.name for o in sess.get_outputs()]
+    return {"outputs": dict(zip(names, values, strict=True)), "report": report}
+
+
+def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
+
+    progress(1, 1)
+    return choose()
+
+
+def plugin_info(progress: Progress) -> dict[str, Any]:
+    """Plugin EPs registered in this worker and every device ORT sees after registration."""
+    from dataclasses import asdict
+
+    from ortlab.core.runtime import devices
+    from ortlab.engine.plugins import registered
+
+    plugins = [asdict(p) for p in registered()]
+    progress(1, 1)
+    return {"plugins": plugins, "devices": [asdict(d) for d in devices()]}
+
+
+def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature
+    return os.getpid()
+
+
+def _side_weights(data_file: str) -> dict[str, str]:
+    """Session entries that write a saved optimized model's weights to ``data_file`` next to
+    it, so the model itself stays small and quick to read back."""
+    return {
+        "session.optimized_model_external_initializers_file_name": data_file,
+        "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+    }
+
+
+def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str], str]]:
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return [
+        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs), n.parent)
+        for n in graph_nodes(graph, subgraphs=True)
+    ]
+
+
+def placement(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 5,
+    warmup: int = 2,
+) -> dict[str, Any]:
+    """One session, three placement sources: assignment info, the profile's providers and the
+    verbose placement log; plus the final graph (EPContext dump or optimized model)."""
+    import onnxruntime as ort
+
+    requested = list(config.providers) if config.providers != "auto" else []
+    compiled = any(p in COMPILING_EPS for p in requested) or config.providers == "auto"
+    with cache.temp_dir("placement-") as folder:
+        entries = {"session.record_ep_graph_assignment_info": "1"}
+        if not compiled:
+            entries.update(_side_weights("final.onnx.data"))
+        if compiled:
+            entries.update(
+                {
+                    "ep.context_enable": "1",
+                    "ep.context_file_path": str(folder / "context.onnx"),
+                    "ep.context_embed_mode": "0",
+                }
+            )
+        sess, report = build_session(
+            model_path,
+            config,
+            model_name=model_name,
+            profile_prefix=str(folder / "profile"),
+            log_severity=0,
+            optimized_model_path=None if compiled else str(folder / "final.onnx"),
+            extra_entries=entries,
+        )
+        ro = ort.RunOptions()
+        ro.log_severity_level = 3  # verbose session logging must not slow the profiled runs
+        prepared = prepare_feeds(feeds)
+        try:
+            for i in range(warmup + runs):
+                sess.run(None, prepared, ro)
+                progress(i + 1, warmup + runs)
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        finally:
+            with capture_output():  # a verbose session logs its end_profiling to fd 2
+                trace = sess.end_profiling()
+        data = parse_profile_file(trace, skip_runs=warmup)
+        assignment = [
+            (str(sg.ep_name), [(n.name, n.op_type, n.domain) for n in sg.get_nodes()])
+            for sg in sess.get_provider_graph_assignment_info()
+        ]
+        final_path = next(
+            (p for p in (folder / "context.onnx", folder / "final.onnx") if p.exists()), None
+        )
+        if final_path is None:  # a compiling EP was asked for but did not load
+            _, _ = build_session(
+                model_path, config.with_(fallback="allow"), model_name=model_name,
+                optimized_model_path=str(folder / "final.onnx"),
+            )  # fmt: skip
+            final_path = folder / "final.onnx"
+        final = _graph_tuples(final_path)
+    return {
+        "report": report,
+        "data": data,
+        "assignment": assignment,
+        "placements": report.placements,
+        "final": final,
+        "final_source": "EPContext dump"
+        if final_path.name == "context.onnx"
+        else "optimized model",
+    }
+
+
+def optimize_levels(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    levels: list[str],
+    folder: str,
+) -> dict[str, Any]:
+    """Save ORT's optimized model per level (weights in a side file) and the transformers that
+    fired (from ORT's INFO log)."""
+    out: dict[str, Any] = {}
+    for i, level in enumerate(levels):
+        target = Path(folder) / f"{level}.onnx"
+        _, report = build_session(
+            model_path,
+            config.with_(level=level),
+            model_name=model_name,
+            log_severity=1,
+            optimized_model_path=str(target),
+            extra_entries=_side_weights(f"{level}.onnx.data"),
+        )
+        out[level] = {"path": str(target), "report": report, "final": _graph_tuples(target)}
+        progress(i + 1, len(levels))
+    return out
+
+
+def interleaved(
+    progress: Progress,
+    *,
+    items: list[tuple[str, str, SessionConfig]],
+    feeds: Mapping[str, Any],
+    rounds: int = 10,
+    runs: int = 10,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
+
+    Returns per round and variant the median of ``runs`` timed runs (ns). A variant other than
+    the first whose session cannot be built or whose warm-up run fails is left out of the
+    timing: its column holds NaN, and ``failed`` maps its index to what went wrong (one broken
+    candidate never ends a comparison). The first variant is the reference: its failure raises.
+    """
+    sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
+    failed: dict[int, str] = {}
+    for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
+        try:
+            sess, report, _ = _session(path, name, cfg)
+            run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
+            for _ in range(warmup):
+                run()
+        except Exception as err:
+            if k == 0:
+                if isinstance(err, OrtlabError):
+                    raise
+                raise _run_error(err, name, cfg, feeds) from err
+            failed[k] = error_text(err)
+            sessions.append(None)
+            continue
+        sessions.append((run, report))
+    clock = time.perf_counter_ns
+    medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
+    every: list[list[int]] = [[] for _ in items]
+    live = [k for k, s in enumerate(sessions) if s is not None]
+    for r in range(rounds):
+        for k in live if r % 2 == 0 else reversed(live):
+            run = sessions[k][0]  # type: ignore[index]  # live holds built sessions only
+            lat = []
+            for _ in range(runs):
+                t0 = clock()
+                run()
+                lat.append(clock() - t0)
+            medians[r][k] = float(np.median(lat))
+            every[k].extend(lat)
+        progress(r + 1, rounds)
+    return {
+        "medians_ns": medians,
+        "latencies_ns": every,
+        "reports": [s[1] if s is not None else None for s in sessions],
+        "failed": failed,
+    }
+
+
+def outputs_many(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    samples: list[dict[str, Any]],
+) -> list[dict[str, np.ndarray]]:
+    """Outputs for each sample, by output name, under ``config``."""
+    sess, _, _ = _session(model_path, model_name, config)
+    names = [o.name for o in sess.get_outputs()]
+    out = []
+    for i, feeds in enumerate(samples):
+        try:
+            values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        out.append(dict(zip(names, values, strict=True)))
+        progress(i + 1, len(samples))
+    return out

@@ -1,0 +1,335 @@
+"""Worker tasks that transform models: quantization, fp16, the transformers optimizer, and
+intermediate activations for error analysis (see ortlab.tasks for the conventions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.errors import OrtlabError, QuantizationError, error_text
+from ortlab.engine.capture import capture_output
+from ortlab.engine.tasks import Progress, prepare_feeds
+
+
+class _Reader:
+    """A CalibrationDataReader over a list of feeds (ORT's interface: get_next / rewind)."""
+
+    def __init__(self, samples: list[dict[str, Any]]) -> None:
+        self.samples = samples
+        self.index = 0
+
+    def get_next(self) -> dict[str, Any] | None:
+        if self.index >= len(self.samples):
+            return None
+        self.index += 1
+        return self.samples[self.index - 1]
+
+    def rewind(self) -> None:
+        self.index = 0
+
+
+def quantize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    settings: dict[str, Any],
+    samples: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
+
+    steps: list[str] = []
+    mode = settings["mode"]
+    with cache.temp_dir("quantize-") as folder, capture_output() as cap:
+        source = _opset_for_quantization(model_path, str(folder / "opset.onnx"), mode, steps)
+        if settings["preprocess"] and mode != "fp16":
+            source = _preprocess(source, str(folder / "pre.onnx"), steps)
+        progress(1, 3)
+        try:
+            _convert(source, out_path, settings, samples, steps)
+        except QuantizationError:
+            raise
+        except Exception as err:  # ORT's quantizer raises ValueError, AssertionError, …
+            raise QuantizationError(
+                f"ORT's quantizer failed making the {_label(settings)} variant: "
+                f"{error_text(err)}. Steps so far: {'; '.join(steps) or 'none'}. Try another "
+                "mode or format (e.g. per_channel=False, mode='dynamic'), or exclude op types "
+                "with QuantConfig(op_types=...)."
+            ) from err
+        progress(3, 3)
+    return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _label(settings: dict[str, Any]) -> str:
+    mode = str(settings["mode"])
+    if mode != "static":
+        return mode + (" per-channel" if settings.get("per_channel") else "")
+    return f"static {settings['format'].upper()}" + (
+        " per-channel" if settings.get("per_channel") else ""
+    )
+
+
+def _convert(
+    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    steps: list[str],
+) -> None:  # fmt: skip
+    import onnx
+
+    mode = settings["mode"]
+    if mode == "fp16":
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        model = convert_float_to_float16(
+            onnx.load(source), keep_io_types=settings["keep_io_types"],
+            op_block_list=settings["op_block_list"] or None,
+        )  # fmt: skip
+        onnx.save_model(model, out_path)
+        steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
+                     f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
+    elif mode == "dynamic":
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(
+            source, out_path, op_types_to_quantize=settings["op_types"] or None,
+            per_channel=settings["per_channel"],
+            weight_type=getattr(QuantType, settings["weight_type"]),
+        )  # fmt: skip
+        steps.append("quantize_dynamic")
+    else:
+        _static(source, out_path, settings, samples, steps)
+
+
+def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
+    """Per-axis QuantizeLinear/DequantizeLinear need opset 13: convert older models first."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load(model_path)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if mode == "fp16" or opset >= 13:
+        return model_path
+    converted = version_converter.convert_version(model, 13)
+    onnx.save_model(converted, out)
+    steps.append(f"opset {opset} -> 13 (onnx.version_converter; per-axis QDQ needs opset 13)")
+    return out
+
+
+def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
+    """ORT's quant_pre_process, with the known fallback (skip symbolic shape inference, which
+    fails on BERT-like graphs); when both fail, quantize the model as it is and say so."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(model_path, out)
+        steps.append("quant_pre_process (symbolic shape inference, ORT optimization, ONNX shapes)")
+        return str(out)
+    except Exception as err:  # noqa: BLE001 - any error from ORT's tool: try the fallback
+        first = error_text(err, 200)
+    try:
+        quant_pre_process(model_path, out, skip_symbolic_shape=True)
+    except Exception as err:  # noqa: BLE001 - quantize without pre-processing, and say so
+        steps.append(
+            f"quant_pre_process failed ({first}; with skip_symbolic_shape=True: "
+            f"{error_text(err, 200)}): quantized without pre-processing, so QDQ pairs may "
+            "stay unfused"
+        )
+        return model_path
+    steps.append(
+        "quant_pre_process with skip_symbolic_shape=True (symbolic shape inference failed: "
+        f"{first})"
+    )
+    return out
+
+
+def _static(
+    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    steps: list[str],
+) -> None:  # fmt: skip
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+              "percentile": CalibrationMethod.Percentile}[settings["method"]]  # fmt: skip
+    fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
+    quantize_static(
+        source, out_path, _Reader(samples), quant_format=fmt,
+        op_types_to_quantize=settings["op_types"] or None, per_channel=settings["per_channel"],
+        activation_type=getattr(QuantType, settings["activation_type"]),
+        weight_type=getattr(QuantType, settings["weight_type"]), calibrate_method=method,
+    )  # fmt: skip
+    steps.append(
+        f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
+        f"{len(samples)} samples)"
+    )
+
+
+def tensor_errors(
+    progress: Progress,
+    *,
+    base_path: str,
+    variant_path: str,
+    pairs: dict[str, str],
+    samples: list[dict[str, Any]],
+    chunk: int = 96,
+) -> dict[str, dict[str, float]]:
+    """Error statistics of each variant tensor against the float tensor it stands for
+    (``pairs``: float tensor -> variant tensor), over ``samples``.
+
+    Memory stays bounded by ``chunk`` tensors: each pass runs both models with a few extra
+    outputs on one sample, folds them into running sums and drops them (a 1.5k-node detector
+    once grew by 1.5 GB per sample when every activation of every sample was kept)."""
+    names = list(pairs)
+    groups = [names[i : i + chunk] for i in range(0, len(names), chunk)]
+    sums: dict[str, _Sums] = {}
+    total = len(groups) * len(samples)
+    for g, group in enumerate(groups):
+        base = _with_outputs(base_path, group)
+        var = _with_outputs(variant_path, sorted({pairs[t] for t in group}))
+        for i, feeds in enumerate(samples):
+            prepared = prepare_feeds(feeds)
+            ref, got = base(prepared), var(prepared)
+            for t in group:
+                if t in ref and pairs[t] in got:
+                    sums.setdefault(t, _Sums()).add(ref[t], got[pairs[t]])
+            del ref, got
+            progress(g * len(samples) + i + 1, total)
+        del base, var
+    return {t: s.metrics() for t, s in sums.items()}
+
+
+class _Sums:
+    """Running sums for cosine, SQNR and max/mean abs error of one tensor over samples."""
+
+    def __init__(self) -> None:
+        self.rr = self.tt = self.rt = self.noise = self.abs_sum = self.max_abs = 0.0
+        self.count = 0
+        self.shape_mismatch = self.nonfinite_ref = self.nonfinite_var = False
+
+    def add(self, ref: np.ndarray, got: np.ndarray) -> None:
+        r = np.asarray(ref, dtype=np.float64).ravel()
+        t = np.asarray(got, dtype=np.float64).ravel()
+        if r.shape != t.shape:
+            self.shape_mismatch = True
+            return
+        self.nonfinite_ref |= not bool(np.isfinite(r).all())
+        self.nonfinite_var |= not bool(np.isfinite(t).all())
+        d = r - t
+        self.rr += float(r @ r)
+        self.tt += float(t @ t)
+        self.rt += float(r @ t)
+        self.noise += float(d @ d)
+        self.abs_sum += float(np.abs(d).sum())
+        self.max_abs = max(self.max_abs, float(np.abs(d).max()) if d.size else 0.0)
+        self.count += int(r.size)
+
+    def metrics(self) -> dict[str, float]:
+        nan = float("nan")
+        bad = self.shape_mismatch or self.nonfinite_ref or self.nonfinite_var or not self.count
+        denom = (self.rr * self.tt) ** 0.5
+        if bad or not denom:
+            sqnr = cosine = nan
+        else:
+            cosine = self.rt / denom
+            sqnr = float("inf") if self.noise == 0 else 10 * np.log10(self.rr / self.noise)
+        return {"sqnr_db": float(sqnr), "cosine": float(cosine),
+                "max_abs": nan if bad else self.max_abs,
+                "mean_abs": nan if bad else self.abs_sum / self.count,
+                "shape_mismatch": float(self.shape_mismatch),
+                "nonfinite": float(self.nonfinite_ref or self.nonfinite_var)}  # fmt: skip
+
+
+def _with_outputs(model_path: str, tensors: list[str]) -> Callable[[dict[str, Any]], Any]:
+    """A runner of the model (optimizations off, so no fusion swallows a tensor) that also
+    returns ``tensors``; returns {name: array} for those tensors only."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    model = onnx.load(model_path)
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
+    )
+    with cache.temp_dir("intermediates-") as folder:
+        path = folder / "model.onnx"
+        onnx.save_model(model, str(path))
+        del model
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    wanted = set(tensors)
+
+    def run(feeds: dict[str, Any]) -> dict[str, np.ndarray]:
+        values = sess.run([n for n in names if n in wanted], feeds)
+        return dict(zip([n for n in names if n in wanted], values, strict=True))
+
+    return run
+
+
+def transformer_optimize(
+    progress: Progress,
+    *,
+    model_path: str,
+    out_path: str,
+    model_type: str,
+    num_heads: int,
+    hidden_size: int,
+    opt_level: int,
+    use_gpu: bool,
+) -> dict[str, Any]:
+    """onnxruntime.transformers.optimizer.optimize_model, its log captured."""
+    import logging
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    records: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(f"{record.levelname}: {record.getMessage()}")
+
+    handler = _Keep(level=logging.INFO)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        with capture_output() as cap:
+            optimized = _optimize_or_explain(
+                optimize_model, model_path, model_type=model_type, num_heads=num_heads,
+                hidden_size=hidden_size, opt_level=opt_level, use_gpu=use_gpu,
+            )  # fmt: skip
+            stats = optimized.get_fused_operator_statistics()
+            fully = (
+                optimized.is_fully_optimized()
+                if hasattr(optimized, "is_fully_optimized")
+                else False
+            )
+            optimized.save_model_to_file(out_path)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    progress(1, 1)
+    return {"stats": dict(stats), "fully_optimized": bool(fully), "log": records + cap.lines()}
+
+
+def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any) -> Any:
+
+    try:
+        return optimize(path, **kwargs)
+    except (AssertionError, ValueError, KeyError, IndexError, AttributeError) as err:
+        raise OrtlabError(
+            f"onnxruntime's transformers optimizer failed on this model with {kwargs}: "
+            f"{type(err).__name__}: {err or 'an internal assertion'}. Pass model_type, "
+            "num_heads and hidden_size explicitly, or skip the transformers optimizer (ORT's "
+            "own graph optimizations still apply)."
+        ) from err

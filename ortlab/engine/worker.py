@@ -1,0 +1,370 @@
+"""Worker isolation: ORT runs in a child process, so the user's kernel survives anything.
+
+A model that segfaults or aborts ORT, exhausts memory or hangs takes down only the worker; the
+caller gets a :class:`WorkerCrashedError` / :class:`WorkerTimeoutError` naming the model and the
+config, and the next call starts a fresh worker. Timing loops run inside the worker, so
+inter-process traffic never lands in a measured time.
+
+We start the child with ``subprocess`` (``python -m ortlab.engine._worker_main``) instead of
+``multiprocessing``'s spawn, which re-imports the user's ``__main__`` and breaks scripts without
+an ``if __name__ == "__main__"`` guard. Messages travel over a ``multiprocessing.connection``
+socket with a random authkey; the child's stdout/stderr go to a log file whose tail explains a
+crash (faulthandler writes the Python stack of a segfault there).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from ortlab.core import cache
+from ortlab.core.cache import private_cwd
+from ortlab.core.errors import (
+    OrtlabError,
+    WorkerCancelledError,
+    WorkerCrashedError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+
+__all__ = ["InProcessWorker", "Worker", "get_worker", "set_isolation"]
+
+Progress = Callable[[int, int], None]
+_START_TIMEOUT_S = 60.0
+
+
+def _resolve(task: str) -> Callable[..., Any]:
+    """``'benchmark'`` -> ortlab.engine.tasks.benchmark; ``'pkg.mod:func'`` -> that function."""
+    import importlib
+
+    module, _, func = task.rpartition(":") if ":" in task else ("ortlab.engine.tasks", ":", task)
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+
+
+class InProcessWorker:
+    """Runs tasks in the calling process: for debugging, no isolation at all."""
+
+    isolated = False
+
+    def call(
+        self,
+        task: str,
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None = None,  # noqa: ARG002 - same signature as Worker.call
+        progress: Progress | None = None,
+        context: str = "",  # noqa: ARG002
+    ) -> Any:
+
+        with private_cwd():  # ORT's tools write into the cwd (see cache.private_cwd)
+            return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
+
+    def cancel(self) -> None:
+        """Nothing to cancel in-process."""
+
+    def stop(self) -> None:
+        """Nothing to stop in-process."""
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class Worker:
+    """One long-lived child process running ORT tasks, one call at a time."""
+
+    isolated = True
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._log_path: Path | None = None
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._calls = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self.alive():
+            return
+        self._discard()
+        authkey = secrets.token_bytes(32)
+        family = "AF_PIPE" if sys.platform == "win32" else "AF_UNIX"
+        listener = Listener(family=family, authkey=authkey)
+
+        fd, log = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=cache.subdir("tmp"))
+        self._log_path = Path(log)
+        env = dict(os.environ)
+        env["ORTLAB_WORKER_ADDRESS"] = str(listener.address)
+        env["ORTLAB_WORKER_AUTHKEY"] = authkey.hex()
+        env["ORTLAB_WORKER_PARENT"] = str(os.getpid())
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        )
+        with os.fdopen(fd, "wb") as logfile:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "ortlab.engine._worker_main"],
+                stdin=subprocess.DEVNULL,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                env=env,
+                close_fds=True,
+            )
+        self._conn = self._accept(listener)
+
+    def _accept(self, listener: Listener) -> Connection:
+        box: dict[str, Any] = {}
+
+        def accept() -> None:
+            try:
+                box["conn"] = listener.accept()
+            except Exception as err:  # noqa: BLE001 - reported below
+                box["error"] = err
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while thread.is_alive():
+            thread.join(0.05)
+            if self._proc is not None and self._proc.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                break
+        listener.close()
+        if "conn" not in box:
+            tail = self._log_tail()
+            self._kill()
+            raise WorkerError(
+                "The ortlab worker process did not start"
+                + (f": {box['error']}" if "error" in box else "")
+                + (f". Its output:\n{tail}" if tail else ".")
+                + " Check that `python -m ortlab.engine._worker_main` can import onnxruntime."
+            )
+        conn: Connection = box["conn"]
+        return conn
+
+    def stop(self) -> None:
+        """Ask the worker to exit; kill it if it does not within 2 s."""
+        if self._conn is not None and self.alive():
+            with contextlib.suppress(OSError, EOFError, BrokenPipeError):
+                self._conn.send(("stop",))
+            if self._proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(2)
+        self._kill()
+        self._discard()
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(5)
+
+    def _discard(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+        self._conn = None
+        if self._log_path is not None:
+            self._log_path.unlink(missing_ok=True)
+            self._log_path = None
+        self._proc = None
+
+    def _log_tail(self, lines: int = 25) -> str:
+        if self._log_path is None or not self._log_path.exists():
+            return ""
+        with contextlib.suppress(OSError):
+            text = self._log_path.read_text(errors="replace")
+            return "\n".join(text.strip().splitlines()[-lines:])
+        return ""
+
+    def cancel(self) -> None:
+        """Cancel the running call (from another thread, e.g. a Cancel button)."""
+        self._cancel.set()
+
+    # ------------------------------------------------------------------ calls
+
+    def call(
+        self,
+        task: str,
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+        context: str = "",
+    ) -> Any:
+        """Run ``task(**kwargs)`` in the worker and return its result (or raise its error)."""
+        with self._lock:
+            self._cancel.clear()
+            self.start()
+            assert self._conn is not None
+            self._calls += 1
+            call_id = self._calls
+            try:
+                self._conn.send(("call", call_id, task, kwargs))
+            except (OSError, EOFError) as err:
+                raise self._crashed(context, task) from err
+            deadline = None if timeout is None else time.monotonic() + timeout
+            try:
+                return self._wait(
+                    call_id,
+                    deadline=deadline,
+                    progress=progress,
+                    context=context,
+                    task=task,
+                    timeout=timeout,
+                )
+            except KeyboardInterrupt:
+                self._kill()
+                self._discard()
+                raise
+
+    def _wait(
+        self,
+        call_id: int,
+        *,
+        deadline: float | None,
+        progress: Progress | None,
+        context: str,
+        task: str,
+        timeout: float | None,
+    ) -> Any:
+        assert self._conn is not None and self._proc is not None
+        while True:
+            if self._conn.poll(0.05):
+                try:
+                    msg = self._conn.recv()
+                except (EOFError, OSError) as err:
+                    raise self._crashed(context, task) from err
+                kind = msg[0]
+                if kind == "progress" and msg[1] == call_id:
+                    if progress is not None:
+                        progress(msg[2], msg[3])
+                elif kind == "result" and msg[1] == call_id:
+                    return msg[2]
+                elif kind == "error" and msg[1] == call_id:
+                    if isinstance(msg[2], MemoryError):
+                        raise self._out_of_memory(context, task) from msg[2]
+                    raise _reraise(msg[2], msg[3])
+                continue
+            if self._proc.poll() is not None:
+                raise self._crashed(context, task)
+            if self._cancel.is_set():
+                self._kill()
+                self._discard()
+                raise WorkerCancelledError(
+                    f"Cancelled {task} {context}; the worker was stopped and a fresh one will "
+                    "serve the next call."
+                )
+            if deadline is not None and time.monotonic() > deadline:
+                self._kill()
+                self._discard()
+                raise WorkerTimeoutError(
+                    f"{task} {context} did not finish within {timeout:g} s; the worker was "
+                    "stopped (the model may hang ORT, or need a longer timeout=)."
+                )
+
+    def _out_of_memory(self, context: str, task: str) -> WorkerCrashedError:
+        """A MemoryError inside the worker: its heap may be half-allocated, so replace it."""
+        self._kill()
+        self._discard()
+        limit = os.environ.get("ORTLAB_WORKER_MEMORY_MB")
+        return WorkerCrashedError(
+            f"The ortlab worker ran out of memory during {task} {context}"
+            + (f" (its limit, ORTLAB_WORKER_MEMORY_MB, is {limit} MB)" if limit else "")
+            + ". Your Python session is fine; the next call starts a fresh worker. Use smaller "
+            "inputs (dims, batch size), a lighter model variant, or raise the limit."
+        )
+
+    def _crashed(self, context: str, task: str) -> WorkerCrashedError:
+        rc = None
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                rc = self._proc.wait(2)
+        how = _describe_exit(rc)
+        tail = self._log_tail()
+        self._kill()
+        self._discard()
+        return WorkerCrashedError(
+            f"The ortlab worker died during {task} {context}: {how}. Your Python session is "
+            "fine; the next call starts a fresh worker. This is a crash inside onnxruntime "
+            "(or a custom-op library) on this model and config; try another provider or "
+            "optimization level to find the trigger."
+            + (f"\nWorker output (last lines):\n{tail}" if tail else "")
+        )
+
+
+def _describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "it stopped answering"
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        extra = {
+            "SIGSEGV": " (segmentation fault)",
+            "SIGABRT": " (abort)",
+            "SIGKILL": " (killed, often by the out-of-memory killer)",
+            "SIGBUS": " (bus error)",
+        }.get(name, "")
+        return f"killed by {name}{extra}"
+    return f"exited with code {rc}"
+
+
+def _reraise(err: BaseException, worker_tb: str) -> BaseException:
+    note = f"(raised in the ortlab worker)\n{worker_tb.rstrip()}"
+    if isinstance(err, OrtlabError):
+        return err
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    return err
+
+
+_default: Worker | InProcessWorker | None = None
+_isolation = os.environ.get("ORTLAB_WORKER", "process")
+
+
+def set_isolation(mode: str) -> None:
+    """'process' (default: ORT runs in a worker process) or 'inprocess' (for debugging)."""
+    global _default, _isolation  # noqa: PLW0603 - one default worker per process, by design
+    if mode not in ("process", "inprocess"):
+        raise ValueError(f"isolation must be 'process' or 'inprocess', not {mode!r}")
+    if _default is not None and mode != _isolation:
+        _default.stop()
+        _default = None
+    _isolation = mode
+
+
+def get_worker() -> Worker | InProcessWorker:
+    global _default  # noqa: PLW0603 - one default worker per process, by design
+    if _default is None:
+        _default = InProcessWorker() if _isolation == "inprocess" else Worker()
+    return _default
+
+
+@atexit.register
+def _shutdown() -> None:
+    if _default is not None:
+        _default.stop()

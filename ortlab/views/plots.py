@@ -1,0 +1,461 @@
+"""Plot layer: results to plotly figures. Figures are returned, never shown.
+
+The same figures serve notebooks (a returned ``go.Figure`` renders inline), the Lab and the HTML
+report. Model strings are HTML-escaped before they reach plotly, whose labels accept a subset of
+HTML.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.core.stats import NOISE_BAND
+from ortlab.views.render import esc
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.profiling import ProfileResult
+
+__all__ = ["benchmark_figure", "profile_figure"]
+
+# A categorical palette for execution providers, fixed so colours mean the same everywhere.
+PROVIDER_COLORS = {
+    "CPUExecutionProvider": "#4C78A8",
+    "CUDAExecutionProvider": "#54A24B",
+    "TensorrtExecutionProvider": "#76B7B2",
+    "OpenVINOExecutionProvider": "#F58518",
+    "DmlExecutionProvider": "#B279A2",
+    "CoreMLExecutionProvider": "#9D755D",
+    "QNNExecutionProvider": "#E45756",
+}
+_FALLBACK = ["#EECA3B", "#FF9DA6", "#BAB0AC", "#72B7B2", "#D67195"]
+
+
+def provider_color(provider: str, others: dict[str, str] | None = None) -> str:
+    if provider in PROVIDER_COLORS:
+        return PROVIDER_COLORS[provider]
+    pool = others if others is not None else {}
+    if provider not in pool:
+        pool[provider] = _FALLBACK[len(pool) % len(_FALLBACK)]
+    return pool[provider]
+
+
+# A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
+# and validate, which a Lab refresh (five figures) would feel.
+_AXIS = {"gridcolor": "#EBF0F8", "linecolor": "#EBF0F8", "zerolinecolor": "#EBF0F8",
+         "automargin": True}  # fmt: skip
+_TEMPLATE = {
+    "layout": {
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "font": {"color": "#2a3f5f"},
+        "colorway": ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3"],
+        "xaxis": _AXIS,
+        "yaxis": _AXIS,
+        "hoverlabel": {"align": "left"},
+    }
+}
+
+
+@functools.cache
+def template() -> Any:
+    """The figures' template, validated once (a dict would be re-validated per figure)."""
+    import plotly.graph_objects as go
+
+    return go.layout.Template(_TEMPLATE)
+
+
+def _layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01},
+        template=template(),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        **kw,
+    )
+    return fig
+
+
+def profile_figure(p: ProfileResult, kind: str = "op_type", **kwargs: Any) -> go.Figure:
+    builders = {
+        "op_type": _op_type_bar,
+        "provider": _sunburst,
+        "sunburst": _sunburst,
+        "treemap": _treemap,
+        "top": _top_nodes,
+        "timeline": _timeline,
+    }
+    if kind not in builders:
+        raise ValueError(f"Unknown profile plot {kind!r}; choose from {', '.join(builders)}.")
+    return builders[kind](p, **kwargs)
+
+
+def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.by_op_type().head(top).iloc[::-1]
+    fig = go.Figure()
+    for provider in dict.fromkeys(t["provider"]):
+        sub = t[t["provider"] == provider]
+        fig.add_bar(
+            y=[esc(x) for x in sub["op_type"]],
+            x=sub["median_per_run_us"],
+            orientation="h",
+            name=esc(provider.removesuffix("ExecutionProvider")),
+            marker_color=provider_color(provider),
+            customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
+            hovertemplate="%{y}: %{x:.1f} µs per run<br>%{customdata[0]} nodes, "
+            "%{customdata[1]:.1f}% of node time<extra>%{fullData.name}</extra>",
+        )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: time per op type (median µs per run, profiling on)",
+        barmode="stack",
+        height=max(300, 22 * len(t) + 120),
+        xaxis_title="µs per run",
+        legend_title="provider",
+    )
+
+
+def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[float], list[str]]:
+    nodes = p.by_node()
+    ids, labels, parents, values, colors = [], [], [], [], []
+    for provider, g_p in nodes.groupby("provider", sort=False):
+        pid = f"p:{provider}"
+        ids.append(pid)
+        labels.append(esc(str(provider).removesuffix("ExecutionProvider")))
+        parents.append("")
+        values.append(float(g_p["total_us"].sum()))
+        colors.append(provider_color(str(provider)))
+        for op_type, g_o in g_p.groupby("op_type", sort=False):
+            oid = f"{pid}/o:{op_type}"
+            ids.append(oid)
+            labels.append(esc(op_type))
+            parents.append(pid)
+            values.append(float(g_o["total_us"].sum()))
+            colors.append(provider_color(str(provider)))
+            for row in g_o.itertuples():
+                ids.append(f"{oid}/n:{row.node}")
+                labels.append(esc(row.node, 80))
+                parents.append(oid)
+                values.append(float(row.total_us))
+                colors.append(provider_color(str(provider)))
+    return ids, labels, parents, values, colors
+
+
+def _sunburst(p: ProfileResult) -> go.Figure:
+    import plotly.graph_objects as go
+
+    ids, labels, parents, values, _ = _hierarchy(p)
+    fig = go.Figure(
+        go.Sunburst(
+            ids=ids,
+            labels=labels,
+            parents=parents,
+            values=values,
+            branchvalues="total",
+            maxdepth=2,
+            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%} of node "
+            "time<extra></extra>",
+        )
+    )
+    return _layout(fig, f"{esc(p.model)}: provider → op type → node (click to zoom)", height=520)
+
+
+def _treemap(p: ProfileResult) -> go.Figure:
+    import plotly.graph_objects as go
+
+    ids, labels, parents, values, _ = _hierarchy(p)
+    fig = go.Figure(
+        go.Treemap(
+            ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
+            maxdepth=3,
+            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%}<extra></extra>",
+        )
+    )  # fmt: skip
+    return _layout(fig, f"{esc(p.model)}: provider → op type → node", height=520)
+
+
+def _top_nodes(p: ProfileResult, n: int = 20) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.top_nodes(n).iloc[::-1]
+    fig = go.Figure(
+        go.Bar(
+            y=[esc(x, 60) for x in t["node"]],
+            x=t["median_us"],
+            orientation="h",
+            marker_color=[provider_color(x) for x in t["provider"]],
+            customdata=np.stack(
+                [[esc(x) for x in t["op_type"]], t["share"] * 100, t["provider"]], axis=-1
+            ),
+            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>median %{x:.1f} µs, "
+            "%{customdata[1]:.1f}% of node time<extra></extra>",
+        )
+    )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: slowest {len(t)} nodes (median µs per call)",
+        height=max(300, 22 * len(t) + 120),
+        xaxis_title="µs",
+    )
+
+
+def _timeline(p: ProfileResult, run: int = 0) -> go.Figure:
+    import plotly.graph_objects as go
+
+    t = p.timeline(run)
+    fig = go.Figure()
+    for op_type in dict.fromkeys(t["op_type"]):
+        sub = t[t["op_type"] == op_type]
+        fig.add_bar(
+            base=sub["start_us"],
+            x=sub["dur_us"],
+            y=[esc(x.removesuffix("ExecutionProvider")) for x in sub["provider"]],
+            orientation="h",
+            name=esc(op_type),
+            customdata=[esc(x, 80) for x in sub["node"]],
+            hovertemplate="%{customdata}<br>start %{base:.0f} µs, %{x:.1f} µs"
+            "<extra>%{fullData.name}</extra>",
+        )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: timeline of run {run} (µs from run start, profiling on)",
+        barmode="overlay",
+        height=300,
+        xaxis_title="µs",
+        legend_title="op type",
+    )
+
+
+def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figure:
+    import plotly.graph_objects as go
+
+    ms = np.asarray(b.latencies_ns, dtype=np.float64) / 1e6
+    s = b.stats
+    label = esc(b.session_config.label())
+    if kind == "runs":
+        fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
+        fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")
+        return _layout(
+            fig, f"{esc(b.model)} [{label}]: latency per run", xaxis_title="run",
+            yaxis_title="ms", height=320,
+        )  # fmt: skip
+    if kind != "distribution":
+        raise ValueError(f"Unknown benchmark plot {kind!r}; choose 'distribution' or 'runs'.")
+    fig = go.Figure(go.Histogram(x=ms, nbinsx=min(60, max(10, ms.size // 4)), name="runs"))
+    marks = (("p50", s.p50_ms, "solid"), ("p90", s.p90_ms, "dash"), ("p99", s.p99_ms, "dot"))
+    # shapes and annotations in one go: add_vline() costs ~25 ms per line
+    fig.update_layout(
+        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": v, "x1": v, "y0": 0,
+                 "y1": 1, "line": {"dash": dash, "color": "#444", "width": 1}}
+                for _, v, dash in marks],
+        annotations=[{"x": v, "xref": "x", "y": 1 - 0.08 * i, "yref": "paper",
+                      "text": f"{name} {v:.3f} ms", "showarrow": False, "xanchor": "left"}
+                     for i, (name, v, _) in enumerate(marks)],
+    )  # fmt: skip
+    return _layout(
+        fig,
+        f"{esc(b.model)} [{label}]: latency over {s.count} runs",
+        xaxis_title="ms",
+        yaxis_title="runs",
+        height=320,
+        showlegend=False,
+    )
+
+
+def compare_figure(c: Any) -> go.Figure:
+    """Latency ratio (x) vs output error (y, 1 - cosine, log) with marker size = file size."""
+    import plotly.graph_objects as go
+
+    t = c.to_pandas()
+    err = [max(1 - (x if x is not None else 1.0), 1e-9) for x in t["cosine"]]
+    fig = go.Figure(
+        go.Scatter(
+            x=t["ratio"],
+            y=err,
+            mode="markers+text",
+            text=[esc(v) for v in t["variant"]],
+            textposition="top center",
+            marker={"size": [8 + 30 * s for s in t["size_ratio"]], "opacity": 0.7},
+            customdata=np.stack([t["file_mb"], t["p50_ms"]], axis=-1),
+            hovertemplate="%{text}<br>time ×%{x:.2f}<br>1 - cosine %{y:.2e}<br>"
+            "%{customdata[0]:.1f} MB, p50 %{customdata[1]:.2f} ms<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(c.model)}: time vs error vs size" + (
+        " (synthetic inputs)" if c.synthetic else ""
+    )
+    return _layout(
+        fig, title, xaxis_title="time ratio to fp32 (< 1 is faster)",
+        yaxis_title="1 - cosine (log)", yaxis_type="log", height=420,
+    )  # fmt: skip
+
+
+def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
+    """'candidates': time ratio to the baseline with its interval (>= 95 %) per candidate;
+    'threads': the intra-op threads / spinning sweep; 'pareto': time vs output error, marker
+    area = size."""
+    import plotly.graph_objects as go
+
+    if kind not in ("candidates", "threads", "pareto"):
+        raise ValueError(f"Unknown doctor plot {kind!r}; choose candidates, threads or pareto.")
+    t = d.candidates() if kind != "threads" else d.threads()
+    t = t[t["key"] != "baseline"] if kind != "threads" else t
+    labels = [esc(f"{k} ({s})" if kind == "candidates" else k) for k, s in
+              zip(t["key"], t.get("stage", t["key"]), strict=True)]  # fmt: skip
+    if kind == "pareto":
+        err = [max(1 - (1.0 if np.isnan(c) else c), 1e-9) for c in t["cosine"]]
+        fig = go.Figure(go.Scatter(
+            x=t["ratio"], y=err, mode="markers+text", text=labels, textposition="top center",
+            marker={"size": [8 + 3 * np.sqrt(mb) for mb in t["file_mb"]],
+                    "color": ["#E45756" if p else "#4C78A8" for p in t["pareto"]]},
+            hovertemplate="%{text}<br>time ×%{x:.3f}<br>1 - cosine %{y:.2e}<extra></extra>",
+        ))  # fmt: skip
+        fig.add_vline(x=1.0, line_dash="dot")
+        return _layout(fig, f"{esc(d.model)}: time vs output error (red: Pareto set)",
+                       xaxis_title="time ratio to baseline (< 1 is faster)",
+                       yaxis_title="1 - cosine (log)", yaxis_type="log", height=420)  # fmt: skip
+    colors = ["#54A24B" if hi < 1 - NOISE_BAND else "#E45756" if lo > 1 + NOISE_BAND else "#BAB0AC"
+              for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]  # fmt: skip
+    fig = go.Figure(go.Bar(
+        y=labels, x=t["ratio"], orientation="h", marker_color=colors,
+        error_x={"type": "data", "symmetric": False, "array": t["ci_high"] - t["ratio"],
+                 "arrayminus": t["ratio"] - t["ci_low"]},
+        hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
+    ))  # fmt: skip
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = ("intra-op threads and spinning: time ratio to the baseline" if kind == "threads"
+             else "each candidate: time ratio to the baseline, interval ≥ 95 % "
+                  "(green faster, red slower, grey within noise)")  # fmt: skip
+    return _layout(
+        fig,
+        f"{esc(d.model)}: {title}",
+        xaxis_title="time ratio (< 1 is faster)",
+        height=max(260, 28 * len(labels) + 90),
+        yaxis={"autorange": "reversed"},
+    )
+
+
+def optimization_figure(o: Any) -> go.Figure:
+    """Per optimization level: nodes left (bars) and time ratio to the first level with CI."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    titles = ("nodes after optimization", "time ratio to the first level (interval ≥ 95 %)")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
+    fig.add_trace(go.Bar(x=[lv.level for lv in o.levels], y=[lv.nodes for lv in o.levels],
+                         marker_color="#4C78A8", name="nodes"), row=1, col=1)  # fmt: skip
+    rows = o.latency_rows
+    if rows:
+        fig.add_trace(go.Scatter(
+            x=[r.level for r in rows], y=[r.ratio for r in rows], mode="markers",
+            marker={"size": 10, "color": "#F58518"}, name="time ratio",
+            error_y={"type": "data", "symmetric": False, "array": [r.high - r.ratio for r in rows],
+                     "arrayminus": [r.ratio - r.low for r in rows]},
+            customdata=[[esc(r.verdict, 300)] for r in rows],
+            hovertemplate="%{customdata[0]}<extra></extra>",
+        ), row=1, col=2)  # fmt: skip
+        fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
+    return _layout(
+        fig, f"{esc(o.model)}: what each optimization level does", height=340, showlegend=False
+    )
+
+
+def _bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw: Any) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=x, y=y, **kw))
+    return _layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
+
+
+def model_figure(s: Any) -> Any:
+    """The op-type histogram of a ModelSummary (subgraphs included)."""
+    ops = list(s.op_types.items())[:30]
+    return _bars(f"{esc(s.name)}: op types", [k for k, _ in ops], [v for _, v in ops],
+                 "op type", "nodes")  # fmt: skip
+
+
+def session_report_figure(r: Any) -> Any:
+    """Requested providers: loaded (green) or not (red), with ORT's reason on hover."""
+    why = {m.provider: m.reason for m in r.missing}
+    colors = ["#E45756" if p in why else "#54A24B" for p in r.requested]
+    return _bars("requested execution providers", r.requested, [1] * len(r.requested),
+                 "provider", "", marker_color=colors,
+                 hovertext=[why.get(p, "loaded") for p in r.requested])  # fmt: skip
+
+
+def placement_figure(pl: Any) -> Any:
+    """Original nodes and measured time per execution provider."""
+    from plotly.subplots import make_subplots
+
+    t = pl.summary()
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("original nodes", "time per run (µs)"))
+    import plotly.graph_objects as go
+
+    colors = [provider_color(p) for p in t["provider"]]
+    fig.add_trace(go.Bar(x=t["provider"], y=t["nodes"], marker_color=colors), 1, 1)
+    fig.add_trace(go.Bar(x=t["provider"], y=t["us_per_run"], marker_color=colors), 1, 2)
+    return _layout(fig, f"{esc(pl.model)}: where each node runs", showlegend=False, height=380)
+
+
+def error_figure(e: Any) -> Any:
+    """SQNR per tensor in graph order: where the quantization error grows."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(
+        x=list(range(len(e.tensors))), y=[t.sqnr_db for t in e.tensors], mode="lines+markers",
+        text=[f"{t.node} ({t.op_type})" for t in e.tensors],
+        hovertemplate="%{text}<br>%{y:.1f} dB<extra></extra>",
+    ))  # fmt: skip
+    title = f"{esc(e.model)} vs {esc(e.variant)}: SQNR per tensor"
+    return _layout(fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB",
+                   height=380)  # fmt: skip
+
+
+def config_comparison_figure(c: Any) -> Any:
+    """Time ratio to the first config with its interval."""
+    import plotly.graph_objects as go
+
+    rows = c.rows
+    fig = go.Figure(go.Scatter(
+        x=[r.ratio for r in rows], y=[r.label for r in rows], mode="markers",
+        error_x={"type": "data", "symmetric": False,
+                 "array": [max(r.high - r.ratio, 0) for r in rows],
+                 "arrayminus": [max(r.ratio - r.low, 0) for r in rows]},
+        text=[r.verdict for r in rows], hovertemplate="%{text}<extra></extra>",
+    ))  # fmt: skip
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(c.model)}: time ratio to the first config"
+    return _layout(fig, title, xaxis_title="time ratio (< 1 is faster)",
+                   height=120 + 40 * len(rows))  # fmt: skip
+
+
+def transformer_figure(t: Any) -> Any:
+    """Fused operators the transformers optimizer produced."""
+    ops = [(k, v) for k, v in t.fused_operators.items() if v]
+    return _bars("fused operators", [k for k, _ in ops], [v for _, v in ops], "operator", "count")
+
+
+def whatif_figure(w: Any) -> Any:
+    """Predicted nodes on each target vs on the CPU (stacked bars); targets with no
+    prediction (unknown, failed) are listed with an empty bar."""
+    import plotly.graph_objects as go
+
+    t = w.summary()
+    labels = [f"{r.target} ({r.evidence})" for r in t.itertuples()]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=labels, y=t["on_target"], name="on target",
+                         marker_color="#F58518"))  # fmt: skip
+    fig.add_trace(go.Bar(x=labels, y=t["on_cpu"], name="CPU",
+                         marker_color=provider_color("CPUExecutionProvider")))  # fmt: skip
+    fig.add_trace(go.Bar(x=labels, y=t["removed"], name="removed before partitioning",
+                         marker_color="#BAB0AC"))  # fmt: skip
+    fig.update_layout(barmode="stack")
+    return _layout(fig, f"{esc(w.model)}: where it would run (predicted)",
+                   yaxis_title="original nodes", height=380)  # fmt: skip

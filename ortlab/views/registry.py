@@ -1,0 +1,67 @@
+"""Registers every built-in renderer with :mod:`ortlab.core.display`: one line per (result
+type, format). ``import ortlab`` imports this module, so any result shows itself in a notebook
+(``_repr_html_``), a terminal (``to_text``) and a figure (``plot``) without the result's module
+ever importing a view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
+from ortlab.analysis.compare import CompareResult
+from ortlab.analysis.optimization import OptimizationResult
+from ortlab.analysis.placement import PlacementResult
+from ortlab.analysis.profiling import ProfileResult
+from ortlab.analysis.quant_error import ErrorResult
+from ortlab.analysis.transformer_opt import TransformerOptResult
+from ortlab.analysis.whatif import WhatIfResult
+from ortlab.core.config import SessionConfig
+from ortlab.core.display import register
+from ortlab.core.model import ModelSummary
+from ortlab.diagnosis.doctor import DoctorResult
+from ortlab.engine.session import SessionReport
+from ortlab.views import plots, render, report, snippet
+
+RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
+    (ModelSummary, "html", render.model_summary_html),
+    (ModelSummary, "text", render.model_summary_text),
+    (ModelSummary, "plot", plots.model_figure),
+    (SessionReport, "html", render.session_report_html),
+    (SessionReport, "text", render.session_report_text),
+    (SessionReport, "plot", plots.session_report_figure),
+    (BenchmarkResult, "html", render.benchmark_html),
+    (BenchmarkResult, "text", render.benchmark_text),
+    (BenchmarkResult, "plot", plots.benchmark_figure),
+    (ConfigComparison, "html", render.config_comparison_html),
+    (ConfigComparison, "text", render.config_comparison_text),
+    (ConfigComparison, "plot", plots.config_comparison_figure),
+    (ProfileResult, "html", render.profile_html),
+    (ProfileResult, "text", render.profile_text),
+    (ProfileResult, "plot", plots.profile_figure),
+    (PlacementResult, "html", render.placement_html),
+    (PlacementResult, "text", render.placement_text),
+    (PlacementResult, "plot", plots.placement_figure),
+    (OptimizationResult, "html", render.optimization_html),
+    (OptimizationResult, "text", render.optimization_text),
+    (OptimizationResult, "plot", plots.optimization_figure),
+    (TransformerOptResult, "html", render.transformer_html),
+    (TransformerOptResult, "text", render.transformer_text),
+    (TransformerOptResult, "plot", plots.transformer_figure),
+    (CompareResult, "html", render.compare_html),
+    (CompareResult, "text", render.compare_text),
+    (CompareResult, "plot", plots.compare_figure),
+    (ErrorResult, "html", render.error_html),
+    (ErrorResult, "text", render.error_text),
+    (ErrorResult, "plot", plots.error_figure),
+    (WhatIfResult, "html", render.whatif_html),
+    (WhatIfResult, "text", render.whatif_text),
+    (WhatIfResult, "plot", plots.whatif_figure),
+    (DoctorResult, "html", report.doctor_html),
+    (DoctorResult, "text", report.doctor_text),
+    (DoctorResult, "plot", plots.doctor_figure),
+    (SessionConfig, "snippet", snippet.config_snippet),
+]
+
+for _cls, _fmt, _fn in RENDERERS:
+    register(_cls, _fmt, _fn)

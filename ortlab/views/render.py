@@ -1,0 +1,636 @@
+"""Renderers: results to HTML and terminal text. Pure functions, no UI library.
+
+Every string that comes from a model (node, tensor, op, domain and metadata names) goes through
+:func:`esc` for HTML and :func:`safe_text` for terminals: it is shown as text, never interpreted
+as markup or as terminal control sequences.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortlab.core.cache import cache_dir
+from ortlab.core.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.core.model import ModelSummary
+    from ortlab.engine.session import SessionReport
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_MAX_CELL = 200
+
+
+def safe_text(value: object, limit: int = _MAX_CELL) -> str:
+    """Text for a terminal: control characters (ANSI escapes, bidi overrides) made visible."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def esc(value: object, limit: int = _MAX_CELL) -> str:
+    """HTML-escaped text (quotes included), control characters made visible, length capped."""
+    return html.escape(safe_text(value, limit), quote=True)
+
+
+# ---------------------------------------------------------------- data inside <script>
+
+# In a <script> element the HTML parser ends the element at "</script" and changes state at
+# "<!--", whatever JavaScript would make of the text; U+2028/U+2029 end a line in pre-ES2019
+# JavaScript. Escaped as \uXXXX these characters mean the same inside JSON strings (the only
+# place JSON can hold them), so the value is unchanged and the parser never sees markup.
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is inert inside an HTML ``<script>`` element.
+
+    The one way ortlab puts data into a script: every page it writes (graph ``to_html``, the
+    report) embeds JSON through this. Non-finite floats become ``null`` so the text is valid
+    for ``JSON.parse`` as well as a JavaScript literal."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), allow_nan=False)
+    return _SCRIPT_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def csp_hash(script: str) -> str:
+    """The Content-Security-Policy source (``'sha256-…'``) that allows exactly this inline
+    script text (the characters between ``<script…>`` and ``</script>``) and nothing else."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def inline_script(script: str, attrs: str = "") -> str:
+    """A ``<script>`` element for trusted code ortlab wrote (model data goes in through
+    :func:`script_json` only). Refuses text the HTML parser would not hand to the script
+    whole, so its :func:`csp_hash` is the hash the browser computes."""
+    if re.search(r"</script|<!--|\r|\x00", script, flags=re.IGNORECASE):
+        raise ValueError(
+            "Script text contains '</script', '<!--', CR or NUL: the HTML parser would split "
+            "or rewrite it and its CSP hash would not match. Embed data with script_json()."
+        )
+    return f"<script{attrs}>{script}</script>"
+
+
+def private_path_patterns() -> list[str]:
+    """Folders a shared page must not reveal: ortlab's cache and the user's home directory
+    (longest first, so the cache inside the home is named as the cache)."""
+    folders = {str(cache_dir()), str(Path.home())}
+    return sorted((f for f in folders if f not in ("", "/")), key=len, reverse=True)
+
+
+def inputs_html(what: str, shapes: str | None, synthetic: bool | None) -> str:
+    """One line next to a timing or accuracy figure: whether its inputs were synthetic and the
+    shapes it was measured at (``None``: the result does not record it, and the line says so)."""
+    kind = {
+        True: "synthetic inputs (seeded random values, not your data)",
+        False: "inputs you gave",
+        None: "inputs (synthetic or given: not recorded in this result)",
+    }[synthetic]
+    where = f"shapes {esc(shapes, 1000)}" if shapes else "shapes not recorded in this result"
+    cls = "ortlab-inputs ortlab-warn" if synthetic else "ortlab-inputs"
+    return f'<div class="{cls}">{esc(what)}: measured on {kind} · {where}</div>'
+
+
+def redact_paths(text: str) -> str:
+    """``text`` (plain or HTML-escaped) with ortlab's cache folder shown as ``[ortlab cache]``
+    and the home directory as ``~``: a report travels to other people and machines."""
+    cache = str(cache_dir())
+    for folder in private_path_patterns():
+        label = "[ortlab cache]" if folder == cache else "~"  # no markup, no regex escapes
+        text = re.sub(re.escape(folder) + r"(?=[/\\\s'\"),;:<&]|$)", label, text)
+    return text
+
+
+# ---------------------------------------------------------------- generic tables
+
+_STYLE = (
+    "<style>.ortlab-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
+    ".ortlab-t th,.ortlab-t td{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
+    ".ortlab-t td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".ortlab-warn{color:#a40;font-weight:600}</style>"
+)
+
+
+def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{esc(_num(c))}</td>' if _is_num(c) else f"<td>{esc(c)}</td>"
+            for c in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f'<table class="ortlab-t"><tr>{head}</tr>{body}</table>'
+
+
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[safe_text(h) for h in headers]] + [
+        [safe_text(_num(c)) if _is_num(c) else safe_text(c, 60) for c in row] for row in rows
+    ]
+    numeric = [[False] * len(headers)] + [[_is_num(c) or _is_pct(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for row, nums in zip(cells, numeric, strict=True):
+        lines.append(
+            "  ".join(
+                c.rjust(w) if num else c.ljust(w)
+                for c, w, num in zip(row, widths, nums, strict=True)
+            ).rstrip()
+        )
+        if len(lines) == 1:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _is_pct(v: Any) -> bool:
+    """Percentages we format ourselves ("12.5%") align like numbers."""
+    return isinstance(v, str) and bool(re.fullmatch(r"-?\d+(\.\d+)?%", v))
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, int):
+        return f"{v:,}"
+    if math.isnan(v):
+        return "nan"
+    if abs(v) >= 100:
+        return f"{v:,.1f}"
+    return f"{v:.3f}"
+
+
+# ---------------------------------------------------------------- model summary
+
+
+def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
+    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in s.opsets.items())
+    rows = [
+        ("file", f"{s.path} ({fmt_bytes(s.file_bytes)})"),
+        ("IR version", str(s.ir_version)),
+        ("opsets", opsets),
+        ("producer", s.producer or "—"),
+        ("nodes", f"{s.node_count:,}" + (
+            f" ({s.node_count_total:,} with {s.subgraph_count} control-flow subgraphs)"
+            if s.node_count_total != s.node_count else ""
+        )),
+        ("initializers", f"{s.initializer_count:,} ({fmt_bytes(s.initializer_bytes)}"
+         + (f", {fmt_bytes(s.external_data_bytes)} external" if s.external_data_bytes else "")
+         + ")"),
+    ]  # fmt: skip
+    if s.initializers_as_inputs:
+        rows.append(
+            (
+                "warning",
+                f"{s.initializers_as_inputs} initializers are also graph inputs: ORT will not "
+                "fold or fuse them (IR >= 4)"
+                if s.ir_version >= 4
+                else f"{s.initializers_as_inputs} initializers listed as inputs (IR < 4: fine)",
+            )
+        )
+    return rows
+
+
+def _io_rows(s: ModelSummary) -> list[tuple[str, str, str, str]]:
+    return [("input", t.name, t.dtype, t.shape_text()) for t in s.inputs] + [
+        ("output", t.name, t.dtype, t.shape_text()) for t in s.outputs
+    ]
+
+
+def model_summary_html(s: ModelSummary) -> str:
+    ops = list(s.op_types.items())
+    top = ", ".join(f"{esc(k)} {v}" for k, v in ops[:12]) + (" …" if len(ops) > 12 else "")
+    problems = "".join(f'<div class="ortlab-warn">⚠ {esc(p, 2000)}</div>' for p in s.problems)
+    return (
+        f"{_STYLE}<div class='ortlab-summary'><b>{esc(s.name)}</b>{problems}"
+        + table_html(["", ""], _summary_rows(s))
+        + table_html(["role", "name", "dtype", "shape"], _io_rows(s))
+        + f"<div><b>op types</b>: {top}</div></div>"
+    )
+
+
+def model_summary_text(s: ModelSummary) -> str:
+    lines = [f"Model {safe_text(s.name)}"]
+    lines += [f"  {k:<13} {safe_text(v, 300)}" for k, v in _summary_rows(s)]
+    lines.append("")
+    lines.append(table_text(["role", "name", "dtype", "shape"], _io_rows(s)))
+    lines.append("")
+    lines.append("op types: " + ", ".join(f"{safe_text(k, 60)} {v}" for k, v in s.op_types.items()))
+    lines += [f"WARNING: {safe_text(p, 2000)}" for p in s.problems]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- session report
+
+
+def report_lines(r: SessionReport) -> list[str]:
+    lines = [f"providers: requested {r.requested}, active {r.active}"]
+    lines += [f"FALLBACK: {m.provider} did not load. {m.reason}" for m in r.missing]
+    lines += [f"note: {n}" for n in r.notes]
+    lines += [f"auto: {a}" for a in r.auto_reasons]
+    return [safe_text(x, 2000) for x in lines]
+
+
+def _report_html(r: SessionReport) -> str:
+    out = "".join(
+        f'<div class="ortlab-warn">⚠ {esc(m.provider)} did not load: {esc(m.reason, 2000)}</div>'
+        for m in r.missing
+    )
+    out += "".join(f"<div>ℹ {esc(n, 2000)}</div>" for n in r.notes)
+    return out + (
+        f"<div>runs on <b>{esc(', '.join(r.active))}</b> · ORT {esc(r.ort_version)} · "
+        f"session created in {r.create_ms:.1f} ms</div>"
+    )
+
+
+# ---------------------------------------------------------------- benchmark
+
+
+def _stats_rows(b: BenchmarkResult) -> list[tuple[str, float]]:
+    s = b.stats
+    return [
+        ("p50", s.p50_ms), ("p90", s.p90_ms), ("p95", s.p95_ms), ("p99", s.p99_ms),
+        ("mean", s.mean_ms), ("std", s.std_ms), ("min", s.min_ms), ("max", s.max_ms),
+    ]  # fmt: skip
+
+
+def benchmark_text(b: BenchmarkResult) -> str:
+    s = b.stats
+    lines = [
+        f"Benchmark {safe_text(b.model)} [{b.session_config.label()}]: {s.count} runs after "
+        f"{b.warmup} warm-up, profiling off",
+        table_text(["stat", "ms"], _stats_rows(b)),
+        f"throughput: {s.throughput_per_s:,.1f} runs/s",
+        f"feeds: {safe_text(b.feeds, 500)}",
+        *report_lines(b.report),
+    ]
+    return "\n".join(lines)
+
+
+def benchmark_html(b: BenchmarkResult) -> str:
+    s = b.stats
+    return (
+        f"{_STYLE}<div><b>{esc(b.model)}</b> · {esc(b.session_config.label())} · {s.count} "
+        f"runs (+{b.warmup} warm-up) · {s.throughput_per_s:,.1f} runs/s</div>"
+        + table_html(["stat", "ms"], _stats_rows(b))
+        + f"<div>feeds: {esc(b.feeds, 500)}</div>"
+        + _report_html(b.report)
+    )
+
+
+# ---------------------------------------------------------------- profile
+
+
+def _profile_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
+    t = p.by_node().head(top)
+    headers = ["node", "op_type", "provider", "median µs", "total µs", "share"]
+    rows = [
+        [r.node, r.op_type, r.provider, float(r.median_us), float(r.total_us), f"{r.share:.1%}"]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
+    t = p.by_op_type()
+    headers = ["op_type", "provider", "nodes", "median µs/run", "share"]
+    rows = [
+        [r.op_type, r.provider, int(r.nodes), float(r.median_per_run_us), f"{r.share:.1%}"]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def profile_text(p: ProfileResult, top: int = 15) -> str:
+    import numpy as np
+
+    med = float(np.median(p.data.run_us)) / 1e3 if p.data.run_us else float("nan")
+    parts = [
+        f"Profile {safe_text(p.model)}: {len(p.data.node)} nodes, {p.runs} runs, median run "
+        f"{med:.3f} ms (profiling on), session init {p.data.session_init_us / 1e3:.1f} ms",
+        "",
+        "By op type:",
+        table_text(*_op_rows(p)),
+        "",
+        f"Top {top} nodes:",
+        table_text(*_profile_rows(p, top)),
+    ]
+    if p.report is not None:
+        parts += ["", *report_lines(p.report)]
+    parts += ["", *(f"note: {n}" for n in p.notes[:1])]
+    return "\n".join(parts)
+
+
+def profile_html(p: ProfileResult, top: int = 15) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · {p.runs} runs · "
+        f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
+        + table_html(*_op_rows(p))
+        + table_html(*_profile_rows(p, top))
+        + (_report_html(p.report) if p.report else "")
+        + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
+    )
+
+
+# ---------------------------------------------------------------- reproducibility
+
+
+# ---------------------------------------------------------------- placement
+
+
+def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["provider", "nodes", "node share", "partitions", "µs/run", "time share"]
+    rows = [
+        [r.provider, int(r.nodes), f"{r.node_share:.0%}", int(r.partitions),
+         float(r.us_per_run), f"{r.time_share:.0%}"]
+        for r in pl.summary().itertuples()
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+    headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run"]
+    rows = [
+        [p.partition, p.provider + (" (compiled)" if p.compiled else ""), len(p.original_nodes),
+         ", ".join(p.inputs[:4]) + (" …" if len(p.inputs) > 4 else ""),
+         ", ".join(p.outputs[:4]) + (" …" if len(p.outputs) > 4 else ""), float(p.us_per_run)]
+        for p in pl.partition_rows[:limit]
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+    headers = ["tensor", "from", "to", "bytes"]
+    rows = [
+        [b.tensor, f"{b.producer} ({b.producer_provider.removesuffix('ExecutionProvider')})",
+         f"{b.consumer} ({b.consumer_provider.removesuffix('ExecutionProvider')})", b.bytes]
+        for b in pl.boundary_rows[:limit]
+    ]  # fmt: skip
+    return headers, rows
+
+
+def placement_text(pl: Any) -> str:
+    parts = [
+        f"Placement of {safe_text(pl.model)} ({pl.runs} profiled runs; final graph from "
+        f"{pl.final_source})",
+        table_text(*_placement_summary_rows(pl)),
+        "",
+        f"Partitions ({len(pl.partition_rows)}):",
+        table_text(*_partition_rows(pl)),
+        "",
+        f"EP boundaries ({len(pl.boundary_rows)}):",
+        table_text(*_boundary_rows(pl)) if pl.boundary_rows else "  none: one EP runs it all",
+        "",
+        *report_lines(pl.report),
+    ]
+    return "\n".join(parts)
+
+
+def placement_html(pl: Any) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement · {pl.runs} profiled runs</div>"
+        + table_html(*_placement_summary_rows(pl))
+        + f"<div><b>Partitions</b> ({len(pl.partition_rows)})</div>"
+        + table_html(*_partition_rows(pl))
+        + f"<div><b>EP boundaries</b> ({len(pl.boundary_rows)})</div>"
+        + (table_html(*_boundary_rows(pl)) if pl.boundary_rows else "<div>none</div>")
+        + _report_html(pl.report)
+    )
+
+
+# ---------------------------------------------------------------- optimization
+
+
+def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
+    lat = {r.level: r for r in o.latency_rows}
+    headers = ["level", "nodes", "fusions", "p50 ms", "vs first level", "verdict"]
+    rows = []
+    for lv in o.levels:
+        r = lat.get(lv.level)
+        fusions = sum(1 for g in lv.groups if g.kind == "fused")
+        rows.append([
+            lv.level, lv.nodes, fusions,
+            float(r.p50_ms) if r else "—",
+            f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]" if r else "—",
+            _short_verdict(r.verdict) if r else "not timed",
+        ])  # fmt: skip
+    return headers, rows
+
+
+def _short_verdict(text: str) -> str:
+    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon."""
+    return text.split(":", maxsplit=1)[0]
+
+
+def optimization_text(o: Any) -> str:
+    parts = [
+        f"Graph optimization of {safe_text(o.model)}: {o.original_nodes} original nodes",
+        table_text(*_opt_rows(o)),
+    ]
+    for lv in o.levels:
+        if lv.fired:
+            parts.append(f"{lv.level}: fired " + ", ".join(f"{k}" for k in lv.fired))
+    parts += [f"BLOCKER: {safe_text(b, 2000)}" for b in o.blockers]
+    return "\n".join(parts)
+
+
+def optimization_html(o: Any) -> str:
+    blockers = "".join(f'<div class="ortlab-warn">⚠ {esc(b, 2000)}</div>' for b in o.blockers)
+    fired = "".join(
+        f"<div><b>{esc(lv.level)}</b>: {esc(', '.join(lv.fired), 2000)}</div>"
+        for lv in o.levels
+        if lv.fired
+    )
+    return (
+        f"{_STYLE}<div><b>{esc(o.model)}</b> · {o.original_nodes} original nodes</div>"
+        + blockers
+        + table_html(*_opt_rows(o))
+        + fired
+    )
+
+
+# ---------------------------------------------------------------- quantization comparison
+
+
+def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["variant", "MB", "size", "p50 ms", "time vs fp32", "cosine", "SQNR dB", "top-1",
+               "quantized kernels"]  # fmt: skip
+    rows = []
+    for r in c.to_pandas().itertuples():
+        rows.append([
+            r.variant, float(r.file_mb), f"{r.size_ratio:.2f}x", float(r.p50_ms),
+            f"{r.ratio:.2f}x [{r.ci_low:.2f}, {r.ci_high:.2f}]",
+            "—" if r.cosine is None else f"{r.cosine:.5f}",
+            "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
+            "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
+            r.quantized_kernels or "none",
+        ])  # fmt: skip
+    return headers, rows
+
+
+def compare_text(c: Any) -> str:
+    mark = "  ACCURACY FROM SYNTHETIC INPUTS (random data): " if c.synthetic else "  "
+    parts = [
+        f"Variants of {safe_text(c.model)}; errors on {safe_text(c.eval_data)}",
+        table_text(*_compare_rows(c)),
+        mark + "time ratios are paired over interleaved rounds, 95 % CI in brackets",
+    ]
+    parts += [f"  {r.variant}: {r.verdict}" for r in c.rows[1:]]
+    parts += [f"WHY {s.variant}: {s.signal} — {s.evidence}. Fix: {s.fix}" for s in c.signals]
+    return "\n".join(safe_text(p, 5000) for p in parts)
+
+
+def compare_html(c: Any) -> str:
+    warn = (
+        '<div class="ortlab-warn">Accuracy figures come from synthetic (random) inputs.</div>'
+        if c.synthetic
+        else ""
+    )
+    signals = "".join(
+        f"<li><b>{esc(s.variant)}</b>: {esc(s.signal)} — {esc(s.evidence, 1000)}. "
+        f"<i>Fix:</i> {esc(s.fix, 1000)}</li>"
+        for s in c.signals
+    )
+    return (
+        f"{_STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
+        + warn
+        + table_html(*_compare_rows(c))
+        + (f"<ul>{signals}</ul>" if signals else "")
+    )
+
+
+# ---------------------------------------------------------------- the other result types
+
+
+def session_report_text(r: SessionReport) -> str:
+    return "\n".join([repr(r), *(f"  {line}" for line in report_lines(r))])
+
+
+def session_report_html(r: SessionReport) -> str:
+    return _report_html(r)
+
+
+def config_comparison_text(c: Any) -> str:
+    rows = [[r.label, r.p50_ms, f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]", r.verdict]
+            for r in c.rows]  # fmt: skip
+    return f"{safe_text(c.model)}\n" + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
+
+
+def config_comparison_html(c: Any) -> str:
+    rows = [[r.label, r.p50_ms, f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]", r.verdict]
+            for r in c.rows]  # fmt: skip
+    return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
+
+
+def transformer_text(t: Any) -> str:
+    lines = [repr(t)]
+    lines += [f"  {k}: {v}" for k, v in t.found.items()]
+    if t.reason:
+        lines.append(f"  why attention did not fuse: {t.reason}")
+    return "\n".join(lines)
+
+
+def transformer_html(t: Any) -> str:
+    return f"<pre>{esc(transformer_text(t), 20000)}</pre>"
+
+
+def _error_rows(e: Any, n: int) -> tuple[list[str], list[list[Any]]]:
+    worst = sorted(e.tensors, key=lambda t: t.sqnr_db)[:n]
+    head = ["tensor", "node", "op", "SQNR dB", "cosine", "max |err|"]
+    return head, [[t.tensor, t.node, t.op_type, t.sqnr_db, t.cosine, t.max_abs] for t in worst]
+
+
+def error_text(e: Any, top: int = 15) -> str:
+    head, rows = _error_rows(e, top)
+    mark = " (SYNTHETIC inputs)" if e.synthetic else ""
+    return (f"{safe_text(e.model)} vs {safe_text(e.variant)}: {len(e.tensors)} tensors on "
+            f"{safe_text(e.samples)}{mark}; worst first\n" + table_text(head, rows))  # fmt: skip
+
+
+def error_html(e: Any, top: int = 15) -> str:
+    head, rows = _error_rows(e, top)
+    mark = " <b>(synthetic inputs)</b>" if e.synthetic else ""
+    return (f"<b>{esc(e.model)}</b> vs <b>{esc(e.variant)}</b>: {len(e.tensors)} tensors on "
+            f"{esc(e.samples)}{mark}; worst first" + table_html(head, rows))  # fmt: skip
+
+
+# ---------------------------------------------------------------- what-if
+
+
+def _whatif_rows(w: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["target", "evidence", "on target", "on CPU", "removed", "partitions", "seconds"]
+    rows = []
+    for t in w.summary().itertuples():
+        predicted = t.evidence in ("compiled", "rules", "measured")
+        rows.append([
+            t.target, t.evidence, int(t.on_target) if predicted else "-",
+            int(t.on_cpu) if predicted else "-", int(t.removed) if predicted else "-",
+            int(t.partitions) if predicted else "-", round(float(t.seconds), 2),
+        ])  # fmt: skip
+        if t.before >= 0:
+            rows[-1][2] = f"{t.before} → {int(t.on_target)}" if predicted else "-"
+    return headers, rows
+
+
+def _whatif_reason_rows(w: Any, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
+    r = w.reasons()
+    rows = [
+        [x.target, x.reason, int(x.nodes), x.examples, x.fix] for x in r.head(limit).itertuples()
+    ]
+    return ["target", "reason", "nodes", "examples", "fix"], rows
+
+
+def _whatif_target_notes(w: Any) -> list[str]:
+    return [f"{t.target}: {t.reason}" for t in w.targets if t.evidence in ("unknown", "failed")]
+
+
+def whatif_text(w: Any, top: int = 20) -> str:
+    before = " (on target: before → after fixing the shapes)" if w.before else ""
+    parts = [
+        f"What-if for {safe_text(w.model)} at {safe_text(w.feeds, 300)}{before}",
+        table_text(*_whatif_rows(w)),
+        "",
+        "Why nodes fall back:",
+        table_text(*_whatif_reason_rows(w, top)),
+        "",
+        *(safe_text(n, 600) for n in _whatif_target_notes(w)),
+        *(safe_text(n, 600) for n in w.notes),
+    ]
+    return "\n".join(parts)
+
+
+def whatif_html(w: Any, top: int = 20) -> str:
+    notes = "".join(f"<div>{esc(n, 600)}</div>" for n in [*_whatif_target_notes(w), *w.notes])
+    before = " · on target: before → after fixing the shapes" if w.before else ""
+    return (
+        f"{_STYLE}<div><b>{esc(w.model)}</b> · what-if (predicted, not measured) at "
+        f"{esc(w.feeds, 300)}{before}</div>"
+        + table_html(*_whatif_rows(w))
+        + "<div><b>Why nodes fall back</b></div>"
+        + table_html(*_whatif_reason_rows(w, top))
+        + notes
+    )

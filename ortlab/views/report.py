@@ -1,0 +1,408 @@
+"""The HTML report: one self-contained file (plotly bundled, no network) with the model summary,
+placement, optimization diff, profile charts, quantization comparison, the doctor's findings
+and the environment the results were measured on. Also the doctor's own text/HTML renderers.
+
+Every string from the model goes through :func:`ortlab.views.render.esc` (HTML) or
+:func:`ortlab.views.render.script_json` (figure data, in non-executed JSON blocks). The page's
+Content-Security-Policy allows no network and exactly two scripts, by their sha256 hashes:
+plotly.js and the loader that draws the figures; a missed escape could not run. Paths to
+ortlab's cache and the home directory are never shown: the report travels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ortlab.analysis.benchmark import environment
+from ortlab.analysis.optimization import optimization_diff
+from ortlab.analysis.profiling import profile as run_profile
+from ortlab.core.cache import cache_dir
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.machine import cpu_flags
+from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.runtime import devices
+from ortlab.core.stats import MIN_ROUNDS
+from ortlab.engine.calls import as_config, prepare
+from ortlab.views import plots
+from ortlab.views.render import (
+    _STYLE,
+    _report_html,
+    benchmark_html,
+    compare_html,
+    csp_hash,
+    esc,
+    inline_script,
+    inputs_html,
+    model_summary_html,
+    optimization_html,
+    placement_html,
+    profile_html,
+    redact_paths,
+    safe_text,
+    script_json,
+    table_html,
+)
+
+__all__ = ["best_snippet", "doctor_html", "doctor_text", "report", "report_html"]
+
+_CSP = (
+    "default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
+    "font-src data:; base-uri 'none'; form-action 'none'"
+)
+
+# Draws every figure from its JSON block (data, never executed): the only script besides
+# plotly.js, so the CSP can name both by hash.
+_LOADER = """
+for (const block of document.querySelectorAll("script.ortlab-figure")) {
+  const fig = JSON.parse(block.textContent);
+  const div = document.createElement("div");
+  div.className = "ortlab-plot";
+  block.after(div);
+  Plotly.newPlot(div, fig.data, fig.layout, { displaylogo: false, responsive: true });
+}
+"""
+
+
+# ---------------------------------------------------------------------- doctor renderers
+
+
+def doctor_text(d: Any) -> str:
+    lines = [f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
+             f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
+             f"{d.elapsed_s:.0f} s ({d.rounds} rounds x {d.runs} runs, interleaved)"]  # fmt: skip
+    for i, f in enumerate(d.findings, 1):
+        lines += [
+            f"{i}. [{f.severity}] {safe_text(f.title, 300)}",
+            f"   evidence: {safe_text(f.evidence, 2000)}",
+            f"   fix: {safe_text(f.fix, 2000)}",
+            f"   gain: {safe_text(f.gain, 500)}",
+            f"   code: {safe_text(f.code, 500)}",
+        ]
+    lines.append(f"BEST: {d.best.variant} · {d.best.session_config.label()} — {d.best.verdict}")
+    if d.stages:
+        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
+    lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
+    return "\n".join(lines)
+
+
+def doctor_html(d: Any, model_file: str | None = None) -> str:
+    """The doctor's findings, best and candidates. With ``model_file`` (the report) the best's
+    snippet loads that file name instead of the path on the measuring machine."""
+    items = (
+        "".join(
+            f"<li><b>[{esc(f.severity)}] {esc(f.title, 300)}</b>"
+            f"<div>Evidence: {esc(f.evidence, 2000)}</div><div>Fix: {esc(f.fix, 2000)}</div>"
+            f"<div>Measured: <b>{esc(f.gain, 500)}</b></div>"
+            f"<pre style='margin:2px 0;background:#f6f6f6'>{esc(f.code, 1000)}</pre></li>"
+            for f in d.findings
+        )
+        or "<li>No findings: nothing the doctor checks for is wrong with this session.</li>"
+    )
+    cand = [[m.key, m.label, m.p50_ms, f"{m.ratio:.3f} [{m.low:.3f}, {m.high:.3f}]",
+             "—" if m.cosine != m.cosine else f"{m.cosine:.5f}", m.stage]
+            for m in d.measured]  # fmt: skip
+    notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
+    snippet = d.best.snippet() if model_file is None else best_snippet(d.best, model_file)
+    return (
+        f"{_STYLE}<div class='ortlab-doctor'><div><b>{esc(d.model)}</b> · baseline p50 "
+        f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
+        f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
+        f"<div><b>Best verified</b>: {esc(d.best.variant)} · "
+        f"{esc(d.best.session_config.label())} — {esc(d.best.verdict, 500)}</div>"
+        f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
+        + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
+        + notes
+        + "</div>"
+    )
+
+
+def best_snippet(best: Any, model_file: str) -> str:
+    """The best configuration as plain onnxruntime loading ``model_file`` (a name the reader
+    knows); a model variant gets its own file name and a comment saying how to rebuild it."""
+    head = [f"# ortlab doctor: best verified configuration ({best.verdict})"]
+    path: str = model_file
+    if best.variant != "original":
+        path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"
+        head.append(f"# {path}: the model variant {best.variant!r} of {model_file} (it stays in "
+                    f"ortlab's cache on the machine that measured it); rebuild it from "
+                    f"{model_file} with:")  # fmt: skip
+        head += [f"#   {step}" for step in best.steps] or ["#   (steps not recorded)"]
+    return "\n".join(head) + "\n" + str(best.session_config.snippet(path))
+
+
+# ---------------------------------------------------------------------- the report
+
+
+def _figure_html(fig: Any) -> str:
+    """The figure as a JSON data block the loader draws (never executed itself)."""
+    import plotly.io as pio
+
+    data = json.loads(pio.to_json(fig, validate=False))
+    return f'<script type="application/json" class="ortlab-figure">{script_json(data)}</script>'
+
+
+def _model_file(m: Any) -> str:
+    """The model's file name as its user knows it: their own file's name, else model.onnx
+    (a model given as bytes or a proto lives in ortlab's cache under a hashed name)."""
+    path = Path(m.path)
+    if m.source == "path" and not path.resolve().is_relative_to(cache_dir().resolve()):
+        return path.name
+    return "model.onnx"
+
+
+def _metadata_rows(m: Any) -> list[list[str]]:
+    """What the model says about itself beyond the summary (doc strings, metadata_props)."""
+    proto = m.proto
+    rows = [["model doc string", proto.doc_string], ["graph doc string", proto.graph.doc_string]]
+    rows += [[f"metadata: {p.key}", p.value] for p in proto.metadata_props]
+    return [r for r in rows if r[1] or r[0].startswith("metadata")]
+
+
+def _model_section(m: Any) -> str:
+    summary = dataclasses.replace(m.summary, path=_model_file(m))
+    meta = _metadata_rows(m)
+    return model_summary_html(summary) + (table_html(["", ""], meta) if meta else "")
+
+
+# ---------------------------------------------------------------------- environment
+
+_ENV_KEYS = ("cpu", "cpu_count", "onnxruntime", "ortlab", "python", "platform")
+
+
+def _recorded(results: Mapping[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """The environments the results were measured on, identical ones merged."""
+    out: list[tuple[str, dict[str, str]]] = []
+    for label, r in results.items():
+        env = dict(getattr(r, "environment", None) or {})
+        if not env:
+            continue
+        for i, (names, seen) in enumerate(out):
+            if seen == env:
+                out[i] = (f"{names}, {label}", seen)
+                break
+        else:
+            out.append((label, env))
+    return out
+
+
+def _differs(env: Mapping[str, str], here: Mapping[str, str]) -> list[str]:
+    return [k for k in _ENV_KEYS if k in env and env.get(k) != here.get(k)]
+
+
+def _measured_on_html(
+    recorded: list[tuple[str, dict[str, str]]], here: dict[str, str], measured_here: list[str]
+) -> str:
+    """The line under the title: where the figures were measured, and a flag when that is not
+    the machine writing the report."""
+    lines = []
+    if measured_here:
+        what = esc(" and ".join(measured_here))
+        lines.append(f"<div>Measured on: this machine ({esc(here.get('cpu', '?'))}, onnxruntime "
+                     f"{esc(here.get('onnxruntime', '?'))}) for the {what} this report ran "
+                     "itself.</div>")  # fmt: skip
+    elif not recorded:
+        return ("<div>Measured on: not recorded in these results; the environment section "
+                "shows the machine this report was written on.</div>")  # fmt: skip
+    lines += [
+        f"<div>Measured on: <b>{esc(env.get('cpu', '?'))}</b> · {esc(env.get('cpu_count', '?'))} "
+        f"CPUs · onnxruntime {esc(env.get('onnxruntime', '?'))} · "
+        f"{esc(env.get('platform', '?'))} (recorded in the {esc(names)} result)</div>"
+        for names, env in recorded
+    ]
+    for names, env in recorded:
+        keys = _differs(env, here)
+        if keys:
+            lines.append(
+                f'<div class="ortlab-warn">⚠ This report was written on another machine: the '
+                f"environment recorded in the {esc(names)} result and this machine's differ "
+                f"in {esc(', '.join(keys))}. Both are listed under Environment; the figures "
+                "hold for the machine that measured them.</div>"
+            )
+    return "".join(lines)
+
+
+def _environment_html(recorded: list[tuple[str, dict[str, str]]], here: dict[str, str]) -> str:
+    import onnxruntime as ort
+
+    headers = ["", *(f"measured on ({names})" for names, _ in recorded),
+               "this machine (wrote the report)"]  # fmt: skip
+    keys = list(dict.fromkeys([*_ENV_KEYS, *(k for _, e in recorded for k in e), *here]))
+    rows = []
+    for k in keys:
+        differ = any(k in e and e.get(k) != here.get(k) for _, e in recorded)
+        rows.append([f"⚠ {k}" if differ else k, *(e.get(k, "—") for _, e in recorded),
+                     here.get(k, "—")])  # fmt: skip
+    pad = ["—"] * len(recorded)
+    rows.append(["available EPs", *pad, ", ".join(ort.get_available_providers())])
+    rows.append(["devices", *pad, "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}"
+                                            for d in devices()) or "—"])  # fmt: skip
+    rows.append(["CPU flags", *pad, ", ".join(cpu_flags()) or "—"])
+    return table_html(headers, rows)
+
+
+# ---------------------------------------------------------------------- inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What the report knows of the inputs of results it measured itself."""
+
+    shapes: str
+    synthetic: bool
+
+
+def _timing_inputs(result: Any, own: _Inputs | None = None) -> str:
+    """Whether ``result``'s timings used synthetic inputs, and at which shapes: read from the
+    result (``feeds``: the shapes text, ``synthetic``), else what the report itself ran."""
+    shapes = getattr(result, "feeds", None)
+    synthetic = getattr(result, "synthetic", None)
+    if shapes is None and synthetic is None and own is not None:
+        shapes, synthetic = own.shapes, own.synthetic
+    return inputs_html("Timings", str(shapes) if shapes else None, synthetic)
+
+
+def _doctor_inputs(d: Any) -> str:
+    accuracy = inputs_html("Accuracy (cosine)", getattr(d, "eval_data", None),
+                           getattr(d, "eval_synthetic", None))  # fmt: skip
+    return _timing_inputs(d) + accuracy
+
+
+def _compare_inputs(c: Any) -> str:
+    timing = inputs_html("Timings", getattr(c, "feeds", None), getattr(c, "feeds_synthetic", None))
+    return timing + inputs_html("Accuracy (cosine, SQNR, top-1)", c.eval_data, c.synthetic)
+
+
+# ---------------------------------------------------------------------- the page
+
+
+def report_html(
+    model: Model,
+    doctor: Any = None,
+    *,
+    profile: Any = None,
+    placement: Any = None,
+    optimization: Any = None,
+    compare: Any = None,
+    benchmark: Any = None,
+    history: Any = None,
+    title: str | None = None,
+    measured_here: Mapping[str, tuple[str, bool]] | None = None,
+) -> str:
+    """The report as one HTML string (see :func:`report`); nothing is computed here.
+
+    ``measured_here``: for results :func:`report` measured itself on this machine ('profile',
+    'optimization'), the inputs they ran on (shapes text, synthetic)."""
+    from plotly.offline import get_plotlyjs
+
+    own = {k: _Inputs(*v) for k, v in (measured_here or {}).items()}
+    profile = profile if profile is not None else getattr(doctor, "profile", None)
+    placement = placement if placement is not None else getattr(doctor, "placement", None)
+    sections: list[tuple[str, str]] = [("Model", _model_section(model))]
+    if doctor is not None:
+        sections.append(("Doctor: findings and verified fixes",
+                         doctor_html(doctor, _model_file(model)) + _doctor_inputs(doctor)
+                         + _figure_html(doctor.plot("candidates"))
+                         + _figure_html(doctor.plot("threads"))
+                         + _figure_html(doctor.plot("pareto"))))  # fmt: skip
+    if placement is not None:
+        sections.append(("Placement: where each node runs", placement_html(placement)
+                         + _timing_inputs(placement)))  # fmt: skip
+    elif profile is not None and profile.report is not None:
+        sections.append(("Placement", _report_html(profile.report)))
+    if optimization is not None:
+        sections.append(("Graph optimization levels", optimization_html(optimization)
+                         + _timing_inputs(optimization, own.get("optimization"))
+                         + _figure_html(optimization.plot())))  # fmt: skip
+    if profile is not None:
+        figs = "".join(_figure_html(profile.plot(k)) for k in ("op_type", "sunburst", "timeline"))
+        sections.append(("Profile: where the time goes", profile_html(profile)
+                         + _timing_inputs(profile, own.get("profile")) + figs))  # fmt: skip
+    if compare is not None:
+        sections.append(("Quantization comparison", compare_html(compare)
+                         + _compare_inputs(compare)
+                         + _figure_html(plots.compare_figure(compare))))  # fmt: skip
+    if benchmark is not None:
+        sections.append(("Benchmark", benchmark_html(benchmark) + _timing_inputs(benchmark)
+                         + _figure_html(benchmark.plot())))  # fmt: skip
+    if history is not None and len(history):
+        cols = [c for c in history.columns if c != "config"]
+        sections.append(("History", table_html(cols, history[cols].values.tolist())))
+    here = environment()
+    recorded = _recorded({"doctor": doctor, "benchmark": benchmark})
+    sections.append(("Environment", _environment_html(recorded, here)))
+    heading = title or f"ortlab report: {model.name}"
+    nav = " · ".join(f"<a href='#s{i}'>{esc(name)}</a>" for i, (name, _) in enumerate(sections))
+    body = "".join(f"<section id='s{i}'><h2>{esc(name)}</h2>{html}</section>"
+                   for i, (name, html) in enumerate(sections))  # fmt: skip
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    plotly_js = get_plotlyjs()
+    csp = _CSP.format(hashes=f"{csp_hash(plotly_js)} {csp_hash(_LOADER)}")
+    top = f"<h1>{esc(heading)}</h1><div>generated {stamp} by ortlab · {nav}</div>"
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
+        f"<title>{redact_paths(esc(heading))}</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:20px;max-width:1200px}"
+        "h2{border-bottom:2px solid #4C78A8;padding-bottom:2px;margin-top:28px}"
+        "pre{white-space:pre-wrap;font-size:12px}.ortlab-plot{width:100%}</style>"
+        f"{inline_script(plotly_js)}</head><body>"
+        + redact_paths(top + _measured_on_html(recorded, here, sorted(own)) + body)
+        + inline_script(_LOADER)
+        + "</body></html>"
+    )
+
+
+def report(
+    model: ModelLike,
+    doctor: Any = None,
+    *,
+    path: str | Path = "report.html",
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    profile: Any = None,
+    placement: Any = None,
+    optimization: Any = None,
+    compare: Any = None,
+    benchmark: Any = None,
+    history: Any = None,
+    compute: bool = True,
+    levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
+    progress: bool | Callable[[int, int], None] = False,
+) -> Path:
+    """Write the HTML report of ``model`` to ``path`` and return the path.
+
+    Results you pass are used as they are; with ``compute=True`` the missing profile and
+    optimization diff are measured (the doctor's profile and placement are reused)."""
+
+    m = load(model)
+    here: dict[str, tuple[str, bool]] = {}
+    if compute:
+        cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
+        cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
+        providers = () if cfg.providers == "auto" else cfg.providers
+        todo_profile = profile is None and getattr(doctor, "profile", None) is None
+        todo_levels = optimization is None and not set(providers) & set(COMPILING_EPS)
+        if todo_profile or todo_levels:
+            # the feeds profile and optimization_diff build: said next to their figures
+            _, _, f = prepare(m, cfg, feeds)
+            inputs = (f.describe(), f.synthetic)
+        if todo_profile:
+            profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
+            here["profile"] = inputs
+        if todo_levels:
+            optimization = optimization_diff(m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5,
+                                             progress=progress)  # fmt: skip
+            here["optimization"] = inputs
+    text = report_html(m, doctor, profile=profile, placement=placement, optimization=optimization,
+                       compare=compare, benchmark=benchmark, history=history,
+                       measured_here=here)  # fmt: skip
+    out = Path(path)
+    out.write_text(text, encoding="utf-8")
+    return out

@@ -1,0 +1,95 @@
+// The data model: which items are visible (nodes, and scope groups shown collapsed), the edges
+// between them, the time scale, search, scope expansion and the hover text. Pure functions of
+// the synced traits (data, expanded); no DOM, no imports.
+
+// The outermost collapsed scope that holds `groupId`, or null when every scope above is open.
+function collapsedOwner(groups, open, groupId) {
+  const chain = [];
+  for (let g = groupId; g; g = groups.get(g)?.parent) chain.unshift(g);
+  for (const g of chain) if (!open.has(g)) return g;
+  return null;
+}
+
+function visibleNodes(data, expanded) {
+  const open = new Set(expanded);
+  const groups = new Map(data.groups.map((g) => [g.id, g]));
+  const items = new Map();
+  const itemOf = new Map();
+  for (const n of data.nodes) {
+    const g = n.group ? collapsedOwner(groups, open, n.group) : null;
+    if (g) {
+      if (!items.has("g:" + g)) items.set("g:" + g, { kind: "group", key: "g:" + g, ...groups.get(g) });
+      itemOf.set(n.id, "g:" + g);
+    } else {
+      items.set("n:" + n.id, { kind: "node", key: "n:" + n.id, ...n });
+      itemOf.set(n.id, "n:" + n.id);
+    }
+  }
+  return { items, itemOf };
+}
+
+function visibleEdges(data, itemOf) {
+  const edges = new Map();
+  for (const e of data.edges) {
+    const a = itemOf.get(e.src), b = itemOf.get(e.dst);
+    if (a === b || e.ghost) continue;
+    const k = a + ">" + b;
+    const prev = edges.get(k);
+    edges.set(k, { v: a, w: b, tensor: e.tensor, boundary: e.boundary || (prev && prev.boundary) });
+  }
+  return [...edges.values()];
+}
+
+// What is drawn: items keyed "n:<id>" / "g:<group>", edges between items (ghost edges and
+// edges inside one collapsed group dropped), and each node id's item key.
+export function visibleItems(data, expanded) {
+  const { items, itemOf } = visibleNodes(data, expanded);
+  return { items, edges: visibleEdges(data, itemOf), itemOf };
+}
+
+export function stats(d) {
+  let maxTime = 0;
+  for (const n of d.nodes) maxTime = Math.max(maxTime, n.us_per_run || 0);
+  for (const g of d.groups) maxTime = Math.max(maxTime, g.us_per_run || 0);
+  return { maxTime };
+}
+
+// Names of the nodes whose name or op type contains the query (case-insensitive).
+export function searchHits(d, query) {
+  const q = query.trim().toLowerCase();
+  return new Set(q ? d.nodes
+    .filter((n) => n.name.toLowerCase().includes(q) || n.op_type.toLowerCase().includes(q))
+    .map((n) => n.name) : []);
+}
+
+// `expanded` plus every scope above `group` ("/a/b" opens "/a/b" and "/a").
+export function openScopes(expanded, group) {
+  const open = new Set(expanded);
+  for (let g = group; g; g = g.slice(0, g.lastIndexOf("/"))) open.add(g);
+  return [...open];
+}
+
+// `expanded` without `group` and the scopes inside it.
+export function closeScope(expanded, group) {
+  return expanded.filter((g) => g !== group && !g.startsWith(group + "/"));
+}
+
+function describeGroup(it) {
+  const eps = Object.entries(it.providers || {}).map(([p, c]) => `${p}: ${c}`).join(", ");
+  return `${it.id}\n${it.size} nodes · ${eps}` +
+    `\n${(it.us_per_run || 0).toFixed(1)} µs/run · click to expand`;
+}
+
+// The tooltip text of an item (plain text: the caller puts it in with textContent).
+export function describe(it, tensors) {
+  if (it.kind === "group") return describeGroup(it);
+  const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
+  if (it.provider) lines.push(`EP: ${it.provider}`);
+  if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);
+  if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
+  if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);
+  for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors[t] || "?"}`);
+  for (const t of it.outputs) if (t) lines.push(`out ${t}: ${tensors[t] || "?"}`);
+  for (const [k, v] of Object.entries(it.attrs || {})) lines.push(`${k} = ${v}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,162 @@
+// Drawing: one 2D canvas (edges, cluster boxes, nodes, labels by level of detail), the
+// minimap, and the view transform (fit, centre). Colours come from overlays.js, which the
+// entry passes in as `overlays`. Model strings reach the canvas through fillText only.
+//
+// `s` is the view's state, made by index.js: { model, el, dom, view: {x, y, k}, layout, vis,
+// searchHits, miniScale }.
+
+function size(canvas) {
+  return { w: canvas.clientWidth || 800, h: canvas.clientHeight || 520 };
+}
+
+function bounds(layout) {
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const n of layout.nodes.values()) {
+    x0 = Math.min(x0, n.x - n.width / 2); x1 = Math.max(x1, n.x + n.width / 2);
+    y0 = Math.min(y0, n.y - n.height / 2); y1 = Math.max(y1, n.y + n.height / 2);
+  }
+  return { x0, y0, x1, y1 };
+}
+
+// Zoom to show the whole graph, but stay readable: a graph too tall to fit starts at the top
+// at a readable scale, and the user scrolls.
+export function fitView(s) {
+  if (!s.layout) return;
+  const { x0, y0, x1, y1 } = bounds(s.layout);
+  const { w, h } = size(s.dom.canvas);
+  const fitK = Math.min(w / (x1 - x0 + 40), h / (y1 - y0 + 40), 2);
+  const k = Math.max(fitK, Math.min(0.6, w / (x1 - x0 + 40)));
+  const y = fitK < k ? 20 - k * y0 : h / 2 - k * (y0 + y1) / 2;
+  s.view = { k, x: w / 2 - k * (x0 + x1) / 2, y };
+}
+
+export function centerOn(s, gx, gy) {
+  const { w, h } = size(s.dom.canvas);
+  s.view.x = w / 2 - s.view.k * gx; s.view.y = h / 2 - s.view.k * gy;
+}
+
+function drawEdges(ctx, s) {
+  const edgeMeta = new Map(s.vis.edges.map((x) => [x.v + ">" + x.w, x]));
+  for (const e of s.layout.edges) {
+    const meta = edgeMeta.get(e.v + ">" + e.w);
+    ctx.strokeStyle = meta && meta.boundary ? "#d62728" : "#999";
+    ctx.lineWidth = (meta && meta.boundary ? 3 : 1) / Math.max(s.view.k, 0.3);
+    ctx.setLineDash(meta && meta.boundary ? [6, 4] : []);
+    ctx.beginPath();
+    (e.points || []).forEach((p, i) => (i ? ctx.lineTo(p.x, p.y) : ctx.moveTo(p.x, p.y)));
+    ctx.stroke();
+  }
+  ctx.setLineDash([]);
+}
+
+// Boxes behind the nodes: a compiled EP subgraph around its members, a fused node around
+// the original nodes it replaced.
+function clusterBoxes(s) {
+  const boxes = new Map();
+  for (const [key, n] of s.layout.nodes) {
+    const it = s.vis.items.get(key);
+    if (it.kind !== "node" || !it.optimized || !it.optimized.length) continue;
+    let id = null, label = "";
+    if (it.status === "compiled") { id = "p:" + it.partition; label = `${(it.provider || "").replace("ExecutionProvider", "")} compiled subgraph`; }
+    else if (it.status === "fused") { id = "f:" + it.optimized[0]; label = "fused → " + it.optimized[0]; }
+    if (!id) continue;
+    const b = boxes.get(id) || { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, n: 0, label, compiled: it.status === "compiled" };
+    b.x0 = Math.min(b.x0, n.x - n.width / 2); b.x1 = Math.max(b.x1, n.x + n.width / 2);
+    b.y0 = Math.min(b.y0, n.y - n.height / 2); b.y1 = Math.max(b.y1, n.y + n.height / 2);
+    b.n += 1; boxes.set(id, b);
+  }
+  return boxes.values();
+}
+
+function drawClusters(ctx, s) {
+  for (const b of clusterBoxes(s)) {
+    if (b.n < 2 && !b.compiled) continue;
+    const pad = b.compiled ? 10 : 5;
+    ctx.fillStyle = b.compiled ? "rgba(245,133,24,0.08)" : "rgba(0,0,0,0.035)";
+    ctx.strokeStyle = b.compiled ? "rgba(245,133,24,0.9)" : "rgba(0,0,0,0.35)";
+    ctx.lineWidth = 1.5 / Math.max(s.view.k, 0.3);
+    ctx.setLineDash(b.compiled ? [] : [3, 3]);
+    ctx.fillRect(b.x0 - pad, b.y0 - pad, b.x1 - b.x0 + 2 * pad, b.y1 - b.y0 + 2 * pad);
+    ctx.strokeRect(b.x0 - pad, b.y0 - pad, b.x1 - b.x0 + 2 * pad, b.y1 - b.y0 + 2 * pad);
+    ctx.setLineDash([]);
+    if (s.view.k > 0.6) {
+      ctx.fillStyle = "#555"; ctx.font = "9px sans-serif";
+      ctx.fillText(b.label.slice(0, 40), b.x0 - pad + 2, b.y0 - pad - 2);
+    }
+  }
+}
+
+// Level of detail: the op type (or group name) once readable, the node name closer in.
+function drawLabel(ctx, it, x, y, k) {
+  if (k <= 0.45) return;
+  ctx.fillStyle = "#111";
+  ctx.font = "11px sans-serif";
+  const head = it.kind === "group" ? String(it.label).split(":")[0] : it.op_type;
+  const label = it.kind === "group" ? `▸ ${head} (${it.size} nodes)` : head;
+  ctx.fillText(label.slice(0, 26), x + 4, y + 13);
+  if (k <= 0.9) return;
+  ctx.fillStyle = "#333";
+  ctx.font = "9px sans-serif";
+  const rest = String(it.label || "").split(":").slice(1).join(":").trim();
+  const sub = it.kind === "group"
+    ? (rest || Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", "")).join("+"))
+    : it.name;
+  ctx.fillText(it.kind === "group" ? sub.slice(0, 30) : String(sub).slice(-24), x + 4, y + 25);
+}
+
+function drawNodes(ctx, s, fill) {
+  const highlighted = new Set(s.model.get("highlighted"));
+  const selected = s.model.get("selected")?.name;
+  for (const [key, n] of s.layout.nodes) {
+    const it = s.vis.items.get(key);
+    const x = n.x - n.width / 2, y = n.y - n.height / 2;
+    ctx.fillStyle = fill(it);
+    ctx.fillRect(x, y, n.width, n.height);
+    const hit = it.kind === "node" && (highlighted.has(it.name) || s.searchHits.has(it.name));
+    ctx.lineWidth = (hit || it.name === selected ? 3 : 1) / Math.max(s.view.k, 0.3);
+    ctx.strokeStyle = it.name === selected ? "#000" : hit ? "#ff00aa" : "#555";
+    if (it.kind === "group") ctx.setLineDash([4, 2]);
+    ctx.strokeRect(x, y, n.width, n.height);
+    ctx.setLineDash([]);
+    drawLabel(ctx, it, x, y, s.view.k);
+  }
+}
+
+// Overview: every visible item as a dot, and the viewport as a rectangle (index.js makes a
+// click on it jump there, through s.miniScale).
+function drawMinimap(s, fill) {
+  const { x0, y0, x1, y1 } = bounds(s.layout);
+  const W = 140, H = 110, k = Math.min(W / (x1 - x0 + 1), H / (y1 - y0 + 1));
+  s.miniScale = { s: k, x0, y0 };
+  const mini = s.dom.mini;
+  mini.width = W; mini.height = H;
+  const m = mini.getContext("2d");
+  for (const [key, n] of s.layout.nodes) {
+    m.fillStyle = fill(s.vis.items.get(key));
+    m.fillRect((n.x - n.width / 2 - x0) * k, (n.y - n.height / 2 - y0) * k,
+      Math.max(1, n.width * k), Math.max(1, n.height * k));
+  }
+  const { w, h } = size(s.dom.canvas), v = s.view;
+  m.strokeStyle = "#d00"; m.lineWidth = 1;
+  m.strokeRect((-v.x / v.k - x0) * k, (-v.y / v.k - y0) * k, (w / v.k) * k, (h / v.k) * k);
+}
+
+// Repaint everything from s (the layout, the view and the traits) with `overlays` colours.
+export function paint(s, overlays, stats) {
+  if (!s.layout) return;
+  const paintStart = performance.now();
+  const canvas = s.dom.canvas, dpr = window.devicePixelRatio || 1, v = s.view;
+  const { w, h } = size(canvas);
+  canvas.width = w * dpr; canvas.height = h * dpr;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr * v.k, 0, 0, dpr * v.k, dpr * v.x, dpr * v.y);
+  ctx.clearRect(-v.x / v.k, -v.y / v.k, w / v.k, h / v.k);
+  const data = s.model.get("data"), mode = s.model.get("color_by"), st = stats(data);
+  const fill = (it) => overlays.colorOf(it, mode, st);
+  drawEdges(ctx, s);
+  drawClusters(ctx, s);
+  drawNodes(ctx, s, fill);
+  overlays.drawLegend(s.dom.legend, data, mode);
+  drawMinimap(s, fill);
+  s.el.dataset.paintMs = (performance.now() - paintStart).toFixed(2);  // read by benchmarks
+}

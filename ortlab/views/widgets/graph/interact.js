@@ -1,0 +1,124 @@
+// Interaction: pan (drag), zoom (wheel), hover tooltip, click a node to select it or a group to
+// open it, double-click to close a node's scope, search (+ Enter to focus), the fit button, the
+// colour select and the minimap. Writes the traits selected, expanded and color_by.
+//
+// wire(s, lib, repaint) takes the view state `s` (index.js), `lib` = { data, draw } (the
+// modules, passed in by the entry) and `repaint()`; it returns a function that removes the
+// listeners it put outside the view's element.
+
+export function itemAt(s, px, py) {
+  if (!s.layout) return null;
+  const x = (px - s.view.x) / s.view.k, y = (py - s.view.y) / s.view.k;
+  for (const [key, n] of s.layout.nodes) {
+    if (Math.abs(x - n.x) <= n.width / 2 && Math.abs(y - n.y) <= n.height / 2) return s.vis.items.get(key);
+  }
+  return null;
+}
+
+function itemUnder(s, ev) {
+  const r = s.dom.canvas.getBoundingClientRect();
+  return itemAt(s, ev.clientX - r.left, ev.clientY - r.top);
+}
+
+function save(model, key, value) {
+  model.set(key, value);
+  model.save_changes();
+}
+
+function wirePanZoom(s, repaint) {
+  const canvas = s.dom.canvas;
+  canvas.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const r = canvas.getBoundingClientRect(), v = s.view;
+    const mx = ev.clientX - r.left, my = ev.clientY - r.top;
+    const f = Math.exp(-ev.deltaY * 0.0015);
+    s.view = { k: v.k * f, x: mx - (mx - v.x) * f, y: my - (my - v.y) * f };
+    repaint();
+  }, { passive: false });
+  canvas.addEventListener("mousedown", (ev) => { s.drag = { x: ev.clientX, y: ev.clientY, moved: false }; });
+  const up = () => { setTimeout(() => { s.drag = null; }, 0); };
+  window.addEventListener("mouseup", up);
+  return () => window.removeEventListener("mouseup", up);
+}
+
+// Dragging pans the view; otherwise the tooltip describes the item under the pointer.
+function wireHover(s, lib, repaint) {
+  const { canvas, tip } = s.dom;
+  canvas.addEventListener("mousemove", (ev) => {
+    const r = canvas.getBoundingClientRect(), drag = s.drag;
+    if (drag && (ev.buttons & 1)) {
+      s.view.x += ev.clientX - drag.x; s.view.y += ev.clientY - drag.y;
+      drag.moved = drag.moved || Math.abs(ev.clientX - drag.x) + Math.abs(ev.clientY - drag.y) > 2;
+      drag.x = ev.clientX; drag.y = ev.clientY; repaint(); return;
+    }
+    const hover = itemAt(s, ev.clientX - r.left, ev.clientY - r.top);
+    if (!hover) { tip.style.display = "none"; return; }
+    tip.textContent = lib.data.describe(hover, s.model.get("data").tensors);
+    tip.style.display = "block";
+    tip.style.left = `${ev.clientX - r.left + 12}px`;
+    tip.style.top = `${ev.clientY - r.top + 40}px`;
+  });
+}
+
+function wireClicks(s, lib) {
+  const { canvas } = s.dom, model = s.model;
+  canvas.addEventListener("click", (ev) => {
+    if (s.drag && s.drag.moved) return;
+    const it = itemUnder(s, ev);
+    if (!it) return;
+    if (it.kind === "group") { save(model, "expanded", [...model.get("expanded"), it.id]); return; }
+    const { kind, key, ...node } = it;
+    save(model, "selected", node);
+  });
+  canvas.addEventListener("dblclick", (ev) => {  // close the scope group the node belongs to
+    const it = itemUnder(s, ev);
+    if (!it || it.kind !== "node" || !it.group) return;
+    save(model, "expanded", lib.data.closeScope(model.get("expanded"), it.group));
+  });
+}
+
+// Enter: centre the first hit; a hit inside a collapsed group opens its scopes first and is
+// centred after the relayout (s.pendingFocus).
+function focusFirstHit(s, lib, repaint) {
+  if (!s.searchHits.size) return;
+  const model = s.model, name = [...s.searchHits][0];
+  const node = model.get("data").nodes.find((n) => n.name === name);
+  const key = s.vis.itemOf.get(node.id);
+  if (key && key.startsWith("g:")) {
+    s.pendingFocus = key === "n:" + node.id ? null : "n:" + node.id;
+    save(model, "expanded", lib.data.openScopes(model.get("expanded"), node.group));
+    return;
+  }
+  const n = s.layout.nodes.get(key);
+  if (n) { lib.draw.centerOn(s, n.x, n.y); repaint(); }
+}
+
+function wireToolbar(s, lib, repaint) {
+  const { select, search, fit } = s.dom;
+  select.addEventListener("change", () => save(s.model, "color_by", select.value));
+  search.addEventListener("input", () => {
+    s.searchHits = lib.data.searchHits(s.model.get("data"), search.value);
+    repaint();
+  });
+  search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") focusFirstHit(s, lib, repaint); });
+  fit.addEventListener("click", () => { lib.draw.fitView(s); repaint(); });
+}
+
+function wireMinimap(s, lib, repaint) {
+  const mini = s.dom.mini;
+  mini.addEventListener("click", (ev) => {
+    if (!s.miniScale) return;
+    const r = mini.getBoundingClientRect(), m = s.miniScale;
+    lib.draw.centerOn(s, (ev.clientX - r.left) / m.s + m.x0, (ev.clientY - r.top) / m.s + m.y0);
+    repaint();
+  });
+}
+
+export function wire(s, lib, repaint) {
+  const unwire = wirePanZoom(s, repaint);
+  wireHover(s, lib, repaint);
+  wireClicks(s, lib);
+  wireToolbar(s, lib, repaint);
+  wireMinimap(s, lib, repaint);
+  return unwire;
+}

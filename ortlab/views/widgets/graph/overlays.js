@@ -1,0 +1,96 @@
+// Overlays: what the colours mean. One colour per node or scope group for each mode
+// (provider, op_type, time, quant_error) and the legend under the canvas. No imports: the
+// entry (index.js) passes this module to draw.js. Model strings reach the legend through
+// textContent / text nodes only.
+
+export const COLOR_MODES = ["provider", "op_type", "time", "quant_error"];
+
+const PALETTE = {
+  CPUExecutionProvider: "#4C78A8", CUDAExecutionProvider: "#54A24B",
+  TensorrtExecutionProvider: "#76B7B2", OpenVINOExecutionProvider: "#F58518",
+  DmlExecutionProvider: "#B279A2", CoreMLExecutionProvider: "#9D755D",
+  QNNExecutionProvider: "#E45756",
+};
+const CATEGORICAL = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B",
+  "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"];
+const NO_DATA = "#e8e8e8";
+
+function hashColor(text) {
+  let h = 0;
+  for (const c of String(text)) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return CATEGORICAL[h % CATEGORICAL.length];
+}
+
+function heat(t) {  // 0..1 -> light yellow .. dark red
+  const a = [255, 245, 200], b = [165, 15, 21];
+  const k = Math.max(0, Math.min(1, t));
+  return `rgb(${a.map((v, i) => Math.round(v + (b[i] - v) * k)).join(",")})`;
+}
+
+function providerColor(provider) {
+  return PALETTE[provider] || hashColor(provider);
+}
+
+function groupColor(group, mode, stats) {
+  const top = Object.entries(group.providers || {}).sort((x, y) => y[1] - x[1])[0];
+  if (mode === "time") return heat(stats.maxTime ? group.us_per_run / stats.maxTime : 0);
+  return top ? providerColor(top[0]) : "#ccc";
+}
+
+// The fill of one visible item (a node or a collapsed scope group) in colour mode `mode`;
+// `stats` is data.stats() of the whole graph (the time scale).
+export function colorOf(item, mode, stats) {
+  if (item.kind === "group") return groupColor(item, mode, stats);
+  if (mode === "op_type") return hashColor(item.op_type);
+  if (mode === "time") return heat(stats.maxTime ? Math.sqrt(item.us_per_run / stats.maxTime) : 0);
+  if (mode === "quant_error") {
+    if (item.sqnr_db === null || item.sqnr_db === undefined) return NO_DATA;
+    return heat(1 - Math.max(0, Math.min(1, item.sqnr_db / 40)));  // 0 dB red, 40 dB pale
+  }
+  return item.provider ? providerColor(item.provider) : "#d0d0d0";
+}
+
+function legendEntries(d, mode) {
+  if (mode === "provider") return d.providers.map((p) => [p, providerColor(p)]);
+  if (mode === "op_type") {
+    return [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)]);
+  }
+  if (mode === "time") return [["fast", heat(0)], ["slow", heat(1)]];
+  return [["0 dB (bad)", heat(1)], ["40 dB (good)", heat(0)], ["no data", NO_DATA]];
+}
+
+function span(text) {
+  const s = document.createElement("span");
+  s.textContent = text;
+  return s;
+}
+
+function hint(mode) {
+  const h = span(mode === "quant_error"
+    ? "no quantization error data: ortlab.graph(m, error=ortlab.quantization_error(m, q))"
+    : "no runtime data yet: ortlab.graph(m, placement=ortlab.placement(m)) adds EPs and time");
+  h.className = "ortlab-hint";
+  return h;
+}
+
+function swatch(label, color) {
+  const s = document.createElement("span");
+  const sw = document.createElement("span");
+  sw.style.cssText = `display:inline-block;width:10px;height:10px;margin-right:3px;background:${color}`;
+  s.append(sw, document.createTextNode(label));
+  return s;
+}
+
+// The legend for colour mode `mode` of graph data `d`, written into the element `legend`.
+export function drawLegend(legend, d, mode) {
+  legend.replaceChildren();
+  const entries = legendEntries(d, mode);
+  if (!entries.length || (mode === "time" && !d.has_time) || (mode === "quant_error" && !d.has_quant)) {
+    legend.appendChild(hint(mode));
+    if (!entries.length) return;
+  }
+  for (const [label, color] of entries) legend.appendChild(swatch(label, color));
+  if (d.edges.some((e) => e.boundary)) {
+    legend.appendChild(span("red dashed edge: crosses execution providers"));
+  }
+}

@@ -1,0 +1,730 @@
+"""The Lab: one widget to explore a model live — settings on the left, results in tabs.
+
+Every change re-runs in the worker (placement with profiling, then a benchmark with profiling
+off) on a background thread, so the notebook never freezes; a progress bar and a Cancel
+button show while it runs (Cancel stops the refresh at whatever step it is in); a failed run
+shows its error inside the Lab and keeps the previous results, if any. Each run becomes a row
+of ``lab.history``. ``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs,
+unnamed dims); otherwise the dims box sets the symbolic dims and shows the ones used. Charts
+are the plot layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only
+wires them together.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+
+import ortlab
+from ortlab.analysis.profiling import nested_events
+from ortlab.core.config import LEVELS, SessionConfig
+from ortlab.core.eps import alias as _short
+from ortlab.core.errors import OrtlabError, WorkerCancelledError
+from ortlab.core.inputs import resolve_dims, validate_feeds
+from ortlab.core.runtime import devices
+from ortlab.engine.session import auto_providers
+from ortlab.views.plots import template
+from ortlab.views.render import esc
+from ortlab.views.report import report
+from ortlab.views.widgets.history import History, RunRecord
+
+__all__ = ["Lab"]
+
+VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16")
+_INT8 = ("dynamic int8", "static QDQ", "static QOperator")
+_BEST = "doctor's best: "
+"""Prefix of the variant option Apply best adds: the doctor's own model file."""
+
+
+class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
+    """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
+    controls say; ``lab.model_path`` the model file the current run uses."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        feeds: Mapping[str, Any] | None = None,
+        runs: int = 30,
+        synchronous: bool | None = None,
+        run_on_start: bool = True,
+    ) -> None:
+        self.model = ortlab.load(model)
+        self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
+        """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
+        self.history = History()
+        # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
+        # ORTLAB_LAB_SYNC=1); in a live notebook runs go to a background thread.
+        self._sync = (
+            synchronous if synchronous is not None else (os.environ.get("ORTLAB_LAB_SYNC") == "1")
+        )
+        self._thread: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self._variants: dict[str, Any] = {}
+        self._current: Any = self.model
+        # Settings no control shows (provider options, memory flags, config entries…): Apply
+        # best sets them from the doctor's config; the controls override the rest.
+        self._base = SessionConfig(fallback="allow")
+        self.graph: Any = None
+        self.placement: Any = None
+        self.profile_result: Any = None
+        self.benchmark_result: Any = None
+        self.doctor_result: Any = None
+        self.optimization: Any = None
+        self.comparison: Any = None
+        self.report_path: Any = None
+        self._build_controls(runs)
+        self._build_tabs()
+        super().__init__([self._controls, self.error, self.tabs, self.notice])
+        self.add_class("ortlab-lab")
+        self._overview()
+        if run_on_start:
+            self.run()
+
+    # ------------------------------------------------------------------ controls
+
+    def _build_controls(self, runs: int) -> None:
+
+        loadable, reasons = auto_providers()
+        import onnxruntime as ort
+
+        self.provider_boxes: dict[str, w.Checkbox] = {}
+        for ep in dict.fromkeys([*ort.get_available_providers(), "CPUExecutionProvider"]):
+            ok = ep in loadable
+            why = next((r for r in reasons if r.startswith(_short(ep) + ":")), "")
+            box = w.Checkbox(
+                value=ep == "CPUExecutionProvider",
+                description=_short(ep),
+                disabled=not ok or ep == "CPUExecutionProvider",
+                tooltip=why or ep,
+                indent=False,
+            )
+            self.provider_boxes[ep] = box
+        self.level = w.Dropdown(options=list(LEVELS), value="all", description="level")
+        self.intra = w.BoundedIntText(0, min=0, max=256, description="intra-op")
+        self.inter = w.BoundedIntText(0, min=0, max=256, description="inter-op")
+        self.mode = w.Dropdown(options=["sequential", "parallel"], description="mode")
+        self.spinning = w.Dropdown(options=["ORT default", "on", "off"], description="spinning")
+        self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
+        self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
+        self.per_channel = w.Checkbox(
+            False, description="per-channel", indent=False, tooltip="int8 variants only"
+        )
+        self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
+        self.dims = self._dims_box()
+        self.runs = w.IntSlider(runs, min=5, max=500, step=5, description="runs")
+        self.run_button = w.Button(description="Run", button_style="primary")
+        self.cancel_button = w.Button(description="Cancel", disabled=True)
+        self.progress = w.IntProgress(0, min=0, max=1, description="idle")
+        self.snippet_button = w.Button(description="Python snippet")
+        self.report_button = w.Button(description="HTML report")
+        self.report_button.on_click(lambda _: self._background(self.export_report))
+        self.error = w.HTML()
+        self.error.add_class("ortlab-error")
+        self.notice = w.HTML()
+        self.notice.add_class("ortlab-notice")
+        settings = [
+            self.level,
+            self.intra,
+            self.inter,
+            self.mode,
+            self.spinning,
+            self.io_binding,
+            self.variant,
+            self.per_channel,
+            self.transformers,
+            self.dims,  # continuous_update=False: the value arrives on Enter (or leaving it)
+        ]
+        self._hold = False
+        for control in (*settings, self.runs, *self.provider_boxes.values()):
+            control.observe(lambda _: None if self._hold else self.run(), names="value")
+        self.run_button.on_click(lambda _: self.run())
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.snippet_button.on_click(lambda _: self._show_snippet())
+        self.level.add_class("ortlab-level")
+        self.run_button.add_class("ortlab-run")
+        # Controls in three columns above full-width tabs: the graph and charts get the width.
+        column = w.Layout(width="33%", min_width="260px")
+        self._controls = w.HBox(
+            [
+                w.VBox([w.HTML("<b>execution providers</b>"),
+                        w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
+                       layout=column),
+                w.VBox([self.intra, self.inter, self.spinning, self.variant, self.per_channel,
+                        self.io_binding, self.transformers], layout=column),
+                w.VBox([self.dims, self.runs, w.HBox([self.run_button, self.cancel_button]),
+                        self.progress, w.HBox([self.snippet_button, self.report_button])],
+                       layout=column),
+            ],
+            layout=w.Layout(flex_flow="row wrap"),
+        )  # fmt: skip
+
+    def _dims_box(self) -> w.Text:
+        """The dims box: editable symbolic dims (Enter re-runs), or the feeds' shapes, read-only."""
+        if self.feeds is not None:
+            return w.Text(
+                self.feeds.shapes_text(),
+                description="shapes",
+                disabled=True,
+                tooltip="The feeds given to Lab(model, feeds=…) fix every shape; make a new "
+                "Lab with other feeds to change them.",
+                layout=w.Layout(width="100%"),
+            )
+        symbolic = sorted(
+            {d for t in self.model.inputs if t.shape for d in t.shape if isinstance(d, str)}
+        )
+        unnamed = [t.name for t in self.model.inputs if t.shape and None in t.shape]
+        tip = "symbolic dims, name=int; Enter re-runs"
+        if unnamed:
+            tip = (
+                f"{', '.join(unnamed)} {'has' if len(unnamed) == 1 else 'have'} unnamed dims, "
+                "set to 1: pass Lab(model, feeds=…) to run other shapes"
+            )
+        return w.Text(
+            ",".join(f"{d}=" for d in symbolic),
+            description="dims",
+            disabled=not symbolic,
+            placeholder="batch=1,sequence=128",
+            continuous_update=False,
+            tooltip=tip if symbolic or unnamed else "every dim is fixed in the model",
+        )
+
+    @property
+    def config(self) -> SessionConfig:
+        """The SessionConfig the controls currently describe."""
+        providers = [ep for ep, box in self.provider_boxes.items() if box.value] or [
+            "CPUExecutionProvider"
+        ]
+        options = {p: dict(o) for p, o in self._base.provider_options if p in providers}
+        return self._base.with_(
+            providers=providers,
+            provider_options=options,
+            level=self.level.value,
+            intra_op_threads=self.intra.value,
+            inter_op_threads=self.inter.value,
+            execution_mode=self.mode.value,
+            allow_spinning={"on": True, "off": False}.get(self.spinning.value),
+            io_binding=self.io_binding.value,
+            fallback="allow",
+        )
+
+    @property
+    def model_path(self) -> Path:
+        """The model file the current run uses (a variant's file when one is selected)."""
+        return Path(self._current.path)
+
+    def _dims(self) -> dict[str, int] | None:
+        if self.feeds is not None:
+            return None
+        out = {}
+        for part in self.dims.value.split(","):
+            name, _, value = part.partition("=")
+            if name.strip() and value.strip():
+                if not value.strip().isdigit():
+                    raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
+                out[name.strip()] = int(value)
+        return out or None
+
+    def _inputs(self) -> dict[str, Any]:
+        """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
+        return {"feeds": self.feeds} if self.feeds is not None else {"dims": self._dims()}
+
+    def _shapes(self) -> str:
+        """The shapes a run uses, for the History label; shows the dims used in the dims box."""
+        if self.feeds is not None:
+            return "feeds " + self.feeds.shapes_text()
+        used = resolve_dims(self.model, self._dims())
+        text = ",".join(f"{c.name}={c.value}" for c in used.values())
+        if text != self.dims.value:
+            self._hold = True  # showing the values used is not a request to re-run
+            try:
+                self.dims.value = text
+            finally:
+                self._hold = False
+        return f"dims {text}" if text else ""
+
+    # ------------------------------------------------------------------ tabs
+
+    def _build_tabs(self) -> None:
+        names = [
+            "Overview",
+            "Graph",
+            "Placement",
+            "Profile",
+            "Benchmark",
+            "Optimization",
+            "Quantization",
+            "Doctor",
+            "History",
+        ]
+        self.panes = {n: w.Output() for n in names}
+        self.shown: dict[str, list[Any]] = {}
+        """What each tab shows now (the objects, for scripts and tests)."""
+        self.tabs = w.Tab(children=list(self.panes.values()), layout=w.Layout(width="100%"))
+        for i, n in enumerate(names):
+            self.tabs.set_title(i, n)
+        self.opt_button = w.Button(description="Run optimization diff (all levels)")
+        self.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
+        self.quant_button = w.Button(description="Compare fp32 / fp16 / dynamic / static QDQ")
+        self.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
+        self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
+        self.doctor_button = w.Button(description="Run the doctor", button_style="info")
+        self.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
+        self.apply_button = w.Button(description="Apply best", disabled=True)
+        self.apply_button.on_click(lambda _: self.apply_best())
+        self._doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
+        self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
+                                  layout=w.Layout(width="100%"))  # fmt: skip
+        self.top_nodes.observe(self._on_top_node, names="value")
+        # widgets shown on every refresh are made once: a widget lives until closed
+        self._top_label = w.HTML()
+        self._worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
+        self.run_a = w.Dropdown(options=[], description="run A")
+        self.run_b = w.Dropdown(options=[], description="run B")
+        self.compare_button = w.Button(description="Compare A and B")
+        self.compare_button.on_click(lambda _: self._compare_runs())
+        self.run_snippet_button = w.Button(description="Snippet of run A")
+        self.run_snippet_button.on_click(lambda _: self._show_snippet(self.run_a.value))
+        self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
+                                    self.run_snippet_button])  # fmt: skip
+        self.comparison_out = w.Output()
+        self._history_caption = w.HTML()
+        tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
+        self.target = w.Dropdown(options=["qnn", "nnapi", "coreml", "openvino"], value="qnn",
+                                 description="what if", tooltip=tip)  # fmt: skip
+        self.whatif_button = w.Button(description="Predict its placement")
+        self.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
+        self._whatif_bar = w.HBox([self.target, self.whatif_button])
+        self.whatif_result: Any = None
+        """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
+        self._whatif_shown: list[Any] = []
+        self._show("Placement", self._whatif_bar)
+        self._show("Optimization", self.opt_button)
+        self._show("Quantization", self.quant_button)
+        self._show("Doctor", self._doctor_bar)
+
+    def _overview(self) -> None:
+        import onnxruntime as ort
+
+        devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in devices())
+        info = w.HTML(f"onnxruntime {ort.__version__} · devices: {devs}")
+        self._show("Overview", self.model.summary, info)
+
+    def _show(self, pane: str, *items: Any) -> None:
+        """Replace a tab's content. Runs happen on a background thread, where ``with out:``
+        capture does not work (the thread has no parent message): write the Output widget's
+        outputs directly, which is thread-safe."""
+        self.shown[pane] = list(items)
+        _set_outputs(self.panes[pane], items)
+
+    # ------------------------------------------------------------------ runs
+
+    def run(self) -> None:
+        """Re-run with the current controls (in the background unless synchronous)."""
+        self._background(self._run_once, "benchmark_result")
+
+    def cancel(self) -> None:
+        """Stop the running job: the worker call in flight, and every step after it.
+
+        ``Worker.cancel()`` alone is not enough: a refresh is several worker calls, and each
+        call starts by clearing the worker's cancel flag, so a click that lands between two
+        calls (or while ortlab itself works, e.g. building the graph view) was forgotten. The
+        Lab keeps its own flag, checked between steps and from every progress callback."""
+        self._cancel.set()
+        ortlab.engine.worker.get_worker().cancel()
+
+    def _step(self, what: str) -> None:
+        """Between two steps of a job: stop here if Cancel was pressed."""
+        if self._cancel.is_set():
+            raise WorkerCancelledError(f"Cancelled before {what}.")
+
+    def _background(self, job: Callable[[], Any], results: str = "") -> None:
+        """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
+        replaces, to say whether a failure keeps previous ones."""
+        if self._thread is not None and self._thread.is_alive():
+            self.cancel()
+            self._thread.join(10)
+        if self._sync:
+            self._guarded(job, results)
+            return
+        self._thread = threading.Thread(target=self._guarded, args=(job, results), daemon=True)
+        self._thread.start()
+
+    def _guarded(self, job: Callable[[], Any], results: str = "") -> None:
+        self._cancel.clear()
+        self.cancel_button.disabled = False
+        self.run_button.disabled = True
+        kept = bool(results) and getattr(self, results, None) is not None
+        try:
+            job()
+            self.error.value = ""
+        except ortlab.WorkerCancelledError:
+            self.error.value = "<i>cancelled" + (": previous results kept" if kept else "") + "</i>"
+        except Exception as err:  # noqa: BLE001 - shown in the Lab, never lost in a log
+            detail = "" if isinstance(err, OrtlabError) else traceback.format_exc()
+            self.error.value = (
+                f'<div class="ortlab-warn" style="color:#a40"><b>{esc(type(err).__name__)}</b>: '
+                f"{esc(err, 4000)}</div><pre>{esc(detail, 8000)}</pre>"
+                + ("<div>Previous results are kept.</div>" if kept else "")
+            )
+        finally:
+            self.cancel_button.disabled = True
+            self.run_button.disabled = False
+            self.progress.description = "idle"
+
+    def _progress(self, label: str) -> Callable[[int, int], None]:
+        def update(done: int, total: int) -> None:
+            if self._cancel.is_set():  # re-arm: a worker call clears its flag when it starts
+                ortlab.engine.worker.get_worker().cancel()
+            self.progress.max = max(total, 1)
+            self.progress.value = done
+            self.progress.description = label
+
+        return update
+
+    def _variant_key(self) -> str:
+        name = str(self.variant.value)
+        if name in _INT8 and self.per_channel.value:
+            name += " per-channel"
+        return name
+
+    def _variant_model(self) -> Any:
+        name = self.variant.value
+        if name.startswith(_BEST):  # Apply best: the doctor's own file, nothing rebuilt
+            return self._variants[name]
+        base = self.model
+        if self.transformers.value:  # built once: the optimizer runs in the worker
+            if "transformers" not in self._variants:
+                self._step("the transformers optimizer")
+                self.progress.description = "transformers optimizer"
+                opt = ortlab.transformer_optimize(base)
+                self._variants["transformers"] = ortlab.load(opt.path)
+            base = self._variants["transformers"]
+        # a static variant is calibrated at the run's shapes: other dims, another variant
+        shapes = repr(self._dims()) if name.startswith("static") else ""
+        key = f"{self._variant_key()}|{self.transformers.value}|{shapes}"
+        if name == "none":
+            return base
+        if key not in self._variants:
+            self._step(f"building {name}")
+            self.progress.description = f"building {name}"
+            self._variants[key] = self._build_variant(base, name)
+        return self._variants[key]
+
+    def _build_variant(self, base: Any, name: str) -> Any:
+        if name == "fp16":
+            return ortlab.to_fp16(base)
+        per_channel = self.per_channel.value
+        if name == "dynamic int8":
+            return ortlab.quantize(base, mode="dynamic", per_channel=per_channel)
+        fmt = "qdq" if name == "static QDQ" else "qoperator"
+        return ortlab.quantize(base, mode="static", format=fmt, per_channel=per_channel,
+                               calibration_size=8, **self._inputs())  # fmt: skip
+
+    def _run_once(self) -> None:
+        cfg, inputs, shapes = self.config, self._inputs(), self._shapes()
+        self._current = model = self._variant_model()
+        built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
+        self._step("placement")
+        pl = ortlab.placement(model, cfg, runs=5, progress=self._progress("placement"), **inputs)
+        self._step("the benchmark")
+        b = ortlab.benchmark(
+            model, cfg, runs=self.runs.value, progress=self._progress("benchmark"), **inputs
+        )
+        self._step("showing the results")
+        prof = pl.profile
+        assert prof is not None  # placement() keeps the profile it timed the join with
+        old, self.graph = self.graph, ortlab.graph(model, placement=pl)
+        if old is not None:  # a widget lives in the kernel until closed (~300 KB with dagre)
+            old.layout.close()  # its Layout is a widget of its own
+            old.close()
+        self.placement, self.profile_result, self.benchmark_result = pl, prof, b
+        self._show("Graph", self.graph)
+        self._show("Placement", self._whatif_bar, pl, *self._whatif_items())
+        self._show_profile(prof)
+        self._show("Benchmark", b, b.plot())
+        record = RunRecord(
+            run=len(self.history) + 1,
+            config=cfg,
+            variant=self._variant_key(),
+            p50_ms=b.stats.p50_ms,
+            p90_ms=b.stats.p90_ms,
+            mean_ms=b.stats.mean_ms,
+            providers=", ".join(_short(p) for p in b.report.active),
+            fallback="; ".join(_short(m.provider) for m in b.report.missing),
+            seconds=time.perf_counter() - built,
+            ort_seconds=_ort_seconds(pl, b),
+            model_path=str(model.path),
+            shapes=shapes,
+            transformers=self.transformers.value and not self.variant.value.startswith(_BEST),
+            benchmark=b,
+            placement=pl,
+        )
+        self.history.add(record)
+        self._history_pane()
+
+    def _show_profile(self, prof: Any) -> None:
+        top = median_shares(prof).head(25)
+        self._hold = True
+        self.top_nodes.options = [
+            (f"{r.node} · {r.op_type} · {r.median_us:.0f} µs · {r.share:.1%}", r.node)
+            for r in top.itertuples()
+        ]
+        self.top_nodes.value = None
+        self._hold = False
+        self._top_label.value = (
+            f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
+            "median's share of the median run's node time (medians throughout: one stalled "
+            "call does not move them). Pick one to select it in the Graph tab."
+        )
+        self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
+                   self._top_label, self.top_nodes)  # fmt: skip
+
+    def _on_top_node(self, change: Any) -> None:
+        """A top-nodes row picked: select its node (or the original nodes it was fused from)
+        in the graph and show the Graph tab."""
+        name = change["new"]
+        if self._hold or not name or self.placement is None:
+            return
+        fused = {r.node: r.fused_from for r in self.placement.optimized_rows}
+        originals = fused.get(name) or [name]
+        rows = {n["name"]: n for n in self.graph.data["nodes"]}
+        picked = [n for n in originals if n in rows]
+        if not picked:
+            self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
+            return
+        self.graph.highlighted = picked
+        self.graph.selected = dict(rows[picked[0]])
+        self.tabs.selected_index = list(self.panes).index("Graph")
+
+    def _history_pane(self) -> None:
+        import plotly.graph_objects as go
+
+        t = self.history.to_pandas()
+        fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers",
+                                   text=[esc(x) for x in t["label"]],
+                                   hovertemplate="run %{x}: %{y:.3f} ms<br>%{text}"))  # fmt: skip
+        fig.update_layout(title="p50 latency across runs", xaxis_title="run", yaxis_title="ms",
+                          template=template(), height=300)  # fmt: skip
+        runs = [(f"run {r.run}: {r.label}", r.run) for r in self.history.records]
+        self._hold = True
+        self.run_a.options, self.run_b.options = runs, runs
+        if len(runs) >= 2:
+            self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
+        self._hold = False
+        shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
+        self._history_caption.value = (
+            f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
+            if len(t) > len(shown) else ""
+        )  # fmt: skip
+        self._show("History", self._history_bar, self.comparison_out, fig,
+                   self._history_caption, shown)  # fmt: skip
+
+    def _compare_runs(self) -> None:
+        a, b = self.run_a.value, self.run_b.value
+        if a is None or b is None:
+            return
+        table = self.history.compare(a, b)
+        self.shown["History comparison"] = [table]
+        _set_outputs(self.comparison_out, [table])
+
+    def _whatif(self) -> None:
+        """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
+        where one runs without the device), shown under the measured placement."""
+        target = self.target.value
+        w_ = ortlab.whatif(self.model, [target], progress=self._progress(f"what if {target}"),
+                           **self._inputs())  # fmt: skip
+        for old in self._whatif_shown:  # a widget lives in the kernel until closed
+            if isinstance(old, w.DOMWidget):
+                old.close()
+        self.whatif_result = w_
+        self._whatif_shown = [w_, w_.reasons()]
+        if w_.targets[0].evidence in ("compiled", "rules", "measured"):
+            self._whatif_shown.append(ortlab.graph(self.model, placement=w_[target]))
+        measured = [self.placement] if self.placement is not None else []
+        self._show("Placement", self._whatif_bar, *measured, *self._whatif_shown)
+
+    def _whatif_items(self) -> list[Any]:
+        return list(self._whatif_shown)
+
+    def _optimization(self) -> None:
+        opt = ortlab.optimization_diff(
+            self.model,
+            config=self.config.with_(providers=["cpu"]),
+            progress=self._progress("levels"),
+            **self._inputs(),
+        )
+        self.optimization = opt
+        self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
+
+    def _quantization(self) -> None:
+        m, inputs = self.model, self._inputs()
+        self._step("building fp16")
+        variants = [ortlab.to_fp16(m)]
+        self._step("building dynamic int8")
+        variants.append(ortlab.quantize(m, mode="dynamic"))
+        self._step("building static QDQ")
+        variants.append(ortlab.quantize(m, mode="static", calibration_size=8, **inputs))
+        self._step("the comparison")
+        cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"),
+                             **inputs)  # fmt: skip
+        self._step("the per-tensor error")
+        err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
+        self.comparison = cmp
+        self._show("Quantization", self.quant_button, cmp, cmp.plot(),
+                   self._worst_label,
+                   err.worst(10))  # fmt: skip
+
+    def _doctor(self) -> None:
+        d = ortlab.doctor(self.model, self.config, budget_s=self.budget.value,
+                          progress=self._progress("doctor"), **self._inputs())  # fmt: skip
+        self.doctor_result = d
+        self.apply_button.disabled = False
+        self._show("Doctor", self._doctor_bar, d, d.plot("candidates"), d.plot("threads"),
+                   d.plot("pareto"))  # fmt: skip
+
+    def apply_best(self) -> None:
+        """Set the Lab to exactly the doctor's best verified configuration and run it: its
+        model file (the variant the doctor measured, per-channel and all), providers and
+        provider options, level, threads, spinning, IO binding and every other setting."""
+        d = self.doctor_result
+        if d is None:
+            raise OrtlabError("Run the doctor first (Doctor tab): there is no best yet.")
+        best = d.best
+        c = best.session_config
+        if c.providers == "auto" or not set(c.providers) <= set(self.provider_boxes):
+            raise OrtlabError(
+                f"The doctor's best uses providers {c.providers!r}; the Lab offers "
+                f"{list(self.provider_boxes)}. Run its snippet (d.best.snippet()) instead."
+            )
+        variant = "none"
+        if best.variant != "original" or Path(best.model_path) != Path(self.model.path):
+            variant = _BEST + best.variant
+            self._variants[variant] = ortlab.load(best.model_path, name=best.variant)
+        self._hold = True
+        try:
+            self._base = c.with_(fallback="allow")
+            for ep, box in self.provider_boxes.items():
+                box.value = ep in c.providers
+            self.level.value = c.level
+            self.intra.value = c.intra_op_threads
+            self.inter.value = c.inter_op_threads
+            self.mode.value = c.execution_mode
+            self.io_binding.value = c.io_binding
+            self.spinning.value = {True: "on", False: "off"}.get(c.allow_spinning, "ORT default")
+            options = [o for o in self.variant.options if not o.startswith(_BEST)]
+            self.variant.options = options + ([variant] if variant != "none" else [])
+            self.variant.value = variant
+            self.per_channel.value = False  # the doctor's file is used as it is
+            self.transformers.value = False
+        finally:
+            self._hold = False
+        self.run()
+
+    def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
+        """Write the Lab's state (last run's placement, profile and benchmark; optimization
+        diff, quantization comparison and doctor when run; history) as one HTML file. Default:
+        ``ortlab-report-<model>.html`` in the working directory."""
+
+        target = Path(path) if path else Path.cwd() / f"ortlab-report-{_safe(self.model.name)}.html"
+        out = report(self.model, self.doctor_result, path=target, compute=False,
+                     placement=self.placement, profile=self.profile_result,
+                     optimization=self.optimization, compare=self.comparison,
+                     benchmark=self.benchmark_result, history=self.history.to_pandas())  # fmt: skip
+        self.report_path = out
+        self.notice.value = (f"report written: <a href='{esc(out.name)}' target='_blank'>"
+                             f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)")  # fmt: skip
+        return out
+
+    def _show_snippet(self, run: int | None = None) -> None:
+        """Plain-onnxruntime Python for the current settings or for run ``run``: the model
+        file that run used (an int8 run names the int8 file) and its settings."""
+        if run is None:
+            cfg, path, shapes = self.config, str(self.model_path), ""
+            if self.history.records and self.history.records[-1].model_path == path:
+                shapes = self.history.records[-1].shapes
+        else:
+            record = self.history.run(run)
+            cfg, path, shapes = record.config, record.model_path, record.shapes
+        code = cfg.snippet(path)
+        if shapes:
+            code += f"\n# ortlab ran it with {shapes}"
+        title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
+        self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+
+
+def median_shares(prof: Any) -> Any:
+    """Per node: op_type, median_us (median over runs of the node's time in a run) and share
+    (that median over the median run's top-level node time), slowest first.
+
+    One statistic throughout: with totals over a few runs, one stalled call inflates a node's
+    share while its median stays put (a 8 µs ReorderInput once showed 15.8 %)."""
+    import pandas as pd
+
+    d = prof.data
+    ids = np.asarray(d.ev_node, dtype=np.int64)
+    runs = np.asarray(d.ev_run, dtype=np.int64)
+    dur = np.asarray(d.ev_dur_us, dtype=np.float64)
+    n_nodes, n_runs = len(d.node), max(int(runs.max()) + 1 if len(runs) else 1, 1)
+    per_run = np.bincount(ids * n_runs + runs, weights=dur, minlength=n_nodes * n_runs)
+    median = np.median(per_run.reshape(n_nodes, n_runs), axis=1) if n_nodes else np.zeros(0)
+    top = ~nested_events(d)  # body nodes are inside their If/Loop's time already
+    run_total = float(np.median(np.bincount(runs[top], weights=dur[top], minlength=n_runs)))
+    ran = np.bincount(ids, minlength=n_nodes) > 0
+    table = pd.DataFrame(
+        {
+            "node": d.node,
+            "op_type": d.op_type,
+            "median_us": median,
+            "share": median / run_total if run_total > 0 else np.zeros(n_nodes),
+        }
+    )[ran]
+    return table.sort_values("median_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _set_outputs(out: w.Output, items: Any) -> None:
+    """Replace an Output widget's content (thread-safe: no ``with out:`` capture)."""
+    out.outputs = tuple(
+        {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}} for item in items
+    )
+
+
+def mime_bundle(item: Any) -> dict[str, Any]:
+    """What a notebook would display for ``item``, built without IPython's display formatter:
+    that formatter also appends every output to the shell's history (``HistoryOutput``) for the
+    running cell, so a Lab refreshing from one cell would keep every old figure (~50 KB each)."""
+    data: dict[str, Any] = {}
+    if hasattr(item, "_repr_mimebundle_"):
+        got = item._repr_mimebundle_()
+        data = dict(got[0] if isinstance(got, tuple) else got or {})
+    if "text/html" not in data and hasattr(item, "_repr_html_"):
+        html = item._repr_html_()
+        if html:
+            data["text/html"] = html
+    data.setdefault("text/plain", repr(item))
+    return data
+
+
+def _ort_seconds(pl: Any, b: Any) -> float:
+    """ORT's own time in a refresh: both session builds, the profiled runs (placement) and the
+    benchmark's runs, warm-up runs counted at the median run time."""
+    prof = pl.profile.data
+    runs_us = sum(prof.run_us)
+    median_us = sorted(prof.run_us)[len(prof.run_us) // 2] if prof.run_us else 0.0
+    placement_s = pl.report.create_ms / 1e3 + (runs_us + 2 * median_us) / 1e6
+    reused = any(n.startswith("reused a session") for n in b.notes)  # built in an earlier run
+    bench_s = ((0.0 if reused else b.report.create_ms / 1e3) + sum(b.latencies_ns) / 1e9
+               + b.warmup * b.stats.p50_ms / 1e3)  # fmt: skip
+    return float(placement_s + bench_s)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
