@@ -321,3 +321,21 @@ def test_ort_warnings_that_say_falling_back_are_not_a_failed_compile() -> None:
     assert s["before"] < s["on_target"]
     left = set(w.reasons()["reason"])
     assert left and all(r.startswith("op not supported: ") for r in left)  # shapes fixed
+
+
+def test_a_prediction_is_drawn_as_one_on_the_graph() -> None:
+    """Nodes whose provider comes from a prediction are flagged for the view (drawn hatched,
+    with a legend line); a measured placement's are not."""
+    from ortlab.analysis.graphdata import graph_data
+
+    m = ortlab.examples.load("resnet50")
+    w = ortlab.whatif(m, targets=["nnapi"], progress=False)
+    predicted = graph_data(m, placement=w["nnapi"])
+    placed = [n for n in predicted.nodes if n.provider]
+    assert placed and all(n.predicted and n.us_per_run == 0 for n in placed)
+    assert {n.provider for n in placed} >= {"NnapiExecutionProvider", "CPUExecutionProvider"}
+    measured = graph_data(m, placement=ortlab.placement(m, runs=1, warmup=0, progress=False))
+    assert not any(n.predicted for n in measured.nodes)
+    folder = Path(ortlab.__file__).parent / "views" / "widgets" / "graph"
+    assert "it.predicted" in (folder / "draw.js").read_text()
+    assert "n.predicted" in (folder / "overlays.js").read_text()

@@ -56,6 +56,9 @@ class GraphNode:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     attrs: dict[str, str] = field(default_factory=dict)
+    predicted: bool = False
+    """The provider is a prediction (``ortlab.whatif``: compiled or rules), not a run: the
+    view draws such nodes hatched, and shows no time for them."""
 
 
 @dataclass(frozen=True)
@@ -339,6 +342,7 @@ def graph_data(
                 inputs=list(op.inputs),
                 outputs=list(op.outputs),
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
+                predicted=bool(row and row.time_source.startswith("predicted")),
             )
         )
     main = [n for n in nodes if not n.group.startswith(tuple(body_group.values()) or ("\0",))]

@@ -104,6 +104,23 @@ function drawLabel(ctx, it, x, y, k) {
   ctx.fillText(it.kind === "group" ? sub.slice(0, 30) : String(sub).slice(-24), x + 4, y + 25);
 }
 
+// A predicted placement (ortlab.whatif) is not a run: diagonal white hatching over the fill.
+function hatch(ctx, x, y, w, h) {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(x, y, w, h);
+  ctx.clip();
+  ctx.strokeStyle = "rgba(255,255,255,0.7)";
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  for (let d = -h; d < w; d += 8) {
+    ctx.moveTo(x + d, y + h);
+    ctx.lineTo(x + d + h, y);
+  }
+  ctx.stroke();
+  ctx.restore();
+}
+
 function drawNodes(ctx, s, fill) {
   const highlighted = new Set(s.model.get("highlighted"));
   const selected = s.model.get("selected")?.name;
@@ -112,6 +129,7 @@ function drawNodes(ctx, s, fill) {
     const x = n.x - n.width / 2, y = n.y - n.height / 2;
     ctx.fillStyle = fill(it);
     ctx.fillRect(x, y, n.width, n.height);
+    if (it.predicted) hatch(ctx, x, y, n.width, n.height);
     const hit = it.kind === "node" && (highlighted.has(it.name) || s.searchHits.has(it.name));
     ctx.lineWidth = (hit || it.name === selected ? 3 : 1) / Math.max(s.view.k, 0.3);
     ctx.strokeStyle = it.name === selected ? "#000" : hit ? "#ff00aa" : "#555";

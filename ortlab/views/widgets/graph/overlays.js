@@ -93,4 +93,7 @@ export function drawLegend(legend, d, mode) {
   if (d.edges.some((e) => e.boundary)) {
     legend.appendChild(span("red dashed edge: crosses execution providers"));
   }
+  if (d.nodes.some((n) => n.predicted)) {
+    legend.appendChild(span("hatched: predicted placement (ortlab.whatif), not a run"));
+  }
 }
