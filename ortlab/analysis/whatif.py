@@ -113,7 +113,7 @@ class WhatIfResult(Result):
     rows: list[WhatIfRow]
     placements: dict[str, PlacementResult]
     feeds: str
-    """The shapes the prediction was made at ('as in the model' when nothing was fixed)."""
+    """The shapes the prediction was made at ("the model's own shapes" when nothing was fixed)."""
     dims: dict[str, int] | None = None
     dynamic: list[str] = field(default_factory=list)
     """Inputs with dynamic dims in the model (``name[dims]``): fix them for NPUs."""
@@ -583,11 +583,11 @@ def whatif(
 
     before: dict[str, int] = {}
     if fixing and dynamic:
-        first = build_result(m, run(None), pairs, feeds="as in the model", dims=None,
+        first = build_result(m, run(None), pairs, feeds="the model's own shapes", dims=None,
                              dynamic=dynamic)  # fmt: skip
         before = {t.target: int(t.on_target) for t in first.summary().itertuples()}
     raw = run(shapes)
     return build_result(
-        m, raw, pairs, feeds=f.describe() if fixing else "as in the model", dims=dict(dims)
+        m, raw, pairs, feeds=f.describe() if fixing else "the model's own shapes", dims=dict(dims)
         if dims else None, dynamic=dynamic, before=before, fixed=fixing,
     )  # fmt: skip
