@@ -30,14 +30,9 @@ from benchmarks._common import record
 from ortlab.analysis.profiling import self_durations
 from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
 from tests import corpus
+from tests.test_real_models import COMPUTES  # the tests' own table of ORT kernel names
 
 CFG = ortlab.SessionConfig(providers=["cuda", "cpu"])
-COMPUTES = {
-    "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
-    "MatMul": {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger", "QGemm",
-               "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "Attention"},
-    "Gemm": {"Gemm", "FusedGemm", "MatMul", "FusedMatMul", "QGemm"},
-}  # fmt: skip
 
 
 def _attempt(row: dict[str, Any], verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:

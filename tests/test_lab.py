@@ -266,19 +266,22 @@ def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
     assert lab.error.value == "<i>cancelled: previous results kept</i>"
 
 
-def test_cancel_re_arms_the_worker_call_that_cleared_it(lab) -> None:
-    """A click that lands just before a worker call starts is cleared by that call; the Lab's
-    progress callback sets the worker's flag again, so the call in flight stops."""
+def test_cancel_stops_the_worker_call_that_starts_after_the_click(lab) -> None:
+    """A click that lands just before a worker call starts: that call does not run, and a
+    call already in flight stops (the job's cancel token, not the per-call flag a new call
+    clears)."""
     from ortlab.engine.worker import Worker, get_worker
 
     worker = get_worker()
     if not isinstance(worker, Worker):
         pytest.skip("the in-process worker has nothing to cancel")
-    lab.cancel()
-    worker._cancel.clear()  # what Worker.call does first
-    lab._progress("benchmark")(1, 10)
-    assert worker._cancel.is_set()
-    worker._cancel.clear()
+    pid = worker.pid
+    lab._cancel.set()
+    with worker.cancel_on(lab._cancel), pytest.raises(ortlab.WorkerCancelledError, match="before"):
+        worker.call("ping", {})
+    assert worker.pid == pid, "a call that never started must not cost the worker"
+    lab._cancel.clear()
+    assert worker.call("ping", {}) == pid
 
 
 def _vad(tmp_path: Path) -> ortlab.Model:

@@ -62,17 +62,6 @@ def _cwd_stays_empty(cwd: Path) -> Iterator[None]:
     assert sorted(p.name for p in cwd.iterdir()) == [], "files appeared in the cwd"
 
 
-def _model(name: str) -> ortlab.Model:
-    try:
-        return ortlab.load(corpus.path(name))
-    except corpus.CorpusUnavailableError as err:  # offline developer machine; CI must fetch
-        import os
-
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(err))
-
-
 def _falls_back(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a verb under CUDA+CPU (CUDA cannot load here) and require the fallback warning."""
     with warnings.catch_warnings(record=True) as seen:
@@ -89,7 +78,7 @@ def _falls_back(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 @pytest.mark.parametrize("name", corpus.NAMES)
 def test_join_credits_every_compute_node_to_its_kernel(name: str) -> None:
-    m = _model(name)
+    m = corpus.load(name)
     pl = _falls_back(ortlab.placement, m, CUDA_CPU, corpus.feeds(name), runs=3, warmup=1,
                      progress=False)  # fmt: skip
     kernels = {r.node: r.op_type for r in pl.optimized_rows}
@@ -115,7 +104,7 @@ def test_join_credits_every_compute_node_to_its_kernel(name: str) -> None:
 
 @pytest.mark.parametrize("name", corpus.NAMES)
 def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> None:
-    m = _model(name)
+    m = corpus.load(name)
     p = _falls_back(ortlab.profile, m, CUDA_CPU, corpus.feeds(name), runs=10, warmup=2,
                     progress=False)  # fmt: skip
     for table in (p.by_node(), p.by_op_type(), p.by_provider()):
@@ -160,7 +149,7 @@ def _plain_cosines(m: ortlab.Model, q: ortlab.Model, samples: list[dict[str, Any
 
 @pytest.mark.parametrize("name", corpus.LIGHT)
 def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
-    m = _model(name)
+    m = corpus.load(name)
     feeds = corpus.feeds(name)
     if set(m.summary.op_types) & QUANTIZED_OPS:  # already int8: fp16 around the int8 ops
         keep = sorted(QUANTIZED_OPS | {"DynamicQuantizeLSTM"})
@@ -196,7 +185,7 @@ def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
 def test_every_verb_runs_or_says_why(name: str, tmp_path: Path) -> None:
     """Each public verb on each model: it returns, or raises an ortlab error that says what
     failed (never another exception); a requested EP that did not load is said."""
-    m = _model(name)
+    m = corpus.load(name)
     feeds = corpus.feeds(name)
     outcomes: dict[str, str] = {}
 
@@ -237,7 +226,7 @@ def test_every_cli_verb_runs_or_says_why(
     message; never a traceback; session verbs say that CUDA did not load."""
     from ortlab.cli import main
 
-    _model(name)
+    corpus.load(name)
     path = str(corpus.path(name))
     feeds = tmp_path / "feeds.npz"
     np.savez(feeds, **corpus.feeds(name))

@@ -108,15 +108,6 @@ def test_reason_categories_and_fixes() -> None:
 # ---------------------------------------------------------------------- real runs
 
 
-def _corpus_model(name: str) -> ortlab.Model:
-    try:
-        return ortlab.load(corpus.path(name))
-    except corpus.CorpusUnavailableError as err:  # offline developer machine; CI must fetch
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(err))
-
-
 def _ort_qnn_assignment(path: str) -> dict[str, int]:
     """ORT's own assignment API on a compile-only QNN HTP session, built here directly."""
     from collections import Counter
@@ -143,7 +134,7 @@ def _ort_qnn_assignment(path: str) -> dict[str, int]:
 @pytest.mark.corpus
 @needs_qnn
 def test_qnn_compile_only_on_a_dynamically_quantized_model() -> None:
-    m = _corpus_model("ddddocr_int8")
+    m = corpus.load("ddddocr_int8")
     w = ortlab.whatif(m, ["qnn"], progress=False)
     qnn = w.summary().set_index("target").loc["qnn"]
     assert qnn["evidence"] == "compiled"
@@ -179,7 +170,7 @@ def test_qnn_compile_only_on_a_dynamically_quantized_model() -> None:
 @pytest.mark.corpus
 @needs_qnn
 def test_fixing_the_shapes_puts_more_nodes_on_qnn() -> None:
-    m = _corpus_model("ppocrv4_rec")  # x: [p2o.DynamicDimension.0, 3, ?, p2o.DynamicDimension.1]
+    m = corpus.load("ppocrv4_rec")  # x: [p2o.DynamicDimension.0, 3, ?, p2o.DynamicDimension.1]
     chip = {"htp_arch": "73", "soc_model": "60"}  # default HTP settings fail the fixed compile
     dynamic = ortlab.whatif(m, ["qnn"], qnn_options=chip, progress=False)
     cats = dynamic.reasons().set_index("reason")
@@ -200,7 +191,7 @@ def test_fixing_the_shapes_puts_more_nodes_on_qnn() -> None:
 @pytest.mark.corpus
 @needs_qnn
 def test_a_failed_compile_is_reported_never_predicted() -> None:
-    m = _corpus_model("ppocrv4_rec")
+    m = corpus.load("ppocrv4_rec")
     w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), progress=False)
     t = w.targets[0]
     if t.evidence != "failed":
@@ -312,7 +303,7 @@ def test_whatif_leaves_the_model_folder_and_cwd_alone(
 def test_ort_warnings_that_say_falling_back_are_not_a_failed_compile() -> None:
     """At fixed shapes ORT logs "Error merging shape info … Falling back to lenient merge" for
     this model: not the Python wrapper's "Falling back to ['CPUExecutionProvider']"."""
-    m = _corpus_model("ddddocr_int8")
+    m = corpus.load("ddddocr_int8")
     chip = {"htp_arch": "73", "soc_model": "60"}
     w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ddddocr_int8"), qnn_options=chip,
                       progress=False)  # fmt: skip

@@ -205,8 +205,7 @@ def compare_configs(
     med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
     labels = [c.label() for c in cfgs]
     failed: dict[int, str] = out.get("failed", {})
-    live = [k for k in range(len(cfgs)) if k not in failed]
-    verdicts = dict(zip(live, against_first(med[:, live], [labels[k] for k in live]), strict=True))
+    verdicts = against_first(med, labels, failed)
     rows = []
     for k, c in enumerate(cfgs):
         if k in failed:

@@ -125,8 +125,8 @@ def compare(
                 raise
             failed[k] = error_text(err)
     live = [k for k in range(len(models)) if k not in failed]
-    medians = np.asarray(timed["medians_ns"], dtype=np.float64)[:, live] / 1e6
-    verdicts = dict(zip(live, against_first(medians, [labels[k] for k in live]), strict=True))
+    medians = np.asarray(timed["medians_ns"], dtype=np.float64) / 1e6
+    verdicts = against_first(medians, labels, failed)
     rows = [
         _failed_variant(m, labels[k], base, failed[k], evald.synthetic)
         if k in failed

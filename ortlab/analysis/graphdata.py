@@ -11,7 +11,6 @@ layout engine and hide the structure.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from onnx import numpy_helper
 from ortlab.analysis.graphmap import graph_node_protos
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.model import ModelLike, load
-from ortlab.core.onnx_util import dtype_name, value_info_shape, walk_nodes
+from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
 from ortlab.core.result import Result
 
 if TYPE_CHECKING:
@@ -143,28 +142,7 @@ def _attr_text(attr: onnx.AttributeProto) -> str:
 def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
     """dtype[shape] of every tensor ONNX shape inference can type (weights not needed)."""
     out = {}
-    try:
-        # Copy everything but the big weights (copying a 100 MB model costs ~20 ms per view):
-        # inference needs their dims and dtype only; small ones may be Reshape targets.
-        light = onnx.ModelProto()
-        light.ir_version = model.ir_version
-        light.opset_import.extend(model.opset_import)
-        light.functions.extend(model.functions)
-        g = model.graph
-        light.graph.name = g.name
-        light.graph.node.extend(g.node)
-        light.graph.input.extend(g.input)
-        light.graph.output.extend(g.output)
-        light.graph.value_info.extend(g.value_info)
-        for t in g.initializer:
-            if math.prod(t.dims) <= 4096:
-                light.graph.initializer.append(t)
-            else:
-                light.graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
-        model = onnx.shape_inference.infer_shapes(light, strict_mode=False)
-    except Exception:  # noqa: BLE001 - inference is best effort: keep the declared types
-        pass
-    graph = model.graph
+    graph = inferred_graph(model)
     for vi in [*graph.input, *graph.output, *graph.value_info]:
         shape = value_info_shape(vi)
         dims = (

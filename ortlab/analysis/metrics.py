@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["error_metrics", "sqnr_db"]
+__all__ = ["error_metrics", "sqnr_db", "unscorable"]
 
 
 def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -57,14 +57,23 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
     return out
 
 
+def unscorable(values: np.ndarray) -> str:
+    """Why an output cannot be a reference for cosine/SQNR: ``holds NaN/Inf (n of m
+    values)``, ``is all zeros``, or '' when it can."""
+    if not np.isfinite(values).all():
+        bad = int(np.size(values) - np.isfinite(values).sum())
+        return f"holds NaN/Inf ({bad:,} of {values.size:,} values)"
+    return "" if np.any(values) else "is all zeros"
+
+
 def _degenerate(r: np.ndarray, t: np.ndarray) -> str:
-    if not np.isfinite(r).all():
-        bad = int(np.size(r) - np.isfinite(r).sum())
-        return f"the float model's output holds NaN/Inf ({bad:,} of {r.size:,} values)"
+    why = unscorable(r)
+    if why.startswith("holds"):
+        return f"the float model's output {why}"
     if not np.isfinite(t).all():
         bad = int(np.size(t) - np.isfinite(t).sum())
         return f"the variant's output holds NaN/Inf ({bad:,} of {t.size:,} values)"
-    if not np.any(r):
+    if why:
         same = not np.any(t)
         return "the float model's output is all zeros" + (
             " (the variant's too: identical)" if same else ""

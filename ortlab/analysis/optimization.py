@@ -289,8 +289,7 @@ def _level_result(
 
 
 def _latency_rows(keys: list[str], ms: np.ndarray, failed: dict[int, str]) -> list[LatencyRow]:
-    live = [k for k in range(len(keys)) if k not in failed]
-    verdicts = dict(zip(live, against_first(ms[:, live], [keys[k] for k in live]), strict=True))
+    verdicts = against_first(ms, keys, failed)
     nan = float("nan")
     rows = []
     for k, level in enumerate(keys):

@@ -217,8 +217,8 @@ def _tensor_bytes(types: list[tuple[str, list[int]]], index: int) -> int:
 
 def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
     """Per final node, its own (self) time per run: an If/Loop/Scan without its body, whose
-    nodes have rows of their own; nothing is counted twice."""
-
+    nodes have rows of their own; nothing is counted twice, so their sum is the run's node
+    time (the denominator of every share)."""
     runs = max(len(data.run_us), 1)
     total = np.bincount(
         np.asarray(data.ev_node, dtype=np.int64),
@@ -228,12 +228,6 @@ def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int
     ran = np.bincount(np.asarray(data.ev_node, dtype=np.int64), minlength=len(data.node)) > 0
     time = {name: float(total[i]) / runs for i, name in enumerate(data.node) if ran[i]}
     return time, dict(zip(data.node, data.provider, strict=True)), runs
-
-
-def _top_level_us(data: ProfileData) -> float:
-    """Node time per run, nothing counted twice (self times)."""
-
-    return float(self_durations(data).sum()) / max(len(data.run_us), 1)
 
 
 def _partitions(
@@ -293,7 +287,7 @@ def join_placement(
         compiled=compiled,
         mapping=mapping,
         time=time,
-        total=_top_level_us(data) or sum(time.values()) or 1.0,
+        total=sum(time.values()) or 1.0,  # self times: the run's node time, once
         graph_outputs=set(graph_outputs),
         graph_inputs=set(graph_inputs),
     )

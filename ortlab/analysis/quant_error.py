@@ -11,6 +11,7 @@ from ortlab.analysis.graphmap import graph_nodes
 from ortlab.analysis.quantization import calibration_data
 from ortlab.core.inputs import validate_feeds
 from ortlab.core.model import ModelLike, load
+from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result
 from ortlab.engine.calls import call, default_timeout
 
@@ -127,10 +128,7 @@ def _is_float(model: Any, tensor: str) -> bool:
 def _float_types(model: Any) -> dict[str, bool]:
     import onnx
 
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model.proto, strict_mode=False).graph
-    except Exception:  # noqa: BLE001 - inference is best effort
-        return {}
+    inferred = inferred_graph(model.proto)
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
               onnx.TensorProto.BFLOAT16}  # fmt: skip
     return {

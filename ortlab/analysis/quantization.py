@@ -19,7 +19,7 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import FeedError, QuantizationError
-from ortlab.core.inputs import validate_feeds
+from ortlab.core.inputs import shapes_text, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.engine.calls import call, default_timeout
 
@@ -213,14 +213,7 @@ def calibration_data(
         except FeedError as err:
             raise QuantizationError(f"Calibration sample {i} ({origin}): {err}") from err
     return Calibration(
-        samples, False, f"{len(samples)} samples from {origin} ({_shapes_text(samples[0])})"
-    )
-
-
-def _shapes_text(sample: Mapping[str, Any]) -> str:
-    return ", ".join(
-        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
-        for k, v in sample.items()
+        samples, False, f"{len(samples)} samples from {origin} ({shapes_text(samples[0])})"
     )
 
 
@@ -245,7 +238,7 @@ def _synthesized(
         if given
         else f"{made} synthetic samples (random inputs)"
     )
-    return Calibration(samples, True, f"{what}; {_shapes_text(samples[0])}")
+    return Calibration(samples, True, f"{what}; {shapes_text(samples[0])}")
 
 
 @dataclass(frozen=True)

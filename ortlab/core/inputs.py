@@ -22,7 +22,7 @@ from ortlab.core.onnx_util import dtype_name
 if TYPE_CHECKING:
     from ortlab.core.model import Model, TensorInfo
 
-__all__ = ["Feeds", "example_inputs", "validate_feeds"]
+__all__ = ["Feeds", "example_inputs", "shapes_text", "validate_feeds"]
 
 _DIM_DEFAULTS: tuple[tuple[str, int, str], ...] = (
     (r"batch|^n$|^b$|^bs$|num_samples", 1, "batch-like"),
@@ -66,21 +66,22 @@ class Feeds(dict[str, Any]):
 
     def shapes_text(self) -> str:
         """``input: float32[1, 3, 48, 320], …``: the shapes a figure was measured at."""
-        return ", ".join(
-            f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
-            for k, v in self.items()
-        )
+        return shapes_text(self)
 
     def describe(self) -> str:
-        parts = [
-            f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
-            for k, v in self.items()
-        ]
         chosen = [f"{d.name}={d.value} ({d.why})" for d in self.dims.values()]
-        return "; ".join(parts) + (" | dims " + ", ".join(chosen) if chosen else "")
+        return shapes_text(self, "; ") + (" | dims " + ", ".join(chosen) if chosen else "")
 
     def __reduce__(self) -> Any:  # keep dims/notes across pickling to the worker
         return (Feeds, (dict(self), self.dims, self.notes, self.synthetic))
+
+
+def shapes_text(arrays: Mapping[str, Any], sep: str = ", ") -> str:
+    """``name: dtype[shape]`` of every array, joined by ``sep``."""
+    return sep.join(
+        f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
+        for k, v in arrays.items()
+    )
 
 
 def _default_dim(name: str) -> tuple[int, str]:

@@ -231,3 +231,30 @@ def _bad_nodes(nodes: Iterable[onnx.NodeProto], where: str) -> str | None:
 
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 """Ops whose attributes hold subgraphs that run inside them."""
+
+
+def inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+    """The graph with ONNX shape inference's value_info, inferred on a copy without the big
+    weights (copying a 100 MB model costs ~20 ms; inference needs their dims and dtype only,
+    small ones may be Reshape targets). Best effort: the declared graph if inference fails."""
+    import math
+
+    light = onnx.ModelProto()
+    light.ir_version = model.ir_version
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    g = model.graph
+    light.graph.name = g.name
+    light.graph.node.extend(g.node)
+    light.graph.input.extend(g.input)
+    light.graph.output.extend(g.output)
+    light.graph.value_info.extend(g.value_info)
+    for t in g.initializer:
+        if math.prod(t.dims) <= 4096:
+            light.graph.initializer.append(t)
+        else:
+            light.graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+    try:
+        return onnx.shape_inference.infer_shapes(light, strict_mode=False).graph
+    except Exception:  # noqa: BLE001 - inference is best effort: keep the declared types
+        return light.graph

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
 
-__all__ = ["Device", "RuntimeLimits", "devices", "limits", "ort_version"]
+__all__ = ["Device", "RuntimeLimits", "device_type", "devices", "limits", "ort_version"]
 
 
 def ort_version() -> str:
@@ -87,6 +88,11 @@ class Device:
     metadata: dict[str, str]
 
 
+def device_type(ep_device: Any) -> str:
+    """An ``OrtEpDevice``'s hardware type: ``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
+    return str(ep_device.device.type).rsplit(".", 1)[-1]
+
+
 def devices() -> list[Device]:
     """The real devices ORT sees (not the build's provider list)."""
     import onnxruntime as ort
@@ -101,7 +107,7 @@ def devices() -> list[Device]:
             Device(
                 ep_name=str(d.ep_name),
                 ep_vendor=str(d.ep_vendor),
-                device_type=str(d.device.type).rsplit(".", 1)[-1],
+                device_type=device_type(d),
                 device_vendor=str(d.device.vendor),
                 device_id=int(getattr(d.device, "device_id", 0)),
                 metadata=meta,

@@ -12,7 +12,7 @@ than such an interval needs (6 for 95 %) there is no verdict at all.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,12 +198,17 @@ def paired_ratio(
     return Verdict(point, low, high, coverage, n, noise, confidence)
 
 
-def against_first(medians: np.ndarray, labels: Sequence[str]) -> list[tuple[Verdict, str]]:
-    """Per column of ``medians`` (rounds x variants, interleaved): its verdict against column 0
-    and the sentence ortlab prints ('baseline' for column 0 itself)."""
+def against_first(
+    medians: np.ndarray, labels: Sequence[str], failed: Collection[int] = ()
+) -> dict[int, tuple[Verdict, str]]:
+    """Per column of ``medians`` (rounds x variants, interleaved) except the ``failed`` ones
+    (variants the worker could not run): its verdict against column 0 and the sentence ortlab
+    prints ('baseline' for column 0 itself), by column index."""
     m = np.asarray(medians, dtype=np.float64)
-    out = []
+    out = {}
     for k, label in enumerate(labels):
+        if k in failed:
+            continue
         v = paired_ratio(m[:, 0], m[:, k])
-        out.append((v, "baseline" if k == 0 else v.text(labels[0], label)))
+        out[k] = (v, "baseline" if k == 0 else v.text(labels[0], label))
     return out

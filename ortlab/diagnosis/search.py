@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ortlab.analysis.metrics import error_metrics
+from ortlab.analysis.metrics import error_metrics, unscorable
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
 from ortlab.analysis.profiling import profile
@@ -628,15 +628,12 @@ def _degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
     accuracy figure against them meaningless, so say it."""
     out = []
     for name in outputs[0] if outputs else {}:
-        values = [np.asarray(o[name]) for o in outputs]
-        if values[0].dtype.kind != "f":
+        if np.asarray(outputs[0][name]).dtype.kind != "f":
             continue
-        if not all(np.isfinite(v).all() for v in values):
-            out.append(f"the model's own output {name!r} holds NaN/Inf on the samples: "
-                       "variant accuracy against it cannot be scored")  # fmt: skip
-        elif not any(np.any(v) for v in values):
-            out.append(f"the model's own output {name!r} is all zeros on the samples: "
-                       "cosine against it is undefined")  # fmt: skip
+        why = unscorable(np.concatenate([np.ravel(o[name]) for o in outputs]))
+        if why:
+            out.append(f"the model's own output {name!r} {why} on the samples: variant "
+                       "accuracy against it cannot be scored")  # fmt: skip
     return out
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ortlab.core.eps import PLUGIN_PACKAGES
 from ortlab.core.errors import error_text
+from ortlab.core.runtime import device_type
 
 __all__ = ["PluginEP", "device_type", "plugin_devices", "registered"]
 
@@ -59,11 +60,6 @@ def _version(module: str) -> str:
         except importlib.metadata.PackageNotFoundError:
             continue
     return "?"
-
-
-def device_type(device: Any) -> str:
-    """``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
-    return str(device.device.type).rsplit(".", 1)[-1]
 
 
 @functools.cache

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,11 @@ class InProcessWorker:
     def cancel(self) -> None:
         """Nothing to cancel in-process."""
 
+    @contextlib.contextmanager
+    def cancel_on(self, event: threading.Event) -> Iterator[None]:  # noqa: ARG002
+        """In-process calls cannot be stopped; jobs still check ``event`` between steps."""
+        yield
+
     def stop(self) -> None:
         """Nothing to stop in-process."""
 
@@ -93,6 +98,7 @@ class Worker:
         self._log_path: Path | None = None
         self._lock = threading.Lock()
         self._cancel = threading.Event()
+        self._tokens: list[threading.Event] = []
         self._calls = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -203,6 +209,21 @@ class Worker:
         """Cancel the running call (from another thread, e.g. a Cancel button)."""
         self._cancel.set()
 
+    @contextlib.contextmanager
+    def cancel_on(self, event: threading.Event) -> Iterator[None]:
+        """Every call made inside the block stops once ``event`` is set, and a call that
+        would start after it was set does not start: a job of several calls (the Lab's
+        refresh) is cancelled whether the click lands during a call or between two. The
+        per-call flag ``cancel()`` sets is cleared by each new call, so it cannot do that."""
+        self._tokens.append(event)
+        try:
+            yield
+        finally:
+            self._tokens.remove(event)
+
+    def _cancelled(self) -> bool:
+        return self._cancel.is_set() or any(t.is_set() for t in self._tokens)
+
     # ------------------------------------------------------------------ calls
 
     def call(
@@ -217,6 +238,8 @@ class Worker:
         """Run ``task(**kwargs)`` in the worker and return its result (or raise its error)."""
         with self._lock:
             self._cancel.clear()
+            if self._cancelled():  # a job's token set before this call: do not start it
+                raise WorkerCancelledError(f"Cancelled {task} {context} before it started.")
             self.start()
             assert self._conn is not None
             self._calls += 1
@@ -270,7 +293,7 @@ class Worker:
                 continue
             if self._proc.poll() is not None:
                 raise self._crashed(context, task)
-            if self._cancel.is_set():
+            if self._cancelled():
                 self._kill()
                 self._discard()
                 raise WorkerCancelledError(

@@ -332,14 +332,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._background(self._run_once, "benchmark_result")
 
     def cancel(self) -> None:
-        """Stop the running job: the worker call in flight, and every step after it.
-
-        ``Worker.cancel()`` alone is not enough: a refresh is several worker calls, and each
-        call starts by clearing the worker's cancel flag, so a click that lands between two
-        calls (or while ortlab itself works, e.g. building the graph view) was forgotten. The
-        Lab keeps its own flag, checked between steps and from every progress callback."""
+        """Stop the running job: the worker call in flight, and every step after it (the job
+        runs inside ``Worker.cancel_on(flag)``; ortlab's own steps check the flag too)."""
         self._cancel.set()
-        ortlab.engine.worker.get_worker().cancel()
 
     def _step(self, what: str) -> None:
         """Between two steps of a job: stop here if Cancel was pressed."""
@@ -364,7 +359,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.run_button.disabled = True
         kept = bool(results) and getattr(self, results, None) is not None
         try:
-            job()
+            with ortlab.engine.worker.get_worker().cancel_on(self._cancel):
+                job()
             self.error.value = ""
         except ortlab.WorkerCancelledError:
             self.error.value = "<i>cancelled" + (": previous results kept" if kept else "") + "</i>"
@@ -382,8 +378,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _progress(self, label: str) -> Callable[[int, int], None]:
         def update(done: int, total: int) -> None:
-            if self._cancel.is_set():  # re-arm: a worker call clears its flag when it starts
-                ortlab.engine.worker.get_worker().cancel()
             self.progress.max = max(total, 1)
             self.progress.value = done
             self.progress.description = label
@@ -448,7 +442,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             old.close()
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
         self._show("Graph", self.graph)
-        self._show("Placement", self._whatif_bar, pl, *self._whatif_items())
+        self._show("Placement", self._whatif_bar, pl, *self._whatif_shown)
         self._show_profile(prof)
         self._show("Benchmark", b, b.plot())
         record = RunRecord(
@@ -551,9 +545,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self._whatif_shown.append(ortlab.graph(self.model, placement=w_[target]))
         measured = [self.placement] if self.placement is not None else []
         self._show("Placement", self._whatif_bar, *measured, *self._whatif_shown)
-
-    def _whatif_items(self) -> list[Any]:
-        return list(self._whatif_shown)
 
     def _optimization(self) -> None:
         opt = ortlab.optimization_diff(
