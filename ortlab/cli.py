@@ -231,6 +231,8 @@ def _doctor_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--budget", type=_seconds_arg, default=60, help="the doctor's time budget (s)")
     p.add_argument("--no-doctor", action="store_true", help="profile and levels only")
+    p.add_argument("--targets", help="also predict placement on these (e.g. qnn,nnapi,coreml): "
+                   "a what-if section, labelled as predicted")  # fmt: skip
 
 
 def _quantize_parser(sub: Any) -> None:
@@ -381,8 +383,11 @@ def _report(args: argparse.Namespace) -> None:
         feeds = m.example_inputs(dims=args.dims)
     if d is None:  # profiled here (as report() would) so that a fallback is said
         profile = ortlab.profile(m, cfg, feeds, runs=10, progress=_progress(args))
+    w = None
+    if args.targets:
+        w = ortlab.whatif(m, args.targets, feeds=feeds, progress=_progress(args))
     out = ortlab.report(m, d, path=args.output, config=cfg, feeds=feeds, profile=profile,
-                        progress=_progress(args))  # fmt: skip
+                        whatif=w, progress=_progress(args))  # fmt: skip
     size = out.stat().st_size
     if args.json:
         doc = None if d is None else json.loads(d.to_json())

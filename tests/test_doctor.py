@@ -138,7 +138,11 @@ def test_ep_islands_from_the_openvino_placement() -> None:
     assert "81,920 bytes" in x.evidence  # 65,536 + 16,384 (the fixture's boundary tensors)
     assert x.nodes == ["/sanitize/IsNaN"]
     assert x.gain.startswith("the same model on the CPU EP alone: ") and x.saved_ms == 0
+    assert "no reason given (1 node" in x.evidence, "the fixture has no probe: said so"
     assert _rules(HEALTHY, "ep_islands") == []
+    (probed,) = _rules(_facts(placement=_replay({"/sanitize/IsNaN": "refused"})), "ep_islands")
+    assert "op not supported: IsNaN (1 node, e.g. /sanitize/IsNaN)" in probed.evidence
+    assert probed.fix.startswith("op not supported: IsNaN: not supported by OpenVINO")
 
 
 def test_optimization_level_below_extended_with_its_measured_gain() -> None:

@@ -21,7 +21,7 @@ OV_EP = "OpenVINOExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
 
 
-def _replay() -> PlacementResult:
+def _replay(probes: dict[str, str] | None = None) -> PlacementResult:
     fx = json.loads((FIXTURES / f"{OV}.json").read_text())
     m = ortlab.examples.load("nan_guard_cnn")
     g = m.proto.graph
@@ -35,6 +35,7 @@ def _replay() -> PlacementResult:
         data=parse_profile_file(FIXTURES / f"{OV}_profile.json", skip_runs=fx["warmup"]),
         assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in fx["assignment"]],
         placements=fx["placements"], report=report, final_source=fx["final_source"],
+        probes=probes,
     )  # fmt: skip
 
 

@@ -261,3 +261,16 @@ def test_inline_scripts_are_allowed_by_hash_only(tmp_path: Path) -> None:
         inline_script("const a = '</script>';")
     page = ortlab.graph(m).to_html(tmp_path / "g.html").read_text(encoding="utf-8")  # type: ignore[attr-defined]
     assert "'unsafe-inline'" not in page.split("script-src", 1)[1].split(";")[0]
+
+
+def test_report_shows_what_if_as_a_prediction_with_its_reasons() -> None:
+    """The wheel's NNAPI checker on a bundled model: the section is labelled predicted, names
+    its evidence, and carries the same reasons as ``w.reasons()``."""
+    m = ortlab.examples.load("nan_guard_cnn")
+    w = ortlab.whatif(m, ["nnapi"], progress=False)
+    html = report_html(m, whatif=w)
+    section = html.split("Where would it run? (predicted, not measured)", 1)[1]
+    assert "rules" in section, "the evidence the prediction rests on"
+    for r in w.reasons().itertuples():
+        assert r.reason in section
+    assert "Where would it run?" not in report_html(m), "no what-if, no section"

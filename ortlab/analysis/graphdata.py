@@ -55,6 +55,8 @@ class GraphNode:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     attrs: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    """Why the node is not on the EP the session wanted (placement / whatif ``reason``)."""
     predicted: bool = False
     """The provider is a prediction (``ortlab.whatif``: compiled or rules), not a run: the
     view draws such nodes hatched, and shows no time for them."""
@@ -320,6 +322,7 @@ def graph_data(
                 inputs=list(op.inputs),
                 outputs=list(op.outputs),
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
+                reason=row.reason if row else "",
                 predicted=bool(row and row.time_source.startswith("predicted")),
             )
         )

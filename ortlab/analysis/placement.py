@@ -15,6 +15,7 @@ names, which expands compiled subgraphs into their member nodes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,8 +26,9 @@ from onnx import TensorProto
 
 from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, graph_nodes, map_nodes
 from ortlab.analysis.profiling import ProfileData, ProfileResult, self_durations
+from ortlab.analysis.reasons import first_reason, group_reasons, parse_ort_fallbacks, parse_qnn_log
 from ortlab.core.config import SessionConfig
-from ortlab.core.eps import MEMCPY_OPS
+from ortlab.core.eps import MEMCPY_OPS, split_device
 from ortlab.core.model import ModelLike
 from ortlab.core.onnx_util import elem_bits
 from ortlab.core.result import Result, table
@@ -56,6 +58,10 @@ class NodeRow:
     """Time of the whole final node(s) it belongs to."""
     share: float
     time_source: str
+    reason: str = ""
+    """Why the node is not on the EP the session wanted first (ORT's or the EP's words, see
+    :mod:`ortlab.analysis.reasons`); '' when it is, when only the CPU was asked for, and for
+    nodes ORT removed before partitioning (``status`` says so)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ class OptimizedRow:
     share: float
     compiled: bool
     executed: bool
+    reason: str = ""
+    """Why it is where it is, for nodes ORT inserted (Memcpy) or that left the wanted EP."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ class PlacementResult(Result):
     @table
     def nodes(self) -> Any:
         """Per ORIGINAL node: node, op_type, status, optimized, provider, partition,
-        us_per_run, group_us_per_run, share, time_source."""
+        us_per_run, group_us_per_run, share, time_source, reason."""
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self.node_rows], columns=_cols(NodeRow))
@@ -130,7 +138,7 @@ class PlacementResult(Result):
     @table
     def optimized(self) -> Any:
         """Per final-graph node: node, op_type, domain, provider, partition, fused_from,
-        us_per_run, share, compiled, executed."""
+        us_per_run, share, compiled, executed, reason."""
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self.optimized_rows], columns=_cols(OptimizedRow))
@@ -155,6 +163,21 @@ class PlacementResult(Result):
     def memcpy(self) -> Any:
         t = self.optimized
         return t[t["op_type"].isin(MEMCPY_OPS)]
+
+    @property
+    def wanted(self) -> str:
+        """The EP this session wanted first (the first requested provider that is not the
+        CPU); '' when only the CPU was asked for. ``reason`` says why a node is not on it."""
+        return self.report.wanted
+
+    def reasons(self) -> Any:
+        """Why nodes are not on :attr:`wanted`, grouped: reason (normalised), nodes, examples,
+        fix, raw (the most common sentence, as ORT or the EP said it)."""
+        import pandas as pd
+
+        rows = [(r.node, r.reason, "") for r in self.node_rows]
+        groups = group_reasons(rows, self.wanted or "CPUExecutionProvider", [], fixed=False)
+        return pd.DataFrame(groups, columns=["reason", "nodes", "examples", "fix", "raw"])
 
     def summary(self) -> Any:
         """Per provider: original nodes, share of nodes, partitions, µs per run, share of time."""
@@ -196,8 +219,6 @@ class PlacementResult(Result):
 
 
 def _cols(cls: type) -> list[str]:
-    import dataclasses
-
     return [f.name for f in dataclasses.fields(cls)]
 
 
@@ -266,8 +287,11 @@ def join_placement(
     placements: Mapping[str, str],
     report: SessionReport,
     final_source: str,
+    probes: Mapping[str, str] | None = None,
 ) -> PlacementResult:
-    """Pure: build the per-node join from the three sources (tested with stored fixtures)."""
+    """Pure: build the per-node join from the three sources (tested with stored fixtures).
+    ``probes``: node → 'taken' / 'refused', whether the wanted EP claims a one-node model of
+    it (:mod:`ortlab.engine.probe`), for nodes it left without a logged reason."""
     mapping = map_nodes(original, final, initializers, graph_inputs)
     time, prof_provider, runs = _node_time(data)
     assigned = {name: ep for ep, names in assignment for name in names}
@@ -303,15 +327,23 @@ def join_placement(
             share=time.get(n.name, 0.0) / j.total,
             compiled=n.name in compiled,
             executed=n.name in time,
+            reason=_copy_reason(n, final, provider, graph_inputs),
         )
         for n in final
     ]
+    wanted = report.wanted
+    node_rows = _node_rows(original, j)
+    if wanted:
+        why = _FallbackWhy(wanted, report, probes or {})
+        node_rows = [dataclasses.replace(r, reason=why(r)) for r in node_rows]
+        opt_rows = [dataclasses.replace(r, reason=r.reason or why.final(r.node, r.provider))
+                    for r in opt_rows]  # fmt: skip
     return PlacementResult(
         model=model,
         config=config,
         report=report,
         runs=runs,
-        node_rows=_node_rows(original, j),
+        node_rows=node_rows,
         optimized_rows=opt_rows,
         partition_rows=_partition_rows(j),
         boundary_rows=_boundaries(final, provider, data),
@@ -323,6 +355,67 @@ def join_placement(
             "whole. Profiling adds ~5 µs per executed node."
         ],
     )
+
+
+CPU = "CPUExecutionProvider"
+
+
+class _FallbackWhy:
+    """Reason per node for not being on ``wanted``, from the session report."""
+
+    def __init__(self, wanted: str, report: SessionReport, probes: Mapping[str, str]) -> None:
+        self.wanted = wanted
+        self.probes = probes
+        self.short = wanted.removesuffix("ExecutionProvider")
+        missing = next((m for m in report.missing if split_device(m.provider)[0] == wanted),
+                       None)  # fmt: skip
+        self.missing = f"{self.short} did not load: {missing.reason}" if missing else ""
+        self.verdicts = {**parse_qnn_log(report.why_log), **parse_ort_fallbacks(report.why_log)}
+        self.logged = bool(report.why_log)
+
+    def final(self, name: str, provider: str) -> str:
+        if not provider or provider == self.wanted:
+            return ""
+        return self.missing or self.verdicts.get(name, "")
+
+    def __call__(self, row: NodeRow) -> str:  # noqa: PLR0911 - one return per source
+        if row.partition < 0 or not row.provider or row.provider == self.wanted:
+            return ""
+        if self.missing:
+            return self.missing
+        hit = first_reason([row.node, *row.optimized], self.verdicts)
+        if hit and hit[0] != row.node:
+            return f"fused by ORT into {hit[0]}, which: {hit[1]}"
+        if hit:
+            return hit[1]
+        probe = self.probes.get(row.node)
+        if probe == "refused":
+            return (f"op not supported: {row.op_type} — {self.short} refuses a one-node "
+                    f"{row.op_type} with this node's types and attributes (probed here; "
+                    f"{self.short} logs no per-node reason)")  # fmt: skip
+        if probe == "taken":
+            return (f"left out in context: {self.short} takes a one-node {row.op_type} like "
+                    "this one (probed here) but not this node where it sits (its partition "
+                    "rules, or a neighbour's shape or type)")  # fmt: skip
+        return f"not claimed by {self.short}: no reason in ORT's log" + (
+            "" if self.logged else " (the EP logged no per-node verdicts)"
+        )
+
+
+def _copy_reason(
+    n: OpNode, final: list[OpNode], provider: Mapping[str, str], graph_inputs: list[str]
+) -> str:
+    """For a Memcpy node ORT inserted: which tensor it moves, from which EP to which."""
+    if n.op_type not in MEMCPY_OPS:
+        return ""
+    tensor = next((t for t in n.inputs if t), "")
+    src = next((provider[m.name] for m in final if tensor in m.outputs), "")
+    if not src:
+        src = "graph input" if tensor in graph_inputs else "initializer"
+    dst = sorted({provider[m.name] for m in final if set(m.inputs) & set(n.outputs)})
+    short = [p.removesuffix("ExecutionProvider") for p in [src, *dst]]
+    return (f"inserted by ORT: copies {tensor} from {short[0]} to {', '.join(short[1:]) or '?'}"
+            " (the tensor crosses EPs)")  # fmt: skip
 
 
 @dataclass
@@ -466,8 +559,6 @@ def placement(
         runs=runs,
         warmup=warmup,
     )
-    import dataclasses
-
     graph = m.proto.graph
     joined = join_placement(
         model=m.name,
@@ -482,6 +573,7 @@ def placement(
         placements=out["placements"],
         report=out["report"],
         final_source=out["final_source"],
+        probes=out.get("probes"),
     )
     shapes, synthetic = f.describe(), f.synthetic
     prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],

@@ -22,14 +22,13 @@ partitioned (QNN's EPContext dump, mapped back to the original nodes by tensor n
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.graphmap import OpNode, graph_nodes
 from ortlab.analysis.placement import PlacementResult, join_placement
+from ortlab.analysis.reasons import category, fix_for, group_reasons, parse_qnn_log
 from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model, ModelLike
@@ -57,7 +56,6 @@ TARGETS: dict[str, str] = {
 }
 DEFAULT_TARGETS = ("qnn", "nnapi", "coreml", "openvino")
 PREDICTED = "predicted: no time"
-_QNN_INT_OPS = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeLSTM"}
 
 
 class WhatIfError(OrtlabError, KeyError):
@@ -177,31 +175,16 @@ class WhatIfResult(Result):
         checker said it)."""
         import pandas as pd
 
-        groups: dict[tuple[str, str], list[WhatIfRow]] = defaultdict(list)
-        for r in self.rows:  # nodes ORT removes before partitioning do not fall back
-            if r.reason and r.category != "removed before partitioning":
-                groups[(r.target, r.category)].append(r)
         ep = {t.target: t.ep for t in self.targets}
         out = []
-        for (target, cat), members in groups.items():
-            raw = Counter(r.reason for r in members).most_common(1)[0][0]
-            out.append({
-                "target": target, "reason": cat, "nodes": len(members),
-                "examples": ", ".join(r.node for r in members[:3]),
-                "fix": fix_for(cat, ep.get(target, target), self.dynamic,
-                               fixed=self.fixed or not self.dynamic),
-                "raw": raw,
-            })  # fmt: skip
-        frame = pd.DataFrame(out, columns=["target", "reason", "nodes", "examples", "fix", "raw"])
-        order = {t.target: i for i, t in enumerate(self.targets)}
-        if len(frame):
-            frame = (
-                frame.assign(_o=frame["target"].map(order))
-                .sort_values(["_o", "nodes"], ascending=[True, False])
-                .drop(columns="_o")
-                .reset_index(drop=True)
-            )
-        return frame
+        for t in self.targets:
+            mine = [(r.node, r.reason, r.category) for r in self.rows if r.target == t.target]
+            fixed = self.fixed or not self.dynamic
+            out += [
+                {"target": t.target, **g}
+                for g in group_reasons(mine, ep[t.target], self.dynamic, fixed=fixed)
+            ]
+        return pd.DataFrame(out, columns=["target", "reason", "nodes", "examples", "fix", "raw"])
 
     def compare(self, other: WhatIfResult) -> Any:
         """Nodes on each target here vs in ``other`` (e.g. without vs with ``dims``)."""
@@ -226,111 +209,6 @@ class WhatIfResult(Result):
                 else f"{t.target} {t.evidence}"
             )
         return f"<WhatIfResult {self.model!r}: {'; '.join(parts)}>"
-
-
-# ---------------------------------------------------------------------- QNN's log
-
-_UNIT = re.compile(r"Validation (FAILED|PASSED) for \d+ nodes in OrtNodeUnit")
-_MEMBER = re.compile(r"Operator type: (\S+) Node name: (.*?) Node index: \d+\s*$")
-_REASON = re.compile(r"REASON\s*:\s*(.*)$")
-
-
-def parse_qnn_log(lines: Iterable[str]) -> dict[str, str]:
-    """QNN's verbose per-node verdicts: node name (partitioning-time graph) → reason, '' for
-    nodes that passed validation. An OrtNodeUnit (a QDQ group) lists several nodes before its
-    ``REASON :`` line; each gets it. QNN validates twice per session: repeats are merged, and
-    a node that failed once keeps its failure."""
-    out: dict[str, str] = {}
-    members: list[str] = []
-    failed = False
-    for line in lines:
-        unit = _UNIT.search(line)
-        if unit:
-            failed, members = unit.group(1) == "FAILED", []
-            continue
-        member = _MEMBER.search(line)
-        if member:
-            name = member.group(2)
-            members.append(name)
-            if not failed:
-                out.setdefault(name, "")
-            continue
-        reason = _REASON.search(line)
-        if reason and failed:
-            text = reason.group(1).strip()
-            for name in members:
-                old = out.get(name, "")
-                if not old:
-                    out[name] = text
-                elif text not in old.split("; "):
-                    out[name] = f"{old}; {text}"
-            members = []
-    return out
-
-
-_NOT_SUPPORTED = re.compile(r"Operators of type `([^`]+)` are not supported|op not supported: "
-                            r"(?:[\w.]+:)?(\w+)")  # fmt: skip
-
-
-def category(reason: str) -> str:  # noqa: PLR0911 - one return per kind of reason
-    """A reason normalised for grouping: 'dynamic shape', 'op not supported: X', 'data type',
-    'rank', 'compile failed', 'not in a partition', 'removed before partitioning', 'other'."""
-    low = reason.lower()
-    if not reason:
-        return ""
-    m = _NOT_SUPPORTED.search(reason)  # before shapes: fixing shapes would not help it
-    if m:
-        return f"op not supported: {m.group(1) or m.group(2)}"
-    if "cannot get shape" in low or "dynamic" in low or "no fixed shape" in low:
-        return "dynamic shape"
-    if "rank" in low:
-        return "rank"
-    if "type" in low and ("data" in low or "dtype" in low or "unsupported" in low or
-                          "not supported" in low):  # fmt: skip
-        return "data type"
-    if "compile failed" in low or "ep error" in low:
-        return "compile failed"
-    if "removed by ort" in low:
-        return "removed before partitioning"
-    if "partition" in low:
-        return "not in a partition"
-    return "other"
-
-
-def fix_for(  # noqa: PLR0911 - one return per kind of reason
-    cat: str, ep: str, dynamic: Sequence[str], *, fixed: bool
-) -> str:
-    """What to try for a group of nodes that fall back for reason ``cat``."""
-    name = ep.removesuffix("ExecutionProvider")
-    if cat == "dynamic shape":
-        dims = ", ".join(dynamic) if dynamic else "the model's inputs"
-        if fixed:
-            return (
-                "shapes inside the graph stay dynamic after fixing the inputs: run "
-                "onnxruntime's symbolic shape inference, or re-export with static shapes"
-            )
-        return f"fix the input shapes: whatif(..., dims={{…}}) or feeds= for {dims}"
-    if cat.startswith("op not supported: "):
-        op = cat.split(": ", 1)[1]
-        if op in _QNN_INT_OPS and name == "QNN":
-            return ("quantize for the NPU (QDQ, static: onnxruntime.quantization with the QNN "
-                    "configuration) instead of dynamic quantization")  # fmt: skip
-        return f"not supported by {name}: keep on CPU or replace the op"
-    if cat == "data type":
-        return "quantize for the NPU (QDQ, static) or cast to a type the EP takes"
-    if cat == "rank":
-        return f"reshape to a lower rank, or keep on CPU ({name} limits tensor rank)"
-    if cat == "compile failed":
-        return (
-            f"give {name} a target chip, e.g. qnn_options={{'htp_arch': '73', "
-            "'soc_model': '60'} (a v73 HTP, Snapdragon 8 Gen 2), and check its log"
-        )
-    if cat.startswith("no prediction"):
-        return (f"nothing here can predict {name}: run whatif where its device (or plugin) "
-                "is, or try the qnn / nnapi / coreml targets")  # fmt: skip
-    if cat == "removed before partitioning":
-        return "nothing to do: ORT folds or fuses these before any EP sees them"
-    return ""
 
 
 # ---------------------------------------------------------------------- the join
@@ -516,6 +394,11 @@ def build_result(
         mine = _rows(target=target, ep=ep, evidence=evidence, raw=got, pl=pl, original=original,
                      reason=reason)  # fmt: skip
         rows.extend(mine)
+        if pl is not None:  # the graph view's details show the same reason as the table
+            why = {r.node: r.reason for r in mine}
+            said = [dataclasses.replace(r, reason=why.get(r.node, "")) for r in pl.node_rows]
+            pl = dataclasses.replace(pl, node_rows=said)
+            placements[target] = pl
         if "counts" in got:
             partitions = int(got["counts"]["num_partitions"])
         elif pl is not None:

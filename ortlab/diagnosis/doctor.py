@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.placement import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
+from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
@@ -61,6 +62,9 @@ class DoctorResult(Result):
     profile: ProfileResult | None = None
     """The baseline's ProfileResult (the report's profile charts)."""
     placement: PlacementResult | None = None
+    whatif: WhatIfResult | None = None
+    """For a requested NPU EP that does not run here: its predicted partition (at the timed
+    shapes when the model's are dynamic), which the npu_partition finding rests on."""
     notes: list[str] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
@@ -357,6 +361,7 @@ def _result(
         environment=env,
         profile=search.profile,
         placement=facts.placement,
+        whatif=facts.predicted_fixed or facts.predicted,
         notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,

@@ -247,6 +247,24 @@ def ep_islands(f: Facts) -> list[Finding]:
         f"cross between EPs ({crossing:,} bytes per run); {len(memcpy)} Memcpy nodes "
         f"({memcpy_us:.0f} µs per run); CPU islands take {cpu_us:.0f} µs per run"
     )
+    why = pl.reasons()
+    if len(why):
+        evidence += "; why, in ORT's or the EP's words: " + "; ".join(
+            f"{r.reason} ({r.nodes} node{'' if r.nodes == 1 else 's'}, e.g. "
+            f"{r.examples.split(', ')[0]})"
+            for r in why.head(4).itertuples()
+        )
+        fixes = [f"{r.reason}: {r.fix}" for r in why.head(4).itertuples() if r.fix]
+        fix = "; ".join(fixes) + (
+            "; session.disable_cpu_ep_fallback=1 makes ORT fail instead of falling back, so "
+            "you find them all"
+        )
+    else:
+        fix = (
+            f"ORT gave no reason for these op types ({', '.join(cpu_ops[:8])}): check {ep}'s "
+            "supported-op list; session.disable_cpu_ep_fallback=1 makes ORT fail instead of "
+            "falling back, so you find them all"
+        )
     gain = _gain(cpu_only, f.baseline_ms)
     if cpu_only is not None:
         gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.verdict
@@ -256,10 +274,7 @@ def ep_islands(f: Facts) -> list[Finding]:
             rule="ep_islands",
             title=f"{ep} hands {len(cpu_nodes)} nodes back to the CPU",
             evidence=evidence,
-            fix=f"the op types on the CPU ({', '.join(cpu_ops[:8])}) are not supported by {ep} "
-            "as used here: replace them with supported ops or a newer opset, check the EP's "
-            "supported-op list; session.disable_cpu_ep_fallback=1 makes ORT fail instead of "
-            "falling back, so you find them all",
+            fix=fix,
             code="SessionConfig(providers=[...], config_entries={'session.disable_cpu_ep_fallback'"
             ": '1'})",
             severity="warning",

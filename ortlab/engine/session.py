@@ -45,6 +45,12 @@ __all__ = ["ProviderIssue", "SessionReport", "build_session", "clean_ort_message
 
 _LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")
 _QUIET = re.compile(r"^\S+ \S+ \[[IV]:onnxruntime")
+WHY_LINE = re.compile(
+    r"kernel not found in registries|kernel not supported\. Fallback|Force fallback to CPU|"
+    r"Force CPU execution for node|OrtNodeUnit|REASON\s*:|Operator type: .* Node name: "
+)
+"""Log lines that say why a node is (not) on an EP: kept whole in ``SessionReport.why_log``
+for :mod:`ortlab.analysis.reasons` to parse."""
 _INIT_AS_INPUT = re.compile(r"Initializer (\S+) appears in graph inputs")
 
 
@@ -76,10 +82,25 @@ class SessionReport(Result):
     """From ORT's verbose "Node placements" block (only when built with log_severity=0)."""
     fired: dict[str, int] = field(default_factory=dict)
     """Graph transformers that modified the graph (only when built with log_severity<=1)."""
+    why_log: list[str] = field(default_factory=list)
+    """ORT's and the EPs' per-node placement verdicts (kernel not found, forced to CPU, QNN's
+    validation), verbatim (only when built with log_severity<=1)."""
 
     @property
     def fallback(self) -> bool:
         return bool(self.missing)
+
+    @property
+    def wanted(self) -> str:
+        """The EP this session wanted first: the first requested provider that is not the CPU
+        (for a selection policy or ``auto``, the first active one); '' when only the CPU was
+        asked for. Placement reasons say why a node is not on it."""
+        cpu = "CPUExecutionProvider"
+        for p in self.requested:
+            ep = split_device(p)[0]
+            if not p.startswith("policy:") and ep != cpu:
+                return ep
+        return next((p for p in self.active if p != cpu), "")
 
     def to_pandas(self) -> Any:
         """One row per requested provider: provider, loaded, reason (ORT's words when it did
@@ -151,6 +172,11 @@ def _summarise_log(lines: list[str]) -> tuple[list[str], list[str]]:
             "constant-fold or fuse them. Remove them from graph.input to let ORT optimize."
         )
     return kept[:200], notes
+
+
+def why_lines(lines: list[str]) -> list[str]:
+    """The lines of a verbose session log that give per-node verdicts, prefixes removed."""
+    return [_LOG_PREFIX.sub("", ln).rstrip() for ln in lines if WHY_LINE.search(ln)]
 
 
 _PLACED_ON = re.compile(r"Node\(s\) placed on \[(\w+)\]")
@@ -340,6 +366,7 @@ def build_session(
         devices=devices(),
         placements=parse_placements(lines),
         fired=parse_fired(lines),
+        why_log=why_lines(lines),
     )
     _enforce_fallback_policy(report, config, model_name)
     return sess, report

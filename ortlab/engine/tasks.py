@@ -22,6 +22,7 @@ from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import FeedError, OrtlabError, RunError, error_text
 from ortlab.core.graph import graph_nodes
 from ortlab.engine.capture import capture_output
+from ortlab.engine.probe import probe_nodes
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
 from ortlab.engine.trace import parse_profile_file
@@ -357,6 +358,7 @@ def placement(
             final_path = folder / "final.onnx"
         final = _graph_tuples(final_path)
     return {
+        "probes": _probe_fallbacks(model_path, config, report, assignment),
         "report": report,
         "data": data,
         "assignment": assignment,
@@ -366,6 +368,20 @@ def placement(
         if final_path.name == "context.onnx"
         else "optimized model",
     }
+
+
+def _probe_fallbacks(
+    model_path: str, config: SessionConfig, report: SessionReport, assignment: list[Any]
+) -> dict[str, str]:
+    """Nodes the wanted EP left to another EP without a logged verdict: would it take each
+    alone? (see :mod:`ortlab.engine.probe`)."""
+    wanted = report.wanted
+    if not wanted or wanted not in report.active:
+        return {}
+    said = " ".join(report.why_log)
+    left = [n for ep, nodes in assignment if ep != wanted for n, _, _ in nodes
+            if n and n not in said]  # fmt: skip
+    return probe_nodes(model_path, config, left, wanted) if left else {}
 
 
 def optimize_levels(

@@ -393,6 +393,17 @@ def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]
     return headers, rows
 
 
+def _placement_reason_rows(pl: Any, limit: int = 12) -> tuple[list[str], list[list[Any]]]:
+    headers = ["why", "nodes", "e.g.", "fix"]
+    rows = [[r.reason, int(r.nodes), r.examples, r.fix]
+            for r in pl.reasons().head(limit).itertuples()]  # fmt: skip
+    return headers, rows
+
+
+def _why_title(pl: Any) -> str:
+    return f"Why nodes are not on {pl.wanted.removesuffix('ExecutionProvider')}"
+
+
 def placement_text(pl: Any) -> str:
     parts = [
         f"Placement of {safe_text(pl.model)} ({pl.runs} profiled runs; final graph from "
@@ -405,6 +416,11 @@ def placement_text(pl: Any) -> str:
         f"EP boundaries ({len(pl.boundary_rows)}):",
         table_text(*_boundary_rows(pl)) if pl.boundary_rows else "  none: one EP runs it all",
         "",
+        *(
+            [f"{_why_title(pl)}:", table_text(*_placement_reason_rows(pl)), ""]
+            if pl.wanted and len(pl.reasons())
+            else []
+        ),
         *report_lines(pl.report),
     ]
     return "\n".join(parts)
@@ -418,6 +434,11 @@ def placement_html(pl: Any) -> str:
         + table_html(*_partition_rows(pl))
         + f"<div><b>EP boundaries</b> ({len(pl.boundary_rows)})</div>"
         + (table_html(*_boundary_rows(pl)) if pl.boundary_rows else "<div>none</div>")
+        + (
+            f"<div><b>{esc(_why_title(pl))}</b></div>" + table_html(*_placement_reason_rows(pl))
+            if pl.wanted and len(pl.reasons())
+            else ""
+        )
         + _report_html(pl.report)
     )
 

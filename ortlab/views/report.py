@@ -48,6 +48,7 @@ from ortlab.views.render import (
     safe_text,
     script_json,
     table_html,
+    whatif_html,
 )
 
 __all__ = ["best_snippet", "doctor_html", "doctor_text", "report", "report_html"]
@@ -292,6 +293,7 @@ def report_html(
     compare: Any = None,
     benchmark: Any = None,
     history: Any = None,
+    whatif: Any = None,
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
 ) -> str:
@@ -316,6 +318,9 @@ def report_html(
                          + _timing_inputs(placement)))  # fmt: skip
     elif profile is not None and profile.report is not None:
         sections.append(("Placement", _report_html(profile.report)))
+    whatif = whatif if whatif is not None else getattr(doctor, "whatif", None)
+    if whatif is not None:
+        sections.append(("Where would it run? (predicted, not measured)", whatif_html(whatif)))
     if optimization is not None:
         sections.append(("Graph optimization levels", optimization_html(optimization)
                          + _timing_inputs(optimization, own.get("optimization"))
@@ -372,6 +377,7 @@ def report(
     compare: Any = None,
     benchmark: Any = None,
     history: Any = None,
+    whatif: Any = None,
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
@@ -401,7 +407,7 @@ def report(
                                              progress=progress)  # fmt: skip
             here["optimization"] = inputs
     text = report_html(m, doctor, profile=profile, placement=placement, optimization=optimization,
-                       compare=compare, benchmark=benchmark, history=history,
+                       compare=compare, benchmark=benchmark, history=history, whatif=whatif,
                        measured_here=here)  # fmt: skip
     out = Path(path)
     out.write_text(text, encoding="utf-8")

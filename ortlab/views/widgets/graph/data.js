@@ -86,6 +86,7 @@ export function describe(it, tensors) {
   const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
   if (it.provider) lines.push(`EP: ${it.provider}`);
   if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);
+  if (it.reason) lines.push(`why here: ${it.reason}`);
   if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
   if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);
   for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors[t] || "?"}`);
