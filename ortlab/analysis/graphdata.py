@@ -12,6 +12,7 @@ layout engine and hide the structure.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from ortlab.core.result import Result
 if TYPE_CHECKING:
     pass
 
-__all__ = ["GraphData", "graph_data"]
+__all__ = ["GraphData", "graph_data", "overview"]
 
 GHOST_FANOUT = 8
 """Tensors with more consumers than this are drawn as ghost stubs."""
@@ -99,6 +100,8 @@ class GraphData(Result):
     has_time: bool
     has_quant: bool
     notes: list[str] = field(default_factory=list)
+    constants: int = 0
+    """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
 
     def to_pandas(self) -> Any:
         """One row per node as the view draws it: name, op_type, group, provider, us_per_run,
@@ -108,12 +111,41 @@ class GraphData(Result):
         cols = ["name", "op_type", "group", "provider", "us_per_run", "share", "status"]
         return pd.DataFrame([{c: getattr(n, c) for c in cols} for n in self.nodes], columns=cols)
 
+    def overview(self) -> Any:
+        """The first picture, one row per item drawn: name (a group's label or a node's
+        name), kind ('group' or 'node'), nodes, time_share, providers ({EP: nodes})."""
+        return overview(self.to_dict(), self.expanded)
+
     def __repr__(self) -> str:
         return (
             f"<GraphData {self.model!r}: {len(self.nodes)} nodes, {len(self.edges)} edges, "
             f"{len(self.groups)} scope groups, {sum(e.boundary for e in self.edges)} EP "
             "boundary edges>"
         )
+
+
+def overview(data: Mapping[str, Any], expanded: Iterable[str]) -> Any:
+    """Items drawn with these groups ``expanded`` (GraphData as a dict, as the view has it):
+    the same rule as the browser's data.js (a node shows as its outermost collapsed group)."""
+    import pandas as pd
+
+    open_ = set(expanded)
+    groups = {g["id"]: g for g in data["groups"]}
+    items: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
+    for n in data["nodes"]:
+        chain, g = [], n["group"]
+        while g:
+            chain.append(g)
+            g = groups[g]["parent"] if g in groups else ""
+        owner = next((c for c in reversed(chain) if c not in open_), None)
+        items.setdefault(("group", owner) if owner else ("node", n["id"]), []).append(n)
+    rows = [
+        {"name": groups[key]["label"] if kind == "group" else members[0]["name"], "kind": kind,
+         "nodes": len(members), "time_share": sum(m["share"] for m in members),
+         "providers": dict(Counter(m["provider"] for m in members if m["provider"]))}
+        for (kind, key), members in items.items()
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["name", "kind", "nodes", "time_share", "providers"])
 
 
 def _scope(name: str) -> list[str]:
@@ -139,6 +171,23 @@ def _attr_text(attr: onnx.AttributeProto) -> str:
         )
         return text + (" …" if len(value) > 16 else "")
     return str(value)[:200]
+
+
+def _constant_type(node: onnx.NodeProto) -> str:
+    """'dtype[shape] (constant)' of a Constant node's value."""
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            return f"{dtype_name(a.t.data_type)}{list(a.t.dims)} (constant)"
+        if a.type == onnx.AttributeProto.SPARSE_TENSOR:
+            sparse = a.sparse_tensor
+            return f"{dtype_name(sparse.values.data_type)}{list(sparse.dims)} (constant)"
+        if a.name.endswith(("s", "_ints", "_floats", "_strings")) and a.name != "value_string":
+            kind = {"value_ints": "int64", "value_floats": "float", "value_strings": "string"}
+            n = len(onnx.helper.get_attribute_value(a))
+            return f"{kind.get(a.name, '?')}[{n}] (constant)"
+        kind = {"value_int": "int64", "value_float": "float", "value_string": "string"}
+        return f"{kind.get(a.name, '?')}[] (constant)"
+    return "? (constant)"
 
 
 def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
@@ -192,7 +241,9 @@ def _groups(nodes: list[GraphNode]) -> list[GraphGroup]:
 
 
 def _initial_expanded(groups: list[GraphGroup], total: int) -> list[str]:
-    """Expand scope levels from the top while the visible item count stays readable."""
+    """Expand scope levels from the top while the visible item count stays readable; then
+    open any group still holding more than a quarter of the model (one giant box is no
+    picture), until none does."""
     if total <= COLLAPSE_ABOVE:
         return [g.id for g in groups]
     expanded: list[str] = []
@@ -203,6 +254,11 @@ def _initial_expanded(groups: list[GraphGroup], total: int) -> list[str]:
         if visible > COLLAPSE_ABOVE:
             break
         expanded = candidate
+    opened = set(expanded)
+    for g in groups:  # parents come before children (sorted by depth)
+        if g.id not in opened and (g.depth == 1 or g.parent in opened) and g.size > total / 4:
+            opened.add(g.id)
+            expanded.append(g.id)
     return expanded
 
 
@@ -217,47 +273,88 @@ def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> 
     return total - hidden + shown_collapsed
 
 
-def _blocks(nodes: list[GraphNode]) -> list[str]:
-    """Group ids for graphs without name scopes: cut the topological order wherever a single
-    tensor is live (between ResNet bottlenecks, after a transition layer) and name each segment
-    by its ops, so repeated blocks read as such ("block 07: Conv x3, … (like block 03)")."""
+def _live_counts(nodes: list[GraphNode], ignore: set[str]) -> list[int]:
+    """live[i]: tensors produced at or before position i and read after it, not counting
+    ``ignore`` (broadcast tensors, which are live everywhere and would forbid every cut)."""
     n = len(nodes)
-    index = {t: n_.id for n_ in nodes for t in n_.outputs if t}
-    last_use = dict.fromkeys(index, -1)
-    for node in nodes:
+    born = {t: k for k, node in enumerate(nodes) for t in node.outputs if t and t not in ignore}
+    last = dict.fromkeys(born, -1)
+    for k, node in enumerate(nodes):
         for t in node.inputs:
-            if t in last_use:
-                last_use[t] = max(last_use[t], node.id)
-    live = [0] * (n + 1)
-    for t, p in index.items():
-        if last_use[t] > p:
-            live[p] += 1
-            live[last_use[t]] -= 1
-    cuts, running = [], 0
-    for i in range(n):
-        running += live[i]
-        if running <= 1:
-            cuts.append(i)
-    segments: list[list[int]] = []
-    start = 0
-    for c in cuts:
-        if c - start + 1 >= 3:  # tiny segments join the next one
-            segments.append(list(range(start, c + 1)))
-            start = c + 1
+            if t in last:
+                last[t] = max(last[t], k)
+    delta = [0] * (n + 1)
+    for t, k in born.items():
+        if last[t] > k:
+            delta[k] += 1
+            delta[last[t]] -= 1
+    live, running = [], 0
+    for k in range(n):
+        running += delta[k]
+        live.append(running)
+    return live
+
+
+def _segments(live: list[int], target: int) -> list[range]:
+    """Cut positions 0..n-1 into segments of about ``target`` (between target/2 and twice target)
+    where the fewest tensors are live: between blocks, not inside one."""
+    n, out, start = len(live), [], 0
+    while n - start > 2 * target:
+        lo, hi = start + max(target // 2, 1) - 1, min(start + 2 * target, n) - 1
+        best = min(range(lo, hi + 1), key=lambda k: (live[k], abs(k - (start + target - 1))))
+        out.append(range(start, best + 1))
+        start = best + 1
     if start < n:
-        segments.append(list(range(start, n)))
-    width = len(str(len(segments)))
-    seen: dict[str, int] = {}
-    group = [""] * n
-    for k, seg in enumerate(segments, 1):
-        ops = Counter(nodes[i].op_type for i in seg)
-        sig = ", ".join(f"{op}×{c}" if c > 1 else op for op, c in sorted(ops.items()))
-        first = seen.setdefault(sig, k)
-        like = f" (like block {first:0{width}d})" if first != k else ""
-        label = f"block {k:0{width}d}: {sig}{like}"
-        for i in seg:
-            group[i] = "/" + label.replace("/", "∕")
-    return group
+        out.append(range(start, n))
+    return out
+
+
+def _signature(nodes: list[GraphNode]) -> str:
+    ops = Counter(n.op_type for n in nodes).most_common()
+    parts = [f"{op} ×{c}" if c > 1 else op for op, c in ops[:3]]
+    return " + ".join(parts) + (f" + {len(ops) - 3} more" if len(ops) > 3 else "")
+
+
+def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[str]:
+    """Group paths (relative) for nodes in topological order without usable name scopes:
+    segments of at most ~1/12 of the nodes cut where one tensor (or fewest) is live, named
+    by their ops (Conv x3 + Relu x2, with a multiplication sign), with repeats noted ("like
+    block 03"); a segment that still holds more than COLLAPSE_ABOVE nodes is cut again."""
+    target = max(6, -(-len(nodes) // 24))
+    segs = _segments(_live_counts(nodes, ignore), target)
+    width = len(str(len(segs)))
+    seen: dict[str, str] = {}
+    out = [""] * len(nodes)
+    for k, seg in enumerate(segs, 1):
+        members = [nodes[i] for i in seg]
+        sig = _signature(members)
+        num = f"{prefix}{k:0{width}d}"
+        first = seen.setdefault(sig, num)
+        like = f" (like block {first})" if first != num else ""
+        path = "/" + f"block {num}: {sig}{like}".replace("/", "∕")
+        inner = [""] * len(members)
+        if len(members) > COLLAPSE_ABOVE:
+            inner = _blocks(members, ignore, prefix=f"{num}.")
+        for i, sub in zip(seg, inner, strict=True):
+            out[i] = path + sub
+    return out
+
+
+def _regroup(nodes: list[GraphNode], ignore: set[str]) -> list[GraphNode]:
+    """Every container (the root, a scope, an If/Loop body) whose own nodes are more than
+    COLLAPSE_ABOVE items is cut into blocks, so no picture shows a flat wall of nodes:
+    exports without name scopes (Paddle ``p2o.*``, tf2onnx) and huge single scopes alike."""
+    own: dict[str, list[int]] = defaultdict(list)
+    for k, n in enumerate(nodes):
+        own[n.group].append(k)
+    out = list(nodes)
+    for container, members in own.items():
+        if len(members) <= COLLAPSE_ABOVE:
+            continue
+        paths = _blocks([nodes[k] for k in members], ignore)
+        for k, path in zip(members, paths, strict=True):
+            out[k] = replace(nodes[k], group=container + path)
+    return out
 
 
 def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
@@ -294,7 +391,12 @@ def graph_data(
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
     nodes: list[GraphNode] = []
     body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
-    for i, (op, raw) in enumerate(graph_node_protos(graph, subgraphs=True)):
+    constants: dict[str, str] = {}
+    for op, raw in graph_node_protos(graph, subgraphs=True):
+        if op.op_type == "Constant" and not op.domain and len(op.outputs) == 1:
+            constants[op.outputs[0]] = _constant_type(raw)  # folded into its consumers
+            continue
+        i = len(nodes)
         row = rows.get(op.name)
         scope = _scope(raw.name)  # an unnamed body node's generated name is not a scope
         group = "/" + "/".join(scope) if scope else ""
@@ -326,12 +428,8 @@ def graph_data(
                 predicted=bool(row and row.time_source.startswith("predicted")),
             )
         )
-    main = [n for n in nodes if not n.group.startswith(tuple(body_group.values()) or ("\0",))]
-    scoped = sum(1 for n in main if n.group)
-    if len(main) > COLLAPSE_ABOVE and scoped < len(main) / 2:
-        cut = _blocks([replace(n, id=k) for k, n in enumerate(main)])  # ids as positions
-        blocks = dict(zip([n.id for n in main], cut, strict=True))
-        nodes = [replace(n, group=n.group or blocks[n.id]) if n.id in blocks else n for n in nodes]
+    fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
+    nodes = _regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT})
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:
@@ -360,15 +458,16 @@ def graph_data(
         nodes=nodes,
         edges=edges,
         groups=groups,
-        tensors=_tensor_types(m.proto),
+        tensors={**_tensor_types(m.proto), **constants},
         providers=providers,
         expanded=_initial_expanded(groups, len(nodes)),
         has_time=bool(total_time),
         has_quant=bool(sq),
         notes=[
-            f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
-            f"{GHOST_FANOUT} nodes are drawn as stubs"
-        ]
-        if any(e.ghost for e in edges)
-        else [],
-    )
+            *([f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
+               f"{GHOST_FANOUT} nodes are drawn as stubs"] if any(e.ghost for e in edges) else []),
+            *([f"{len(constants)} Constant nodes are folded into their consumers (their value's "
+               "type and shape show in the consumer's details)"] if constants else []),
+        ],
+        constants=len(constants),
+    )  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ortlab.analysis.graphdata import GraphData
+from ortlab.analysis.graphdata import GraphData, overview
 from ortlab.core.errors import OrtlabWarning
 from ortlab.views.render import csp_hash, esc, inline_script, script_json
 
@@ -100,6 +100,23 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
             )
         return value
 
+    def select(self, name: str) -> None:
+        """Select node ``name``: the view opens the groups around it, centres it and shows its
+        details panel (op, attributes, inputs and outputs with shapes, EP and why, time)."""
+        node = next((n for n in self.data["nodes"] if n["name"] == name), None)
+        if node is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, [n["name"] for n in self.data["nodes"]], 3)
+            raise KeyError(f"{name!r} is not a node of this graph"
+                           + (f"; did you mean {close[:3]}?" if close else ""))  # fmt: skip
+        self.selected = dict(node)
+
+    def overview(self) -> Any:
+        """The picture as drawn now (the groups in ``expanded`` open), one row per item:
+        name, kind ('group'/'node'), nodes, time_share, providers (see GraphData.overview)."""
+        return overview(self.data, self.expanded)
+
     def highlight(self, nodes: Any) -> None:
         """Highlight nodes: names, or a table with a ``node`` column (``p.top_nodes(10)``)."""
         names = list(nodes["node"]) if hasattr(nodes, "columns") else [str(n) for n in nodes]
@@ -124,7 +141,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
 
     def to_html(self, path: str | Path) -> Path:
         """A self-contained HTML file (data, layout code and renderer inline; no network)."""
-        return write_html(self.data, self.color_by, self.expanded, path)
+        return write_html(self.data, self.color_by, self.expanded, path, self.selected)
 
 
 # No network and no inline script but the page's own: the module script is allowed by its
@@ -153,14 +170,21 @@ await mod.default.render({{ model, el: document.getElementById("ortlab-root") }}
 """
 
 
-def write_html(data: dict[str, Any], color_by: str, expanded: list[str], path: str | Path) -> Path:
-    """The graph page: the widget's modules rendering ``data`` in a self-contained HTML file."""
+def write_html(
+    data: dict[str, Any],
+    color_by: str,
+    expanded: list[str],
+    path: str | Path,
+    selected: dict[str, Any] | None = None,
+) -> Path:
+    """The graph page: the widget's modules rendering ``data`` in a self-contained HTML file
+    (opened on ``selected``, with its details, when given)."""
     state = {
         "data": data,
         "color_by": color_by,
         "expanded": expanded,
         "highlighted": [],
-        "selected": {},
+        "selected": dict(selected or {}),
         "dagre_src": dagre_source(),
         "modules": module_sources(),
         "_layout_ms": -1,

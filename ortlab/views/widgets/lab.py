@@ -496,7 +496,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
             return
         self.graph.highlighted = picked
-        self.graph.selected = dict(rows[picked[0]])
+        self.graph.select(picked[0])  # the view opens its group and centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
     def _history_pane(self) -> None:

@@ -89,6 +89,7 @@ export function describe(it, tensors) {
   if (it.reason) lines.push(`why here: ${it.reason}`);
   if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
   if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);
+  if (it.predicted) lines.push("(predicted placement: not run here)");
   for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors[t] || "?"}`);
   for (const t of it.outputs) if (t) lines.push(`out ${t}: ${tensors[t] || "?"}`);
   for (const [k, v] of Object.entries(it.attrs || {})) lines.push(`${k} = ${v}`);

@@ -79,29 +79,66 @@ function drawClusters(ctx, s) {
     ctx.fillRect(b.x0 - pad, b.y0 - pad, b.x1 - b.x0 + 2 * pad, b.y1 - b.y0 + 2 * pad);
     ctx.strokeRect(b.x0 - pad, b.y0 - pad, b.x1 - b.x0 + 2 * pad, b.y1 - b.y0 + 2 * pad);
     ctx.setLineDash([]);
-    if (s.view.k > 0.6) {
-      ctx.fillStyle = "#555"; ctx.font = "9px sans-serif";
+    if (s.view.k >= 1) {  // 10 px or more on screen
+      ctx.fillStyle = "#555"; ctx.font = "10px sans-serif";
       ctx.fillText(b.label.slice(0, 40), b.x0 - pad + 2, b.y0 - pad - 2);
     }
   }
 }
 
-// Level of detail: the op type (or group name) once readable, the node name closer in.
-function drawLabel(ctx, it, x, y, k) {
-  if (k <= 0.45) return;
-  ctx.fillStyle = "#111";
-  ctx.font = "11px sans-serif";
-  const head = it.kind === "group" ? String(it.label).split(":")[0] : it.op_type;
-  const label = it.kind === "group" ? `▸ ${head} (${it.size} nodes)` : head;
-  ctx.fillText(label.slice(0, 26), x + 4, y + 13);
-  if (k <= 0.9) return;
-  ctx.fillStyle = "#333";
-  ctx.font = "9px sans-serif";
-  const rest = String(it.label || "").split(":").slice(1).join(":").trim();
-  const sub = it.kind === "group"
-    ? (rest || Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", "")).join("+"))
-    : it.name;
-  ctx.fillText(it.kind === "group" ? sub.slice(0, 30) : String(sub).slice(-24), x + 4, y + 25);
+// Text on a fill: dark on light colours, white on dark ones.
+function ink(fill) {
+  let r = 200, g = 200, b = 200;
+  const hex = /^#([0-9a-f]{6})$/i.exec(fill || "");
+  const rgb = /^rgb\((\d+),\s*(\d+),\s*(\d+)\)$/.exec(fill || "");
+  if (hex) { const v = parseInt(hex[1], 16); r = v >> 16; g = (v >> 8) & 255; b = v & 255; }
+  else if (rgb) { r = +rgb[1]; g = +rgb[2]; b = +rgb[3]; }
+  return 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : "#111";
+}
+
+function fitText(text, px) {  // ~0.58 em per character in sans-serif
+  const max = Math.floor(px / 6.4);
+  const t = String(text);
+  return t.length <= max ? t : t.slice(0, Math.max(0, max - 1)) + "…";
+}
+
+export const LABEL_PX = 11, SUB_PX = 10;
+
+// Labels are drawn in screen pixels, never shrunk: an item too small on screen for an 11 px
+// line shows none (level of detail hides text instead of scaling it below 10 px).
+function itemLines(it) {
+  if (it.kind === "group") {
+    const [id, ...rest] = String(it.label).split(":");
+    const eps = Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", ""));
+    const content = rest.join(":").trim() || id;
+    return [`▸ ${content}`, `${id.trim()} · ${it.size} nodes${eps.length ? " · " + eps.join("+") : ""}`];
+  }
+  return [it.op_type, it.name];
+}
+
+function drawLabels(ctx, s, fill, dpr) {
+  const v = s.view;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  let drawn = 0, minPx = Infinity;
+  for (const [key, n] of s.layout.nodes) {
+    const it = s.vis.items.get(key);
+    const sw = n.width * v.k, sh = n.height * v.k;
+    if (sh < LABEL_PX + 4 || sw < 36) continue;
+    const sx = v.x + (n.x - n.width / 2) * v.k, sy = v.y + (n.y - n.height / 2) * v.k;
+    const [head, sub] = itemLines(it);
+    ctx.fillStyle = ink(fill(it));
+    ctx.font = `${LABEL_PX}px sans-serif`;
+    ctx.fillText(fitText(head, sw - 8), sx + 4, sy + Math.min(sh / 2 + 4, LABEL_PX + 3));
+    drawn += 1; minPx = Math.min(minPx, LABEL_PX);
+    if (sh >= LABEL_PX + SUB_PX + 8) {
+      ctx.font = `${SUB_PX}px sans-serif`;
+      const text = it.kind === "group" ? sub : String(sub).slice(-Math.floor((sw - 8) / 6));
+      ctx.fillText(fitText(text, sw - 8), sx + 4, sy + LABEL_PX + SUB_PX + 5);
+      minPx = Math.min(minPx, SUB_PX);
+    }
+  }
+  s.el.dataset.labels = String(drawn);  // read by the browser tests
+  s.el.dataset.minLabelPx = drawn ? String(minPx) : "";
 }
 
 // A predicted placement (ortlab.whatif) is not a run: diagonal white hatching over the fill.
@@ -121,7 +158,7 @@ function hatch(ctx, x, y, w, h) {
   ctx.restore();
 }
 
-function drawNodes(ctx, s, fill) {
+function drawNodes(ctx, s, fill, band) {
   const highlighted = new Set(s.model.get("highlighted"));
   const selected = s.model.get("selected")?.name;
   for (const [key, n] of s.layout.nodes) {
@@ -129,6 +166,10 @@ function drawNodes(ctx, s, fill) {
     const x = n.x - n.width / 2, y = n.y - n.height / 2;
     ctx.fillStyle = fill(it);
     ctx.fillRect(x, y, n.width, n.height);
+    if (it.kind === "node") {  // op category as a header band, as Netron colours its nodes
+      ctx.fillStyle = band(it);
+      ctx.fillRect(x, y, n.width, 4);
+    }
     if (it.predicted) hatch(ctx, x, y, n.width, n.height);
     const hit = it.kind === "node" && (highlighted.has(it.name) || s.searchHits.has(it.name));
     ctx.lineWidth = (hit || it.name === selected ? 3 : 1) / Math.max(s.view.k, 0.3);
@@ -136,27 +177,29 @@ function drawNodes(ctx, s, fill) {
     if (it.kind === "group") ctx.setLineDash([4, 2]);
     ctx.strokeRect(x, y, n.width, n.height);
     ctx.setLineDash([]);
-    drawLabel(ctx, it, x, y, s.view.k);
   }
 }
 
 // Overview: every visible item as a dot, and the viewport as a rectangle (index.js makes a
-// click on it jump there, through s.miniScale).
+// click on it jump there, through s.miniScale). Each axis is scaled on its own (at most 8:1
+// apart), so a tall thin graph still fills the minimap instead of a one-pixel line.
 function drawMinimap(s, fill) {
   const { x0, y0, x1, y1 } = bounds(s.layout);
-  const W = 140, H = 110, k = Math.min(W / (x1 - x0 + 1), H / (y1 - y0 + 1));
-  s.miniScale = { s: k, x0, y0 };
+  const W = 140, H = 110;
+  let kx = W / (x1 - x0 + 1), ky = H / (y1 - y0 + 1);
+  kx = Math.min(kx, ky * 8); ky = Math.min(ky, kx * 8);
+  s.miniScale = { sx: kx, sy: ky, x0, y0 };
   const mini = s.dom.mini;
   mini.width = W; mini.height = H;
   const m = mini.getContext("2d");
   for (const [key, n] of s.layout.nodes) {
     m.fillStyle = fill(s.vis.items.get(key));
-    m.fillRect((n.x - n.width / 2 - x0) * k, (n.y - n.height / 2 - y0) * k,
-      Math.max(1, n.width * k), Math.max(1, n.height * k));
+    m.fillRect((n.x - n.width / 2 - x0) * kx, (n.y - n.height / 2 - y0) * ky,
+      Math.max(2, n.width * kx), Math.max(1, n.height * ky));
   }
   const { w, h } = size(s.dom.canvas), v = s.view;
   m.strokeStyle = "#d00"; m.lineWidth = 1;
-  m.strokeRect((-v.x / v.k - x0) * k, (-v.y / v.k - y0) * k, (w / v.k) * k, (h / v.k) * k);
+  m.strokeRect((-v.x / v.k - x0) * kx, (-v.y / v.k - y0) * ky, (w / v.k) * kx, (h / v.k) * ky);
 }
 
 // Repaint everything from s (the layout, the view and the traits) with `overlays` colours.
@@ -173,7 +216,8 @@ export function paint(s, overlays, stats) {
   const fill = (it) => overlays.colorOf(it, mode, st);
   drawEdges(ctx, s);
   drawClusters(ctx, s);
-  drawNodes(ctx, s, fill);
+  drawNodes(ctx, s, fill, (it) => overlays.categoryColor(it.op_type));
+  drawLabels(ctx, s, fill, dpr);
   overlays.drawLegend(s.dom.legend, data, mode);
   drawMinimap(s, fill);
   s.el.dataset.paintMs = (performance.now() - paintStart).toFixed(2);  // read by benchmarks

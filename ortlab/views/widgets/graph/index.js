@@ -72,8 +72,14 @@ function buildDom(el, colorModes) {
   const mini = element("canvas", "ortlab-minimap", "position:absolute;right:8px;top:44px;width:140px;" +
     "height:110px;background:rgba(255,255,255,0.85);border:1px solid #bbb;");
   const legend = element("div", "ortlab-legend", "padding:4px;display:flex;gap:10px;flex-wrap:wrap;");
-  el.append(bar, canvas, legend, tip, mini);
-  return { select, search, fit, status, canvas, tip, mini, legend };
+  const details = element("div", "ortlab-details", "position:absolute;display:none;left:8px;top:44px;" +
+    "width:320px;max-height:440px;overflow:auto;background:#fff;border:1px solid #888;padding:6px 8px;" +
+    "white-space:pre-wrap;z-index:11;box-shadow:0 2px 6px rgba(0,0,0,0.2);font:12px sans-serif;");
+  const help = element("div", "ortlab-keys", "padding:0 4px 4px;color:#555;font-size:11px;");
+  help.textContent = "click a node: details · click a group: open it · f: fit · /: search · Esc: close";
+  el.tabIndex = 0;  // keys (f, /, Esc) reach the view
+  el.append(bar, canvas, legend, help, tip, mini, details);
+  return { select, search, fit, status, canvas, tip, mini, legend, details };
 }
 
 // A finished layout: report it (status line, _layout_ms trait, data-* attributes read by the
@@ -115,11 +121,12 @@ async function render({ model, el }) {
   const unwire = lib.interact.wire(s, lib, repaint);
   model.on("change:color_by", () => { dom.select.value = model.get("color_by"); repaint(); });
   model.on("change:highlighted", repaint);
-  model.on("change:selected", repaint);
+  model.on("change:selected", () => { lib.interact.showSelected(s, lib); repaint(); });
   model.on("change:expanded", layoutAgain);
   model.on("change:data", layoutAgain);
   dom.select.value = model.get("color_by");
   layoutAgain();
+  lib.interact.showSelected(s, lib);  // selected before the view was shown (the Lab's lists)
   return () => { layouter.terminate(); unwire(); };
 }
 

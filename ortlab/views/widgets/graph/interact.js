@@ -52,12 +52,15 @@ function wireHover(s, lib, repaint) {
       drag.x = ev.clientX; drag.y = ev.clientY; repaint(); return;
     }
     const hover = itemAt(s, ev.clientX - r.left, ev.clientY - r.top);
-    if (!hover) { tip.style.display = "none"; return; }
+    if (!hover || (hover.kind === "node" && hover.name === s.model.get("selected")?.name)) {
+      tip.style.display = "none"; return;  // the details panel already shows the selected node
+    }
     tip.textContent = lib.data.describe(hover, s.model.get("data").tensors);
     tip.style.display = "block";
     tip.style.left = `${ev.clientX - r.left + 12}px`;
     tip.style.top = `${ev.clientY - r.top + 40}px`;
   });
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
 }
 
 function wireClicks(s, lib) {
@@ -68,7 +71,9 @@ function wireClicks(s, lib) {
     if (!it) return;
     if (it.kind === "group") { save(model, "expanded", [...model.get("expanded"), it.id]); return; }
     const { kind, key, ...node } = it;
+    s.clicked = node.name;  // selected here: no need to move the view to it
     save(model, "selected", node);
+    s.dom.tip.style.display = "none";
   });
   canvas.addEventListener("dblclick", (ev) => {  // close the scope group the node belongs to
     const it = itemUnder(s, ev);
@@ -77,20 +82,52 @@ function wireClicks(s, lib) {
   });
 }
 
-// Enter: centre the first hit; a hit inside a collapsed group opens its scopes first and is
-// centred after the relayout (s.pendingFocus).
-function focusFirstHit(s, lib, repaint) {
-  if (!s.searchHits.size) return;
-  const model = s.model, name = [...s.searchHits][0];
+// Centre node `name`; inside a collapsed group, open its scopes first: it is centred after
+// the relayout (s.pendingFocus).
+export function focusNode(s, lib, name, repaint) {
+  const model = s.model;
   const node = model.get("data").nodes.find((n) => n.name === name);
+  if (!node || !s.vis) return;
   const key = s.vis.itemOf.get(node.id);
   if (key && key.startsWith("g:")) {
-    s.pendingFocus = key === "n:" + node.id ? null : "n:" + node.id;
+    s.pendingFocus = "n:" + node.id;
     save(model, "expanded", lib.data.openScopes(model.get("expanded"), node.group));
     return;
   }
-  const n = s.layout.nodes.get(key);
-  if (n) { lib.draw.centerOn(s, n.x, n.y); repaint(); }
+  const n = s.layout && s.layout.nodes.get(key);
+  if (n) { s.view.k = Math.max(s.view.k, 1); lib.draw.centerOn(s, n.x, n.y); if (repaint) repaint(); }
+  else s.pendingFocus = key;  // not laid out yet: centred when the layout arrives
+}
+
+// Enter in the search box: centre the first hit.
+function focusFirstHit(s, lib, repaint) {
+  if (s.searchHits.size) focusNode(s, lib, [...s.searchHits][0], repaint);
+}
+
+// The details panel for the selected node (a click here, or `selected` set from Python or
+// the Lab's lists, which also moves the view to it).
+export function showSelected(s, lib) {
+  const sel = s.model.get("selected") || {};
+  const panel = s.dom.details;
+  if (!sel.name) { panel.style.display = "none"; delete panel.dataset.node; return; }
+  const node = s.model.get("data").nodes.find((n) => n.name === sel.name) || sel;
+  panel.textContent = lib.data.describe({ kind: "node", ...node }, s.model.get("data").tensors);
+  panel.dataset.node = node.name;
+  panel.style.display = "block";
+  if (s.clicked !== sel.name) focusNode(s, lib, sel.name, null);
+  s.clicked = null;
+}
+
+function wireKeys(s, lib, repaint) {
+  s.el.addEventListener("keydown", (ev) => {
+    if (ev.target === s.dom.search) {
+      if (ev.key === "Escape") s.dom.search.blur();
+      return;
+    }
+    if (ev.key === "f") { lib.draw.fitView(s); repaint(); }
+    else if (ev.key === "/") { ev.preventDefault(); s.dom.search.focus(); }
+    else if (ev.key === "Escape") { save(s.model, "selected", {}); s.dom.tip.style.display = "none"; }
+  });
 }
 
 function wireToolbar(s, lib, repaint) {
@@ -109,7 +146,7 @@ function wireMinimap(s, lib, repaint) {
   mini.addEventListener("click", (ev) => {
     if (!s.miniScale) return;
     const r = mini.getBoundingClientRect(), m = s.miniScale;
-    lib.draw.centerOn(s, (ev.clientX - r.left) / m.s + m.x0, (ev.clientY - r.top) / m.s + m.y0);
+    lib.draw.centerOn(s, (ev.clientX - r.left) / m.sx + m.x0, (ev.clientY - r.top) / m.sy + m.y0);
     repaint();
   });
 }
@@ -120,5 +157,6 @@ export function wire(s, lib, repaint) {
   wireClicks(s, lib);
   wireToolbar(s, lib, repaint);
   wireMinimap(s, lib, repaint);
+  wireKeys(s, lib, repaint);
   return unwire;
 }

@@ -7,9 +7,9 @@ export const NODE_W = 120, NODE_H = 30;
 function makeWorker(dagreSrc) {
   const handler = `
 self.onmessage = (event) => {
-  const { nodes, edges, layout } = event.data;
-  try { dagre.layout(nodes, edges, layout, {}); self.postMessage({ nodes, edges }); }
-  catch (err) { self.postMessage({ error: String(err) }); }
+  const { nodes, edges, layout, id } = event.data;
+  try { dagre.layout(nodes, edges, layout, {}); self.postMessage({ nodes, edges, id }); }
+  catch (err) { self.postMessage({ error: String(err), id }); }
 };`;
   const src = dagreSrc.replace(/export const \{ layout, Graph \} = dagre;\s*$/, "") + handler;
   const url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
@@ -19,8 +19,8 @@ self.onmessage = (event) => {
 // dagre's input for the visible items of data.visibleItems().
 export function layoutRequest(vis) {
   const nodes = [...vis.items.values()].map((it) => ({
-    v: it.key, width: it.kind === "group" ? NODE_W + 40 : NODE_W,
-    height: it.kind === "group" ? NODE_H + 14 : NODE_H,
+    v: it.key, width: it.kind === "group" ? NODE_W + 130 : NODE_W,
+    height: it.kind === "group" ? NODE_H + 22 : NODE_H,
   }));
   const edges = vis.edges.map((e) => ({ v: e.v, w: e.w, minlen: 1, weight: 1, width: 0,
     height: 0, labeloffset: 10, labelpos: "r" }));
@@ -31,14 +31,17 @@ export function layoutRequest(vis) {
 
 // One worker per view. run(vis, done) lays out the visible items and calls
 // done({ nodes: Map(key -> {x, y, width, height}), edges } or { error }, ms); a later run
-// replaces the callback of an earlier one.
+// replaces an earlier one, whose result (still computed by the worker) is dropped: it would
+// describe items that are no longer the visible ones.
 export function createLayouter(dagreSrc) {
   const worker = makeWorker(dagreSrc);
+  let latest = 0;
   return {
     run(vis, done) {
-      const request = layoutRequest(vis);
+      const request = { ...layoutRequest(vis), id: ++latest };
       const started = performance.now();
       worker.onmessage = (msg) => {
+        if (msg.data.id !== latest) return;
         const ms = Math.round(performance.now() - started);
         if (msg.data.error) { done({ error: msg.data.error }, ms); return; }
         done({ nodes: new Map(msg.data.nodes.map((n) => [n.v, n])), edges: msg.data.edges }, ms);

@@ -50,6 +50,22 @@ export function colorOf(item, mode, stats) {
   return item.provider ? providerColor(item.provider) : "#d0d0d0";
 }
 
+// Op categories, for the header band of each node (Netron-like: layers, activations, …).
+const CATEGORIES = [
+  ["layer", "#33658A", /^(Conv|ConvTranspose|ConvInteger|QLinearConv|Gemm|MatMul|MatMulInteger|QLinearMatMul|MatMulNBits|FusedConv|FusedGemm|FusedMatMul|NchwcConv|Attention|MultiHeadAttention|GroupQueryAttention|LSTM|GRU|RNN|DynamicQuantizeLSTM|Einsum)$/],
+  ["activation", "#B33F40", /^(Relu|LeakyRelu|PRelu|Sigmoid|HardSigmoid|HardSwish|Tanh|Gelu|FastGelu|BiasGelu|QuickGelu|Softmax|LogSoftmax|Elu|Selu|Mish|Swish|Clip|Softplus)$/],
+  ["pool", "#2E7D32", /(Pool|GlobalAveragePool|GlobalMaxPool)$/],
+  ["normalization", "#6A4C93", /(Normalization|LayerNorm|BatchNorm)/],
+  ["quantization", "#C77D00", /(QuantizeLinear|DequantizeLinear|DynamicQuantizeLinear)$/],
+  ["shape", "#8D99AE", /^(Shape|Reshape|Flatten|Squeeze|Unsqueeze|Transpose|Gather|GatherElements|GatherND|Slice|Concat|Split|Expand|Tile|ConstantOfShape|Range|Cast|Identity|Pad|Resize|ReorderInput|ReorderOutput|Size|NonZero|Where|Equal|Less|Greater|Not|And|Or)$/],
+  ["control flow", "#222222", /^(If|Loop|Scan)$/],
+];
+
+export function categoryColor(op) {
+  for (const [, color, re] of CATEGORIES) if (re.test(op || "")) return color;
+  return "#999999";  // element-wise math and the rest
+}
+
 function legendEntries(d, mode) {
   if (mode === "provider") return d.providers.map((p) => [p, providerColor(p)]);
   if (mode === "op_type") {

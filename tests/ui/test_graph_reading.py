@@ -1,0 +1,119 @@
+"""Can a newcomer read the graph view? Checked in headless Chromium on a real export without
+name scopes (Paddle's PicoDet: ``p2o.*`` names, 878 Constant nodes) and on a 10,000-node chain
+whose every node reads one broadcast tensor:
+
+- the first picture: no item holds more than a quarter of the model, at most ~60 items, and
+  the browser draws exactly the items ``overview()`` lists;
+- Constant nodes are folded into their consumers (typed in the consumer's details);
+- labels at the first fit are drawn at 10 px or more (hidden, never shrunk);
+- a click opens a details panel with the node's attributes, inputs with shapes, EP and why;
+- a node selected from Python inside a collapsed group is opened, centred and detailed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from onnx import TensorProto, helper
+
+import ortlab
+from tests import corpus
+
+pytestmark = pytest.mark.ui
+
+
+def _open(page: Any, path: Path) -> str:
+    page.goto(path.as_uri())
+    status = page.locator(".ortlab-status", has_text="layout")
+    status.wait_for(timeout=60_000)
+    return str(status.text_content())
+
+
+def _shown(status: str) -> int:
+    return int(status.split(" shown", maxsplit=1)[0].rsplit("· ", 1)[1])
+
+
+def _broadcast_chain(n: int = 10_000) -> ortlab.Model:
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Add", [prev, "bias"], [f"t{i}"], name=f"add_{i}"))
+        prev = f"t{i}"
+    f = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("x", f, [4]), helper.make_tensor_value_info("bias", f, [4])],
+        [helper.make_tensor_value_info(prev, f, [4])],
+    )  # fmt: skip
+    return ortlab.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def _check_first_picture(page: Any, view: Any, path: Path) -> None:
+    ov = view.overview()
+    total = len(view.data["nodes"])
+    assert ov["nodes"].sum() == total
+    assert ov["nodes"].max() <= total / 4, ov.sort_values("nodes").tail(3)
+    assert len(ov) <= 66, len(ov)
+    status = _open(page, path)
+    assert _shown(status) == len(ov), (status, len(ov))
+    el = page.locator(".ortlab-graph")
+    assert int(el.get_attribute("data-labels") or 0) > 0, "labels are drawn at the first fit"
+    assert float(el.get_attribute("data-min-label-px") or 0) >= 10
+    assert page.errors == []
+
+
+def test_paddle_export_without_scopes_reads(page: Any, tmp_path: Path, artifacts: Path) -> None:
+    m = corpus.load("picodet_layout")
+    view = ortlab.graph(m)
+    assert not any(n["op_type"] == "Constant" for n in view.data["nodes"]), "constants folded"
+    folded = [t for t, ty in view.data["tensors"].items() if ty.endswith("(constant)")]
+    assert len(folded) == sum(1 for n in m.proto.graph.node if n.op_type == "Constant")
+    _check_first_picture(page, view, view.to_html(tmp_path / "picodet.html"))
+    page.screenshot(path=str(artifacts / "graph_picodet_first_picture.png"))
+
+
+def test_broadcast_chain_is_cut_into_blocks(page: Any, tmp_path: Path) -> None:
+    view = ortlab.graph(_broadcast_chain())
+    _check_first_picture(page, view, view.to_html(tmp_path / "chain.html"))
+
+
+def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
+    from tests.test_placement import _replay
+
+    m = ortlab.examples.load("nan_guard_cnn")
+    pl = _replay({"/sanitize/IsNaN": "refused"})
+    _open(page, ortlab.graph(m, placement=pl).to_html(tmp_path / "g.html"))
+    for name, expected in (("/features/0/Conv", "pads = [1, 1, 1, 1]"),
+                           ("/sanitize/IsNaN", "why here: op not supported: IsNaN")):  # fmt: skip
+        page.fill(".ortlab-search", name)
+        page.press(".ortlab-search", "Enter")  # centres it
+        box = page.locator(".ortlab-canvas").bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        details = page.locator(".ortlab-details")
+        details.wait_for(state="visible", timeout=5_000)
+        assert details.get_attribute("data-node") == name
+        text = details.text_content()
+        assert expected in text and "in  " in text and "EP: " in text, text
+    page.locator(".ortlab-graph").press("Escape")
+    page.locator(".ortlab-details").wait_for(state="hidden", timeout=5_000)
+    assert page.errors == []
+
+
+def test_selected_from_python_opens_its_group(page: Any, tmp_path: Path) -> None:
+    view = ortlab.graph(_broadcast_chain(2_000))
+    target = "add_1234"
+    assert target not in set(view.overview()["name"]), "starts inside a collapsed block"
+    view.select(target)
+    with pytest.raises(KeyError, match="did you mean"):
+        view.select("add_12345")
+    first = len(view.overview())
+    _open(page, view.to_html(tmp_path / "sel.html"))
+    details = page.locator(".ortlab-details")
+    details.wait_for(state="visible", timeout=10_000)
+    assert details.get_attribute("data-node") == target
+    page.wait_for_function(  # its block was opened: more items than the first picture
+        """(n) => { const m = /· (\\d+) shown/.exec(
+                      document.querySelector('.ortlab-status').textContent);
+                    return m && +m[1] > n; }""", arg=first, timeout=30_000)  # fmt: skip
+    assert page.errors == []
