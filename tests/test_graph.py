@@ -204,3 +204,15 @@ def test_profile_of_a_fused_graph_says_what_it_cannot_show() -> None:
     with pytest.warns(ortlab.OrtlabWarning, match="1 of 3 names are not nodes"):
         g.highlight(names)
     assert g.highlighted == names[:2]
+
+
+def test_a_boundary_inside_a_collapsed_group_shows_on_the_group() -> None:
+    from ortlab.analysis.graphdata import GraphEdge, GraphNode, _groups
+
+    cpu, ov = "CPUExecutionProvider", "OpenVINOExecutionProvider"
+    nodes = [GraphNode(0, "a", "Conv", "", "/blk", ov),
+             GraphNode(1, "b", "IsNaN", "", "/blk/x", cpu),
+             GraphNode(2, "c", "Relu", "", "/other", ov)]  # fmt: skip
+    edges = [GraphEdge(0, 1, "t0", True, False), GraphEdge(1, 2, "t1", True, False)]
+    got = {g.id: g.boundaries for g in _groups(nodes, edges)}
+    assert got == {"/blk": 1, "/blk/x": 0, "/other": 0}, "only a→b has both ends inside /blk"

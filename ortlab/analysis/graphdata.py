@@ -84,6 +84,9 @@ class GraphGroup:
     """Nodes inside, nested groups included."""
     providers: dict[str, int]
     us_per_run: float
+    boundaries: int = 0
+    """Edges inside the group whose two ends run on different EPs: shown on the collapsed
+    group, so a fallback inside it is not hidden."""
 
 
 @dataclass(frozen=True)
@@ -216,13 +219,22 @@ def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]
     return rows, sq
 
 
-def _groups(nodes: list[GraphNode]) -> list[GraphGroup]:
+def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
     members: dict[str, list[GraphNode]] = defaultdict(list)
     for n in nodes:
         path = n.group
         while path:
             members[path].append(n)
             path = path.rsplit("/", 1)[0]
+    crossing: Counter[str] = Counter()
+    for e in edges:
+        if not e.boundary:
+            continue
+        a, b = nodes[e.src].group, nodes[e.dst].group
+        while a:  # every group holding both ends
+            if b == a or b.startswith(a + "/"):
+                crossing[a] += 1
+            a = a.rsplit("/", 1)[0]
     out = []
     for gid in sorted(members, key=lambda g: (g.count("/"), g)):
         inside = members[gid]
@@ -235,6 +247,7 @@ def _groups(nodes: list[GraphNode]) -> list[GraphGroup]:
                 size=len(inside),
                 providers=dict(Counter(n.provider for n in inside if n.provider)),
                 us_per_run=sum(n.us_per_run for n in inside),
+                boundaries=crossing[gid],
             )
         )
     return out
@@ -451,7 +464,7 @@ def graph_data(
         for t, dsts in consumers.items()
         for d in dsts
     ]
-    groups = _groups(nodes)
+    groups = _groups(nodes, edges)
     providers = list(dict.fromkeys(n.provider for n in nodes if n.provider))
     return GraphData(
         model=m.name,

@@ -24,7 +24,7 @@ __all__ = ["GraphView", "GraphWidget", "dagre_source", "module_sources"]
 
 _JS = Path(__file__).parent / "graph"
 COLOR_MODES = ("provider", "op_type", "time", "quant_error")
-MODULES = ("data", "layout", "overlays", "draw", "interact")
+MODULES = ("data", "layout", "overlays", "labels", "draw", "interact")
 """The modules the entry (graph/index.js) imports, by name (graph/<name>.js)."""
 
 

@@ -86,61 +86,6 @@ function drawClusters(ctx, s) {
   }
 }
 
-// Text on a fill: dark on light colours, white on dark ones.
-function ink(fill) {
-  let r = 200, g = 200, b = 200;
-  const hex = /^#([0-9a-f]{6})$/i.exec(fill || "");
-  const rgb = /^rgb\((\d+),\s*(\d+),\s*(\d+)\)$/.exec(fill || "");
-  if (hex) { const v = parseInt(hex[1], 16); r = v >> 16; g = (v >> 8) & 255; b = v & 255; }
-  else if (rgb) { r = +rgb[1]; g = +rgb[2]; b = +rgb[3]; }
-  return 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : "#111";
-}
-
-function fitText(text, px) {  // ~0.58 em per character in sans-serif
-  const max = Math.floor(px / 6.4);
-  const t = String(text);
-  return t.length <= max ? t : t.slice(0, Math.max(0, max - 1)) + "…";
-}
-
-export const LABEL_PX = 11, SUB_PX = 10;
-
-// Labels are drawn in screen pixels, never shrunk: an item too small on screen for an 11 px
-// line shows none (level of detail hides text instead of scaling it below 10 px).
-function itemLines(it) {
-  if (it.kind === "group") {
-    const [id, ...rest] = String(it.label).split(":");
-    const eps = Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", ""));
-    const content = rest.join(":").trim() || id;
-    return [`▸ ${content}`, `${id.trim()} · ${it.size} nodes${eps.length ? " · " + eps.join("+") : ""}`];
-  }
-  return [it.op_type, it.name];
-}
-
-function drawLabels(ctx, s, fill, dpr) {
-  const v = s.view;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  let drawn = 0, minPx = Infinity;
-  for (const [key, n] of s.layout.nodes) {
-    const it = s.vis.items.get(key);
-    const sw = n.width * v.k, sh = n.height * v.k;
-    if (sh < LABEL_PX + 4 || sw < 36) continue;
-    const sx = v.x + (n.x - n.width / 2) * v.k, sy = v.y + (n.y - n.height / 2) * v.k;
-    const [head, sub] = itemLines(it);
-    ctx.fillStyle = ink(fill(it));
-    ctx.font = `${LABEL_PX}px sans-serif`;
-    ctx.fillText(fitText(head, sw - 8), sx + 4, sy + Math.min(sh / 2 + 4, LABEL_PX + 3));
-    drawn += 1; minPx = Math.min(minPx, LABEL_PX);
-    if (sh >= LABEL_PX + SUB_PX + 8) {
-      ctx.font = `${SUB_PX}px sans-serif`;
-      const text = it.kind === "group" ? sub : String(sub).slice(-Math.floor((sw - 8) / 6));
-      ctx.fillText(fitText(text, sw - 8), sx + 4, sy + LABEL_PX + SUB_PX + 5);
-      minPx = Math.min(minPx, SUB_PX);
-    }
-  }
-  s.el.dataset.labels = String(drawn);  // read by the browser tests
-  s.el.dataset.minLabelPx = drawn ? String(minPx) : "";
-}
-
 // A predicted placement (ortlab.whatif) is not a run: diagonal white hatching over the fill.
 function hatch(ctx, x, y, w, h) {
   ctx.save();
@@ -158,7 +103,20 @@ function hatch(ctx, x, y, w, h) {
   ctx.restore();
 }
 
-function drawNodes(ctx, s, fill, band) {
+// A collapsed group that holds several EPs: a bar of their shares along its bottom edge.
+function mixBar(ctx, it, x, y, w, colors) {
+  const entries = Object.entries(it.providers || {});
+  if (entries.length < 2) return;
+  const total = entries.reduce((a, [, c]) => a + c, 0);
+  let at = x;
+  for (const [p, c] of entries) {
+    ctx.fillStyle = colors(p);
+    ctx.fillRect(at, y, (w * c) / total, 6);
+    at += (w * c) / total;
+  }
+}
+
+function drawNodes(ctx, s, fill, band, colors) {
   const highlighted = new Set(s.model.get("highlighted"));
   const selected = s.model.get("selected")?.name;
   for (const [key, n] of s.layout.nodes) {
@@ -169,11 +127,12 @@ function drawNodes(ctx, s, fill, band) {
     if (it.kind === "node") {  // op category as a header band, as Netron colours its nodes
       ctx.fillStyle = band(it);
       ctx.fillRect(x, y, n.width, 4);
-    }
+    } else mixBar(ctx, it, x, y + n.height - 6, n.width, colors);
     if (it.predicted) hatch(ctx, x, y, n.width, n.height);
     const hit = it.kind === "node" && (highlighted.has(it.name) || s.searchHits.has(it.name));
-    ctx.lineWidth = (hit || it.name === selected ? 3 : 1) / Math.max(s.view.k, 0.3);
-    ctx.strokeStyle = it.name === selected ? "#000" : hit ? "#ff00aa" : "#555";
+    const crossed = it.kind === "group" && it.boundaries > 0;
+    ctx.lineWidth = (hit || it.name === selected || crossed ? 3 : 1) / Math.max(s.view.k, 0.3);
+    ctx.strokeStyle = it.name === selected ? "#000" : hit ? "#ff00aa" : crossed ? "#d62728" : "#555";
     if (it.kind === "group") ctx.setLineDash([4, 2]);
     ctx.strokeRect(x, y, n.width, n.height);
     ctx.setLineDash([]);
@@ -203,7 +162,7 @@ function drawMinimap(s, fill) {
 }
 
 // Repaint everything from s (the layout, the view and the traits) with `overlays` colours.
-export function paint(s, overlays, stats) {
+export function paint(s, overlays, stats, labels) {
   if (!s.layout) return;
   const paintStart = performance.now();
   const canvas = s.dom.canvas, dpr = window.devicePixelRatio || 1, v = s.view;
@@ -216,8 +175,8 @@ export function paint(s, overlays, stats) {
   const fill = (it) => overlays.colorOf(it, mode, st);
   drawEdges(ctx, s);
   drawClusters(ctx, s);
-  drawNodes(ctx, s, fill, (it) => overlays.categoryColor(it.op_type));
-  drawLabels(ctx, s, fill, dpr);
+  drawNodes(ctx, s, fill, (it) => overlays.categoryColor(it.op_type), overlays.providerColor);
+  labels.drawLabels(ctx, s, fill, dpr);
   overlays.drawLegend(s.dom.legend, data, mode);
   drawMinimap(s, fill);
   s.el.dataset.paintMs = (performance.now() - paintStart).toFixed(2);  // read by benchmarks

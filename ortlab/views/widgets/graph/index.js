@@ -3,7 +3,8 @@
 //
 //   data.js      data model: visible items, scope groups, search, hover text
 //   layout.js    dagre in a blob: Web Worker
-//   draw.js      canvas, level of detail, cluster boxes, minimap, view transform
+//   draw.js      canvas, cluster boxes, minimap, view transform
+//   labels.js    text in screen pixels (level of detail), edge shapes
 //   interact.js  pan, zoom, hover, click, search, fit, colour select, minimap jump
 //   overlays.js  colour modes (provider, op_type, time, quant_error) and the legend
 //
@@ -18,7 +19,7 @@
 //
 // Every string from the model reaches the page through textContent or canvas fillText.
 
-const PARTS = ["data", "layout", "overlays", "draw", "interact"];
+const PARTS = ["data", "layout", "overlays", "labels", "draw", "interact"];
 const imported = new Map();  // module text -> import() promise, shared by every view
 
 function importText(text) {
@@ -116,7 +117,7 @@ async function render({ model, el }) {
   const dom = buildDom(el, lib.overlays.COLOR_MODES);
   const s = { model, el, dom, view: { x: 0, y: 0, k: 1 }, layout: null, vis: null, drag: null,
     searchHits: new Set(), pendingFocus: null, miniScale: null };
-  const repaint = () => lib.draw.paint(s, lib.overlays, lib.data.stats);
+  const repaint = () => lib.draw.paint(s, lib.overlays, lib.data.stats, lib.labels);
   const layoutAgain = () => relayout(s, lib, layouter, repaint);
   const unwire = lib.interact.wire(s, lib, repaint);
   model.on("change:color_by", () => { dom.select.value = model.get("color_by"); repaint(); });

@@ -27,7 +27,7 @@ function heat(t) {  // 0..1 -> light yellow .. dark red
   return `rgb(${a.map((v, i) => Math.round(v + (b[i] - v) * k)).join(",")})`;
 }
 
-function providerColor(provider) {
+export function providerColor(provider) {
   return PALETTE[provider] || hashColor(provider);
 }
 
@@ -71,7 +71,11 @@ function legendEntries(d, mode) {
   if (mode === "op_type") {
     return [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)]);
   }
-  if (mode === "time") return [["fast", heat(0)], ["slow", heat(1)]];
+  if (mode === "time") {
+    let max = 0;
+    for (const x of [...d.nodes, ...d.groups]) max = Math.max(max, x.us_per_run || 0);
+    return [["0 µs/run", heat(0)], [`${max.toFixed(1)} µs/run, the slowest item (nodes on a √ scale)`, heat(1)]];
+  }
   return [["0 dB (bad)", heat(1)], ["40 dB (good)", heat(0)], ["no data", NO_DATA]];
 }
 
