@@ -105,6 +105,9 @@ class GraphData(Result):
     notes: list[str] = field(default_factory=list)
     constants: int = 0
     """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
+    inputs: list[str] = field(default_factory=list)
+    """The graph's inputs (initializers excluded): drawn as items of their own."""
+    outputs: list[str] = field(default_factory=list)
 
     def to_pandas(self) -> Any:
         """One row per node as the view draws it: name, op_type, group, provider, us_per_run,
@@ -115,8 +118,9 @@ class GraphData(Result):
         return pd.DataFrame([{c: getattr(n, c) for c in cols} for n in self.nodes], columns=cols)
 
     def overview(self) -> Any:
-        """The first picture, one row per item drawn: name (a group's label or a node's
-        name), kind ('group' or 'node'), nodes, time_share, providers ({EP: nodes})."""
+        """The first picture, one row per item drawn: name (a group's label, a node's or a
+        graph input's/output's name), kind ('input', 'group', 'node', 'output'), nodes,
+        time_share, providers ({EP: nodes})."""
         return overview(self.to_dict(), self.expanded)
 
     def __repr__(self) -> str:
@@ -143,10 +147,14 @@ def overview(data: Mapping[str, Any], expanded: Iterable[str]) -> Any:
         owner = next((c for c in reversed(chain) if c not in open_), None)
         items.setdefault(("group", owner) if owner else ("node", n["id"]), []).append(n)
     rows = [
-        {"name": groups[key]["label"] if kind == "group" else members[0]["name"], "kind": kind,
-         "nodes": len(members), "time_share": sum(m["share"] for m in members),
-         "providers": dict(Counter(m["provider"] for m in members if m["provider"]))}
-        for (kind, key), members in items.items()
+        *({"name": t, "kind": "input", "nodes": 0, "time_share": 0.0, "providers": {}}
+          for t in data.get("inputs", [])),
+        *({"name": groups[key]["label"] if kind == "group" else members[0]["name"],
+           "kind": kind, "nodes": len(members), "time_share": sum(m["share"] for m in members),
+           "providers": dict(Counter(m["provider"] for m in members if m["provider"]))}
+          for (kind, key), members in items.items()),
+        *({"name": t, "kind": "output", "nodes": 0, "time_share": 0.0, "providers": {}}
+          for t in data.get("outputs", [])),
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=["name", "kind", "nodes", "time_share", "providers"])
 
@@ -353,6 +361,42 @@ def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[
     return out
 
 
+def _chunk_siblings(nodes: list[GraphNode]) -> list[GraphNode]:
+    """A container with more than COLLAPSE_ABOVE child groups (200 ``layer.N`` scopes of one
+    encoder) gets a level of runs between them: "layer.0 … layer.8 (9 groups)"."""
+    children: dict[str, dict[str, None]] = defaultdict(dict)  # ordered sets
+    seen: set[str] = set()
+    for n in nodes:
+        path = n.group
+        while path and path not in seen:
+            seen.add(path)
+            parent = path.rsplit("/", 1)[0]
+            children[parent][path] = None
+            path = parent
+    remap: dict[str, str] = {}
+    for container, kid_set in children.items():
+        kids = list(kid_set)
+        if len(kids) <= COLLAPSE_ABOVE:
+            continue
+        size = -(-len(kids) // 24)
+        for k in range(0, len(kids), size):
+            run = kids[k : k + size]
+            first, last = (c.rsplit("/", 1)[1] for c in (run[0], run[-1]))
+            name = f"{first} … {last} ({len(run)} groups)".replace("/", "∕")
+            for c in run:
+                remap[c] = f"{container}/{name}/{c.rsplit('/', 1)[1]}"
+    if not remap:
+        return nodes
+    out = []
+    for n in nodes:
+        path, rest = n.group, ""
+        while path and path not in remap:  # the innermost remapped ancestor wins
+            path, tail = path.rsplit("/", 1)
+            rest = f"/{tail}{rest}"
+        out.append(replace(n, group=remap[path] + rest) if path else n)
+    return out
+
+
 def _regroup(nodes: list[GraphNode], ignore: set[str]) -> list[GraphNode]:
     """Every container (the root, a scope, an If/Loop body) whose own nodes are more than
     COLLAPSE_ABOVE items is cut into blocks, so no picture shows a flat wall of nodes:
@@ -442,7 +486,7 @@ def graph_data(
             )
         )
     fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
-    nodes = _regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT})
+    nodes = _chunk_siblings(_regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT}))
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:
@@ -483,4 +527,6 @@ def graph_data(
                "type and shape show in the consumer's details)"] if constants else []),
         ],
         constants=len(constants),
+        inputs=[i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}],
+        outputs=[o.name for o in graph.output],
     )  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Any
 
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.optimization import optimization_diff
+from ortlab.analysis.placement import placement as run_placement
 from ortlab.analysis.profiling import profile as run_profile
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
@@ -54,9 +55,9 @@ from ortlab.views.render import (
 __all__ = ["best_snippet", "doctor_html", "doctor_text", "report", "report_html"]
 
 _CSP = (
-    "default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
-    "font-src data:; base-uri 'none'; form-action 'none'"
-)
+    "default-src 'none'; script-src {hashes} blob:; worker-src blob:; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'"
+)  # blob: is the graph view's modules and layout worker, made from the hashed module's texts
 
 # Draws every figure from its JSON block (data, never executed): the only script besides
 # plotly.js, so the CSP can name both by hash.
@@ -283,6 +284,24 @@ def _compare_inputs(c: Any) -> str:
 # ---------------------------------------------------------------------- the page
 
 
+def _graph_module(model: Model, placement: Any, profile: Any) -> str:
+    """The graph view's module for the report: EP and time from the placement join (original
+    nodes), else time from the profile where its node names are the model's; '' without
+    either."""
+    import warnings
+
+    from ortlab.analysis.graphdata import graph_data
+    from ortlab.views.widgets.graph import page_module
+
+    if placement is None and profile is None:
+        return ""
+    with warnings.catch_warnings():  # a profile of fused nodes: the graph says what it lacks
+        warnings.simplefilter("ignore")
+        g = graph_data(model, placement=placement) if placement is not None else graph_data(
+            model, profile=profile)  # fmt: skip
+    return page_module(g.to_dict(), "time" if g.has_time else "provider", list(g.expanded))
+
+
 def report_html(
     model: Model,
     doctor: Any = None,
@@ -339,6 +358,12 @@ def report_html(
     if history is not None and len(history):
         cols = [c for c in history.columns if c != "config"]
         sections.append(("History", table_html(cols, history[cols].values.tolist())))
+    graph_module = _graph_module(model, placement, profile)
+    if graph_module:
+        sections.insert(1, ("Graph: where each node runs and where its time goes",
+                            "<div id='ortlab-root'></div>"
+                            "<div><i>Click a node for its details, a group to open it; f fits, "
+                            "/ searches.</i></div>"))  # fmt: skip
     here = environment()
     recorded = _recorded({"doctor": doctor, "benchmark": benchmark})
     sections.append(("Environment", _environment_html(recorded, here)))
@@ -348,7 +373,9 @@ def report_html(
                    for i, (name, html) in enumerate(sections))  # fmt: skip
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     plotly_js = get_plotlyjs()
-    csp = _CSP.format(hashes=f"{csp_hash(plotly_js)} {csp_hash(_LOADER)}")
+    hashes = [csp_hash(plotly_js), csp_hash(_LOADER)] + ([csp_hash(graph_module)]
+                                                         if graph_module else [])  # fmt: skip
+    csp = _CSP.format(hashes=" ".join(hashes))
     top = f"<h1>{esc(heading)}</h1><div>generated {stamp} by ortlab · {nav}</div>"
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -360,6 +387,7 @@ def report_html(
         f"{inline_script(plotly_js)}</head><body>"
         + redact_paths(top + _measured_on_html(recorded, here, sorted(own)) + body)
         + inline_script(_LOADER)
+        + (inline_script(graph_module, ' type="module"') if graph_module else "")
         + "</body></html>"
     )
 
@@ -384,8 +412,9 @@ def report(
 ) -> Path:
     """Write the HTML report of ``model`` to ``path`` and return the path.
 
-    Results you pass are used as they are; with ``compute=True`` the missing profile and
-    optimization diff are measured (the doctor's profile and placement are reused)."""
+    Results you pass are used as they are; with ``compute=True`` the missing placement join
+    (whose profile is the report's profile, and which the embedded graph view draws with EP
+    and time) and optimization diff are measured (the doctor's are reused)."""
 
     m = load(model)
     here: dict[str, tuple[str, bool]] = {}
@@ -393,12 +422,19 @@ def report(
         cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
         cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
         providers = () if cfg.providers == "auto" else cfg.providers
+        todo_join = placement is None and getattr(doctor, "placement", None) is None
         todo_profile = profile is None and getattr(doctor, "profile", None) is None
         todo_levels = optimization is None and not set(providers) & set(COMPILING_EPS)
-        if todo_profile or todo_levels:
+        if todo_join or todo_profile or todo_levels:
             # the feeds profile and optimization_diff build: said next to their figures
             _, _, f = prepare(m, cfg, feeds)
             inputs = (f.describe(), f.synthetic)
+        if todo_join:  # one profiled session: the per-node join (graph) and the profile
+            placement = run_placement(m, cfg, feeds, runs=10, progress=progress)
+            here["placement"] = inputs
+            if todo_profile:
+                profile, todo_profile = placement.profile, False
+                here["profile"] = inputs
         if todo_profile:
             profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
             here["profile"] = inputs

@@ -79,9 +79,9 @@ def test_resnet50_by_time(page: Any, tmp_path: Path, artifacts: Path) -> None:
     page.locator(".ortlab-color-by").select_option("provider")
     assert _pixels(page, (0x4C, 0x78, 0xA8)) > 1000, "repainted by provider: all CPU blue"
     page.screenshot(path=str(artifacts / "graph_resnet50_by_ep.png"))
-    # 176 unscoped nodes start as 17 repeated-block boxes; search opens the right one
-    assert "17 shown" in page.locator(".ortlab-status").text_content()
+    # 176 unscoped nodes start as 17 repeated-block boxes (+ input and output); search opens
+    assert "19 shown" in page.locator(".ortlab-status").text_content()  # the right one
     page.fill(".ortlab-search", "n142")
     page.press(".ortlab-search", "Enter")
-    page.locator(".ortlab-status", has_text="28 shown").wait_for(timeout=20_000)
+    page.locator(".ortlab-status", has_text="30 shown").wait_for(timeout=20_000)
     assert page.errors == []

@@ -37,6 +37,10 @@ def test_report_renders_charts_and_keeps_model_strings_inert(
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
                            timeout=60_000)  # fmt: skip
     charts = page.locator(".js-plotly-plot").count()
+    graph = page.locator(".ortlab-status", has_text="layout")  # the embedded graph view, laid
+    graph.wait_for(timeout=60_000)  # out under the report's own CSP (blob: modules and worker)
+    assert "1 nodes" in str(graph.text_content())
+    assert page.locator(".ortlab-graph").get_attribute("data-labels") not in (None, "0")
     page.screenshot(path=str(artifacts / "report_top.png"))
     page.locator("h2", has_text="Profile").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "report_profile.png"))

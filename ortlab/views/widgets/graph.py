@@ -179,17 +179,7 @@ def write_html(
 ) -> Path:
     """The graph page: the widget's modules rendering ``data`` in a self-contained HTML file
     (opened on ``selected``, with its details, when given)."""
-    state = {
-        "data": data,
-        "color_by": color_by,
-        "expanded": expanded,
-        "highlighted": [],
-        "selected": dict(selected or {}),
-        "dagre_src": dagre_source(),
-        "modules": module_sources(),
-        "_layout_ms": -1,
-    }
-    module = _MODULE.format(state=script_json(state), source=script_json(entry_source()))
+    module = page_module(data, color_by, expanded, selected)
     title = esc(f"ortlab: {data.get('model', 'model')}", 300)
     csp = _CSP.format(hash=csp_hash(module))
     page = (
@@ -203,6 +193,28 @@ def write_html(
     out = Path(path)
     out.write_text(page, encoding="utf-8")
     return out
+
+
+def page_module(
+    data: dict[str, Any],
+    color_by: str,
+    expanded: list[str],
+    selected: dict[str, Any] | None = None,
+) -> str:
+    """The module script that renders the view into ``#ortlab-root`` of a page (the
+    standalone graph page and the report): data, layout code and renderer as JSON text. A
+    page's CSP must allow it by hash, plus ``blob:`` scripts and workers."""
+    state = {
+        "data": data,
+        "color_by": color_by,
+        "expanded": expanded,
+        "highlighted": [],
+        "selected": dict(selected or {}),
+        "dagre_src": dagre_source(),
+        "modules": module_sources(),
+        "_layout_ms": -1,
+    }
+    return _MODULE.format(state=script_json(state), source=script_json(entry_source()))
 
 
 GraphWidget = GraphView

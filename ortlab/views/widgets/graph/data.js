@@ -28,6 +28,27 @@ function visibleNodes(data, expanded) {
   return { items, itemOf };
 }
 
+// The graph's inputs and outputs as items of their own ("i:<name>", "o:<name>"), as Netron
+// draws them, with edges to the items that read or write them (broadcast inputs excepted).
+function ioItems(data, items, itemOf, edges) {
+  const inputs = new Set(data.inputs || []), outputs = new Set(data.outputs || []);
+  const readers = new Map();
+  for (const n of data.nodes) {
+    for (const t of n.inputs) if (inputs.has(t)) (readers.get(t) || readers.set(t, []).get(t)).push(n.id);
+    for (const t of n.outputs) {
+      if (!outputs.has(t)) continue;
+      items.set("o:" + t, { kind: "io", key: "o:" + t, name: t, op_type: "output" });
+      edges.set(itemOf.get(n.id) + ">o:" + t, { v: itemOf.get(n.id), w: "o:" + t, tensor: t, boundary: false });
+    }
+  }
+  for (const t of inputs) {
+    items.set("i:" + t, { kind: "io", key: "i:" + t, name: t, op_type: "input" });
+    const ids = readers.get(t) || [];
+    if (ids.length > 8) continue;  // a broadcast input: no edge to each reader (GHOST_FANOUT)
+    for (const id of ids) edges.set("i:" + t + ">" + itemOf.get(id), { v: "i:" + t, w: itemOf.get(id), tensor: t, boundary: false });
+  }
+}
+
 function visibleEdges(data, itemOf) {
   const edges = new Map();
   for (const e of data.edges) {
@@ -37,14 +58,16 @@ function visibleEdges(data, itemOf) {
     const prev = edges.get(k);
     edges.set(k, { v: a, w: b, tensor: e.tensor, boundary: e.boundary || (prev && prev.boundary) });
   }
-  return [...edges.values()];
+  return edges;
 }
 
 // What is drawn: items keyed "n:<id>" / "g:<group>", edges between items (ghost edges and
 // edges inside one collapsed group dropped), and each node id's item key.
 export function visibleItems(data, expanded) {
   const { items, itemOf } = visibleNodes(data, expanded);
-  return { items, edges: visibleEdges(data, itemOf), itemOf };
+  const edges = visibleEdges(data, itemOf);
+  ioItems(data, items, itemOf, edges);
+  return { items, edges: [...edges.values()], itemOf };
 }
 
 export function stats(d) {
@@ -83,6 +106,7 @@ function describeGroup(it) {
 // The tooltip text of an item (plain text: the caller puts it in with textContent).
 export function describe(it, tensors) {
   if (it.kind === "group") return describeGroup(it);
+  if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors[it.name] || "?"}`;
   const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
   if (it.provider) lines.push(`EP: ${it.provider}`);
   if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);

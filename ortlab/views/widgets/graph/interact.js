@@ -70,6 +70,7 @@ function wireClicks(s, lib) {
     const it = itemUnder(s, ev);
     if (!it) return;
     if (it.kind === "group") { save(model, "expanded", [...model.get("expanded"), it.id]); return; }
+    if (it.kind === "io") return;  // a graph input/output: its hover text says it all
     const { kind, key, ...node } = it;
     s.clicked = node.name;  // selected here: no need to move the view to it
     save(model, "selected", node);

@@ -46,7 +46,19 @@ function itemLines(it) {
     const cross = it.boundaries ? ` · ${it.boundaries} EP boundar${it.boundaries > 1 ? "ies" : "y"}` : "";
     return [`▸ ${content}`, `${id.trim()} · ${it.size} nodes${eps.length ? " · " + eps.join("+") : ""}${cross}`];
   }
+  if (it.kind === "io") return [it.name, `graph ${it.op_type}`];
   return [it.op_type, it.name];
+}
+
+// Weights and constants folded into a node, as Netron shows them: "W 64×3×7×7".
+function weightLine(it, tensors) {
+  const parts = [];
+  for (const t of it.inputs || []) {
+    const ty = tensors[t] || "";
+    const m = /\[([^\]]*)\] \((initializer|constant)\)$/.exec(ty);
+    if (m) parts.push(m[1] ? m[1].split(", ").join("×") : "scalar");
+  }
+  return parts.length ? "⟨" + parts.join("⟩ ⟨") + "⟩" : "";
 }
 
 export function drawLabels(ctx, s, fill, dpr) {
@@ -68,6 +80,10 @@ export function drawLabels(ctx, s, fill, dpr) {
       const text = it.kind === "group" ? sub : String(sub).slice(-Math.floor((sw - 8) / 6));
       ctx.fillText(fitText(text, sw - 8), sx + 4, sy + LABEL_PX + SUB_PX + 5);
       minPx = Math.min(minPx, SUB_PX);
+    }
+    if (it.kind === "node" && sh >= LABEL_PX + 2 * SUB_PX + 12) {
+      const w = weightLine(it, s.model.get("data").tensors);
+      if (w) ctx.fillText(fitText(w, sw - 8), sx + 4, sy + LABEL_PX + 2 * SUB_PX + 8);
     }
   }
   if (v.k >= 1.1) edgeShapes(ctx, s, v);

@@ -41,6 +41,7 @@ function groupColor(group, mode, stats) {
 // `stats` is data.stats() of the whole graph (the time scale).
 export function colorOf(item, mode, stats) {
   if (item.kind === "group") return groupColor(item, mode, stats);
+  if (item.kind === "io") return "#f2f2f2";
   if (mode === "op_type") return hashColor(item.op_type);
   if (mode === "time") return heat(stats.maxTime ? Math.sqrt(item.us_per_run / stats.maxTime) : 0);
   if (mode === "quant_error") {
