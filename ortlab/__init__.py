@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ortlab import views as _views  # registers every renderer (results show themselves)
+from ortlab.analysis.ablation import AblationResult, ablate_optimizers
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
 from ortlab.analysis.compare import CompareResult, compare
 from ortlab.analysis.graphdata import GraphData, graph_data
@@ -111,6 +112,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AblationResult",
     "BenchmarkResult",
     "Best",
     "CompareResult",
@@ -152,6 +154,7 @@ __all__ = [
     "WorkerError",
     "WorkerTimeoutError",
     "__version__",
+    "ablate_optimizers",
     "benchmark",
     "compare",
     "compare_configs",

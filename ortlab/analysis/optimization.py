@@ -193,12 +193,19 @@ def optimization_diff(
     runs: int = 10,
     dims: Mapping[str, int] | None = None,
     measure: bool = True,
+    disable: Sequence[str] = (),
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> OptimizationResult:
-    """Optimize ``model`` at each level, map every node, and time the levels interleaved."""
+    """Optimize ``model`` at each level, map every node, and time the levels interleaved.
+
+    ``disable``: graph transformers ORT must not apply at any level (``["QuickGeluFusion"]``;
+    :func:`ortlab.ablate_optimizers` switches each one off in turn); a name ORT does not run
+    is an error that lists the ones it does."""
 
     m, cfg, f = prepare(model, config, feeds, dims)
+    if disable:
+        cfg = cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, *disable])
     keys = [canonical_level(lv) for lv in levels]
     if cfg.providers != "auto" and any(p in COMPILING_EPS for p in cfg.providers):
         raise SessionConfigError(
@@ -229,6 +236,13 @@ def optimization_diff(
     graph = m.proto.graph
     original = graph_nodes(graph, subgraphs=True)
     check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
+    ran = {t for k in keys for t in saved[k]["report"].transformers}
+    unknown = [t for t in disable if t not in ran]
+    if unknown:
+        raise SessionConfigError(
+            f"disable={unknown}: ORT ran no transformer of that name at levels {keys}; it ran "
+            f"{', '.join(sorted(ran)[:60])}."
+        )
     level_results = [_level_result(level, saved[level], original, graph) for level in keys]
     latency_rows: list[LatencyRow] = []
     rounds_ms: list[list[float]] = []

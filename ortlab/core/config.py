@@ -97,6 +97,9 @@ class SessionConfig:
     """Fix symbolic dims at session creation: ``{"batch": 1}``."""
     config_entries: Options = ()
     """Extra ``add_session_config_entry`` keys: ``{"session.disable_cpu_ep_fallback": "1"}``."""
+    disabled_optimizers: tuple[str, ...] = ()
+    """Graph transformers ORT must not apply (``QuickGeluFusion``, ``ConstantFolding``…),
+    through ``optimization.disable_specified_optimizers``: one optimizer off at a time."""
     custom_op_libraries: tuple[str, ...] = ()
     """Shared libraries with custom ops, registered before the session is built."""
     io_binding: bool = False
@@ -121,6 +124,7 @@ class SessionConfig:
         enable_cpu_mem_arena: bool = True,
         free_dimension_overrides: Mapping[str, int] | Iterable[tuple[str, int]] | None = None,
         config_entries: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+        disabled_optimizers: Iterable[str] | str = (),
         custom_op_libraries: Iterable[str] = (),
         io_binding: bool = False,
         fallback: str = "warn",
@@ -186,6 +190,7 @@ class SessionConfig:
             frozen_overrides.append((str(k), int(v)))
         s(self, "free_dimension_overrides", tuple(sorted(frozen_overrides)))
         s(self, "config_entries", _freeze_options(config_entries))
+        s(self, "disabled_optimizers", _optimizer_names(disabled_optimizers))
         s(self, "custom_op_libraries", tuple(_library_path(p) for p in custom_op_libraries))
         s(self, "io_binding", bool(io_binding))
         if fallback not in ("warn", "error", "allow"):
@@ -221,6 +226,7 @@ class SessionConfig:
             parts.append("spin" if self.allow_spinning else "no-spin")
         if self.io_binding:
             parts.append("iobinding")
+        parts += [f"−{name}" for name in self.disabled_optimizers]
         return " · ".join(parts)
 
     def __repr__(self) -> str:
@@ -233,6 +239,7 @@ class SessionConfig:
         d["free_dimension_overrides"] = dict(self.free_dimension_overrides)
         d["config_entries"] = dict(self.config_entries)
         d["custom_op_libraries"] = list(self.custom_op_libraries)
+        d["disabled_optimizers"] = list(self.disabled_optimizers)
         return d
 
     def to_json(self) -> str:
@@ -252,6 +259,17 @@ class SessionConfig:
     def snippet(self, model_path: str = "model.onnx") -> str:
         """Python that builds this session with plain onnxruntime (no ortlab)."""
         return str(display.render(self, "snippet", model_path=model_path))
+
+
+def _optimizer_names(names: Iterable[str] | str) -> tuple[str, ...]:
+    listed = [names] if isinstance(names, str) else list(names)
+    for name in listed:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SessionConfigError(
+                f"disabled_optimizers: {name!r} is not a transformer name; give ORT's names, "
+                "e.g. ['QuickGeluFusion'] (ortlab.ablate_optimizers(model) lists those that fire)."
+            )
+    return tuple(sorted(set(listed)))
 
 
 def _policy(policy: str | None) -> str | None:

@@ -63,6 +63,8 @@ def ort_options(config: SessionConfig, extra_entries: dict[str, str] | None = No
         flag = "1" if config.allow_spinning else "0"
         entries["session.intra_op.allow_spinning"] = flag
         entries["session.inter_op.allow_spinning"] = flag
+    if config.disabled_optimizers:
+        entries["optimization.disable_specified_optimizers"] = ",".join(config.disabled_optimizers)
     entries.update(extra_entries or {})
     providers: list[str | tuple[str, dict[str, str]]] | str = (
         "auto"

@@ -82,6 +82,9 @@ class SessionReport(Result):
     """From ORT's verbose "Node placements" block (only when built with log_severity=0)."""
     fired: dict[str, int] = field(default_factory=dict)
     """Graph transformers that modified the graph (only when built with log_severity<=1)."""
+    transformers: list[str] = field(default_factory=list)
+    """Every graph transformer ORT ran, fired or not (only when built with log_severity<=1):
+    the names ``SessionConfig.disabled_optimizers`` takes."""
     why_log: list[str] = field(default_factory=list)
     """ORT's and the EPs' per-node placement verdicts (kernel not found, forced to CPU, QNN's
     validation), verbatim (only when built with log_severity<=1)."""
@@ -367,6 +370,7 @@ def build_session(
         placements=parse_placements(lines),
         fired=parse_fired(lines),
         why_log=why_lines(lines),
+        transformers=list(dict.fromkeys(m.group(1) for ln in lines if (m := _FIRED.search(ln)))),
     )
     _enforce_fallback_policy(report, config, model_name)
     return sess, report

@@ -436,6 +436,26 @@ def config_comparison_figure(c: Any) -> Any:
                    height=120 + 40 * len(rows))  # fmt: skip
 
 
+def ablation_figure(a: Any) -> Any:
+    """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
+    import plotly.graph_objects as go
+
+    rows = [r for r in a.rows if r.off]
+    fig = go.Figure(go.Scatter(
+        x=[r.ratio for r in rows], y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
+        mode="markers",
+        error_x={"type": "data", "symmetric": False,
+                 "array": [max(r.high - r.ratio, 0) for r in rows],
+                 "arrayminus": [max(r.ratio - r.low, 0) for r in rows]},
+        text=[f"{r.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
+        hovertemplate="%{text}<extra></extra>",
+    ))  # fmt: skip
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(a.model)}: time without each transformer / with all"
+    return _layout(fig, title, xaxis_title="time ratio (> 1: the transformer helps)",
+                   height=120 + 40 * max(len(rows), 1))  # fmt: skip
+
+
 def transformer_figure(t: Any) -> Any:
     """Fused operators the transformers optimizer produced."""
     ops = [(k, v) for k, v in t.fused_operators.items() if v]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ortlab.analysis.ablation import AblationResult
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.compare import CompareResult
 from ortlab.analysis.optimization import OptimizationResult
@@ -45,6 +46,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (OptimizationResult, "html", render.optimization_html),
     (OptimizationResult, "text", render.optimization_text),
     (OptimizationResult, "plot", plots.optimization_figure),
+    (AblationResult, "html", render.ablation_html),
+    (AblationResult, "text", render.ablation_text),
+    (AblationResult, "plot", plots.ablation_figure),
     (TransformerOptResult, "html", render.transformer_html),
     (TransformerOptResult, "text", render.transformer_text),
     (TransformerOptResult, "plot", plots.transformer_figure),

@@ -567,6 +567,35 @@ def config_comparison_html(c: Any) -> str:
     return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
 
 
+def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["switched off", "fired", "nodes (Δ)", "create ms", "p50 ms", "ratio [interval]",
+               "verdict", "max |Δ output|"]  # fmt: skip
+    rows = [
+        [r.off or "(none: baseline)", r.fired, f"{r.nodes} ({r.node_change:+d})",
+         f"{r.create_ms:.0f}", r.p50_ms,
+         "—" if not r.off else f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]",
+         "—" if not r.off else r.verdict, f"{r.max_abs:.3g}"]
+        for r in a.rows
+    ]  # fmt: skip
+    return headers, rows
+
+
+def ablation_text(a: Any) -> str:
+    head = (f"{safe_text(a.model)}: graph transformers switched off one at a time at level "
+            f"{a.level} ({a.rounds} interleaved rounds)")  # fmt: skip
+    return "\n".join([head, table_text(*_ablation_rows(a)), *a.notes])
+
+
+def ablation_html(a: Any) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(a.model)}</b> · one transformer off at a time · level "
+        f"{esc(a.level)} · {a.rounds} interleaved rounds</div>"
+        + table_html(*_ablation_rows(a))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in a.notes)
+        + inputs_html("Timed and compared", a.feeds, a.synthetic)
+    )
+
+
 def transformer_text(t: Any) -> str:
     lines = [repr(t)]
     lines += [f"  {k}: {v}" for k, v in t.found.items()]

@@ -133,8 +133,11 @@ function drawNodes(ctx, s, fill, band, colors) {
     const crossed = it.kind === "group" && it.boundaries > 0;
     ctx.lineWidth = (hit || it.name === selected || crossed ? 3 : 1) / Math.max(s.view.k, 0.3);
     ctx.strokeStyle = it.name === selected ? "#000" : hit ? "#ff00aa" : crossed ? "#d62728" : "#555";
-    if (it.kind === "group") ctx.setLineDash([4, 2]);
     ctx.strokeRect(x, y, n.width, n.height);
+    if (it.kind === "group" && !crossed) {  // a group reads as a stack of nodes: a second edge
+      ctx.strokeStyle = "#999";
+      ctx.strokeRect(x + 3, y + 3, n.width, n.height);
+    }
     ctx.setLineDash([]);
   }
 }

@@ -1,0 +1,171 @@
+"""One optimizer at a time: each graph transformer that fired, switched off in turn.
+
+For every transformer ORT applied at ``level`` (from its INFO log), the model is optimized
+again without it (``SessionConfig.disabled_optimizers``), and compared with the session that
+has it: final-graph nodes, session-creation time, latency (paired, interleaved rounds, with an
+interval) and output difference on the same inputs. A transformer whose absence changes
+nothing measurable says so; one whose absence changes the outputs is a numerics suspect
+(microsoft/onnxruntime #32132, #19902).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.analysis.metrics import error_metrics
+from ortlab.core import cache
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import SessionConfigError
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result, table
+from ortlab.core.stats import MIN_ROUNDS, against_first
+from ortlab.engine.calls import call, check_report, default_timeout, prepare
+
+__all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
+
+
+@dataclass(frozen=True)
+class AblationRow:
+    off: str
+    """The transformer switched off ('' for the baseline, which has them all)."""
+    fired: int
+    """How often it modified the graph in the baseline (ORT's INFO log)."""
+    nodes: int
+    """Final-graph nodes without it."""
+    node_change: int
+    """nodes minus the baseline's: > 0 means it fused or removed that many."""
+    create_ms: float
+    """Session creation (load, optimize, partition) without it; one build, not averaged."""
+    p50_ms: float
+    ratio: float
+    """Latency without it / with it (median of per-round ratios); > 1: it speeds the model up."""
+    low: float
+    high: float
+    verdict: str
+    max_abs: float
+    """Largest output difference from the baseline's outputs (0.0: bit-identical)."""
+    cosine: float
+
+
+@dataclass(frozen=True)
+class AblationResult(Result):
+    """``table`` / ``to_pandas()``: one row per transformer switched off, baseline first."""
+
+    model: str
+    config: dict[str, Any]
+    level: str
+    rows: list[AblationRow]
+    rounds: int
+    feeds: str = ""
+    synthetic: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @table
+    def table(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.rows])
+
+    def to_pandas(self) -> Any:
+        """off, fired, nodes, node_change, create_ms, p50_ms, ratio, low, high, verdict,
+        max_abs, cosine."""
+        return self.table
+
+    def __repr__(self) -> str:
+        changed = [r.off for r in self.rows[1:] if r.max_abs > 0]
+        return (
+            f"<AblationResult {self.model!r} at {self.level}: {len(self.rows) - 1} transformers "
+            f"switched off one at a time; outputs change without {changed or 'none of them'}>"
+        )
+
+
+def ablate_optimizers(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    level: str = "all",
+    only: Sequence[str] | None = None,
+    rounds: int = MIN_ROUNDS,
+    runs: int = 10,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> AblationResult:
+    """Switch off each transformer that fired at ``level`` (or those in ``only``), one at a
+    time: nodes, session-creation time, paired latency and output difference against the
+    session with all of them."""
+    m, cfg, f = prepare(model, config, feeds, dims)
+    cfg = cfg.with_(level=level)
+    t_out = timeout if timeout is not None else default_timeout()
+    digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.to_json()}".encode()).hexdigest()[:16]
+    folder = cache.subdir("ablation") / f"{m.name[:40]}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def optimized(c: SessionConfig, tag: str) -> dict[str, Any]:
+        out: dict[str, Any] = call(
+            "optimize_levels",
+            {"model_path": str(m.path), "model_name": m.name, "config": c,
+             "levels": [c.level], "folder": str(folder / tag)},
+            desc=f"optimize {m.name} {tag}", context=f"of {m.name!r} with {c.label()}",
+            progress=False, timeout=t_out,
+        )[c.level]  # fmt: skip
+        return out
+
+    (folder / "base").mkdir(exist_ok=True)
+    base = optimized(cfg, "base")
+    check_report(base["report"], cfg, m)
+    fired: dict[str, int] = dict(base["report"].fired)
+    names = list(only) if only is not None else sorted(fired)
+    unknown = [n for n in names if n not in base["report"].transformers]
+    if unknown:
+        raise SessionConfigError(
+            f"ORT ran no transformer named {unknown} at level {level!r}; it ran "
+            f"{', '.join(base['report'].transformers[:40])}."
+        )
+    offs = [cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, n]) for n in names]
+    built = []
+    for k, c in enumerate(offs):
+        (folder / f"off{k}").mkdir(exist_ok=True)
+        built.append(optimized(c, f"off{k}"))
+        if callable(progress):
+            progress(k + 1, len(names) + 2)
+    configs = [cfg, *offs]
+    timed = call(
+        "interleaved",
+        {"items": [(str(m.path), m.name, c) for c in configs], "feeds": dict(f),
+         "rounds": rounds, "runs": runs},
+        desc=f"ablation {m.name}", context=f"of {m.name!r}", progress=progress, timeout=t_out,
+    )  # fmt: skip
+    labels = ["all", *names]
+    ms = np.asarray([[v / 1e6 for v in row] for row in timed["medians_ns"]])
+    verdicts = against_first(ms, labels, timed.get("failed", {}))
+    outs = [
+        call("outputs_many", {"model_path": str(m.path), "model_name": m.name, "config": c,
+                              "samples": [dict(f)]},
+             desc="outputs", context=f"of {m.name!r}", progress=False, timeout=t_out)[0]
+        for c in configs
+    ]  # fmt: skip
+    base_nodes = len(base["final"])
+    rows = []
+    for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):
+        v, text = verdicts[k]
+        err = error_metrics(list(outs[0].values()), list(outs[k].values()))
+        rows.append(AblationRow(
+            off=name, fired=fired.get(name, 0), nodes=len(saved["final"]),
+            node_change=len(saved["final"]) - base_nodes,
+            create_ms=float(saved["report"].create_ms), p50_ms=float(np.median(ms[:, k])),
+            ratio=v.ratio, low=v.low, high=v.high, verdict=text,
+            max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),
+        ))  # fmt: skip
+    return AblationResult(
+        model=m.name, config=cfg.to_dict(), level=level, rows=rows, rounds=rounds,
+        feeds=f.describe(), synthetic=f.synthetic,
+        notes=["ratio > 1: the model is slower without that transformer, so it helps; "
+               "create_ms is one session build each (not averaged)."],
+    )  # fmt: skip
