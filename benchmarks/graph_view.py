@@ -27,7 +27,7 @@ import ortlab
 from benchmarks._common import record
 from ortlab.analysis.graphdata import graph_data
 from ortlab.core.examples import bert_tiny
-from ortlab.views.widgets.graph import write_html
+from ortlab.views.graph_page import write_html
 from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

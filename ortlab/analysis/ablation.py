@@ -125,7 +125,7 @@ def ablate_optimizers(
     unknown = [n for n in names if n not in base["report"].transformers]
     if unknown:
         raise SessionConfigError(
-            f"ORT ran no transformer named {unknown} at level {level!r}; it ran "
+            f"ORT runs no transformer named {unknown} at level {level!r}; it runs "
             f"{', '.join(base['report'].transformers[:40])}."
         )
     offs = [cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, n]) for n in names]
@@ -142,7 +142,7 @@ def ablate_optimizers(
          "rounds": rounds, "runs": runs},
         desc=f"ablation {m.name}", context=f"of {m.name!r}", progress=progress, timeout=t_out,
     )  # fmt: skip
-    labels = ["all", *names]
+    labels = [f"with all at {level}", *(f"without {n}" for n in names)]
     ms = np.asarray([[v / 1e6 for v in row] for row in timed["medians_ns"]])
     verdicts = against_first(ms, labels, timed.get("failed", {}))
     outs = [

@@ -236,12 +236,13 @@ def optimization_diff(
     graph = m.proto.graph
     original = graph_nodes(graph, subgraphs=True)
     check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
-    ran = {t for k in keys for t in saved[k]["report"].transformers}
-    unknown = [t for t in disable if t not in ran]
+    unknown = (_unknown_transformers(m, cfg, disable, keys[-1], folder=folder,
+                                     timeout=timeout)
+               if disable else None)  # fmt: skip
     if unknown:
         raise SessionConfigError(
-            f"disable={unknown}: ORT ran no transformer of that name at levels {keys}; it ran "
-            f"{', '.join(sorted(ran)[:60])}."
+            f"disable={unknown[0]}: ORT runs no transformer of that name at level {keys[-1]!r}; "
+            f"it runs {', '.join(unknown[1])}."
         )
     level_results = [_level_result(level, saved[level], original, graph) for level in keys]
     latency_rows: list[LatencyRow] = []
@@ -276,6 +277,30 @@ def optimization_diff(
         feeds=f.describe(),
         synthetic=f.synthetic,
     )
+
+
+def _unknown_transformers(
+    m: Any,
+    cfg: SessionConfig,
+    names: Sequence[str],
+    level: str,
+    *,
+    folder: Any,
+    timeout: float | None,
+) -> tuple[list[str], list[str]] | None:
+    """([names ORT does not run], [the ones it runs]) at ``level``, from a session without the
+    disabled list (a disabled transformer does not run, so it is absent from its own log)."""
+    plain = cfg.with_(disabled_optimizers=[], level=level)
+    (folder / "plain").mkdir(exist_ok=True)
+    saved = call(
+        "optimize_levels",
+        {"model_path": str(m.path), "model_name": m.name, "config": plain, "levels": [level],
+         "folder": str(folder / "plain")},
+        desc=f"optimize {m.name}", context=f"of {m.name!r}", progress=False, timeout=timeout,
+    )  # fmt: skip
+    ran = list(saved[level]["report"].transformers)
+    missing = [n for n in names if n not in ran]
+    return (missing, sorted(ran)) if missing else None
 
 
 def _level_result(

@@ -571,7 +571,7 @@ def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
     headers = ["switched off", "fired", "nodes (Δ)", "create ms", "p50 ms", "ratio [interval]",
                "verdict", "max |Δ output|"]  # fmt: skip
     rows = [
-        [r.off or "(none: baseline)", r.fired, f"{r.nodes} ({r.node_change:+d})",
+        [r.off or "(none: baseline)", r.fired if r.off else "—", f"{r.nodes} ({r.node_change:+d})",
          f"{r.create_ms:.0f}", r.p50_ms,
          "—" if not r.off else f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]",
          "—" if not r.off else r.verdict, f"{r.max_abs:.3g}"]

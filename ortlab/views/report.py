@@ -291,7 +291,7 @@ def _graph_module(model: Model, placement: Any, profile: Any) -> str:
     import warnings
 
     from ortlab.analysis.graphdata import graph_data
-    from ortlab.views.widgets.graph import page_module
+    from ortlab.views.graph_page import page_module
 
     if placement is None and profile is None:
         return ""

@@ -48,7 +48,7 @@ def test_report_renders_charts_and_keeps_model_strings_inert(
 
     assert charts >= 6  # doctor x3, levels, op types, sunburst, timeline
     assert dialogs == [] and errors == []
-    assert [u for u in requests if not u.startswith("file:")] == []
+    assert [u for u in requests if not u.startswith(("file:", "blob:"))] == [], "no network"
     text = path.read_text()
     assert "graph optimization level is &#x27;basic&#x27;" in text  # the doctor's finding
     assert HOSTILE not in text and "<script>alert(3)" not in text

@@ -1,0 +1,118 @@
+"""The graph view's page parts, without any UI library: the ES module texts (graph/*.js,
+shipped inside ``ortlab/views/widgets/graph``), netron's dagre, and the module script that
+renders the view into a page's ``#ortlab-root`` — used by the standalone page
+(:func:`write_html`), the report, and the widget (:mod:`ortlab.views.widgets.graph`)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from ortlab.views.render import csp_hash, esc, inline_script, script_json
+
+__all__ = ["MODULES", "dagre_source", "entry_source", "module_sources", "page_module",
+           "write_html"]  # fmt: skip
+
+_JS = Path(__file__).parent / "widgets" / "graph"
+COLOR_MODES = ("provider", "op_type", "time", "quant_error")
+MODULES = ("data", "layout", "overlays", "labels", "draw", "interact")
+"""The modules the entry (graph/index.js) imports, by name (graph/<name>.js)."""
+
+
+@functools.cache
+def dagre_source() -> str:
+    """netron's standalone dagre layout module, loaded from the installed package."""
+    import netron
+
+    path = Path(netron.__file__).parent / "dagre.js"
+    return path.read_text(encoding="utf-8")
+
+
+@functools.cache
+def entry_source() -> str:
+    """graph/index.js: the ES module anywidget loads (``_esm``) and the standalone page runs."""
+    return (_JS / "index.js").read_text(encoding="utf-8")
+
+
+@functools.cache
+def _module_texts() -> tuple[tuple[str, str], ...]:
+    return tuple((name, (_JS / f"{name}.js").read_text(encoding="utf-8")) for name in MODULES)
+
+
+def module_sources() -> dict[str, str]:
+    """The texts of the modules the entry imports, by name (read once; a fresh dict)."""
+    return dict(_module_texts())
+
+
+# No network and no inline script but the page's own: the module script is allowed by its
+# sha256 hash (computed from its exact text, the embedded model data and module texts
+# included), blob: is the entry module, the modules it imports and the layout worker, all
+# made from those texts; styles are inline. Every model string
+# is JSON data escaped by render.script_json, so even a missed escape would not run.
+_CSP = (
+    "default-src 'none'; script-src {hash} blob:; worker-src blob:; style-src 'unsafe-inline'; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+_MODULE = """
+const state = {state};
+const listeners = {{}};
+const model = {{
+  get: (k) => state[k],
+  set: (k, v) => {{ state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); }},
+  save_changes: () => {{}},
+  on: (ev, f) => {{ (listeners[ev] = listeners[ev] || []).push(f); }},
+}};
+const source = {source};
+const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
+const mod = await import(url);
+await mod.default.render({{ model, el: document.getElementById("ortlab-root") }});
+"""
+
+
+def write_html(
+    data: dict[str, Any],
+    color_by: str,
+    expanded: list[str],
+    path: str | Path,
+    selected: dict[str, Any] | None = None,
+) -> Path:
+    """The graph page: the widget's modules rendering ``data`` in a self-contained HTML file
+    (opened on ``selected``, with its details, when given)."""
+    module = page_module(data, color_by, expanded, selected)
+    title = esc(f"ortlab: {data.get('model', 'model')}", 300)
+    csp = _CSP.format(hash=csp_hash(module))
+    page = (
+        '<!doctype html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{title}</title></head><body>\n"
+        '<div id="ortlab-root"></div>\n'
+        + inline_script(module, ' type="module"')
+        + "</body></html>\n"
+    )
+    out = Path(path)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def page_module(
+    data: dict[str, Any],
+    color_by: str,
+    expanded: list[str],
+    selected: dict[str, Any] | None = None,
+) -> str:
+    """The module script that renders the view into ``#ortlab-root`` of a page (the
+    standalone graph page and the report): data, layout code and renderer as JSON text. A
+    page's CSP must allow it by hash, plus ``blob:`` scripts and workers."""
+    state = {
+        "data": data,
+        "color_by": color_by,
+        "expanded": expanded,
+        "highlighted": [],
+        "selected": dict(selected or {}),
+        "dagre_src": dagre_source(),
+        "modules": module_sources(),
+        "_layout_ms": -1,
+    }
+    return _MODULE.format(state=script_json(state), source=script_json(entry_source()))
