@@ -58,6 +58,8 @@ class GraphNode:
     attrs: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     """Why the node is not on the EP the session wanted (placement / whatif ``reason``)."""
+    output_bytes: int = -1
+    """Bytes of the outputs of the final node(s) it became part of (placement join)."""
     predicted: bool = False
     """The provider is a prediction (``ortlab.whatif``: compiled or rules), not a run: the
     view draws such nodes hatched, and shows no time for them."""
@@ -102,6 +104,7 @@ class GraphData(Result):
     """Groups expanded in the initial view."""
     has_time: bool
     has_quant: bool
+    has_memory: bool = False
     notes: list[str] = field(default_factory=list)
     constants: int = 0
     """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
@@ -482,6 +485,7 @@ def graph_data(
                 outputs=list(op.outputs),
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
                 reason=row.reason if row else "",
+                output_bytes=row.output_bytes if row else -1,
                 predicted=bool(row and row.time_source.startswith("predicted")),
             )
         )
@@ -520,6 +524,7 @@ def graph_data(
         expanded=_initial_expanded(groups, len(nodes)),
         has_time=bool(total_time),
         has_quant=bool(sq),
+        has_memory=any(n.output_bytes > 0 for n in nodes),
         notes=[
             *([f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
                f"{GHOST_FANOUT} nodes are drawn as stubs"] if any(e.ghost for e in edges) else []),

@@ -62,6 +62,11 @@ class NodeRow:
     """Why the node is not on the EP the session wanted first (ORT's or the EP's words, see
     :mod:`ortlab.analysis.reasons`); '' when it is, when only the CPU was asked for, and for
     nodes ORT removed before partitioning (``status`` says so)."""
+    output_bytes: int = -1
+    """Bytes of the outputs of the final node(s) it became part of, as ORT's profiler
+    recorded them (-1: not recorded, e.g. folded away or a compiled subgraph's member)."""
+    parameter_bytes: int = -1
+    """Weight bytes those final node(s) held when they ran (0 for weights a kernel prepacked)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,8 @@ class PlacementResult(Result):
     @table
     def nodes(self) -> Any:
         """Per ORIGINAL node: node, op_type, status, optimized, provider, partition,
-        us_per_run, group_us_per_run, share, time_source, reason."""
+        us_per_run, group_us_per_run, share, time_source, reason, output_bytes,
+        parameter_bytes."""
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self.node_rows], columns=_cols(NodeRow))
@@ -311,6 +317,7 @@ def join_placement(
         compiled=compiled,
         mapping=mapping,
         time=time,
+        sizes=_final_sizes(data),
         total=sum(time.values()) or 1.0,  # self times: the run's node time, once
         graph_outputs=set(graph_outputs),
         graph_inputs=set(graph_inputs),
@@ -426,9 +433,25 @@ class _Join:
     compiled: set[str]
     mapping: NodeMapping
     time: dict[str, float]
+    sizes: dict[str, tuple[int, int]]
+    """Final node -> (output bytes, parameter bytes) from the profile."""
     total: float
     graph_outputs: set[str]
     graph_inputs: set[str]
+
+
+def _final_sizes(data: ProfileData) -> dict[str, tuple[int, int]]:
+    outs, params = data.output_bytes, data.parameter_bytes
+    if len(outs) != len(data.node) or len(params) != len(data.node):
+        return {}
+    return {name: (outs[k], params[k]) for k, name in enumerate(data.node)}
+
+
+def _group_sizes(opt: list[str], sizes: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    known = [sizes[o] for o in opt if o in sizes and sizes[o][0] >= 0]
+    if not known:
+        return -1, -1
+    return sum(k[0] for k in known), sum(max(k[1], 0) for k in known)
 
 
 def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
@@ -465,6 +488,8 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
                 group_us_per_run=group_time,
                 share=share_time / j.total,
                 time_source=source if opt else "none (folded or eliminated)",
+                output_bytes=_group_sizes(opt, j.sizes)[0],
+                parameter_bytes=_group_sizes(opt, j.sizes)[1],
             )
         )
     return rows

@@ -39,6 +39,15 @@ __all__ = [
 ]
 
 
+MEMORY_COLUMNS = ("output_bytes", "activation_bytes", "parameter_bytes", "in_use_bytes",
+                  "peak_bytes", "arena_bytes")  # fmt: skip
+
+
+def _sizes(values: list[int], n: int) -> np.ndarray:
+    """A ProfileData size column, or -1 throughout for a trace parsed before it existed."""
+    return np.asarray(values if len(values) == n else [-1] * n, dtype=np.int64)
+
+
 def _group_medians(ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Median of ``values`` per group id (groups without values get NaN), vectorised."""
     order = np.lexsort((values, ids))
@@ -107,7 +116,10 @@ class ProfileResult(Result):
         """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us
         (as ORT measured it: an If/Loop/Scan's includes its body), self_us (without the body,
         whose nodes are listed too), share (of self_us: shares add up to 1), input_shapes,
-        output_shapes; slowest first (by self time)."""
+        output_shapes, and memory as ORT recorded it (-1 where it did not): output_bytes,
+        activation_bytes, parameter_bytes (weights), in_use_bytes / peak_bytes / arena_bytes
+        (the allocator when the node last ran: allocated, peak so far, held by the arena);
+        slowest first (by self time)."""
         import pandas as pd
 
         d = self.data
@@ -131,9 +143,38 @@ class ProfileResult(Result):
                 "share": own / self._top_level_us,
                 "input_shapes": [types_text(t) for t in d.input_types],
                 "output_shapes": [types_text(t) for t in d.output_types],
+                **{col: _sizes(getattr(d, col), n) for col in MEMORY_COLUMNS},
             }
         )[present]
         return table.sort_values("self_us", ascending=False, kind="stable").reset_index(drop=True)
+
+    def memory(self) -> Any:
+        """Memory over one run, in execution order (the last measured run): node, op_type,
+        provider, start_us, in_use_bytes, peak_bytes, arena_bytes, output_bytes. ``peak_bytes``
+        of the last row is the run's peak as ORT's allocator saw it."""
+        import pandas as pd
+
+        d = self.data
+        if not d.ev_run:
+            return pd.DataFrame(columns=["node", "op_type", "provider", "start_us",
+                                         *MEMORY_COLUMNS[3:], "output_bytes"])  # fmt: skip
+        last = max(d.ev_run)
+        order = sorted((s, k) for s, k, r in zip(d.ev_start_us, d.ev_node, d.ev_run, strict=True)
+                       if r == last)  # fmt: skip
+        n = len(d.node)
+        cols = {c: _sizes(getattr(d, c), n) for c in MEMORY_COLUMNS}
+        seen: set[int] = set()
+        rows = []
+        for start, k in order:
+            if k in seen:  # a node inside a Loop body runs several times: once is enough
+                continue
+            seen.add(k)
+            rows.append({"node": d.node[k], "op_type": d.op_type[k], "provider": d.provider[k],
+                         "start_us": start, "in_use_bytes": cols["in_use_bytes"][k],
+                         "peak_bytes": cols["peak_bytes"][k],
+                         "arena_bytes": cols["arena_bytes"][k],
+                         "output_bytes": cols["output_bytes"][k]})  # fmt: skip
+        return pd.DataFrame(rows)
 
     def _grouped(self, keys: list[str]) -> Any:
         """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum.

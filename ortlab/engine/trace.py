@@ -12,7 +12,7 @@ over it (:class:`~ortlab.analysis.profiling.ProfileResult`) are an analysis.
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -30,6 +30,21 @@ class _Args(msgspec.Struct, gc=False):
     provider: str = ""
     input_type_shape: msgspec.Raw = msgspec.Raw(b"null")
     output_type_shape: msgspec.Raw = msgspec.Raw(b"null")
+    # memory, as ORT records it per node event (numbers as strings; absent in old traces)
+    output_size: str = ""
+    activation_size: str = ""
+    parameter_size: str = ""
+    mem_bytes_in_use: str = ""
+    mem_in_use_peak: str = ""
+    mem_arena_held: str = ""
+
+
+def _int(text: str) -> int:
+    """A size field: -1 when ORT did not record it (older traces, other EPs)."""
+    try:
+        return int(text)
+    except ValueError:
+        return -1
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -78,6 +93,19 @@ class ProfileData:
     skipped_runs: int = 0
     events_total: int = 0
     """All events in the file (every category), for throughput figures."""
+    output_bytes: list[int] = field(default_factory=list)
+    """Per node, from its event's args (-1 when not recorded): bytes of its outputs."""
+    activation_bytes: list[int] = field(default_factory=list)
+    """Per node: bytes of its non-weight inputs."""
+    parameter_bytes: list[int] = field(default_factory=list)
+    """Per node: bytes of its weights (initializer inputs)."""
+    in_use_bytes: list[int] = field(default_factory=list)
+    """Per node, at its last event (the last measured run): bytes allocated by the EP's
+    allocator when the node ran (``mem_bytes_in_use``)."""
+    peak_bytes: list[int] = field(default_factory=list)
+    """Per node, at its last event: the allocator's peak so far (``mem_in_use_peak``)."""
+    arena_bytes: list[int] = field(default_factory=list)
+    """Per node, at its last event: bytes the arena held (``mem_arena_held``)."""
 
 
 def _types(raw: msgspec.Raw) -> list[tuple[str, list[int]]]:
@@ -170,6 +198,13 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
             if len(firsts) == len(index):
                 break
     args = [_node_args(firsts[k].args) for k in range(len(index))]
+    lasts: dict[int, _Event] = {}  # the allocator's state in the last run: one decode per node
+    for k, e in zip(reversed(ids.tolist()), reversed(node_ev), strict=True):
+        if k not in lasts:
+            lasts[k] = e
+            if len(lasts) == len(index):
+                break
+    late = [_node_args(lasts[k].args) for k in range(len(index))]
     ts = np.fromiter((e.ts for e in node_ev), np.float64, len(node_ev))
     dur = np.fromiter((e.dur for e in node_ev), np.float64, len(node_ev))
     if runs:
@@ -200,6 +235,12 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
         ),
         skipped_runs=skip,
         events_total=len(events),
+        output_bytes=[_int(a.output_size) for a in args],
+        activation_bytes=[_int(a.activation_size) for a in args],
+        parameter_bytes=[_int(a.parameter_size) for a in args],
+        in_use_bytes=[_int(a.mem_bytes_in_use) for a in late],
+        peak_bytes=[_int(a.mem_in_use_peak) for a in late],
+        arena_bytes=[_int(a.mem_arena_held) for a in late],
     )
 
 

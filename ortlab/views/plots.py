@@ -88,10 +88,33 @@ def profile_figure(p: ProfileResult, kind: str = "op_type", **kwargs: Any) -> go
         "treemap": _treemap,
         "top": _top_nodes,
         "timeline": _timeline,
+        "memory": _memory,
     }
     if kind not in builders:
         raise ValueError(f"Unknown profile plot {kind!r}; choose from {', '.join(builders)}.")
     return builders[kind](p, **kwargs)
+
+
+def _memory(p: ProfileResult) -> go.Figure:
+    """Memory over one run, node by node in execution order: what the EP's allocator had
+    allocated when each node ran, its peak so far, and what its arena held (MB)."""
+    import plotly.graph_objects as go
+
+    t = p.memory()
+    t = t[t["in_use_bytes"] >= 0]
+    fig = go.Figure()
+    names = [esc(f"{o} {n}") for o, n in zip(t["op_type"], t["node"], strict=True)]
+    for col, label, dash in (("in_use_bytes", "allocated", None), ("peak_bytes", "peak so far",
+                             "dot"), ("arena_bytes", "arena held", "dash")):  # fmt: skip
+        hover = "%{text}<br>%{y:.2f} MB<extra>" + label + "</extra>"
+        fig.add_scatter(x=list(range(len(t))), y=t[col] / 1e6, mode="lines", name=label,
+                        line={"dash": dash, "shape": "hv"}, text=names,
+                        hovertemplate=hover)  # fmt: skip
+    fig.add_bar(x=list(range(len(t))), y=t["output_bytes"].clip(lower=0) / 1e6,
+                name="node's outputs", marker_color="#bbb", opacity=0.6, text=names,
+                hovertemplate="%{text}<br>outputs %{y:.3f} MB<extra></extra>")  # fmt: skip
+    return _layout(fig, f"{esc(p.model)}: memory over one run (CPU allocator, as ORT recorded it)",
+                   xaxis_title="nodes in execution order", yaxis_title="MB")  # fmt: skip
 
 
 def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:

@@ -3,7 +3,7 @@
 // entry (index.js) passes this module to draw.js. Model strings reach the legend through
 // textContent / text nodes only.
 
-export const COLOR_MODES = ["provider", "op_type", "time", "quant_error"];
+export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory"];
 
 const PALETTE = {
   CPUExecutionProvider: "#4C78A8", CUDAExecutionProvider: "#54A24B",
@@ -44,6 +44,10 @@ export function colorOf(item, mode, stats) {
   if (item.kind === "io") return "#f2f2f2";
   if (mode === "op_type") return hashColor(item.op_type);
   if (mode === "time") return heat(stats.maxTime ? Math.sqrt(item.us_per_run / stats.maxTime) : 0);
+  if (mode === "memory") {
+    if (!(item.output_bytes > 0)) return NO_DATA;
+    return heat(stats.maxBytes ? Math.sqrt(item.output_bytes / stats.maxBytes) : 0);
+  }
   if (mode === "quant_error") {
     if (item.sqnr_db === null || item.sqnr_db === undefined) return NO_DATA;
     return heat(1 - Math.max(0, Math.min(1, item.sqnr_db / 40)));  // 0 dB red, 40 dB pale
@@ -71,6 +75,11 @@ function legendEntries(d, mode) {
   if (mode === "provider") return d.providers.map((p) => [p, providerColor(p)]);
   if (mode === "op_type") {
     return [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)]);
+  }
+  if (mode === "memory") {
+    let max = 0;
+    for (const n of d.nodes) max = Math.max(max, n.output_bytes || 0);
+    return [["0 MB", heat(0)], [`${(max / 1e6).toFixed(2)} MB of outputs, the largest node (√ scale)`, heat(1)], ["not recorded", NO_DATA]];
   }
   if (mode === "time") {
     let max = 0;
