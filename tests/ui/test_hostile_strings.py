@@ -194,7 +194,7 @@ def test_report_page(field: str, hostile_page: Any, tmp_path: Path) -> None:
     if FIELDS[field].in_report:
         assert PAYLOAD in model_section.inner_text(), f"{field}: shown as text in the Model section"
     assert PAYLOAD in page.locator("body").inner_text(), "result strings are shown as text"
-    _assert_inert(page, path, scripts=2)  # plotly.js and the figure loader
+    _assert_inert(page, path, scripts=3)  # plotly.js, the figure loader, the graph view
 
 
 def test_widget_state_carries_model_strings_as_data() -> None:
@@ -252,4 +252,4 @@ def test_lab_export(lab_export: Path, hostile_page: Any) -> None:
         "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1", timeout=60_000
     )
     assert PAYLOAD in page.locator("section").first.inner_text(), "the model's strings as text"
-    _assert_inert(page, lab_export, scripts=2)
+    _assert_inert(page, lab_export, scripts=3)  # plotly.js, the figure loader, the graph view
