@@ -81,6 +81,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.optimization: Any = None
         self.comparison: Any = None
         self.report_path: Any = None
+        # plotly imports its trace and validator modules lazily, on the first figure (~3 s):
+        # do it while the first session builds in the worker, not after
+        self._warm = threading.Thread(target=_warm_plotly, name="ortlab-warm-plotly",
+                                      daemon=True)  # fmt: skip
+        self._warm.start()
         self._build_controls(runs)
         self._build_tabs()
         super().__init__([self._controls, self.error, self.tabs, self.notice])
@@ -679,6 +684,21 @@ def median_shares(prof: Any) -> Any:
         }
     )[ran]
     return table.sort_values("median_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _warm_plotly() -> None:
+    """Build and serialise one small figure of every kind the Lab shows, so that plotly's
+    lazy imports (trace classes, their validators, the HTML/JSON renderers) happen now."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_bar(x=[1], y=["a"], orientation="h")
+    fig.add_scatter(x=[1], y=[1], error_x={"type": "data", "array": [0.1]})
+    fig.add_trace(go.Sunburst(ids=["a"], labels=["a"], parents=[""], values=[1]))
+    fig.add_trace(go.Treemap(ids=["a"], labels=["a"], parents=[""], values=[1]))
+    fig.update_layout(title="warm-up", xaxis_title="x", yaxis_title="y")
+    fig.add_vline(x=1.0, line_dash="dot")
+    mime_bundle(fig)
 
 
 def _set_outputs(out: w.Output, items: Any) -> None:
