@@ -17,6 +17,7 @@ from ortlab import views as _views  # registers every renderer (results show the
 from ortlab.analysis.ablation import AblationResult, ablate_optimizers
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
 from ortlab.analysis.compare import CompareResult, compare
+from ortlab.analysis.diff import DiffResult, diff
 from ortlab.analysis.graphdata import GraphData, graph_data
 from ortlab.analysis.optimization import OptimizationResult, optimization_diff
 from ortlab.analysis.placement import PlacementResult, placement
@@ -73,14 +74,17 @@ def graph(
     placement: PlacementResult | None = None,
     profile: ProfileResult | None = None,
     error: ErrorResult | None = None,
+    diff: DiffResult | None = None,
     **options: Any,
 ) -> GraphView:
     """The graph view of ``model`` with the runtime facts given (imports the widget library
-    on first use)."""
+    on first use). ``diff=ortlab.diff(a, b)``: nodes coloured by B - A (``color_by='diff'``)."""
     from ortlab.views.widgets.graph import GraphView
 
-    return GraphView(graph_data(model, placement=placement, profile=profile, error=error),
-                     **options)  # fmt: skip
+    if diff is not None:
+        options.setdefault("color_by", "diff")
+    data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff)
+    return GraphView(data, **options)
 
 
 def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> GraphDiff:
@@ -117,6 +121,7 @@ __all__ = [
     "Best",
     "CompareResult",
     "ConfigComparison",
+    "DiffResult",
     "DoctorResult",
     "ErrorResult",
     "ExternalDataError",
@@ -159,6 +164,7 @@ __all__ = [
     "compare",
     "compare_configs",
     "devices",
+    "diff",
     "doctor",
     "examples",
     "graph",

@@ -83,8 +83,11 @@ def test_history_picks_two_runs_and_snippets_one(lab) -> None:
     assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin · dims batch=1"
     assert (lab.run_a.value, lab.run_b.value) == (1, 2)
     lab.compare_button.click()
-    table = lab.shown["History comparison"][0]
+    table, per_node, _, graph = lab.shown["History comparison"]
     assert list(table.columns) == ["metric", "run 1", "run 2", "delta", "ratio"]
+    assert isinstance(per_node, ortlab.DiffResult) and lab.run_diff is per_node
+    assert per_node.label_a == "run 1" and graph.color_by == "diff"
+    assert set(per_node.nodes["node"]) == set(lab.history.run(1).placement.nodes["node"])
     lab.run_snippet_button.click()
     assert "(run 1)" in lab.notice.value and "ort.InferenceSession" in lab.notice.value
     assert "overhead_s" in lab.history.to_pandas().columns

@@ -60,6 +60,9 @@ class GraphNode:
     """Why the node is not on the EP the session wanted (placement / whatif ``reason``)."""
     output_bytes: int = -1
     """Bytes of the outputs of the final node(s) it became part of (placement join)."""
+    delta_us: float | None = None
+    """Run B - run A for this node (``ortlab.diff``), µs per run; None without a diff."""
+    diff_verdict: str = ""
     predicted: bool = False
     """The provider is a prediction (``ortlab.whatif``: compiled or rules), not a run: the
     view draws such nodes hatched, and shows no time for them."""
@@ -105,6 +108,7 @@ class GraphData(Result):
     has_time: bool
     has_quant: bool
     has_memory: bool = False
+    has_diff: bool = False
     notes: list[str] = field(default_factory=list)
     constants: int = 0
     """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
@@ -434,7 +438,11 @@ def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
 
 
 def graph_data(
-    model: ModelLike, placement: Any = None, profile: Any = None, error: Any = None
+    model: ModelLike,
+    placement: Any = None,
+    profile: Any = None,
+    error: Any = None,
+    diff: Any = None,
 ) -> GraphData:
     """Build the view's data from a model and, optionally, a placement (EP, time, fusion), a
     profile (time by node name, used when no placement is given) and a quantization error."""
@@ -442,6 +450,8 @@ def graph_data(
     m = load(model)
     graph = m.proto.graph
     rows, sq = _joins(placement, error)
+    changes = ({r.node: (r.delta_us if r.delta_us == r.delta_us else None, r.verdict)
+                for r in diff.rows} if diff is not None else {})  # fmt: skip
     prof_time: dict[str, tuple[str, float]] = {}
     if profile is not None and placement is None:
         t = profile.by_node()
@@ -486,6 +496,8 @@ def graph_data(
                 attrs={a.name: _attr_text(a) for a in raw.attribute},
                 reason=row.reason if row else "",
                 output_bytes=row.output_bytes if row else -1,
+                delta_us=changes[op.name][0] if op.name in changes else None,
+                diff_verdict=changes[op.name][1] if op.name in changes else "",
                 predicted=bool(row and row.time_source.startswith("predicted")),
             )
         )
@@ -525,6 +537,7 @@ def graph_data(
         has_time=bool(total_time),
         has_quant=bool(sq),
         has_memory=any(n.output_bytes > 0 for n in nodes),
+        has_diff=bool(changes),
         notes=[
             *([f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
                f"{GHOST_FANOUT} nodes are drawn as stubs"] if any(e.ghost for e in edges) else []),

@@ -15,7 +15,7 @@ __all__ = ["MODULES", "dagre_source", "entry_source", "module_sources", "page_mo
            "write_html"]  # fmt: skip
 
 _JS = Path(__file__).parent / "widgets" / "graph"
-COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory")
+COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory", "diff")
 MODULES = ("data", "layout", "overlays", "labels", "draw", "interact")
 """The modules the entry (graph/index.js) imports, by name (graph/<name>.js)."""
 

@@ -459,6 +459,28 @@ def config_comparison_figure(c: Any) -> Any:
                    height=120 + 40 * len(rows))  # fmt: skip
 
 
+def diff_figure(d: Any, top: int = 25) -> Any:
+    """B - A per node with its interval, the largest changes (red slower, blue faster)."""
+    import plotly.graph_objects as go
+
+    t = d.to_pandas()
+    t = t[t["verdict"].isin(["slower", "faster", "no measurable difference"])].head(top)[::-1]
+    colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
+              for v in t["verdict"]]  # fmt: skip
+    fig = go.Figure(go.Bar(
+        x=t["delta_us"], y=[esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"],
+                                                                strict=True)],
+        orientation="h", marker_color=colors,
+        error_x={"type": "data", "symmetric": False,
+                 "array": (t["high"] - t["delta_us"]).clip(lower=0),
+                 "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
+        text=t["verdict"], hovertemplate="%{y}: %{x:+.1f} µs per run (%{text})<extra></extra>",
+    ))  # fmt: skip
+    title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
+    return _layout(fig, title, xaxis_title="µs per run (interval: distribution-free, 95 %+)",
+                   height=160 + 22 * max(len(t), 1))  # fmt: skip
+
+
 def ablation_figure(a: Any) -> Any:
     """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
     import plotly.graph_objects as go

@@ -11,6 +11,7 @@ from typing import Any
 from ortlab.analysis.ablation import AblationResult
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.compare import CompareResult
+from ortlab.analysis.diff import DiffResult
 from ortlab.analysis.optimization import OptimizationResult
 from ortlab.analysis.placement import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
@@ -46,6 +47,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (OptimizationResult, "html", render.optimization_html),
     (OptimizationResult, "text", render.optimization_text),
     (OptimizationResult, "plot", plots.optimization_figure),
+    (DiffResult, "html", render.diff_html),
+    (DiffResult, "text", render.diff_text),
+    (DiffResult, "plot", plots.diff_figure),
     (AblationResult, "html", render.ablation_html),
     (AblationResult, "text", render.ablation_text),
     (AblationResult, "plot", plots.ablation_figure),

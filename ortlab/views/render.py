@@ -567,6 +567,50 @@ def config_comparison_html(c: Any) -> str:
     return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
 
 
+def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
+    headers = ["node", "op", "A µs", "B µs", "B − A µs [interval]", "verdict", "vs run", "EP",
+               "kernel"]  # fmt: skip
+    t = d.to_pandas()
+    t = t[t["verdict"].isin(["slower", "faster"]) | t["moved"] | t["kernel_changed"]]
+    rows = [
+        [r.node, r.op_type, f"{r.a_us:.1f}", f"{r.b_us:.1f}",
+         f"{r.delta_us:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", r.verdict,
+         "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
+         f"{_short_ep(r.a_provider)} → {_short_ep(r.b_provider)}" if r.moved else "",
+         f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else ""]
+        for r in t.head(top).itertuples()
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _short_ep(p: str) -> str:
+    return p.removesuffix("ExecutionProvider")
+
+
+def _diff_head(d: Any) -> str:
+    s = d.summary()
+    return (
+        f"{d.label_a} → {d.label_b}: whole run x{s['run_ratio']}; {s['slower']} nodes slower, "
+        f"{s['faster']} faster of {s['timed_in_both']} timed in both (about "
+        f"{s['by_chance_expected']} would be flagged by chance), {s['moved_ep']} moved EP, "
+        f"{s['kernel_changed']} changed kernel, {s['only_in_a']} only in A, {s['only_in_b']} "
+        "only in B"
+    )
+
+
+def diff_text(d: Any, top: int = 20) -> str:
+    return "\n".join([safe_text(_diff_head(d), 800), table_text(*_diff_rows(d, top)),
+                      *d.notes])  # fmt: skip
+
+
+def diff_html(d: Any, top: int = 20) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(_diff_head(d), 800)}</b></div>"
+        + table_html(*_diff_rows(d, top))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in d.notes)
+    )
+
+
 def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
     headers = ["switched off", "fired", "nodes (Δ)", "create ms", "p50 ms", "ratio [interval]",
                "verdict", "max |Δ output|"]  # fmt: skip

@@ -12,6 +12,7 @@ wires them together.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -80,9 +81,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.doctor_result: Any = None
         self.optimization: Any = None
         self.comparison: Any = None
+        self.run_diff: Any = None
+        """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
         self.report_path: Any = None
         # plotly imports its trace and validator modules lazily, on the first figure (~3 s):
-        # do it while the first session builds in the worker, not after
+        # do it while the first session builds in the worker, not after. pandas first, here:
+        # plotly looks it up in sys.modules, where another thread's half-done import would be.
+        import pandas  # noqa: F401
+
         self._warm = threading.Thread(target=_warm_plotly, name="ortlab-warm-plotly",
                                       daemon=True)  # fmt: skip
         self._warm.start()
@@ -532,8 +538,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if a is None or b is None:
             return
         table = self.history.compare(a, b)
-        self.shown["History comparison"] = [table]
-        _set_outputs(self.comparison_out, [table])
+        items: list[Any] = [table]
+        ra, rb = self.history.run(a), self.history.run(b)
+        if ra.placement is not None and rb.placement is not None:  # per node, on the graph
+            d = ortlab.diff(ra.placement, rb.placement, labels=(f"run {a}", f"run {b}"))
+            self.run_diff = d
+            model = ortlab.load(ra.model_path) if ra.model_path == rb.model_path else self.model
+            items += [d, d.plot(), ortlab.graph(model, placement=rb.placement, diff=d)]
+        self.shown["History comparison"] = items
+        _set_outputs(self.comparison_out, items)
 
     def _whatif(self) -> None:
         """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
@@ -688,7 +701,13 @@ def median_shares(prof: Any) -> Any:
 
 def _warm_plotly() -> None:
     """Build and serialise one small figure of every kind the Lab shows, so that plotly's
-    lazy imports (trace classes, their validators, the HTML/JSON renderers) happen now."""
+    lazy imports (trace classes, their validators, the HTML/JSON renderers) happen now. Only
+    a speed-up: a failure here changes nothing (the figures import what they need)."""
+    with contextlib.suppress(Exception):  # an optimisation must never surface
+        _warm_figure()
+
+
+def _warm_figure() -> None:
     import plotly.graph_objects as go
 
     fig = go.Figure()

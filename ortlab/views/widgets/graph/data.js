@@ -71,10 +71,14 @@ export function visibleItems(data, expanded) {
 }
 
 export function stats(d) {
-  let maxTime = 0, maxBytes = 0;
-  for (const n of d.nodes) { maxTime = Math.max(maxTime, n.us_per_run || 0); maxBytes = Math.max(maxBytes, n.output_bytes || 0); }
+  let maxTime = 0, maxBytes = 0, maxDelta = 0;
+  for (const n of d.nodes) {
+    maxTime = Math.max(maxTime, n.us_per_run || 0);
+    maxBytes = Math.max(maxBytes, n.output_bytes || 0);
+    maxDelta = Math.max(maxDelta, Math.abs(n.delta_us || 0));
+  }
   for (const g of d.groups) maxTime = Math.max(maxTime, g.us_per_run || 0);
-  return { maxTime, maxBytes };
+  return { maxTime, maxBytes, maxDelta };
 }
 
 // Names of the nodes whose name or op type contains the query (case-insensitive).
@@ -111,6 +115,7 @@ export function describe(it, tensors) {
   if (it.provider) lines.push(`EP: ${it.provider}`);
   if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);
   if (it.output_bytes > 0) lines.push(`outputs: ${(it.output_bytes / 1e6).toFixed(3)} MB`);
+  if (it.delta_us !== null && it.delta_us !== undefined) lines.push(`run B − A: ${it.delta_us >= 0 ? "+" : ""}${it.delta_us.toFixed(1)} µs/run (${it.diff_verdict})`);
   if (it.reason) lines.push(`why here: ${it.reason}`);
   if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
   if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);

@@ -3,7 +3,7 @@
 // entry (index.js) passes this module to draw.js. Model strings reach the legend through
 // textContent / text nodes only.
 
-export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory"];
+export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory", "diff"];
 
 const PALETTE = {
   CPUExecutionProvider: "#4C78A8", CUDAExecutionProvider: "#54A24B",
@@ -44,6 +44,13 @@ export function colorOf(item, mode, stats) {
   if (item.kind === "io") return "#f2f2f2";
   if (mode === "op_type") return hashColor(item.op_type);
   if (mode === "time") return heat(stats.maxTime ? Math.sqrt(item.us_per_run / stats.maxTime) : 0);
+  if (mode === "diff") {  // diverging: red slower, blue faster, white within noise
+    if (item.delta_us === null || item.delta_us === undefined) return NO_DATA;
+    if (item.diff_verdict !== "slower" && item.diff_verdict !== "faster") return "#f7f7f7";
+    const t = Math.sqrt(Math.min(1, Math.abs(item.delta_us) / (stats.maxDelta || 1)));
+    const end = item.delta_us > 0 ? [178, 24, 43] : [33, 102, 172];
+    return `rgb(${end.map((v) => Math.round(247 + (v - 247) * t)).join(",")})`;
+  }
   if (mode === "memory") {
     if (!(item.output_bytes > 0)) return NO_DATA;
     return heat(stats.maxBytes ? Math.sqrt(item.output_bytes / stats.maxBytes) : 0);
@@ -75,6 +82,10 @@ function legendEntries(d, mode) {
   if (mode === "provider") return d.providers.map((p) => [p, providerColor(p)]);
   if (mode === "op_type") {
     return [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)]);
+  }
+  if (mode === "diff") {
+    return [["slower (B − A > 0)", "rgb(178,24,43)"], ["no measurable difference", "#f7f7f7"],
+      ["faster", "rgb(33,102,172)"], ["not in both runs", NO_DATA]];
   }
   if (mode === "memory") {
     let max = 0;
