@@ -3,6 +3,7 @@ the original name, keyed by the original node (the graph view colours by it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result
 from ortlab.engine.calls import call, default_timeout
 
-__all__ = ["ErrorResult", "TensorError", "quantization_error"]
+__all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,37 @@ class ErrorResult(Result):
     skipped: list[str] = field(default_factory=list)
     """Original tensors the variant no longer computes as such (e.g. a Relu folded into the
     Conv before it, with no QuantizeLinear/DequantizeLinear pair to read the value from)."""
+    model_path: str = ""
+    """The float model (what :meth:`fix` re-quantizes)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The variant's QuantConfig settings when ortlab.quantize made it; {} otherwise."""
+
+    def fix(self, n: int = 5, *, promote: bool = True) -> QuantFix:
+        """Variants that spare the ``n`` worst nodes (lowest SQNR at their outputs): one with
+        those nodes left in float (``nodes_to_exclude``), and for static QDQ one with their
+        output tensors quantized to 16 bits instead of 8. Compare them with the float model
+        and the full variant: ``ortlab.compare(m, [q, *fix.variants])``."""
+        from ortlab.analysis.quantization import QuantConfig, quantize
+
+        if not self.settings or not self.model_path:
+            raise ValueError(
+                "fix() re-quantizes with the variant's own settings, which this result does "
+                "not know (the variant was not made by ortlab.quantize): quantize with "
+                "ortlab.quantize(m, ...) and measure quantization_error(m, q) again."
+            )
+        worst = self.worst(len(self.tensors))
+        nodes = list(dict.fromkeys(worst["node"]))[:n]
+        tensors = worst[worst["node"].isin(nodes)]["tensor"].tolist()
+        known = {f.name for f in dataclasses.fields(QuantConfig)} - {"calibration"}
+        base: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                for k, v in self.settings.items() if k in known}  # fmt: skip
+        spared = tuple(sorted({*base.get("nodes_to_exclude", ()), *nodes}))
+        variants = [quantize(self.model_path, QuantConfig(**{**base, "nodes_to_exclude": spared}))]
+        if promote and base.get("mode") == "static" and base.get("format") == "qdq":
+            wide = tuple(sorted(tensors))
+            variants.append(quantize(self.model_path,
+                                     QuantConfig(**{**base, "promote_16bit": wide})))  # fmt: skip
+        return QuantFix(nodes=nodes, tensors=tensors, variants=variants)
 
     def to_pandas(self) -> Any:
         """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
@@ -68,6 +100,20 @@ class ErrorResult(Result):
         mark = " (SYNTHETIC inputs)" if self.synthetic else ""
         head = f"<ErrorResult {self.model!r} vs {self.variant!r}: {len(self.tensors)} tensors"
         return f"{head}{where}{mark}>"
+
+
+@dataclass(frozen=True)
+class QuantFix:
+    """The worst nodes of a quantization error and the variants that spare them."""
+
+    nodes: list[str]
+    tensors: list[str]
+    variants: list[Any]
+    """Models: the worst nodes left in float; (static QDQ) their outputs at 16 bits."""
+
+    def __repr__(self) -> str:
+        names = ", ".join(v.variant.label if v.variant else v.name for v in self.variants)
+        return f"<QuantFix: {len(self.nodes)} worst nodes {self.nodes[:3]}…; variants: {names}>"
 
 
 def quantization_error(
@@ -114,7 +160,8 @@ def quantization_error(
     label = getattr(var.variant, "label", None) or var.name
     return ErrorResult(
         model=base.name, variant=label, tensors=rows, samples=data.source,
-        synthetic=data.synthetic, skipped=skipped,
+        synthetic=data.synthetic, skipped=skipped, model_path=str(base.path),
+        settings=dict(getattr(var.variant, "settings", None) or {}),
     )  # fmt: skip
 
 

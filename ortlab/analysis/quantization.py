@@ -84,6 +84,12 @@ class QuantConfig:
     op_block_list: tuple[str, ...] = ()
     """fp16 only: op types left in float32."""
     calibration_size: int = 32
+    nodes_to_exclude: tuple[str, ...] = ()
+    """Nodes left in float (ORT's ``nodes_to_exclude``): the worst ones of
+    ``quantization_error(...).fix()``."""
+    promote_16bit: tuple[str, ...] = ()
+    """Static QDQ only: tensors quantized to 16 bits instead of 8 (ORT's
+    ``TensorQuantOverrides``, with its contrib Q/DQ ops)."""
     calibration: Any = field(default=None, compare=False, hash=False, repr=False)
     """Calibration data (see :func:`calibration_data`); None synthesizes it."""
 
@@ -108,10 +114,16 @@ class QuantConfig:
         if self.mode == "fp16":
             return "fp16"
         if self.mode == "dynamic":
-            return "dynamic int8" + (" per-channel" if self.per_channel else "")
-        return f"static {self.format.upper()} {self.method}" + (
-            " per-channel" if self.per_channel else ""
-        )
+            base = "dynamic int8" + (" per-channel" if self.per_channel else "")
+        else:
+            base = f"static {self.format.upper()} {self.method}" + (
+                " per-channel" if self.per_channel else ""
+            )
+        if self.nodes_to_exclude:
+            base += f" · {len(self.nodes_to_exclude)} nodes float"
+        if self.promote_16bit:
+            base += f" · {len(self.promote_16bit)} tensors 16-bit"
+        return base
 
     def settings(self) -> dict[str, Any]:
         """The JSON-able settings (without data) the worker needs."""
@@ -126,6 +138,8 @@ class QuantConfig:
             "preprocess": self.preprocess,
             "keep_io_types": self.keep_io_types,
             "op_block_list": list(self.op_block_list),
+            "nodes_to_exclude": list(self.nodes_to_exclude),
+            "promote_16bit": list(self.promote_16bit),
         }
 
 

@@ -96,6 +96,7 @@ def _convert(
             source, out_path, op_types_to_quantize=settings["op_types"] or None,
             per_channel=settings["per_channel"],
             weight_type=getattr(QuantType, settings["weight_type"]),
+            nodes_to_exclude=settings.get("nodes_to_exclude") or None,
         )  # fmt: skip
         steps.append("quantize_dynamic")
     else:
@@ -158,16 +159,27 @@ def _static(
     method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
               "percentile": CalibrationMethod.Percentile}[settings["method"]]  # fmt: skip
     fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
+    extra: dict[str, Any] = {}
+    wide = settings.get("promote_16bit") or []
+    if wide:
+        if fmt != QuantFormat.QDQ:
+            raise QuantizationError("promote_16bit needs format='qdq' (16-bit QDQ pairs).")
+        extra = {"TensorQuantOverrides": {t: [{"quant_type": QuantType.QUInt16}] for t in wide},
+                 "UseQDQContribOps": True}  # fmt: skip
     quantize_static(
         source, out_path, _Reader(samples), quant_format=fmt,
         op_types_to_quantize=settings["op_types"] or None, per_channel=settings["per_channel"],
         activation_type=getattr(QuantType, settings["activation_type"]),
         weight_type=getattr(QuantType, settings["weight_type"]), calibrate_method=method,
+        nodes_to_exclude=settings.get("nodes_to_exclude") or None, extra_options=extra,
     )  # fmt: skip
     steps.append(
         f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
-        f"{len(samples)} samples)"
-    )
+        f"{len(samples)} samples"
+        + (f"; {len(settings['nodes_to_exclude'])} nodes left in float"
+           if settings.get("nodes_to_exclude") else "")
+        + (f"; {len(wide)} tensors at 16 bits" if wide else "") + ")"
+    )  # fmt: skip
 
 
 def tensor_errors(
