@@ -238,12 +238,15 @@ def _doctor_parsers(sub: Any) -> None:
 def _quantize_parser(sub: Any) -> None:
     p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
     p.add_argument("model")
-    p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16"])
+    p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16", "int4"])
     p.add_argument("--format", default="qdq", choices=["qdq", "qoperator"])
     p.add_argument("--per-channel", action="store_true")
     p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"])
     p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
     p.add_argument("--samples", type=_int_arg(1), default=16, help="calibration samples to use")
+    p.add_argument("--block-size", type=_int_arg(16), default=32, help="int4: weights per block")
+    p.add_argument("--accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=None,
+                   help="int4: MatMulNBits compute type (4: int8 activations)")  # fmt: skip
     _shapes_args(p)  # the shapes of synthesized calibration samples (the shapes you run at)
     p.add_argument("-o", "--output", help="where to write the variant (never the input)")
     p.add_argument("--json", action="store_true")
@@ -416,6 +419,8 @@ def _quantize(args: argparse.Namespace) -> None:
         method=args.method,
         calibration=args.calibration,
         calibration_size=args.samples,
+        block_size=args.block_size,
+        accuracy_level=args.accuracy_level,
     )
     q = ortlab.quantize(m, cfg, dims=args.dims, feeds=_feeds(args.feeds, m))
     target = q.path

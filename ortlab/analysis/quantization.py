@@ -67,7 +67,8 @@ class QuantConfig:
     """How to build a variant. ``calibration`` (data) does not take part in equality."""
 
     mode: str = "static"
-    """'dynamic', 'static' or 'fp16'."""
+    """'dynamic', 'static', 'fp16' or 'int4' (weight-only MatMulNBits for MatMul weights:
+    ORT's ``matmul_nbits_quantizer``; activations stay float)."""
     format: str = "qdq"
     """Static only: 'qdq' (QuantizeLinear/DequantizeLinear pairs) or 'qoperator' (QLinear*)."""
     per_channel: bool = False
@@ -84,6 +85,13 @@ class QuantConfig:
     op_block_list: tuple[str, ...] = ()
     """fp16 only: op types left in float32."""
     calibration_size: int = 32
+    block_size: int = 32
+    """int4 only: weights per quantization block along K (16, 32, 64, 128…)."""
+    accuracy_level: int | None = None
+    """int4 only: MatMulNBits' compute type (None: ORT's default; 4: int8 activations, the
+    fastest on x86 with AVX-512 VNNI / AVX2)."""
+    symmetric: bool = True
+    """int4 only: symmetric blocks (no zero points)."""
     nodes_to_exclude: tuple[str, ...] = ()
     """Nodes left in float (ORT's ``nodes_to_exclude``): the worst ones of
     ``quantization_error(...).fix()``."""
@@ -95,7 +103,7 @@ class QuantConfig:
 
     def __post_init__(self) -> None:
         checks = {
-            "mode": ("dynamic", "static", "fp16"),
+            "mode": ("dynamic", "static", "fp16", "int4"),
             "format": ("qdq", "qoperator"),
             "method": ("minmax", "entropy", "percentile"),
             "activation_type": ("QUInt8", "QInt8"),
@@ -113,6 +121,11 @@ class QuantConfig:
     def label(self) -> str:
         if self.mode == "fp16":
             return "fp16"
+        if self.mode == "int4":
+            level = f" acc{self.accuracy_level}" if self.accuracy_level is not None else ""
+            return f"int4 weight-only b{self.block_size}{level}" + (
+                "" if self.symmetric else " asym"
+            )
         if self.mode == "dynamic":
             base = "dynamic int8" + (" per-channel" if self.per_channel else "")
         else:
@@ -139,6 +152,9 @@ class QuantConfig:
             "keep_io_types": self.keep_io_types,
             "op_block_list": list(self.op_block_list),
             "nodes_to_exclude": list(self.nodes_to_exclude),
+            "block_size": self.block_size,
+            "accuracy_level": self.accuracy_level,
+            "symmetric": self.symmetric,
             "promote_16bit": list(self.promote_16bit),
         }
 

@@ -354,6 +354,90 @@ def bert_tiny(
     return g.model()
 
 
+def _causal_attention(
+    g: GraphBuilder, x: str, scope: str, layer: int, *, hidden: int, heads: int
+) -> str:
+    """Self-attention with a key/value cache: the new keys and values are appended to the
+    past ones (``past_key_values.N.*`` in, ``present.N.*`` out, GPT-2/Llama export names), and
+    a causal mask lets each new position see the past and itself."""
+    hd = hidden // heads
+    split = g.const(f"{scope}.heads_shape", np.array([0, 0, heads, hd], np.int64))
+    q, k, v = (
+        g.op("Transpose", [g.op("Reshape", [_linear(g, x, f"{scope}/{p}_proj", hidden, hidden),
+                                            split], scope=f"{scope}/{p}_proj")],
+             scope=f"{scope}/{p}_proj", perm=[0, 2, 1, 3])
+        for p in ("q", "k", "v")
+    )  # fmt: skip
+    cache: list[int | str | None] = ["batch", heads, "past_sequence", hd]
+    past_k = g.input(f"past_key_values.{layer}.key", F32, cache)
+    past_v = g.input(f"past_key_values.{layer}.value", F32, cache)
+    k = g.op("Concat", [past_k, k], scope=scope, axis=2, out=[f"present.{layer}.key"])
+    v = g.op("Concat", [past_v, v], scope=scope, axis=2, out=[f"present.{layer}.value"])
+    total: list[int | str | None] = ["batch", heads, "total_sequence", hd]
+    g.output(f"present.{layer}.key", F32, total)
+    g.output(f"present.{layer}.value", F32, total)
+    scores = g.op("MatMul", [q, g.op("Transpose", [k], scope=scope, perm=[0, 1, 3, 2])],
+                  scope=scope)  # fmt: skip
+    scores = g.op("Div", [scores, g.const(f"{scope}.scale", np.float32(np.sqrt(hd)))], scope=scope)
+    # causal mask over [new, total]: row i may see keys up to past + i
+    two = g.const(f"{scope}.index2", np.array([2], np.int64))
+    new = g.op("Gather", [g.op("Shape", [q], scope=scope), two], scope=scope, axis=0)
+    tot = g.op("Gather", [g.op("Shape", [k], scope=scope), two], scope=scope, axis=0)
+    past = g.op("Squeeze", [g.op("Sub", [tot, new], scope=scope)], scope=scope)
+    ones = g.op("ConstantOfShape", [g.op("Concat", [new, tot], scope=scope, axis=0)], scope=scope,
+                value=onnx.helper.make_tensor("one", F32, [1], [1.0]))  # fmt: skip
+    allowed = g.op("Trilu", [ones, past], scope=scope, upper=0)
+    bias = g.op("Mul", [g.op("Sub", [allowed, g.const(f"{scope}.one", np.float32(1))],
+                             scope=scope), g.const(f"{scope}.neg", np.float32(1e9))],
+                scope=scope)  # fmt: skip
+    probs = g.op("Softmax", [g.op("Add", [scores, bias], scope=scope)], scope=scope, axis=-1)
+    ctx = g.op("Transpose", [g.op("MatMul", [probs, v], scope=scope)], scope=scope,
+               perm=[0, 2, 1, 3])  # fmt: skip
+    merge = g.const(f"{scope}.merge_shape", np.array([0, 0, hidden], np.int64))
+    ctx = g.op("Reshape", [ctx, merge], scope=scope)
+    return _linear(g, ctx, f"{scope}/o_proj", hidden, hidden)
+
+
+def decoder_tiny(
+    layers: int = 2, hidden: int = 256, heads: int = 4, vocab: int = 2048, max_positions: int = 512
+) -> onnx.ModelProto:
+    """A GPT-style decoder with a key/value cache (random weights): token and position
+    embeddings, pre-LayerNorm blocks of causal attention and a Gelu MLP, a language-model head.
+    Prefill with ``past_sequence=0``, then decode one token at a time feeding ``present.*``
+    back as ``past_key_values.*``: the sequence grows by one per step. Its MatMul weights are
+    what weight-only int4 (``quantize(m, mode="int4")``) packs into MatMulNBits."""
+    g = GraphBuilder("decoder_tiny")
+    ids = g.input("input_ids", I64, ["batch", "sequence"])
+    x = g.op("Gather", [g.weight("model.embed_tokens.weight", (vocab, hidden), hidden), ids],
+             scope="/model/embed_tokens")  # fmt: skip
+    # positions past .. past + sequence - 1, from the cache's length
+    past_len = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"], scope="/model/pos"),
+                               g.const("pos.index2", np.array(2, np.int64))],
+                    scope="/model/pos", axis=0)  # fmt: skip
+    seq_len = g.op("Gather", [g.op("Shape", [ids], scope="/model/pos"),
+                              g.const("pos.index1", np.array(1, np.int64))],
+                   scope="/model/pos", axis=0)  # fmt: skip
+    end = g.op("Add", [past_len, seq_len], scope="/model/pos")
+    pos = g.op("Range", [past_len, end, g.const("pos.step", np.array(1, np.int64))],
+               scope="/model/pos")  # fmt: skip
+    pe = g.op("Gather", [g.weight("model.embed_positions.weight", (max_positions, hidden), hidden),
+                         pos], scope="/model/embed_positions")  # fmt: skip
+    x = g.op("Add", [x, pe], scope="/model/embed")
+    for i in range(layers):
+        s = f"/model/layers.{i}"
+        a = _causal_attention(g, _layer_norm(g, x, f"{s}/input_layernorm", hidden),
+                              f"{s}/self_attn", i, hidden=hidden, heads=heads)  # fmt: skip
+        x = g.op("Add", [x, a], scope=s)
+        h = _layer_norm(g, x, f"{s}/post_attention_layernorm", hidden)
+        h = _gelu(g, _linear(g, h, f"{s}/mlp/up_proj", hidden, 4 * hidden), f"{s}/mlp/act")
+        x = g.op("Add", [x, _linear(g, h, f"{s}/mlp/down_proj", 4 * hidden, hidden)], scope=s)
+    x = _layer_norm(g, x, "/model/norm", hidden)
+    g.op("MatMul", [x, g.weight("lm_head.weight", (hidden, vocab), hidden)], scope="/lm_head",
+         out=["logits"])  # fmt: skip
+    g.output("logits", F32, ["batch", "sequence", vocab])
+    return g.model()
+
+
 def nan_guard_cnn() -> onnx.ModelProto:
     """A small CNN with a NaN guard (IsNaN + Where) in the middle. OpenVINO has no IsNaN
     kernel, so with the OpenVINO EP the graph splits into two OpenVINO partitions around one
@@ -386,6 +470,10 @@ GENERATED: dict[str, tuple[str, Callable[[], onnx.ModelProto]]] = {
     "nan_guard_cnn": (
         "CNN with an IsNaN guard: OpenVINO splits it around a CPU node",
         nan_guard_cnn,
+    ),
+    "decoder_tiny": (
+        "2-layer GPT-style decoder with a key/value cache: prefill, then one token at a time",
+        decoder_tiny,
     ),
 }
 

@@ -45,7 +45,7 @@ def quantize(
     mode = settings["mode"]
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
         source = _opset_for_quantization(model_path, str(folder / "opset.onnx"), mode, steps)
-        if settings["preprocess"] and mode != "fp16":
+        if settings["preprocess"] and mode not in ("fp16", "int4"):
             source = _preprocess(source, str(folder / "pre.onnx"), steps)
         progress(1, 3)
         try:
@@ -79,7 +79,9 @@ def _convert(
     import onnx
 
     mode = settings["mode"]
-    if mode == "fp16":
+    if mode == "int4":
+        _int4(source, out_path, settings, steps)
+    elif mode == "fp16":
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         model = convert_float_to_float16(
@@ -101,6 +103,35 @@ def _convert(
         steps.append("quantize_dynamic")
     else:
         _static(source, out_path, settings, samples, steps)
+
+
+def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]) -> None:
+    """Weight-only int4: MatMul weights packed into MatMulNBits blocks (activations float)."""
+    import onnx
+
+    try:
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    except ImportError as err:  # it imports onnx_ir, which onnxruntime does not require
+        raise QuantizationError(
+            f"int4 needs ORT's matmul_nbits_quantizer, which failed to import ({err}). Install "
+            "the onnx-ir package (pip install onnx-ir); ortlab declares it as a dependency."
+        ) from err
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load(source), bits=4, block_size=int(settings["block_size"]),
+        is_symmetric=bool(settings["symmetric"]), accuracy_level=settings["accuracy_level"],
+        nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+    )  # fmt: skip
+    quantizer.process()
+    packed = sum(n.op_type == "MatMulNBits" for n in quantizer.model.model.graph.node)
+    if not packed:
+        raise QuantizationError(
+            "int4 found no MatMul with a constant weight to pack (MatMulNBits takes MatMul "
+            "nodes whose second input is an initializer with K divisible into blocks)."
+        )
+    quantizer.model.save_model_to_file(out_path, use_external_data_format=False)
+    steps.append(f"matmul_nbits_quantizer: {packed} MatMul weights to 4 bits, blocks of "
+                 f"{settings['block_size']}, accuracy_level="
+                 f"{settings['accuracy_level']}")  # fmt: skip
 
 
 def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
