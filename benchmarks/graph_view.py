@@ -28,27 +28,12 @@ from benchmarks._common import record
 from ortlab.analysis.graphdata import graph_data
 from ortlab.core.examples import bert_tiny
 from ortlab.views.graph_page import write_html
+from tests import models
 from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NETRON_MAX = 10_000
 """Netron lays out every node; larger cases are not run in it (marked "not run")."""
-
-
-def broadcast_chain(n: int = 10_000) -> ortlab.Model:
-    from onnx import TensorProto, helper
-
-    nodes, prev = [], "x"
-    for i in range(n):
-        nodes.append(helper.make_node("Add", [prev, "bias"], [f"t{i}"], name=f"add_{i}"))
-        prev = f"t{i}"
-    f = TensorProto.FLOAT
-    g = helper.make_graph(
-        nodes, "chain",
-        [helper.make_tensor_value_info("x", f, [4]), helper.make_tensor_value_info("bias", f, [4])],
-        [helper.make_tensor_value_info(prev, f, [4])],
-    )  # fmt: skip
-    return ortlab.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
 
 
 def netron_view(browser: Any, model_path: Path, shot: Path | None) -> dict[str, Any]:
@@ -140,7 +125,7 @@ def main() -> None:
         ("resnet50 (flat, no scopes)", lambda: ortlab.examples.load("resnet50"), False, ""),
         ("PicoDet (Paddle, no scopes)", lambda: corpus.load("picodet_layout"), False, "picodet"),
         ("PicoDet, every group open", lambda: corpus.load("picodet_layout"), True, ""),
-        ("chain 10,000 + broadcast", broadcast_chain, False, "chain"),
+        ("chain 10,000 + broadcast", lambda: ortlab.load(models.broadcast_chain()), False, "chain"),
     ]
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)

@@ -178,6 +178,22 @@ def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def broadcast_chain(n: int = 10_000) -> onnx.ModelProto:
+    """A flat chain of ``n`` Adds, every one also reading the same input ``bias``: the
+    broadcast tensor that defeated the graph view's block cutter (issue 16)."""
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Add", [prev, "bias"], [f"t{i}"], name=f"add_{i}"))
+        prev = f"t{i}"
+    f = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("x", f, [4]), helper.make_tensor_value_info("bias", f, [4])],
+        [helper.make_tensor_value_info(prev, f, [4])],
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
     """A verdict sentence must agree with its own interval (a check that can fail, unlike
     "'faster' or 'slower' or 'no measurable difference' in verdict")."""

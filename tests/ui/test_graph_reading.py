@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from onnx import TensorProto, helper
 
 import ortlab
-from tests import corpus
+from tests import corpus, models
 
 pytestmark = pytest.mark.ui
 
@@ -33,20 +32,6 @@ def _open(page: Any, path: Path) -> str:
 
 def _shown(status: str) -> int:
     return int(status.split(" shown", maxsplit=1)[0].rsplit("· ", 1)[1])
-
-
-def _broadcast_chain(n: int = 10_000) -> ortlab.Model:
-    nodes, prev = [], "x"
-    for i in range(n):
-        nodes.append(helper.make_node("Add", [prev, "bias"], [f"t{i}"], name=f"add_{i}"))
-        prev = f"t{i}"
-    f = TensorProto.FLOAT
-    g = helper.make_graph(
-        nodes, "chain",
-        [helper.make_tensor_value_info("x", f, [4]), helper.make_tensor_value_info("bias", f, [4])],
-        [helper.make_tensor_value_info(prev, f, [4])],
-    )  # fmt: skip
-    return ortlab.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
 
 
 def _check_first_picture(page: Any, view: Any, path: Path) -> None:
@@ -74,7 +59,7 @@ def test_paddle_export_without_scopes_reads(page: Any, tmp_path: Path, artifacts
 
 
 def test_broadcast_chain_is_cut_into_blocks(page: Any, tmp_path: Path) -> None:
-    view = ortlab.graph(_broadcast_chain())
+    view = ortlab.graph(ortlab.load(models.broadcast_chain()))
     _check_first_picture(page, view, view.to_html(tmp_path / "chain.html"))
 
 
@@ -101,7 +86,7 @@ def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
 
 
 def test_selected_from_python_opens_its_group(page: Any, tmp_path: Path) -> None:
-    view = ortlab.graph(_broadcast_chain(2_000))
+    view = ortlab.graph(ortlab.load(models.broadcast_chain(2_000)))
     target = "add_1234"
     assert target not in set(view.overview()["name"]), "starts inside a collapsed block"
     view.select(target)
