@@ -20,7 +20,7 @@ def test_first_run_fills_the_tabs(lab) -> None:
     assert isinstance(lab.shown["Benchmark"][0], ortlab.BenchmarkResult)
     assert isinstance(lab.shown["Placement"][1], ortlab.PlacementResult)  # [0]: what-if bar
     assert isinstance(lab.shown["Graph"][0], ortlab.GraphView)
-    assert len(lab.shown["Profile"]) == 5  # op types, EP sunburst, timeline, top nodes
+    assert len(lab.shown["Profile"]) == 6  # op types, EP sunburst, timeline, memory, top nodes
     assert lab.config.level == "all" and lab.config.providers == ("CPUExecutionProvider",)
 
 
@@ -248,7 +248,7 @@ def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
     label, node = lab.top_nodes.options[0]
     assert node == first["node"]
     assert label.endswith(f"{first['median_us']:.0f} µs · {first['share']:.1%}")
-    caption = lab.shown["Profile"][3].value  # the text above the top-nodes list
+    caption = lab.shown["Profile"][4].value  # the text above the top-nodes list
     assert "median µs per run" in caption and "median run's node time" in caption
 
 
@@ -349,3 +349,12 @@ def test_what_if_target_shows_the_predicted_placement(lab) -> None:
     assert w in shown and isinstance(shown[-1], ortlab.GraphView)
     lab.run()  # a refresh keeps the prediction under the new measured placement
     assert w in lab.shown["Placement"]
+
+
+def test_int4_variant_and_memory_in_the_lab(lab) -> None:
+    lab.variant.value = "int4 weight-only"
+    assert lab.error.value == ""
+    used = ortlab.load(lab.history.records[-1].model_path)
+    assert "com.microsoft.MatMulNBits" in used.summary.op_types  # the run used the int4 model
+    memory = lab.shown["Profile"][3]
+    assert "memory over one run" in memory.layout.title.text

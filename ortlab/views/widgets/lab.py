@@ -39,7 +39,7 @@ from ortlab.views.widgets.history import History, RunRecord
 
 __all__ = ["Lab"]
 
-VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16")
+VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16", "int4 weight-only")
 _INT8 = ("dynamic int8", "static QDQ", "static QOperator")
 _BEST = "doctor's best: "
 """Prefix of the variant option Apply best adds: the doctor's own model file."""
@@ -427,6 +427,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _build_variant(self, base: Any, name: str) -> Any:
         if name == "fp16":
             return ortlab.to_fp16(base)
+        if name == "int4 weight-only":  # MatMulNBits for MatMul weights; activations float
+            return ortlab.quantize(base, mode="int4")
         per_channel = self.per_channel.value
         if name == "dynamic int8":
             return ortlab.quantize(base, mode="dynamic", per_channel=per_channel)
@@ -491,7 +493,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             "call does not move them). Pick one to select it in the Graph tab."
         )
         self._show("Profile", prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
-                   self._top_label, self.top_nodes)  # fmt: skip
+                   prof.plot("memory"), self._top_label, self.top_nodes)  # fmt: skip
 
     def _on_top_node(self, change: Any) -> None:
         """A top-nodes row picked: select its node (or the original nodes it was fused from)
