@@ -114,7 +114,9 @@ def test_tables_from_fixed_events() -> None:
     nodes = p.by_node()
     assert list(nodes.columns) == ["node", "op_type", "provider", "calls", "median_us",
                                    "mean_us", "total_us", "self_us", "share", "input_shapes",
-                                   "output_shapes"]  # fmt: skip
+                                   "output_shapes", "output_bytes", "activation_bytes",
+                                   "parameter_bytes", "in_use_bytes", "peak_bytes",
+                                   "arena_bytes"]  # fmt: skip
     assert (nodes["self_us"] == nodes["total_us"]).all()  # no control flow: self = total
     assert set(nodes["node"]) == NODES
     assert (nodes["calls"] == 4).all()
