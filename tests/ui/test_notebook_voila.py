@@ -34,7 +34,9 @@ def test_profiling_notebook_renders_in_voila(
             arg=CHARTS,
             timeout=120_000,
         )
-        page.locator(".ortlab-status", has_text="layout").wait_for(timeout=120_000)
+        graphs = page.locator(".ortlab-status", has_text="layout")  # two graph views: the
+        graphs.first.wait_for(timeout=120_000)  # profile's and the memory section's
+        graphs.nth(1).wait_for(timeout=120_000)
         text = page.inner_text("body")
         page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "voila_profiling_notebook.png"))
