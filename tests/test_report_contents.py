@@ -276,3 +276,10 @@ def test_report_shows_what_if_as_a_prediction_with_its_reasons() -> None:
     for r in w.reasons().itertuples():
         assert r.reason in section
     assert "Where would it run?" not in report_html(m), "no what-if, no section"
+
+
+def test_report_shows_memory_when_ort_recorded_it() -> None:
+    m = ortlab.examples.load("squeezenet")
+    measured = ortlab.profile(m, runs=2, progress=False)
+    assert "memory over one run" in report_html(m, profile=measured)
+    assert "memory over one run" not in report_html(m, profile=profile_result()), "not recorded"

@@ -345,7 +345,10 @@ def report_html(
                          + _timing_inputs(optimization, own.get("optimization"))
                          + _figure_html(optimization.plot())))  # fmt: skip
     if profile is not None:
-        figs = "".join(_figure_html(profile.plot(k)) for k in ("op_type", "sunburst", "timeline"))
+        kinds = ["op_type", "sunburst", "timeline"]
+        if (profile.memory()["in_use_bytes"] > 0).any():  # ORT recorded memory per node
+            kinds.append("memory")
+        figs = "".join(_figure_html(profile.plot(k)) for k in kinds)
         sections.append(("Profile: where the time goes", profile_html(profile)
                          + _timing_inputs(profile, own.get("profile")) + figs))  # fmt: skip
     if compare is not None:
