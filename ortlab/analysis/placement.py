@@ -26,14 +26,15 @@ from onnx import TensorProto
 
 from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, graph_nodes, map_nodes
 from ortlab.analysis.profiling import ProfileData, ProfileResult, self_durations
-from ortlab.analysis.reasons import first_reason, group_reasons, parse_ort_fallbacks, parse_qnn_log
+from ortlab.analysis.reasons import group_reasons, node_reason
 from ortlab.core.config import SessionConfig
-from ortlab.core.eps import MEMCPY_OPS, split_device
+from ortlab.core.eps import MEMCPY_OPS, label, split_device
 from ortlab.core.model import ModelLike
 from ortlab.core.onnx_util import elem_bits
 from ortlab.core.result import Result, table
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
+from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
 
 __all__ = ["PlacementResult", "join_placement", "placement"]
 
@@ -373,10 +374,9 @@ class _FallbackWhy:
     def __init__(self, wanted: str, report: SessionReport, probes: Mapping[str, str]) -> None:
         self.wanted = wanted
         self.probes = probes
-        self.short = wanted.removesuffix("ExecutionProvider")
         missing = next((m for m in report.missing if split_device(m.provider)[0] == wanted),
                        None)  # fmt: skip
-        self.missing = f"{self.short} did not load: {missing.reason}" if missing else ""
+        self.missing = f"{label(wanted)} did not load: {missing.reason}" if missing else ""
         self.verdicts = {**parse_qnn_log(report.why_log), **parse_ort_fallbacks(report.why_log)}
         self.logged = bool(report.why_log)
 
@@ -385,28 +385,13 @@ class _FallbackWhy:
             return ""
         return self.missing or self.verdicts.get(name, "")
 
-    def __call__(self, row: NodeRow) -> str:  # noqa: PLR0911 - one return per source
+    def __call__(self, row: NodeRow) -> str:
         if row.partition < 0 or not row.provider or row.provider == self.wanted:
             return ""
-        if self.missing:
-            return self.missing
-        hit = first_reason([row.node, *row.optimized], self.verdicts)
-        if hit and hit[0] != row.node:
-            return f"fused by ORT into {hit[0]}, which: {hit[1]}"
-        if hit:
-            return hit[1]
-        probe = self.probes.get(row.node)
-        if probe == "refused":
-            return (f"op not supported: {row.op_type} — {self.short} refuses a one-node "
-                    f"{row.op_type} with this node's types and attributes (probed here; "
-                    f"{self.short} logs no per-node reason)")  # fmt: skip
-        if probe == "taken":
-            return (f"left out in context: {self.short} takes a one-node {row.op_type} like "
-                    "this one (probed here) but not this node where it sits (its partition "
-                    "rules, or a neighbour's shape or type)")  # fmt: skip
-        return f"not claimed by {self.short}: no reason in ORT's log" + (
-            "" if self.logged else " (the EP logged no per-node verdicts)"
-        )
+        return self.missing or node_reason(
+            row.node, row.op_type, row.optimized, self.verdicts, self.wanted,
+            probe=self.probes.get(row.node, ""), logged=self.logged,
+        )  # fmt: skip
 
 
 def _copy_reason(

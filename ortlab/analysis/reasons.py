@@ -15,7 +15,8 @@ One vocabulary for measured placements (:func:`ortlab.placement`) and predicted 
 - a requested EP that did not load: every node's reason is that EP's load error;
 - ORT's copy nodes (MemcpyFromHost/MemcpyToHost): inserted where a tensor crosses EPs.
 
-The parsers are pure and tested with golden log lines (tests/data/reasons, tests/data/whatif).
+The log parsers live with the rest of ORT's log parsing in :mod:`ortlab.engine.verdicts`
+(the engine needs them too); they are tested with golden lines (tests/data/reasons, whatif).
 """
 
 from __future__ import annotations
@@ -24,105 +25,19 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from ortlab.engine.probe import REFUSED, TAKEN
+from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
+
 __all__ = [
     "category",
     "fix_for",
     "group_reasons",
+    "node_reason",
     "parse_ort_fallbacks",
     "parse_qnn_log",
 ]
 
 _QNN_INT_OPS = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeLSTM"}
-_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")
-
-# ---------------------------------------------------------------------- ORT's own lines
-
-_NOT_FOUND = re.compile(
-    r"(\w+) kernel not found in registries for Op type: (\S+) node name: (.*?)\s*$"
-)
-_KERNEL_REFUSED = re.compile(
-    r"(\w+) kernel not supported\. Fallback to CPU execution provider for Op type: (\S+) "
-    r"node name: (.*?)\s*$"
-)
-_FORCED = re.compile(r"Force fallback to CPU execution for node: (.*?)(?: because .*)?\s*$")
-_FORCED_BY_OPTION = re.compile(r"Force CPU execution for node: (.*?)\s*$")
-
-_KERNEL_EP_NAMES = {"CUDA": "CUDA", "ROCM": "ROCm", "WEBGPU": "WebGPU", "JS": "WebGPU (JS)",
-                    "DML": "DirectML", "MIGRAPHX": "MIGraphX", "CANN": "CANN"}  # fmt: skip
-
-
-def parse_ort_fallbacks(lines: Iterable[str]) -> dict[str, str]:
-    """ORT's partitioning-time verdicts: node name (in the graph ORT partitions, after level-1
-    optimization) → why it went to the CPU. A node named twice keeps its first, most
-    specific, reason (no kernel beats the shape-subgraph preference)."""
-    out: dict[str, str] = {}
-    for raw in lines:
-        line = _PREFIX.sub("", raw).strip()
-        if m := _NOT_FOUND.search(line):
-            ep = _KERNEL_EP_NAMES.get(m.group(1).upper(), m.group(1))
-            out.setdefault(
-                m.group(3),
-                f"no {ep} kernel for {m.group(2)} at this node's opset "
-                f"and types (ORT: kernel not found in registries)",
-            )
-        elif m := _KERNEL_REFUSED.search(line):
-            ep = _KERNEL_EP_NAMES.get(m.group(1).upper(), m.group(1))
-            out.setdefault(
-                m.group(3),
-                f"{ep}'s {m.group(2)} kernel does not support this node "
-                "(attributes or input types): op not supported here "
-                f"(ORT: kernel not supported)",
-            )
-        elif m := _FORCED.search(line):
-            out.setdefault(
-                m.group(1),
-                "shape computation kept on CPU: its inputs are on the "
-                "CPU and ORT deems the CPU faster than a copy to the EP",
-            )
-        elif m := _FORCED_BY_OPTION.search(line):
-            out.setdefault(m.group(1), "forced to CPU by the EP's force_cpu_node_names option")
-    return out
-
-
-# ---------------------------------------------------------------------- QNN's log
-
-_UNIT = re.compile(r"Validation (FAILED|PASSED) for \d+ nodes in OrtNodeUnit")
-_MEMBER = re.compile(r"Operator type: (\S+) Node name: (.*?) Node index: \d+\s*$")
-_REASON = re.compile(r"REASON\s*:\s*(.*)$")
-
-
-def parse_qnn_log(lines: Iterable[str]) -> dict[str, str]:
-    """QNN's verbose per-node verdicts: node name (partitioning-time graph) → reason, '' for
-    nodes that passed validation. An OrtNodeUnit (a QDQ group) lists several nodes before its
-    ``REASON :`` line; each gets it. QNN validates twice per session: repeats are merged, and
-    a node that failed once keeps its failure."""
-    out: dict[str, str] = {}
-    members: list[str] = []
-    failed = False
-    for line in lines:
-        unit = _UNIT.search(line)
-        if unit:
-            failed, members = unit.group(1) == "FAILED", []
-            continue
-        member = _MEMBER.search(line)
-        if member:
-            name = member.group(2)
-            members.append(name)
-            if not failed:
-                out.setdefault(name, "")
-            continue
-        reason = _REASON.search(line)
-        if reason and failed:
-            text = reason.group(1).strip()
-            for name in members:
-                old = out.get(name, "")
-                if not old:
-                    out[name] = text
-                elif text not in old.split("; "):
-                    out[name] = f"{old}; {text}"
-            members = []
-    return out
-
 
 # ---------------------------------------------------------------------- grouping and fixes
 
@@ -143,7 +58,7 @@ def category(reason: str) -> str:  # noqa: PLR0911 - one return per kind of reas
     m = _NOT_SUPPORTED.search(reason)  # before shapes: fixing shapes would not help it
     if m:
         return f"op not supported: {next(g for g in m.groups() if g)}"
-    if "no reason in" in low:
+    if "no reason" in low:
         return "no reason given"
     if low.startswith("shape computation kept on cpu"):
         return "shape computation kept on CPU"
@@ -239,6 +154,35 @@ def group_reasons(
     return sorted(out, key=lambda g: -int(str(g["nodes"])))
 
 
-def first_reason(names: Iterable[str], verdicts: Mapping[str, str]) -> tuple[str, str] | None:
-    """The first of ``names`` (a node, then the final nodes it became) with a logged reason."""
-    return next(((k, verdicts[k]) for k in names if verdicts.get(k)), None)
+def node_reason(
+    node: str,
+    op_type: str,
+    optimized: Sequence[str],
+    verdicts: Mapping[str, str],
+    ep: str,
+    *,
+    probe: str = "",
+    logged: bool = True,
+) -> str:
+    """Why ``node`` (which became ``optimized`` in ORT's graph) is not on ``ep``, given the
+    log ``verdicts`` (node → reason, '' for a node that passed validation) and, for EPs that
+    say nothing per node, the one-node ``probe`` ('taken' / 'refused', see
+    :mod:`ortlab.engine.probe`). One rule for measured placements and predicted ones."""
+    short = ep.removesuffix("ExecutionProvider")
+    names = [node, *optimized]
+    said = next(((k, verdicts[k]) for k in names if verdicts.get(k)), None)
+    if said:
+        return said[1] if said[0] == node else (
+            f"fused by ORT into {said[0]}, which falls back: {said[1]}")  # fmt: skip
+    if any(k in verdicts for k in names):
+        return f"passed {short}'s validation but was left out of its partitions"
+    if probe == REFUSED:
+        return (f"op not supported: {op_type} — {short} refuses a one-node {op_type} with "
+                f"this node's types and attributes (probed here; {short} logs no per-node "
+                "reason)")  # fmt: skip
+    if probe == TAKEN:
+        return (f"left out in context: {short} takes a one-node {op_type} like this one "
+                "(probed here) but not this node where it sits (its partition rules, or a "
+                "neighbour's shape or type)")  # fmt: skip
+    return f"not claimed by {short}: no reason in ORT's log" + (
+        "" if logged else " (the EP logged no per-node verdicts)")  # fmt: skip

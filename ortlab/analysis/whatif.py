@@ -28,7 +28,7 @@ from typing import Any
 
 from ortlab.analysis.graphmap import OpNode, graph_nodes
 from ortlab.analysis.placement import PlacementResult, join_placement
-from ortlab.analysis.reasons import category, fix_for, group_reasons, parse_qnn_log
+from ortlab.analysis.reasons import category, fix_for, group_reasons, node_reason
 from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model, ModelLike
@@ -36,6 +36,7 @@ from ortlab.core.result import Result, table
 from ortlab.engine.calls import call, default_timeout, prepare
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
+from ortlab.engine.verdicts import parse_qnn_log
 
 __all__ = [
     "TargetInfo",
@@ -315,18 +316,7 @@ def _rows(
             provider = ep
         else:
             provider = r.provider
-            said = [(k, verdicts[k]) for k in [r.node, *r.optimized] if verdicts.get(k)]
-            passed = any(k in verdicts and not verdicts[k] for k in [r.node, *r.optimized])
-            if said and said[0][0] != r.node:  # ORT fused it into a node the EP then refused
-                why = f"fused by ORT into {said[0][0]}, which falls back: {said[0][1]}"
-            elif said:
-                why = said[0][1]
-            elif passed:
-                why = f"passed {ep.removesuffix('ExecutionProvider')}'s validation but was " \
-                      "left out of its partitions"  # fmt: skip
-            else:
-                why = (f"no reason logged by {ep.removesuffix('ExecutionProvider')}"
-                       if logged else "not taken by the EP (it gives no reason)")  # fmt: skip
+            why = node_reason(r.node, r.op_type, r.optimized, verdicts, ep, logged=logged)
         out.append(WhatIfRow(r.node, r.op_type, target, provider, r.partition, evidence, why,
                              category(why)))  # fmt: skip
     return out

@@ -26,6 +26,7 @@ from ortlab.engine.probe import probe_nodes
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
 from ortlab.engine.trace import parse_profile_file
+from ortlab.engine.verdicts import verdict_names
 
 Progress = Callable[[int, int], None]
 _SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
@@ -378,7 +379,7 @@ def _probe_fallbacks(
     wanted = report.wanted
     if not wanted or wanted not in report.active:
         return {}
-    said = " ".join(report.why_log)
+    said = verdict_names(report.why_log)  # nodes ORT or the EP already gave a verdict on
     left = [n for ep, nodes in assignment if ep != wanted for n, _, _ in nodes
             if n and n not in said]  # fmt: skip
     return probe_nodes(model_path, config, left, wanted) if left else {}
