@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.placement import PlacementResult
-from ortlab.analysis.profiling import ProfileData, self_durations
 from ortlab.core.result import Result, table
 from ortlab.core.stats import NOISE_BAND, shift_interval
 
@@ -130,13 +129,9 @@ def _per_run(pl: PlacementResult) -> tuple[dict[str, np.ndarray], int]:
             "This placement carries no profile (a what-if prediction, or loaded from an old "
             "file): diff needs two placements ortlab measured (ortlab.placement)."
         )
-    data: ProfileData = pl.profile.data
-    runs = max(len(data.run_us), 1)
-    own = self_durations(data)
-    grid = np.zeros((len(data.node), runs))
-    np.add.at(grid, (np.asarray(data.ev_node, dtype=np.int64),
-                     np.asarray(data.ev_run, dtype=np.int64)), own)  # fmt: skip
-    index = {name: k for k, name in enumerate(data.node)}
+    grid = pl.profile.per_run()
+    runs = grid.shape[1]
+    index = {name: k for k, name in enumerate(pl.profile.data.node)}
     out = {}
     for r in pl.node_rows:
         opt = [index[o] for o in r.optimized if o in index]

@@ -107,6 +107,17 @@ class ProfileResult(Result):
         """Per event, its own time (control-flow nodes without their bodies)."""
         return self_durations(self.data)
 
+    def per_run(self) -> np.ndarray:
+        """Each node's own time in each measured run, µs: a (nodes x runs) array in the order
+        of ``data.node`` (an If/Loop/Scan without its body, whose nodes have rows of their
+        own). The one grid the run-level statistics read: the Lab's medians, ortlab.diff."""
+        ids, runs, _, _ = self._arrays
+        n_nodes = len(self.data.node)
+        n_runs = max(self.runs, int(runs.max()) + 1 if runs.size else 1, 1)
+        grid = np.bincount(ids * n_runs + runs, weights=self._self_us,
+                           minlength=n_nodes * n_runs)  # fmt: skip
+        return grid.reshape(n_nodes, n_runs)
+
     @functools.cached_property
     def _top_level_us(self) -> float:
         """All node time, nothing counted twice: the denominator of shares."""

@@ -25,7 +25,6 @@ import ipywidgets as w
 import numpy as np
 
 import ortlab
-from ortlab.analysis.profiling import nested_events
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
@@ -681,14 +680,11 @@ def median_shares(prof: Any) -> Any:
     import pandas as pd
 
     d = prof.data
+    grid = prof.per_run()  # self times: nothing counted twice, so they add up to the run
+    n_nodes = len(d.node)
+    median = np.median(grid, axis=1) if n_nodes else np.zeros(0)
+    run_total = float(np.median(grid.sum(axis=0))) if n_nodes else 0.0
     ids = np.asarray(d.ev_node, dtype=np.int64)
-    runs = np.asarray(d.ev_run, dtype=np.int64)
-    dur = np.asarray(d.ev_dur_us, dtype=np.float64)
-    n_nodes, n_runs = len(d.node), max(int(runs.max()) + 1 if len(runs) else 1, 1)
-    per_run = np.bincount(ids * n_runs + runs, weights=dur, minlength=n_nodes * n_runs)
-    median = np.median(per_run.reshape(n_nodes, n_runs), axis=1) if n_nodes else np.zeros(0)
-    top = ~nested_events(d)  # body nodes are inside their If/Loop's time already
-    run_total = float(np.median(np.bincount(runs[top], weights=dur[top], minlength=n_runs)))
     ran = np.bincount(ids, minlength=n_nodes) > 0
     table = pd.DataFrame(
         {
