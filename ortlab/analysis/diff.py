@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.placement import PlacementResult
+from ortlab.core.eps import alias
 from ortlab.core.result import Result, table
 from ortlab.core.stats import NOISE_BAND, shift_interval
 
@@ -230,6 +231,5 @@ def diff(
 def _label(pl: PlacementResult) -> str:
     cfg: Mapping[str, Any] = pl.config or {}
     provs = cfg.get("providers", "")
-    provs = "+".join(p.removesuffix("ExecutionProvider").lower() for p in provs) if isinstance(
-        provs, list) else str(provs)  # fmt: skip
+    provs = "+".join(alias(p) for p in provs) if isinstance(provs, list) else str(provs)
     return f"{pl.model} · {provs} · {cfg.get('level', '?')}"

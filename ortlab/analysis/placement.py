@@ -459,6 +459,7 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
             source = "measured" if len(members) == 1 else f"measured (kernel of {len(members)})"
         else:
             share_time, source = 0.0, f"fused into {primary}"
+        out_bytes, param_bytes = _group_sizes(opt, j.sizes)
         rows.append(
             NodeRow(
                 node=n.name,
@@ -473,8 +474,8 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
                 group_us_per_run=group_time,
                 share=share_time / j.total,
                 time_source=source if opt else "none (folded or eliminated)",
-                output_bytes=_group_sizes(opt, j.sizes)[0],
-                parameter_bytes=_group_sizes(opt, j.sizes)[1],
+                output_bytes=out_bytes,
+                parameter_bytes=param_bytes,
             )
         )
     return rows

@@ -62,15 +62,13 @@ class ErrorResult(Result):
         worst = self.worst(len(self.tensors))
         nodes = list(dict.fromkeys(worst["node"]))[:n]
         tensors = worst[worst["node"].isin(nodes)]["tensor"].tolist()
-        known = {f.name for f in dataclasses.fields(QuantConfig)} - {"calibration"}
-        base: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                for k, v in self.settings.items() if k in known}  # fmt: skip
-        spared = tuple(sorted({*base.get("nodes_to_exclude", ()), *nodes}))
-        variants = [quantize(self.model_path, QuantConfig(**{**base, "nodes_to_exclude": spared}))]
-        if promote and base.get("mode") == "static" and base.get("format") == "qdq":
+        base = QuantConfig.from_settings(self.settings)
+        spared = tuple(sorted({*base.nodes_to_exclude, *nodes}))
+        variants = [quantize(self.model_path, dataclasses.replace(base, nodes_to_exclude=spared))]
+        if promote and base.mode == "static" and base.format == "qdq":
             wide = tuple(sorted(tensors))
             variants.append(quantize(self.model_path,
-                                     QuantConfig(**{**base, "promote_16bit": wide})))  # fmt: skip
+                                     dataclasses.replace(base, promote_16bit=wide)))  # fmt: skip
         return QuantFix(nodes=nodes, tensors=tensors, variants=variants)
 
     def to_pandas(self) -> Any:

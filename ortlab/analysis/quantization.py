@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,14 @@ class QuantConfig:
         if self.promote_16bit:
             base += f" · {len(self.promote_16bit)} tensors 16-bit"
         return base
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> QuantConfig:
+        """The config :meth:`settings` came from (without its calibration data)."""
+        names = {f.name for f in fields(cls)} - {"calibration"}
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in settings.items() if k in names}  # fmt: skip
+        return cls(**kwargs)
 
     def settings(self) -> dict[str, Any]:
         """The JSON-able settings (without data) the worker needs."""

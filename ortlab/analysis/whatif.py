@@ -380,7 +380,6 @@ def build_result(
             reason = str(got.get("error", ""))
             pl = _placement(m=m, original=original, target=target, ep=ep, evidence=evidence,
                             raw=got, ort_version=version)  # fmt: skip
-            placements[target] = pl
         mine = _rows(target=target, ep=ep, evidence=evidence, raw=got, pl=pl, original=original,
                      reason=reason)  # fmt: skip
         rows.extend(mine)

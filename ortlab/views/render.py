@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortlab.core.cache import cache_dir
+from ortlab.core.eps import label as ep_label
 from ortlab.core.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -576,15 +577,11 @@ def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
         [r.node, r.op_type, f"{r.a_us:.1f}", f"{r.b_us:.1f}",
          f"{r.delta_us:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", r.verdict,
          "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
-         f"{_short_ep(r.a_provider)} → {_short_ep(r.b_provider)}" if r.moved else "",
+         f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",
          f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else ""]
         for r in t.head(top).itertuples()
     ]  # fmt: skip
     return headers, rows
-
-
-def _short_ep(p: str) -> str:
-    return p.removesuffix("ExecutionProvider")
 
 
 def _diff_head(d: Any) -> str:
