@@ -251,3 +251,48 @@ def test_every_cli_verb_runs_or_says_why(
             assert "did not load" in err, (verb, err[-400:])
         if verb == "report" and code == 0:
             assert (tmp_path / "r.html").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------- memory, one optimizer off
+
+_ITEMSIZE = {"float": 4, "float16": 2, "double": 8, "int64": 8, "int32": 4, "int8": 1,
+             "uint8": 1, "bool": 1, "int16": 2, "uint16": 2}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", corpus.NAMES)
+def test_memory_per_node_matches_the_shapes_ort_recorded(name: str) -> None:
+    """ORT computes ``output_size`` apart from the shapes it records in the same event: for
+    every node whose outputs have known element types, the bytes equal the shapes' product."""
+    m = corpus.load(name)
+    p = ortlab.profile(m, feeds=corpus.feeds(name), runs=2, warmup=1, progress=False)
+    d = p.data
+    checked = 0
+    for k, outs in enumerate(d.output_types):
+        if not outs or any(t not in _ITEMSIZE for t, _ in outs):
+            continue
+        expected = sum(int(np.prod(dims)) * _ITEMSIZE[t] for t, dims in outs)
+        assert d.output_bytes[k] == expected, (d.node[k], outs)
+        checked += 1
+    assert checked >= len(d.node) // 2
+    mem = p.memory()
+    assert (mem["in_use_bytes"] <= mem["peak_bytes"]).all()
+    assert (mem["peak_bytes"].diff().dropna() >= 0).all(), "a peak so far never falls"
+
+
+@pytest.mark.parametrize("name", ["minilm_l3", "yolov8n_nudenet"])
+def test_one_transformer_off_matches_plain_onnxruntime(name: str, tmp_path: Path) -> None:
+    m = corpus.load(name)
+    on = ortlab.optimization_diff(m, ["all"], measure=False, progress=False)
+    fired = on.fired("all")["transformer"].tolist()
+    off_name = next(t for t in fired if "Fusion" in t)
+    off = ortlab.optimization_diff(m, ["all"], measure=False, disable=[off_name],
+                                   progress=False)  # fmt: skip
+    assert off_name not in set(off.fired("all")["transformer"])
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "plain.onnx")
+    ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=[off_name])  # fmt: skip
+    import onnx
+
+    plain = onnx.load(str(tmp_path / "plain.onnx"), load_external_data=False)
+    assert off.counts.loc["all", "nodes"] == len(plain.graph.node)
