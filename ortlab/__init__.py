@@ -19,6 +19,7 @@ from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, benchma
 from ortlab.analysis.compare import CompareResult, compare
 from ortlab.analysis.diff import DiffResult, diff
 from ortlab.analysis.graphdata import GraphData, graph_data
+from ortlab.analysis.memory import FootprintResult, footprint
 from ortlab.analysis.optimization import OptimizationResult, optimization_diff
 from ortlab.analysis.placement import PlacementResult, placement
 from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
@@ -128,6 +129,7 @@ __all__ = [
     "FeedError",
     "Feeds",
     "Finding",
+    "FootprintResult",
     "GraphData",
     "GraphView",
     "InvalidModelError",
@@ -167,6 +169,7 @@ __all__ = [
     "diff",
     "doctor",
     "examples",
+    "footprint",
     "graph",
     "graph_data",
     "graph_diff",

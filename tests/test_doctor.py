@@ -799,3 +799,33 @@ def test_a_requested_npu_that_does_not_run_here_gets_its_predicted_partition() -
     assert x.title == f"QNN would take {w.on_target} of {w.on_target + w.on_cpu} nodes (predicted)"
     assert "dynamic shape" in x.evidence and "fix the input shapes" in x.fix
     assert x.ratio is None and "prediction" in x.gain
+
+
+def _footprint(**changes: tuple[list[float], list[float]]) -> Any:
+    """A FootprintResult from given per-process measurements (MB): setting -> (held, peak)."""
+    from ortlab.analysis.memory import FootprintResult, FootprintRow, _against
+
+    mb = 1e6
+    rows = [FootprintRow(s, {}, [h * mb for h in held], [p * mb for p in peak], [5.0] * 4)
+            for s, (held, peak) in changes.items()]  # fmt: skip
+    rows = [rows[0], *(_against(rows[0], r) for r in rows[1:])]
+    return FootprintResult(model="m", weights_bytes=10_000_000, rows=rows, repeats=4, runs=2)
+
+
+def test_memory_finding_needs_a_saving_beyond_the_spread_and_worth_having() -> None:
+    ref = ([100, 101, 100, 102], [120, 121, 120, 122])
+    noise = ([99, 102, 100, 101], [119, 122, 121, 120])  # overlaps the reference
+    tiny = ([99, 99, 99, 99], [119, 119, 119, 119])  # measurable, but < 5 % of the peak
+    f = _facts(footprint=_footprint(**{"as configured": ref, "arena off": noise,
+                                       "prepacking off": tiny}))  # fmt: skip
+    [x] = _rules(f, "memory")
+    assert x.severity == "info" and "no setting" in x.title
+    big = ([60, 61, 60, 60], [80, 81, 80, 80])
+    slower = _m("memory:arena off", 1.2, 1.1, 1.3)
+    f = _facts(footprint=_footprint(**{"as configured": ref, "arena off": big}),
+               measured={"memory:arena off": slower})  # fmt: skip
+    [x] = _rules(f, "memory")
+    assert "arena off" in x.title and "38.1 MB" in x.title and "(33%)" in x.title
+    assert x.severity == "info", "a saving that costs time is a trade-off, not a warning"
+    assert "costs time" in x.gain and x.ratio == slower.ratio
+    assert "the time it costs" in x.fix

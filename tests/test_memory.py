@@ -1,9 +1,11 @@
 """Memory per node, as ORT's profiler records it: checked against the model's own weights and
-the shapes the same events recorded, and for consistency with the allocator's peak."""
+the shapes the same events recorded, and for consistency with the allocator's peak; and the
+session's resident footprint (fresh processes) against ORT's own arena counter."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import numpy_helper
 
 import ortlab
@@ -60,3 +62,67 @@ def test_memory_reaches_the_join_and_the_graph() -> None:
     g.color_by = "memory"
     drawn = [n for n in g.data["nodes"] if n["output_bytes"] > 0]
     assert len(drawn) >= checked and g.data["has_memory"]
+
+
+# ---------------------------------------------------------------- the session's footprint
+
+
+@pytest.fixture(scope="module")
+def big_batch() -> ortlab.FootprintResult:
+    """A small CNN at batch 128: its activations dwarf its weights, so the arena and the
+    memory pattern decide what the session holds."""
+    m = ortlab.examples.load("residual_cnn")
+    return ortlab.footprint(m, dims={"batch": 128}, progress=False)
+
+
+def test_what_leaves_with_the_arena_is_what_orts_allocator_said_it_held(
+    big_batch: ortlab.FootprintResult,
+) -> None:
+    """Two independent views: the kernel's resident set (fresh processes) and ORT's own arena
+    counter (the profile). Switching the arena off frees what the arena held after a run."""
+    m = ortlab.examples.load("residual_cnn")
+    arena = ortlab.profile(m, dims={"batch": 128}, runs=3, progress=False).memory()
+    held_by_arena = float(arena["arena_bytes"].iloc[-1])
+    off = next(r for r in big_batch.rows if r.setting == "arena off")
+    assert off.saves_held and off.saves_peak
+    assert abs(-off.held_change - held_by_arena) <= 0.1 * held_by_arena, (
+        off.held_change,
+        held_by_arena,
+    )
+    assert off.confidence > 0.95 and off.held_low <= off.held_change <= off.held_high
+    best = big_batch.best()
+    assert best is not None and best.setting in ("arena off", "memory pattern off")
+    assert big_batch.reference.peak >= big_batch.reference.held > 0
+    text = big_batch.to_text()
+    assert "arena off" in text and "fresh processes" in text
+    assert big_batch.plot() is not None
+    again = ortlab.FootprintResult.from_json(big_batch.to_json())
+    assert again.best() is not None and again.best().setting == best.setting
+
+
+def test_a_session_holds_at_least_its_weights() -> None:
+    """Weight-heavy model: whatever the settings, the session keeps its weights resident."""
+    m = ortlab.examples.load("densenet121")
+    fp = ortlab.footprint(m, settings={}, repeats=2, progress=False)
+    weights = m.summary.initializer_bytes
+    assert fp.reference.held >= 0.9 * weights, (fp.reference.held, weights)
+    assert fp.savings() == [] and fp.best() is None
+    assert "no setting" not in repr(fp)  # nothing else was tried, so nothing is claimed
+
+
+def test_doctor_turns_the_footprint_into_a_measured_memory_finding() -> None:
+    m = ortlab.examples.load("residual_cnn")
+    d = ortlab.doctor(m, dims={"batch": 64}, budget_s=60, quantize=False, progress=False)
+    assert d.memory is not None
+    [f] = [x for x in d.findings if x.rule == "memory"]
+    best = d.memory.best()
+    assert best is not None
+    assert best.setting in f.title and "fresh processes" in f.evidence
+    assert "ORT's allocator" in f.evidence
+    timed = {x.key: x for x in d.measured}
+    assert f"memory:{best.setting}" in timed, "the memory fix is timed like any candidate"
+    assert f.ratio == timed[f"memory:{best.setting}"].ratio
+    assert f.code.startswith("SessionConfig(") and (
+        "enable_cpu_mem_arena=False" in f.code or "enable_mem_pattern=False" in f.code
+    )
+    assert "memory" in d.stages

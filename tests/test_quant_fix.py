@@ -24,3 +24,25 @@ def test_fix_spares_the_worst_nodes_and_beats_full_int8() -> None:
     cmp = ortlab.compare(m, [q, spared], rounds=6, runs=3, progress=False)
     t = cmp.to_pandas().set_index("variant")
     assert t.loc[spared.variant.label, "cosine"] > t.loc[q.variant.label, "cosine"]
+
+
+def test_the_doctor_proposes_the_fix_it_measured() -> None:
+    """An int8 variant below min_cosine: the doctor builds the fix variants, times them against
+    the original and the full int8 in the same interleaved rounds, scores them on the same
+    samples, and its quantization finding proposes the better one."""
+    m = ortlab.examples.load("squeezenet")
+    d = ortlab.doctor(m, budget_s=120, min_cosine=0.9999, memory=False, progress=False)
+    meas = {x.key: x for x in d.measured}
+    full = meas["variant:quant-static"]
+    assert full.cosine < 0.9999
+    fixes = [x for k, x in meas.items() if k.startswith("variant:quant-static-")
+             and not k.endswith("+final")]  # fmt: skip
+    assert {x.key for x in fixes} == {"variant:quant-static-spare5", "variant:quant-static-16bit5"}
+    assert max(x.cosine for x in fixes) > full.cosine, "sparing the worst nodes helps"
+    assert all(x.rounds > 0 and x.low <= x.ratio <= x.high for x in fixes)
+    [f] = [x for x in d.findings if x.rule == "quantization"]
+    assert len(f.nodes) == 5 and all(n in f.evidence for n in f.nodes)
+    best = max(fixes, key=lambda x: x.cosine)
+    assert best.variant in f.fix and f"cosine {best.cosine:.4f}" in f.evidence
+    assert "fix(n=5)" in f.code and f.ratio == best.ratio
+    assert d.plot("pareto") is not None  # the fixes are on the doctor's Pareto chart

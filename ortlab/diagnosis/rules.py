@@ -10,6 +10,7 @@ from a model made to show its problem, and on a healthy model where it stays qui
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.onnx_util import CONTROL_FLOW
+from ortlab.core.units import fmt_bytes
 from ortlab.engine.session import SessionReport
 
 __all__ = [
@@ -167,6 +169,14 @@ class Facts:
     """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
     logical_cpus: int = 0
     """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
+    quant_fixes: dict[str, list[str]] = field(default_factory=dict)
+    """int8 variant key -> the worst nodes its fix variants spare (keys ``<key>-spare<n>``,
+    ``<key>-16bit<n>`` in ``measured``)."""
+    footprint: Any = None
+    """A FootprintResult: the resident memory of the session and of each memory setting."""
+    allocator: dict[str, float] = field(default_factory=dict)
+    """ORT's own allocator over the baseline's last profiled run: arena_bytes (held by the
+    arena at the end), peak_bytes (peak in use)."""
 
 
 def _gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
@@ -401,10 +411,28 @@ def _config_args(config: dict[str, Any], base: SessionConfig) -> str:
     return ", ".join(changed)
 
 
+_FIX_KEY = re.compile(r"-(spare|16bit)\d+$")
+
+
+def _best_fix(f: Facts, key: str) -> Measured | None:
+    """The fix of an int8 variant to propose: the fastest that reaches ``min_cosine``, else
+    the most accurate."""
+    fixes = [
+        m
+        for k, m in f.measured.items()
+        if k.startswith(key + "-") and _FIX_KEY.search(k) and not k.endswith("+final")
+    ]
+    if not fixes:
+        return None
+    good = [m for m in fixes if m.cosine >= f.min_cosine]
+    return min(good, key=lambda m: m.ratio) if good else max(fixes, key=lambda m: m.cosine)
+
+
 def quantization(f: Facts) -> list[Finding]:
     out = []
     for key, m in f.measured.items():
-        if not key.startswith("variant:quant-") or key.endswith("+final") or m.slower:
+        if (not key.startswith("variant:quant-") or key.endswith("+final") or m.slower
+                or _FIX_KEY.search(key)):  # fmt: skip
             continue
         kind = key.removeprefix("variant:quant-")
         why = (
@@ -416,17 +444,37 @@ def quantization(f: Facts) -> list[Finding]:
         cost = f"output cosine {m.cosine:.4f} against fp32 on the evaluation samples" + (
             "" if accurate else f" — below {f.min_cosine}, so the doctor did not pick it as best"
         )
+        code = "q = ortlab.quantize(model, " + ("mode='dynamic')" if kind == "dynamic" else
+               "mode='static', format='qdq', per_channel=True, calibration=samples)")  # fmt: skip
+        fix = (f"serve the {m.variant} model if its accuracy on real data is acceptable "
+               "(calibrate static quantization with real samples)")  # fmt: skip
+        gain = _gain(m, f.baseline_ms)
+        best = _best_fix(f, key) if not accurate else None
+        nodes = f.quant_fixes.get(key, [])
+        if best is not None:
+            how = ("their outputs quantized to 16 bits" if "-16bit" in best.key
+                   else "left in float")  # fmt: skip
+            cost += (f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
+                     f"cosine {best.cosine:.4f}, {best.verdict}, size {best.file_bytes:,} "
+                     "bytes")  # fmt: skip
+            reaches = best.cosine >= f.min_cosine
+            fix = (f"serve {best.variant}: it spares the nodes where int8 loses the most"
+                   + ("" if reaches else f", though its cosine is still below {f.min_cosine}: "
+                      "spare more nodes (fix(n=…)) or calibrate with real samples"))  # fmt: skip
+            code += (f"\nfix = ortlab.quantization_error(model, q).fix(n={len(nodes)})\n"
+                     "ortlab.compare(model, [q, *fix.variants])  # the Pareto chart")  # fmt: skip
+            gain = _gain(best, f.baseline_ms)
+        elif key in f.quant_fixes:
+            cost += "; sparing its worst nodes could not be measured (see the notes)"
         out.append(
             Finding(
                 rule="quantization",
                 title=f"{m.variant}: {'faster' if m.faster else 'no faster'}, accuracy cost shown",
                 evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
-                fix=f"serve the {m.variant} model if its accuracy on real data is acceptable "
-                "(calibrate static quantization with real samples)",
-                code="q = ortlab.quantize(model, " + ("mode='dynamic')" if kind == "dynamic" else
-                     "mode='static', format='qdq', per_channel=True, calibration=samples)"),
+                fix=fix, code=code,
                 severity="info" if not m.faster else "warning",
-                **_gain(m, f.baseline_ms),
+                nodes=list(nodes),
+                **gain,
             )
         )  # fmt: skip
     return out
@@ -553,6 +601,8 @@ def profiling_overhead(f: Facts) -> list[Finding]:
 
 
 _FAILURE_FIX = {
+    "memory": "the doctor could not measure the session's memory in a fresh process, so it "
+    "gives no memory finding; run ortlab.footprint(model) alone to see the whole error",
     "build": "the doctor left this variant out and measured the others; run the step alone "
     "(code) to see the whole error — the tool failed on this model, not on your settings",
     "timing": "ORT could not build or run a session for this candidate, so the doctor left it "
@@ -598,6 +648,61 @@ def npu_partition(f: Facts) -> list[Finding]:
     return out
 
 
+def memory(f: Facts) -> list[Finding]:
+    """What the session holds in memory, and the memory setting that lowers it — measured in
+    fresh processes (peak and held), with the time it costs from the screen."""
+    fp = f.footprint
+    if fp is None or not fp.reference.peak_bytes:
+        return []
+    ref = fp.reference
+    ort_view = ""
+    if f.allocator.get("arena_bytes", -1) >= 0 and f.allocator.get("peak_bytes", -1) >= 0:
+        ort_view = (
+            f"; ORT's allocator: the arena holds {fmt_bytes(f.allocator['arena_bytes'])}"
+            f" after a run, {fmt_bytes(f.allocator['peak_bytes'])} in use at its peak"
+        )
+    evidence = (f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
+                f"{fmt_bytes(ref.held)} after its runs, for {fmt_bytes(fp.weights_bytes)} of "
+                f"weights (median of {fp.repeats} fresh processes){ort_view}")  # fmt: skip
+    savings = fp.savings()
+    tried = ", ".join(r.setting for r in fp.rows[1:]) or "no setting"
+    if not savings:
+        return [Finding(
+            rule="memory", title="memory: no setting tried lowers the session's peak",
+            evidence=f"{evidence}; {tried}: none lowers the peak by 5 % or more, beyond the "
+                     "spread between fresh processes",
+            fix="nothing to change here; a smaller peak needs a smaller model (quantization) "
+                "or smaller inputs",
+            code=f"ortlab.footprint(model)  # {tried} side by side",
+            gain="not applicable", severity="info",
+        )]  # fmt: skip
+    best = savings[0]
+    timed = f.measured.get(f"memory:{best.setting}")
+    share = -best.peak_change / ref.peak
+    if timed is None:
+        cost = "its effect on latency was not measured (the time budget)"
+    elif timed.slower:
+        cost = f"it costs time: {timed.verdict}"
+    else:
+        cost = f"latency: {timed.verdict}"
+    others = "; ".join(f"{r.setting}: {r.verdict()}" for r in savings[1:])
+    return [Finding(
+        rule="memory",
+        title=f"memory: {best.setting} lowers the session's peak by {fmt_bytes(-best.peak_change)}"
+              f" ({share:.0%})",
+        evidence=evidence + (f"; also measurable: {others}" if others else ""),
+        fix=f"build the session with {best.setting}"
+            + (" when memory matters more than the time it costs"
+               if timed is not None and timed.slower else "")
+            + f": {best.verdict()}; {cost}",
+        code=f"SessionConfig({_config_args(best.config, f.requested)})",
+        gain=f"{best.verdict()}; {cost}",
+        ratio=timed.ratio if timed else None, low=timed.low if timed else None,
+        high=timed.high if timed else None,
+        severity="info" if timed is not None and timed.slower else "warning",
+    )]  # fmt: skip
+
+
 def candidate_failures(f: Facts) -> list[Finding]:
     out = []
     for x in f.failures:
@@ -631,6 +736,7 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     cuda_graph,
     profiling_overhead,
     npu_partition,
+    memory,
     candidate_failures,
 )
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}

@@ -34,10 +34,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ortlab.analysis.memory import footprint, memory_settings
 from ortlab.analysis.metrics import error_metrics, unscorable
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
 from ortlab.analysis.profiling import profile
+from ortlab.analysis.quant_error import QuantFix, quantization_error
 from ortlab.analysis.quantization import QuantConfig, calibration_data
 from ortlab.analysis.quantization import quantize as make_quantized
 from ortlab.analysis.transformer_opt import transformer_optimize
@@ -66,6 +68,10 @@ Item = tuple[str, Model, SessionConfig, list[str]]
 """(key, model, config, steps that made the model)."""
 T = TypeVar("T")
 LEVEL_ORDER = ("disabled", "basic", "extended", "layout", "all")
+QUANT_FIX_NODES = 5
+"""The worst nodes (lowest SQNR) an int8 fix spares."""
+MEMORY_REPEATS = 4
+"""Fresh processes per memory setting: the fewest that give a 95 % interval (97 %)."""
 WHATIF_TARGETS = {t: PROVIDER_ALIASES[t] for t in ("qnn", "nnapi", "coreml", "openvino")}
 """What-if targets by the EP they predict."""
 
@@ -146,8 +152,25 @@ class Search:
             facts.placement = placement(
                 m, cfg, self.feeds, runs=3, progress=False, timeout=self.timeout
             )
+        mem = prof.memory()
+        if len(mem):
+            facts.allocator = {"arena_bytes": float(mem["arena_bytes"].iloc[-1]),
+                               "peak_bytes": float(mem["peak_bytes"].max())}  # fmt: skip
         self._predict(facts)
         return facts
+
+    def memory(self, facts: Facts) -> None:
+        """The session's resident memory and each memory setting's, in fresh processes; the
+        settings that lower the peak enough to matter are then timed like any candidate."""
+        if self.left() < 0:
+            self.notes.append("the memory footprint was not measured: the time budget was used up")
+            return
+        facts.footprint = self.guarded(
+            "the memory footprint", "memory",
+            lambda: footprint(self.m, self.cfg, self.feeds, repeats=MEMORY_REPEATS, runs=2,
+                              progress=False, timeout=self.timeout),
+            "ortlab.footprint(model)",
+        )  # fmt: skip
 
     def _predict(self, facts: Facts) -> None:
         """A requested NPU EP that does not run here (QNN, NNAPI, CoreML, OpenVINO): predict
@@ -200,6 +223,11 @@ class Search:
                     [],
                 )
             )
+        fp = facts.footprint
+        if fp is not None:
+            settings = memory_settings(cfg)
+            for row in fp.savings():
+                items.append((f"memory:{row.setting}", m, settings[row.setting], []))
         ref = self.variant_config()
         for key, variant, steps in self._variants(facts, user_variants, quantize, transformers):
             items.append((key, variant, ref, steps))
@@ -433,6 +461,49 @@ class Search:
                 continue
             self.outputs[key] = got
             facts.measured[key] = _with_cosine(facts.measured[key], self._cosine(key))
+
+    def fix_quantization(self, items: list[Item], facts: Facts) -> list[Item]:
+        """For each int8 variant below ``min_cosine``: the variants that spare its worst nodes
+        (``quantization_error(...).fix``), timed interleaved with the original and the full
+        variant, and scored on the same samples. Returns ``items`` with the fixes added, so
+        the combination stage can pick one like any candidate."""
+        low = [(key, mm, c, steps) for key, mm, c, steps in items
+               if key.startswith("variant:quant-") and key in facts.measured
+               and not self._accurate(facts.measured[key])]  # fmt: skip
+        for key, q, c, _ in low:
+            if self.left() < 0:
+                self.notes.append(f"no fix tried for {key}: the time budget was used up")
+                break
+            fix = self.guarded(
+                f"sparing the worst nodes of {key}", "build",
+                functools.partial(self._quant_fix, q),
+                f"ortlab.quantization_error(model, q).fix(n={QUANT_FIX_NODES})",
+            )  # fmt: skip
+            if fix is None:
+                continue
+            facts.quant_fixes[key] = list(fix.nodes)
+            tag = {0: "spare", 1: "16bit"}
+            fixes = [(f"{key}-{tag[k]}{len(fix.nodes)}", v, c, list(v.variant.steps))
+                     for k, v in enumerate(fix.variants)]  # fmt: skip
+            ref: Item = ("original", self.m, c, [])
+            runs, rounds = self._plan(len(fixes) + 2, facts, 0.15, f"the fixes of {key}")
+            med, ran = self._time([ref, (key, q, c, []), *fixes], rounds, runs,
+                                  f"doctor: fixes of {key}")  # fmt: skip
+            for j, (fkey, v, fc, steps) in enumerate(ran[2:], start=2):
+                row = _measured(fkey, v, fc, steps, paired_ratio(med[:, 0], med[:, j]),
+                                p50=float(np.median(np.asarray(self.latencies[fkey]) / 1e6)),
+                                stage="screen", against="the original", variant=v.name)  # fmt: skip
+                got = self.guarded(f"the accuracy of {fkey}", "accuracy",
+                                   functools.partial(self._outputs, v, fc))  # fmt: skip
+                if got is not None:
+                    self.outputs[fkey] = got
+                facts.measured[fkey] = _with_cosine(row, self._cosine(fkey) if got else 0.0)
+                items.append((fkey, v, fc, steps))
+        return items
+
+    def _quant_fix(self, q: Model) -> QuantFix:
+        err = quantization_error(self.m, q, feeds=self.feeds, limit=4, timeout=self.timeout)
+        return err.fix(n=QUANT_FIX_NODES)
 
     def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
 

@@ -501,6 +501,35 @@ def ablation_figure(a: Any) -> Any:
                    height=120 + 40 * max(len(rows), 1))  # fmt: skip
 
 
+def footprint_figure(r: Any) -> Any:
+    """Peak and held resident memory per setting (medians; whiskers: min to max over the
+    fresh processes)."""
+    import plotly.graph_objects as go
+
+    mib = 1024**2
+
+    fig = go.Figure()
+    for what, color in (("peak", "#4C78A8"), ("held", "#F58518")):
+        vals = [getattr(row, f"{what}_bytes") for row in r.rows]
+        med = [float(np.median(v)) / mib if v else float("nan") for v in vals]
+        fig.add_trace(go.Bar(
+            name=f"{what} (MB)", x=[esc(row.setting) for row in r.rows], y=med,
+            marker_color=color,
+            error_y={"type": "data", "symmetric": False,
+                     "array": [max(v) / mib - m if v else 0
+                               for v, m in zip(vals, med, strict=True)],
+                     "arrayminus": [m - min(v) / mib if v else 0
+                                    for v, m in zip(vals, med, strict=True)]},
+            text=[esc(row.verdict(), 300) for row in r.rows],
+            hovertemplate="%{x}: %{y:.1f} MB<br>%{text}<extra></extra>",
+        ))  # fmt: skip
+    fig.add_hline(y=r.weights_bytes / mib, line_dash="dot",
+                  annotation_text="the model's weights")  # fmt: skip
+    return _layout(fig, f"{esc(r.model)}: resident memory the session adds, per setting",
+                   yaxis_title="MB (1024², as in the tables)", barmode="group",
+                   height=380)  # fmt: skip
+
+
 def transformer_figure(t: Any) -> Any:
     """Fused operators the transformers optimizer produced."""
     ops = [(k, v) for k, v in t.fused_operators.items() if v]

@@ -12,6 +12,7 @@ from ortlab.analysis.ablation import AblationResult
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.compare import CompareResult
 from ortlab.analysis.diff import DiffResult
+from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.optimization import OptimizationResult
 from ortlab.analysis.placement import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
@@ -53,6 +54,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (AblationResult, "html", render.ablation_html),
     (AblationResult, "text", render.ablation_text),
     (AblationResult, "plot", plots.ablation_figure),
+    (FootprintResult, "html", render.footprint_html),
+    (FootprintResult, "text", render.footprint_text),
+    (FootprintResult, "plot", plots.footprint_figure),
     (TransformerOptResult, "html", render.transformer_html),
     (TransformerOptResult, "text", render.transformer_text),
     (TransformerOptResult, "plot", plots.transformer_figure),

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ortlab.core.cache import cache_dir
 from ortlab.core.eps import label as ep_label
 from ortlab.core.units import fmt_bytes
@@ -634,6 +636,32 @@ def ablation_html(a: Any) -> str:
         + table_html(*_ablation_rows(a))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in a.notes)
         + inputs_html("Timed and compared", a.feeds, a.synthetic)
+    )
+
+
+def _footprint_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = ["setting", "peak", "held after runs", "create ms", "against the reference"]
+    rows = [[row.setting, fmt_bytes(row.peak), fmt_bytes(row.held),
+             f"{float(np.median(row.create_ms)):.0f}" if row.create_ms else "—", row.verdict()]
+            for row in r.rows]  # fmt: skip
+    return headers, rows
+
+
+def _footprint_head(r: Any) -> str:
+    return (f"{r.model}: resident memory the session adds ({fmt_bytes(r.weights_bytes)} of "
+            f"weights), {r.repeats} fresh processes per setting, {r.runs} runs each")  # fmt: skip
+
+
+def footprint_text(r: Any) -> str:
+    return "\n".join([safe_text(_footprint_head(r)), table_text(*_footprint_rows(r)), *r.notes])
+
+
+def footprint_html(r: Any) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(_footprint_head(r), 400)}</b></div>"
+        + table_html(*_footprint_rows(r))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
+        + inputs_html("Run with", r.feeds, r.synthetic)
     )
 
 

@@ -39,6 +39,7 @@ from ortlab.views.render import (
     compare_html,
     csp_hash,
     esc,
+    footprint_html,
     inline_script,
     inputs_html,
     model_summary_html,
@@ -120,6 +121,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         f"{esc(d.best.session_config.label())} — {esc(d.best.verdict, 500)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
+        + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
         + notes
         + "</div>"
     )
