@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from pathlib import Path
 
 import onnxruntime as ort
 import pytest
@@ -100,3 +101,36 @@ def test_no_python_warning_noise(mlp: ortlab.Model) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         build_session(str(mlp.path), ortlab.SessionConfig(), model_name="mlp")
+
+
+_LOG = (Path(__file__).parent / "data" / "session_stages.log").read_text()
+
+
+def test_creation_stages_from_orts_log_timestamps() -> None:
+    """A verbose log in ORT 1.31's format that crosses midnight: a transformer's time runs
+    from its 'Applying' line to its 'modified' line, summed over steps; one run outside the
+    manager (no 'Applying' line) is not guessed, its gap stays with partition & plan."""
+    from ortlab.engine.session import session_stages
+
+    stages, own = session_stages(_LOG.splitlines())
+    assert own == pytest.approx({"EnsureUniqueDQForNodeUnit": 0.0, "ConstantFolding": 40.0})
+    assert stages == pytest.approx(
+        {"load": 50.0, "optimize": 40.0, "partition & plan": 30.0, "initializers & kernels": 30.0}
+    )
+    info_only = [ln for ln in _LOG.splitlines() if "[V:" not in ln]
+    _, own = session_stages(info_only)  # no start lines: since the line before, an upper bound
+    assert own["EnsureUniqueDQForNodeUnit"] == pytest.approx(10.0)
+    assert own["ConstantFolding"] == pytest.approx(40.0 + 11.0)
+    assert session_stages(info_only[1:]) == ({}, {}), "no landmarks, no stages"
+
+
+def test_creation_stages_add_up_to_the_measured_build() -> None:
+    """On a real model the stages cover the session's whole construction, which ortlab timed
+    with its own clock around the constructor."""
+    m = ortlab.examples.load("resnet50")
+    _, r = build_session(str(m.path), ortlab.SessionConfig(), log_severity=0)
+    total = sum(r.stages_ms.values())
+    assert 0.8 * r.create_ms <= total <= r.create_ms, (r.stages_ms, r.create_ms)
+    assert set(r.fired) <= set(r.transformer_ms)
+    assert r.transformer_ms["NchwcTransformer"] > 0  # fired on this CNN, so it took time
+    assert "session creation: load" in r.to_text()

@@ -11,6 +11,7 @@ nothing measurable says so; one whose absence changes the outputs is a numerics 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,9 @@ class AblationRow:
     """nodes minus the baseline's: > 0 means it fused or removed that many."""
     create_ms: float
     """Session creation (load, optimize, partition) without it; one build, not averaged."""
+    own_ms: float
+    """The transformer's own run time in the baseline's build (all its steps, from ORT's log
+    timestamps; NaN when the log lacks them): what switching it off saves at start-up."""
     p50_ms: float
     ratio: float
     """Latency without it / with it (median of per-round ratios); > 1: it speeds the model up."""
@@ -72,7 +76,7 @@ class AblationResult(Result):
         return pd.DataFrame([r.__dict__ for r in self.rows])
 
     def to_pandas(self) -> Any:
-        """off, fired, nodes, node_change, create_ms, p50_ms, ratio, low, high, verdict,
+        """off, fired, nodes, node_change, create_ms, own_ms, p50_ms, ratio, low, high, verdict,
         max_abs, cosine."""
         return self.table
 
@@ -159,7 +163,9 @@ def ablate_optimizers(
         rows.append(AblationRow(
             off=name, fired=fired.get(name, 0), nodes=len(saved["final"]),
             node_change=len(saved["final"]) - base_nodes,
-            create_ms=float(saved["report"].create_ms), p50_ms=float(np.median(ms[:, k])),
+            create_ms=float(saved["report"].create_ms),
+            own_ms=float(base["report"].transformer_ms.get(name, math.nan)) if name else math.nan,
+            p50_ms=float(np.median(ms[:, k])),
             ratio=v.ratio, low=v.low, high=v.high, verdict=text,
             max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),
         ))  # fmt: skip
@@ -167,5 +173,6 @@ def ablate_optimizers(
         model=m.name, config=cfg.to_dict(), level=level, rows=rows, rounds=rounds,
         feeds=f.describe(), synthetic=f.synthetic,
         notes=["ratio > 1: the model is slower without that transformer, so it helps; "
-               "create_ms is one session build each (not averaged)."],
+               "create_ms is one session build each (not averaged); its own ms is the "
+               "transformer's run in the baseline's build, from ORT's log timestamps."],
     )  # fmt: skip

@@ -88,6 +88,11 @@ class SessionReport(Result):
     why_log: list[str] = field(default_factory=list)
     """ORT's and the EPs' per-node placement verdicts (kernel not found, forced to CPU, QNN's
     validation), verbatim (only when built with log_severity<=1)."""
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    """Session creation per stage (load, optimize, partition & plan, initializers & kernels)
+    from ORT's log timestamps (only when built with log_severity<=1); see ``session_stages``."""
+    transformer_ms: dict[str, float] = field(default_factory=dict)
+    """Each graph transformer's own time, summed over its steps (log_severity<=1)."""
 
     @property
     def fallback(self) -> bool:
@@ -213,6 +218,7 @@ def parse_placements(lines: list[str]) -> dict[str, str]:
 
 
 _FIRED = re.compile(r"GraphTransformer (\S+) modified: (\d+)")
+_APPLYING = re.compile(r"Applying graph transformer (\S+) on step")
 
 
 def parse_fired(lines: list[str]) -> dict[str, int]:
@@ -223,6 +229,79 @@ def parse_fired(lines: list[str]) -> dict[str, int]:
         if hit and hit.group(2) != "0":
             out[hit.group(1)] = out.get(hit.group(1), 0) + 1
     return out
+
+
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d (\d\d):(\d\d):(\d\d(?:\.\d+)?) \[[EWIV]:onnxruntime")
+_LANDMARKS = {
+    "options": "TraceSessionOptions",
+    "initializing": "Initializing session.",
+    "initializers": "Saving initialized tensors.",
+    "done": "Session successfully initialized.",
+}
+STAGES = ("load", "optimize", "partition & plan", "initializers & kernels")
+"""Session-creation stages timed from ORT's own log timestamps (``session_stages``)."""
+
+
+def _stamp_s(line: str) -> float | None:
+    hit = _STAMP.match(line)
+    if hit is None:
+        return None
+    h, m, sec = hit.groups()
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
+def session_stages(lines: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """Where session creation spent its time, from the timestamps on ORT's INFO lines
+    (severity <= 1): ``({stage: ms}, {transformer: ms summed over its steps})``; empty when
+    the log lacks the landmarks.
+
+    - load: from the session's options trace to "Initializing session." (the model parsed);
+    - optimize: every graph transformer's run, from its "Applying graph transformer X" line
+      to its "GraphTransformer X modified" line (verbose severity); with INFO lines only, from
+      the line before (an upper bound);
+    - partition & plan: the rest of "Initializing session." to "Saving initialized tensors."
+      (EP partitioning, function inlining, execution plan);
+    - initializers & kernels: from there to "Session successfully initialized." (initializers
+      copied, kernels created, weights prepacked; an EP's compile when it compiles there)."""
+    marks: dict[str, float] = {}
+    transformer_ms: dict[str, float] = {}
+    prev: float | None = None
+    applying: tuple[str, float] | None = None
+    verbose = any(_APPLYING.search(line) for line in lines)
+    for line in lines:
+        t = _stamp_s(line)
+        if t is None:
+            continue
+        if prev is not None and t < prev - 43200:  # the log crossed midnight
+            t += 86400
+        for key, text in _LANDMARKS.items():
+            if key not in marks and text in line:
+                marks[key] = t
+        start = _APPLYING.search(line)
+        if start:
+            applying = (start.group(1), t)
+        hit = _FIRED.search(line)
+        if hit and prev is not None and "initializing" in marks:
+            name = hit.group(1)
+            if applying is not None and applying[0] == name:
+                took = t - applying[1]
+            elif verbose:  # run outside the transformer manager: its start is not logged
+                took = 0.0
+            else:  # INFO only: since the line before (an upper bound)
+                took = t - prev
+            transformer_ms[name] = transformer_ms.get(name, 0.0) + took * 1e3
+        prev = t
+    if not all(k in marks for k in _LANDMARKS):
+        return {}, {}
+    optimize = sum(transformer_ms.values())
+    graph_ms = (marks["initializers"] - marks["initializing"]) * 1e3
+    stages = {
+        "load": (marks["initializing"] - marks["options"]) * 1e3,
+        "optimize": optimize,
+        "partition & plan": max(graph_ms - optimize, 0.0),
+        "initializers & kernels": (marks["done"] - marks["initializers"]) * 1e3,
+    }
+    return stages, transformer_ms
 
 
 def _reason(provider: str, lines: list[str], warns: list[str], available: list[str]) -> str:
@@ -354,6 +433,7 @@ def build_session(
         for p in requested
         if not p.startswith("policy:") and split_device(p)[0] not in active
     ]
+    stages_ms, transformer_ms = session_stages(lines)
     loud = [ln for ln in lines if not _QUIET.match(ln)]  # drop INFO/VERBOSE chatter
     log, notes = _summarise_log([clean_ort_message(_LOG_PREFIX.sub("", ln)) for ln in loud])
     report = SessionReport(
@@ -371,6 +451,8 @@ def build_session(
         fired=parse_fired(lines),
         why_log=why_lines(lines),
         transformers=list(dict.fromkeys(m.group(1) for ln in lines if (m := _FIRED.search(ln)))),
+        stages_ms=stages_ms,
+        transformer_ms=transformer_ms,
     )
     _enforce_fallback_policy(report, config, model_name)
     return sess, report

@@ -250,8 +250,25 @@ def model_summary_text(s: ModelSummary) -> str:
 # ---------------------------------------------------------------- session report
 
 
+def creation_stages(r: SessionReport, top: int = 3) -> str:
+    """'load 24 ms, optimize 108 ms (Level1_RuleBasedTransformer 45 ms, …), …' from ORT's log
+    timestamps; '' when the session was built without INFO logging."""
+    if not r.stages_ms:
+        return ""
+    slow = sorted(r.transformer_ms.items(), key=lambda kv: -kv[1])[:top]
+    parts = []
+    for stage, ms in r.stages_ms.items():
+        extra = ""
+        if stage == "optimize" and slow:
+            extra = " (" + ", ".join(f"{k} {v:.0f} ms" for k, v in slow if v >= 0.5) + ")"
+        parts.append(f"{stage} {ms:.0f} ms{extra if extra != ' ()' else ''}")
+    return "session creation: " + ", ".join(parts) + " (ORT's log timestamps)"
+
+
 def report_lines(r: SessionReport) -> list[str]:
     lines = [f"providers: requested {r.requested}, active {r.active}"]
+    if r.stages_ms:
+        lines.append(creation_stages(r))
     lines += [f"FALLBACK: {m.provider} did not load. {m.reason}" for m in r.missing]
     lines += [f"note: {n}" for n in r.notes]
     lines += [f"auto: {a}" for a in r.auto_reasons]
@@ -264,9 +281,10 @@ def _report_html(r: SessionReport) -> str:
         for m in r.missing
     )
     out += "".join(f"<div>ℹ {esc(n, 2000)}</div>" for n in r.notes)
+    stages = f"<div>{esc(creation_stages(r), 1000)}</div>" if r.stages_ms else ""
     return out + (
         f"<div>runs on <b>{esc(', '.join(r.active))}</b> · ORT {esc(r.ort_version)} · "
-        f"session created in {r.create_ms:.1f} ms</div>"
+        f"session created in {r.create_ms:.1f} ms</div>{stages}"
     )
 
 
@@ -611,11 +629,11 @@ def diff_html(d: Any, top: int = 20) -> str:
 
 
 def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["switched off", "fired", "nodes (Δ)", "create ms", "p50 ms", "ratio [interval]",
-               "verdict", "max |Δ output|"]  # fmt: skip
+    headers = ["switched off", "fired", "nodes (Δ)", "create ms", "its own ms", "p50 ms",
+               "ratio [interval]", "verdict", "max |Δ output|"]  # fmt: skip
     rows = [
         [r.off or "(none: baseline)", r.fired if r.off else "—", f"{r.nodes} ({r.node_change:+d})",
-         f"{r.create_ms:.0f}", r.p50_ms,
+         f"{r.create_ms:.0f}", "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}", r.p50_ms,
          "—" if not r.off else f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]",
          "—" if not r.off else r.verdict, f"{r.max_abs:.3g}"]
         for r in a.rows
