@@ -358,3 +358,25 @@ def test_int4_variant_and_memory_in_the_lab(lab) -> None:
     assert "com.microsoft.MatMulNBits" in used.summary.op_types  # the run used the int4 model
     memory = lab.shown["Profile"][3]
     assert "memory over one run" in memory.layout.title.text
+
+
+def test_switching_one_optimizer_off_in_the_lab() -> None:
+    """The transformers the session ran are offered, those that changed the graph first; one
+    switched off reaches the session (it no longer fires, its fused op is gone from the graph
+    ORT ran) and stays offered as '(off)'."""
+    lab = ortlab.Lab(ortlab.examples.load("bert_tiny"), synchronous=True, runs=5)
+    offered = [name for _, name in lab.optimizers.options]
+    fired = lab.placement.report.fired
+    assert "SkipLayerNormFusion" in fired
+    assert set(offered[: len(fired)]) == set(fired), "those that fired come first"
+    assert set(lab.placement.report.transformers) <= set(offered)
+    before = {r.op_type for r in lab.placement.optimized_rows}
+    assert "SkipLayerNormalization" in before
+    lab.optimizers.value = ("SkipLayerNormFusion",)
+    assert lab.error.value == "" and len(lab.history) == 2
+    assert lab.config.disabled_optimizers == ("SkipLayerNormFusion",)
+    assert "SkipLayerNormFusion" not in lab.placement.report.fired
+    assert "SkipLayerNormalization" not in {r.op_type for r in lab.placement.optimized_rows}
+    assert ("SkipLayerNormFusion (off)", "SkipLayerNormFusion") in lab.optimizers.options
+    assert lab.optimizers.value == ("SkipLayerNormFusion",)
+    assert "disable_specified_optimizers" in lab.history.records[-1].config.snippet()

@@ -129,6 +129,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             False, description="per-channel", indent=False, tooltip="int8 variants only"
         )
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
+        off = tuple(self._base.disabled_optimizers)
+        self.optimizers = w.SelectMultiple(
+            options=[(f"{n} (off)", n) for n in off], value=off, rows=4,
+            description="optimizers off",
+            tooltip="ORT's graph transformers, those that changed this graph first; the selected "
+            "ones are switched off (ctrl/shift-click for several)",
+            layout=w.Layout(width="100%"),
+        )  # fmt: skip
+        self.optimizers.add_class("ortlab-optimizers")
         self.dims = self._dims_box()
         self.runs = w.IntSlider(runs, min=5, max=500, step=5, description="runs")
         self.run_button = w.Button(description="Run", button_style="primary")
@@ -151,6 +160,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.variant,
             self.per_channel,
             self.transformers,
+            self.optimizers,
             self.dims,  # continuous_update=False: the value arrives on Enter (or leaving it)
         ]
         self._hold = False
@@ -170,7 +180,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                        layout=column),
                 w.VBox([self.intra, self.inter, self.spinning, self.variant, self.per_channel,
                         self.io_binding, self.transformers], layout=column),
-                w.VBox([self.dims, self.runs, w.HBox([self.run_button, self.cancel_button]),
+                w.VBox([self.dims, self.optimizers, self.runs,
+                        w.HBox([self.run_button, self.cancel_button]),
                         self.progress, w.HBox([self.snippet_button, self.report_button])],
                        layout=column),
             ],
@@ -223,6 +234,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             execution_mode=self.mode.value,
             allow_spinning={"on": True, "off": False}.get(self.spinning.value),
             io_binding=self.io_binding.value,
+            disabled_optimizers=tuple(self.optimizers.value),
             fallback="allow",
         )
 
@@ -453,6 +465,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             old.layout.close()  # its Layout is a widget of its own
             old.close()
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
+        self._offer_optimizers(pl.report)
         self._show("Graph", self.graph)
         self._show("Placement", self._whatif_bar, pl, *self._whatif_shown)
         self._show_profile(prof)
@@ -476,6 +489,24 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         self.history.add(record)
         self._history_pane()
+
+    def _offer_optimizers(self, r: Any) -> None:
+        """The transformers this session ran, those that changed the graph first (with how
+        often), and the ones switched off (which ORT then does not list)."""
+        chosen = tuple(self.optimizers.value)
+        fired = sorted(r.fired.items(), key=lambda kv: (-kv[1], kv[0]))
+        quiet = sorted(set(r.transformers) - set(r.fired) - set(chosen))
+        options = [(f"{n} (off)", n) for n in chosen]
+        options += [(f"{n} (fired {k}×)", n) for n, k in fired if n not in chosen]
+        options += [(n, n) for n in quiet]
+        if options == list(self.optimizers.options):
+            return
+        self._hold = True  # new options are not a request to re-run
+        try:
+            self.optimizers.options = options
+            self.optimizers.value = chosen
+        finally:
+            self._hold = False
 
     def _show_profile(self, prof: Any) -> None:
         top = median_shares(prof).head(25)
@@ -635,6 +666,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.variant.value = variant
             self.per_channel.value = False  # the doctor's file is used as it is
             self.transformers.value = False
+            off = tuple(c.disabled_optimizers)
+            self.optimizers.options = [(f"{n} (off)", n) for n in off] + [
+                o for o in self.optimizers.options if o[1] not in off
+            ]
+            self.optimizers.value = off
         finally:
             self._hold = False
         self.run()
