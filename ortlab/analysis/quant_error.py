@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.graphmap import graph_nodes
-from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.quantization import SavedCalibration, calibration_data
 from ortlab.core.inputs import validate_feeds
 from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
@@ -45,6 +45,10 @@ class ErrorResult(Result):
     """The float model (what :meth:`fix` re-quantizes)."""
     settings: dict[str, Any] = field(default_factory=dict)
     """The variant's QuantConfig settings when ortlab.quantize made it; {} otherwise."""
+    calibration: dict[str, Any] = field(default_factory=dict)
+    """Where the variant's calibration samples are (path, source, synthetic): :meth:`fix`
+    calibrates its variants with exactly those; {} when it needed none or ortlab did not
+    make it."""
 
     def fix(self, n: int = 5, *, promote: bool = True) -> QuantFix:
         """Variants that spare the ``n`` worst nodes (lowest SQNR at their outputs): one with
@@ -63,6 +67,15 @@ class ErrorResult(Result):
         nodes = list(dict.fromkeys(worst["node"]))[:n]
         tensors = worst[worst["node"].isin(nodes)]["tensor"].tolist()
         base = QuantConfig.from_settings(self.settings)
+        if base.mode == "static":
+            if not self.calibration:
+                raise ValueError(
+                    "fix() calibrates its variants with the samples the variant was calibrated "
+                    "with, and this variant's are not in ortlab's cache (made before this "
+                    "version, or the cache was cleared): quantize again with ortlab.quantize "
+                    "and measure quantization_error(m, q) again."
+                )
+            base = dataclasses.replace(base, calibration=SavedCalibration(**self.calibration))
         spared = tuple(sorted({*base.nodes_to_exclude, *nodes}))
         variants = [quantize(self.model_path, dataclasses.replace(base, nodes_to_exclude=spared))]
         if promote and base.mode == "static" and base.format == "qdq":
@@ -160,6 +173,8 @@ def quantization_error(
         model=base.name, variant=label, tensors=rows, samples=data.source,
         synthetic=data.synthetic, skipped=skipped, model_path=str(base.path),
         settings=dict(getattr(var.variant, "settings", None) or {}),
+        calibration=dataclasses.asdict(saved) if var.variant is not None
+        and (saved := SavedCalibration.of(var.variant)) is not None else {},
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -216,6 +216,8 @@ def calibration_data(
     gave (not made by ortlab) are the first sample."""
     if source is None:
         return _synthesized(model, min(limit, 8), seed, dims, like)
+    if isinstance(source, SavedCalibration):  # a variant's own samples: the same provenance
+        return Calibration(load_samples(source.path), source.synthetic, source.source)
     if isinstance(source, str | Path) and Path(source).is_dir():
         samples = _from_folder(model, Path(source), limit)
         origin = f"folder {source}"
@@ -280,6 +282,22 @@ def _synthesized(
 
 
 @dataclass(frozen=True)
+class SavedCalibration:
+    """The calibration samples a variant was made with (``VariantInfo.calibration_file``),
+    as a ``calibration=`` source: re-quantizing with them compares like with like."""
+
+    path: str
+    source: str
+    synthetic: bool
+
+    @classmethod
+    def of(cls, info: VariantInfo) -> SavedCalibration | None:
+        if not info.calibration_file or not Path(info.calibration_file).exists():
+            return None
+        return cls(info.calibration_file, info.calibration, info.synthetic_calibration)
+
+
+@dataclass(frozen=True)
 class VariantInfo:
     """How a model variant was produced (attached to the Model it returns)."""
 
@@ -290,6 +308,10 @@ class VariantInfo:
     calibration: str
     synthetic_calibration: bool
     log: list[str] = field(default_factory=list)
+    calibration_file: str = ""
+    """The calibration samples it was made with (a .npz in ortlab's cache; '' when none were
+    needed): a re-quantization that must compare like with like (``ErrorResult.fix``) uses
+    exactly these."""
 
 
 def _check_quantizable(model: Model, config: QuantConfig) -> None:
@@ -364,6 +386,9 @@ def quantize(
         )
         steps, log = out["steps"], out["log"]
         out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))
+    calib_file = out_path.with_suffix(".calib.npz")
+    if calib.samples and not calib_file.exists():
+        save_samples(calib_file, calib.samples)
     q = load(out_path, name=f"{m.name} [{cfg.label()}]")
     info = VariantInfo(
         label=cfg.label(),
@@ -373,8 +398,29 @@ def quantize(
         calibration=calib.source,
         synthetic_calibration=calib.synthetic,
         log=log,
+        calibration_file=str(calib_file) if calib.samples else "",
     )
     return replace(q, source=f"variant:{cfg.label()}", variant=info)
+
+
+def save_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
+    """Calibration samples as one .npz (``<index>/<input name>`` keys, no pickling)."""
+    arrays = {f"{i}/{name}": np.asarray(v) for i, sample in enumerate(samples)
+              for name, v in sample.items()}  # fmt: skip
+    tmp = path.with_name(path.name + ".part")
+    with tmp.open("wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]
+    tmp.replace(path)
+
+
+def load_samples(path: str | Path) -> list[dict[str, Any]]:
+    """What :func:`save_samples` wrote, in order."""
+    out: dict[int, dict[str, Any]] = {}
+    with np.load(path, allow_pickle=False) as data:
+        for key in data.files:
+            i, _, name = key.partition("/")
+            out.setdefault(int(i), {})[name] = data[key]
+    return [out[i] for i in sorted(out)]
 
 
 def to_fp16(model: Any, keep_io_types: bool = True, op_block_list: Iterable[str] = ()) -> Model:
