@@ -679,6 +679,7 @@ def test_doctor_on_a_transformer_runs_the_optimizer() -> None:
     share = d.profile.by_op_type().groupby("op_type")["share"].sum()
     matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
     assert ("variant:quant-dynamic" in keys) == (matmul >= 0.3), (matmul, sorted(keys))
+    assert ("variant:quant-int4" in keys) == (matmul >= 0.3), "bert_tiny has MatMul weights"
 
 
 @pytest.fixture
@@ -829,3 +830,15 @@ def test_memory_finding_needs_a_saving_beyond_the_spread_and_worth_having() -> N
     assert x.severity == "info", "a saving that costs time is a trade-off, not a warning"
     assert "costs time" in x.gain and x.ratio == slower.ratio
     assert "the time it costs" in x.fix
+
+
+def test_quantization_candidates_follow_where_the_time_goes() -> None:
+    from ortlab.diagnosis.search import _wanted_quantization
+
+    conv = _wanted_quantization({"Conv": 0.7, "Relu": 0.1}, {"Conv": 20})
+    assert [k for k, _ in conv] == ["static"]
+    matmul = _wanted_quantization({"MatMul": 0.5}, {"MatMul": 12, "Add": 12})
+    assert [k for k, _ in matmul] == ["dynamic", "int4"]
+    assert matmul[1][1].mode == "int4"
+    gemm = _wanted_quantization({"Gemm": 0.8}, {"Gemm": 3})  # int4 quantizes MatMul weights
+    assert [k for k, _ in gemm] == ["dynamic"]

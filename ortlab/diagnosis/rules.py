@@ -435,17 +435,19 @@ def quantization(f: Facts) -> list[Finding]:
                 or _FIX_KEY.search(key)):  # fmt: skip
             continue
         kind = key.removeprefix("variant:quant-")
-        why = (
-            "MatMul/Gemm carry most of the time, and dynamic quantization needs no calibration"
-            if kind == "dynamic"
-            else "Conv carries most of the time; static QDQ per-channel keeps int8 end to end"
-        )
+        why = {
+            "dynamic": "MatMul/Gemm carry most of the time, and dynamic quantization needs no "
+            "calibration",
+            "int4": "MatMul carries most of the time; weight-only int4 (MatMulNBits) stores its "
+            "weights in 4 bits, activations stay float",
+        }.get(kind, "Conv carries most of the time; static QDQ per-channel keeps int8 end to end")
         accurate = m.cosine >= f.min_cosine
         cost = f"output cosine {m.cosine:.4f} against fp32 on the evaluation samples" + (
             "" if accurate else f" — below {f.min_cosine}, so the doctor did not pick it as best"
         )
-        code = "q = ortlab.quantize(model, " + ("mode='dynamic')" if kind == "dynamic" else
-               "mode='static', format='qdq', per_channel=True, calibration=samples)")  # fmt: skip
+        static = "mode='static', format='qdq', per_channel=True, calibration=samples"
+        args = f"mode={kind!r}" if kind in ("dynamic", "int4") else static
+        code = f"q = ortlab.quantize(model, {args})"
         fix = (f"serve the {m.variant} model if its accuracy on real data is acceptable "
                "(calibrate static quantization with real samples)")  # fmt: skip
         gain = _gain(m, f.baseline_ms)

@@ -283,7 +283,7 @@ class Search:
                 )
 
             attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
-        wanted = _wanted_quantization(facts.op_time_share) if quantize else []
+        wanted = _wanted_quantization(facts.op_time_share, facts.op_counts) if quantize else []
 
         def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
             # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
@@ -468,7 +468,8 @@ class Search:
         variant, and scored on the same samples. Returns ``items`` with the fixes added, so
         the combination stage can pick one like any candidate."""
         low = [(key, mm, c, steps) for key, mm, c, steps in items
-               if key.startswith("variant:quant-") and key in facts.measured
+               if key in ("variant:quant-static", "variant:quant-dynamic")
+               and key in facts.measured
                and not self._accurate(facts.measured[key])]  # fmt: skip
         for key, q, c, _ in low:
             if self.left() < 0:
@@ -714,9 +715,12 @@ def _base(items: list[Item], k: int, ref: int) -> int:
     return ref if items[k][0].startswith("variant:") else 0
 
 
-def _wanted_quantization(share: dict[str, float]) -> list[tuple[str, Any]]:
-    """int8 variants worth trying: static QDQ per-channel when convolutions carry the time,
-    dynamic when MatMul/Gemm/attention do."""
+def _wanted_quantization(
+    share: dict[str, float], ops: dict[str, int] | None = None
+) -> list[tuple[str, Any]]:
+    """Variants worth trying: static QDQ per-channel int8 when convolutions carry the time;
+    dynamic int8 when MatMul/Gemm/attention do, and weight-only int4 (MatMulNBits) too when
+    the model has MatMul nodes (their constant weights are what it quantizes)."""
 
     conv = sum(v for k, v in share.items() if "Conv" in k)
     matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
@@ -726,6 +730,8 @@ def _wanted_quantization(share: dict[str, float]) -> list[tuple[str, Any]]:
         wanted.append(("static", qc))
     if matmul >= 0.3:
         wanted.append(("dynamic", QuantConfig(mode="dynamic")))
+        if ops and ops.get("MatMul"):
+            wanted.append(("int4", QuantConfig(mode="int4")))
     return wanted
 
 
@@ -745,8 +751,8 @@ def _clearly_slower(med: np.ndarray, base: int, k: int) -> bool:
 
 
 def _quant_args(qc: Any) -> str:
-    if qc.mode == "dynamic":
-        return "mode='dynamic'"
+    if qc.mode in ("dynamic", "int4"):
+        return f"mode={qc.mode!r}"
     return f"mode='static', format={qc.format!r}, per_channel={qc.per_channel!r}"
 
 
