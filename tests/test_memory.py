@@ -58,6 +58,11 @@ def test_memory_reaches_the_join_and_the_graph() -> None:
             assert r.output_bytes == prof.loc[r.optimized[0], "output_bytes"], r.node
             checked += 1
     assert checked > 20
+    # per EP, what its kernels wrote: each fused kernel once (crediting it to every original
+    # node it fused would count Conv+Relu twice)
+    s = pl.summary().set_index("provider")
+    assert s.loc["CPUExecutionProvider", "output_bytes"] == prof["output_bytes"].clip(0).sum()
+    assert "outputs/run" in pl._repr_html_()
     g = ortlab.graph(m, placement=pl)
     g.color_by = "memory"
     drawn = [n for n in g.data["nodes"] if n["output_bytes"] > 0]

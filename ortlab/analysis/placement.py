@@ -187,12 +187,20 @@ class PlacementResult(Result):
         return pd.DataFrame(groups, columns=["reason", "nodes", "examples", "fix", "raw"])
 
     def summary(self) -> Any:
-        """Per provider: original nodes, share of nodes, partitions, µs per run, share of time."""
+        """Per provider: original nodes, share of nodes, partitions, µs per run, share of time,
+        output_bytes (what its kernels write per run, as ORT's profile recorded them: a
+        fused kernel once, not once per original node)."""
         import pandas as pd
 
         rows = []
         total_nodes = sum(1 for r in self.node_rows if r.partition >= 0) or 1
         total_time = sum(r.us_per_run for r in self.optimized_rows) or 1.0
+        written: dict[str, int] = {}
+        if self.profile is not None:
+            kernels = self.profile.by_node()
+            kernels = kernels[kernels["output_bytes"] > 0]
+            written = {str(k): int(v) for k, v in
+                       kernels.groupby("provider")["output_bytes"].sum().items()}  # fmt: skip
         for prov in dict.fromkeys(r.provider for r in self.partition_rows):
             nodes = sum(1 for r in self.node_rows if r.provider == prov and r.partition >= 0)
             time = sum(r.us_per_run for r in self.optimized_rows if r.provider == prov)
@@ -204,6 +212,7 @@ class PlacementResult(Result):
                     "partitions": sum(1 for p in self.partition_rows if p.provider == prov),
                     "us_per_run": time,
                     "time_share": time / total_time,
+                    "output_bytes": written.get(prov, 0),
                 }
             )
         return pd.DataFrame(rows)

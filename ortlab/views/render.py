@@ -384,10 +384,11 @@ def profile_html(p: ProfileResult, top: int = 15) -> str:
 
 
 def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["provider", "nodes", "node share", "partitions", "µs/run", "time share"]
+    headers = ["provider", "nodes", "node share", "partitions", "µs/run", "time share",
+               "outputs/run"]  # fmt: skip
     rows = [
         [r.provider, int(r.nodes), f"{r.node_share:.0%}", int(r.partitions),
-         float(r.us_per_run), f"{r.time_share:.0%}"]
+         float(r.us_per_run), f"{r.time_share:.0%}", fmt_bytes(r.output_bytes)]
         for r in pl.summary().itertuples()
     ]  # fmt: skip
     return headers, rows
