@@ -156,8 +156,8 @@ class FootprintResult(Result):
 
     def best(self) -> FootprintRow | None:
         """The setting that lowers the peak most, measurably; None when none does."""
-        saving = [r for r in self.rows[1:] if r.saves_peak]
-        return min(saving, key=lambda r: r.peak_change) if saving else None
+        saving = self.savings(min_share=0.0, min_bytes=0.0)
+        return saving[0] if saving else None
 
     def __repr__(self) -> str:
         ref = self.reference

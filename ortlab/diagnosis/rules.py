@@ -10,7 +10,6 @@ from a model made to show its problem, and on a healthy model where it stays qui
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ __all__ = [
     "CandidateFailure",
     "Facts",
     "Finding",
+    "FixTried",
     "Measured",
     "busy_cores",
     "load_caveat",
@@ -134,6 +134,17 @@ class CandidateFailure:
     """Python that reproduces the failing step alone."""
 
 
+@dataclass(frozen=True)
+class FixTried:
+    """The fix variants of one int8 variant (``ErrorResult.fix``) the doctor measured."""
+
+    nodes: list[str]
+    """The worst nodes they spare."""
+    variants: dict[str, str]
+    """Measured key -> how the nodes are spared ('left in float', 'their outputs quantized
+    to 16 bits')."""
+
+
 @dataclass
 class Facts:
     """Everything the rules read. Built by :func:`ortlab.doctor`; tests build it by hand."""
@@ -169,9 +180,8 @@ class Facts:
     """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
     logical_cpus: int = 0
     """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
-    quant_fixes: dict[str, list[str]] = field(default_factory=dict)
-    """int8 variant key -> the worst nodes its fix variants spare (keys ``<key>-spare<n>``,
-    ``<key>-16bit<n>`` in ``measured``)."""
+    quant_fixes: dict[str, FixTried] = field(default_factory=dict)
+    """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
     footprint: Any = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
     allocator: dict[str, float] = field(default_factory=dict)
@@ -411,17 +421,10 @@ def _config_args(config: dict[str, Any], base: SessionConfig) -> str:
     return ", ".join(changed)
 
 
-_FIX_KEY = re.compile(r"-(spare|16bit)\d+$")
-
-
-def _best_fix(f: Facts, key: str) -> Measured | None:
+def _best_fix(f: Facts, tried: FixTried) -> Measured | None:
     """The fix of an int8 variant to propose: the fastest that reaches ``min_cosine``, else
     the most accurate."""
-    fixes = [
-        m
-        for k, m in f.measured.items()
-        if k.startswith(key + "-") and _FIX_KEY.search(k) and not k.endswith("+final")
-    ]
+    fixes = [f.measured[k] for k in tried.variants if k in f.measured]
     if not fixes:
         return None
     good = [m for m in fixes if m.cosine >= f.min_cosine]
@@ -430,9 +433,10 @@ def _best_fix(f: Facts, key: str) -> Measured | None:
 
 def quantization(f: Facts) -> list[Finding]:
     out = []
+    fix_keys = {k for tried in f.quant_fixes.values() for k in tried.variants}
     for key, m in f.measured.items():
         if (not key.startswith("variant:quant-") or key.endswith("+final") or m.slower
-                or _FIX_KEY.search(key)):  # fmt: skip
+                or key in fix_keys):  # fmt: skip
             continue
         kind = key.removeprefix("variant:quant-")
         why = {
@@ -451,11 +455,11 @@ def quantization(f: Facts) -> list[Finding]:
         fix = (f"serve the {m.variant} model if its accuracy on real data is acceptable "
                "(calibrate static quantization with real samples)")  # fmt: skip
         gain = _gain(m, f.baseline_ms)
-        best = _best_fix(f, key) if not accurate else None
-        nodes = f.quant_fixes.get(key, [])
-        if best is not None:
-            how = ("their outputs quantized to 16 bits" if "-16bit" in best.key
-                   else "left in float")  # fmt: skip
+        tried = f.quant_fixes.get(key)
+        best = _best_fix(f, tried) if tried is not None and not accurate else None
+        nodes = tried.nodes if tried is not None else []
+        if tried is not None and best is not None:
+            how = tried.variants[best.key]
             cost += (f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
                      f"cosine {best.cosine:.4f}, {best.verdict}, size {best.file_bytes:,} "
                      "bytes")  # fmt: skip

@@ -57,6 +57,7 @@ from ortlab.diagnosis.rules import (
     SMALL_MODEL_MS,
     CandidateFailure,
     Facts,
+    FixTried,
     Measured,
     attention_shaped,
 )
@@ -70,6 +71,8 @@ T = TypeVar("T")
 LEVEL_ORDER = ("disabled", "basic", "extended", "layout", "all")
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
+_FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
+"""The variants ``ErrorResult.fix`` makes, in its order: key tag, how the nodes are spared."""
 MEMORY_REPEATS = 4
 """Fresh processes per memory setting: the fewest that give a 95 % interval (97 %)."""
 WHATIF_TARGETS = {t: PROVIDER_ALIASES[t] for t in ("qnn", "nnapi", "coreml", "openvino")}
@@ -482,10 +485,13 @@ class Search:
             )  # fmt: skip
             if fix is None:
                 continue
-            facts.quant_fixes[key] = list(fix.nodes)
-            tag = {0: "spare", 1: "16bit"}
-            fixes = [(f"{key}-{tag[k]}{len(fix.nodes)}", v, c, list(v.variant.steps))
-                     for k, v in enumerate(fix.variants)]  # fmt: skip
+            fixes: list[Item] = []
+            spared: dict[str, str] = {}
+            for (tag, how), v in zip(_FIX_KINDS, fix.variants, strict=False):
+                fkey = f"{key}-{tag}{len(fix.nodes)}"
+                fixes.append((fkey, v, c, list(v.variant.steps)))
+                spared[fkey] = how
+            facts.quant_fixes[key] = FixTried(list(fix.nodes), spared)
             ref: Item = ("original", self.m, c, [])
             runs, rounds = self._plan(len(fixes) + 2, facts, 0.15, f"the fixes of {key}")
             med, ran = self._time([ref, (key, q, c, []), *fixes], rounds, runs,

@@ -45,7 +45,8 @@ def measure(ask: dict[str, Any]) -> dict[str, Any]:
     from ortlab.engine.session import build_session
     from ortlab.engine.tasks import prepare_feeds
 
-    feeds = prepare_feeds(ask["feeds"])
+    with Path(ask["feeds_file"]).open("rb") as f:
+        feeds = prepare_feeds(pickle.load(f))  # the worker's own file
     before = _status("VmRSS")
     peak_ok = before is not None and _reset_peak()
     start = time.perf_counter()

@@ -60,10 +60,13 @@ def footprint(
     out: list[list[dict[str, Any]]] = [[] for _ in items]
     total = len(items) * repeats
     with cache.temp_dir("footprint-") as folder:
+        feeds_file = folder / "feeds.pkl"  # written once, read by every child
+        with feeds_file.open("wb") as f:
+            pickle.dump(dict(feeds), f)
         for r in range(repeats):
             for k, (path, name, config) in enumerate(items):
                 ask = {"model_path": path, "name": name, "config": config,
-                       "feeds": dict(feeds), "runs": runs}  # fmt: skip
+                       "feeds_file": str(feeds_file), "runs": runs}  # fmt: skip
                 out[k].append(_one(folder, ask, k))
                 progress(r * len(items) + k + 1, total)
     return out

@@ -255,13 +255,14 @@ def creation_stages(r: SessionReport, top: int = 3) -> str:
     timestamps; '' when the session was built without INFO logging."""
     if not r.stages_ms:
         return ""
-    slow = sorted(r.transformer_ms.items(), key=lambda kv: -kv[1])[:top]
+    slow = [(k, v) for k, v in sorted(r.transformer_ms.items(), key=lambda kv: -kv[1])[:top]
+            if v >= 0.5]  # fmt: skip
     parts = []
     for stage, ms in r.stages_ms.items():
         extra = ""
         if stage == "optimize" and slow:
-            extra = " (" + ", ".join(f"{k} {v:.0f} ms" for k, v in slow if v >= 0.5) + ")"
-        parts.append(f"{stage} {ms:.0f} ms{extra if extra != ' ()' else ''}")
+            extra = " (" + ", ".join(f"{k} {v:.0f} ms" for k, v in slow) + ")"
+        parts.append(f"{stage} {ms:.0f} ms{extra}")
     return "session creation: " + ", ".join(parts) + " (ORT's log timestamps)"
 
 

@@ -129,9 +129,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             False, description="per-channel", indent=False, tooltip="int8 variants only"
         )
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
-        off = tuple(self._base.disabled_optimizers)
         self.optimizers = w.SelectMultiple(
-            options=[(f"{n} (off)", n) for n in off], value=off, rows=4,
+            options=[], rows=4,
             description="optimizers off",
             tooltip="ORT's graph transformers, those that changed this graph first; the selected "
             "ones are switched off (ctrl/shift-click for several)",
@@ -164,6 +163,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.dims,  # continuous_update=False: the value arrives on Enter (or leaving it)
         ]
         self._hold = False
+        self._offer_optimizers(tuple(self._base.disabled_optimizers))
         for control in (*settings, self.runs, *self.provider_boxes.values()):
             control.observe(lambda _: None if self._hold else self.run(), names="value")
         self.run_button.on_click(lambda _: self.run())
@@ -465,7 +465,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             old.layout.close()  # its Layout is a widget of its own
             old.close()
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
-        self._offer_optimizers(pl.report)
+        self._offer_optimizers(tuple(self.optimizers.value))
         self._show("Graph", self.graph)
         self._show("Placement", self._whatif_bar, pl, *self._whatif_shown)
         self._show_profile(prof)
@@ -490,23 +490,23 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.history.add(record)
         self._history_pane()
 
-    def _offer_optimizers(self, r: Any) -> None:
-        """The transformers this session ran, those that changed the graph first (with how
-        often), and the ones switched off (which ORT then does not list)."""
-        chosen = tuple(self.optimizers.value)
-        fired = sorted(r.fired.items(), key=lambda kv: (-kv[1], kv[0]))
-        quiet = sorted(set(r.transformers) - set(r.fired) - set(chosen))
+    def _offer_optimizers(self, chosen: tuple[str, ...]) -> None:
+        """``chosen`` switched off (ORT then does not list them), then the transformers the
+        last session ran, those that changed the graph first (with how often)."""
+        r = self.placement.report if self.placement is not None else None
+        fired = sorted(r.fired.items(), key=lambda kv: (-kv[1], kv[0])) if r else []
+        quiet = sorted(set(r.transformers) - set(r.fired) - set(chosen)) if r else []
         options = [(f"{n} (off)", n) for n in chosen]
         options += [(f"{n} (fired {k}×)", n) for n, k in fired if n not in chosen]
         options += [(n, n) for n in quiet]
-        if options == list(self.optimizers.options):
+        if options == list(self.optimizers.options) and chosen == self.optimizers.value:
             return
-        self._hold = True  # new options are not a request to re-run
+        held, self._hold = self._hold, True  # new options are not a request to re-run
         try:
             self.optimizers.options = options
             self.optimizers.value = chosen
         finally:
-            self._hold = False
+            self._hold = held
 
     def _show_profile(self, prof: Any) -> None:
         top = median_shares(prof).head(25)
@@ -666,11 +666,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.variant.value = variant
             self.per_channel.value = False  # the doctor's file is used as it is
             self.transformers.value = False
-            off = tuple(c.disabled_optimizers)
-            self.optimizers.options = [(f"{n} (off)", n) for n in off] + [
-                o for o in self.optimizers.options if o[1] not in off
-            ]
-            self.optimizers.value = off
+            self._offer_optimizers(tuple(c.disabled_optimizers))
         finally:
             self._hold = False
         self.run()
