@@ -136,7 +136,7 @@ def main() -> None:
             g = graph_data(m)
             data_ms = (time.perf_counter() - t0) * 1e3
             expanded = [gr.id for gr in g.groups] if open_all else list(g.expanded)
-            path = write_html(g.to_dict(), "provider", expanded, Path(tmp) / "g.html")
+            path = write_html(g.packed(), "provider", expanded, Path(tmp) / "g.html")
             ov = g.overview() if not open_all else None
             row = {
                 "case": label,
@@ -165,16 +165,18 @@ def main() -> None:
             print(row, flush=True)
         browser.close()
     lines = [
-        "Headless Chromium (Debian), 2 vCPU. `load→view`: page load to the first laid-out "
-        "paint (JSON parse, visible set, dagre in a Web Worker, paint). `first picture`: items "
+        "Headless Chromium (Debian), 2 vCPU. `page MB`: the standalone HTML (the graph packed: "
+        "columns of indices into one front-coded string table). `load→view`: page load to the "
+        "first laid-out paint (reading the page, JSON.parse of its state block, unpacking, "
+        "visible set, dagre in a Web Worker, paint). `first picture`: items "
         "drawn and the largest as a share of the model; labels are never drawn below 10 px. "
         "Netron: the `netron` package's server and UI in the same browser, page load to its "
         "first drawn node (its renderer lays out every node; it has no groups).",
         "",
         "| case | nodes (constants folded) | first picture: items, largest | smallest label px "
-        "| graph_data ms | load→view ms | layout ms | repaint ms | open a deep scope: ms "
-        "(items) | Netron load→view ms |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| graph_data ms | page MB | load→view ms | layout ms | repaint ms | open a deep scope: "
+        "ms (items) | Netron load→view ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         largest = f"{r['largest_item_share']:.0%}" if r["largest_item_share"] is not None else "—"
@@ -182,7 +184,7 @@ def main() -> None:
                   r.get("netron_error", "not run"))  # fmt: skip
         lines.append(
             f"| {r['case']} | {r['nodes']:,} ({r['constants_folded']}) | {r['shown']}, {largest} "
-            f"| {r['min_label_px']:.0f} | {r['python_graph_data_ms']:.0f} | "
+            f"| {r['min_label_px']:.0f} | {r['python_graph_data_ms']:.0f} | {r['html_mb']:.1f} | "
             f"{r['load_to_view_ms']:.0f} | {r['layout_ms']:.0f} | {r['repaint_ms']:.1f} | "
             + (f"{r['expand_ms']:.0f} ({r['shown_after_expand']}) |" if "expand_ms" in r
                else "— |")

@@ -63,7 +63,7 @@ def test_levels_differ_per_node_as_the_joins_say(runs: tuple[ortlab.PlacementRes
     assert a.profile is not None
     assert (t["a_us"] >= 0).all() and (t["a_us"] <= max(a.profile.data.run_us)).all()
     g = ortlab.graph(ortlab.examples.load("squeezenet"), placement=b, diff=d)
-    assert g.color_by == "diff" and any(n["delta_us"] for n in g.data["nodes"])
+    assert g.color_by == "diff" and any(n.delta_us for n in g.graph_data.nodes)
     assert "<table" in d._repr_html_() and d.plot() is not None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import ortlab
 from ortlab.analysis.graphdata import GHOST_FANOUT, graph_data
 from tests import models
+from tests.graphwire import node_strings, page_state
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>\x1b[31m'
 
@@ -80,7 +80,7 @@ def test_graph_data_round_trip_and_control_flow() -> None:
 def test_widget_state(split_placement: ortlab.PlacementResult) -> None:
     m = ortlab.examples.load("nan_guard_cnn")
     w = ortlab.graph(m, placement=split_placement)
-    assert w.color_by == "provider" and len(w.data["nodes"]) == 9
+    assert w.color_by == "provider" and len(w.graph_data.nodes) == 9
     assert "export const { layout, Graph }" in w.dagre_src
     import traitlets
 
@@ -106,9 +106,7 @@ def test_html_export_is_self_contained_and_escapes(tmp_path: Path) -> None:
     assert "<script>alert(2)" not in page and "<img src=x" not in page
     assert "http://" not in page.split("<script")[0] and "cdn" not in page.lower()
     assert "Content-Security-Policy" in page
-    start = page.index("const state = ") + len("const state = ")
-    state = json.loads(page[start : page.index(";\nconst listeners")])
-    assert state["data"]["nodes"][0]["name"] == HOSTILE
+    assert node_strings(page_state(page)["data"], 0)["name"] == HOSTILE
 
 
 def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> None:
@@ -143,15 +141,16 @@ def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> N
     assert w._esm == (folder / "index.js").read_text(encoding="utf-8")
     assert w.modules == {f.stem: f.read_text(encoding="utf-8") for f in files[1:]}
     page = w.to_html(tmp_path / "g.html").read_text(encoding="utf-8")
-    scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, flags=re.S)
-    assert len(scripts) == 1, "one inline script: the loader, with data and modules as JSON"
+    scripts = re.findall(r"<script(?! type=\"application/json\")[^>]*>(.*?)</script>", page,
+                         flags=re.S)  # fmt: skip
+    assert len(scripts) == 1, "one inline script: the loader (data and modules are a data block)"
     policy = re.search(r'Content-Security-Policy" content="([^"]+)"', page)
     assert policy and csp_hash(scripts[0]) in policy.group(1)
     script_src = policy.group(1).split("script-src", 1)[1].split(";")[0].split()
     assert script_src == [csp_hash(scripts[0]), "blob:"], "only the hash and blob: modules"
-    start = scripts[0].index("const state = ") + len("const state = ")
-    state = json.loads(scripts[0][start : scripts[0].index(";\nconst listeners")])
+    state = page_state(page)
     assert state["modules"] == w.modules, "the page runs the widget's very modules"
+    assert state["data"] == w.data, "and draws the widget's very data"
 
 
 def test_netron_serves_the_model_locally_and_stops() -> None:

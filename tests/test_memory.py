@@ -65,8 +65,8 @@ def test_memory_reaches_the_join_and_the_graph() -> None:
     assert "outputs/run" in pl._repr_html_()
     g = ortlab.graph(m, placement=pl)
     g.color_by = "memory"
-    drawn = [n for n in g.data["nodes"] if n["output_bytes"] > 0]
-    assert len(drawn) >= checked and g.data["has_memory"]
+    drawn = [n for n in g.graph_data.nodes if n.output_bytes > 0]
+    assert len(drawn) >= checked and g.graph_data.has_memory and g.data["has_memory"]
 
 
 # ---------------------------------------------------------------- the session's footprint

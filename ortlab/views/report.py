@@ -32,6 +32,7 @@ from ortlab.core.runtime import devices
 from ortlab.core.stats import MIN_ROUNDS
 from ortlab.engine.calls import as_config, prepare
 from ortlab.views import plots
+from ortlab.views.graph_page import page_module
 from ortlab.views.render import (
     _STYLE,
     _report_html,
@@ -286,14 +287,14 @@ def _compare_inputs(c: Any) -> str:
 # ---------------------------------------------------------------------- the page
 
 
-def _graph_module(model: Model, placement: Any, profile: Any) -> str:
-    """The graph view's module for the report: EP and time from the placement join (original
-    nodes), else time from the profile where its node names are the model's; '' without
-    either."""
+def _graph_state(model: Model, placement: Any, profile: Any) -> str:
+    """The graph view's state block for the report: EP and time from the placement join
+    (original nodes), else time from the profile where its node names are the model's; ''
+    without either."""
     import warnings
 
     from ortlab.analysis.graphdata import graph_data
-    from ortlab.views.graph_page import page_module
+    from ortlab.views.graph_page import state_block
 
     if placement is None and profile is None:
         return ""
@@ -301,7 +302,7 @@ def _graph_module(model: Model, placement: Any, profile: Any) -> str:
         warnings.simplefilter("ignore")
         g = graph_data(model, placement=placement) if placement is not None else graph_data(
             model, profile=profile)  # fmt: skip
-    return page_module(g.to_dict(), "time" if g.has_time else "provider", list(g.expanded))
+    return state_block(g.packed(), "time" if g.has_time else "provider", list(g.expanded))
 
 
 def report_html(
@@ -363,8 +364,8 @@ def report_html(
     if history is not None and len(history):
         cols = [c for c in history.columns if c != "config"]
         sections.append(("History", table_html(cols, history[cols].values.tolist())))
-    graph_module = _graph_module(model, placement, profile)
-    if graph_module:
+    graph_state = _graph_state(model, placement, profile)
+    if graph_state:
         sections.insert(1, ("Graph: where each node runs and where its time goes",
                             "<div id='ortlab-root'></div>"
                             "<div><i>Click a node for its details, a group to open it; f fits, "
@@ -378,8 +379,8 @@ def report_html(
                    for i, (name, html) in enumerate(sections))  # fmt: skip
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     plotly_js = get_plotlyjs()
-    hashes = [csp_hash(plotly_js), csp_hash(_LOADER)] + ([csp_hash(graph_module)]
-                                                         if graph_module else [])  # fmt: skip
+    hashes = [csp_hash(plotly_js), csp_hash(_LOADER)] + ([csp_hash(page_module())]
+                                                         if graph_state else [])  # fmt: skip
     csp = _CSP.format(hashes=" ".join(hashes))
     top = f"<h1>{esc(heading)}</h1><div>generated {stamp} by ortlab · {nav}</div>"
     return (
@@ -392,7 +393,7 @@ def report_html(
         f"{inline_script(plotly_js)}</head><body>"
         + redact_paths(top + _measured_on_html(recorded, here, sorted(own)) + body)
         + inline_script(_LOADER)
-        + (inline_script(graph_module, ' type="module"') if graph_module else "")
+        + (graph_state + inline_script(page_module(), ' type="module"') if graph_state else "")
         + "</body></html>"
     )
 

@@ -36,7 +36,7 @@ def _shown(status: str) -> int:
 
 def _check_first_picture(page: Any, view: Any, path: Path) -> None:
     ov = view.overview()
-    total = len(view.data["nodes"])
+    total = len(view.graph_data.nodes)
     assert ov["nodes"].sum() == total
     assert ov["nodes"].max() <= total / 4, ov.sort_values("nodes").tail(3)
     assert len(ov[ov["kind"].isin(["group", "node"])]) <= 66, len(ov)
@@ -51,8 +51,9 @@ def _check_first_picture(page: Any, view: Any, path: Path) -> None:
 def test_paddle_export_without_scopes_reads(page: Any, tmp_path: Path, artifacts: Path) -> None:
     m = corpus.load("picodet_layout")
     view = ortlab.graph(m)
-    assert not any(n["op_type"] == "Constant" for n in view.data["nodes"]), "constants folded"
-    folded = [t for t, ty in view.data["tensors"].items() if ty.endswith("(constant)")]
+    g = view.graph_data
+    assert not any(n.op_type == "Constant" for n in g.nodes), "constants folded"
+    folded = [t for t, ty in g.tensors.items() if ty.endswith("(constant)")]
     assert len(folded) == sum(1 for n in m.proto.graph.node if n.op_type == "Constant")
     _check_first_picture(page, view, view.to_html(tmp_path / "picodet.html"))
     page.screenshot(path=str(artifacts / "graph_picodet_first_picture.png"))

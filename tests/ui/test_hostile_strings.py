@@ -24,6 +24,7 @@ from onnx import TensorProto, helper
 
 import ortlab
 from ortlab.views.widgets.graph import GraphView
+from tests.graphwire import node_strings
 from tests.test_report_contents import assert_no_private_paths, benchmark_result, profile_result
 
 pytestmark = pytest.mark.ui
@@ -210,7 +211,7 @@ def test_widget_state_carries_model_strings_as_data() -> None:
     assert isinstance(w, GraphView)
     state = w.get_state()
     assert state["data"]["model"] == PAYLOAD
-    node = state["data"]["nodes"][0]
+    node = node_strings(state["data"], 0)
     assert node["name"] == PAYLOAD and node["op_type"] == PAYLOAD and node["domain"] == PAYLOAD
     assert PAYLOAD in node["outputs"] and node["attrs"]["note"] == PAYLOAD
     bundle = w._repr_mimebundle_()

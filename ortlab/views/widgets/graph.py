@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import msgspec
 import traitlets
 
 from ortlab.analysis.graphdata import GraphData, overview
@@ -46,7 +47,8 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
     # class-level signal that keeps every instance alive (a leak in a long Lab session).
     _esm = entry_source()
     data = traitlets.Dict().tag(sync=True)
-    """The GraphData (ortlab.analysis.graphdata.graph_data) as a dict."""
+    """The graph in its wire form (``GraphData.packed()``: columns of indices into one string
+    table; the browser unpacks it). Read the graph from :attr:`graph_data`."""
     color_by = traitlets.Unicode("provider").tag(sync=True)
     """'provider', 'op_type', 'time' or 'quant_error'."""
     selected = traitlets.Dict().tag(sync=True)
@@ -68,8 +70,10 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
                 f"GraphView got unexpected arguments {sorted(unknown)}; it takes color_by, "
                 "expanded and highlighted."
             )
+        self.graph_data = graph
+        """The GraphData drawn (nodes, edges, groups as objects; ``.to_pandas()``)."""
         super().__init__(
-            data=graph.to_dict(),
+            data=graph.packed(),
             dagre_src=dagre_source(),
             modules=module_sources(),
             expanded=kwargs.pop("expanded", list(graph.expanded)),
@@ -88,24 +92,24 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
     def select(self, name: str) -> None:
         """Select node ``name``: the view opens the groups around it, centres it and shows its
         details panel (op, attributes, inputs and outputs with shapes, EP and why, time)."""
-        node = next((n for n in self.data["nodes"] if n["name"] == name), None)
+        node = next((n for n in self.graph_data.nodes if n.name == name), None)
         if node is None:
             import difflib
 
-            close = difflib.get_close_matches(name, [n["name"] for n in self.data["nodes"]], 3)
+            close = difflib.get_close_matches(name, [n.name for n in self.graph_data.nodes], 3)
             raise KeyError(f"{name!r} is not a node of this graph"
                            + (f"; did you mean {close[:3]}?" if close else ""))  # fmt: skip
-        self.selected = dict(node)
+        self.selected = msgspec.to_builtins(node)
 
     def overview(self) -> Any:
         """The picture as drawn now (the groups in ``expanded`` open), one row per item:
         name, kind ('group'/'node'), nodes, time_share, providers (see GraphData.overview)."""
-        return overview(self.data, self.expanded)
+        return overview(self.graph_data, self.expanded)
 
     def highlight(self, nodes: Any) -> None:
         """Highlight nodes: names, or a table with a ``node`` column (``p.top_nodes(10)``)."""
         names = list(nodes["node"]) if hasattr(nodes, "columns") else [str(n) for n in nodes]
-        known = {n["name"] for n in self.data["nodes"]}
+        known = {n.name for n in self.graph_data.nodes}
         missing = [n for n in names if n not in known]
         self.highlighted = [n for n in names if n in known]
         if missing and self.highlighted:

@@ -1,6 +1,6 @@
 // The data model: which items are visible (nodes, and scope groups shown collapsed), the edges
 // between them, the time scale, search, scope expansion and the hover text. Pure functions of
-// the synced traits (data, expanded); no DOM, no imports.
+// the unpacked graph (wire.js) and the `expanded` trait; no DOM, no imports.
 
 // The outermost collapsed scope that holds `groupId`, or null when every scope above is open.
 function collapsedOwner(groups, open, groupId) {
@@ -15,11 +15,18 @@ function visibleNodes(data, expanded) {
   const groups = new Map(data.groups.map((g) => [g.id, g]));
   const items = new Map();
   const itemOf = new Map();
+  const owners = new Map();  // group -> the item key of its outermost collapsed scope, or null
+  const ownerOf = (group) => {
+    if (owners.has(group)) return owners.get(group);
+    const g = collapsedOwner(groups, open, group), key = g && "g:" + g;
+    if (g && !items.has(key)) items.set(key, { kind: "group", key, ...groups.get(g) });
+    owners.set(group, key);
+    return key;
+  };
   for (const n of data.nodes) {
-    const g = n.group ? collapsedOwner(groups, open, n.group) : null;
-    if (g) {
-      if (!items.has("g:" + g)) items.set("g:" + g, { kind: "group", key: "g:" + g, ...groups.get(g) });
-      itemOf.set(n.id, "g:" + g);
+    const key = n.group ? ownerOf(n.group) : null;
+    if (key) {
+      itemOf.set(n.id, key);
     } else {
       items.set("n:" + n.id, { kind: "node", key: "n:" + n.id, ...n });
       itemOf.set(n.id, "n:" + n.id);
@@ -31,22 +38,30 @@ function visibleNodes(data, expanded) {
 // The graph's inputs and outputs as items of their own ("i:<name>", "o:<name>"), as Netron
 // draws them, with edges to the items that read or write them (broadcast inputs excepted).
 function ioItems(data, items, itemOf, edges) {
-  const inputs = new Set(data.inputs || []), outputs = new Set(data.outputs || []);
-  const readers = new Map();
-  for (const n of data.nodes) {
-    for (const t of n.inputs) if (inputs.has(t)) (readers.get(t) || readers.set(t, []).get(t)).push(n.id);
-    for (const t of n.outputs) {
-      if (!outputs.has(t)) continue;
-      items.set("o:" + t, { kind: "io", key: "o:" + t, name: t, op_type: "output" });
-      edges.set(itemOf.get(n.id) + ">o:" + t, { v: itemOf.get(n.id), w: "o:" + t, tensor: t, boundary: false });
-    }
+  const { readers, writers } = ioEnds(data);
+  for (const [t, id] of writers) {
+    items.set("o:" + t, { kind: "io", key: "o:" + t, name: t, op_type: "output" });
+    edges.set(itemOf.get(id) + ">o:" + t, { v: itemOf.get(id), w: "o:" + t, tensor: t, boundary: false });
   }
-  for (const t of inputs) {
+  for (const t of data.inputs || []) {
     items.set("i:" + t, { kind: "io", key: "i:" + t, name: t, op_type: "input" });
     const ids = readers.get(t) || [];
     if (ids.length > 8) continue;  // a broadcast input: no edge to each reader (GHOST_FANOUT)
     for (const id of ids) edges.set("i:" + t + ">" + itemOf.get(id), { v: "i:" + t, w: itemOf.get(id), tensor: t, boundary: false });
   }
+}
+
+// The nodes reading each graph input and writing each graph output (once per graph).
+function ioEnds(data) {
+  if (data._io) return data._io;
+  const inputs = new Set(data.inputs || []), outputs = new Set(data.outputs || []);
+  const readers = new Map(), writers = [];
+  for (const n of data.nodes) {
+    for (const t of n.inputs) if (inputs.has(t)) (readers.get(t) || readers.set(t, []).get(t)).push(n.id);
+    for (const t of n.outputs) if (outputs.has(t)) writers.push([t, n.id]);
+  }
+  Object.defineProperty(data, "_io", { value: { readers, writers } });
+  return data._io;
 }
 
 function visibleEdges(data, itemOf) {
@@ -71,6 +86,7 @@ export function visibleItems(data, expanded) {
 }
 
 export function stats(d) {
+  if (d._stats) return d._stats;
   let maxTime = 0, maxBytes = 0, maxDelta = 0;
   for (const n of d.nodes) {
     maxTime = Math.max(maxTime, n.us_per_run || 0);
@@ -78,7 +94,8 @@ export function stats(d) {
     maxDelta = Math.max(maxDelta, Math.abs(n.delta_us || 0));
   }
   for (const g of d.groups) maxTime = Math.max(maxTime, g.us_per_run || 0);
-  return { maxTime, maxBytes, maxDelta };
+  Object.defineProperty(d, "_stats", { value: { maxTime, maxBytes, maxDelta } });  // once per graph
+  return d._stats;
 }
 
 // Names of the nodes whose name or op type contains the query (case-insensitive).
@@ -107,10 +124,11 @@ function describeGroup(it) {
     `\n${(it.us_per_run || 0).toFixed(1)} µs/run · click to expand`;
 }
 
-// The tooltip text of an item (plain text: the caller puts it in with textContent).
+// The tooltip text of an item (plain text: the caller puts it in with textContent);
+// `tensors` is the unpacked graph's Map name -> type.
 export function describe(it, tensors) {
   if (it.kind === "group") return describeGroup(it);
-  if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors[it.name] || "?"}`;
+  if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors.get(it.name) || "?"}`;
   const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
   if (it.provider) lines.push(`EP: ${it.provider}`);
   if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);
@@ -120,8 +138,8 @@ export function describe(it, tensors) {
   if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
   if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);
   if (it.predicted) lines.push("(predicted placement: not run here)");
-  for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors[t] || "?"}`);
-  for (const t of it.outputs) if (t) lines.push(`out ${t}: ${tensors[t] || "?"}`);
+  for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors.get(t) || "?"}`);
+  for (const t of it.outputs) if (t) lines.push(`out ${t}: ${tensors.get(t) || "?"}`);
   for (const [k, v] of Object.entries(it.attrs || {})) lines.push(`${k} = ${v}`);
   return lines.join("\n");
 }

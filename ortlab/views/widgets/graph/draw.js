@@ -174,7 +174,7 @@ export function paint(s, overlays, stats, labels) {
   const ctx = canvas.getContext("2d");
   ctx.setTransform(dpr * v.k, 0, 0, dpr * v.k, dpr * v.x, dpr * v.y);
   ctx.clearRect(-v.x / v.k, -v.y / v.k, w / v.k, h / v.k);
-  const data = s.model.get("data"), mode = s.model.get("color_by"), st = stats(data);
+  const data = s.graph, mode = s.model.get("color_by"), st = stats(data);
   const fill = (it) => overlays.colorOf(it, mode, st);
   drawEdges(ctx, s);
   drawClusters(ctx, s);

@@ -55,7 +55,7 @@ function wireHover(s, lib, repaint) {
     if (!hover || (hover.kind === "node" && hover.name === s.model.get("selected")?.name)) {
       tip.style.display = "none"; return;  // the details panel already shows the selected node
     }
-    tip.textContent = lib.data.describe(hover, s.model.get("data").tensors);
+    tip.textContent = lib.data.describe(hover, s.graph.tensors);
     tip.style.display = "block";
     tip.style.left = `${ev.clientX - r.left + 12}px`;
     tip.style.top = `${ev.clientY - r.top + 40}px`;
@@ -87,7 +87,7 @@ function wireClicks(s, lib) {
 // the relayout (s.pendingFocus).
 export function focusNode(s, lib, name, repaint) {
   const model = s.model;
-  const node = model.get("data").nodes.find((n) => n.name === name);
+  const node = s.graph.nodes.find((n) => n.name === name);
   if (!node || !s.vis) return;
   const key = s.vis.itemOf.get(node.id);
   if (key && key.startsWith("g:")) {
@@ -111,8 +111,8 @@ export function showSelected(s, lib) {
   const sel = s.model.get("selected") || {};
   const panel = s.dom.details;
   if (!sel.name) { panel.style.display = "none"; delete panel.dataset.node; return; }
-  const node = s.model.get("data").nodes.find((n) => n.name === sel.name) || sel;
-  panel.textContent = lib.data.describe({ kind: "node", ...node }, s.model.get("data").tensors);
+  const node = s.graph.nodes.find((n) => n.name === sel.name) || sel;
+  panel.textContent = lib.data.describe({ kind: "node", ...node }, s.graph.tensors);
   panel.dataset.node = node.name;
   panel.style.display = "block";
   if (s.clicked !== sel.name) focusNode(s, lib, sel.name, null);
@@ -135,7 +135,7 @@ function wireToolbar(s, lib, repaint) {
   const { select, search, fit } = s.dom;
   select.addEventListener("change", () => save(s.model, "color_by", select.value));
   search.addEventListener("input", () => {
-    s.searchHits = lib.data.searchHits(s.model.get("data"), search.value);
+    s.searchHits = lib.data.searchHits(s.graph, search.value);
     repaint();
   });
   search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") focusFirstHit(s, lib, repaint); });

@@ -23,15 +23,15 @@ export const LABEL_PX = 11, SUB_PX = 10;
 
 // Zoomed in: each edge's tensor shape ("[1, 64, 56, 56]") beside its midpoint, in screen pixels.
 function edgeShapes(ctx, s, v) {
-  const tensors = s.model.get("data").tensors;
+  const tensors = s.graph.tensors;
   const meta = new Map(s.vis.edges.map((x) => [x.v + ">" + x.w, x]));
   ctx.font = `${SUB_PX}px sans-serif`;
   ctx.fillStyle = "#666";
   for (const e of s.layout.edges) {
     const m = meta.get(e.v + ">" + e.w), pts = e.points || [];
-    if (!m || !pts.length || !tensors[m.tensor]) continue;
+    if (!m || !pts.length || !tensors.get(m.tensor)) continue;
     const p = pts[Math.floor(pts.length / 2)];
-    const shape = String(tensors[m.tensor]).replace(/ \((initializer|constant)\)$/, "");
+    const shape = String(tensors.get(m.tensor)).replace(/ \((initializer|constant)\)$/, "");
     ctx.fillText(fitText(shape, 140), v.x + p.x * v.k + 4, v.y + p.y * v.k);
   }
 }
@@ -54,7 +54,7 @@ function itemLines(it) {
 function weightLine(it, tensors) {
   const parts = [];
   for (const t of it.inputs || []) {
-    const ty = tensors[t] || "";
+    const ty = tensors.get(t) || "";
     const m = /\[([^\]]*)\] \((initializer|constant)\)$/.exec(ty);
     if (m) parts.push(m[1] ? m[1].split(", ").join("×") : "scalar");
   }
@@ -82,7 +82,7 @@ export function drawLabels(ctx, s, fill, dpr) {
       minPx = Math.min(minPx, SUB_PX);
     }
     if (it.kind === "node" && sh >= LABEL_PX + 2 * SUB_PX + 12) {
-      const w = weightLine(it, s.model.get("data").tensors);
+      const w = weightLine(it, s.graph.tensors);
       if (w) ctx.fillText(fitText(w, sw - 8), sx + 4, sy + LABEL_PX + 2 * SUB_PX + 8);
     }
   }

@@ -1,0 +1,94 @@
+"""The graph view's wire form, decoded by the browser itself: graph/wire.js ``unpack`` run in
+Chromium on ``GraphData.packed()`` must give back exactly ``GraphData.to_dict()`` (tensors
+as a Map there, compared as an object), on real exports and on a graph where every column
+holds non-default values, names outside the Basic Multilingual Plane included (the string
+table counts shared prefixes in UTF-16 units, as JavaScript does)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ortlab
+from ortlab.analysis.graphdata import GraphData, graph_data
+from ortlab.views.graph_page import module_sources
+from ortlab.views.render import script_json
+from tests import corpus, models
+
+pytestmark = pytest.mark.ui
+
+_UNPACK = """async ([source, packed]) => {
+    const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+    const wire = await import(url);
+    const g = wire.unpack(JSON.parse(packed));
+    return JSON.stringify({ ...g, tensors: Object.fromEntries(g.tensors) });
+}"""
+
+
+def _browser_unpacks(page: Any, tmp_path: Path, g: GraphData) -> dict[str, Any]:
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!doctype html><title>wire</title>", encoding="utf-8")
+    page.goto(blank.as_uri())
+    text = page.evaluate(_UNPACK, [module_sources()["wire"], script_json(g.packed())])
+    decoded: dict[str, Any] = json.loads(text)
+    return decoded
+
+
+def _expected(g: GraphData) -> dict[str, Any]:
+    expected: dict[str, Any] = json.loads(script_json(g.to_dict()))  # NaN -> null, as sent
+    return expected
+
+
+def _astral_model() -> onnx.ModelProto:
+    """Names sharing prefixes that end inside and after characters beyond U+FFFF."""
+    names = ["🙂/a", "🙂/b", "🙂🙃/c", "x🙂", "x🙂y"]
+    nodes, prev = [], "in 🙂"
+    for i, name in enumerate(names):
+        nodes.append(helper.make_node("Relu", [prev], [f"{name}:out{i}"], name=name))
+        prev = f"{name}:out{i}"
+    graph = helper.make_graph(
+        nodes, "astral",
+        [helper.make_tensor_value_info("in 🙂", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _every_column(g: GraphData) -> GraphData:
+    """Non-default values in every node column (a diff, predicted placement, quantization
+    error, memory), alternating with defaults so no column is dropped as all-default."""
+    nodes = []
+    for i, n in enumerate(g.nodes):
+        odd = bool(i % 2)
+        nodes.append(dataclasses.replace(
+            n, delta_us=-1.5 * i if i % 3 else None, diff_verdict="slower" if odd else "",
+            predicted=odd, sqnr_db=float("inf") if i == 1 else 20.0 + i if odd else None,
+            output_bytes=4096 * i if odd else -1, partition=i % 2 - 1,
+            status="fused" if odd else "", optimized=[n.name, "fused_1"] if odd else [],
+        ))  # fmt: skip
+    return dataclasses.replace(g, nodes=nodes)
+
+
+def test_browser_restores_real_exports(page: Any, tmp_path: Path) -> None:
+    for m in (corpus.load("picodet_layout"), ortlab.load(models.broadcast_chain(300))):
+        g = graph_data(m)
+        assert _browser_unpacks(page, tmp_path, g) == _expected(g), m.name
+        assert len(script_json(g.packed())) < len(script_json(g.to_dict())) / 3, m.name
+
+
+def test_browser_restores_every_column_and_astral_names(page: Any, tmp_path: Path) -> None:
+    from tests.test_placement import _replay
+
+    pl = _replay({"/sanitize/IsNaN": "refused"})  # an OpenVINO/CPU split: EPs, time, reasons
+    g = _every_column(graph_data(ortlab.examples.load("nan_guard_cnn"), placement=pl))
+    assert any(e.boundary for e in g.edges) and any(n.reason for n in g.nodes)
+    assert _browser_unpacks(page, tmp_path, g) == _expected(g)
+    astral = graph_data(ortlab.load(_astral_model()))
+    assert _browser_unpacks(page, tmp_path, astral) == _expected(astral)
+    assert page.errors == []
