@@ -125,3 +125,28 @@ def test_no_worker_outlives_stop(worker: Worker) -> None:
     assert (pid is not None and not psutil.pid_exists(pid)) or (
         psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     )
+
+
+def test_worker_outlives_the_thread_that_started_it() -> None:
+    """The Lab runs each job on a thread of its own. The worker dies with its parent
+    (PR_SET_PDEATHSIG), and Linux counts the thread that started it as the parent: started
+    from a job's thread, it was killed when the job ended and restarted by the next one."""
+    w = Worker()
+    try:
+        pids: list[int] = []
+        for _ in range(2):  # as two Lab runs do: each call from a thread that then ends
+            job = threading.Thread(target=lambda: pids.append(w.call("ping", {})))
+            job.start()
+            job.join()
+            time.sleep(0.5)  # a SIGTERM on the thread's exit would have landed by now
+        assert w.alive() and pids == [pids[0]] * 2 and w.call("ping", {}) == pids[0]
+        w.stop()
+        w.start_in_background()  # the Lab's early start: also from a thread that ends
+        deadline = time.monotonic() + 60
+        while not w.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert w.alive(), "started in the background, the worker kept running"
+        assert w.call("ping", {}) == w.pid
+    finally:
+        w.stop()

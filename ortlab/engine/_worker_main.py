@@ -38,6 +38,22 @@ def _limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _preload() -> None:
+    """Import onnxruntime and the tasks, and register the plugin EPs, before the first call
+    arrives: every real task needs them (~0.3 s), and a caller that started the worker early
+    (``Worker.start_in_background``) is still busy. Only a head start: a failure here is
+    met again, and reported, by the task that needs the module."""
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        import onnxruntime  # noqa: F401
+
+        import ortlab.engine.tasks  # noqa: F401
+        from ortlab.engine.plugins import registered
+
+        registered()
+
+
 def main() -> None:
     faulthandler.enable()
     _die_with_parent()
@@ -48,6 +64,8 @@ def main() -> None:
     )
     from ortlab.core.cache import private_cwd
     from ortlab.engine.worker import _resolve
+
+    _preload()
 
     while True:
         try:

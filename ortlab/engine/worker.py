@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,12 @@ __all__ = ["InProcessWorker", "Worker", "get_worker", "set_isolation"]
 
 Progress = Callable[[int, int], None]
 _START_TIMEOUT_S = 60.0
+
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ortlab-spawn")
+"""The one thread that starts worker processes. The worker asks Linux to end it when its
+parent dies (PR_SET_PDEATHSIG), and Linux means the parent *thread*: a worker started from a
+Lab job's thread, which ends with the job, was killed after every run and started afresh by
+the next (~0.35 s each time). This thread lives as long as the process."""
 
 
 def _resolve(task: str) -> Callable[..., Any]:
@@ -81,6 +88,9 @@ class InProcessWorker:
 
     def stop(self) -> None:
         """Nothing to stop in-process."""
+
+    def start_in_background(self) -> None:
+        """Nothing to start in-process."""
 
     @property
     def pid(self) -> int:
@@ -129,15 +139,28 @@ class Worker:
             [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
         )
         with os.fdopen(fd, "wb") as logfile:
-            self._proc = subprocess.Popen(
+            self._proc = _spawner.submit(
+                subprocess.Popen,
                 [sys.executable, "-m", "ortlab.engine._worker_main"],
                 stdin=subprocess.DEVNULL,
                 stdout=logfile,
                 stderr=subprocess.STDOUT,
                 env=env,
                 close_fds=True,
-            )
+            ).result()
         self._conn = self._accept(listener)
+
+    def start_in_background(self) -> None:
+        """Start the process on a thread of its own and return at once: a caller with work of
+        its own to do first (the Lab builds its widgets) overlaps the worker's start-up, and
+        its first call finds onnxruntime already imported. A failure to start is not raised
+        here: the first call starts the worker again and reports it."""
+
+        def start() -> None:
+            with self._lock, contextlib.suppress(WorkerError):
+                self.start()
+
+        threading.Thread(target=start, name="ortlab-worker-start", daemon=True).start()
 
     def _accept(self, listener: Listener) -> Connection:
         box: dict[str, Any] = {}
