@@ -3,6 +3,7 @@ the error panel with the previous results kept, history compares runs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,7 @@ def test_snippet(lab) -> None:
 
 
 def test_top_node_row_selects_it_in_the_graph(lab) -> None:
+    lab.tabs.selected_index = list(lab.panes).index("Profile")  # the list is in that tab
     label, node = lab.top_nodes.options[0]
     lab.top_nodes.value = node
     fused = {r.node: r.fused_from for r in lab.placement.optimized_rows}
@@ -165,12 +167,18 @@ def test_outputs_bypass_ipython_history_and_old_results_are_dropped(lab) -> None
     builds its bundles itself, and keeps full results only for the most recent runs."""
     import gc
 
+    def bundles() -> list[dict]:
+        return [o for o in gc.get_objects()
+                if isinstance(o, dict) and "application/vnd.plotly.v1+json" in o]  # fmt: skip
+
+    lab.tabs.selected_index = list(lab.panes).index("Profile")  # its figures drawn every run
+    gc.collect()
+    before = {id(b) for b in bundles()}  # other Labs' (earlier tests') figures
     for level in ("disabled", "basic", "extended", "all") * 3:
         lab.level.value = level
     gc.collect()
-    bundles = [o for o in gc.get_objects()
-               if isinstance(o, dict) and "application/vnd.plotly.v1+json" in o]  # fmt: skip
-    assert len(bundles) <= 5  # the figures on screen now (op types, EPs, timeline, ...)
+    new = [b for b in bundles() if id(b) not in before]
+    assert 4 <= len(new) <= 5  # the figures on screen now (op types, EPs, timeline, memory)
     kept = [r for r in lab.history.records if r.placement is not None]
     assert len(kept) == lab.history.keep_results and kept[-1] is lab.history.records[-1]
 
@@ -380,3 +388,48 @@ def test_switching_one_optimizer_off_in_the_lab() -> None:
     assert ("SkipLayerNormFusion (off)", "SkipLayerNormFusion") in lab.optimizers.options
     assert lab.optimizers.value == ("SkipLayerNormFusion",)
     assert "disable_specified_optimizers" in lab.history.records[-1].config.snippet()
+
+
+# ---------------------------------------------------------------------- issue 16: the refresh
+
+
+def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Model) -> None:
+    from ortlab.views.widgets.lab import _WAITING
+
+    lab = ortlab.Lab(mlp, synchronous=True, runs=10, tab="Graph")
+    waiting = [p for p, out in lab.panes.items() if out.outputs == (_WAITING,)]
+    assert waiting == ["Placement", "Profile", "Benchmark", "History"]
+    assert lab.panes["Graph"].outputs[0]["data"]  # drawn with the run
+    lab.level.value = "disabled"  # a second run: the Profile tab never showed the first
+    lab.tabs.selected_index = list(lab.panes).index("Profile")  # opened: drawn now
+    figures = lab.shown["Profile"][:4]
+    assert lab.panes["Profile"].outputs != (_WAITING,) and len(figures) == 4
+    assert "disabled" in lab.shown["Benchmark"][0].session_config.label()  # the latest run
+    assert lab.panes["Benchmark"].outputs != (_WAITING,), "looking a tab up draws it"
+    # the Graph tab, left behind by the second run, draws that run's placement when opened
+    statuses = {r.node: r.status for r in lab.placement.node_rows}
+    drawn = {n.name: n.status for n in lab.graph.graph_data.nodes}
+    assert drawn == {k: v for k, v in statuses.items() if k in drawn}
+    lab.level.value = "all"  # on the Profile tab: it is redrawn by the run itself
+    assert lab.panes["Profile"].outputs != (_WAITING,)
+    assert lab.panes["Graph"].outputs == (_WAITING,)
+    with pytest.raises(ValueError, match="choose one of Overview"):
+        ortlab.Lab(mlp, synchronous=True, run_on_start=False, tab="Graphs")
+
+
+def test_a_live_lab_keeps_one_worker_across_runs(mlp: ortlab.Model) -> None:
+    """Each run of a live Lab is a thread that ends; the worker must outlive it (it used to
+    be killed with the thread that started it, and restarted by every run)."""
+    from ortlab.engine.worker import get_worker
+
+    lab = ortlab.Lab(mlp, synchronous=False, runs=5)
+    pids = []
+    for level in ("disabled", "all"):
+        assert lab._thread is not None
+        lab._thread.join(120)
+        time.sleep(0.5)  # a worker killed with the job's thread would be gone by now
+        pids.append(get_worker().pid)
+        lab.level.value = level
+    lab._thread.join(120)
+    assert len(lab.history) == 3 and lab.error.value == ""
+    assert pids[0] is not None and pids == [pids[0]] * 2 == [get_worker().pid] * 2

@@ -46,6 +46,9 @@ class BenchmarkResult(Result):
     """The feeds' names, dtypes and shapes (and how symbolic dims were chosen)."""
     environment: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    ort_ms: float = float("nan")
+    """Wall time inside ORT's own calls: the session build (0 when a session built earlier
+    was reused) and every run, warm-up included. The rest of the call is ortlab's."""
 
     @property
     def session_config(self) -> SessionConfig:
@@ -110,6 +113,7 @@ def benchmark(
         feeds=f.describe(),
         environment=environment(),
         notes=notes,
+        ort_ms=out["ort_ms"],
     )
 
 

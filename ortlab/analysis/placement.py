@@ -126,6 +126,9 @@ class PlacementResult(Result):
     profile: ProfileResult | None = None
     """The profile this join was timed with (same session, same runs): per-op charts need no
     second profiled session."""
+    ort_ms: float = float("nan")
+    """Wall time inside ORT's own calls: the session build, every run (warm-up included) and
+    ``end_profiling``. The rest of the call (the join, parsing, probes…) is ortlab's."""
     feeds: str = ""
     """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
     synthetic: bool | None = None
@@ -599,4 +602,5 @@ def placement(
     prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
                          report=out["report"], notes=joined.notes[:1], feeds=shapes,
                          synthetic=synthetic)  # fmt: skip
-    return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic)
+    return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic,
+                               ort_ms=out["ort_ms"])  # fmt: skip

@@ -356,6 +356,8 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
         )
     dims = {k: DimChoice(k, v, f"from {src!r}") for k, (v, src) in symbols.items()}
     made_by_ortlab = isinstance(feeds, Feeds) and feeds.synthetic
+    if isinstance(feeds, Feeds) and made_by_ortlab and feeds.dims:  # ortlab's own choice: why
+        dims = dict(feeds.dims)
     return Feeds(arrays, dims, list(feeds.notes) if isinstance(feeds, Feeds) else [],
                  synthetic=made_by_ortlab)  # fmt: skip
 
