@@ -819,14 +819,38 @@ def _warm_up(model: Any) -> None:
 
 
 def _warm_figure() -> None:
+    """One figure with the traces and the properties the Lab's figures set: plotly builds a
+    validator per property on first use."""
+    import pandas as pd
     import plotly.graph_objects as go
 
+    from ortlab.views.plots import template
+
+    one, text = np.ones(1), np.array(["a"])
     fig = go.Figure()
-    fig.add_bar(x=[1], y=["a"], orientation="h")
-    fig.add_scatter(x=[1], y=[1], error_x={"type": "data", "array": [0.1]})
-    fig.add_trace(go.Sunburst(ids=["a"], labels=["a"], parents=[""], values=[1]))
+    fig.add_bar(x=pd.Series(one), y=text, base=one, orientation="h", name="a", customdata=text,
+                text=text, marker_color="#bbb", opacity=0.6, hovertemplate="%{x}")  # fmt: skip
+    fig.add_scatter(x=one, y=one, mode="lines+markers", name="a", text=text,
+                    line={"dash": "dot", "shape": "hv"}, marker={"size": 4},
+                    error_x={"type": "data", "array": [0.1]}, hovertemplate="%{y}")  # fmt: skip
+    fig.add_trace(go.Histogram(x=one, nbinsx=10, name="a"))
+    fig.add_trace(
+        go.Sunburst(
+            ids=text,
+            labels=text,
+            parents=np.array([""]),
+            values=one,
+            branchvalues="total",
+            maxdepth=2,
+            hovertemplate="%{label}",
+        )
+    )
     fig.add_trace(go.Treemap(ids=["a"], labels=["a"], parents=[""], values=[1]))
-    fig.update_layout(title="warm-up", xaxis_title="x", yaxis_title="y")
+    fig.update_layout(title={"text": "warm-up", "x": 0.01}, template=template(),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay", height=300,
+                      xaxis_title="x", yaxis_title="y", legend_title="l", showlegend=False,
+                      shapes=[{"type": "line", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
+                      annotations=[{"x": 1, "y": 1, "text": "a", "showarrow": False}])  # fmt: skip
     fig.add_vline(x=1.0, line_dash="dot")
     mime_bundle(fig)
 
