@@ -433,3 +433,20 @@ def test_a_live_lab_keeps_one_worker_across_runs(mlp: ortlab.Model) -> None:
     lab._thread.join(120)
     assert len(lab.history) == 3 and lab.error.value == ""
     assert pids[0] is not None and pids == [pids[0]] * 2 == [get_worker().pid] * 2
+
+
+def test_ort_time_is_measured_inside_the_call_and_covers_what_ort_timed(mlp: ortlab.Model) -> None:
+    """``ort_ms``, what the Lab subtracts from a refresh, lies between ORT's own records of the
+    same work (the profiler's run durations, the timed runs, the session build) and the wall
+    time of the whole call."""
+    t0 = time.perf_counter()
+    pl = ortlab.placement(mlp, runs=5, progress=False)
+    wall_pl = (time.perf_counter() - t0) * 1e3
+    assert pl.profile is not None and pl.ort_ms is not None
+    profiled_ms = sum(pl.profile.data.run_us) / 1e3  # the measured runs, in ORT's own clock
+    assert pl.report.create_ms + profiled_ms <= pl.ort_ms <= wall_pl
+    t0 = time.perf_counter()
+    b = ortlab.benchmark(mlp, runs=20, warmup=3, progress=False)
+    wall_b = (time.perf_counter() - t0) * 1e3
+    assert b.ort_ms is not None
+    assert sum(b.latencies_ns) / 1e6 <= b.ort_ms <= wall_b

@@ -46,9 +46,10 @@ class BenchmarkResult(Result):
     """The feeds' names, dtypes and shapes (and how symbolic dims were chosen)."""
     environment: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    ort_ms: float = float("nan")
+    ort_ms: float | None = None
     """Wall time inside ORT's own calls: the session build (0 when a session built earlier
-    was reused) and every run, warm-up included. The rest of the call is ortlab's."""
+    was reused) and every run, warm-up included. The rest of the call is ortlab's. None when
+    not measured."""
 
     @property
     def session_config(self) -> SessionConfig:

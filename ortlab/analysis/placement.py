@@ -126,9 +126,10 @@ class PlacementResult(Result):
     profile: ProfileResult | None = None
     """The profile this join was timed with (same session, same runs): per-op charts need no
     second profiled session."""
-    ort_ms: float = float("nan")
+    ort_ms: float | None = None
     """Wall time inside ORT's own calls: the session build, every run (warm-up included) and
-    ``end_profiling``. The rest of the call (the join, parsing, probes…) is ortlab's."""
+    ``end_profiling``. The rest of the call (the join, parsing, probes…) is ortlab's. None
+    when not measured (a join built from recorded sources)."""
     feeds: str = ""
     """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
     synthetic: bool | None = None

@@ -925,6 +925,8 @@ def _figure_bundle(fig: Any) -> dict[str, Any]:
 def _ort_seconds(pl: Any, b: Any) -> float:
     """ORT's own time in a refresh, as the worker timed its calls: both session builds (the
     benchmark's only if not reused), every run of both, warm-up included, and end_profiling."""
+    if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state
+        return float("nan")
     return float(pl.ort_ms + b.ort_ms) / 1e3
 
 
