@@ -150,3 +150,17 @@ def test_worker_outlives_the_thread_that_started_it() -> None:
         assert w.call("ping", {}) == w.pid
     finally:
         w.stop()
+
+
+def test_children_find_this_copy_of_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker and the children it starts get the folder holding ``ortlab`` first on their
+    path (it was ``ortlab/`` itself once the worker moved to ``ortlab/engine/``)."""
+    import os
+    from pathlib import Path
+
+    from ortlab.engine import children
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/elsewhere", ""]))
+    path = children.child_env(EXTRA="1")["PYTHONPATH"].split(os.pathsep)
+    assert Path(path[0], "ortlab", "__init__.py").resolve() == Path(ortlab.__file__).resolve()
+    assert path[1:] == ["/elsewhere"] and children.child_env(EXTRA="1")["EXTRA"] == "1"

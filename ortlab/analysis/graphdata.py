@@ -135,7 +135,7 @@ class GraphData(Result):
         """The view's wire form (the widget's ``data`` trait and the HTML pages): the same
         facts as :meth:`to_dict`, in columns of indices into one table of strings. A
         50,000-node model is 48 MB as ``to_dict`` JSON, an order of magnitude less packed,
-        and the browser reads it that much sooner. graph/data.js ``unpack`` restores the
+        and the browser reads it that much sooner. graph/wire.js ``unpack`` restores the
         ``to_dict`` form; the browser tests check the two agree."""
         return _pack(self)
 

@@ -25,6 +25,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from ortlab.core.eps import label
 from ortlab.engine.probe import REFUSED, TAKEN
 from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
 
@@ -168,7 +169,7 @@ def node_reason(
     log ``verdicts`` (node → reason, '' for a node that passed validation) and, for EPs that
     say nothing per node, the one-node ``probe`` ('taken' / 'refused', see
     :mod:`ortlab.engine.probe`). One rule for measured placements and predicted ones."""
-    short = ep.removesuffix("ExecutionProvider")
+    short = label(ep)
     names = [node, *optimized]
     said = next(((k, verdicts[k]) for k in names if verdicts.get(k)), None)
     if said:

@@ -355,11 +355,11 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
             "model.example_inputs() builds matching feeds."
         )
     dims = {k: DimChoice(k, v, f"from {src!r}") for k, (v, src) in symbols.items()}
-    made_by_ortlab = isinstance(feeds, Feeds) and feeds.synthetic
-    if isinstance(feeds, Feeds) and made_by_ortlab and feeds.dims:  # ortlab's own choice: why
-        dims = dict(feeds.dims)
+    own = feeds if isinstance(feeds, Feeds) and feeds.synthetic else None  # ortlab made them
+    if own is not None and own.dims:  # its own record of why each dim has its value
+        dims = dict(own.dims)
     return Feeds(arrays, dims, list(feeds.notes) if isinstance(feeds, Feeds) else [],
-                 synthetic=made_by_ortlab)  # fmt: skip
+                 synthetic=own is not None)  # fmt: skip
 
 
 def _shape_problems(

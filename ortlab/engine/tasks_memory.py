@@ -8,10 +8,7 @@ copies, and what the arena keeps after a run.
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,33 +16,23 @@ from typing import Any
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
+from ortlab.engine.children import ChildFailed, run_child
 
 __all__ = ["footprint"]
 
 Progress = Callable[[int, int], None]
 _TIMEOUT_S = 600.0
-_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the ortlab package
 
 
 def _one(folder: Path, ask: dict[str, Any], k: int) -> dict[str, Any]:
     request, answer = folder / f"request{k}.pkl", folder / f"answer{k}.json"
     with request.open("wb") as f:
         pickle.dump(ask, f)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
+    argv = [sys.executable, "-m", "ortlab.engine._footprint_child", str(request), str(answer)]
     try:
-        proc = subprocess.run(  # our own module, with this interpreter
-            [sys.executable, "-m", "ortlab.engine._footprint_child", str(request), str(answer)],
-            capture_output=True, cwd=folder, timeout=_TIMEOUT_S, check=False, env=env,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"error": f"the measurement took more than {_TIMEOUT_S:.0f} s"}
-    if not answer.exists():
-        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
-        return {"error": f"the process died (exit {proc.returncode}): " + " / ".join(tail)}
-    out: dict[str, Any] = json.loads(answer.read_text())
-    answer.unlink()
-    return out
+        return run_child(argv, answer, cwd=folder, timeout=_TIMEOUT_S, what="the measurement")
+    except ChildFailed as err:
+        return {"error": str(err)}
 
 
 def footprint(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +27,7 @@ from ortlab.core import cache
 from ortlab.core.errors import error_text
 from ortlab.core.graph import graph_node_protos
 from ortlab.engine.capture import capture_output
+from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.plugins import plugin_devices, registered
 from ortlab.engine.session import clean_ort_message
 
@@ -99,17 +99,10 @@ def _compile(
             "context_path": str(dump), "basic_path": str(basic), "max_devices": max_devices,
         }))  # fmt: skip
         try:
-            proc = subprocess.run(  # our own script, with this interpreter
-                [sys.executable, str(_CHILD), str(request), str(answer)],
-                capture_output=True, cwd=folder, timeout=_COMPILE_TIMEOUT_S, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return _died(f"the compile took more than {_COMPILE_TIMEOUT_S:.0f} s")
-        if not answer.exists():
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
-            return _died(f"the compile process died (exit {proc.returncode}): "
-                         + " / ".join(tail))  # fmt: skip
-        out: dict[str, Any] = json.loads(answer.read_text())
+            out = run_child([sys.executable, str(_CHILD), str(request), str(answer)], answer,
+                            cwd=folder, timeout=_COMPILE_TIMEOUT_S, what="the compile")  # fmt: skip
+        except ChildFailed as err:
+            return _died(str(err))
         out["error"] = clean_ort_message(_LOG_PREFIX.sub("", out["error"])) if out["error"] else ""
         graph = dump if dump.exists() else basic
         out["final"] = _graph_tuples(graph) if graph.exists() and not out["error"] else None

@@ -39,6 +39,7 @@ from ortlab.core.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
+from ortlab.engine.children import child_env
 
 __all__ = ["InProcessWorker", "Worker", "get_worker", "set_isolation"]
 
@@ -130,13 +131,10 @@ class Worker:
 
         fd, log = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=cache.subdir("tmp"))
         self._log_path = Path(log)
-        env = dict(os.environ)
-        env["ORTLAB_WORKER_ADDRESS"] = str(listener.address)
-        env["ORTLAB_WORKER_AUTHKEY"] = authkey.hex()
-        env["ORTLAB_WORKER_PARENT"] = str(os.getpid())
-        package_root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env = child_env(
+            ORTLAB_WORKER_ADDRESS=str(listener.address),
+            ORTLAB_WORKER_AUTHKEY=authkey.hex(),
+            ORTLAB_WORKER_PARENT=str(os.getpid()),
         )
         with os.fdopen(fd, "wb") as logfile:
             self._proc = _spawner.submit(

@@ -64,7 +64,7 @@ state: the packed graph, the colour mode, the open groups, the layout and render
 # as a literal). A data block never runs, so the CSP needs no hash for it; the module is the
 # same text for every graph.
 _MODULE = """
-const state = JSON.parse(document.getElementById("ortlab-graph-state").textContent);
+const state = JSON.parse(document.getElementById("STATE_ID").textContent);
 const listeners = {};
 const model = {
   get: (k) => state[k],
@@ -75,7 +75,7 @@ const model = {
 const url = URL.createObjectURL(new Blob([state.entry], { type: "text/javascript" }));
 const mod = await import(url);
 await mod.default.render({ model, el: document.getElementById("ortlab-root") });
-"""
+""".replace("STATE_ID", STATE_ID)
 
 
 def write_html(

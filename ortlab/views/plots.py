@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import NOISE_BAND
 from ortlab.views.render import esc
 
@@ -136,7 +137,7 @@ def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
             y=[esc(x) for x in sub["op_type"]],
             x=sub["median_per_run_us"],
             orientation="h",
-            name=esc(provider.removesuffix("ExecutionProvider")),
+            name=esc(ep_label(provider)),
             marker_color=provider_color(provider),
             customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
             hovertemplate="%{y}: %{x:.1f} µs per run<br>%{customdata[0]} nodes, "
@@ -152,7 +153,7 @@ def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
     )
 
 
-def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[float], list[str]]:
+def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[float]]:
     """Provider -> op type -> node sectors, in order of first appearance. A parent's value is
     the sum of its children's, added in the order the browser adds them ("total" branch
     values: a parent even one rounding step short of its children drops them)."""
@@ -162,33 +163,32 @@ def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[
                                       nodes["node"].tolist(), nodes["total_us"].tolist(),
                                       strict=True):  # fmt: skip
         tree.setdefault(str(provider), {}).setdefault(op, []).append((node, float(us)))
-    ids, labels, parents, values, colors = [], [], [], [], []
+    ids, labels, parents, values = [], [], [], []
 
-    def add(key: str, label: str, parent: str, value: float, color: str) -> int:
+    def add(key: str, text: str, parent: str, value: float) -> int:
         ids.append(key)
-        labels.append(label)
+        labels.append(text)
         parents.append(parent)
         values.append(value)
-        colors.append(color)
         return len(values) - 1
 
     for provider, by_op in tree.items():
-        pid, color = f"p:{provider}", provider_color(provider)
-        at_p = add(pid, esc(provider.removesuffix("ExecutionProvider")), "", 0.0, color)
+        pid = f"p:{provider}"
+        at_p = add(pid, esc(ep_label(provider)), "", 0.0)
         for op_type, rows in by_op.items():
             oid = f"{pid}/o:{op_type}"
-            at_o = add(oid, esc(op_type), pid, 0.0, color)
+            at_o = add(oid, esc(op_type), pid, 0.0)
             for node, us in rows:
-                add(f"{oid}/n:{node}", esc(node, 80), oid, us, color)
+                add(f"{oid}/n:{node}", esc(node, 80), oid, us)
                 values[at_o] += us
             values[at_p] += values[at_o]
-    return ids, labels, parents, values, colors
+    return ids, labels, parents, values
 
 
 def _sunburst(p: ProfileResult) -> go.Figure:
     import plotly.graph_objects as go
 
-    ids, labels, parents, values, _ = _hierarchy(p)
+    ids, labels, parents, values = _hierarchy(p)
     fig = go.Figure(
         go.Sunburst(
             ids=np.array(ids, dtype=str),
@@ -207,7 +207,7 @@ def _sunburst(p: ProfileResult) -> go.Figure:
 def _treemap(p: ProfileResult) -> go.Figure:
     import plotly.graph_objects as go
 
-    ids, labels, parents, values, _ = _hierarchy(p)
+    ids, labels, parents, values = _hierarchy(p)
     fig = go.Figure(
         go.Treemap(
             ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
@@ -253,7 +253,7 @@ def _timeline(p: ProfileResult, run: int = 0) -> go.Figure:
         fig.add_bar(
             base=sub["start_us"].to_numpy(),
             x=sub["dur_us"].to_numpy(),
-            y=_texts(x.removesuffix("ExecutionProvider") for x in sub["provider"]),
+            y=_texts(ep_label(x) for x in sub["provider"]),
             orientation="h",
             name=esc(op_type),
             customdata=_texts(sub["node"], 80),
