@@ -44,3 +44,15 @@ def in_tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run in an empty working directory (to check nothing is written to it)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's hook signature
+    """Remove the run's cache (~2.5 GB of variants, optimized models and profiles), once the
+    worker that writes into it has stopped. ORTLAB_KEEP_TEST_CACHE=1 keeps it for a look."""
+    import shutil
+
+    from ortlab.engine.worker import get_worker
+
+    get_worker().stop()
+    if os.environ.get("ORTLAB_KEEP_TEST_CACHE") != "1":
+        shutil.rmtree(_CACHE, ignore_errors=True)
