@@ -11,63 +11,76 @@ widgets on first access.
 
 from __future__ import annotations
 
+import os as _os
 from typing import TYPE_CHECKING, Any
 
-from ortlab import views as _views  # registers every renderer (results show themselves)
-from ortlab.analysis.ablation import AblationResult, ablate_optimizers
-from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, benchmark, compare_configs
-from ortlab.analysis.compare import CompareResult, compare
-from ortlab.analysis.diff import DiffResult, diff
-from ortlab.analysis.graphdata import GraphData, graph_data
-from ortlab.analysis.memory import FootprintResult, footprint
-from ortlab.analysis.optimization import OptimizationResult, optimization_diff
-from ortlab.analysis.placement import PlacementResult, placement
-from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
-from ortlab.analysis.quant_error import ErrorResult, quantization_error
-from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
-from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
-from ortlab.analysis.whatif import WhatIfResult, whatif
-from ortlab.core import examples
-from ortlab.core.config import SessionConfig
-from ortlab.core.errors import (
-    ExternalDataError,
-    FeedError,
-    InvalidModelError,
-    OrtlabError,
-    OrtlabWarning,
-    ProfileParseError,
-    ProviderError,
-    ProviderFallbackError,
-    ProviderFallbackWarning,
-    QuantizationError,
-    RunError,
-    SessionConfigError,
-    SessionCreationError,
-    UnsupportedModelError,
-    WorkerCancelledError,
-    WorkerCrashedError,
-    WorkerError,
-    WorkerTimeoutError,
-)
-from ortlab.core.inputs import Feeds
-from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
-from ortlab.core.runtime import devices
-from ortlab.core.stats import Verdict, paired_ratio
-from ortlab.core.version import __version__
-from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.doctor import DoctorResult, doctor
-from ortlab.diagnosis.rules import Finding
-from ortlab.engine.session import SessionReport
-from ortlab.engine.worker import set_isolation
-from ortlab.views.report import report
+# ortlab's own child processes (the worker, footprint and compile children: ORTLAB_CHILD=1,
+# set by engine.children.child_env) import only the modules their tasks import. The public
+# namespace below loads the analyses, pandas and the renderers (~0.35 s) that no child uses,
+# and the worker's start-up is on the path of a Lab's first run.
+_CHILD = _os.environ.get("ORTLAB_CHILD") == "1"
+
+if TYPE_CHECKING or not _CHILD:
+    from ortlab import views as _views  # registers every renderer (results show themselves)
+    from ortlab.analysis.ablation import AblationResult, ablate_optimizers
+    from ortlab.analysis.benchmark import (
+        BenchmarkResult,
+        ConfigComparison,
+        benchmark,
+        compare_configs,
+    )
+    from ortlab.analysis.compare import CompareResult, compare
+    from ortlab.analysis.diff import DiffResult, diff
+    from ortlab.analysis.graphdata import GraphData, graph_data
+    from ortlab.analysis.memory import FootprintResult, footprint
+    from ortlab.analysis.optimization import OptimizationResult, optimization_diff
+    from ortlab.analysis.placement import PlacementResult, placement
+    from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
+    from ortlab.analysis.quant_error import ErrorResult, quantization_error
+    from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
+    from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
+    from ortlab.analysis.whatif import WhatIfResult, whatif
+    from ortlab.core import examples
+    from ortlab.core.config import SessionConfig
+    from ortlab.core.errors import (
+        ExternalDataError,
+        FeedError,
+        InvalidModelError,
+        OrtlabError,
+        OrtlabWarning,
+        ProfileParseError,
+        ProviderError,
+        ProviderFallbackError,
+        ProviderFallbackWarning,
+        QuantizationError,
+        RunError,
+        SessionConfigError,
+        SessionCreationError,
+        UnsupportedModelError,
+        WorkerCancelledError,
+        WorkerCrashedError,
+        WorkerError,
+        WorkerTimeoutError,
+    )
+    from ortlab.core.inputs import Feeds
+    from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
+    from ortlab.core.runtime import devices
+    from ortlab.core.stats import Verdict, paired_ratio
+    from ortlab.core.version import __version__
+    from ortlab.diagnosis.best import Best
+    from ortlab.diagnosis.doctor import DoctorResult, doctor
+    from ortlab.diagnosis.rules import Finding
+    from ortlab.engine.session import SessionReport
+    from ortlab.engine.worker import set_isolation
+    from ortlab.views.report import report
+
+    del _views
 
 if TYPE_CHECKING:
     from ortlab.views.widgets.diff import GraphDiff
     from ortlab.views.widgets.graph import GraphView
     from ortlab.views.widgets.lab import Lab
     from ortlab.views.widgets.netron import NetronView
-
-del _views
 
 
 def graph(

@@ -1,4 +1,4 @@
-"""Tasks that kill or hang the worker on purpose (run inside it by tests/test_worker.py)."""
+"""Tasks run inside the worker by tests/test_worker.py: some kill or hang it on purpose."""
 
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def exhaust_memory(progress: Callable[[int, int], None]) -> None:  # noqa: ARG00
     hoard = []
     while True:
         hoard.append(bytearray(256 * 1024 * 1024))
+
+
+def modules(progress: Callable[[int, int], None]) -> list[str]:  # noqa: ARG001
+    """The modules the worker has imported (for the start-up tests)."""
+    import sys
+
+    return sorted(sys.modules)

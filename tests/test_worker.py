@@ -164,3 +164,42 @@ def test_children_find_this_copy_of_the_package(monkeypatch: pytest.MonkeyPatch)
     path = children.child_env(EXTRA="1")["PYTHONPATH"].split(os.pathsep)
     assert Path(path[0], "ortlab", "__init__.py").resolve() == Path(ortlab.__file__).resolve()
     assert path[1:] == ["/elsewhere"] and children.child_env(EXTRA="1")["EXTRA"] == "1"
+
+
+def test_a_ready_worker_has_imported_onnxruntime_and_not_the_public_namespace() -> None:
+    """``ready`` is set once the worker has imported onnxruntime and the tasks (a Lab's first
+    run waits for that), and a child skips ``ortlab``'s public namespace (the analyses, pandas,
+    the renderers): those imports doubled the worker's start-up."""
+    w = Worker()
+    try:
+        assert not w.ready
+        w.start()
+        assert w.ready
+        loaded = set(w.call("tests.crashers:modules", {}))
+        assert {"onnxruntime", "ortlab.engine.tasks", "ortlab.engine.session"} <= loaded
+        assert not loaded & {"pandas", "ortlab.views", "ortlab.analysis", "plotly"}
+        w.stop()
+        assert not w.ready
+    finally:
+        w.stop()
+
+
+def test_import_ortlab_outside_a_child_still_gives_the_whole_api() -> None:
+    """The skip is for ortlab's own children only: a user's ``import ortlab`` (no
+    ORTLAB_CHILD) has every public name and the renderers registered."""
+    import os
+    import subprocess
+    import sys
+
+    from ortlab.engine.children import child_env
+
+    code = (
+        "import ortlab, sys; from ortlab.core import display; "
+        "print(all(hasattr(ortlab, n) for n in ortlab.__all__ if n not in ('Lab', 'GraphView')),"
+        " display.has(ortlab.PlacementResult, 'html'))"
+    )
+    env = {k: v for k, v in child_env().items() if k != "ORTLAB_CHILD"}
+    root = os.path.dirname(os.path.dirname(ortlab.__file__))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=root)  # fmt: skip
+    assert out.stdout.split() == ["True", "True"]

@@ -66,6 +66,7 @@ def main() -> None:
     from ortlab.engine.worker import _resolve
 
     _preload()
+    conn.send(("ready",))  # the parent's start() returns on this: calls are served from now
 
     while True:
         try:

@@ -23,8 +23,10 @@ class ChildFailed(Exception):  # noqa: N818 - reads as what happened to the chil
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """This process's environment plus ``extra``, with the package first on PYTHONPATH."""
-    env = {**os.environ, **extra}
+    """This process's environment plus ``extra``, with the package first on PYTHONPATH, and
+    ORTLAB_CHILD=1: ``import ortlab`` in a child skips the public namespace (the analyses,
+    pandas, the renderers), which no child uses and which would delay its start-up."""
+    env = {**os.environ, "ORTLAB_CHILD": "1", **extra}
     kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, *kept])
     return env

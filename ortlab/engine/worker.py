@@ -93,6 +93,9 @@ class InProcessWorker:
     def start_in_background(self) -> None:
         """Nothing to start in-process."""
 
+    ready = True
+    """Always: there is no process to wait for."""
+
     @property
     def pid(self) -> int:
         return os.getpid()
@@ -111,6 +114,7 @@ class Worker:
         self._cancel = threading.Event()
         self._tokens: list[threading.Event] = []
         self._calls = 0
+        self._ready = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -120,6 +124,13 @@ class Worker:
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def ready(self) -> bool:
+        """Started and done preparing (onnxruntime imported): a call now runs at once. A
+        caller waiting for the worker anyway (the Lab, while it starts) can do its own
+        housekeeping until then."""
+        return self._ready.is_set() and self.alive()
 
     def start(self) -> None:
         if self.alive():
@@ -147,6 +158,8 @@ class Worker:
                 close_fds=True,
             ).result()
         self._conn = self._accept(listener)
+        self._await_ready(self._conn)
+        self._ready.set()
 
     def start_in_background(self) -> None:
         """Start the process on a thread of its own and return at once: a caller with work of
@@ -191,6 +204,30 @@ class Worker:
         conn: Connection = box["conn"]
         return conn
 
+    def _await_ready(self, conn: Connection) -> None:
+        """Wait for the worker's "ready" (sent once it has imported onnxruntime and the
+        tasks), or name how its start-up failed."""
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        failure = "exited while importing onnxruntime"
+        while not conn.poll(0.05):
+            if self._proc is None or self._proc.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                failure = f"was not ready within {_START_TIMEOUT_S:g} s"
+                break
+        else:
+            with contextlib.suppress(EOFError, OSError):
+                if conn.recv() == ("ready",):
+                    return
+        tail = self._log_tail()
+        self._kill()
+        self._discard()
+        raise WorkerError(
+            f"The ortlab worker process {failure}"
+            + (f". Its output:\n{tail}" if tail else ".")
+            + " Check that `python -m ortlab.engine._worker_main` can import onnxruntime."
+        )
+
     def stop(self) -> None:
         """Ask the worker to exit; kill it if it does not within 2 s."""
         if self._conn is not None and self.alive():
@@ -209,6 +246,7 @@ class Worker:
                 self._proc.wait(5)
 
     def _discard(self) -> None:
+        self._ready.clear()
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()
