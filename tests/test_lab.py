@@ -3,6 +3,7 @@ the error panel with the previous results kept, history compares runs."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -450,3 +451,36 @@ def test_ort_time_is_measured_inside_the_call_and_covers_what_ort_timed(mlp: ort
     wall_b = (time.perf_counter() - t0) * 1e3
     assert b.ort_ms is not None
     assert sum(b.latencies_ns) / 1e6 <= b.ort_ms <= wall_b
+
+
+def test_nothing_of_the_lab_runs_beside_ort_while_it_is_timed(
+    mlp: ortlab.Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lab's warm-up (plotly's lazy imports, tensor types, the graph scripts) once ran on
+    a thread during the first run, taking a core from ORT's timed runs on a 2-core machine.
+    At every worker call of a Lab's construction and refresh, no other thread of this process
+    may be running the Lab's, ortlab's views' or plotly's code."""
+    import sys
+    import threading
+
+    from ortlab.engine.worker import Worker
+
+    seen: list[str] = []
+    call = Worker.call
+
+    def watched(self: Worker, task: str, kwargs: dict, **kw: object) -> object:
+        me = threading.get_ident()
+        for ident, frame in sys._current_frames().items():
+            stack = frame
+            while ident != me and stack is not None:
+                name = stack.f_code.co_filename
+                if "plotly" in name or f"ortlab{os.sep}views" in name:
+                    seen.append(f"{task}: {name}:{stack.f_code.co_name}")
+                stack = stack.f_back
+        return call(self, task, kwargs, **kw)
+
+    monkeypatch.setattr(Worker, "call", watched)
+    lab = ortlab.Lab(mlp, runs=3, synchronous=True, tab="Profile")
+    lab.level.value = "basic"
+    lab.close()
+    assert len(lab.history) == 2 and not seen

@@ -13,6 +13,7 @@ wires them together.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -95,19 +96,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
         self.report_path: Any = None
-        # plotly imports its trace and validator modules lazily, on the first figure (~3 s):
-        # do it while the first session builds in the worker, not after. pandas first, here:
-        # plotly looks it up in sys.modules, where another thread's half-done import would be.
-        import pandas  # noqa: F401
-
-        self._warm = threading.Thread(target=_warm_up, args=(self.model,), name="ortlab-warm",
-                                      daemon=True)  # fmt: skip
-        self._warm.start()
         self._build_controls(runs)
         self._build_tabs(tab)
         super().__init__([self._controls, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
         self._overview()
+        _warm_up(self.model)
         if run_on_start:
             self.run()
 
@@ -805,17 +799,24 @@ def median_shares(prof: Any) -> Any:
 
 
 def _warm_up(model: Any) -> None:
-    """While the first run's sessions build in the worker: build and serialise one small
-    figure of every kind the Lab shows, so that plotly's lazy imports (trace classes, their
-    validators) happen now; type the model's tensors and read the graph view's scripts,
-    which the first Graph tab needs. Only a head start: a failure here changes nothing (each
-    step is done again, and reports its error, where it is needed)."""
+    """What the first run would otherwise do cold, done while the worker process starts
+    (its interpreter and onnxruntime's import take ~0.45 s, and the first run waits for them):
+    build and serialise one small figure of every kind the Lab shows, so that plotly's lazy
+    imports (trace classes, their validators) happen now; type the model's tensors; read the
+    graph view's scripts. Then a full garbage collection: the objects the imports and the
+    widgets made (tens of thousands) would otherwise set one off (~0.08 s with pandas and plotly
+    loaded) inside the first run; it belongs to the construction, whose time includes it.
+
+    Done here, before the first run, not on a thread during it: nothing of ortlab's may take
+    a core while ORT's runs are being timed. Only a head start: a failure here changes
+    nothing (each step is done again, and reports its error, where it is needed)."""
     from ortlab.analysis.graphdata import tensor_types
     from ortlab.views.graph_page import dagre_source, module_sources
 
     for step in (_warm_figure, lambda: tensor_types(model), dagre_source, module_sources):
         with contextlib.suppress(Exception):  # an optimisation must never surface
             step()
+    gc.collect()
 
 
 def _warm_figure() -> None:
