@@ -196,7 +196,7 @@ def test_feeds_npz_runs_a_state_model_on_every_session_verb(
     assert main(["profile", str(model), "--runs", "2", "--json", "--feeds", str(npz)]) == 0
     p = ortlab.ProfileResult.from_json(capsys.readouterr().out)
     proj = p.data.input_types[p.data.node.index("proj")]
-    assert proj[0] == ("float", [1, 512])  # ORT ran the node at the feeds' shape
+    assert proj[0] == ("float", (1, 512))  # ORT ran the node at the feeds' shape
     assert main(["place", str(model), "--runs", "2", "--feeds", str(npz)]) == 0
     assert "Partitions" in capsys.readouterr().out
     assert main(["optimize", str(model), "--levels", "disabled,all", "--rounds", "2",

@@ -33,7 +33,7 @@ def _replay(probes: dict[str, str] | None = None) -> PlacementResult:
         graph_outputs=[o.name for o in g.output],
         final=[OpNode(a, b, c, tuple(d), tuple(e)) for a, b, c, d, e in fx["final"]],
         data=parse_profile_file(FIXTURES / f"{OV}_profile.json", skip_runs=fx["warmup"]),
-        assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in fx["assignment"]],
+        assignment=[(ep, tuple(n[0] for n in nodes)) for ep, nodes in fx["assignment"]],
         placements=fx["placements"], report=report, final_source=fx["final_source"],
         probes=probes,
     )  # fmt: skip

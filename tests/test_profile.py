@@ -31,8 +31,8 @@ def test_golden_profile_ort_1_31() -> None:
     assert sorted(set(data.ev_run)) == [0, 1, 2, 3]
     assert all(s >= 0 for s in data.ev_start_us)
     k = data.node.index("/layers.2/MatMul/MatMulAddFusion")
-    assert data.input_types[k][0] == ("float", [1, 512])
-    assert data.output_types[k] == [("float", [1, 10])]
+    assert data.input_types[k][0] == ("float", (1, 512))
+    assert data.output_types[k] == (("float", (1, 10)),)
 
 
 def test_warmup_runs_are_skipped() -> None:

@@ -313,7 +313,7 @@ def test_a_real_run_against_itself_has_no_measurable_difference(name: str) -> No
     t = ortlab.diff(basic, a).nodes.set_index("node")
     kernels = {  # each join's own record of the kernel that ran each original node
         j: {r.node: "+".join(dict.fromkeys(
-                p.optimized.set_index("node").loc[r.optimized, "op_type"]))
+                p.optimized.set_index("node").loc[list(r.optimized), "op_type"]))
             for r in p.node_rows if r.optimized}
         for j, p in (("a", basic), ("b", a))
     }  # fmt: skip

@@ -34,6 +34,7 @@ from ortlab.core.onnx_util import elem_bits
 from ortlab.core.result import Result, table
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
+from ortlab.engine.trace import TensorTypes
 from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
 
 __all__ = ["PlacementResult", "join_placement", "placement"]
@@ -49,8 +50,10 @@ class NodeRow:
     status: str
     """kept / rewritten / fused / folded / eliminated (see ortlab.graphmap), or compiled
     (inside a compiled EP subgraph such as OpenVINO's or TensorRT's)."""
-    optimized: list[str]
-    """Final-graph nodes it became part of (a compiled EP subgraph counts as one)."""
+    optimized: tuple[str, ...]
+    """Final-graph nodes it became part of (a compiled EP subgraph counts as one). Tuples
+    here and in ``fused_from``: the garbage collector stops tracking a tuple of strings, so
+    the rows a Lab keeps for its last runs are not walked by every full collection."""
     provider: str
     partition: int
     """Partition id (see ``partitions``); -1 when the node was folded or eliminated."""
@@ -77,7 +80,7 @@ class OptimizedRow:
     domain: str
     provider: str
     partition: int
-    fused_from: list[str]
+    fused_from: tuple[str, ...]
     us_per_run: float
     share: float
     compiled: bool
@@ -119,7 +122,7 @@ class PlacementResult(Result):
     optimized_rows: list[OptimizedRow]
     partition_rows: list[PartitionRow]
     boundary_rows: list[BoundaryRow]
-    assignment: list[tuple[str, list[str]]]
+    assignment: list[tuple[str, tuple[str, ...]]]
     """Source 1, raw: (EP, node names at partitioning time) per assigned subgraph."""
     final_source: str
     notes: list[str] = field(default_factory=list)
@@ -144,7 +147,7 @@ class PlacementResult(Result):
         parameter_bytes."""
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.node_rows], columns=_cols(NodeRow))
+        return pd.DataFrame([_listed(r) for r in self.node_rows], columns=_cols(NodeRow))
 
     @table
     def optimized(self) -> Any:
@@ -152,7 +155,7 @@ class PlacementResult(Result):
         us_per_run, share, compiled, executed, reason."""
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.optimized_rows], columns=_cols(OptimizedRow))
+        return pd.DataFrame([_listed(r) for r in self.optimized_rows], columns=_cols(OptimizedRow))
 
     @table
     def partitions(self) -> Any:
@@ -245,7 +248,13 @@ def _cols(cls: type) -> list[str]:
 # ---------------------------------------------------------------------- the join
 
 
-def _tensor_bytes(types: list[tuple[str, list[int]]], index: int) -> int:
+def _listed(row: Any) -> dict[str, Any]:
+    """A row's fields for its table, name tuples as lists (a tuple in a cell is read by
+    ``.loc`` as one key per axis; the tables showed lists before the rows held tuples)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in row.__dict__.items()}
+
+
+def _tensor_bytes(types: TensorTypes, index: int) -> int:
     if index >= len(types):
         return -1
     dtype, dims = types[index]
@@ -303,7 +312,7 @@ def join_placement(
     graph_outputs: list[str],
     final: list[OpNode],
     data: ProfileData,
-    assignment: list[tuple[str, list[str]]],
+    assignment: list[tuple[str, tuple[str, ...]]],
     placements: Mapping[str, str],
     report: SessionReport,
     final_source: str,
@@ -343,7 +352,7 @@ def join_placement(
             domain=n.domain,
             provider=provider[n.name],
             partition=j.part[n.name],
-            fused_from=mapping.optimized_to_original.get(n.name, []),
+            fused_from=tuple(mapping.optimized_to_original.get(n.name, ())),
             us_per_run=time.get(n.name, 0.0),
             share=time.get(n.name, 0.0) / j.total,
             compiled=n.name in compiled,
@@ -477,7 +486,7 @@ def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
             NodeRow(
                 node=n.name,
                 op_type=n.op_type,
-                optimized=opt,
+                optimized=tuple(opt),
                 status="compiled"
                 if any(o in j.compiled for o in opt)
                 else j.mapping.status[n.name],
@@ -593,7 +602,7 @@ def placement(
         graph_outputs=[o.name for o in graph.output],
         final=[OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in out["final"]],
         data=out["data"],
-        assignment=[(ep, [n[0] for n in nodes]) for ep, nodes in out["assignment"]],
+        assignment=[(ep, tuple(n[0] for n in nodes)) for ep, nodes in out["assignment"]],
         placements=out["placements"],
         report=out["report"],
         final_source=out["final_source"],

@@ -243,7 +243,7 @@ def _placement(
     ort_version: str,
 ) -> PlacementResult:
     graph = m.proto.graph
-    assignment = [(e, [n for n, _ in nodes]) for e, nodes in raw.get("assignment", [])]
+    assignment = [(e, tuple(n for n, _ in nodes)) for e, nodes in raw.get("assignment", [])]
     assigned = {n: e for e, names in assignment for n in names}
     final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in raw.get("final") or []]
     if final and "verdicts" in raw:  # the checker on ORT's level-1 graph

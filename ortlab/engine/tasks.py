@@ -289,12 +289,14 @@ def _side_weights(data_file: str) -> dict[str, str]:
     }
 
 
-def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str], str]]:
+def _graph_tuples(path: Path) -> list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]]:
+    """The final graph's nodes as tuples of strings (sent back pickled; a tuple of strings is
+    one object the caller's garbage collector soon stops tracking, a list is tracked)."""
     import onnx
 
     graph = onnx.load(str(path), load_external_data=False).graph
     return [
-        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs), n.parent)
+        (n.name, n.op_type, n.domain, tuple(n.inputs), tuple(n.outputs), n.parent)
         for n in graph_nodes(graph, subgraphs=True)
     ]
 
