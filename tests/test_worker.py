@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -203,3 +204,18 @@ def test_import_ortlab_outside_a_child_still_gives_the_whole_api() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=root)  # fmt: skip
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_teardown_left_for_after_the_reply_ends_before_the_next_call(
+    worker: Worker, tmp_path: Path
+) -> None:
+    """A placement's session frees its kernels when dropped (~30 ms on a 1,500-node model):
+    the worker drops it after replying, so the caller does not wait, and before it reads the
+    next call, so a teardown never overlaps a timed run. The stand-in's teardown waits for a
+    file the test writes only once the reply is in: dropped before replying, the call would
+    stall 10 s and the teardown would be done by the time the reply arrived."""
+    folder = str(tmp_path)
+    assert worker.call("tests.crashers:leave_for_after_reply", {"folder": folder}) is False
+    assert not (tmp_path / "released").exists(), "the reply came after the teardown"
+    (tmp_path / "go").write_text("1")
+    assert worker.call("tests.crashers:exists", {"path": str(tmp_path / "released")})

@@ -63,6 +63,7 @@ def main() -> None:
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
     )
     from ortlab.core.cache import private_cwd
+    from ortlab.engine.tasks import release_deferred
     from ortlab.engine.worker import _resolve
 
     _preload()
@@ -89,8 +90,11 @@ def main() -> None:
                 conn.send(("error", call_id, err, tb))
             except Exception:  # noqa: BLE001 - unpicklable exception: send its text
                 conn.send(("error", call_id, RuntimeError(f"{type(err).__name__}: {err}"), tb))
+            release_deferred()
             continue
         conn.send(("result", call_id, result))
+        del result
+        release_deferred()  # after the reply: the caller does not wait for ORT's teardown
 
 
 if __name__ == "__main__":

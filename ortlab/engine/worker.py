@@ -76,8 +76,13 @@ class InProcessWorker:
         context: str = "",  # noqa: ARG002
     ) -> Any:
 
-        with private_cwd():  # ORT's tools write into the cwd (see cache.private_cwd)
-            return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
+        from ortlab.engine.tasks import release_deferred
+
+        try:
+            with private_cwd():  # ORT's tools write into the cwd (see cache.private_cwd)
+                return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
+        finally:
+            release_deferred()  # in-process, the caller waits for the teardown too
 
     def cancel(self) -> None:
         """Nothing to cancel in-process."""
