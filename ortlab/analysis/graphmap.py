@@ -79,6 +79,14 @@ class _Context:
     produced_p: set[str]
     stop: set[str]
     consumers: dict[str, int]
+    branching: set[str] = field(default_factory=set)
+    """Tensors with more than one consumer (computed once: ``_split_group`` runs per group)."""
+    position: dict[str, int] = field(default_factory=dict)
+    """Each original node's index in ``order``."""
+
+    def __post_init__(self) -> None:
+        self.branching = {t for t, c in self.consumers.items() if c > 1}
+        self.position = {name: i for i, name in enumerate(self.order)}
 
 
 class _UnionFind:
@@ -140,11 +148,13 @@ def map_nodes(
     anchors = _anchors(optimized, orig_by_name, producer_o)
     constants = _constants(original, set(initializers))
     groups: list[Group] = []
+    walls = produced_p | stop  # one union, not one per group
     for nodes in members:
         outputs = [t for n in nodes for t in n.outputs if t in orig_tensors]
-        found = _walk_back(outputs, producer_o, produced_p | stop, stop)
+        found = _walk_back(outputs, producer_o, walls, stop)
+        found_set = set(found)
         producing = [n for n in nodes if any(t in orig_tensors for t in n.outputs)]
-        if len(nodes) > 1 and any(anchors.get(n.name) in found for n in nodes):
+        if len(nodes) > 1 and any(anchors.get(n.name) in found_set for n in nodes):
             # Named after original nodes (NCHWc chains: `<conv output>_nchwc` kernels between
             # ReorderInput/ReorderOutput): each kernel takes its namesake, so a Conv is
             # credited to the Conv kernel, not to the reorder that ends the chain.
@@ -302,21 +312,21 @@ def _split_group(
     anchor_outputs = {
         t for n in nodes if n.name in anchors for t in ctx.orig[anchors[n.name]].outputs
     }
-    branching = {t for t, c in ctx.consumers.items() if c > 1}
     out: list[Group] = []
     owner: dict[str, int] = {}
+    stop = ctx.produced_p | anchor_outputs | ctx.branching
     for n in nodes:
         if n.name not in anchors or anchors[n.name] not in in_group:
             continue
         start = ctx.orig[anchors[n.name]]
-        stop = ctx.produced_p | anchor_outputs | branching
         own = [o for o in _walk_back([], ctx.producer_o, stop, ctx.stop, first=start)
                if o in in_group and o not in owner]  # fmt: skip
         for o in own:
             owner[o] = len(out)
         out.append(Group([n.name], own, "fused"))
-    for name in ctx.order:  # topological: a fused Sum is placed before the Relu after it
-        if name not in in_group or name in owner:
+    # topological: a fused Sum is placed before the Relu after it
+    for name in sorted((n for n in in_group if n in ctx.position), key=ctx.position.__getitem__):
+        if name in owner:
             continue
         inputs = [t for t in ctx.orig[name].inputs if t in ctx.producer_o]
         inputs.sort(key=lambda t: ctx.consumers.get(t, 0))  # the fused chain's tensor first

@@ -46,6 +46,8 @@ def release_after_reply(*objects: Any) -> None:
 def release_deferred() -> None:
     """Drop what the last task left for after its reply (the worker calls this)."""
     _RELEASE_AFTER_REPLY.clear()
+
+
 _REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
 
 
