@@ -369,3 +369,25 @@ def test_a_real_sessions_footprint_and_creation_stages(name: str) -> None:
     _, r = build_session(str(m.path), ortlab.SessionConfig(), log_severity=0)
     total = sum(r.stages_ms.values())
     assert 0.8 * r.create_ms <= total <= r.create_ms, (r.stages_ms, r.create_ms)
+
+
+@pytest.mark.parametrize("name", corpus.LIGHT)
+def test_ort_time_of_a_real_export_covers_what_ort_timed(name: str) -> None:
+    """On real exports, ``ort_ms`` (what the Lab subtracts from a refresh to state ortlab's
+    overhead) lies between ORT's own records of the work and the call's wall time, for two
+    placements in a row (the first one's session is dropped after its reply, before the
+    second call is read) and a benchmark."""
+    import time
+
+    m, feeds = corpus.load(name), corpus.feeds(name)
+    for _ in range(2):
+        t0 = time.perf_counter()
+        pl = ortlab.placement(m, feeds=feeds, runs=3, warmup=1, progress=False)
+        wall = (time.perf_counter() - t0) * 1e3
+        assert pl.profile is not None and pl.ort_ms is not None
+        profiled = sum(pl.profile.data.run_us) / 1e3  # the measured runs, in ORT's own clock
+        assert pl.report.create_ms + profiled <= pl.ort_ms <= wall
+    t0 = time.perf_counter()
+    b = ortlab.benchmark(m, feeds=feeds, runs=5, warmup=1, progress=False)
+    wall = (time.perf_counter() - t0) * 1e3
+    assert b.ort_ms is not None and sum(b.latencies_ns) / 1e6 <= b.ort_ms <= wall

@@ -79,9 +79,9 @@ class _Context:
     produced_p: set[str]
     stop: set[str]
     consumers: dict[str, int]
-    branching: set[str] = field(default_factory=set)
+    branching: set[str] = field(init=False)
     """Tensors with more than one consumer (computed once: ``_split_group`` runs per group)."""
-    position: dict[str, int] = field(default_factory=dict)
+    position: dict[str, int] = field(init=False)
     """Each original node's index in ``order``."""
 
     def __post_init__(self) -> None:

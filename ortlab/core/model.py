@@ -8,7 +8,6 @@ model's folder before ORT ever sees them.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -97,6 +96,9 @@ class ModelSummary(Result):
     initializers_as_inputs: int
     problems: list[str] = field(default_factory=list)
     """Why this onnxruntime cannot run the model, if it cannot (empty when it can)."""
+    defects: list[str] = field(default_factory=list)
+    """Those of ``problems`` that are defects of the graph itself (duplicate node names, a
+    cycle): found once, here, and read by every ``check_runnable``."""
 
     def __repr__(self) -> str:
         return (
@@ -169,12 +171,6 @@ class Model:
 
         return example_inputs(self, dims=dims, seed=seed, like=like)
 
-    @functools.cached_property
-    def _defects(self) -> list[str]:
-        """graph_defects of the graph, found once per Model (~10 ms on a 1,500-node graph, and
-        every measuring call checks): sessions run the file, which a Model never changes."""
-        return graph_defects(self.proto.graph)
-
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
         """Raise if this onnxruntime cannot run the model: :class:`InvalidModelError` for a
         malformed graph (duplicate node names, a cycle), :class:`UnsupportedModelError` for one
@@ -183,7 +179,7 @@ class Model:
         With ``custom_ops_registered`` (the config registers custom-op libraries) unknown op
         domains are left for ORT to resolve.
         """
-        defects = self._defects
+        defects = self.summary.defects
         if defects:
             raise InvalidModelError(
                 f"Model {self.name!r} is malformed and ORT would refuse it: " + " ".join(defects)
@@ -450,6 +446,7 @@ def summarize(proto: onnx.ModelProto, path: Path, name: str) -> ModelSummary:
     inits = list(walk_initializers(graph))
     external = sum(tensor_nbytes(t) for t in inits if t.data_location == TensorProto.EXTERNAL)
     producer = " ".join(x for x in (proto.producer_name, proto.producer_version) if x)
+    defects = graph_defects(graph)
     return ModelSummary(
         name=name,
         path=str(path),
@@ -467,7 +464,8 @@ def summarize(proto: onnx.ModelProto, path: Path, name: str) -> ModelSummary:
         subgraph_count=sum(1 for n, _ in walk_nodes(graph) for _ in _subs(n)),
         op_types=dict(ops.most_common()),
         initializers_as_inputs=sum(1 for v in graph.input if v.name in init_names),
-        problems=_problems(proto),
+        problems=_problems(proto, defects),
+        defects=defects,
     )
 
 
@@ -489,10 +487,9 @@ def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
     return TensorInfo(name=vi.name, dtype=dtype, shape=value_info_shape(vi), kind=kind)
 
 
-def _problems(proto: onnx.ModelProto) -> list[str]:
-
+def _problems(proto: onnx.ModelProto, defects: list[str]) -> list[str]:
     lim = limits()
-    out = graph_defects(proto.graph)
+    out = list(defects)
     if proto.ir_version > lim.max_ir_version:
         out.append(
             f"IR version {proto.ir_version} is newer than this onnxruntime {lim.ort_version} "

@@ -39,16 +39,15 @@ def _limit_memory() -> None:
 
 
 def _preload() -> None:
-    """Import onnxruntime and the tasks, and register the plugin EPs, before the first call
-    arrives: every real task needs them (~0.3 s), and a caller that started the worker early
-    (``Worker.start_in_background``) is still busy. Only a head start: a failure here is
-    met again, and reported, by the task that needs the module."""
+    """Import onnxruntime and register the plugin EPs before saying ready: every real task
+    needs them (~0.3 s), and a caller that started the worker early
+    (``Worker.start_in_background``) is still busy. Only a head start: a failure here is met
+    again, and reported, by the task that needs the module."""
     import contextlib
 
     with contextlib.suppress(Exception):
         import onnxruntime  # noqa: F401
 
-        import ortlab.engine.tasks  # noqa: F401
         from ortlab.engine.plugins import registered
 
         registered()
@@ -63,7 +62,7 @@ def main() -> None:
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
     )
     from ortlab.core.cache import private_cwd
-    from ortlab.engine.tasks import release_deferred
+    from ortlab.engine.tasks import release_deferred  # the tasks module, imported here
     from ortlab.engine.worker import _resolve
 
     _preload()

@@ -119,7 +119,6 @@ class Worker:
         self._cancel = threading.Event()
         self._tokens: list[threading.Event] = []
         self._calls = 0
-        self._ready = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -132,10 +131,9 @@ class Worker:
 
     @property
     def ready(self) -> bool:
-        """Started and done preparing (onnxruntime imported): a call now runs at once. A
-        caller waiting for the worker anyway (the Lab, while it starts) can do its own
-        housekeeping until then."""
-        return self._ready.is_set() and self.alive()
+        """Started and done preparing (onnxruntime and the tasks imported): a call now runs
+        at once."""
+        return self._conn is not None and self.alive()
 
     def start(self) -> None:
         if self.alive():
@@ -162,9 +160,10 @@ class Worker:
                 env=env,
                 close_fds=True,
             ).result()
-        self._conn = self._accept(listener)
-        self._await_ready(self._conn)
-        self._ready.set()
+        deadline = time.monotonic() + _START_TIMEOUT_S  # for the whole start-up
+        conn = self._accept(listener, deadline)
+        self._await_ready(conn, deadline)
+        self._conn = conn  # set once ready: ``ready`` reads it
 
     def start_in_background(self) -> None:
         """Start the process on a thread of its own and return at once: a caller with work of
@@ -178,7 +177,7 @@ class Worker:
 
         threading.Thread(target=start, name="ortlab-worker-start", daemon=True).start()
 
-    def _accept(self, listener: Listener) -> Connection:
+    def _accept(self, listener: Listener, deadline: float) -> Connection:
         box: dict[str, Any] = {}
 
         def accept() -> None:
@@ -189,7 +188,6 @@ class Worker:
 
         thread = threading.Thread(target=accept, daemon=True)
         thread.start()
-        deadline = time.monotonic() + _START_TIMEOUT_S
         while thread.is_alive():
             thread.join(0.05)
             if self._proc is not None and self._proc.poll() is not None:
@@ -198,21 +196,14 @@ class Worker:
                 break
         listener.close()
         if "conn" not in box:
-            tail = self._log_tail()
-            self._kill()
-            raise WorkerError(
-                "The ortlab worker process did not start"
-                + (f": {box['error']}" if "error" in box else "")
-                + (f". Its output:\n{tail}" if tail else ".")
-                + " Check that `python -m ortlab.engine._worker_main` can import onnxruntime."
-            )
+            error = f": {box['error']}" if "error" in box else ""
+            raise self._start_failed("did not start" + error)
         conn: Connection = box["conn"]
         return conn
 
-    def _await_ready(self, conn: Connection) -> None:
+    def _await_ready(self, conn: Connection, deadline: float) -> None:
         """Wait for the worker's "ready" (sent once it has imported onnxruntime and the
         tasks), or name how its start-up failed."""
-        deadline = time.monotonic() + _START_TIMEOUT_S
         failure = "exited while importing onnxruntime"
         while not conn.poll(0.05):
             if self._proc is None or self._proc.poll() is not None:
@@ -224,11 +215,16 @@ class Worker:
             with contextlib.suppress(EOFError, OSError):
                 if conn.recv() == ("ready",):
                     return
+        conn.close()
+        raise self._start_failed(failure)
+
+    def _start_failed(self, what: str) -> WorkerError:
+        """Kill the process; the error names what went wrong, with the tail of its output."""
         tail = self._log_tail()
         self._kill()
         self._discard()
-        raise WorkerError(
-            f"The ortlab worker process {failure}"
+        return WorkerError(
+            f"The ortlab worker process {what}"
             + (f". Its output:\n{tail}" if tail else ".")
             + " Check that `python -m ortlab.engine._worker_main` can import onnxruntime."
         )
@@ -251,7 +247,6 @@ class Worker:
                 self._proc.wait(5)
 
     def _discard(self) -> None:
-        self._ready.clear()
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()

@@ -32,7 +32,7 @@ from ortlab.core.runtime import devices
 from ortlab.core.stats import MIN_ROUNDS
 from ortlab.engine.calls import as_config, prepare
 from ortlab.views import plots
-from ortlab.views.graph_page import page_module
+from ortlab.views.graph_page import page_module, state_block
 from ortlab.views.render import (
     _STYLE,
     _report_html,
@@ -294,7 +294,6 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
     import warnings
 
     from ortlab.analysis.graphdata import graph_data
-    from ortlab.views.graph_page import state_block
 
     if placement is None and profile is None:
         return ""

@@ -66,8 +66,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         run_on_start: bool = True,
         tab: str = "Overview",
     ) -> None:
-        # the worker's start-up (onnxruntime's import) overlaps the Lab's own: provider
-        # trials and widgets take longer, so the first run finds it ready
+        # the worker's start-up (onnxruntime's import) overlaps the Lab's own (widgets, the
+        # warm-up), so the first run finds it ready
         ortlab.engine.worker.get_worker().start_in_background()
         self.model = ortlab.load(model)
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
@@ -903,7 +903,7 @@ def mime_bundle(item: Any) -> dict[str, Any]:
 
 
 def _is_figure(item: Any) -> bool:
-    # no figure exists before plotly defines the class (another thread may be importing it)
+    # no figure exists before plotly is imported: a table or a widget does not import it
     base = getattr(sys.modules.get("plotly.basedatatypes"), "BaseFigure", None)
     return base is not None and isinstance(item, base)
 
