@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import numpy_helper
 
-from ortlab.analysis.graphmap import graph_node_protos
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
@@ -599,7 +598,7 @@ def graph_data(
     nodes: list[GraphNode] = []
     body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
     constants: dict[str, str] = {}
-    for op, raw in graph_node_protos(graph, subgraphs=True):
+    for op, raw in m.node_protos:
         if op.op_type == "Constant" and not op.domain and len(op.outputs) == 1:
             constants[op.outputs[0]] = _constant_type(raw)  # folded into its consumers
             continue

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, graph_nodes, map_nodes
+from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, map_nodes
 from ortlab.analysis.profiling import ProfileData, ProfileResult, self_durations
 from ortlab.analysis.reasons import group_reasons, node_reason
 from ortlab.core.config import SessionConfig
@@ -596,7 +596,7 @@ def placement(
     joined = join_placement(
         model=m.name,
         config=cfg.to_dict(),
-        original=graph_nodes(graph, subgraphs=True),
+        original=[n for n, _ in m.node_protos],
         initializers=[t.name for t in graph.initializer],
         graph_inputs=[i.name for i in graph.input],
         graph_outputs=[o.name for o in graph.output],

@@ -8,6 +8,7 @@ model's folder before ORT ever sees them.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from onnx import TensorProto
 
 from ortlab.core import cache
 from ortlab.core.errors import ExternalDataError, InvalidModelError, UnsupportedModelError
+from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
 from ortlab.core.onnx_util import (
     STANDARD_DOMAINS,
@@ -153,6 +155,15 @@ class Model:
 
     def _repr_html_(self) -> str:
         return self.summary._repr_html_()
+
+    @functools.cached_property
+    def node_protos(self) -> tuple[tuple[OpNode, onnx.NodeProto], ...]:
+        """Every node, If/Loop/Scan bodies included, as ortlab names them (see
+        :func:`ortlab.core.graph.graph_node_protos`), each with its NodeProto. Walked once per
+        Model: a Model's graph is never changed (sessions run its file), and a Lab refresh
+        reads it twice (the join and the graph view), ~10 ms and ~3,500 objects each time on a
+        1.5k-node model."""
+        return tuple(graph_node_protos(self.proto.graph, subgraphs=True))
 
     def fingerprint(self) -> str:
         """Identifies the model file's content for caches (path, size, mtime)."""
