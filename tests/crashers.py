@@ -67,3 +67,7 @@ def leave_for_after_reply(progress: Callable[[int, int], None], folder: str) -> 
 
 def exists(progress: Callable[[int, int], None], path: str) -> bool:  # noqa: ARG001
     return os.path.exists(path)
+
+
+def sleep(progress: Callable[[int, int], None], seconds: float) -> None:  # noqa: ARG001
+    time.sleep(seconds)

@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from ortlab.core import cache
+from ortlab.core import cache, gcpause
 from ortlab.core.cache import private_cwd
 from ortlab.core.errors import (
     OrtlabError,
@@ -334,7 +334,9 @@ class Worker:
     ) -> Any:
         assert self._conn is not None and self._proc is not None
         while True:
-            if self._conn.poll(0.05):
+            with gcpause.waiting():  # a Lab's hold on the collector lifted while it blocks
+                ready = self._conn.poll(0.05)
+            if ready:
                 try:
                     msg = self._conn.recv()
                 except (EOFError, OSError) as err:

@@ -28,6 +28,7 @@ import ipywidgets as w
 import numpy as np
 
 import ortlab
+from ortlab.core import gcpause
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
@@ -507,6 +508,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         cfg, shapes = self.config, self._shapes()
         self._current = model = self._variant_model()
         built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
+        with gcpause.held():  # no full collections mid-refresh (see ortlab.core.gcpause)
+            self._refresh(model, cfg, shapes, built)
+
+    def _refresh(self, model: Any, cfg: SessionConfig, shapes: str, built: float) -> None:
         inputs = self._run_inputs(model)  # synthesized once per dims: counted when it happens
         self._step("placement")
         pl = ortlab.placement(model, cfg, runs=5, progress=self._progress("placement"), **inputs)
