@@ -79,7 +79,8 @@ class InProcessWorker:
         from ortlab.engine.tasks import release_deferred
 
         try:
-            with private_cwd():  # ORT's tools write into the cwd (see cache.private_cwd)
+            # the worker's work, done here: a Lab's hold on the collector lifted as if waiting
+            with private_cwd(), gcpause.waiting():  # ORT's tools write into the cwd
                 return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
         finally:
             release_deferred()  # in-process, the caller waits for the teardown too
@@ -299,7 +300,8 @@ class Worker:
             self._cancel.clear()
             if self._cancelled():  # a job's token set before this call: do not start it
                 raise WorkerCancelledError(f"Cancelled {task} {context} before it started.")
-            self.start()
+            with gcpause.waiting():  # the start-up (if any) is a wait for the worker too
+                self.start()
             assert self._conn is not None
             self._calls += 1
             call_id = self._calls
