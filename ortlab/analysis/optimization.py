@@ -234,7 +234,7 @@ def optimization_diff(
         timeout=timeout,
     )
     graph = m.proto.graph
-    original = graph_nodes(graph, subgraphs=True)
+    original = m.nodes
     check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
     unknown = (_unknown_transformers(m, cfg, disable, keys[-1], folder=folder,
                                      timeout=timeout)
@@ -304,7 +304,7 @@ def _unknown_transformers(
 
 
 def _level_result(
-    level: str, saved: dict[str, Any], original: list[OpNode], graph: Any
+    level: str, saved: dict[str, Any], original: Sequence[OpNode], graph: Any
 ) -> LevelResult:
     final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved["final"]]
     mapping = map_nodes(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,7 +306,7 @@ def join_placement(
     *,
     model: str,
     config: dict[str, Any],
-    original: list[OpNode],
+    original: Sequence[OpNode],
     initializers: list[str],
     graph_inputs: list[str],
     graph_outputs: list[str],
@@ -461,7 +461,7 @@ def _group_sizes(opt: list[str], sizes: Mapping[str, tuple[int, int]]) -> tuple[
     return sum(k[0] for k in known), sum(max(k[1], 0) for k in known)
 
 
-def _node_rows(original: list[OpNode], j: _Join) -> list[NodeRow]:
+def _node_rows(original: Sequence[OpNode], j: _Join) -> list[NodeRow]:
     ops = {n.name: n.op_type for n in original}
     final_ops = {n.name: n.op_type for n in j.final}
     rows = []
@@ -596,7 +596,7 @@ def placement(
     joined = join_placement(
         model=m.name,
         config=cfg.to_dict(),
-        original=[n for n, _ in m.node_protos],
+        original=m.nodes,
         initializers=[t.name for t in graph.initializer],
         graph_inputs=[i.name for i in graph.input],
         graph_outputs=[o.name for o in graph.output],

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortlab.analysis.graphmap import OpNode, graph_nodes
+from ortlab.analysis.graphmap import OpNode
 from ortlab.analysis.placement import PlacementResult, join_placement
 from ortlab.analysis.reasons import category, fix_for, group_reasons, node_reason
 from ortlab.core.eps import canonical_provider
@@ -235,7 +235,7 @@ def _report(ep: str, raw: Mapping[str, Any], ort_version: str) -> SessionReport:
 def _placement(
     *,
     m: Model,
-    original: list[OpNode],
+    original: Sequence[OpNode],
     target: str,
     ep: str,
     evidence: str,
@@ -254,7 +254,7 @@ def _placement(
                       for n in final}  # fmt: skip
         source = "EPContext dump (compile only)"
     else:
-        final = original
+        final = list(original)
         placements = {n.name: assigned.get(n.name, CPU) for n in final}
         source = "assignment API (by name)"
     joined = join_placement(
@@ -295,7 +295,7 @@ def _rows(
     evidence: str,
     raw: Mapping[str, Any],
     pl: PlacementResult | None,
-    original: list[OpNode],
+    original: Sequence[OpNode],
     reason: str,
 ) -> list[WhatIfRow]:
     if pl is None:  # unknown or failed: no provider predicted
@@ -360,7 +360,7 @@ def build_result(
     fixed: bool = False,
 ) -> WhatIfResult:
     """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
-    original = graph_nodes(m.proto.graph, subgraphs=True)
+    original = m.nodes
     version = str(raw.get("ort_version", ""))
     infos, rows, placements = [], [], {}
     for target, ep in targets:

@@ -165,6 +165,11 @@ class Model:
         1.5k-node model."""
         return tuple(graph_node_protos(self.proto.graph, subgraphs=True))
 
+    @functools.cached_property
+    def nodes(self) -> tuple[OpNode, ...]:
+        """:attr:`node_protos` without the protos: the original nodes every join maps to."""
+        return tuple(n for n, _ in self.node_protos)
+
     def fingerprint(self) -> str:
         """Identifies the model file's content for caches (path, size, mtime)."""
         st = self.path.stat()
