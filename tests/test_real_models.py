@@ -391,3 +391,21 @@ def test_ort_time_of_a_real_export_covers_what_ort_timed(name: str) -> None:
     b = ortlab.benchmark(m, feeds=feeds, runs=5, warmup=1, progress=False)
     wall = (time.perf_counter() - t0) * 1e3
     assert b.ort_ms is not None and sum(b.latencies_ns) / 1e6 <= b.ort_ms <= wall
+
+
+@pytest.mark.parametrize("name", corpus.LIGHT)
+def test_a_models_node_walk_is_the_files_own(name: str) -> None:
+    """``Model.nodes`` is walked once and read by every join and graph view, on the premise
+    that nothing changes a Model's graph: after a placement and a graph view it still equals
+    a fresh walk of the file on disk (names, ops, inputs, outputs), and the placement's rows
+    are exactly those nodes."""
+    import onnx
+
+    from ortlab.core.graph import graph_nodes
+
+    m = corpus.load(name)
+    pl = ortlab.placement(m, feeds=corpus.feeds(name), runs=2, warmup=1, progress=False)
+    ortlab.graph_data(m, placement=pl)
+    fresh = graph_nodes(onnx.load(str(m.path), load_external_data=False).graph, subgraphs=True)
+    assert list(m.nodes) == fresh
+    assert [r.node for r in pl.node_rows] == [n.name for n in fresh]
