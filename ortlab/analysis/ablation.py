@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import error_metrics
+from ortlab.analysis.metrics import output_errors
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
@@ -159,7 +159,7 @@ def ablate_optimizers(
     rows = []
     for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):
         v, text = verdicts[k]
-        err = error_metrics(list(outs[0].values()), list(outs[k].values()))
+        err = _worst([outs[0]], [outs[k]])
         rows.append(AblationRow(
             off=name, fired=fired.get(name, 0), nodes=len(saved["final"]),
             node_change=len(saved["final"]) - base_nodes,
@@ -176,3 +176,13 @@ def ablate_optimizers(
                "create_ms is one session build each (not averaged); its own ms is the "
                "transformer's run in the baseline's build, from ORT's log timestamps."],
     )  # fmt: skip
+
+
+def _worst(refs: list[dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, float]:
+    """The largest max_abs and the lowest cosine over the float outputs (NaN without any)."""
+    errors, _ = output_errors(refs, tests)
+    floats = [e for e in errors.values() if e["kind"] == "float"]
+    if not floats:
+        return {"max_abs": math.nan, "cosine": math.nan}
+    return {"max_abs": max(float(e["max_abs"]) for e in floats),
+            "cosine": min(float(e["cosine"]) for e in floats)}  # fmt: skip

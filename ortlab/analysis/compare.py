@@ -46,12 +46,13 @@ class CompareResult(Result):
 
     def to_pandas(self) -> Any:
         """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
-        verdict, cosine, sqnr_db, max_abs, top1 (first output), quantized kernels, synthetic."""
+        verdict, cosine, sqnr_db, max_abs, top1 (first float output), labels_equal (the lowest
+        exact agreement of label outputs, None without any), quantized kernels, synthetic."""
         import pandas as pd
 
         rows = []
         for r in self.rows:
-            first = next(iter(r.errors.values()), {})
+            first = r.first_float()
             rows.append(
                 {
                     "variant": r.variant,
@@ -67,6 +68,7 @@ class CompareResult(Result):
                     "sqnr_db": first.get("sqnr_db"),
                     "max_abs": first.get("max_abs"),
                     "top1": first.get("top1_agreement"),
+                    "labels_equal": r.labels_equal(),
                     "quantized_kernels": ", ".join(
                         f"{k}×{v}" for k, v in r.quantized_kernels.items()
                     ),
@@ -147,6 +149,7 @@ def compare(
     flags = cpu_flags()
     notes = [f"accuracy measured on {evald.source}", f"timed with {f.shapes_text()}"]
     notes += _reference_notes(rows[0])
+    notes += list(dict.fromkeys(n for r in rows for n in r.scoring))
     return CompareResult(
         model=base.name,
         config=cfg.to_dict(),

@@ -3,12 +3,82 @@ top-k agreement for class scores — and the degenerate cases named, never score
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["error_metrics", "sqnr_db", "unscorable"]
+__all__ = ["Scored", "error_metrics", "output_errors", "scorable", "sqnr_db", "unscorable"]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """How one output is scored: ``float`` values (cosine, SQNR, abs error), ``labels``
+    compared exactly (integer, bool and string tensors: class ids, masks), or ``left out``
+    with the reason. ``note`` says when the value was reshaped to be scored (ZipMap)."""
+
+    kind: str
+    values: np.ndarray
+    """The values scored (empty when left out)."""
+    note: str = ""
+
+
+def scorable(value: Any) -> Scored:
+    """One output value as ORT returned it, in the form it is scored in.
+
+    A ZipMap output (a sequence of ``{class: probability}`` maps, one per row) is scored as
+    the ``[rows, classes]`` matrix of its probabilities in class order, which holds the same
+    numbers; other sequences and maps are left out, and the result says so."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = sorted(value[0], key=str)
+        if all(sorted(v, key=str) == keys for v in value):
+            dense = np.asarray([[v[k] for k in keys] for v in value], dtype=np.float64)
+            how = (
+                f"a sequence of maps (ZipMap), scored as [rows, {len(keys)} classes] in class order"
+            )
+            return Scored("float", dense, how)
+    if isinstance(value, list | dict | tuple):
+        kind = "a map" if isinstance(value, dict) else "a sequence"
+        return Scored("left out", np.empty(0), f"{kind}, not a tensor: not scored")
+    arr = np.asarray(value)
+    if arr.dtype.kind in "fc":
+        return Scored("float", arr)
+    return Scored("labels", arr, f"{arr.dtype.name} values, compared exactly")
+
+
+def output_errors(
+    refs: Sequence[Mapping[str, Any]], tests: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Every output's error between reference and variant runs of the same samples, and notes
+    for the outputs that were reshaped or left out.
+
+    Float outputs get :func:`error_metrics`; label outputs (integer, bool, string) get
+    ``labels_equal``, the fraction of values that are exactly equal, and no cosine; an output
+    whose form differs between the two (a variant returning another type) is named."""
+    errors: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for name in refs[0] if refs else {}:
+        a = [scorable(r[name]) for r in refs]
+        b = [scorable(t[name]) for t in tests]
+        kinds = {s.kind for s in a} | {s.kind for s in b}
+        if "left out" in kinds or len(kinds) > 1:
+            why = next((s.note for s in a + b if s.kind == "left out"), "")
+            notes.append(f"output {name!r} left out of the scores: "
+                         f"{why or 'its type differs between the two models'}")  # fmt: skip
+            continue
+        if a[0].note:
+            notes.append(f"output {name!r}: {a[0].note}")
+        ra, tb = [s.values for s in a], [s.values for s in b]
+        if a[0].kind == "labels":
+            same = [np.asarray(x).shape == np.asarray(y).shape for x, y in zip(ra, tb, strict=True)]
+            equal = sum(int(np.sum(np.asarray(x) == np.asarray(y))) if ok else 0
+                        for x, y, ok in zip(ra, tb, same, strict=True))  # fmt: skip
+            total = sum(max(int(np.size(x)), 1) for x in ra)
+            errors[name] = {"kind": "labels", "labels_equal": equal / max(total, 1)}
+        else:
+            errors[name] = {"kind": "float", **error_metrics(ra, tb)}
+    return errors, notes
 
 
 def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:

@@ -191,11 +191,15 @@ def _float_types(model: Any) -> dict[str, bool]:
     inferred = inferred_graph(model.proto)
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
               onnx.TensorProto.BFLOAT16}  # fmt: skip
-    return {
+    out = {
         vi.name: vi.type.tensor_type.elem_type in floats
         for vi in [*inferred.value_info, *inferred.output]
         if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
     }
+    for vi in [*inferred.value_info, *inferred.output]:  # sequences and maps (ZipMap)
+        if vi.type.WhichOneof("value") in ("sequence_type", "map_type", "optional_type"):
+            out[vi.name] = False
+    return out
 
 
 def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, str], list[str]]:

@@ -6,12 +6,12 @@ them, the doctor's slow-variant rule quotes them."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import error_metrics
+from ortlab.analysis.metrics import output_errors
 from ortlab.analysis.quantization import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
@@ -44,8 +44,10 @@ class VariantRow:
     high: float
     verdict: str
     errors: dict[str, dict[str, float | str]]
-    """Per output name: max_abs, mean_abs, cosine, sqnr_db (and top1/top5 agreement for class
-    scores; ``degenerate`` when cosine/SQNR cannot be scored, with the reason)."""
+    """Per output name: ``kind`` (float or labels); for float outputs max_abs, mean_abs,
+    cosine, sqnr_db (and top1/top5 agreement for class scores; ``degenerate`` when cosine/SQNR
+    cannot be scored, with the reason); for label outputs ``labels_equal``, the fraction of
+    values exactly equal. Outputs that are not scored are named in ``scoring``."""
     kernels: dict[str, int]
     """Op types that executed (profiler), with node counts."""
     quantized_kernels: dict[str, int]
@@ -53,6 +55,17 @@ class VariantRow:
     synthetic: bool
     error: str = ""
     """Why the variant could not be timed or run (its other figures are NaN), else ''."""
+    scoring: list[str] = field(default_factory=list)
+    """How outputs were scored where it is not plain: reshaped (ZipMap) or left out, and why."""
+
+    def first_float(self) -> dict[str, float | str]:
+        """The first float output's metrics ({} when no output is float)."""
+        return next((e for e in self.errors.values() if e.get("kind", "float") == "float"), {})
+
+    def labels_equal(self) -> float | None:
+        """The lowest exact-agreement fraction over label outputs (None without any)."""
+        got = [float(e["labels_equal"]) for e in self.errors.values() if "labels_equal" in e]
+        return min(got) if got else None
 
 
 def variant_row(
@@ -73,11 +86,7 @@ def variant_row(
     v, text = verdict
     stats = latency_stats(lat)
     mine = outputs[k if against is None else against]
-    errors = {
-        name: error_metrics([o[name] for o in outputs[0]], [o[name] for o in mine])
-        for name in outputs[0][0]
-        if np.asarray(outputs[0][0][name]).dtype.kind == "f"
-    }
+    errors, scoring = output_errors(outputs[0], mine)
     runs = max(len(data.run_us), 1)
     kernels = Counter(data.op_type[i] for i in data.ev_node)
     kernels = Counter({op: n // runs for op, n in kernels.items()})
@@ -98,6 +107,7 @@ def variant_row(
         quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANTIZED_OPS},
         steps=list(info.steps) if info else [],
         synthetic=synthetic,
+        scoring=scoring,
     )
 
 

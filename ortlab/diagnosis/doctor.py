@@ -26,11 +26,20 @@ from ortlab.analysis.placement import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
 from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.rules import Facts, Finding, Measured, busy_cores, load_caveat, run_rules
+from ortlab.diagnosis.rules import (
+    CandidateFailure,
+    Facts,
+    Finding,
+    Measured,
+    busy_cores,
+    load_caveat,
+    run_rules,
+)
 from ortlab.diagnosis.search import Search
 from ortlab.engine.calls import as_config, prepare
 
@@ -322,24 +331,46 @@ def doctor(
             f"{MIN_ROUNDS} rounds"
         )
     stages.done("prepare")
-    facts = search.observe()
+    facts = search.observe()  # nothing is measured before it: its failure is the doctor's
     stages.done("observe")
-    if memory:
-        search.memory(facts)
-        stages.done("memory")
-    items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
-    stages.done("build variants")
-    items = search.screen(items, facts)
-    stages.done("screen")
-    search.accuracy(items, facts, eval_data)
-    stages.done("accuracy")
-    if quantize:
+    items: list[Any] = []
+
+    def build() -> None:
+        nonlocal items
+        items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
+
+    def screen() -> None:
+        nonlocal items
+        items = search.screen(items, facts)
+
+    def fix() -> None:
+        nonlocal items
         items = search.fix_quantization(items, facts)
-        stages.done("quantization fix")
-    search.combine(items, facts)
-    stages.done("combine")
-    search.explain_slow(items, facts)
-    stages.done("explain")
+
+    plan: list[tuple[str, Callable[[], Any]]] = [
+        *([("memory", lambda: search.memory(facts))] if memory else []),
+        ("build variants", build),
+        ("screen", screen),
+        ("accuracy", lambda: search.accuracy(items, facts, eval_data)),
+        *([("quantization fix", fix)] if quantize else []),
+        ("combine", lambda: search.combine(items, facts)),
+        ("explain", lambda: search.explain_slow(items, facts)),
+    ]
+    for name, stage in plan:
+        try:
+            stage()
+        except WorkerCancelledError:
+            raise
+        except OrtlabError as err:  # keep what the stages before it measured
+            search.failures.append(CandidateFailure(f"the {name} stage", error_text(err, 2000),
+                                                    name))  # fmt: skip
+            search.notes.append(
+                f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
+                "findings above come from the stages before it"
+            )
+            stages.done(name)
+            break
+        stages.done(name)
     return _result(search, facts, stages, budget_s=budget_s, t0=t0)
 
 

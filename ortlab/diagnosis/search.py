@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ortlab.analysis.memory import footprint, memory_settings
-from ortlab.analysis.metrics import error_metrics, unscorable
+from ortlab.analysis.metrics import output_errors, scorable, unscorable
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
 from ortlab.analysis.profiling import profile
@@ -535,18 +535,19 @@ class Search:
         is itself NaN or all zeros, only identical outputs score 1 (the rest 0)."""
 
         base, other = self.outputs["baseline"], self.outputs[key]
+        errors, _ = output_errors(base, other)
         worst = 1.0
-        for name in base[0]:
-            pairs = list(zip(base, other, strict=True))
-            if np.asarray(base[0][name]).dtype.kind != "f":
-                same = all(np.array_equal(a[name], b[name]) for a, b in pairs)
-                worst = min(worst, 1.0 if same else 0.0)
+        for name, e in errors.items():
+            if e["kind"] == "labels":
+                worst = min(worst, 1.0 if e["labels_equal"] == 1.0 else 0.0)
                 continue
-            cos = float(
-                error_metrics([a[name] for a, _ in pairs], [b[name] for _, b in pairs])["cosine"]
-            )
+            cos = float(e["cosine"])
             if math.isnan(cos):
-                same = all(np.array_equal(a[name], b[name], equal_nan=True) for a, b in pairs)
+                same = all(
+                    np.array_equal(scorable(a[name]).values, scorable(b[name]).values,
+                                   equal_nan=True)
+                    for a, b in zip(base, other, strict=True)
+                )  # fmt: skip
                 cos = 1.0 if same else 0.0
             worst = min(worst, cos)
         return worst
@@ -706,9 +707,10 @@ def _degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
     accuracy figure against them meaningless, so say it."""
     out = []
     for name in outputs[0] if outputs else {}:
-        if np.asarray(outputs[0][name]).dtype.kind != "f":
+        forms = [scorable(o[name]) for o in outputs]
+        if any(f.kind != "float" for f in forms):
             continue
-        why = unscorable(np.concatenate([np.ravel(o[name]) for o in outputs]))
+        why = unscorable(np.concatenate([np.ravel(f.values) for f in forms]))
         if why:
             out.append(f"the model's own output {name!r} {why} on the samples: variant "
                        "accuracy against it cannot be scored")  # fmt: skip

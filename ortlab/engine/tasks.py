@@ -108,14 +108,15 @@ def needs_ort_values(sess: Any) -> bool:
     return any(any(t in o.type for t in _NUMPY_LESS) for o in sess.get_outputs())
 
 
-def to_numpy(value: Any) -> np.ndarray:
-    """An output OrtValue (CPU) as numpy, including bfloat16/float8 through ml_dtypes."""
+def to_numpy(value: Any) -> Any:
+    """An output OrtValue (CPU) as numpy, including bfloat16/float8 through ml_dtypes; a
+    non-tensor output (a sequence or map) stays the Python value ORT returns."""
     import ctypes
 
     from onnx import helper
 
-    if isinstance(value, np.ndarray):
-        return value
+    if isinstance(value, np.ndarray | list | dict):
+        return value  # non-tensor outputs (ZipMap's sequence of maps) as ORT gives them
     want = np.dtype(helper.tensor_dtype_to_np_dtype(int(value.element_type())))
     try:
         arr = np.asarray(value.numpy())

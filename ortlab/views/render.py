@@ -329,9 +329,9 @@ def benchmark_html(b: BenchmarkResult) -> str:
 
 def _profile_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
     t = p.by_node().head(top)
-    headers = ["node", "op_type", "provider", "median µs", "total µs", "share"]
+    headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]
     rows = [
-        [r.node, r.op_type, r.provider, float(r.median_us), float(r.total_us), f"{r.share:.1%}"]
+        [r.node, r.op_type, r.provider, float(r.us_per_run), f"{r.share:.1%}", float(r.total_us)]
         for r in t.itertuples()
     ]
     return headers, rows
@@ -339,9 +339,9 @@ def _profile_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]
 
 def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
     t = p.by_op_type()
-    headers = ["op_type", "provider", "nodes", "median µs/run", "share"]
+    headers = ["op_type", "provider", "nodes", "µs/run (median run)", "share"]
     rows = [
-        [r.op_type, r.provider, int(r.nodes), float(r.median_per_run_us), f"{r.share:.1%}"]
+        [r.op_type, r.provider, int(r.nodes), float(r.us_per_run), f"{r.share:.1%}"]
         for r in t.itertuples()
     ]
     return headers, rows
@@ -522,15 +522,17 @@ def optimization_html(o: Any) -> str:
 
 def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
     headers = ["variant", "MB", "size", "p50 ms", "time vs fp32", "cosine", "SQNR dB", "top-1",
-               "quantized kernels"]  # fmt: skip
+               "labels equal", "quantized kernels"]  # fmt: skip
     rows = []
     for r in c.to_pandas().itertuples():
+        labels = r.labels_equal
         rows.append([
             r.variant, float(r.file_mb), f"{r.size_ratio:.2f}x", float(r.p50_ms),
             f"{r.ratio:.2f}x [{r.ci_low:.2f}, {r.ci_high:.2f}]",
             "—" if r.cosine is None else f"{r.cosine:.5f}",
             "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
             "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
+            "—" if labels is None or np.isnan(labels) else f"{labels:.1%}",
             r.quantized_kernels or "none",
         ])  # fmt: skip
     return headers, rows
@@ -544,6 +546,7 @@ def compare_text(c: Any) -> str:
         mark + "time ratios are paired over interleaved rounds, 95 % CI in brackets",
     ]
     parts += [f"  {r.variant}: {r.verdict}" for r in c.rows[1:]]
+    parts += [f"  note: {n}" for n in c.notes]
     parts += [f"WHY {s.variant}: {s.signal} — {s.evidence}. Fix: {s.fix}" for s in c.signals]
     return "\n".join(safe_text(p, 5000) for p in parts)
 
@@ -559,11 +562,13 @@ def compare_html(c: Any) -> str:
         f"<i>Fix:</i> {esc(s.fix, 1000)}</li>"
         for s in c.signals
     )
+    notes = "".join(f"<li>{esc(n, 1000)}</li>" for n in c.notes)
     return (
         f"{_STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
         + warn
         + table_html(*_compare_rows(c))
         + (f"<ul>{signals}</ul>" if signals else "")
+        + (f"<details><summary>notes</summary><ul>{notes}</ul></details>" if notes else "")
     )
 
 
