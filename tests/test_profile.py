@@ -109,11 +109,38 @@ def _result() -> ProfileResult:
                          notes=["profiling on"])  # fmt: skip
 
 
+def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
+    """A 57 µs-median node with one 5 ms stall must rank below a steady 230 µs node: totals
+    rank them the other way. Every table, share and top-n list reads the median run."""
+    events = []
+    for run in range(5):
+        t0 = run * 10_000
+        events.append({"cat": "Session", "ph": "X", "name": "model_run", "ts": t0, "dur": 6000,
+                       "args": {}})  # fmt: skip
+        stall = 5000 if run == 2 else 57
+        for k, (name, dur) in enumerate([("steady", 230), ("stalls", stall)]):
+            events.append({"cat": "Node", "ph": "X", "name": f"{name}_kernel_time",
+                           "ts": t0 + 1 + k * 5100, "dur": dur,
+                           "args": {"op_name": "Conv" if k == 0 else "Add",
+                                    "provider": "CPUExecutionProvider"}})  # fmt: skip
+    p = ProfileResult(model="m", config={}, data=parse_profile(json.dumps(events)))
+    nodes = p.by_node()
+    assert nodes["node"].tolist() == ["steady", "stalls"]
+    assert nodes["us_per_run"].tolist() == [230.0, 57.0]
+    assert nodes["share"].tolist() == pytest.approx([230 / 287, 57 / 287])
+    assert nodes["total_us"].tolist() == [1150.0, 5228.0]  # the totals say otherwise
+    assert p.top_nodes(1)["node"].tolist() == ["steady"]
+    ops = p.by_op_type()
+    assert ops["op_type"].tolist() == ["Conv", "Add"]
+    assert ops["share"].tolist() == pytest.approx([230 / 287, 57 / 287])
+
+
 def test_tables_from_fixed_events() -> None:
     p = _result()
     nodes = p.by_node()
-    assert list(nodes.columns) == ["node", "op_type", "provider", "calls", "median_us",
-                                   "mean_us", "total_us", "self_us", "share", "input_shapes",
+    assert list(nodes.columns) == ["node", "op_type", "provider", "us_per_run", "share",
+                                   "calls", "median_us", "mean_us", "total_us", "self_us",
+                                   "input_shapes",
                                    "output_shapes", "output_bytes", "activation_bytes",
                                    "parameter_bytes", "in_use_bytes", "peak_bytes",
                                    "arena_bytes"]  # fmt: skip
@@ -121,7 +148,7 @@ def test_tables_from_fixed_events() -> None:
     assert set(nodes["node"]) == NODES
     assert (nodes["calls"] == 4).all()
     assert nodes["share"].sum() == pytest.approx(1.0)
-    assert nodes["total_us"].is_monotonic_decreasing
+    assert nodes["us_per_run"].is_monotonic_decreasing
     ops = p.by_op_type()
     assert set(ops["op_type"]) == {"FusedGemm", "Gemm"}
     assert ops["nodes"].sum() == 3

@@ -88,7 +88,12 @@ def test_join_credits_every_compute_node_to_its_kernel(name: str) -> None:
             ops = {kernels[o] for o in r.optimized}
             assert ops & COMPUTES[r.op_type], (r.node, r.status, r.optimized, ops)
             checked += 1
-    if name not in ("silero_vad", "ddddocr_int8"):  # no float Conv/MatMul in the main path
+    if name not in (
+        "silero_vad",
+        "ddddocr_int8",
+        "rf_zipmap",
+        "knn_zipmap",
+    ):  # no float Conv/MatMul
         assert checked >= 3
     for r in pl.optimized_rows:  # every kernel that computes a Conv is some Conv's
         if r.op_type in COMPUTES["Conv"] and r.executed:
@@ -133,17 +138,28 @@ def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> No
 
 
 def _plain_cosines(m: ortlab.Model, q: ortlab.Model, samples: list[dict[str, Any]]) -> dict:
-    """Cosine per float output with plain onnxruntime: the independent source."""
+    """Cosine per float output with plain onnxruntime: the independent source. A ZipMap
+    output (a list of {class: probability} per row) counts as its probabilities by class;
+    an integer output (labels) gives the fraction of equal values instead."""
     sessions = [ort.InferenceSession(str(x.path), providers=["CPUExecutionProvider"])
                 for x in (m, q)]  # fmt: skip
     names = [o.name for o in sessions[0].get_outputs()]
     outs = [[s.run(None, feeds) for feeds in samples] for s in sessions]
+
+    def flat(value: Any) -> np.ndarray:
+        if isinstance(value, list):  # ZipMap: one map per row
+            return np.asarray([[row[k] for k in sorted(row)] for row in value]).ravel()
+        return np.ravel(value)
+
     cos = {}
     for k, name in enumerate(names):
-        r = np.concatenate([np.ravel(o[k]) for o in outs[0]]).astype(np.float64)
-        t = np.concatenate([np.ravel(o[k]) for o in outs[1]]).astype(np.float64)
-        if r.dtype.kind == "f" and np.asarray(outs[0][0][k]).dtype.kind == "f":
+        r = np.concatenate([flat(o[k]) for o in outs[0]])
+        t = np.concatenate([flat(o[k]) for o in outs[1]])
+        if r.dtype.kind == "f":
+            r, t = r.astype(np.float64), t.astype(np.float64)
             cos[name] = float(r @ t / (np.linalg.norm(r) * np.linalg.norm(t)))
+        else:
+            cos[name] = ("labels", float(np.mean(r == t)))
     return cos
 
 
@@ -171,6 +187,10 @@ def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
     assert plain, "no float output to compare"
     for out, cos in plain.items():
         got = row.errors[out]
+        if isinstance(cos, tuple):
+            assert got["labels_equal"] == pytest.approx(cos[1]), out
+            assert "cosine" not in got, out  # labels are compared exactly, never by cosine
+            continue
         if math.isfinite(cos):
             assert got["cosine"] == pytest.approx(cos, abs=1e-6), out
         else:
@@ -409,3 +429,98 @@ def test_a_models_node_walk_is_the_files_own(name: str) -> None:
     fresh = graph_nodes(onnx.load(str(m.path), load_external_data=False).graph, subgraphs=True)
     assert list(m.nodes) == fresh
     assert [r.node for r in pl.node_rows] == [n.name for n in fresh]
+
+
+# ---------------------------------------------------------------------- samples like the feeds
+
+
+def test_samples_like_the_feeds_keep_their_scale_state_and_scalars() -> None:
+    """Silero VAD: its audio chunk is perturbed within its own range (not redrawn from
+    N(0, 1)); its recurrent state and its int64 sample rate are copied. Each sample says how
+    it was made."""
+    from ortlab.core.inputs import validate_feeds
+
+    m = corpus.load("silero_vad")
+    feeds = corpus.feeds("silero_vad")
+    feeds["input"] = (feeds["input"] * 0.05 + 0.3).astype(np.float32)  # a quiet, offset chunk
+    feeds["state"] = np.full(feeds["state"].shape, 0.7, dtype=np.float32)
+    like = validate_feeds(m, feeds)
+    cal = calibration_data(m, None, limit=8, seed=3, like=like)
+    assert "perturbed" in cal.source
+    given = feeds["input"]
+    for s in cal.samples[1:]:
+        x = s["input"]
+        assert given.min() <= x.min() and x.max() <= given.max()
+        assert abs(x.mean() - given.mean()) < 0.1 * given.std()
+        assert 0.9 < x.std() / given.std() < 1.1
+        assert np.corrcoef(x.ravel(), given.ravel())[0, 1] > 0.99
+        assert not np.array_equal(x, given)  # a new sample, not a copy
+        assert np.array_equal(s["state"], feeds["state"])
+        assert s["sr"] == 16000
+    notes = m.example_inputs(None, seed=3, like=like).notes
+    assert any("input" in n and "noise at 10%" in n for n in notes), notes
+    assert any("state" in n and "copied" in n for n in notes), notes
+
+
+def test_image_inputs_without_feeds_are_pixels_in_zero_one() -> None:
+    m = corpus.load("yolov8n_nudenet")
+    f = m.example_inputs({}, seed=0)
+    x = f["images"]
+    assert x.min() >= 0.0 and x.max() <= 1.0 and 0.45 < x.mean() < 0.55
+    assert any("image-like" in n for n in f.notes)
+
+
+# ---------------------------------------------------------------------- variants that cannot load
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "said"),
+    [
+        ("ddddocr_int8", ortlab.to_fp16, "already quantized"),
+        ("slovorez_fp16", ortlab.to_fp16, "already float16"),
+        ("slovorez_fp16", lambda m: ortlab.quantize(m, mode="dynamic"), "float16 weights"),
+    ],
+)
+def test_a_variant_onnxruntime_cannot_run_is_refused(name: str, make: Any, said: str) -> None:
+    """fp16 of an int8 or fp16 model and int8 of an fp16 model wrote files onnxruntime
+    refuses, returned as successes. Now they are refused, before any work, saying why."""
+    m = corpus.load(name)
+    with pytest.raises(ortlab.QuantizationError, match=said):
+        make(m)
+
+
+def test_every_variant_returned_opens_in_plain_onnxruntime(tmp_path: Path) -> None:
+    """What quantize returns, plain onnxruntime opens and runs (the variant was opened in
+    the worker before it was returned); the CLI exits 2 for what cannot be made."""
+    from ortlab.cli import main
+
+    for name in ("knn_zipmap", "slovorez_fp16", "minilm_l3"):
+        m = corpus.load(name)
+        for make in (ortlab.to_fp16, lambda x: ortlab.quantize(x, mode="dynamic")):
+            try:
+                q = make(m)
+            except ortlab.QuantizationError as err:
+                assert "float16" in str(err) or "no op ORT quantizes" in str(err), err
+                continue
+            sess = ort.InferenceSession(str(q.path), providers=["CPUExecutionProvider"])
+            sess.run(None, corpus.feeds(name))
+    code = main(["quantize", str(corpus.path("slovorez_fp16")), "--mode", "fp16", "-o",
+                 str(tmp_path / "q.onnx")])  # fmt: skip
+    assert code == 2 and not (tmp_path / "q.onnx").exists()
+
+
+def test_quantize_a_model_with_external_data_keeps_its_data_beside_it() -> None:
+    m = corpus.load("minilm_l3_external")
+    assert m.summary.external_data_bytes > 1_000_000
+    q = ortlab.quantize(m, mode="dynamic")
+    data = q.path.with_name(q.path.name + ".data")
+    assert data.exists() and data.stat().st_size > 1_000_000
+    assert q.path.stat().st_size < 1_000_000  # the graph alone: the weights are beside it
+    assert any("external data" in s for s in q.variant.steps)
+    feeds = corpus.feeds("minilm_l3_external")
+    plain = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    quant = ort.InferenceSession(str(q.path), providers=["CPUExecutionProvider"])
+    a, b = plain.run(None, feeds)[0].ravel(), quant.run(None, feeds)[0].ravel()
+    assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.9  # int8 of the same model
+    err = ortlab.quantization_error(m, q, feeds=feeds, limit=2)
+    assert err.tensors

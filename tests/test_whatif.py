@@ -190,13 +190,30 @@ def test_fixing_the_shapes_puts_more_nodes_on_qnn() -> None:
 
 @pytest.mark.corpus
 @needs_qnn
-def test_a_failed_compile_is_reported_never_predicted() -> None:
+def test_qnn_compiles_for_a_named_chip_by_default() -> None:
+    """With QNN's own defaults the compile of this float CNN fails (QNN_COMMON_ERROR_MEM_ALLOC
+    here): by default ortlab names a chip, says which, and the prediction equals ORT's own
+    assignment read by the compile."""
     m = corpus.load("ppocrv4_rec")
     w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), progress=False)
     t = w.targets[0]
+    assert t.evidence == "compiled", t.reason
+    assert any("htp_arch=73, soc_model=60 (Snapdragon 8 Gen 2" in n for n in w.notes), w.notes
+    assert int(w.summary()["on_target"][0]) > len(w.nodes) / 2
+
+
+@pytest.mark.corpus
+@needs_qnn
+def test_a_failed_compile_is_reported_never_predicted() -> None:
+    m = corpus.load("ppocrv4_rec")
+    own = {"htp_arch": None, "soc_model": None}  # QNN's own defaults: no chip named
+    w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), qnn_options=own,
+                      progress=False)  # fmt: skip
+    t = w.targets[0]
     if t.evidence != "failed":
-        pytest.skip("QNN's default HTP settings compiled this model here")
+        pytest.skip("QNN's own default HTP settings compiled this model here")
     assert "compile failed" in t.reason
+    assert "QNN options: QNN's own defaults" in t.reason and "soc_model" in t.reason
     assert set(w.nodes["provider"]) == {""}
     with pytest.raises(WhatIfError, match="compile failed"):
         w["qnn"]

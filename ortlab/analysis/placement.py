@@ -25,7 +25,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, map_nodes
-from ortlab.analysis.profiling import ProfileData, ProfileResult, self_durations
+from ortlab.analysis.profiling import ProfileData, ProfileResult
 from ortlab.analysis.reasons import group_reasons, node_reason
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
@@ -34,7 +34,7 @@ from ortlab.core.onnx_util import elem_bits
 from ortlab.core.result import Result, table
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
-from ortlab.engine.trace import TensorTypes
+from ortlab.engine.trace import TensorTypes, node_us_per_run
 from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
 
 __all__ = ["PlacementResult", "join_placement", "placement"]
@@ -266,17 +266,13 @@ def _tensor_bytes(types: TensorTypes, index: int) -> int:
 
 
 def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
-    """Per final node, its own (self) time per run: an If/Loop/Scan without its body, whose
-    nodes have rows of their own; nothing is counted twice, so their sum is the run's node
-    time (the denominator of every share)."""
+    """Per final node, its time (:func:`node_us_per_run`: the median run's own time, an
+    If/Loop/Scan without its body, whose nodes have rows of their own); nothing is counted
+    twice, so their sum is the median run's node time (the denominator of every share)."""
     runs = max(len(data.run_us), 1)
-    total = np.bincount(
-        np.asarray(data.ev_node, dtype=np.int64),
-        weights=self_durations(data),
-        minlength=len(data.node),
-    )
+    median = node_us_per_run(data)
     ran = np.bincount(np.asarray(data.ev_node, dtype=np.int64), minlength=len(data.node)) > 0
-    time = {name: float(total[i]) / runs for i, name in enumerate(data.node) if ran[i]}
+    time = {name: float(median[i]) for i, name in enumerate(data.node) if ran[i]}
     return time, dict(zip(data.node, data.provider, strict=True)), runs
 
 

@@ -22,8 +22,10 @@ from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import (
     ProfileData,
     nested_events,
+    node_us_per_run,
     parse_profile,
     parse_profile_file,
+    per_run_grid,
     self_durations,
     types_text,
 )
@@ -110,27 +112,30 @@ class ProfileResult(Result):
     def per_run(self) -> np.ndarray:
         """Each node's own time in each measured run, µs: a (nodes x runs) array in the order
         of ``data.node`` (an If/Loop/Scan without its body, whose nodes have rows of their
-        own). The one grid the run-level statistics read: the Lab's medians, ortlab.diff."""
-        ids, runs, _, _ = self._arrays
-        n_nodes = len(self.data.node)
-        n_runs = max(self.runs, int(runs.max()) + 1 if runs.size else 1, 1)
-        grid = np.bincount(ids * n_runs + runs, weights=self._self_us,
-                           minlength=n_nodes * n_runs)  # fmt: skip
-        return grid.reshape(n_nodes, n_runs)
+        own). The one grid the run-level statistics read: node times, ortlab.diff."""
+        return per_run_grid(self.data)
 
     @functools.cached_property
-    def _top_level_us(self) -> float:
-        """All node time, nothing counted twice: the denominator of shares."""
-        return float(self._self_us.sum()) or 1.0
+    def _us_per_run(self) -> np.ndarray:
+        """Per node, its time: the median run's own time (:func:`node_us_per_run`)."""
+        return node_us_per_run(self.data)
+
+    @functools.cached_property
+    def _median_run_us(self) -> float:
+        """The median run's node time (the sum of node times): the denominator of shares."""
+        return float(self._us_per_run.sum()) or 1.0
 
     def by_node(self) -> Any:
-        """One row per node: node, op_type, provider, calls, median_us, mean_us, total_us
-        (as ORT measured it: an If/Loop/Scan's includes its body), self_us (without the body,
-        whose nodes are listed too), share (of self_us: shares add up to 1), input_shapes,
+        """One row per node: node, op_type, provider, us_per_run (THE node time: the median
+        over runs of its own time in a run, profiling on), share (of the median run: each
+        node's us_per_run over their sum, so shares add up to 1), calls, median_us (per
+        call), mean_us, total_us (over all runs, as ORT measured it: an If/Loop/Scan's
+        includes its body), self_us (total without the body, whose nodes are listed too),
+        input_shapes,
         output_shapes, and memory as ORT recorded it (-1 where it did not): output_bytes,
         activation_bytes, parameter_bytes (weights), in_use_bytes / peak_bytes / arena_bytes
         (the allocator when the node last ran: allocated, peak so far, held by the arena);
-        slowest first (by self time)."""
+        slowest first (by us_per_run: one stalled run does not reorder the nodes)."""
         import pandas as pd
 
         d = self.data
@@ -146,18 +151,20 @@ class ProfileResult(Result):
                 "node": d.node,
                 "op_type": d.op_type,
                 "provider": d.provider,
+                "us_per_run": self._us_per_run,
+                "share": self._us_per_run / self._median_run_us,
                 "calls": calls,
                 "median_us": median,
                 "mean_us": np.divide(total, calls, out=np.zeros(n), where=present),
                 "total_us": total,
                 "self_us": own,
-                "share": own / self._top_level_us,
                 "input_shapes": [types_text(t) for t in d.input_types],
                 "output_shapes": [types_text(t) for t in d.output_types],
                 **{col: _sizes(getattr(d, col), n) for col in MEMORY_COLUMNS},
             }
         )[present]
-        return table.sort_values("self_us", ascending=False, kind="stable").reset_index(drop=True)
+        return table.sort_values(["us_per_run", "self_us"], ascending=False,
+                                 kind="stable").reset_index(drop=True)  # fmt: skip
 
     def memory(self) -> Any:
         """Memory over one run, in execution order (the last measured run): node, op_type,
@@ -188,8 +195,11 @@ class ProfileResult(Result):
         return pd.DataFrame(rows)
 
     def _grouped(self, keys: list[str]) -> Any:
-        """Per group of nodes: nodes, calls, total_us, median over runs of the per-run sum.
-        Self times: an If/Loop/Scan counts its own time, its body's nodes their own."""
+        """Per group of nodes: nodes, calls, us_per_run (the sum of its nodes' times, so a
+        group's share is the sum of its nodes' shares), share, total_us (all runs) and
+        median_per_run_us (the median over runs of the group's per-run sum); slowest first by
+        us_per_run. Self times: an If/Loop/Scan counts its own time, its body's nodes their
+        own."""
         import pandas as pd
 
         d = self.data
@@ -208,9 +218,9 @@ class ProfileResult(Result):
         per_run = np.bincount(ev_group * n_runs + runs, weights=dur, minlength=groups * n_runs)
         calls = np.bincount(ev_group, minlength=groups)
         total = np.bincount(ev_group, weights=dur, minlength=groups)
-        nodes = np.bincount(
-            node_group[np.bincount(ids, minlength=len(d.node)) > 0], minlength=groups
-        )
+        ran = np.bincount(ids, minlength=len(d.node)) > 0
+        nodes = np.bincount(node_group[ran], minlength=groups)
+        time = np.bincount(node_group, weights=self._us_per_run, minlength=groups)
         keys_cols = (
             [[k[0] for k in group_index], [k[1] for k in group_index]]
             if len(keys) == 2
@@ -219,23 +229,26 @@ class ProfileResult(Result):
         out = pd.DataFrame(dict(zip(keys, keys_cols, strict=True)))
         out["nodes"] = nodes
         out["calls"] = calls
+        out["us_per_run"] = time
+        out["share"] = time / self._median_run_us
         out["total_us"] = total
         out["median_per_run_us"] = np.median(per_run.reshape(groups, n_runs), axis=1)
-        out["share"] = total / self._top_level_us
         out = out[out["calls"] > 0]
-        return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+        return out.sort_values(["us_per_run", "total_us"], ascending=False,
+                               kind="stable").reset_index(drop=True)  # fmt: skip
 
     def by_op_type(self) -> Any:
-        """One row per (op_type, provider): nodes, calls, total_us, median_per_run_us, share
-        (self times: nothing counted twice, shares add up to 1)."""
+        """One row per (op_type, provider): nodes, calls, us_per_run, share, total_us,
+        median_per_run_us (self times: nothing counted twice, shares add up to 1)."""
         return self._grouped(["op_type", "provider"])
 
     def by_provider(self) -> Any:
-        """One row per execution provider: nodes, calls, total_us, median_per_run_us, share."""
+        """One row per execution provider: nodes, calls, us_per_run, share, total_us,
+        median_per_run_us."""
         return self._grouped(["provider"])
 
     def top_nodes(self, n: int = 10) -> Any:
-        """The ``n`` nodes with the most total time (rows of :meth:`by_node`)."""
+        """The ``n`` slowest nodes by their median run (rows of :meth:`by_node`)."""
         return self.by_node().head(n)
 
     def timeline(self, run: int = 0) -> Any:

@@ -47,6 +47,31 @@ QUANTIZED_OPS = frozenset(
         "QAttention",
     }
 )
+_ALREADY_QUANTIZED = QUANTIZED_OPS | {"DynamicQuantizeLSTM", "MatMulNBits", "QOrderedMatMul",
+                                      "MatMulBnb4", "GatherBlockQuantized"}  # fmt: skip
+"""Ops that mark a model as quantized already (a domain prefix is dropped before the test)."""
+
+
+_SINGLE_FILE_LIMIT = 2**31 - 2**24
+"""Weights up to this fit one protobuf (2 GiB, less room for the graph itself)."""
+
+
+def float16_weights(model: Model) -> str:
+    """'' for a float32 model; else what makes it float16 ("412 of 418 float initializers",
+    "input 'x' is float16"), read from the file without loading weights."""
+    from onnx import TensorProto
+
+    from ortlab.core.onnx_util import walk_initializers
+
+    kinds = [t.data_type for t in walk_initializers(model.proto.graph)
+             if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)]  # fmt: skip
+    half = sum(k == TensorProto.FLOAT16 for k in kinds)
+    if kinds and half * 2 > len(kinds):
+        return f"{half} of {len(kinds)} float initializers"
+    inputs = [i.name for i in model.inputs if i.dtype == "float16"]
+    return f"input {inputs[0]!r} is float16" if inputs else ""
+
+
 QUANTIZABLE_OPS = frozenset(
     {
         "Conv",
@@ -274,7 +299,8 @@ def _synthesized(
         samples.append(dict(model.example_inputs(dims, seed=seed + len(samples), like=like)))
     made = len(samples) - (1 if given else 0)
     what = (
-        f"the feeds given + {made} synthetic samples at their shapes"
+        f"the feeds given + {made} synthetic samples made from them (float arrays perturbed "
+        "within their range, scalars, state and non-float inputs copied)"
         if given
         else f"{made} synthetic samples (random inputs)"
     )
@@ -315,12 +341,28 @@ class VariantInfo:
 
 
 def _check_quantizable(model: Model, config: QuantConfig) -> None:
+    """Refuse, before any work, what cannot make a model onnxruntime runs: a second
+    quantization of a quantized model, fp16 of an fp16 model, int8 from float16 weights."""
     ops = model.summary.op_types
-    already = sorted(o for o in ops if o in QUANTIZED_OPS)
-    if already and config.mode != "fp16":
+    already = sorted(o for o in ops if o.rsplit(".", 1)[-1] in _ALREADY_QUANTIZED)
+    if already:
         raise QuantizationError(
-            f"{model.name!r} is already quantized ({', '.join(already)} present). Quantize the "
-            "float32 model instead; ortlab.compare() can then set both side by side."
+            f"{model.name!r} is already quantized ({', '.join(already)} present): "
+            f"{'an fp16' if config.mode == 'fp16' else 'another'} variant of it is not a model "
+            "onnxruntime can run. Quantize the float32 model instead; ortlab.compare() can then "
+            "set both side by side."
+        )
+    half = float16_weights(model)
+    if half and config.mode == "fp16":
+        raise QuantizationError(
+            f"{model.name!r} is already float16 ({half}): converting it again makes nothing "
+            "new. Compare it with its float32 original, or quantize that one to int8."
+        )
+    if half and config.mode in ("static", "dynamic", "int4"):
+        raise QuantizationError(
+            f"{model.name!r} holds float16 weights ({half}); onnxruntime's quantizer takes "
+            "float32 models (from float16 it writes files onnxruntime refuses). Quantize the "
+            "float32 original."
         )
     targets = set(config.op_types) or QUANTIZABLE_OPS
     if config.mode != "fp16" and not targets & set(ops):
@@ -328,10 +370,12 @@ def _check_quantizable(model: Model, config: QuantConfig) -> None:
             f"{model.name!r} has no op ORT quantizes ({', '.join(sorted(targets))}): its ops are "
             f"{', '.join(list(ops)[:12])}. Quantization would change nothing."
         )
-    if model.summary.external_data_bytes:
+    if model.summary.initializer_bytes >= _SINGLE_FILE_LIMIT:
         raise QuantizationError(
-            f"{model.name!r} keeps weights in external data; ortlab's quantization handles "
-            "models under 2 GB stored in one file for now."
+            f"{model.name!r} holds {model.summary.initializer_bytes / 2**30:.2f} GiB of "
+            "weights: ORT's quantizer reads a model as one protobuf, which cannot pass 2 GiB. "
+            "Quantize with onnxruntime.quantization directly (use_external_data_format=True), "
+            "or quantize the model in parts."
         )
 
 
@@ -360,8 +404,9 @@ def quantize(
         if cfg.mode == "static"
         else Calibration([], False, "none needed")
     )
-    key = json.dumps(
-        [m.fingerprint(), cfg.settings(), calib.source, _digest(calib.samples)], sort_keys=True
+    key = json.dumps(  # "opened": only variants onnxruntime opened are cached (since 0.2)
+        [m.fingerprint(), cfg.settings(), calib.source, _digest(calib.samples), "opened"],
+        sort_keys=True,
     )
     out_path = (
         cache.subdir("variants")

@@ -56,6 +56,20 @@ TARGETS: dict[str, str] = {
     "openvino": "OpenVINOExecutionProvider",
 }
 DEFAULT_TARGETS = ("qnn", "nnapi", "coreml", "openvino")
+DEFAULT_QNN_OPTIONS = {"htp_arch": "73", "soc_model": "60"}
+"""The chip QNN compiles for unless told otherwise: a v73 HTP in a Snapdragon 8 Gen 2
+(soc_model 60), a common phone NPU. Without a named chip QNN's own compile fails on most float
+models here (QNN_COMMON_ERROR_MEM_ALLOC); with it they compile and equal ORT's assignment."""
+QNN_CHIP = "Snapdragon 8 Gen 2, HTP v73"
+
+
+def qnn_options_text(options: Mapping[str, Any]) -> str:
+    """``htp_arch=73, soc_model=60 (Snapdragon 8 Gen 2, HTP v73: ortlab's default)``."""
+    text = ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "QNN's own defaults"
+    default = all(options.get(k) == v for k, v in DEFAULT_QNN_OPTIONS.items())
+    return text + (f" ({QNN_CHIP}: ortlab's default)" if default else "")
+
+
 PREDICTED = "predicted: no time"
 
 
@@ -358,6 +372,7 @@ def build_result(
     dynamic: list[str],
     before: dict[str, int] | None = None,
     fixed: bool = False,
+    qnn_options: Mapping[str, Any] | None = None,
 ) -> WhatIfResult:
     """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
     original = m.nodes
@@ -374,6 +389,9 @@ def build_result(
             before_fail = (f"{ep.removesuffix('ExecutionProvider')}'s partitioner accepted "
                            f"{accepted} nodes, then " if accepted else "")  # fmt: skip
             evidence, reason = "failed", f"{before_fail}compile failed: {got['error']}"
+            if ep == "QNNExecutionProvider" and qnn_options is not None:
+                reason += (f" (QNN options: {qnn_options_text(qnn_options)}; name your chip "
+                           "with qnn_options={'htp_arch': ..., 'soc_model': ...})")  # fmt: skip
         else:
             evidence = "rules" if "verdicts" in got else (
                 "measured" if got.get("measured") else "compiled")  # fmt: skip
@@ -404,6 +422,9 @@ def build_result(
     notes = ["Predictions are labelled by evidence: compiled (the EP's partitioner ran here, "
              "compile only), rules (the wheel's NNAPI/CoreML checker), measured (a session ran "
              "here), unknown, failed. None of them is a measurement of time."]  # fmt: skip
+    if qnn_options is not None and any(ep == "QNNExecutionProvider" for _, ep in targets):
+        notes.append(f"QNN compiled for {qnn_options_text(qnn_options)}; pass qnn_options= "
+                     "to predict for another chip.")  # fmt: skip
     if dynamic and not fixed:
         notes.append(f"Dynamic input shapes ({'; '.join(dynamic)}): NPUs need fixed shapes — "
                      "fix the shapes with dims= (or feeds= for unnamed dims).")  # fmt: skip
@@ -431,7 +452,9 @@ def whatif(
     ``dims``/``feeds`` fix the input shapes (on a cached copy; the model is never changed);
     on a dynamic model the result then also records the nodes on each target *before*
     fixing (``before``, ``summary()``). ``qnn_options``: QNN provider options such as
-    ``htp_arch``, ``soc_model``, ``enable_htp_fp16_precision`` (QNN's defaults otherwise).
+    ``htp_arch``, ``soc_model``, ``enable_htp_fp16_precision``, over ortlab's default chip
+    (``DEFAULT_QNN_OPTIONS``: htp_arch=73, soc_model=60, a Snapdragon 8 Gen 2), which every
+    result names; an option set to None leaves it to QNN's own default.
     """
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t.strip()]
@@ -442,8 +465,10 @@ def whatif(
     dynamic = _dynamic_inputs(m)
     fixing = dims is not None or feeds is not None
     shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
+    merged = {**DEFAULT_QNN_OPTIONS, **dict(qnn_options or {})}
+    qnn = {str(k): str(v) for k, v in merged.items() if v is not None and v != ""}
     kwargs = {"model_path": str(m.path), "targets": pairs, "feeds": dict(f),
-              "qnn_options": {str(k): str(v) for k, v in (qnn_options or {}).items()}}  # fmt: skip
+              "qnn_options": qnn}  # fmt: skip
     t_out = timeout if timeout is not None else default_timeout()
 
     def run(with_shapes: dict[str, list[int]] | None) -> Any:
@@ -456,10 +481,10 @@ def whatif(
     before: dict[str, int] = {}
     if fixing and dynamic:
         first = build_result(m, run(None), pairs, feeds="the model's own shapes", dims=None,
-                             dynamic=dynamic)  # fmt: skip
+                             dynamic=dynamic, qnn_options=qnn)  # fmt: skip
         before = {t.target: int(t.on_target) for t in first.summary().itertuples()}
     raw = run(shapes)
     return build_result(
         m, raw, pairs, feeds=f.describe() if fixing else "the model's own shapes", dims=dict(dims)
-        if dims else None, dynamic=dynamic, before=before, fixed=fixing,
+        if dims else None, dynamic=dynamic, before=before, fixed=fixing, qnn_options=qnn,
     )  # fmt: skip

@@ -172,6 +172,57 @@ def _synth(
     return rng.standard_normal(shape).astype(np_dtype), None
 
 
+_STATE_NAME = re.compile(r"state|hidden|cell|cache|memory|past|^h0?$|^c0?$|^h_|^c_", re.I)
+NOISE_OF_STD = 0.1
+"""Perturbed samples add noise at this fraction of the given array's own standard deviation."""
+
+
+def like_given(name: str, given: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """A sample like the caller's feed ``given``: its meaning and scale kept.
+
+    Non-float inputs (ids, masks, sample rates, flags), scalars and 1-element inputs (a TTS
+    speed, a scale), recurrent state, and constant arrays are copied: another value would
+    change what the model computes. Other float arrays are the given values plus noise at
+    10 % of their own standard deviation, clipped to their range, so the sample keeps the
+    input's range and statistics (an image fed 0..255 is not redrawn from N(0, 1))."""
+    if given.dtype.kind not in "fc":
+        return given.copy(), f"{name}: copied from the feeds given"
+    if given.size <= 1:
+        return given.copy(), f"{name}: copied from the feeds given (a scalar)"
+    if _STATE_NAME.search(name):
+        return given.copy(), f"{name}: copied from the feeds given (state)"
+    finite = given[np.isfinite(given)] if given.dtype.kind == "f" else given
+    std = float(np.std(finite)) if finite.size else 0.0
+    if not std:
+        return given.copy(), f"{name}: copied from the feeds given (constant values)"
+    lo, hi = float(np.min(finite.real)), float(np.max(finite.real))
+    noise = rng.standard_normal(given.shape) * (NOISE_OF_STD * std)
+    out = np.clip(given + noise, lo, hi).astype(given.dtype)
+    how = f"noise at {NOISE_OF_STD:.0%} of their std ({NOISE_OF_STD * std:.3g})"
+    return out, f"{name}: the feeds given + {how}, kept in their range [{lo:.4g}, {hi:.4g}]"
+
+
+def _float_default(
+    name: str, array: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, str] | None:
+    """Float inputs with a shape that says what they are, when no feeds were given: a scalar
+    or 1-element input (a speed, a scale, a temperature) is 1.0, not a random sign; an
+    image-like input (4-D with 1 or 3 channels first or last, both other dims >= 16) holds
+    pixel values in [0, 1]. None for the rest (standard normal)."""
+    if array.size == 1:
+        return np.ones_like(array), f"{name}: a scalar, set to 1.0 (pass feeds to set it)"
+    shape = array.shape
+    if len(shape) == 4 and array.dtype.kind == "f":
+        nchw = shape[1] in (1, 3) and min(shape[2], shape[3]) >= 16
+        nhwc = shape[3] in (1, 3) and min(shape[1], shape[2]) >= 16
+        if nchw or nhwc:
+            pixels = rng.random(shape).astype(array.dtype)
+            return pixels, (f"{name}: image-like ({'NCHW' if nchw else 'NHWC'}), uniform pixel "
+                            "values in [0, 1]; pass feeds if the model takes 0..255 or "
+                            "normalized images")  # fmt: skip
+    return None
+
+
 def _elem_type(dtype: str) -> int:
     from onnx import TensorProto
 
@@ -296,9 +347,9 @@ def example_inputs(
             )
         array, note = _synth(info, shape, rng, model)
         if like is not None and not getattr(like, "synthetic", False) and info.name in like:
-            given = np.asarray(like[info.name])
-            if given.dtype.kind not in "fc":  # ids, masks, sample rates, flags: their meaning
-                array, note = given.copy(), f"{info.name}: copied from the feeds given"
+            array, note = like_given(info.name, np.asarray(like[info.name]), rng)
+        elif array.dtype.kind == "f" and array.size:
+            array, note = _float_default(info.name, array, rng) or (array, note)
         arrays[info.name] = array
         if note:
             notes.append(note)

@@ -11,6 +11,7 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
 from ortlab.engine.capture import capture_output
+from ortlab.engine.session import clean_ort_message
 from ortlab.engine.tasks import Progress, prepare_feeds
 
 
@@ -44,7 +45,9 @@ def quantize(
     steps: list[str] = []
     mode = settings["mode"]
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
-        source = _opset_for_quantization(model_path, str(folder / "opset.onnx"), mode, steps)
+        external = _inline_external(model_path, str(folder / "inline.onnx"), steps)
+        source = external or model_path
+        source = _opset_for_quantization(source, str(folder / "opset.onnx"), mode, steps)
         if settings["preprocess"] and mode not in ("fp16", "int4"):
             source = _preprocess(source, str(folder / "pre.onnx"), steps)
         progress(1, 3)
@@ -59,8 +62,71 @@ def quantize(
                 "mode or format (e.g. per_channel=False, mode='dynamic'), or exclude op types "
                 "with QuantConfig(op_types=...)."
             ) from err
+        if external:
+            _data_beside(out_path, steps)
+        check_loads(out_path, f"the {_label(settings)} variant", remove=True)
+        steps.append("checked: onnxruntime opens the variant (CPU, level all)")
         progress(3, 3)
     return {"steps": steps, "log": cap.lines()[-50:]}
+
+
+def _inline_external(model_path: str, out: str, steps: list[str]) -> str:
+    """A model whose weights are in external data, read into one file for ORT's quantizer
+    (which reads and writes single files); '' when the model keeps its weights inside."""
+    import onnx
+
+    from ortlab.core.onnx_util import walk_initializers
+
+    head = onnx.load(model_path, load_external_data=False)
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL
+               for t in walk_initializers(head.graph)):  # fmt: skip
+        return ""
+    del head
+    model = onnx.load(model_path)  # its external data, from beside it
+    onnx.save_model(model, out)
+    steps.append("external data read into one file for ORT's quantizer (the variant keeps "
+                 "its weights beside it, as the original does)")  # fmt: skip
+    return out
+
+
+def _data_beside(out_path: str, steps: list[str]) -> None:
+    """Store the variant's weights as external data beside it (``<name>.data``), like the
+    original model's."""
+    from pathlib import Path
+
+    import onnx
+
+    location = Path(out_path).name + ".data"
+    model = onnx.load(out_path)
+    (Path(out_path).parent / location).unlink(missing_ok=True)  # onnx appends to it
+    onnx.save_model(model, out_path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=location, size_threshold=1024)  # fmt: skip
+    steps.append(f"weights written beside the variant as external data ({location})")
+
+
+def check_loads(path: str, what: str, *, remove: bool = False) -> None:
+    """Open a CPU session on ``path`` (the level users run at) and say clearly when
+    onnxruntime refuses it; ``remove`` deletes the refused file, so no cache holds a model
+    that cannot load."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    except Exception as err:
+        if remove:
+            from pathlib import Path
+
+            Path(path).unlink(missing_ok=True)
+            Path(path + ".data").unlink(missing_ok=True)
+        raise QuantizationError(
+            f"onnxruntime cannot open {what}: {clean_ort_message(error_text(err))}. ortlab "
+            "does not return a model that cannot run. Try another mode (e.g. mode='dynamic' "
+            "or 'int4'), keep the op types that fail in float (QuantConfig(op_types=...) or "
+            "op_block_list=...), or start from the float32 model."
+        ) from err
+    del sess
 
 
 def _label(settings: dict[str, Any]) -> str:
@@ -228,18 +294,20 @@ def tensor_errors(
     Memory stays bounded by ``chunk`` tensors: each pass runs both models with a few extra
     outputs on one sample, folds them into running sums and drops them (a 1.5k-node detector
     once grew by 1.5 GB per sample when every activation of every sample was kept)."""
+    check_loads(variant_path, "the variant")  # before any reference run: fail in seconds
     names = list(pairs)
     groups = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     sums: dict[str, _Sums] = {}
     total = len(groups) * len(samples)
     for g, group in enumerate(groups):
-        base = _with_outputs(base_path, group)
-        var = _with_outputs(variant_path, sorted({pairs[t] for t in group}))
+        var = _with_outputs(variant_path, sorted({pairs[t] for t in group}), "the variant")
+        base = _with_outputs(base_path, group, "the float model")
         for i, feeds in enumerate(samples):
             prepared = prepare_feeds(feeds)
             ref, got = base(prepared), var(prepared)
             for t in group:
-                if t in ref and pairs[t] in got:
+                if isinstance(ref.get(t), np.ndarray) and isinstance(got.get(pairs[t]),
+                                                                     np.ndarray):  # fmt: skip
                     sums.setdefault(t, _Sums()).add(ref[t], got[pairs[t]])
             del ref, got
             progress(g * len(samples) + i + 1, total)
@@ -288,7 +356,9 @@ class _Sums:
                 "nonfinite": float(self.nonfinite_ref or self.nonfinite_var)}  # fmt: skip
 
 
-def _with_outputs(model_path: str, tensors: list[str]) -> Callable[[dict[str, Any]], Any]:
+def _with_outputs(
+    model_path: str, tensors: list[str], what: str
+) -> Callable[[dict[str, Any]], Any]:
     """A runner of the model (optimizations off, so no fusion swallows a tensor) that also
     returns ``tensors``; returns {name: array} for those tensors only."""
     import onnx
@@ -307,7 +377,15 @@ def _with_outputs(model_path: str, tensors: list[str]) -> Callable[[dict[str, An
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        try:
+            sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        except Exception as err:
+            raise QuantizationError(
+                f"onnxruntime cannot open {what} with {len(tensors)} intermediate tensors "
+                f"made outputs (needed to read them): {clean_ort_message(error_text(err))}. The "
+                "variant's final outputs can still be compared: ortlab.compare(model, "
+                "[variant])."
+            ) from err
     names = [o.name for o in sess.get_outputs()]
     wanted = set(tensors)
 

@@ -269,6 +269,27 @@ def self_durations(d: ProfileData) -> np.ndarray:
     return np.asarray(np.maximum(own, 0.0), dtype=np.float64)
 
 
+def per_run_grid(d: ProfileData) -> np.ndarray:
+    """Each node's own time in each measured run, µs: a (nodes x runs) array in the order of
+    ``d.node`` (a node that runs several times in a run, in a Loop body, sums them)."""
+    ids = np.asarray(d.ev_node, dtype=np.int64)
+    runs = np.asarray(d.ev_run, dtype=np.int64)
+    n_nodes = len(d.node)
+    n_runs = max(len(d.run_us), int(runs.max()) + 1 if runs.size else 1, 1)
+    grid = np.bincount(ids * n_runs + runs, weights=self_durations(d),
+                       minlength=n_nodes * n_runs)  # fmt: skip
+    return grid.reshape(n_nodes, n_runs)
+
+
+def node_us_per_run(d: ProfileData) -> np.ndarray:
+    """THE time of a node, in every table, tab, graph, report and CLI line: the median over
+    the profiled runs of its own (self) time in a run, µs, profiling on. Per node of
+    ``d.node``; a node's share is this over the sum of all nodes' (the median run's node
+    time), so shares add up to 1 and one stalled run moves no node."""
+    grid = per_run_grid(d)
+    return np.median(grid, axis=1) if grid.size else np.zeros(len(d.node))
+
+
 def _nesting(d: ProfileData) -> tuple[np.ndarray, np.ndarray]:
     """(innermost enclosing control-flow event per event or -1, durations)."""
     ids = np.asarray(d.ev_node, dtype=np.int64)

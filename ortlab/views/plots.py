@@ -135,17 +135,17 @@ def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
         sub = t[t["provider"] == provider]
         fig.add_bar(
             y=[esc(x) for x in sub["op_type"]],
-            x=sub["median_per_run_us"],
+            x=sub["us_per_run"],
             orientation="h",
             name=esc(ep_label(provider)),
             marker_color=provider_color(provider),
             customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
-            hovertemplate="%{y}: %{x:.1f} µs per run<br>%{customdata[0]} nodes, "
-            "%{customdata[1]:.1f}% of node time<extra>%{fullData.name}</extra>",
+            hovertemplate="%{y}: %{x:.1f} µs in the median run<br>%{customdata[0]} nodes, "
+            "%{customdata[1]:.1f}% of the median run's node time<extra>%{fullData.name}</extra>",
         )
     return _layout(
         fig,
-        f"{esc(p.model)}: time per op type (median µs per run, profiling on)",
+        f"{esc(p.model)}: time per op type (µs in the median run, profiling on)",
         barmode="stack",
         height=max(300, 22 * len(t) + 120),
         xaxis_title="µs per run",
@@ -160,7 +160,7 @@ def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[
     nodes = p.by_node()
     tree: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for provider, op, node, us in zip(nodes["provider"].tolist(), nodes["op_type"].tolist(),
-                                      nodes["node"].tolist(), nodes["total_us"].tolist(),
+                                      nodes["node"].tolist(), nodes["us_per_run"].tolist(),
                                       strict=True):  # fmt: skip
         tree.setdefault(str(provider), {}).setdefault(op, []).append((node, float(us)))
     ids, labels, parents, values = [], [], [], []
@@ -225,14 +225,14 @@ def _top_nodes(p: ProfileResult, n: int = 20) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             y=[esc(x, 60) for x in t["node"]],
-            x=t["median_us"],
+            x=t["us_per_run"],
             orientation="h",
             marker_color=[provider_color(x) for x in t["provider"]],
             customdata=np.stack(
                 [[esc(x) for x in t["op_type"]], t["share"] * 100, t["provider"]], axis=-1
             ),
-            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>median %{x:.1f} µs, "
-            "%{customdata[1]:.1f}% of node time<extra></extra>",
+            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>%{x:.1f} µs in the "
+            "median run, %{customdata[1]:.1f}% of its node time<extra></extra>",
         )
     )
     return _layout(

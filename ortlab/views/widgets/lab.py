@@ -51,7 +51,9 @@ _BEST = "doctor's best: "
 class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
     controls say; ``lab.model_path`` the model file the current run uses. ``tab`` is the tab
-    shown first ("Overview", "Graph", "Placement", "Profile", …).
+    shown first ("Overview", "Graph", "Placement", "Profile", …). ``qnn_options`` fill the
+    Placement tab's "QNN chip" box, the chip its QNN what-if compiles for (default
+    htp_arch=73, soc_model=60: a Snapdragon 8 Gen 2).
 
     A run refreshes the tab on screen; the others are drawn when opened (a tab nobody looks
     at costs nothing). ``lab.shown[tab]`` draws a tab that is waiting, then returns what it
@@ -66,11 +68,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         synchronous: bool | None = None,
         run_on_start: bool = True,
         tab: str = "Overview",
+        qnn_options: Mapping[str, Any] | None = None,
     ) -> None:
         # the worker's start-up (onnxruntime's import) overlaps the Lab's own (widgets, the
         # warm-up), so the first run finds it ready
         ortlab.engine.worker.get_worker().start_in_background()
         self.model = ortlab.load(model)
+        self._qnn_given = dict(qnn_options or {})
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
         """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self.history = History()
@@ -347,9 +351,17 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
         self.target = w.Dropdown(options=["qnn", "nnapi", "coreml", "openvino"], value="qnn",
                                  description="what if", tooltip=tip)  # fmt: skip
+        from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS
+
+        chip = {**DEFAULT_QNN_OPTIONS, **{str(k): str(v) for k, v in self._qnn_given.items()}}
+        self.qnn_chip = w.Text(
+            value=", ".join(f"{k}={v}" for k, v in chip.items()), description="QNN chip",
+            tooltip="QNN provider options for the qnn prediction (htp_arch=73, soc_model=60 "
+            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="300px"),
+        )  # fmt: skip
         self.whatif_button = w.Button(description="Predict its placement")
         self.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
-        self._whatif_bar = w.HBox([self.target, self.whatif_button])
+        self._whatif_bar = w.HBox([self.target, self.qnn_chip, self.whatif_button])
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
         self._whatif_shown: list[Any] = []
@@ -654,12 +666,25 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.shown["History comparison"] = items
         _set_outputs(self.comparison_out, items)
 
+    def _qnn_options(self) -> dict[str, str]:
+        """The QNN chip box as provider options ("htp_arch=73, soc_model=60")."""
+        out = {}
+        for part in self.qnn_chip.value.replace(";", ",").split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip() or not value.strip():
+                if part.strip():
+                    raise ValueError(f"QNN chip: expected key=value pairs such as htp_arch=73, "
+                                     f"soc_model=60, got {part.strip()!r}")  # fmt: skip
+                continue
+            out[key.strip()] = value.strip()
+        return out
+
     def _whatif(self) -> None:
         """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
         where one runs without the device), shown under the measured placement."""
         target = self.target.value
         w_ = ortlab.whatif(self.model, [target], progress=self._progress(f"what if {target}"),
-                           **self._inputs())  # fmt: skip
+                           qnn_options=self._qnn_options(), **self._inputs())  # fmt: skip
         for old in self._whatif_shown:  # a widget lives in the kernel until closed
             if isinstance(old, w.DOMWidget):
                 old.close()
@@ -778,29 +803,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
 
 def median_shares(prof: Any) -> Any:
-    """Per node: op_type, median_us (median over runs of the node's time in a run) and share
-    (that median over the median run's top-level node time), slowest first.
-
-    One statistic throughout: with totals over a few runs, one stalled call inflates a node's
-    share while its median stays put (a 8 µs ReorderInput once showed 15.8 %)."""
-    import pandas as pd
-
-    d = prof.data
-    grid = prof.per_run()  # self times: nothing counted twice, so they add up to the run
-    n_nodes = len(d.node)
-    median = np.median(grid, axis=1) if n_nodes else np.zeros(0)
-    run_total = float(np.median(grid.sum(axis=0))) if n_nodes else 0.0
-    ids = np.asarray(d.ev_node, dtype=np.int64)
-    ran = np.bincount(ids, minlength=n_nodes) > 0
-    table = pd.DataFrame(
-        {
-            "node": d.node,
-            "op_type": d.op_type,
-            "median_us": median,
-            "share": median / run_total if run_total > 0 else np.zeros(n_nodes),
-        }
-    )[ran]
-    return table.sort_values("median_us", ascending=False, kind="stable").reset_index(drop=True)
+    """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
+    (the node's median run, profiling on; share of the median run), slowest first."""
+    t = prof.by_node()
+    return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
 
 
 def _warm_up(model: Any) -> None:
