@@ -256,6 +256,9 @@ def _walk_back(
 
 
 _SEPARATORS = "_/ "
+_ORT_PREFIXES = ("InsertedPrecisionFreeCast_",)
+"""Prefixes ORT puts before the tensor a node is named after: an fp16 Conv run in fp32 on the
+CPU EP becomes ``InsertedPrecisionFreeCast_<its output tensor>_nchwc``."""
 
 
 def _anchors(
@@ -265,7 +268,11 @@ def _anchors(
     producing ``r2``; ``/l0/MatMul/MatMulAddFusion`` <- ``/l0/MatMul``), longest match."""
     out: dict[str, str] = {}
     for n in optimized:
+        if n.op_type == "Cast" and n.name.startswith(_ORT_PREFIXES):
+            continue  # ORT's precision cast computes nothing of its namesake
         name = n.name.removeprefix("fused ")
+        for prefix in _ORT_PREFIXES:  # fp16 on the CPU EP: the fp32 copy of a tensor
+            name = name.removeprefix(prefix)
         cuts = [i for i, ch in enumerate(name) if ch in _SEPARATORS] + [len(name)]
         for i in reversed(cuts):
             prefix = name[:i]
@@ -324,6 +331,7 @@ def _split_group(
         for o in own:
             owner[o] = len(out)
         out.append(Group([n.name], own, "fused"))
+    _claim_by_output(nodes, in_group, out, owner, ctx)
     # topological: a fused Sum is placed before the Relu after it
     for name in sorted((n for n in in_group if n in ctx.position), key=ctx.position.__getitem__):
         if name in owner:
@@ -342,6 +350,34 @@ def _split_group(
         owners = rest_nodes or [n.name for n in nodes]
         out.append(Group(owners, rest, "fused" if rest else "inserted"))
     return out
+
+
+def _claim_by_output(
+    nodes: list[OpNode], in_group: set[str], out: list[Group], owner: dict[str, int],
+    ctx: _Context,
+) -> None:  # fmt: skip
+    """An original left over whose output an unanchored kernel produces is computed by that
+    kernel and the unanchored chain behind it (an fp16 Softmax decomposed into ReduceMax →
+    Sub → Exp → ReduceSum → Div → Cast): they take it, not the node before it."""
+    taken = {o for g in out for o in g.optimized}
+    free = {n.name: n for n in nodes if n.name not in taken}
+    made_by = {t: n for n in free.values() for t in n.outputs if t}
+    for name in sorted((n for n in in_group if n in ctx.position), key=ctx.position.__getitem__):
+        if name in owner:
+            continue
+        last = next((made_by[t] for t in ctx.orig[name].outputs if t in made_by), None)
+        if last is None or last.name not in free:
+            continue
+        chain, stack = [], [last]
+        while stack:
+            k = stack.pop()
+            if k.name not in free:
+                continue
+            chain.append(k.name)
+            del free[k.name]
+            stack += [made_by[t] for t in k.inputs if t in made_by and made_by[t].name in free]
+        owner[name] = len(out)
+        out.append(Group(chain[::-1], [name], "fused"))
 
 
 def _kind(nodes: list[OpNode], found: list[str], orig: dict[str, OpNode]) -> str:

@@ -265,6 +265,36 @@ def _tensor_bytes(types: TensorTypes, index: int) -> int:
     return (int(np.prod(dims)) * bits + 7) // 8 if bits else -1
 
 
+def _renamed(data: ProfileData, final: Sequence[OpNode]) -> dict[str, str]:
+    """Profiled nodes missing from the final graph, paired with final nodes that never ran,
+    by op type in graph order. ORT numbers the nodes it makes (an fp16 Softmax on the CPU EP
+    becomes ReduceMax_43, Sub_44…) per session build: the profiled session's numbers differ
+    from those of the graph it saved, and their time would be credited to nothing."""
+    import re
+
+    names = {n.name for n in final}
+    ran = set(data.node)
+
+    def order(name: str) -> tuple[int, str]:
+        m = re.search(r"(\d+)$", name)
+        return (int(m.group(1)) if m else -1, name)
+
+    lost: dict[str, list[str]] = defaultdict(list)
+    for name, op in zip(data.node, data.op_type, strict=True):
+        if name not in names:
+            lost[op].append(name)
+    idle: dict[str, list[str]] = defaultdict(list)
+    for n in final:
+        if n.name not in ran and n.op_type in lost:
+            idle[n.op_type].append(n.name)
+    out: dict[str, str] = {}
+    for op, missing in lost.items():
+        spare = idle.get(op, [])
+        if len(spare) == len(missing):  # else ambiguous: leave them unmatched
+            out.update(zip(sorted(missing, key=order), sorted(spare, key=order), strict=True))
+    return out
+
+
 def _node_time(data: ProfileData) -> tuple[dict[str, float], dict[str, str], int]:
     """Per final node, its time (:func:`node_us_per_run`: the median run's own time, an
     If/Loop/Scan without its body, whose nodes have rows of their own); nothing is counted
@@ -319,6 +349,9 @@ def join_placement(
     it (:mod:`ortlab.engine.probe`), for nodes it left without a logged reason."""
     mapping = map_nodes(original, final, initializers, graph_inputs)
     time, prof_provider, runs = _node_time(data)
+    renamed = _renamed(data, final)
+    time = {renamed.get(k, k): v for k, v in time.items()}
+    prof_provider = {renamed.get(k, k): v for k, v in prof_provider.items()}
     assigned = {name: ep for ep, names in assignment for name in names}
     default_ep = report.active[-1] if report.active else "CPUExecutionProvider"
     provider = {
@@ -336,7 +369,7 @@ def join_placement(
         compiled=compiled,
         mapping=mapping,
         time=time,
-        sizes=_final_sizes(data),
+        sizes={renamed.get(k, k): v for k, v in _final_sizes(data).items()},
         total=sum(time.values()) or 1.0,  # self times: the run's node time, once
         graph_outputs=set(graph_outputs),
         graph_inputs=set(graph_inputs),
@@ -457,26 +490,53 @@ def _group_sizes(opt: list[str], sizes: Mapping[str, tuple[int, int]]) -> tuple[
     return sum(k[0] for k in known), sum(max(k[1], 0) for k in known)
 
 
-def _node_rows(original: Sequence[OpNode], j: _Join) -> list[NodeRow]:
+def _credits(original: Sequence[OpNode], j: _Join) -> tuple[dict[str, float], dict[str, str]]:
+    """Each kernel's time credited exactly once, to the original nodes it computes: all of it
+    to the one member whose op the kernel computes (a Conv in FusedConv), else split evenly
+    among its members that compute (never to a constant folded into it or an eliminated
+    Identity). Per original node: its time and how it was credited."""
     ops = {n.name: n.op_type for n in original}
     final_ops = {n.name: n.op_type for n in j.final}
+    time: dict[str, float] = defaultdict(float)
+    how: dict[str, list[str]] = defaultdict(list)
+    for kernel, names in j.mapping.optimized_to_original.items():
+        members = list(dict.fromkeys(names))
+        # constants folded into the kernel and nodes eliminated compute nothing in it
+        computing = [m for m in members
+                     if j.mapping.status.get(m) not in ("folded", "eliminated")]  # fmt: skip
+        members = computing or members
+        if not members:
+            continue
+        t = j.time.get(kernel, 0.0)
+        primary = _primary(members, ops, [final_ops.get(kernel, "")])
+        if primary is not None:
+            time[primary] += t
+            how[primary].append("measured" if len(members) == 1
+                                else f"measured (kernel of {len(members)})")  # fmt: skip
+            for m in members:
+                if m != primary:
+                    how[m].append(f"fused into {primary}")
+            continue
+        for m in members:
+            time[m] += t / len(members)
+            how[m].append(f"group of {len(members)} (even split)")
+    source = {}
+    for name, said in how.items():
+        kinds = list(dict.fromkeys(said))
+        credited = [k for k in kinds if not k.startswith("fused into")]
+        source[name] = (credited[0] if len(credited) == 1 else
+                        "; ".join(credited) if credited else kinds[0])  # fmt: skip
+    return dict(time), source
+
+
+def _node_rows(original: Sequence[OpNode], j: _Join) -> list[NodeRow]:
+    credit, how = _credits(original, j)
     rows = []
     for n in original:
         opt = j.mapping.original_to_optimized.get(n.name, [])
         group_time = sum(j.time.get(o, 0.0) for o in opt)
-        members = [m for o in opt for m in j.mapping.optimized_to_original.get(o, [])]
-        members = list(dict.fromkeys(members)) or [n.name]
-        primary = _primary(members, ops, [final_ops.get(o, "") for o in opt])
-        if primary is None:
-            share_time, source = (
-                group_time / len(members),
-                ("measured" if len(members) == 1 else f"group of {len(members)} (even split)"),
-            )
-        elif primary == n.name:
-            share_time = group_time
-            source = "measured" if len(members) == 1 else f"measured (kernel of {len(members)})"
-        else:
-            share_time, source = 0.0, f"fused into {primary}"
+        share_time = credit.get(n.name, 0.0)
+        source = how.get(n.name, "measured")
         out_bytes, param_bytes = _group_sizes(opt, j.sizes)
         rows.append(
             NodeRow(
