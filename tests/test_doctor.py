@@ -842,3 +842,29 @@ def test_quantization_candidates_follow_where_the_time_goes() -> None:
     assert matmul[1][1].mode == "int4"
     gemm = _wanted_quantization({"Gemm": 0.8}, {"Gemm": 3})  # int4 quantizes MatMul weights
     assert [k for k, _ in gemm] == ["dynamic"]
+
+
+def test_a_wide_interval_is_undecided_never_no_faster() -> None:
+    """A variant 1.45x faster by its point estimate with the interval 0.688 [0.349, 1.303]
+    was titled "no faster". Only an interval that excludes a gain says that."""
+    wide = _m("variant:quant-dynamic", 0.688, 0.349, 1.303, cosine=0.9999, variant="q")
+    none = _m("variant:quant-dynamic", 1.01, 0.99, 1.04, cosine=0.9999, variant="q")
+    fast = _m("variant:quant-dynamic", 0.5, 0.45, 0.55, cosine=0.9999, variant="q")
+    titles = []
+    for m in (wide, none, fast):
+        f = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0),
+                             "variant:quant-dynamic": m})  # fmt: skip
+        titles += [x.title for x in _rules(f, "quantization")]
+    assert titles[0] == "q: undecided (time ratio 0.69 [0.35, 1.30]), accuracy cost shown"
+    assert titles[1] == "q: no faster, accuracy cost shown"
+    assert titles[2] == "q: faster, accuracy cost shown"
+
+
+def test_undecided_means_the_interval_allows_a_gain_it_does_not_show() -> None:
+    from ortlab.core.stats import Verdict
+    from ortlab.diagnosis.search import _undecided
+
+    assert _undecided(Verdict(0.688, 0.349, 1.303, 0.97, 8, NOISE_BAND))
+    assert not _undecided(Verdict(0.5, 0.45, 0.55, 0.97, 8, NOISE_BAND))  # shown faster
+    assert not _undecided(Verdict(1.01, 0.99, 1.04, 0.97, 8, NOISE_BAND))  # excludes a gain
+    assert not _undecided(Verdict(0.7, math.nan, math.nan, math.nan, 3, NOISE_BAND))

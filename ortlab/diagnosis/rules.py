@@ -17,6 +17,7 @@ from typing import Any
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.onnx_util import CONTROL_FLOW
+from ortlab.core.stats import NOISE_BAND
 from ortlab.core.units import fmt_bytes
 from ortlab.engine.session import SessionReport
 
@@ -90,6 +91,22 @@ class Measured:
     @property
     def slower(self) -> bool:
         return self.significant and self.ratio > 1
+
+    @property
+    def no_gain(self) -> bool:
+        """The interval excludes a gain beyond the noise band: "no faster" is said only then
+        (a wide interval that still allows one is undecided, never "no faster")."""
+        return not math.isnan(self.low) and self.low >= 1 - NOISE_BAND
+
+    def speed_word(self) -> str:
+        """'faster', 'no faster', or 'undecided (interval [low, high])'."""
+        if self.faster:
+            return "faster"
+        if self.no_gain:
+            return "no faster"
+        if math.isnan(self.low):
+            return "undecided (too few rounds for an interval)"
+        return f"undecided (time ratio {self.ratio:.2f} [{self.low:.2f}, {self.high:.2f}])"
 
 
 @dataclass(frozen=True)
@@ -475,7 +492,7 @@ def quantization(f: Facts) -> list[Finding]:
         out.append(
             Finding(
                 rule="quantization",
-                title=f"{m.variant}: {'faster' if m.faster else 'no faster'}, accuracy cost shown",
+                title=f"{m.variant}: {m.speed_word()}, accuracy cost shown",
                 evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
                 fix=fix, code=code,
                 severity="info" if not m.faster else "warning",
