@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +89,51 @@ def test_snippet_runs_with_plain_onnxruntime(mlp: ortlab.Model, tmp_path: Path) 
     script.write_text(code)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
     assert "CPUExecutionProvider" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "providers, policy",
+    [
+        (None, "prefer_cpu"),
+        (["openvino:NPU", "cpu"], None),
+        (["openvino", "cpu"], None),
+        (["qnn", "cpu"], None),
+        (["cpu"], None),
+        ("auto", None),
+    ],
+)
+def test_snippet_rebuilds_the_session_ortlab_measured(
+    mlp: ortlab.Model, tmp_path: Path, providers: Any, policy: str | None
+) -> None:
+    """Policies, plugin EPs and ``ep:DEVICE`` names select devices: a snippet that named them
+    in providers= printed a CPU-only session (the one the README warns about), or for a
+    policy no selection at all. Each snippet is run and its providers compared with the
+    providers of the session ortlab built for the same config."""
+    kwargs: dict[str, Any] = {"policy": policy} if policy else {"providers": providers}
+    c = SessionConfig(fallback="allow", **kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = ortlab.benchmark(mlp, c, runs=2, warmup=1, progress=False).report
+    except ortlab.SessionCreationError as err:  # a policy may pick a registered EP that fails
+        assert policy, err
+        script = tmp_path / "snippet.py"
+        script.write_text(c.snippet(str(mlp.path)))
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             check=False)  # fmt: skip
+        assert out.returncode != 0  # the snippet fails the same way, for the same reason
+        assert str(err).rsplit(": ", 1)[-1] in out.stderr, out.stderr[-800:]
+        return
+    code = c.snippet(str(mlp.path), providers=report.requested)
+    if policy:
+        assert (
+            "set_provider_selection_policy(ort.OrtExecutionProviderDevicePolicy.PREFER_NPU)" in code
+        )
+    if providers and providers != "auto" and providers[0] in ("openvino", "openvino:NPU", "qnn"):
+        assert "add_provider_for_devices" in code and "providers=" not in code
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    printed = out.stdout.strip().splitlines()[-1]
+    assert printed == str(report.active), (code, out.stderr[-500:])

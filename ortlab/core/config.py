@@ -256,9 +256,10 @@ class SessionConfig:
             )
         return cls(**data)
 
-    def snippet(self, model_path: str = "model.onnx") -> str:
-        """Python that builds this session with plain onnxruntime (no ortlab)."""
-        return str(display.render(self, "snippet", model_path=model_path))
+    def snippet(self, model_path: str = "model.onnx", providers: list[str] | None = None) -> str:
+        """Python that builds this session with plain onnxruntime (no ortlab); ``providers``:
+        what ``auto`` chose in a run (its session report's ``requested``)."""
+        return str(display.render(self, "snippet", model_path=model_path, providers=providers))
 
 
 def _optimizer_names(names: Iterable[str] | str) -> tuple[str, ...]:

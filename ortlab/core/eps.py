@@ -15,6 +15,7 @@ __all__ = [
     "KNOWN_PROVIDERS",
     "LOG_KEYWORDS",
     "MEMCPY_OPS",
+    "PLUGIN_EPS",
     "PLUGIN_PACKAGES",
     "POLICIES",
     "PROVIDER_ALIASES",
@@ -183,3 +184,10 @@ PLUGIN_PACKAGES: dict[str, str] = {
 """Plugin EP packages ortlab knows by name (any installed ``onnxruntime_ep_*`` module is found
 too), with the command that installs one without replacing onnxruntime-gpu (their own
 dependency on the ``onnxruntime`` wheel would)."""
+
+PLUGIN_EPS: dict[str, str] = {
+    "OpenVINOExecutionProvider": "onnxruntime_ep_openvino",
+    "QNNExecutionProvider": "onnxruntime_qnn",
+}
+"""The EPs those packages register, with their module: such an EP is selected by device
+(``add_provider_for_devices``), never by name (a named plugin EP gives a CPU-only session)."""

@@ -6,12 +6,26 @@ builds exactly the session ortlab measured."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.core.config import LEVELS, SessionConfig
+from ortlab.core.eps import PLUGIN_EPS, POLICIES, split_device
 
-__all__ = ["Enum", "OrtOptions", "ort_options"]
+__all__ = ["DeviceChoice", "Enum", "OrtOptions", "ort_options"]
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """One requested EP selected by device: ``add_provider_for_devices`` with the devices of
+    ``ep`` (of ``device`` type when given) and its options."""
+
+    ep: str
+    device: str | None
+    options: dict[str, str]
+    module: str
+    """The plugin package that registers the EP ('' for ORT's own, e.g. the CPU EP)."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +59,23 @@ class OrtOptions:
     """The ``providers=`` argument, or ``"auto"``."""
     io_binding: bool = False
     notes: list[str] = field(default_factory=list)
+    policy: str = ""
+    """ORT's device selection policy (``PREFER_NPU``…): set it and name no providers."""
+    devices: list[DeviceChoice] = field(default_factory=list)
+    """EPs selected by device (plugin EPs, ``ep:DEVICE`` names), in order; when none of them
+    has a device here, the session runs on the CPU EP's devices."""
 
 
-def ort_options(config: SessionConfig, extra_entries: dict[str, str] | None = None) -> OrtOptions:
+def ort_options(
+    config: SessionConfig,
+    extra_entries: dict[str, str] | None = None,
+    *,
+    plugin_eps: Mapping[str, str] | None = None,
+    resolved: list[str] | None = None,
+) -> OrtOptions:
+    """``plugin_eps``: the plugin EPs registered, with their modules (default: those ortlab
+    knows by name);
+    ``resolved``: the providers ``auto`` chose in the worker, when known."""
     mode = "ORT_PARALLEL" if config.execution_mode == "parallel" else "ORT_SEQUENTIAL"
     attributes: list[tuple[str, Any, bool]] = [
         ("graph_optimization_level", Enum("GraphOptimizationLevel", LEVELS[config.level]),
@@ -66,11 +94,20 @@ def ort_options(config: SessionConfig, extra_entries: dict[str, str] | None = No
     if config.disabled_optimizers:
         entries["optimization.disable_specified_optimizers"] = ",".join(config.disabled_optimizers)
     entries.update(extra_entries or {})
+    names = list(resolved) if config.providers == "auto" and resolved else config.providers
     providers: list[str | tuple[str, dict[str, str]]] | str = (
         "auto"
-        if config.providers == "auto"
-        else [(p, config.options_for(p)) if config.options_for(p) else p for p in config.providers]
+        if names == "auto"
+        else [(p, config.options_for(p)) if config.options_for(p) else p for p in names]
     )
+    plugins = dict(PLUGIN_EPS) if plugin_eps is None else dict(plugin_eps)
+    devices: list[DeviceChoice] = []
+    if not config.policy and names != "auto":
+        split = [split_device(p) for p in names]
+        if any(ep in plugins or device for ep, device in split):
+            devices = [DeviceChoice(ep, device, dict(config.options_for(p)),
+                                    plugins.get(ep, ""))
+                       for p, (ep, device) in zip(names, split, strict=True)]  # fmt: skip
     return OrtOptions(
         attributes=attributes,
         free_dims=list(config.free_dimension_overrides),
@@ -78,4 +115,6 @@ def ort_options(config: SessionConfig, extra_entries: dict[str, str] | None = No
         libraries=list(config.custom_op_libraries),
         providers=providers,
         io_binding=config.io_binding,
+        policy=POLICIES[config.policy] if config.policy else "",
+        devices=devices,
     )

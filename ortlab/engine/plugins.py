@@ -28,7 +28,7 @@ from ortlab.core.eps import PLUGIN_PACKAGES
 from ortlab.core.errors import error_text
 from ortlab.core.runtime import device_type
 
-__all__ = ["PluginEP", "device_type", "plugin_devices", "registered"]
+__all__ = ["PluginEP", "device_type", "plugin_devices", "plugin_modules", "registered"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class PluginEP:
     """Device types it listed after registration (``CPU``, ``GPU``, ``NPU``)."""
 
 
-def _plugin_modules() -> list[str]:
+def plugin_modules() -> list[str]:
     """Known plugin packages plus any installed ``onnxruntime_ep_*`` module."""
     found = [m for m in PLUGIN_PACKAGES if importlib.util.find_spec(m) is not None]
     for info in pkgutil.iter_modules():
@@ -71,7 +71,7 @@ def registered() -> tuple[PluginEP, ...]:
     if not hasattr(ort, "register_execution_provider_library"):  # ORT < 1.22
         return ()
     out = []
-    for module in _plugin_modules():
+    for module in plugin_modules():
         try:
             pkg = importlib.import_module(module)
             names = (

@@ -22,7 +22,6 @@ from ortlab.core.eps import (
     INSTALL_HINTS,
     LOG_KEYWORDS,
     PLUGIN_PACKAGES,
-    POLICIES,
     PROVIDER_ALIASES,
     split_device,
 )
@@ -467,23 +466,22 @@ def _select_devices(
     selected, and why each requested EP that could not be selected was left out."""
     import onnxruntime as ort
 
-    if config.policy:
-        so.set_provider_selection_policy(
-            getattr(ort.OrtExecutionProviderDevicePolicy, POLICIES[config.policy])
-        )
-        return True, {}
     plugins = {p.name: p for p in registered()}
-    if not any(split_device(p)[0] in plugins or split_device(p)[1] for p in requested):
+    spec = ort_options(config, plugin_eps={n: p.module for n, p in plugins.items()},
+                       resolved=None if config.providers != "auto" else requested)  # fmt: skip
+    if spec.policy:
+        so.set_provider_selection_policy(getattr(ort.OrtExecutionProviderDevicePolicy, spec.policy))
+        return True, {}
+    if not spec.devices:
         return False, {}
     why: dict[str, str] = {}
     chosen = 0
-    for name in requested:
-        ep, device = split_device(name)
-        found = plugin_devices(ep, device)
+    for name, choice in zip(requested, spec.devices, strict=True):
+        found = plugin_devices(choice.ep, choice.device)
         if not found:
-            why[name] = _unselected_reason(ep, device, plugins.get(ep))
+            why[name] = _unselected_reason(choice.ep, choice.device, plugins.get(choice.ep))
             continue
-        so.add_provider_for_devices(found, config.options_for(name))
+        so.add_provider_for_devices(found, choice.options)
         chosen += 1
     if not chosen:  # nothing requested is here: run on the CPU, and say why
         so.add_provider_for_devices(plugin_devices("CPUExecutionProvider"), {})

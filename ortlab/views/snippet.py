@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ortlab.core.config import SessionConfig
-from ortlab.engine.options import Enum, ort_options
+from ortlab.engine.options import DeviceChoice, Enum, ort_options
+from ortlab.engine.plugins import plugin_modules
 
 __all__ = ["config_snippet"]
 
@@ -22,10 +23,14 @@ _IO_BINDING = [
 ]
 
 
-def config_snippet(c: SessionConfig, model_path: str = "model.onnx") -> str:
+def config_snippet(
+    c: SessionConfig, model_path: str = "model.onnx", providers: list[str] | None = None
+) -> str:
     """Python that builds the session ``c`` describes with plain onnxruntime (ORT's defaults
-    left out, the optimization level always written)."""
-    spec = ort_options(c)
+    left out, the optimization level always written). Plugin EPs, ``ep:DEVICE`` names and
+    policies are selected by device as ortlab does (named in ``providers=`` a plugin EP gives
+    a CPU-only session); ``providers``: what ``auto`` chose (a session report's ``requested``)."""
+    spec = ort_options(c, resolved=providers)
     lines = ["import onnxruntime as ort", "", "so = ort.SessionOptions()"]
     for attr, value, default in spec.attributes:
         if not default:
@@ -33,12 +38,52 @@ def config_snippet(c: SessionConfig, model_path: str = "model.onnx") -> str:
     lines += [f"so.add_free_dimension_override_by_name({n!r}, {v})" for n, v in spec.free_dims]
     lines += [f"so.add_session_config_entry({k!r}, {t!r})" for k, t in spec.entries.items()]
     lines += [f"so.register_custom_ops_library({lib!r})" for lib in spec.libraries]
-    if spec.providers == "auto":
-        provs = "ort.get_available_providers()  # ortlab 'auto' picks those that really load"
+    if spec.policy:  # the policy chooses among every EP registered, plugins included
+        for module in plugin_modules():
+            lines += [f"import {module}",
+                      f"ort.register_execution_provider_library({module}.get_ep_name(), "
+                      f"{module}.get_library_path())"]  # fmt: skip
+        lines.append("so.set_provider_selection_policy("
+                     f"ort.OrtExecutionProviderDevicePolicy.{spec.policy})")  # fmt: skip
+        lines.append(f"sess = ort.InferenceSession({model_path!r}, so)")
+    elif spec.devices:
+        lines += _by_device(spec.devices)
+        lines.append(f"sess = ort.InferenceSession({model_path!r}, so)")
     else:
-        provs = "[" + ", ".join(repr(p) for p in spec.providers) + "]"
-    lines.append(f"sess = ort.InferenceSession({model_path!r}, so, providers={provs})")
+        if spec.providers == "auto":
+            provs = ("ort.get_available_providers()  # ortlab 'auto' keeps those that really "
+                     "load: see the session report's providers")  # fmt: skip
+        else:
+            provs = "[" + ", ".join(repr(p) for p in spec.providers) + "]"
+        lines.append(f"sess = ort.InferenceSession({model_path!r}, so, providers={provs})")
     lines.append("print(sess.get_providers())  # check: a provider that fails to load is dropped")
     if spec.io_binding:
         lines += _IO_BINDING
     return "\n".join(lines)
+
+
+def _by_device(choices: list[DeviceChoice]) -> list[str]:
+    """Register each plugin EP's library, then select devices as ortlab's session does."""
+    lines = [""]
+    for module in dict.fromkeys(ch.module for ch in choices if ch.module):
+        lines += [f"import {module}", "",
+                  f"ort.register_execution_provider_library({module}.get_ep_name(), "
+                  f"{module}.get_library_path())"]  # fmt: skip
+    lines += [
+        "",
+        "",
+        "def select(ep, device_type=None, options=None):",
+        "    found = [d for d in ort.get_ep_devices() if d.ep_name == ep and (device_type is "
+        "None or d.device.type == getattr(ort.OrtHardwareDeviceType, device_type))]",
+        "    if found:",
+        "        so.add_provider_for_devices(found, options or {})",
+        "    return bool(found)",
+        "",
+        "",
+        "chosen = [",
+        *(f"    select({ch.ep!r}, {ch.device!r}, {ch.options!r})," for ch in choices),
+        "]",
+        "if not any(chosen):  # none of them has a device here: ortlab runs it on the CPU",
+        "    select('CPUExecutionProvider')",
+    ]
+    return lines
