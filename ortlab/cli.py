@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -180,8 +181,14 @@ def _feeds(path: str | None, m: Any) -> Any:
         raise FeedError(f"--feeds {path} is not a readable .npz file ({err}). {how}") from err
     try:
         return validate_feeds(m, arrays)
-    except FeedError as err:
-        raise FeedError(f"--feeds {path}: {err}") from err
+    except FeedError as err:  # its fixes are Python calls: a shell user gets a file's fix
+        text = re.sub(r" \(fix: feeds\[.*?\)\)", "", str(err))
+        text = text.replace(" model.example_inputs() builds matching feeds.", "")
+        raise FeedError(
+            f"--feeds {path}: {text} Write the file again with those names, dtypes and "
+            f"shapes (e.g. np.savez('feeds.npz', **{{{example}}}) in Python), or leave out "
+            "--feeds and ortlab synthesizes inputs (--dims sets their sizes)."
+        ) from err
 
 
 # ---------------------------------------------------------------------- the parser

@@ -539,3 +539,30 @@ def test_quantize_a_model_with_external_data_keeps_its_data_beside_it() -> None:
     assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.9  # int8 of the same model
     err = ortlab.quantization_error(m, q, feeds=feeds, limit=2)
     assert err.tensors
+
+
+# ---------------------------------------------------------------------- small things said right
+
+
+def test_a_dims_name_on_an_unnamed_dim_points_to_feeds() -> None:
+    m = corpus.load("rf_zipmap")  # X: [?, 4], the batch dim has no name
+    with pytest.raises(ortlab.FeedError) as info:
+        m.example_inputs({"batch": 2})
+    text = str(info.value)
+    assert "all dims are fixed" not in text
+    assert "unnamed dynamic dims (X axis 0)" in text and "feeds=" in text
+
+
+def test_the_cli_feeds_error_speaks_to_a_shell_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ortlab.cli import main
+
+    path = str(corpus.path("rf_zipmap"))
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, X=np.zeros((2, 4), dtype=np.float64))  # float64, the model takes float
+    assert main(["bench", path, "--feeds", str(feeds), "--runs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "dtype double, expected float" in err
+    assert "astype" not in err and "example_inputs()" not in err
+    assert "leave out --feeds" in err

@@ -97,9 +97,14 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
     symbols = {d for t in model.inputs if t.shape for d in t.shape if isinstance(d, str)}
     unknown = set(given) - symbols
     if unknown:
+        unnamed = [f"{t.name} axis {a}" for t in model.inputs if t.shape
+                   for a, d in enumerate(t.shape) if d is None]  # fmt: skip
+        listed = sorted(symbols) or ("none" if unnamed else "none (all dims are fixed)")
+        extra = (f"; unnamed dynamic dims ({', '.join(unnamed)}) have no name dims= can use: "
+                 "pass feeds= with arrays of the shapes you want" if unnamed else "")  # fmt: skip
         raise FeedError(
             f"dims= names {sorted(unknown)} that are not symbolic dims of {model.name!r}. "
-            f"Its symbolic dims: {sorted(symbols) or 'none (all dims are fixed)'}."
+            f"Its symbolic dims: {listed}{extra}."
         )
     out: dict[str, DimChoice] = {}
     for sym in sorted(symbols):

@@ -392,11 +392,24 @@ class Worker:
         tail = self._log_tail()
         self._kill()
         self._discard()
+        if rc == -signal.SIGKILL:  # not a crash: the OS (its out-of-memory killer, most often)
+            import psutil
+
+            free = psutil.virtual_memory().available / 2**30
+            cause = (
+                "The OS killed it (SIGKILL), most likely for memory: this model, config and "
+                f"inputs need more than was free ({free:.1f} GiB is free now). Use smaller "
+                "dims or feeds, fewer samples (limit=, calibration_size=), a smaller "
+                "batch, or run it on a machine with more memory."
+            )
+        else:
+            cause = (
+                "This is a crash inside onnxruntime (or a custom-op library) on this model and "
+                "config; try another provider or optimization level to find the trigger."
+            )
         return WorkerCrashedError(
             f"The ortlab worker died during {task} {context}: {how}. Your Python session is "
-            "fine; the next call starts a fresh worker. This is a crash inside onnxruntime "
-            "(or a custom-op library) on this model and config; try another provider or "
-            "optimization level to find the trigger."
+            f"fine; the next call starts a fresh worker. {cause}"
             + (f"\nWorker output (last lines):\n{tail}" if tail else "")
         )
 
