@@ -50,7 +50,7 @@ class ErrorResult(Result):
     calibrates its variants with exactly those; {} when it needed none or ortlab did not
     make it."""
 
-    def fix(self, n: int = 5, *, promote: bool = True) -> QuantFix:
+    def fix(self, n: int = 5, *, promote: bool = True, timeout: float | None = None) -> QuantFix:
         """Variants that spare the ``n`` worst nodes (lowest SQNR at their outputs): one with
         those nodes left in float (``nodes_to_exclude``), and for static QDQ one with their
         output tensors quantized to 16 bits instead of 8. Compare them with the float model
@@ -77,11 +77,12 @@ class ErrorResult(Result):
                 )
             base = dataclasses.replace(base, calibration=SavedCalibration(**self.calibration))
         spared = tuple(sorted({*base.nodes_to_exclude, *nodes}))
-        variants = [quantize(self.model_path, dataclasses.replace(base, nodes_to_exclude=spared))]
+        variants = [quantize(self.model_path, dataclasses.replace(base, nodes_to_exclude=spared),
+                             timeout=timeout)]  # fmt: skip
         if promote and base.mode == "static" and base.format == "qdq":
             wide = tuple(sorted(tensors))
-            variants.append(quantize(self.model_path,
-                                     dataclasses.replace(base, promote_16bit=wide)))  # fmt: skip
+            wider = dataclasses.replace(base, promote_16bit=wide)
+            variants.append(quantize(self.model_path, wider, timeout=timeout))
         return QuantFix(nodes=nodes, tensors=tensors, variants=variants)
 
     def to_pandas(self) -> Any:

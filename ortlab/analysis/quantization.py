@@ -385,9 +385,11 @@ def quantize(
     *,
     dims: Mapping[str, int] | None = None,
     feeds: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
     **kwargs: Any,
 ) -> Model:
-    """A quantized (or fp16) variant of ``model``, written to ortlab's cache.
+    """A quantized (or fp16) variant of ``model``, written to ortlab's cache (``timeout``:
+    the most seconds the worker may take, default ortlab's).
 
     ``ortlab.quantize(m, mode="dynamic")`` is short for ``quantize(m, QuantConfig(mode=…))``.
     Without calibration data, static calibration samples are synthesized at the shapes of
@@ -427,7 +429,7 @@ def quantize(
             desc=f"quantize {m.name}",
             context=f"of {m.name!r} ({cfg.label()})",
             progress=False,
-            timeout=default_timeout(),
+            timeout=timeout if timeout is not None else default_timeout(),
         )
         steps, log = out["steps"], out["log"]
         out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))

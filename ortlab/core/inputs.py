@@ -207,13 +207,19 @@ def like_given(name: str, given: np.ndarray, rng: np.random.Generator) -> tuple[
     return out, f"{name}: the feeds given + {how}, kept in their range [{lo:.4g}, {hi:.4g}]"
 
 
+_IMAGENET_MEAN = (0.485, 0.456, 0.406)
+_IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
 def _float_default(
     name: str, array: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, str] | None:
     """Float inputs with a shape that says what they are, when no feeds were given: a scalar
     or 1-element input (a speed, a scale, a temperature) is 1.0, not a random sign; an
-    image-like input (4-D with 1 or 3 channels first or last, both other dims >= 16) holds
-    pixel values in [0, 1]. None for the rest (standard normal)."""
+    image-like input (4-D with 1 or 3 channels first or last, both other dims >= 16) stays
+    within the range of normalized pixels (ImageNet mean/std), as most exported vision models
+    expect.
+    None for the rest (standard normal)."""
     if array.size == 1:
         return np.ones_like(array), f"{name}: a scalar, set to 1.0 (pass feeds to set it)"
     shape = array.shape
@@ -221,10 +227,21 @@ def _float_default(
         nchw = shape[1] in (1, 3) and min(shape[2], shape[3]) >= 16
         nhwc = shape[3] in (1, 3) and min(shape[1], shape[2]) >= 16
         if nchw or nhwc:
-            pixels = rng.random(shape).astype(array.dtype)
-            return pixels, (f"{name}: image-like ({'NCHW' if nchw else 'NHWC'}), uniform pixel "
-                            "values in [0, 1]; pass feeds if the model takes 0..255 or "
-                            "normalized images")  # fmt: skip
+            axis = 1 if nchw else 3
+            channels = shape[axis]
+            mean = np.asarray(_IMAGENET_MEAN if channels == 3 else [0.5])
+            std = np.asarray(_IMAGENET_STD if channels == 3 else [0.5])
+            view = [1, 1, 1, 1]
+            view[axis] = channels
+            low = (0 - mean.reshape(view)) / std.reshape(view)  # pixel 0 and 1, normalized
+            high = (1 - mean.reshape(view)) / std.reshape(view)
+            out = np.clip(rng.standard_normal(shape), low, high).astype(array.dtype)
+            how = "ImageNet mean/std" if channels == 3 else "mean 0.5, std 0.5"
+            return out, (f"{name}: image-like ({'NCHW' if nchw else 'NHWC'}), standard normal "
+                         f"kept within the range of pixels normalized with {how} "
+                         f"({float(low.min()):.2f}..{float(high.max()):.2f}), as exported "
+                         "vision models mostly expect; pass feeds if the model takes 0..255 "
+                         "or 0..1")  # fmt: skip
     return None
 
 

@@ -61,7 +61,7 @@ from ortlab.diagnosis.rules import (
     Measured,
     attention_shaped,
 )
-from ortlab.engine.calls import call, default_timeout
+from ortlab.engine.calls import call
 
 __all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
 
@@ -116,6 +116,14 @@ class Search:
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.t0)
 
+    def call_timeout(self) -> float:
+        """One worker call's limit: what is left of the budget plus a fifth of it, so the doctor
+        ends within its budget + 25 % whatever one call does (a call cut short is a failure,
+        recorded, and the doctor goes on or stops with what it measured); the caller's own
+        ``timeout`` when that is smaller."""
+        limit = max(self.left() + BUDGET_SLACK * self.budget_s, 2.0)
+        return limit if self.timeout is None else min(limit, self.timeout)
+
     def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
         """``fn()``, or None after recording its failure: one failing candidate never ends the
         doctor. A cancel from the user still does."""
@@ -133,7 +141,9 @@ class Search:
     def observe(self) -> Facts:
 
         m, cfg = self.m, self.cfg
-        prof = profile(m, cfg, self.feeds, runs=5, warmup=2, progress=False, timeout=self.timeout)
+        prof = profile(
+            m, cfg, self.feeds, runs=5, warmup=2, progress=False, timeout=self.call_timeout()
+        )
         self.profile = prof
         report = prof.report
         assert report is not None  # profile() always attaches the session's report
@@ -153,7 +163,7 @@ class Search:
         )
         if any(p != "CPUExecutionProvider" for p in report.active):
             facts.placement = placement(
-                m, cfg, self.feeds, runs=3, progress=False, timeout=self.timeout
+                m, cfg, self.feeds, runs=3, progress=False, timeout=self.call_timeout()
             )
         mem = prof.memory()
         if len(mem):
@@ -171,7 +181,7 @@ class Search:
         facts.footprint = self.guarded(
             "the memory footprint", "memory",
             lambda: footprint(self.m, self.cfg, self.feeds, repeats=MEMORY_REPEATS, runs=2,
-                              progress=False, timeout=self.timeout),
+                              progress=False, timeout=self.call_timeout()),
             "ortlab.footprint(model)",
         )  # fmt: skip
 
@@ -186,13 +196,13 @@ class Search:
             return
         facts.predicted = self.guarded(
             f"the what-if partition for {', '.join(targets)}", "observe",
-            lambda: whatif(self.m, targets, progress=False, timeout=self.timeout),
+            lambda: whatif(self.m, targets, progress=False, timeout=self.call_timeout()),
         )  # fmt: skip
         if facts.predicted is not None and facts.symbolic_inputs:
             facts.predicted_fixed = self.guarded(
                 "the what-if partition at the timed shapes", "observe",
                 lambda: whatif(self.m, targets, feeds=self.feeds, progress=False,
-                               timeout=self.timeout),
+                               timeout=self.call_timeout()),
             )  # fmt: skip
 
     # -- candidates -------------------------------------------------------------
@@ -273,7 +283,7 @@ class Search:
         if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
 
             def optimized() -> tuple[str, Model, list[str]]:
-                r = transformer_optimize(m, progress=False, timeout=self.timeout)
+                r = transformer_optimize(m, progress=False, timeout=self.call_timeout())
                 facts.transformer_fused = {k: v for k, v in r.fused_operators.items() if v}
                 facts.attention_reason = r.reason or None
                 return (
@@ -290,7 +300,7 @@ class Search:
 
         def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
             # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
-            q = make_quantized(m, qc, feeds=self.feeds)
+            q = make_quantized(m, qc, feeds=self.feeds, timeout=self.call_timeout())
             return f"variant:quant-{kind}", q, list(q.variant.steps) if q.variant else []
 
         def given(v: Any) -> tuple[str, Model, list[str]]:
@@ -355,7 +365,7 @@ class Search:
             desc=desc,
             context=f"of {self.m.name!r} ({len(items)} candidates)",
             progress=self.progress,
-            timeout=self.timeout if self.timeout is not None else default_timeout(),
+            timeout=self.call_timeout(),
         )
         failed = {int(k): str(msg) for k, msg in (out.get("failed") or {}).items()}
         if 0 in failed:  # the worker raises for the reference itself; never compare without it
@@ -509,8 +519,8 @@ class Search:
         return items
 
     def _quant_fix(self, q: Model) -> QuantFix:
-        err = quantization_error(self.m, q, feeds=self.feeds, limit=4, timeout=self.timeout)
-        return err.fix(n=QUANT_FIX_NODES)
+        err = quantization_error(self.m, q, feeds=self.feeds, limit=4, timeout=self.call_timeout())
+        return err.fix(n=QUANT_FIX_NODES, timeout=self.call_timeout())
 
     def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
 
@@ -525,7 +535,7 @@ class Search:
             desc="doctor: outputs",
             context=f"of {mm.name!r}",
             progress=False,
-            timeout=self.timeout if self.timeout is not None else default_timeout(),
+            timeout=self.call_timeout(),
         )
         return out
 
@@ -689,7 +699,9 @@ class Search:
 
     def _explain(self, key: str, mm: Model, c: SessionConfig, facts: Facts) -> None:
 
-        prof = profile(mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.timeout)
+        prof = profile(
+            mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.call_timeout()
+        )
         meas = facts.measured[key]
         v = Verdict(meas.ratio, meas.low, meas.high, meas.confidence, meas.rounds, NOISE_BAND)
         rows = [
@@ -785,6 +797,8 @@ def _failure_text(err: BaseException) -> str:
     return error_text(err, 2000)
 
 
+BUDGET_SLACK = 0.2
+"""A call may run this fraction of the budget past it (the doctor's promise: budget + 25 %)."""
 _MAX_EXTENSIONS = 3
 """Extensions of the combination stage for undecided candidates (each up to 24 rounds)."""
 
