@@ -4,6 +4,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -222,3 +223,58 @@ def test_a_teardown_left_for_after_the_reply_ends_before_the_next_call(
     assert not (tmp_path / "released").exists(), "the reply came after the teardown"
     (tmp_path / "go").write_text("1")
     assert worker.call("tests.crashers:exists", {"path": str(tmp_path / "released")})
+
+
+def test_sessions_that_do_not_fit_together_are_timed_in_pairs(
+    monkeypatch: pytest.MonkeyPatch, mlp: ortlab.Model
+) -> None:
+    """When the sessions of an interleaved comparison would pass the worker's memory bound
+    (2x the largest session; here forced tiny), the reference is timed with one candidate at a
+    time: never more than two sessions held, every candidate measured against the reference
+    in its own pair, the same result shape."""
+    from ortlab.core.config import SessionConfig
+
+    monkeypatch.setenv("ORTLAB_SESSION_BUDGET_MB", "0.001")
+    w = Worker()
+    try:
+        configs = [SessionConfig(level=lvl) for lvl in ("all", "disabled", "basic", "all")]
+        items = [(str(mlp.path), mlp.name, c) for c in configs]
+        feeds = dict(mlp.example_inputs())
+        out = w.call("ortlab.engine.tasks:interleaved",
+                     {"items": items, "feeds": feeds, "rounds": 6, "runs": 3})  # fmt: skip
+        assert out["pairwise"] is True and out["failed"] == {}
+        med = np.asarray(out["medians_ns"])
+        assert med.shape == (6, 4) and np.isfinite(med).all()
+        assert all(len(lat) == 18 for lat in out["latencies_ns"])
+        assert [r.level for r in out["reports"]] == ["all", "disabled", "basic", "all"]
+        assert w.call("ortlab.engine.tasks:cached_sessions", {}) <= 2
+        # the last candidate is the reference's own config: its ratio is about 1
+        ratio = ortlab.paired_ratio(med[:, 0], med[:, 3])
+        assert 0.5 < ratio.ratio < 2.0
+    finally:
+        w.stop()
+
+
+def test_a_session_that_cannot_fit_is_refused_with_the_numbers(tmp_path: Path) -> None:
+    """A model whose external data is larger than this machine's memory (a sparse file the
+    size of its RAM): refused before onnxruntime tries, with the sizes, not an OOM kill."""
+    import onnx
+    import psutil
+    from onnx import TensorProto, helper
+
+    from ortlab.engine import tasks
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", "16")):
+        w.external_data.add(key=k, value=v)
+    w.ClearField("float_data")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [w])
+    path = tmp_path / "big.onnx"
+    onnx.save_model(helper.make_model(graph), str(path))
+    with (tmp_path / "weights.bin").open("wb") as f:
+        f.truncate(psutil.virtual_memory().total)
+    with pytest.raises(ortlab.SessionCreationError, match=r"GiB of memory is free"):
+        tasks._session(str(path), "big", ortlab.SessionConfig())

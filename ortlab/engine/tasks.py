@@ -19,7 +19,13 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import COMPILING_EPS
-from ortlab.core.errors import FeedError, OrtlabError, RunError, error_text
+from ortlab.core.errors import (
+    FeedError,
+    OrtlabError,
+    RunError,
+    SessionCreationError,
+    error_text,
+)
 from ortlab.core.graph import graph_nodes
 from ortlab.engine.capture import capture_output
 from ortlab.engine.probe import probe_nodes
@@ -56,17 +62,103 @@ def _fingerprint(path: str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
+_SESSION_BYTES: dict[Any, int] = {}
+"""Per cached session, the worker's resident growth when it was built (its weights, prepacked
+kernels and plan): what the cache's memory bound counts."""
+SMALL_SESSIONS_BYTES = 512 << 20
+"""Sessions this small together are kept up to ``_MAX_SESSIONS``, whatever their count."""
+
+
+def session_budget() -> int:
+    """The most the cached sessions may hold together: two of the largest (the worker's promise:
+    about 2x one session plus what the analysis holds), at least 512 MB so small models keep
+    their cache. ``ORTLAB_SESSION_BUDGET_MB`` sets it (tests, small machines)."""
+    env = os.environ.get("ORTLAB_SESSION_BUDGET_MB")
+    if env:
+        return int(float(env) * 2**20)
+    return max(2 * max(_SESSION_BYTES.values(), default=0), SMALL_SESSIONS_BYTES)
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
 def _session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
     key = (path, _fingerprint(path), config)
     if key in _SESSIONS:
         _SESSIONS.move_to_end(key)
         sess, report = _SESSIONS[key]
         return sess, report, True
+    _check_fits(path, name)
+    before = _rss()
     sess, report = build_session(path, config, model_name=name)
     _SESSIONS[key] = (sess, report)
+    _SESSION_BYTES[key] = max(_rss() - before, 0)
     while len(_SESSIONS) > _MAX_SESSIONS:
-        release_after_reply(_SESSIONS.popitem(last=False))
+        _evict(deferred=True)
+    while len(_SESSIONS) > 1 and sum(_SESSION_BYTES.values()) > session_budget():
+        _evict(deferred=False)  # memory first: dropped now, not after the reply
     return sess, report, False
+
+
+def _check_fits(path: str, name: str) -> None:
+    """Refuse, with the numbers, a session that cannot fit in the memory free now: its
+    weights (external data included) are held at least twice while ORT builds it (the file's
+    and the kernels' prepacked copies). Cached sessions are dropped first to make room."""
+    import psutil
+
+    weights = sum(f.stat().st_size for f in _model_files(path))
+    while True:
+        free = psutil.virtual_memory().available
+        if 2 * weights <= 0.9 * free or not _SESSIONS:
+            break
+        _evict(deferred=False)
+    if 2 * weights > 0.9 * free:
+        raise SessionCreationError(
+            f"{name!r} cannot be opened here: its weights ({weights / 2**30:.2f} GiB) need at "
+            f"least {2 * weights / 2**30:.2f} GiB while onnxruntime builds the session, and "
+            f"{free / 2**30:.2f} GiB of memory is free. Close other programs or sessions, or "
+            "use a machine with more memory."
+        )
+
+
+def _model_files(path: str) -> list[Path]:
+    """The model file and the external-data files beside it that it names."""
+    import onnx
+
+    files = [Path(path)]
+    if files[0].stat().st_size > 64 << 20:  # weights inside: reading the graph costs as much
+        return files
+    try:
+        head = onnx.load(path, load_external_data=False)
+    except Exception:  # noqa: BLE001 - ORT says what is wrong with it, in its own words
+        return files
+    from ortlab.core.onnx_util import walk_initializers
+
+    for t in walk_initializers(head.graph):
+        for entry in t.external_data:
+            if entry.key == "location":
+                f = Path(path).parent / entry.value
+                if f.is_file() and f not in files:
+                    files.append(f)
+    return files
+
+
+def _evict(*, deferred: bool) -> None:
+    """Drop the least recently used cached session."""
+    key, entry = _SESSIONS.popitem(last=False)
+    _SESSION_BYTES.pop(key, None)
+    if deferred:
+        release_after_reply(entry)
+    else:
+        del entry
+
+
+def cached_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
+    """How many sessions the worker holds (tests check the memory bound with it)."""
+    return len(_SESSIONS)
 
 
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}
@@ -460,6 +552,13 @@ def interleaved(
     timing: its column holds NaN, and ``failed`` maps its index to what went wrong (one broken
     candidate never ends a comparison). The first variant is the reference: its failure raises.
     """
+    if len(items) > 2:
+        path, name, cfg = items[0]
+        _session(path, name, cfg)  # the reference: its size says whether all of them fit
+        key = (path, _fingerprint(path), cfg)
+        if len(items) * _SESSION_BYTES.get(key, 0) > session_budget():
+            return _pairwise(progress, items=items, feeds=feeds, rounds=rounds, runs=runs,
+                             warmup=warmup)  # fmt: skip
     sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
     failed: dict[int, str] = {}
     for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
@@ -498,6 +597,74 @@ def interleaved(
         "reports": [s[1] if s is not None else None for s in sessions],
         "failed": failed,
     }
+
+
+def _timed(run: Callable[[], Any], runs: int, clock: Callable[[], int]) -> list[int]:
+    lat = []
+    for _ in range(runs):
+        t0 = clock()
+        run()
+        lat.append(clock() - t0)
+    return lat
+
+
+def _pairwise(
+    progress: Progress,
+    *,
+    items: list[tuple[str, str, SessionConfig]],
+    feeds: Mapping[str, Any],
+    rounds: int,
+    runs: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """:func:`interleaved` when the sessions would not fit in memory together: the reference
+    with one candidate at a time (two sessions, never more), each pair interleaved for all
+    ``rounds``. A candidate's per-round median is scaled by the reference's round in the first
+    pair over its round in this pair, so each candidate's paired ratio to the reference is the
+    one measured in its own pair; its raw latencies are kept as measured."""
+    import gc
+
+    clock = time.perf_counter_ns
+    path, name, cfg = items[0]
+    ref, ref_report, _ = _session(path, name, cfg)
+    run_ref = _runner(ref, prepare_feeds(feeds), cfg.io_binding)
+    medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
+    every: list[list[int]] = [[] for _ in items]
+    reports: list[SessionReport | None] = [ref_report] + [None] * (len(items) - 1)
+    failed: dict[int, str] = {}
+    first = True
+    for k, (c_path, c_name, c_cfg) in enumerate(items[1:], start=1):
+        try:  # not cached: it is dropped before the next candidate is built
+            sess, reports[k] = build_session(c_path, c_cfg, model_name=c_name)
+            run = _runner(sess, prepare_feeds(feeds), c_cfg.io_binding)
+            for _ in range(warmup):
+                run()
+                run_ref()
+        except Exception as err:  # noqa: BLE001 - one broken candidate never ends it
+            failed[k] = error_text(err)
+            continue
+        for r in range(rounds):
+            order = [(0, run_ref), (k, run)] if r % 2 == 0 else [(k, run), (0, run_ref)]
+            got = {}
+            for j, fn in order:
+                lat = _timed(fn, runs, clock)
+                got[j] = float(np.median(lat))
+                if j == k or first:
+                    every[j].extend(lat)
+            if first:
+                medians[r][0] = got[0]
+            medians[r][k] = got[k] * medians[r][0] / got[0]
+        first = False
+        del run, sess
+        gc.collect()
+        progress(k, len(items) - 1)
+    if first:  # no candidate ran: the reference alone, for its own column
+        for r in range(rounds):
+            lat = _timed(run_ref, runs, clock)
+            medians[r][0] = float(np.median(lat))
+            every[0].extend(lat)
+    return {"medians_ns": medians, "latencies_ns": every, "reports": reports,
+            "failed": failed, "pairwise": True}  # fmt: skip
 
 
 def outputs_many(
