@@ -9,6 +9,10 @@ Besides OK/error per verb it records three checks against independent sources:
   that computes them, out of those not folded;
 - ``node time``: the profile's node self time as a share of its own model_run time (best run);
 - ``bench/bare``: ortlab.benchmark's p50 over a bare ``sess.run`` loop's, interleaved 3 times.
+
+And the promises on memory and time: the worker's peak resident memory during each verb
+(sampled every 20 ms, its child processes included) beside one plain onnxruntime session's
+peak in a fresh process (import, build, one run), and the doctor's wall time on a 30 s budget.
 """
 
 from __future__ import annotations
@@ -33,11 +37,67 @@ from tests import corpus
 from tests.test_real_models import COMPUTES  # the tests' own table of ORT kernel names
 
 CFG = ortlab.SessionConfig(providers=["cuda", "cpu"])
+DOCTOR_BUDGET_S = 30.0
+
+
+class _Peak:
+    """The ortlab worker's peak RSS (with its children) while the block runs, sampled."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        from ortlab.engine.worker import get_worker
+
+        while not self._stop.is_set():
+            pid = getattr(get_worker(), "pid", None)
+            with contextlib.suppress(psutil.Error, TypeError):
+                proc = psutil.Process(pid)
+                rss = proc.memory_info().rss + sum(
+                    c.memory_info().rss for c in proc.children(recursive=True)
+                )
+                self.peak = max(self.peak, rss)
+            self._stop.wait(0.02)
+
+    def __enter__(self) -> _Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+_SESSION_PEAK = """
+import resource, sys, numpy as np, onnxruntime as ort
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+feeds = dict(np.load(sys.argv[2], allow_pickle=False))
+sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+sess.run(None, feeds)
+print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _session_peak(path: Path, feeds_file: Path) -> tuple[float, float]:
+    """(peak MB of a fresh process that imports onnxruntime, builds one session and runs it
+    once; MB after the import alone)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _SESSION_PEAK, str(path), str(feeds_file)],
+                         capture_output=True, text=True, check=True, timeout=600)  # fmt: skip
+    base, peak = (int(x) for x in out.stdout.split())
+    return peak / 1024, base / 1024
 
 
 def _attempt(row: dict[str, Any], verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as seen:
+    with _Peak() as peak, warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
             out = fn(*args, **kwargs)
@@ -49,6 +109,7 @@ def _attempt(row: dict[str, Any], verb: str, fn: Any, *args: Any, **kwargs: Any)
             row[verb] = f"BUG {type(err).__name__}: {str(err)[:160]}"
             traceback.print_exc()
     row[f"{verb} s"] = round(time.perf_counter() - t0, 2)
+    row[f"{verb} MB"] = round(peak.peak / 2**20)
     if any(issubclass(w.category, ProviderFallbackWarning) for w in seen):
         row.setdefault("says fallback", []).append(verb)
     return out
@@ -107,7 +168,8 @@ def run_model(name: str) -> dict[str, Any]:
     info = corpus.CORPUS[name]
     feeds = corpus.feeds(name)
     row: dict[str, Any] = {"model": name, "package": info.package, "exporter": info.exporter,
-                           "nodes": m.summary.node_count_total}  # fmt: skip
+                           "nodes": m.summary.node_count_total,
+                           "weights MB": m.summary.initializer_bytes / 1e6}  # fmt: skip
     pl = _attempt(row, "placement", ortlab.placement, m, CFG, feeds, runs=5, progress=False)
     if pl is not None:
         kernels = {r.node: r.op_type for r in pl.optimized_rows}
@@ -131,7 +193,8 @@ def run_model(name: str) -> dict[str, Any]:
         _attempt(row, "compare", ortlab.compare, m, [q], CFG, feeds, rounds=6, runs=3)
         _attempt(row, "quantization_error", ortlab.quantization_error, m, q, feeds=feeds,
                  limit=2)  # fmt: skip
-    d = _attempt(row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=60, progress=False)
+    d = _attempt(row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=DOCTOR_BUDGET_S,
+                 progress=False)  # fmt: skip
     if d is not None and any(f.rule == "ep_fallback" for f in d.findings):
         row.setdefault("says fallback", []).append("doctor (finding)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,6 +205,7 @@ def run_model(name: str) -> dict[str, Any]:
 
         _attempt(row, "graph", graph_data, m, placement=pl)
         np.savez(Path(tmp) / "feeds.npz", **feeds)
+        row["session MB"], row["ORT import MB"] = _session_peak(m.path, Path(tmp) / "feeds.npz")
         _cli(row, name, Path(tmp) / "feeds.npz", Path(tmp))
     row["bench/bare"] = round(_bare_ratio(m, feeds), 3)
     return row
@@ -168,6 +232,35 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_MEMORY_VERBS = ["placement", "profile", "benchmark", "optimization_diff", "quantize",
+                 "compare", "quantization_error", "doctor", "report"]  # fmt: skip
+
+
+def _memory_markdown(rows: list[dict[str, Any]]) -> str:
+    head = [
+        "model",
+        "weights MB",
+        "one session MB",
+        *(f"{v} MB" for v in _MEMORY_VERBS),
+        "worst / session",
+        f"doctor s (budget {DOCTOR_BUDGET_S:g})",
+        "doctor / budget",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        sess = float(r.get("session MB", 0.0))
+        peaks = [r.get(f"{v} MB") for v in _MEMORY_VERBS]
+        worst = max((p for p in peaks if p), default=0)
+        doctor_s = r.get("doctor s")
+        cells = [r["model"], f"{r.get('weights MB', 0):.1f}", f"{sess:.0f}",
+                 *("—" if p is None else str(p) for p in peaks),
+                 f"{worst / sess:.2f}" if sess else "—",
+                 "—" if doctor_s is None else f"{doctor_s:.1f}",
+                 "—" if doctor_s is None else f"{doctor_s / DOCTOR_BUDGET_S:.2f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(names: list[str]) -> None:
     rows = []
     for name in names or corpus.NAMES:
@@ -181,7 +274,16 @@ def main(names: list[str]) -> None:
         "ortlab.benchmark p50 over a bare sess.run loop p50 (median of 3 interleaved pairs). "
         "Times are wall seconds on this 2-core machine.\n\n"
     )
-    record("real_models", {"rows": rows}, intro + _markdown(rows))
+    memory = (
+        "\n\n## Memory and the doctor's budget\n\nThe ortlab worker's peak resident memory "
+        "per verb (MB, its child processes included: footprint and compile children), beside "
+        "one plain onnxruntime session's peak in a fresh process (import, build, one run; "
+        "MB). The promise: the worker stays near 2x one session plus what the analysis "
+        "holds (Python, onnxruntime, ortlab ≈ the import alone plus ~100 MB). The doctor "
+        f"runs on a {DOCTOR_BUDGET_S:g} s budget and must end within it + 25 %.\n\n"
+    )
+    record("real_models", {"rows": rows}, intro + _markdown(rows) + memory
+           + _memory_markdown(rows))  # fmt: skip
 
 
 if __name__ == "__main__":

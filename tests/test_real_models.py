@@ -147,6 +147,16 @@ def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> No
         f"{gap_per_node.min():.1f} µs unattributed per node"
     )
     assert (cover <= 1.0 + 1e-6).all()  # never more node time than the run itself
+    # a node's time is its median run, recomputed here event by event from the trace
+    own = self_durations(d)
+    grid = np.zeros((len(d.node), p.runs))
+    for e, (k, r) in enumerate(zip(d.ev_node, d.ev_run, strict=True)):
+        grid[k, r] += own[e]
+    table = p.by_node()
+    want = {d.node[k]: float(np.median(grid[k])) for k in range(len(d.node))}
+    for node, us in zip(table["node"], table["us_per_run"], strict=True):
+        assert us == pytest.approx(want[node], abs=1e-9), node
+    assert table["us_per_run"].is_monotonic_decreasing  # ranked by it, not by totals
 
 
 # ---------------------------------------------------------------------- accuracy
@@ -569,3 +579,25 @@ def test_the_cli_feeds_error_speaks_to_a_shell_user(
     assert "dtype double, expected float" in err
     assert "astype" not in err and "example_inputs()" not in err
     assert "leave out --feeds" in err
+
+
+def test_quantization_error_checks_the_variant_before_its_reference_runs(tmp_path: Path) -> None:
+    """An int8 file written by ORT's own quantizer from the fp16 model (ortlab refuses to make
+    it) does not open in onnxruntime: quantization_error says so, an ortlab error naming the
+    variant, instead of a raw InvalidGraph after its reference runs."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    m = corpus.load("slovorez_fp16")
+    bad = tmp_path / "int8_from_fp16.onnx"
+    try:
+        quantize_dynamic(str(m.path), str(bad))
+    except Exception as err:  # noqa: BLE001 - ORT's quantizer may refuse it outright
+        pytest.skip(f"ORT's quantizer refused to write it here: {err}")
+    try:
+        ort.InferenceSession(str(bad), providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - what this test is about: ORT refuses the file
+        pass
+    else:
+        pytest.skip("this onnxruntime opens the file, so there is nothing to refuse")
+    with pytest.raises(ortlab.QuantizationError, match="onnxruntime cannot open the variant"):
+        ortlab.quantization_error(m, bad, feeds=corpus.feeds("slovorez_fp16"), limit=2)
