@@ -868,3 +868,31 @@ def test_undecided_means_the_interval_allows_a_gain_it_does_not_show() -> None:
     assert not _undecided(Verdict(0.5, 0.45, 0.55, 0.97, 8, NOISE_BAND))  # shown faster
     assert not _undecided(Verdict(1.01, 0.99, 1.04, 0.97, 8, NOISE_BAND))  # excludes a gain
     assert not _undecided(Verdict(0.7, math.nan, math.nan, math.nan, 3, NOISE_BAND))
+
+
+def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab.Model) -> None:
+    """The combination stage extends only the undecided candidates: their rounds must be paired
+    with the baseline's rounds of the same calls (a decided candidate keeps its own). On
+    MiniLM the doctor once compared 32 baseline rounds with 8 of a candidate and stopped. The
+    timing is scripted here; what is checked is the bookkeeping."""
+    import time as _time
+
+    from ortlab.diagnosis.search import Search
+
+    class Scripted(Search):
+        def _time(self, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG002
+            # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
+            pattern = {"baseline": [10.0] * rounds, "clear": [5.0] * rounds,
+                       "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)]}  # fmt: skip
+            return np.column_stack([pattern[it[0]] for it in items]), list(items)
+
+    s = Scripted(mlp, cfg=SessionConfig(), feeds={}, budget_s=60.0, min_cosine=0.999,
+                 progress=False, timeout=None, t0=_time.perf_counter())  # fmt: skip
+    finals = [("baseline", mlp, SessionConfig(), []), ("clear", mlp, SessionConfig(), []),
+              ("wide", mlp, SessionConfig(), [])]  # fmt: skip
+    med, _ = s._time(finals, 8, 3, "")
+    cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
+    s._settle(finals, cols, 3, _facts())
+    assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended
+    assert len(cols["wide"][0]) == len(cols["wide"][1]) > 8  # extended, still paired
+    assert any("more rounds for wide" in n for n in s.notes)

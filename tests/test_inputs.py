@@ -61,10 +61,11 @@ def test_default_sequence_dim(bert_tiny: ortlab.Model) -> None:
     assert feeds["input_ids"].shape == (1, 128)
 
 
-def test_unknown_dims_name() -> None:
+def test_unknown_dims_name_is_a_warning_naming_the_models_dims() -> None:
     m = ortlab.load(models.identity(TensorProto.FLOAT))
-    with pytest.raises(FeedError, match=r"'seq'.*not symbolic dims.*\['batch'\]"):
-        m.example_inputs(dims={"seq": 3})
+    with pytest.warns(ortlab.OrtlabWarning, match=r"\['seq'\].*does not have.*\['batch'\]"):
+        feeds = m.example_inputs(dims={"seq": 3})
+    assert feeds.dims["batch"].value == 1  # the model's own dims, at their defaults
 
 
 def test_absurd_dims() -> None:

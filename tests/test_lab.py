@@ -484,3 +484,20 @@ def test_nothing_of_the_lab_runs_beside_ort_while_it_is_timed(
     lab.level.value = "basic"
     lab.close()
     assert len(lab.history) == 2 and not seen
+
+
+def test_lab_takes_dims_and_runs_at_them(bert_tiny: ortlab.Model) -> None:
+    """``Lab(model, dims=…)`` was a bare TypeError: now the dims box starts with them and the
+    first run uses them; a name the model lacks is a warning naming its dims."""
+    lab = ortlab.Lab(bert_tiny, dims={"sequence": 16}, synchronous=True, runs=3)
+    assert "sequence=16" in lab.dims.value
+    assert lab.history.records[-1].shapes.startswith("dims ") and "sequence=16" in (
+        lab.history.records[-1].shapes
+    )
+    lab.close()
+    with pytest.warns(ortlab.OrtlabWarning, match="does not have"):
+        other = ortlab.Lab(bert_tiny, dims={"width": 3}, synchronous=True, run_on_start=False)
+    other.close()
+    with pytest.raises(ortlab.OrtlabError, match="pass one of them"):
+        ortlab.Lab(bert_tiny, dims={"sequence": 8}, feeds=bert_tiny.example_inputs(),
+                   synchronous=True, run_on_start=False)  # fmt: skip

@@ -93,6 +93,13 @@ def _default_dim(name: str) -> tuple[int, str]:
 
 
 def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
+    """Every symbolic dim's value and why: given, or a stated guess (its name says what it is,
+    else its place in the input: a batch axis, an image's height or width, a sequence). A
+    ``dims=`` name the model lacks is warned about, naming the model's dims, and ignored."""
+    import warnings
+
+    from ortlab.core.errors import OrtlabWarning
+
     given = dict(dims or {})
     symbols = {d for t in model.inputs if t.shape for d in t.shape if isinstance(d, str)}
     unknown = set(given) - symbols
@@ -102,10 +109,13 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
         listed = sorted(symbols) or ("none" if unnamed else "none (all dims are fixed)")
         extra = (f"; unnamed dynamic dims ({', '.join(unnamed)}) have no name dims= can use: "
                  "pass feeds= with arrays of the shapes you want" if unnamed else "")  # fmt: skip
-        raise FeedError(
-            f"dims= names {sorted(unknown)} that are not symbolic dims of {model.name!r}. "
-            f"Its symbolic dims: {listed}{extra}."
+        warnings.warn(
+            f"dims= names {sorted(unknown)}, which {model.name!r} does not have: ignored. "
+            f"Its symbolic dims: {listed}{extra}.",
+            OrtlabWarning,
+            stacklevel=3,
         )
+    places = positional_guesses(model)
     out: dict[str, DimChoice] = {}
     for sym in sorted(symbols):
         if sym in given:
@@ -115,7 +125,49 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
             out[sym] = DimChoice(sym, value, "given")
         else:
             value, why = _default_dim(sym)
+            if why == "default for unrecognised dims" and sym in places:
+                value, why = places[sym]
             out[sym] = DimChoice(sym, value, why)
+    return out
+
+
+def positional_guesses(model: Model) -> dict[Any, tuple[int, str]]:
+    """A guess for each dynamic dim from its place (keyed by the dim's name, or by
+    ``(input, axis)`` for an unnamed one): axis 0 is a batch (1); an image's height and width
+    (4-D float input with 1, 3 or 4 channels first or last) are the other spatial dim when that
+    one is fixed, else 224; the second axis of a 2-D or 3-D input is a sequence (128). Every
+    guess says so: the user sets dims or feeds to change it."""
+    out: dict[Any, tuple[int, str]] = {}
+    for t in model.inputs:
+        shape = list(t.shape or ())
+        rank = len(shape)
+        image = rank == 4 and t.dtype.startswith(("float", "bfloat"))
+        chan = next((a for a in (1, 3) if image and shape[a] in (1, 3, 4)), None)
+        spatial = [a for a in (1, 2, 3) if a != chan] if chan is not None else []
+        for axis, d in enumerate(shape):
+            if isinstance(d, int):
+                continue
+            key: Any = d if isinstance(d, str) else (t.name, axis)
+            if key in out:
+                continue
+            if axis == 0:
+                out[key] = (1, f"guessed: batch axis of {t.name!r}")
+            elif axis in spatial:
+                other = next(a for a in spatial if a != axis)
+                what = "height" if axis == spatial[0] else "width"
+                fixed = shape[other]
+                if isinstance(fixed, int) and fixed >= 16:
+                    out[key] = (
+                        fixed,
+                        f"guessed: image {what} of {t.name!r}, as its "
+                        f"fixed {'width' if what == 'height' else 'height'}",
+                    )
+                else:
+                    out[key] = (224, f"guessed: image {what} of {t.name!r}, a typical size")
+            elif _STATE_NAME.search(t.name):
+                out[key] = (1, f"guessed: a batch-like axis of the state {t.name!r}")
+            elif rank in (2, 3) and axis == 1:
+                out[key] = (128, f"guessed: sequence axis of {t.name!r}")
     return out
 
 
@@ -315,7 +367,7 @@ def _input_shape(
         elif isinstance(d, str):
             shape.append(choices[d].value)
         else:
-            shape.append(1)
+            shape.append(positional_guesses(model).get((info.name, axis), (1, ""))[0])
     return shape
 
 
@@ -340,8 +392,12 @@ def example_inputs(
     limit: int | None = None
     for info in model.inputs:
         shape = _input_shape(info, model, choices, shapes)
+        places = positional_guesses(model)
         notes += [
-            f"{info.name}: unnamed dynamic dim on axis {axis} set to 1 (pass feeds= to set it)"
+            f"{info.name}: unnamed dynamic dim on axis {axis} set to "
+            f"{places.get((info.name, axis), (1, ''))[0]} "
+            f"({places.get((info.name, axis), (1, 'nothing to go by'))[1]}; pass feeds= to "
+            "set it)"
             for axis, d in enumerate(info.shape or ())
             if d is None and not (shapes and info.name in shapes)
         ]

@@ -613,11 +613,13 @@ class Search:
         their output cosine; one whose outputs cannot be computed is a failure."""
         runs, rounds = self._plan(len(finals), facts, 0.6, "the combination")
         med, finals = self._time(finals, rounds, runs, "doctor: verify the combination")
-        cols = {it[0]: list(med[:, k]) for k, it in enumerate(finals)}
+        # per candidate, its rounds and the baseline's rounds of the same calls (extensions
+        # time the baseline with the undecided candidates only)
+        cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
         self._settle(finals, cols, runs, facts)
         for key, mm, c, steps in finals[1:]:
-            v = paired_ratio(cols["baseline"], cols[key])
-            p50 = float(np.median(cols[key]))
+            v = paired_ratio(*cols[key])
+            p50 = float(np.median(cols[key][1]))
             outputs = self.outputs.get(key) or self.guarded(
                 f"candidate {key} ({self._variant(mm)} · {c.label()})",
                 "accuracy",
@@ -640,15 +642,18 @@ class Search:
             facts.measured[key] = _with_cosine(row, self._cosine(key))
 
     def _settle(
-        self, finals: list[Item], cols: dict[str, list[float]], runs: int, facts: Facts
+        self,
+        finals: list[Item],
+        cols: dict[str, tuple[list[float], list[float]]],
+        runs: int,
+        facts: Facts,
     ) -> None:
         """While the budget allows, more interleaved rounds for the candidates whose interval
         is too wide to decide: it still allows a gain beyond the noise band and does not show
         one (a 0.69x [0.35, 1.30] is not "no faster"). Rounds add up per candidate, paired
         with the baseline's rounds of the same calls."""
         for _ in range(_MAX_EXTENSIONS):
-            open_ = [it for it in finals[1:] if _undecided(paired_ratio(cols["baseline"],
-                                                                        cols[it[0]]))]  # fmt: skip
+            open_ = [it for it in finals[1:] if _undecided(paired_ratio(*cols[it[0]]))]
             if not open_:
                 return
             items = [finals[0], *open_]
@@ -665,8 +670,9 @@ class Search:
             more, ran = self._time(items, rounds, runs, "doctor: more rounds where undecided")
             if len(ran) != len(items):
                 return  # a candidate failed this time: what was measured stands
-            for k, it in enumerate(ran):
-                cols[it[0]].extend(more[:, k])
+            for k, it in enumerate(ran[1:], start=1):
+                cols[it[0]][0].extend(more[:, 0])
+                cols[it[0]][1].extend(more[:, k])
             self.notes.append(f"{rounds} more rounds for {', '.join(it[0] for it in open_)}: "
                               "their intervals were too wide to decide")  # fmt: skip
 

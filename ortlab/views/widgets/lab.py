@@ -51,7 +51,8 @@ _BEST = "doctor's best: "
 class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
     controls say; ``lab.model_path`` the model file the current run uses. ``tab`` is the tab
-    shown first ("Overview", "Graph", "Placement", "Profile", …). ``qnn_options`` fill the
+    shown first ("Overview", "Graph", "Placement", "Profile", …). ``dims`` sets symbolic dims
+    (the dims box starts with them; the others are guessed and shown); ``qnn_options`` fill the
     Placement tab's "QNN chip" box, the chip its QNN what-if compiles for (default
     htp_arch=73, soc_model=60: a Snapdragon 8 Gen 2).
 
@@ -64,6 +65,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         model: Any,
         *,
         feeds: Mapping[str, Any] | None = None,
+        dims: Mapping[str, int] | None = None,
         runs: int = 30,
         synchronous: bool | None = None,
         run_on_start: bool = True,
@@ -75,6 +77,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         ortlab.engine.worker.get_worker().start_in_background()
         self.model = ortlab.load(model)
         self._qnn_given = dict(qnn_options or {})
+        if feeds is not None and dims:
+            raise OrtlabError(
+                "Lab(model, feeds=…, dims=…): the feeds fix every shape already; pass one of them."
+            )
+        self._dims_given = {
+            d.name: d.value for d in resolve_dims(self.model, dims).values() if d.why == "given"
+        }  # an unknown name is warned about, not kept
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
         """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self.history = History()
@@ -218,10 +227,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if unnamed:
             tip = (
                 f"{', '.join(unnamed)} {'has' if len(unnamed) == 1 else 'have'} unnamed dims, "
-                "set to 1: pass Lab(model, feeds=…) to run other shapes"
+                "guessed from their place (see the run's notes): pass Lab(model, feeds=…) to "
+                "run other shapes"
             )
         return w.Text(
-            ",".join(f"{d}=" for d in symbolic),
+            ",".join(f"{d}={self._dims_given.get(d, '')}" for d in symbolic),
             description="dims",
             disabled=not symbolic,
             placeholder="batch=1,sequence=128",
