@@ -279,6 +279,10 @@ def _static(
     )  # fmt: skip
 
 
+ACTIVATIONS_BYTES = 256 << 20
+"""The most the intermediate tensors of one pass may take, both models together."""
+
+
 def tensor_errors(
     progress: Progress,
     *,
@@ -286,32 +290,39 @@ def tensor_errors(
     variant_path: str,
     pairs: dict[str, str],
     samples: list[dict[str, Any]],
-    chunk: int = 96,
+    chunk: int = 16,
 ) -> dict[str, dict[str, float]]:
     """Error statistics of each variant tensor against the float tensor it stands for
     (``pairs``: float tensor -> variant tensor), over ``samples``.
 
-    Memory stays bounded by ``chunk`` tensors: each pass runs both models with a few extra
-    outputs on one sample, folds them into running sums and drops them (a 1.5k-node detector
-    once grew by 1.5 GB per sample when every activation of every sample was kept)."""
+    Memory stays bounded: each pass runs both models with a group of extra outputs on one
+    sample, folds them into running sums and drops them (a 1.5k-node detector once grew by
+    1.5 GB per sample when every activation of every sample was kept). The first group has
+    ``chunk`` tensors; each next one is sized from the bytes per tensor seen so far, so a pass
+    holds about ``ACTIVATIONS_BYTES`` of activations whatever the model's resolution."""
     check_loads(variant_path, "the variant")  # before any reference run: fail in seconds
     names = list(pairs)
-    groups = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     sums: dict[str, _Sums] = {}
-    total = len(groups) * len(samples)
-    for g, group in enumerate(groups):
+    done, seen_bytes, seen_tensors = 0, 0, 0
+    while done < len(names):
+        group = names[done : done + chunk]
         var = _with_outputs(variant_path, sorted({pairs[t] for t in group}), "the variant")
         base = _with_outputs(base_path, group, "the float model")
-        for i, feeds in enumerate(samples):
+        for feeds in samples:
             prepared = prepare_feeds(feeds)
             ref, got = base(prepared), var(prepared)
             for t in group:
-                if isinstance(ref.get(t), np.ndarray) and isinstance(got.get(pairs[t]),
-                                                                     np.ndarray):  # fmt: skip
-                    sums.setdefault(t, _Sums()).add(ref[t], got[pairs[t]])
+                a, b = ref.get(t), got.get(pairs[t])
+                if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+                    sums.setdefault(t, _Sums()).add(a, b)
+                    seen_bytes += a.nbytes + b.nbytes
+                    seen_tensors += 1
             del ref, got
-            progress(g * len(samples) + i + 1, total)
         del base, var
+        done += len(group)
+        progress(done, len(names))
+        per_tensor = seen_bytes / max(seen_tensors, 1)
+        chunk = int(min(max(ACTIVATIONS_BYTES // max(per_tensor, 1.0), 4), 256))
     return {t: s.metrics() for t, s in sums.items()}
 
 
