@@ -68,6 +68,19 @@ class Feeds(dict[str, Any]):
         """``input: float32[1, 3, 48, 320], …``: the shapes a figure was measured at."""
         return shapes_text(self)
 
+    def guessed(self) -> str:
+        """'' when no shape was guessed; else a sentence naming the guessed dims and how to
+        set them (a run that fails at guessed shapes says so)."""
+        dims = [f"{d.name}={d.value}" for d in self.dims.values() if d.why.startswith("guessed")]
+        dims += [n.split(" (")[0] for n in self.notes
+                 if "unnamed dynamic dim" in n and "guessed" in n]  # fmt: skip
+        if not dims:
+            return ""
+        return (
+            f"These shapes were guessed ({'; '.join(dims)}), not given: set the model's "
+            "real sizes with dims=… (or feeds=… for unnamed dims)."
+        )
+
     def describe(self) -> str:
         chosen = [f"{d.name}={d.value} ({d.why})" for d in self.dims.values()]
         return shapes_text(self, "; ") + (" | dims " + ", ".join(chosen) if chosen else "")

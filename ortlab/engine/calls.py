@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ortlab.core.config import SessionConfig
-from ortlab.core.errors import SessionConfigError
+from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.inputs import Feeds, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.engine.session import SessionReport, warn_if_fallback
@@ -104,13 +104,19 @@ def run_model_task(
     if runs < 1 or warmup < 0:
         raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
     m, cfg, f = prepare(model, config, feeds, dims)
-    out = call(
-        task,
-        {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f), **extra},
-        desc=f"{task} {m.name}",
-        context=f"of {m.name!r} with {cfg.label()}",
-        progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
-    )
+    try:
+        out = call(
+            task,
+            {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f),
+             **extra},
+            desc=f"{task} {m.name}",
+            context=f"of {m.name!r} with {cfg.label()}",
+            progress=progress,
+            timeout=timeout if timeout is not None else default_timeout(),
+        )  # fmt: skip
+    except RunError as err:
+        if not f.guessed():
+            raise
+        raise RunError(f"{err} {f.guessed()}") from err
     check_report(out, cfg, m)
     return m, cfg, f, out

@@ -268,7 +268,7 @@ def _run_error(
     )
     return RunError(
         f"Running {name!r} with {config.label()} failed: {clean_ort_message(str(err))} "
-        f"(feeds: {desc})"
+        f"(feeds: {desc})."
     )
 
 

@@ -367,9 +367,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.qnn_chip = w.Text(
             value=", ".join(f"{k}={v}" for k, v in chip.items()), description="QNN chip",
             tooltip="QNN provider options for the qnn prediction (htp_arch=73, soc_model=60 "
-            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="300px"),
+            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="270px"),
         )  # fmt: skip
-        self.whatif_button = w.Button(description="Predict its placement")
+        self.whatif_button = w.Button(description="Predict its placement",
+                                      layout=w.Layout(width="auto"))  # fmt: skip
         self.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
         self._whatif_bar = w.HBox([self.target, self.qnn_chip, self.whatif_button])
         self.whatif_result: Any = None
