@@ -385,8 +385,8 @@ def profile_html(p: ProfileResult, top: int = 15) -> str:
 
 
 def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["provider", "nodes", "node share", "partitions", "µs/run", "time share",
-               "outputs/run"]  # fmt: skip
+    headers = ["provider", "nodes", "node share", "partitions", "µs/run (median run)",
+               "time share", "outputs/run"]  # fmt: skip
     rows = [
         [r.provider, int(r.nodes), f"{r.node_share:.0%}", int(r.partitions),
          float(r.us_per_run), f"{r.time_share:.0%}", fmt_bytes(r.output_bytes)]
@@ -396,7 +396,7 @@ def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
 
 
 def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
-    headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run"]
+    headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run (median run)"]
     rows = [
         [p.partition, p.provider + (" (compiled)" if p.compiled else ""), len(p.original_nodes),
          ", ".join(p.inputs[:4]) + (" …" if len(p.inputs) > 4 else ""),
@@ -430,7 +430,8 @@ def _why_title(pl: Any) -> str:
 def placement_text(pl: Any) -> str:
     parts = [
         f"Placement of {safe_text(pl.model)} ({pl.runs} profiled runs; final graph from "
-        f"{pl.final_source})",
+        f"{pl.final_source}); times are each node's median run with the profiler on, which "
+        "adds ~5 µs per node: take latency from ortlab.benchmark",
         table_text(*_placement_summary_rows(pl)),
         "",
         f"Partitions ({len(pl.partition_rows)}):",
@@ -451,7 +452,9 @@ def placement_text(pl: Any) -> str:
 
 def placement_html(pl: Any) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement · {pl.runs} profiled runs</div>"
+        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement · {pl.runs} profiled runs · times: "
+        "each node's median run, profiler on (~5 µs per node more than a plain run; latency "
+        "is in the Benchmark)</div>"
         + table_html(*_placement_summary_rows(pl))
         + f"<div><b>Partitions</b> ({len(pl.partition_rows)})</div>"
         + table_html(*_partition_rows(pl))
