@@ -896,3 +896,20 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended
     assert len(cols["wide"][0]) == len(cols["wide"][1]) > 8  # extended, still paired
     assert any("more rounds for wide" in n for n in s.notes)
+
+
+def test_the_quantization_finding_reads_the_final_measurement_of_its_variant() -> None:
+    """The screen left a variant undecided; the final stage re-measured it faster. The finding
+    said "undecided" while the best said 1.38x faster: it now says what the final stage found."""
+    screen = _m("variant:quant-static", 0.79, 0.50, 1.15, cosine=0.9999, variant="q")
+    final = dataclasses.replace(_m("variant:quant-static+final", 0.725, 0.588, 0.874,
+                                   cosine=0.9999, variant="q"), stage="final")  # fmt: skip
+    f = _facts(
+        measured={
+            "baseline": _m("baseline", 1.0, 1.0, 1.0),
+            "variant:quant-static": screen,
+            "variant:quant-static+final": final,
+        }
+    )
+    [finding] = _rules(f, "quantization")
+    assert finding.title == "q: faster, accuracy cost shown"
