@@ -283,3 +283,33 @@ def test_report_shows_memory_when_ort_recorded_it() -> None:
     measured = ortlab.profile(m, runs=2, progress=False)
     assert "memory over one run" in report_html(m, profile=measured)
     assert "memory over one run" not in report_html(m, profile=profile_result()), "not recorded"
+
+
+# ------------------------------------------------------------------------------ the verdict first
+
+
+def test_report_opens_with_a_verdict() -> None:
+    """The first section says where the time goes (top op types with the profile's own
+    shares), the findings with their measured gains, the best verified configuration with its
+    snippet, and the conditions; the model's metadata comes after it."""
+    m = ortlab.load(models.add([1, 4]))
+    d = doctor_result(environment=environment())
+    html = report_html(m, d, benchmark=benchmark_result())
+    first = re.search(r"<section id='s0'><h2>([^<]*)</h2>", html)
+    assert first and first.group(1) == "Summary"
+    text = re.sub(r"\s+", " ", _section(html, "Summary")).replace(" ,", ",")
+    ops = d.profile.by_op_type()
+    for r in ops.head(3).itertuples():  # one number, one home: the profile's shares
+        assert f"{r.op_type} {r.share:.0%}" in text
+    assert "graph optimization level is 'basic' — 1.25x faster" in text
+    assert "Best verified : int8-dynamic" in text and "InferenceSession(" in text
+    assert "Conditions :" in text and "inputs " in text
+    assert "p50 " in text and "profiling off" in text
+
+
+def test_long_model_metadata_folds() -> None:
+    proto = models.add([1, 4])
+    proto.metadata_props.add(key="character", value="\n".join(chr(0x4E00 + i) for i in range(6000)))
+    html = report_html(ortlab.load(proto), profile=profile_result())
+    model = re.search(r"<h2>Model</h2>(.*?)</section>", html, flags=re.S)
+    assert model and "<details><summary>metadata the model carries (1 entries" in model.group(1)

@@ -170,10 +170,69 @@ def _metadata_rows(m: Any) -> list[list[str]]:
     return [r for r in rows if r[1] or r[0].startswith("metadata")]
 
 
+_META_INLINE_CHARS = 600
+
+
 def _model_section(m: Any) -> str:
     summary = dataclasses.replace(m.summary, path=_model_file(m))
     meta = _metadata_rows(m)
-    return model_summary_html(summary) + (table_html(["", ""], meta) if meta else "")
+    if not meta:
+        return model_summary_html(summary)
+    table = table_html(["", ""], meta)
+    if sum(len(v) for _, v in meta) <= _META_INLINE_CHARS:
+        return model_summary_html(summary) + table
+    # long metadata (an OCR model's whole character set) folds: it is not what a reader needs
+    return (model_summary_html(summary) + "<details><summary>metadata the model carries "
+            f"({len(meta)} entries, {sum(len(v) for _, v in meta):,} characters)</summary>"
+            f"{table}</details>")  # fmt: skip
+
+
+def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> str:
+    """The verdict first: where the time goes (top 3 op types with shares), the findings with
+    their measured gains, the best verified configuration and its snippet, and the conditions
+    (machine, load, inputs). Every figure is one the sections below show."""
+    parts: list[str] = []
+    if profile is not None:
+        ops = profile.by_op_type().head(3)
+        top = ", ".join(f"<b>{esc(r.op_type)}</b> {r.share:.0%}" for r in ops.itertuples())
+        parts.append(f"<div><b>Where the time goes</b> (share of the median run's node time, "
+                     f"profiling on, {profile.runs} runs): {top}</div>")  # fmt: skip
+    if benchmark is not None:
+        st = benchmark.stats
+        parts.append(f"<div><b>Latency</b> (profiling off): p50 {st.p50_ms:.3f} ms, p90 "
+                     f"{st.p90_ms:.3f} ms over {st.count} runs</div>")  # fmt: skip
+    if doctor is not None:
+        found = "".join(f"<li>{esc(f.title, 300)} — <i>{esc(f.gain, 300)}</i></li>"
+                        for f in doctor.findings[:6])  # fmt: skip
+        more = len(doctor.findings) - 6
+        parts.append(
+            f"<div><b>Findings</b> ({len(doctor.findings)}, measured gains in italics)</div>"
+            + (
+                f"<ul>{found}</ul>"
+                if found
+                else "<div>none: nothing the doctor checks for is wrong with this session</div>"
+            )
+            + (f"<div>… and {more} more below</div>" if more > 0 else "")
+        )
+        best = doctor.best
+        snippet = best_snippet(best, _model_file(model))
+        parts.append(f"<div><b>Best verified</b>: {esc(best.variant)} · "
+                     f"{esc(best.session_config.label())} — {esc(best.verdict, 500)}</div>"
+                     f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>")  # fmt: skip
+        load = ", ".join(f"{k} {v:.2f}" for k, v in doctor.other_cpu.items())
+        inputs = ("synthetic (ortlab made them)" if doctor.synthetic else "given") + (
+            f": {doctor.feeds}" if doctor.feeds else ""
+        )
+        parts.append(
+            f"<div><b>Conditions</b>: {esc(doctor.environment.get('cpu', '?'))}, "
+            f"{esc(doctor.environment.get('cpu_count', '?'))} logical CPUs, onnxruntime "
+            f"{esc(doctor.environment.get('onnxruntime', '?'))}; inputs {esc(inputs, 600)}"
+            + (f"; other processes' CPU per stage (cores): {esc(load)}" if load else "")
+            + "</div>"
+        )
+    if not parts:
+        return ""
+    return "<div class='ortlab-summary'>" + "".join(parts) + "</div>"
 
 
 # ---------------------------------------------------------------------- environment
@@ -327,7 +386,11 @@ def report_html(
     own = {k: _Inputs(*v) for k, v in (measured_here or {}).items()}
     profile = profile if profile is not None else getattr(doctor, "profile", None)
     placement = placement if placement is not None else getattr(doctor, "placement", None)
-    sections: list[tuple[str, str]] = [("Model", _model_section(model))]
+    sections: list[tuple[str, str]] = []
+    summary = _summary_html(model, doctor, profile, benchmark)
+    if summary:
+        sections.append(("Summary", summary))
+    sections.append(("Model", _model_section(model)))
     if doctor is not None:
         sections.append(("Doctor: findings and verified fixes",
                          doctor_html(doctor, _model_file(model)) + _doctor_inputs(doctor)
@@ -365,7 +428,8 @@ def report_html(
         sections.append(("History", table_html(cols, history[cols].values.tolist())))
     graph_state = _graph_state(model, placement, profile)
     if graph_state:
-        sections.insert(1, ("Graph: where each node runs and where its time goes",
+        sections.insert(2 if summary else 1,  # after the summary and the model
+                        ("Graph: where each node runs and where its time goes",
                             "<div id='ortlab-root'></div>"
                             "<div><i>Click a node for its details, a group to open it; f fits, "
                             "/ searches.</i></div>"))  # fmt: skip

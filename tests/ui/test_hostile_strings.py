@@ -252,5 +252,6 @@ def test_lab_export(lab_export: Path, hostile_page: Any) -> None:
     page.wait_for_function(
         "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1", timeout=60_000
     )
-    assert PAYLOAD in page.locator("section").first.inner_text(), "the model's strings as text"
+    model = page.locator("section", has=page.locator("h2", has_text="Model")).first
+    assert PAYLOAD in model.inner_text(), "the model's strings as text"
     _assert_inert(page, lab_export, scripts=3)  # plotly.js, the figure loader, the graph view
