@@ -112,3 +112,46 @@ def test_compare_configs_interleaved(mlp: ortlab.Model) -> None:
     assert ortlab.ConfigComparison.from_json(c.to_json()) == c
     with pytest.raises(ValueError, match="at least two configs"):
         ortlab.compare_configs(mlp, [{}])
+
+
+def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) -> None:
+    """The interval is a pair of order statistics of the measured runs whose coverage of the
+    median is what the binomial distribution says (checked with scipy, not ortlab's own sum)."""
+    from scipy.stats import binom
+
+    from ortlab.views.render import benchmark_text
+
+    b = ortlab.benchmark(mlp, runs=40, warmup=3, progress=False)
+    low, high, coverage = b.p50_interval
+    ms = np.sort(np.asarray(b.latencies_ns, dtype=np.float64)) / 1e6
+    k = int(np.flatnonzero(ms == low)[0]) + 1  # rank of the lower bound (ties: the first)
+    assert ms[k - 1] == low and ms[len(ms) - k] == high
+    assert low <= b.stats.p50_ms <= high
+    assert coverage == pytest.approx(1 - 2 * binom.cdf(k - 1, 40, 0.5))
+    assert coverage >= 0.95 and 1 - 2 * binom.cdf(k, 40, 0.5) < 0.95  # the narrowest ≥ 95 %
+    assert f"[{low:.3f}, {high:.3f}]" in benchmark_text(b) and f"{coverage:.1%}" in b._repr_html_()
+    few = ortlab.benchmark(mlp, runs=5, warmup=1, progress=False)
+    assert all(np.isnan(few.p50_interval)) and "too few runs" in benchmark_text(few)
+
+
+def test_the_machines_load_is_measured_while_it_is_timed(mlp: ortlab.Model) -> None:
+    """A process spinning one core beside the benchmark (not ortlab's: re-parented away from
+    this process, as another user's job would be) shows as other processes' load, and the
+    result says its times are from a busy machine."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from ortlab.views.render import benchmark_text
+
+    spin = f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
+    pid = int(subprocess.run(["sh", "-c", spin], capture_output=True, text=True).stdout)
+    try:
+        b = ortlab.benchmark(mlp, runs=10**7, warmup=1, duration_s=1.5, progress=False)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert b.other_cores is not None and b.other_cores > 0.5  # the spinner's core (at least)
+    assert b.busy and "while this was timed" in benchmark_text(b)
+    again = ortlab.BenchmarkResult.from_json(b.to_json())
+    assert again.other_cores == b.other_cores

@@ -501,3 +501,32 @@ def test_lab_takes_dims_and_runs_at_them(bert_tiny: ortlab.Model) -> None:
     with pytest.raises(ortlab.OrtlabError, match="pass one of them"):
         ortlab.Lab(bert_tiny, dims={"sequence": 8}, feeds=bert_tiny.example_inputs(),
                    synchronous=True, run_on_start=False)  # fmt: skip
+
+
+def test_history_shows_each_runs_interval_and_load_and_warns_when_the_machine_moved(lab) -> None:
+    """Each History row carries its median run's interval and the machine's load (as its
+    Benchmark tab says them); two runs of the same settings whose intervals do not meet are
+    named: the machine changed, not the model (the History once swung 1 → 6 ms silently)."""
+    from ortlab.views.widgets.history import History, RunRecord
+
+    t = lab.history.to_pandas()
+    b = lab.shown["Benchmark"][0]
+    low, high, _ = b.p50_interval
+    assert (t.loc[0, "p50_low_ms"], t.loc[0, "p50_high_ms"]) == (low, high)
+    assert t.loc[0, "p50_low_ms"] <= t.loc[0, "p50_ms"] <= t.loc[0, "p50_high_ms"]
+    assert t.loc[0, "other_cores"] == b.other_cores is not None
+    fig = lab.shown["History"][3]
+    assert list(fig.data[0].error_y.array) == [high - t.loc[0, "p50_ms"]]
+
+    cfg = ortlab.SessionConfig()
+    h = History()
+    for run, (p50, lo, hi, load) in enumerate(
+        [(1.0, 0.9, 1.1, 0.0), (1.05, 0.95, 1.2, 0.1), (6.0, 5.0, 7.0, 1.8)], start=1
+    ):
+        h.add(RunRecord(run=run, config=cfg, variant="none", p50_ms=p50, p90_ms=p50,
+                        mean_ms=p50, providers="cpu", fallback="", seconds=1.0,
+                        p50_low_ms=lo, p50_high_ms=hi, other_cores=load))  # fmt: skip
+    [swing] = h.swings()
+    assert "runs 1 and 3" in swing and "0.00 and 1.80 cores" in swing
+    h.records.pop()
+    assert h.swings() == []  # overlapping intervals: no claim

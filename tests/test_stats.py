@@ -84,3 +84,18 @@ def test_noise_band_keeps_small_changes_out_of_verdicts() -> None:
     assert not within.significant and "no measurable difference" in within.text()
     beyond = paired_ratio(np.ones(n), np.full(n, 1 + 2 * NOISE_BAND))
     assert beyond.significant and "slower" in beyond.text()
+
+
+@pytest.mark.parametrize("n", [6, 40, 200, 201, 5000, 60_000])
+def test_the_median_interval_is_the_narrowest_with_its_coverage_at_any_size(n: int) -> None:
+    """Long benchmarks (60,000 runs of a tiny model) get the same exact-coverage interval as
+    short ones, checked against scipy's binomial (the float path above 200 values)."""
+    from scipy.stats import binom
+
+    from ortlab.core.stats import median_interval
+
+    found = median_interval(n)
+    assert found is not None
+    k, coverage = found
+    assert coverage == pytest.approx(1 - 2 * binom.cdf(k - 1, n, 0.5), abs=1e-9)
+    assert coverage >= 0.95 > 1 - 2 * binom.cdf(k, n, 0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
-from ortlab.core.machine import environment
+from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import LatencyStats, against_first, latency_stats
+from ortlab.core.stats import LatencyStats, against_first, latency_stats, median_interval
 from ortlab.engine.calls import (
     as_config,
     call,
@@ -50,10 +51,30 @@ class BenchmarkResult(Result):
     """Wall time inside ORT's own calls: the session build (0 when a session built earlier
     was reused) and every run, warm-up included. The rest of the call is ortlab's. None when
     not measured."""
+    other_cores: float | None = None
+    """Cores other processes used on average during the call (of ``environment['cpu_count']``):
+    the machine's load while these runs were timed. None when not measured."""
 
     @property
     def session_config(self) -> SessionConfig:
         return SessionConfig.from_json(self.config)
+
+    @property
+    def p50_interval(self) -> tuple[float, float, float]:
+        """``(low_ms, high_ms, coverage)``: a distribution-free interval for the median run (a
+        pair of order statistics whose coverage of at least 95 % follows from the binomial
+        distribution alone); NaNs with fewer than 6 runs."""
+        found = median_interval(len(self.latencies_ns))
+        if found is None:
+            return math.nan, math.nan, math.nan
+        k, coverage = found
+        ms = np.sort(np.asarray(self.latencies_ns, dtype=np.float64)) / 1e6
+        return float(ms[k - 1]), float(ms[ms.size - k]), coverage
+
+    @property
+    def busy(self) -> bool:
+        """Other processes used more than a quarter of a core while this was timed."""
+        return self.other_cores is not None and self.other_cores > BUSY_CORES
 
     def to_pandas(self) -> Any:
         """One row per measured run: ``run`` (0-based), ``latency_ms``."""
@@ -88,6 +109,7 @@ def benchmark(
     ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
     once that much time has been measured. A progress bar shows unless ``progress=False``.
     """
+    before = cpu_sample()
     m, cfg, f, out = run_model_task(
         "benchmark",
         model,
@@ -100,6 +122,7 @@ def benchmark(
         warmup=warmup,
         duration_s=duration_s,
     )
+    load = other_cores(before, cpu_sample())
     lat = out["latencies_ns"]
     notes = list(f.notes)
     if out["cached_session"]:
@@ -115,6 +138,7 @@ def benchmark(
         environment=environment(),
         notes=notes,
         ort_ms=out["ort_ms"],
+        other_cores=None if math.isnan(load) else round(load, 2),
     )
 
 

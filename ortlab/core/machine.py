@@ -5,13 +5,25 @@ that make int8/fp16/bf16 fast), core counts, versions. Read once per process fro
 from __future__ import annotations
 
 import functools
+import math
 import os
 import platform
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ortlab.core.version import __version__
 
-__all__ = ["cpu_flags", "cpu_model", "environment"]
+__all__ = [
+    "BUSY_CORES",
+    "CpuSample",
+    "cpu_flags",
+    "cpu_model",
+    "cpu_sample",
+    "environment",
+    "other_cores",
+]
 
 _SPEED_FLAGS = frozenset({"avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16",
                           "avx512_bf16", "avx512_fp16", "f16c"})  # fmt: skip
@@ -62,3 +74,57 @@ def environment() -> dict[str, str]:
     """ortlab/ORT/Python versions and the CPU, for results that travel (a fresh dict: callers
     may add to it)."""
     return dict(_environment())
+
+
+# ---------------------------------------------------------------------- machine load
+
+BUSY_CORES = 0.25
+"""Other processes using more CPU than this (in cores) while something was timed make the
+machine busy: timings then carry its noise (and thread or spinning advice is specific to it)."""
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU counters at one instant: all processes' busy time (summed over logical CPUs) and the
+    time of this process tree (the caller and its ortlab worker)."""
+
+    wall_s: float
+    busy_s: float
+    own_s: float
+    cpus: int
+
+
+def cpu_sample(ps: Any = None) -> CpuSample:
+    """Read the counters; ``ps`` is the psutil module (tests pass a fake with the same API)."""
+    import psutil
+
+    ps = psutil if ps is None else ps
+    t = ps.cpu_times()
+    busy = sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+    own = _tree_cpu_s(ps.Process())
+    return CpuSample(time.perf_counter(), float(busy), own, int(ps.cpu_count() or 1))
+
+
+def _tree_cpu_s(proc: Any) -> float:
+    """CPU seconds of ``proc`` and its descendants: live ones by their own times, ended ones
+    through their parent's ``children_*`` times (once waited for)."""
+    import psutil
+
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # ended between listing and reading
+            continue
+        total += t.user + t.system + getattr(t, "children_user", 0.0)
+        total += getattr(t, "children_system", 0.0)
+    return total
+
+
+def other_cores(before: CpuSample, after: CpuSample) -> float:
+    """Cores other processes used on average between two samples (NaN if no time passed)."""
+    wall = after.wall_s - before.wall_s
+    if wall <= 0:
+        return math.nan
+    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
+    return min(max(others / wall, 0.0), float(after.cpus))

@@ -85,15 +85,30 @@ def _coverage(n: int, k: int) -> float:
 def median_interval(n: int, confidence: float = 0.95) -> tuple[int, float] | None:
     """The narrowest symmetric pair of order statistics [x_(k), x_(n-k+1)] (ranks from 1) whose
     coverage of the median is at least ``confidence``: ``(k, coverage)``, or None when even
-    [min, max] covers less (too few values)."""
+    [min, max] covers less (too few values). Exact integer arithmetic up to 200 values; above,
+    the binomial tail is summed in floating point (log-space terms: error far below 1e-9), so a
+    benchmark of 100,000 runs gets its interval at once."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), not {confidence!r}")
     if n < 1 or _coverage(n, 1) < confidence:
         return None
-    k = 1
-    while 2 * (k + 1) <= n + 1 and _coverage(n, k + 1) >= confidence:
+    if n <= 200:
+        k = 1
+        while 2 * (k + 1) <= n + 1 and _coverage(n, k + 1) >= confidence:
+            k += 1
+        return k, _coverage(n, k)
+    # tail(k) = P(Binom(n, ½) ≤ k-1); coverage(k) = 1 - 2·tail(k), decreasing in k
+    log_half_n = -n * math.log(2.0)
+    tail, k = 0.0, 1
+    while 2 * (k + 1) <= n + 1:
+        i = k  # the term P(X = k) joins the tail for k + 1
+        term = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                        + log_half_n)  # fmt: skip
+        if 1.0 - 2 * (tail + term + math.exp(log_half_n)) < confidence:
+            break
+        tail += term
         k += 1
-    return k, _coverage(n, k)
+    return k, 1.0 - 2 * (tail + math.exp(log_half_n))
 
 
 def min_rounds(confidence: float = 0.95) -> int:

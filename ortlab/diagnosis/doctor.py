@@ -27,6 +27,7 @@ from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
+from ortlab.core.machine import CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
@@ -190,53 +191,6 @@ class DoctorResult(Result):
 
 
 # ---------------------------------------------------------------------- machine load
-
-
-@dataclass(frozen=True)
-class CpuSample:
-    """CPU counters at one instant: all processes' busy time (summed over logical CPUs) and the
-    time of this process tree (the caller and its ortlab worker)."""
-
-    wall_s: float
-    busy_s: float
-    own_s: float
-    cpus: int
-
-
-def cpu_sample(ps: Any = None) -> CpuSample:
-    """Read the counters; ``ps`` is the psutil module (tests pass a fake with the same API)."""
-    import psutil
-
-    ps = psutil if ps is None else ps
-    t = ps.cpu_times()
-    busy = sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
-    own = _tree_cpu_s(ps.Process())
-    return CpuSample(time.perf_counter(), float(busy), own, int(ps.cpu_count() or 1))
-
-
-def _tree_cpu_s(proc: Any) -> float:
-    """CPU seconds of ``proc`` and its descendants: live ones by their own times, ended ones
-    through their parent's ``children_*`` times (once waited for)."""
-    import psutil
-
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:  # ended between listing and reading
-            continue
-        total += t.user + t.system + getattr(t, "children_user", 0.0)
-        total += getattr(t, "children_system", 0.0)
-    return total
-
-
-def other_cores(before: CpuSample, after: CpuSample) -> float:
-    """Cores other processes used on average between two samples (NaN if no time passed)."""
-    wall = after.wall_s - before.wall_s
-    if wall <= 0:
-        return math.nan
-    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
-    return min(max(others / wall, 0.0), float(after.cpus))
 
 
 class _Stages:

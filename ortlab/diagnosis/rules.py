@@ -16,6 +16,7 @@ from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
+from ortlab.core.machine import BUSY_CORES
 from ortlab.core.onnx_util import CONTROL_FLOW
 from ortlab.core.stats import NOISE_BAND
 from ortlab.core.units import fmt_bytes
@@ -46,9 +47,6 @@ FUSED_TRANSFORMER_OPS = frozenset(
 )
 SMALL_MODEL_MS = 2.0
 """Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
-BUSY_CORES = 0.25
-"""Other processes using more CPU than this (in cores) during the timing stages make thread and
-spinning advice specific to a busy machine."""
 TIMING_STAGES = ("screen", "combine")
 
 

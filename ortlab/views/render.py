@@ -300,11 +300,33 @@ def _stats_rows(b: BenchmarkResult) -> list[tuple[str, float]]:
     ]  # fmt: skip
 
 
+def p50_text(b: BenchmarkResult) -> str:
+    """The median run with its interval: "p50 1.93 ms [1.70, 2.10] (96.9 % interval)"."""
+    low, high, coverage = b.p50_interval
+    if math.isnan(coverage):
+        return f"p50 {b.stats.p50_ms:.3f} ms (too few runs for an interval: 6 or more)"
+    return (f"p50 {b.stats.p50_ms:.3f} ms [{low:.3f}, {high:.3f}] ({coverage:.1%} interval of "
+            "the median run, distribution-free)")  # fmt: skip
+
+
+def load_text(b: BenchmarkResult) -> str:
+    """The machine's load while ``b`` was timed, and what it means for the numbers."""
+    if b.other_cores is None:
+        return "machine load: not measured"
+    cpus = b.environment.get("cpu_count", "?")
+    text = f"machine load: other processes used {b.other_cores:.2f} of {cpus} cores"
+    if b.busy:
+        text += " while this was timed: times are noisier and slower than on an idle machine"
+    return text
+
+
 def benchmark_text(b: BenchmarkResult) -> str:
     s = b.stats
     lines = [
         f"Benchmark {safe_text(b.model)} [{b.session_config.label()}]: {s.count} runs after "
         f"{b.warmup} warm-up, profiling off",
+        p50_text(b),
+        load_text(b),
         table_text(["stat", "ms"], _stats_rows(b)),
         f"throughput: {s.throughput_per_s:,.1f} runs/s",
         f"feeds: {safe_text(b.feeds, 500)}",
@@ -317,7 +339,9 @@ def benchmark_html(b: BenchmarkResult) -> str:
     s = b.stats
     return (
         f"{_STYLE}<div><b>{esc(b.model)}</b> · {esc(b.session_config.label())} · {s.count} "
-        f"runs (+{b.warmup} warm-up) · {s.throughput_per_s:,.1f} runs/s</div>"
+        f"runs (+{b.warmup} warm-up) · {s.throughput_per_s:,.1f} runs/s · profiling off</div>"
+        f"<div><b>{esc(p50_text(b))}</b></div>"
+        f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"
         + table_html(["stat", "ms"], _stats_rows(b))
         + f"<div>feeds: {esc(b.feeds, 500)}</div>"
         + _report_html(b.report)

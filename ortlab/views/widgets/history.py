@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,9 @@ _COLUMNS = [
     "shapes",
     "model_path",
     "p50_ms",
+    "p50_low_ms",
+    "p50_high_ms",
+    "other_cores",
     "p90_ms",
     "mean_ms",
     "providers",
@@ -45,6 +49,11 @@ class RunRecord:
     """The shapes it ran at: ``dims batch=1,sequence=128`` or ``feeds input: float32[1, 512]``."""
     transformers: bool = False
     """The model went through the transformers optimizer first."""
+    p50_low_ms: float = math.nan
+    p50_high_ms: float = math.nan
+    """The median run's distribution-free interval (``BenchmarkResult.p50_interval``)."""
+    other_cores: float | None = None
+    """Cores other processes used while the run was timed (``BenchmarkResult.other_cores``)."""
     benchmark: Any = field(repr=False, default=None)
     placement: Any = field(repr=False, default=None)
 
@@ -84,7 +93,8 @@ class History:
 
     def to_pandas(self) -> Any:
         """run, label (config, variant, transformers optimizer, shapes), variant, shapes,
-        model_path (the file the run used), p50_ms, p90_ms, mean_ms, providers, fallback,
+        model_path (the file the run used), p50_ms with its interval (p50_low_ms, p50_high_ms),
+        other_cores (the machine's load while it was timed), p90_ms, mean_ms, providers, fallback,
         seconds (wall time of the refresh), overhead_s (seconds minus session builds and
         runs)."""
         import pandas as pd
@@ -98,6 +108,9 @@ class History:
                     "shapes": r.shapes,
                     "model_path": r.model_path,
                     "p50_ms": r.p50_ms,
+                    "p50_low_ms": r.p50_low_ms,
+                    "p50_high_ms": r.p50_high_ms,
+                    "other_cores": r.other_cores,
                     "p90_ms": r.p90_ms,
                     "mean_ms": r.mean_ms,
                     "providers": r.providers,
@@ -127,6 +140,30 @@ class History:
             for k in ("p50_ms", "p90_ms", "mean_ms")
         ]
         return pd.DataFrame(rows)
+
+    def swings(self) -> list[str]:
+        """Runs of the same settings whose median runs differ beyond both intervals: the
+        machine, not the settings, changed between them (with the load each was timed under)."""
+        out = []
+        by_label: dict[str, list[RunRecord]] = {}
+        for r in self.records:
+            by_label.setdefault(r.label, []).append(r)
+        for label, runs in by_label.items():
+            lo = min(runs, key=lambda r: r.p50_ms)
+            hi = max(runs, key=lambda r: r.p50_ms)
+            if lo is hi or not hi.p50_low_ms > lo.p50_high_ms:  # NaN intervals: no claim
+                continue
+            load = ""
+            if lo.other_cores is not None and hi.other_cores is not None:
+                load = (f"; other processes used {lo.other_cores:.2f} and {hi.other_cores:.2f} "
+                        "cores")  # fmt: skip
+            out.append(
+                f"runs {lo.run} and {hi.run} ran the same settings ({label}) but their median "
+                f"runs differ beyond both intervals ({lo.p50_ms:.3f} vs {hi.p50_ms:.3f} ms{load}): "
+                "the machine changed, not the model; compare settings with "
+                "ortlab.compare_configs (interleaved) rather than across History"
+            )
+        return out
 
     def run(self, number: int) -> RunRecord:
         """The record of run ``number`` (1-based, as in the table)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
 import sys
 import threading
@@ -357,7 +358,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
                                     self.run_snippet_button])  # fmt: skip
         self.comparison_out = w.Output()
-        self._history_caption = w.HTML()
+        self._history_caption, self._history_warning = w.HTML(), w.HTML()
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
         self.target = w.Dropdown(options=["qnn", "nnapi", "coreml", "openvino"], value="qnn",
                                  description="what if", tooltip=tip)  # fmt: skip
@@ -552,11 +553,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._top_nodes_list(prof)
         self._show_when_seen("Profile", lambda: self._profile_items(prof))
         self._show_when_seen("Benchmark", lambda: [b, b.plot()])
+        low, high, _ = b.p50_interval
         record = RunRecord(
             run=len(self.history) + 1,
             config=cfg,
             variant=self._variant_key(),
             p50_ms=b.stats.p50_ms,
+            p50_low_ms=low,
+            p50_high_ms=high,
+            other_cores=b.other_cores,
             p90_ms=b.stats.p90_ms,
             mean_ms=b.stats.mean_ms,
             providers=", ".join(_short(p) for p in b.report.active),
@@ -650,17 +655,28 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         import plotly.graph_objects as go
 
         t = self.history.to_pandas()
-        fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers",
-                                   text=[esc(x) for x in t["label"]],
-                                   hovertemplate="run %{x}: %{y:.3f} ms<br>%{text}"))  # fmt: skip
-        fig.update_layout(title="p50 latency across runs", xaxis_title="run", yaxis_title="ms",
+        err = {"type": "data", "symmetric": False, "array": t["p50_high_ms"] - t["p50_ms"],
+               "arrayminus": t["p50_ms"] - t["p50_low_ms"], "thickness": 1}  # fmt: skip
+        load = [f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
+                for c in t["other_cores"]]  # fmt: skip
+        fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers", error_y=err,
+                                   text=[esc(x) for x in t["label"]], customdata=load,
+                                   hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
+                                   "other processes: %{customdata} cores"))  # fmt: skip
+        fig.update_layout(title="p50 latency across runs (bars: the median's ≥95 % interval; "
+                          "runs are not interleaved)", xaxis_title="run", yaxis_title="ms",
                           template=template(), height=300)  # fmt: skip
+        swings = self.history.swings()
+        self._history_warning.value = "".join(
+            f"<div class='ortlab-warn' style='color:#a40'>⚠ {esc(s, 600)}</div>" for s in swings
+        )
         shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
         self._history_caption.value = (
             f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
             if len(t) > len(shown) else ""
         )  # fmt: skip
-        return [self._history_bar, self.comparison_out, fig, self._history_caption, shown]
+        return [self._history_bar, self.comparison_out, self._history_warning, fig,
+                self._history_caption, shown]  # fmt: skip
 
     def _compare_runs(self) -> None:
         a, b = self.run_a.value, self.run_b.value
