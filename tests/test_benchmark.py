@@ -146,7 +146,7 @@ def test_the_machines_load_is_measured_while_it_is_timed(mlp: ortlab.Model) -> N
     from ortlab.views.render import benchmark_text
 
     spin = f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
-    pid = int(subprocess.run(["sh", "-c", spin], capture_output=True, text=True).stdout)
+    pid = int(subprocess.run(["sh", "-c", spin], check=True, capture_output=True, text=True).stdout)
     try:
         b = ortlab.benchmark(mlp, runs=10**7, warmup=1, duration_s=1.5, progress=False)
     finally:

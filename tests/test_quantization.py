@@ -98,7 +98,7 @@ def test_compare_small_model(mlp: ortlab.Model) -> None:
     h = ortlab.to_fp16(mlp)
     c = ortlab.compare(mlp, [d, h], rounds=6, runs=5)
     t = c.to_pandas()
-    assert t["variant"].tolist() == ["fp32", "dynamic int8", "fp16"]
+    assert t["variant"].tolist() == ["original (fp32)", "dynamic int8", "fp16"]
     assert t.loc[0, "ratio"] == 1.0 and t.loc[0, "cosine"] == pytest.approx(1.0)
     assert (t.loc[1:, "cosine"] > 0.99).all()
     assert c.synthetic and "SYNTHETIC" in c.to_text()
@@ -134,3 +134,31 @@ def test_resnet50_static_qdq_runs_qlinear_kernels(resnet50: ortlab.Model) -> Non
     row = c.rows[1]
     assert row.quantized_kernels.get("QLinearConv", 0) >= 50
     assert row.size_ratio < 0.35
+
+
+def test_the_baseline_row_says_what_its_weights_are(mlp: ortlab.Model) -> None:
+    """A model whose weights are already int8 is not labelled "fp32" (it was), and the table
+    says what cosine, SQNR and top-1 mean."""
+    q = ortlab.quantize(mlp, mode="dynamic")
+    c = ortlab.compare(q, [mlp], rounds=6, runs=3)
+    assert c.to_pandas()["variant"].tolist()[0] == "original (int8)"
+    from ortlab.analysis.quantization import precision_label
+
+    assert precision_label(mlp) == "fp32" and precision_label(ortlab.to_fp16(mlp)) == "fp16"
+    for text in (c.to_text(), c._repr_html_()):
+        assert "blind to scale" in text and "time vs original" in text
+
+
+def test_top1_is_scored_for_few_classes_and_top5_only_for_ten_or_more() -> None:
+    """A 4-class classifier gets top-1 agreement (it showed "—"); top-5 of 4 classes would
+    always agree, so it is not given."""
+    from ortlab.analysis.metrics import error_metrics
+
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((50, 4))
+    test = ref + rng.standard_normal((50, 4)) * 0.5
+    m = error_metrics([ref], [test])
+    assert m["top1_agreement"] == np.mean(ref.argmax(1) == test.argmax(1))
+    assert 0 < m["top1_agreement"] < 1 and "top5_agreement" not in m
+    wide = error_metrics([rng.standard_normal((8, 12))], [rng.standard_normal((8, 12))])
+    assert "top5_agreement" in wide

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.metrics import error_metrics, sqnr_db
-from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.quantization import calibration_data, precision_label
 from ortlab.analysis.variants import Signal, VariantRow, variant_row, variant_signals
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
@@ -45,7 +45,7 @@ class CompareResult(Result):
     samples)."""
 
     def to_pandas(self) -> Any:
-        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to fp32), ci_low, ci_high,
+        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to the original), ci_low, ci_high,
         verdict, cosine, sqnr_db, max_abs, top1 (first float output), labels_equal (the lowest
         exact agreement of label outputs, None without any), quantized kernels, synthetic."""
         import pandas as pd
@@ -106,7 +106,8 @@ def compare(
 
     base, cfg, f = prepare(model, config, feeds, dims)
     models = [base] + [load(v) for v in variants]
-    labels = ["fp32"] + [getattr(v.variant, "label", None) or v.name for v in models[1:]]
+    labels = [f"original ({precision_label(base)})"]
+    labels += [getattr(v.variant, "label", None) or v.name for v in models[1:]]
     run = _Runner(cfg, f, f"of {base.name!r} variants with {cfg.label()}",
                   timeout if timeout is not None else default_timeout())  # fmt: skip
     timed = run.call("interleaved", progress, rounds=rounds, runs=runs,

@@ -72,6 +72,16 @@ def float16_weights(model: Model) -> str:
     return f"input {inputs[0]!r} is float16" if inputs else ""
 
 
+def precision_label(model: Model) -> str:
+    """What a model's weights are, for a comparison's baseline row: ``fp32``, ``fp16`` or
+    ``int8`` (quantized ops present: ConvInteger, QLinearConv, MatMulNBits…). Never "fp32" for
+    a model whose weights are already int8."""
+    ops = model.summary.op_types
+    if any(o.rsplit(".", 1)[-1] in _ALREADY_QUANTIZED for o in ops):
+        return "int8"
+    return "fp16" if float16_weights(model) else "fp32"
+
+
 QUANTIZABLE_OPS = frozenset(
     {
         "Conv",

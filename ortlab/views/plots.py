@@ -330,7 +330,7 @@ def compare_figure(c: Any) -> go.Figure:
         " (synthetic inputs)" if c.synthetic else ""
     )
     return _layout(
-        fig, title, xaxis_title="time ratio to fp32 (< 1 is faster)",
+        fig, title, xaxis_title="time ratio to the original (< 1 is faster)",
         yaxis_title="1 - cosine (log)", yaxis_type="log", height=420,
     )  # fmt: skip
 

@@ -548,7 +548,7 @@ def optimization_html(o: Any) -> str:
 
 
 def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["variant", "MB", "size", "p50 ms", "time vs fp32", "cosine", "SQNR dB", "top-1",
+    headers = ["variant", "MB", "size", "p50 ms", "time vs original", "cosine", "SQNR dB", "top-1",
                "labels equal", "quantized kernels"]  # fmt: skip
     rows = []
     for r in c.to_pandas().itertuples():
@@ -565,12 +565,27 @@ def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
+METRICS_LEGEND = (
+    "cosine: how well the variant's output points the same way as the original's (1 = "
+    "identical direction; the doctor asks ≥ 0.999) — blind to scale. SQNR dB: signal over error "
+    "energy, 10·log10(‖original‖² / ‖original − variant‖²): 20 dB is an error 10 % the size of "
+    "the output, 40 dB 1 %, 0 dB as large as the output. A high cosine beside a low SQNR means "
+    "the direction survived but the scale did not. top-1: share of samples whose highest score "
+    "is the same class (outputs shaped [batch, classes], 2 classes or more); — where the output "
+    "is not class scores. labels equal: integer outputs compared exactly. All on the first "
+    "float output, over the evaluation samples."
+)
+"""What the comparison's accuracy columns mean and when they do not apply (one text: the
+table, the report and the CLI)."""
+
+
 def compare_text(c: Any) -> str:
     mark = "  ACCURACY FROM SYNTHETIC INPUTS (random data): " if c.synthetic else "  "
     parts = [
         f"Variants of {safe_text(c.model)}; errors on {safe_text(c.eval_data)}",
         table_text(*_compare_rows(c)),
         mark + "time ratios are paired over interleaved rounds, 95 % CI in brackets",
+        "  " + METRICS_LEGEND,
     ]
     parts += [f"  {r.variant}: {r.verdict}" for r in c.rows[1:]]
     parts += [f"  note: {n}" for n in c.notes]
@@ -594,6 +609,7 @@ def compare_html(c: Any) -> str:
         f"{_STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
         + warn
         + table_html(*_compare_rows(c))
+        + f"<div style='font-size:11px;color:#555;max-width:900px'>{esc(METRICS_LEGEND)}</div>"
         + (f"<ul>{signals}</ul>" if signals else "")
         + (f"<details><summary>notes</summary><ul>{notes}</ul></details>" if notes else "")
     )

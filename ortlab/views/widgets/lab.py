@@ -335,7 +335,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                           names="selected_index")  # fmt: skip
         self.opt_button = w.Button(description="Run optimization diff (all levels)")
         self.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
-        self.quant_button = w.Button(description="Compare fp32 / fp16 / dynamic / static QDQ")
+        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ")
         self.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info")
