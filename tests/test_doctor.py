@@ -913,3 +913,22 @@ def test_the_quantization_finding_reads_the_final_measurement_of_its_variant() -
     )
     [finding] = _rules(f, "quantization")
     assert finding.title == "q: faster, accuracy cost shown"
+
+
+@pytest.mark.parametrize("stage", ["candidates", "screen"])
+def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
+    mlp: ortlab.Model, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """A stage's ortlab error stops the doctor with what it had (it once ended in KeyError
+    'baseline' when the failure came before the screen timed the baseline)."""
+    from ortlab.core.errors import OrtlabError
+    from ortlab.diagnosis.search import Search
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OrtlabError("planted failure")
+
+    monkeypatch.setattr(Search, stage, fail)
+    d = ortlab.doctor(mlp, budget_s=10, progress=False)
+    assert any("planted failure" in n and "stopped at its" in n for n in d.notes)
+    assert d.best.variant == "original" and "before it timed the baseline" in d.best.verdict
+    assert "planted failure" in d.to_text()
