@@ -924,7 +924,7 @@ def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
     from ortlab.core.errors import OrtlabError
     from ortlab.diagnosis.search import Search
 
-    def fail(*args: object, **kwargs: object) -> None:
+    def fail(*_args: object, **_kwargs: object) -> None:
         raise OrtlabError("planted failure")
 
     monkeypatch.setattr(Search, stage, fail)
