@@ -797,6 +797,55 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self._hold = False
         self.run()
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The live widget, and beside it a static snapshot (``text/html``) that a page without
+        a widget manager shows instead: ``./run --headless``'s tour, nbconvert, GitHub."""
+        got = super()._repr_mimebundle_(**kwargs)
+        data = dict(got[0] if isinstance(got, tuple) else got or {})
+        data["text/html"] = self.snapshot_html()
+        return data
+
+    def snapshot_html(self) -> str:
+        """The Lab's state as plain HTML (no script, no network): the settings and shapes of
+        the last run, its latency with interval and load, where its nodes ran, the slowest
+        nodes, and the History. Each figure is the one its tab shows (the same renderers)."""
+        head = (
+            f"<div><b>ortlab Lab</b> · {esc(self.model.name)} · a static snapshot of the last "
+            "run (the live Lab needs a running kernel: open this notebook in JupyterLab)</div>"
+        )
+        if self.benchmark_result is None or self.placement is None:
+            state = "the last run failed" if self.error.value else "no run yet"
+            return head + f"<div>{state}</div>"
+        rec = self.history.records[-1] if self.history.records else None
+        shapes = f" · {esc(rec.shapes)}" if rec and rec.shapes else ""
+        parts = [
+            head,
+            f"<div>settings: {esc(self.config.label())}{shapes}</div>",
+            "<h4>Benchmark</h4>",
+            self.benchmark_result._repr_html_(),
+            "<h4>Placement</h4>",
+            self.placement._repr_html_(),
+        ]
+        prof = self.profile_result
+        if prof is not None:
+            top = median_shares(prof).head(10)
+            rows = "".join(
+                f"<tr><td>{esc(r.node)}</td><td>{esc(r.op_type)}</td>"
+                f"<td class='n'>{r.median_us:,.1f}</td><td class='n'>{r.share:.1%}</td></tr>"
+                for r in top.itertuples()
+            )
+            parts += [
+                "<h4>Slowest nodes</h4><div>median µs per run over "
+                f"{prof.runs} profiled runs (profiling on), and that median's share of the "
+                "median run</div><table class='ortlab-t'><tr><th>node</th><th>op_type</th>"
+                f"<th>µs (median run)</th><th>share</th></tr>{rows}</table>",
+            ]
+        t = self.history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
+                                      "other_cores", "providers"]].tail(10)  # fmt: skip
+        parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,
+                                                classes="ortlab-t", border=0)]  # fmt: skip
+        return "<div class='ortlab-lab-snapshot'>" + "".join(parts) + "</div>"
+
     def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Write the Lab's state (last run's placement, profile and benchmark; optimization
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
