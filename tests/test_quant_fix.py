@@ -23,6 +23,10 @@ def test_fix_spares_the_worst_nodes() -> None:
     assert fix.nodes == list(dict.fromkeys(err.worst(len(err.tensors))["node"]))[:10]
     spared, wide = fix.variants
     assert "10 nodes left in float" in " ".join(spared.variant.steps)
+    # named after the model, as every other variant is (they carried the cache file's name,
+    # "squeezenet-s0-v3-onnx1.23.2 [...]", into the report)
+    assert spared.name.startswith("squeezenet [") and wide.name.startswith("squeezenet [")
+    assert spared.variant.base == wide.variant.base == "squeezenet"
 
     # the quantizer really ran with them excluded: a different graph (excluding a Relu can
     # even add Q/DQ pairs, as the Conv before it is no longer fused with it)

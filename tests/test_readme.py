@@ -14,6 +14,7 @@ block (``pip install``: it would change the environment running the tests)."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -109,6 +110,10 @@ def test_the_shell_examples_run(placeholders: Path) -> None:
                               timeout=600, check=False)  # fmt: skip
         assert done.returncode == 0, f"{command!r}: exit {done.returncode}\n{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr, command
-    assert (placeholders / f"{SMALL}_int8.onnx").exists() and (
-        placeholders / "report.html"
-    ).exists()
+    assert (placeholders / f"{SMALL}_int8.onnx").exists()
+    # the first report a person opens: no [nan, nan] interval, no cache file's name for a model
+    page = (placeholders / "report.html").read_text(encoding="utf-8")
+    visible = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>", "", page, flags=re.S))
+    text = html.unescape(visible)
+    assert not re.search(r"\bnan\b", text, flags=re.I), "an interval or ratio reads nan"
+    assert "-s0-v3-" not in text, "a bundled model's cache file name shown as its name"

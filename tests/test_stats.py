@@ -99,3 +99,12 @@ def test_the_median_interval_is_the_narrowest_with_its_coverage_at_any_size(n: i
     k, coverage = found
     assert coverage == pytest.approx(1 - 2 * binom.cdf(k - 1, n, 0.5), abs=1e-9)
     assert coverage >= 0.95 > 1 - 2 * binom.cdf(k, n, 0.5)
+
+
+def test_an_interval_with_too_few_rounds_never_reads_nan() -> None:
+    from ortlab.core.stats import interval_text
+
+    assert interval_text(1.2345, 1.1, 1.4) == "1.234 [1.100, 1.400]"
+    assert interval_text(-3.0, -4.0, 1.0, 1, "+") == "-3.0 [-4.0, +1.0]"
+    nan = float("nan")
+    assert interval_text(0.636, nan, nan) == "0.636 (no interval: too few rounds)"

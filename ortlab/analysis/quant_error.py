@@ -77,12 +77,13 @@ class ErrorResult(Result):
                 )
             base = dataclasses.replace(base, calibration=SavedCalibration(**self.calibration))
         spared = tuple(sorted({*base.nodes_to_exclude, *nodes}))
-        variants = [quantize(self.model_path, dataclasses.replace(base, nodes_to_exclude=spared),
+        source = load(self.model_path, name=self.model)  # the model's name, not its file's
+        variants = [quantize(source, dataclasses.replace(base, nodes_to_exclude=spared),
                              timeout=timeout)]  # fmt: skip
         if promote and base.mode == "static" and base.format == "qdq":
             wide = tuple(sorted(tensors))
             wider = dataclasses.replace(base, promote_16bit=wide)
-            variants.append(quantize(self.model_path, wider, timeout=timeout))
+            variants.append(quantize(source, wider, timeout=timeout))
         return QuantFix(nodes=nodes, tensors=tensors, variants=variants)
 
     def to_pandas(self) -> Any:

@@ -23,6 +23,7 @@ __all__ = [
     "NOISE_BAND",
     "LatencyStats",
     "Verdict",
+    "interval_text",
     "latency_stats",
     "median_interval",
     "min_rounds",
@@ -70,6 +71,15 @@ def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
         max_ms=float(ms.max()),
         throughput_per_s=1e3 / mean if mean > 0 else float("nan"),
     )
+
+
+def interval_text(value: float, low: float, high: float, digits: int = 3, sign: str = "") -> str:
+    """``1.234 [1.100, 1.400]``; with no interval (too few rounds: NaN bounds) ``1.234 (no
+    interval: too few rounds)`` — never ``[nan, nan]``. ``sign="+"`` shows the sign (shifts)."""
+    f = f"{{:{sign}.{digits}f}}"
+    if math.isnan(low) or math.isnan(high):
+        return f"{f.format(value)} (no interval: too few rounds)"
+    return f"{f.format(value)} [{f.format(low)}, {f.format(high)}]"
 
 
 # ---------------------------------------------------------------------- the median's interval

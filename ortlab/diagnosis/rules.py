@@ -18,7 +18,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.onnx_util import CONTROL_FLOW
-from ortlab.core.stats import NOISE_BAND
+from ortlab.core.stats import NOISE_BAND, interval_text
 from ortlab.core.units import fmt_bytes
 from ortlab.engine.session import SessionReport
 
@@ -104,7 +104,7 @@ class Measured:
             return "no faster"
         if math.isnan(self.low):
             return "undecided (too few rounds for an interval)"
-        return f"undecided (time ratio {self.ratio:.2f} [{self.low:.2f}, {self.high:.2f}])"
+        return f"undecided (time ratio {interval_text(self.ratio, self.low, self.high, 2)})"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ortlab.core.cache import cache_dir
 from ortlab.core.eps import label as ep_label
+from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -506,7 +507,7 @@ def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
         rows.append([
             lv.level, lv.nodes, fusions,
             float(r.p50_ms) if r else "—",
-            f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]" if r else "—",
+            interval_text(r.ratio, r.low, r.high) if r else "—",
             _short_verdict(r.verdict) if r else "not timed",
         ])  # fmt: skip
     return headers, rows
@@ -555,7 +556,7 @@ def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
         labels = r.labels_equal
         rows.append([
             r.variant, float(r.file_mb), f"{r.size_ratio:.2f}x", float(r.p50_ms),
-            f"{r.ratio:.2f}x [{r.ci_low:.2f}, {r.ci_high:.2f}]",
+            interval_text(r.ratio, r.ci_low, r.ci_high, 2),
             "—" if r.cosine is None else f"{r.cosine:.5f}",
             "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
             "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
@@ -627,13 +628,13 @@ def session_report_html(r: SessionReport) -> str:
 
 
 def config_comparison_text(c: Any) -> str:
-    rows = [[r.label, r.p50_ms, f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]", r.verdict]
+    rows = [[r.label, r.p50_ms, interval_text(r.ratio, r.low, r.high), r.verdict]
             for r in c.rows]  # fmt: skip
     return f"{safe_text(c.model)}\n" + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
 
 
 def config_comparison_html(c: Any) -> str:
-    rows = [[r.label, r.p50_ms, f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]", r.verdict]
+    rows = [[r.label, r.p50_ms, interval_text(r.ratio, r.low, r.high), r.verdict]
             for r in c.rows]  # fmt: skip
     return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
 
@@ -645,7 +646,7 @@ def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
     t = t[t["verdict"].isin(["slower", "faster"]) | t["moved"] | t["kernel_changed"]]
     rows = [
         [r.node, r.op_type, f"{r.a_us:.1f}", f"{r.b_us:.1f}",
-         f"{r.delta_us:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", r.verdict,
+         interval_text(r.delta_us, r.low, r.high, 1, "+"), r.verdict,
          "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
          f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",
          f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else ""]
@@ -684,7 +685,7 @@ def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
     rows = [
         [r.off or "(none: baseline)", r.fired if r.off else "—", f"{r.nodes} ({r.node_change:+d})",
          f"{r.create_ms:.0f}", "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}", r.p50_ms,
-         "—" if not r.off else f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]",
+         "—" if not r.off else interval_text(r.ratio, r.low, r.high),
          "—" if not r.off else r.verdict, f"{r.max_abs:.3g}"]
         for r in a.rows
     ]  # fmt: skip

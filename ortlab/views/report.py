@@ -29,7 +29,7 @@ from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.runtime import devices
-from ortlab.core.stats import MIN_ROUNDS
+from ortlab.core.stats import MIN_ROUNDS, interval_text
 from ortlab.engine.calls import as_config, prepare
 from ortlab.views import plots
 from ortlab.views.graph_page import page_module, state_block
@@ -109,7 +109,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         )
         or "<li>No findings: nothing the doctor checks for is wrong with this session.</li>"
     )
-    cand = [[m.key, m.label, m.p50_ms, f"{m.ratio:.3f} [{m.low:.3f}, {m.high:.3f}]",
+    cand = [[m.key, m.label, m.p50_ms, interval_text(m.ratio, m.low, m.high),
              "—" if m.cosine != m.cosine else f"{m.cosine:.5f}", m.stage]
             for m in d.measured]  # fmt: skip
     notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
