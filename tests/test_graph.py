@@ -216,3 +216,24 @@ def test_a_boundary_inside_a_collapsed_group_shows_on_the_group() -> None:
     edges = [GraphEdge(0, 1, "t0", True, False), GraphEdge(1, 2, "t1", True, False)]
     got = {g.id: g.boundaries for g in _groups(nodes, edges)}
     assert got == {"/blk": 1, "/blk/x": 0, "/other": 0}, "only a→b has both ends inside /blk"
+
+
+def test_a_fused_nodes_details_show_its_kernels_time_as_the_profile_lists_it() -> None:
+    """One time per node: a node ORT fused into a kernel with others shows its credited part
+    and, beside it, the whole kernel's time, which is the Profile tab's number for that
+    kernel (it showed only an even split, unsaid). The panel's text: tests/ui/test_graph_wire."""
+    m = ortlab.examples.load("conv_bn_relu")
+    pl = ortlab.placement(m, runs=5, progress=False)
+    prof = pl.profile.by_node().set_index("node")["us_per_run"]
+    g = graph_data(m, placement=pl)
+    shared = [n for n in g.nodes if len(n.optimized) == 1
+              and sum(n.optimized == o.optimized for o in g.nodes) > 1]  # fmt: skip
+    assert shared, "conv_bn_relu fuses nodes into one kernel at level all"
+    credited: dict[str, float] = {}
+    for n in shared:
+        [kernel] = n.optimized
+        assert n.group_us_per_run == pytest.approx(prof[kernel], rel=1e-9)
+        assert n.time_source  # "measured (kernel of 3)", "fused into …", "… (even split)"
+        credited[kernel] = credited.get(kernel, 0.0) + n.us_per_run
+    for kernel, total in credited.items():  # each kernel's time credited exactly once
+        assert total == pytest.approx(prof[kernel], rel=1e-9)

@@ -47,9 +47,16 @@ class GraphNode:
     """Id of the innermost scope group ('' for the root)."""
     provider: str = ""
     us_per_run: float = 0.0
+    """Its time: the median run's self time, profiling on, credited once (the placement join's
+    ``us_per_run``; a kernel computing several original nodes is split among them)."""
     share: float = 0.0
     status: str = ""
     optimized: list[str] = field(default_factory=list)
+    group_us_per_run: float = 0.0
+    """The whole final kernel(s) it became part of (``optimized``): what the Profile tab lists
+    under the kernel's name. Equal to ``us_per_run`` for a node that is a kernel of its own."""
+    time_source: str = ""
+    """How its time was credited (``measured``, ``group of 3 (even split)``, …)."""
     partition: int = -1
     """EP partition id from the placement (-1 without one)."""
     sqnr_db: float | None = None
@@ -231,7 +238,7 @@ def _pack(g: GraphData) -> dict[str, Any]:
     strings = _Strings(
         vocabulary=(
             *(x for n in nodes for x in (n.op_type, n.domain, n.provider, n.status, n.reason,
-                                         n.diff_verdict, *n.attrs)),
+                                         n.diff_verdict, n.time_source, *n.attrs)),
             *(p for gr in groups for p in gr.providers), *g.tensors.values(),
         ),
         names=(
@@ -258,6 +265,8 @@ def _pack(g: GraphData) -> dict[str, Any]:
             "share": _column([n.share for n in nodes], 0.0),
             "status": _column([ix[n.status] for n in nodes], 0),
             "optimized": _column([[ix[o] for o in n.optimized] for n in nodes], []),
+            "group_us_per_run": _column([n.group_us_per_run for n in nodes], 0.0),
+            "time_source": _column([ix[n.time_source] for n in nodes], 0),
             "partition": _column([n.partition for n in nodes], -1),
             "sqnr_db": _column([n.sqnr_db for n in nodes], None),
             "inputs": [[ix[t] for t in n.inputs] for n in nodes],
@@ -625,6 +634,8 @@ def graph_data(
                 share=us / total_time if total_time else 0.0,
                 status=row.status if row else "",
                 optimized=list(row.optimized) if row else [],
+                group_us_per_run=row.group_us_per_run if row else us,
+                time_source=row.time_source if row else ("measured" if us else ""),
                 partition=row.partition if row else -1,
                 sqnr_db=sq.get(op.name),
                 inputs=list(op.inputs),

@@ -92,3 +92,37 @@ def test_browser_restores_every_column_and_astral_names(page: Any, tmp_path: Pat
     astral = graph_data(ortlab.load(_astral_model()))
     assert _browser_unpacks(page, tmp_path, astral) == _expected(astral)
     assert page.errors == []
+
+
+_DESCRIBE = """async ([wireSource, dataSource, packed, name]) => {
+    const load = (src) => import(URL.createObjectURL(new Blob([src], { type: "text/javascript" })));
+    const wire = await load(wireSource), data = await load(dataSource);
+    const g = wire.unpack(JSON.parse(packed));
+    const node = g.nodes.find((n) => n.name === name);
+    return data.describe({ kind: "node", ...node }, g.tensors);
+}"""
+
+
+def test_the_details_panel_shows_a_fused_nodes_part_and_its_kernels_time(
+    page: Any, tmp_path: Path
+) -> None:
+    """The panel's text (graph/data.js ``describe``, run in the browser on the wire form): a
+    node ORT fused into another's kernel says so and shows that kernel's time as the Profile
+    tab lists it (it showed no time at all), and what the times are."""
+    m = ortlab.examples.load("conv_bn_relu")
+    pl = ortlab.placement(m, runs=5, progress=False)
+    g = graph_data(m, placement=pl)
+    n = next(n for n in g.nodes if n.op_type == "BatchNormalization")  # folded into its Conv
+    conv = next(c for c in g.nodes if c.op_type == "Conv" and c.optimized == n.optimized)
+    kernel_us = float(pl.profile.by_node().set_index("node").loc[n.optimized[0], "us_per_run"])
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!doctype html><title>describe</title>", encoding="utf-8")
+    page.goto(blank.as_uri())
+    src = module_sources()
+    packed = script_json(g.packed())
+    text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], packed, n.name])
+    assert f"time: none of its own (fused into {conv.name}); {n.optimized[0]}: " in text
+    assert f"{kernel_us:.1f} µs/run · median run, profiling on" in text
+    text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], packed, conv.name])
+    assert f"time: {conv.us_per_run:.1f} µs/run" in text and conv.time_source in text
+    assert conv.us_per_run == pytest.approx(kernel_us)  # the Conv carries the whole kernel

@@ -131,7 +131,17 @@ export function describe(it, tensors) {
   if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors.get(it.name) || "?"}`;
   const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
   if (it.provider) lines.push(`EP: ${it.provider}`);
-  if (it.us_per_run) lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%)`);
+  // a kernel that computes several original nodes: the kernel's own time (as the Profile tab
+  // lists it) beside what this node is credited with, and how
+  const kernel = it.optimized.length ? it.optimized.join(", ") : "";
+  const shared = kernel && it.group_us_per_run > it.us_per_run * 1.0005;
+  if (it.us_per_run) {
+    lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%) · median run, profiling on` +
+      (it.time_source && it.time_source !== "measured" ? ` · ${it.time_source}` : ""));
+    if (shared) lines.push(`  its part of ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run in all`);
+  } else if (shared) {
+    lines.push(`time: none of its own (${it.time_source}); ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run · median run, profiling on`);
+  }
   if (it.output_bytes > 0) lines.push(`outputs: ${(it.output_bytes / 1e6).toFixed(3)} MB`);
   if (it.delta_us !== null && it.delta_us !== undefined) lines.push(`run B − A: ${it.delta_us >= 0 ? "+" : ""}${it.delta_us.toFixed(1)} µs/run (${it.diff_verdict})`);
   if (it.reason) lines.push(`why here: ${it.reason}`);

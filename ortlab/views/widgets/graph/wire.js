@@ -34,6 +34,7 @@ function unpackNodes(c, S, groupIds) {
   const share = col("share"), optimized = col("optimized"), partition = col("partition");
   const sqnr = col("sqnr_db"), attrs = col("attrs"), bytes = col("output_bytes");
   const delta = col("delta_us"), predicted = col("predicted");
+  const groupUs = col("group_us_per_run"), source = col("time_source");
   const nodes = new Array(c.count);
   for (let i = 0; i < c.count; i++) {
     nodes[i] = {
@@ -45,6 +46,7 @@ function unpackNodes(c, S, groupIds) {
       attrs: attrs ? pairs(attrs[i], str, str) : NO_ATTRS, reason: reason ? S[reason[i]] : "",
       output_bytes: bytes ? bytes[i] : -1, delta_us: delta ? delta[i] : null,
       diff_verdict: verdict ? S[verdict[i]] : "", predicted: predicted ? Boolean(predicted[i]) : false,
+      group_us_per_run: groupUs ? groupUs[i] : 0, time_source: source ? S[source[i]] : "",
     };
   }
   return nodes;
