@@ -530,3 +530,18 @@ def test_history_shows_each_runs_interval_and_load_and_warns_when_the_machine_mo
     assert "runs 1 and 3" in swing and "0.00 and 1.80 cores" in swing
     h.records.pop()
     assert h.swings() == []  # overlapping intervals: no claim
+
+
+def test_a_failed_run_at_guessed_dims_says_which_in_any_tab(lab) -> None:
+    """The Optimization tab's RunError at a guessed OCR width said nothing about the guess; the
+    Lab adds which dims it guessed and where to set them, whatever verb failed."""
+
+    def fail() -> None:
+        raise ortlab.RunError("Non-zero status code returned while running Reshape node")
+
+    lab._guarded(fail)
+    assert "These dims were chosen by ortlab (batch=1)" in lab.error.value
+    assert "dims box" in lab.error.value
+    lab.dims.value = "batch=2"  # typed: given, no longer a guess
+    lab._guarded(fail)
+    assert "chosen by ortlab" not in lab.error.value

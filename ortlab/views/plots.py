@@ -59,6 +59,9 @@ _TEMPLATE = {
         "xaxis": _AXIS,
         "yaxis": _AXIS,
         "hoverlabel": {"align": "left"},
+        # text plotly would shrink to fit a bar or a sunburst sector is hidden below 10 px
+        # (the hover still names it): no label a person cannot read
+        "uniformtext": {"minsize": 10, "mode": "hide"},
     }
 }
 

@@ -152,7 +152,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
         self.optimizers = w.SelectMultiple(
             options=[], rows=4,
-            description="optimizers off",
             tooltip="ORT's graph transformers, those that changed this graph first; the selected "
             "ones are switched off (ctrl/shift-click for several)",
             layout=w.Layout(width="100%"),
@@ -193,21 +192,36 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.level.add_class("ortlab-level")
         self.run_button.add_class("ortlab-run")
         # Controls in three columns above full-width tabs: the graph and charts get the width.
-        column = w.Layout(width="33%", min_width="260px")
-        self._controls = w.HBox(
-            [
-                w.VBox([w.HTML("<b>execution providers</b>"),
-                        w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
-                       layout=column),
-                w.VBox([self.intra, self.inter, self.spinning, self.variant, self.per_channel,
-                        self.io_binding, self.transformers], layout=column),
-                w.VBox([self.dims, self.optimizers, self.runs,
-                        w.HBox([self.run_button, self.cancel_button]),
-                        self.progress, w.HBox([self.snippet_button, self.report_button])],
-                       layout=column),
-            ],
-            layout=w.Layout(flex_flow="row wrap"),
-        )  # fmt: skip
+        # Each control fills its column (ipywidgets' fixed 300 px overflowed a column at
+        # 1280x800 and cut the boxes); the dims, whose names can be long, get a row of their own.
+        for control in (self.level, self.mode, self.intra, self.inter, self.spinning,
+                        self.variant, self.runs, self.progress):  # fmt: skip
+            control.layout.width = "98%"
+            control.style.description_width = "70px"
+        self.dims.layout.width = "100%"
+        self.dims.style.description_width = "70px"
+        for button in (self.run_button, self.cancel_button, self.snippet_button,
+                       self.report_button):  # fmt: skip
+            button.layout.width = "auto"
+        column = w.Layout(width="33%", min_width="240px")
+        self._controls = w.VBox([
+            w.HBox(
+                [
+                    w.VBox([w.HTML("<b>execution providers</b>"),
+                            w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
+                           layout=column),
+                    w.VBox([self.intra, self.inter, self.spinning, self.variant,
+                            self.per_channel, self.io_binding, self.transformers],
+                           layout=column),
+                    w.VBox([w.HTML("ORT optimizers to switch off"), self.optimizers,
+                            self.runs, w.HBox([self.run_button, self.cancel_button]),
+                            self.progress, w.HBox([self.snippet_button, self.report_button])],
+                           layout=column),
+                ],
+                layout=w.Layout(flex_flow="row wrap"),
+            ),
+            self.dims,
+        ])  # fmt: skip
 
     def _dims_box(self) -> w.Text:
         """The dims box: editable symbolic dims (Enter re-runs), or the feeds' shapes, read-only."""
@@ -296,7 +310,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The shapes a run uses, for the History label; shows the dims used in the dims box."""
         if self.feeds is not None:
             return "feeds " + self.feeds.shapes_text()
-        used = resolve_dims(self.model, self._dims())
+        box = self._dims() or {}
+        used = resolve_dims(self.model, box)
+        # dims ortlab chose (guessed or defaults) stay chosen while the box shows its value
+        self._auto_dims = {
+            **{n: v for n, v in getattr(self, "_auto_dims", {}).items() if box.get(n) == v},
+            **{c.name: c.value for c in used.values() if c.why != "given"},
+        }
         text = ",".join(f"{c.name}={c.value}" for c in used.values())
         if text != self.dims.value:
             self._hold = True  # showing the values used is not a request to re-run
@@ -333,12 +353,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.tabs.selected_index = names.index(first)
         self.tabs.observe(lambda _: self._draw_waiting(self._tab_on_screen()),
                           names="selected_index")  # fmt: skip
-        self.opt_button = w.Button(description="Run optimization diff (all levels)")
+        self.opt_button = w.Button(description="Run optimization diff (all levels)",
+                                   layout=w.Layout(width="auto"))  # fmt: skip
         self.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
-        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ")
+        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
+                                     layout=w.Layout(width="auto"))  # fmt: skip
         self.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
-        self.doctor_button = w.Button(description="Run the doctor", button_style="info")
+        self.doctor_button = w.Button(description="Run the doctor", button_style="info",
+                                      layout=w.Layout(width="auto"))  # fmt: skip
         self.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
         self.apply_button = w.Button(description="Apply best", disabled=True)
         self.apply_button.on_click(lambda _: self.apply_best())
@@ -346,17 +369,26 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
                                   layout=w.Layout(width="100%"))  # fmt: skip
         self.top_nodes.observe(self._on_top_node, names="value")
+        self.top_nodes.add_class("ortlab-top-nodes")
         # widgets shown on every refresh are made once: a widget lives until closed
-        self._top_label = w.HTML()
-        self._worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
+        self._top_label, self._worst_label = (
+            w.HTML(),
+            w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)"),
+        )
         self.run_a = w.Dropdown(options=[], description="run A")
         self.run_b = w.Dropdown(options=[], description="run B")
-        self.compare_button = w.Button(description="Compare A and B")
+        # (never squeezed by the run pickers beside them)
+        self.compare_button = w.Button(
+            description="Compare A and B", layout=w.Layout(width="auto", flex="0 0 auto")
+        )
         self.compare_button.on_click(lambda _: self._compare_runs())
-        self.run_snippet_button = w.Button(description="Snippet of run A")
+        self.run_snippet_button = w.Button(
+            description="Snippet of run A", layout=w.Layout(width="auto", flex="0 0 auto")
+        )
         self.run_snippet_button.on_click(lambda _: self._show_snippet(self.run_a.value))
         self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
-                                    self.run_snippet_button])  # fmt: skip
+                                    self.run_snippet_button],
+                                   layout=w.Layout(flex_flow="row wrap"))  # fmt: skip
         self.comparison_out = w.Output()
         self._history_caption, self._history_warning = w.HTML(), w.HTML()
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
@@ -469,15 +501,27 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.error.value = "<i>cancelled" + (": previous results kept" if kept else "") + "</i>"
         except Exception as err:  # noqa: BLE001 - shown in the Lab, never lost in a log
             detail = "" if isinstance(err, OrtlabError) else traceback.format_exc()
+            hint = self._guess_hint(err)
             self.error.value = (
                 f'<div class="ortlab-warn" style="color:#a40"><b>{esc(type(err).__name__)}</b>: '
-                f"{esc(err, 4000)}</div><pre>{esc(detail, 8000)}</pre>"
+                f"{esc(err, 4000)}{esc(hint)}</div><pre>{esc(detail, 8000)}</pre>"
                 + ("<div>Previous results are kept.</div>" if kept else "")
             )
         finally:
             self.cancel_button.disabled = True
             self.run_button.disabled = False
             self.progress.description = "idle"
+
+    def _guess_hint(self, err: Exception) -> str:
+        """For a run that failed at shapes ortlab guessed (any tab's verb): which dims were
+        guessed and how to set them, unless the error says it already."""
+        if not isinstance(err, ortlab.RunError) or self.feeds is not None or "guessed" in str(err):
+            return ""
+        guessed = [f"{n}={v}" for n, v in getattr(self, "_auto_dims", {}).items()]
+        if not guessed:
+            return ""
+        return (f" These dims were chosen by ortlab ({'; '.join(guessed)}), not given: type the "
+                "model's real sizes in the dims box (or Lab(model, dims=…)).")  # fmt: skip
 
     def _progress(self, label: str) -> Callable[[int, int], None]:
         def update(done: int, total: int) -> None:
