@@ -72,12 +72,16 @@ def float16_weights(model: Model) -> str:
     return f"input {inputs[0]!r} is float16" if inputs else ""
 
 
+def quantized_ops(model: Model) -> list[str]:
+    """The ops that make ``model`` quantized already (a domain prefix is dropped for the test)."""
+    return sorted(o for o in model.summary.op_types if o.rsplit(".", 1)[-1] in _ALREADY_QUANTIZED)
+
+
 def precision_label(model: Model) -> str:
     """What a model's weights are, for a comparison's baseline row: ``fp32``, ``fp16`` or
     ``int8`` (quantized ops present: ConvInteger, QLinearConv, MatMulNBits…). Never "fp32" for
     a model whose weights are already int8."""
-    ops = model.summary.op_types
-    if any(o.rsplit(".", 1)[-1] in _ALREADY_QUANTIZED for o in ops):
+    if quantized_ops(model):
         return "int8"
     return "fp16" if float16_weights(model) else "fp32"
 
@@ -354,7 +358,7 @@ def _check_quantizable(model: Model, config: QuantConfig) -> None:
     """Refuse, before any work, what cannot make a model onnxruntime runs: a second
     quantization of a quantized model, fp16 of an fp16 model, int8 from float16 weights."""
     ops = model.summary.op_types
-    already = sorted(o for o in ops if o.rsplit(".", 1)[-1] in _ALREADY_QUANTIZED)
+    already = quantized_ops(model)
     if already:
         raise QuantizationError(
             f"{model.name!r} is already quantized ({', '.join(already)} present): "

@@ -738,14 +738,14 @@ class Search:
         """The fastest accurate candidate that is significantly faster than the baseline; once
         the combination stage ran, only what held up when re-measured there counts."""
 
-        ok = [v for v in facts.measured.values() if v.faster and self._accurate(v)]
-        final_ran = any(v.stage == "final" for v in facts.measured.values())
-        pool = [v for v in ok if v.stage == "final"] if final_ran else ok
         if "baseline" not in facts.measured:  # a stage failed before the baseline was timed
             nan = float("nan")
             why = "the doctor stopped before it timed the baseline: nothing was compared"
             return Best(self.cfg.to_dict(), "original", str(self.m.path), [], 1.0, nan, nan, why,
                         1.0)  # fmt: skip
+        ok = [v for v in facts.measured.values() if v.faster and self._accurate(v)]
+        final_ran = any(v.stage == "final" for v in facts.measured.values())
+        pool = [v for v in ok if v.stage == "final"] if final_ran else ok
         if not pool:
             base = facts.measured["baseline"]
             why = ("the screen's winners did not hold up when re-measured together with the "

@@ -352,7 +352,7 @@ def benchmark_html(b: BenchmarkResult) -> str:
 # ---------------------------------------------------------------- profile
 
 
-def _profile_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def profile_node_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
     t = p.by_node().head(top)
     headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]
     rows = [
@@ -384,7 +384,7 @@ def profile_text(p: ProfileResult, top: int = 15) -> str:
         table_text(*_op_rows(p)),
         "",
         f"Top {top} nodes:",
-        table_text(*_profile_rows(p, top)),
+        table_text(*profile_node_rows(p, top)),
     ]
     if p.report is not None:
         parts += ["", *report_lines(p.report)]
@@ -397,7 +397,7 @@ def profile_html(p: ProfileResult, top: int = 15) -> str:
         f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · {p.runs} runs · "
         f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
         + table_html(*_op_rows(p))
-        + table_html(*_profile_rows(p, top))
+        + table_html(*profile_node_rows(p, top))
         + (_report_html(p.report) if p.report else "")
         + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
     )

@@ -43,8 +43,10 @@ from ortlab.views.render import (
     footprint_html,
     inline_script,
     inputs_html,
+    load_text,
     model_summary_html,
     optimization_html,
+    p50_text,
     placement_html,
     profile_html,
     redact_paths,
@@ -197,10 +199,9 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
         top = ", ".join(f"<b>{esc(r.op_type)}</b> {r.share:.0%}" for r in ops.itertuples())
         parts.append(f"<div><b>Where the time goes</b> (share of the median run's node time, "
                      f"profiling on, {profile.runs} runs): {top}</div>")  # fmt: skip
-    if benchmark is not None:
-        st = benchmark.stats
-        parts.append(f"<div><b>Latency</b> (profiling off): p50 {st.p50_ms:.3f} ms, p90 "
-                     f"{st.p90_ms:.3f} ms over {st.count} runs</div>")  # fmt: skip
+    if benchmark is not None:  # the Benchmark section's own sentences
+        parts.append(f"<div><b>Latency</b> (profiling off, {benchmark.stats.count} runs): "
+                     f"{esc(p50_text(benchmark))}; {esc(load_text(benchmark))}</div>")  # fmt: skip
     if doctor is not None:
         found = "".join(f"<li>{esc(f.title, 300)} — <i>{esc(f.gain, 300)}</i></li>"
                         for f in doctor.findings[:6])  # fmt: skip
@@ -391,6 +392,7 @@ def report_html(
     if summary:
         sections.append(("Summary", summary))
     sections.append(("Model", _model_section(model)))
+    after_model = len(sections)  # the graph goes here, once its state is known
     if doctor is not None:
         sections.append(("Doctor: findings and verified fixes",
                          doctor_html(doctor, _model_file(model)) + _doctor_inputs(doctor)
@@ -428,7 +430,7 @@ def report_html(
         sections.append(("History", table_html(cols, history[cols].values.tolist())))
     graph_state = _graph_state(model, placement, profile)
     if graph_state:
-        sections.insert(2 if summary else 1,  # after the summary and the model
+        sections.insert(after_model,
                         ("Graph: where each node runs and where its time goes",
                             "<div id='ortlab-root'></div>"
                             "<div><i>Click a node for its details, a group to open it; f fits, "

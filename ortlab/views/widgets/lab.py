@@ -37,7 +37,7 @@ from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.core.runtime import devices
 from ortlab.engine.session import auto_providers
 from ortlab.views.plots import template
-from ortlab.views.render import esc
+from ortlab.views.render import esc, profile_node_rows, table_html
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 
@@ -86,6 +86,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             d.name: d.value for d in resolve_dims(self.model, dims).values() if d.why == "given"
         }  # an unknown name is warned about, not kept
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
+        self._auto_dims: dict[str, int] = {}
+        """Dims the box shows that ortlab chose (guessed or defaults), not the user."""
         """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self.history = History()
         # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
@@ -314,7 +316,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         used = resolve_dims(self.model, box)
         # dims ortlab chose (guessed or defaults) stay chosen while the box shows its value
         self._auto_dims = {
-            **{n: v for n, v in getattr(self, "_auto_dims", {}).items() if box.get(n) == v},
+            **{n: v for n, v in self._auto_dims.items() if box.get(n) == v},
             **{c.name: c.value for c in used.values() if c.why != "given"},
         }
         text = ",".join(f"{c.name}={c.value}" for c in used.values())
@@ -517,7 +519,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         guessed and how to set them, unless the error says it already."""
         if not isinstance(err, ortlab.RunError) or self.feeds is not None or "guessed" in str(err):
             return ""
-        guessed = [f"{n}={v}" for n, v in getattr(self, "_auto_dims", {}).items()]
+        guessed = [f"{n}={v}" for n, v in self._auto_dims.items()]
         if not guessed:
             return ""
         return (f" These dims were chosen by ortlab ({'; '.join(guessed)}), not given: type the "
@@ -871,19 +873,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.placement._repr_html_(),
         ]
         prof = self.profile_result
-        if prof is not None:
-            top = median_shares(prof).head(10)
-            rows = "".join(
-                f"<tr><td>{esc(r.node)}</td><td>{esc(r.op_type)}</td>"
-                f"<td class='n'>{r.median_us:,.1f}</td><td class='n'>{r.share:.1%}</td></tr>"
-                for r in top.itertuples()
-            )
-            parts += [
-                "<h4>Slowest nodes</h4><div>median µs per run over "
-                f"{prof.runs} profiled runs (profiling on), and that median's share of the "
-                "median run</div><table class='ortlab-t'><tr><th>node</th><th>op_type</th>"
-                f"<th>µs (median run)</th><th>share</th></tr>{rows}</table>",
-            ]
+        if prof is not None:  # the Profile tab's and the report's table of the slowest nodes
+            parts += [f"<h4>Slowest nodes</h4><div>over {prof.runs} profiled runs</div>",
+                      table_html(*profile_node_rows(prof, 10))]  # fmt: skip
         t = self.history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
                                       "other_cores", "providers"]].tail(10)  # fmt: skip
         parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,
