@@ -92,11 +92,10 @@ def graph(
     **options: Any,
 ) -> GraphView:
     """The graph view of ``model`` with the runtime facts given (imports the widget library
-    on first use). ``diff=ortlab.diff(a, b)``: nodes coloured by B - A (``color_by='diff'``)."""
+    on first use). ``diff=ortlab.diff(a, b)``: nodes coloured by B - A (``color_by='diff'``);
+    else by time when measured on one EP, by provider when nodes ran on two or more."""
     from ortlab.views.widgets.graph import GraphView
 
-    if diff is not None:
-        options.setdefault("color_by", "diff")
     data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff)
     return GraphView(data, **options)
 

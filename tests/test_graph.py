@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ortlab
 from ortlab.analysis.graphdata import GHOST_FANOUT, graph_data
-from tests import models
+from tests import corpus, models
 from tests.graphwire import node_strings, page_state
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>\x1b[31m'
@@ -186,7 +189,7 @@ def test_repeated_blocks_where_scopes_are_missing(resnet50: ortlab.Model) -> Non
     g = graph_data(resnet50)
     labels = [gr.label for gr in g.groups]
     assert len(labels) >= 17, "stem, 16 bottlenecks, head"
-    assert sum("(like block" in lb for lb in labels) >= 12, "bottlenecks repeat"
+    assert sum(", like block" in lb for lb in labels) >= 12, "bottlenecks repeat"
     assert g.expanded == [], "176 unscoped nodes start as 17 block boxes"
     ov = g.overview()
     assert ov["kind"].tolist() == ["input", *["group"] * 17, "output"]
@@ -237,3 +240,85 @@ def test_a_fused_nodes_details_show_its_kernels_time_as_the_profile_lists_it() -
         credited[kernel] = credited.get(kernel, 0.0) + n.us_per_run
     for kernel, total in credited.items():  # each kernel's time credited exactly once
         assert total == pytest.approx(prof[kernel], rel=1e-9)
+
+
+# Ops whose work is a block's name when it holds one: this test's own list, not ortlab's.
+_WORK = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "MatMul", "MatMulInteger",
+         "Gemm", "LSTM", "GRU", "Attention", "Einsum", "If", "Loop", "Scan"}  # fmt: skip
+
+
+def _block_members(g: Any, group_id: str) -> list[Any]:
+    return [n for n in g.nodes if n.group == group_id or n.group.startswith(group_id + "/")]
+
+
+def _first_named(label: str) -> str:
+    """'block 03, like block 01: Conv x3 + Mul x6 (+10 more)' -> 'Conv' (x: a times sign)."""
+    named = label.split(": ", 1)[1].removeprefix("data movement: ")
+    return named.split(" + ")[0].split(" ×")[0].split(" (")[0]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus.NAMES)
+def test_first_picture_of_every_real_model(name: str) -> None:
+    """The first picture of each corpus model: at most COLLAPSE_ABOVE items (graph inputs and
+    outputs counted), the nodes all accounted for, and every block named after the work it
+    holds (recounted from its members: a block with a Conv or MatMul is never named after the
+    Mul or Cast it has more of)."""
+    from ortlab.analysis.graphdata import COLLAPSE_ABOVE
+
+    g = graph_data(corpus.load(name))
+    ov = g.overview()
+    assert len(ov) <= COLLAPSE_ABOVE, ov
+    assert ov["nodes"].sum() == len(g.nodes)
+    for gr in g.groups:
+        if not gr.label.startswith("block "):
+            continue
+        ops = Counter(n.op_type for n in _block_members(g, gr.id))
+        first = _first_named(gr.label)
+        assert first in ops, gr.label
+        if ops.keys() & _WORK:
+            assert first in _WORK, (gr.label, ops)
+
+
+@pytest.mark.corpus
+def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
+    """With a placement (the PP-OCRv4 recognizer at H 48, W 320): each block is named after
+    the op type that took most of its measured time, its share is its nodes' shares, the
+    first colouring is by time (one EP ran everything), and tensors carry the run's concrete
+    shapes: each kernel ORT ran under an original node's name wrote the shape the graph shows
+    for that node's output (ORT's profile is the independent source)."""
+    from ortlab.views.widgets.graph import GraphView
+
+    m = corpus.load("ppocrv4_rec")
+    dims = {"p2o.DynamicDimension.0": 1, "?": 48, "p2o.DynamicDimension.1": 320}
+    pl = ortlab.placement(m, dims=dims, runs=3, progress=False)
+    assert pl.input_shapes == {"x": [1, 3, 48, 320]}
+    assert type(pl).from_json(pl.to_json()).input_shapes == pl.input_shapes
+    g = graph_data(m, placement=pl)
+    assert GraphView(g).color_by == "time"
+    timed = {r.node: r.us_per_run for r in pl.nodes.itertuples()}
+    total = sum(timed.values())
+    blocks = [gr for gr in g.groups if gr.label.startswith("block ")]
+    assert blocks
+    for gr in blocks:
+        members = _block_members(g, gr.id)
+        by_op: Counter[str] = Counter()
+        for n in members:
+            by_op[n.op_type] += timed.get(n.name, 0.0)
+        if by_op.total():
+            most = max(by_op.values())  # a fused kernel's time is split evenly: ties
+            assert by_op[_first_named(gr.label)] == pytest.approx(most), (gr.label, by_op)
+        assert gr.share == pytest.approx(sum(timed.get(n.name, 0.0) for n in members) / total)
+    from ortlab.analysis.graphdata import tensor_types
+
+    inferred = tensor_types(m, pl.input_shapes)  # ONNX inference alone, at the run's inputs
+    kernels = pl.profile.by_node().set_index("node")["output_shapes"]
+    checked = 0
+    for n in g.nodes:
+        if n.name in kernels.index and n.outputs and len(kernels[n.name].split("], ")) == 1:
+            if re.fullmatch(r"\w+\[[\d, ]*\]", inferred[n.outputs[0]]):  # inferred concrete
+                assert inferred[n.outputs[0]] == kernels[n.name], n.name
+                checked += 1
+            assert g.tensors[n.outputs[0]] == kernels[n.name], n.name  # the view: concrete
+    assert checked >= 20, checked
+    assert g.tensors["x"] == "float[1, 3, 48, 320]"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +97,8 @@ class GraphGroup:
     providers: dict[str, int]
     us_per_run: float
     boundaries: int = 0
+    share: float = 0.0
+    """Its nodes' share of the time (the sum of their ``share``): 0 without a profile."""
     """Edges inside the group whose two ends run on different EPs: shown on the collapsed
     group, so a fallback inside it is not hidden."""
 
@@ -291,6 +293,7 @@ def _pack(g: GraphData) -> dict[str, Any]:
             ],
             "us_per_run": [gr.us_per_run for gr in groups],
             "boundaries": [gr.boundaries for gr in groups],
+            "share": [gr.share for gr in groups],
         },
         "tensors": {
             "name": [ix[t] for t in g.tensors],
@@ -341,24 +344,37 @@ def _constant_type(node: onnx.NodeProto) -> str:
     return "? (constant)"
 
 
-_TYPES: weakref.WeakKeyDictionary[Model, dict[str, str]] = weakref.WeakKeyDictionary()
+_TYPES: weakref.WeakKeyDictionary[Model, dict[tuple[Any, ...], dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
 """Each loaded model's tensor types (a Lab refresh draws the same model again and again)."""
 
 
-def tensor_types(m: Model) -> dict[str, str]:
+def tensor_types(
+    m: Model, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, str]:
     """Tensor name -> 'dtype[shape]' (ONNX shape inference; weights marked '(initializer)'),
-    worked out once per loaded model."""
-    if m not in _TYPES:
-        _TYPES[m] = _tensor_types(m.proto)
-    return dict(_TYPES[m])
+    worked out once per loaded model and input shapes. With ``input_shapes`` (a run's), shapes
+    are inferred at those inputs: concrete where inference can follow them, else declared."""
+    key = tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
+    cache = _TYPES.setdefault(m, {})
+    if key not in cache:
+        declared = cache.get(()) or _tensor_types(m.proto)
+        cache[()] = declared
+        cache[key] = {**declared, **_tensor_types(m.proto, dict(key))} if key else declared
+    return dict(cache[key])
 
 
-def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
+def _tensor_types(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, str]:
     """dtype[shape] of every tensor ONNX shape inference can type (weights not needed)."""
     out = {}
-    graph = inferred_graph(model)
+    graph = inferred_graph(model, input_shapes)
     for vi in [*graph.input, *graph.output, *graph.value_info]:
         shape = value_info_shape(vi)
+        if input_shapes and (shape is None or not all(isinstance(d, int) for d in shape)):
+            continue  # not followed at the run's shapes: the declared type stays
         dims = (
             "?"
             if shape is None
@@ -368,6 +384,34 @@ def _tensor_types(model: onnx.ModelProto) -> dict[str, str]:
     for t in graph.initializer:
         out[t.name] = f"{dtype_name(t.data_type)}{list(t.dims)} (initializer)"
     return out
+
+
+def _run_types(
+    m: Model, placement: Any, nodes: list[GraphNode], constants: dict[str, str]
+) -> dict[str, str]:
+    """Tensor types for the view: at a placement's input shapes (ONNX inference), and where
+    inference cannot follow them (a Reshape to a computed shape), the shapes the kernel ORT ran
+    under that node's own name wrote (the profile's output shapes)."""
+    types = tensor_types(m, getattr(placement, "input_shapes", None))
+    profile = getattr(placement, "profile", None)
+    if profile is not None and getattr(placement, "input_shapes", None):
+        written = dict(zip(*(profile.by_node()[c] for c in ("node", "output_shapes")), strict=True))
+        for n in nodes:
+            shapes = written.get(n.name, "").split("], ")
+            outs = [t for t in n.outputs if t]
+            if len(shapes) == len(outs) and shapes[0]:
+                for t, ty in zip(outs, shapes, strict=True):
+                    if not _concrete(types.get(t, "?")):
+                        types[t] = ty if ty.endswith("]") else ty + "]"
+    return {**types, **constants}
+
+
+def _concrete(ty: str) -> bool:
+    return (
+        ty.endswith("]")
+        and "?" not in ty
+        and all(d.strip().isdigit() for d in ty[ty.index("[") + 1 : -1].split(",") if d.strip())
+    )
 
 
 def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
@@ -408,31 +452,43 @@ def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
                 providers=dict(Counter(n.provider for n in inside if n.provider)),
                 us_per_run=sum(n.us_per_run for n in inside),
                 boundaries=crossing[gid],
+                share=sum(n.share for n in inside),
             )
         )
     return out
 
 
-def _initial_expanded(groups: list[GraphGroup], total: int) -> list[str]:
-    """Expand scope levels from the top while the visible item count stays readable; then
-    open any group still holding more than a quarter of the model (one giant box is no
-    picture), until none does."""
-    if total <= COLLAPSE_ABOVE:
+def _initial_expanded(groups: list[GraphGroup], total: int, extra: int = 0) -> list[str]:
+    """The groups open in the first picture, which draws at most COLLAPSE_ABOVE items (``extra``
+    of them, the graph's inputs and outputs, are always drawn). Scope levels open from the top
+    while the picture stays within that; then a group still closed that holds more than a
+    quarter of the model (one giant box is no picture) opens, biggest first, while the picture
+    stays within it."""
+    budget = COLLAPSE_ABOVE - extra
+    if total <= budget:
         return [g.id for g in groups]
     expanded: list[str] = []
     for depth in range(1, 1 + max((g.depth for g in groups), default=0)):
         level = [g for g in groups if g.depth == depth]
         candidate = expanded + [g.id for g in level]
-        visible = _visible_count(groups, set(candidate), total)
-        if visible > COLLAPSE_ABOVE:
+        if _visible_count(groups, set(candidate), total) > budget:
             break
         expanded = candidate
     opened = set(expanded)
-    for g in groups:  # parents come before children (sorted by depth)
-        if g.id not in opened and (g.depth == 1 or g.parent in opened) and g.size > total / 4:
-            opened.add(g.id)
-            expanded.append(g.id)
-    return expanded
+    while True:
+        closed = [g for g in groups  # a big group drawn closed now
+                  if g.id not in opened and (g.depth == 1 or g.parent in opened)
+                  and g.size > total / 4]  # fmt: skip
+        fits = (
+            g
+            for g in sorted(closed, key=lambda g: -g.size)
+            if _visible_count(groups, opened | {g.id}, total) <= budget
+        )
+        grown = next(fits, None)
+        if grown is None:
+            return expanded
+        opened.add(grown.id)
+        expanded.append(grown.id)
 
 
 def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> int:
@@ -482,29 +538,136 @@ def _segments(live: list[int], target: int) -> list[range]:
     return out
 
 
-def _signature(nodes: list[GraphNode]) -> str:
-    ops = Counter(n.op_type for n in nodes).most_common()
-    parts = [f"{op} ×{c}" if c > 1 else op for op, c in ops[:3]]
-    return " + ".join(parts) + (f" + {len(ops) - 3} more" if len(ops) > 3 else "")
+_COMPUTE_OPS = frozenset(
+    {
+        "Conv",
+        "ConvTranspose",
+        "ConvInteger",
+        "QLinearConv",
+        "Gemm",
+        "MatMul",
+        "MatMulInteger",
+        "QLinearMatMul",
+        "MatMulNBits",
+        "DynamicQuantizeMatMul",
+        "FusedConv",
+        "FusedGemm",
+        "FusedMatMul",
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "DynamicQuantizeLSTM",
+        "Einsum",
+        "TreeEnsembleClassifier",
+        "TreeEnsembleRegressor",
+        "TreeEnsemble",
+        "Scan",
+        "Loop",
+        "If",
+        "STFT",
+        "DFT",
+    }
+)
+"""Ops whose work grows with their weights or both operands: what a block is named after."""
+_DATA_MOVEMENT_OPS = frozenset(
+    {
+        "Identity",
+        "Cast",
+        "Shape",
+        "Size",
+        "Reshape",
+        "Flatten",
+        "Squeeze",
+        "Unsqueeze",
+        "Constant",
+        "ConstantOfShape",
+        "Range",
+        "Gather",
+        "Slice",
+        "Concat",
+        "Split",
+        "Expand",
+        "Transpose",
+        "Equal",
+        "Where",
+        "Not",
+        "And",
+        "Or",
+        "Less",
+        "Greater",
+        "NonZero",
+        "Tile",
+    }
+)
+"""Ops that compute nothing a person looks for (shapes, casts, copies): named last."""
+
+
+def _structure(nodes: list[GraphNode]) -> tuple[tuple[str, int], ...]:
+    """What a block is made of (every op type and how many): equal structures repeat."""
+    return tuple(sorted(Counter(n.op_type for n in nodes).items()))
+
+
+def _block_name(nodes: list[GraphNode]) -> str:
+    """A block's name: the ops that do its work, heaviest first, by measured time when the
+    nodes have one, else compute ops (Conv, MatMul, … ranked by their weights' size, a proxy
+    for FLOPs) before element-wise ones before data movement (Cast, Reshape, …), which name a
+    block only when it holds nothing else ("data movement: Cast x4", with a multiplication
+    sign)."""
+    count = Counter(n.op_type for n in nodes)
+    timed: defaultdict[str, float] = defaultdict(float)
+    for n in nodes:
+        timed[n.op_type] += n.us_per_run
+    if any(timed.values()):
+        ranked = sorted(count, key=lambda op: (-timed[op], -count[op], op))
+        ranked = [op for op in ranked if timed[op] > 0] or ranked
+    else:
+
+        def weight(op: str) -> tuple[int, int, str]:
+            rank = 0 if op in _COMPUTE_OPS else 2 if op in _DATA_MOVEMENT_OPS else 1
+            return rank, -count[op], op
+
+        ranked = sorted(count, key=weight)
+    heavy = [op for op in ranked[:2] if op not in _DATA_MOVEMENT_OPS]
+    if not heavy:
+        return "data movement: " + " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op
+                                                for op in ranked[:2])  # fmt: skip
+    rest = len(nodes) - sum(count[op] for op in heavy)
+    return " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op for op in heavy) + (
+        f" (+{rest} more)" if rest else ""
+    )
 
 
 def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[str]:
     """Group paths (relative) for nodes in topological order without usable name scopes:
     segments of at most ~1/12 of the nodes cut where one tensor (or fewest) is live, named
-    by their ops (Conv x3 + Relu x2, with a multiplication sign), with repeats noted ("like
-    block 03"); a segment that still holds more than COLLAPSE_ABOVE nodes is cut again."""
+    by the ops doing their work (:func:`_block_name`), with repeats of one structure noted
+    ("block 07, like block 03"); a segment that still holds more than COLLAPSE_ABOVE nodes is
+    cut again."""
     target = max(6, -(-len(nodes) // 24))
-    segs = _segments(_live_counts(nodes, ignore), target)
+    segs: list[range] = []
+    for seg in _segments(_live_counts(nodes, ignore), target):  # runs of data movement: one
+        moving = all(nodes[i].op_type in _DATA_MOVEMENT_OPS for i in seg)
+        if (
+            moving
+            and segs
+            and seg.stop - segs[-1].start <= COLLAPSE_ABOVE
+            and all(nodes[i].op_type in _DATA_MOVEMENT_OPS for i in segs[-1])
+        ):
+            segs[-1] = range(segs[-1].start, seg.stop)
+        else:
+            segs.append(seg)
     width = len(str(len(segs)))
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {}  # a block's structure -> the first block made of it
     out = [""] * len(nodes)
     for k, seg in enumerate(segs, 1):
         members = [nodes[i] for i in seg]
-        sig = _signature(members)
         num = f"{prefix}{k:0{width}d}"
-        first = seen.setdefault(sig, num)
-        like = f" (like block {first})" if first != num else ""
-        path = "/" + f"block {num}: {sig}{like}".replace("/", "∕")
+        first = seen.setdefault(repr(_structure(members)), num)
+        like = f", like block {first}" if first != num else ""
+        path = "/" + f"block {num}{like}: {_block_name(members)}".replace("/", "∕")
         inner = [""] * len(members)
         if len(members) > COLLAPSE_ABOVE:
             inner = _blocks(members, ignore, prefix=f"{num}.")
@@ -673,14 +836,16 @@ def graph_data(
     ]
     groups = _groups(nodes, edges)
     providers = list(dict.fromkeys(n.provider for n in nodes if n.provider))
+    weights = {t.name for t in graph.initializer}
+    inputs = [i.name for i in graph.input if i.name not in weights]
     return GraphData(
         model=m.name,
         nodes=nodes,
         edges=edges,
         groups=groups,
-        tensors={**tensor_types(m), **constants},
+        tensors=_run_types(m, placement, nodes, constants),
         providers=providers,
-        expanded=_initial_expanded(groups, len(nodes)),
+        expanded=_initial_expanded(groups, len(nodes), len(inputs) + len(graph.output)),
         has_time=bool(total_time),
         has_quant=bool(sq),
         has_memory=any(n.output_bytes > 0 for n in nodes),
@@ -692,6 +857,6 @@ def graph_data(
                "type and shape show in the consumer's details)"] if constants else []),
         ],
         constants=len(constants),
-        inputs=[i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}],
+        inputs=inputs,
         outputs=[o.name for o in graph.output],
     )  # fmt: skip

@@ -137,6 +137,8 @@ class PlacementResult(Result):
     """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
     synthetic: bool | None = None
     """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    """Each input's shape in the runs measured (the graph view infers tensor shapes at them)."""
 
     # ------------------------------------------------------------------ tables
 
@@ -669,4 +671,6 @@ def placement(
                          report=out["report"], notes=joined.notes[:1], feeds=shapes,
                          synthetic=synthetic)  # fmt: skip
     return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic,
-                               ort_ms=out["ort_ms"])  # fmt: skip
+                               ort_ms=out["ort_ms"],
+                               input_shapes={k: list(v) for k, v in f.shapes().items()},
+                               )  # fmt: skip

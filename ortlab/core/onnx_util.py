@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -233,10 +233,13 @@ CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 """Ops whose attributes hold subgraphs that run inside them."""
 
 
-def inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+def inferred_graph(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> onnx.GraphProto:
     """The graph with ONNX shape inference's value_info, inferred on a copy without the big
     weights (copying a 100 MB model costs ~20 ms; inference needs their dims and dtype only,
-    small ones may be Reshape targets). Best effort: the declared graph if inference fails."""
+    small ones may be Reshape targets). Best effort: the declared graph if inference fails.
+    ``input_shapes``: infer at these concrete input shapes (a run's), not the declared dims."""
     import math
 
     light = onnx.ModelProto()
@@ -247,6 +250,13 @@ def inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
     light.graph.name = g.name
     light.graph.node.extend(g.node)
     light.graph.input.extend(g.input)
+    for vi in light.graph.input:
+        shape = (input_shapes or {}).get(vi.name)
+        declared = vi.type.tensor_type.shape.dim
+        if shape is not None and len(shape) == len(declared):
+            for dim, value in zip(declared, shape, strict=True):
+                dim.Clear()
+                dim.dim_value = int(value)
     light.graph.output.extend(g.output)
     light.graph.value_info.extend(g.value_info)
     for t in g.initializer:
@@ -255,6 +265,8 @@ def inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
         else:
             light.graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
     try:
-        return onnx.shape_inference.infer_shapes(light, strict_mode=False).graph
+        return onnx.shape_inference.infer_shapes(
+            light, strict_mode=False, data_prop=bool(input_shapes)
+        ).graph
     except Exception:  # noqa: BLE001 - inference is best effort: keep the declared types
         return light.graph

@@ -12,6 +12,7 @@ whose every node reads one broadcast tensor:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +65,25 @@ def test_broadcast_chain_is_cut_into_blocks(page: Any, tmp_path: Path) -> None:
     _check_first_picture(page, view, view.to_html(tmp_path / "chain.html"))
 
 
+_ROWS = """(panel) => {
+    const out = {}; let title = "";
+    for (const el of panel.children) {
+        if (el.tagName === "DIV") { title = el.textContent; out[title] = out[title] || []; }
+        else out[title].push(...[...el.rows].map((r) => [...r.cells].map((c) => c.textContent)));
+    }
+    return out;
+}"""
+
+
 def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
     from tests.test_placement import _replay
 
     m = ortlab.examples.load("nan_guard_cnn")
     pl = _replay({"/sanitize/IsNaN": "refused"})
     _open(page, ortlab.graph(m, placement=pl).to_html(tmp_path / "g.html"))
-    for name, expected in (("/features/0/Conv", "pads = [1, 1, 1, 1]"),
-                           ("/sanitize/IsNaN", "why here: op not supported: IsNaN")):  # fmt: skip
+    cases = (("/features/0/Conv", ("pads", "[1, 1, 1, 1]")),
+             ("/sanitize/IsNaN", ("why here", "op not supported: IsNaN")))  # fmt: skip
+    for name, expected in cases:
         page.fill(".ortlab-search", name)
         page.press(".ortlab-search", "Enter")  # centres it
         box = page.locator(".ortlab-canvas").bounding_box()
@@ -79,8 +91,12 @@ def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
         details = page.locator(".ortlab-details")
         details.wait_for(state="visible", timeout=5_000)
         assert details.get_attribute("data-node") == name
-        text = details.text_content()
-        assert expected in text and "in  " in text and "EP: " in text, text
+        rows = details.evaluate(_ROWS)  # the panel's tables: section -> [[key, value]]
+        key, value = expected
+        assert any(k == key and v.startswith(value)
+                   for k, v in rows.get("attributes", []) + rows["placement"]), rows  # fmt: skip
+        assert rows["placement"][0][0] == "EP" and rows["placement"][0][1].endswith("Provider")
+        assert any(re.fullmatch(r"float\[.*\]", v) for _, v in rows["inputs"]), rows["inputs"]
     page.locator(".ortlab-graph").press("Escape")
     page.locator(".ortlab-details").wait_for(state="hidden", timeout=5_000)
     assert page.errors == []

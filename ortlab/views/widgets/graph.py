@@ -39,6 +39,15 @@ __all__ = [
 ]
 
 
+def default_color(graph: GraphData) -> str:
+    """The first colouring: by measured time when there is one and one EP ran everything
+    (provider colours would paint it all one colour); by provider when nodes ran on two or
+    more EPs (where it falls back is then the first question) or nothing was timed."""
+    if graph.has_diff:
+        return "diff"
+    return "time" if graph.has_time and len(graph.providers) <= 1 else "provider"
+
+
 class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # untyped base
     """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
     measured time or quantization error."""
@@ -50,7 +59,8 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
     """The graph in its wire form (``GraphData.packed()``: columns of indices into one string
     table; the browser unpacks it). Read the graph from :attr:`graph_data`."""
     color_by = traitlets.Unicode("provider").tag(sync=True)
-    """'provider', 'op_type', 'time' or 'quant_error'."""
+    """'provider', 'op_type', 'time', 'quant_error', 'memory' or 'diff'; by default
+    :func:`default_color` of the graph."""
     selected = traitlets.Dict().tag(sync=True)
     """The node last clicked in the browser (its row of the join), or {}."""
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -72,6 +82,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
             )
         self.graph_data = graph
         """The GraphData drawn (nodes, edges, groups as objects; ``.to_pandas()``)."""
+        kwargs.setdefault("color_by", default_color(graph))
         super().__init__(
             data=graph.packed(),
             dagre_src=dagre_source(),

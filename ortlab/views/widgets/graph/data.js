@@ -120,36 +120,57 @@ export function closeScope(expanded, group) {
 
 function describeGroup(it) {
   const eps = Object.entries(it.providers || {}).map(([p, c]) => `${p}: ${c}`).join(", ");
-  return `${it.id}\n${it.size} nodes · ${eps}` +
-    `\n${(it.us_per_run || 0).toFixed(1)} µs/run · click to expand`;
+  const time = it.us_per_run ? `${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%) · ` +
+    "median run, profiling on" : "no time measured";
+  return `${it.id}\n${it.size} nodes · ${eps}\n${time}\nclick to open`;
 }
 
-// The tooltip text of an item (plain text: the caller puts it in with textContent);
-// `tensors` is the unpacked graph's Map name -> type.
-export function describe(it, tensors) {
-  if (it.kind === "group") return describeGroup(it);
-  if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors.get(it.name) || "?"}`;
-  const lines = [`${it.name}`, `${it.domain ? it.domain + "." : ""}${it.op_type}`];
-  if (it.provider) lines.push(`EP: ${it.provider}`);
+// A node's details as sections of rows, for the details panel (interact.js draws them as
+// tables) and the tooltip (describe: one line per row). A row is [key, value, line]: the
+// panel shows key | value, the tooltip the line. `tensors` is the unpacked graph's Map
+// name -> type (shapes at the run's inputs when the graph came with a placement).
+export function details(it, tensors) {
+  const row = (key, value, line) => [key, String(value), line ?? `${key}: ${value}`];
+  const head = [row("name", it.name, it.name), row("op", `${it.domain ? it.domain + "." : ""}${it.op_type}`,
+    `${it.domain ? it.domain + "." : ""}${it.op_type}`)];
+  const where = [];
+  if (it.provider) where.push(row(it.predicted ? "EP (predicted)" : "EP", it.provider, `EP: ${it.provider}`));
+  if (it.reason) where.push(row("why here", it.reason));
+  if (it.predicted) where.push(row("note", "predicted placement: not run here", "(predicted placement: not run here)"));
   // a kernel that computes several original nodes: the kernel's own time (as the Profile tab
   // lists it) beside what this node is credited with, and how
   const kernel = it.optimized.length ? it.optimized.join(", ") : "";
   const shared = kernel && it.group_us_per_run > it.us_per_run * 1.0005;
+  const time = [];
   if (it.us_per_run) {
-    lines.push(`time: ${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%) · median run, profiling on` +
-      (it.time_source && it.time_source !== "measured" ? ` · ${it.time_source}` : ""));
-    if (shared) lines.push(`  its part of ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run in all`);
+    const how = it.time_source && it.time_source !== "measured" ? ` · ${it.time_source}` : "";
+    const value = `${it.us_per_run.toFixed(1)} µs/run (${(100 * it.share).toFixed(1)}%) · median run, profiling on${how}`;
+    time.push(row("time", value));
+    if (shared) time.push(row(`all of ${kernel}`, `${it.group_us_per_run.toFixed(1)} µs/run`,
+      `  its part of ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run in all`));
   } else if (shared) {
-    lines.push(`time: none of its own (${it.time_source}); ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run · median run, profiling on`);
+    const value = `none of its own (${it.time_source}); ${kernel}: ${it.group_us_per_run.toFixed(1)} µs/run · median run, profiling on`;
+    time.push(row("time", value));
   }
-  if (it.output_bytes > 0) lines.push(`outputs: ${(it.output_bytes / 1e6).toFixed(3)} MB`);
-  if (it.delta_us !== null && it.delta_us !== undefined) lines.push(`run B − A: ${it.delta_us >= 0 ? "+" : ""}${it.delta_us.toFixed(1)} µs/run (${it.diff_verdict})`);
-  if (it.reason) lines.push(`why here: ${it.reason}`);
-  if (it.status) lines.push(`status: ${it.status}${it.optimized.length ? " → " + it.optimized.join(", ") : ""}`);
-  if (it.sqnr_db !== null && it.sqnr_db !== undefined) lines.push(`SQNR: ${it.sqnr_db.toFixed(1)} dB`);
-  if (it.predicted) lines.push("(predicted placement: not run here)");
-  for (const t of it.inputs) if (t) lines.push(`in  ${t}: ${tensors.get(t) || "?"}`);
-  for (const t of it.outputs) if (t) lines.push(`out ${t}: ${tensors.get(t) || "?"}`);
-  for (const [k, v] of Object.entries(it.attrs || {})) lines.push(`${k} = ${v}`);
-  return lines.join("\n");
+  if (it.output_bytes > 0) time.push(row("outputs", `${(it.output_bytes / 1e6).toFixed(3)} MB`));
+  if (it.delta_us !== null && it.delta_us !== undefined) {
+    time.push(row("run B − A", `${it.delta_us >= 0 ? "+" : ""}${it.delta_us.toFixed(1)} µs/run (${it.diff_verdict})`));
+  }
+  if (it.sqnr_db !== null && it.sqnr_db !== undefined) time.push(row("SQNR", `${it.sqnr_db.toFixed(1)} dB`));
+  const became = it.status ? [row("status", `${it.status}${kernel ? " → " + kernel : ""}`)] : [];
+  const io = (dir, names) => names.filter((t) => t).map((t) => row(t, tensors.get(t) || "?",
+    `${dir} ${t}: ${tensors.get(t) || "?"}`));
+  const attrs = Object.entries(it.attrs || {}).map(([k, v]) => row(k, v, `${k} = ${v}`));
+  return [
+    { title: "", rows: head }, { title: "placement", rows: where }, { title: "time", rows: time },
+    { title: "optimization", rows: became }, { title: "inputs", rows: io("in ", it.inputs) },
+    { title: "outputs", rows: io("out", it.outputs) }, { title: "attributes", rows: attrs },
+  ].filter((sec) => sec.rows.length);
+}
+
+// The tooltip text of an item (plain text: the caller puts it in with textContent).
+export function describe(it, tensors) {
+  if (it.kind === "group") return describeGroup(it);
+  if (it.kind === "io") return `graph ${it.op_type}: ${it.name}\n${tensors.get(it.name) || "?"}`;
+  return details(it, tensors).flatMap((sec) => sec.rows.map((r) => r[2])).join("\n");
 }

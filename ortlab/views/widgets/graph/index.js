@@ -68,15 +68,15 @@ function buildDom(el, colorModes) {
   fit.textContent = "fit";
   const status = element("span", "ortlab-status");
   bar.append(select, search, fit, status);
-  const canvas = element("canvas", "ortlab-canvas", "display:block;width:100%;height:520px;cursor:grab;");
+  const canvas = element("canvas", "ortlab-canvas", "display:block;width:100%;height:clamp(420px, calc(100vh - 200px), 1600px);cursor:grab;");
   const tip = element("div", "ortlab-tooltip", "position:absolute;display:none;pointer-events:none;" +
     "background:#fff;border:1px solid #999;padding:4px 6px;max-width:420px;white-space:pre-wrap;z-index:10;");
   const mini = element("canvas", "ortlab-minimap", "position:absolute;right:8px;top:44px;width:140px;" +
     "height:110px;background:rgba(255,255,255,0.85);border:1px solid #bbb;");
   const legend = element("div", "ortlab-legend", "padding:4px;display:flex;gap:10px;flex-wrap:wrap;");
   const details = element("div", "ortlab-details", "position:absolute;display:none;left:8px;top:44px;" +
-    "width:320px;max-height:440px;overflow:auto;background:#fff;border:1px solid #888;padding:6px 8px;" +
-    "white-space:pre-wrap;z-index:11;box-shadow:0 2px 6px rgba(0,0,0,0.2);font:12px sans-serif;");
+    "width:360px;max-height:calc(100% - 60px);overflow:auto;background:#fff;border:1px solid #888;padding:6px 8px;" +
+    "z-index:11;box-shadow:0 2px 6px rgba(0,0,0,0.2);font:12px sans-serif;");
   const help = element("div", "ortlab-keys", "padding:0 4px 4px;color:#555;font-size:11px;");
   help.textContent = "click a node: details · click a group: open it · f: fit · /: search · Esc: close";
   el.tabIndex = 0;  // keys (f, /, Esc) reach the view

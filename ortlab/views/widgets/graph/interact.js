@@ -107,12 +107,40 @@ function focusFirstHit(s, lib, repaint) {
 
 // The details panel for the selected node (a click here, or `selected` set from Python or
 // the Lab's lists, which also moves the view to it).
+function cell(tag, text, css) {
+  const c = document.createElement(tag);
+  c.textContent = text;  // model strings only ever as text
+  if (css) c.style.cssText = css;
+  return c;
+}
+
+// The details panel: the node's name and op, then one small table per section (placement,
+// time, optimization, inputs and outputs with shapes, attributes), as Netron's sidebar.
+function fillDetails(panel, sections) {
+  panel.replaceChildren();
+  const [head, ...rest] = sections;
+  panel.append(cell("div", head.rows[0][1], "font-weight:bold;font-size:13px;word-break:break-all;"),
+    cell("div", head.rows[1][1], "color:#555;margin-bottom:4px;"));
+  for (const sec of rest) {
+    panel.append(cell("div", sec.title, "margin:6px 0 2px;color:#777;font-size:11px;" +
+      "text-transform:uppercase;letter-spacing:0.04em;border-bottom:1px solid #ddd;"));
+    const table = cell("table", "", "border-collapse:collapse;width:100%;table-layout:fixed;");
+    for (const [key, value] of sec.rows) {
+      const tr = document.createElement("tr");
+      tr.append(cell("td", key, "width:38%;padding:1px 6px 1px 0;vertical-align:top;color:#333;" +
+        "word-break:break-all;"), cell("td", value, "padding:1px 0;vertical-align:top;word-break:break-word;"));
+      table.append(tr);
+    }
+    panel.append(table);
+  }
+}
+
 export function showSelected(s, lib) {
   const sel = s.model.get("selected") || {};
   const panel = s.dom.details;
   if (!sel.name) { panel.style.display = "none"; delete panel.dataset.node; return; }
   const node = s.graph.nodes.find((n) => n.name === sel.name) || sel;
-  panel.textContent = lib.data.describe({ kind: "node", ...node }, s.graph.tensors);
+  fillDetails(panel, lib.data.details({ kind: "node", ...node }, s.graph.tensors));
   panel.dataset.node = node.name;
   panel.style.display = "block";
   if (s.clicked !== sel.name) focusNode(s, lib, sel.name, null);

@@ -44,7 +44,8 @@ function itemLines(it) {
     const eps = Object.keys(it.providers || {}).map((p) => p.replace("ExecutionProvider", ""));
     const content = rest.join(":").trim() || id;
     const cross = it.boundaries ? ` · ${it.boundaries} EP boundar${it.boundaries > 1 ? "ies" : "y"}` : "";
-    return [`▸ ${content}`, `${id.trim()} · ${it.size} nodes${eps.length ? " · " + eps.join("+") : ""}${cross}`];
+    const time = it.share > 0 ? ` · ${(100 * it.share).toFixed(1)}%` : "";  // of the measured time
+    return [`▸ ${content}${time}`, `${id.trim()} · ${it.size} nodes${eps.length ? " · " + eps.join("+") : ""}${cross}`];
   }
   if (it.kind === "io") return [it.name, `graph ${it.op_type}`];
   return [it.op_type, it.name];
@@ -75,7 +76,7 @@ export function drawLabels(ctx, s, fill, dpr) {
     ctx.font = `${LABEL_PX}px sans-serif`;
     ctx.fillText(fitText(head, sw - 8), sx + 4, sy + Math.min(sh / 2 + 4, LABEL_PX + 3));
     drawn += 1; minPx = Math.min(minPx, LABEL_PX);
-    if (sh >= LABEL_PX + SUB_PX + 8) {
+    if (sh >= LABEL_PX + SUB_PX + 6) {
       ctx.font = `${SUB_PX}px sans-serif`;
       const text = it.kind === "group" ? sub : String(sub).slice(-Math.floor((sw - 8) / 6));
       ctx.fillText(fitText(text, sw - 8), sx + 4, sy + LABEL_PX + SUB_PX + 5);

@@ -16,15 +16,22 @@ self.onmessage = (event) => {
   return new Worker(url);
 }
 
+// A scope group's box is as wide as its name at half zoom (the scale a tall picture fits at;
+// labels are 11 px on screen, ~6.4 px a character): "Conv ×3 + Mul ×6 (+10 more) · 4.9%".
+function groupWidth(it) {
+  const label = String(it.label), text = label.length - label.indexOf(":") + 12;  // as labels.js heads it
+  return Math.min(720, Math.max(NODE_W + 130, 2 * (6.4 * text + 16)));
+}
+
 // dagre's input for the visible items of data.visibleItems().
 export function layoutRequest(vis) {
   const nodes = [...vis.items.values()].map((it) => ({
-    v: it.key, width: it.kind === "group" ? NODE_W + 130 : NODE_W,
-    height: it.kind === "group" ? NODE_H + 22 : NODE_H,
+    v: it.key, width: it.kind === "group" ? groupWidth(it) : NODE_W,
+    height: it.kind === "group" ? NODE_H + 16 : NODE_H,
   }));
   const edges = vis.edges.map((e) => ({ v: e.v, w: e.w, minlen: 1, weight: 1, width: 0,
     height: 0, labeloffset: 10, labelpos: "r" }));
-  const opts = { nodesep: 16, ranksep: 22 };
+  const opts = { nodesep: 16, ranksep: 18 };
   if (nodes.length > 3000) opts.ranker = "longest-path";
   return { nodes, edges, layout: opts };
 }

@@ -96,7 +96,7 @@ export function unpack(p) {
   const groups = groupIds.map((id, k) => ({
     id, label: S[G.label[k]], parent: S[G.parent[k]], depth: G.depth[k], size: G.size[k],
     providers: pairs(G.providers[k], (i) => S[i], (c) => c), us_per_run: G.us_per_run[k],
-    boundaries: G.boundaries[k],
+    boundaries: G.boundaries[k], share: G.share[k],
   }));
   const nodes = unpackNodes(p.nodes, S, groupIds);
   const { strings: _s, nodes: _n, groups: _g, tensors: T, format: _f, ghost_fanout: fanout, ...meta } = p;
