@@ -286,7 +286,8 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
     the op type that took most of its measured time, its share is its nodes' shares, the
     first colouring is by time (one EP ran everything), and tensors carry the run's concrete
     shapes: each kernel ORT ran under an original node's name wrote the shape the graph shows
-    for that node's output (ORT's profile is the independent source)."""
+    for that node's output (ORT's profile is the independent source). Kernels ORT renamed
+    are labelled by the original nodes they compute."""
     from ortlab.views.widgets.graph import GraphView
 
     m = corpus.load("ppocrv4_rec")
@@ -322,3 +323,12 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
             assert g.tensors[n.outputs[0]] == kernels[n.name], n.name  # the view: concrete
     assert checked >= 20, checked
     assert g.tensors["x"] == "float[1, 3, 48, 320]"
+    # the Lab's top-nodes list names each kernel by the original nodes it computes
+    from ortlab.views.render import kernel_label
+
+    originals = {n.name for n in g.nodes}
+    renamed = [r for r in pl.optimized_rows if r.node not in originals and r.fused_from]
+    assert renamed, "level all renames kernels (NCHWc)"
+    for r in renamed:
+        label = kernel_label(r.node, r.fused_from)
+        assert label.split(" ")[0] in originals and f"(kernel {r.node})" in label, label

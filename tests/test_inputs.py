@@ -128,3 +128,55 @@ def test_bool_and_string_inputs_validate() -> None:
     ortlab.core.inputs.validate_feeds(s, {"x": np.array([["a"] * 4] * 2)})
     with pytest.raises(FeedError, match="dtype float, expected string"):
         ortlab.core.inputs.validate_feeds(s, {"x": np.zeros((2, 4), np.float32)})
+
+
+@pytest.mark.corpus
+def test_a_guessed_image_size_the_model_refuses_is_refitted() -> None:
+    """The PP-OCRv4 recognizer (x: [N, 3, ?, W]) fails inside the network at the typical 224
+    height; ortlab takes the middle of the band of typical sizes it runs at (48, what it was
+    made for), says so, and never touches a dim that was given or a guess that runs. Plain
+    onnxruntime is the independent check of what runs."""
+    import onnxruntime as ort
+
+    from ortlab.engine.calls import fitted_dims, prepare
+    from tests import corpus
+
+    m = corpus.load("ppocrv4_rec")
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+
+    def runs(h: int) -> bool:
+        try:
+            sess.run(None, {"x": np.zeros((1, 3, h, 224), np.float32)})
+        except Exception:  # noqa: BLE001 - ORT's own failure is the answer
+            return False
+        return True
+
+    f = prepare(m, None, None)[2]
+    height = f.dims["?"]
+    assert height.value == 48 and "224 did not run" in height.why and "32..64" in height.why
+    assert not runs(224) and runs(48), "plain onnxruntime agrees"
+    assert [h for h in (32, 48, 64, 96) if runs(h)] == [32, 48, 64], "the band the reason names"
+    assert "?=48" in f.guessed()
+    given = fitted_dims(m, {"?": 224})
+    assert given["?"].value == 224 and given["?"].why == "given"
+    det = corpus.load("ppocrv4_det")  # its 224 guesses run: left as they are
+    assert {c.value for c in fitted_dims(det, None).values() if "image" in c.why} == {224}
+
+
+def test_a_run_that_fails_at_guessed_dims_says_they_were_guessed() -> None:
+    """An image input no typical size fits (a Reshape to 3x7x7): the error says which dims
+    were guessed and how to set them, not only ORT's message."""
+    from onnx import helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "a", "b"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 147])
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1, 147])
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "fixed",
+                              [x], [y], [shape])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    m = ortlab.load(model)
+    with pytest.raises(ortlab.RunError) as info:
+        ortlab.benchmark(m, runs=2, warmup=1, progress=False)
+    text = str(info.value)
+    assert "were guessed" in text and "a=224" in text and "dims=" in text, text
+    assert ortlab.benchmark(m, dims={"a": 7, "b": 7}, runs=2, progress=False).stats.count == 2

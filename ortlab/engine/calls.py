@@ -9,7 +9,7 @@ from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
-from ortlab.core.inputs import Feeds, validate_feeds
+from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.engine.session import SessionReport, warn_if_fallback
 from ortlab.engine.worker import get_worker
@@ -38,8 +38,74 @@ def prepare(
     m = load(model)
     cfg = as_config(config)
     m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
-    f = m.example_inputs(dims=dims, seed=seed) if feeds is None else validate_feeds(m, feeds)
+    if feeds is not None:
+        return m, cfg, validate_feeds(m, feeds)
+    choices = fitted_dims(m, dims)
+    f = m.example_inputs(dims={n: c.value for n, c in choices.items()}, seed=seed)
+    f.dims.update({n: c for n, c in choices.items() if n in f.dims})  # how each was chosen
     return m, cfg, f
+
+
+IMAGE_SIZES = (32, 48, 64, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512, 640)
+"""Image sizes tried, smallest first, for a guessed height or width the model does not run at."""
+_FITTED: dict[tuple[Any, ...], dict[str, DimChoice]] = {}
+
+
+def fitted_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
+    """Every symbolic dim's value and why (:func:`resolve_dims`), with a guessed image height
+    or width the model does not run at (a text recognizer made for height 48: 224 fails inside
+    the network) replaced by the middle of the band of IMAGE_SIZES it runs at (32..64: 48),
+    which the reason says. One run per size tried, on the CPU (the shapes a model takes are
+    the model's), in the worker, once per model and dims (remembered); dims given are never
+    changed, and nothing changes when the guesses run."""
+    choices = resolve_dims(model, dims)
+    guessed = [c for c in choices.values() if c.why.startswith("guessed: image")]
+    key = (model.fingerprint(), tuple(sorted((dims or {}).items())))
+    if not guessed or key in _FITTED:
+        return dict(_FITTED.get(key, choices))
+    values = {n: c.value for n, c in choices.items()}
+    if not _runs(model, values):
+        for c in guessed:
+            band = _band(model, values, c)
+            if band:
+                size = band[(len(band) - 1) // 2]
+                values[c.name] = size
+                choices[c.name] = DimChoice(
+                    c.name, size, f"{c.why}: {c.value} did not run; of the typical sizes it "
+                    f"ran at {band[0]}..{band[-1]}, {size} is the middle",
+                )  # fmt: skip
+                break
+    _FITTED[key] = choices
+    return dict(choices)
+
+
+def _band(model: Model, values: dict[str, int], dim: DimChoice) -> list[int]:
+    """The first run of consecutive IMAGE_SIZES the model runs at with ``dim`` set to each
+    (a network made for one size takes a band around it: pooling rounds), smallest first; []
+    if none."""
+    band: list[int] = []
+    for v in IMAGE_SIZES:
+        if v != dim.value and _runs(model, {**values, dim.name: v}):
+            band.append(v)
+        elif band:
+            break
+    return band
+
+
+def _runs(model: Model, dims: Mapping[str, int]) -> bool:
+    """Whether one run at these dims (synthesized inputs) succeeds."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        feeds = model.example_inputs(dims=dims)
+    try:
+        task = {"model_path": str(model.path), "model_name": model.name,
+                "config": SessionConfig(), "feeds": dict(feeds)}  # fmt: skip
+        call("outputs", task, desc="dims", context="", progress=False)
+    except RunError:
+        return False
+    return True
 
 
 def default_timeout() -> float | None:

@@ -352,6 +352,19 @@ def benchmark_html(b: BenchmarkResult) -> str:
 # ---------------------------------------------------------------- profile
 
 
+def kernel_label(kernel: str, originals: Sequence[str]) -> str:
+    """A kernel of ORT's final graph named by the original nodes it computes (what the graph
+    view and Netron show): ``p2o.Conv.12 + 2 more (kernel r169_nchwc)``; a kernel that is
+    an original node of its own keeps its name."""
+    rest = [n for n in originals if n != kernel]
+    if not rest:
+        return kernel
+    if kernel in originals:
+        return f"{kernel} (+{len(rest)} fused)"
+    more = f" + {len(rest) - 1} more" if len(rest) > 1 else ""
+    return f"{rest[0]}{more} (kernel {kernel})"
+
+
 def profile_node_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
     t = p.by_node().head(top)
     headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]

@@ -35,9 +35,10 @@ from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.core.runtime import devices
+from ortlab.engine.calls import fitted_dims
 from ortlab.engine.session import auto_providers
 from ortlab.views.plots import template
-from ortlab.views.render import esc, profile_node_rows, table_html
+from ortlab.views.render import esc, kernel_label, profile_node_rows, table_html
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 
@@ -313,7 +314,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if self.feeds is not None:
             return "feeds " + self.feeds.shapes_text()
         box = self._dims() or {}
-        used = resolve_dims(self.model, box)
+        used = fitted_dims(self.model, box)  # a guessed image size the model refuses: refitted
         # dims ortlab chose (guessed or defaults) stay chosen while the box shows its value
         self._auto_dims = {
             **{n: v for n, v in self._auto_dims.items() if box.get(n) == v},
@@ -653,11 +654,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
         top = median_shares(prof).head(25)
+        pl = self.placement
+        fused = {r.node: r.fused_from for r in pl.optimized_rows} if pl is not None else {}
         self._hold = True
         self.top_nodes.options = [
-            (f"{r.node} · {r.op_type} · {r.median_us:.0f} µs · {r.share:.1%}", r.node)
+            (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
+             f" · {r.share:.1%}", r.node)
             for r in top.itertuples()
-        ]
+        ]  # fmt: skip
         self.top_nodes.value = None
         self._hold = False
 
