@@ -552,6 +552,19 @@ def conv_doctor() -> ortlab.DoctorResult:
                          rounds=4, progress=False)  # fmt: skip
 
 
+def test_a_doctor_that_measured_nothing_still_draws(conv_doctor: ortlab.DoctorResult) -> None:
+    """A budget spent before any candidate was timed (the Lab's doctor under load): its tables
+    keep their columns and its charts draw, saying nothing was measured (was KeyError 'key')."""
+    import dataclasses
+
+    d = dataclasses.replace(conv_doctor, measured=[])
+    assert list(d.candidates().columns) == list(conv_doctor.candidates().columns)
+    assert d.candidates().empty and d.threads().empty
+    for kind in ("candidates", "threads", "pareto"):
+        fig = d.plot(kind)
+        assert len(fig.data) == 1 and len(fig.data[0].x) == 0, kind
+
+
 def test_doctor_measures_the_level_fix(conv_doctor: ortlab.DoctorResult) -> None:
     d = conv_doctor
     (x,) = [f for f in d.findings if f.rule == "optimization_level"]

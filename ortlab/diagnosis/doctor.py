@@ -154,7 +154,8 @@ class DoctorResult(Result):
                     "pareto": m.key in front,
                 }
                 for m in self.measured
-            ]
+            ],
+            columns=list(_CANDIDATE_COLUMNS),  # a doctor that measured nothing: still a table
         )
 
     def pareto_set(self) -> list[Measured]:
@@ -188,6 +189,10 @@ class DoctorResult(Result):
             f"{self.best.variant} · {self.best.session_config.label()} ({self.best.verdict}); "
             f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
         )
+
+
+_CANDIDATE_COLUMNS = ("key", "label", "variant", "stage", "p50_ms", "ratio", "ci_low", "ci_high",
+                      "verdict", "cosine", "file_mb", "pareto")  # fmt: skip
 
 
 # ---------------------------------------------------------------------- machine load

@@ -377,6 +377,9 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
         hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
     ))  # fmt: skip
     fig.add_vline(x=1.0, line_dash="dot")
+    if t.empty:
+        fig.add_annotation(text="nothing measured within the budget (see the findings)",
+                           showarrow=False, x=1.0, y=0.5, yref="paper")  # fmt: skip
     title = ("intra-op threads and spinning: time ratio to the baseline" if kind == "threads"
              else "each candidate: time ratio to the baseline, interval ≥ 95 % "
                   "(green faster, red slower, grey within noise)")  # fmt: skip
