@@ -24,6 +24,7 @@ from ortlab.core.errors import OrtlabWarning
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
 from ortlab.core.result import Result
+from ortlab.engine.trace import types_text
 
 if TYPE_CHECKING:
     pass
@@ -97,10 +98,10 @@ class GraphGroup:
     providers: dict[str, int]
     us_per_run: float
     boundaries: int = 0
-    share: float = 0.0
-    """Its nodes' share of the time (the sum of their ``share``): 0 without a profile."""
     """Edges inside the group whose two ends run on different EPs: shown on the collapsed
     group, so a fallback inside it is not hidden."""
+    share: float = 0.0
+    """Its nodes' share of the time (the sum of their ``share``): 0 without a profile."""
 
 
 @dataclass(frozen=True)
@@ -354,21 +355,30 @@ def tensor_types(
     m: Model, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> dict[str, str]:
     """Tensor name -> 'dtype[shape]' (ONNX shape inference; weights marked '(initializer)'),
-    worked out once per loaded model and input shapes. With ``input_shapes`` (a run's), shapes
-    are inferred at those inputs: concrete where inference can follow them, else declared."""
-    key = tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
+    worked out once per loaded model and input shapes. With ``input_shapes`` (a run's), the
+    tensors inference can follow at those inputs are concrete; the others keep their declared
+    type."""
+    return {**_types_at(m, ()), **(_types_at(m, _shape_key(input_shapes)) if input_shapes else {})}
+
+
+def _shape_key(input_shapes: Mapping[str, Sequence[int]]) -> tuple[Any, ...]:
+    return tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+
+
+def _types_at(m: Model, key: tuple[Any, ...]) -> dict[str, str]:
+    """The declared types (``key`` empty), or only the concrete ones at those input shapes:
+    cached per model and shapes."""
     cache = _TYPES.setdefault(m, {})
     if key not in cache:
-        declared = cache.get(()) or _tensor_types(m.proto)
-        cache[()] = declared
-        cache[key] = {**declared, **_tensor_types(m.proto, dict(key))} if key else declared
-    return dict(cache[key])
+        cache[key] = _tensor_types(m.proto, dict(key) or None)
+    return cache[key]
 
 
 def _tensor_types(
     model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> dict[str, str]:
-    """dtype[shape] of every tensor ONNX shape inference can type (weights not needed)."""
+    """dtype[shape] of every tensor ONNX shape inference can type (weights not needed); at
+    ``input_shapes``, only the tensors it gives a concrete shape."""
     out = {}
     graph = inferred_graph(model, input_shapes)
     for vi in [*graph.input, *graph.output, *graph.value_info]:
@@ -381,8 +391,9 @@ def _tensor_types(
             else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
         )
         out[vi.name] = f"{dtype_name(vi.type.tensor_type.elem_type)}{dims}"
-    for t in graph.initializer:
-        out[t.name] = f"{dtype_name(t.data_type)}{list(t.dims)} (initializer)"
+    if not input_shapes:
+        for t in graph.initializer:
+            out[t.name] = f"{dtype_name(t.data_type)}{list(t.dims)} (initializer)"
     return out
 
 
@@ -391,27 +402,21 @@ def _run_types(
 ) -> dict[str, str]:
     """Tensor types for the view: at a placement's input shapes (ONNX inference), and where
     inference cannot follow them (a Reshape to a computed shape), the shapes the kernel ORT ran
-    under that node's own name wrote (the profile's output shapes)."""
-    types = tensor_types(m, getattr(placement, "input_shapes", None))
-    profile = getattr(placement, "profile", None)
-    if profile is not None and getattr(placement, "input_shapes", None):
-        written = dict(zip(*(profile.by_node()[c] for c in ("node", "output_shapes")), strict=True))
-        for n in nodes:
-            shapes = written.get(n.name, "").split("], ")
-            outs = [t for t in n.outputs if t]
-            if len(shapes) == len(outs) and shapes[0]:
-                for t, ty in zip(outs, shapes, strict=True):
-                    if not _concrete(types.get(t, "?")):
-                        types[t] = ty if ty.endswith("]") else ty + "]"
+    under that node's own name wrote (the profile's output types)."""
+    shapes = getattr(placement, "input_shapes", None)
+    if not shapes:
+        return {**_types_at(m, ()), **constants}
+    concrete = _types_at(m, _shape_key(shapes))
+    types = {**_types_at(m, ()), **concrete}
+    data = placement.profile.data if placement.profile is not None else None
+    written = dict(zip(data.node, data.output_types, strict=True)) if data is not None else {}
+    for n in nodes:
+        outs = [t for t in n.outputs if t]
+        ran = written.get(n.name, ())
+        if len(ran) == len(outs):
+            types.update({t: types_text((ty,)) for t, ty in zip(outs, ran, strict=True)
+                          if t not in concrete})  # fmt: skip
     return {**types, **constants}
-
-
-def _concrete(ty: str) -> bool:
-    return (
-        ty.endswith("]")
-        and "?" not in ty
-        and all(d.strip().isdigit() for d in ty[ty.index("[") + 1 : -1].split(",") if d.strip())
-    )
 
 
 def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
@@ -612,9 +617,10 @@ def _structure(nodes: list[GraphNode]) -> tuple[tuple[str, int], ...]:
 
 def _block_name(nodes: list[GraphNode]) -> str:
     """A block's name: the ops that do its work, heaviest first, by measured time when the
-    nodes have one, else compute ops (Conv, MatMul, … ranked by their weights' size, a proxy
-    for FLOPs) before element-wise ones before data movement (Cast, Reshape, …), which name a
-    block only when it holds nothing else ("data movement: Cast x4", with a multiplication
+    nodes have one, else by class (a stand-in for FLOPs until there is a cost model): compute
+    ops (Conv, MatMul, …) before element-wise ones before data movement (Cast, Reshape, …),
+    most frequent first within a class; data movement names a block only when it holds
+    nothing else ("data movement: Cast x4", with a multiplication
     sign)."""
     count = Counter(n.op_type for n in nodes)
     timed: defaultdict[str, float] = defaultdict(float)
@@ -648,17 +654,14 @@ def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[
     cut again."""
     target = max(6, -(-len(nodes) // 24))
     segs: list[range] = []
-    for seg in _segments(_live_counts(nodes, ignore), target):  # runs of data movement: one
+    moved = False  # the last segment holds data movement only: such runs become one
+    for seg in _segments(_live_counts(nodes, ignore), target):
         moving = all(nodes[i].op_type in _DATA_MOVEMENT_OPS for i in seg)
-        if (
-            moving
-            and segs
-            and seg.stop - segs[-1].start <= COLLAPSE_ABOVE
-            and all(nodes[i].op_type in _DATA_MOVEMENT_OPS for i in segs[-1])
-        ):
+        if moving and moved and seg.stop - segs[-1].start <= COLLAPSE_ABOVE:
             segs[-1] = range(segs[-1].start, seg.stop)
         else:
             segs.append(seg)
+        moved = moving
     width = len(str(len(segs)))
     seen: dict[str, str] = {}  # a block's structure -> the first block made of it
     out = [""] * len(nodes)

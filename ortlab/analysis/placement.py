@@ -670,7 +670,6 @@ def placement(
     prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
                          report=out["report"], notes=joined.notes[:1], feeds=shapes,
                          synthetic=synthetic)  # fmt: skip
+    ran = {k: list(v) for k, v in f.shapes().items()}
     return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic,
-                               ort_ms=out["ort_ms"],
-                               input_shapes={k: list(v) for k, v in f.shapes().items()},
-                               )  # fmt: skip
+                               ort_ms=out["ort_ms"], input_shapes=ran)  # fmt: skip
