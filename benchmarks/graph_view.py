@@ -26,7 +26,7 @@ from typing import Any
 import ortlab
 from benchmarks._common import record
 from ortlab.analysis.graphdata import graph_data
-from ortlab.core.examples import bert_tiny
+from ortlab.engine.examples import bert_tiny
 from ortlab.views.graph_page import write_html
 from tests import models
 from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests

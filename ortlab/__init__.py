@@ -40,7 +40,6 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.whatif import WhatIfResult, whatif
-    from ortlab.core import examples
     from ortlab.core.config import SessionConfig
     from ortlab.core.errors import (
         ExternalDataError,
@@ -64,12 +63,13 @@ if TYPE_CHECKING or not _CHILD:
     )
     from ortlab.core.inputs import Feeds
     from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
-    from ortlab.core.runtime import devices
     from ortlab.core.stats import Verdict, paired_ratio
     from ortlab.core.version import __version__
     from ortlab.diagnosis.best import Best
     from ortlab.diagnosis.doctor import DoctorResult, doctor
     from ortlab.diagnosis.rules import Finding
+    from ortlab.engine import examples
+    from ortlab.engine.providers import Providers, devices, providers
     from ortlab.engine.session import SessionReport
     from ortlab.engine.worker import set_isolation
     from ortlab.views.report import report
@@ -157,6 +157,7 @@ __all__ = [
     "ProviderError",
     "ProviderFallbackError",
     "ProviderFallbackWarning",
+    "Providers",
     "QuantConfig",
     "QuantizationError",
     "RunError",
@@ -193,6 +194,7 @@ __all__ = [
     "parse_profile_file",
     "placement",
     "profile",
+    "providers",
     "quantization_error",
     "quantize",
     "report",

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import ortlab
-from ortlab.core import cache, examples
+from ortlab.core import cache
 from ortlab.core.config import canonical_level, canonical_provider
 from ortlab.core.errors import FeedError, OrtlabError, OrtlabWarning
 from ortlab.core.inputs import validate_feeds
 from ortlab.core.units import fmt_bytes
 from ortlab.core.version import __version__
-from ortlab.engine.calls import call
+from ortlab.engine import examples
+from ortlab.engine.providers import providers
 from ortlab.engine.session import warn_if_fallback
 from ortlab.views.render import safe_text
 
@@ -497,18 +498,9 @@ def _providers_cmd(args: argparse.Namespace) -> None:
 
 
 def _providers(as_json: bool) -> None:
-    import onnxruntime as ort
-
-    chosen, reasons = call("auto_providers", {}, desc="", context="", progress=False)
-    found = call("plugin_info", {}, desc="", context="", progress=False)
-    info = {
-        "onnxruntime": ort.__version__,
-        "in_build": list(ort.get_available_providers()),
-        "loadable": chosen,
-        "reasons": reasons,
-        "plugins": found["plugins"],
-        "devices": found["devices"],
-    }
+    info = providers().to_dict()
+    chosen, reasons = info["loadable"], info["reasons"]
+    found = info
     if as_json:
         print(json.dumps(info, indent=2))
         return

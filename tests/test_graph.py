@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from pathlib import Path
@@ -332,3 +333,16 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
     for r in renamed:
         label = kernel_label(r.node, r.fused_from)
         assert label.split(" ")[0] in originals and f"(kernel {r.node})" in label, label
+    # and so does the slowest-nodes table of the report and the Lab's snapshot (one home)
+    from ortlab.views.render import fused_map, profile_node_rows
+
+    _, rows = profile_node_rows(pl.profile, 200, fused_map(pl, pl.profile))
+    named = {
+        r.node: row[0] for r, row in zip(pl.profile.by_node().itertuples(), rows, strict=False)
+    }
+    hit = [r for r in renamed if r.node in named]
+    assert hit
+    for r in hit:
+        assert named[r.node] == kernel_label(r.node, r.fused_from)
+    other = dataclasses.replace(pl.profile, config={**pl.profile.config, "level": "basic"})
+    assert fused_map(pl, other) == {}  # another level's kernels: names are not trusted

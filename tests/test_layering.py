@@ -30,9 +30,51 @@ def test_core_import_loads_no_ui_module() -> None:
     assert json.loads(out.stdout) == []
 
 
+_NO_ORT_HERE = """
+import sys, tempfile, pathlib, ortlab
+m = ortlab.examples.load("squeezenet")  # built here; its BatchNorm-free zoo weights, no run
+assert m.summary.problems == [], m.summary.problems  # the runtime's limits, from the worker
+eps = ortlab.providers()
+lab = ortlab.Lab(ortlab.examples.load("conv_bn_relu"), run_on_start=False, synchronous=True)
+lab.run()
+out = pathlib.Path(tempfile.mkdtemp()) / "r.html"
+ortlab.report(lab.model, placement=lab.placement, benchmark=lab.benchmark_result, path=out)
+print(eps.ort_version, ",".join(eps.in_build), ",".join(eps.loadable))
+print(sorted(k for k in sys.modules if k.split(".")[0] == "onnxruntime"))
+"""
+
+
+def test_the_users_process_never_imports_onnxruntime() -> None:
+    """ORT runs in the worker only: loading a model (its limits checked), ortlab.providers(),
+    a Lab and its run, and a report leave onnxruntime unimported in the user's process; the
+    facts the worker measured are plain onnxruntime's (imported here, in the test)."""
+    import onnxruntime as ort
+
+    out = subprocess.run([sys.executable, "-c", _NO_ORT_HERE], capture_output=True, text=True,
+                         check=False, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts, imported = out.stdout.strip().splitlines()[-2:]
+    version, in_build, loadable = facts.split(" ")
+    assert imported == "[]"
+    assert version == ort.__version__
+    assert set(ort.get_available_providers()) <= set(in_build.split(","))
+    assert loadable.split(",")[-1] == "CPUExecutionProvider"
+
+
+def test_the_runtime_limits_are_measured_in_the_worker_and_match_in_place() -> None:
+    from ortlab.core.runtime import limits
+    from ortlab.engine.runtime import measure_limits
+    from ortlab.engine.worker import get_worker
+
+    assert get_worker().isolated
+    assert limits() == measure_limits()  # the worker's answer, and this process's own
+    assert limits().max_opset[""] >= 21
+
+
 def test_import_linter_contracts_hold() -> None:
     """`lint-imports` with the contracts of pyproject.toml: the layers (cli > views > diagnosis
-    > analysis > engine > core) and "only the views import UI and plotting libraries"."""
+    > analysis > engine > core), "only the views import UI and plotting libraries" and "only
+    the engine imports onnxruntime"."""
     exe = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortlab.core.runtime import ort_version
 from ortlab.core.version import __version__
 
 __all__ = [
@@ -58,11 +59,9 @@ def cpu_flags() -> list[str]:
 
 @functools.cache
 def _environment() -> tuple[tuple[str, str], ...]:
-    import onnxruntime as ort
-
     return (
         ("ortlab", __version__),
-        ("onnxruntime", str(ort.__version__)),
+        ("onnxruntime", ort_version()),
         ("python", platform.python_version()),
         ("platform", platform.platform()),
         ("cpu", cpu_model()),

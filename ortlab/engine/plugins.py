@@ -26,7 +26,6 @@ from typing import Any
 
 from ortlab.core.eps import PLUGIN_PACKAGES
 from ortlab.core.errors import error_text
-from ortlab.core.runtime import device_type
 
 __all__ = ["PluginEP", "device_type", "plugin_devices", "plugin_modules", "registered"]
 
@@ -42,6 +41,11 @@ class PluginEP:
     """Why registration failed, or ''."""
     devices: list[str] = field(default_factory=list)
     """Device types it listed after registration (``CPU``, ``GPU``, ``NPU``)."""
+
+
+def device_type(ep_device: Any) -> str:
+    """An ``OrtEpDevice``'s hardware type: ``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
+    return str(ep_device.device.type).rsplit(".", 1)[-1]
 
 
 def plugin_modules() -> list[str]:

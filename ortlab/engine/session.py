@@ -35,10 +35,11 @@ from ortlab.core.errors import (
     UnsupportedModelError,
 )
 from ortlab.core.result import Result
-from ortlab.core.runtime import Device, _probe_model, devices
+from ortlab.core.runtime import Device
 from ortlab.engine.capture import capture_output
 from ortlab.engine.options import Enum, ort_options
 from ortlab.engine.plugins import PluginEP, plugin_devices, registered
+from ortlab.engine.runtime import _probe_model, measure_devices
 
 __all__ = ["ProviderIssue", "SessionReport", "build_session", "clean_ort_message"]
 
@@ -445,7 +446,7 @@ def build_session(
         log=log + [w for w in cap.warnings if "not in available provider" not in w],
         notes=notes,
         auto_reasons=auto_reasons,
-        devices=devices(),
+        devices=measure_devices(),
         placements=parse_placements(lines),
         fired=parse_fired(lines),
         why_log=why_lines(lines),

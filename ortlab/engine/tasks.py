@@ -378,12 +378,12 @@ def plugin_info(progress: Progress) -> dict[str, Any]:
     """Plugin EPs registered in this worker and every device ORT sees after registration."""
     from dataclasses import asdict
 
-    from ortlab.core.runtime import devices
     from ortlab.engine.plugins import registered
+    from ortlab.engine.runtime import measure_devices
 
     plugins = [asdict(p) for p in registered()]
     progress(1, 1)
-    return {"plugins": plugins, "devices": [asdict(d) for d in devices()]}
+    return {"plugins": plugins, "devices": [asdict(d) for d in measure_devices()]}
 
 
 def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature

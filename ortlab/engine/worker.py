@@ -41,7 +41,7 @@ from ortlab.core.errors import (
 )
 from ortlab.engine.children import child_env
 
-__all__ = ["InProcessWorker", "Worker", "get_worker", "set_isolation"]
+__all__ = ["InProcessWorker", "Worker", "get_worker", "in_worker", "set_isolation"]
 
 Progress = Callable[[int, int], None]
 _START_TIMEOUT_S = 60.0
@@ -454,6 +454,14 @@ def set_isolation(mode: str) -> None:
         _default.stop()
         _default = None
     _isolation = mode
+
+
+def in_worker(task: str, kwargs: dict[str, Any], *, timeout: float, context: str) -> Any:
+    """``task(**kwargs)`` where ORT runs: in the worker, or in place when this process is
+    ortlab's worker or one of its children (ORTLAB_CHILD=1) already."""
+    if os.environ.get("ORTLAB_CHILD") == "1":
+        return _resolve(task)(progress=lambda _d, _t: None, **kwargs)
+    return get_worker().call(task, kwargs, timeout=timeout, context=context)
 
 
 def get_worker() -> Worker | InProcessWorker:

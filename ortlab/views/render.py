@@ -13,7 +13,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -365,13 +365,29 @@ def kernel_label(kernel: str, originals: Sequence[str]) -> str:
     return f"{rest[0]}{more} (kernel {kernel})"
 
 
-def profile_node_rows(p: ProfileResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def fused_map(placement: Any, profile: ProfileResult) -> dict[str, tuple[str, ...]]:
+    """Per kernel of ``profile``, the original nodes it computes, from a placement join of the
+    same session settings (empty when there is none, or its settings differ: kernel names
+    depend on the optimization level)."""
+    if placement is None or getattr(placement, "config", None) != profile.config:
+        return {}
+    return {r.node: r.fused_from for r in placement.optimized_rows}
+
+
+def profile_node_rows(
+    p: ProfileResult, top: int, fused: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[str], list[list[Any]]]:
+    """The table of the slowest nodes (the Profile tab's, the Lab snapshot's, the report's
+    and the CLI's): a kernel is named by the original nodes it computes when ``fused``
+    (:func:`fused_map`) knows them."""
     t = p.by_node().head(top)
+    fused = fused or {}
     headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]
     rows = [
-        [r.node, r.op_type, r.provider, float(r.us_per_run), f"{r.share:.1%}", float(r.total_us)]
+        [kernel_label(r.node, fused.get(r.node, ())), r.op_type, r.provider,
+         float(r.us_per_run), f"{r.share:.1%}", float(r.total_us)]
         for r in t.itertuples()
-    ]
+    ]  # fmt: skip
     return headers, rows
 
 
@@ -385,7 +401,9 @@ def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def profile_text(p: ProfileResult, top: int = 15) -> str:
+def profile_text(
+    p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
+) -> str:
     import numpy as np
 
     med = float(np.median(p.data.run_us)) / 1e3 if p.data.run_us else float("nan")
@@ -397,7 +415,7 @@ def profile_text(p: ProfileResult, top: int = 15) -> str:
         table_text(*_op_rows(p)),
         "",
         f"Top {top} nodes:",
-        table_text(*profile_node_rows(p, top)),
+        table_text(*profile_node_rows(p, top, fused)),
     ]
     if p.report is not None:
         parts += ["", *report_lines(p.report)]
@@ -405,12 +423,14 @@ def profile_text(p: ProfileResult, top: int = 15) -> str:
     return "\n".join(parts)
 
 
-def profile_html(p: ProfileResult, top: int = 15) -> str:
+def profile_html(
+    p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
+) -> str:
     return (
         f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · {p.runs} runs · "
         f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
         + table_html(*_op_rows(p))
-        + table_html(*profile_node_rows(p, top))
+        + table_html(*profile_node_rows(p, top, fused))
         + (_report_html(p.report) if p.report else "")
         + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
     )

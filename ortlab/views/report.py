@@ -28,9 +28,9 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.runtime import devices
 from ortlab.core.stats import MIN_ROUNDS, interval_text
 from ortlab.engine.calls import as_config, prepare
+from ortlab.engine.providers import providers
 from ortlab.views import plots
 from ortlab.views.graph_page import page_module, state_block
 from ortlab.views.render import (
@@ -41,6 +41,7 @@ from ortlab.views.render import (
     csp_hash,
     esc,
     footprint_html,
+    fused_map,
     inline_script,
     inputs_html,
     load_text,
@@ -294,8 +295,7 @@ def _measured_on_html(
 
 
 def _environment_html(recorded: list[tuple[str, dict[str, str]]], here: dict[str, str]) -> str:
-    import onnxruntime as ort
-
+    here_eps = providers()
     headers = ["", *(f"measured on ({names})" for names, _ in recorded),
                "this machine (wrote the report)"]  # fmt: skip
     keys = list(dict.fromkeys([*_ENV_KEYS, *(k for _, e in recorded for k in e), *here]))
@@ -305,9 +305,9 @@ def _environment_html(recorded: list[tuple[str, dict[str, str]]], here: dict[str
         rows.append([f"⚠ {k}" if differ else k, *(e.get(k, "—") for _, e in recorded),
                      here.get(k, "—")])  # fmt: skip
     pad = ["—"] * len(recorded)
-    rows.append(["available EPs", *pad, ", ".join(ort.get_available_providers())])
+    rows.append(["available EPs", *pad, ", ".join(here_eps.in_build)])
     rows.append(["devices", *pad, "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}"
-                                            for d in devices()) or "—"])  # fmt: skip
+                                            for d in here_eps.devices) or "—"])  # fmt: skip
     rows.append(["CPU flags", *pad, ", ".join(cpu_flags()) or "—"])
     return table_html(headers, rows)
 
@@ -416,7 +416,8 @@ def report_html(
         if (profile.memory()["in_use_bytes"] > 0).any():  # ORT recorded memory per node
             kinds.append("memory")
         figs = "".join(_figure_html(profile.plot(k)) for k in kinds)
-        sections.append(("Profile: where the time goes", profile_html(profile)
+        sections.append(("Profile: where the time goes",
+                         profile_html(profile, fused=fused_map(placement, profile))
                          + _timing_inputs(profile, own.get("profile")) + figs))  # fmt: skip
     if compare is not None:
         sections.append(("Quantization comparison", compare_html(compare)

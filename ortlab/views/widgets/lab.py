@@ -34,11 +34,10 @@ from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.core.inputs import resolve_dims, validate_feeds
-from ortlab.core.runtime import devices
 from ortlab.engine.calls import fitted_dims
-from ortlab.engine.session import auto_providers
+from ortlab.engine.providers import providers
 from ortlab.views.plots import template
-from ortlab.views.render import esc, kernel_label, profile_node_rows, table_html
+from ortlab.views.render import esc, fused_map, kernel_label, profile_node_rows, table_html
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 
@@ -127,11 +126,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _build_controls(self, runs: int) -> None:
 
-        loadable, reasons = auto_providers()
-        import onnxruntime as ort
-
+        eps = providers()  # measured in the worker: the Lab's kernel runs no ORT session
+        loadable, reasons = eps.loadable, eps.reasons
         self.provider_boxes: dict[str, w.Checkbox] = {}
-        for ep in dict.fromkeys([*ort.get_available_providers(), "CPUExecutionProvider"]):
+        for ep in dict.fromkeys([*eps.in_build, "CPUExecutionProvider"]):
             ok = ep in loadable
             why = next((r for r in reasons if r.startswith(_short(ep) + ":")), "")
             box = w.Checkbox(
@@ -418,10 +416,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._show("Doctor", self._doctor_bar)
 
     def _overview(self) -> None:
-        import onnxruntime as ort
-
-        devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in devices())
-        info = w.HTML(f"onnxruntime {ort.__version__} · devices: {devs}")
+        eps = providers()
+        devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in eps.devices)
+        info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
         self._show("Overview", self.model.summary, info)
 
     def _show(self, pane: str, *items: Any) -> None:
@@ -654,8 +651,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
         top = median_shares(prof).head(25)
-        pl = self.placement
-        fused = {r.node: r.fused_from for r in pl.optimized_rows} if pl is not None else {}
+        fused = fused_map(self.placement, prof)
         self._hold = True
         self.top_nodes.options = [
             (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
@@ -878,8 +874,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         ]
         prof = self.profile_result
         if prof is not None:  # the Profile tab's and the report's table of the slowest nodes
+            rows = profile_node_rows(prof, 10, fused_map(self.placement, prof))
             parts += [f"<h4>Slowest nodes</h4><div>over {prof.runs} profiled runs</div>",
-                      table_html(*profile_node_rows(prof, 10))]  # fmt: skip
+                      table_html(*rows)]  # fmt: skip
         t = self.history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
                                       "other_cores", "providers"]].tail(10)  # fmt: skip
         parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,

@@ -6,8 +6,10 @@ initializer of the right shape (He-initialised convolutions, sane BatchNorm stat
 result is the real architecture, runnable, with finite outputs. Files are cached on disk after
 first use. Nothing is downloaded.
 
-Generated models exercise ORT's fusions: Conv+BN+Relu, MatMul+Add, LayerNorm and Gelu patterns,
-a residual block, and a small BERT-style encoder with PyTorch-style scoped node names.
+The BatchNorm statistics of a Zoo model come from one run of the network in the worker (ORT
+runs nowhere else). Generated models exercise ORT's fusions: Conv+BN+Relu, MatMul+Add,
+LayerNorm and Gelu patterns, a residual block, and a small BERT-style encoder with
+PyTorch-style scoped node names.
 """
 
 from __future__ import annotations
@@ -115,8 +117,6 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
     normalisation computed from the live input), record each BN input, and store its mean and
     variance: the BN network then reproduces the normalised one exactly on that input.
     """
-    import onnxruntime as ort
-
     out = onnx.ModelProto()
     out.CopyFrom(model)
     bns = [n for n in out.graph.node if n.op_type == "BatchNormalization"]
@@ -149,10 +149,12 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
         ).astype(np.float32)
         for i in out.graph.input
     }
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(probe.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    values = sess.run([n.input[0] for n in bns], feeds)
+    from ortlab.engine.worker import in_worker
+
+    task = {"model": probe.SerializeToString(), "outputs": [n.input[0] for n in bns],
+            "feeds": feeds}  # fmt: skip
+    values = in_worker("ortlab.engine.examples:run_cpu", task, timeout=600.0,
+                       context="calibrating a bundled model")  # fmt: skip
     for node, x in zip(bns, values, strict=True):
         axes = tuple(i for i in range(x.ndim) if i != 1)
         x64 = x.astype(np.float64)
@@ -161,6 +163,19 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
                 numpy_helper.from_array(stat.astype(np.float32), node.input[index])
             )
     return out
+
+
+def run_cpu(
+    progress: object, model: bytes, outputs: list[str], feeds: dict[str, np.ndarray]
+) -> list[np.ndarray]:
+    """(worker task) ``outputs`` of ``model`` at ``feeds`` on the CPU EP."""
+    import onnxruntime as ort
+
+    del progress
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    return list(sess.run(outputs, feeds))
 
 
 # ---------------------------------------------------------------- generated models

@@ -1,0 +1,96 @@
+"""The caller's side of onnxruntime's facts: what the build is and can do, measured where ORT
+runs (the worker) and remembered per process. :func:`providers` (``ortlab.providers()``,
+``ortlab providers``): the providers in the build, which of them really load (a trial session
+each), the plugin EPs and the devices ORT sees once they are registered; :func:`limits`: the IR
+and opset limits, which importing this module registers as the core's source
+(``ortlab.core.runtime``, read by a model's ``summary.problems``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ortlab.core import runtime as _core
+from ortlab.core.runtime import Device, RuntimeLimits
+from ortlab.engine.plugins import PluginEP
+
+__all__ = ["Providers", "devices", "limits", "measure_providers", "providers"]
+
+_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Providers:
+    """The execution providers of the onnxruntime ortlab runs (the worker's), as
+    ``ortlab.providers()`` and ``ortlab providers`` show them."""
+
+    ort_version: str
+    in_build: tuple[str, ...]
+    """``ort.get_available_providers()`` once the plugin EPs are registered."""
+    loadable: tuple[str, ...]
+    """Those a trial session really loaded here, best first (what ``providers='auto'`` takes)."""
+    reasons: tuple[str, ...]
+    """Why each was taken or not."""
+    plugins: tuple[PluginEP, ...]
+    devices: tuple[Device, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "onnxruntime": self.ort_version,
+            "in_build": list(self.in_build),
+            "loadable": list(self.loadable),
+            "reasons": list(self.reasons),
+            "plugins": [asdict(p) for p in self.plugins],
+            "devices": [asdict(d) for d in self.devices],
+        }
+
+
+def measure_providers(progress: Any = None) -> Providers:  # noqa: ARG001 - task signature
+    """(worker task) The providers in the build, those that load, the plugins and devices."""
+    import onnxruntime as ort
+
+    from ortlab.engine.plugins import registered
+    from ortlab.engine.runtime import measure_devices
+    from ortlab.engine.session import auto_providers
+
+    plugins = registered()
+    loadable, reasons = auto_providers()
+    return Providers(
+        ort_version=str(ort.__version__),
+        in_build=tuple(ort.get_available_providers()),
+        loadable=tuple(loadable),
+        reasons=tuple(reasons),
+        plugins=plugins,
+        devices=tuple(measure_devices()),
+    )
+
+
+def _measured(module: str, task: str) -> Any:
+    """A ``measure_*`` task's answer, from the worker (where ORT runs)."""
+    from ortlab.engine.worker import in_worker
+
+    return in_worker(f"ortlab.engine.{module}:{task}", {}, timeout=_TIMEOUT_S,
+                     context="onnxruntime's facts")  # fmt: skip
+
+
+@functools.cache
+def limits() -> RuntimeLimits:
+    """The newest IR version and opsets this onnxruntime accepts (measured once per process)."""
+    return _measured("runtime", "measure_limits")  # type: ignore[no-any-return]
+
+
+@functools.cache
+def providers() -> Providers:
+    """The execution providers onnxruntime has here: in the build, really loading (a trial
+    session each, in the worker), plugin EPs, and the devices ORT sees (measured once)."""
+    return _measured("providers", "measure_providers")  # type: ignore[no-any-return]
+
+
+def devices() -> list[Device]:
+    """The real devices ORT sees once the plugin EPs are registered (not the build's list)."""
+    return list(providers().devices)
+
+
+_core.set_source(limits)
