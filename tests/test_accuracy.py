@@ -127,6 +127,7 @@ def _chain(depth: int, nan: bool) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+@pytest.mark.slow
 def test_a_faster_variant_that_outputs_nan_is_never_the_best() -> None:
     """min(1.0, nan) is 1.0 in Python: an all-NaN variant used to pass for accurate."""
     base = ortlab.load(_chain(12, nan=False), name="chain")

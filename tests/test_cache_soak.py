@@ -63,6 +63,7 @@ def _leftovers() -> list[Path]:
     return [p for p in tmp.rglob("*") if not p.name.startswith("worker-")]
 
 
+@pytest.mark.slow
 def test_500_config_changes_leak_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     m = ortlab.load(ortlab.examples.mlp())

@@ -303,6 +303,7 @@ def test_internal_errors_are_one_line_with_exit_1(
     assert err.rstrip().endswith("this is a bug in ortlab; the traceback is above")
 
 
+@pytest.mark.slow
 def test_report_json_is_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "mlp.html"
     assert main(["report", "mlp", "-o", str(out), "--budget", "10", "--json"]) == 0
@@ -335,6 +336,7 @@ _VERB_ARGS = {
     not _cuda_is_in_build_but_cannot_load(),
     reason="needs an onnxruntime build with CUDA on a machine where it cannot load",
 )
+@pytest.mark.slow
 @pytest.mark.parametrize("verb", list(_VERB_ARGS))
 def test_every_verb_says_cuda_did_not_load(
     verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -552,6 +552,7 @@ def conv_doctor() -> ortlab.DoctorResult:
                          rounds=4, progress=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_doctor_that_measured_nothing_still_draws(conv_doctor: ortlab.DoctorResult) -> None:
     """A budget spent before any candidate was timed (the Lab's doctor under load): its tables
     keep their columns and its charts draw, saying nothing was measured (was KeyError 'key')."""
@@ -651,6 +652,7 @@ def test_a_best_without_interval_round_trips_and_renders(
                          compute=False).exists()  # fmt: skip
 
 
+@pytest.mark.slow
 def test_doctor_catches_a_silent_cuda_fallback() -> None:
     d = ortlab.doctor(
         ortlab.examples.mlp(), providers=["cuda", "cpu"], budget_s=8, quantize=False, progress=False
@@ -663,6 +665,7 @@ def test_doctor_catches_a_silent_cuda_fallback() -> None:
     assert any(f.rule == "cuda_graph" for f in d.findings) is not dynamic
 
 
+@pytest.mark.slow
 def test_doctor_fixes_initializer_inputs() -> None:
     d = ortlab.doctor(models.initializers_as_inputs(), budget_s=BUDGET, rounds=6, progress=False)
     (x,) = [f for f in d.findings if f.rule == "initializer_inputs"]
@@ -671,6 +674,7 @@ def test_doctor_fixes_initializer_inputs() -> None:
     assert m.cosine == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_doctor_explains_a_slower_int8_variant() -> None:
     m = ortlab.load(ortlab.examples.conv_bn_relu())
     q = ortlab.quantize(m, mode="dynamic")  # ConvInteger: ~10x slower on this model
@@ -708,6 +712,7 @@ def in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     ortlab.set_isolation(before)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("in_process")
 def test_doctor_goes_on_when_the_quantizer_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """ORT's quantizer raising AssertionError() with an empty message (as on ResNet-50 with
@@ -727,6 +732,7 @@ def test_doctor_goes_on_when_the_quantizer_fails(monkeypatch: pytest.MonkeyPatch
     assert "variant:quant-static" not in keys and {"baseline", "threads:1", "spin:off"} <= keys
 
 
+@pytest.mark.slow
 def test_doctor_goes_on_when_orts_session_for_a_variant_fails(tmp_path: Any) -> None:
     """A variant onnx loads but ORT cannot build a session for (an op ORT does not know):
     the worker leaves it out of the timing and the doctor reports it."""
@@ -784,6 +790,7 @@ def test_report_is_self_contained_and_escapes_model_strings(
     assert "Doctor: findings and verified fixes" in full.read_text()
 
 
+@pytest.mark.slow
 def test_cli_doctor_and_report(tmp_path: Any) -> None:
     from ortlab.cli import main
 
@@ -928,6 +935,7 @@ def test_the_quantization_finding_reads_the_final_measurement_of_its_variant() -
     assert finding.title == "q: faster, accuracy cost shown"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["candidates", "screen"])
 def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
     mlp: ortlab.Model, monkeypatch: pytest.MonkeyPatch, stage: str

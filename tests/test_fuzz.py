@@ -431,6 +431,7 @@ def _check_profile(data: ProfileData) -> None:
     assert ProfileResult.from_json(result.to_json()).data == data
 
 
+@pytest.mark.slow
 @fuzz(400)
 @given(data=profile_text(), skip=st.integers(0, 3), as_text=st.booleans())
 def test_profile_parser_on_generated_traces(data: bytes, skip: int, as_text: bool) -> None:

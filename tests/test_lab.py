@@ -96,6 +96,7 @@ def test_history_picks_two_runs_and_snippets_one(lab) -> None:
     assert "overhead_s" in lab.history.to_pandas().columns
 
 
+@pytest.mark.slow
 def test_doctor_tab_and_apply_best(lab) -> None:
     lab.level.value = "disabled"
     lab.budget.value = 10
@@ -112,6 +113,7 @@ def test_doctor_tab_and_apply_best(lab) -> None:
     assert lab.history.records[-1].model_path == d.best.model_path
 
 
+@pytest.mark.slow
 def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(lab) -> None:
     """A per-channel static QDQ file with provider options, threads, spinning, IO binding and
     a setting no control shows: Apply best runs that very file with those very settings."""

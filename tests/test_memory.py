@@ -80,6 +80,7 @@ def big_batch() -> ortlab.FootprintResult:
     return ortlab.footprint(m, dims={"batch": 128}, progress=False)
 
 
+@pytest.mark.slow
 def test_what_leaves_with_the_arena_is_what_orts_allocator_said_it_held(
     big_batch: ortlab.FootprintResult,
 ) -> None:
@@ -115,6 +116,7 @@ def test_a_session_holds_at_least_its_weights() -> None:
     assert "no setting" not in repr(fp)  # nothing else was tried, so nothing is claimed
 
 
+@pytest.mark.slow
 def test_doctor_turns_the_footprint_into_a_measured_memory_finding() -> None:
     m = ortlab.examples.load("residual_cnn")
     d = ortlab.doctor(m, dims={"batch": 64}, budget_s=60, quantize=False, progress=False)

@@ -5,10 +5,12 @@ same samples."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ortlab
 
 
+@pytest.mark.slow
 def test_fix_spares_the_worst_nodes() -> None:
     m = ortlab.examples.load("squeezenet")
     # the bundled model's seeded weights are scaled for standard-normal inputs: calibrate and
@@ -42,6 +44,7 @@ def test_fix_spares_the_worst_nodes() -> None:
     assert t.loc[spared.variant.label, "cosine"] != t.loc[q.variant.label, "cosine"]
 
 
+@pytest.mark.slow
 def test_the_doctor_proposes_the_fix_it_measured() -> None:
     """An int8 variant below min_cosine: the doctor builds the fix variants, times them against
     the original and the full int8 in the same interleaved rounds, scores them on the same

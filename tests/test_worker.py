@@ -66,6 +66,7 @@ def test_kill_mid_benchmark_then_benchmark_again(mlp: ortlab.Model) -> None:
     assert w.pid != pid
 
 
+@pytest.mark.slow
 def test_memory_exhaustion_gives_an_error_and_a_fresh_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -88,6 +89,7 @@ def test_timeout_stops_a_hang(worker: Worker) -> None:
     assert isinstance(worker.call("ping", {}), int)
 
 
+@pytest.mark.slow
 def test_timeout_on_a_model_that_runs_forever() -> None:
     m = ortlab.load(models.slow_loop())
     with pytest.raises(WorkerTimeoutError, match="did not finish within 2 s"):
