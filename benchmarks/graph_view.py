@@ -27,7 +27,8 @@ import ortlab
 from benchmarks._common import record
 from ortlab.analysis.graphdata import graph_data
 from ortlab.engine.examples import bert_tiny
-from ortlab.views.graph_page import write_html
+from ortlab.views.graph.pack import pack
+from ortlab.views.graph.page import write_html
 from tests import models
 from tests.ui.conftest import ARGS, CHROMIUM  # the same browser setup as the tests
 
@@ -136,7 +137,7 @@ def main() -> None:
             g = graph_data(m)
             data_ms = (time.perf_counter() - t0) * 1e3
             expanded = [gr.id for gr in g.groups] if open_all else list(g.expanded)
-            path = write_html(g.packed(), "provider", expanded, Path(tmp) / "g.html")
+            path = write_html(pack(g), "provider", expanded, Path(tmp) / "g.html")
             ov = g.overview() if not open_all else None
             row = {
                 "case": label,

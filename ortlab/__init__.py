@@ -77,8 +77,8 @@ if TYPE_CHECKING or not _CHILD:
     del _views
 
 if TYPE_CHECKING:
+    from ortlab.views.graph.widget import GraphView
     from ortlab.views.widgets.diff import GraphDiff
-    from ortlab.views.widgets.graph import GraphView
     from ortlab.views.widgets.lab import Lab
     from ortlab.views.widgets.netron import NetronView
 
@@ -94,7 +94,7 @@ def graph(
     """The graph view of ``model`` with the runtime facts given (imports the widget library
     on first use). ``diff=ortlab.diff(a, b)``: nodes coloured by B - A (``color_by='diff'``);
     else by time when measured on one EP, by provider when nodes ran on two or more."""
-    from ortlab.views.widgets.graph import GraphView
+    from ortlab.views.graph.widget import GraphView
 
     data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff)
     return GraphView(data, **options)
@@ -114,7 +114,7 @@ def netron(model: Model | str, height: int = 700) -> NetronView:
     return _netron(model, height=height)
 
 
-_UI_CLASSES = {"Lab": "ortlab.views.widgets.lab", "GraphView": "ortlab.views.widgets.graph"}
+_UI_CLASSES = {"Lab": "ortlab.views.widgets.lab", "GraphView": "ortlab.views.graph.widget"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Reading the graph view's wire form (``GraphData.packed()``) in tests: the page's state
+"""Reading the graph view's wire form (``pack(graph)``) in tests: the page's state
 block, and the front-coded string table (prefix lengths in UTF-16 units, as JavaScript counts
 them). The browser's own decoder is graph/data.js ``unpack``; tests/ui checks it restores
 ``GraphData.to_dict()``."""
@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from ortlab.views.graph_page import STATE_ID
+from ortlab.views.graph.page import STATE_ID
 
 
 def page_state(html: str) -> dict[str, Any]:

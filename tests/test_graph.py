@@ -119,10 +119,10 @@ def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> N
     writes markup."""
     import re
 
+    from ortlab.views.graph import widget as gv
     from ortlab.views.render import csp_hash
-    from ortlab.views.widgets import graph as gv
 
-    folder = Path(gv.__file__).parent / "graph"
+    folder = Path(gv.__file__).parent
     files = [folder / "index.js", *(folder / f"{name}.js" for name in gv.MODULES)]
     assert sorted(files) == sorted(folder.glob("*.js")), "every module is loaded, none is stray"
     for f in files:
@@ -289,7 +289,7 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
     shapes: each kernel ORT ran under an original node's name wrote the shape the graph shows
     for that node's output (ORT's profile is the independent source). Kernels ORT renamed
     are labelled by the original nodes they compute."""
-    from ortlab.views.widgets.graph import GraphView
+    from ortlab.views.graph.widget import GraphView
 
     m = corpus.load("ppocrv4_rec")
     dims = {"p2o.DynamicDimension.0": 1, "?": 48, "p2o.DynamicDimension.1": 320}

@@ -344,6 +344,6 @@ def test_a_prediction_is_drawn_as_one_on_the_graph() -> None:
     assert {n.provider for n in placed} >= {"NnapiExecutionProvider", "CPUExecutionProvider"}
     measured = graph_data(m, placement=ortlab.placement(m, runs=1, warmup=0, progress=False))
     assert not any(n.predicted for n in measured.nodes)
-    folder = Path(ortlab.__file__).parent / "views" / "widgets" / "graph"
+    folder = Path(ortlab.__file__).parent / "views" / "graph"
     assert "it.predicted" in (folder / "draw.js").read_text()
     assert "n.predicted" in (folder / "overlays.js").read_text()

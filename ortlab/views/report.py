@@ -32,7 +32,8 @@ from ortlab.core.stats import MIN_ROUNDS, interval_text
 from ortlab.engine.calls import as_config, prepare
 from ortlab.engine.providers import providers
 from ortlab.views import plots
-from ortlab.views.graph_page import page_module, state_block
+from ortlab.views.graph.pack import pack
+from ortlab.views.graph.page import page_module, state_block
 from ortlab.views.render import (
     _STYLE,
     _report_html,
@@ -361,7 +362,7 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
         warnings.simplefilter("ignore")
         g = graph_data(model, placement=placement) if placement is not None else graph_data(
             model, profile=profile)  # fmt: skip
-    return state_block(g.packed(), "time" if g.has_time else "provider", list(g.expanded))
+    return state_block(pack(g), "time" if g.has_time else "provider", list(g.expanded))
 
 
 def report_html(

@@ -1,5 +1,5 @@
 """The graph view's wire form, decoded by the browser itself: graph/wire.js ``unpack`` run in
-Chromium on ``GraphData.packed()`` must give back exactly ``GraphData.to_dict()`` (tensors
+Chromium on ``pack(graph)`` must give back exactly ``GraphData.to_dict()`` (tensors
 as a Map there, compared as an object), on real exports and on a graph where every column
 holds non-default values, names outside the Basic Multilingual Plane included (the string
 table counts shared prefixes in UTF-16 units, as JavaScript does)."""
@@ -17,7 +17,8 @@ from onnx import TensorProto, helper
 
 import ortlab
 from ortlab.analysis.graphdata import GraphData, graph_data
-from ortlab.views.graph_page import module_sources
+from ortlab.views.graph.pack import pack
+from ortlab.views.graph.page import module_sources
 from ortlab.views.render import script_json
 from tests import corpus, models
 
@@ -35,7 +36,7 @@ def _browser_unpacks(page: Any, tmp_path: Path, g: GraphData) -> dict[str, Any]:
     blank = tmp_path / "blank.html"
     blank.write_text("<!doctype html><title>wire</title>", encoding="utf-8")
     page.goto(blank.as_uri())
-    text = page.evaluate(_UNPACK, [module_sources()["wire"], script_json(g.packed())])
+    text = page.evaluate(_UNPACK, [module_sources()["wire"], script_json(pack(g))])
     decoded: dict[str, Any] = json.loads(text)
     return decoded
 
@@ -79,7 +80,7 @@ def test_browser_restores_real_exports(page: Any, tmp_path: Path) -> None:
     for m in (corpus.load("picodet_layout"), ortlab.load(models.broadcast_chain(300))):
         g = graph_data(m)
         assert _browser_unpacks(page, tmp_path, g) == _expected(g), m.name
-        assert len(script_json(g.packed())) < len(script_json(g.to_dict())) / 3, m.name
+        assert len(script_json(pack(g))) < len(script_json(g.to_dict())) / 3, m.name
 
 
 def test_browser_restores_every_column_and_astral_names(page: Any, tmp_path: Path) -> None:
@@ -119,7 +120,7 @@ def test_the_details_panel_shows_a_fused_nodes_part_and_its_kernels_time(
     blank.write_text("<!doctype html><title>describe</title>", encoding="utf-8")
     page.goto(blank.as_uri())
     src = module_sources()
-    packed = script_json(g.packed())
+    packed = script_json(pack(g))
     text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], packed, n.name])
     assert f"time: none of its own (fused into {conv.name}); {n.optimized[0]}: " in text
     assert f"{kernel_us:.1f} µs/run · median run, profiling on" in text

@@ -23,7 +23,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ortlab
-from ortlab.views.widgets.graph import GraphView
+from ortlab.views.graph.widget import GraphView
 from tests.graphwire import node_strings
 from tests.test_report_contents import assert_no_private_paths, benchmark_result, profile_result
 
@@ -219,7 +219,7 @@ def test_widget_state_carries_model_strings_as_data() -> None:
     assert set(data) <= {"text/plain", "application/vnd.jupyter.widget-view+json"}, data.keys()
     assert PAYLOAD not in str(data.get("application/vnd.jupyter.widget-view+json"))
     assert PAYLOAD not in w._esm
-    folder = Path(ortlab.__file__).parent / "views" / "widgets" / "graph"
+    folder = Path(ortlab.__file__).parent / "views" / "graph"
     source = "\n".join(f.read_text(encoding="utf-8") for f in sorted(folder.glob("*.js")))
     source = re.sub(r"^\s*//.*$", "", source, flags=re.M)  # its header names innerHTML
     sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|"

@@ -5,6 +5,6 @@
 locally). Imported on first use of ``ortlab.Lab`` / ``ortlab.GraphView`` / ``ortlab.graph``.
 """
 
-from ortlab.views.widgets.graph import GraphView, GraphWidget
+from ortlab.views.graph.widget import GraphView, GraphWidget
 
 __all__ = ["GraphView", "GraphWidget"]

@@ -9,7 +9,7 @@ from typing import Any
 import ipywidgets
 
 from ortlab.analysis.graphdata import graph_data
-from ortlab.views.widgets.graph import GraphView
+from ortlab.views.graph.widget import GraphView
 
 __all__ = ["GraphDiff", "graph_diff"]
 

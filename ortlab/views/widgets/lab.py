@@ -935,7 +935,7 @@ def _warm_up(model: Any) -> None:
     a core while ORT's runs are being timed. Only a head start: a failure here changes
     nothing (each step is done again, and reports its error, where it is needed)."""
     from ortlab.analysis.graphdata import tensor_types
-    from ortlab.views.graph_page import dagre_source, module_sources
+    from ortlab.views.graph.page import dagre_source, module_sources
 
     for step in (_warm_figure, lambda: tensor_types(model), dagre_source, module_sources):
         with contextlib.suppress(Exception):  # an optimisation must never surface

@@ -1,7 +1,7 @@
 // ortlab graph view: the entry ES module. anywidget loads it as the widget's _esm, and the
 // standalone page (GraphView.to_html) imports the very same text. No build step, no network.
 //
-//   wire.js      the wire form: unpacks the `data` trait (GraphData.packed()) once per value
+//   wire.js      the wire form: unpacks the `data` trait (pack(graph)) once per value
 //   data.js      data model: visible items, scope groups, search, hover text
 //   layout.js    dagre in a blob: Web Worker
 //   draw.js      canvas, cluster boxes, minimap, view transform

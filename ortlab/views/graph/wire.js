@@ -1,4 +1,4 @@
-// The wire form: the `data` trait (and a page's state block) holds GraphData.packed(), columns
+// The wire form: the `data` trait (and a page's state block) holds pack(graph), columns
 // of indices into one front-coded string table, about a seventh of the to_dict() JSON (a
 // 50,000-node model: 6 MB instead of 48). unpack() restores the to_dict() form once per value;
 // the other modules only see the unpacked graph. No DOM, no imports.
@@ -85,7 +85,7 @@ function deriveEdges(c, nodes, S, fanout) {
   return edges;
 }
 
-// The graph from its wire form GraphData.packed(): nodes, edges and groups as objects with
+// The graph from its wire form pack(graph): nodes, edges and groups as objects with
 // the fields of GraphData.to_dict(), and tensors as a Map name -> "dtype[shape]" (a plain
 // object of 100,000 names is slow to build). A graph already unpacked (an older notebook's
 // saved state) only gets its tensors as a Map.

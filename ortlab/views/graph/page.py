@@ -1,7 +1,7 @@
 """The graph view's page parts, without any UI library: the ES module texts (graph/*.js,
-shipped inside ``ortlab/views/widgets/graph``), netron's dagre, and the module script that
+shipped beside this module), netron's dagre, and the module script that
 renders the view into a page's ``#ortlab-root`` — used by the standalone page
-(:func:`write_html`), the report, and the widget (:mod:`ortlab.views.widgets.graph`)."""
+(:func:`write_html`), the report, and the widget (:mod:`ortlab.views.graph.widget`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ortlab.views.render import csp_hash, esc, inline_script, script_json
 __all__ = ["MODULES", "STATE_ID", "dagre_source", "entry_source", "module_sources",
            "page_module", "state_block", "write_html"]  # fmt: skip
 
-_JS = Path(__file__).parent / "widgets" / "graph"
+_JS = Path(__file__).parent  # the ES modules live beside this file
 COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory", "diff")
 MODULES = ("wire", "data", "layout", "overlays", "labels", "draw", "interact")
 """The modules the entry (graph/index.js) imports, by name (graph/<name>.js)."""
@@ -85,7 +85,7 @@ def write_html(
     path: str | Path,
     selected: dict[str, Any] | None = None,
 ) -> Path:
-    """The graph page: the widget's modules rendering ``data`` (``GraphData.packed()``) in a
+    """The graph page: the widget's modules rendering ``data`` (``pack(graph)``) in a
     self-contained HTML file (opened on ``selected``, with its details, when given)."""
     title = esc(f"ortlab: {data.get('model', 'model')}", 300)
     csp = _CSP.format(hash=csp_hash(page_module()))
@@ -109,7 +109,7 @@ def state_block(
     expanded: list[str],
     selected: dict[str, Any] | None = None,
 ) -> str:
-    """The data block :func:`page_module` renders from: ``data`` (``GraphData.packed()``),
+    """The data block :func:`page_module` renders from: ``data`` (``pack(graph)``),
     the view state, layout code and renderer, as inert JSON (every model string escaped by
     render.script_json, so not even a missed escape could end the element or run)."""
     state = {

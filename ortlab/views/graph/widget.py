@@ -18,7 +18,8 @@ import traitlets
 
 from ortlab.analysis.graphdata import GraphData, overview
 from ortlab.core.errors import OrtlabWarning
-from ortlab.views.graph_page import (
+from ortlab.views.graph.pack import pack
+from ortlab.views.graph.page import (
     COLOR_MODES,
     MODULES,
     dagre_source,
@@ -56,7 +57,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
     # class-level signal that keeps every instance alive (a leak in a long Lab session).
     _esm = entry_source()
     data = traitlets.Dict().tag(sync=True)
-    """The graph in its wire form (``GraphData.packed()``: columns of indices into one string
+    """The graph in its wire form (``pack(graph)``: columns of indices into one string
     table; the browser unpacks it). Read the graph from :attr:`graph_data`."""
     color_by = traitlets.Unicode("provider").tag(sync=True)
     """'provider', 'op_type', 'time', 'quant_error', 'memory' or 'diff'; by default
@@ -84,7 +85,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
         """The GraphData drawn (nodes, edges, groups as objects; ``.to_pandas()``)."""
         kwargs.setdefault("color_by", default_color(graph))
         super().__init__(
-            data=graph.packed(),
+            data=pack(graph),
             dagre_src=dagre_source(),
             modules=module_sources(),
             expanded=kwargs.pop("expanded", list(graph.expanded)),
