@@ -56,7 +56,7 @@ def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
 def test_large_graphs_start_collapsed() -> None:
     big = ortlab.load(ortlab.examples.bert_tiny(layers=8))
     g = graph_data(big)
-    from ortlab.analysis.graphdata import COLLAPSE_ABOVE, _visible_count
+    from ortlab.analysis.graphblocks import COLLAPSE_ABOVE, _visible_count
 
     assert len(g.nodes) > 300
     assert "/encoder" in g.expanded
@@ -265,7 +265,7 @@ def test_first_picture_of_every_real_model(name: str) -> None:
     outputs counted), the nodes all accounted for, and every block named after the work it
     holds (recounted from its members: a block with a Conv or MatMul is never named after the
     Mul or Cast it has more of)."""
-    from ortlab.analysis.graphdata import COLLAPSE_ABOVE
+    from ortlab.analysis.graphblocks import COLLAPSE_ABOVE
 
     g = graph_data(corpus.load(name))
     ov = g.overview()

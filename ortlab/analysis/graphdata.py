@@ -15,12 +15,13 @@ from __future__ import annotations
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import numpy_helper
 
+from ortlab.analysis.graphblocks import chunk_siblings, initial_expanded, regroup
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
@@ -34,9 +35,6 @@ __all__ = ["GraphData", "graph_data", "overview", "tensor_types"]
 
 GHOST_FANOUT = 8
 """Tensors with more consumers than this are drawn as ghost stubs."""
-COLLAPSE_ABOVE = 60
-"""Graphs with more nodes start with scope groups collapsed, opened level by level while at
-most this many items are visible: a 2,000-node graph fitted flat is an unreadable line."""
 
 
 @dataclass(frozen=True)
@@ -337,275 +335,6 @@ def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
     return out
 
 
-def _initial_expanded(groups: list[GraphGroup], total: int, extra: int = 0) -> list[str]:
-    """The groups open in the first picture, which draws at most COLLAPSE_ABOVE items (``extra``
-    of them, the graph's inputs and outputs, are always drawn). Scope levels open from the top
-    while the picture stays within that; then a group still closed that holds more than a
-    quarter of the model (one giant box is no picture) opens, biggest first, while the picture
-    stays within it."""
-    budget = COLLAPSE_ABOVE - extra
-    if total <= budget:
-        return [g.id for g in groups]
-    expanded: list[str] = []
-    for depth in range(1, 1 + max((g.depth for g in groups), default=0)):
-        level = [g for g in groups if g.depth == depth]
-        candidate = expanded + [g.id for g in level]
-        if _visible_count(groups, set(candidate), total) > budget:
-            break
-        expanded = candidate
-    opened = set(expanded)
-    while True:
-        closed = [g for g in groups  # a big group drawn closed now
-                  if g.id not in opened and (g.depth == 1 or g.parent in opened)
-                  and g.size > total / 4]  # fmt: skip
-        fits = (
-            g
-            for g in sorted(closed, key=lambda g: -g.size)
-            if _visible_count(groups, opened | {g.id}, total) <= budget
-        )
-        grown = next(fits, None)
-        if grown is None:
-            return expanded
-        opened.add(grown.id)
-        expanded.append(grown.id)
-
-
-def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> int:
-    hidden = 0
-    shown_collapsed = 0
-    for g in groups:
-        parent_open = g.depth == 1 or g.parent in expanded
-        if parent_open and g.id not in expanded:
-            hidden += g.size
-            shown_collapsed += 1
-    return total - hidden + shown_collapsed
-
-
-def _live_counts(nodes: list[GraphNode], ignore: set[str]) -> list[int]:
-    """live[i]: tensors produced at or before position i and read after it, not counting
-    ``ignore`` (broadcast tensors, which are live everywhere and would forbid every cut)."""
-    n = len(nodes)
-    born = {t: k for k, node in enumerate(nodes) for t in node.outputs if t and t not in ignore}
-    last = dict.fromkeys(born, -1)
-    for k, node in enumerate(nodes):
-        for t in node.inputs:
-            if t in last:
-                last[t] = max(last[t], k)
-    delta = [0] * (n + 1)
-    for t, k in born.items():
-        if last[t] > k:
-            delta[k] += 1
-            delta[last[t]] -= 1
-    live, running = [], 0
-    for k in range(n):
-        running += delta[k]
-        live.append(running)
-    return live
-
-
-def _segments(live: list[int], target: int) -> list[range]:
-    """Cut positions 0..n-1 into segments of about ``target`` (between target/2 and twice target)
-    where the fewest tensors are live: between blocks, not inside one."""
-    n, out, start = len(live), [], 0
-    while n - start > 2 * target:
-        lo, hi = start + max(target // 2, 1) - 1, min(start + 2 * target, n) - 1
-        best = min(range(lo, hi + 1), key=lambda k: (live[k], abs(k - (start + target - 1))))
-        out.append(range(start, best + 1))
-        start = best + 1
-    if start < n:
-        out.append(range(start, n))
-    return out
-
-
-_COMPUTE_OPS = frozenset(
-    {
-        "Conv",
-        "ConvTranspose",
-        "ConvInteger",
-        "QLinearConv",
-        "Gemm",
-        "MatMul",
-        "MatMulInteger",
-        "QLinearMatMul",
-        "MatMulNBits",
-        "DynamicQuantizeMatMul",
-        "FusedConv",
-        "FusedGemm",
-        "FusedMatMul",
-        "Attention",
-        "MultiHeadAttention",
-        "GroupQueryAttention",
-        "LSTM",
-        "GRU",
-        "RNN",
-        "DynamicQuantizeLSTM",
-        "Einsum",
-        "TreeEnsembleClassifier",
-        "TreeEnsembleRegressor",
-        "TreeEnsemble",
-        "Scan",
-        "Loop",
-        "If",
-        "STFT",
-        "DFT",
-    }
-)
-"""Ops whose work grows with their weights or both operands: what a block is named after."""
-_DATA_MOVEMENT_OPS = frozenset(
-    {
-        "Identity",
-        "Cast",
-        "Shape",
-        "Size",
-        "Reshape",
-        "Flatten",
-        "Squeeze",
-        "Unsqueeze",
-        "Constant",
-        "ConstantOfShape",
-        "Range",
-        "Gather",
-        "Slice",
-        "Concat",
-        "Split",
-        "Expand",
-        "Transpose",
-        "Equal",
-        "Where",
-        "Not",
-        "And",
-        "Or",
-        "Less",
-        "Greater",
-        "NonZero",
-        "Tile",
-    }
-)
-"""Ops that compute nothing a person looks for (shapes, casts, copies): named last."""
-
-
-def _structure(nodes: list[GraphNode]) -> tuple[tuple[str, int], ...]:
-    """What a block is made of (every op type and how many): equal structures repeat."""
-    return tuple(sorted(Counter(n.op_type for n in nodes).items()))
-
-
-def _block_name(nodes: list[GraphNode]) -> str:
-    """A block's name: the ops that do its work, heaviest first, by measured time when the
-    nodes have one, else by class (a stand-in for FLOPs until there is a cost model): compute
-    ops (Conv, MatMul, …) before element-wise ones before data movement (Cast, Reshape, …),
-    most frequent first within a class; data movement names a block only when it holds
-    nothing else ("data movement: Cast x4", with a multiplication
-    sign)."""
-    count = Counter(n.op_type for n in nodes)
-    timed: defaultdict[str, float] = defaultdict(float)
-    for n in nodes:
-        timed[n.op_type] += n.us_per_run
-    if any(timed.values()):
-        ranked = sorted(count, key=lambda op: (-timed[op], -count[op], op))
-        ranked = [op for op in ranked if timed[op] > 0] or ranked
-    else:
-
-        def weight(op: str) -> tuple[int, int, str]:
-            rank = 0 if op in _COMPUTE_OPS else 2 if op in _DATA_MOVEMENT_OPS else 1
-            return rank, -count[op], op
-
-        ranked = sorted(count, key=weight)
-    heavy = [op for op in ranked[:2] if op not in _DATA_MOVEMENT_OPS]
-    if not heavy:
-        return "data movement: " + " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op
-                                                for op in ranked[:2])  # fmt: skip
-    rest = len(nodes) - sum(count[op] for op in heavy)
-    return " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op for op in heavy) + (
-        f" (+{rest} more)" if rest else ""
-    )
-
-
-def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[str]:
-    """Group paths (relative) for nodes in topological order without usable name scopes:
-    segments of at most ~1/12 of the nodes cut where one tensor (or fewest) is live, named
-    by the ops doing their work (:func:`_block_name`), with repeats of one structure noted
-    ("block 07, like block 03"); a segment that still holds more than COLLAPSE_ABOVE nodes is
-    cut again."""
-    target = max(6, -(-len(nodes) // 24))
-    segs: list[range] = []
-    moved = False  # the last segment holds data movement only: such runs become one
-    for seg in _segments(_live_counts(nodes, ignore), target):
-        moving = all(nodes[i].op_type in _DATA_MOVEMENT_OPS for i in seg)
-        if moving and moved and seg.stop - segs[-1].start <= COLLAPSE_ABOVE:
-            segs[-1] = range(segs[-1].start, seg.stop)
-        else:
-            segs.append(seg)
-        moved = moving
-    width = len(str(len(segs)))
-    seen: dict[str, str] = {}  # a block's structure -> the first block made of it
-    out = [""] * len(nodes)
-    for k, seg in enumerate(segs, 1):
-        members = [nodes[i] for i in seg]
-        num = f"{prefix}{k:0{width}d}"
-        first = seen.setdefault(repr(_structure(members)), num)
-        like = f", like block {first}" if first != num else ""
-        path = "/" + f"block {num}{like}: {_block_name(members)}".replace("/", "∕")
-        inner = [""] * len(members)
-        if len(members) > COLLAPSE_ABOVE:
-            inner = _blocks(members, ignore, prefix=f"{num}.")
-        for i, sub in zip(seg, inner, strict=True):
-            out[i] = path + sub
-    return out
-
-
-def _chunk_siblings(nodes: list[GraphNode]) -> list[GraphNode]:
-    """A container with more than COLLAPSE_ABOVE child groups (200 ``layer.N`` scopes of one
-    encoder) gets a level of runs between them: "layer.0 … layer.8 (9 groups)"."""
-    children: dict[str, dict[str, None]] = defaultdict(dict)  # ordered sets
-    seen: set[str] = set()
-    for n in nodes:
-        path = n.group
-        while path and path not in seen:
-            seen.add(path)
-            parent = path.rsplit("/", 1)[0]
-            children[parent][path] = None
-            path = parent
-    remap: dict[str, str] = {}
-    for container, kid_set in children.items():
-        kids = list(kid_set)
-        if len(kids) <= COLLAPSE_ABOVE:
-            continue
-        size = -(-len(kids) // 24)
-        for k in range(0, len(kids), size):
-            run = kids[k : k + size]
-            first, last = (c.rsplit("/", 1)[1] for c in (run[0], run[-1]))
-            name = f"{first} … {last} ({len(run)} groups)".replace("/", "∕")
-            for c in run:
-                remap[c] = f"{container}/{name}/{c.rsplit('/', 1)[1]}"
-    if not remap:
-        return nodes
-    out = []
-    for n in nodes:
-        path, rest = n.group, ""
-        while path and path not in remap:  # the innermost remapped ancestor wins
-            path, tail = path.rsplit("/", 1)
-            rest = f"/{tail}{rest}"
-        out.append(replace(n, group=remap[path] + rest) if path else n)
-    return out
-
-
-def _regroup(nodes: list[GraphNode], ignore: set[str]) -> list[GraphNode]:
-    """Every container (the root, a scope, an If/Loop body) whose own nodes are more than
-    COLLAPSE_ABOVE items is cut into blocks, so no picture shows a flat wall of nodes:
-    exports without name scopes (Paddle ``p2o.*``, tf2onnx) and huge single scopes alike."""
-    own: dict[str, list[int]] = defaultdict(list)
-    for k, n in enumerate(nodes):
-        own[n.group].append(k)
-    out = list(nodes)
-    for container, members in own.items():
-        if len(members) <= COLLAPSE_ABOVE:
-            continue
-        paths = _blocks([nodes[k] for k in members], ignore)
-        for k, path in zip(members, paths, strict=True):
-            out[k] = replace(nodes[k], group=container + path)
-    return out
-
-
 def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
     """A profile names the nodes of ORT's *optimized* graph: fused nodes are not in the model."""
     missing = profiled - names
@@ -689,7 +418,7 @@ def graph_data(
             )
         )
     fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
-    nodes = _chunk_siblings(_regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT}))
+    nodes = chunk_siblings(regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT}))
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:
@@ -722,7 +451,7 @@ def graph_data(
         groups=groups,
         tensors=_run_types(m, placement, nodes, constants),
         providers=providers,
-        expanded=_initial_expanded(groups, len(nodes), len(inputs) + len(graph.output)),
+        expanded=initial_expanded(groups, len(nodes), len(inputs) + len(graph.output)),
         has_time=bool(total_time),
         has_quant=bool(sq),
         has_memory=any(n.output_bytes > 0 for n in nodes),
