@@ -34,6 +34,7 @@ from ortlab.engine import examples
 from ortlab.engine.providers import providers
 from ortlab.engine.session import warn_if_fallback
 from ortlab.views.render import safe_text
+from ortlab.views.render_more import providers_text
 
 __all__ = ["main"]
 
@@ -498,27 +499,8 @@ def _providers_cmd(args: argparse.Namespace) -> None:
 
 
 def _providers(as_json: bool) -> None:
-    info = providers().to_dict()
-    chosen, reasons = info["loadable"], info["reasons"]
-    found = info
-    if as_json:
-        print(json.dumps(info, indent=2))
-        return
-    print(f"onnxruntime {info['onnxruntime']}")
-    print(f"in this build: {', '.join(info['in_build'])}")
-    print(f"really load here: {', '.join(chosen)}")
-    for r in reasons:
-        print(f"  - {safe_text(r, 400)}")
-    none = "plugin EPs: none installed (e.g. pip install --no-deps onnxruntime-qnn)"
-    print("plugin EPs (select them by name: ortlab picks their devices):" if found["plugins"]
-          else none)  # fmt: skip
-    for p in found["plugins"]:
-        where = ", ".join(p["devices"]) or "no device on this machine"
-        state = f"failed to register: {p['error']}" if p["error"] else f"devices: {where}"
-        print(f"  - {safe_text(p['name'])} ({safe_text(p['module'])} {p['version']}): {state}")
-    print(
-        "devices: " + ", ".join(f"{d['ep_name']} on {d['device_type']}" for d in found["devices"])
-    )
+    info = providers()
+    print(json.dumps(info.to_dict(), indent=2) if as_json else providers_text(info))
 
 
 def _whatif(args: argparse.Namespace) -> None:

@@ -57,6 +57,17 @@ def test_providers_and_examples_and_cache(capsys: pytest.CaptureFixture[str]) ->
     assert main(["providers", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["loadable"][-1] == "CPUExecutionProvider"
+    import onnxruntime as ort  # the worker's answer against plain onnxruntime here
+
+    assert info["onnxruntime"] == ort.__version__
+    assert set(ort.get_available_providers()) <= set(info["in_build"])
+    assert main(["providers"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == f"onnxruntime {ort.__version__}"
+    assert text[1] == f"in this build: {', '.join(info['in_build'])}"
+    assert text[-1].startswith("devices: ")
+    for p in info["plugins"]:  # each plugin on a line with its devices or its failure
+        assert any(line.startswith(f"  - {p['name']} (") for line in text), p
     assert main(["examples"]) == 0
     assert "resnet50" in capsys.readouterr().out
     assert main(["cache", "info"]) == 0

@@ -38,16 +38,13 @@ from ortlab.views.render import (
     _STYLE,
     _report_html,
     benchmark_html,
-    compare_html,
     csp_hash,
     esc,
-    footprint_html,
     fused_map,
     inline_script,
     inputs_html,
     load_text,
     model_summary_html,
-    optimization_html,
     p50_text,
     placement_html,
     profile_html,
@@ -55,8 +52,8 @@ from ortlab.views.render import (
     safe_text,
     script_json,
     table_html,
-    whatif_html,
 )
+from ortlab.views.render_more import compare_html, footprint_html, optimization_html, whatif_html
 
 __all__ = ["best_snippet", "doctor_html", "doctor_text", "report", "report_html"]
 
