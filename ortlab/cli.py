@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import ortlab
+from ortlab.analysis.whatif import DEFAULT_TARGETS
 from ortlab.core import cache
-from ortlab.core.config import canonical_level, canonical_provider
+from ortlab.core.config import LEVELS, canonical_level, canonical_provider
 from ortlab.core.errors import FeedError, OrtlabError, OrtlabWarning
 from ortlab.core.inputs import validate_feeds
 from ortlab.core.units import fmt_bytes
@@ -72,7 +73,7 @@ def _targets_arg(text: str) -> list[str]:
     unknown = [t for t in names if t not in PROVIDER_ALIASES]
     if not names or unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown target {', '.join(unknown) or '(none)'}: use qnn, nnapi, coreml, openvino "
+            f"unknown target {', '.join(unknown) or '(none)'}: use {', '.join(DEFAULT_TARGETS)} "
             "or an EP alias (cpu, cuda, trt, dml…)"
         )
     return names
@@ -215,9 +216,7 @@ def _session_args(p: argparse.ArgumentParser) -> None:
         default=["cpu"],
         help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'",
     )
-    p.add_argument(
-        "--level", type=_level_arg, default="all", help="disabled | basic | extended | layout | all"
-    )
+    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
     p.add_argument(
         "--threads", type=_int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
     )
@@ -288,7 +287,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=_int_arg(1), default=5)
     p = sub.add_parser("optimize", help="what each optimization level changes, and its latency")
     _session_args(p)
-    p.add_argument("--levels", type=_levels_arg, default="disabled,basic,extended,layout,all")
+    p.add_argument("--levels", type=_levels_arg, default=",".join(LEVELS))
     p.add_argument("--rounds", type=_int_arg(1), default=8, help="interleaved timing rounds")
     p.add_argument("--runs", type=_int_arg(1), default=10, help="runs per level per round")
     p.add_argument("--no-timing", action="store_true", help="only the graph diff")
@@ -299,8 +298,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
-        "--targets", type=_targets_arg, default="qnn,nnapi,coreml,openvino",
-        help="comma-separated: qnn, nnapi, coreml, openvino (or any EP alias)",
+        "--targets", type=_targets_arg, default=",".join(DEFAULT_TARGETS),
+        help=f"comma-separated: {', '.join(DEFAULT_TARGETS)} (or any EP alias)",
     )  # fmt: skip
     p.add_argument(
         "--qnn-option", action="append", type=_option_arg, default=[], metavar="KEY=VALUE",

@@ -18,7 +18,7 @@ import numpy as np
 
 from ortlab.analysis.graphmap import Group, OpNode, graph_nodes, map_nodes
 from ortlab.core import cache
-from ortlab.core.config import SessionConfig, canonical_level
+from ortlab.core.config import LEVELS, SessionConfig, canonical_level
 from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
@@ -185,7 +185,7 @@ def initializer_input_blocker(model: Any) -> str | None:
 
 def optimization_diff(
     model: ModelLike,
-    levels: Sequence[str] = ("disabled", "basic", "extended", "layout", "all"),
+    levels: Sequence[str] = tuple(LEVELS),
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
     *,

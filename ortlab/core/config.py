@@ -21,7 +21,7 @@ from ortlab.core.errors import ProviderError, SessionConfigError
 
 __all__ = ["LEVELS", "PROVIDER_ALIASES", "SessionConfig", "canonical_provider"]
 
-LEVELS: dict[str, str] = {
+LEVELS: dict[str, str] = {  # the one home of the level order: every list of levels reads it
     "disabled": "ORT_DISABLE_ALL",
     "basic": "ORT_ENABLE_BASIC",
     "extended": "ORT_ENABLE_EXTENDED",

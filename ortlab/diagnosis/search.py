@@ -44,9 +44,8 @@ from ortlab.analysis.quantization import QuantConfig, calibration_data
 from ortlab.analysis.quantization import quantize as make_quantized
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.analysis.variants import variant_row, variant_signals
-from ortlab.analysis.whatif import whatif
-from ortlab.core.config import SessionConfig
-from ortlab.core.eps import PROVIDER_ALIASES
+from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
+from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, load, without_initializer_inputs
@@ -68,14 +67,14 @@ __all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
 Item = tuple[str, Model, SessionConfig, list[str]]
 """(key, model, config, steps that made the model)."""
 T = TypeVar("T")
-LEVEL_ORDER = ("disabled", "basic", "extended", "layout", "all")
+LEVEL_ORDER = tuple(LEVELS)
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
 _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
 """The variants ``ErrorResult.fix`` makes, in its order: key tag, how the nodes are spared."""
 MEMORY_REPEATS = 4
 """Fresh processes per memory setting: the fewest that give a 95 % interval (97 %)."""
-WHATIF_TARGETS = {t: PROVIDER_ALIASES[t] for t in ("qnn", "nnapi", "coreml", "openvino")}
+WHATIF_TARGETS = {t: TARGETS[t] for t in DEFAULT_TARGETS}
 """What-if targets by the EP they predict."""
 
 

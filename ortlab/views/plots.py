@@ -14,6 +14,7 @@ import numpy as np
 
 from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import NOISE_BAND
+from ortlab.views.colors import provider_color
 from ortlab.views.render import esc
 
 if TYPE_CHECKING:
@@ -23,28 +24,6 @@ if TYPE_CHECKING:
     from ortlab.analysis.profiling import ProfileResult
 
 __all__ = ["benchmark_figure", "profile_figure"]
-
-# A categorical palette for execution providers, fixed so colours mean the same everywhere.
-PROVIDER_COLORS = {
-    "CPUExecutionProvider": "#4C78A8",
-    "CUDAExecutionProvider": "#54A24B",
-    "TensorrtExecutionProvider": "#76B7B2",
-    "OpenVINOExecutionProvider": "#F58518",
-    "DmlExecutionProvider": "#B279A2",
-    "CoreMLExecutionProvider": "#9D755D",
-    "QNNExecutionProvider": "#E45756",
-}
-_FALLBACK = ["#EECA3B", "#FF9DA6", "#BAB0AC", "#72B7B2", "#D67195"]
-
-
-def provider_color(provider: str, others: dict[str, str] | None = None) -> str:
-    if provider in PROVIDER_COLORS:
-        return PROVIDER_COLORS[provider]
-    pool = others if others is not None else {}
-    if provider not in pool:
-        pool[provider] = _FALLBACK[len(pool) % len(_FALLBACK)]
-    return pool[provider]
-
 
 # A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
 # and validate, which a Lab refresh (five figures) would feel.

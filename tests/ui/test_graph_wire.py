@@ -17,6 +17,7 @@ from onnx import TensorProto, helper
 
 import ortlab
 from ortlab.analysis.graphdata import GraphData, graph_data
+from ortlab.views.colors import hash_color, palette, provider_color
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import module_sources
 from ortlab.views.render import script_json
@@ -42,8 +43,9 @@ def _browser_unpacks(page: Any, tmp_path: Path, g: GraphData) -> dict[str, Any]:
 
 
 def _expected(g: GraphData) -> dict[str, Any]:
+    """``to_dict()`` and the palette the views colour with (it travels with the graph)."""
     expected: dict[str, Any] = json.loads(script_json(g.to_dict()))  # NaN -> null, as sent
-    return expected
+    return {**expected, "colors": palette()}
 
 
 def _astral_model() -> onnx.ModelProto:
@@ -127,3 +129,26 @@ def test_the_details_panel_shows_a_fused_nodes_part_and_its_kernels_time(
     text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], packed, conv.name])
     assert f"time: {conv.us_per_run:.1f} µs/run" in text and conv.time_source in text
     assert conv.us_per_run == pytest.approx(kernel_us)  # the Conv carries the whole kernel
+
+
+_COLORS = """async ([source, colors, names]) => {
+    const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+    const overlays = await import(url);
+    overlays.useColors(colors);
+    return names.map((n) => overlays.providerColor(n));
+}"""
+
+
+def test_the_graph_colours_an_ep_as_the_charts_do(page: Any, tmp_path: Path) -> None:
+    """One palette: overlays.js, given the palette the graph carries, colours every EP as
+    plots.py does, the known ones and those coloured by a hash of their name (names beyond
+    U+FFFF included: the hash reads UTF-16 units, as JavaScript does)."""
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!doctype html><title>colours</title>", encoding="utf-8")
+    page.goto(blank.as_uri())
+    names = ["CPUExecutionProvider", "QNNExecutionProvider", "VitisAIExecutionProvider",
+             "MIGraphXExecutionProvider", "MyEP\U0001F680", "", "ÉpÉ"]  # fmt: skip
+    got = page.evaluate(_COLORS, [module_sources()["overlays"], palette(), names])
+    assert got == [provider_color(n) for n in names]
+    hashed = {hash_color(n) for n in names[2:]}
+    assert len(hashed) > 1, "unknown EPs do not all share one colour"

@@ -103,6 +103,7 @@ function showLayout(s, lib, shown, ms, repaint) {
 function relayout(s, lib, layouter, repaint) {
   performance.mark("ortlab:relayout");  // the marks time the steps for the benchmarks
   s.graph = lib.wire.graphOf(s.model.get("data"));  // unpacked once per data value
+  lib.overlays.useColors(s.graph.colors);
   performance.mark("ortlab:unpacked");
   s.vis = lib.data.visibleItems(s.graph, s.model.get("expanded"));
   performance.mark("ortlab:visible");

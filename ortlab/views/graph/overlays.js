@@ -5,16 +5,20 @@
 
 export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory", "diff"];
 
-const PALETTE = {
-  CPUExecutionProvider: "#4C78A8", CUDAExecutionProvider: "#54A24B",
-  TensorrtExecutionProvider: "#76B7B2", OpenVINOExecutionProvider: "#F58518",
-  DmlExecutionProvider: "#B279A2", CoreMLExecutionProvider: "#9D755D",
-  QNNExecutionProvider: "#E45756",
-};
-const CATEGORICAL = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B",
-  "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"];
+// The palette comes from Python with the graph (views/colors.py, its one home): `useColors`.
+let PALETTE = {};
+let CATEGORICAL = ["#999999"];
 const NO_DATA = "#e8e8e8";
 
+// Take the palette the graph carries (the wire form's `colors`); a graph without one (an old
+// notebook's saved state) keeps the last palette taken.
+export function useColors(colors) {
+  if (!colors) return;
+  PALETTE = colors.providers || PALETTE;
+  CATEGORICAL = colors.categorical?.length ? colors.categorical : CATEGORICAL;
+}
+
+// The same hash as colors.py hash_color: h * 31 + the first UTF-16 unit of each code point.
 function hashColor(text) {
   let h = 0;
   for (const c of String(text)) h = (h * 31 + c.charCodeAt(0)) >>> 0;

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ortlab.analysis.graphdata import GHOST_FANOUT, GraphData
+from ortlab.views.colors import palette
 
 __all__ = ["PACKED_FORMAT", "pack"]
 
@@ -88,6 +89,7 @@ def pack(g: GraphData) -> dict[str, Any]:
         "format": PACKED_FORMAT,
         **{k: getattr(g, k) for k in _PACKED_AS_IS},
         "ghost_fanout": GHOST_FANOUT,
+        "colors": palette(),  # the one palette (views/colors.py): overlays.js draws with it
         "strings": strings.table(),
         "nodes": {  # a column of defaults only is None
             "count": len(nodes),

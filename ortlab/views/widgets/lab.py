@@ -29,6 +29,7 @@ import ipywidgets as w
 import numpy as np
 
 import ortlab
+from ortlab.analysis.whatif import DEFAULT_TARGETS
 from ortlab.core import gcpause
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
@@ -393,7 +394,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.comparison_out = w.Output()
         self._history_caption, self._history_warning = w.HTML(), w.HTML()
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
-        self.target = w.Dropdown(options=["qnn", "nnapi", "coreml", "openvino"], value="qnn",
+        self.target = w.Dropdown(options=list(DEFAULT_TARGETS), value=DEFAULT_TARGETS[0],
                                  description="what if", tooltip=tip)  # fmt: skip
         from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS
 
