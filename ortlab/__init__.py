@@ -67,7 +67,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.core.version import __version__
     from ortlab.diagnosis.best import Best
     from ortlab.diagnosis.doctor import DoctorResult, doctor
-    from ortlab.diagnosis.rules import Finding
+    from ortlab.diagnosis.facts import Finding
     from ortlab.engine import examples
     from ortlab.engine.providers import Providers, devices, providers
     from ortlab.engine.session import SessionReport

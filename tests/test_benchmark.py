@@ -114,6 +114,40 @@ def test_compare_configs_interleaved(mlp: ortlab.Model) -> None:
         ortlab.compare_configs(mlp, [{}])
 
 
+def test_interleaved_timing_says_each_fallback_once_and_pairs_against_the_first(
+    mlp: ortlab.Model,
+) -> None:
+    """The one interleaved measurement (measure_interleaved, which compare_configs, compare,
+    optimization_diff, ablation and the doctor call): every item's report is checked against
+    its config, a miss said once however many items share it, the medians a (rounds x items)
+    grid whose verdicts are paired_ratio's against the first column."""
+    import warnings
+
+    from ortlab.engine.calls import measure_interleaved
+
+    eps = ortlab.providers()
+    if "CUDAExecutionProvider" not in eps.in_build or "CUDAExecutionProvider" in eps.loadable:
+        pytest.skip("needs CUDA in the build but not loadable (CPU-only machines: CI)")
+    cuda = ortlab.SessionConfig(providers=["cuda", "cpu"], fallback="warn")
+    items = [(mlp, cuda), (mlp, cuda.with_(level="basic")), (mlp, cuda.with_(intra_op_threads=1))]
+    feeds = mlp.example_inputs()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        t = measure_interleaved(items, feeds, rounds=6, runs=3, desc="", context="",
+                                progress=False, timeout=None)  # fmt: skip
+    said = [w for w in seen if issubclass(w.category, ortlab.ProviderFallbackWarning)]
+    assert len(said) == 1 and "CUDAExecutionProvider" in str(said[0].message)
+    assert t.medians_ms.shape == (6, 3) and np.isfinite(t.medians_ms).all()
+    assert all(len(lat) == 18 for lat in t.latencies_ns)
+    verdicts = t.verdicts(["a", "b", "c"])
+    assert verdicts[0][1] == "baseline"
+    for k in (1, 2):
+        assert verdicts[k][0] == paired_ratio(t.medians_ms[:, 0], t.medians_ms[:, k])
+    with pytest.raises(ortlab.ProviderFallbackError):  # the policy of each item's config
+        measure_interleaved([(mlp, cuda.with_(fallback="error")), *items[1:]], feeds, rounds=2,
+                            runs=1, desc="", context="", progress=False, timeout=None)  # fmt: skip
+
+
 def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) -> None:
     """The interval is a pair of order statistics of the measured runs whose coverage of the
     median is what the binomial distribution says (checked with scipy, not ortlab's own sum)."""

@@ -26,7 +26,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
-from ortlab.diagnosis.rules import CandidateFailure, Facts, Measured
+from ortlab.diagnosis.facts import CandidateFailure, Facts, Finding, Measured, load_caveat
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
 from tests.test_placement import _replay
@@ -96,7 +96,7 @@ def _facts(**kw: Any) -> Facts:
     return Facts(**base)
 
 
-def _rules(f: Facts, rule: str) -> list[rules.Finding]:
+def _rules(f: Facts, rule: str) -> list[Finding]:
     return [x for x in rules.run_rules(f) if x.rule == rule]
 
 
@@ -417,7 +417,7 @@ def test_other_processes_cpu_from_fake_counters() -> None:
 def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
     from ortlab.diagnosis.doctor import _with_caveat
 
-    caveat = rules.load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
+    caveat = load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
     threads = ortlab.Best(SessionConfig(intra_op_threads=1).to_dict(), "original", "m.onnx", [],
                           0.5, 0.45, 0.55, "threads:1 is 2.00x faster", 1.0)  # fmt: skip
     flagged = _with_caveat(threads, SessionConfig(), caveat)
@@ -446,7 +446,7 @@ def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]])
         assert len(out["medians_ns"]) == kwargs["rounds"]
         return out
 
-    monkeypatch.setattr("ortlab.diagnosis.search.call", call)
+    monkeypatch.setattr("ortlab.engine.calls.call", call)  # measure_interleaved's worker call
 
 
 def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
 from ortlab.core.stats import latency_stats
 from ortlab.diagnosis.doctor import Best, DoctorResult
-from ortlab.diagnosis.rules import Finding, Measured
+from ortlab.diagnosis.facts import Finding, Measured
 from ortlab.engine.session import SessionReport
 from ortlab.views.report import report_html
 from tests import models

@@ -24,8 +24,14 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import MIN_ROUNDS, against_first
-from ortlab.engine.calls import call, check_report, default_timeout, prepare
+from ortlab.core.stats import MIN_ROUNDS
+from ortlab.engine.calls import (
+    call,
+    check_report,
+    default_timeout,
+    measure_interleaved,
+    prepare,
+)
 
 __all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
 
@@ -140,15 +146,13 @@ def ablate_optimizers(
         if callable(progress):
             progress(k + 1, len(names) + 2)
     configs = [cfg, *offs]
-    timed = call(
-        "interleaved",
-        {"items": [(str(m.path), m.name, c) for c in configs], "feeds": dict(f),
-         "rounds": rounds, "runs": runs},
-        desc=f"ablation {m.name}", context=f"of {m.name!r}", progress=progress, timeout=t_out,
+    timed = measure_interleaved(
+        [(m, c) for c in configs], f, rounds=rounds, runs=runs, desc=f"ablation {m.name}",
+        context=f"of {m.name!r}", progress=progress, timeout=t_out,
     )  # fmt: skip
     labels = [f"with all at {level}", *(f"without {n}" for n in names)]
-    ms = np.asarray([[v / 1e6 for v in row] for row in timed["medians_ns"]])
-    verdicts = against_first(ms, labels, timed.get("failed", {}))
+    ms = timed.medians_ms
+    verdicts = timed.verdicts(labels)
     outs = [
         call("outputs_many", {"model_path": str(m.path), "model_name": m.name, "config": c,
                               "samples": [dict(f)]},

@@ -13,12 +13,11 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import LatencyStats, against_first, latency_stats, median_interval
+from ortlab.core.stats import LatencyStats, latency_stats, median_interval
 from ortlab.engine.calls import (
     as_config,
-    call,
-    check_report,
     default_timeout,
+    measure_interleaved,
     prepare,
     run_model_task,
 )
@@ -216,32 +215,21 @@ def compare_configs(
         raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
     m, _, f = prepare(model, configs[0], feeds, dims)
     cfgs = [as_config(c) for c in configs]
-    out = call(
-        "interleaved",
-        {
-            "items": [(str(m.path), m.name, c) for c in cfgs],
-            "feeds": dict(f),
-            "rounds": rounds,
-            "runs": runs,
-        },
-        desc=f"compare {m.name}",
-        context=f"of {m.name!r} ({len(cfgs)} configs)",
-        progress=progress,
+    timed = measure_interleaved(
+        [(m, c) for c in cfgs], f, rounds=rounds, runs=runs, desc=f"compare {m.name}",
+        context=f"of {m.name!r} ({len(cfgs)} configs)", progress=progress,
         timeout=timeout if timeout is not None else default_timeout(),
-    )
-    for c, report in zip(cfgs, out["reports"], strict=True):
-        check_report(report, c, m)  # a requested EP that did not load is said, per config
-    med = np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+    )  # fmt: skip
     labels = [c.label() for c in cfgs]
-    failed: dict[int, str] = out.get("failed", {})
-    verdicts = against_first(med, labels, failed)
+    failed = timed.failed
+    verdicts = timed.verdicts(labels)
     rows = []
     for k, c in enumerate(cfgs):
         if k in failed:
             rows.append(_failed_row(labels[k], c, failed[k]))
             continue
         v, text = verdicts[k]
-        s = latency_stats(out["latencies_ns"][k])
+        s = latency_stats(timed.latencies_ns[k])
         rows.append(
             ConfigRow(
                 label=labels[k],
@@ -255,7 +243,7 @@ def compare_configs(
             )
         )
     return ConfigComparison(
-        model=m.name, rows=rows, rounds=rounds, runs=runs, reports=out["reports"]
+        model=m.name, rows=rows, rounds=rounds, runs=runs, reports=timed.reports
     )
 
 

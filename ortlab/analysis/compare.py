@@ -22,7 +22,12 @@ from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import against_first
-from ortlab.engine.calls import call, check_report, default_timeout, prepare
+from ortlab.engine.calls import (
+    call,
+    default_timeout,
+    measure_interleaved,
+    prepare,
+)
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -110,10 +115,11 @@ def compare(
     labels += [getattr(v.variant, "label", None) or v.name for v in models[1:]]
     run = _Runner(cfg, f, f"of {base.name!r} variants with {cfg.label()}",
                   timeout if timeout is not None else default_timeout())  # fmt: skip
-    timed = run.call("interleaved", progress, rounds=rounds, runs=runs,
-                     items=[(str(m.path), m.name, cfg) for m in models])  # fmt: skip
-    check_report(timed["reports"][0], cfg, base)
-    failed: dict[int, str] = dict(timed.get("failed", {}))
+    timed = measure_interleaved(
+        [(m, cfg) for m in models], f, rounds=rounds, runs=runs, desc="compare",
+        context=run.context, progress=progress, timeout=run.timeout,
+    )  # fmt: skip
+    failed = dict(timed.failed)
     evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
     outputs: dict[int, list[dict[str, np.ndarray]]] = {}
     profiles: dict[int, Any] = {}
@@ -128,8 +134,7 @@ def compare(
                 raise
             failed[k] = error_text(err)
     live = [k for k in range(len(models)) if k not in failed]
-    medians = np.asarray(timed["medians_ns"], dtype=np.float64) / 1e6
-    verdicts = against_first(medians, labels, failed)
+    verdicts = against_first(timed.medians_ms, labels, failed)  # failures while scoring too
     rows = [
         _failed_variant(m, labels[k], base, failed[k], evald.synthetic)
         if k in failed
@@ -139,7 +144,7 @@ def compare(
             labels[k],
             base=base,
             verdict=verdicts[k],
-            lat=timed["latencies_ns"][k],
+            lat=timed.latencies_ns[k],
             outputs=[outputs[0], outputs[k]],
             data=profiles[k],
             synthetic=evald.synthetic,

@@ -24,7 +24,13 @@ from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import against_first
-from ortlab.engine.calls import call, check_report, default_timeout, prepare
+from ortlab.engine.calls import (
+    call,
+    check_report,
+    default_timeout,
+    measure_interleaved,
+    prepare,
+)
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -248,21 +254,12 @@ def optimization_diff(
     latency_rows: list[LatencyRow] = []
     rounds_ms: list[list[float]] = []
     if measure:
-        timed = call(
-            "interleaved",
-            {
-                "items": [(str(m.path), m.name, cfg.with_(level=k)) for k in keys],
-                "feeds": dict(f),
-                "rounds": rounds,
-                "runs": runs,
-            },
-            desc=f"levels {m.name}",
-            context=context,
-            progress=progress,
-            timeout=timeout,
-        )
-        rounds_ms = [[v / 1e6 for v in row] for row in timed["medians_ns"]]
-        latency_rows = _latency_rows(keys, np.asarray(rounds_ms), timed.get("failed", {}))
+        timed = measure_interleaved(
+            [(m, cfg.with_(level=k)) for k in keys], f, rounds=rounds, runs=runs,
+            desc=f"levels {m.name}", context=context, progress=progress, timeout=timeout,
+        )  # fmt: skip
+        rounds_ms = timed.medians_ms.tolist()
+        latency_rows = _latency_rows(keys, timed.medians_ms, timed.failed)
     blocker = initializer_input_blocker(m)
     return OptimizationResult(
         model=m.name,

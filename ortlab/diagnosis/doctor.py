@@ -32,15 +32,15 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
 from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.rules import (
+from ortlab.diagnosis.facts import (
     CandidateFailure,
     Facts,
     Finding,
     Measured,
     busy_cores,
     load_caveat,
-    run_rules,
 )
+from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import Search
 from ortlab.engine.calls import as_config, prepare
 

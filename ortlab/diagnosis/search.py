@@ -18,7 +18,7 @@ Stages, each in the worker and each bounded by the budget:
 
 A candidate that fails — its variant cannot be built (ORT's quantizer raises ``ValueError``,
 ``AssertionError``…), its session cannot be built or its first run fails in the worker — is
-recorded as a :class:`~ortlab.diagnosis.rules.CandidateFailure` (a finding) and left out; the
+recorded as a :class:`~ortlab.diagnosis.facts.CandidateFailure` (a finding) and left out; the
 others go on.
 """
 
@@ -51,16 +51,16 @@ from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
 from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.rules import (
+from ortlab.diagnosis.facts import (
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
     CandidateFailure,
     Facts,
     FixTried,
     Measured,
-    attention_shaped,
 )
-from ortlab.engine.calls import call
+from ortlab.diagnosis.rules import attention_shaped
+from ortlab.engine.calls import call, measure_interleaved
 
 __all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
 
@@ -353,20 +353,12 @@ class Search:
         those candidates. The ones the worker could not build or run (its ``failed``) are
         recorded as failures and left out."""
 
-        out = call(
-            "interleaved",
-            {
-                "items": [(str(mm.path), mm.name, c) for _, mm, c, _ in items],
-                "feeds": dict(self.feeds),
-                "rounds": rounds,
-                "runs": runs,
-            },
-            desc=desc,
-            context=f"of {self.m.name!r} ({len(items)} candidates)",
-            progress=self.progress,
+        out = measure_interleaved(
+            [(mm, c) for _, mm, c, _ in items], self.feeds, rounds=rounds, runs=runs, desc=desc,
+            context=f"of {self.m.name!r} ({len(items)} candidates)", progress=self.progress,
             timeout=self.call_timeout(),
-        )
-        failed = {int(k): str(msg) for k, msg in (out.get("failed") or {}).items()}
+        )  # fmt: skip
+        failed = out.failed
         if 0 in failed:  # the worker raises for the reference itself; never compare without it
             raise OrtlabError(f"The reference {items[0][0]!r} failed while timing: {failed[0]}")
         for k, msg in sorted(failed.items()):
@@ -375,12 +367,8 @@ class Search:
             what = f"candidate {key} ({self._variant(mm)} · {c.label()})"
             self.failures.append(CandidateFailure(what, msg, "timing", code))
         ran = [k for k in range(len(items)) if k not in failed]
-        med = np.asarray(out["medians_ns"], dtype=np.float64).reshape(rounds, -1) / 1e6
-        lat = list(out["latencies_ns"])
-        if med.shape[1] == len(items):  # columns for every item (NaN where one failed)
-            med = med[:, ran]
-        if len(lat) == len(items):
-            lat = [lat[k] for k in ran]
+        med = out.medians_ms[:, ran]  # one column per item, NaN where one failed
+        lat = [out.latencies_ns[k] for k in ran]
         kept = [items[k] for k in ran]
         for (key, *_), times in zip(kept, lat, strict=True):
             self.latencies.setdefault(key, []).extend(times)

@@ -4,13 +4,17 @@ show a progress bar."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.stats import Verdict, against_first
 from ortlab.engine.session import SessionReport, warn_if_fallback
 from ortlab.engine.worker import get_worker
 
@@ -186,3 +190,78 @@ def run_model_task(
         raise RunError(f"{err} {f.guessed()}") from err
     check_report(out, cfg, m)
     return m, cfg, f, out
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """(model, config) items timed interleaved in one worker (A B C, C B A …, so drift hits
+    them all): what compare_configs, compare, optimization_diff, ablate_optimizers and the
+    doctor's search read their times from."""
+
+    medians_ms: np.ndarray
+    """Per round (rows) and item (columns, one per item always), the median of the round's
+    runs; NaN where the item failed."""
+    latencies_ns: list[list[int]]
+    """Per item, every timed run (ns, as the clock gave them; empty where it failed)."""
+    reports: list[SessionReport | None]
+    """Per item, its session's report (None where it failed)."""
+    failed: dict[int, str]
+    """Items the worker could not build or run (never the first: its failure raises)."""
+    rounds: int
+    runs: int
+
+    def verdicts(self, labels: Sequence[str]) -> dict[int, tuple[Verdict, str]]:
+        """Per item that ran, its paired verdict against the first and the sentence."""
+        return against_first(self.medians_ms, labels, self.failed)
+
+
+def measure_interleaved(
+    items: Sequence[tuple[Model, SessionConfig]],
+    feeds: Mapping[str, Any],
+    *,
+    rounds: int,
+    runs: int,
+    desc: str,
+    context: str,
+    progress: bool | Callable[[int, int], None],
+    timeout: float | None,
+) -> Interleaved:
+    """Time ``items`` interleaved in the worker, ``rounds`` rounds of ``runs`` runs each, the
+    first item the reference. The one fallback policy: every item's session report is checked
+    against its own config (a requested EP that did not load warns or raises as that config's
+    ``fallback`` says), each distinct miss said once (ten variants under one config that all
+    lost CUDA are one warning)."""
+    out = call(
+        "interleaved",
+        {"items": [(str(m.path), m.name, c) for m, c in items], "feeds": dict(feeds),
+         "rounds": rounds, "runs": runs},
+        desc=desc, context=context, progress=progress, timeout=timeout,
+    )  # fmt: skip
+    reports = list(out.get("reports") or [None] * len(items))
+    said: set[tuple[Any, ...]] = set()
+    for (m, c), report in zip(items, reports, strict=True):
+        miss = (tuple(report.missing), c.fallback) if report is not None else None
+        if miss is not None and miss not in said:
+            said.add(miss)
+            check_report(report, c, m)
+    failed = {int(k): str(v) for k, v in (out.get("failed") or {}).items()}
+    medians = np.atleast_2d(np.asarray(out["medians_ns"], dtype=np.float64)) / 1e6
+    latencies = [list(lat) for lat in out["latencies_ns"]]
+    if medians.shape[1] < len(items):  # columns of those that ran only: NaN for the others
+        ran = [k for k in range(len(items)) if k not in failed]
+        full = np.full((len(medians), len(items)), np.nan)
+        full[:, ran] = medians
+        medians = full
+        if len(latencies) == len(ran):
+            spread: list[list[int]] = [[] for _ in items]
+            for k, lat in zip(ran, latencies, strict=True):
+                spread[k] = lat
+            latencies = spread
+    return Interleaved(
+        medians_ms=medians,
+        latencies_ns=latencies,
+        reports=reports,
+        failed=failed,
+        rounds=len(medians),
+        runs=runs,
+    )

@@ -1,0 +1,227 @@
+"""What the doctor knows, as data: :class:`Facts` (the session report, the model's op counts,
+the profile, the placement, and the interleaved measurements the doctor took), the
+:class:`Measured` candidates, the :class:`Finding` a rule returns, the failures and the fixes
+tried; and the machine-load caveat every timed finding carries. The rules
+(:mod:`ortlab.diagnosis.rules`) read these; the search (:mod:`ortlab.diagnosis.search`) fills them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.machine import BUSY_CORES
+from ortlab.core.stats import NOISE_BAND, interval_text
+from ortlab.engine.session import SessionReport
+
+__all__ = [
+    "FUSED_TRANSFORMER_OPS",
+    "SMALL_MODEL_MS",
+    "TIMING_STAGES",
+    "CandidateFailure",
+    "Facts",
+    "Finding",
+    "FixTried",
+    "Measured",
+    "busy_cores",
+    "load_caveat",
+    "measured_gain",
+]
+
+FUSED_TRANSFORMER_OPS = frozenset(
+    {
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "SkipLayerNormalization",
+        "EmbedLayerNormalization",
+        "BiasGelu",
+        "FastGelu",
+    }
+)
+SMALL_MODEL_MS = 2.0
+"""Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
+TIMING_STAGES = ("screen", "combine")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate the doctor timed interleaved against the baseline (and its output error)."""
+
+    key: str
+    """What was changed: 'baseline', 'level:all', 'threads:1', 'spin:off', 'iobinding',
+    'variant:transformers', 'variant:dynamic', 'combined' …"""
+    label: str
+    variant: str
+    """'original' or the model variant's name."""
+    model_path: str
+    config: dict[str, Any]
+    p50_ms: float
+    ratio: float
+    """Paired time ratio to the baseline (median of per-round ratios); < 1 is faster."""
+    low: float
+    high: float
+    significant: bool
+    verdict: str
+    cosine: float
+    """Lowest output cosine similarity against the baseline's outputs (1.0 = same)."""
+    file_bytes: int
+    stage: str
+    """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
+    steps: list[str] = field(default_factory=list)
+    """How the model variant was made."""
+    rounds: int = 0
+    """Interleaved rounds behind the ratio and its interval."""
+    confidence: float = float("nan")
+    """The interval's actual coverage (order statistics of ``rounds`` ratios); NaN when the
+    rounds were too few for a 95 % interval (``low``/``high`` are NaN then too)."""
+
+    @property
+    def faster(self) -> bool:
+        return self.significant and self.ratio < 1
+
+    @property
+    def slower(self) -> bool:
+        return self.significant and self.ratio > 1
+
+    @property
+    def no_gain(self) -> bool:
+        """The interval excludes a gain beyond the noise band: "no faster" is said only then
+        (a wide interval that still allows one is undecided, never "no faster")."""
+        return not math.isnan(self.low) and self.low >= 1 - NOISE_BAND
+
+    def speed_word(self) -> str:
+        """'faster', 'no faster', or 'undecided (interval [low, high])'."""
+        if self.faster:
+            return "faster"
+        if self.no_gain:
+            return "no faster"
+        if math.isnan(self.low):
+            return "undecided (too few rounds for an interval)"
+        return f"undecided (time ratio {interval_text(self.ratio, self.low, self.high, 2)})"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in the session, with its evidence, fix and (where measurable) gain."""
+
+    rule: str
+    title: str
+    evidence: str
+    fix: str
+    code: str
+    """Python that applies the fix (ortlab or plain onnxruntime)."""
+    gain: str
+    """The measured effect of the fix as ortlab's verdict sentence, or why it was not measured."""
+    ratio: float | None = None
+    """Time ratio fixed / baseline with its interval (coverage ≥ 95 %, see ``ortlab.paired_ratio``;
+    NaN bounds with too few rounds); None when not measured."""
+    low: float | None = None
+    high: float | None = None
+    saved_ms: float = 0.0
+    """Milliseconds per run the fix saves (measured); findings sort by this, most costly first."""
+    severity: str = "warning"
+    """'error' (the session is not what was asked), 'warning', or 'info'."""
+    nodes: list[str] = field(default_factory=list)
+    """Node names the finding is about (the graph view highlights them)."""
+
+
+@dataclass(frozen=True)
+class CandidateFailure:
+    """A candidate the doctor could not build, time or evaluate; it was left out, the others
+    were measured."""
+
+    what: str
+    """The candidate in words: 'static QDQ minmax per-channel', 'candidate iobinding (…)'."""
+    message: str
+    """What went wrong, in the words of the tool that failed (ORT's message), or the exception
+    type when it gave none."""
+    stage: str
+    """'build' (making the variant), 'timing' (its session or first run in the worker),
+    'accuracy' (its outputs) or 'explain' (profiling a slower variant)."""
+    code: str = ""
+    """Python that reproduces the failing step alone."""
+
+
+@dataclass(frozen=True)
+class FixTried:
+    """The fix variants of one int8 variant (``ErrorResult.fix``) the doctor measured."""
+
+    nodes: list[str]
+    """The worst nodes they spare."""
+    variants: dict[str, str]
+    """Measured key -> how the nodes are spared ('left in float', 'their outputs quantized
+    to 16 bits')."""
+
+
+@dataclass
+class Facts:
+    """Everything the rules read. Built by :func:`ortlab.doctor`; tests build it by hand."""
+
+    model_name: str
+    requested: SessionConfig
+    report: SessionReport
+    op_counts: dict[str, int]
+    baseline_ms: float
+    symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
+    """Input name → its symbolic dim names (after free_dimension_overrides)."""
+    op_time_share: dict[str, float] = field(default_factory=dict)
+    """Op type → share of node time in the profile of the baseline."""
+    profiled_ms: float | None = None
+    """Median model_run with ORT's profiler on."""
+    placement: Any = None
+    """A PlacementResult when an accelerator EP loaded (else None)."""
+    initializer_blocker: str | None = None
+    attention_reason: str | None = None
+    """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
+    transformer_fused: dict[str, int] = field(default_factory=dict)
+    measured: dict[str, Measured] = field(default_factory=dict)
+    variant_signals: list[Any] = field(default_factory=list)
+    """``ortlab.analysis.variants.Signal`` objects explaining slower variants."""
+    cores: int = 1
+    min_cosine: float = 0.999
+    predicted: Any = None
+    """A WhatIfResult for requested NPU EPs that do not run here (as exported)."""
+    predicted_fixed: Any = None
+    """The same at the timed shapes (when the model has symbolic dims)."""
+    failures: list[CandidateFailure] = field(default_factory=list)
+    other_cpu: dict[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
+    logical_cpus: int = 0
+    """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
+    quant_fixes: dict[str, FixTried] = field(default_factory=dict)
+    """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
+    footprint: Any = None
+    """A FootprintResult: the resident memory of the session and of each memory setting."""
+    allocator: dict[str, float] = field(default_factory=dict)
+    """ORT's own allocator over the baseline's last profiled run: arena_bytes (held by the
+    arena at the end), peak_bytes (peak in use)."""
+
+
+def measured_gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
+    if m is None:
+        return {"gain": "not measured"}
+    saved = max(baseline_ms - m.p50_ms, 0.0) if m.faster else 0.0
+    return {"gain": m.verdict, "ratio": m.ratio, "low": m.low, "high": m.high, "saved_ms": saved}
+
+
+def busy_cores(f: Facts) -> float | None:
+    """The most cores other processes used during a timing stage (None: not recorded)."""
+    busy = [f.other_cpu[s] for s in TIMING_STAGES if not math.isnan(f.other_cpu.get(s, math.nan))]
+    return max(busy) if busy else None
+
+
+def load_caveat(f: Facts) -> str:
+    """'measured while other processes used 1.4 of 2 cores: …' when other processes used more
+    than BUSY_CORES during the timing stages (thread and spinning results then describe a busy
+    machine), else ''."""
+    busy = busy_cores(f)
+    if busy is None or busy <= BUSY_CORES:
+        return ""
+    of = f" of {f.logical_cpus}" if f.logical_cpus else ""
+    return (
+        f"measured while other processes used {busy:.1f}{of} cores: this advice holds "
+        "for a busy machine; re-run the doctor idle"
+    )
