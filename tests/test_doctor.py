@@ -441,7 +441,7 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
     def call(task: str, kwargs: dict[str, Any], **_: Any) -> dict[str, Any]:
-        assert task == "interleaved"
+        assert task == "ortlab.engine.tasks_timing:interleaved"
         out = answers.pop(0)
         assert len(out["medians_ns"]) == kwargs["rounds"]
         return out

@@ -109,7 +109,7 @@ def test_errors_come_back_typed(worker: Worker) -> None:
         worker.call("tests.crashers:raise_value_error", {})
     assert any("raised in the ortlab worker" in n for n in getattr(info.value, "__notes__", []))
     with pytest.raises(SessionConfigError):
-        worker.call("benchmark", {"model_path": "x", "model_name": "x",
+        worker.call("ortlab.engine.tasks_timing:benchmark", {"model_path": "x", "model_name": "x",
                                   "config": ortlab.SessionConfig(level="all").with_(level="max"),
                                   "feeds": {}})  # fmt: skip
 
@@ -242,7 +242,7 @@ def test_sessions_that_do_not_fit_together_are_timed_in_pairs(
         configs = [SessionConfig(level=lvl) for lvl in ("all", "disabled", "basic", "all")]
         items = [(str(mlp.path), mlp.name, c) for c in configs]
         feeds = dict(mlp.example_inputs())
-        out = w.call("ortlab.engine.tasks:interleaved",
+        out = w.call("ortlab.engine.tasks_timing:interleaved",
                      {"items": items, "feeds": feeds, "rounds": 6, "runs": 3})  # fmt: skip
         assert out["pairwise"] is True and out["failed"] == {}
         med = np.asarray(out["medians_ns"])

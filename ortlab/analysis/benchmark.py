@@ -110,7 +110,7 @@ def benchmark(
     """
     before = cpu_sample()
     m, cfg, f, out = run_model_task(
-        "benchmark",
+        "ortlab.engine.tasks_timing:benchmark",
         model,
         config,
         feeds,

@@ -62,6 +62,7 @@ def main() -> None:
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
     )
     from ortlab.core.cache import private_cwd
+    from ortlab.engine import tasks_timing  # noqa: F401 - a Lab's first run times at once
     from ortlab.engine.tasks import release_deferred  # the tasks module, imported here
     from ortlab.engine.worker import _resolve
 

@@ -232,7 +232,7 @@ def measure_interleaved(
     ``fallback`` says), each distinct miss said once (ten variants under one config that all
     lost CUDA are one warning)."""
     out = call(
-        "interleaved",
+        "ortlab.engine.tasks_timing:interleaved",
         {"items": [(str(m.path), m.name, c) for m, c in items], "feeds": dict(feeds),
          "rounds": rounds, "runs": runs},
         desc=desc, context=context, progress=progress, timeout=timeout,

@@ -54,7 +54,7 @@ the next (~0.35 s each time). This thread lives as long as the process."""
 
 
 def _resolve(task: str) -> Callable[..., Any]:
-    """``'benchmark'`` -> ortlab.engine.tasks.benchmark; ``'pkg.mod:func'`` -> that function."""
+    """``'profile'`` -> ortlab.engine.tasks.profile; ``'pkg.mod:func'`` -> that function."""
     import importlib
 
     module, _, func = task.rpartition(":") if ":" in task else ("ortlab.engine.tasks", ":", task)

@@ -1,0 +1,208 @@
+"""The timing tasks (run inside the worker): one configuration timed run after run
+(``benchmark``), and several timed interleaved in rounds (``interleaved``: A B C, C B A …, so
+drift hits them all; pairwise when their sessions would not fit in memory together). Their
+clocks run around the session's ``run`` alone: progress, IPC and teardown stay outside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import FeedError, OrtlabError, error_text
+from ortlab.engine.session import SessionReport, build_session
+from ortlab.engine.tasks import (
+    _REPORT_EVERY_NS,
+    _SESSION_BYTES,
+    Progress,
+    _fingerprint,
+    _run_error,
+    _runner,
+    _session,
+    prepare_feeds,
+    session_budget,
+)
+
+__all__ = ["benchmark", "interleaved"]
+
+
+def benchmark(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 100,
+    warmup: int = 10,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
+    sess, report, cached = _session(model_path, model_name, config)
+    prepared = prepare_feeds(feeds)
+    run = _runner(sess, prepared, config.io_binding)
+    clock = time.perf_counter_ns
+    total = warmup + runs
+    warm_ns = 0
+    try:
+        for i in range(warmup):
+            t0 = clock()
+            run()
+            warm_ns += clock() - t0
+            progress(i + 1, total)
+        lat: list[int] = []
+        stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
+        next_report = clock() + _REPORT_EVERY_NS
+        for i in range(runs):
+            t0 = clock()
+            run()
+            t1 = clock()
+            lat.append(t1 - t0)
+            if t1 >= next_report:
+                progress(warmup + i + 1, total)
+                next_report = t1 + _REPORT_EVERY_NS
+            if stop_at is not None and t1 >= stop_at:
+                break
+    except Exception as err:
+        if isinstance(err, FeedError):
+            raise
+        raise _run_error(err, model_name, config, feeds) from err
+    progress(total, total)
+    ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
+    return {"latencies_ns": lat, "report": report, "cached_session": cached, "warmup": warmup,
+            "ort_ms": ort_ns / 1e6}  # fmt: skip
+
+
+def interleaved(
+    progress: Progress,
+    *,
+    items: list[tuple[str, str, SessionConfig]],
+    feeds: Mapping[str, Any],
+    rounds: int = 10,
+    runs: int = 10,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
+
+    Returns per round and variant the median of ``runs`` timed runs (ns). A variant other than
+    the first whose session cannot be built or whose warm-up run fails is left out of the
+    timing: its column holds NaN, and ``failed`` maps its index to what went wrong (one broken
+    candidate never ends a comparison). The first variant is the reference: its failure raises.
+    """
+    if len(items) > 2:
+        path, name, cfg = items[0]
+        _session(path, name, cfg)  # the reference: its size says whether all of them fit
+        key = (path, _fingerprint(path), cfg)
+        if len(items) * _SESSION_BYTES.get(key, 0) > session_budget():
+            return _pairwise(progress, items=items, feeds=feeds, rounds=rounds, runs=runs,
+                             warmup=warmup)  # fmt: skip
+    sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
+    failed: dict[int, str] = {}
+    for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
+        try:
+            sess, report, _ = _session(path, name, cfg)
+            run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
+            for _ in range(warmup):
+                run()
+        except Exception as err:
+            if k == 0:
+                if isinstance(err, OrtlabError):
+                    raise
+                raise _run_error(err, name, cfg, feeds) from err
+            failed[k] = error_text(err)
+            sessions.append(None)
+            continue
+        sessions.append((run, report))
+    clock = time.perf_counter_ns
+    medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
+    every: list[list[int]] = [[] for _ in items]
+    live = [k for k, s in enumerate(sessions) if s is not None]
+    for r in range(rounds):
+        for k in live if r % 2 == 0 else reversed(live):
+            run = sessions[k][0]  # type: ignore[index]  # live holds built sessions only
+            lat = []
+            for _ in range(runs):
+                t0 = clock()
+                run()
+                lat.append(clock() - t0)
+            medians[r][k] = float(np.median(lat))
+            every[k].extend(lat)
+        progress(r + 1, rounds)
+    return {
+        "medians_ns": medians,
+        "latencies_ns": every,
+        "reports": [s[1] if s is not None else None for s in sessions],
+        "failed": failed,
+    }
+
+
+def _timed(run: Callable[[], Any], runs: int, clock: Callable[[], int]) -> list[int]:
+    lat = []
+    for _ in range(runs):
+        t0 = clock()
+        run()
+        lat.append(clock() - t0)
+    return lat
+
+
+def _pairwise(
+    progress: Progress,
+    *,
+    items: list[tuple[str, str, SessionConfig]],
+    feeds: Mapping[str, Any],
+    rounds: int,
+    runs: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """:func:`interleaved` when the sessions would not fit in memory together: the reference
+    with one candidate at a time (two sessions, never more), each pair interleaved for all
+    ``rounds``. A candidate's per-round median is scaled by the reference's round in the first
+    pair over its round in this pair, so each candidate's paired ratio to the reference is the
+    one measured in its own pair; its raw latencies are kept as measured."""
+    import gc
+
+    clock = time.perf_counter_ns
+    path, name, cfg = items[0]
+    ref, ref_report, _ = _session(path, name, cfg)
+    run_ref = _runner(ref, prepare_feeds(feeds), cfg.io_binding)
+    medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
+    every: list[list[int]] = [[] for _ in items]
+    reports: list[SessionReport | None] = [ref_report] + [None] * (len(items) - 1)
+    failed: dict[int, str] = {}
+    first = True
+    for k, (c_path, c_name, c_cfg) in enumerate(items[1:], start=1):
+        try:  # not cached: it is dropped before the next candidate is built
+            sess, reports[k] = build_session(c_path, c_cfg, model_name=c_name)
+            run = _runner(sess, prepare_feeds(feeds), c_cfg.io_binding)
+            for _ in range(warmup):
+                run()
+                run_ref()
+        except Exception as err:  # noqa: BLE001 - one broken candidate never ends it
+            failed[k] = error_text(err)
+            continue
+        for r in range(rounds):
+            order = [(0, run_ref), (k, run)] if r % 2 == 0 else [(k, run), (0, run_ref)]
+            got = {}
+            for j, fn in order:
+                lat = _timed(fn, runs, clock)
+                got[j] = float(np.median(lat))
+                if j == k or first:
+                    every[j].extend(lat)
+            if first:
+                medians[r][0] = got[0]
+            medians[r][k] = got[k] * medians[r][0] / got[0]
+        first = False
+        del run, sess
+        gc.collect()
+        progress(k, len(items) - 1)
+    if first:  # no candidate ran: the reference alone, for its own column
+        for r in range(rounds):
+            lat = _timed(run_ref, runs, clock)
+            medians[r][0] = float(np.median(lat))
+            every[0].extend(lat)
+    return {"medians_ns": medians, "latencies_ns": every, "reports": reports,
+            "failed": failed, "pairwise": True}  # fmt: skip
