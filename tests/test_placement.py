@@ -11,7 +11,8 @@ import pytest
 
 import ortlab
 from ortlab.analysis.graphmap import OpNode, graph_nodes
-from ortlab.analysis.placement import PlacementResult, join_placement
+from ortlab.analysis.placement import join_placement
+from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import parse_profile_file
 from ortlab.engine.session import SessionReport
 

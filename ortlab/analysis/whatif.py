@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.graphmap import OpNode
-from ortlab.analysis.placement import PlacementResult, join_placement
+from ortlab.analysis.placement import join_placement
+from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.reasons import category, fix_for, group_reasons, node_reason
 from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import OrtlabError

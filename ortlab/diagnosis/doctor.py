@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.memory import FootprintResult
-from ortlab.analysis.placement import PlacementResult
+from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig

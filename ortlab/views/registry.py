@@ -14,7 +14,7 @@ from ortlab.analysis.compare import CompareResult
 from ortlab.analysis.diff import DiffResult
 from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.optimization import OptimizationResult
-from ortlab.analysis.placement import PlacementResult
+from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quant_error import ErrorResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
