@@ -34,7 +34,8 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.graphdata import GraphData, graph_data
     from ortlab.analysis.memory import FootprintResult, footprint
     from ortlab.analysis.optimization import OptimizationResult, optimization_diff
-    from ortlab.analysis.placement import PlacementResult, placement
+    from ortlab.analysis.placement import placement
+    from ortlab.analysis.placementresult import PlacementResult
     from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
     from ortlab.analysis.quant_error import ErrorResult, quantization_error
     from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16

@@ -233,7 +233,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
     """Five runs; node b takes 2 µs except one stalled 1000 µs call. Totals would give b 94 %
     of node time; medians give 2 / 12."""
     from ortlab.analysis.profiling import ProfileData, ProfileResult
-    from ortlab.views.widgets.lab import median_shares
+    from ortlab.views.widgets.labparts import median_shares
 
     runs = 5
     ev_node = [0, 1] * runs
@@ -252,7 +252,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
 
 
 def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
-    from ortlab.views.widgets.lab import median_shares
+    from ortlab.views.widgets.labparts import median_shares
 
     t = median_shares(lab.profile_result)
     first = t.iloc[0]
@@ -273,8 +273,8 @@ def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
         lab.cancel_button.click()
         return out
 
-    monkeypatch.setattr(ortlab, "placement", placement_then_cancel)
-    monkeypatch.setattr(ortlab, "benchmark", lambda *a, **_k: benchmarks.append(a))
+    monkeypatch.setattr("ortlab.views.labrun.placement", placement_then_cancel)
+    monkeypatch.setattr("ortlab.views.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
     lab.level.value = "basic"
     assert benchmarks == [] and len(lab.history) == 1
     assert lab.error.value == "<i>cancelled: previous results kept</i>"
@@ -397,7 +397,7 @@ def test_switching_one_optimizer_off_in_the_lab() -> None:
 
 
 def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Model) -> None:
-    from ortlab.views.widgets.lab import _WAITING
+    from ortlab.views.widgets.labparts import WAITING as _WAITING
 
     lab = ortlab.Lab(mlp, synchronous=True, runs=10, tab="Graph")
     waiting = [p for p, out in lab.panes.items() if out.outputs == (_WAITING,)]

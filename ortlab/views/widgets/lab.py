@@ -12,12 +12,8 @@ wires them together.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import json
 import math
 import os
-import sys
 import threading
 import time
 import traceback
@@ -26,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
-import numpy as np
 
 import ortlab
 from ortlab.analysis.whatif import DEFAULT_TARGETS
@@ -37,17 +32,22 @@ from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.engine.calls import fitted_dims
 from ortlab.engine.providers import providers
+from ortlab.views.labrun import BEST, VARIANTS, Choice, LabRunner
 from ortlab.views.plots import template
 from ortlab.views.render import esc, fused_map, kernel_label, profile_node_rows, table_html
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
+from ortlab.views.widgets.labparts import (
+    WAITING,
+    Shown,
+    median_shares,
+    ort_seconds,
+    safe_filename,
+    set_outputs,
+    warm_up,
+)
 
 __all__ = ["Lab"]
-
-VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16", "int4 weight-only")
-_INT8 = ("dynamic int8", "static QDQ", "static QOperator")
-_BEST = "doctor's best: "
-"""Prefix of the variant option Apply best adds: the doctor's own model file."""
 
 
 class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
@@ -98,8 +98,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
-        self._variants: dict[str, Any] = {}
-        self._synthesized: dict[str, Any] = {}
+        self.runner = LabRunner(self.model, self.feeds)
+        """The runs, without widgets: variants built once, inputs synthesized once per dims."""
         self._current: Any = self.model
         # Settings no control shows (provider options, memory flags, config entries…): Apply
         # best sets them from the doctor's config; the controls override the rest.
@@ -119,7 +119,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         super().__init__([self._controls, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
         self._overview()
-        _warm_up(self.model)
+        warm_up(self.model)
         if run_on_start:
             self.run()
 
@@ -295,18 +295,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _inputs(self) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
-        return {"feeds": self.feeds} if self.feeds is not None else {"dims": self._dims()}
-
-    def _run_inputs(self, model: Any) -> dict[str, Any]:
-        """What a run's placement and benchmark take: the Lab's feeds, or feeds synthesized
-        for ``model`` (a variant may take other dtypes) at the dims box's dims, once for every
-        run at those dims (still marked synthetic, as ``dims=`` would make them)."""
-        if self.feeds is not None:
-            return {"feeds": self.feeds}
-        key = f"{model.fingerprint()}|{self._dims()!r}"
-        if key not in self._synthesized:  # the last one only: an image batch can be big
-            self._synthesized = {key: model.example_inputs(dims=self._dims())}
-        return {"feeds": self._synthesized[key]}
+        return self.runner.inputs(None if self.feeds is not None else self._dims())
 
     def _shapes(self) -> str:
         """The shapes a run uses, for the History label; shows the dims used in the dims box."""
@@ -347,7 +336,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.panes = {n: w.Output() for n in names}
         self._waiting: dict[str, Callable[[], list[Any]]] = {}
         self._waiting_lock = threading.Lock()
-        self.shown = _Shown(self._draw_waiting)
+        self.shown = Shown(self._draw_waiting)
         """What each tab shows now (the objects, for scripts and tests)."""
         self.tabs = w.Tab(children=list(self.panes.values()), layout=w.Layout(width="100%"))
         for i, n in enumerate(names):
@@ -429,7 +418,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         with self._waiting_lock:
             self._waiting.pop(pane, None)
         dict.__setitem__(self.shown, pane, list(items))
-        _set_outputs(self.panes[pane], items)
+        set_outputs(self.panes[pane], items)
 
     def _show_when_seen(self, pane: str, make: Callable[[], list[Any]]) -> None:
         """Replace a tab's content with what ``make()`` returns: now if the tab is on screen,
@@ -440,7 +429,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if pane == self._tab_on_screen():
             self._draw_waiting(pane)
         else:
-            self.panes[pane].outputs = (_WAITING,)
+            self.panes[pane].outputs = (WAITING,)
 
     def _draw_waiting(self, pane: str | None) -> bool:
         """Draw ``pane`` if a run left it waiting; False if it was not waiting."""
@@ -532,62 +521,28 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
         return update
 
-    def _variant_key(self) -> str:
-        name = str(self.variant.value)
-        if name in _INT8 and self.per_channel.value:
-            name += " per-channel"
-        return name
+    def choice(self) -> Choice:
+        """What the controls say, for the widget-free runner (:class:`LabRunner`)."""
+        return Choice(config=self.config, variant=str(self.variant.value),
+                      per_channel=self.per_channel.value, transformers=self.transformers.value,
+                      dims=None if self.feeds is not None else self._dims(),
+                      runs=self.runs.value)  # fmt: skip
 
-    def _variant_model(self) -> Any:
-        name = self.variant.value
-        if name.startswith(_BEST):  # Apply best: the doctor's own file, nothing rebuilt
-            return self._variants[name]
-        base = self.model
-        if self.transformers.value:  # built once: the optimizer runs in the worker
-            if "transformers" not in self._variants:
-                self._step("the transformers optimizer")
-                self.progress.description = "transformers optimizer"
-                opt = ortlab.transformer_optimize(base)
-                self._variants["transformers"] = ortlab.load(opt.path)
-            base = self._variants["transformers"]
-        # a static variant is calibrated at the run's shapes: other dims, another variant
-        shapes = repr(self._dims()) if name.startswith("static") else ""
-        key = f"{self._variant_key()}|{self.transformers.value}|{shapes}"
-        if name == "none":
-            return base
-        if key not in self._variants:
-            self._step(f"building {name}")
-            self.progress.description = f"building {name}"
-            self._variants[key] = self._build_variant(base, name)
-        return self._variants[key]
-
-    def _build_variant(self, base: Any, name: str) -> Any:
-        if name == "fp16":
-            return ortlab.to_fp16(base)
-        if name == "int4 weight-only":  # MatMulNBits for MatMul weights; activations float
-            return ortlab.quantize(base, mode="int4")
-        per_channel = self.per_channel.value
-        if name == "dynamic int8":
-            return ortlab.quantize(base, mode="dynamic", per_channel=per_channel)
-        fmt = "qdq" if name == "static QDQ" else "qoperator"
-        return ortlab.quantize(base, mode="static", format=fmt, per_channel=per_channel,
-                               calibration_size=8, **self._inputs())  # fmt: skip
+    def _announce(self, what: str) -> None:
+        """A run's stage: stop here if Cancel was pressed, and say it on the progress bar."""
+        self._step(what)
+        self.progress.description = what.removeprefix("the ")
 
     def _run_once(self) -> None:
-        cfg, shapes = self.config, self._shapes()
-        self._current = model = self._variant_model()
+        choice, shapes = self.choice(), self._shapes()
+        self._current = self.runner.variant_model(choice, self._announce)
         built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
         with gcpause.held():  # no full collections mid-refresh (see ortlab.core.gcpause)
-            self._refresh(model, cfg, shapes, built)
+            self._refresh(choice, shapes, built)
 
-    def _refresh(self, model: Any, cfg: SessionConfig, shapes: str, built: float) -> None:
-        inputs = self._run_inputs(model)  # synthesized once per dims: counted when it happens
-        self._step("placement")
-        pl = ortlab.placement(model, cfg, runs=5, progress=self._progress("placement"), **inputs)
-        self._step("the benchmark")
-        b = ortlab.benchmark(
-            model, cfg, runs=self.runs.value, progress=self._progress("benchmark"), **inputs
-        )
+    def _refresh(self, choice: Choice, shapes: str, built: float) -> None:
+        done = self.runner.run(choice, step=self._step, progress=self._progress)
+        model, cfg, pl, b = done.model, choice.config, done.placement, done.benchmark
         self._step("showing the results")
         prof = pl.profile
         assert prof is not None  # placement() keeps the profile it timed the join with
@@ -602,7 +557,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         record = RunRecord(
             run=len(self.history) + 1,
             config=cfg,
-            variant=self._variant_key(),
+            variant=choice.variant_key,
             p50_ms=b.stats.p50_ms,
             p50_low_ms=low,
             p50_high_ms=high,
@@ -612,10 +567,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             providers=", ".join(_short(p) for p in b.report.active),
             fallback="; ".join(_short(m.provider) for m in b.report.missing),
             seconds=time.perf_counter() - built,
-            ort_seconds=_ort_seconds(pl, b),
+            ort_seconds=ort_seconds(pl, b),
             model_path=str(model.path),
             shapes=shapes,
-            transformers=self.transformers.value and not self.variant.value.startswith(_BEST),
+            transformers=choice.transformers and not choice.variant.startswith(BEST),
             benchmark=b,
             placement=pl,
         )
@@ -738,7 +693,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             model = ortlab.load(ra.model_path) if ra.model_path == rb.model_path else self.model
             items += [d, d.plot(), ortlab.graph(model, placement=rb.placement, diff=d)]
         self.shown["History comparison"] = items
-        _set_outputs(self.comparison_out, items)
+        set_outputs(self.comparison_out, items)
 
     def _qnn_options(self) -> dict[str, str]:
         """The QNN chip box as provider options ("htp_arch=73, soc_model=60")."""
@@ -821,8 +776,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             )
         variant = "none"
         if best.variant != "original" or Path(best.model_path) != Path(self.model.path):
-            variant = _BEST + best.variant
-            self._variants[variant] = ortlab.load(best.model_path, name=best.variant)
+            variant = BEST + best.variant
+            self.runner.add_best(variant, ortlab.load(best.model_path, name=best.variant))
         self._hold = True
         try:
             self._base = c.with_(fallback="allow")
@@ -834,7 +789,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.mode.value = c.execution_mode
             self.io_binding.value = c.io_binding
             self.spinning.value = {True: "on", False: "off"}.get(c.allow_spinning, "ORT default")
-            options = [o for o in self.variant.options if not o.startswith(_BEST)]
+            options = [o for o in self.variant.options if not o.startswith(BEST)]
             self.variant.options = options + ([variant] if variant != "none" else [])
             self.variant.value = variant
             self.per_channel.value = False  # the doctor's file is used as it is
@@ -889,7 +844,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory."""
 
-        target = Path(path) if path else Path.cwd() / f"ortlab-report-{_safe(self.model.name)}.html"
+        target = (
+            Path(path)
+            if path
+            else Path.cwd() / f"ortlab-report-{safe_filename(self.model.name)}.html"
+        )
         out = report(self.model, self.doctor_result, path=target, compute=False,
                      placement=self.placement, profile=self.profile_result,
                      optimization=self.optimization, compare=self.comparison,
@@ -914,147 +873,3 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             code += f"\n# ortlab ran it with {shapes}"
         title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
         self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
-
-
-def median_shares(prof: Any) -> Any:
-    """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
-    (the node's median run, profiling on; share of the median run), slowest first."""
-    t = prof.by_node()
-    return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
-
-
-def _warm_up(model: Any) -> None:
-    """What the first run would otherwise do cold, done while the worker process starts
-    (its interpreter and onnxruntime's import take ~0.45 s, and the first run waits for them):
-    build and serialise one small figure of every kind the Lab shows, so that plotly's lazy
-    imports (trace classes, their validators) happen now; type the model's tensors; read the
-    graph view's scripts. Then a full garbage collection: the objects the imports and the
-    widgets made (tens of thousands) would otherwise set one off (~0.08 s with pandas and plotly
-    loaded) inside the first run; it belongs to the construction, whose time includes it.
-
-    Done here, before the first run, not on a thread during it: nothing of ortlab's may take
-    a core while ORT's runs are being timed. Only a head start: a failure here changes
-    nothing (each step is done again, and reports its error, where it is needed)."""
-    from ortlab.analysis.graphdata import tensor_types
-    from ortlab.views.graph.page import dagre_source, module_sources
-
-    for step in (_warm_figure, lambda: tensor_types(model), dagre_source, module_sources):
-        with contextlib.suppress(Exception):  # an optimisation must never surface
-            step()
-    gc.collect()
-
-
-def _warm_figure() -> None:
-    """One figure with the traces and the properties the Lab's figures set: plotly builds a
-    validator per property on first use."""
-    import pandas as pd
-    import plotly.graph_objects as go
-
-    from ortlab.views.plots import template
-
-    one, text = np.ones(1), np.array(["a"])
-    fig = go.Figure()
-    fig.add_bar(x=pd.Series(one), y=text, base=one, orientation="h", name="a", customdata=text,
-                text=text, marker_color="#bbb", opacity=0.6, hovertemplate="%{x}")  # fmt: skip
-    fig.add_scatter(x=one, y=one, mode="lines+markers", name="a", text=text,
-                    line={"dash": "dot", "shape": "hv"}, marker={"size": 4},
-                    error_x={"type": "data", "array": [0.1]}, hovertemplate="%{y}")  # fmt: skip
-    fig.add_trace(go.Histogram(x=one, nbinsx=10, name="a"))
-    fig.add_trace(
-        go.Sunburst(
-            ids=text,
-            labels=text,
-            parents=np.array([""]),
-            values=one,
-            branchvalues="total",
-            maxdepth=2,
-            hovertemplate="%{label}",
-        )
-    )
-    fig.add_trace(go.Treemap(ids=["a"], labels=["a"], parents=[""], values=[1]))
-    fig.update_layout(title={"text": "warm-up", "x": 0.01}, template=template(),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay", height=300,
-                      xaxis_title="x", yaxis_title="y", legend_title="l", showlegend=False,
-                      shapes=[{"type": "line", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
-                      annotations=[{"x": 1, "y": 1, "text": "a", "showarrow": False}])  # fmt: skip
-    fig.add_vline(x=1.0, line_dash="dot")
-    mime_bundle(fig)
-
-
-_WAITING = {
-    "output_type": "display_data",
-    "data": {"text/html": "<i>drawing the latest run…</i>", "text/plain": "drawing…"},
-    "metadata": {},
-}
-"""A tab a run left waiting shows this until it is opened (never the previous run)."""
-
-
-class _Shown(dict):  # type: ignore[type-arg]
-    """``Lab.shown``: what each tab shows; looking a waiting tab up draws it first."""
-
-    def __init__(self, draw: Callable[[str], bool]) -> None:
-        super().__init__()
-        self._draw = draw
-
-    def __missing__(self, pane: str) -> list[Any]:
-        if self._draw(pane):
-            return list(dict.__getitem__(self, pane))
-        raise KeyError(pane)
-
-
-def _set_outputs(out: w.Output, items: Any) -> None:
-    """Replace an Output widget's content (thread-safe: no ``with out:`` capture)."""
-    out.outputs = tuple(
-        {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}} for item in items
-    )
-
-
-def mime_bundle(item: Any) -> dict[str, Any]:
-    """What a notebook would display for ``item``, built without IPython's display formatter:
-    that formatter also appends every output to the shell's history (``HistoryOutput``) for the
-    running cell, so a Lab refreshing from one cell would keep every old figure (~50 KB each)."""
-    data: dict[str, Any] = {}
-    if _is_figure(item):
-        return _figure_bundle(item)
-    if hasattr(item, "_repr_mimebundle_"):
-        got = item._repr_mimebundle_()
-        data = dict(got[0] if isinstance(got, tuple) else got or {})
-    if "text/html" not in data and hasattr(item, "_repr_html_"):
-        html = item._repr_html_()
-        if html:
-            data["text/html"] = html
-    data.setdefault("text/plain", repr(item))
-    return data
-
-
-def _is_figure(item: Any) -> bool:
-    # no figure exists before plotly is imported: a table or a widget does not import it
-    base = getattr(sys.modules.get("plotly.basedatatypes"), "BaseFigure", None)
-    return base is not None and isinstance(item, base)
-
-
-def _figure_bundle(fig: Any) -> dict[str, Any]:
-    """The bundle plotly's renderer gives a figure in a JupyterLab kernel ("plotly_mimetype":
-    the figure as JSON, drawn by the jupyterlab-plotly extension), made here without its
-    renderer module: importing that pulls in nbformat and jsonschema, whose IRI checker builds
-    a grammar on import (~1 s in a fresh kernel, and ~65,000 objects every later garbage
-    collection walks)."""
-    from plotly.io import to_json
-
-    title = fig.layout.title.text or "figure"
-    return {
-        "application/vnd.plotly.v1+json": json.loads(to_json(fig, remove_uids=False)),
-        "text/plain": f"<plotly figure: {title}>",
-    }
-
-
-def _ort_seconds(pl: Any, b: Any) -> float:
-    """ORT's own time in a refresh, as the worker timed its calls: both session builds (the
-    benchmark's only if not reused), every run of both, warm-up included, and end_profiling."""
-    if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state
-        return float("nan")
-    return float(pl.ort_ms + b.ort_ms) / 1e3
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]

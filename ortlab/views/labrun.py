@@ -1,0 +1,149 @@
+"""The Lab's runs without a widget: what a Lab run computes, given what its controls say.
+
+A :class:`Choice` is the controls' state (session config, model variant, dims, runs); a
+:class:`LabRunner` turns it into a :class:`LabRun`: the variant built once and remembered
+(per variant, per-channel, transformers optimizer and, for static int8, the shapes it was
+calibrated at), the inputs synthesized once per dims, then the placement join (profiling on)
+and the benchmark (profiling off) at those inputs. The widget (``ortlab.views.widgets.lab``)
+only turns controls into choices and results into tabs; scripts and tests can drive the runs
+directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ortlab.analysis.benchmark import BenchmarkResult, benchmark
+from ortlab.analysis.placement import placement
+from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.quantization import quantize, to_fp16
+from ortlab.analysis.transformer_opt import transformer_optimize
+from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import Feeds
+from ortlab.core.model import Model, load
+
+__all__ = ["BEST", "INT8_VARIANTS", "VARIANTS", "Choice", "LabRun", "LabRunner"]
+
+VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16", "int4 weight-only")
+INT8_VARIANTS = ("dynamic int8", "static QDQ", "static QOperator")
+BEST = "doctor's best: "
+"""Prefix of the variant the Lab's Apply best adds: the doctor's own model file."""
+
+Step = Callable[[str], None]
+Progress = Callable[[str], Callable[[int, int], None]]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the Lab's controls say."""
+
+    config: SessionConfig
+    variant: str = "none"
+    per_channel: bool = False
+    transformers: bool = False
+    dims: Mapping[str, int] | None = None
+    runs: int = 30
+
+    @property
+    def variant_key(self) -> str:
+        """The variant's name as History shows it (``dynamic int8 per-channel``)."""
+        extra = " per-channel" if self.variant in INT8_VARIANTS and self.per_channel else ""
+        return self.variant + extra
+
+
+@dataclass(frozen=True)
+class LabRun:
+    """One run: the model it ran (a variant's file when one is chosen), the choice, the
+    placement join (with its profile) and the benchmark."""
+
+    model: Model
+    choice: Choice
+    placement: PlacementResult
+    benchmark: BenchmarkResult
+
+
+def _quiet(_what: str) -> None:
+    """No step to announce."""
+
+
+def _no_bar(_label: str) -> Callable[[int, int], None]:
+    return lambda _d, _t: None
+
+
+class LabRunner:
+    """The runs of one model (``feeds`` fix every shape; else dims choose them)."""
+
+    def __init__(self, model: Model, feeds: Feeds | None = None) -> None:
+        self.model = model
+        self.feeds = feeds
+        self._variants: dict[str, Model] = {}
+        self._synthesized: dict[str, Feeds] = {}
+
+    def inputs(self, dims: Mapping[str, int] | None) -> dict[str, Any]:
+        """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
+        return {"feeds": self.feeds} if self.feeds is not None else {"dims": dims}
+
+    def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> dict[str, Any]:
+        """What a run's placement and benchmark take: the Lab's feeds, or feeds synthesized
+        for ``model`` (a variant may take other dtypes) at ``dims``, once for every run at
+        those dims (still marked synthetic, as ``dims=`` would make them)."""
+        if self.feeds is not None:
+            return {"feeds": self.feeds}
+        key = f"{model.fingerprint()}|{dict(dims or {})!r}"
+        if key not in self._synthesized:  # the last one only: an image batch can be big
+            self._synthesized = {key: model.example_inputs(dims=dims)}
+        return {"feeds": self._synthesized[key]}
+
+    def add_best(self, name: str, model: Model) -> None:
+        """The doctor's own model file as the variant ``name`` (Apply best)."""
+        self._variants[name] = model
+
+    def variant_model(self, choice: Choice, step: Step = _quiet) -> Model:
+        """The model a run of ``choice`` uses, built once and remembered."""
+        name = choice.variant
+        if name.startswith(BEST):  # Apply best: the doctor's own file, nothing rebuilt
+            return self._variants[name]
+        base = self.model
+        if choice.transformers:  # built once: the optimizer runs in the worker
+            if "transformers" not in self._variants:
+                step("the transformers optimizer")
+                self._variants["transformers"] = load(transformer_optimize(base).path)
+            base = self._variants["transformers"]
+        if name == "none":
+            return base
+        # a static variant is calibrated at the run's shapes: other dims, another variant
+        shapes = repr(dict(choice.dims or {})) if name.startswith("static") else ""
+        key = f"{choice.variant_key}|{choice.transformers}|{shapes}"
+        if key not in self._variants:
+            step(f"building {name}")
+            self._variants[key] = self._build(base, choice)
+        return self._variants[key]
+
+    def _build(self, base: Model, choice: Choice) -> Model:
+        name = choice.variant
+        if name == "fp16":
+            return to_fp16(base)
+        if name == "int4 weight-only":  # MatMulNBits for MatMul weights; activations float
+            return quantize(base, mode="int4")
+        if name == "dynamic int8":
+            return quantize(base, mode="dynamic", per_channel=choice.per_channel)
+        if name not in ("static QDQ", "static QOperator"):
+            raise ValueError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
+        fmt = "qdq" if name == "static QDQ" else "qoperator"
+        return quantize(base, mode="static", format=fmt, per_channel=choice.per_channel,
+                        calibration_size=8, **self.inputs(choice.dims))  # fmt: skip
+
+    def run(self, choice: Choice, *, step: Step = _quiet, progress: Progress = _no_bar) -> LabRun:
+        """Build (or reuse) the variant, then the placement join (5 profiled runs) and the
+        benchmark (``choice.runs`` runs) at the same inputs. ``step`` announces each stage,
+        ``progress(stage)`` gives its progress callback."""
+        model = self.variant_model(choice, step)
+        inputs = self.run_inputs(model, choice.dims)  # synthesized once per dims
+        step("placement")
+        pl = placement(model, choice.config, runs=5, progress=progress("placement"), **inputs)
+        step("the benchmark")
+        b = benchmark(model, choice.config, runs=choice.runs, progress=progress("benchmark"),
+                      **inputs)  # fmt: skip
+        return LabRun(model, choice, pl, b)

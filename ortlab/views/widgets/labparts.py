@@ -1,0 +1,171 @@
+"""The Lab's parts that are not the Lab: what a tab shows as a notebook output (without
+IPython's display formatter), the tabs that draw when opened, the warm-up done while the worker
+starts, and small helpers of its runs and files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+
+__all__ = [
+    "WAITING",
+    "Shown",
+    "median_shares",
+    "mime_bundle",
+    "ort_seconds",
+    "safe_filename",
+    "set_outputs",
+    "warm_up",
+]
+
+
+def median_shares(prof: Any) -> Any:
+    """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
+    (the node's median run, profiling on; share of the median run), slowest first."""
+    t = prof.by_node()
+    return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
+
+
+def warm_up(model: Any) -> None:
+    """What the first run would otherwise do cold, done while the worker process starts
+    (its interpreter and onnxruntime's import take ~0.45 s, and the first run waits for them):
+    build and serialise one small figure of every kind the Lab shows, so that plotly's lazy
+    imports (trace classes, their validators) happen now; type the model's tensors; read the
+    graph view's scripts. Then a full garbage collection: the objects the imports and the
+    widgets made (tens of thousands) would otherwise set one off (~0.08 s with pandas and plotly
+    loaded) inside the first run; it belongs to the construction, whose time includes it.
+
+    Done here, before the first run, not on a thread during it: nothing of ortlab's may take
+    a core while ORT's runs are being timed. Only a head start: a failure here changes
+    nothing (each step is done again, and reports its error, where it is needed)."""
+    from ortlab.analysis.graphdata import tensor_types
+    from ortlab.views.graph.page import dagre_source, module_sources
+
+    for step in (_warm_figure, lambda: tensor_types(model), dagre_source, module_sources):
+        with contextlib.suppress(Exception):  # an optimisation must never surface
+            step()
+    gc.collect()
+
+
+def _warm_figure() -> None:
+    """One figure with the traces and the properties the Lab's figures set: plotly builds a
+    validator per property on first use."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from ortlab.views.plots import template
+
+    one, text = np.ones(1), np.array(["a"])
+    fig = go.Figure()
+    fig.add_bar(x=pd.Series(one), y=text, base=one, orientation="h", name="a", customdata=text,
+                text=text, marker_color="#bbb", opacity=0.6, hovertemplate="%{x}")  # fmt: skip
+    fig.add_scatter(x=one, y=one, mode="lines+markers", name="a", text=text,
+                    line={"dash": "dot", "shape": "hv"}, marker={"size": 4},
+                    error_x={"type": "data", "array": [0.1]}, hovertemplate="%{y}")  # fmt: skip
+    fig.add_trace(go.Histogram(x=one, nbinsx=10, name="a"))
+    fig.add_trace(
+        go.Sunburst(
+            ids=text,
+            labels=text,
+            parents=np.array([""]),
+            values=one,
+            branchvalues="total",
+            maxdepth=2,
+            hovertemplate="%{label}",
+        )
+    )
+    fig.add_trace(go.Treemap(ids=["a"], labels=["a"], parents=[""], values=[1]))
+    fig.update_layout(title={"text": "warm-up", "x": 0.01}, template=template(),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay", height=300,
+                      xaxis_title="x", yaxis_title="y", legend_title="l", showlegend=False,
+                      shapes=[{"type": "line", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
+                      annotations=[{"x": 1, "y": 1, "text": "a", "showarrow": False}])  # fmt: skip
+    fig.add_vline(x=1.0, line_dash="dot")
+    mime_bundle(fig)
+
+
+WAITING = {
+    "output_type": "display_data",
+    "data": {"text/html": "<i>drawing the latest run…</i>", "text/plain": "drawing…"},
+    "metadata": {},
+}
+"""A tab a run left waiting shows this until it is opened (never the previous run)."""
+
+
+class Shown(dict):  # type: ignore[type-arg]
+    """``Lab.shown``: what each tab shows; looking a waiting tab up draws it first."""
+
+    def __init__(self, draw: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._draw = draw
+
+    def __missing__(self, pane: str) -> list[Any]:
+        if self._draw(pane):
+            return list(dict.__getitem__(self, pane))
+        raise KeyError(pane)
+
+
+def set_outputs(out: w.Output, items: Any) -> None:
+    """Replace an Output widget's content (thread-safe: no ``with out:`` capture)."""
+    out.outputs = tuple(
+        {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}} for item in items
+    )
+
+
+def mime_bundle(item: Any) -> dict[str, Any]:
+    """What a notebook would display for ``item``, built without IPython's display formatter:
+    that formatter also appends every output to the shell's history (``HistoryOutput``) for the
+    running cell, so a Lab refreshing from one cell would keep every old figure (~50 KB each)."""
+    data: dict[str, Any] = {}
+    if _is_figure(item):
+        return _figure_bundle(item)
+    if hasattr(item, "_repr_mimebundle_"):
+        got = item._repr_mimebundle_()
+        data = dict(got[0] if isinstance(got, tuple) else got or {})
+    if "text/html" not in data and hasattr(item, "_repr_html_"):
+        html = item._repr_html_()
+        if html:
+            data["text/html"] = html
+    data.setdefault("text/plain", repr(item))
+    return data
+
+
+def _is_figure(item: Any) -> bool:
+    # no figure exists before plotly is imported: a table or a widget does not import it
+    base = getattr(sys.modules.get("plotly.basedatatypes"), "BaseFigure", None)
+    return base is not None and isinstance(item, base)
+
+
+def _figure_bundle(fig: Any) -> dict[str, Any]:
+    """The bundle plotly's renderer gives a figure in a JupyterLab kernel ("plotly_mimetype":
+    the figure as JSON, drawn by the jupyterlab-plotly extension), made here without its
+    renderer module: importing that pulls in nbformat and jsonschema, whose IRI checker builds
+    a grammar on import (~1 s in a fresh kernel, and ~65,000 objects every later garbage
+    collection walks)."""
+    from plotly.io import to_json
+
+    title = fig.layout.title.text or "figure"
+    return {
+        "application/vnd.plotly.v1+json": json.loads(to_json(fig, remove_uids=False)),
+        "text/plain": f"<plotly figure: {title}>",
+    }
+
+
+def ort_seconds(pl: Any, b: Any) -> float:
+    """ORT's own time in a refresh, as the worker timed its calls: both session builds (the
+    benchmark's only if not reused), every run of both, warm-up included, and end_profiling."""
+    if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state
+        return float("nan")
+    return float(pl.ort_ms + b.ort_ms) / 1e3
+
+
+def safe_filename(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
