@@ -26,17 +26,18 @@ import ipywidgets as w
 import ortlab
 from ortlab.analysis.whatif import DEFAULT_TARGETS
 from ortlab.core import gcpause
-from ortlab.core.config import LEVELS, SessionConfig
+from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.engine.calls import fitted_dims
 from ortlab.engine.providers import providers
-from ortlab.views.labrun import BEST, VARIANTS, Choice, LabRunner
+from ortlab.views.labrun import BEST, Choice, LabRunner
 from ortlab.views.plots import template
 from ortlab.views.render import esc, fused_map, kernel_label, profile_node_rows, table_html
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
+from ortlab.views.widgets.labcontrols import LabControls
 from ortlab.views.widgets.labparts import (
     WAITING,
     Shown,
@@ -116,7 +117,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs(tab)
-        super().__init__([self._controls, self.error, self.tabs, self.notice])
+        super().__init__([self.controls.box, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
         self._overview()
         warm_up(self.model)
@@ -126,155 +127,29 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     # ------------------------------------------------------------------ controls
 
     def _build_controls(self, runs: int) -> None:
-
-        eps = providers()  # measured in the worker: the Lab's kernel runs no ORT session
-        loadable, reasons = eps.loadable, eps.reasons
-        self.provider_boxes: dict[str, w.Checkbox] = {}
-        for ep in dict.fromkeys([*eps.in_build, "CPUExecutionProvider"]):
-            ok = ep in loadable
-            why = next((r for r in reasons if r.startswith(_short(ep) + ":")), "")
-            box = w.Checkbox(
-                value=ep == "CPUExecutionProvider",
-                description=_short(ep),
-                disabled=not ok or ep == "CPUExecutionProvider",
-                tooltip=why or ep,
-                indent=False,
-            )
-            self.provider_boxes[ep] = box
-        self.level = w.Dropdown(options=list(LEVELS), value="all", description="level")
-        self.intra = w.BoundedIntText(0, min=0, max=256, description="intra-op")
-        self.inter = w.BoundedIntText(0, min=0, max=256, description="inter-op")
-        self.mode = w.Dropdown(options=["sequential", "parallel"], description="mode")
-        self.spinning = w.Dropdown(options=["ORT default", "on", "off"], description="spinning")
-        self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
-        self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
-        self.per_channel = w.Checkbox(
-            False, description="per-channel", indent=False, tooltip="int8 variants only"
-        )
-        self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
-        self.optimizers = w.SelectMultiple(
-            options=[], rows=4,
-            tooltip="ORT's graph transformers, those that changed this graph first; the selected "
-            "ones are switched off (ctrl/shift-click for several)",
-            layout=w.Layout(width="100%"),
-        )  # fmt: skip
-        self.optimizers.add_class("ortlab-optimizers")
-        self.dims = self._dims_box()
-        self.runs = w.IntSlider(runs, min=5, max=500, step=5, description="runs")
-        self.run_button = w.Button(description="Run", button_style="primary")
-        self.cancel_button = w.Button(description="Cancel", disabled=True)
-        self.progress = w.IntProgress(0, min=0, max=1, description="idle")
-        self.snippet_button = w.Button(description="Python snippet")
-        self.report_button = w.Button(description="HTML report")
-        self.report_button.on_click(lambda _: self._background(self.export_report))
-        self.error = w.HTML()
-        self.error.add_class("ortlab-error")
-        self.notice = w.HTML()
-        self.notice.add_class("ortlab-notice")
-        settings = [
-            self.level,
-            self.intra,
-            self.inter,
-            self.mode,
-            self.spinning,
-            self.io_binding,
-            self.variant,
-            self.per_channel,
-            self.transformers,
-            self.optimizers,
-            self.dims,  # continuous_update=False: the value arrives on Enter (or leaving it)
-        ]
+        # the EPs measured in the worker: the Lab's kernel runs no ORT session
+        self.controls = c = LabControls(self.model, self.feeds, self._dims_given, runs,
+                                        providers())  # fmt: skip
         self._hold = False
         self._offer_optimizers(tuple(self._base.disabled_optimizers))
-        for control in (*settings, self.runs, *self.provider_boxes.values()):
+        for control in c.settings:
             control.observe(lambda _: None if self._hold else self.run(), names="value")
-        self.run_button.on_click(lambda _: self.run())
-        self.cancel_button.on_click(lambda _: self.cancel())
-        self.snippet_button.on_click(lambda _: self._show_snippet())
-        self.level.add_class("ortlab-level")
-        self.run_button.add_class("ortlab-run")
-        # Controls in three columns above full-width tabs: the graph and charts get the width.
-        # Each control fills its column (ipywidgets' fixed 300 px overflowed a column at
-        # 1280x800 and cut the boxes); the dims, whose names can be long, get a row of their own.
-        for control in (self.level, self.mode, self.intra, self.inter, self.spinning,
-                        self.variant, self.runs, self.progress):  # fmt: skip
-            control.layout.width = "98%"
-            control.style.description_width = "70px"
-        self.dims.layout.width = "100%"
-        self.dims.style.description_width = "70px"
-        for button in (self.run_button, self.cancel_button, self.snippet_button,
-                       self.report_button):  # fmt: skip
-            button.layout.width = "auto"
-        column = w.Layout(width="33%", min_width="240px")
-        self._controls = w.VBox([
-            w.HBox(
-                [
-                    w.VBox([w.HTML("<b>execution providers</b>"),
-                            w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
-                           layout=column),
-                    w.VBox([self.intra, self.inter, self.spinning, self.variant,
-                            self.per_channel, self.io_binding, self.transformers],
-                           layout=column),
-                    w.VBox([w.HTML("ORT optimizers to switch off"), self.optimizers,
-                            self.runs, w.HBox([self.run_button, self.cancel_button]),
-                            self.progress, w.HBox([self.snippet_button, self.report_button])],
-                           layout=column),
-                ],
-                layout=w.Layout(flex_flow="row wrap"),
-            ),
-            self.dims,
-        ])  # fmt: skip
+        c.run_button.on_click(lambda _: self.run())
+        c.cancel_button.on_click(lambda _: self.cancel())
+        c.snippet_button.on_click(lambda _: self._show_snippet())
+        c.report_button.on_click(lambda _: self._background(self.export_report))
 
-    def _dims_box(self) -> w.Text:
-        """The dims box: editable symbolic dims (Enter re-runs), or the feeds' shapes, read-only."""
-        if self.feeds is not None:
-            return w.Text(
-                self.feeds.shapes_text(),
-                description="shapes",
-                disabled=True,
-                tooltip="The feeds given to Lab(model, feeds=…) fix every shape; make a new "
-                "Lab with other feeds to change them.",
-                layout=w.Layout(width="100%"),
-            )
-        symbolic = sorted(
-            {d for t in self.model.inputs if t.shape for d in t.shape if isinstance(d, str)}
-        )
-        unnamed = [t.name for t in self.model.inputs if t.shape and None in t.shape]
-        tip = "symbolic dims, name=int; Enter re-runs"
-        if unnamed:
-            tip = (
-                f"{', '.join(unnamed)} {'has' if len(unnamed) == 1 else 'have'} unnamed dims, "
-                "guessed from their place (see the run's notes): pass Lab(model, feeds=…) to "
-                "run other shapes"
-            )
-        return w.Text(
-            ",".join(f"{d}={self._dims_given.get(d, '')}" for d in symbolic),
-            description="dims",
-            disabled=not symbolic,
-            placeholder="batch=1,sequence=128",
-            continuous_update=False,
-            tooltip=tip if symbolic or unnamed else "every dim is fixed in the model",
-        )
+    def __getattr__(self, name: str) -> Any:
+        """The controls are the Lab's own: ``lab.level`` is ``lab.controls.level``."""
+        controls = self.__dict__.get("controls")
+        if controls is not None and name in LabControls.NAMES:
+            return getattr(controls, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def config(self) -> SessionConfig:
         """The SessionConfig the controls currently describe."""
-        providers = [ep for ep, box in self.provider_boxes.items() if box.value] or [
-            "CPUExecutionProvider"
-        ]
-        options = {p: dict(o) for p, o in self._base.provider_options if p in providers}
-        return self._base.with_(
-            providers=providers,
-            provider_options=options,
-            level=self.level.value,
-            intra_op_threads=self.intra.value,
-            inter_op_threads=self.inter.value,
-            execution_mode=self.mode.value,
-            allow_spinning={"on": True, "off": False}.get(self.spinning.value),
-            io_binding=self.io_binding.value,
-            disabled_optimizers=tuple(self.optimizers.value),
-            fallback="allow",
-        )
+        return self.controls.config(self._base)
 
     @property
     def model_path(self) -> Path:
@@ -282,16 +157,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return Path(self._current.path)
 
     def _dims(self) -> dict[str, int] | None:
-        if self.feeds is not None:
-            return None
-        out = {}
-        for part in self.dims.value.split(","):
-            name, _, value = part.partition("=")
-            if name.strip() and value.strip():
-                if not value.strip().isdigit():
-                    raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
-                out[name.strip()] = int(value)
-        return out or None
+        return self.controls.dims_values()
 
     def _inputs(self) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
