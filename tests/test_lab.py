@@ -356,7 +356,7 @@ def test_what_if_target_shows_the_predicted_placement(lab) -> None:
     w = lab.whatif_result
     assert isinstance(w, ortlab.WhatIfResult) and w.targets[0].target == "nnapi"
     shown = lab.shown["Placement"]
-    assert shown[0] is lab._whatif_bar and isinstance(shown[1], ortlab.PlacementResult)
+    assert shown[0] is lab.tab_controls.whatif_bar and isinstance(shown[1], ortlab.PlacementResult)
     assert w in shown and isinstance(shown[-1], ortlab.GraphView)
     lab.run()  # a refresh keeps the prediction under the new measured placement
     assert w in lab.shown["Placement"]

@@ -8,6 +8,7 @@ HTML.
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.benchmark import BenchmarkResult
     from ortlab.analysis.profiling import ProfileResult
 
-__all__ = ["benchmark_figure", "profile_figure"]
+__all__ = ["benchmark_figure", "history_figure", "profile_figure"]
 
 # A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
 # and validate, which a Lab refresh (five figures) would feel.
@@ -559,3 +560,22 @@ def whatif_figure(w: Any) -> Any:
     fig.update_layout(barmode="stack")
     return _layout(fig, f"{esc(w.model)}: where it would run (predicted)",
                    yaxis_title="original nodes", height=380)  # fmt: skip
+
+
+def history_figure(t: Any) -> Any:
+    """The Lab's History: p50 per run with the median's interval as error bars and the other
+    processes' load in the hover (``t``: ``History.to_pandas()``)."""
+    import plotly.graph_objects as go
+
+    err = {"type": "data", "symmetric": False, "array": t["p50_high_ms"] - t["p50_ms"],
+           "arrayminus": t["p50_ms"] - t["p50_low_ms"], "thickness": 1}  # fmt: skip
+    load = [f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
+            for c in t["other_cores"]]  # fmt: skip
+    fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers", error_y=err,
+                               text=[esc(x) for x in t["label"]], customdata=load,
+                               hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
+                               "other processes: %{customdata} cores"))  # fmt: skip
+    fig.update_layout(title="p50 latency across runs (bars: the median's ≥95 % interval; "
+                      "runs are not interleaved)", xaxis_title="run", yaxis_title="ms",
+                      template=template(), height=300)  # fmt: skip
+    return fig

@@ -12,7 +12,6 @@ wires them together.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -24,7 +23,6 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
-from ortlab.analysis.whatif import DEFAULT_TARGETS
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
@@ -33,18 +31,20 @@ from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.engine.calls import fitted_dims
 from ortlab.engine.providers import providers
 from ortlab.views.labrun import BEST, Choice, LabRunner
-from ortlab.views.plots import template
-from ortlab.views.render import esc, fused_map, kernel_label, profile_node_rows, table_html
+from ortlab.views.render import esc
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
-from ortlab.views.widgets.labcontrols import LabControls
+from ortlab.views.widgets.labcontrols import LabControls, TabControls
 from ortlab.views.widgets.labparts import (
     WAITING,
     Shown,
-    median_shares,
+    guess_hint,
+    optimizer_options,
     ort_seconds,
     safe_filename,
     set_outputs,
+    snapshot_html,
+    top_node_options,
     warm_up,
 )
 
@@ -88,9 +88,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             d.name: d.value for d in resolve_dims(self.model, dims).values() if d.why == "given"
         }  # an unknown name is warned about, not kept
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
+        """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self._auto_dims: dict[str, int] = {}
         """Dims the box shows that ortlab chose (guessed or defaults), not the user."""
-        """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
         self.history = History()
         # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
         # ORTLAB_LAB_SYNC=1); in a live notebook runs go to a background thread.
@@ -140,10 +140,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         c.report_button.on_click(lambda _: self._background(self.export_report))
 
     def __getattr__(self, name: str) -> Any:
-        """The controls are the Lab's own: ``lab.level`` is ``lab.controls.level``."""
+        """The controls are the Lab's own: ``lab.level`` is ``lab.controls.level``,
+        ``lab.budget`` is ``lab.tab_controls.budget``."""
         controls = self.__dict__.get("controls")
         if controls is not None and name in LabControls.NAMES:
             return getattr(controls, name)
+        tabs = self.__dict__.get("tab_controls")
+        if tabs is not None and name in TabControls.NAMES:
+            return getattr(tabs, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
@@ -210,66 +214,22 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.tabs.selected_index = names.index(first)
         self.tabs.observe(lambda _: self._draw_waiting(self._tab_on_screen()),
                           names="selected_index")  # fmt: skip
-        self.opt_button = w.Button(description="Run optimization diff (all levels)",
-                                   layout=w.Layout(width="auto"))  # fmt: skip
-        self.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
-        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
-                                     layout=w.Layout(width="auto"))  # fmt: skip
-        self.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
-        self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
-        self.doctor_button = w.Button(description="Run the doctor", button_style="info",
-                                      layout=w.Layout(width="auto"))  # fmt: skip
-        self.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
-        self.apply_button = w.Button(description="Apply best", disabled=True)
-        self.apply_button.on_click(lambda _: self.apply_best())
-        self._doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
-        self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
-                                  layout=w.Layout(width="100%"))  # fmt: skip
-        self.top_nodes.observe(self._on_top_node, names="value")
-        self.top_nodes.add_class("ortlab-top-nodes")
-        # widgets shown on every refresh are made once: a widget lives until closed
-        self._top_label, self._worst_label = (
-            w.HTML(),
-            w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)"),
-        )
-        self.run_a = w.Dropdown(options=[], description="run A")
-        self.run_b = w.Dropdown(options=[], description="run B")
-        # (never squeezed by the run pickers beside them)
-        self.compare_button = w.Button(
-            description="Compare A and B", layout=w.Layout(width="auto", flex="0 0 auto")
-        )
-        self.compare_button.on_click(lambda _: self._compare_runs())
-        self.run_snippet_button = w.Button(
-            description="Snippet of run A", layout=w.Layout(width="auto", flex="0 0 auto")
-        )
-        self.run_snippet_button.on_click(lambda _: self._show_snippet(self.run_a.value))
-        self._history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
-                                    self.run_snippet_button],
-                                   layout=w.Layout(flex_flow="row wrap"))  # fmt: skip
-        self.comparison_out = w.Output()
-        self._history_caption, self._history_warning = w.HTML(), w.HTML()
-        tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
-        self.target = w.Dropdown(options=list(DEFAULT_TARGETS), value=DEFAULT_TARGETS[0],
-                                 description="what if", tooltip=tip)  # fmt: skip
-        from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS
-
-        chip = {**DEFAULT_QNN_OPTIONS, **{str(k): str(v) for k, v in self._qnn_given.items()}}
-        self.qnn_chip = w.Text(
-            value=", ".join(f"{k}={v}" for k, v in chip.items()), description="QNN chip",
-            tooltip="QNN provider options for the qnn prediction (htp_arch=73, soc_model=60 "
-            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="270px"),
-        )  # fmt: skip
-        self.whatif_button = w.Button(description="Predict its placement",
-                                      layout=w.Layout(width="auto"))  # fmt: skip
-        self.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
-        self._whatif_bar = w.HBox([self.target, self.qnn_chip, self.whatif_button])
+        self.tab_controls = t = TabControls(self._qnn_given)
+        t.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
+        t.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
+        t.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
+        t.apply_button.on_click(lambda _: self.apply_best())
+        t.top_nodes.observe(self._on_top_node, names="value")
+        t.compare_button.on_click(lambda _: self._compare_runs())
+        t.run_snippet_button.on_click(lambda _: self._show_snippet(t.run_a.value))
+        t.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
         self._whatif_shown: list[Any] = []
-        self._show("Placement", self._whatif_bar)
-        self._show("Optimization", self.opt_button)
-        self._show("Quantization", self.quant_button)
-        self._show("Doctor", self._doctor_bar)
+        self._show("Placement", t.whatif_bar)
+        self._show("Optimization", t.opt_button)
+        self._show("Quantization", t.quant_button)
+        self._show("Doctor", t.doctor_bar)
 
     def _overview(self) -> None:
         eps = providers()
@@ -369,15 +329,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.progress.description = "idle"
 
     def _guess_hint(self, err: Exception) -> str:
-        """For a run that failed at shapes ortlab guessed (any tab's verb): which dims were
-        guessed and how to set them, unless the error says it already."""
-        if not isinstance(err, ortlab.RunError) or self.feeds is not None or "guessed" in str(err):
-            return ""
-        guessed = [f"{n}={v}" for n, v in self._auto_dims.items()]
-        if not guessed:
-            return ""
-        return (f" These dims were chosen by ortlab ({'; '.join(guessed)}), not given: type the "
-                "model's real sizes in the dims box (or Lab(model, dims=…)).")  # fmt: skip
+        return "" if self.feeds is not None else guess_hint(err, self._auto_dims)
 
     def _progress(self, label: str) -> Callable[[int, int], None]:
         def update(done: int, total: int) -> None:
@@ -415,9 +367,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
         self._offer_optimizers(tuple(self.optimizers.value))
         self._show_when_seen("Graph", lambda: [self._new_graph(model, pl)])
-        self._show_when_seen("Placement", lambda: [self._whatif_bar, pl, *self._whatif_shown])
+        self._show_when_seen(
+            "Placement", lambda: [self.tab_controls.whatif_bar, pl, *self._whatif_shown]
+        )
         self._top_nodes_list(prof)
-        self._show_when_seen("Profile", lambda: self._profile_items(prof))
+        self._show_when_seen("Profile", lambda: self.tab_controls.profile_items(prof))
         self._show_when_seen("Benchmark", lambda: [b, b.plot()])
         low, high, _ = b.p50_interval
         record = RunRecord(
@@ -441,7 +395,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             placement=pl,
         )
         self.history.add(record)
-        self._history_runs()
+        self.tab_controls.offer_runs(self.history)
         self._show_when_seen("History", self._history_items)
 
     def _new_graph(self, model: Any, pl: Any) -> Any:
@@ -455,11 +409,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """``chosen`` switched off (ORT then does not list them), then the transformers the
         last session ran, those that changed the graph first (with how often)."""
         r = self.placement.report if self.placement is not None else None
-        fired = sorted(r.fired.items(), key=lambda kv: (-kv[1], kv[0])) if r else []
-        quiet = sorted(set(r.transformers) - set(r.fired) - set(chosen)) if r else []
-        options = [(f"{n} (off)", n) for n in chosen]
-        options += [(f"{n} (fired {k}×)", n) for n, k in fired if n not in chosen]
-        options += [(n, n) for n in quiet]
+        options = optimizer_options(r, chosen)
         if options == list(self.optimizers.options) and chosen == self.optimizers.value:
             return
         held, self._hold = self._hold, True  # new options are not a request to re-run
@@ -472,25 +422,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _top_nodes_list(self, prof: Any) -> None:
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
-        top = median_shares(prof).head(25)
-        fused = fused_map(self.placement, prof)
         self._hold = True
-        self.top_nodes.options = [
-            (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
-             f" · {r.share:.1%}", r.node)
-            for r in top.itertuples()
-        ]  # fmt: skip
+        self.top_nodes.options = top_node_options(prof, self.placement)
         self.top_nodes.value = None
         self._hold = False
-
-    def _profile_items(self, prof: Any) -> list[Any]:
-        self._top_label.value = (
-            f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
-            "median's share of the median run's node time (medians throughout: one stalled "
-            "call does not move them). Pick one to select it in the Graph tab."
-        )
-        return [prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
-                prof.plot("memory"), self._top_label, self.top_nodes]  # fmt: skip
 
     def _on_top_node(self, change: Any) -> None:
         """A top-nodes row picked: select its node (or the original nodes it was fused from)
@@ -509,42 +444,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.graph.select(picked[0])  # the view opens its group and centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
-    def _history_runs(self) -> None:
-        """The History tab's run pickers (controls: kept current on every run), the last two
-        runs picked."""
-        runs = [(f"run {r.run}: {r.label}", r.run) for r in self.history.records]
-        self._hold = True
-        self.run_a.options, self.run_b.options = runs, runs
-        if len(runs) >= 2:
-            self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
-        self._hold = False
-
     def _history_items(self) -> list[Any]:
-        import plotly.graph_objects as go
-
-        t = self.history.to_pandas()
-        err = {"type": "data", "symmetric": False, "array": t["p50_high_ms"] - t["p50_ms"],
-               "arrayminus": t["p50_ms"] - t["p50_low_ms"], "thickness": 1}  # fmt: skip
-        load = [f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
-                for c in t["other_cores"]]  # fmt: skip
-        fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers", error_y=err,
-                                   text=[esc(x) for x in t["label"]], customdata=load,
-                                   hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
-                                   "other processes: %{customdata} cores"))  # fmt: skip
-        fig.update_layout(title="p50 latency across runs (bars: the median's ≥95 % interval; "
-                          "runs are not interleaved)", xaxis_title="run", yaxis_title="ms",
-                          template=template(), height=300)  # fmt: skip
-        swings = self.history.swings()
-        self._history_warning.value = "".join(
-            f"<div class='ortlab-warn' style='color:#a40'>⚠ {esc(s, 600)}</div>" for s in swings
-        )
-        shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
-        self._history_caption.value = (
-            f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
-            if len(t) > len(shown) else ""
-        )  # fmt: skip
-        return [self._history_bar, self.comparison_out, self._history_warning, fig,
-                self._history_caption, shown]  # fmt: skip
+        return self.tab_controls.history_items(self.history)
 
     def _compare_runs(self) -> None:
         a, b = self.run_a.value, self.run_b.value
@@ -562,17 +463,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         set_outputs(self.comparison_out, items)
 
     def _qnn_options(self) -> dict[str, str]:
-        """The QNN chip box as provider options ("htp_arch=73, soc_model=60")."""
-        out = {}
-        for part in self.qnn_chip.value.replace(";", ",").split(","):
-            key, eq, value = part.partition("=")
-            if not eq or not key.strip() or not value.strip():
-                if part.strip():
-                    raise ValueError(f"QNN chip: expected key=value pairs such as htp_arch=73, "
-                                     f"soc_model=60, got {part.strip()!r}")  # fmt: skip
-                continue
-            out[key.strip()] = value.strip()
-        return out
+        return self.tab_controls.qnn_options()
 
     def _whatif(self) -> None:
         """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
@@ -588,7 +479,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if w_.targets[0].evidence in ("compiled", "rules", "measured"):
             self._whatif_shown.append(ortlab.graph(self.model, placement=w_[target]))
         measured = [self.placement] if self.placement is not None else []
-        self._show("Placement", self._whatif_bar, *measured, *self._whatif_shown)
+        self._show("Placement", self.tab_controls.whatif_bar, *measured, *self._whatif_shown)
 
     def _optimization(self) -> None:
         opt = ortlab.optimization_diff(
@@ -615,7 +506,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
         self.comparison = cmp
         self._show("Quantization", self.quant_button, cmp, cmp.plot(),
-                   self._worst_label,
+                   self.tab_controls.worst_label,
                    err.worst(10))  # fmt: skip
 
     def _doctor(self) -> None:
@@ -623,8 +514,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                           progress=self._progress("doctor"), **self._inputs())  # fmt: skip
         self.doctor_result = d
         self.apply_button.disabled = False
-        self._show("Doctor", self._doctor_bar, d, d.plot("candidates"), d.plot("threads"),
-                   d.plot("pareto"))  # fmt: skip
+        self._show("Doctor", self.tab_controls.doctor_bar, d, d.plot("candidates"),
+                   d.plot("threads"), d.plot("pareto"))  # fmt: skip
 
     def apply_best(self) -> None:
         """Set the Lab to exactly the doctor's best verified configuration and run it: its
@@ -647,19 +538,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._hold = True
         try:
             self._base = c.with_(fallback="allow")
-            for ep, box in self.provider_boxes.items():
-                box.value = ep in c.providers
-            self.level.value = c.level
-            self.intra.value = c.intra_op_threads
-            self.inter.value = c.inter_op_threads
-            self.mode.value = c.execution_mode
-            self.io_binding.value = c.io_binding
-            self.spinning.value = {True: "on", False: "off"}.get(c.allow_spinning, "ORT default")
-            options = [o for o in self.variant.options if not o.startswith(BEST)]
-            self.variant.options = options + ([variant] if variant != "none" else [])
-            self.variant.value = variant
-            self.per_channel.value = False  # the doctor's file is used as it is
-            self.transformers.value = False
+            self.controls.set_to(c, variant)
             self._offer_optimizers(tuple(c.disabled_optimizers))
         finally:
             self._hold = False
@@ -674,36 +553,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return data
 
     def snapshot_html(self) -> str:
-        """The Lab's state as plain HTML (no script, no network): the settings and shapes of
-        the last run, its latency with interval and load, where its nodes ran, the slowest
-        nodes, and the History. Each figure is the one its tab shows (the same renderers)."""
-        head = (
-            f"<div><b>ortlab Lab</b> · {esc(self.model.name)} · a static snapshot of the last "
-            "run (the live Lab needs a running kernel: open this notebook in JupyterLab)</div>"
-        )
-        if self.benchmark_result is None or self.placement is None:
-            state = "the last run failed" if self.error.value else "no run yet"
-            return head + f"<div>{state}</div>"
-        rec = self.history.records[-1] if self.history.records else None
-        shapes = f" · {esc(rec.shapes)}" if rec and rec.shapes else ""
-        parts = [
-            head,
-            f"<div>settings: {esc(self.config.label())}{shapes}</div>",
-            "<h4>Benchmark</h4>",
-            self.benchmark_result._repr_html_(),
-            "<h4>Placement</h4>",
-            self.placement._repr_html_(),
-        ]
-        prof = self.profile_result
-        if prof is not None:  # the Profile tab's and the report's table of the slowest nodes
-            rows = profile_node_rows(prof, 10, fused_map(self.placement, prof))
-            parts += [f"<h4>Slowest nodes</h4><div>over {prof.runs} profiled runs</div>",
-                      table_html(*rows)]  # fmt: skip
-        t = self.history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
-                                      "other_cores", "providers"]].tail(10)  # fmt: skip
-        parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,
-                                                classes="ortlab-t", border=0)]  # fmt: skip
-        return "<div class='ortlab-lab-snapshot'>" + "".join(parts) + "</div>"
+        """The Lab's state as plain HTML (no script, no network): :func:`snapshot_html` of
+        the last run's results."""
+        failed = bool(self.error.value)
+        return snapshot_html(self.model.name, self.config.label(), self.history,
+                             benchmark=self.benchmark_result, placement=self.placement,
+                             profile=self.profile_result, failed=failed)  # fmt: skip
 
     def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Write the Lab's state (last run's placement, profile and benchmark; optimization

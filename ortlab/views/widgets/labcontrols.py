@@ -10,15 +10,17 @@ from typing import Any
 
 import ipywidgets as w
 
+from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.engine.providers import Providers
-from ortlab.views.labrun import VARIANTS
+from ortlab.views.labrun import BEST, VARIANTS
+from ortlab.views.render import esc
 
-__all__ = ["LabControls"]
+__all__ = ["LabControls", "TabControls"]
 
 
 class LabControls:
@@ -174,6 +176,24 @@ class LabControls:
             fallback="allow",
         )
 
+    def set_to(self, c: SessionConfig, variant: str) -> None:
+        """Show ``c`` and ``variant`` (Apply best: the doctor's file, used as it is, is the
+        one variant offered beside the built ones)."""
+        for ep, box in self.provider_boxes.items():
+            box.value = ep in c.providers
+        self.level.value = c.level
+        self.intra.value = c.intra_op_threads
+        self.inter.value = c.inter_op_threads
+        self.mode.value = c.execution_mode
+        self.io_binding.value = c.io_binding
+        spin = c.allow_spinning
+        self.spinning.value = "ORT default" if spin is None else ("on" if spin else "off")
+        options = [o for o in self.variant.options if not o.startswith(BEST)]
+        self.variant.options = options + ([variant] if variant != "none" else [])
+        self.variant.value = variant
+        self.per_channel.value = False
+        self.transformers.value = False
+
     def dims_values(self) -> dict[str, int] | None:
         """The dims box as {name: int} (None with feeds, or when it is empty)."""
         if self.feeds is not None:
@@ -186,3 +206,107 @@ class LabControls:
                     raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
                 out[name.strip()] = int(value)
         return out or None
+
+
+class TabControls:
+    """The widgets inside the tabs: the optimization, quantization and doctor buttons (with
+    the doctor's budget and Apply best), the Profile tab's top nodes, the History tab's run
+    pickers, and the Placement tab's what-if target and QNN chip. Widgets shown on every
+    refresh are made once here: a widget lives in the kernel until closed."""
+
+    NAMES = ("opt_button", "quant_button", "budget", "doctor_button", "apply_button",
+             "top_nodes", "run_a", "run_b", "compare_button", "run_snippet_button",
+             "comparison_out", "target", "qnn_chip", "whatif_button")  # fmt: skip
+    """The controls a Lab exposes as its own attributes."""
+
+    def __init__(self, qnn_given: Mapping[str, Any]) -> None:
+        self.opt_button = w.Button(
+            description="Run optimization diff (all levels)", layout=w.Layout(width="auto")
+        )
+        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
+                                     layout=w.Layout(width="auto"))  # fmt: skip
+        self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
+        self.doctor_button = w.Button(description="Run the doctor", button_style="info",
+                                      layout=w.Layout(width="auto"))  # fmt: skip
+        self.apply_button = w.Button(description="Apply best", disabled=True)
+        self.doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
+        self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
+                                  layout=w.Layout(width="100%"))  # fmt: skip
+        self.top_nodes.add_class("ortlab-top-nodes")
+        self.top_label = w.HTML()
+        self.worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
+        self.run_a = w.Dropdown(options=[], description="run A")
+        self.run_b = w.Dropdown(options=[], description="run B")
+        # (never squeezed by the run pickers beside them)
+        self.compare_button = w.Button(
+            description="Compare A and B", layout=w.Layout(width="auto", flex="0 0 auto")
+        )
+        self.run_snippet_button = w.Button(
+            description="Snippet of run A", layout=w.Layout(width="auto", flex="0 0 auto")
+        )
+        self.history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
+                                   self.run_snippet_button],
+                                  layout=w.Layout(flex_flow="row wrap"))  # fmt: skip
+        self.comparison_out = w.Output()
+        self.history_caption, self.history_warning = w.HTML(), w.HTML()
+        tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
+        self.target = w.Dropdown(options=list(DEFAULT_TARGETS), value=DEFAULT_TARGETS[0],
+                                 description="what if", tooltip=tip)  # fmt: skip
+        chip = {**DEFAULT_QNN_OPTIONS, **{str(k): str(v) for k, v in qnn_given.items()}}
+        self.qnn_chip = w.Text(
+            value=", ".join(f"{k}={v}" for k, v in chip.items()), description="QNN chip",
+            tooltip="QNN provider options for the qnn prediction (htp_arch=73, soc_model=60 "
+            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="270px"),
+        )  # fmt: skip
+        self.whatif_button = w.Button(
+            description="Predict its placement", layout=w.Layout(width="auto")
+        )
+        self.whatif_bar = w.HBox([self.target, self.qnn_chip, self.whatif_button])
+
+    def profile_items(self, prof: Any) -> list[Any]:
+        """What the Profile tab shows: the profile's charts and the list of the top nodes."""
+        self.top_label.value = (
+            f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
+            "median's share of the median run's node time (medians throughout: one stalled "
+            "call does not move them). Pick one to select it in the Graph tab."
+        )
+        return [prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
+                prof.plot("memory"), self.top_label, self.top_nodes]  # fmt: skip
+
+    def offer_runs(self, history: Any) -> None:
+        """The History tab's run pickers (kept current on every run), the last two picked."""
+        runs = [(f"run {r.run}: {r.label}", r.run) for r in history.records]
+        self.run_a.options, self.run_b.options = runs, runs
+        if len(runs) >= 2:
+            self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
+
+    def history_items(self, history: Any) -> list[Any]:
+        """What the History tab shows: the run pickers, the A/B comparison, a warning where
+        the same settings swung between runs, the p50 figure and the last 30 runs."""
+        from ortlab.views.plots import history_figure
+
+        t = history.to_pandas()
+        self.history_warning.value = "".join(
+            f"<div class='ortlab-warn' style='color:#a40'>⚠ {esc(s, 600)}</div>"
+            for s in history.swings()
+        )
+        shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
+        self.history_caption.value = (
+            f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
+            if len(t) > len(shown) else ""
+        )  # fmt: skip
+        return [self.history_bar, self.comparison_out, self.history_warning, history_figure(t),
+                self.history_caption, shown]  # fmt: skip
+
+    def qnn_options(self) -> dict[str, str]:
+        """The QNN chip box as provider options ("htp_arch=73, soc_model=60")."""
+        out = {}
+        for part in self.qnn_chip.value.replace(";", ",").split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip() or not value.strip():
+                if part.strip():
+                    raise ValueError(f"QNN chip: expected key=value pairs such as htp_arch=73, "
+                                     f"soc_model=60, got {part.strip()!r}")  # fmt: skip
+                continue
+            out[key.strip()] = value.strip()
+        return out

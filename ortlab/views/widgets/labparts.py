@@ -18,11 +18,15 @@ import numpy as np
 __all__ = [
     "WAITING",
     "Shown",
+    "guess_hint",
     "median_shares",
     "mime_bundle",
+    "optimizer_options",
     "ort_seconds",
     "safe_filename",
     "set_outputs",
+    "snapshot_html",
+    "top_node_options",
     "warm_up",
 ]
 
@@ -169,3 +173,81 @@ def ort_seconds(pl: Any, b: Any) -> float:
 
 def safe_filename(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+
+
+def snapshot_html(
+    model_name: str,
+    settings: str,
+    history: Any,
+    *,
+    benchmark: Any,
+    placement: Any,
+    profile: Any,
+    failed: bool = False,
+) -> str:
+    """A Lab's state as plain HTML (no script, no network): the settings and shapes of the
+    last run, its latency with interval and load, where its nodes ran, the slowest nodes, and
+    the History. Each figure is the one its tab shows (the same renderers)."""
+    from ortlab.views.render import esc, fused_map, profile_node_rows, table_html
+
+    head = (
+        f"<div><b>ortlab Lab</b> · {esc(model_name)} · a static snapshot of the last "
+        "run (the live Lab needs a running kernel: open this notebook in JupyterLab)</div>"
+    )
+    if benchmark is None or placement is None:
+        return head + f"<div>{'the last run failed' if failed else 'no run yet'}</div>"
+    rec = history.records[-1] if history.records else None
+    shapes = f" · {esc(rec.shapes)}" if rec and rec.shapes else ""
+    parts = [
+        head,
+        f"<div>settings: {esc(settings)}{shapes}</div>",
+        "<h4>Benchmark</h4>",
+        benchmark._repr_html_(),
+        "<h4>Placement</h4>",
+        placement._repr_html_(),
+    ]
+    if profile is not None:  # the Profile tab's and the report's table of the slowest nodes
+        rows = profile_node_rows(profile, 10, fused_map(placement, profile))
+        parts += [f"<h4>Slowest nodes</h4><div>over {profile.runs} profiled runs</div>",
+                  table_html(*rows)]  # fmt: skip
+    t = history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
+                             "other_cores", "providers"]].tail(10)  # fmt: skip
+    parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,
+                                            classes="ortlab-t", border=0)]  # fmt: skip
+    return "<div class='ortlab-lab-snapshot'>" + "".join(parts) + "</div>"
+
+
+def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The optimizers box: ``chosen`` switched off (ORT then does not list them), then the
+    transformers the last session ran (``report``), those that changed the graph first (with
+    how often)."""
+    fired = sorted(report.fired.items(), key=lambda kv: (-kv[1], kv[0])) if report else []
+    quiet = sorted(set(report.transformers) - set(report.fired) - set(chosen)) if report else []
+    options = [(f"{n} (off)", n) for n in chosen]
+    options += [(f"{n} (fired {k}×)", n) for n, k in fired if n not in chosen]
+    return options + [(n, n) for n in quiet]
+
+
+def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
+    """The Profile tab's slowest nodes (25), each kernel named by the original nodes it
+    computes, with its median time and share (``ProfileResult.by_node``'s, as everywhere)."""
+    from ortlab.views.render import fused_map, kernel_label
+
+    fused = fused_map(placement, prof)
+    return [
+        (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
+         f" · {r.share:.1%}", r.node)
+        for r in median_shares(prof).head(25).itertuples()
+    ]  # fmt: skip
+
+
+def guess_hint(err: Exception, auto_dims: dict[str, int]) -> str:
+    """For a run that failed at shapes ortlab guessed (any tab's verb): which dims were
+    guessed and how to set them, unless the error says it already."""
+    from ortlab.core.errors import RunError
+
+    if not isinstance(err, RunError) or "guessed" in str(err) or not auto_dims:
+        return ""
+    guessed = "; ".join(f"{n}={v}" for n, v in auto_dims.items())
+    return (f" These dims were chosen by ortlab ({guessed}), not given: type the model's real "
+            "sizes in the dims box (or Lab(model, dims=…)).")  # fmt: skip
