@@ -26,7 +26,14 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
-from ortlab.diagnosis.facts import CandidateFailure, Facts, Finding, Measured, load_caveat
+from ortlab.diagnosis.facts import (
+    Candidate,
+    CandidateFailure,
+    Facts,
+    Finding,
+    Measured,
+    load_caveat,
+)
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
 from tests.test_placement import _replay
@@ -453,9 +460,9 @@ def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.Monk
     s = _search()
     m = s.m
     items = [
-        ("baseline", m, SessionConfig(), []),
-        ("iobinding", m, SessionConfig(io_binding=True), []),
-        ("threads:1", m, SessionConfig(intra_op_threads=1), []),
+        Candidate("baseline", m, SessionConfig(), []),
+        Candidate("iobinding", m, SessionConfig(io_binding=True), []),
+        Candidate("threads:1", m, SessionConfig(intra_op_threads=1), []),
     ]
     nan, rank = math.nan, "RuntimeError: Invalid rank for output: y Got: 2 Expected: 1"
     _fake_worker(monkeypatch, [
@@ -485,8 +492,8 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     no verdict is possible — even for a candidate twice as fast in every round."""
     s = _search(budget_s=1.0)
     facts = _facts(baseline_ms=100.0)
-    items = [("baseline", s.m, SessionConfig(), []),
-             ("level:all", s.m, SessionConfig(level="all"), [])]  # fmt: skip
+    items = [Candidate("baseline", s.m, SessionConfig(), []),
+             Candidate("level:all", s.m, SessionConfig(level="all"), [])]  # fmt: skip
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
     ran = s.screen(items, facts)
     assert len(ran) == 2 and s.rounds == 2 and s.runs == 2
@@ -513,7 +520,7 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
     def broken(*_: Any, **__: Any) -> Any:
         raise AssertionError
 
-    monkeypatch.setattr("ortlab.diagnosis.search.make_quantized", broken)
+    monkeypatch.setattr("ortlab.diagnosis.candidates.make_quantized", broken)
     s = _search()
     facts = _facts(op_time_share={"Conv": 0.8, "MatMul": 0.1})
     items = s.candidates(facts, [], quantize=True, transformers=False)
@@ -574,6 +581,22 @@ def test_doctor_measures_the_level_fix(conv_doctor: ortlab.DoctorResult) -> None
     assert {"baseline", "level:all", "threads:1", "spin:off"} <= keys
     assert d.rounds == MIN_ROUNDS and d.runs >= 3
     assert "rounds=4 raised to 6: a 95 % interval needs at least 6 rounds" in d.notes
+    # every key has one spelling (facts.candidate_key), read back by CandidateKey.parse
+    from ortlab.diagnosis.facts import CandidateKey, Kind, candidate_key
+
+    for key in keys:
+        c = CandidateKey.parse(key)
+        assert candidate_key(c.kind, c.arg, final=c.final) == key
+    assert CandidateKey.parse("threads:1").is_sweep and not CandidateKey.parse("level:all").is_sweep
+    final = CandidateKey.parse("variant:quant-static+final")
+    assert (final.kind, final.arg, final.final, final.is_variant) == (
+        Kind.VARIANT,
+        "quant-static",
+        True,
+        True,
+    )
+    with pytest.raises(ValueError):
+        CandidateKey.parse("thread:1")  # a misspelt kind is a bug, never a silent miss
     # every verdict has a real interval, with its true coverage in its text
     for m in d.measured:
         assert m.rounds >= MIN_ROUNDS and m.confidence >= 0.95 and m.low <= m.ratio <= m.high
@@ -853,7 +876,7 @@ def test_memory_finding_needs_a_saving_beyond_the_spread_and_worth_having() -> N
 
 
 def test_quantization_candidates_follow_where_the_time_goes() -> None:
-    from ortlab.diagnosis.search import _wanted_quantization
+    from ortlab.diagnosis.candidates import wanted_quantization as _wanted_quantization
 
     conv = _wanted_quantization({"Conv": 0.7, "Relu": 0.1}, {"Conv": 20})
     assert [k for k, _ in conv] == ["static"]
@@ -882,12 +905,11 @@ def test_a_wide_interval_is_undecided_never_no_faster() -> None:
 
 def test_undecided_means_the_interval_allows_a_gain_it_does_not_show() -> None:
     from ortlab.core.stats import Verdict
-    from ortlab.diagnosis.search import _undecided
 
-    assert _undecided(Verdict(0.688, 0.349, 1.303, 0.97, 8, NOISE_BAND))
-    assert not _undecided(Verdict(0.5, 0.45, 0.55, 0.97, 8, NOISE_BAND))  # shown faster
-    assert not _undecided(Verdict(1.01, 0.99, 1.04, 0.97, 8, NOISE_BAND))  # excludes a gain
-    assert not _undecided(Verdict(0.7, math.nan, math.nan, math.nan, 3, NOISE_BAND))
+    assert Verdict(0.688, 0.349, 1.303, 0.97, 8, NOISE_BAND).undecided
+    assert not Verdict(0.5, 0.45, 0.55, 0.97, 8, NOISE_BAND).undecided  # shown faster
+    assert not Verdict(1.01, 0.99, 1.04, 0.97, 8, NOISE_BAND).undecided  # excludes a gain
+    assert not Verdict(0.7, math.nan, math.nan, math.nan, 3, NOISE_BAND).undecided
 
 
 def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab.Model) -> None:
@@ -908,8 +930,7 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
 
     s = Scripted(mlp, cfg=SessionConfig(), feeds={}, budget_s=60.0, min_cosine=0.999,
                  progress=False, timeout=None, t0=_time.perf_counter())  # fmt: skip
-    finals = [("baseline", mlp, SessionConfig(), []), ("clear", mlp, SessionConfig(), []),
-              ("wide", mlp, SessionConfig(), [])]  # fmt: skip
+    finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
     med, _ = s._time(finals, 8, 3, "")
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
     s._settle(finals, cols, 3, _facts())

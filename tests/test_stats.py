@@ -108,3 +108,24 @@ def test_an_interval_with_too_few_rounds_never_reads_nan() -> None:
     assert interval_text(-3.0, -4.0, 1.0, 1, "+") == "-3.0 [-4.0, +1.0]"
     nan = float("nan")
     assert interval_text(0.636, nan, nan) == "0.636 (no interval: too few rounds)"
+
+
+def test_a_slower_verdict_is_beyond_the_noise_band() -> None:
+    """Pruned after the screen only when all of the interval is beyond the band above 1."""
+    from ortlab.core.stats import Verdict
+
+    assert Verdict(1.30, 1.20, 1.40, 0.97, 6, NOISE_BAND).slower
+    assert not Verdict(1.02, 1.01, 1.03, 0.97, 6, NOISE_BAND).slower  # 1.01: in the band
+    assert not Verdict(0.69, 0.35, 1.30, 0.97, 6, NOISE_BAND).slower
+    assert not Verdict(2.0, math.nan, math.nan, math.nan, 3, NOISE_BAND).slower  # no interval
+
+
+def test_plan_rounds_fits_the_budget_and_cuts_runs_before_rounds() -> None:
+    from ortlab.core.stats import MIN_ROUNDS, plan_rounds
+
+    runs, rounds = plan_rounds(4, 0.001, 10.0, max_rounds=12)  # 1 ms runs, 10 s
+    assert runs == 30 and rounds == 12  # about 30 ms of runs per measurement, rounds capped
+    assert 4 * runs * rounds * 0.001 <= 10.0
+    runs, rounds = plan_rounds(4, 0.001, 0.5, max_rounds=12)  # tight: runs cut first
+    assert rounds >= MIN_ROUNDS and runs < 30 and 4 * runs * rounds * 0.001 <= 0.5
+    assert plan_rounds(4, 0.5, 0.1, max_rounds=12) == (2, 2)  # nothing fits: the floor

@@ -3,13 +3,23 @@ top-k agreement for class scores — and the degenerate cases named, never score
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Scored", "error_metrics", "output_errors", "scorable", "sqnr_db", "unscorable"]
+__all__ = [
+    "Scored",
+    "degenerate_notes",
+    "error_metrics",
+    "lowest_cosine",
+    "output_errors",
+    "scorable",
+    "sqnr_db",
+    "unscorable",
+]
 
 
 @dataclass(frozen=True)
@@ -156,3 +166,41 @@ def _degenerate(r: np.ndarray, t: np.ndarray) -> str:
 def _class_scores(refs: Sequence[np.ndarray]) -> bool:
     """Outputs shaped like class scores: rank 2, ``[batch, classes]`` with >= 2 classes."""
     return all(np.ndim(x) == 2 and np.shape(x)[1] >= 2 for x in refs)
+
+
+def lowest_cosine(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> float:
+    """The lowest output cosine of ``other`` against ``base`` (outputs per sample).
+    Degenerate outputs never pass for accurate: a variant that gives NaN/Inf scores 0; when
+    the baseline's output is itself NaN or all zeros, only identical outputs score 1."""
+
+    errors, _ = output_errors(base, other)
+    worst = 1.0
+    for name, e in errors.items():
+        if e["kind"] == "labels":
+            worst = min(worst, 1.0 if e["labels_equal"] == 1.0 else 0.0)
+            continue
+        cos = float(e["cosine"])
+        if math.isnan(cos):
+            same = all(
+                np.array_equal(scorable(a[name]).values, scorable(b[name]).values,
+                               equal_nan=True)
+                for a, b in zip(base, other, strict=True)
+            )  # fmt: skip
+            cos = 1.0 if same else 0.0
+        worst = min(worst, cos)
+    return worst
+
+
+def degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
+    """The float model's own outputs on the samples: NaN/Inf or all zeros make every
+    accuracy figure against them meaningless, so say it."""
+    out = []
+    for name in outputs[0] if outputs else {}:
+        forms = [scorable(o[name]) for o in outputs]
+        if any(f.kind != "float" for f in forms):
+            continue
+        why = unscorable(np.concatenate([np.ravel(f.values) for f in forms]))
+        if why:
+            out.append(f"the model's own output {name!r} {why} on the samples: variant "
+                       "accuracy against it cannot be scored")  # fmt: skip
+    return out

@@ -237,3 +237,44 @@ def _fp16_cpu_signal(row: VariantRow, data: Any) -> Signal | None:
         "kernels ran: the CPU EP computes most of this model in float32",
         "use fp16 with a GPU EP (CUDA/TensorRT/DirectML); on CPU prefer int8",
     )
+
+
+def explain_variant(
+    base: Model,
+    variant: Model,
+    config: SessionConfig,
+    feeds: Any,
+    *,
+    verdict: tuple[Verdict, str],
+    label: str,
+    latencies: tuple[list[int], list[int]],
+    outputs: tuple[Any, Any],
+    base_profile: Any,
+    synthetic: bool,
+    timeout: float | None,
+) -> list[Signal]:
+    """Why a slower ``variant`` is slower than ``base``: the variant profiled (3 runs) beside
+    the base's profile, both as rows with their times and output error, then the signals
+    (:func:`variant_signals`) those rows and profiles show."""
+    from ortlab.analysis.profiling import profile
+    from ortlab.core.machine import cpu_flags
+
+    prof = profile(variant, config, feeds, runs=3, warmup=1, progress=False, timeout=timeout)
+    rows = [
+        variant_row(
+            k,
+            model,
+            name,
+            base=base,
+            verdict=verdict,
+            lat=lat,
+            outputs=[outputs[0], out],
+            data=data,
+            synthetic=synthetic,
+        )
+        for k, model, name, lat, out, data in (
+            (0, base, "fp32", latencies[0], outputs[0], base_profile),
+            (1, variant, label, latencies[1], outputs[1], prof.data),
+        )
+    ]
+    return variant_signals([base, variant], rows, [base_profile, prof.data], config, cpu_flags())

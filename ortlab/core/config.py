@@ -19,7 +19,7 @@ from ortlab.core import display
 from ortlab.core.eps import POLICIES, PROVIDER_ALIASES, alias, canonical_provider, split_device
 from ortlab.core.errors import ProviderError, SessionConfigError
 
-__all__ = ["LEVELS", "PROVIDER_ALIASES", "SessionConfig", "canonical_provider"]
+__all__ = ["LEVELS", "LEVEL_ORDER", "PROVIDER_ALIASES", "SessionConfig", "canonical_provider"]
 
 LEVELS: dict[str, str] = {  # the one home of the level order: every list of levels reads it
     "disabled": "ORT_DISABLE_ALL",
@@ -28,6 +28,8 @@ LEVELS: dict[str, str] = {  # the one home of the level order: every list of lev
     "layout": "ORT_ENABLE_LAYOUT",
     "all": "ORT_ENABLE_ALL",
 }
+LEVEL_ORDER = tuple(LEVELS)
+"""The levels, lowest first (``LEVEL_ORDER.index`` compares two)."""
 _LEVEL_ALIASES = {
     "disable": "disabled",
     "disable_all": "disabled",

@@ -29,6 +29,7 @@ __all__ = [
     "WorkerError",
     "WorkerTimeoutError",
     "error_text",
+    "failure_text",
 ]
 
 
@@ -114,3 +115,12 @@ def error_text(err: BaseException, limit: int = 400) -> str:
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     first = lines[0] if lines else "(no message)"
     return f"{type(err).__name__}: {first[:limit]}"
+
+
+def failure_text(err: BaseException) -> str:
+    """ortlab's own message (it names the step and ORT's words), else ``Type: first line`` —
+    never an empty string, whatever the exception holds."""
+    text = str(err).strip()
+    if isinstance(err, OrtlabError) and text:
+        return text[:2000]
+    return error_text(err, 2000)

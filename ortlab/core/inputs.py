@@ -22,7 +22,7 @@ from ortlab.core.onnx_util import dtype_name
 if TYPE_CHECKING:
     from ortlab.core.model import Model, TensorInfo
 
-__all__ = ["Feeds", "example_inputs", "shapes_text", "validate_feeds"]
+__all__ = ["Feeds", "example_inputs", "shapes_text", "unfixed_dims", "validate_feeds"]
 
 _DIM_DEFAULTS: tuple[tuple[str, int, str], ...] = (
     (r"batch|^n$|^b$|^bs$|num_samples", 1, "batch-like"),
@@ -536,3 +536,15 @@ def _np_name(onnx_dtype: str) -> str:
         return str(np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(onnx_dtype))))
     except (ValueError, KeyError, TypeError):
         return onnx_dtype
+
+
+def unfixed_dims(model: Model, fixed: Any) -> dict[str, list[str]]:
+    """Per input, its symbolic dims that ``fixed`` (a config's free-dimension overrides, name
+    to value) does not fix: the shapes that change from run to run."""
+    pinned = dict(fixed)
+    out = {}
+    for t in model.inputs:
+        names = [d for d in (t.shape or []) if isinstance(d, str) and d not in pinned]
+        if names:
+            out[t.name] = names
+    return out

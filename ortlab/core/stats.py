@@ -28,6 +28,7 @@ __all__ = [
     "median_interval",
     "min_rounds",
     "paired_ratio",
+    "plan_rounds",
     "shift_interval",
 ]
 
@@ -158,6 +159,17 @@ class Verdict:
     def significant(self) -> bool:
         """There is an interval, and all of it is beyond the noise band on one side of 1."""
         return self.enough and (self.high < 1 - self.noise or self.low > 1 + self.noise)
+
+    @property
+    def undecided(self) -> bool:
+        """An interval that allows a gain beyond the noise band without showing one (a
+        0.69x [0.35, 1.30] is not "no faster": more rounds can decide it)."""
+        return self.enough and not self.significant and self.low < 1 - self.noise and self.ratio < 1
+
+    @property
+    def slower(self) -> bool:
+        """B is significantly slower than A."""
+        return self.significant and self.ratio > 1
 
     def speedup(self) -> float:
         return 1.0 / self.ratio if self.ratio > 0 else float("nan")
@@ -301,3 +313,23 @@ def against_first(
         v = paired_ratio(m[:, 0], m[:, k])
         out[k] = (v, "baseline" if k == 0 else v.text(labels[0], label))
     return out
+
+
+def plan_rounds(
+    items: int, per_run_s: float, available_s: float, max_rounds: int
+) -> tuple[int, int]:
+    """Runs per measurement and interleaved rounds (at most ``max_rounds``, at least 2: one
+    A B, one B A) of ``items`` that fit ``available_s`` at ``per_run_s`` a run. About 30 ms
+    of runs per measurement; runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds
+    (a slow model keeps 2 runs, a fast one 3)."""
+    floor = 2 if per_run_s >= 0.02 else 3
+    runs = int(min(max(math.ceil(0.03 / per_run_s), floor), 200))
+
+    def fit(r: int) -> int:
+        return int(available_s / max(items * r * per_run_s, 1e-6))
+
+    rounds = fit(runs)
+    while rounds < MIN_ROUNDS and runs > floor:
+        runs = max(runs // 2, floor)
+        rounds = fit(runs)
+    return runs, max(min(rounds, max_rounds), 2)

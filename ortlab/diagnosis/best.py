@@ -4,12 +4,16 @@ result (which holds it) both import it, and neither imports the other."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import SessionConfig
 
-__all__ = ["Best"]
+if TYPE_CHECKING:
+    from ortlab.diagnosis.facts import Measured
+
+__all__ = ["Best", "best_of"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,30 @@ class Best:
 
     def __repr__(self) -> str:
         return f"<Best {self.variant} · {self.session_config.label()}: {self.verdict}>"
+
+
+def best_of(
+    measured: Mapping[str, Measured],
+    cfg: SessionConfig,
+    model_path: str,
+    accurate: Callable[[Measured], bool],
+) -> Best:
+    """The fastest ``accurate`` candidate that is significantly faster than the baseline; once
+    the combination stage ran, only what held up when re-measured there counts. Without one,
+    the baseline itself, with why (no interval: nothing was compared with it)."""
+    nan = float("nan")
+    if "baseline" not in measured:  # a stage failed before the baseline was timed
+        why = "the doctor stopped before it timed the baseline: nothing was compared"
+        return Best(cfg.to_dict(), "original", model_path, [], 1.0, nan, nan, why, 1.0)
+    ok = [v for v in measured.values() if v.faster and accurate(v)]
+    final_ran = any(v.stage == "final" for v in measured.values())
+    pool = [v for v in ok if v.stage == "final"] if final_ran else ok
+    if not pool:
+        why = ("the screen's winners did not hold up when re-measured together with the "
+               "baseline" if final_ran else
+               "no candidate was measurably faster than the baseline")  # fmt: skip
+        return Best(measured["baseline"].config, "original", model_path, [], 1.0, nan, nan, why,
+                    1.0)  # fmt: skip
+    b = min(pool, key=lambda v: v.ratio)
+    return Best(b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high, b.verdict,
+                b.cosine)  # fmt: skip

@@ -34,6 +34,7 @@ from ortlab.core.stats import MIN_ROUNDS
 from ortlab.diagnosis.best import Best
 from ortlab.diagnosis.facts import (
     CandidateFailure,
+    CandidateKey,
     Facts,
     Finding,
     Measured,
@@ -178,7 +179,7 @@ class DoctorResult(Result):
     def threads(self) -> Any:
         """The intra-op threads / spinning sweep as a curve: setting, p50_ms, ratio, CI."""
         t = self.candidates()
-        keep = t["key"].str.startswith(("threads:", "spin:")) | (t["key"] == "baseline")
+        keep = t["key"].map(lambda k: CandidateKey.parse(k).is_sweep) | (t["key"] == "baseline")
         return t[keep & (t["stage"] != "final")][
             ["key", "label", "p50_ms", "ratio", "ci_low", "ci_high", "verdict"]
         ]

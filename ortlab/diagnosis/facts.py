@@ -7,27 +7,38 @@ tried; and the machine-load caveat every timed finding carries. The rules
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, NamedTuple
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
+from ortlab.core.model import Model
 from ortlab.core.stats import NOISE_BAND, interval_text
 from ortlab.engine.session import SessionReport
 
 __all__ = [
     "FUSED_TRANSFORMER_OPS",
+    "QUANTIZED",
     "SMALL_MODEL_MS",
+    "SWEEPS",
     "TIMING_STAGES",
+    "Candidate",
     "CandidateFailure",
+    "CandidateKey",
     "Facts",
     "Finding",
     "FixTried",
+    "Kind",
     "Measured",
     "busy_cores",
+    "candidate_key",
     "load_caveat",
     "measured_gain",
+    "measured_row",
+    "with_cosine",
 ]
 
 FUSED_TRANSFORMER_OPS = frozenset(
@@ -46,13 +57,80 @@ SMALL_MODEL_MS = 2.0
 TIMING_STAGES = ("screen", "combine")
 
 
+class Kind(str, Enum):
+    """What a candidate changes: the first part of its key (``level`` in ``level:all``)."""
+
+    BASELINE = "baseline"
+    ORIGINAL = "original"
+    LEVEL = "level"
+    THREADS = "threads"
+    SPIN = "spin"
+    IOBINDING = "iobinding"
+    CPU_ONLY = "cpu-only"
+    CUDA_GRAPH = "cuda-graph"
+    MEMORY = "memory"
+    VARIANT = "variant"
+    SETTINGS = "settings"
+    COMBINED = "combined"
+
+
+SWEEPS = frozenset({Kind.THREADS, Kind.SPIN})
+"""The thread and spinning sweep: the same model under other thread settings."""
+QUANTIZED = ("quant-static", "quant-dynamic")
+"""The int8 variants the doctor builds (``variant:quant-static``…): those a fix can mend."""
+_FINAL = "+final"
+
+
+def candidate_key(kind: Kind, arg: str = "", *, final: bool = False) -> str:
+    """The one spelling of a candidate's key: ``level:all``, ``iobinding``,
+    ``variant:quant-static+final`` (re-measured in the final stage)."""
+    return kind.value + (f":{arg}" if arg else "") + (_FINAL if final else "")
+
+
+@dataclass(frozen=True)
+class CandidateKey:
+    """A key read back: its kind, its argument, whether it is a final re-measurement."""
+
+    kind: Kind
+    arg: str = ""
+    final: bool = False
+
+    @classmethod
+    def parse(cls, key: str) -> CandidateKey:
+        final = key.endswith(_FINAL)
+        head, _, arg = key.removesuffix(_FINAL).partition(":")
+        return cls(Kind(head), arg, final)
+
+    @property
+    def is_variant(self) -> bool:
+        return self.kind is Kind.VARIANT
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.kind in SWEEPS
+
+
+class Candidate(NamedTuple):
+    """One thing the doctor times: its key (:func:`candidate_key`), the model (the original or a
+    variant), the session config and the steps that made the model."""
+
+    key: str
+    model: Model
+    config: SessionConfig
+    steps: list[str]
+
+    @property
+    def parsed(self) -> CandidateKey:
+        return CandidateKey.parse(self.key)
+
+
 @dataclass(frozen=True)
 class Measured:
     """One candidate the doctor timed interleaved against the baseline (and its output error)."""
 
     key: str
-    """What was changed: 'baseline', 'level:all', 'threads:1', 'spin:off', 'iobinding',
-    'variant:transformers', 'variant:dynamic', 'combined' …"""
+    """What was changed (:func:`candidate_key`): 'baseline', 'level:all', 'threads:1',
+    'spin:off', 'iobinding', 'variant:transformers', 'variant:quant-dynamic', 'combined' …"""
     label: str
     variant: str
     """'original' or the model variant's name."""
@@ -225,3 +303,43 @@ def load_caveat(f: Facts) -> str:
         f"measured while other processes used {busy:.1f}{of} cores: this advice holds "
         "for a busy machine; re-run the doctor idle"
     )
+
+
+def measured_row(
+    key: str,
+    mm: Model,
+    c: SessionConfig,
+    steps: list[str],
+    v: Any,
+    *,
+    p50: float,
+    stage: str,
+    against: str,
+    variant: str,
+) -> Measured:
+    """One candidate's timing as a :class:`Measured` row (its cosine comes later)."""
+    label = c.label() if variant == "original" else f"{variant} · {c.label()}"
+    return Measured(
+        key=key,
+        label=label,
+        variant=variant,
+        model_path=str(mm.path),
+        config=c.with_(fallback="warn").to_dict(),
+        p50_ms=p50,
+        ratio=v.ratio,
+        low=v.low,
+        high=v.high,
+        significant=v.significant,
+        verdict="baseline" if key == "baseline" else v.text(against, label),
+        cosine=float("nan"),
+        file_bytes=mm.path.stat().st_size,
+        stage=stage,
+        steps=list(steps),
+        rounds=v.rounds,
+        confidence=v.confidence,
+    )
+
+
+def with_cosine(m: Measured, cosine: float) -> Measured:
+    """``m`` with its output cosine."""
+    return dataclasses.replace(m, cosine=cosine)

@@ -20,10 +20,13 @@ from ortlab.core.units import fmt_bytes
 from ortlab.diagnosis.facts import (
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
+    CandidateKey,
     Facts,
     Finding,
     FixTried,
+    Kind,
     Measured,
+    candidate_key,
     load_caveat,
     measured_gain,
 )
@@ -121,7 +124,7 @@ def ep_islands(f: Facts) -> list[Finding]:
 def optimization_level(f: Facts) -> list[Finding]:
     if f.requested.level in ("extended", "layout", "all"):
         return []
-    m = f.measured.get("level:all")
+    m = f.measured.get(candidate_key(Kind.LEVEL, "all"))
     return [
         Finding(
             rule="optimization_level",
@@ -146,7 +149,7 @@ def unfused_transformer(f: Facts) -> list[Finding]:
     ops = f.op_counts
     if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops):
         return []
-    m = f.measured.get("variant:transformers")
+    m = f.measured.get(candidate_key(Kind.VARIANT, "transformers"))
     fused = ", ".join(f"{n} {k}" for k, n in f.transformer_fused.items() if n) or "nothing"
     evidence = (
         f"{ops.get('MatMul', 0)} MatMul, {ops.get('Softmax', 0)} Softmax and "
@@ -174,7 +177,7 @@ def unfused_transformer(f: Facts) -> list[Finding]:
 def initializer_inputs(f: Facts) -> list[Finding]:
     if not f.initializer_blocker:
         return []
-    m = f.measured.get("variant:no-initializer-inputs")
+    m = f.measured.get(candidate_key(Kind.VARIANT, "no-initializer-inputs"))
     return [
         Finding(
             rule="initializer_inputs",
@@ -189,7 +192,7 @@ def initializer_inputs(f: Facts) -> list[Finding]:
 
 
 def thread_settings(f: Facts) -> list[Finding]:
-    sweep = [m for k, m in f.measured.items() if k.startswith(("threads:", "spin:"))]
+    sweep = [m for k, m in f.measured.items() if CandidateKey.parse(k).is_sweep]
     if not sweep:
         return []
     curve = "; ".join(
@@ -251,11 +254,12 @@ def quantization(f: Facts) -> list[Finding]:
     for key, screened in f.measured.items():
         # the same variant re-measured against the baseline in the final stage (more rounds)
         # is what the finding says, as the best does: never "undecided" beside "1.38x faster"
-        m = f.measured.get(f"{key}+final", screened)
-        if (not key.startswith("variant:quant-") or key.endswith("+final") or m.slower
+        c = CandidateKey.parse(key)
+        m = f.measured.get(candidate_key(c.kind, c.arg, final=True), screened)
+        if (not c.is_variant or not c.arg.startswith("quant-") or c.final or m.slower
                 or key in fix_keys):  # fmt: skip
             continue
-        kind = key.removeprefix("variant:quant-")
+        kind = c.arg.removeprefix("quant-")
         why = {
             "dynamic": "MatMul/Gemm carry most of the time, and dynamic quantization needs no "
             "calibration",
@@ -306,7 +310,8 @@ def quantization(f: Facts) -> list[Finding]:
 def slow_variant(f: Facts) -> list[Finding]:
     out = []
     for key, m in f.measured.items():
-        if not key.startswith("variant:") or key.endswith("+final") or not m.slower:
+        c = CandidateKey.parse(key)
+        if not c.is_variant or c.final or not m.slower:
             continue
         reasons = [s for s in f.variant_signals if s.variant == m.variant]
         why = "; ".join(f"{s.signal}: {s.evidence}" for s in reasons) or (
@@ -500,7 +505,7 @@ def memory(f: Facts) -> list[Finding]:
             gain="not applicable", severity="info",
         )]  # fmt: skip
     best = savings[0]
-    timed = f.measured.get(f"memory:{best.setting}")
+    timed = f.measured.get(candidate_key(Kind.MEMORY, best.setting))
     share = -best.peak_change / ref.peak
     if timed is None:
         cost = "its effect on latency was not measured (the time budget)"

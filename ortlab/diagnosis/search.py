@@ -5,10 +5,8 @@ Stages, each in the worker and each bounded by the budget:
 
 1. observe: profile the baseline (op time shares, profiler overhead), placement when an
    accelerator EP loaded;
-2. candidates: levels above the requested one, intra-op threads 1…cores, spinning off, IO binding
-   for small models, CPU-only when an accelerator leaves CPU islands, CUDA graphs when CUDA
-   loaded and shapes are static; model variants (initializer-input fix, transformers optimizer,
-   int8 dynamic for MatMul-heavy / static QDQ per-channel for conv-heavy, the caller's own);
+2. candidates (:mod:`ortlab.diagnosis.candidates`): settings worth timing and model variants
+   worth building;
 3. screen: 6 interleaved rounds of everything (the fewest a 95 % interval needs, see
    :data:`ortlab.core.stats.MIN_ROUNDS`); candidates whose whole interval is slower than the noise
    band are pruned; the survivors get more rounds (paired per round, so rounds from both calls
@@ -29,45 +27,45 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ortlab.analysis.memory import footprint, memory_settings
-from ortlab.analysis.metrics import output_errors, scorable, unscorable
+from ortlab.analysis.memory import footprint
+from ortlab.analysis.metrics import degenerate_notes, lowest_cosine
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
 from ortlab.analysis.profiling import profile
 from ortlab.analysis.quant_error import QuantFix, quantization_error
-from ortlab.analysis.quantization import QuantConfig, calibration_data
-from ortlab.analysis.quantization import quantize as make_quantized
-from ortlab.analysis.transformer_opt import transformer_optimize
-from ortlab.analysis.variants import variant_row, variant_signals
+from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
-from ortlab.core.config import LEVELS, SessionConfig
-from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
-from ortlab.core.machine import cpu_flags
-from ortlab.core.model import Model, load, without_initializer_inputs
-from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
-from ortlab.diagnosis.best import Best
+from ortlab.core.config import LEVEL_ORDER, SessionConfig
+from ortlab.core.errors import OrtlabError, WorkerCancelledError, failure_text
+from ortlab.core.inputs import unfixed_dims
+from ortlab.core.model import Model
+from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio, plan_rounds
+from ortlab.diagnosis.best import Best, best_of
+from ortlab.diagnosis.candidates import setting_candidates, variant_candidates, variant_config
 from ortlab.diagnosis.facts import (
-    FUSED_TRANSFORMER_OPS,
-    SMALL_MODEL_MS,
+    QUANTIZED,
+    Candidate,
     CandidateFailure,
+    CandidateKey,
     Facts,
     FixTried,
+    Kind,
     Measured,
+    candidate_key,
+    measured_row,
+    with_cosine,
 )
-from ortlab.diagnosis.rules import attention_shaped
 from ortlab.engine.calls import call, measure_interleaved
 
-__all__ = ["LEVEL_ORDER", "Search", "physical_cores"]
+__all__ = ["Search", "physical_cores"]
 
-Item = tuple[str, Model, SessionConfig, list[str]]
-"""(key, model, config, steps that made the model)."""
+Item = Candidate
 T = TypeVar("T")
-LEVEL_ORDER = tuple(LEVELS)
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
 _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
@@ -132,7 +130,7 @@ class Search:
             raise
         except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
             # AssertionError with no message, IndexError…); each is a finding, not the end.
-            self.failures.append(CandidateFailure(what, _failure_text(err), stage, code))
+            self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             return None
 
     # -- observe ----------------------------------------------------------------
@@ -153,7 +151,7 @@ class Search:
             report=report,
             op_counts=dict(m.summary.op_types),
             baseline_ms=float(np.median(prof.data.run_us)) / 1e3,
-            symbolic_inputs=_symbolic_inputs(m, cfg),
+            symbolic_inputs=unfixed_dims(m, cfg.free_dimension_overrides),
             op_time_share={str(k): float(v) for k, v in shares.items()},
             profiled_ms=float(np.median(prof.data.run_us)) / 1e3,
             initializer_blocker=initializer_input_blocker(m),
@@ -209,110 +207,16 @@ class Search:
     def candidates(
         self, facts: Facts, user_variants: Sequence[Any], *, quantize: bool, transformers: bool
     ) -> list[Item]:
-        cfg, m = self.cfg, self.m
-        items: list[Item] = [("baseline", m, cfg, [])]
-        for level in ("basic", "extended", "all"):
-            if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
-                items.append((f"level:{level}", m, cfg.with_(level=level), []))
-        logical = os.cpu_count() or 1
-        for n in sorted({1, max(facts.cores // 2, 1), facts.cores, logical}):
-            if n != cfg.intra_op_threads:
-                items.append((f"threads:{n}", m, cfg.with_(intra_op_threads=n), []))
-        if cfg.allow_spinning is not False:
-            items.append(("spin:off", m, cfg.with_(allow_spinning=False), []))
-        if not cfg.io_binding and facts.baseline_ms < SMALL_MODEL_MS * 5:
-            items.append(("iobinding", m, cfg.with_(io_binding=True), []))
-        pl = facts.placement
-        if pl is not None and any(p.provider == "CPUExecutionProvider" for p in pl.partition_rows):
-            items.append(("cpu-only", m, cfg.with_(providers=["cpu"], provider_options={}), []))
-        if "CUDAExecutionProvider" in facts.report.active and not facts.symbolic_inputs:
-            opts = {**cfg.options_for("CUDAExecutionProvider"), "enable_cuda_graph": "1"}
-            items.append(
-                (
-                    "cuda-graph",
-                    m,
-                    cfg.with_(provider_options={"CUDAExecutionProvider": opts}, io_binding=True),
-                    [],
-                )
-            )
-        fp = facts.footprint
-        if fp is not None:
-            settings = memory_settings(cfg)
-            for row in fp.savings():
-                items.append((f"memory:{row.setting}", m, settings[row.setting], []))
-        ref = self.variant_config()
-        for key, variant, steps in self._variants(facts, user_variants, quantize, transformers):
-            items.append((key, variant, ref, steps))
-        return items
+        """The baseline, the settings worth timing and the model variants worth building
+        (:mod:`ortlab.diagnosis.candidates`)."""
+        items = setting_candidates(self.m, self.cfg, facts)
+        ref = variant_config(self.cfg)
+        built = variant_candidates(self, facts, user_variants, quantize=quantize,
+                                   transformers=transformers)  # fmt: skip
+        return items + [Candidate(key, variant, ref, steps) for key, variant, steps in built]
 
     def variant_config(self) -> SessionConfig:
-        """Variants are timed at level 'all' when the requested level is lower, so their gain
-        is the model change alone (compared with the original at that same level)."""
-        if LEVEL_ORDER.index(self.cfg.level) < LEVEL_ORDER.index("extended"):
-            return self.cfg.with_(level="all")
-        return self.cfg
-
-    def _variants(
-        self, facts: Facts, user_variants: Sequence[Any], quantize: bool, transformers: bool
-    ) -> list[tuple[str, Model, list[str]]]:
-
-        m, out = self.m, []
-
-        def attempt(
-            what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str
-        ) -> None:
-            if self.left() < 0:
-                self.notes.append(f"skipped {what}: the time budget was used up")
-                return
-            built = self.guarded(what, "build", build, code)
-            if built is not None:
-                out.append(built)
-
-        if facts.initializer_blocker:
-            attempt(
-                "the initializer-input fix",
-                lambda: (
-                    "variant:no-initializer-inputs",
-                    without_initializer_inputs(m),
-                    ["ortlab.without_initializer_inputs(model)"],
-                ),
-                "ortlab.without_initializer_inputs(model)",
-            )
-        ops = facts.op_counts
-        if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
-
-            def optimized() -> tuple[str, Model, list[str]]:
-                r = transformer_optimize(m, progress=False, timeout=self.call_timeout())
-                facts.transformer_fused = {k: v for k, v in r.fused_operators.items() if v}
-                facts.attention_reason = r.reason or None
-                return (
-                    "variant:transformers",
-                    load(r.path, name=f"{m.name}-transformers"),
-                    [
-                        f"ortlab.transformer_optimize(model)  # {r.model_type}, "
-                        f"heads={r.num_heads}, hidden={r.hidden_size}"
-                    ],
-                )
-
-            attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
-        wanted = _wanted_quantization(facts.op_time_share, facts.op_counts) if quantize else []
-
-        def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
-            # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
-            q = make_quantized(m, qc, feeds=self.feeds, timeout=self.call_timeout())
-            return f"variant:quant-{kind}", q, list(q.variant.steps) if q.variant else []
-
-        def given(v: Any) -> tuple[str, Model, list[str]]:
-            vm = load(v)
-            return f"variant:{vm.name}", vm, list(vm.variant.steps) if vm.variant else ["given"]
-
-        for kind, qc in wanted:
-            code = f"ortlab.quantize(model, {_quant_args(qc)})"
-            attempt(qc.label(), functools.partial(quantized, kind, qc), code)
-        for i, v in enumerate(user_variants):
-            what = f"variant {i} ({_describe(v)})"
-            attempt(what, functools.partial(given, v), f"ortlab.load({_describe(v)!r})")
-        return out
+        return variant_config(self.cfg)
 
     # -- measuring --------------------------------------------------------------
 
@@ -321,20 +225,9 @@ class Search:
         remaining budget. Runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds; when
         even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
         and a note says its candidates get no verdict."""
-        per_run = max(facts.baseline_ms, 0.01) / 1e3
-        floor = 2 if per_run >= 0.02 else 3  # slow models: rounds matter more than runs
-        runs = int(min(max(math.ceil(0.03 / per_run), floor), 200))
-        build = facts.report.create_ms / 1e3
+        per_run, build = max(facts.baseline_ms, 0.01) / 1e3, facts.report.create_ms / 1e3
         available = max(self.left() * share - n_items * build, 0.0)
-
-        def fit(r: int) -> int:
-            return int(available / max(n_items * r * per_run, 1e-6))
-
-        rounds = fit(runs)
-        while rounds < MIN_ROUNDS and runs > floor:
-            runs = max(runs // 2, floor)
-            rounds = fit(runs)
-        rounds = max(min(rounds, self.max_rounds), 2)
+        runs, rounds = plan_rounds(n_items, per_run, available, self.max_rounds)
         if rounds < MIN_ROUNDS:
             spent = self.budget_s - self.left()
             needed = spent + n_items * (build + MIN_ROUNDS * runs * per_run) / share
@@ -386,7 +279,8 @@ class Search:
         slower = [
             items[k][0]
             for k in range(len(items))
-            if k not in (0, ref) and _clearly_slower(first, _base(items, k, ref), k)
+            if k not in (0, ref)
+            and paired_ratio(first[:, _base(items, k, ref)], first[:, k]).slower
         ]
         if slower:
             self.notes.append("pruned after the screen (clearly slower): " + ", ".join(slower))
@@ -415,7 +309,7 @@ class Search:
             n = min(len(medians[key]), len(base))  # pruned ones stop after the first rounds
             v = paired_ratio(base[:n], medians[key][:n])
             p50 = float(np.median(np.asarray(self.latencies[key]) / 1e6))
-            facts.measured[key] = _measured(
+            facts.measured[key] = measured_row(
                 key,
                 mm,
                 c,
@@ -438,8 +332,8 @@ class Search:
 
     def _ref_index(self, items: list[Item]) -> int:
         ref = self.variant_config()
-        for k, (key, mm, c, _) in enumerate(items):
-            if mm is self.m and c == ref and not key.startswith(("threads:", "spin:")):
+        for k, it in enumerate(items):
+            if it.model is self.m and it.config == ref and not it.parsed.is_sweep:
                 return k
         return 0
 
@@ -449,7 +343,7 @@ class Search:
         # At the shapes that are timed: the feeds' own (the caller's first), never defaults.
         self.samples = calibration_data(self.m, eval_data, limit=4, seed=100, like=self.feeds)
         self.outputs["baseline"] = self._outputs(self.m, self.cfg)
-        self.notes += _degenerate_notes(self.outputs["baseline"])
+        self.notes += degenerate_notes(self.outputs["baseline"])
         for key, mm, c, _ in items:
             if mm is self.m or key not in facts.measured:
                 continue
@@ -457,20 +351,20 @@ class Search:
                 f"the accuracy of {key}", "accuracy", functools.partial(self._outputs, mm, c)
             )
             if got is None:  # the variant does not run on the samples: never the best
-                facts.measured[key] = _with_cosine(facts.measured[key], 0.0)
+                facts.measured[key] = with_cosine(facts.measured[key], 0.0)
                 continue
             self.outputs[key] = got
-            facts.measured[key] = _with_cosine(facts.measured[key], self._cosine(key))
+            facts.measured[key] = with_cosine(facts.measured[key], self._cosine(key))
 
     def fix_quantization(self, items: list[Item], facts: Facts) -> list[Item]:
         """For each int8 variant below ``min_cosine``: the variants that spare its worst nodes
         (``quantization_error(...).fix``), timed interleaved with the original and the full
         variant, and scored on the same samples. Returns ``items`` with the fixes added, so
         the combination stage can pick one like any candidate."""
-        low = [(key, mm, c, steps) for key, mm, c, steps in items
-               if key in ("variant:quant-static", "variant:quant-dynamic")
-               and key in facts.measured
-               and not self._accurate(facts.measured[key])]  # fmt: skip
+        low = [it for it in items
+               if it.parsed.is_variant and it.parsed.arg in QUANTIZED
+               and it.key in facts.measured
+               and not self._accurate(facts.measured[it.key])]  # fmt: skip
         for key, q, c, _ in low:
             if self.left() < 0:
                 self.notes.append(f"no fix tried for {key}: the time budget was used up")
@@ -486,23 +380,23 @@ class Search:
             spared: dict[str, str] = {}
             for (tag, how), v in zip(_FIX_KINDS, fix.variants, strict=False):
                 fkey = f"{key}-{tag}{len(fix.nodes)}"
-                fixes.append((fkey, v, c, list(v.variant.steps)))
+                fixes.append(Candidate(fkey, v, c, list(v.variant.steps)))
                 spared[fkey] = how
             facts.quant_fixes[key] = FixTried(list(fix.nodes), spared)
-            ref: Item = ("original", self.m, c, [])
+            ref = Candidate(Kind.ORIGINAL.value, self.m, c, [])
             runs, rounds = self._plan(len(fixes) + 2, facts, 0.15, f"the fixes of {key}")
-            med, ran = self._time([ref, (key, q, c, []), *fixes], rounds, runs,
+            med, ran = self._time([ref, Candidate(key, q, c, []), *fixes], rounds, runs,
                                   f"doctor: fixes of {key}")  # fmt: skip
             for j, (fkey, v, fc, steps) in enumerate(ran[2:], start=2):
-                row = _measured(fkey, v, fc, steps, paired_ratio(med[:, 0], med[:, j]),
+                row = measured_row(fkey, v, fc, steps, paired_ratio(med[:, 0], med[:, j]),
                                 p50=float(np.median(np.asarray(self.latencies[fkey]) / 1e6)),
                                 stage="screen", against="the original", variant=v.name)  # fmt: skip
                 got = self.guarded(f"the accuracy of {fkey}", "accuracy",
                                    functools.partial(self._outputs, v, fc))  # fmt: skip
                 if got is not None:
                     self.outputs[fkey] = got
-                facts.measured[fkey] = _with_cosine(row, self._cosine(fkey) if got else 0.0)
-                items.append((fkey, v, fc, steps))
+                facts.measured[fkey] = with_cosine(row, self._cosine(fkey) if got else 0.0)
+                items.append(Candidate(fkey, v, fc, steps))
         return items
 
     def _quant_fix(self, q: Model) -> QuantFix:
@@ -527,27 +421,8 @@ class Search:
         return out
 
     def _cosine(self, key: str) -> float:
-        """The lowest output cosine against the baseline's outputs. Degenerate outputs never
-        pass for accurate: a variant that gives NaN/Inf scores 0; when the baseline's output
-        is itself NaN or all zeros, only identical outputs score 1 (the rest 0)."""
-
-        base, other = self.outputs["baseline"], self.outputs[key]
-        errors, _ = output_errors(base, other)
-        worst = 1.0
-        for name, e in errors.items():
-            if e["kind"] == "labels":
-                worst = min(worst, 1.0 if e["labels_equal"] == 1.0 else 0.0)
-                continue
-            cos = float(e["cosine"])
-            if math.isnan(cos):
-                same = all(
-                    np.array_equal(scorable(a[name]).values, scorable(b[name]).values,
-                                   equal_nan=True)
-                    for a, b in zip(base, other, strict=True)
-                )  # fmt: skip
-                cos = 1.0 if same else 0.0
-            worst = min(worst, cos)
-        return worst
+        """The lowest output cosine of ``key`` against the baseline's outputs."""
+        return lowest_cosine(self.outputs["baseline"], self.outputs[key])
 
     def combine(self, items: list[Item], facts: Facts) -> None:
         """Stage 3: the winners of each dimension together, re-measured with the best singles."""
@@ -567,20 +442,24 @@ class Search:
             self.notes.append("no candidate was faster than the baseline in the screen")
             return
         changes = self._winning_settings(ok)
-        model_items = [(k, v) for k, v in ok.items() if k.startswith("variant:")]
+        model_items = [(k, v) for k, v in ok.items() if CandidateKey.parse(k).is_variant]
         by_key = {key: (mm, steps) for key, mm, _, steps in items}
         combined_cfg = self.cfg.with_(**changes)
-        finals: list[Item] = [("baseline", self.m, self.cfg, [])]
+        finals: list[Item] = [Candidate(Kind.BASELINE.value, self.m, self.cfg, [])]
         if changes:
-            finals.append(("settings", self.m, combined_cfg, []))
+            finals.append(Candidate(Kind.SETTINGS.value, self.m, combined_cfg, []))
         if model_items:
             vkey, _ = min(model_items, key=lambda kv: kv[1].ratio)
             mm, steps = by_key[vkey]
             level = max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
-            finals.append(("combined", mm, combined_cfg.with_(level=level), steps))
+            finals.append(Candidate(Kind.COMBINED.value, mm, combined_cfg.with_(level=level),
+                                    steps))  # fmt: skip
         for key, _ in sorted(ok.items(), key=lambda kv: kv[1].ratio)[:2]:
             mm, steps = by_key[key]
-            finals.append((f"{key}+final", mm, next(c for k, _, c, _ in items if k == key), steps))
+            parsed = CandidateKey.parse(key)
+            final = candidate_key(parsed.kind, parsed.arg, final=True)
+            finals.append(Candidate(final, mm, next(it.config for it in items if it.key == key),
+                                    steps))  # fmt: skip
         unique: dict[tuple[str, SessionConfig], Item] = {}
         for it in finals:
             unique.setdefault((str(it[1].path), it[2]), it)
@@ -615,7 +494,7 @@ class Search:
             if outputs is None:
                 continue
             self.outputs[key] = outputs
-            row = _measured(
+            row = measured_row(
                 key,
                 mm,
                 c,
@@ -626,7 +505,7 @@ class Search:
                 against="baseline",
                 variant=self._variant(mm),
             )
-            facts.measured[key] = _with_cosine(row, self._cosine(key))
+            facts.measured[key] = with_cosine(row, self._cosine(key))
 
     def _settle(
         self,
@@ -640,7 +519,7 @@ class Search:
         one (a 0.69x [0.35, 1.30] is not "no faster"). Rounds add up per candidate, paired
         with the baseline's rounds of the same calls."""
         for _ in range(_MAX_EXTENSIONS):
-            open_ = [it for it in finals[1:] if _undecided(paired_ratio(*cols[it[0]]))]
+            open_ = [it for it in finals[1:] if paired_ratio(*cols[it[0]]).undecided]
             if not open_:
                 return
             items = [finals[0], *open_]
@@ -667,14 +546,14 @@ class Search:
         """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
         changes: dict[str, Any] = {}
         base = self.cfg.to_dict()
-        for prefix in ("level:", "threads:", "spin:"):
-            group = [v for k, v in ok.items() if k.startswith(prefix)]
+        for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
+            group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
             if group:
                 best = min(group, key=lambda v: v.ratio)
                 for name in ("level", "intra_op_threads", "allow_spinning"):
                     if best.config[name] != base[name]:
                         changes[name] = best.config[name]
-        if "iobinding" in ok:
+        if Kind.IOBINDING.value in ok:
             changes["io_binding"] = True
         return changes
 
@@ -684,194 +563,38 @@ class Search:
         slow = [
             (key, mm, c)
             for key, mm, c, _ in items
-            if key.startswith("variant:") and key in facts.measured and facts.measured[key].slower
+            if CandidateKey.parse(key).is_variant
+            and key in facts.measured
+            and facts.measured[key].slower
         ]
         for key, mm, c in slow:
             what = f"profiling the slower {facts.measured[key].variant}"
             self.guarded(what, "explain", functools.partial(self._explain, key, mm, c, facts))
 
     def _explain(self, key: str, mm: Model, c: SessionConfig, facts: Facts) -> None:
-
-        prof = profile(
-            mm, c, self.feeds, runs=3, warmup=1, progress=False, timeout=self.call_timeout()
-        )
         meas = facts.measured[key]
         v = Verdict(meas.ratio, meas.low, meas.high, meas.confidence, meas.rounds, NOISE_BAND)
-        rows = [
-            variant_row(
-                k,
-                model,
-                label,
-                base=self.m,
-                verdict=(v, meas.verdict),
-                lat=lat,
-                outputs=[
-                    self.outputs["baseline"],
-                    self.outputs.get(key, self.outputs["baseline"]),
-                ],
-                data=data,
-                synthetic=self.samples.synthetic,
-            )
-            for k, model, label, lat, data in (
-                (0, self.m, "fp32", self.latencies["baseline"], self.profile.data),
-                (1, mm, meas.variant, self.latencies[key], prof.data),
-            )
-        ]
-        facts.variant_signals.extend(
-            variant_signals([self.m, mm], rows, [self.profile.data, prof.data], c, cpu_flags())
-        )
+        facts.variant_signals.extend(explain_variant(
+            self.m, mm, c, self.feeds, verdict=(v, meas.verdict), label=meas.variant,
+            latencies=(self.latencies["baseline"], self.latencies[key]),
+            outputs=(self.outputs["baseline"], self.outputs.get(key, self.outputs["baseline"])),
+            base_profile=self.profile.data, synthetic=self.samples.synthetic,
+            timeout=self.call_timeout(),
+        ))  # fmt: skip
 
     def best(self, facts: Facts) -> Best:
-        """The fastest accurate candidate that is significantly faster than the baseline; once
-        the combination stage ran, only what held up when re-measured there counts."""
-
-        if "baseline" not in facts.measured:  # a stage failed before the baseline was timed
-            nan = float("nan")
-            why = "the doctor stopped before it timed the baseline: nothing was compared"
-            return Best(self.cfg.to_dict(), "original", str(self.m.path), [], 1.0, nan, nan, why,
-                        1.0)  # fmt: skip
-        ok = [v for v in facts.measured.values() if v.faster and self._accurate(v)]
-        final_ran = any(v.stage == "final" for v in facts.measured.values())
-        pool = [v for v in ok if v.stage == "final"] if final_ran else ok
-        if not pool:
-            base = facts.measured["baseline"]
-            why = ("the screen's winners did not hold up when re-measured together with the "
-                   "baseline" if final_ran else
-                   "no candidate was measurably faster than the baseline")  # fmt: skip
-            nan = float("nan")  # no interval: nothing was compared with the baseline itself
-            return Best(base.config, "original", str(self.m.path), [], 1.0, nan, nan, why, 1.0)
-        b = min(pool, key=lambda v: v.ratio)
-        return Best(b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high,
-                    b.verdict, b.cosine)  # fmt: skip
-
-
-def _degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
-    """The float model's own outputs on the samples: NaN/Inf or all zeros make every
-    accuracy figure against them meaningless, so say it."""
-    out = []
-    for name in outputs[0] if outputs else {}:
-        forms = [scorable(o[name]) for o in outputs]
-        if any(f.kind != "float" for f in forms):
-            continue
-        why = unscorable(np.concatenate([np.ravel(f.values) for f in forms]))
-        if why:
-            out.append(f"the model's own output {name!r} {why} on the samples: variant "
-                       "accuracy against it cannot be scored")  # fmt: skip
-    return out
+        """The fastest accurate candidate significantly faster than the baseline
+        (:func:`~ortlab.diagnosis.best.best_of`)."""
+        return best_of(facts.measured, self.cfg, str(self.m.path), self._accurate)
 
 
 def _base(items: list[Item], k: int, ref: int) -> int:
     """Model variants compare with the original at the variant config; the rest with the
     baseline."""
-    return ref if items[k][0].startswith("variant:") else 0
-
-
-def _wanted_quantization(
-    share: dict[str, float], ops: dict[str, int] | None = None
-) -> list[tuple[str, Any]]:
-    """Variants worth trying: static QDQ per-channel int8 when convolutions carry the time;
-    dynamic int8 when MatMul/Gemm/attention do, and weight-only int4 (MatMulNBits) too when
-    the model has MatMul nodes (their constant weights are what it quantizes)."""
-
-    conv = sum(v for k, v in share.items() if "Conv" in k)
-    matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
-    wanted: list[tuple[str, Any]] = []
-    if conv >= 0.4:
-        qc = QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16)
-        wanted.append(("static", qc))
-    if matmul >= 0.3:
-        wanted.append(("dynamic", QuantConfig(mode="dynamic")))
-        if ops and ops.get("MatMul"):
-            wanted.append(("int4", QuantConfig(mode="int4")))
-    return wanted
-
-
-def _failure_text(err: BaseException) -> str:
-    """ortlab's own message (it names the step and ORT's words), else ``Type: first line`` —
-    never an empty string, whatever the exception holds."""
-    text = str(err).strip()
-    if isinstance(err, OrtlabError) and text:
-        return text[:2000]
-    return error_text(err, 2000)
+    return ref if items[k].parsed.is_variant else 0
 
 
 BUDGET_SLACK = 0.2
 """A call may run this fraction of the budget past it (the doctor's promise: budget + 25 %)."""
 _MAX_EXTENSIONS = 3
 """Extensions of the combination stage for undecided candidates (each up to 24 rounds)."""
-
-
-def _undecided(v: Verdict) -> bool:
-    """An interval that allows a gain beyond the noise band without showing one."""
-    return v.enough and not v.significant and v.low < 1 - NOISE_BAND and v.ratio < 1
-
-
-def _clearly_slower(med: np.ndarray, base: int, k: int) -> bool:
-    """Column ``k`` is significantly slower than column ``base`` (pruned after the screen)."""
-    v = paired_ratio(med[:, base], med[:, k])
-    return v.significant and v.ratio > 1
-
-
-def _quant_args(qc: Any) -> str:
-    if qc.mode in ("dynamic", "int4"):
-        return f"mode={qc.mode!r}"
-    return f"mode='static', format={qc.format!r}, per_channel={qc.per_channel!r}"
-
-
-def _describe(v: Any) -> str:
-    """A user variant in words: its name or file name."""
-    if isinstance(v, Model):
-        return v.name
-    if isinstance(v, str | os.PathLike):
-        return Path(os.fspath(v)).name
-    return type(v).__name__
-
-
-def _measured(
-    key: str,
-    mm: Model,
-    c: SessionConfig,
-    steps: list[str],
-    v: Any,
-    *,
-    p50: float,
-    stage: str,
-    against: str,
-    variant: str,
-) -> Measured:
-    label = c.label() if variant == "original" else f"{variant} · {c.label()}"
-    return Measured(
-        key=key,
-        label=label,
-        variant=variant,
-        model_path=str(mm.path),
-        config=c.with_(fallback="warn").to_dict(),
-        p50_ms=p50,
-        ratio=v.ratio,
-        low=v.low,
-        high=v.high,
-        significant=v.significant,
-        verdict="baseline" if key == "baseline" else v.text(against, label),
-        cosine=float("nan"),
-        file_bytes=mm.path.stat().st_size,
-        stage=stage,
-        steps=list(steps),
-        rounds=v.rounds,
-        confidence=v.confidence,
-    )
-
-
-def _with_cosine(m: Measured, cosine: float) -> Measured:
-    import dataclasses
-
-    return dataclasses.replace(m, cosine=cosine)
-
-
-def _symbolic_inputs(m: Model, cfg: SessionConfig) -> dict[str, list[str]]:
-    fixed = dict(cfg.free_dimension_overrides)
-    out = {}
-    for t in m.inputs:
-        names = [d for d in (t.shape or []) if isinstance(d, str) and d not in fixed]
-        if names:
-            out[t.name] = names
-    return out

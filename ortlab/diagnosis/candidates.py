@@ -1,0 +1,184 @@
+"""The doctor's candidates: the settings worth timing against the baseline and the model
+variants worth building, each a :class:`~ortlab.diagnosis.facts.Candidate` with its key's one
+spelling (:func:`~ortlab.diagnosis.facts.candidate_key`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortlab.analysis.memory import memory_settings
+from ortlab.analysis.quantization import QuantConfig
+from ortlab.analysis.quantization import quantize as make_quantized
+from ortlab.analysis.transformer_opt import transformer_optimize
+from ortlab.core.config import LEVEL_ORDER, SessionConfig
+from ortlab.core.model import Model, load, without_initializer_inputs
+from ortlab.diagnosis.facts import (
+    FUSED_TRANSFORMER_OPS,
+    SMALL_MODEL_MS,
+    Candidate,
+    Facts,
+    Kind,
+    candidate_key,
+)
+from ortlab.diagnosis.rules import attention_shaped
+
+if TYPE_CHECKING:
+    from ortlab.diagnosis.search import Search
+
+__all__ = ["setting_candidates", "variant_candidates", "variant_config", "wanted_quantization"]
+
+
+def setting_candidates(m: Model, cfg: SessionConfig, facts: Facts) -> list[Candidate]:
+    """The baseline and the settings worth timing against it: higher optimization levels,
+    intra-op threads (1, half the cores, the cores, the logical CPUs), spinning off, IO
+    binding for small models, the CPU EP alone when part of the graph falls back to it, a CUDA
+    graph where CUDA runs static shapes, and the memory settings that lower the peak."""
+    items: list[Candidate] = [Candidate("baseline", m, cfg, [])]
+    for level in ("basic", "extended", "all"):
+        if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
+            items.append(Candidate(candidate_key(Kind.LEVEL, level), m,
+                                   cfg.with_(level=level), []))  # fmt: skip
+    logical = os.cpu_count() or 1
+    for n in sorted({1, max(facts.cores // 2, 1), facts.cores, logical}):
+        if n != cfg.intra_op_threads:
+            items.append(Candidate(candidate_key(Kind.THREADS, str(n)), m,
+                                   cfg.with_(intra_op_threads=n), []))  # fmt: skip
+    if cfg.allow_spinning is not False:
+        items.append(Candidate(candidate_key(Kind.SPIN, "off"), m,
+                               cfg.with_(allow_spinning=False), []))  # fmt: skip
+    if not cfg.io_binding and facts.baseline_ms < SMALL_MODEL_MS * 5:
+        items.append(Candidate(Kind.IOBINDING.value, m, cfg.with_(io_binding=True), []))
+    pl = facts.placement
+    if pl is not None and any(p.provider == "CPUExecutionProvider" for p in pl.partition_rows):
+        cpu = cfg.with_(providers=["cpu"], provider_options={})
+        items.append(Candidate(Kind.CPU_ONLY.value, m, cpu, []))
+    if "CUDAExecutionProvider" in facts.report.active and not facts.symbolic_inputs:
+        opts = {**cfg.options_for("CUDAExecutionProvider"), "enable_cuda_graph": "1"}
+        graph = cfg.with_(provider_options={"CUDAExecutionProvider": opts}, io_binding=True)
+        items.append(Candidate(Kind.CUDA_GRAPH.value, m, graph, []))
+    fp = facts.footprint
+    if fp is not None:
+        settings = memory_settings(cfg)
+        for row in fp.savings():
+            key = candidate_key(Kind.MEMORY, row.setting)
+            items.append(Candidate(key, m, settings[row.setting], []))
+    return items
+
+
+def variant_config(cfg: SessionConfig) -> SessionConfig:
+    """Variants are timed at level 'all' when the requested level is lower, so their gain
+    is the model change alone (compared with the original at that same level)."""
+    if LEVEL_ORDER.index(cfg.level) < LEVEL_ORDER.index("extended"):
+        return cfg.with_(level="all")
+    return cfg
+
+
+def variant_candidates(
+    search: Search,
+    facts: Facts,
+    user_variants: Sequence[Any],
+    *,
+    quantize: bool,
+    transformers: bool,
+) -> list[tuple[str, Model, list[str]]]:
+    """The model variants worth building, each built under the search's guard and budget:
+    the initializer-input fix, the transformers optimizer for attention-shaped models, the
+    quantizations the op-time shares call for, and the user's own variants."""
+
+    m, out = search.m, []
+
+    def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str) -> None:
+        if search.left() < 0:
+            search.notes.append(f"skipped {what}: the time budget was used up")
+            return
+        built = search.guarded(what, "build", build, code)
+        if built is not None:
+            out.append(built)
+
+    if facts.initializer_blocker:
+        attempt(
+            "the initializer-input fix",
+            lambda: (
+                candidate_key(Kind.VARIANT, "no-initializer-inputs"),
+                without_initializer_inputs(m),
+                ["ortlab.without_initializer_inputs(model)"],
+            ),
+            "ortlab.without_initializer_inputs(model)",
+        )
+    ops = facts.op_counts
+    if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
+
+        def optimized() -> tuple[str, Model, list[str]]:
+            r = transformer_optimize(m, progress=False, timeout=search.call_timeout())
+            facts.transformer_fused = {k: v for k, v in r.fused_operators.items() if v}
+            facts.attention_reason = r.reason or None
+            return (
+                candidate_key(Kind.VARIANT, "transformers"),
+                load(r.path, name=f"{m.name}-transformers"),
+                [
+                    f"ortlab.transformer_optimize(model)  # {r.model_type}, "
+                    f"heads={r.num_heads}, hidden={r.hidden_size}"
+                ],
+            )
+
+        attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
+    wanted = wanted_quantization(facts.op_time_share, facts.op_counts) if quantize else []
+
+    def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
+        # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
+        q = make_quantized(m, qc, feeds=search.feeds, timeout=search.call_timeout())
+        key = candidate_key(Kind.VARIANT, f"quant-{kind}")
+        return key, q, list(q.variant.steps) if q.variant else []
+
+    def given(v: Any) -> tuple[str, Model, list[str]]:
+        vm = load(v)
+        key = candidate_key(Kind.VARIANT, vm.name)
+        return key, vm, list(vm.variant.steps) if vm.variant else ["given"]
+
+    for kind, qc in wanted:
+        code = f"ortlab.quantize(model, {_quant_args(qc)})"
+        attempt(qc.label(), functools.partial(quantized, kind, qc), code)
+    for i, v in enumerate(user_variants):
+        what = f"variant {i} ({_describe(v)})"
+        attempt(what, functools.partial(given, v), f"ortlab.load({_describe(v)!r})")
+    return out
+
+
+def wanted_quantization(
+    share: dict[str, float], ops: dict[str, int] | None = None
+) -> list[tuple[str, Any]]:
+    """Variants worth trying: static QDQ per-channel int8 when convolutions carry the time;
+    dynamic int8 when MatMul/Gemm/attention do, and weight-only int4 (MatMulNBits) too when
+    the model has MatMul nodes (their constant weights are what it quantizes)."""
+
+    conv = sum(v for k, v in share.items() if "Conv" in k)
+    matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
+    wanted: list[tuple[str, Any]] = []
+    if conv >= 0.4:
+        qc = QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16)
+        wanted.append(("static", qc))
+    if matmul >= 0.3:
+        wanted.append(("dynamic", QuantConfig(mode="dynamic")))
+        if ops and ops.get("MatMul"):
+            wanted.append(("int4", QuantConfig(mode="int4")))
+    return wanted
+
+
+def _quant_args(qc: Any) -> str:
+    if qc.mode in ("dynamic", "int4"):
+        return f"mode={qc.mode!r}"
+    return f"mode='static', format={qc.format!r}, per_channel={qc.per_channel!r}"
+
+
+def _describe(v: Any) -> str:
+    """A user variant in words: its name or file name."""
+    if isinstance(v, Model):
+        return v.name
+    if isinstance(v, str | os.PathLike):
+        return Path(os.fspath(v)).name
+    return type(v).__name__
