@@ -64,7 +64,7 @@ def measure(mode: str, rounds: int, runs: int) -> dict:
         "bare_p50_ms": float(np.median(bare)),
         "ratio": verdict.ratio,
         "ci95": [verdict.low, verdict.high],
-        "verdict": verdict.text("bare sess.run loop", "ortlab.analysis.benchmark"),
+        "verdict": verdict.text("bare sess.run loop", "ortlab.benchmark"),
     }
 
 
