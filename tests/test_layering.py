@@ -176,3 +176,29 @@ def test_every_result_has_the_contract(cls: type) -> None:
     wanted = () if cls.__name__ == "GraphData" else ("html", "text", "plot")
     for fmt in wanted:
         assert display.has(cls, fmt), f"{cls.__name__} has no {fmt} renderer"
+
+
+def test_worker_tasks_are_called_by_reference() -> None:
+    """The worker seam is typed: every task is called by its function (engine.calls.run checks
+    the arguments against the task's signature with mypy), never by a name in a string that a
+    rename would leave behind."""
+    import ast
+
+    by_name = []
+    for path in sorted((ROOT / "ortlab").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            first = node.args[0]
+            named = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            if named and name in {"call", "run", "run_task", "run_model_task", "in_worker",
+                                  "model_call"}:  # fmt: skip
+                by_name.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value!r}")
+    assert by_name == []
+    from ortlab.engine import tasks_timing
+    from ortlab.engine.calls import task_name
+    from ortlab.engine.worker import _resolve
+
+    assert _resolve(task_name(tasks_timing.interleaved)) is tasks_timing.interleaved

@@ -25,13 +25,15 @@ from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import MIN_ROUNDS
+from ortlab.engine import tasks
 from ortlab.engine.calls import (
-    call,
+    Via,
     check_report,
     default_timeout,
     measure_interleaved,
     prepare,
 )
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
 
@@ -118,13 +120,20 @@ def ablate_optimizers(
     folder.mkdir(parents=True, exist_ok=True)
 
     def optimized(c: SessionConfig, tag: str) -> dict[str, Any]:
-        out: dict[str, Any] = call(
-            "optimize_levels",
-            {"model_path": str(m.path), "model_name": m.name, "config": c,
-             "levels": [c.level], "folder": str(folder / tag)},
-            desc=f"optimize {m.name} {tag}", context=f"of {m.name!r} with {c.label()}",
-            progress=False, timeout=t_out,
-        )[c.level]  # fmt: skip
+        out: dict[str, Any] = run_task(
+            tasks.optimize_levels,
+            Via(
+                desc=f"optimize {m.name} {tag}",
+                context=f"of {m.name!r} with {c.label()}",
+                progress=False,
+                timeout=t_out,
+            ),
+            model_path=str(m.path),
+            model_name=m.name,
+            config=c,
+            levels=[c.level],
+            folder=str(folder / tag),
+        )[c.level]
         return out
 
     (folder / "base").mkdir(exist_ok=True)
@@ -154,11 +163,16 @@ def ablate_optimizers(
     ms = timed.medians_ms
     verdicts = timed.verdicts(labels)
     outs = [
-        call("outputs_many", {"model_path": str(m.path), "model_name": m.name, "config": c,
-                              "samples": [dict(f)]},
-             desc="outputs", context=f"of {m.name!r}", progress=False, timeout=t_out)[0]
+        run_task(
+            tasks.outputs_many,
+            Via(desc="outputs", context=f"of {m.name!r}", progress=False, timeout=t_out),
+            model_path=str(m.path),
+            model_name=m.name,
+            config=c,
+            samples=[dict(f)],
+        )[0]
         for c in configs
-    ]  # fmt: skip
+    ]
     base_nodes = len(base["final"])
     rows = []
     for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):

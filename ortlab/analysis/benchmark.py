@@ -14,6 +14,7 @@ from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import LatencyStats, latency_stats, median_interval
+from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
     default_timeout,
@@ -110,7 +111,7 @@ def benchmark(
     """
     before = cpu_sample()
     m, cfg, f, out = run_model_task(
-        "ortlab.engine.tasks_timing:benchmark",
+        tasks_timing.benchmark,
         model,
         config,
         feeds,

@@ -22,6 +22,7 @@ from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import against_first
+from ortlab.engine import tasks
 from ortlab.engine.calls import (
     call,
     default_timeout,
@@ -127,8 +128,8 @@ def compare(
         if k in failed:
             continue
         try:
-            outputs[k] = run.model_call("outputs_many", m, samples=evald.samples)
-            profiles[k] = run.model_call("profile", m, feeds=dict(f), runs=3, warmup=1)["data"]
+            outputs[k] = run.model_call(tasks.outputs_many, m, samples=evald.samples)
+            profiles[k] = run.model_call(tasks.profile, m, feeds=dict(f), runs=3, warmup=1)["data"]
         except OrtlabError as err:
             if k == 0:
                 raise
@@ -185,14 +186,10 @@ class _Runner:
     context: str
     timeout: float | None
 
-    def call(self, task: str, progress: Any, **kwargs: Any) -> Any:
-        return call(task, {"feeds": dict(self.feeds), **kwargs}, desc="compare",
-                    context=self.context, progress=progress, timeout=self.timeout)  # fmt: skip
-
-    def model_call(self, task: str, m: Model, **kwargs: Any) -> Any:
+    def model_call(self, task: Callable[..., Any], m: Model, **kwargs: Any) -> Any:
 
         args = {"model_path": str(m.path), "model_name": m.name, "config": self.cfg, **kwargs}
-        return call(task, args, desc=task, context=self.context, progress=False,
+        return call(task, args, desc=task.__name__, context=self.context, progress=False,
                     timeout=self.timeout)  # fmt: skip
 
 

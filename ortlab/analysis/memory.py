@@ -27,7 +27,9 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
-from ortlab.engine.calls import call, default_timeout, prepare
+from ortlab.engine import tasks_memory
+from ortlab.engine.calls import Via, default_timeout, prepare
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
 
@@ -187,13 +189,19 @@ def footprint(
     chosen = dict(settings) if settings is not None else memory_settings(cfg)
     labels = ["as configured", *chosen]
     configs = [cfg, *chosen.values()]
-    measured = call(
-        "ortlab.engine.tasks_memory:footprint",
-        {"items": [(str(m.path), m.name, c) for c in configs], "feeds": dict(f),
-         "repeats": int(repeats), "runs": int(runs)},
-        desc=f"memory {m.name}", context=f"of {m.name!r}", progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
-    )  # fmt: skip
+    measured = run_task(
+        tasks_memory.footprint,
+        Via(
+            desc=f"memory {m.name}",
+            context=f"of {m.name!r}",
+            progress=progress,
+            timeout=timeout if timeout is not None else default_timeout(),
+        ),
+        items=[(str(m.path), m.name, c) for c in configs],
+        feeds=dict(f),
+        repeats=int(repeats),
+        runs=int(runs),
+    )
     rows, notes = [], []
     for label, c, got in zip(labels, configs, measured, strict=True):
         errors = [g["error"] for g in got if g.get("error")]

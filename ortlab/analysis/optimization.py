@@ -24,13 +24,15 @@ from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import against_first
+from ortlab.engine import tasks
 from ortlab.engine.calls import (
-    call,
+    Via,
     check_report,
     default_timeout,
     measure_interleaved,
     prepare,
 )
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -225,19 +227,14 @@ def optimization_diff(
     folder.mkdir(parents=True, exist_ok=True)
     timeout = timeout if timeout is not None else default_timeout()
     context = f"of {m.name!r} with {cfg.label()}"
-    saved = call(
-        "optimize_levels",
-        {
-            "model_path": str(m.path),
-            "model_name": m.name,
-            "config": cfg,
-            "levels": keys,
-            "folder": str(folder),
-        },
-        desc=f"optimize {m.name}",
-        context=context,
-        progress=progress,
-        timeout=timeout,
+    saved = run_task(
+        tasks.optimize_levels,
+        Via(desc=f"optimize {m.name}", context=context, progress=progress, timeout=timeout),
+        model_path=str(m.path),
+        model_name=m.name,
+        config=cfg,
+        levels=keys,
+        folder=str(folder),
     )
     graph = m.proto.graph
     original = m.nodes
@@ -289,12 +286,15 @@ def _unknown_transformers(
     disabled list (a disabled transformer does not run, so it is absent from its own log)."""
     plain = cfg.with_(disabled_optimizers=[], level=level)
     (folder / "plain").mkdir(exist_ok=True)
-    saved = call(
-        "optimize_levels",
-        {"model_path": str(m.path), "model_name": m.name, "config": plain, "levels": [level],
-         "folder": str(folder / "plain")},
-        desc=f"optimize {m.name}", context=f"of {m.name!r}", progress=False, timeout=timeout,
-    )  # fmt: skip
+    saved = run_task(
+        tasks.optimize_levels,
+        Via(desc=f"optimize {m.name}", context=f"of {m.name!r}", progress=False, timeout=timeout),
+        model_path=str(m.path),
+        model_name=m.name,
+        config=plain,
+        levels=[level],
+        folder=str(folder / "plain"),
+    )
     ran = list(saved[level]["report"].transformers)
     missing = [n for n in names if n not in ran]
     return (missing, sorted(ran)) if missing else None

@@ -39,6 +39,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
 from ortlab.core.model import ModelLike
 from ortlab.core.onnx_util import elem_bits
+from ortlab.engine import tasks
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import TensorTypes, node_us_per_run
@@ -434,7 +435,7 @@ def placement(
     """Where each node of ``model`` runs under ``config``, with measured time per node."""
 
     m, cfg, f, out = run_model_task(
-        "placement",
+        tasks.placement,
         model,
         config,
         feeds,

@@ -17,6 +17,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
+from ortlab.engine import tasks
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import (
@@ -304,7 +305,7 @@ def profile(
     nothing is written to the working directory.
     """
     m, cfg, f, out = run_model_task(
-        "profile",
+        tasks.profile,
         model,
         config,
         feeds,

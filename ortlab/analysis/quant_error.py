@@ -14,7 +14,9 @@ from ortlab.core.inputs import validate_feeds
 from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result
-from ortlab.engine.calls import call, default_timeout
+from ortlab.engine import tasks_transform
+from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
 
@@ -151,15 +153,19 @@ def quantization_error(
     producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
     where, skipped = _variant_tensors(producers, var.proto.graph)
     where = {t: v for t, v in where.items() if _is_float(base, t)}
-    stats = call(
-        "ortlab.engine.tasks_transform:tensor_errors",
-        {"base_path": str(base.path), "variant_path": str(var.path), "pairs": where,
-         "samples": data.samples},
-        desc="activations",
-        context=f"of {base.name!r} vs {var.name!r}",
-        progress=False,
-        timeout=timeout if timeout is not None else default_timeout(),
-    )  # fmt: skip
+    stats = run_task(
+        tasks_transform.tensor_errors,
+        Via(
+            desc="activations",
+            context=f"of {base.name!r} vs {var.name!r}",
+            progress=False,
+            timeout=timeout if timeout is not None else default_timeout(),
+        ),
+        base_path=str(base.path),
+        variant_path=str(var.path),
+        pairs=where,
+        samples=data.samples,
+    )
     rows = []
     for t in where:
         m = stats.get(t)

@@ -21,7 +21,9 @@ from ortlab.core import cache
 from ortlab.core.errors import FeedError, QuantizationError
 from ortlab.core.inputs import shapes_text, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.engine.calls import call, default_timeout
+from ortlab.engine import tasks_transform
+from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
 
@@ -432,18 +434,18 @@ def quantize(
         steps = json.loads(out_path.with_suffix(".json").read_text())["steps"]
         log: list[str] = []
     else:
-        out = call(
-            "ortlab.engine.tasks_transform:quantize",
-            {
-                "model_path": str(m.path),
-                "out_path": str(out_path),
-                "settings": cfg.settings(),
-                "samples": calib.samples,
-            },
-            desc=f"quantize {m.name}",
-            context=f"of {m.name!r} ({cfg.label()})",
-            progress=False,
-            timeout=timeout if timeout is not None else default_timeout(),
+        out = run_task(
+            tasks_transform.quantize,
+            Via(
+                desc=f"quantize {m.name}",
+                context=f"of {m.name!r} ({cfg.label()})",
+                progress=False,
+                timeout=timeout if timeout is not None else default_timeout(),
+            ),
+            model_path=str(m.path),
+            out_path=str(out_path),
+            settings=cfg.settings(),
+            samples=calib.samples,
         )
         steps, log = out["steps"], out["log"]
         out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))

@@ -23,7 +23,9 @@ from ortlab.core import cache
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
-from ortlab.engine.calls import call, default_timeout
+from ortlab.engine import tasks_transform
+from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["TransformerOptResult", "infer_transformer_params", "transformer_optimize"]
 
@@ -201,13 +203,22 @@ def transformer_optimize(
     found.setdefault("hidden_size", "0: not found in the graph, the optimizer detects it")
     digest = hashlib.sha256(f"{m.fingerprint()}|{mt}|{heads}|{hidden}|{opt_level}".encode())
     out_path = cache.subdir("transformers") / f"{m.name[:40]}-{digest.hexdigest()[:16]}.onnx"
-    out = call(
-        "ortlab.engine.tasks_transform:transformer_optimize",
-        {"model_path": str(m.path), "out_path": str(out_path), "model_type": mt,
-         "num_heads": heads, "hidden_size": hidden, "opt_level": opt_level, "use_gpu": use_gpu},
-        desc=f"transformers optimizer {m.name}", context=f"of {m.name!r}", progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
-    )  # fmt: skip
+    out = run_task(
+        tasks_transform.transformer_optimize,
+        Via(
+            desc=f"transformers optimizer {m.name}",
+            context=f"of {m.name!r}",
+            progress=progress,
+            timeout=timeout if timeout is not None else default_timeout(),
+        ),
+        model_path=str(m.path),
+        out_path=str(out_path),
+        model_type=mt,
+        num_heads=heads,
+        hidden_size=hidden,
+        opt_level=opt_level,
+        use_gpu=use_gpu,
+    )
     optimized = onnx.load(str(out_path), load_external_data=False)
     original = graph_nodes(m.proto.graph)
     final = graph_nodes(optimized.graph)

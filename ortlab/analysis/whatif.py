@@ -34,7 +34,9 @@ from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model, ModelLike
 from ortlab.core.result import Result, table
-from ortlab.engine.calls import call, default_timeout, prepare
+from ortlab.engine import tasks_whatif
+from ortlab.engine.calls import Via, default_timeout, prepare
+from ortlab.engine.calls import run as run_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 from ortlab.engine.verdicts import parse_qnn_log
@@ -468,16 +470,13 @@ def whatif(
     shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
     merged = {**DEFAULT_QNN_OPTIONS, **dict(qnn_options or {})}
     qnn = {str(k): str(v) for k, v in merged.items() if v is not None and v != ""}
-    kwargs = {"model_path": str(m.path), "targets": pairs, "feeds": dict(f),
-              "qnn_options": qnn}  # fmt: skip
     t_out = timeout if timeout is not None else default_timeout()
+    via = Via(desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
+              timeout=t_out)  # fmt: skip
 
     def run(with_shapes: dict[str, list[int]] | None) -> Any:
-        return call(
-            "ortlab.engine.tasks_whatif:whatif", {**kwargs, "shapes": with_shapes},
-            desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
-            timeout=t_out,
-        )  # fmt: skip
+        return run_task(tasks_whatif.whatif, via, model_path=str(m.path), targets=pairs,
+                        feeds=dict(f), qnn_options=qnn, shapes=with_shapes)  # fmt: skip
 
     before: dict[str, int] = {}
     if fixing and dynamic:

@@ -60,7 +60,9 @@ from ortlab.diagnosis.facts import (
     measured_row,
     with_cosine,
 )
-from ortlab.engine.calls import call, measure_interleaved
+from ortlab.engine import tasks
+from ortlab.engine.calls import Via, measure_interleaved
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["Search", "physical_cores"]
 
@@ -405,18 +407,18 @@ class Search:
 
     def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
 
-        out: list[dict[str, np.ndarray]] = call(
-            "outputs_many",
-            {
-                "model_path": str(mm.path),
-                "model_name": mm.name,
-                "config": c.with_(io_binding=False),
-                "samples": self.samples.samples,
-            },
-            desc="doctor: outputs",
-            context=f"of {mm.name!r}",
-            progress=False,
-            timeout=self.call_timeout(),
+        out: list[dict[str, np.ndarray]] = run_task(
+            tasks.outputs_many,
+            Via(
+                desc="doctor: outputs",
+                context=f"of {mm.name!r}",
+                progress=False,
+                timeout=self.call_timeout(),
+            ),
+            model_path=str(mm.path),
+            model_name=mm.name,
+            config=c.with_(io_binding=False),
+            samples=self.samples.samples,
         )
         return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.stats import Verdict, against_first
+from ortlab.engine import tasks, tasks_timing
 from ortlab.engine.session import SessionReport, warn_if_fallback
 from ortlab.engine.worker import get_worker
 
@@ -104,9 +105,8 @@ def _runs(model: Model, dims: Mapping[str, int]) -> bool:
         warnings.simplefilter("ignore")
         feeds = model.example_inputs(dims=dims)
     try:
-        task = {"model_path": str(model.path), "model_name": model.name,
-                "config": SessionConfig(), "feeds": dict(feeds)}  # fmt: skip
-        call("outputs", task, desc="dims", context="", progress=False)
+        run(tasks.outputs, Via(desc="dims"), model_path=str(model.path),
+            model_name=model.name, config=SessionConfig(), feeds=dict(feeds))  # fmt: skip
     except RunError:
         return False
     return True
@@ -117,8 +117,41 @@ def default_timeout() -> float | None:
     return float(value) if value else None
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+Progress = Callable[[int, int], None]
+
+
+def task_name(task: str | Callable[..., Any]) -> str:
+    """The worker's name for a task function: ``module:function``."""
+    return task if isinstance(task, str) else f"{task.__module__}:{task.__qualname__}"
+
+
+@dataclass(frozen=True)
+class Via:
+    """How a worker call shows and bounds itself: the progress bar's label, the words that
+    name it in an error, the progress (a bar, a callback, or nothing) and the timeout."""
+
+    desc: str = ""
+    context: str = ""
+    progress: bool | Progress = False
+    timeout: float | None = None
+
+
+def run(
+    task: Callable[Concatenate[Progress, P], R], via: Via, /, *args: P.args, **kwargs: P.kwargs
+) -> R:
+    """``task(progress, **kwargs)`` in the worker, called by reference: mypy checks the
+    arguments against the task's own signature and gives its return type."""
+    if args:
+        raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
+    out = call(task_name(task), dict(kwargs), desc=via.desc, context=via.context,
+               progress=via.progress, timeout=via.timeout)  # fmt: skip
+    return cast("R", out)
+
+
 def call(
-    task: str,
+    task: str | Callable[..., Any],
     kwargs: dict[str, Any],
     *,
     desc: str,
@@ -126,7 +159,9 @@ def call(
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> Any:
-    """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing)."""
+    """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
+    is the task function or its name (:func:`run` checks the arguments too)."""
+    task = task_name(task)
     worker = get_worker()
     if callable(progress):
         return worker.call(task, kwargs, timeout=timeout, progress=progress, context=context)
@@ -157,7 +192,7 @@ def check_report(out: Any, config: SessionConfig, model: Model) -> None:
 
 
 def run_model_task(
-    task: str,
+    task: Callable[..., Any],
     model: ModelLike,
     config: SessionConfig | Mapping[str, Any] | None,
     feeds: Mapping[str, Any] | None,
@@ -179,7 +214,7 @@ def run_model_task(
             task,
             {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f),
              **extra},
-            desc=f"{task} {m.name}",
+            desc=f"{task.__name__} {m.name}",
             context=f"of {m.name!r} with {cfg.label()}",
             progress=progress,
             timeout=timeout if timeout is not None else default_timeout(),
@@ -231,12 +266,14 @@ def measure_interleaved(
     against its own config (a requested EP that did not load warns or raises as that config's
     ``fallback`` says), each distinct miss said once (ten variants under one config that all
     lost CUDA are one warning)."""
-    out = call(
-        "ortlab.engine.tasks_timing:interleaved",
-        {"items": [(str(m.path), m.name, c) for m, c in items], "feeds": dict(feeds),
-         "rounds": rounds, "runs": runs},
-        desc=desc, context=context, progress=progress, timeout=timeout,
-    )  # fmt: skip
+    out = run(
+        tasks_timing.interleaved,
+        Via(desc=desc, context=context, progress=progress, timeout=timeout),
+        items=[(str(m.path), m.name, c) for m, c in items],
+        feeds=dict(feeds),
+        rounds=rounds,
+        runs=runs,
+    )
     reports = list(out.get("reports") or [None] * len(items))
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):

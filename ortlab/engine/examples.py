@@ -153,7 +153,7 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
 
     task = {"model": probe.SerializeToString(), "outputs": [n.input[0] for n in bns],
             "feeds": feeds}  # fmt: skip
-    values = in_worker("ortlab.engine.examples:run_cpu", task, timeout=600.0,
+    values = in_worker(run_cpu, task, timeout=600.0,
                        context="calibrating a bundled model")  # fmt: skip
     for node, x in zip(bns, values, strict=True):
         axes = tuple(i for i in range(x.ndim) if i != 1)

@@ -9,12 +9,14 @@ and opset limits, which importing this module registers as the core's source
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ortlab.core import runtime as _core
 from ortlab.core.runtime import Device, RuntimeLimits
 from ortlab.engine.plugins import PluginEP
+from ortlab.engine.runtime import measure_limits
 
 __all__ = ["Providers", "devices", "limits", "measure_providers", "providers"]
 
@@ -67,25 +69,24 @@ def measure_providers(progress: Any = None) -> Providers:  # noqa: ARG001 - task
     )
 
 
-def _measured(module: str, task: str) -> Any:
+def _measured(task: Callable[..., Any]) -> Any:
     """A ``measure_*`` task's answer, from the worker (where ORT runs)."""
     from ortlab.engine.worker import in_worker
 
-    return in_worker(f"ortlab.engine.{module}:{task}", {}, timeout=_TIMEOUT_S,
-                     context="onnxruntime's facts")  # fmt: skip
+    return in_worker(task, {}, timeout=_TIMEOUT_S, context="onnxruntime's facts")
 
 
 @functools.cache
 def limits() -> RuntimeLimits:
     """The newest IR version and opsets this onnxruntime accepts (measured once per process)."""
-    return _measured("runtime", "measure_limits")  # type: ignore[no-any-return]
+    return _measured(measure_limits)  # type: ignore[no-any-return]
 
 
 @functools.cache
 def providers() -> Providers:
     """The execution providers onnxruntime has here: in the build, really loading (a trial
     session each, in the worker), plugin EPs, and the devices ORT sees (measured once)."""
-    return _measured("providers", "measure_providers")  # type: ignore[no-any-return]
+    return _measured(measure_providers)  # type: ignore[no-any-return]
 
 
 def devices() -> list[Device]:

@@ -36,11 +36,12 @@ def _one(folder: Path, ask: dict[str, Any], k: int) -> dict[str, Any]:
 
 
 def footprint(
+    progress: Progress,
+    *,
     items: Sequence[tuple[str, str, SessionConfig]],
     feeds: Mapping[str, Any],
     repeats: int,
     runs: int,
-    progress: Progress,
 ) -> list[list[dict[str, Any]]]:
     """Per item (model path, name, config): one measurement per repeat. Items alternate within
     a repeat, so a machine getting busier touches them all alike."""

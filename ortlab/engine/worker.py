@@ -456,9 +456,14 @@ def set_isolation(mode: str) -> None:
     _isolation = mode
 
 
-def in_worker(task: str, kwargs: dict[str, Any], *, timeout: float, context: str) -> Any:
+def in_worker(
+    task: str | Callable[..., Any], kwargs: dict[str, Any], *, timeout: float, context: str
+) -> Any:
     """``task(**kwargs)`` where ORT runs: in the worker, or in place when this process is
-    ortlab's worker or one of its children (ORTLAB_CHILD=1) already."""
+    ortlab's worker or one of its children (ORTLAB_CHILD=1) already. ``task`` is the task
+    function or its ``module:function`` name."""
+    if not isinstance(task, str):
+        task = f"{task.__module__}:{task.__qualname__}"
     if os.environ.get("ORTLAB_CHILD") == "1":
         return _resolve(task)(progress=lambda _d, _t: None, **kwargs)
     return get_worker().call(task, kwargs, timeout=timeout, context=context)
