@@ -123,9 +123,9 @@ def benchmark(
         duration_s=duration_s,
     )
     load = other_cores(before, cpu_sample())
-    lat = out["latencies_ns"]
+    lat = out.latencies_ns
     notes = list(f.notes)
-    if out["cached_session"]:
+    if out.cached_session:
         notes.append("reused a session built earlier in this worker (creation time is from then)")
     return BenchmarkResult(
         model=m.name,
@@ -133,11 +133,11 @@ def benchmark(
         latencies_ns=lat,
         stats=latency_stats(lat),
         warmup=warmup,
-        report=out["report"],
+        report=out.report,
         feeds=f.describe(),
         environment=environment(),
         notes=notes,
-        ort_ms=out["ort_ms"],
+        ort_ms=out.ort_ms,
         other_cores=None if math.isnan(load) else round(load, 2),
     )
 

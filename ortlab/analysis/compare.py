@@ -24,11 +24,12 @@ from ortlab.core.result import Result
 from ortlab.core.stats import against_first
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
-    call,
+    Via,
     default_timeout,
     measure_interleaved,
     prepare,
 )
+from ortlab.engine.calls import run as run_task
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -128,8 +129,17 @@ def compare(
         if k in failed:
             continue
         try:
-            outputs[k] = run.model_call(tasks.outputs_many, m, samples=evald.samples)
-            profiles[k] = run.model_call(tasks.profile, m, feeds=dict(f), runs=3, warmup=1)["data"]
+            outputs[k] = run_task(
+                tasks.outputs_many,
+                run.via("outputs"),
+                model_path=str(m.path),
+                model_name=m.name,
+                config=cfg,
+                samples=evald.samples,
+            )
+            profiles[k] = run_task(tasks.profile, run.via("profile"), model_path=str(m.path),
+                                   model_name=m.name, config=cfg, feeds=dict(f), runs=3,
+                                   warmup=1).data  # fmt: skip
         except OrtlabError as err:
             if k == 0:
                 raise
@@ -186,11 +196,9 @@ class _Runner:
     context: str
     timeout: float | None
 
-    def model_call(self, task: Callable[..., Any], m: Model, **kwargs: Any) -> Any:
-
-        args = {"model_path": str(m.path), "model_name": m.name, "config": self.cfg, **kwargs}
-        return call(task, args, desc=task.__name__, context=self.context, progress=False,
-                    timeout=self.timeout)  # fmt: skip
+    def via(self, desc: str) -> Via:
+        """How each of the comparison's worker calls shows and bounds itself."""
+        return Via(desc=desc, context=self.context, timeout=self.timeout)
 
 
 def _reference_notes(row: VariantRow) -> list[str]:

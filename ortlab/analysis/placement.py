@@ -453,18 +453,18 @@ def placement(
         initializers=[t.name for t in graph.initializer],
         graph_inputs=[i.name for i in graph.input],
         graph_outputs=[o.name for o in graph.output],
-        final=[OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in out["final"]],
-        data=out["data"],
-        assignment=[(ep, tuple(n[0] for n in nodes)) for ep, nodes in out["assignment"]],
-        placements=out["placements"],
-        report=out["report"],
-        final_source=out["final_source"],
-        probes=out.get("probes"),
+        final=[OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in out.final],
+        data=out.data,
+        assignment=[(ep, tuple(n[0] for n in nodes)) for ep, nodes in out.assignment],
+        placements=out.placements,
+        report=out.report,
+        final_source=out.final_source,
+        probes=out.probes,
     )
     shapes, synthetic = f.describe(), f.synthetic
-    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out["data"],
-                         report=out["report"], notes=joined.notes[:1], feeds=shapes,
+    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out.data,
+                         report=out.report, notes=joined.notes[:1], feeds=shapes,
                          synthetic=synthetic)  # fmt: skip
     ran = {k: list(v) for k, v in f.shapes().items()}
     return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic,
-                               ort_ms=out["ort_ms"], input_shapes=ran)  # fmt: skip
+                               ort_ms=out.ort_ms, input_shapes=ran)  # fmt: skip

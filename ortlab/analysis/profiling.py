@@ -321,6 +321,6 @@ def profile(
         *f.notes,
     ]
     return ProfileResult(
-        model=m.name, config=cfg.to_dict(), data=out["data"], report=out["report"], notes=notes,
+        model=m.name, config=cfg.to_dict(), data=out.data, report=out.report, notes=notes,
         feeds=f.describe(), synthetic=f.synthetic,
     )  # fmt: skip

@@ -186,13 +186,13 @@ def call(
 def check_report(out: Any, config: SessionConfig, model: Model) -> None:
     """Surface a provider fallback recorded in a task's session report as a warning."""
 
-    report = out.get("report") if isinstance(out, dict) else out
+    report = out.get("report") if isinstance(out, dict) else getattr(out, "report", out)
     if isinstance(report, SessionReport):
         warn_if_fallback(report, config, model.name)
 
 
 def run_model_task(
-    task: Callable[..., Any],
+    task: Callable[..., R],
     model: ModelLike,
     config: SessionConfig | Mapping[str, Any] | None,
     feeds: Mapping[str, Any] | None,
@@ -201,7 +201,7 @@ def run_model_task(
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
     **extra: Any,
-) -> tuple[Model, SessionConfig, Feeds, Any]:
+) -> tuple[Model, SessionConfig, Feeds, R]:
     """The common path of benchmark/profile/placement: normalise, run ``task`` on the model
     under the config with the feeds (plus ``extra`` task arguments) in the worker, and surface
     a provider fallback recorded in its session report."""
@@ -224,7 +224,7 @@ def run_model_task(
             raise
         raise RunError(f"{err} {f.guessed()}") from err
     check_report(out, cfg, m)
-    return m, cfg, f, out
+    return m, cfg, f, cast("R", out)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ortlab.core.errors import (
 from ortlab.core.graph import graph_nodes
 from ortlab.engine.capture import capture_output
 from ortlab.engine.probe import probe_nodes
+from ortlab.engine.replies import PlacementReply, ProfileReply
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
 from ortlab.engine.trace import parse_profile_file
@@ -279,7 +280,7 @@ def profile(
     feeds: Mapping[str, Any],
     runs: int = 20,
     warmup: int = 3,
-) -> dict[str, Any]:
+) -> ProfileReply:
     """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
 
     with cache.temp_dir("profile-") as folder:
@@ -297,7 +298,7 @@ def profile(
         finally:
             path = sess.end_profiling()
         data = parse_profile_file(path, skip_runs=warmup)
-    return {"data": data, "report": report}
+    return ProfileReply(data=data, report=report)
 
 
 def outputs(
@@ -371,7 +372,7 @@ def placement(
     feeds: Mapping[str, Any],
     runs: int = 5,
     warmup: int = 2,
-) -> dict[str, Any]:
+) -> PlacementReply:
     """One session, three placement sources: assignment info, the profile's providers and the
     verbose placement log; plus the final graph (EPContext dump or optimized model)."""
     import onnxruntime as ort
@@ -432,18 +433,16 @@ def placement(
             final_path = folder / "final.onnx"
         final = _graph_tuples(final_path)
     release_after_reply(sess)
-    return {
-        "probes": _probe_fallbacks(model_path, config, report, assignment),
-        "report": report,
-        "data": data,
-        "assignment": assignment,
-        "placements": report.placements,
-        "final": final,
-        "final_source": "EPContext dump"
-        if final_path.name == "context.onnx"
-        else "optimized model",
-        "ort_ms": ort_ns / 1e6,
-    }
+    return PlacementReply(
+        probes=_probe_fallbacks(model_path, config, report, assignment),
+        report=report,
+        data=data,
+        assignment=assignment,
+        placements=report.placements,
+        final=final,
+        final_source="EPContext dump" if final_path.name == "context.onnx" else "optimized model",
+        ort_ms=ort_ns / 1e6,
+    )
 
 
 def _probe_fallbacks(

@@ -14,6 +14,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, error_text
+from ortlab.engine.replies import BenchmarkReply
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import (
     _REPORT_EVERY_NS,
@@ -40,7 +41,7 @@ def benchmark(
     runs: int = 100,
     warmup: int = 10,
     duration_s: float | None = None,
-) -> dict[str, Any]:
+) -> BenchmarkReply:
     """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
     sess, report, cached = _session(model_path, model_name, config)
     prepared = prepare_feeds(feeds)
@@ -73,8 +74,8 @@ def benchmark(
         raise _run_error(err, model_name, config, feeds) from err
     progress(total, total)
     ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
-    return {"latencies_ns": lat, "report": report, "cached_session": cached, "warmup": warmup,
-            "ort_ms": ort_ns / 1e6}  # fmt: skip
+    return BenchmarkReply(latencies_ns=lat, report=report, cached_session=cached, warmup=warmup,
+                          ort_ms=ort_ns / 1e6)  # fmt: skip
 
 
 def interleaved(
