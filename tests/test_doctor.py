@@ -451,7 +451,7 @@ def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]])
         assert task == "ortlab.engine.tasks_timing:interleaved"
         out = answers.pop(0)
         assert len(out["medians_ns"]) == kwargs["rounds"]
-        return out
+        return {"reports": [None] * len(kwargs["items"]), **out}  # no session: no report
 
     monkeypatch.setattr("ortlab.engine.calls.call", call)  # measure_interleaved's worker call
 

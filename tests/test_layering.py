@@ -198,7 +198,6 @@ def test_worker_tasks_are_called_by_reference() -> None:
                 by_name.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value!r}")
     assert by_name == []
     from ortlab.engine import tasks_timing
-    from ortlab.engine.calls import task_name
-    from ortlab.engine.worker import _resolve
+    from ortlab.engine.worker import _resolve, task_name
 
     assert _resolve(task_name(tasks_timing.interleaved)) is tasks_timing.interleaved

@@ -29,7 +29,6 @@ from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
     check_report,
-    default_timeout,
     measure_interleaved,
     prepare,
 )
@@ -114,7 +113,6 @@ def ablate_optimizers(
     session with all of them."""
     m, cfg, f = prepare(model, config, feeds, dims)
     cfg = cfg.with_(level=level)
-    t_out = timeout if timeout is not None else default_timeout()
     digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.to_json()}".encode()).hexdigest()[:16]
     folder = cache.subdir("ablation") / f"{m.name[:40]}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -126,7 +124,7 @@ def ablate_optimizers(
                 desc=f"optimize {m.name} {tag}",
                 context=f"of {m.name!r} with {c.label()}",
                 progress=False,
-                timeout=t_out,
+                timeout=timeout,
             ),
             model_path=str(m.path),
             model_name=m.name,
@@ -157,7 +155,7 @@ def ablate_optimizers(
     configs = [cfg, *offs]
     timed = measure_interleaved(
         [(m, c) for c in configs], f, rounds=rounds, runs=runs, desc=f"ablation {m.name}",
-        context=f"of {m.name!r}", progress=progress, timeout=t_out,
+        context=f"of {m.name!r}", progress=progress, timeout=timeout,
     )  # fmt: skip
     labels = [f"with all at {level}", *(f"without {n}" for n in names)]
     ms = timed.medians_ms
@@ -165,7 +163,7 @@ def ablate_optimizers(
     outs = [
         run_task(
             tasks.outputs_many,
-            Via(desc="outputs", context=f"of {m.name!r}", progress=False, timeout=t_out),
+            Via(desc="outputs", context=f"of {m.name!r}", progress=False, timeout=timeout),
             model_path=str(m.path),
             model_name=m.name,
             config=c,

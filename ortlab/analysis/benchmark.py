@@ -17,7 +17,6 @@ from ortlab.core.stats import LatencyStats, latency_stats, median_interval
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
-    default_timeout,
     measure_interleaved,
     prepare,
     run_model_task,
@@ -219,7 +218,7 @@ def compare_configs(
     timed = measure_interleaved(
         [(m, c) for c in cfgs], f, rounds=rounds, runs=runs, desc=f"compare {m.name}",
         context=f"of {m.name!r} ({len(cfgs)} configs)", progress=progress,
-        timeout=timeout if timeout is not None else default_timeout(),
+        timeout=timeout,
     )  # fmt: skip
     labels = [c.label() for c in cfgs]
     failed = timed.failed

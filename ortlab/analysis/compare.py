@@ -25,7 +25,6 @@ from ortlab.core.stats import against_first
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
-    default_timeout,
     measure_interleaved,
     prepare,
 )
@@ -115,11 +114,10 @@ def compare(
     models = [base] + [load(v) for v in variants]
     labels = [f"original ({precision_label(base)})"]
     labels += [getattr(v.variant, "label", None) or v.name for v in models[1:]]
-    run = _Runner(cfg, f, f"of {base.name!r} variants with {cfg.label()}",
-                  timeout if timeout is not None else default_timeout())  # fmt: skip
+    context = f"of {base.name!r} variants with {cfg.label()}"
     timed = measure_interleaved(
         [(m, cfg) for m in models], f, rounds=rounds, runs=runs, desc="compare",
-        context=run.context, progress=progress, timeout=run.timeout,
+        context=context, progress=progress, timeout=timeout,
     )  # fmt: skip
     failed = dict(timed.failed)
     evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
@@ -131,15 +129,22 @@ def compare(
         try:
             outputs[k] = run_task(
                 tasks.outputs_many,
-                run.via("outputs"),
+                Via("outputs", context, timeout=timeout),
                 model_path=str(m.path),
                 model_name=m.name,
                 config=cfg,
                 samples=evald.samples,
             )
-            profiles[k] = run_task(tasks.profile, run.via("profile"), model_path=str(m.path),
-                                   model_name=m.name, config=cfg, feeds=dict(f), runs=3,
-                                   warmup=1).data  # fmt: skip
+            profiles[k] = run_task(
+                tasks.profile,
+                Via("profile", context, timeout=timeout),
+                model_path=str(m.path),
+                model_name=m.name,
+                config=cfg,
+                feeds=dict(f),
+                runs=3,
+                warmup=1,
+            ).data
         except OrtlabError as err:
             if k == 0:
                 raise
@@ -185,20 +190,6 @@ def compare(
         feeds=f.describe(),
         feeds_synthetic=f.synthetic,
     )
-
-
-@dataclass
-class _Runner:
-    """The worker calls of one comparison: same config, context and timeout."""
-
-    cfg: SessionConfig
-    feeds: Any
-    context: str
-    timeout: float | None
-
-    def via(self, desc: str) -> Via:
-        """How each of the comparison's worker calls shows and bounds itself."""
-        return Via(desc=desc, context=self.context, timeout=self.timeout)
 
 
 def _reference_notes(row: VariantRow) -> list[str]:

@@ -28,7 +28,7 @@ from ortlab.core.result import Result, table
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
-from ortlab.engine.calls import Via, default_timeout, prepare
+from ortlab.engine.calls import Via, prepare
 from ortlab.engine.calls import run as run_task
 
 __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
@@ -195,7 +195,7 @@ def footprint(
             desc=f"memory {m.name}",
             context=f"of {m.name!r}",
             progress=progress,
-            timeout=timeout if timeout is not None else default_timeout(),
+            timeout=timeout,
         ),
         items=[(str(m.path), m.name, c) for c in configs],
         feeds=dict(f),

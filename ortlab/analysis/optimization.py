@@ -28,7 +28,6 @@ from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
     check_report,
-    default_timeout,
     measure_interleaved,
     prepare,
 )
@@ -225,7 +224,6 @@ def optimization_diff(
     digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.to_json()}".encode()).hexdigest()[:16]
     folder = cache.subdir("optimized") / f"{m.name[:40]}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
-    timeout = timeout if timeout is not None else default_timeout()
     context = f"of {m.name!r} with {cfg.label()}"
     saved = run_task(
         tasks.optimize_levels,

@@ -15,7 +15,7 @@ from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result
 from ortlab.engine import tasks_transform
-from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 
 __all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
@@ -159,7 +159,7 @@ def quantization_error(
             desc="activations",
             context=f"of {base.name!r} vs {var.name!r}",
             progress=False,
-            timeout=timeout if timeout is not None else default_timeout(),
+            timeout=timeout,
         ),
         base_path=str(base.path),
         variant_path=str(var.path),

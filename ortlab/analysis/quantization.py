@@ -22,7 +22,7 @@ from ortlab.core.errors import FeedError, QuantizationError
 from ortlab.core.inputs import shapes_text, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.engine import tasks_transform
-from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
@@ -440,7 +440,7 @@ def quantize(
                 desc=f"quantize {m.name}",
                 context=f"of {m.name!r} ({cfg.label()})",
                 progress=False,
-                timeout=timeout if timeout is not None else default_timeout(),
+                timeout=timeout,
             ),
             model_path=str(m.path),
             out_path=str(out_path),

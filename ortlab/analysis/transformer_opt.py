@@ -24,7 +24,7 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
 from ortlab.engine import tasks_transform
-from ortlab.engine.calls import Via, default_timeout
+from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 
 __all__ = ["TransformerOptResult", "infer_transformer_params", "transformer_optimize"]
@@ -209,7 +209,7 @@ def transformer_optimize(
             desc=f"transformers optimizer {m.name}",
             context=f"of {m.name!r}",
             progress=progress,
-            timeout=timeout if timeout is not None else default_timeout(),
+            timeout=timeout,
         ),
         model_path=str(m.path),
         out_path=str(out_path),

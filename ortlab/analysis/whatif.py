@@ -35,7 +35,7 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model, ModelLike
 from ortlab.core.result import Result, table
 from ortlab.engine import tasks_whatif
-from ortlab.engine.calls import Via, default_timeout, prepare
+from ortlab.engine.calls import Via, prepare
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
@@ -470,9 +470,8 @@ def whatif(
     shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
     merged = {**DEFAULT_QNN_OPTIONS, **dict(qnn_options or {})}
     qnn = {str(k): str(v) for k, v in merged.items() if v is not None and v != ""}
-    t_out = timeout if timeout is not None else default_timeout()
     via = Via(desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
-              timeout=t_out)  # fmt: skip
+              timeout=timeout)  # fmt: skip
 
     def run(with_shapes: dict[str, list[int]] | None) -> Any:
         return run_task(tasks_whatif.whatif, via, model_path=str(m.path), targets=pairs,

@@ -17,7 +17,7 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.stats import Verdict, against_first
 from ortlab.engine import tasks, tasks_timing
 from ortlab.engine.session import SessionReport, warn_if_fallback
-from ortlab.engine.worker import get_worker
+from ortlab.engine.worker import get_worker, task_name
 
 
 def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig:
@@ -122,11 +122,6 @@ R = TypeVar("R")
 Progress = Callable[[int, int], None]
 
 
-def task_name(task: str | Callable[..., Any]) -> str:
-    """The worker's name for a task function: ``module:function``."""
-    return task if isinstance(task, str) else f"{task.__module__}:{task.__qualname__}"
-
-
 @dataclass(frozen=True)
 class Via:
     """How a worker call shows and bounds itself: the progress bar's label, the words that
@@ -160,8 +155,10 @@ def call(
     timeout: float | None = None,
 ) -> Any:
     """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
-    is the task function or its name (:func:`run` checks the arguments too)."""
+    is the task function or its name (:func:`run` checks the arguments too); ``timeout``
+    None means the default (ORTLAB_TIMEOUT_S, else none)."""
     task = task_name(task)
+    timeout = timeout if timeout is not None else default_timeout()
     worker = get_worker()
     if callable(progress):
         return worker.call(task, kwargs, timeout=timeout, progress=progress, context=context)
@@ -183,11 +180,10 @@ def call(
         bar.close()
 
 
-def check_report(out: Any, config: SessionConfig, model: Model) -> None:
-    """Surface a provider fallback recorded in a task's session report as a warning."""
-
-    report = out.get("report") if isinstance(out, dict) else getattr(out, "report", out)
-    if isinstance(report, SessionReport):
+def check_report(report: SessionReport | None, config: SessionConfig, model: Model) -> None:
+    """Surface a provider fallback recorded in a session report as a warning (or an error,
+    as the config's ``fallback`` says)."""
+    if report is not None:
         warn_if_fallback(report, config, model.name)
 
 
@@ -217,13 +213,13 @@ def run_model_task(
             desc=f"{task.__name__} {m.name}",
             context=f"of {m.name!r} with {cfg.label()}",
             progress=progress,
-            timeout=timeout if timeout is not None else default_timeout(),
+            timeout=timeout,
         )  # fmt: skip
     except RunError as err:
         if not f.guessed():
             raise
         raise RunError(f"{err} {f.guessed()}") from err
-    check_report(out, cfg, m)
+    check_report(getattr(out, "report", None), cfg, m)  # every model task's reply has one
     return m, cfg, f, cast("R", out)
 
 
@@ -274,7 +270,7 @@ def measure_interleaved(
         rounds=rounds,
         runs=runs,
     )
-    reports = list(out.get("reports") or [None] * len(items))
+    reports = list(out["reports"])
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):
         miss = (tuple(report.missing), c.fallback) if report is not None else None

@@ -41,7 +41,7 @@ from ortlab.core.errors import (
 )
 from ortlab.engine.children import child_env
 
-__all__ = ["InProcessWorker", "Worker", "get_worker", "in_worker", "set_isolation"]
+__all__ = ["InProcessWorker", "Worker", "get_worker", "in_worker", "set_isolation", "task_name"]
 
 Progress = Callable[[int, int], None]
 _START_TIMEOUT_S = 60.0
@@ -456,14 +456,18 @@ def set_isolation(mode: str) -> None:
     _isolation = mode
 
 
+def task_name(task: str | Callable[..., Any]) -> str:
+    """The worker's name for a task function: ``module:function``."""
+    return task if isinstance(task, str) else f"{task.__module__}:{task.__qualname__}"
+
+
 def in_worker(
     task: str | Callable[..., Any], kwargs: dict[str, Any], *, timeout: float, context: str
 ) -> Any:
     """``task(**kwargs)`` where ORT runs: in the worker, or in place when this process is
     ortlab's worker or one of its children (ORTLAB_CHILD=1) already. ``task`` is the task
     function or its ``module:function`` name."""
-    if not isinstance(task, str):
-        task = f"{task.__module__}:{task.__qualname__}"
+    task = task_name(task)
     if os.environ.get("ORTLAB_CHILD") == "1":
         return _resolve(task)(progress=lambda _d, _t: None, **kwargs)
     return get_worker().call(task, kwargs, timeout=timeout, context=context)

@@ -31,7 +31,7 @@ from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.engine.calls import fitted_dims
 from ortlab.engine.providers import providers
 from ortlab.views.labrun import BEST, Choice, LabRunner
-from ortlab.views.render import esc
+from ortlab.views.render import esc, fused_map
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
@@ -433,8 +433,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         name = change["new"]
         if self._hold or not name or self.placement is None:
             return
-        fused = {r.node: r.fused_from for r in self.placement.optimized_rows}
-        originals = fused.get(name) or [name]
+        originals = fused_map(self.placement, self.profile_result).get(name) or [name]
         rows = {n.name: n for n in self.graph.graph_data.nodes}
         picked = [n for n in originals if n in rows]
         if not picked:
