@@ -30,6 +30,7 @@ if TYPE_CHECKING or not _CHILD:
         compare_configs,
     )
     from ortlab.analysis.compare import CompareResult, compare
+    from ortlab.analysis.cost import CostResult, cost
     from ortlab.analysis.diff import DiffResult, diff
     from ortlab.analysis.graphdata import GraphData, graph_data
     from ortlab.analysis.memory import FootprintResult, footprint
@@ -135,6 +136,7 @@ __all__ = [
     "Best",
     "CompareResult",
     "ConfigComparison",
+    "CostResult",
     "DiffResult",
     "DoctorResult",
     "ErrorResult",
@@ -179,6 +181,7 @@ __all__ = [
     "benchmark",
     "compare",
     "compare_configs",
+    "cost",
     "devices",
     "diff",
     "doctor",

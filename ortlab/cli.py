@@ -282,6 +282,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=_int_arg(1), default=20)
     p.add_argument("--warmup", type=_int_arg(0), default=3)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
+    p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
+    _session_args(p)
+    p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
     p.add_argument("--runs", type=_int_arg(1), default=5)
@@ -346,6 +350,16 @@ def _profile(args: argparse.Namespace) -> None:
         dims=args.dims, progress=_progress(args),
     )  # fmt: skip
     print(p.to_json() if args.json else p.to_text(top=args.top))
+
+
+def _cost(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    c = ortlab.cost(
+        m, args.dims, _feeds(args.feeds, m), config=None if args.level is None else _config(args),
+        progress=_progress(args),
+    )  # fmt: skip
+    print(c.to_json() if args.json else c.to_text(top=args.top))
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -514,7 +528,7 @@ def _whatif(args: argparse.Namespace) -> None:
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
+    "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost, "place": _place,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
     "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip

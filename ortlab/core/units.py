@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["fmt_bytes"]
+import math
+
+__all__ = ["fmt_bytes", "fmt_flops"]
 
 
 def fmt_bytes(n: float) -> str:
@@ -13,3 +15,16 @@ def fmt_bytes(n: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
+
+
+def fmt_flops(n: float, per: str = "") -> str:
+    """``8.2e9`` → ``'8.22 GFLOP'`` (decimal multiples, as FLOP counts are quoted); ``per``
+    appends a rate unit: ``fmt_flops(1e12, "/s")`` → ``'1.00 TFLOP/s'``. NaN → ``'?'``."""
+    size = float(n)
+    if math.isnan(size):  # no formula
+        return "?"
+    for unit in ("", "K", "M", "G", "T", "P"):
+        if abs(size) < 1000 or unit == "P":
+            return f"{size:.0f} FLOP{per}" if not unit else f"{size:.3g} {unit}FLOP{per}"
+        size /= 1000
+    return f"{size:.3g} PFLOP{per}"

@@ -11,6 +11,7 @@ from typing import Any
 from ortlab.analysis.ablation import AblationResult
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.compare import CompareResult
+from ortlab.analysis.cost import CostResult
 from ortlab.analysis.diff import DiffResult
 from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.optimization import OptimizationResult
@@ -24,7 +25,7 @@ from ortlab.core.display import register
 from ortlab.core.model import ModelSummary
 from ortlab.diagnosis.doctor import DoctorResult
 from ortlab.engine.session import SessionReport
-from ortlab.views import plots, render, render_more, report, snippet
+from ortlab.views import plots, render, render_cost, render_more, report, snippet
 
 RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (ModelSummary, "html", render.model_summary_html),
@@ -54,6 +55,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (AblationResult, "html", render_more.ablation_html),
     (AblationResult, "text", render_more.ablation_text),
     (AblationResult, "plot", plots.ablation_figure),
+    (CostResult, "html", render_cost.cost_html),
+    (CostResult, "text", render_cost.cost_text),
+    (CostResult, "plot", render_cost.cost_figure),
     (FootprintResult, "html", render_more.footprint_html),
     (FootprintResult, "text", render_more.footprint_text),
     (FootprintResult, "plot", plots.footprint_figure),

@@ -1,0 +1,326 @@
+"""What one node computes and moves, from its tensors' shapes: FLOPs and bytes per call.
+
+Pure formulas, no ORT. Conventions (the ones onnx-tool, fvcore and the roofline literature use):
+a multiply-accumulate is 2 FLOPs; a bias add, an activation or a residual sum adds one FLOP per
+output element; an elementwise op costs a fixed number of FLOPs per output element (the table
+below: a transcendental counts one); data movement (Reshape, Transpose, Gather…) costs none.
+Bytes are every input read once plus every output written once, weights included, at the
+tensors' dtypes: the traffic a kernel cannot avoid, not what its caches see. A metadata op
+(Shape, Size) reads no data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["DTYPE_BYTES", "NodeCost", "Tensor", "compute_dtype", "node_cost"]
+
+Tensor = tuple[str, tuple[int, ...]]
+"""(ORT dtype name, dims)."""
+
+DTYPE_BYTES = {
+    "float": 4.0, "double": 8.0, "float16": 2.0, "bfloat16": 2.0, "int8": 1.0, "uint8": 1.0,
+    "int16": 2.0, "uint16": 2.0, "int32": 4.0, "uint32": 4.0, "int64": 8.0, "uint64": 8.0,
+    "bool": 1.0, "float8e4m3fn": 1.0, "float8e4m3fnuz": 1.0, "float8e5m2": 1.0,
+    "float8e5m2fnuz": 1.0, "int4": 0.5, "uint4": 0.5, "float4e2m1": 0.5,
+}  # fmt: skip
+
+_PRECISION = {"float": "fp32", "double": "fp64", "float16": "fp16", "bfloat16": "bf16",
+              "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4"}  # fmt: skip
+
+# FLOPs per output element of elementwise ops (unary, binary with broadcast, activations).
+_PER_ELEMENT = {
+    **dict.fromkeys(
+        ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu", "Sqrt", "Reciprocal", "Exp", "Log",
+         "Tanh", "Erf", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign", "Pow", "Mod", "Max",
+         "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+         "Not", "Where", "IsNaN", "IsInf", "BitShift", "Clip", "Relu6", "Tan", "Atan", "Asin",
+         "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "BitwiseAnd", "BitwiseOr",
+         "BitwiseXor", "BitwiseNot", "Trunc"),
+        1,
+    ),
+    "LeakyRelu": 2, "PRelu": 2, "ThresholdedRelu": 1, "Elu": 3, "Selu": 4, "Celu": 4,
+    "Softplus": 3, "Softsign": 3, "Sigmoid": 4, "HardSigmoid": 3, "HardSwish": 4, "Swish": 5,
+    "Mish": 6, "Gelu": 5, "FastGelu": 8, "BiasGelu": 6, "QuickGelu": 5, "BiasAdd": 2,
+    "Shrink": 2, "QuantizeLinear": 2, "DequantizeLinear": 2, "DynamicQuantizeLinear": 4,
+    "QLinearAdd": 5, "QLinearMul": 5, "QLinearSigmoid": 8, "QLinearLeakyRelu": 6,
+    "BatchNormalization": 2, "Softmax": 5, "LogSoftmax": 5, "Hardmax": 1,
+    "LayerNormalization": 8, "SkipLayerNormalization": 9, "SimplifiedLayerNormalization": 5,
+    "SkipSimplifiedLayerNormalization": 6, "InstanceNormalization": 8, "GroupNorm": 8,
+    "GroupNormalization": 8, "LpNormalization": 3, "MeanVarianceNormalization": 6, "Affine": 2,
+    "ScaledTanh": 3, "ParametricSoftplus": 4, "BiasSoftmax": 6, "BiasDropout": 2,
+}  # fmt: skip
+
+# FLOPs per input element of reductions.
+_PER_INPUT = {
+    **dict.fromkeys(
+        ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+         "ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool", "QLinearGlobalAveragePool",
+         "CumSum", "TopK"),
+        1,
+    ),
+    "ReduceL2": 2, "ReduceSumSquare": 2, "ReduceLogSum": 1, "ReduceLogSumExp": 3,
+    "GlobalLpPool": 2,
+}  # fmt: skip
+
+_DATA = frozenset(
+    ("Reshape", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND",
+     "Scatter", "ScatterElements", "ScatterND", "Squeeze", "Unsqueeze", "Flatten", "Identity",
+     "Expand", "Tile", "Pad", "Cast", "CastLike", "ConstantOfShape", "Range", "NonZero",
+     "ReorderInput", "ReorderOutput", "DepthToSpace", "SpaceToDepth", "Dropout", "OneHot",
+     "Compress", "ReverseSequence", "Trilu", "EyeLike", "MemcpyFromHost", "MemcpyToHost",
+     "ZipMap", "QLinearConcat", "Constant", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
+     "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "Col2Im",
+     "Unique", "TransposeMatMul", "GatherBlockQuantized", "RandomNormal", "RandomUniform",
+     "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Optional",
+     "OptionalGetElement", "OptionalHasElement", "StringNormalizer", "LabelEncoder",
+     "CategoryMapper", "ArrayFeatureExtractor", "Imputer", "Binarizer", "Normalizer",
+     "FeatureVectorizer", "Shape", "Size"))  # fmt: skip
+_METADATA = frozenset(("Shape", "Size"))
+_CONTROL = frozenset(("If", "Loop", "Scan"))
+_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool", "QLinearAveragePool", "MaxRoiPool",
+                    "RoiAlign"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NodeCost:
+    """One call of one node: FLOPs (NaN when ortlab has no formula or lacks a shape), bytes
+    read and written (NaN when a tensor's shape is unknown), the precision it computes in
+    (fp32, fp16, int8…), what kind of work it is, and a note when a figure is partial."""
+
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    dtype: str
+    kind: str
+    """'compute' (Conv, MatMul, Gemm, attention, recurrent), 'elementwise', 'reduction',
+    'pooling', 'data' (movement, no arithmetic), 'control' (If/Loop/Scan: their bodies' nodes
+    are counted on their own rows) or 'unknown'."""
+    note: str = ""
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+
+def _size(t: Tensor | None) -> float:
+    return float(math.prod(t[1])) if t is not None else math.nan
+
+
+def _nbytes(t: Tensor | None) -> float:
+    if t is None:
+        return math.nan
+    return _size(t) * DTYPE_BYTES.get(t[0], math.nan)
+
+
+def compute_dtype(ins: Sequence[Tensor | None]) -> str:
+    """The precision a node computes in: its first input's (fp32, fp16, int8…)."""
+    for t in ins:
+        if t is not None:
+            return _PRECISION.get(t[0], t[0])
+    return "?"
+
+
+def _at(seq: Sequence[Tensor | None], i: int) -> Tensor | None:
+    return seq[i] if i < len(seq) else None
+
+
+def _conv(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+          attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    w_at = 3 if op == "QLinearConv" else 1
+    x, w = _at(ins, 0), _at(ins, w_at)
+    if w is None or out is None or x is None:
+        return math.nan, "a weight or output shape is unknown"
+    per_out = float(math.prod(w[1][1:]))
+    flops = 2 * _size(x if op == "ConvTranspose" else out) * per_out
+    bias_at = 8 if op == "QLinearConv" else 2
+    if op not in ("ConvInteger",) and _at(ins, bias_at) is not None:
+        flops += _size(out)
+    if op == "FusedConv":
+        flops += _size(out) * (1 if attrs.get("activation") else 0)
+        flops += _size(out) if _at(ins, 3) is not None else 0
+    if op == "Conv" and "activation" in attrs:  # NCHWc Conv with a fused activation / sum
+        flops += _size(out) + (_size(out) if _at(ins, 3) is not None else 0)
+    return flops, ""
+
+
+def _matmul(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    a = _at(ins, 0)
+    if a is None or out is None:
+        return math.nan, "an input or output shape is unknown"
+    dims = a[1]
+    if op == "MatMulNBits" and "K" in attrs:
+        k = int(attrs["K"])  # type: ignore[call-overload]
+    elif op in ("Gemm", "QGemm", "FusedGemm"):
+        k = dims[0] if attrs.get("transA") else dims[-1]
+    elif op == "FusedMatMul" and attrs.get("transA") and len(dims) >= 2:
+        k = dims[-2]
+    else:
+        k = dims[-1] if dims else 1
+    flops = 2 * _size(out) * k
+    if op in ("Gemm", "FusedGemm") and _at(ins, 2) is not None:
+        flops += _size(out)
+    if op == "QGemm" and _at(ins, 6) is not None:
+        flops += _size(out)
+    if op == "MatMulIntegerToFloat":
+        flops += _size(out) * (2 if _at(ins, 6) is not None else 1)  # scale (and bias)
+    if op in ("FusedMatMul", "FusedGemm") and attrs.get("activation"):
+        flops += _size(out)
+    return flops, ""
+
+
+def _attention(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    """Projections (Attention's packed QKV weight) plus QK^T and AV (2 MACs per query, key
+    and channel) plus the softmax (5 per score)."""
+    del out
+    q = _at(ins, 0)
+    if q is None or len(q[1]) < 3:
+        return math.nan, "the query's shape is unknown"
+    b, s = q[1][0], q[1][1]
+    heads = int(attrs.get("num_heads", 1))  # type: ignore[call-overload]
+    flops = 0.0
+    if op == "Attention":
+        w = _at(ins, 1)
+        if w is None:
+            return math.nan, "the weight's shape is unknown"
+        flops += 2 * b * s * _size(w)
+        hidden = w[1][-1] / 3
+        past = _at(ins, 4)
+        skv = s + (past[1][3] if past is not None and len(past[1]) == 5 else 0)
+    elif op == "MultiHeadAttention":
+        key = _at(ins, 1)
+        if key is None:  # packed QKV: (B, S, N, 3, H)
+            hidden = float(math.prod(q[1][2:])) / 3
+            skv = s
+        else:
+            hidden = float(math.prod(q[1][2:]))
+            skv = key[1][2] if len(key[1]) == 4 else key[1][1]  # (B, N, Skv, H) or (B, Skv, D)
+    else:  # GroupQueryAttention and friends: query (B, S, D) (or packed QKV)
+        hidden = float(math.prod(q[1][2:]))
+        kv_heads = int(attrs.get("kv_num_heads", heads))  # type: ignore[call-overload]
+        if _at(ins, 1) is None and kv_heads:  # packed: D = (N + 2 kv_heads) H
+            hidden = hidden * heads / (heads + 2 * kv_heads)
+        past = _at(ins, 3)
+        skv = s + (past[1][2] if past is not None and len(past[1]) == 4 else 0)
+    flops += 4 * b * s * skv * hidden + 5 * b * heads * s * skv
+    return flops, ""
+
+
+def _recurrent(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    """Per time step and direction, the gates' two matmuls (input and recurrence weights: 2
+    FLOPs per weight per batch row) plus ~10 FLOPs per gate element (activations, cell)."""
+    del out
+    x, w, r = _at(ins, 0), _at(ins, 1), _at(ins, 2)
+    if x is None or w is None or r is None:
+        return math.nan, "an input or weight shape is unknown"
+    seq, batch = (x[1][1], x[1][0]) if attrs.get("layout") else (x[1][0], x[1][1])
+    gates = float(w[1][1] if op != "DynamicQuantizeLSTM" else w[1][2]) * w[1][0]
+    return seq * batch * (2 * (_size(w) + _size(r)) + 10 * gates), ""
+
+
+def _einsum(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    """One multiply-add per point of the space of all indices (2 FLOPs with two operands)."""
+    del op, out
+    equation = str(attrs.get("equation", "")).replace(" ", "")
+    terms = equation.split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for term, t in zip(terms, ins, strict=False):
+        if t is None or "." in term or len(term) != len(t[1]):
+            return math.nan, "an Einsum with ellipses or unknown shapes"
+        sizes.update(zip(term, t[1], strict=True))
+    return (2.0 if len(terms) > 1 else 1.0) * math.prod(sizes.values()), ""
+
+
+def _pool(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+          attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    del op
+    kernel = attrs.get("kernel_shape") or attrs.get("pooled_shape")
+    if out is None:
+        return math.nan, "the output's shape is unknown"
+    if not isinstance(kernel, tuple):
+        return _size(_at(ins, 0)), "kernel size unknown: counted one op per input element"
+    return _size(out) * math.prod(kernel), ""
+
+
+def _resize(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    del op
+    x = _at(ins, 0)
+    mode = str(attrs.get("mode", "nearest"))
+    if mode == "nearest" or out is None or x is None:
+        return (0.0 if out is not None else math.nan), ""
+    scaled = sum(1 for a, b in zip(x[1], out[1], strict=False) if a != b) or 1
+    taps = 4 if mode == "cubic" else 2
+    return 2.0 * taps**scaled * _size(out), ""
+
+
+Formula = Callable[[str, Sequence["Tensor | None"], "Tensor | None", Mapping[str, object]],
+                   tuple[float, str]]  # fmt: skip
+
+
+def _elementwise(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+                 attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    del attrs
+    if op in ("Sum", "Mean"):
+        return max(sum(1 for t in ins if t is not None) - 1, 1) * _size(out), ""
+    return _PER_ELEMENT[op] * _size(out), ""
+
+
+def _reduction(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
+               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+    del out, attrs
+    return _PER_INPUT[op] * _size(_at(ins, 0)), ""
+
+
+_FAMILIES: tuple[tuple[frozenset[str], str, Formula], ...] = (
+    (frozenset(("Conv", "FusedConv", "ConvInteger", "QLinearConv", "ConvTranspose", "NhwcConv",
+                "NhwcFusedConv")), "compute", _conv),
+    (frozenset(("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulNBits", "FusedMatMul", "Gemm",
+                "QGemm", "FusedGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
+                "MatMulBnb4", "MatMulFpQ4")), "compute", _matmul),
+    (frozenset(("Attention", "MultiHeadAttention", "GroupQueryAttention",
+                "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention")), "compute",
+     _attention),
+    (frozenset(("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM")), "compute",
+     _recurrent),
+    (frozenset(("Einsum",)), "compute", _einsum),
+    (frozenset((*_PER_ELEMENT, "Sum", "Mean")), "elementwise", _elementwise),
+    (frozenset(_PER_INPUT), "reduction", _reduction),
+    (_POOLS, "pooling", _pool),
+    (frozenset(("Resize", "Upsample")), "elementwise",
+     _resize),
+)  # fmt: skip
+"""Op families: the ops, their kind, their formula (op, inputs, first output, attributes)."""
+
+
+def node_cost(
+    op_type: str,
+    ins: Sequence[Tensor | None],
+    outs: Sequence[Tensor | None],
+    attrs: Mapping[str, object] | None = None,
+    domain: str = "",
+) -> NodeCost:
+    """The cost of one call of an ``op_type`` node whose inputs and outputs have these
+    (dtype, dims) (None: absent optional input, or a shape nobody recorded)."""
+    attrs = attrs or {}
+    dtype = compute_dtype(ins)
+    read = 0.0 if op_type in _METADATA else sum(_nbytes(t) for t in ins if t is not None)
+    written = sum(_nbytes(t) for t in outs if t is not None)
+    if op_type in _CONTROL:
+        note = "its body's nodes are counted on their own rows"
+        return NodeCost(0.0, 0.0, 0.0, dtype, "control", note)
+    for ops, kind, formula in _FAMILIES:
+        if op_type in ops:
+            flops, note = formula(op_type, ins, _at(outs, 0), attrs)
+            gather = kind == "elementwise" and flops == 0  # nearest-neighbour Resize
+            return NodeCost(flops, read, written, dtype, "data" if gather else kind, note)
+    if op_type in _DATA:
+        return NodeCost(0.0, read, written, dtype, "data")
+    where = f"{domain}:{op_type}" if domain and domain != "ai.onnx" else op_type
+    return NodeCost(math.nan, read, written, dtype, "unknown", f"no formula for op {where}")

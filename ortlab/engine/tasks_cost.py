@@ -1,0 +1,211 @@
+"""The worker task behind ``ortlab.cost`` and ``ortlab.roofline``: one profiled run that records
+every tensor's shape as ORT ran it, with the graph ORT ran (names, attributes, weights' shapes).
+
+Why both: ORT's profile lists each node's inputs as the kernel saw them, and a kernel that
+pre-packed a weight (MatMul, MatMulInteger, LSTM…) has released it, so the profile omits it. The
+outputs are always recorded. So every tensor's shape comes from the node that wrote it (the
+profile), the feeds, or an initializer of the saved optimized model (its dims, not its data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.errors import RunError
+from ortlab.engine.session import SessionReport, build_session
+from ortlab.engine.tasks import (
+    Progress,
+    _run_error,
+    _runner,
+    _side_weights,
+    prepare_feeds,
+    release_after_reply,
+)
+from ortlab.engine.trace import ProfileData, TensorTypes, parse_profile_file
+
+__all__ = ["GraphNode", "ShapesReply", "onnx_dtype_name", "shapes"]
+
+Attr = int | float | str | tuple[int, ...] | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A node of the graph ORT ran: its name as the profile names it, and what a cost formula
+    reads (input/output tensor names, scalar and list attributes)."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: tuple[tuple[str, Attr], ...]
+
+
+@dataclass(frozen=True)
+class ShapesReply:
+    """The profiled run, the graph ORT ran, and (dtype, dims) per tensor name."""
+
+    data: ProfileData
+    report: SessionReport
+    nodes: tuple[GraphNode, ...]
+    tensors: dict[str, tuple[str, tuple[int, ...]]]
+    """Per tensor name: ORT's dtype name ('float', 'float16', 'uint8'…) and its dims."""
+    initializers: frozenset[str]
+    """The tensors that are weights (initializers of the graph ORT ran)."""
+
+
+_ONNX_NAMES = {
+    1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
+    16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
+    20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1",
+}  # fmt: skip
+_NUMPY_NAMES = {"float32": "float", "float64": "double", "object": "string", "str": "string"}
+
+
+def onnx_dtype_name(elem_type: int) -> str:
+    """ORT's name for an ONNX element type (the names its profile writes)."""
+    return _ONNX_NAMES.get(elem_type, f"type{elem_type}")
+
+
+def _attrs(node: Any) -> tuple[tuple[str, Attr], ...]:
+    import onnx
+
+    out: list[tuple[str, Attr]] = []
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.INT:
+            out.append((a.name, int(a.i)))
+        elif a.type == onnx.AttributeProto.FLOAT:
+            out.append((a.name, float(a.f)))
+        elif a.type == onnx.AttributeProto.STRING:
+            out.append((a.name, a.s.decode("utf-8", "replace")))
+        elif a.type == onnx.AttributeProto.INTS:
+            out.append((a.name, tuple(int(x) for x in a.ints)))
+        elif a.type == onnx.AttributeProto.FLOATS:
+            out.append((a.name, tuple(float(x) for x in a.floats)))
+    return tuple(out)
+
+
+def _ort_names(graph: Any, out: dict[tuple[str, str], str]) -> None:
+    """ORT's names for the loaded model's unnamed nodes, by (op_type, first output): the
+    profiler calls one ``<op_type>_<index>``, its index in its graph as loaded. The saved
+    optimized model writes nodes in topological order, so its positions are not those."""
+    import onnx
+
+    for i, n in enumerate(graph.node):
+        if not n.name and n.output:
+            out.setdefault((n.op_type, n.output[0]), f"{n.op_type}_{i}")
+        for a in n.attribute:
+            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                _ort_names(body, out)
+
+
+def _walk(
+    graph: Any,
+    nodes: list[GraphNode],
+    tensors: dict[str, Any],
+    weights: set[str],
+    names: Mapping[tuple[str, str], str],
+) -> None:
+    """Every node (bodies too; an unnamed one under ORT's name for it, or '' when that is
+    not known) and every initializer's dims."""
+    import onnx
+
+    for t in graph.initializer:
+        tensors[t.name] = (onnx_dtype_name(t.data_type), tuple(int(d) for d in t.dims))
+        weights.add(t.name)
+    for t in graph.sparse_initializer:
+        tensors[t.values.name] = (onnx_dtype_name(t.values.data_type), tuple(t.dims))
+        weights.add(t.values.name)
+    for n in graph.node:
+        name = n.name or (names.get((n.op_type, n.output[0]), "") if n.output else "")
+        nodes.append(GraphNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output),
+                               _attrs(n)))  # fmt: skip
+        for a in n.attribute:
+            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                _walk(body, nodes, tensors, weights, names)
+
+
+def _outputs(nodes: tuple[GraphNode, ...], data: ProfileData) -> dict[str, Any]:
+    """Each produced tensor's (dtype, dims), from the profile's record of its node's outputs
+    (ORT lists the outputs that exist, in order)."""
+    by_name = {n.name: n for n in reversed(nodes) if n.name}  # the first of duplicates wins
+    out: dict[str, Any] = {}
+    for name, types in zip(data.node, data.output_types, strict=True):
+        node = by_name.get(name)
+        if node is None:  # not in the saved graph under that name: counted from the profile
+            continue
+        produced = [t for t in node.outputs if t]
+        for tensor, (dtype, dims) in zip(produced, _typed(types), strict=False):
+            out.setdefault(tensor, (dtype, dims))
+    return out
+
+
+def _typed(types: TensorTypes) -> list[tuple[str, tuple[int, ...]]]:
+    return [(str(d), tuple(int(x) for x in dims)) for d, dims in types]
+
+
+def shapes(
+    progress: Progress,
+    *,
+    model_path: str,
+    model_name: str,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    runs: int = 1,
+    warmup: int = 0,
+) -> ShapesReply:
+    """Profile ``runs`` runs and save the optimized model, then read its graph and weights'
+    dims (not their data) back."""
+    import onnx
+
+    requested = list(config.providers) if config.providers != "auto" else ["auto"]
+    if any(p in COMPILING_EPS or p == "auto" for p in requested):
+        raise RunError(
+            f"ortlab.cost counts the kernels ORT runs; {', '.join(requested)} compiles parts of "
+            "the graph into kernels of its own, whose work ortlab cannot see. Count it on the "
+            "CPU EP (config=None) instead."
+        )
+    with cache.temp_dir("cost-") as folder:
+        sess, report = build_session(
+            model_path,
+            config,
+            model_name=model_name,
+            profile_prefix=str(folder / "profile"),
+            optimized_model_path=str(folder / "final.onnx"),
+            extra_entries=_side_weights("final.onnx.data"),
+        )
+        run = _runner(sess, prepare_feeds(feeds), config.io_binding)
+        try:
+            for i in range(warmup + runs):
+                run()
+                progress(i + 1, warmup + runs)
+        except Exception as err:
+            raise _run_error(err, model_name, config, feeds) from err
+        finally:
+            trace = sess.end_profiling()
+        data = parse_profile_file(trace, skip_runs=warmup)
+        proto = onnx.load(str(Path(folder) / "final.onnx"), load_external_data=False)
+    release_after_reply(sess)
+    names: dict[tuple[str, str], str] = {}
+    _ort_names(onnx.load(model_path, load_external_data=False).graph, names)
+    nodes: list[GraphNode] = []
+    tensors: dict[str, Any] = {}
+    weights: set[str] = set()
+    _walk(proto.graph, nodes, tensors, weights, names)
+    for name, value in feeds.items():
+        arr = np.asarray(value)
+        tensors[name] = (_NUMPY_NAMES.get(arr.dtype.name, arr.dtype.name), tuple(arr.shape))
+    frozen = tuple(nodes)
+    for tensor, typed in _outputs(frozen, data).items():
+        tensors.setdefault(tensor, typed)
+    return ShapesReply(data=data, report=report, nodes=frozen, tensors=tensors,
+                       initializers=frozenset(weights))  # fmt: skip
