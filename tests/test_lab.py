@@ -273,8 +273,8 @@ def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
         lab.cancel_button.click()
         return out
 
-    monkeypatch.setattr("ortlab.views.labrun.placement", placement_then_cancel)
-    monkeypatch.setattr("ortlab.views.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
+    monkeypatch.setattr("ortlab.analysis.labrun.placement", placement_then_cancel)
+    monkeypatch.setattr("ortlab.analysis.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
     lab.level.value = "basic"
     assert benchmarks == [] and len(lab.history) == 1
     assert lab.error.value == "<i>cancelled: previous results kept</i>"
