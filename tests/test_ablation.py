@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 import ortlab
-from ortlab.engine.options import ort_options
+from ortlab.core.options import ort_options
 
 FUSION = "SkipLayerNormFusion"
 

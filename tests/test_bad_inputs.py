@@ -462,8 +462,13 @@ def test_graph_view_of_a_control_flow_profile(make: Callable[[], onnx.ModelProto
     model = ortlab.load(make())
     prof = ortlab.profile(model, runs=2, warmup=1, progress=False)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", OrtlabWarning)
-        assert graph_data(model, profile=prof).has_time
+        warnings.simplefilter("error", OrtlabWarning)  # every profiled node found on the graph
+        view = graph_data(model, profile=prof)
+    # each node the profile timed carries its time per run, bodies' nodes included: the graph's
+    # total is the profile's own
+    per_run = prof.by_node().set_index("node")["self_us"] / max(prof.runs, 1)
+    shown = {n.name: n.us_per_run for n in view.nodes if n.name in per_run.index}
+    assert view.has_time and shown == pytest.approx(per_run.to_dict())
 
 
 # ------------------------------------------------------------------ profiles

@@ -32,6 +32,7 @@ from ortlab.diagnosis.facts import (
     Facts,
     Finding,
     Measured,
+    Observed,
     load_caveat,
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
@@ -101,6 +102,21 @@ def _facts(**kw: Any) -> Facts:
     }
     base.update(kw)
     return Facts(**base)
+
+
+def _observed(**kw: Any) -> Observed:
+    """What the observe stage returns, for the search's stages (the Facts are assembled from it
+    once they are done)."""
+    base: dict[str, Any] = {
+        "model_name": "m",
+        "requested": SessionConfig(),
+        "report": _report(),
+        "op_counts": dict(RESNET_OPS),
+        "profiled_ms": 10.0,
+        "cores": 2,
+    }
+    base.update(kw)
+    return Observed(**base)
 
 
 def _rules(f: Facts, rule: str) -> list[Finding]:
@@ -491,25 +507,43 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     """0.1 s per run, 1 s of budget: 6 rounds do not fit, so the screen runs 2 and says that
     no verdict is possible — even for a candidate twice as fast in every round."""
     s = _search(budget_s=1.0)
-    facts = _facts(baseline_ms=100.0)
+    seen = _observed(profiled_ms=100.0)
     items = [Candidate("baseline", s.m, SessionConfig(), []),
              Candidate("level:all", s.m, SessionConfig(level="all"), [])]  # fmt: skip
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
-    ran = s.screen(items, facts)
+    ran = s.screen(items, seen)
     assert len(ran) == 2 and s.rounds == 2 and s.runs == 2
     (note,) = s.notes
     assert (
         "has no room for 6 rounds in the screen, the fewest a 95 % verdict needs: it ran 2" in note
     )
     assert note.endswith("raise budget_s to about 7 s")  # 2 x 6 rounds x 2 runs x 0.1 s / 0.35
-    v = facts.measured["level:all"]
+    v = s.measured["level:all"]
     assert not v.faster and math.isnan(v.low) and math.isnan(v.confidence)
     assert "not enough rounds for a verdict (need ≥ 6" in v.verdict and v.ratio == 0.5
 
 
+def test_facts_are_assembled_once_from_the_stages() -> None:
+    """The stages return what they found and the Facts are built once, frozen: the baseline's
+    latency is the screen's median when the screen timed it, else the profiled one."""
+    from ortlab.diagnosis.facts import TransformerFusion
+
+    seen = _observed(profiled_ms=12.0)
+    parts: dict[str, Any] = {"fusion": TransformerFusion({"Attention": 2}), "footprint": None,
+                             "quant_fixes": {}, "variant_signals": [], "failures": [],
+                             "other_cpu": {}, "logical_cpus": 2}  # fmt: skip
+    before = Facts.assemble(seen, measured={}, **parts)
+    base = _m("baseline", 1.0, 1.0, 1.0, p50=9.5)
+    after = Facts.assemble(seen, measured={"baseline": base}, **parts)
+    assert (before.baseline_ms, after.baseline_ms) == (12.0, 9.5)
+    assert after.profiled_ms == 12.0 and after.transformer_fused == {"Attention": 2}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        after.baseline_ms = 1.0  # type: ignore[misc]
+
+
 def test_plan_keeps_6_rounds_when_the_budget_allows() -> None:
     s = _search(budget_s=600.0)
-    runs, rounds = s._plan(10, _facts(baseline_ms=100.0), 0.35, "the screen")
+    runs, rounds = s._plan(10, _observed(profiled_ms=100.0), 0.35, "the screen")
     assert rounds >= MIN_ROUNDS and runs >= 2 and s.notes == []
 
 
@@ -522,8 +556,8 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
 
     monkeypatch.setattr("ortlab.diagnosis.candidates.make_quantized", broken)
     s = _search()
-    facts = _facts(op_time_share={"Conv": 0.8, "MatMul": 0.1})
-    items = s.candidates(facts, [], quantize=True, transformers=False)
+    seen = _observed(op_time_share={"Conv": 0.8, "MatMul": 0.1})
+    items, _ = s.candidates(seen, [], quantize=True, transformers=False)
     keys = [k for k, *_ in items]
     assert "variant:quant-static" not in keys and {"baseline", "spin:off"} <= set(keys)
     (x,) = s.failures
@@ -538,7 +572,7 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
 def test_best_when_nothing_wins_has_no_interval() -> None:
     facts = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0),
                              "level:all": _m("level:all", 0.99, 0.95, 1.03)})  # fmt: skip
-    b = _search().best(facts)
+    b = _search().best(facts.measured)
     assert b.variant == "original" and b.ratio == 1.0
     assert math.isnan(b.low) and math.isnan(b.high)
     assert b.verdict == "no candidate was measurably faster than the baseline"
@@ -933,7 +967,7 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
     med, _ = s._time(finals, 8, 3, "")
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
-    s._settle(finals, cols, 3, _facts())
+    s._settle(finals, cols, 3, _observed())
     assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended
     assert len(cols["wide"][0]) == len(cols["wide"][1]) > 8  # extended, still paired
     assert any("more rounds for wide" in n for n in s.notes)

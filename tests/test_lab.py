@@ -273,8 +273,8 @@ def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
         lab.cancel_button.click()
         return out
 
-    monkeypatch.setattr("ortlab.views.labrun.placement", placement_then_cancel)
-    monkeypatch.setattr("ortlab.views.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
+    monkeypatch.setattr("ortlab.analysis.labrun.placement", placement_then_cancel)
+    monkeypatch.setattr("ortlab.analysis.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
     lab.level.value = "basic"
     assert benchmarks == [] and len(lab.history) == 1
     assert lab.error.value == "<i>cancelled: previous results kept</i>"
@@ -328,7 +328,11 @@ def test_lab_doctor_uses_the_feeds(tmp_path: Path) -> None:
     lab = ortlab.Lab(_vad(tmp_path), feeds=vad_feeds(), synchronous=True, runs=5)
     lab.budget.value = 10
     lab.doctor_button.click()
-    assert lab.error.value == "" and lab.doctor_result is not None
+    d = lab.doctor_result
+    assert lab.error.value == "" and d is not None
+    # the doctor timed the Lab's own feeds: it records them as the Lab's benchmark does
+    assert d.synthetic is False and d.feeds == lab.shown["Benchmark"][0].feeds
+    assert "state: float32[2, 1, 128]" in d.feeds and d.measured[0].key == "baseline"
 
 
 def test_lab_says_previous_results_are_kept_only_when_there_are_some(tmp_path: Path) -> None:

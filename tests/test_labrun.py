@@ -1,4 +1,4 @@
-"""The Lab's runs without a widget (ortlab.views.labrun): a Choice in, a LabRun out."""
+"""The Lab's runs without a widget (ortlab.analysis.labrun): a Choice in, a LabRun out."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import onnx
 import onnxruntime as ort
 
 import ortlab
-from ortlab.views.labrun import Choice, LabRunner
+from ortlab.analysis.labrun import Choice, LabRunner
 
 
 def test_the_runner_imports_no_widget_library() -> None:
-    code = "import sys, ortlab.views.labrun; print('ipywidgets' in sys.modules)"
+    code = "import sys, ortlab.analysis.labrun; print('ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

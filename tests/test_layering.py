@@ -73,8 +73,8 @@ def test_the_runtime_limits_are_measured_in_the_worker_and_match_in_place() -> N
 
 def test_import_linter_contracts_hold() -> None:
     """`lint-imports` with the contracts of pyproject.toml: the layers (cli > views > diagnosis
-    > analysis > engine > core), "only the views import UI and plotting libraries" and "only
-    the engine imports onnxruntime"."""
+    > analysis > engine > core), "only the views import UI and plotting libraries", "views
+    never import the engine" and "only the engine imports onnxruntime"."""
     exe = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

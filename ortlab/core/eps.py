@@ -1,9 +1,12 @@
 """Execution providers by name: ORT's full names, ortlab's short aliases, which ones compile
 subgraphs, the Memcpy nodes ORT inserts between them, the order ``providers="auto"`` tries them
 in, and what to install when one does not load. One home for every EP fact ortlab knows; a new
-EP is a few lines here (and, if it needs session options, in ``ortlab.engine.options``)."""
+EP is a few lines here (and, if it needs session options, in ``ortlab.core.options``)."""
 
 from __future__ import annotations
+
+import importlib.util
+import pkgutil
 
 from ortlab.core.errors import ProviderError
 
@@ -22,6 +25,7 @@ __all__ = [
     "alias",
     "canonical_provider",
     "label",
+    "plugin_modules",
     "split_device",
 ]
 
@@ -191,3 +195,13 @@ PLUGIN_EPS: dict[str, str] = {
 }
 """The EPs those packages register, with their module: such an EP is selected by device
 (``add_provider_for_devices``), never by name (a named plugin EP gives a CPU-only session)."""
+
+
+def plugin_modules() -> list[str]:
+    """Known plugin packages plus any installed ``onnxruntime_ep_*`` module (found on the
+    path, not imported)."""
+    found = [m for m in PLUGIN_PACKAGES if importlib.util.find_spec(m) is not None]
+    for info in pkgutil.iter_modules():
+        if info.name.startswith("onnxruntime_ep_") and info.name not in found:
+            found.append(info.name)
+    return found

@@ -1,15 +1,25 @@
 """What the onnxruntime build can do (its version, the IR and opset limits, the devices it
-sees), as data. ORT runs only in the engine's worker: ``ortlab.engine.runtime`` measures these
-facts there and registers itself here on import, so the core (a model's ``summary.problems``,
-the environment a result records) reads them without importing onnxruntime.
+sees, its execution providers and plugin EPs), as data. ORT runs only in the engine's worker:
+``ortlab.engine.runtime`` measures these facts there and registers itself here on import, so the
+core (a model's ``summary.problems``, the environment a result records) and the views read them
+without importing onnxruntime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-__all__ = ["Device", "RuntimeLimits", "limits", "ort_version", "set_source"]
+__all__ = [
+    "Device",
+    "PluginEP",
+    "Providers",
+    "RuntimeLimits",
+    "limits",
+    "ort_version",
+    "set_source",
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,47 @@ class Device:
     device_vendor: str
     device_id: int
     metadata: dict[str, str]
+
+
+@dataclass(frozen=True)
+class PluginEP:
+    """A plugin EP package as the worker registered it (``ortlab.engine.plugins``)."""
+
+    name: str
+    """The EP's name as ORT knows it (``QNNExecutionProvider``)."""
+    module: str
+    version: str
+    library: str
+    error: str = ""
+    """Why registration failed, or ''."""
+    devices: list[str] = field(default_factory=list)
+    """Device types it listed after registration (``CPU``, ``GPU``, ``NPU``)."""
+
+
+@dataclass(frozen=True)
+class Providers:
+    """The execution providers of the onnxruntime ortlab runs (the worker's), as
+    ``ortlab.providers()`` and ``ortlab providers`` show them."""
+
+    ort_version: str
+    in_build: tuple[str, ...]
+    """``ort.get_available_providers()`` once the plugin EPs are registered."""
+    loadable: tuple[str, ...]
+    """Those a trial session really loaded here, best first (what ``providers='auto'`` takes)."""
+    reasons: tuple[str, ...]
+    """Why each was taken or not."""
+    plugins: tuple[PluginEP, ...]
+    devices: tuple[Device, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "onnxruntime": self.ort_version,
+            "in_build": list(self.in_build),
+            "loadable": list(self.loadable),
+            "reasons": list(self.reasons),
+            "plugins": [asdict(p) for p in self.plugins],
+            "devices": [asdict(d) for d in self.devices],
+        }
 
 
 _source: Callable[[], RuntimeLimits] | None = None

@@ -21,8 +21,9 @@ from ortlab.diagnosis.facts import (
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
     Candidate,
-    Facts,
     Kind,
+    Observed,
+    TransformerFusion,
     candidate_key,
 )
 from ortlab.diagnosis.rules import attention_shaped
@@ -33,35 +34,38 @@ if TYPE_CHECKING:
 __all__ = ["setting_candidates", "variant_candidates", "variant_config", "wanted_quantization"]
 
 
-def setting_candidates(m: Model, cfg: SessionConfig, facts: Facts) -> list[Candidate]:
+def setting_candidates(
+    m: Model, cfg: SessionConfig, seen: Observed, footprint: Any = None
+) -> list[Candidate]:
     """The baseline and the settings worth timing against it: higher optimization levels,
     intra-op threads (1, half the cores, the cores, the logical CPUs), spinning off, IO
     binding for small models, the CPU EP alone when part of the graph falls back to it, a CUDA
-    graph where CUDA runs static shapes, and the memory settings that lower the peak."""
+    graph where CUDA runs static shapes, and the memory settings that lower the peak (in
+    ``footprint``, the memory stage's result)."""
     items: list[Candidate] = [Candidate("baseline", m, cfg, [])]
     for level in ("basic", "extended", "all"):
         if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
             items.append(Candidate(candidate_key(Kind.LEVEL, level), m,
                                    cfg.with_(level=level), []))  # fmt: skip
     logical = os.cpu_count() or 1
-    for n in sorted({1, max(facts.cores // 2, 1), facts.cores, logical}):
+    for n in sorted({1, max(seen.cores // 2, 1), seen.cores, logical}):
         if n != cfg.intra_op_threads:
             items.append(Candidate(candidate_key(Kind.THREADS, str(n)), m,
                                    cfg.with_(intra_op_threads=n), []))  # fmt: skip
     if cfg.allow_spinning is not False:
         items.append(Candidate(candidate_key(Kind.SPIN, "off"), m,
                                cfg.with_(allow_spinning=False), []))  # fmt: skip
-    if not cfg.io_binding and facts.baseline_ms < SMALL_MODEL_MS * 5:
+    if not cfg.io_binding and seen.profiled_ms < SMALL_MODEL_MS * 5:
         items.append(Candidate(Kind.IOBINDING.value, m, cfg.with_(io_binding=True), []))
-    pl = facts.placement
+    pl = seen.placement
     if pl is not None and any(p.provider == "CPUExecutionProvider" for p in pl.partition_rows):
         cpu = cfg.with_(providers=["cpu"], provider_options={})
         items.append(Candidate(Kind.CPU_ONLY.value, m, cpu, []))
-    if "CUDAExecutionProvider" in facts.report.active and not facts.symbolic_inputs:
+    if "CUDAExecutionProvider" in seen.report.active and not seen.symbolic_inputs:
         opts = {**cfg.options_for("CUDAExecutionProvider"), "enable_cuda_graph": "1"}
         graph = cfg.with_(provider_options={"CUDAExecutionProvider": opts}, io_binding=True)
         items.append(Candidate(Kind.CUDA_GRAPH.value, m, graph, []))
-    fp = facts.footprint
+    fp = footprint
     if fp is not None:
         settings = memory_settings(cfg)
         for row in fp.savings():
@@ -80,15 +84,16 @@ def variant_config(cfg: SessionConfig) -> SessionConfig:
 
 def variant_candidates(
     search: Search,
-    facts: Facts,
+    seen: Observed,
     user_variants: Sequence[Any],
     *,
     quantize: bool,
     transformers: bool,
-) -> list[tuple[str, Model, list[str]]]:
+) -> tuple[list[tuple[str, Model, list[str]]], TransformerFusion]:
     """The model variants worth building, each built under the search's guard and budget:
     the initializer-input fix, the transformers optimizer for attention-shaped models, the
-    quantizations the op-time shares call for, and the user's own variants."""
+    quantizations the op-time shares call for, and the user's own variants; and what the
+    transformers optimizer fused (or why it could not fuse attention)."""
 
     m, out = search.m, []
 
@@ -100,7 +105,7 @@ def variant_candidates(
         if built is not None:
             out.append(built)
 
-    if facts.initializer_blocker:
+    if seen.initializer_blocker:
         attempt(
             "the initializer-input fix",
             lambda: (
@@ -110,13 +115,15 @@ def variant_candidates(
             ),
             "ortlab.without_initializer_inputs(model)",
         )
-    ops = facts.op_counts
+    ops = seen.op_counts
+    fusion = TransformerFusion()
     if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
 
         def optimized() -> tuple[str, Model, list[str]]:
+            nonlocal fusion
             r = transformer_optimize(m, progress=False, timeout=search.call_timeout())
-            facts.transformer_fused = {k: v for k, v in r.fused_operators.items() if v}
-            facts.attention_reason = r.reason or None
+            fusion = TransformerFusion({k: v for k, v in r.fused_operators.items() if v},
+                                       r.reason or None)  # fmt: skip
             return (
                 candidate_key(Kind.VARIANT, "transformers"),
                 load(r.path, name=f"{m.name}-transformers"),
@@ -127,7 +134,7 @@ def variant_candidates(
             )
 
         attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
-    wanted = wanted_quantization(facts.op_time_share, facts.op_counts) if quantize else []
+    wanted = wanted_quantization(seen.op_time_share, seen.op_counts) if quantize else []
 
     def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
         # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
@@ -146,7 +153,7 @@ def variant_candidates(
     for i, v in enumerate(user_variants):
         what = f"variant {i} ({_describe(v)})"
         attempt(what, functools.partial(given, v), f"ortlab.load({_describe(v)!r})")
-    return out
+    return out, fusion
 
 
 def wanted_quantization(

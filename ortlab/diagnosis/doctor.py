@@ -38,6 +38,7 @@ from ortlab.diagnosis.facts import (
     Facts,
     Finding,
     Measured,
+    TransformerFusion,
     busy_cores,
     load_caveat,
 )
@@ -291,30 +292,43 @@ def doctor(
             f"{MIN_ROUNDS} rounds"
         )
     stages.done("prepare")
-    facts = search.observe()  # nothing is measured before it: its failure is the doctor's
+    seen = search.observe()  # nothing is measured before it: its failure is the doctor's
     stages.done("observe")
+    # what the stages return, assembled into the Facts once they are done
     items: list[Any] = []
+    fp: Any = None
+    fusion = TransformerFusion()
+    signals: list[Any] = []
+
+    def measure_memory() -> None:
+        nonlocal fp
+        fp = search.memory()
 
     def build() -> None:
-        nonlocal items
-        items = search.candidates(facts, variants, quantize=quantize, transformers=transformers)
+        nonlocal items, fusion
+        items, fusion = search.candidates(seen, variants, footprint=fp, quantize=quantize,
+                                          transformers=transformers)  # fmt: skip
 
     def screen() -> None:
         nonlocal items
-        items = search.screen(items, facts)
+        items = search.screen(items, seen)
 
     def fix() -> None:
         nonlocal items
-        items = search.fix_quantization(items, facts)
+        items = search.fix_quantization(items, seen)
+
+    def explain() -> None:
+        nonlocal signals
+        signals = search.explain_slow(items)
 
     plan: list[tuple[str, Callable[[], Any]]] = [
-        *([("memory", lambda: search.memory(facts))] if memory else []),
+        *([("memory", measure_memory)] if memory else []),
         ("build variants", build),
         ("screen", screen),
-        ("accuracy", lambda: search.accuracy(items, facts, eval_data)),
+        ("accuracy", lambda: search.accuracy(items, eval_data)),
         *([("quantization fix", fix)] if quantize else []),
-        ("combine", lambda: search.combine(items, facts)),
-        ("explain", lambda: search.explain_slow(items, facts)),
+        ("combine", lambda: search.combine(items, seen)),
+        ("explain", explain),
     ]
     for name, stage in plan:
         try:
@@ -331,16 +345,17 @@ def doctor(
             stages.done(name)
             break
         stages.done(name)
+    facts = Facts.assemble(
+        seen, measured=dict(search.measured), fusion=fusion, footprint=fp,
+        quant_fixes=dict(search.quant_fixes), variant_signals=signals,
+        failures=list(search.failures), other_cpu=dict(stages.load), logical_cpus=stages.cpus,
+    )  # fmt: skip
     return _result(search, facts, stages, budget_s=budget_s, t0=t0)
 
 
 def _result(
     search: Search, facts: Facts, stages: _Stages, *, budget_s: float, t0: float
 ) -> DoctorResult:
-
-    facts.failures = list(search.failures)
-    facts.other_cpu = dict(stages.load)
-    facts.logical_cpus = stages.cpus
     env = environment()
     if stages.load:
         per_stage = ", ".join(f"{k} {v:.2f}" for k, v in stages.load.items())
@@ -359,7 +374,7 @@ def _result(
         requested=search.cfg.with_(fallback="warn").to_dict(),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_with_caveat(search.best(facts), search.cfg, caveat),
+        best=_with_caveat(search.best(facts.measured), search.cfg, caveat),
         baseline_ms=facts.baseline_ms,
         rounds=search.rounds,
         runs=search.runs,

@@ -1,8 +1,9 @@
 """What the doctor knows, as data: :class:`Facts` (the session report, the model's op counts,
-the profile, the placement, and the interleaved measurements the doctor took), the
-:class:`Measured` candidates, the :class:`Finding` a rule returns, the failures and the fixes
-tried; and the machine-load caveat every timed finding carries. The rules
-(:mod:`ortlab.diagnosis.rules`) read these; the search (:mod:`ortlab.diagnosis.search`) fills them.
+the profile, the placement, and the interleaved measurements the doctor took), assembled once
+from what its stages return (:class:`Observed`, :class:`TransformerFusion`, the measured rows),
+the :class:`Measured` candidates, the :class:`Finding` a rule returns, the failures and the
+fixes tried; and the machine-load caveat every timed finding carries. The rules
+(:mod:`ortlab.diagnosis.rules`) read these; the search (:mod:`ortlab.diagnosis.search`) makes them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any, NamedTuple
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import Model
+from ortlab.core.sessionreport import SessionReport
 from ortlab.core.stats import NOISE_BAND, interval_text
-from ortlab.engine.session import SessionReport
 
 __all__ = [
     "FUSED_TRANSFORMER_OPS",
@@ -33,6 +34,9 @@ __all__ = [
     "FixTried",
     "Kind",
     "Measured",
+    "Observed",
+    "TransformerFusion",
+    "baseline_ms",
     "busy_cores",
     "candidate_key",
     "load_caveat",
@@ -234,15 +238,49 @@ class FixTried:
     to 16 bits')."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Observed:
+    """What the doctor's first stage saw of the baseline session: profiled (op time shares,
+    the median run with the profiler on), the placement join when an accelerator EP loaded, the
+    what-if partition of a requested NPU EP that did not. Every later stage reads it."""
+
+    model_name: str
+    requested: SessionConfig
+    report: SessionReport
+    op_counts: dict[str, int]
+    profiled_ms: float
+    """Median model_run with ORT's profiler on."""
+    symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
+    op_time_share: dict[str, float] = field(default_factory=dict)
+    placement: Any = None
+    initializer_blocker: str | None = None
+    cores: int = 1
+    min_cosine: float = 0.999
+    allocator: dict[str, float] = field(default_factory=dict)
+    predicted: Any = None
+    predicted_fixed: Any = None
+
+
+@dataclass(frozen=True)
+class TransformerFusion:
+    """What the transformers optimizer fused, or why it could not fuse attention."""
+
+    fused: dict[str, int] = field(default_factory=dict)
+    attention_reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Facts:
-    """Everything the rules read. Built by :func:`ortlab.doctor`; tests build it by hand."""
+    """Everything the rules read, assembled once by :func:`ortlab.doctor` when its stages are
+    done (:meth:`assemble`); tests build it by hand."""
 
     model_name: str
     requested: SessionConfig
     report: SessionReport
     op_counts: dict[str, int]
     baseline_ms: float
+    """The baseline's median run in the screen (profiling off), or the profiled median when
+    the screen did not time it."""
     symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
     """Input name → its symbolic dim names (after free_dimension_overrides)."""
     op_time_share: dict[str, float] = field(default_factory=dict)
@@ -276,6 +314,43 @@ class Facts:
     allocator: dict[str, float] = field(default_factory=dict)
     """ORT's own allocator over the baseline's last profiled run: arena_bytes (held by the
     arena at the end), peak_bytes (peak in use)."""
+
+    @classmethod
+    def assemble(
+        cls,
+        seen: Observed,
+        *,
+        measured: dict[str, Measured],
+        fusion: TransformerFusion,
+        footprint: Any,
+        quant_fixes: dict[str, FixTried],
+        variant_signals: list[Any],
+        failures: list[CandidateFailure],
+        other_cpu: dict[str, float],
+        logical_cpus: int,
+    ) -> Facts:
+        """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
+        baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
+        return cls(
+            model_name=seen.model_name, requested=seen.requested, report=seen.report,
+            op_counts=seen.op_counts, baseline_ms=baseline_ms(seen, measured),
+            symbolic_inputs=seen.symbolic_inputs, op_time_share=seen.op_time_share,
+            profiled_ms=seen.profiled_ms, placement=seen.placement,
+            initializer_blocker=seen.initializer_blocker,
+            attention_reason=fusion.attention_reason, transformer_fused=fusion.fused,
+            measured=measured, variant_signals=variant_signals, cores=seen.cores,
+            min_cosine=seen.min_cosine, predicted=seen.predicted,
+            predicted_fixed=seen.predicted_fixed, failures=failures, other_cpu=other_cpu,
+            logical_cpus=logical_cpus, quant_fixes=quant_fixes, footprint=footprint,
+            allocator=seen.allocator,
+        )  # fmt: skip
+
+
+def baseline_ms(seen: Observed, measured: dict[str, Measured]) -> float:
+    """The baseline's latency as the doctor knows it so far: its median in the screen
+    (profiling off) once timed, the profiled median before."""
+    base = measured.get("baseline")
+    return base.p50_ms if base is not None else seen.profiled_ms
 
 
 def measured_gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:

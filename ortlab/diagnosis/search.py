@@ -52,10 +52,12 @@ from ortlab.diagnosis.facts import (
     Candidate,
     CandidateFailure,
     CandidateKey,
-    Facts,
     FixTried,
     Kind,
     Measured,
+    Observed,
+    TransformerFusion,
+    baseline_ms,
     candidate_key,
     measured_row,
     with_cosine,
@@ -111,6 +113,9 @@ class Search:
         self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
         self.latencies: dict[str, list[int]] = {}
         self.failures: list[CandidateFailure] = []
+        self.measured: dict[str, Measured] = {}
+        """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
+        self.quant_fixes: dict[str, FixTried] = {}
 
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.t0)
@@ -137,8 +142,9 @@ class Search:
 
     # -- observe ----------------------------------------------------------------
 
-    def observe(self) -> Facts:
-
+    def observe(self) -> Observed:
+        """Profile the baseline; the placement join when an accelerator EP loaded; the what-if
+        partition of a requested NPU EP that did not load here."""
         m, cfg = self.m, self.cfg
         prof = profile(
             m, cfg, self.feeds, runs=5, warmup=2, progress=False, timeout=self.call_timeout()
@@ -147,87 +153,96 @@ class Search:
         report = prof.report
         assert report is not None  # profile() always attaches the session's report
         shares = prof.by_op_type().groupby("op_type")["share"].sum().to_dict()
-        facts = Facts(
+        pl = None
+        if any(p != "CPUExecutionProvider" for p in report.active):
+            pl = placement(m, cfg, self.feeds, runs=3, progress=False, timeout=self.call_timeout())
+        mem = prof.memory()
+        allocator = {"arena_bytes": float(mem["arena_bytes"].iloc[-1]),
+                     "peak_bytes": float(mem["peak_bytes"].max())} if len(mem) else {}  # fmt: skip
+        symbolic = unfixed_dims(m, cfg.free_dimension_overrides)
+        predicted, predicted_fixed = self._predict(report.missing, bool(symbolic))
+        return Observed(
             model_name=m.name,
             requested=cfg,
             report=report,
             op_counts=dict(m.summary.op_types),
-            baseline_ms=float(np.median(prof.data.run_us)) / 1e3,
-            symbolic_inputs=unfixed_dims(m, cfg.free_dimension_overrides),
-            op_time_share={str(k): float(v) for k, v in shares.items()},
             profiled_ms=float(np.median(prof.data.run_us)) / 1e3,
+            symbolic_inputs=symbolic,
+            op_time_share={str(k): float(v) for k, v in shares.items()},
+            placement=pl,
             initializer_blocker=initializer_input_blocker(m),
             cores=physical_cores(),
             min_cosine=self.min_cosine,
+            allocator=allocator,
+            predicted=predicted,
+            predicted_fixed=predicted_fixed,
         )
-        if any(p != "CPUExecutionProvider" for p in report.active):
-            facts.placement = placement(
-                m, cfg, self.feeds, runs=3, progress=False, timeout=self.call_timeout()
-            )
-        mem = prof.memory()
-        if len(mem):
-            facts.allocator = {"arena_bytes": float(mem["arena_bytes"].iloc[-1]),
-                               "peak_bytes": float(mem["peak_bytes"].max())}  # fmt: skip
-        self._predict(facts)
-        return facts
 
-    def memory(self, facts: Facts) -> None:
+    def memory(self) -> Any:
         """The session's resident memory and each memory setting's, in fresh processes; the
         settings that lower the peak enough to matter are then timed like any candidate."""
         if self.left() < 0:
             self.notes.append("the memory footprint was not measured: the time budget was used up")
-            return
-        facts.footprint = self.guarded(
+            return None
+        return self.guarded(
             "the memory footprint", "memory",
             lambda: footprint(self.m, self.cfg, self.feeds, repeats=MEMORY_REPEATS, runs=2,
                               progress=False, timeout=self.call_timeout()),
             "ortlab.footprint(model)",
         )  # fmt: skip
 
-    def _predict(self, facts: Facts) -> None:
+    def _predict(self, missing: Sequence[Any], symbolic: bool) -> tuple[Any, Any]:
         """A requested NPU EP that does not run here (QNN, NNAPI, CoreML, OpenVINO): predict
         its partition with ``ortlab.whatif`` (its real compiler where one runs without the
         device), as exported and at the timed shapes, so the rules can say why nodes fall
-        back and what fixing the shapes gains."""
-        missing = [i.provider.split(":")[0] for i in facts.report.missing]
-        targets = [t for t, ep in WHATIF_TARGETS.items() if ep in missing]
+        back and what fixing the shapes gains. (None, None) when none was requested."""
+        eps = [i.provider.split(":")[0] for i in missing]
+        targets = [t for t, ep in WHATIF_TARGETS.items() if ep in eps]
         if not targets:
-            return
-        facts.predicted = self.guarded(
+            return None, None
+        predicted = self.guarded(
             f"the what-if partition for {', '.join(targets)}", "observe",
             lambda: whatif(self.m, targets, progress=False, timeout=self.call_timeout()),
         )  # fmt: skip
-        if facts.predicted is not None and facts.symbolic_inputs:
-            facts.predicted_fixed = self.guarded(
-                "the what-if partition at the timed shapes", "observe",
-                lambda: whatif(self.m, targets, feeds=self.feeds, progress=False,
-                               timeout=self.call_timeout()),
-            )  # fmt: skip
+        if predicted is None or not symbolic:
+            return predicted, None
+        return predicted, self.guarded(
+            "the what-if partition at the timed shapes", "observe",
+            lambda: whatif(self.m, targets, feeds=self.feeds, progress=False,
+                           timeout=self.call_timeout()),
+        )  # fmt: skip
 
     # -- candidates -------------------------------------------------------------
 
     def candidates(
-        self, facts: Facts, user_variants: Sequence[Any], *, quantize: bool, transformers: bool
-    ) -> list[Item]:
+        self,
+        seen: Observed,
+        user_variants: Sequence[Any],
+        *,
+        footprint: Any = None,
+        quantize: bool,
+        transformers: bool,
+    ) -> tuple[list[Item], TransformerFusion]:
         """The baseline, the settings worth timing and the model variants worth building
-        (:mod:`ortlab.diagnosis.candidates`)."""
-        items = setting_candidates(self.m, self.cfg, facts)
+        (:mod:`ortlab.diagnosis.candidates`), and what the transformers optimizer fused."""
+        items = setting_candidates(self.m, self.cfg, seen, footprint)
         ref = variant_config(self.cfg)
-        built = variant_candidates(self, facts, user_variants, quantize=quantize,
-                                   transformers=transformers)  # fmt: skip
-        return items + [Candidate(key, variant, ref, steps) for key, variant, steps in built]
+        built, fusion = variant_candidates(self, seen, user_variants, quantize=quantize,
+                                           transformers=transformers)  # fmt: skip
+        return items + [Candidate(k, variant, ref, steps) for k, variant, steps in built], fusion
 
     def variant_config(self) -> SessionConfig:
         return variant_config(self.cfg)
 
     # -- measuring --------------------------------------------------------------
 
-    def _plan(self, n_items: int, facts: Facts, share: float, what: str) -> tuple[int, int]:
+    def _plan(self, n_items: int, seen: Observed, share: float, what: str) -> tuple[int, int]:
         """Runs per measurement and rounds (at most ``max_rounds``) that fit ``share`` of the
         remaining budget. Runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds; when
         even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
         and a note says its candidates get no verdict."""
-        per_run, build = max(facts.baseline_ms, 0.01) / 1e3, facts.report.create_ms / 1e3
+        per_run = max(baseline_ms(seen, self.measured), 0.01) / 1e3
+        build = seen.report.create_ms / 1e3
         available = max(self.left() * share - n_items * build, 0.0)
         runs, rounds = plan_rounds(n_items, per_run, available, self.max_rounds)
         if rounds < MIN_ROUNDS:
@@ -247,7 +262,6 @@ class Search:
         """Median ms per round (rows) and candidate (columns) of the candidates that ran, and
         those candidates. The ones the worker could not build or run (its ``failed``) are
         recorded as failures and left out."""
-
         out = measure_interleaved(
             [(mm, c) for _, mm, c, _ in items], self.feeds, rounds=rounds, runs=runs, desc=desc,
             context=f"of {self.m.name!r} ({len(items)} candidates)", progress=self.progress,
@@ -269,10 +283,10 @@ class Search:
             self.latencies.setdefault(key, []).extend(times)
         return med, kept
 
-    def screen(self, items: list[Item], facts: Facts) -> list[Item]:
+    def screen(self, items: list[Item], seen: Observed) -> list[Item]:
         """Stage 1: every candidate, MIN_ROUNDS rounds; stage 2: the survivors, more rounds.
         Returns the candidates that ran (the failed ones are left out)."""
-        runs, rounds = self._plan(len(items), facts, 0.35, "the screen")
+        runs, rounds = self._plan(len(items), seen, 0.35, "the screen")
         self.runs = runs
         first_n = min(rounds, MIN_ROUNDS)
         first, items = self._time(items, first_n, runs, f"doctor: screen {len(items)} candidates")
@@ -298,12 +312,10 @@ class Search:
             lost = {it[0] for it in keep} - {it[0] for it in ran}
             items = [it for it in items if it[0] not in lost]
             self.rounds += more
-        self._record_screen(items, medians, facts)
+        self._record_screen(items, medians)
         return items
 
-    def _record_screen(
-        self, items: list[Item], medians: dict[str, list[float]], facts: Facts
-    ) -> None:
+    def _record_screen(self, items: list[Item], medians: dict[str, list[float]]) -> None:
         ref = self._ref_index(items)
         for k, (key, mm, c, steps) in enumerate(items):
             b = _base(items, k, ref)
@@ -311,18 +323,9 @@ class Search:
             n = min(len(medians[key]), len(base))  # pruned ones stop after the first rounds
             v = paired_ratio(base[:n], medians[key][:n])
             p50 = float(np.median(np.asarray(self.latencies[key]) / 1e6))
-            facts.measured[key] = measured_row(
-                key,
-                mm,
-                c,
-                steps,
-                v,
-                p50=p50,
-                stage="screen",
-                against=items[b][0],
-                variant=self._variant(mm),
-            )
-        facts.baseline_ms = facts.measured["baseline"].p50_ms
+            self.measured[key] = measured_row(key, mm, c, steps, v, p50=p50, stage="screen",
+                                              against=items[b][0],
+                                              variant=self._variant(mm))  # fmt: skip
 
     def _accurate(self, v: Measured) -> bool:
         """Output cosine >= min_cosine; NaN means the same model under other settings (not
@@ -339,7 +342,7 @@ class Search:
                 return k
         return 0
 
-    def accuracy(self, items: list[Item], facts: Facts, eval_data: Any) -> None:
+    def accuracy(self, items: list[Item], eval_data: Any) -> None:
         """Output cosine of every model variant against the original, on the same samples."""
 
         # At the shapes that are timed: the feeds' own (the caller's first), never defaults.
@@ -347,26 +350,26 @@ class Search:
         self.outputs["baseline"] = self._outputs(self.m, self.cfg)
         self.notes += degenerate_notes(self.outputs["baseline"])
         for key, mm, c, _ in items:
-            if mm is self.m or key not in facts.measured:
+            if mm is self.m or key not in self.measured:
                 continue
             got = self.guarded(
                 f"the accuracy of {key}", "accuracy", functools.partial(self._outputs, mm, c)
             )
             if got is None:  # the variant does not run on the samples: never the best
-                facts.measured[key] = with_cosine(facts.measured[key], 0.0)
+                self.measured[key] = with_cosine(self.measured[key], 0.0)
                 continue
             self.outputs[key] = got
-            facts.measured[key] = with_cosine(facts.measured[key], self._cosine(key))
+            self.measured[key] = with_cosine(self.measured[key], self._cosine(key))
 
-    def fix_quantization(self, items: list[Item], facts: Facts) -> list[Item]:
+    def fix_quantization(self, items: list[Item], seen: Observed) -> list[Item]:
         """For each int8 variant below ``min_cosine``: the variants that spare its worst nodes
         (``quantization_error(...).fix``), timed interleaved with the original and the full
         variant, and scored on the same samples. Returns ``items`` with the fixes added, so
         the combination stage can pick one like any candidate."""
         low = [it for it in items
                if it.parsed.is_variant and it.parsed.arg in QUANTIZED
-               and it.key in facts.measured
-               and not self._accurate(facts.measured[it.key])]  # fmt: skip
+               and it.key in self.measured
+               and not self._accurate(self.measured[it.key])]  # fmt: skip
         for key, q, c, _ in low:
             if self.left() < 0:
                 self.notes.append(f"no fix tried for {key}: the time budget was used up")
@@ -384,9 +387,9 @@ class Search:
                 fkey = f"{key}-{tag}{len(fix.nodes)}"
                 fixes.append(Candidate(fkey, v, c, list(v.variant.steps)))
                 spared[fkey] = how
-            facts.quant_fixes[key] = FixTried(list(fix.nodes), spared)
+            self.quant_fixes[key] = FixTried(list(fix.nodes), spared)
             ref = Candidate(Kind.ORIGINAL.value, self.m, c, [])
-            runs, rounds = self._plan(len(fixes) + 2, facts, 0.15, f"the fixes of {key}")
+            runs, rounds = self._plan(len(fixes) + 2, seen, 0.15, f"the fixes of {key}")
             med, ran = self._time([ref, Candidate(key, q, c, []), *fixes], rounds, runs,
                                   f"doctor: fixes of {key}")  # fmt: skip
             for j, (fkey, v, fc, steps) in enumerate(ran[2:], start=2):
@@ -397,7 +400,7 @@ class Search:
                                    functools.partial(self._outputs, v, fc))  # fmt: skip
                 if got is not None:
                     self.outputs[fkey] = got
-                facts.measured[fkey] = with_cosine(row, self._cosine(fkey) if got else 0.0)
+                self.measured[fkey] = with_cosine(row, self._cosine(fkey) if got else 0.0)
                 items.append(Candidate(fkey, v, fc, steps))
         return items
 
@@ -406,7 +409,6 @@ class Search:
         return err.fix(n=QUANT_FIX_NODES, timeout=self.call_timeout())
 
     def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
-
         out: list[dict[str, np.ndarray]] = run_task(
             tasks.outputs_many,
             Via(
@@ -426,9 +428,9 @@ class Search:
         """The lowest output cosine of ``key`` against the baseline's outputs."""
         return lowest_cosine(self.outputs["baseline"], self.outputs[key])
 
-    def combine(self, items: list[Item], facts: Facts) -> None:
+    def combine(self, items: list[Item], seen: Observed) -> None:
         """Stage 3: the winners of each dimension together, re-measured with the best singles."""
-        meas = facts.measured
+        meas = self.measured
         # Promising, not only significant: the screen's point estimate says faster. The final
         # stage re-measures every combination against the baseline, and only what is
         # significantly faster there can become the best.
@@ -474,17 +476,17 @@ class Search:
                 "used up (raise budget_s)"
             )
             return
-        self._verify(finals, facts)
+        self._verify(finals, seen)
 
-    def _verify(self, finals: list[Item], facts: Facts) -> None:
+    def _verify(self, finals: list[Item], seen: Observed) -> None:
         """Time the final candidates against the baseline (column 0) and record them with
         their output cosine; one whose outputs cannot be computed is a failure."""
-        runs, rounds = self._plan(len(finals), facts, 0.6, "the combination")
+        runs, rounds = self._plan(len(finals), seen, 0.6, "the combination")
         med, finals = self._time(finals, rounds, runs, "doctor: verify the combination")
         # per candidate, its rounds and the baseline's rounds of the same calls (extensions
         # time the baseline with the undecided candidates only)
         cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
-        self._settle(finals, cols, runs, facts)
+        self._settle(finals, cols, runs, seen)
         for key, mm, c, steps in finals[1:]:
             v = paired_ratio(*cols[key])
             p50 = float(np.median(cols[key][1]))
@@ -496,25 +498,16 @@ class Search:
             if outputs is None:
                 continue
             self.outputs[key] = outputs
-            row = measured_row(
-                key,
-                mm,
-                c,
-                steps,
-                v,
-                p50=p50,
-                stage="final",
-                against="baseline",
-                variant=self._variant(mm),
-            )
-            facts.measured[key] = with_cosine(row, self._cosine(key))
+            row = measured_row(key, mm, c, steps, v, p50=p50, stage="final", against="baseline",
+                               variant=self._variant(mm))  # fmt: skip
+            self.measured[key] = with_cosine(row, self._cosine(key))
 
     def _settle(
         self,
         finals: list[Item],
         cols: dict[str, tuple[list[float], list[float]]],
         runs: int,
-        facts: Facts,
+        seen: Observed,
     ) -> None:
         """While the budget allows, more interleaved rounds for the candidates whose interval
         is too wide to decide: it still allows a gain beyond the noise band and does not show
@@ -525,7 +518,7 @@ class Search:
             if not open_:
                 return
             items = [finals[0], *open_]
-            per_round = len(items) * runs * max(facts.baseline_ms, 0.01) / 1e3
+            per_round = len(items) * runs * max(baseline_ms(seen, self.measured), 0.01) / 1e3
             rounds = min(int(self.left() * 0.9 / max(per_round, 1e-6)), 4 * MIN_ROUNDS)
             if rounds < 2:
                 self.notes.append(
@@ -559,24 +552,28 @@ class Search:
             changes["io_binding"] = True
         return changes
 
-    def explain_slow(self, items: list[Item], facts: Facts) -> None:
+    def explain_slow(self, items: list[Item]) -> list[Any]:
         """Profile each slower model variant so the rules can say why it is slower (a variant
-        that cannot be profiled is a failure, and the others are still explained)."""
+        that cannot be profiled is a failure, and the others are still explained): the
+        ``ortlab.analysis.variants.Signal`` objects."""
         slow = [
             (key, mm, c)
             for key, mm, c, _ in items
             if CandidateKey.parse(key).is_variant
-            and key in facts.measured
-            and facts.measured[key].slower
+            and key in self.measured
+            and self.measured[key].slower
         ]
+        signals: list[Any] = []
         for key, mm, c in slow:
-            what = f"profiling the slower {facts.measured[key].variant}"
-            self.guarded(what, "explain", functools.partial(self._explain, key, mm, c, facts))
+            what = f"profiling the slower {self.measured[key].variant}"
+            signals += self.guarded(what, "explain",
+                                    functools.partial(self._explain, key, mm, c)) or []  # fmt: skip
+        return signals
 
-    def _explain(self, key: str, mm: Model, c: SessionConfig, facts: Facts) -> None:
-        meas = facts.measured[key]
+    def _explain(self, key: str, mm: Model, c: SessionConfig) -> list[Any]:
+        meas = self.measured[key]
         v = Verdict(meas.ratio, meas.low, meas.high, meas.confidence, meas.rounds, NOISE_BAND)
-        facts.variant_signals.extend(explain_variant(
+        return list(explain_variant(
             self.m, mm, c, self.feeds, verdict=(v, meas.verdict), label=meas.variant,
             latencies=(self.latencies["baseline"], self.latencies[key]),
             outputs=(self.outputs["baseline"], self.outputs.get(key, self.outputs["baseline"])),
@@ -584,10 +581,10 @@ class Search:
             timeout=self.call_timeout(),
         ))  # fmt: skip
 
-    def best(self, facts: Facts) -> Best:
+    def best(self, measured: dict[str, Measured]) -> Best:
         """The fastest accurate candidate significantly faster than the baseline
         (:func:`~ortlab.diagnosis.best.best_of`)."""
-        return best_of(facts.measured, self.cfg, str(self.m.path), self._accurate)
+        return best_of(measured, self.cfg, str(self.m.path), self._accurate)
 
 
 def _base(items: list[Item], k: int, ref: int) -> int:

@@ -19,42 +19,18 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-import importlib.util
-import pkgutil
-from dataclasses import dataclass, field
 from typing import Any
 
-from ortlab.core.eps import PLUGIN_PACKAGES
+from ortlab.core.eps import plugin_modules
 from ortlab.core.errors import error_text
+from ortlab.core.runtime import PluginEP
 
 __all__ = ["PluginEP", "device_type", "plugin_devices", "plugin_modules", "registered"]
-
-
-@dataclass(frozen=True)
-class PluginEP:
-    name: str
-    """The EP's name as ORT knows it (``QNNExecutionProvider``)."""
-    module: str
-    version: str
-    library: str
-    error: str = ""
-    """Why registration failed, or ''."""
-    devices: list[str] = field(default_factory=list)
-    """Device types it listed after registration (``CPU``, ``GPU``, ``NPU``)."""
 
 
 def device_type(ep_device: Any) -> str:
     """An ``OrtEpDevice``'s hardware type: ``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
     return str(ep_device.device.type).rsplit(".", 1)[-1]
-
-
-def plugin_modules() -> list[str]:
-    """Known plugin packages plus any installed ``onnxruntime_ep_*`` module."""
-    found = [m for m in PLUGIN_PACKAGES if importlib.util.find_spec(m) is not None]
-    for info in pkgutil.iter_modules():
-        if info.name.startswith("onnxruntime_ep_") and info.name not in found:
-            found.append(info.name)
-    return found
 
 
 def _version(module: str) -> str:

@@ -10,43 +10,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from ortlab.core import runtime as _core
-from ortlab.core.runtime import Device, RuntimeLimits
-from ortlab.engine.plugins import PluginEP
+from ortlab.core.runtime import Device, Providers, RuntimeLimits
 from ortlab.engine.runtime import measure_limits
 
 __all__ = ["Providers", "devices", "limits", "measure_providers", "providers"]
 
 _TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class Providers:
-    """The execution providers of the onnxruntime ortlab runs (the worker's), as
-    ``ortlab.providers()`` and ``ortlab providers`` show them."""
-
-    ort_version: str
-    in_build: tuple[str, ...]
-    """``ort.get_available_providers()`` once the plugin EPs are registered."""
-    loadable: tuple[str, ...]
-    """Those a trial session really loaded here, best first (what ``providers='auto'`` takes)."""
-    reasons: tuple[str, ...]
-    """Why each was taken or not."""
-    plugins: tuple[PluginEP, ...]
-    devices: tuple[Device, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "onnxruntime": self.ort_version,
-            "in_build": list(self.in_build),
-            "loadable": list(self.loadable),
-            "reasons": list(self.reasons),
-            "plugins": [asdict(p) for p in self.plugins],
-            "devices": [asdict(d) for d in self.devices],
-        }
 
 
 def measure_providers(progress: Any = None) -> Providers:  # noqa: ARG001 - task signature

@@ -23,8 +23,8 @@ from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
 from ortlab.core.model import ModelSummary
+from ortlab.core.sessionreport import SessionReport
 from ortlab.diagnosis.doctor import DoctorResult
-from ortlab.engine.session import SessionReport
 from ortlab.views import plots, render, render_cost, render_more, report, snippet
 
 RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [

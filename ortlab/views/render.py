@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.benchmark import BenchmarkResult
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.core.model import ModelSummary
-    from ortlab.engine.session import SessionReport
+    from ortlab.core.sessionreport import SessionReport
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MAX_CELL = 200

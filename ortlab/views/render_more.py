@@ -26,8 +26,8 @@ from ortlab.views.render import (
 )
 
 if TYPE_CHECKING:
-    from ortlab.engine.providers import Providers
-    from ortlab.engine.session import SessionReport
+    from ortlab.core.runtime import Providers
+    from ortlab.core.sessionreport import SessionReport
 
 
 # ---------------------------------------------------------------- optimization

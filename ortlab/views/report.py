@@ -19,18 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ortlab.analysis.benchmark import environment
-from ortlab.analysis.optimization import optimization_diff
-from ortlab.analysis.placement import placement as run_placement
-from ortlab.analysis.profiling import profile as run_profile
+from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
-from ortlab.core.eps import COMPILING_EPS
-from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.stats import MIN_ROUNDS, interval_text
-from ortlab.engine.calls import as_config, prepare
-from ortlab.engine.providers import providers
+from ortlab.core.stats import interval_text
 from ortlab.views import plots
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import page_module, state_block
@@ -292,8 +285,8 @@ def _measured_on_html(
     return "".join(lines)
 
 
-def _environment_html(recorded: list[tuple[str, dict[str, str]]], here: dict[str, str]) -> str:
-    here_eps = providers()
+def _environment_html(recorded: list[tuple[str, dict[str, str]]], machine: ThisMachine) -> str:
+    here, here_eps = machine.environment, machine.providers
     headers = ["", *(f"measured on ({names})" for names, _ in recorded),
                "this machine (wrote the report)"]  # fmt: skip
     keys = list(dict.fromkeys([*_ENV_KEYS, *(k for _, e in recorded for k in e), *here]))
@@ -306,7 +299,7 @@ def _environment_html(recorded: list[tuple[str, dict[str, str]]], here: dict[str
     rows.append(["available EPs", *pad, ", ".join(here_eps.in_build)])
     rows.append(["devices", *pad, "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}"
                                             for d in here_eps.devices) or "—"])  # fmt: skip
-    rows.append(["CPU flags", *pad, ", ".join(cpu_flags()) or "—"])
+    rows.append(["CPU flags", *pad, ", ".join(machine.cpu_flags) or "—"])
     return table_html(headers, rows)
 
 
@@ -375,11 +368,13 @@ def report_html(
     whatif: Any = None,
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
+    machine: ThisMachine | None = None,
 ) -> str:
-    """The report as one HTML string (see :func:`report`); nothing is computed here.
+    """The report as one HTML string (see :func:`report`); nothing is measured here.
 
     ``measured_here``: for results :func:`report` measured itself on this machine ('profile',
-    'optimization'), the inputs they ran on (shapes text, synthetic)."""
+    'optimization'), the inputs they ran on (shapes text, synthetic); ``machine``: the machine
+    writing the report (default: this one, asked now)."""
     from plotly.offline import get_plotlyjs
 
     own = {k: _Inputs(*v) for k, v in (measured_here or {}).items()}
@@ -434,9 +429,10 @@ def report_html(
                             "<div id='ortlab-root'></div>"
                             "<div><i>Click a node for its details, a group to open it; f fits, "
                             "/ searches.</i></div>"))  # fmt: skip
-    here = environment()
+    machine = machine if machine is not None else this_machine()
+    here = machine.environment
     recorded = _recorded({"doctor": doctor, "benchmark": benchmark})
-    sections.append(("Environment", _environment_html(recorded, here)))
+    sections.append(("Environment", _environment_html(recorded, machine)))
     heading = title or f"ortlab report: {model.name}"
     nav = " · ".join(f"<a href='#s{i}'>{esc(name)}</a>" for i, (name, _) in enumerate(sections))
     body = "".join(f"<section id='s{i}'><h2>{esc(name)}</h2>{html}</section>"
@@ -487,34 +483,12 @@ def report(
     and time) and optimization diff are measured (the doctor's are reused)."""
 
     m = load(model)
-    here: dict[str, tuple[str, bool]] = {}
-    if compute:
-        cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
-        cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
-        providers = () if cfg.providers == "auto" else cfg.providers
-        todo_join = placement is None and getattr(doctor, "placement", None) is None
-        todo_profile = profile is None and getattr(doctor, "profile", None) is None
-        todo_levels = optimization is None and not set(providers) & set(COMPILING_EPS)
-        if todo_join or todo_profile or todo_levels:
-            # the feeds profile and optimization_diff build: said next to their figures
-            _, _, f = prepare(m, cfg, feeds)
-            inputs = (f.describe(), f.synthetic)
-        if todo_join:  # one profiled session: the per-node join (graph) and the profile
-            placement = run_placement(m, cfg, feeds, runs=10, progress=progress)
-            here["placement"] = inputs
-            if todo_profile:
-                profile, todo_profile = placement.profile, False
-                here["profile"] = inputs
-        if todo_profile:
-            profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
-            here["profile"] = inputs
-        if todo_levels:
-            optimization = optimization_diff(m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5,
-                                             progress=progress)  # fmt: skip
-            here["optimization"] = inputs
-    text = report_html(m, doctor, profile=profile, placement=placement, optimization=optimization,
-                       compare=compare, benchmark=benchmark, history=history, whatif=whatif,
-                       measured_here=here)  # fmt: skip
+    got = gather(m, doctor, config=config, feeds=feeds, profile=profile, placement=placement,
+                 optimization=optimization, compute=compute, levels=levels,
+                 progress=progress)  # fmt: skip
+    text = report_html(m, doctor, profile=got.profile, placement=got.placement,
+                       optimization=got.optimization, compare=compare, benchmark=benchmark,
+                       history=history, whatif=whatif, measured_here=got.measured_here)  # fmt: skip
     out = Path(path)
     out.write_text(text, encoding="utf-8")
     return out

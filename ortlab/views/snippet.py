@@ -1,11 +1,11 @@
 """Plain-onnxruntime Python for a SessionConfig, written from the same
-:class:`~ortlab.engine.options.OrtOptions` the engine applies."""
+:class:`~ortlab.core.options.OrtOptions` the engine applies."""
 
 from __future__ import annotations
 
 from ortlab.core.config import SessionConfig
-from ortlab.engine.options import DeviceChoice, Enum, ort_options
-from ortlab.engine.plugins import plugin_modules
+from ortlab.core.eps import plugin_modules
+from ortlab.core.options import DeviceChoice, Enum, ort_options
 
 __all__ = ["config_snippet"]
 

@@ -23,14 +23,12 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
+from ortlab.analysis.labrun import BEST, Choice, LabRunner
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.core.inputs import resolve_dims, validate_feeds
-from ortlab.engine.calls import fitted_dims
-from ortlab.engine.providers import providers
-from ortlab.views.labrun import BEST, Choice, LabRunner
 from ortlab.views.render import esc, fused_map
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
@@ -129,7 +127,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _build_controls(self, runs: int) -> None:
         # the EPs measured in the worker: the Lab's kernel runs no ORT session
         self.controls = c = LabControls(self.model, self.feeds, self._dims_given, runs,
-                                        providers())  # fmt: skip
+                                        ortlab.providers())  # fmt: skip
         self._hold = False
         self._offer_optimizers(tuple(self._base.disabled_optimizers))
         for control in c.settings:
@@ -172,7 +170,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if self.feeds is not None:
             return "feeds " + self.feeds.shapes_text()
         box = self._dims() or {}
-        used = fitted_dims(self.model, box)  # a guessed image size the model refuses: refitted
+        used = self.runner.fitted_dims(box)  # a guessed image size the model refuses: refitted
         # dims ortlab chose (guessed or defaults) stay chosen while the box shows its value
         self._auto_dims = {
             **{n: v for n, v in self._auto_dims.items() if box.get(n) == v},
@@ -232,7 +230,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._show("Doctor", t.doctor_bar)
 
     def _overview(self) -> None:
-        eps = providers()
+        eps = ortlab.providers()
         devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in eps.devices)
         info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
         self._show("Overview", self.model.summary, info)

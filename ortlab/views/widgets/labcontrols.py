@@ -10,14 +10,14 @@ from typing import Any
 
 import ipywidgets as w
 
+from ortlab.analysis.labrun import BEST, VARIANTS
 from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
-from ortlab.engine.providers import Providers
-from ortlab.views.labrun import BEST, VARIANTS
+from ortlab.core.runtime import Providers
 from ortlab.views.render import esc
 
 __all__ = ["LabControls", "TabControls"]

@@ -5,8 +5,8 @@ A :class:`Choice` is the controls' state (session config, model variant, dims, r
 (per variant, per-channel, transformers optimizer and, for static int8, the shapes it was
 calibrated at), the inputs synthesized once per dims, then the placement join (profiling on)
 and the benchmark (profiling off) at those inputs. The widget (``ortlab.views.widgets.lab``)
-only turns controls into choices and results into tabs; scripts and tests can drive the runs
-directly.
+only turns controls into choices and results into tabs, asking the runner for whatever needs the
+engine (the dims a model runs at); scripts and tests can drive the runs directly.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.quantization import quantize, to_fp16
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.core.config import SessionConfig
-from ortlab.core.inputs import Feeds
+from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.model import Model, load
+from ortlab.engine.calls import fitted_dims
 
 __all__ = ["BEST", "INT8_VARIANTS", "VARIANTS", "Choice", "LabRun", "LabRunner"]
 
@@ -84,6 +85,11 @@ class LabRunner:
     def inputs(self, dims: Mapping[str, int] | None) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
         return {"feeds": self.feeds} if self.feeds is not None else {"dims": dims}
+
+    def fitted_dims(self, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
+        """The dims the model runs at for the dims box's ``dims``: a guessed image size the
+        model refuses is refitted (``engine.calls.fitted_dims``)."""
+        return fitted_dims(self.model, dims)
 
     def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> dict[str, Any]:
         """What a run's placement and benchmark take: the Lab's feeds, or feeds synthesized

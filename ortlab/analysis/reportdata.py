@@ -1,0 +1,92 @@
+"""What the report measures before it renders: the placement join, profile and optimization
+diff a report lacks (the doctor's reused), with the inputs they ran on, and the machine writing
+the report. :mod:`ortlab.views.report` only renders what these functions return."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.analysis.benchmark import environment
+from ortlab.analysis.optimization import optimization_diff
+from ortlab.analysis.placement import placement as run_placement
+from ortlab.analysis.profiling import profile as run_profile
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.machine import cpu_flags
+from ortlab.core.model import Model
+from ortlab.core.runtime import Providers
+from ortlab.core.stats import MIN_ROUNDS
+from ortlab.engine.calls import as_config, prepare
+from ortlab.engine.providers import providers
+
+__all__ = ["ReportInputs", "ThisMachine", "gather", "this_machine"]
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """The results a report shows, the ones it measured itself included."""
+
+    profile: Any = None
+    placement: Any = None
+    optimization: Any = None
+    measured_here: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    """For each result measured here ('placement', 'profile', 'optimization'): the inputs it
+    ran on (shapes text, synthetic)."""
+
+
+@dataclass(frozen=True)
+class ThisMachine:
+    """The machine writing the report, for its Environment section."""
+
+    environment: dict[str, str]
+    providers: Providers
+    cpu_flags: list[str]
+
+
+def this_machine() -> ThisMachine:
+    return ThisMachine(environment(), providers(), list(cpu_flags()))
+
+
+def gather(
+    m: Model,
+    doctor: Any = None,
+    *,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    profile: Any = None,
+    placement: Any = None,
+    optimization: Any = None,
+    compute: bool = True,
+    levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
+    progress: bool | Callable[[int, int], None] = False,
+) -> ReportInputs:
+    """The results given, and with ``compute`` the missing placement join (whose profile is the
+    report's profile) and optimization diff measured (the doctor's are reused)."""
+    here: dict[str, tuple[str, bool]] = {}
+    if compute:
+        cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
+        cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
+        chosen = () if cfg.providers == "auto" else cfg.providers
+        todo_join = placement is None and getattr(doctor, "placement", None) is None
+        todo_profile = profile is None and getattr(doctor, "profile", None) is None
+        todo_levels = optimization is None and not set(chosen) & set(COMPILING_EPS)
+        if todo_join or todo_profile or todo_levels:
+            # the feeds profile and optimization_diff build: said next to their figures
+            _, _, f = prepare(m, cfg, feeds)
+            inputs = (f.describe(), f.synthetic)
+        if todo_join:  # one profiled session: the per-node join (graph) and the profile
+            placement = run_placement(m, cfg, feeds, runs=10, progress=progress)
+            here["placement"] = inputs
+            if todo_profile:
+                profile, todo_profile = placement.profile, False
+                here["profile"] = inputs
+        if todo_profile:
+            profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
+            here["profile"] = inputs
+        if todo_levels:
+            optimization = optimization_diff(m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5,
+                                             progress=progress)  # fmt: skip
+            here["optimization"] = inputs
+    return ReportInputs(profile, placement, optimization, here)
