@@ -447,11 +447,14 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
-    def call(task: str, kwargs: dict[str, Any], **_: Any) -> dict[str, Any]:
+    from ortlab.engine.replies import InterleavedReply
+
+    def call(task: str, kwargs: dict[str, Any], **_: Any) -> InterleavedReply:
         assert task == "ortlab.engine.tasks_timing:interleaved"
         out = answers.pop(0)
         assert len(out["medians_ns"]) == kwargs["rounds"]
-        return {"reports": [None] * len(kwargs["items"]), **out}  # no session: no report
+        no_report = [None] * len(kwargs["items"])  # no session: no report
+        return InterleavedReply(**{"reports": no_report, "failed": {}, **out})
 
     monkeypatch.setattr("ortlab.engine.calls.call", call)  # measure_interleaved's worker call
 

@@ -33,6 +33,7 @@ from ortlab.engine.calls import (
     prepare,
 )
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import SavedLevel
 
 __all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
 
@@ -117,8 +118,8 @@ def ablate_optimizers(
     folder = cache.subdir("ablation") / f"{m.name[:40]}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
 
-    def optimized(c: SessionConfig, tag: str) -> dict[str, Any]:
-        out: dict[str, Any] = run_task(
+    def optimized(c: SessionConfig, tag: str) -> SavedLevel:
+        return run_task(
             tasks.optimize_levels,
             Via(
                 desc=f"optimize {m.name} {tag}",
@@ -132,18 +133,17 @@ def ablate_optimizers(
             levels=[c.level],
             folder=str(folder / tag),
         )[c.level]
-        return out
 
     (folder / "base").mkdir(exist_ok=True)
     base = optimized(cfg, "base")
-    check_report(base["report"], cfg, m)
-    fired: dict[str, int] = dict(base["report"].fired)
+    check_report(base.report, cfg, m)
+    fired: dict[str, int] = dict(base.report.fired)
     names = list(only) if only is not None else sorted(fired)
-    unknown = [n for n in names if n not in base["report"].transformers]
+    unknown = [n for n in names if n not in base.report.transformers]
     if unknown:
         raise SessionConfigError(
             f"ORT runs no transformer named {unknown} at level {level!r}; it runs "
-            f"{', '.join(base['report'].transformers[:40])}."
+            f"{', '.join(base.report.transformers[:40])}."
         )
     offs = [cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, n]) for n in names]
     built = []
@@ -171,16 +171,16 @@ def ablate_optimizers(
         )[0]
         for c in configs
     ]
-    base_nodes = len(base["final"])
+    base_nodes = len(base.final)
     rows = []
     for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):
         v, text = verdicts[k]
         err = _worst([outs[0]], [outs[k]])
         rows.append(AblationRow(
-            off=name, fired=fired.get(name, 0), nodes=len(saved["final"]),
-            node_change=len(saved["final"]) - base_nodes,
-            create_ms=float(saved["report"].create_ms),
-            own_ms=float(base["report"].transformer_ms.get(name, math.nan)) if name else math.nan,
+            off=name, fired=fired.get(name, 0), nodes=len(saved.final),
+            node_change=len(saved.final) - base_nodes,
+            create_ms=float(saved.report.create_ms),
+            own_ms=float(base.report.transformer_ms.get(name, math.nan)) if name else math.nan,
             p50_ms=float(np.median(ms[:, k])),
             ratio=v.ratio, low=v.low, high=v.high, verdict=text,
             max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),

@@ -32,6 +32,7 @@ from ortlab.engine.calls import (
     prepare,
 )
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import SavedLevel
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -236,7 +237,7 @@ def optimization_diff(
     )
     graph = m.proto.graph
     original = m.nodes
-    check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
+    check_report(saved[keys[0]].report, cfg, m)  # a requested EP that did not load is said
     unknown = (_unknown_transformers(m, cfg, disable, keys[-1], folder=folder,
                                      timeout=timeout)
                if disable else None)  # fmt: skip
@@ -293,25 +294,25 @@ def _unknown_transformers(
         levels=[level],
         folder=str(folder / "plain"),
     )
-    ran = list(saved[level]["report"].transformers)
+    ran = list(saved[level].report.transformers)
     missing = [n for n in names if n not in ran]
     return (missing, sorted(ran)) if missing else None
 
 
 def _level_result(
-    level: str, saved: dict[str, Any], original: Sequence[OpNode], graph: Any
+    level: str, saved: SavedLevel, original: Sequence[OpNode], graph: Any
 ) -> LevelResult:
-    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved["final"]]
+    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved.final]
     mapping = map_nodes(
         original, final, [t.name for t in graph.initializer], [i.name for i in graph.input]
     )
     ops = Counter(
         n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}" for n in final
     )
-    report = saved["report"]
+    report = saved.report
     return LevelResult(
         level=level,
-        path=saved["path"],
+        path=saved.path,
         nodes=len(final),
         op_types=dict(ops.most_common()),
         fired=report.fired,
