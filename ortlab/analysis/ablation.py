@@ -24,7 +24,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import MIN_ROUNDS
+from ortlab.core.stats import MIN_ROUNDS, Paired, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -54,11 +54,9 @@ class AblationRow:
     """The transformer's own run time in the baseline's build (all its steps, from ORT's log
     timestamps; NaN when the log lacks them): what switching it off saves at start-up."""
     p50_ms: float
-    ratio: float
-    """Latency without it / with it (median of per-round ratios); > 1: it speeds the model up."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Latency without it / with it (median of per-round ratios; > 1: it speeds the model up)
+    with its interval and verdict."""
     max_abs: float
     """Largest output difference from the baseline's outputs (0.0: bit-identical)."""
     cosine: float
@@ -81,7 +79,7 @@ class AblationResult(Result):
     def table(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.rows])
+        return pd.DataFrame([paired_columns(r) for r in self.rows])
 
     def to_pandas(self) -> Any:
         """off, fired, nodes, node_change, create_ms, own_ms, p50_ms, ratio, low, high, verdict,
@@ -182,7 +180,7 @@ def ablate_optimizers(
             create_ms=float(saved.report.create_ms),
             own_ms=float(base.report.transformer_ms.get(name, math.nan)) if name else math.nan,
             p50_ms=float(np.median(ms[:, k])),
-            ratio=v.ratio, low=v.low, high=v.high, verdict=text,
+            paired=Paired.of(v, text),
             max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),
         ))  # fmt: skip
     return AblationResult(

@@ -23,7 +23,7 @@ from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import against_first
+from ortlab.core.stats import Paired, against_first, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -58,11 +58,9 @@ class LatencyRow:
     level: str
     p50_ms: float
     """Median over rounds of each round's median latency."""
-    ratio: float
-    """Paired ratio level / baseline (per-round ratios, median); < 1 is faster."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Paired ratio level / baseline (per-round ratios, median; < 1 is faster) with its
+    interval and verdict."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ class OptimizationResult(Result):
         high: coverage >= 95 %, NaN below 6 rounds), verdict."""
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.latency_rows])
+        return pd.DataFrame([paired_columns(r) for r in self.latency_rows])
 
     def __repr__(self) -> str:
         counts = " → ".join(f"{lv.level} {lv.nodes}" for lv in self.levels)
@@ -329,8 +327,8 @@ def _latency_rows(keys: list[str], ms: np.ndarray, failed: dict[int, str]) -> li
     rows = []
     for k, level in enumerate(keys):
         if k in failed:
-            rows.append(LatencyRow(level, nan, nan, nan, nan, f"failed: {failed[k]}"))
+            rows.append(LatencyRow(level, nan, Paired.untimed(f"failed: {failed[k]}")))
             continue
         v, text = verdicts[k]
-        rows.append(LatencyRow(level, float(np.median(ms[:, k])), v.ratio, v.low, v.high, text))
+        rows.append(LatencyRow(level, float(np.median(ms[:, k])), Paired.of(v, text)))
     return rows
