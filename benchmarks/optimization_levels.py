@@ -42,8 +42,9 @@ def main() -> None:
         nodes = {lv.level: lv.nodes for lv in opt.levels}
         for r in opt.latency_rows:
             rows.append({"model": name, "level": r.level, "nodes": nodes[r.level],
-                         "p50_ms": r.p50_ms, "ratio": r.ratio, "ci95": [r.low, r.high],
-                         "verdict": r.verdict})  # fmt: skip
+                         "p50_ms": r.p50_ms, "ratio": r.paired.ratio,
+                         "ci95": [r.paired.low, r.paired.high],
+                         "verdict": r.paired.verdict})  # fmt: skip
         print(opt.to_text(), flush=True)
     levels = ["disabled", "basic", "extended", "layout", "all"]
     table = [

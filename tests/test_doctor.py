@@ -23,7 +23,7 @@ import pytest
 import ortlab
 from ortlab.analysis.compare import Signal
 from ortlab.core.config import SessionConfig
-from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND
+from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
 from ortlab.diagnosis.facts import (
@@ -78,15 +78,11 @@ def _m(
         model_path="m.onnx",
         config=(config or SessionConfig()).to_dict(),
         p50_ms=p50,
-        ratio=ratio,
-        low=low,
-        high=high,
+        paired=Paired(ratio, low, high, f"verdict of {key}", 10),
         significant=high < 1 - NOISE_BAND or low > 1 + NOISE_BAND,
-        verdict=f"verdict of {key}",
         cosine=cosine,
         file_bytes=1000,
         stage="screen",
-        rounds=10,
         confidence=0.979,
     )
 
@@ -442,9 +438,9 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
 
     caveat = load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
     threads = ortlab.Best(SessionConfig(intra_op_threads=1).to_dict(), "original", "m.onnx", [],
-                          0.5, 0.45, 0.55, "threads:1 is 2.00x faster", 1.0)  # fmt: skip
+                          Paired(0.5, 0.45, 0.55, "threads:1 is 2.00x faster"), 1.0)  # fmt: skip
     flagged = _with_caveat(threads, SessionConfig(), caveat)
-    assert flagged.verdict == f"threads:1 is 2.00x faster; {caveat}"
+    assert flagged.paired.verdict == f"threads:1 is 2.00x faster; {caveat}"
     assert caveat in flagged.snippet() and "1.4 of 2 cores" in caveat
     level = dataclasses.replace(threads, config=SessionConfig(level="basic").to_dict())
     assert _with_caveat(level, SessionConfig(), caveat) == level  # not about threads
@@ -463,11 +459,14 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
-    def call(task: str, kwargs: dict[str, Any], **_: Any) -> dict[str, Any]:
+    from ortlab.engine.replies import InterleavedReply
+
+    def call(task: str, kwargs: dict[str, Any], **_: Any) -> InterleavedReply:
         assert task == "ortlab.engine.tasks_timing:interleaved"
         out = answers.pop(0)
         assert len(out["medians_ns"]) == kwargs["rounds"]
-        return {"reports": [None] * len(kwargs["items"]), **out}  # no session: no report
+        no_report = [None] * len(kwargs["items"])  # no session: no report
+        return InterleavedReply(**{"reports": no_report, "failed": {}, **out})
 
     monkeypatch.setattr("ortlab.engine.calls.call", call)  # measure_interleaved's worker call
 
@@ -519,8 +518,9 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     )
     assert note.endswith("raise budget_s to about 7 s")  # 2 x 6 rounds x 2 runs x 0.1 s / 0.35
     v = s.measured["level:all"]
-    assert not v.faster and math.isnan(v.low) and math.isnan(v.confidence)
-    assert "not enough rounds for a verdict (need ≥ 6" in v.verdict and v.ratio == 0.5
+    assert not v.faster and math.isnan(v.paired.low) and math.isnan(v.confidence)
+    assert "not enough rounds for a verdict (need ≥ 6" in v.paired.verdict
+    assert v.paired.ratio == 0.5
 
 
 def test_facts_are_assembled_once_from_the_stages() -> None:
@@ -573,9 +573,9 @@ def test_best_when_nothing_wins_has_no_interval() -> None:
     facts = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0),
                              "level:all": _m("level:all", 0.99, 0.95, 1.03)})  # fmt: skip
     b = _search().best(facts.measured)
-    assert b.variant == "original" and b.ratio == 1.0
-    assert math.isnan(b.low) and math.isnan(b.high)
-    assert b.verdict == "no candidate was measurably faster than the baseline"
+    assert b.variant == "original" and b.paired.ratio == 1.0
+    assert math.isnan(b.paired.low) and math.isnan(b.paired.high)
+    assert b.paired.verdict == "no candidate was measurably faster than the baseline"
 
 
 # ---------------------------------------------------------------------- real doctor runs
@@ -633,8 +633,9 @@ def test_doctor_measures_the_level_fix(conv_doctor: ortlab.DoctorResult) -> None
         CandidateKey.parse("thread:1")  # a misspelt kind is a bug, never a silent miss
     # every verdict has a real interval, with its true coverage in its text
     for m in d.measured:
-        assert m.rounds >= MIN_ROUNDS and m.confidence >= 0.95 and m.low <= m.ratio <= m.high
-        assert m.key == "baseline" or f"% CI, {m.rounds} rounds)" in m.verdict
+        p = m.paired
+        assert p.rounds >= MIN_ROUNDS and m.confidence >= 0.95 and p.low <= p.ratio <= p.high
+        assert m.key == "baseline" or f"% CI, {p.rounds} rounds)" in p.verdict
     t = d.to_pandas()
     assert list(t.columns)[:3] == ["rule", "severity", "title"] and len(t) == len(d.findings)
     assert len(d.threads()) >= 2
@@ -648,7 +649,7 @@ def test_doctor_pareto_set_is_the_non_dominated_candidates(
     d = conv_doctor
 
     def point(m: Measured) -> tuple[float, float, int]:
-        return (m.ratio, 1 - (1.0 if math.isnan(m.cosine) else m.cosine), m.file_bytes)
+        return (m.paired.ratio, 1 - (1.0 if math.isnan(m.cosine) else m.cosine), m.file_bytes)
 
     def dominates(p: tuple[float, ...], q: tuple[float, ...]) -> bool:
         return all(a <= b for a, b in zip(p, q, strict=True)) and p != q
@@ -697,12 +698,12 @@ def test_a_best_without_interval_round_trips_and_renders(
     JSON keeps the NaN and every renderer of the result copes."""
     base = {m.key: m for m in conv_doctor.measured}["baseline"]
     why = "no candidate was measurably faster than the baseline"
-    best = ortlab.Best(base.config, "original", conv_doctor.model_path, [], 1.0, math.nan,
-                       math.nan, why, 1.0)  # fmt: skip
+    best = ortlab.Best(base.config, "original", conv_doctor.model_path, [],
+                       Paired(1.0, math.nan, math.nan, why), 1.0)  # fmt: skip
     d = dataclasses.replace(conv_doctor, best=best)
     again = ortlab.DoctorResult.from_json(d.to_json())
-    assert math.isnan(again.best.low) and math.isnan(again.best.high)
-    assert again.best.verdict == why and again.best.ratio == 1.0
+    assert math.isnan(again.best.paired.low) and math.isnan(again.best.paired.high)
+    assert again.best.paired.verdict == why and again.best.paired.ratio == 1.0
     assert f"BEST: original · {again.best.session_config.label()} — {why}" in again.to_text()
     assert why in again._repr_html_() and why in again.best.snippet() and why in repr(again)
     assert ortlab.report(ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html",
@@ -905,7 +906,7 @@ def test_memory_finding_needs_a_saving_beyond_the_spread_and_worth_having() -> N
     [x] = _rules(f, "memory")
     assert "arena off" in x.title and "38.1 MB" in x.title and "(33%)" in x.title
     assert x.severity == "info", "a saving that costs time is a trade-off, not a warning"
-    assert "costs time" in x.gain and x.ratio == slower.ratio
+    assert "costs time" in x.gain and x.ratio == slower.paired.ratio
     assert "the time it costs" in x.fix
 
 
@@ -1006,5 +1007,5 @@ def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
     monkeypatch.setattr(Search, stage, fail)
     d = ortlab.doctor(mlp, budget_s=10, progress=False)
     assert any("planted failure" in n and "stopped at its" in n for n in d.notes)
-    assert d.best.variant == "original" and "before it timed the baseline" in d.best.verdict
+    assert d.best.variant == "original" and "before it timed the baseline" in d.best.paired.verdict
     assert "planted failure" in d.to_text()

@@ -119,6 +119,7 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
     a setting no control shows: Apply best runs that very file with those very settings."""
     import dataclasses
 
+    from ortlab.core.stats import Paired
     from ortlab.diagnosis.doctor import Best
 
     lab.budget.value = 10
@@ -132,8 +133,8 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
     cfg = ortlab.SessionConfig(providers, provider_options=options, level="extended",
                                intra_op_threads=1, allow_spinning=False, io_binding=True,
                                enable_mem_pattern=False)  # fmt: skip
-    best = Best(cfg.to_dict(), q.name, str(q.path), list(q.variant.steps), 0.5, 0.4, 0.6,
-                "faster", 0.9999)  # fmt: skip
+    best = Best(cfg.to_dict(), q.name, str(q.path), list(q.variant.steps),
+                Paired(0.5, 0.4, 0.6, "faster"), 0.9999)  # fmt: skip
     lab.doctor_result = dataclasses.replace(d, best=best)
     lab.apply_button.click()
     assert lab.error.value == ""

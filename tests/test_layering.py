@@ -9,7 +9,9 @@ import dataclasses
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,3 +203,66 @@ def test_worker_tasks_are_called_by_reference() -> None:
     from ortlab.engine.worker import _resolve, task_name
 
     assert _resolve(task_name(tasks_timing.interleaved)) is tasks_timing.interleaved
+
+
+def _task_functions() -> list[Any]:
+    """Every worker task: a public function of an engine task module (or a measuring
+    function the worker runs) whose first parameter is ``progress``."""
+    import importlib
+    import inspect
+
+    found = []
+    for name in ("tasks", "tasks_timing", "tasks_transform", "tasks_whatif", "tasks_memory",
+                 "providers", "runtime", "examples"):  # fmt: skip
+        module = importlib.import_module(f"ortlab.engine.{name}")
+        for fn_name, fn in vars(module).items():
+            if fn_name.startswith("_") or not inspect.isfunction(fn):
+                continue
+            if fn.__module__ != module.__name__:
+                continue
+            params = list(inspect.signature(fn).parameters)
+            if params and params[0] == "progress":
+                found.append(fn)
+    return found
+
+
+def _loose(hint: Any) -> bool:
+    """Whether a reply type hands the caller something to read by key: Any, or a dict whose
+    values are not records (a dict may map data — levels, tensors, output names — to records
+    or arrays, never field names to values)."""
+    import typing
+
+    import numpy as np
+
+    if hint is Any:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (dict, Mapping):
+        value = args[1] if len(args) == 2 else Any
+        record = dataclasses.is_dataclass(value) or value is np.ndarray
+        return not record
+    return any(_loose(a) for a in args if a is not Ellipsis)
+
+
+def test_every_task_replies_with_a_typed_record() -> None:
+    """A model task's reply is a record whose fields mypy checks (engine.replies), never a
+    dict read by key: the rule that made benchmark, profile, placement, the transforms, the
+    what-if and the footprint tasks reply with records cannot regress."""
+    import typing
+
+    tasks = _task_functions()
+    names = {f.__name__ for f in tasks}
+    assert {"benchmark", "profile", "placement", "outputs", "optimize_levels", "quantize",
+            "tensor_errors", "transformer_optimize", "whatif", "footprint", "plugin_info",
+            "interleaved"} <= names, names  # fmt: skip
+    loose = [f"{f.__module__}.{f.__name__}" for f in tasks
+             if _loose(typing.get_type_hints(f)["return"])]  # fmt: skip
+    assert loose == []
+
+
+def test_the_reply_rule_sees_a_dict_read_by_key() -> None:
+    from ortlab.engine.replies import SavedLevel
+
+    assert _loose(Any) and _loose(dict[str, Any]) and _loose(list[list[dict[str, Any]]])
+    assert _loose(dict[str, dict[str, float]]) and _loose(dict[str, float])
+    assert not _loose(dict[str, SavedLevel]) and not _loose(tuple[list[str], list[str]])

@@ -128,7 +128,7 @@ def test_doctor_turns_the_footprint_into_a_measured_memory_finding() -> None:
     assert "ORT's allocator" in f.evidence
     timed = {x.key: x for x in d.measured}
     assert f"memory:{best.setting}" in timed, "the memory fix is timed like any candidate"
-    assert f.ratio == timed[f"memory:{best.setting}"].ratio
+    assert f.ratio == timed[f"memory:{best.setting}"].paired.ratio
     assert f.code.startswith("SessionConfig(") and (
         "enable_cpu_mem_arena=False" in f.code or "enable_mem_pattern=False" in f.code
     )

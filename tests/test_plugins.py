@@ -12,7 +12,9 @@ import pytest
 import ortlab
 from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import ProviderError, ProviderFallbackWarning, SessionConfigError
-from ortlab.engine.calls import call
+from ortlab.engine import tasks
+from ortlab.engine.calls import Via, run
+from ortlab.engine.plugins import PluginEP
 from tests import models
 
 
@@ -30,9 +32,9 @@ def test_device_names_and_policies_in_the_config() -> None:
         ortlab.SessionConfig(policy="fastest")
 
 
-def _plugins() -> dict[str, dict]:
-    found = call("plugin_info", {}, desc="", context="", progress=False)
-    return {p["name"]: p for p in found["plugins"]}
+def _plugins() -> dict[str, PluginEP]:
+    found = run(tasks.plugin_info, Via())
+    return {p.name: p for p in found.plugins}
 
 
 def test_installed_plugins_are_registered_in_the_worker() -> None:
@@ -40,8 +42,8 @@ def test_installed_plugins_are_registered_in_the_worker() -> None:
     if not plugins and not os.environ.get("CI"):
         pytest.skip("no plugin EP package installed (./run-tests installs them)")
     assert {"OpenVINOExecutionProvider", "QNNExecutionProvider"} <= set(plugins)
-    assert all(not p["error"] for p in plugins.values()), plugins
-    assert "CPU" in plugins["QNNExecutionProvider"]["devices"]  # its HTP compiler runs here
+    assert all(not p.error for p in plugins.values()), plugins
+    assert "CPU" in plugins["QNNExecutionProvider"].devices  # its HTP compiler runs here
 
 
 @pytest.mark.parametrize("provider", ["openvino", "openvino:NPU", "qnn:NPU"])
@@ -61,7 +63,7 @@ def test_a_plugin_ep_named_in_providers_is_never_a_silent_cpu_session(provider: 
         return
     (issue,) = b.report.missing
     assert "plugin is registered but lists no" in issue.reason, issue.reason
-    assert plugins[ep]["module"] in issue.reason
+    assert plugins[ep].module in issue.reason
     assert any(issubclass(w.category, ProviderFallbackWarning) for w in seen)
 
 

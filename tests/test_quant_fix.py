@@ -58,10 +58,11 @@ def test_the_doctor_proposes_the_fix_it_measured() -> None:
              and not k.endswith("+final")]  # fmt: skip
     assert {x.key for x in fixes} == {"variant:quant-static-spare5", "variant:quant-static-16bit5"}
     assert max(x.cosine for x in fixes) > full.cosine, "sparing the worst nodes helps"
-    assert all(x.rounds > 0 and x.low <= x.ratio <= x.high for x in fixes)
+    assert all(x.paired.rounds > 0 and x.paired.low <= x.paired.ratio <= x.paired.high
+               for x in fixes)  # fmt: skip
     [f] = [x for x in d.findings if x.rule == "quantization"]
     assert len(f.nodes) == 5 and all(n in f.evidence for n in f.nodes)
     best = max(fixes, key=lambda x: x.cosine)
     assert best.variant in f.fix and f"cosine {best.cosine:.4f}" in f.evidence
-    assert "fix(n=5)" in f.code and f.ratio == best.ratio
+    assert "fix(n=5)" in f.code and f.ratio == best.paired.ratio
     assert d.plot("pareto") is not None  # the fixes are on the doctor's Pareto chart

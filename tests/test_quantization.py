@@ -104,7 +104,7 @@ def test_compare_small_model(mlp: ortlab.Model) -> None:
     assert c.synthetic and "SYNTHETIC" in c.to_text()
     assert "DynamicQuantizeMatMul" in c.rows[1].quantized_kernels or c.rows[1].quantized_kernels
     for row in c.rows[1:]:
-        if row.ratio > 1.0 and row.low > 1.0:
+        if row.paired.ratio > 1.0 and row.paired.low > 1.0:
             assert any(s.variant == row.variant and "too small" in s.signal for s in c.signals)
     assert ortlab.CompareResult.from_json(c.to_json()) == c
     fig = c.plot()

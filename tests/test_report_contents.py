@@ -18,7 +18,7 @@ from ortlab.analysis.benchmark import BenchmarkResult, environment
 from ortlab.analysis.profiling import ProfileData, ProfileResult
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
-from ortlab.core.stats import latency_stats
+from ortlab.core.stats import Paired, latency_stats
 from ortlab.diagnosis.doctor import Best, DoctorResult
 from ortlab.diagnosis.facts import Finding, Measured
 from ortlab.engine.session import SessionReport
@@ -70,9 +70,10 @@ def benchmark_result(model: str = "g", feeds: str = FEEDS) -> BenchmarkResult:
 
 def _measured(key: str, ratio: float, variant: str, path: str, stage: str = "screen") -> Measured:
     return Measured(key=key, label=key, variant=variant, model_path=path,
-                    config=SessionConfig(level="all").to_dict(), p50_ms=1.0 * ratio, ratio=ratio,
-                    low=ratio - 0.05, high=ratio + 0.05, significant=ratio != 1.0,
-                    verdict=f"{key}: time ratio {ratio:.2f}", cosine=0.9995, file_bytes=4096,
+                    config=SessionConfig(level="all").to_dict(), p50_ms=1.0 * ratio,
+                    paired=Paired(ratio, ratio - 0.05, ratio + 0.05,
+                                  f"{key}: time ratio {ratio:.2f}"),
+                    significant=ratio != 1.0, cosine=0.9995, file_bytes=4096,
                     stage=stage)  # fmt: skip
 
 
@@ -90,7 +91,7 @@ def doctor_result(model: str = "g", environment: dict[str, str] | None = None) -
     ]
     best = Best(config=SessionConfig(level="all").to_dict(), variant="int8-dynamic",
                 model_path=variant_path, steps=["quant_pre_process", "quantize_dynamic"],
-                ratio=0.5, low=0.45, high=0.55, verdict="2.00x faster", cosine=0.9995)  # fmt: skip
+                paired=Paired(0.5, 0.45, 0.55, "2.00x faster"), cosine=0.9995)  # fmt: skip
     finding = Finding(rule="level", title="graph optimization level is 'basic'",
                       evidence="measured", fix="level='all'", code="SessionConfig(level='all')",
                       gain="1.25x faster")  # fmt: skip
@@ -180,8 +181,8 @@ def test_compare_section_says_synthetic_and_eval_data() -> None:
 
     def row(name: str, ratio: float) -> VariantRow:
         return VariantRow(variant=name, path=str(cache_dir() / f"{name}.onnx"), file_bytes=4096,
-                          size_ratio=ratio, p50_ms=ratio, p90_ms=ratio, ratio=ratio,
-                          low=ratio - 0.1, high=ratio + 0.1, verdict="", kernels={"Add": 1},
+                          size_ratio=ratio, p50_ms=ratio, p90_ms=ratio,
+                          paired=Paired(ratio, ratio - 0.1, ratio + 0.1, ""), kernels={"Add": 1},
                           quantized_kernels={}, steps=[], synthetic=True,
                           errors={"y": {"cosine": 0.99, "max_abs": 0.1}})  # fmt: skip
 

@@ -129,3 +129,32 @@ def test_plan_rounds_fits_the_budget_and_cuts_runs_before_rounds() -> None:
     runs, rounds = plan_rounds(4, 0.001, 0.5, max_rounds=12)  # tight: runs cut first
     assert rounds >= MIN_ROUNDS and runs < 30 and 4 * runs * rounds * 0.001 <= 0.5
     assert plan_rounds(4, 0.5, 0.1, max_rounds=12) == (2, 2)  # nothing fits: the floor
+
+
+def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
+    """The rows that compare against a reference hold one Paired; their tables spread it back
+    into the columns they always had (ratio, low, high, verdict, in place) and their JSON
+    round-trips, NaN bounds of an untimed row included."""
+    from ortlab.analysis.ablation import AblationResult, AblationRow
+    from ortlab.analysis.optimization import LatencyRow, OptimizationResult
+    from ortlab.core.stats import Paired
+
+    v = paired_ratio([10.0] * 6, [8.0, 8.1, 7.9, 8.0, 8.2, 7.8])
+    rows = [
+        AblationRow("", 3, 10, 0, 5.0, math.nan, 10.0, Paired.of(v, "baseline"), 0.0, 1.0),
+        AblationRow("Fuse", 3, 13, 3, 4.0, 1.0, 8.0, Paired.untimed("failed: x"), 0.1, 0.9),
+    ]
+    a = AblationResult(model="m", config={}, level="all", rows=rows, rounds=6)
+    assert a.to_pandas().columns.tolist() == [
+        "off", "fired", "nodes", "node_change", "create_ms", "own_ms", "p50_ms", "ratio", "low",
+        "high", "verdict", "max_abs", "cosine",
+    ]  # fmt: skip
+    assert a.to_pandas().loc[0, "ratio"] == v.ratio and rows[0].paired.rounds == 6
+    again = AblationResult.from_json(a.to_json())
+    assert again.rows[0].paired == rows[0].paired and math.isnan(again.rows[1].paired.low)
+    assert again.rows[1].paired.verdict == "failed: x"
+    lat = [LatencyRow("disabled", 10.0, Paired.of(v, "baseline"))]
+    o = OptimizationResult(model="m", config={}, original_nodes=1, original_op_types={},
+                           original_ops={}, levels=[], latency_rows=lat, rounds_ms=[])  # fmt: skip
+    assert o.to_pandas().columns.tolist() == ["level", "p50_ms", "ratio", "low", "high", "verdict"]
+    assert OptimizationResult.from_json(o.to_json()).latency_rows == lat

@@ -244,11 +244,11 @@ def test_sessions_that_do_not_fit_together_are_timed_in_pairs(
         feeds = dict(mlp.example_inputs())
         out = w.call("ortlab.engine.tasks_timing:interleaved",
                      {"items": items, "feeds": feeds, "rounds": 6, "runs": 3})  # fmt: skip
-        assert out["pairwise"] is True and out["failed"] == {}
-        med = np.asarray(out["medians_ns"])
+        assert out.pairwise is True and out.failed == {}
+        med = np.asarray(out.medians_ns)
         assert med.shape == (6, 4) and np.isfinite(med).all()
-        assert all(len(lat) == 18 for lat in out["latencies_ns"])
-        assert [r.level for r in out["reports"]] == ["all", "disabled", "basic", "all"]
+        assert all(len(lat) == 18 for lat in out.latencies_ns)
+        assert [r.level for r in out.reports] == ["all", "disabled", "basic", "all"]
         assert w.call("ortlab.engine.tasks:cached_sessions", {}) <= 2
         # the last candidate is the reference's own config: its ratio is about 1
         ratio = ortlab.paired_ratio(med[:, 0], med[:, 3])

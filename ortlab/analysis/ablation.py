@@ -24,7 +24,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import MIN_ROUNDS
+from ortlab.core.stats import MIN_ROUNDS, Paired, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -33,6 +33,7 @@ from ortlab.engine.calls import (
     prepare,
 )
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import SavedLevel
 
 __all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
 
@@ -53,11 +54,9 @@ class AblationRow:
     """The transformer's own run time in the baseline's build (all its steps, from ORT's log
     timestamps; NaN when the log lacks them): what switching it off saves at start-up."""
     p50_ms: float
-    ratio: float
-    """Latency without it / with it (median of per-round ratios); > 1: it speeds the model up."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Latency without it / with it (median of per-round ratios; > 1: it speeds the model up)
+    with its interval and verdict."""
     max_abs: float
     """Largest output difference from the baseline's outputs (0.0: bit-identical)."""
     cosine: float
@@ -80,7 +79,7 @@ class AblationResult(Result):
     def table(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.rows])
+        return pd.DataFrame([paired_columns(r) for r in self.rows])
 
     def to_pandas(self) -> Any:
         """off, fired, nodes, node_change, create_ms, own_ms, p50_ms, ratio, low, high, verdict,
@@ -117,8 +116,8 @@ def ablate_optimizers(
     folder = cache.subdir("ablation") / f"{m.name[:40]}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
 
-    def optimized(c: SessionConfig, tag: str) -> dict[str, Any]:
-        out: dict[str, Any] = run_task(
+    def optimized(c: SessionConfig, tag: str) -> SavedLevel:
+        return run_task(
             tasks.optimize_levels,
             Via(
                 desc=f"optimize {m.name} {tag}",
@@ -132,18 +131,17 @@ def ablate_optimizers(
             levels=[c.level],
             folder=str(folder / tag),
         )[c.level]
-        return out
 
     (folder / "base").mkdir(exist_ok=True)
     base = optimized(cfg, "base")
-    check_report(base["report"], cfg, m)
-    fired: dict[str, int] = dict(base["report"].fired)
+    check_report(base.report, cfg, m)
+    fired: dict[str, int] = dict(base.report.fired)
     names = list(only) if only is not None else sorted(fired)
-    unknown = [n for n in names if n not in base["report"].transformers]
+    unknown = [n for n in names if n not in base.report.transformers]
     if unknown:
         raise SessionConfigError(
             f"ORT runs no transformer named {unknown} at level {level!r}; it runs "
-            f"{', '.join(base['report'].transformers[:40])}."
+            f"{', '.join(base.report.transformers[:40])}."
         )
     offs = [cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, n]) for n in names]
     built = []
@@ -171,18 +169,18 @@ def ablate_optimizers(
         )[0]
         for c in configs
     ]
-    base_nodes = len(base["final"])
+    base_nodes = len(base.final)
     rows = []
     for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):
         v, text = verdicts[k]
         err = _worst([outs[0]], [outs[k]])
         rows.append(AblationRow(
-            off=name, fired=fired.get(name, 0), nodes=len(saved["final"]),
-            node_change=len(saved["final"]) - base_nodes,
-            create_ms=float(saved["report"].create_ms),
-            own_ms=float(base["report"].transformer_ms.get(name, math.nan)) if name else math.nan,
+            off=name, fired=fired.get(name, 0), nodes=len(saved.final),
+            node_change=len(saved.final) - base_nodes,
+            create_ms=float(saved.report.create_ms),
+            own_ms=float(base.report.transformer_ms.get(name, math.nan)) if name else math.nan,
             p50_ms=float(np.median(ms[:, k])),
-            ratio=v.ratio, low=v.low, high=v.high, verdict=text,
+            paired=Paired.of(v, text),
             max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),
         ))  # fmt: skip
     return AblationResult(

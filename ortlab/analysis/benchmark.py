@@ -13,7 +13,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import LatencyStats, latency_stats, median_interval
+from ortlab.core.stats import LatencyStats, Paired, latency_stats, median_interval
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
@@ -147,11 +147,9 @@ class ConfigRow:
     config: dict[str, Any]
     p50_ms: float
     p90_ms: float
-    ratio: float
-    """Paired time ratio to the first config (median of per-round ratios); < 1 is faster."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Paired time ratio to the first config (median of per-round ratios; < 1 is faster)
+    with its interval and verdict."""
 
 
 @dataclass(frozen=True)
@@ -178,10 +176,10 @@ class ConfigComparison(Result):
                     "label": r.label,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
-                    "ratio": r.ratio,
-                    "ci_low": r.low,
-                    "ci_high": r.high,
-                    "verdict": r.verdict,
+                    "ratio": r.paired.ratio,
+                    "ci_low": r.paired.low,
+                    "ci_high": r.paired.high,
+                    "verdict": r.paired.verdict,
                 }
                 for r in self.rows
             ]
@@ -190,7 +188,7 @@ class ConfigComparison(Result):
     def __repr__(self) -> str:
         return (
             f"<ConfigComparison {self.model!r}: "
-            + "; ".join(r.verdict for r in self.rows[1:])
+            + "; ".join(r.paired.verdict for r in self.rows[1:])
             + ">"
         )
 
@@ -236,10 +234,7 @@ def compare_configs(
                 config=c.to_dict(),
                 p50_ms=s.p50_ms,
                 p90_ms=s.p90_ms,
-                ratio=v.ratio,
-                low=v.low,
-                high=v.high,
-                verdict=text,
+                paired=Paired.of(v, text),
             )
         )
     return ConfigComparison(
@@ -249,4 +244,4 @@ def compare_configs(
 
 def _failed_row(label: str, config: SessionConfig, why: str) -> ConfigRow:
     nan = float("nan")
-    return ConfigRow(label, config.to_dict(), nan, nan, nan, nan, nan, f"failed: {why}")
+    return ConfigRow(label, config.to_dict(), nan, nan, Paired.untimed(f"failed: {why}"))

@@ -21,7 +21,7 @@ from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
-from ortlab.core.stats import against_first
+from ortlab.core.stats import Paired, against_first
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -66,10 +66,10 @@ class CompareResult(Result):
                     "size_ratio": r.size_ratio,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
-                    "ratio": r.ratio,
-                    "ci_low": r.low,
-                    "ci_high": r.high,
-                    "verdict": r.verdict,
+                    "ratio": r.paired.ratio,
+                    "ci_low": r.paired.low,
+                    "ci_high": r.paired.high,
+                    "verdict": r.paired.verdict,
                     "cosine": first.get("cosine"),
                     "sqnr_db": first.get("sqnr_db"),
                     "max_abs": first.get("max_abs"),
@@ -85,7 +85,8 @@ class CompareResult(Result):
 
     def __repr__(self) -> str:
         parts = [
-            f"{r.variant} {r.ratio:.2f}x time, {r.size_ratio:.2f}x size" for r in self.rows[1:]
+            f"{r.variant} {r.paired.ratio:.2f}x time, {r.size_ratio:.2f}x size"
+            for r in self.rows[1:]
         ]
         mark = " (accuracy from SYNTHETIC inputs)" if self.synthetic else ""
         return f"<CompareResult {self.model!r}: " + "; ".join(parts) + f"{mark}>"
@@ -212,7 +213,7 @@ def _failed_variant(m: Model, label: str, base: Model, why: str, synthetic: bool
     return VariantRow(
         variant=label, path=str(m.path), file_bytes=m.path.stat().st_size,
         size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
-        p50_ms=nan, p90_ms=nan, ratio=nan, low=nan, high=nan, verdict=f"failed: {why}",
+        p50_ms=nan, p90_ms=nan, paired=Paired.untimed(f"failed: {why}"),
         errors={}, kernels={}, quantized_kernels={},
         steps=list(m.variant.steps) if getattr(m, "variant", None) else [],
         synthetic=synthetic, error=why,

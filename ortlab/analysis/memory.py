@@ -204,13 +204,13 @@ def footprint(
     )
     rows, notes = [], []
     for label, c, got in zip(labels, configs, measured, strict=True):
-        errors = [g["error"] for g in got if g.get("error")]
-        ok = [g for g in got if not g.get("error") and g.get("held_bytes") is not None]
+        errors = [g.error for g in got if g.error]
+        ok = [g for g in got if not g.error and g.held_bytes is not None]
         rows.append(FootprintRow(
             setting=label, config=c.to_dict(),
-            held_bytes=[float(g["held_bytes"]) for g in ok],
-            peak_bytes=[float(g["peak_bytes"]) for g in ok if g.get("peak_bytes") is not None],
-            create_ms=[float(g["create_ms"]) for g in ok],
+            held_bytes=[float(g.held_bytes) for g in ok if g.held_bytes is not None],
+            peak_bytes=[float(g.peak_bytes) for g in ok if g.peak_bytes is not None],
+            create_ms=[float(g.create_ms) for g in ok],
             error=errors[0] if errors and not ok else "",
         ))  # fmt: skip
     if not rows[0].held_bytes:

@@ -23,7 +23,7 @@ from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import against_first
+from ortlab.core.stats import Paired, against_first, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -32,6 +32,7 @@ from ortlab.engine.calls import (
     prepare,
 )
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import SavedLevel
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -57,11 +58,9 @@ class LatencyRow:
     level: str
     p50_ms: float
     """Median over rounds of each round's median latency."""
-    ratio: float
-    """Paired ratio level / baseline (per-round ratios, median); < 1 is faster."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Paired ratio level / baseline (per-round ratios, median; < 1 is faster) with its
+    interval and verdict."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ class OptimizationResult(Result):
         high: coverage >= 95 %, NaN below 6 rounds), verdict."""
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.latency_rows])
+        return pd.DataFrame([paired_columns(r) for r in self.latency_rows])
 
     def __repr__(self) -> str:
         counts = " → ".join(f"{lv.level} {lv.nodes}" for lv in self.levels)
@@ -236,7 +235,7 @@ def optimization_diff(
     )
     graph = m.proto.graph
     original = m.nodes
-    check_report(saved[keys[0]]["report"], cfg, m)  # a requested EP that did not load is said
+    check_report(saved[keys[0]].report, cfg, m)  # a requested EP that did not load is said
     unknown = (_unknown_transformers(m, cfg, disable, keys[-1], folder=folder,
                                      timeout=timeout)
                if disable else None)  # fmt: skip
@@ -293,25 +292,25 @@ def _unknown_transformers(
         levels=[level],
         folder=str(folder / "plain"),
     )
-    ran = list(saved[level]["report"].transformers)
+    ran = list(saved[level].report.transformers)
     missing = [n for n in names if n not in ran]
     return (missing, sorted(ran)) if missing else None
 
 
 def _level_result(
-    level: str, saved: dict[str, Any], original: Sequence[OpNode], graph: Any
+    level: str, saved: SavedLevel, original: Sequence[OpNode], graph: Any
 ) -> LevelResult:
-    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved["final"]]
+    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved.final]
     mapping = map_nodes(
         original, final, [t.name for t in graph.initializer], [i.name for i in graph.input]
     )
     ops = Counter(
         n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}" for n in final
     )
-    report = saved["report"]
+    report = saved.report
     return LevelResult(
         level=level,
-        path=saved["path"],
+        path=saved.path,
         nodes=len(final),
         op_types=dict(ops.most_common()),
         fired=report.fired,
@@ -328,8 +327,8 @@ def _latency_rows(keys: list[str], ms: np.ndarray, failed: dict[int, str]) -> li
     rows = []
     for k, level in enumerate(keys):
         if k in failed:
-            rows.append(LatencyRow(level, nan, nan, nan, nan, f"failed: {failed[k]}"))
+            rows.append(LatencyRow(level, nan, Paired.untimed(f"failed: {failed[k]}")))
             continue
         v, text = verdicts[k]
-        rows.append(LatencyRow(level, float(np.median(ms[:, k])), v.ratio, v.low, v.high, text))
+        rows.append(LatencyRow(level, float(np.median(ms[:, k])), Paired.of(v, text)))
     return rows

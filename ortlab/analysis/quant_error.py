@@ -169,13 +169,11 @@ def quantization_error(
     rows = []
     for t in where:
         m = stats.get(t)
-        if m is None or m["shape_mismatch"]:
+        if m is None or m.shape_mismatch:
             skipped.append(t)
             continue
         node = producers[t]
-        rows.append(
-            TensorError(t, node.name, node.op_type, m["sqnr_db"], m["cosine"], m["max_abs"])
-        )
+        rows.append(TensorError(t, node.name, node.op_type, m.sqnr_db, m.cosine, m.max_abs))
     label = getattr(var.variant, "label", None) or var.name
     return ErrorResult(
         model=base.name, variant=label, tensors=rows, samples=data.source,

@@ -447,7 +447,7 @@ def quantize(
             settings=cfg.settings(),
             samples=calib.samples,
         )
-        steps, log = out["steps"], out["log"]
+        steps, log = out.steps, out.log
         out_path.with_suffix(".json").write_text(json.dumps({"steps": steps}))
     calib_file = out_path.with_suffix(".calib.npz")
     if calib.samples and not calib_file.exists():

@@ -224,13 +224,13 @@ def transformer_optimize(
     final = graph_nodes(optimized.graph)
     g = m.proto.graph
     mapping = map_nodes(original, final, [t.name for t in g.initializer], [i.name for i in g.input])
-    stats = {k: int(v) for k, v in out["stats"].items()}
+    stats = {k: int(v) for k, v in out.stats.items()}
     return TransformerOptResult(
         model=m.name, model_type=mt, num_heads=heads, hidden_size=hidden, found=found,
         fused_operators=stats,
         attention_fused=bool(stats.get("Attention", 0) or stats.get("MultiHeadAttention", 0)),
-        fully_optimized=bool(out["fully_optimized"]), reason=_attention_reason(m.proto, stats),
+        fully_optimized=out.fully_optimized, reason=_attention_reason(m.proto, stats),
         path=str(out_path), nodes_before=len(original), nodes_after=len(final),
         op_types_after=dict(Counter(n.op_type for n in final).most_common()),
-        groups=mapping.groups, status=mapping.status, log=out["log"],
+        groups=mapping.groups, status=mapping.status, log=out.log,
     )  # fmt: skip

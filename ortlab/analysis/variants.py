@@ -15,7 +15,7 @@ from ortlab.analysis.metrics import output_errors
 from ortlab.analysis.quantization import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
-from ortlab.core.stats import NOISE_BAND, Verdict, latency_stats
+from ortlab.core.stats import NOISE_BAND, Paired, Verdict, latency_stats
 
 __all__ = ["Signal", "VariantRow", "variant_row", "variant_signals"]
 
@@ -38,11 +38,9 @@ class VariantRow:
     size_ratio: float
     p50_ms: float
     p90_ms: float
-    ratio: float
-    """Paired time ratio variant / fp32 (per-round medians, interleaved); < 1 is faster."""
-    low: float
-    high: float
-    verdict: str
+    paired: Paired
+    """Paired time ratio variant / fp32 (per-round medians, interleaved; < 1 is faster) with
+    its interval and verdict."""
     errors: dict[str, dict[str, float | str]]
     """Per output name: ``kind`` (float or labels); for float outputs max_abs, mean_abs,
     cosine, sqnr_db (and top1/top5 agreement for class scores; ``degenerate`` when cosine/SQNR
@@ -98,10 +96,7 @@ def variant_row(
         size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
         p50_ms=stats.p50_ms,
         p90_ms=stats.p90_ms,
-        ratio=v.ratio,
-        low=v.low,
-        high=v.high,
-        verdict=text,
+        paired=Paired.of(v, text),
         errors=errors,
         kernels=dict(kernels.most_common()),
         quantized_kernels={op: n for op, n in kernels.most_common() if op in QUANTIZED_OPS},
@@ -135,7 +130,7 @@ def variant_signals(
         mode = info.settings.get("mode") if info else ""
         dq = row.kernels.get("DequantizeLinear", 0) + row.kernels.get("QuantizeLinear", 0)
         dq -= _io_qdq(m)  # quantizing the inputs and dequantizing the outputs is unavoidable
-        faster = row.high < 1 - NOISE_BAND  # significantly faster (NaN: no verdict)
+        faster = row.paired.high < 1 - NOISE_BAND  # significantly faster (NaN: no verdict)
         if mode == "static" and dq > 0 and not faster:
             out.append(
                 Signal(
@@ -165,13 +160,13 @@ def variant_signals(
             )
         if mode == "dynamic" and conv_share > 0.5:
             out.append(_dynamic_conv_signal(row, conv_share))
-        if rows[0].p50_ms < 1.0 and row.ratio > 1.0:
+        if rows[0].p50_ms < 1.0 and row.paired.ratio > 1.0:
             out.append(
                 Signal(
                     row.variant,
                     "model too small for quantization to pay",
                     f"fp32 runs in {rows[0].p50_ms:.3f} ms; the variant is "
-                    f"{row.ratio:.2f}x the time: quantize/dequantize overhead dominates",
+                    f"{row.paired.ratio:.2f}x the time: quantize/dequantize overhead dominates",
                     "keep fp32 for tiny models; quantize larger layers only",
                 )
             )

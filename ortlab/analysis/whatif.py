@@ -37,6 +37,7 @@ from ortlab.core.result import Result, table
 from ortlab.engine import tasks_whatif
 from ortlab.engine.calls import Via, prepare
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import TargetEvidence, WhatIfReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 from ortlab.engine.verdicts import parse_qnn_log
@@ -237,15 +238,15 @@ def _empty_profile() -> ProfileData:
                        ev_node=[], ev_run=[], ev_start_us=[], ev_dur_us=[], run_us=[])  # fmt: skip
 
 
-def _report(ep: str, raw: Mapping[str, Any], ort_version: str) -> SessionReport:
+def _report(ep: str, raw: TargetEvidence, evidence: str, ort_version: str) -> SessionReport:
     return SessionReport(
         requested=[ep],
-        active=list(raw.get("active") or [ep, CPU]),
+        active=list(raw.active or [ep, CPU]),
         missing=[],
         level="basic",
-        create_ms=float(raw.get("seconds", 0.0)) * 1e3,
+        create_ms=float(raw.seconds) * 1e3,
         ort_version=ort_version,
-        notes=[f"predicted ({raw.get('_evidence', '')}, not run)"],
+        notes=[f"predicted ({evidence}, not run)"],
     )
 
 
@@ -256,16 +257,17 @@ def _placement(
     target: str,
     ep: str,
     evidence: str,
-    raw: Mapping[str, Any],
+    raw: TargetEvidence,
     ort_version: str,
 ) -> PlacementResult:
     graph = m.proto.graph
-    assignment = [(e, tuple(n for n, _ in nodes)) for e, nodes in raw.get("assignment", [])]
+    assignment = [(e, tuple(n for n, _ in nodes)) for e, nodes in raw.assignment or []]
     assigned = {n: e for e, names in assignment for n in names}
-    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in raw.get("final") or []]
-    if final and "verdicts" in raw:  # the checker on ORT's level-1 graph
-        placements = {n.name: CPU if raw["verdicts"].get(n.name, "x") else ep for n in final}
-        source = f"rules ({raw.get('ops_file', '')}, on ORT's level-1 graph)"
+    final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in raw.final or []]
+    if final and raw.verdicts is not None:  # the checker on ORT's level-1 graph
+        verdicts = raw.verdicts
+        placements = {n.name: CPU if verdicts.get(n.name, "x") else ep for n in final}
+        source = f"rules ({raw.ops_file or ''}, on ORT's level-1 graph)"
     elif final:
         placements = {n.name: ep if n.op_type == "EPContext" else assigned.get(n.name, CPU)
                       for n in final}  # fmt: skip
@@ -285,7 +287,7 @@ def _placement(
         data=_empty_profile(),
         assignment=assignment,
         placements=placements,
-        report=_report(ep, {**raw, "_evidence": evidence}, ort_version),
+        report=_report(ep, raw, evidence, ort_version),
         final_source=source,
     )
     measured = evidence == "measured"
@@ -310,7 +312,7 @@ def _rows(
     target: str,
     ep: str,
     evidence: str,
-    raw: Mapping[str, Any],
+    raw: TargetEvidence,
     pl: PlacementResult | None,
     original: Sequence[OpNode],
     reason: str,
@@ -319,8 +321,8 @@ def _rows(
         cat = "compile failed" if evidence == "failed" else f"no prediction ({evidence})"
         return [WhatIfRow(n.name, n.op_type, target, "", -1, evidence, reason, cat)
                 for n in original]  # fmt: skip
-    verdicts: dict[str, str] = dict(raw.get("verdicts") or parse_qnn_log(raw.get("log", [])))
-    logged = bool(raw.get("log")) or "verdicts" in raw
+    verdicts: dict[str, str] = dict(raw.verdicts or parse_qnn_log(raw.log or []))
+    logged = bool(raw.log) or raw.verdicts is not None
     out = []
     for r in pl.node_rows:
         why = ""
@@ -339,10 +341,10 @@ def _rows(
     return out
 
 
-def _level1(got: Mapping[str, Any], ep: str) -> int:
-    if "counts" in got:
-        return int(got["counts"]["num_supported_nodes"])
-    return sum(len(names) for e, names in got.get("assignment", []) if e == ep)
+def _level1(got: TargetEvidence, ep: str) -> int:
+    if got.counts is not None:
+        return int(got.counts["num_supported_nodes"])
+    return sum(len(names) for e, names in got.assignment or [] if e == ep)
 
 
 def _dynamic_inputs(m: Model) -> list[str]:
@@ -367,7 +369,7 @@ def _target_ep(target: str) -> tuple[str, str]:
 
 def build_result(
     m: Model,
-    raw: Mapping[str, Any],
+    raw: WhatIfReply,
     targets: Sequence[tuple[str, str]],
     *,
     feeds: str,
@@ -379,26 +381,26 @@ def build_result(
 ) -> WhatIfResult:
     """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
     original = m.nodes
-    version = str(raw.get("ort_version", ""))
+    version = raw.ort_version
     infos, rows, placements = [], [], {}
     for target, ep in targets:
-        got = raw["targets"].get(target, {"unknown": "not run"})
-        seconds = float(got.get("total_seconds", got.get("seconds", 0.0)))
+        got = raw.targets.get(target, TargetEvidence(unknown="not run"))
+        seconds = float(got.total_seconds)
         pl = None
-        if "unknown" in got:
-            evidence, reason = "unknown", str(got["unknown"])
-        elif got.get("error") and not got.get("measured"):
-            accepted = sum(1 for v in parse_qnn_log(got.get("log", [])).values() if not v)
+        if got.unknown:
+            evidence, reason = "unknown", got.unknown
+        elif got.error and not got.measured:
+            accepted = sum(1 for v in parse_qnn_log(got.log or []).values() if not v)
             before_fail = (f"{ep.removesuffix('ExecutionProvider')}'s partitioner accepted "
                            f"{accepted} nodes, then " if accepted else "")  # fmt: skip
-            evidence, reason = "failed", f"{before_fail}compile failed: {got['error']}"
+            evidence, reason = "failed", f"{before_fail}compile failed: {got.error}"
             if ep == "QNNExecutionProvider" and qnn_options is not None:
                 reason += (f" (QNN options: {qnn_options_text(qnn_options)}; name your chip "
                            "with qnn_options={'htp_arch': ..., 'soc_model': ...})")  # fmt: skip
         else:
-            evidence = "rules" if "verdicts" in got else (
-                "measured" if got.get("measured") else "compiled")  # fmt: skip
-            reason = str(got.get("error", ""))
+            evidence = "rules" if got.verdicts is not None else (
+                "measured" if got.measured else "compiled")  # fmt: skip
+            reason = got.error
             pl = _placement(m=m, original=original, target=target, ep=ep, evidence=evidence,
                             raw=got, ort_version=version)  # fmt: skip
         mine = _rows(target=target, ep=ep, evidence=evidence, raw=got, pl=pl, original=original,
@@ -409,14 +411,15 @@ def build_result(
             said = [dataclasses.replace(r, reason=why.get(r.node, "")) for r in pl.node_rows]
             pl = dataclasses.replace(pl, node_rows=said)
             placements[target] = pl
-        if "counts" in got:
-            partitions = int(got["counts"]["num_partitions"])
+        if got.counts is not None:
+            partitions = int(got.counts["num_partitions"])
         elif pl is not None:
-            partitions = sum(1 for e, _ in got.get("assignment", []) if e == ep)
+            partitions = sum(1 for e, _ in got.assignment or [] if e == ep)
         else:
             partitions = 0
-        detail: dict[str, Any] = {k: got[k] for k in ("counts", "ops_file", "version", "caveats")
-                                  if k in got}  # fmt: skip
+        shown = {"counts": got.counts, "ops_file": got.ops_file, "version": got.version,
+                 "caveats": got.caveats}  # fmt: skip
+        detail: dict[str, Any] = {k: v for k, v in shown.items() if v is not None}
         infos.append(TargetInfo(
             target=target, ep=ep, evidence=evidence, reason=reason, seconds=seconds,
             level1_on_target=_level1(got, ep) if pl is not None else -1,
@@ -473,7 +476,7 @@ def whatif(
     via = Via(desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
               timeout=timeout)  # fmt: skip
 
-    def run(with_shapes: dict[str, list[int]] | None) -> Any:
+    def run(with_shapes: dict[str, list[int]] | None) -> WhatIfReply:
         return run_task(tasks_whatif.whatif, via, model_path=str(m.path), targets=pairs,
                         feeds=dict(f), qnn_options=qnn, shapes=with_shapes)  # fmt: skip
 

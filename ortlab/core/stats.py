@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -22,11 +23,13 @@ __all__ = [
     "MIN_ROUNDS",
     "NOISE_BAND",
     "LatencyStats",
+    "Paired",
     "Verdict",
     "interval_text",
     "latency_stats",
     "median_interval",
     "min_rounds",
+    "paired_columns",
     "paired_ratio",
     "plan_rounds",
     "shift_interval",
@@ -193,6 +196,49 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.text()
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One paired comparison as a result's row keeps it: the time ratio to the reference with
+    its interval, the verdict sentence ortlab prints, and the rounds it came from. Every row
+    that compares against a reference (compare_configs, the optimization levels, the ablation,
+    the variants, the doctor's candidates and its best) holds one instead of its own copy of
+    these fields; its tables spread it into the columns ``ratio``, ``low``, ``high``,
+    ``verdict`` (see :func:`paired_columns`)."""
+
+    ratio: float
+    """Median of the per-round ratios (row / reference); < 1 is faster. NaN when not timed."""
+    low: float
+    """Lower bound of the interval; NaN when the rounds were too few or nothing was timed."""
+    high: float
+    verdict: str
+    """The sentence ('baseline' for the reference itself, 'failed: …' when it did not run)."""
+    rounds: int = 0
+    """The interleaved rounds the ratio is the median of (0 when not timed)."""
+
+    @classmethod
+    def of(cls, verdict: Verdict, text: str) -> Paired:
+        return cls(verdict.ratio, verdict.low, verdict.high, text, verdict.rounds)
+
+    @classmethod
+    def untimed(cls, text: str) -> Paired:
+        """A row with no time: NaN ratio and bounds, the reason as its verdict."""
+        nan = float("nan")
+        return cls(nan, nan, nan, text)
+
+
+def paired_columns(row: Any) -> dict[str, Any]:
+    """A dataclass row as a table row: its fields in order, a :class:`Paired` spread in place
+    into ``ratio``, ``low``, ``high``, ``verdict`` (the columns the tables always had)."""
+    out: dict[str, Any] = {}
+    for f in fields(row):
+        value = getattr(row, f.name)
+        if isinstance(value, Paired):
+            out.update(ratio=value.ratio, low=value.low, high=value.high, verdict=value.verdict)
+        else:
+            out[f.name] = value
+    return out
 
 
 def paired_ratio(

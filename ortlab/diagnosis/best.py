@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.stats import Paired
 
 if TYPE_CHECKING:
     from ortlab.diagnosis.facts import Measured
@@ -24,11 +25,9 @@ class Best:
     variant: str
     model_path: str
     steps: list[str]
-    ratio: float
-    low: float
-    """Interval bounds of ``ratio``; NaN when the best is the baseline itself (nothing won)."""
-    high: float
-    verdict: str
+    paired: Paired
+    """Its time ratio to the baseline with the interval (NaN bounds when the best is the
+    baseline itself: nothing won) and the verdict that earned it."""
     cosine: float
 
     @property
@@ -37,13 +36,13 @@ class Best:
 
     def snippet(self) -> str:
         """Python that builds this session with plain onnxruntime."""
-        head = [f"# ortlab doctor: best verified configuration ({self.verdict})"]
+        head = [f"# ortlab doctor: best verified configuration ({self.paired.verdict})"]
         if self.variant != "original":
             head.append(f"# model variant {self.variant!r}, made by: " + "; ".join(self.steps))
         return "\n".join(head) + "\n" + self.session_config.snippet(self.model_path)
 
     def __repr__(self) -> str:
-        return f"<Best {self.variant} · {self.session_config.label()}: {self.verdict}>"
+        return f"<Best {self.variant} · {self.session_config.label()}: {self.paired.verdict}>"
 
 
 def best_of(
@@ -58,7 +57,7 @@ def best_of(
     nan = float("nan")
     if "baseline" not in measured:  # a stage failed before the baseline was timed
         why = "the doctor stopped before it timed the baseline: nothing was compared"
-        return Best(cfg.to_dict(), "original", model_path, [], 1.0, nan, nan, why, 1.0)
+        return Best(cfg.to_dict(), "original", model_path, [], Paired(1.0, nan, nan, why), 1.0)
     ok = [v for v in measured.values() if v.faster and accurate(v)]
     final_ran = any(v.stage == "final" for v in measured.values())
     pool = [v for v in ok if v.stage == "final"] if final_ran else ok
@@ -66,8 +65,7 @@ def best_of(
         why = ("the screen's winners did not hold up when re-measured together with the "
                "baseline" if final_ran else
                "no candidate was measurably faster than the baseline")  # fmt: skip
-        return Best(measured["baseline"].config, "original", model_path, [], 1.0, nan, nan, why,
-                    1.0)  # fmt: skip
-    b = min(pool, key=lambda v: v.ratio)
-    return Best(b.config, b.variant, b.model_path, b.steps, b.ratio, b.low, b.high, b.verdict,
-                b.cosine)  # fmt: skip
+        return Best(measured["baseline"].config, "original", model_path, [],
+                    Paired(1.0, nan, nan, why), 1.0)  # fmt: skip
+    b = min(pool, key=lambda v: v.paired.ratio)
+    return Best(b.config, b.variant, b.model_path, b.steps, b.paired, b.cosine)

@@ -147,10 +147,10 @@ class DoctorResult(Result):
                     "variant": m.variant,
                     "stage": m.stage,
                     "p50_ms": m.p50_ms,
-                    "ratio": m.ratio,
-                    "ci_low": m.low,
-                    "ci_high": m.high,
-                    "verdict": m.verdict,
+                    "ratio": m.paired.ratio,
+                    "ci_low": m.paired.low,
+                    "ci_high": m.paired.high,
+                    "verdict": m.paired.verdict,
                     "cosine": m.cosine,
                     "file_mb": m.file_bytes / 1e6,
                     "pareto": m.key in front,
@@ -163,7 +163,7 @@ class DoctorResult(Result):
     def pareto_set(self) -> list[Measured]:
         """Candidates no other candidate beats on latency, output error and size at once."""
         pts = [
-            (m.ratio, 1 - (1.0 if math.isnan(m.cosine) else m.cosine), m.file_bytes)
+            (m.paired.ratio, 1 - (1.0 if math.isnan(m.cosine) else m.cosine), m.file_bytes)
             for m in self.measured
         ]
         out = []
@@ -188,7 +188,8 @@ class DoctorResult(Result):
     def __repr__(self) -> str:
         return (
             f"<DoctorResult {self.model!r}: {len(self.findings)} findings; best "
-            f"{self.best.variant} · {self.best.session_config.label()} ({self.best.verdict}); "
+            f"{self.best.variant} · {self.best.session_config.label()} "
+            f"({self.best.paired.verdict}); "
             f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
         )
 
@@ -403,5 +404,6 @@ def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:
     threads or spinning."""
     req = requested.to_dict()
     if caveat and any(best.config.get(k) != req.get(k) for k in _THREAD_FIELDS):
-        return dataclasses.replace(best, verdict=f"{best.verdict}; {caveat}")
+        said = dataclasses.replace(best.paired, verdict=f"{best.paired.verdict}; {caveat}")
+        return dataclasses.replace(best, paired=said)
     return best

@@ -18,7 +18,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import Model
 from ortlab.core.sessionreport import SessionReport
-from ortlab.core.stats import NOISE_BAND, interval_text
+from ortlab.core.stats import NOISE_BAND, Paired, interval_text
 
 __all__ = [
     "FUSED_TRANSFORMER_OPS",
@@ -141,12 +141,10 @@ class Measured:
     model_path: str
     config: dict[str, Any]
     p50_ms: float
-    ratio: float
-    """Paired time ratio to the baseline (median of per-round ratios); < 1 is faster."""
-    low: float
-    high: float
+    paired: Paired
+    """Paired time ratio to the baseline (median of per-round ratios; < 1 is faster), its
+    interval, the verdict ('baseline' for the baseline itself) and the rounds behind it."""
     significant: bool
-    verdict: str
     cosine: float
     """Lowest output cosine similarity against the baseline's outputs (1.0 = same)."""
     file_bytes: int
@@ -154,35 +152,34 @@ class Measured:
     """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
     steps: list[str] = field(default_factory=list)
     """How the model variant was made."""
-    rounds: int = 0
-    """Interleaved rounds behind the ratio and its interval."""
     confidence: float = float("nan")
-    """The interval's actual coverage (order statistics of ``rounds`` ratios); NaN when the
-    rounds were too few for a 95 % interval (``low``/``high`` are NaN then too)."""
+    """The interval's actual coverage (order statistics of ``paired.rounds`` ratios); NaN when
+    the rounds were too few for a 95 % interval (its bounds are NaN then too)."""
 
     @property
     def faster(self) -> bool:
-        return self.significant and self.ratio < 1
+        return self.significant and self.paired.ratio < 1
 
     @property
     def slower(self) -> bool:
-        return self.significant and self.ratio > 1
+        return self.significant and self.paired.ratio > 1
 
     @property
     def no_gain(self) -> bool:
         """The interval excludes a gain beyond the noise band: "no faster" is said only then
         (a wide interval that still allows one is undecided, never "no faster")."""
-        return not math.isnan(self.low) and self.low >= 1 - NOISE_BAND
+        return not math.isnan(self.paired.low) and self.paired.low >= 1 - NOISE_BAND
 
     def speed_word(self) -> str:
         """'faster', 'no faster', or 'undecided (interval [low, high])'."""
+        p = self.paired
         if self.faster:
             return "faster"
         if self.no_gain:
             return "no faster"
-        if math.isnan(self.low):
+        if math.isnan(p.low):
             return "undecided (too few rounds for an interval)"
-        return f"undecided (time ratio {interval_text(self.ratio, self.low, self.high, 2)})"
+        return f"undecided (time ratio {interval_text(p.ratio, p.low, p.high, 2)})"
 
 
 @dataclass(frozen=True)
@@ -357,7 +354,8 @@ def measured_gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
     if m is None:
         return {"gain": "not measured"}
     saved = max(baseline_ms - m.p50_ms, 0.0) if m.faster else 0.0
-    return {"gain": m.verdict, "ratio": m.ratio, "low": m.low, "high": m.high, "saved_ms": saved}
+    p = m.paired
+    return {"gain": p.verdict, "ratio": p.ratio, "low": p.low, "high": p.high, "saved_ms": saved}
 
 
 def busy_cores(f: Facts) -> float | None:
@@ -401,16 +399,12 @@ def measured_row(
         model_path=str(mm.path),
         config=c.with_(fallback="warn").to_dict(),
         p50_ms=p50,
-        ratio=v.ratio,
-        low=v.low,
-        high=v.high,
+        paired=Paired.of(v, "baseline" if key == "baseline" else v.text(against, label)),
         significant=v.significant,
-        verdict="baseline" if key == "baseline" else v.text(against, label),
         cosine=float("nan"),
         file_bytes=mm.path.stat().st_size,
         stage=stage,
         steps=list(steps),
-        rounds=v.rounds,
         confidence=v.confidence,
     )
 

@@ -104,7 +104,7 @@ def ep_islands(f: Facts) -> list[Finding]:
         )
     gain = measured_gain(cpu_only, f.baseline_ms)
     if cpu_only is not None:
-        gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.verdict
+        gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.paired.verdict
         gain["saved_ms"] = 0.0 if not cpu_only.faster else gain["saved_ms"]
     return [
         Finding(
@@ -196,7 +196,7 @@ def thread_settings(f: Facts) -> list[Finding]:
     if not sweep:
         return []
     curve = "; ".join(
-        f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.ratio:.2f}x)" for m in sweep
+        f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.paired.ratio:.2f}x)" for m in sweep
     )
     req = f.requested.intra_op_threads
     caveat = load_caveat(f)
@@ -213,7 +213,7 @@ def thread_settings(f: Facts) -> list[Finding]:
                 gain="see the thread curve",
             )
         )
-    best = min(sweep, key=lambda m: m.ratio)
+    best = min(sweep, key=lambda m: m.paired.ratio)
     if best.faster:
         setting = best.label.split(" · ")[-1]
         out.append(
@@ -245,7 +245,7 @@ def _best_fix(f: Facts, tried: FixTried) -> Measured | None:
     if not fixes:
         return None
     good = [m for m in fixes if m.cosine >= f.min_cosine]
-    return min(good, key=lambda m: m.ratio) if good else max(fixes, key=lambda m: m.cosine)
+    return min(good, key=lambda m: m.paired.ratio) if good else max(fixes, key=lambda m: m.cosine)
 
 
 def quantization(f: Facts) -> list[Finding]:
@@ -282,7 +282,7 @@ def quantization(f: Facts) -> list[Finding]:
         if tried is not None and best is not None:
             how = tried.variants[best.key]
             cost += (f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
-                     f"cosine {best.cosine:.4f}, {best.verdict}, size {best.file_bytes:,} "
+                     f"cosine {best.cosine:.4f}, {best.paired.verdict}, size {best.file_bytes:,} "
                      "bytes")  # fmt: skip
             reaches = best.cosine >= f.min_cosine
             fix = (f"serve {best.variant}: it spares the nodes where int8 loses the most"
@@ -325,10 +325,10 @@ def slow_variant(f: Facts) -> list[Finding]:
                 evidence=why,
                 fix=fixes,
                 code="ortlab.compare(model, [variant])  # kernels, error and timing side by side",
-                gain=m.verdict,
-                ratio=m.ratio,
-                low=m.low,
-                high=m.high,
+                gain=m.paired.verdict,
+                ratio=m.paired.ratio,
+                low=m.paired.low,
+                high=m.paired.high,
                 saved_ms=max(m.p50_ms - f.baseline_ms, 0.0),
             )
         )
@@ -510,9 +510,9 @@ def memory(f: Facts) -> list[Finding]:
     if timed is None:
         cost = "its effect on latency was not measured (the time budget)"
     elif timed.slower:
-        cost = f"it costs time: {timed.verdict}"
+        cost = f"it costs time: {timed.paired.verdict}"
     else:
-        cost = f"latency: {timed.verdict}"
+        cost = f"latency: {timed.paired.verdict}"
     others = "; ".join(f"{r.setting}: {r.verdict()}" for r in savings[1:])
     return [Finding(
         rule="memory",
@@ -525,8 +525,8 @@ def memory(f: Facts) -> list[Finding]:
             + f": {best.verdict()}; {cost}",
         code=f"SessionConfig({_config_args(best.config, f.requested)})",
         gain=f"{best.verdict()}; {cost}",
-        ratio=timed.ratio if timed else None, low=timed.low if timed else None,
-        high=timed.high if timed else None,
+        ratio=timed.paired.ratio if timed else None, low=timed.paired.low if timed else None,
+        high=timed.paired.high if timed else None,
         severity="info" if timed is not None and timed.slower else "warning",
     )]  # fmt: skip
 

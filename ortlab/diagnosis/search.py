@@ -438,8 +438,8 @@ class Search:
             k: v
             for k, v in meas.items()
             if k != "baseline"
-            and v.ratio < 1 - NOISE_BAND
-            and not v.low >= 1  # NaN (too few rounds for an interval) stays promising
+            and v.paired.ratio < 1 - NOISE_BAND
+            and not v.paired.low >= 1  # NaN (too few rounds for an interval) stays promising
             and self._accurate(v)
         }
         if not ok:
@@ -453,12 +453,12 @@ class Search:
         if changes:
             finals.append(Candidate(Kind.SETTINGS.value, self.m, combined_cfg, []))
         if model_items:
-            vkey, _ = min(model_items, key=lambda kv: kv[1].ratio)
+            vkey, _ = min(model_items, key=lambda kv: kv[1].paired.ratio)
             mm, steps = by_key[vkey]
             level = max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
             finals.append(Candidate(Kind.COMBINED.value, mm, combined_cfg.with_(level=level),
                                     steps))  # fmt: skip
-        for key, _ in sorted(ok.items(), key=lambda kv: kv[1].ratio)[:2]:
+        for key, _ in sorted(ok.items(), key=lambda kv: kv[1].paired.ratio)[:2]:
             mm, steps = by_key[key]
             parsed = CandidateKey.parse(key)
             final = candidate_key(parsed.kind, parsed.arg, final=True)
@@ -544,7 +544,7 @@ class Search:
         for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
             group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
             if group:
-                best = min(group, key=lambda v: v.ratio)
+                best = min(group, key=lambda v: v.paired.ratio)
                 for name in ("level", "intra_op_threads", "allow_spinning"):
                     if best.config[name] != base[name]:
                         changes[name] = best.config[name]
@@ -572,9 +572,10 @@ class Search:
 
     def _explain(self, key: str, mm: Model, c: SessionConfig) -> list[Any]:
         meas = self.measured[key]
-        v = Verdict(meas.ratio, meas.low, meas.high, meas.confidence, meas.rounds, NOISE_BAND)
+        p = meas.paired
+        v = Verdict(p.ratio, p.low, p.high, meas.confidence, p.rounds, NOISE_BAND)
         return list(explain_variant(
-            self.m, mm, c, self.feeds, verdict=(v, meas.verdict), label=meas.variant,
+            self.m, mm, c, self.feeds, verdict=(v, p.verdict), label=meas.variant,
             latencies=(self.latencies["baseline"], self.latencies[key]),
             outputs=(self.outputs["baseline"], self.outputs.get(key, self.outputs["baseline"])),
             base_profile=self.profile.data, synthetic=self.samples.synthetic,

@@ -270,16 +270,16 @@ def measure_interleaved(
         rounds=rounds,
         runs=runs,
     )
-    reports = list(out["reports"])
+    reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):
         miss = (tuple(report.missing), c.fallback) if report is not None else None
         if miss is not None and miss not in said:
             said.add(miss)
             check_report(report, c, m)
-    failed = {int(k): str(v) for k, v in (out.get("failed") or {}).items()}
-    medians = np.atleast_2d(np.asarray(out["medians_ns"], dtype=np.float64)) / 1e6
-    latencies = [list(lat) for lat in out["latencies_ns"]]
+    failed = {int(k): str(v) for k, v in out.failed.items()}
+    medians = np.atleast_2d(np.asarray(out.medians_ns, dtype=np.float64)) / 1e6
+    latencies = [list(lat) for lat in out.latencies_ns]
     if medians.shape[1] < len(items):  # columns of those that ran only: NaN for the others
         ran = [k for k in range(len(items)) if k not in failed]
         full = np.full((len(medians), len(items)), np.nan)

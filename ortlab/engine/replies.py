@@ -3,13 +3,33 @@ checks, not keys in a dict. Each travels pickled over the worker's connection.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from ortlab.core.runtime import Device
+from ortlab.engine.plugins import PluginEP
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["BenchmarkReply", "PlacementReply", "ProfileReply"]
+__all__ = [
+    "BenchmarkReply",
+    "FootprintSample",
+    "InterleavedReply",
+    "OutputsReply",
+    "PlacementReply",
+    "PluginInfo",
+    "ProfileReply",
+    "QuantizeReply",
+    "SavedLevel",
+    "TargetEvidence",
+    "TensorStats",
+    "TransformerReply",
+    "WhatIfReply",
+]
+
+FinalNodes = list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]]
+"""A saved graph's nodes (name, op_type, domain, inputs, outputs, parent or provider)."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +63,134 @@ class PlacementReply:
     """ORT's assignment API: per EP, its nodes."""
     placements: Any
     """The verbose "Node placements" log, parsed."""
-    final: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]]
+    final: FinalNodes
     """The final graph's nodes (name, op_type, domain, inputs, outputs, provider)."""
     final_source: str
     """'EPContext dump' or 'optimized model'."""
     probes: Any
     ort_ms: float
+
+
+@dataclass(frozen=True)
+class InterleavedReply:
+    """``tasks_timing.interleaved``: per round and item the median of its runs (ns; NaN where
+    the item failed), per item every timed run and its session's report (None where it
+    failed), the items that failed (index -> why) and whether the items ran in pairs."""
+
+    medians_ns: list[list[float]]
+    latencies_ns: list[list[int]]
+    reports: list[SessionReport | None]
+    failed: dict[int, str]
+    pairwise: bool = False
+
+
+@dataclass(frozen=True)
+class OutputsReply:
+    """``tasks.outputs``: one run's outputs by output name, and the session's report."""
+
+    outputs: dict[str, Any]
+    report: SessionReport
+
+
+@dataclass(frozen=True)
+class SavedLevel:
+    """``tasks.optimize_levels``, per level: ORT's optimized model saved at ``path`` (its
+    weights in a side file), the session's report (the transformers that fired) and the saved
+    graph's nodes."""
+
+    path: str
+    report: SessionReport
+    final: FinalNodes
+
+
+@dataclass(frozen=True)
+class QuantizeReply:
+    """``tasks_transform.quantize``: the steps taken and the last lines ORT printed."""
+
+    steps: list[str]
+    log: list[str]
+
+
+@dataclass(frozen=True)
+class TransformerReply:
+    """``tasks_transform.transformer_optimize``: the fused operators counted by the optimizer,
+    whether it says the model is fully optimized, and its log."""
+
+    stats: dict[str, int]
+    fully_optimized: bool
+    log: list[str]
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """``tasks_transform.tensor_errors``, per float tensor: the variant's error against it over
+    the samples (NaN where the shapes differ or a value is not finite)."""
+
+    sqnr_db: float
+    cosine: float
+    max_abs: float
+    mean_abs: float
+    shape_mismatch: bool
+    nonfinite: bool
+
+
+@dataclass(frozen=True)
+class FootprintSample:
+    """``tasks_memory.footprint``, one fresh process: the resident bytes the session added
+    (created, held after the runs, at its peak; None where the system does not say) and its
+    creation time, or why the measurement failed."""
+
+    error: str = ""
+    create_ms: float = math.nan
+    created_bytes: float | None = None
+    held_bytes: float | None = None
+    peak_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """``tasks.plugin_info``: the plugin EPs registered in the worker and every device ORT
+    sees after registration."""
+
+    plugins: list[PluginEP]
+    devices: list[Device]
+
+
+@dataclass(frozen=True)
+class TargetEvidence:
+    """``tasks_whatif.whatif``, per target: the raw evidence. ``unknown`` says why there is no
+    prediction; else a compile (assignment, per-node log lines, the partitioned graph), the
+    mobile checker's verdicts (``verdicts`` not None) or a session here (``measured``), with
+    ``error`` when the compile or run failed. None marks what the evidence does not have."""
+
+    unknown: str = ""
+    assignment: list[Any] | None = None
+    """Per EP, its nodes: (ep, [(node, op_type), ...])."""
+    active: list[str] | None = None
+    log: list[str] | None = None
+    final: list[Any] | None = None
+    """The partitioned graph's nodes (name, op_type, domain, inputs, outputs, parent)."""
+    error: str = ""
+    measured: bool = False
+    seconds: float = 0.0
+    total_seconds: float = 0.0
+    process_seconds: float | None = None
+    version: str | None = None
+    """The plugin's version (compiled evidence)."""
+    verdicts: dict[str, str] | None = None
+    """Per node, the checker's reason ('' where supported)."""
+    groups: list[list[str]] | None = None
+    counts: dict[str, int] | None = None
+    """The checker's own counts, by ORT's names (num_nodes, num_partitions, ...)."""
+    ops_file: str | None = None
+    caveats: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class WhatIfReply:
+    """``tasks_whatif.whatif``: the model the targets saw (a fixed-shape copy when shapes were
+    given), each target's evidence by its alias, and the worker's onnxruntime version."""
+
+    path: str
+    targets: dict[str, TargetEvidence]
+    ort_version: str

@@ -27,7 +27,13 @@ from ortlab.core.errors import (
 from ortlab.core.graph import graph_nodes
 from ortlab.engine.capture import capture_output
 from ortlab.engine.probe import probe_nodes
-from ortlab.engine.replies import PlacementReply, ProfileReply
+from ortlab.engine.replies import (
+    OutputsReply,
+    PlacementReply,
+    PluginInfo,
+    ProfileReply,
+    SavedLevel,
+)
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
 from ortlab.engine.trace import parse_profile_file
@@ -308,7 +314,7 @@ def outputs(
     model_name: str,
     config: SessionConfig,
     feeds: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> OutputsReply:
     """One run; the outputs by name."""
     sess, report, _ = _session(model_path, model_name, config)
     try:
@@ -317,7 +323,7 @@ def outputs(
         raise _run_error(err, model_name, config, feeds) from err
     progress(1, 1)
     names = [o.name for o in sess.get_outputs()]
-    return {"outputs": dict(zip(names, values, strict=True)), "report": report}
+    return OutputsReply(outputs=dict(zip(names, values, strict=True)), report=report)
 
 
 def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
@@ -326,16 +332,14 @@ def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
     return choose()
 
 
-def plugin_info(progress: Progress) -> dict[str, Any]:
+def plugin_info(progress: Progress) -> PluginInfo:
     """Plugin EPs registered in this worker and every device ORT sees after registration."""
-    from dataclasses import asdict
-
     from ortlab.engine.plugins import registered
     from ortlab.engine.runtime import measure_devices
 
-    plugins = [asdict(p) for p in registered()]
+    plugins = list(registered())
     progress(1, 1)
-    return {"plugins": plugins, "devices": [asdict(d) for d in measure_devices()]}
+    return PluginInfo(plugins=plugins, devices=measure_devices())
 
 
 def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature
@@ -467,10 +471,10 @@ def optimize_levels(
     config: SessionConfig,
     levels: list[str],
     folder: str,
-) -> dict[str, Any]:
+) -> dict[str, SavedLevel]:
     """Save ORT's optimized model per level (weights in a side file) and the transformers that
-    fired (from ORT's INFO log)."""
-    out: dict[str, Any] = {}
+    fired (from ORT's INFO log), by level."""
+    out: dict[str, SavedLevel] = {}
     for i, level in enumerate(levels):
         target = Path(folder) / f"{level}.onnx"
         _, report = build_session(
@@ -481,7 +485,7 @@ def optimize_levels(
             optimized_model_path=str(target),
             extra_entries=_side_weights(f"{level}.onnx.data"),
         )
-        out[level] = {"path": str(target), "report": report, "final": _graph_tuples(target)}
+        out[level] = SavedLevel(path=str(target), report=report, final=_graph_tuples(target))
         progress(i + 1, len(levels))
     return out
 

@@ -17,6 +17,7 @@ from typing import Any
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.engine.children import ChildFailed, run_child
+from ortlab.engine.replies import FootprintSample
 
 __all__ = ["footprint"]
 
@@ -24,15 +25,16 @@ Progress = Callable[[int, int], None]
 _TIMEOUT_S = 600.0
 
 
-def _one(folder: Path, ask: dict[str, Any], k: int) -> dict[str, Any]:
+def _one(folder: Path, ask: dict[str, Any], k: int) -> FootprintSample:
     request, answer = folder / f"request{k}.pkl", folder / f"answer{k}.json"
     with request.open("wb") as f:
         pickle.dump(ask, f)
     argv = [sys.executable, "-m", "ortlab.engine._footprint_child", str(request), str(answer)]
     try:
-        return run_child(argv, answer, cwd=folder, timeout=_TIMEOUT_S, what="the measurement")
+        got = run_child(argv, answer, cwd=folder, timeout=_TIMEOUT_S, what="the measurement")
     except ChildFailed as err:
-        return {"error": str(err)}
+        return FootprintSample(error=str(err))
+    return FootprintSample(**got)
 
 
 def footprint(
@@ -42,10 +44,10 @@ def footprint(
     feeds: Mapping[str, Any],
     repeats: int,
     runs: int,
-) -> list[list[dict[str, Any]]]:
+) -> list[list[FootprintSample]]:
     """Per item (model path, name, config): one measurement per repeat. Items alternate within
     a repeat, so a machine getting busier touches them all alike."""
-    out: list[list[dict[str, Any]]] = [[] for _ in items]
+    out: list[list[FootprintSample]] = [[] for _ in items]
     total = len(items) * repeats
     with cache.temp_dir("footprint-") as folder:
         feeds_file = folder / "feeds.pkl"  # written once, read by every child

@@ -14,7 +14,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, error_text
-from ortlab.engine.replies import BenchmarkReply
+from ortlab.engine.replies import BenchmarkReply, InterleavedReply
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import (
     _REPORT_EVERY_NS,
@@ -86,7 +86,7 @@ def interleaved(
     rounds: int = 10,
     runs: int = 10,
     warmup: int = 3,
-) -> dict[str, Any]:
+) -> InterleavedReply:
     """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
 
     Returns per round and variant the median of ``runs`` timed runs (ns). A variant other than
@@ -133,12 +133,12 @@ def interleaved(
             medians[r][k] = float(np.median(lat))
             every[k].extend(lat)
         progress(r + 1, rounds)
-    return {
-        "medians_ns": medians,
-        "latencies_ns": every,
-        "reports": [s[1] if s is not None else None for s in sessions],
-        "failed": failed,
-    }
+    return InterleavedReply(
+        medians_ns=medians,
+        latencies_ns=every,
+        reports=[s[1] if s is not None else None for s in sessions],
+        failed=failed,
+    )
 
 
 def _timed(run: Callable[[], Any], runs: int, clock: Callable[[], int]) -> list[int]:
@@ -158,7 +158,7 @@ def _pairwise(
     rounds: int,
     runs: int,
     warmup: int,
-) -> dict[str, Any]:
+) -> InterleavedReply:
     """:func:`interleaved` when the sessions would not fit in memory together: the reference
     with one candidate at a time (two sessions, never more), each pair interleaved for all
     ``rounds``. A candidate's per-round median is scaled by the reference's round in the first
@@ -205,5 +205,6 @@ def _pairwise(
             lat = _timed(run_ref, runs, clock)
             medians[r][0] = float(np.median(lat))
             every[0].extend(lat)
-    return {"medians_ns": medians, "latencies_ns": every, "reports": reports,
-            "failed": failed, "pairwise": True}  # fmt: skip
+    return InterleavedReply(
+        medians_ns=medians, latencies_ns=every, reports=reports, failed=failed, pairwise=True
+    )

@@ -11,6 +11,7 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
 from ortlab.engine.capture import capture_output
+from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
 from ortlab.engine.tasks import Progress, prepare_feeds
 
@@ -39,7 +40,7 @@ def quantize(
     out_path: str,
     settings: dict[str, Any],
     samples: list[dict[str, Any]],
-) -> dict[str, Any]:
+) -> QuantizeReply:
     """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
 
     steps: list[str] = []
@@ -67,7 +68,7 @@ def quantize(
         check_loads(out_path, f"the {_label(settings)} variant", remove=True)
         steps.append("checked: onnxruntime opens the variant (CPU, level all)")
         progress(3, 3)
-    return {"steps": steps, "log": cap.lines()[-50:]}
+    return QuantizeReply(steps=steps, log=cap.lines()[-50:])
 
 
 def _inline_external(model_path: str, out: str, steps: list[str]) -> str:
@@ -291,7 +292,7 @@ def tensor_errors(
     pairs: dict[str, str],
     samples: list[dict[str, Any]],
     chunk: int = 16,
-) -> dict[str, dict[str, float]]:
+) -> dict[str, TensorStats]:
     """Error statistics of each variant tensor against the float tensor it stands for
     (``pairs``: float tensor -> variant tensor), over ``samples``.
 
@@ -351,7 +352,7 @@ class _Sums:
         self.max_abs = max(self.max_abs, float(np.abs(d).max()) if d.size else 0.0)
         self.count += int(r.size)
 
-    def metrics(self) -> dict[str, float]:
+    def metrics(self) -> TensorStats:
         nan = float("nan")
         bad = self.shape_mismatch or self.nonfinite_ref or self.nonfinite_var or not self.count
         denom = (self.rr * self.tt) ** 0.5
@@ -360,11 +361,14 @@ class _Sums:
         else:
             cosine = self.rt / denom
             sqnr = float("inf") if self.noise == 0 else 10 * np.log10(self.rr / self.noise)
-        return {"sqnr_db": float(sqnr), "cosine": float(cosine),
-                "max_abs": nan if bad else self.max_abs,
-                "mean_abs": nan if bad else self.abs_sum / self.count,
-                "shape_mismatch": float(self.shape_mismatch),
-                "nonfinite": float(self.nonfinite_ref or self.nonfinite_var)}  # fmt: skip
+        return TensorStats(
+            sqnr_db=float(sqnr),
+            cosine=float(cosine),
+            max_abs=nan if bad else self.max_abs,
+            mean_abs=nan if bad else self.abs_sum / self.count,
+            shape_mismatch=self.shape_mismatch,
+            nonfinite=self.nonfinite_ref or self.nonfinite_var,
+        )
 
 
 def _with_outputs(
@@ -417,7 +421,7 @@ def transformer_optimize(
     hidden_size: int,
     opt_level: int,
     use_gpu: bool,
-) -> dict[str, Any]:
+) -> TransformerReply:
     """onnxruntime.transformers.optimizer.optimize_model, its log captured."""
     import logging
 
@@ -451,7 +455,9 @@ def transformer_optimize(
         root.removeHandler(handler)
         root.setLevel(old_level)
     progress(1, 1)
-    return {"stats": dict(stats), "fully_optimized": bool(fully), "log": records + cap.lines()}
+    return TransformerReply(
+        stats=dict(stats), fully_optimized=bool(fully), log=records + cap.lines()
+    )
 
 
 def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any) -> Any:

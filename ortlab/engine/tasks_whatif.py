@@ -8,8 +8,9 @@
 - OpenVINO and every other EP: a real session when the EP has a device here, else nothing to
   predict with (the caller says so).
 
-Tasks return plain data; the parsing of logs and the per-node join live in
-:mod:`ortlab.analysis.whatif`. Everything that touches ORT's registries stays in this process.
+The task replies with a typed record (``replies.WhatIfReply``, one ``TargetEvidence`` per
+target); the parsing of logs and the per-node join live in :mod:`ortlab.analysis.whatif`.
+Everything that touches ORT's registries stays in this process.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ortlab.core.graph import graph_node_protos
 from ortlab.engine.capture import capture_output
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.plugins import plugin_devices, registered
+from ortlab.engine.replies import TargetEvidence, WhatIfReply
 from ortlab.engine.session import clean_ort_message
 
 __all__ = ["fixed_model", "whatif"]
@@ -291,12 +293,12 @@ def whatif(
     shapes: Mapping[str, list[int]] | None = None,
     feeds: Mapping[str, Any] | None = None,
     qnn_options: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> WhatIfReply:
     """Per (target alias, EP name): the raw evidence. With ``shapes``, on a fixed-shape copy."""
     import onnxruntime as ort
 
     path = fixed_model(model_path, shapes) if shapes else model_path
-    out: dict[str, Any] = {"path": path, "targets": {}, "ort_version": str(ort.__version__)}
+    evidence: dict[str, TargetEvidence] = {}
     for i, (target, ep) in enumerate(targets):
         start = time.perf_counter()
         try:
@@ -312,6 +314,6 @@ def whatif(
             got = {"unknown": f"{target}: {error_text(err)}"}
         got.setdefault("seconds", time.perf_counter() - start)
         got["total_seconds"] = time.perf_counter() - start
-        out["targets"][target] = got
+        evidence[target] = TargetEvidence(**got)
         progress(i + 1, len(targets))
-    return out
+    return WhatIfReply(path=path, targets=evidence, ort_version=str(ort.__version__))

@@ -384,11 +384,12 @@ def optimization_figure(o: Any) -> go.Figure:
     rows = o.latency_rows
     if rows:
         fig.add_trace(go.Scatter(
-            x=[r.level for r in rows], y=[r.ratio for r in rows], mode="markers",
+            x=[r.level for r in rows], y=[r.paired.ratio for r in rows], mode="markers",
             marker={"size": 10, "color": "#F58518"}, name="time ratio",
-            error_y={"type": "data", "symmetric": False, "array": [r.high - r.ratio for r in rows],
-                     "arrayminus": [r.ratio - r.low for r in rows]},
-            customdata=[[esc(r.verdict, 300)] for r in rows],
+            error_y={"type": "data", "symmetric": False,
+                     "array": [r.paired.high - r.paired.ratio for r in rows],
+                     "arrayminus": [r.paired.ratio - r.paired.low for r in rows]},
+            customdata=[[esc(r.paired.verdict, 300)] for r in rows],
             hovertemplate="%{customdata[0]}<extra></extra>",
         ), row=1, col=2)  # fmt: skip
         fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
@@ -454,11 +455,11 @@ def config_comparison_figure(c: Any) -> Any:
 
     rows = c.rows
     fig = go.Figure(go.Scatter(
-        x=[r.ratio for r in rows], y=[r.label for r in rows], mode="markers",
+        x=[r.paired.ratio for r in rows], y=[r.label for r in rows], mode="markers",
         error_x={"type": "data", "symmetric": False,
-                 "array": [max(r.high - r.ratio, 0) for r in rows],
-                 "arrayminus": [max(r.ratio - r.low, 0) for r in rows]},
-        text=[r.verdict for r in rows], hovertemplate="%{text}<extra></extra>",
+                 "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
+                 "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows]},
+        text=[r.paired.verdict for r in rows], hovertemplate="%{text}<extra></extra>",
     ))  # fmt: skip
     fig.add_vline(x=1.0, line_dash="dot")
     title = f"{esc(c.model)}: time ratio to the first config"
@@ -494,12 +495,12 @@ def ablation_figure(a: Any) -> Any:
 
     rows = [r for r in a.rows if r.off]
     fig = go.Figure(go.Scatter(
-        x=[r.ratio for r in rows], y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
+        x=[r.paired.ratio for r in rows], y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
         mode="markers",
         error_x={"type": "data", "symmetric": False,
-                 "array": [max(r.high - r.ratio, 0) for r in rows],
-                 "arrayminus": [max(r.ratio - r.low, 0) for r in rows]},
-        text=[f"{r.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
+                 "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
+                 "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows]},
+        text=[f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
         hovertemplate="%{text}<extra></extra>",
     ))  # fmt: skip
     fig.add_vline(x=1.0, line_dash="dot")

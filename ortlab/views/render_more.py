@@ -43,8 +43,8 @@ def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
         rows.append([
             lv.level, lv.nodes, fusions,
             float(r.p50_ms) if r else "—",
-            interval_text(r.ratio, r.low, r.high) if r else "—",
-            _short_verdict(r.verdict) if r else "not timed",
+            interval_text(r.paired.ratio, r.paired.low, r.paired.high) if r else "—",
+            _short_verdict(r.paired.verdict) if r else "not timed",
         ])  # fmt: skip
     return headers, rows
 
@@ -124,7 +124,7 @@ def compare_text(c: Any) -> str:
         mark + "time ratios are paired over interleaved rounds, 95 % CI in brackets",
         "  " + METRICS_LEGEND,
     ]
-    parts += [f"  {r.variant}: {r.verdict}" for r in c.rows[1:]]
+    parts += [f"  {r.variant}: {r.paired.verdict}" for r in c.rows[1:]]
     parts += [f"  note: {n}" for n in c.notes]
     parts += [f"WHY {s.variant}: {s.signal} — {s.evidence}. Fix: {s.fix}" for s in c.signals]
     return "\n".join(safe_text(p, 5000) for p in parts)
@@ -163,15 +163,18 @@ def session_report_html(r: SessionReport) -> str:
     return _report_html(r)
 
 
+def _config_row(r: Any) -> list[Any]:
+    p = r.paired
+    return [r.label, r.p50_ms, interval_text(p.ratio, p.low, p.high), p.verdict]
+
+
 def config_comparison_text(c: Any) -> str:
-    rows = [[r.label, r.p50_ms, interval_text(r.ratio, r.low, r.high), r.verdict]
-            for r in c.rows]  # fmt: skip
+    rows = [_config_row(r) for r in c.rows]
     return f"{safe_text(c.model)}\n" + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
 
 
 def config_comparison_html(c: Any) -> str:
-    rows = [[r.label, r.p50_ms, interval_text(r.ratio, r.low, r.high), r.verdict]
-            for r in c.rows]  # fmt: skip
+    rows = [_config_row(r) for r in c.rows]
     return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
 
 
@@ -221,8 +224,8 @@ def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
     rows = [
         [r.off or "(none: baseline)", r.fired if r.off else "—", f"{r.nodes} ({r.node_change:+d})",
          f"{r.create_ms:.0f}", "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}", r.p50_ms,
-         "—" if not r.off else interval_text(r.ratio, r.low, r.high),
-         "—" if not r.off else r.verdict, f"{r.max_abs:.3g}"]
+         "—" if not r.off else interval_text(r.paired.ratio, r.paired.low, r.paired.high),
+         "—" if not r.off else r.paired.verdict, f"{r.max_abs:.3g}"]
         for r in a.rows
     ]  # fmt: skip
     return headers, rows

@@ -83,7 +83,8 @@ def doctor_text(d: Any) -> str:
             f"   gain: {safe_text(f.gain, 500)}",
             f"   code: {safe_text(f.code, 500)}",
         ]
-    lines.append(f"BEST: {d.best.variant} · {d.best.session_config.label()} — {d.best.verdict}")
+    best = d.best
+    lines.append(f"BEST: {best.variant} · {best.session_config.label()} — {best.paired.verdict}")
     if d.stages:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
@@ -103,7 +104,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         )
         or "<li>No findings: nothing the doctor checks for is wrong with this session.</li>"
     )
-    cand = [[m.key, m.label, m.p50_ms, interval_text(m.ratio, m.low, m.high),
+    cand = [[m.key, m.label, m.p50_ms, interval_text(m.paired.ratio, m.paired.low, m.paired.high),
              "—" if m.cosine != m.cosine else f"{m.cosine:.5f}", m.stage]
             for m in d.measured]  # fmt: skip
     notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
@@ -113,7 +114,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
         f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
         f"<div><b>Best verified</b>: {esc(d.best.variant)} · "
-        f"{esc(d.best.session_config.label())} — {esc(d.best.verdict, 500)}</div>"
+        f"{esc(d.best.session_config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
         + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
@@ -125,7 +126,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
 def best_snippet(best: Any, model_file: str) -> str:
     """The best configuration as plain onnxruntime loading ``model_file`` (a name the reader
     knows); a model variant gets its own file name and a comment saying how to rebuild it."""
-    head = [f"# ortlab doctor: best verified configuration ({best.verdict})"]
+    head = [f"# ortlab doctor: best verified configuration ({best.paired.verdict})"]
     path: str = model_file
     if best.variant != "original":
         path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"
@@ -210,7 +211,7 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
         best = doctor.best
         snippet = best_snippet(best, _model_file(model))
         parts.append(f"<div><b>Best verified</b>: {esc(best.variant)} · "
-                     f"{esc(best.session_config.label())} — {esc(best.verdict, 500)}</div>"
+                     f"{esc(best.session_config.label())} — {esc(best.paired.verdict, 500)}</div>"
                      f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>")  # fmt: skip
         load = ", ".join(f"{k} {v:.2f}" for k, v in doctor.other_cpu.items())
         inputs = ("synthetic (ortlab made them)" if doctor.synthetic else "given") + (
