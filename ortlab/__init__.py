@@ -40,6 +40,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
     from ortlab.analysis.quant_error import ErrorResult, quantization_error
     from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
+    from ortlab.analysis.roofline import RooflineResult, roofline
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.whatif import WhatIfResult, whatif
     from ortlab.core.config import SessionConfig
@@ -163,6 +164,7 @@ __all__ = [
     "Providers",
     "QuantConfig",
     "QuantizationError",
+    "RooflineResult",
     "RunError",
     "SessionConfig",
     "SessionConfigError",
@@ -202,6 +204,7 @@ __all__ = [
     "quantization_error",
     "quantize",
     "report",
+    "roofline",
     "set_isolation",
     "to_fp16",
     "transformer_optimize",

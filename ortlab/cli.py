@@ -286,6 +286,10 @@ def _parser() -> argparse.ArgumentParser:
     _session_args(p)
     p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
+    p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
+    _session_args(p)
+    p.add_argument("--runs", type=_int_arg(1), default=20)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the node table")
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
     p.add_argument("--runs", type=_int_arg(1), default=5)
@@ -360,6 +364,14 @@ def _cost(args: argparse.Namespace) -> None:
         progress=_progress(args),
     )  # fmt: skip
     print(c.to_json() if args.json else c.to_text(top=args.top))
+
+
+def _roofline(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    r = ortlab.roofline(m, _config(args), _feeds(args.feeds, m), dims=args.dims, runs=args.runs,
+                        progress=_progress(args))  # fmt: skip
+    print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -528,7 +540,8 @@ def _whatif(args: argparse.Namespace) -> None:
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost, "place": _place,
+    "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost,
+    "roofline": _roofline, "place": _place,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
     "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip

@@ -10,7 +10,7 @@ profile), the feeds, or an initializer of the saved optimized model (its dims, n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from ortlab.engine.tasks import (
     prepare_feeds,
     release_after_reply,
 )
+from ortlab.engine.tasks_peaks import PeakKernel, PeakRuns, peak_kernels
 from ortlab.engine.trace import ProfileData, TensorTypes, parse_profile_file
 
 __all__ = ["GraphNode", "ShapesReply", "onnx_dtype_name", "shapes"]
@@ -60,6 +61,8 @@ class ShapesReply:
     """Per tensor name: ORT's dtype name ('float', 'float16', 'uint8'…) and its dims."""
     initializers: frozenset[str]
     """The tensors that are weights (initializers of the graph ORT ran)."""
+    peaks: list[PeakRuns] = field(default_factory=list)
+    """With ``peaks``: the peak kernels' runs, one each between the model's runs."""
 
 
 _ONNX_NAMES = {
@@ -162,9 +165,12 @@ def shapes(
     feeds: Mapping[str, Any],
     runs: int = 1,
     warmup: int = 0,
+    peaks: tuple[str, ...] = (),
 ) -> ShapesReply:
     """Profile ``runs`` runs and save the optimized model, then read its graph and weights'
-    dims (not their data) back."""
+    dims (not their data) back. With ``peaks`` (precisions: fp32, int8, fp16), the peak
+    kernels of :mod:`ortlab.engine.tasks_peaks` run once after each of the model's runs, so
+    the ceilings are measured under the same conditions as the nodes."""
     import onnx
 
     requested = list(config.providers) if config.providers != "auto" else ["auto"]
@@ -184,9 +190,12 @@ def shapes(
             extra_entries=_side_weights("final.onnx.data"),
         )
         run = _runner(sess, prepare_feeds(feeds), config.io_binding)
+        kernels: list[PeakKernel] = peak_kernels(config, list(peaks), folder) if peaks else []
         try:
             for i in range(warmup + runs):
                 run()
+                for k in kernels if i >= warmup else ():
+                    k.time_once()
                 progress(i + 1, warmup + runs)
         except Exception as err:
             raise _run_error(err, model_name, config, feeds) from err
@@ -194,7 +203,7 @@ def shapes(
             trace = sess.end_profiling()
         data = parse_profile_file(trace, skip_runs=warmup)
         proto = onnx.load(str(Path(folder) / "final.onnx"), load_external_data=False)
-    release_after_reply(sess)
+    release_after_reply(sess, *kernels)
     names: dict[tuple[str, str], str] = {}
     _ort_names(onnx.load(model_path, load_external_data=False).graph, names)
     nodes: list[GraphNode] = []
@@ -208,4 +217,5 @@ def shapes(
     for tensor, typed in _outputs(frozen, data).items():
         tensors.setdefault(tensor, typed)
     return ShapesReply(data=data, report=report, nodes=frozen, tensors=tensors,
-                       initializers=frozenset(weights))  # fmt: skip
+                       initializers=frozenset(weights),
+                       peaks=[k.result() for k in kernels])  # fmt: skip

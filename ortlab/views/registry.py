@@ -18,6 +18,7 @@ from ortlab.analysis.optimization import OptimizationResult
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quant_error import ErrorResult
+from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
@@ -58,6 +59,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (CostResult, "html", render_cost.cost_html),
     (CostResult, "text", render_cost.cost_text),
     (CostResult, "plot", render_cost.cost_figure),
+    (RooflineResult, "html", render_cost.roofline_html),
+    (RooflineResult, "text", render_cost.roofline_text),
+    (RooflineResult, "plot", render_cost.roofline_figure),
     (FootprintResult, "html", render_more.footprint_html),
     (FootprintResult, "text", render_more.footprint_text),
     (FootprintResult, "plot", plots.footprint_figure),

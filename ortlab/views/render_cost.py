@@ -1,5 +1,5 @@
-"""Renderers of the cost model (``ortlab.cost``): text, HTML and a figure of FLOPs and bytes per
-node and per op type, every figure labelled as computed from shapes, not measured."""
+"""Renderers of the cost model (``ortlab.cost``) and the roofline (``ortlab.roofline``): text,
+HTML and figures, each figure labelled as computed (FLOPs, bytes) or measured (times, peaks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from ortlab.core.units import fmt_bytes, fmt_flops
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
-__all__ = ["cost_figure", "cost_html", "cost_text"]
+__all__ = ["cost_figure", "cost_html", "cost_text", "roofline_figure", "roofline_html",
+           "roofline_text"]  # fmt: skip
 
 
 def _head(c: Any) -> str:
@@ -80,4 +81,113 @@ def cost_figure(c: Any, top: int = 12) -> Any:
         yaxis={"title": "GFLOP"},
         yaxis2={"title": "MB read + written", "overlaying": "y", "side": "right"},
         barmode="group", height=380, legend={"orientation": "h", "y": -0.2},
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- roofline
+
+
+def _roof_head(r: Any) -> str:
+    from ortlab.analysis.roofline import FAR_UNDER, NEAR
+
+    verdict = (
+        "near this machine's limits: little left to gain here without less work (int8, a "
+        "smaller model)" if r.near_limits else
+        f"{r.time_share(0, FAR_UNDER):.0%} of node time is in nodes under a tenth of their bound"
+    )  # fmt: skip
+    return (f"{r.model}: {r.time_share(NEAR):.0%} of node time runs at half its bound or more; "
+            f"{verdict}")  # fmt: skip
+
+
+def _rate(value: float, dtype: str) -> str:
+    return f"{value / 1e9:.1f} GB/s" if dtype == "memory" else fmt_flops(value, "/s")
+
+
+def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
+    head = ["ceiling", "best (used)", "median", "runs", "note"]
+    rows = []
+    for p in r.peaks:
+        if p.error:
+            rows.append([p.what, "not measured", "", p.runs, p.error])
+        else:
+            rows.append([p.what, _rate(p.best, p.dtype), _rate(p.median, p.dtype), p.runs, ""])
+    return head, rows
+
+
+def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+    frame = r.nodes.head(top)
+    head = ["node", "op", "time µs", "share", "FLOP/byte", "achieved", "bound at",
+            "of bound", "bound"]  # fmt: skip
+    rows = []
+    for x in frame.itertuples():
+        memory_only = not x.flops or math.isnan(x.flops)
+        achieved = f"{x.achieved_bytes / 1e9:.1f} GB/s" if memory_only else fmt_flops(
+            x.achieved_flops, "/s")  # fmt: skip
+        bound_at = f"{x.attainable / 1e9:.1f} GB/s" if memory_only else fmt_flops(
+            x.attainable, "/s")  # fmt: skip
+        fraction = "" if math.isnan(x.achieved_fraction) else f"{x.achieved_fraction:.0%}"
+        rows.append([x.node, x.op_type, f"{x.us:.1f}", f"{x.share:.1%}", _intensity(x.intensity),
+                     achieved, bound_at, fraction, x.bound])  # fmt: skip
+    return head, rows
+
+
+def roofline_text(r: Any, top: int = 15) -> str:
+    return "\n".join([
+        safe_text(_roof_head(r), 400), "", "Ceilings (measured with ORT on this EP):",
+        table_text(*_peak_rows(r)), "", f"Slowest nodes (top {top}):",
+        table_text(*_roof_rows(r, top)), "", *(safe_text(n, 400) for n in r.notes),
+        safe_text(f"Shapes: {r.feeds}" + (" (synthetic inputs)" if r.synthetic else ""), 1000),
+    ])  # fmt: skip
+
+
+def roofline_html(r: Any, top: int = 15) -> str:
+    return (
+        f"{_STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
+        + "<div>Ceilings (measured with ORT on this EP)</div>" + table_html(*_peak_rows(r))
+        + f"<div>Slowest nodes (top {top})</div>" + table_html(*_roof_rows(r, top))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
+        + inputs_html("Measured with", r.feeds, r.synthetic)
+    )  # fmt: skip
+
+
+def roofline_figure(r: Any) -> Any:
+    """The roofline, log-log: a roof per measured precision (bandwidth slope, then the FLOP/s
+    ceiling), one dot per node with FLOPs at (intensity, achieved FLOP/s), sized by its share
+    of time and coloured by op type."""
+    import plotly.graph_objects as go
+
+    from ortlab.views.plots import _layout
+
+    frame = r.nodes
+    frame = frame[(frame["flops"] > 0) & (frame["bytes"] > 0) & (frame["us"] > 0)]
+    fig = go.Figure()
+    bandwidth = r.bandwidth
+    lo = max(min(frame["intensity"].min() if len(frame) else 0.1, 0.1) / 2, 1e-3)
+    hi = max(frame["intensity"].max() if len(frame) else 100, 1000) * 2
+    for p in r.peaks:
+        if p.dtype == "memory" or p.error or math.isnan(bandwidth):
+            continue
+        ridge = p.best / bandwidth
+        xs = [lo, ridge, hi]
+        fig.add_trace(go.Scatter(
+            x=xs, y=[lo * bandwidth, p.best, p.best], mode="lines", name=f"roof: {p.what}",
+            line={"dash": "dash" if p.dtype != "fp32" else "solid", "color": "#444"},
+            hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; "
+                           f"{bandwidth / 1e9:.1f} GB/s<extra>measured</extra>"),
+        ))  # fmt: skip
+    for op, group in frame.groupby("op_type"):
+        fig.add_trace(go.Scatter(
+            x=group["intensity"], y=group["achieved_flops"], mode="markers", name=esc(op),
+            marker={"size": [6 + 40 * s**0.5 for s in group["share"]], "opacity": 0.7},
+            text=[esc(n) for n in group["node"]],
+            customdata=list(zip(group["share"], group["achieved_fraction"], strict=True)),
+            hovertemplate=("%{text}<br>%{x:.1f} FLOP/byte, %{y:.3s}FLOP/s<br>"
+                           "%{customdata[0]:.1%} of time, %{customdata[1]:.0%} of its bound"
+                           "<extra></extra>"),
+        ))  # fmt: skip
+    return _layout(
+        fig, f"{esc(r.model)}: nodes against this machine's roofline (measured times and peaks; "
+        "FLOPs computed)",
+        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte, computed)"},
+        yaxis={"type": "log", "title": "achieved FLOP/s (measured time)"}, height=460,
     )  # fmt: skip

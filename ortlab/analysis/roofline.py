@@ -1,0 +1,222 @@
+"""``ortlab.roofline``: is each node near what this machine can do? Measured node times set against
+the work the shapes imply (:mod:`ortlab.analysis.cost`) and the machine's peaks measured with ORT
+itself on this EP (:mod:`ortlab.engine.tasks_peaks`).
+
+Per node: achieved FLOP/s and bytes/s (its FLOPs and bytes over its time: the median run's own
+time with profiling on, the one node time ortlab shows everywhere), the attainable bound
+``min(peak FLOP/s at its precision, intensity x peak bytes/s)`` and ``achieved_fraction`` of it.
+A node moving data only (no FLOPs) is set against the bandwidth alone. The peak is the best of
+the runs of the peak kernels (a ceiling); node times are medians, so fractions are conservative.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
+from ortlab.analysis.profiling import ProfileResult
+from ortlab.core.config import SessionConfig
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result, table
+from ortlab.core.units import fmt_flops
+from ortlab.engine import tasks_cost, tasks_peaks
+from ortlab.engine.calls import run_model_task
+
+__all__ = ["FAR_UNDER", "NEAR", "Peak", "RoofRow", "RooflineResult", "roofline"]
+
+FAR_UNDER = 0.1
+"""A node under a tenth of its bound is far from what the machine can do."""
+NEAR = 0.5
+"""Time in nodes at half their bound or more counts as near the machine's limits."""
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One measured ceiling: FLOP/s at a precision (``dtype`` fp32, int8, fp16) or bytes/s
+    (``dtype`` 'memory'); ``best`` is the ceiling used, ``median`` shows the spread."""
+
+    what: str
+    dtype: str
+    best: float
+    median: float
+    runs: int
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RoofRow:
+    node: str
+    op_type: str
+    provider: str
+    us: float
+    """The node's time: the median run's own time, profiling on (ProfileResult.by_node)."""
+    share: float
+    flops: float
+    bytes: float
+    dtype: str
+    kind: str
+    peak_flops: float
+    """The FLOP/s ceiling at this node's precision (fp32's where none was measured for it)."""
+    achieved_flops: float
+    achieved_bytes: float
+    attainable: float
+    """FLOP/s the roofline allows at this node's intensity (bytes/s for a data-only node)."""
+    achieved_fraction: float
+    bound: str
+    """'compute', 'memory' or '' (no FLOPs and no bytes: nothing to bound)."""
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class RooflineResult(Result):
+    """Per node: measured time against the work the shapes imply and the machine's measured
+    peaks. Times are **measured** (median run, profiling on); FLOPs and bytes are **computed**
+    from shapes; peaks are **measured** with ORT on this EP.
+
+    ``plot()``: the roofline (log-log: intensity vs achieved FLOP/s, one dot per node sized by
+    its share of time, a roof per measured precision).
+    """
+
+    model: str
+    config: dict[str, Any]
+    peaks: list[Peak]
+    rows: list[RoofRow]
+    runs: int
+    feeds: str = ""
+    synthetic: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bandwidth(self) -> float:
+        """The measured memory ceiling, bytes/s."""
+        return next((p.best for p in self.peaks if p.dtype == "memory"), math.nan)
+
+    def peak_flops(self, dtype: str) -> float:
+        """The FLOP/s ceiling for a precision (fp32's when that one was not measured)."""
+        found = {p.dtype: p.best for p in self.peaks if p.dtype != "memory" and not p.error}
+        return found.get(dtype, found.get("fp32", math.nan))
+
+    def time_share(self, low: float, high: float = math.inf) -> float:
+        """Share of node time in nodes whose achieved_fraction is in [low, high)."""
+        return float(sum(r.share for r in self.rows
+                         if low <= r.achieved_fraction < high))  # fmt: skip
+
+    @property
+    def near_limits(self) -> bool:
+        """Most node time (over 60 %) is in nodes at half their bound or more."""
+        return self.time_share(NEAR) > 0.6
+
+    def to_pandas(self) -> Any:
+        """The per-node table (:attr:`nodes`): node, op_type, us, share, flops, bytes,
+        intensity, achieved_flops, achieved_bytes, attainable, achieved_fraction, bound, dtype,
+        kind, provider; slowest first."""
+        return self.nodes
+
+    @table
+    def nodes(self) -> Any:
+        import pandas as pd
+
+        cols = ["node", "op_type", "us", "share", "flops", "bytes", "intensity", "achieved_flops",
+                "achieved_bytes", "attainable", "achieved_fraction", "bound", "dtype", "kind",
+                "provider"]  # fmt: skip
+        frame = pd.DataFrame([[getattr(r, c) for c in cols] for r in self.rows], columns=cols)
+        return frame.sort_values("us", ascending=False, kind="stable").reset_index(drop=True)
+
+    def __repr__(self) -> str:
+        return (f"<RooflineResult {self.model}: {self.time_share(NEAR):.0%} of node time at half "
+                f"its bound or more, {self.time_share(0, FAR_UNDER):.0%} under a tenth; peak "
+                f"{fmt_flops(self.peak_flops('fp32'), '/s')} fp32>")  # fmt: skip
+
+
+def _peaks(reply: tasks_peaks.PeaksReply) -> list[Peak]:
+    out = []
+    for p in reply.runs:
+        rates = [p.work / s for s in p.seconds if s > 0]
+        out.append(Peak(p.what, p.dtype, max(rates) if rates else math.nan,
+                        float(np.median(rates)) if rates else math.nan, len(rates),
+                        p.error))  # fmt: skip
+    return out
+
+
+def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> RoofRow:
+    seconds = us / 1e6
+    flops = 0.0 if math.isnan(c.flops) else c.flops
+    achieved_f = flops / seconds if seconds > 0 else math.nan
+    achieved_b = c.bytes / seconds if seconds > 0 else math.nan
+    if flops > 0 and c.bytes > 0:
+        ridge = flops / c.bytes * bandwidth
+        attainable = min(peak, ridge)
+        bound = "compute" if ridge >= peak else "memory"
+        fraction = achieved_f / attainable
+    elif c.bytes > 0:  # moves data only: against the bandwidth
+        attainable, bound, fraction = bandwidth, "memory", achieved_b / bandwidth
+    else:
+        attainable, bound, fraction = math.nan, "", math.nan
+    return RoofRow(c.node, c.op_type, c.provider, us, share, c.flops, c.bytes, c.dtype, c.kind,
+                   peak, achieved_f, achieved_b, attainable, fraction, bound)  # fmt: skip
+
+
+def roofline(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    dims: Mapping[str, int] | None = None,
+    runs: int = 20,
+    warmup: int = 3,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> RooflineResult:
+    """Each node's measured time against the roofline of this machine under ``config``.
+
+    One profiled session gives both the times (``runs`` runs after ``warmup``) and the shapes
+    the work is computed from; the peak kernels (a 1024-square GEMM per precision, an Add
+    streaming 192 MB), built with the same EP and thread settings, run once after each of the
+    model's runs: ceilings and nodes are measured under the same conditions.
+    """
+    m, cfg, f, reply = run_model_task(
+        tasks_cost.shapes, model, config, feeds, dims=dims, progress=progress, timeout=timeout,
+        runs=runs, warmup=warmup, peaks=("fp32", "int8", "fp16"),
+    )  # fmt: skip
+    costs, notes = cost_rows(reply)
+    used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory"}
+    peaks = _peaks(tasks_peaks.PeaksReply([p for p in reply.peaks if p.dtype in used]))
+    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=reply.data)
+    times = prof.by_node().set_index("node")
+    result = RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=[], runs=runs)
+    bandwidth = result.bandwidth
+    rows = [
+        _row(c, float(times.at[c.node, "us_per_run"]), float(times.at[c.node, "share"]),
+             result.peak_flops(c.dtype), bandwidth)
+        for c in costs if c.node in times.index
+    ]  # fmt: skip
+    above = [r for r in rows if r.achieved_fraction > 1.05]
+    if above:
+        share = sum(r.share for r in above)
+        notes.append(
+            f"{len(above)} node(s) ({share:.0%} of node time) ran above the measured ceiling, "
+            f"up to {max(r.achieved_fraction for r in above):.0%} of it: the peak kernels were "
+            "slowed (a busy machine: run again when it is idle) or these kernels beat a plain "
+            "GEMM; read their fractions as 'at the ceiling'."
+        )
+    for p in peaks:
+        if p.error:
+            notes.append(f"{p.what}: not measured ({p.error}); its nodes are set against "
+                         "the fp32 ceiling.")  # fmt: skip
+    notes += [
+        "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
+        "per node of overhead, which weighs on tiny nodes); FLOPs and bytes are "
+        f"{COUNTED}; peaks are measured with ORT on this EP (the best of {runs} runs, "
+        "each after one of the model's).",
+        *f.notes,
+    ]
+    return RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=rows, runs=runs,
+                          feeds=f.describe(), synthetic=f.synthetic, notes=notes)  # fmt: skip

@@ -1,0 +1,158 @@
+"""The worker task that measures this machine's peaks with ORT itself, under the session's own
+settings: a large GEMM per precision for FLOP/s and a large elementwise Add for bytes/s.
+
+The models are built here, in memory, sized past the last-level cache (the Add streams three
+64 MB tensors); each run is timed on its own, so the caller sees the spread, not one number.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import RunError
+from ortlab.engine.session import build_session
+from ortlab.engine.tasks import Progress, release_after_reply
+
+__all__ = ["GEMM_N", "STREAM_ELEMENTS", "PeakKernel", "PeakRuns", "PeaksReply", "peak_kernels",
+           "peaks"]  # fmt: skip
+
+GEMM_N = 1024
+"""The GEMM is N x N times N x N: 2 N^3 = 2.1 GFLOP a run."""
+STREAM_ELEMENTS = 16 * 1024 * 1024
+"""fp32 elements per tensor of the Add: 64 MB each, two read and one written."""
+
+
+@dataclass(frozen=True)
+class PeakRuns:
+    """One peak's measurement: what ran, the work of one run, and each run's seconds."""
+
+    what: str
+    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM' or 'fp32 stream (Add)'."""
+    dtype: str
+    """The precision it stands for (fp32, int8, fp16), or 'memory'."""
+    work: float
+    """FLOPs (a GEMM) or bytes (the stream) one run does."""
+    seconds: list[float]
+    error: str = ""
+    """Why it could not be measured (this EP has no such kernel…); then ``seconds`` is empty."""
+
+
+@dataclass(frozen=True)
+class PeaksReply:
+    runs: list[PeakRuns]
+
+
+def _gemm_model(dtype: str) -> tuple[bytes, dict[str, np.ndarray]]:
+    """``y = A @ B`` with B a weight (as in a model: ORT may pre-pack it); int8 is
+    MatMulInteger (uint8 activations, int8 weights: what dynamic quantization produces)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    n = GEMM_N
+    rng = np.random.default_rng(0)
+    if dtype == "int8":
+        a = rng.integers(0, 255, (n, n), dtype=np.uint8)
+        b = numpy_helper.from_array(rng.integers(-127, 127, (n, n), dtype=np.int8), "b")
+        node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
+        elem_in, elem_out = TensorProto.UINT8, TensorProto.INT32
+    else:
+        np_type = np.float16 if dtype == "fp16" else np.float32
+        a = rng.standard_normal((n, n)).astype(np_type)
+        b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np_type), "b")
+        node = helper.make_node("MatMul", ["a", "b"], ["y"])
+        elem_in = elem_out = TensorProto.FLOAT16 if dtype == "fp16" else TensorProto.FLOAT
+    graph = helper.make_graph(
+        [node], "peak", [helper.make_tensor_value_info("a", elem_in, [n, n])],
+        [helper.make_tensor_value_info("y", elem_out, [n, n])], initializer=[b],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString(), {"a": a}
+
+
+def _stream_model() -> tuple[bytes, dict[str, np.ndarray]]:
+    from onnx import TensorProto, helper
+
+    n = STREAM_ELEMENTS
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "z"], ["y"])], "stream",
+        [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in ("x", "z")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rng = np.random.default_rng(0)
+    feeds = {v: rng.standard_normal(n).astype(np.float32) for v in ("x", "z")}
+    return model.SerializeToString(), feeds
+
+
+@dataclass
+class PeakKernel:
+    """A peak kernel's session, ready to run (or why it cannot), and its timings so far."""
+
+    what: str
+    dtype: str
+    work: float
+    run: Callable[[], Any] | None
+    error: str = ""
+    seconds: list[float] = field(default_factory=list)
+
+    def time_once(self) -> None:
+        if self.run is not None:
+            t0 = time.perf_counter_ns()
+            self.run()
+            self.seconds.append((time.perf_counter_ns() - t0) / 1e9)
+
+    def result(self) -> PeakRuns:
+        return PeakRuns(self.what, self.dtype, self.work, list(self.seconds), self.error)
+
+
+def peak_kernels(config: SessionConfig, dtypes: list[str], folder: Path) -> list[PeakKernel]:
+    """A session per peak kernel (a GEMM per precision asked, fp32 always; the stream Add),
+    built with ``config``'s EPs and threads, warmed up twice (allocation, pre-packing)."""
+    out: list[PeakKernel] = []
+    for dtype in [*(d for d in ("fp32", "int8", "fp16") if d in dtypes or d == "fp32"), "memory"]:
+        if dtype == "memory":
+            model, feeds = _stream_model()
+            what, work = "fp32 stream (Add)", 3.0 * 4 * STREAM_ELEMENTS
+        else:
+            model, feeds = _gemm_model(dtype)
+            what, work = f"{dtype} GEMM", 2.0 * GEMM_N**3
+        path = folder / f"peak-{dtype}.onnx"
+        path.write_bytes(model)
+        try:
+            final = folder / f"final-{dtype}.onnx"
+            sess, _ = build_session(str(path), config.with_(fallback="allow", level="all"),
+                                    model_name="peak", optimized_model_path=str(final))  # fmt: skip
+            if b"InsertedPrecisionFreeCast" in final.read_bytes():
+                raise RunError("this EP has no kernel at this precision: ORT runs it in "
+                               "float, between casts")  # fmt: skip
+            run = functools.partial(sess.run, None, feeds)
+            run()
+            run()
+        except Exception as err:  # noqa: BLE001 - the EP has no such kernel: say so, go on
+            out.append(PeakKernel(what, dtype, work, None, f"{type(err).__name__}: {err}"[:300]))
+            continue
+        out.append(PeakKernel(what, dtype, work, run))
+    return out
+
+
+def peaks(
+    progress: Progress, *, config: SessionConfig, dtypes: list[str], runs: int = 10
+) -> PeaksReply:
+    """Time a GEMM per precision in ``dtypes`` (fp32, int8, fp16) and the stream Add, each
+    ``runs`` times in rounds, in sessions built with ``config``'s settings."""
+    with cache.temp_dir("peak-") as folder:
+        kernels = peak_kernels(config, dtypes, folder)
+        for i in range(runs):
+            for k in kernels:
+                k.time_once()
+            progress(i + 1, runs)
+        release_after_reply(*kernels)
+        return PeaksReply([k.result() for k in kernels])

@@ -1,0 +1,126 @@
+"""``ortlab.roofline``: each node's measured time against the work its shapes imply and the
+machine's ceilings measured with ORT. Checked: the arithmetic of every row against its own
+inputs, the times against the profile's (one node time everywhere), the GEMM ceiling against
+plain onnxruntime timing the same GEMM in this process, and the physical limits of this CPU."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import ortlab
+from ortlab.cli import main
+from ortlab.engine import tasks_peaks
+from tests.models import silu_cnn
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("roof") / "silu_cnn.onnx"
+    onnx.save(silu_cnn(channels=32), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def roof(cnn: Path) -> ortlab.RooflineResult:
+    return ortlab.roofline(cnn, {"level": "all"}, runs=8, progress=False)
+
+
+def test_every_row_is_its_own_arithmetic(roof: ortlab.RooflineResult) -> None:
+    bw = roof.bandwidth
+    assert bw > 0 and roof.peak_flops("fp32") > 0
+    assert {r.kind for r in roof.rows} >= {"compute"}
+    for r in roof.rows:
+        s = r.us / 1e6
+        assert r.achieved_flops == pytest.approx((r.flops or 0.0) / s)
+        assert r.achieved_bytes == pytest.approx(r.bytes / s)
+        if r.flops > 0:
+            ridge = r.intensity * bw
+            assert r.attainable == pytest.approx(min(r.peak_flops, ridge))
+            assert r.bound == ("compute" if ridge >= r.peak_flops else "memory")
+            assert r.achieved_fraction == pytest.approx(r.achieved_flops / r.attainable)
+        elif r.bytes > 0:
+            assert r.bound == "memory" and r.attainable == bw
+    # the rows are the profile's nodes: their shares are the profile's and add up to 1
+    assert sum(r.share for r in roof.rows) == pytest.approx(1.0)
+    assert roof.time_share(0) == pytest.approx(
+        sum(r.share for r in roof.rows if not math.isnan(r.achieved_fraction))
+    )
+
+
+def test_times_are_the_node_times_the_profile_shows(cnn: Path) -> None:
+    """One node time: the roofline's ``us`` is ProfileResult.by_node's us_per_run on the same
+    profile; checked here on a profile parsed from the result's own fields."""
+    r = ortlab.roofline(cnn, {"level": "all"}, runs=5, progress=False)
+    conv = [x for x in r.rows if x.kind == "compute"]
+    assert conv and all(x.us > 0 for x in conv)
+    assert r.runs == 5 and "median run" in " ".join(r.notes)
+    prof = ortlab.profile(cnn, {"level": "all"}, runs=5, progress=False)
+    # the kernels are the same ones the profiler names (times differ: another session)
+    assert {x.node for x in r.rows} == set(prof.by_node()["node"])
+
+
+def _plain_gemm_rate(n: int) -> float:
+    """Best-of-5 FLOP/s of the same GEMM, timed with plain onnxruntime here."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])], initializer=[b],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    a = {"a": rng.standard_normal((n, n)).astype(np.float32)}
+    sess.run(None, a)
+    best = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        sess.run(None, a)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best
+
+
+def test_the_ceilings_agree_with_plain_onnxruntime_and_physics(
+    roof: ortlab.RooflineResult,
+) -> None:
+    peak = roof.peak_flops("fp32")
+    plain = _plain_gemm_rate(tasks_peaks.GEMM_N)
+    assert plain / 3 < peak < plain * 3  # the same kernel: within a busy machine's noise
+    # no CPU core does more than 2 AVX-512 FMA a cycle (64 fp32 FLOPs) at 6 GHz
+    assert peak < (os.cpu_count() or 1) * 64 * 6e9
+    assert roof.bandwidth < 2e12  # no socket streams 2 TB/s from DRAM
+    for p in roof.peaks:
+        assert p.error or p.best >= p.median > 0
+        assert p.runs == roof.runs or p.error
+
+
+def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
+    back = ortlab.RooflineResult.from_json(roof.to_json())
+    assert back.rows == roof.rows and back.peaks == roof.peaks
+    frame = roof.to_pandas()
+    assert {"node", "us", "flops", "bytes", "intensity", "achieved_fraction",
+            "bound"} <= set(frame.columns)  # fmt: skip
+    assert list(frame["us"]) == sorted(frame["us"], reverse=True)
+    text = roof.to_text()
+    assert "Ceilings (measured with ORT on this EP)" in text and "fp32 GEMM" in text
+    fig = roof.plot()
+    dots = sum(len(t.x) for t in fig.data if t.mode == "markers")
+    assert dots == sum(1 for r in roof.rows if r.flops > 0 and r.bytes > 0)
+    roofs = [t for t in fig.data if t.mode == "lines"]
+    assert len(roofs) == sum(1 for p in roof.peaks if p.dtype != "memory" and not p.error)
+
+
+def test_cli_roofline(cnn: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["roofline", str(cnn), "--runs", "3", "--top", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "of node time runs at half its bound or more" in out and "Slowest nodes" in out
