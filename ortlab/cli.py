@@ -260,6 +260,33 @@ def _quantize_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
 
 
+def _why_slow_parsers(sub: Any) -> None:
+    """cost, roofline, sweep: whether the time is reasonable, and how it scales."""
+    p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
+    _session_args(p)
+    p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
+    p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
+    _session_args(p)
+    p.add_argument("--runs", type=_int_arg(1), default=20)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the node table")
+    p = sub.add_parser("sweep", help="latency, placement and memory per input shape")
+    p.add_argument("model", help="path to a .onnx file, or a bundled example name")
+    p.add_argument(
+        "--dim",
+        action="append",
+        type=_sweep_arg,
+        required=True,
+        metavar="NAME=V,V,..",
+        help="a dim and its values (repeat for more dims: every combination runs)",
+    )
+    p.add_argument("--providers", type=_providers_arg, default=["cpu"])
+    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
+    p.add_argument("--targets", default="", help="what-if targets to predict (qnn,nnapi,…)")
+    p.add_argument("--runs", type=_int_arg(3), default=30, help="timed runs per shape")
+    p.add_argument("--json", action="store_true")
+
+
 def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
@@ -282,14 +309,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=_int_arg(1), default=20)
     p.add_argument("--warmup", type=_int_arg(0), default=3)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
-    p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
-    _session_args(p)
-    p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
-    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
-    p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
-    _session_args(p)
-    p.add_argument("--runs", type=_int_arg(1), default=20)
-    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the node table")
+    _why_slow_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
     p.add_argument("--runs", type=_int_arg(1), default=5)
@@ -372,6 +392,28 @@ def _roofline(args: argparse.Namespace) -> None:
     r = ortlab.roofline(m, _config(args), _feeds(args.feeds, m), dims=args.dims, runs=args.runs,
                         progress=_progress(args))  # fmt: skip
     print(r.to_json() if args.json else r.to_text(top=args.top))
+
+
+def _sweep_arg(text: str) -> tuple[str, list[int]]:
+    name, sep, values = text.partition("=")
+    try:
+        parsed = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        parsed = []
+    if not sep or not name.strip() or not parsed or min(parsed) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME=V1,V2,… with positive integers, e.g. batch=1,2,4"
+        )
+    return name.strip(), parsed
+
+
+def _sweep(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
+    s = ortlab.sweep(m, dict(args.dim), cfg, targets=args.targets, runs=args.runs,
+                     progress=_progress(args))  # fmt: skip
+    print(s.to_json() if args.json else s.to_text())
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -541,7 +583,7 @@ def _whatif(args: argparse.Namespace) -> None:
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost,
-    "roofline": _roofline, "place": _place,
+    "roofline": _roofline, "sweep": _sweep, "place": _place,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
     "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip
