@@ -33,13 +33,16 @@ def roof(cnn: Path) -> ortlab.RooflineResult:
 
 
 def test_every_row_is_its_own_arithmetic(roof: ortlab.RooflineResult) -> None:
-    bw = roof.bandwidth
-    assert bw > 0 and roof.peak_flops("fp32") > 0
+    assert roof.bandwidth > 0 and roof.peak_flops("fp32") > 0 and roof.cache_bytes > 0
     assert {r.kind for r in roof.rows} >= {"compute"}
     for r in roof.rows:
         s = r.us / 1e6
         assert r.achieved_flops == pytest.approx((r.flops or 0.0) / s)
         assert r.achieved_bytes == pytest.approx(r.bytes / s)
+        # a call that fits the last-level cache is bound by the in-cache ceiling, else DRAM's
+        fits = r.bytes <= roof.cache_bytes and not math.isnan(roof.cache_bandwidth)
+        assert r.bandwidth == (roof.cache_bandwidth if fits else roof.bandwidth)
+        bw = r.bandwidth
         if r.flops > 0:
             ridge = r.intensity * bw
             assert r.attainable == pytest.approx(min(r.peak_flops, ridge))
@@ -95,13 +98,15 @@ def test_the_ceilings_agree_with_plain_onnxruntime_and_physics(
 ) -> None:
     peak = roof.peak_flops("fp32")
     plain = _plain_gemm_rate(tasks_peaks.GEMM_N)
-    assert plain / 3 < peak < plain * 3  # the same kernel: within a busy machine's noise
+    # the same kernel: equal but for a busy machine's noise (a unit or work error is 1000x)
+    assert plain / 10 < peak < plain * 10
     # no CPU core does more than 2 AVX-512 FMA a cycle (64 fp32 FLOPs) at 6 GHz
     assert peak < (os.cpu_count() or 1) * 64 * 6e9
     assert roof.bandwidth < 2e12  # no socket streams 2 TB/s from DRAM
+    assert roof.cache_bandwidth < 1e14
     for p in roof.peaks:
         assert p.error or p.best >= p.median > 0
-        assert p.runs == roof.runs or p.error
+        assert p.runs == 3 * roof.runs or p.error  # three back to back after each model run
 
 
 def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
@@ -117,7 +122,10 @@ def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
     dots = sum(len(t.x) for t in fig.data if t.mode == "markers")
     assert dots == sum(1 for r in roof.rows if r.flops > 0 and r.bytes > 0)
     roofs = [t for t in fig.data if t.mode == "lines"]
-    assert len(roofs) == sum(1 for p in roof.peaks if p.dtype != "memory" and not p.error)
+    slopes = sum(1 for p in roof.peaks if p.dtype in ("memory", "cache") and not p.error)
+    assert len(roofs) == slopes * sum(
+        1 for p in roof.peaks if p.dtype not in ("memory", "cache") and not p.error
+    )
 
 
 def test_cli_roofline(cnn: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,10 @@ itself on this EP (:mod:`ortlab.engine.tasks_peaks`).
 
 Per node: achieved FLOP/s and bytes/s (its FLOPs and bytes over its time: the median run's own
 time with profiling on, the one node time ortlab shows everywhere), the attainable bound
-``min(peak FLOP/s at its precision, intensity x peak bytes/s)`` and ``achieved_fraction`` of it.
-A node moving data only (no FLOPs) is set against the bandwidth alone. The peak is the best of
+``min(peak FLOP/s at its precision, intensity x peak bytes/s)`` and ``achieved_fraction`` of it,
+where the bytes/s ceiling is the in-cache one when a call's bytes fit the last-level cache and
+DRAM's otherwise (a hierarchical roofline: small models never leave the cache). A node moving
+data only (no FLOPs) is set against the bandwidth alone. The peak is the best of
 the runs of the peak kernels (a ceiling); node times are medians, so fractions are conservative.
 """
 
@@ -19,15 +21,18 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
-from ortlab.analysis.profiling import ProfileResult
+from ortlab.analysis.profiling import ProfileResult, profile
 from ortlab.core.config import SessionConfig
+from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.units import fmt_flops
 from ortlab.engine import tasks_cost, tasks_peaks
 from ortlab.engine.calls import run_model_task
 
-__all__ = ["FAR_UNDER", "NEAR", "Peak", "RoofRow", "RooflineResult", "roofline"]
+__all__ = ["FAR_UNDER", "NEAR", "Peak", "RoofRow", "RooflineResult", "profile_with_roofline",
+           "roofline", "runs_own_kernels"]  # fmt: skip
 
 FAR_UNDER = 0.1
 """A node under a tenth of its bound is far from what the machine can do."""
@@ -38,7 +43,8 @@ NEAR = 0.5
 @dataclass(frozen=True)
 class Peak:
     """One measured ceiling: FLOP/s at a precision (``dtype`` fp32, int8, fp16) or bytes/s
-    (``dtype`` 'memory'); ``best`` is the ceiling used, ``median`` shows the spread."""
+    (``dtype`` 'memory' from DRAM, 'cache' inside the last-level cache); ``best`` is the
+    ceiling used, ``median`` shows the spread."""
 
     what: str
     dtype: str
@@ -62,6 +68,9 @@ class RoofRow:
     kind: str
     peak_flops: float
     """The FLOP/s ceiling at this node's precision (fp32's where none was measured for it)."""
+    bandwidth: float
+    """The bytes/s ceiling for this node: in-cache when one call's bytes fit the last-level
+    cache, else DRAM's."""
     achieved_flops: float
     achieved_bytes: float
     attainable: float
@@ -93,15 +102,32 @@ class RooflineResult(Result):
     feeds: str = ""
     synthetic: bool | None = None
     notes: list[str] = field(default_factory=list)
+    profile: ProfileResult | None = None
+    """The profiled runs the node times come from (the session's report included)."""
+    cache_bytes: int = 0
+    """The last-level cache's size on the machine measured (0: unknown)."""
 
     @property
     def bandwidth(self) -> float:
-        """The measured memory ceiling, bytes/s."""
+        """The measured DRAM ceiling, bytes/s."""
         return next((p.best for p in self.peaks if p.dtype == "memory"), math.nan)
+
+    @property
+    def cache_bandwidth(self) -> float:
+        """The measured in-cache ceiling, bytes/s (NaN when not measured)."""
+        return next((p.best for p in self.peaks if p.dtype == "cache"), math.nan)
+
+    def peak_bytes(self, call_bytes: float) -> float:
+        """The bytes/s ceiling for a call moving ``call_bytes``: in-cache when they fit the
+        last-level cache (and the in-cache ceiling was measured), else DRAM's."""
+        cache = self.cache_bandwidth
+        fits = 0 < call_bytes <= self.cache_bytes and not math.isnan(cache)
+        return cache if fits else self.bandwidth
 
     def peak_flops(self, dtype: str) -> float:
         """The FLOP/s ceiling for a precision (fp32's when that one was not measured)."""
-        found = {p.dtype: p.best for p in self.peaks if p.dtype != "memory" and not p.error}
+        found = {p.dtype: p.best for p in self.peaks
+                 if p.dtype not in ("memory", "cache") and not p.error}  # fmt: skip
         return found.get(dtype, found.get("fp32", math.nan))
 
     def time_share(self, low: float, high: float = math.inf) -> float:
@@ -116,8 +142,8 @@ class RooflineResult(Result):
 
     def to_pandas(self) -> Any:
         """The per-node table (:attr:`nodes`): node, op_type, us, share, flops, bytes,
-        intensity, achieved_flops, achieved_bytes, attainable, achieved_fraction, bound, dtype,
-        kind, provider; slowest first."""
+        intensity, achieved_flops, achieved_bytes, attainable, achieved_fraction, bound,
+        bandwidth (the bytes/s ceiling used), dtype, kind, provider; slowest first."""
         return self.nodes
 
     @table
@@ -125,8 +151,8 @@ class RooflineResult(Result):
         import pandas as pd
 
         cols = ["node", "op_type", "us", "share", "flops", "bytes", "intensity", "achieved_flops",
-                "achieved_bytes", "attainable", "achieved_fraction", "bound", "dtype", "kind",
-                "provider"]  # fmt: skip
+                "achieved_bytes", "attainable", "achieved_fraction", "bound", "bandwidth", "dtype",
+                "kind", "provider"]  # fmt: skip
         frame = pd.DataFrame([[getattr(r, c) for c in cols] for r in self.rows], columns=cols)
         return frame.sort_values("us", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -161,7 +187,8 @@ def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> 
     else:
         attainable, bound, fraction = math.nan, "", math.nan
     return RoofRow(c.node, c.op_type, c.provider, us, share, c.flops, c.bytes, c.dtype, c.kind,
-                   peak, achieved_f, achieved_b, attainable, fraction, bound)  # fmt: skip
+                   peak, bandwidth, achieved_f, achieved_b, attainable, fraction,
+                   bound)  # fmt: skip
 
 
 def roofline(
@@ -187,15 +214,16 @@ def roofline(
         runs=runs, warmup=warmup, peaks=("fp32", "int8", "fp16"),
     )  # fmt: skip
     costs, notes = cost_rows(reply)
-    used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory"}
+    used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory", "cache"}
     peaks = _peaks(tasks_peaks.PeaksReply([p for p in reply.peaks if p.dtype in used]))
-    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=reply.data)
+    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=reply.data, report=reply.report,
+                         feeds=f.describe(), synthetic=f.synthetic)  # fmt: skip
     times = prof.by_node().set_index("node")
-    result = RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=[], runs=runs)
-    bandwidth = result.bandwidth
+    result = RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=[], runs=runs,
+                            cache_bytes=last_level_cache_bytes())  # fmt: skip
     rows = [
         _row(c, float(times.at[c.node, "us_per_run"]), float(times.at[c.node, "share"]),
-             result.peak_flops(c.dtype), bandwidth)
+             result.peak_flops(c.dtype), result.peak_bytes(c.bytes / max(c.calls, 1.0)))
         for c in costs if c.node in times.index
     ]  # fmt: skip
     above = [r for r in rows if r.achieved_fraction > 1.05]
@@ -214,9 +242,38 @@ def roofline(
     notes += [
         "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
         "per node of overhead, which weighs on tiny nodes); FLOPs and bytes are "
-        f"{COUNTED}; peaks are measured with ORT on this EP (the best of {runs} runs, "
-        "each after one of the model's).",
+        f"{COUNTED}; peaks are measured with ORT on this EP (the best of {3 * runs} runs, "
+        "three after each of the model's).",
         *f.notes,
     ]
     return RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=rows, runs=runs,
-                          feeds=f.describe(), synthetic=f.synthetic, notes=notes)  # fmt: skip
+                          feeds=f.describe(), synthetic=f.synthetic, notes=notes,
+                          profile=prof, cache_bytes=result.cache_bytes)  # fmt: skip
+
+
+def runs_own_kernels(config: SessionConfig) -> bool:
+    """Whether every EP of ``config`` runs ORT's own kernels (none compiles the graph into
+    kernels of its own, whose work cannot be counted per node)."""
+    if config.policy or config.providers == "auto":
+        return False
+    return not any(p in COMPILING_EPS for p in config.providers)
+
+
+def profile_with_roofline(
+    model: ModelLike,
+    config: SessionConfig,
+    feeds: Mapping[str, Any] | None,
+    *,
+    runs: int,
+    warmup: int,
+    timeout: float | None,
+) -> tuple[ProfileResult, RooflineResult | None]:
+    """A profile of ``runs`` runs and, where the EPs run ORT's own kernels, the roofline of
+    the same runs (its profile is that profile); a plain profile where an EP compiles."""
+    if not runs_own_kernels(config):
+        return profile(model, config, feeds, runs=runs, warmup=warmup, progress=False,
+                       timeout=timeout), None  # fmt: skip
+    roof = roofline(model, config, feeds, runs=runs, warmup=warmup, progress=False,
+                    timeout=timeout)  # fmt: skip
+    assert roof.profile is not None  # roofline() always keeps its profile
+    return roof.profile, roof

@@ -52,6 +52,19 @@ def cpu_model() -> str:
     return _cpuinfo()[0] or platform.processor() or platform.machine()
 
 
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache's size as Linux reports it (/sys), or 0 when unknown."""
+    sizes = [0]
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text(errors="replace").strip().upper()
+        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes)
+
+
 def cpu_flags() -> list[str]:
     """The CPU features that decide int8/fp16/bf16 speed ([] where /proc/cpuinfo is absent)."""
     return sorted(_cpuinfo()[1] & _SPEED_FLAGS)

@@ -24,6 +24,7 @@ from ortlab.analysis.benchmark import environment
 from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
+from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
@@ -79,6 +80,9 @@ class DoctorResult(Result):
     """For a requested NPU EP that does not run here: its predicted partition (at the timed
     shapes when the model's are dynamic), which the npu_partition finding rests on."""
     memory: FootprintResult | None = None
+    roofline: RooflineResult | None = None
+    """The baseline's node times against this machine's measured peaks (None where an EP
+    compiles the graph); its profile is :attr:`profile`."""
     """The session's resident memory and each memory setting's, in fresh processes (the
     memory finding rests on it); None with ``memory=False``."""
     notes: list[str] = field(default_factory=list)
@@ -386,6 +390,7 @@ def _result(
         placement=facts.placement,
         whatif=facts.predicted_fixed or facts.predicted,
         memory=facts.footprint,
+        roofline=facts.roofline,
         notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,

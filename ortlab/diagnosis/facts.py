@@ -256,6 +256,8 @@ class Observed:
     allocator: dict[str, float] = field(default_factory=dict)
     predicted: Any = None
     predicted_fixed: Any = None
+    roofline: Any = None
+    """A RooflineResult of the baseline (None where the EP compiles the graph)."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +313,8 @@ class Facts:
     allocator: dict[str, float] = field(default_factory=dict)
     """ORT's own allocator over the baseline's last profiled run: arena_bytes (held by the
     arena at the end), peak_bytes (peak in use)."""
+    roofline: Any = None
+    """A RooflineResult of the baseline: node times against the machine's measured peaks."""
 
     @classmethod
     def assemble(
@@ -339,7 +343,7 @@ class Facts:
             min_cosine=seen.min_cosine, predicted=seen.predicted,
             predicted_fixed=seen.predicted_fixed, failures=failures, other_cpu=other_cpu,
             logical_cpus=logical_cpus, quant_fixes=quant_fixes, footprint=footprint,
-            allocator=seen.allocator,
+            allocator=seen.allocator, roofline=seen.roofline,
         )  # fmt: skip
 
 

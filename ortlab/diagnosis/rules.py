@@ -30,6 +30,7 @@ from ortlab.diagnosis.facts import (
     load_caveat,
     measured_gain,
 )
+from ortlab.diagnosis.rules_physics import machine_limits
 
 __all__ = ["RULES", "run_rules"]
 
@@ -566,6 +567,7 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     npu_partition,
     memory,
     candidate_failures,
+    machine_limits,
 )
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 

@@ -35,9 +35,9 @@ from ortlab.analysis.memory import footprint
 from ortlab.analysis.metrics import degenerate_notes, lowest_cosine
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
-from ortlab.analysis.profiling import profile
 from ortlab.analysis.quant_error import QuantFix, quantization_error
 from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.roofline import profile_with_roofline
 from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
@@ -146,9 +146,8 @@ class Search:
         """Profile the baseline; the placement join when an accelerator EP loaded; the what-if
         partition of a requested NPU EP that did not load here."""
         m, cfg = self.m, self.cfg
-        prof = profile(
-            m, cfg, self.feeds, runs=5, warmup=2, progress=False, timeout=self.call_timeout()
-        )
+        prof, roof = profile_with_roofline(m, cfg, self.feeds, runs=5, warmup=2,
+                                           timeout=self.call_timeout())  # fmt: skip
         self.profile = prof
         report = prof.report
         assert report is not None  # profile() always attaches the session's report
@@ -176,6 +175,7 @@ class Search:
             allocator=allocator,
             predicted=predicted,
             predicted_fixed=predicted_fixed,
+            roofline=roof,
         )
 
     def memory(self) -> Any:

@@ -29,6 +29,9 @@ GEMM_N = 1024
 """The GEMM is N x N times N x N: 2 N^3 = 2.1 GFLOP a run."""
 STREAM_ELEMENTS = 16 * 1024 * 1024
 """fp32 elements per tensor of the Add: 64 MB each, two read and one written."""
+CACHE_ELEMENTS = 256 * 1024
+"""fp32 elements per tensor of the in-cache Add: 1 MB each (3 MB in all, inside a server or
+desktop CPU's last-level cache)."""
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,9 @@ class PeakRuns:
     """One peak's measurement: what ran, the work of one run, and each run's seconds."""
 
     what: str
-    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM' or 'fp32 stream (Add)'."""
+    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM', 'fp32 stream (Add)' or 'fp32 in-cache (Add)'."""
     dtype: str
-    """The precision it stands for (fp32, int8, fp16), or 'memory'."""
+    """The precision it stands for (fp32, int8, fp16), 'memory' (DRAM) or 'cache'."""
     work: float
     """FLOPs (a GEMM) or bytes (the stream) one run does."""
     seconds: list[float]
@@ -77,10 +80,9 @@ def _gemm_model(dtype: str) -> tuple[bytes, dict[str, np.ndarray]]:
     return model.SerializeToString(), {"a": a}
 
 
-def _stream_model() -> tuple[bytes, dict[str, np.ndarray]]:
+def _stream_model(n: int) -> tuple[bytes, dict[str, np.ndarray]]:
     from onnx import TensorProto, helper
 
-    n = STREAM_ELEMENTS
     graph = helper.make_graph(
         [helper.make_node("Add", ["x", "z"], ["y"])], "stream",
         [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in ("x", "z")],
@@ -103,10 +105,11 @@ class PeakKernel:
     error: str = ""
     seconds: list[float] = field(default_factory=list)
 
-    def time_once(self) -> None:
-        if self.run is not None:
+    def time_once(self, repeats: int = 3) -> None:
+        """Time ``repeats`` runs back to back (the first after other work may start cold)."""
+        for _ in range(repeats if self.run is not None else 0):
             t0 = time.perf_counter_ns()
-            self.run()
+            self.run()  # type: ignore[misc]
             self.seconds.append((time.perf_counter_ns() - t0) / 1e9)
 
     def result(self) -> PeakRuns:
@@ -117,10 +120,13 @@ def peak_kernels(config: SessionConfig, dtypes: list[str], folder: Path) -> list
     """A session per peak kernel (a GEMM per precision asked, fp32 always; the stream Add),
     built with ``config``'s EPs and threads, warmed up twice (allocation, pre-packing)."""
     out: list[PeakKernel] = []
-    for dtype in [*(d for d in ("fp32", "int8", "fp16") if d in dtypes or d == "fp32"), "memory"]:
-        if dtype == "memory":
-            model, feeds = _stream_model()
-            what, work = "fp32 stream (Add)", 3.0 * 4 * STREAM_ELEMENTS
+    wanted = [d for d in ("fp32", "int8", "fp16") if d in dtypes or d == "fp32"]
+    for dtype in [*wanted, "memory", "cache"]:
+        if dtype in ("memory", "cache"):
+            n = STREAM_ELEMENTS if dtype == "memory" else CACHE_ELEMENTS
+            model, feeds = _stream_model(n)
+            what = "fp32 stream (Add)" if dtype == "memory" else "fp32 in-cache (Add)"
+            work = 3.0 * 4 * n
         else:
             model, feeds = _gemm_model(dtype)
             what, work = f"{dtype} GEMM", 2.0 * GEMM_N**3

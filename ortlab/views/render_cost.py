@@ -100,7 +100,7 @@ def _roof_head(r: Any) -> str:
 
 
 def _rate(value: float, dtype: str) -> str:
-    return f"{value / 1e9:.1f} GB/s" if dtype == "memory" else fmt_flops(value, "/s")
+    return f"{value / 1e9:.1f} GB/s" if dtype in ("memory", "cache") else fmt_flops(value, "/s")
 
 
 def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
@@ -161,20 +161,20 @@ def roofline_figure(r: Any) -> Any:
     frame = r.nodes
     frame = frame[(frame["flops"] > 0) & (frame["bytes"] > 0) & (frame["us"] > 0)]
     fig = go.Figure()
-    bandwidth = r.bandwidth
     lo = max(min(frame["intensity"].min() if len(frame) else 0.1, 0.1) / 2, 1e-3)
     hi = max(frame["intensity"].max() if len(frame) else 100, 1000) * 2
-    for p in r.peaks:
-        if p.dtype == "memory" or p.error or math.isnan(bandwidth):
-            continue
-        ridge = p.best / bandwidth
-        xs = [lo, ridge, hi]
-        fig.add_trace(go.Scatter(
-            x=xs, y=[lo * bandwidth, p.best, p.best], mode="lines", name=f"roof: {p.what}",
-            line={"dash": "dash" if p.dtype != "fp32" else "solid", "color": "#444"},
-            hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; "
-                           f"{bandwidth / 1e9:.1f} GB/s<extra>measured</extra>"),
-        ))  # fmt: skip
+    for slope, dash, where in ((r.bandwidth, "solid", "DRAM"), (r.cache_bandwidth, "dot", "cache")):
+        for p in r.peaks:
+            if p.dtype in ("memory", "cache") or p.error or math.isnan(slope):
+                continue
+            ridge = p.best / slope
+            fig.add_trace(go.Scatter(
+                x=[lo, ridge, hi], y=[lo * slope, p.best, p.best], mode="lines",
+                name=f"roof: {p.what}, {where} {slope / 1e9:.0f} GB/s",
+                line={"dash": dash, "color": "#444" if p.dtype == "fp32" else "#999"},
+                hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
+                               f"{slope / 1e9:.1f} GB/s<extra>measured</extra>"),
+            ))  # fmt: skip
     for op, group in frame.groupby("op_type"):
         fig.add_trace(go.Scatter(
             x=group["intensity"], y=group["achieved_flops"], mode="markers", name=esc(op),
