@@ -41,6 +41,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.quant_error import ErrorResult, quantization_error
     from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
     from ortlab.analysis.roofline import RooflineResult, roofline
+    from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.whatif import WhatIfResult, whatif
     from ortlab.core.config import SessionConfig
@@ -136,6 +137,7 @@ __all__ = [
     "BenchmarkResult",
     "Best",
     "CompareResult",
+    "ConcurrencyError",
     "ConfigComparison",
     "CostResult",
     "DiffResult",
@@ -170,6 +172,7 @@ __all__ = [
     "SessionConfigError",
     "SessionCreationError",
     "SessionReport",
+    "ThroughputResult",
     "TransformerOptResult",
     "UnsupportedModelError",
     "Verdict",
@@ -206,6 +209,7 @@ __all__ = [
     "report",
     "roofline",
     "set_isolation",
+    "throughput",
     "to_fp16",
     "transformer_optimize",
     "whatif",

@@ -19,6 +19,7 @@ from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quant_error import ErrorResult
 from ortlab.analysis.roofline import RooflineResult
+from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
@@ -26,7 +27,15 @@ from ortlab.core.display import register
 from ortlab.core.model import ModelSummary
 from ortlab.core.sessionreport import SessionReport
 from ortlab.diagnosis.doctor import DoctorResult
-from ortlab.views import plots, render, render_cost, render_more, report, snippet
+from ortlab.views import (
+    plots,
+    render,
+    render_cost,
+    render_more,
+    render_throughput,
+    report,
+    snippet,
+)
 
 RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (ModelSummary, "html", render.model_summary_html),
@@ -62,6 +71,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (RooflineResult, "html", render_cost.roofline_html),
     (RooflineResult, "text", render_cost.roofline_text),
     (RooflineResult, "plot", render_cost.roofline_figure),
+    (ThroughputResult, "html", render_throughput.throughput_html),
+    (ThroughputResult, "text", render_throughput.throughput_text),
+    (ThroughputResult, "plot", render_throughput.throughput_figure),
     (FootprintResult, "html", render_more.footprint_html),
     (FootprintResult, "text", render_more.footprint_text),
     (FootprintResult, "plot", plots.footprint_figure),
