@@ -42,6 +42,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
     from ortlab.analysis.roofline import RooflineResult, roofline
     from ortlab.analysis.sweep import SweepResult, sweep
+    from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.whatif import WhatIfResult, whatif
     from ortlab.core.config import SessionConfig
@@ -137,6 +138,7 @@ __all__ = [
     "BenchmarkResult",
     "Best",
     "CompareResult",
+    "ConcurrencyError",
     "ConfigComparison",
     "CostResult",
     "DiffResult",
@@ -172,6 +174,7 @@ __all__ = [
     "SessionCreationError",
     "SessionReport",
     "SweepResult",
+    "ThroughputResult",
     "TransformerOptResult",
     "UnsupportedModelError",
     "Verdict",
@@ -209,6 +212,7 @@ __all__ = [
     "roofline",
     "set_isolation",
     "sweep",
+    "throughput",
     "to_fp16",
     "transformer_optimize",
     "whatif",

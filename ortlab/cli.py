@@ -140,6 +140,16 @@ def _seconds_arg(text: str) -> float:
     return value
 
 
+def _levels_int_arg(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects integers like 1,2,4, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expects positive integers like 1,2,4, got {text!r}")
+    return sorted(set(values))
+
+
 def _config(args: argparse.Namespace) -> Any:
 
     return ortlab.SessionConfig(
@@ -243,6 +253,15 @@ def _doctor_parsers(sub: Any) -> None:
                    "a what-if section, labelled as predicted")  # fmt: skip
 
 
+def _throughput_parser(sub: Any) -> None:
+    p = sub.add_parser("throughput", help="requests/s and latency per concurrency level")
+    _session_args(p)
+    p.add_argument("--concurrency", type=_levels_int_arg, default=[1, 2, 4], help="e.g. 1,2,4")
+    p.add_argument("--modes", default="shared,per_thread", help="shared,per_thread")
+    p.add_argument("--rounds", type=_int_arg(1), default=6, help="interleaved rounds")
+    p.add_argument("--duration", type=_seconds_arg, default=0.5, help="seconds per window")
+
+
 def _quantize_parser(sub: Any) -> None:
     p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
     p.add_argument("model")
@@ -310,6 +329,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_int_arg(0), default=3)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
     _why_slow_parsers(sub)
+    _throughput_parser(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
     p.add_argument("--runs", type=_int_arg(1), default=5)
@@ -414,6 +434,15 @@ def _sweep(args: argparse.Namespace) -> None:
     s = ortlab.sweep(m, dict(args.dim), cfg, targets=args.targets, runs=args.runs,
                      progress=_progress(args))  # fmt: skip
     print(s.to_json() if args.json else s.to_text())
+
+
+def _throughput(args: argparse.Namespace) -> None:
+    m = _model(args.model)
+    t = ortlab.throughput(
+        m, _config(args), _feeds(args.feeds, m), args.concurrency, modes=args.modes.split(","),
+        rounds=args.rounds, duration_s=args.duration, dims=args.dims, progress=_progress(args),
+    )  # fmt: skip
+    print(t.to_json() if args.json else t.to_text())
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -583,7 +612,8 @@ def _whatif(args: argparse.Namespace) -> None:
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost,
-    "roofline": _roofline, "sweep": _sweep, "place": _place,
+    "roofline": _roofline, "sweep": _sweep, "throughput": _throughput,
+    "place": _place,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
     "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip

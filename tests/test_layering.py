@@ -213,7 +213,7 @@ def _task_functions() -> list[Any]:
 
     found = []
     for name in ("tasks", "tasks_timing", "tasks_transform", "tasks_whatif", "tasks_memory",
-                 "providers", "runtime", "examples"):  # fmt: skip
+                 "tasks_throughput", "providers", "runtime", "examples"):  # fmt: skip
         module = importlib.import_module(f"ortlab.engine.{name}")
         for fn_name, fn in vars(module).items():
             if fn_name.startswith("_") or not inspect.isfunction(fn):

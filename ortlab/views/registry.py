@@ -20,6 +20,7 @@ from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quant_error import ErrorResult
 from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.sweep import SweepResult
+from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
@@ -33,6 +34,7 @@ from ortlab.views import (
     render_cost,
     render_more,
     render_sweep,
+    render_throughput,
     report,
     snippet,
 )
@@ -74,6 +76,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (SweepResult, "html", render_sweep.sweep_html),
     (SweepResult, "text", render_sweep.sweep_text),
     (SweepResult, "plot", render_sweep.sweep_figure),
+    (ThroughputResult, "html", render_throughput.throughput_html),
+    (ThroughputResult, "text", render_throughput.throughput_text),
+    (ThroughputResult, "plot", render_throughput.throughput_figure),
     (FootprintResult, "html", render_more.footprint_html),
     (FootprintResult, "text", render_more.footprint_text),
     (FootprintResult, "plot", plots.footprint_figure),

@@ -1,0 +1,307 @@
+"""``ortlab.throughput``: requests/s and latency percentiles per concurrency level, threads
+sharing one session and one session per thread, the curve and its knee, with intervals.
+
+Measured in the worker (:mod:`ortlab.engine.tasks_throughput`): for each mode and concurrency
+c, c threads issue ``run`` (ORT releases the GIL) for a fixed window; every (mode, c) item is
+timed once per round, rounds interleaved forward and reversed so drift hits all of them.
+Requests/s of a window is its completed requests over its length. Per level, the median over
+rounds carries the distribution-free interval of :func:`ortlab.core.stats.median_interval` (a
+pair of order statistics whose coverage follows from the binomial distribution alone); level
+against level is :func:`ortlab.core.stats.paired_ratio` on the per-round requests/s (the
+sign-test interval of the median per-round ratio). Latency percentiles pool every request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OrtlabError
+from ortlab.core.machine import environment
+from ortlab.core.model import ModelLike
+from ortlab.core.result import Result, table
+from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_interval, paired_ratio
+from ortlab.engine import tasks_throughput
+from ortlab.engine.calls import run_model_task
+from ortlab.engine.tasks_throughput import MODES, ThroughputReply
+
+__all__ = ["ConcurrencyError", "LevelRow", "ThroughputResult", "find_knee", "throughput"]
+
+_PHRASE = {"shared": "sharing one session", "per_thread": "each with its own session"}
+
+
+class ConcurrencyError(OrtlabError, ValueError):
+    """Concurrency levels that are not positive integers, or a mode ortlab does not have."""
+
+
+@dataclass(frozen=True)
+class LevelRow:
+    """One (mode, concurrency) level over every round. Requests/s are measured per round
+    window; latencies are every request's own time, pooled over the rounds."""
+
+    mode: str
+    """``shared`` (c threads, one session) or ``per_thread`` (one session per thread)."""
+    concurrency: int
+    requests_per_s: float
+    """Median over rounds of the window's completed requests over its length."""
+    low: float
+    """Interval of that median (order statistics of the rounds); NaN with too few rounds."""
+    high: float
+    per_round: list[float]
+    """Requests/s of each round's window."""
+    completed: list[int]
+    """Requests each round's window completed."""
+    window_s: list[float]
+    """Each round's window length (release to the last request's end), seconds."""
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    requests: int
+    """Requests measured in all (the percentiles' sample)."""
+    sessions: int
+    """Sessions the level's threads ran (1 shared, c per thread)."""
+    vs_first: Paired
+    """Requests/s over the mode's first level, paired per round (> 1: more throughput)."""
+    vs_previous: Paired
+    """Requests/s over the level before it in the same mode, paired per round."""
+
+
+@dataclass(frozen=True)
+class ThroughputResult(Result):
+    """Requests/s and latency per concurrency level and mode, measured with intervals.
+
+    ``to_pandas()``: the :attr:`levels` table. ``plot()``: requests/s against concurrency
+    (with intervals) per mode; ``plot('latency')``: p50/p99 against concurrency.
+    """
+
+    model: str
+    config: dict[str, Any]
+    rows: list[LevelRow]
+    knee: dict[str, int | None]
+    """Per mode, the highest concurrency whose requests/s is measurably above the level before
+    it (the first level when none is); None without enough rounds for an interval."""
+    sentences: dict[str, str]
+    """Per mode, the curve in words."""
+    rounds: int
+    duration_s: float
+    cpu_count: int
+    intra_op_threads: int
+    sessions_built: int
+    """Sessions the per-thread mode built (its largest concurrency)."""
+    feeds: str = ""
+    synthetic: bool | None = None
+    notes: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def session_config(self) -> SessionConfig:
+        return SessionConfig.from_json(self.config)
+
+    def to_pandas(self) -> Any:
+        """The :attr:`levels` table: mode, concurrency, requests_per_s, low, high, p50_ms,
+        p90_ms, p99_ms, vs_first, vs_previous (their ratios), requests, sessions."""
+        return self.levels
+
+    @table
+    def levels(self) -> Any:
+        """One row per (mode, concurrency level)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {"mode": r.mode, "concurrency": r.concurrency,
+                 "requests_per_s": r.requests_per_s, "low": r.low, "high": r.high,
+                 "p50_ms": r.p50_ms, "p90_ms": r.p90_ms, "p99_ms": r.p99_ms,
+                 "vs_first": r.vs_first.ratio, "vs_previous": r.vs_previous.ratio,
+                 "requests": r.requests, "sessions": r.sessions}
+                for r in self.rows
+            ]
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"<ThroughputResult {self.model!r}: " + "; ".join(self.sentences.values()) + ">"
+
+
+def concurrency_levels(values: Iterable[Any]) -> list[int]:
+    """Positive integers, deduplicated and sorted; anything else is a :class:`ConcurrencyError`."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ConcurrencyError(f"concurrency must be a list of positive integers, not {values!r}")
+    out = set()
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ConcurrencyError(
+                f"concurrency levels must be positive integers (threads), got {v!r} in "
+                f"{list(values)!r}; e.g. concurrency=[1, 2, 4]"
+            )
+        out.add(int(v))
+    if not out:
+        raise ConcurrencyError("concurrency needs at least one level, e.g. [1, 2, 4]")
+    return sorted(out)
+
+
+def find_knee(
+    levels: Sequence[int], rates: Sequence[Sequence[float]]
+) -> tuple[int | None, list[Verdict]]:
+    """The knee of a curve of per-round requests/s (``rates[k][round]`` for ``levels[k]``):
+    the highest level whose requests/s is measurably above the level before it (the paired
+    interval of the per-round ratio beyond the noise band, above 1), the first level when none
+    is, None when the rounds are too few for intervals. Also the step verdicts (level k over
+    level k-1, ratio > 1 meaning more throughput)."""
+    steps = [paired_ratio(rates[k - 1], rates[k]) for k in range(1, len(levels))]
+    if any(not s.enough for s in steps) or (not steps and len(rates[0]) < MIN_ROUNDS):
+        return None, steps
+    gains = [levels[k] for k, s in enumerate(steps, start=1) if s.significant and s.ratio > 1]
+    return max([levels[0], *gains]), steps
+
+
+def _ci(v: Verdict) -> str:
+    if not v.enough:
+        return f"{v.ratio:.2f}x (no interval: too few rounds)"
+    return f"{v.ratio:.2f}x [{v.low:.2f}, {v.high:.2f}]"
+
+
+def _sentence(mode: str, rows: list[LevelRow], knee: int | None, rates: list[list[float]]) -> str:
+    levels = [r.concurrency for r in rows]
+    first = levels[0]
+    if knee is None:
+        return (
+            f"{_PHRASE[mode]}: not enough rounds for intervals (need >= {MIN_ROUNDS}); "
+            + ", ".join(f"{r.concurrency}: {r.requests_per_s:.1f} req/s" for r in rows)
+        )
+    k = levels.index(knee)
+    head = (f"{knee} thread{'s' if knee > 1 else ''} {_PHRASE[mode]}: "
+            f"{rows[k].requests_per_s:.1f} req/s")  # fmt: skip
+    if k > 0:
+        head += f", {_ci(paired_ratio(rates[0], rates[k]))} the requests/s of {first}"
+    if k == len(rows) - 1:
+        return head + ("" if len(rows) > 1 else " (one level: no curve)")
+    last = rows[-1]
+    v = paired_ratio(rates[k], rates[-1])
+    p99 = last.p99_ms / rows[k].p99_ms - 1 if rows[k].p99_ms > 0 else math.nan
+    more = "adds no measurable throughput" if not (v.significant and v.ratio < 1) else (
+        "lowers throughput")  # fmt: skip
+    return head + (f"; {last.concurrency} {more} ({_ci(v)}) and {p99:+.0%} p99 latency")
+
+
+def _pct(lat_ns: list[int]) -> tuple[float, float, float]:
+    if not lat_ns:
+        return math.nan, math.nan, math.nan
+    p = np.percentile(np.asarray(lat_ns, dtype=np.float64) / 1e6, [50, 90, 99])
+    return float(p[0]), float(p[1]), float(p[2])
+
+
+def _median_ci(values: list[float]) -> tuple[float, float, float]:
+    xs = np.sort(np.asarray(values, dtype=np.float64))
+    mid = float(np.median(xs)) if xs.size else math.nan
+    found = median_interval(int(xs.size))
+    if found is None:
+        return mid, math.nan, math.nan
+    k, _ = found
+    return mid, float(xs[k - 1]), float(xs[xs.size - k])
+
+
+def _paired(v: Verdict, a: int, b: int) -> Paired:
+    if a == b:
+        return Paired.of(v, "baseline")
+    return Paired.of(v, f"{b} vs {a}: {_ci(v)} the requests/s")
+
+
+def _mode_rows(
+    reply: ThroughputReply, mode: str, levels: list[int]
+) -> tuple[list[LevelRow], int | None, str]:
+    rates: list[list[float]] = []
+    rows: list[LevelRow] = []
+    for c in levels:
+        ws = sorted((w for w in reply.windows if w.mode == mode and w.concurrency == c),
+                    key=lambda w: w.round)  # fmt: skip
+        per_round = [w.completed / (w.window_ns / 1e9) for w in ws]
+        rates.append(per_round)
+        mid, low, high = _median_ci(per_round)
+        p50, p90, p99 = _pct([x for w in ws for x in w.latencies_ns])
+        k = len(rates) - 1
+        rows.append(LevelRow(
+            mode=mode, concurrency=c, requests_per_s=mid, low=low, high=high,
+            per_round=per_round, completed=[w.completed for w in ws],
+            window_s=[w.window_ns / 1e9 for w in ws], p50_ms=p50, p90_ms=p90, p99_ms=p99,
+            requests=sum(w.completed for w in ws), sessions=ws[0].sessions if ws else 0,
+            vs_first=_paired(paired_ratio(rates[0], per_round), levels[0], c),
+            vs_previous=_paired(paired_ratio(rates[max(k - 1, 0)], per_round),
+                                levels[max(k - 1, 0)], c),
+        ))  # fmt: skip
+    knee, _ = find_knee(levels, rates)
+    return rows, knee, _sentence(mode, rows, knee, rates)
+
+
+def _notes(reply: ThroughputReply, cfg: SessionConfig, levels: list[int]) -> list[str]:
+    cores, intra = reply.cpu_count, cfg.intra_op_threads
+    per_run = cores if intra == 0 else intra
+    setting = f"intra_op_threads={intra}" + (" (ORT's default: one per core)" if intra == 0
+                                             else "")  # fmt: skip
+    notes = [f"This machine has {cores} cores; each session runs with {setting}, so "
+             f"{max(levels)} concurrent requests ask for up to {max(levels) * per_run} "
+             "intra-op threads."]  # fmt: skip
+    if max(levels) * per_run > cores:
+        fit = max(cores // per_run, 1)
+        notes.append(
+            f"With more than {fit} concurrent request{'s' if fit > 1 else ''} the threads "
+            "contend for the cores (oversubscribed): for throughput serving, try "
+            f"intra_op_threads=1 and about {cores} concurrent requests."
+        )
+    return notes
+
+
+def throughput(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    concurrency: Sequence[int] = (1, 2, 4),
+    *,
+    modes: Sequence[str] = MODES,
+    rounds: int = MIN_ROUNDS,
+    duration_s: float = 0.5,
+    warmup_s: float = 0.2,
+    dims: Mapping[str, int] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> ThroughputResult:
+    """Requests/s and latency percentiles of ``model`` under ``config`` per concurrency level,
+    like ``onnxruntime_perf_test -c``: for each mode (``shared``: c threads run one session;
+    ``per_thread``: each thread its own session) and level c, c threads issue requests for
+    ``duration_s``, every item once per round for ``rounds`` rounds (interleaved forward and
+    reversed). Intervals need ``rounds >= 6`` (95 %): the median requests/s over rounds with an
+    order-statistic interval, level against level a paired sign-test interval
+    (:func:`ortlab.core.stats.paired_ratio`). The knee per mode is the highest level measurably
+    above the one before it. The per-thread mode is refused when its sessions would not fit in
+    the free memory."""
+    levels = concurrency_levels(concurrency)
+    wanted = [m for m in MODES if m in set(modes)]
+    if not wanted or set(modes) - set(MODES):
+        raise ConcurrencyError(f"modes must be among {list(MODES)}, got {list(modes)!r}")
+    if rounds < 1 or duration_s <= 0 or warmup_s < 0:
+        raise ConcurrencyError(
+            f"rounds must be >= 1, duration_s > 0 and warmup_s >= 0 (got rounds={rounds}, "
+            f"duration_s={duration_s}, warmup_s={warmup_s})"
+        )
+    m, cfg, f, reply = run_model_task(
+        tasks_throughput.throughput, model, config, feeds, dims=dims, progress=progress,
+        timeout=timeout, concurrency=levels, modes=wanted, rounds=rounds, duration_s=duration_s,
+        warmup_s=warmup_s,
+    )  # fmt: skip
+    rows: list[LevelRow] = []
+    knee: dict[str, int | None] = {}
+    sentences: dict[str, str] = {}
+    for mode in wanted:
+        got, knee[mode], sentences[mode] = _mode_rows(reply, mode, levels)
+        rows.extend(got)
+    return ThroughputResult(
+        model=m.name, config=cfg.to_dict(), rows=rows, knee=knee, sentences=sentences,
+        rounds=rounds, duration_s=duration_s, cpu_count=reply.cpu_count,
+        intra_op_threads=cfg.intra_op_threads, sessions_built=reply.sessions_built,
+        feeds=f.describe(), synthetic=f.synthetic, notes=[*f.notes, *_notes(reply, cfg, levels)],
+        environment=environment(),
+    )  # fmt: skip
