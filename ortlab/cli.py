@@ -328,6 +328,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=_int_arg(1), default=20)
     p.add_argument("--warmup", type=_int_arg(0), default=3)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
+    p.add_argument("--perfetto", metavar="OUT.json", default=None,
+                   help="also write the trace for ui.perfetto.dev / chrome://tracing (original "
+                   "node names from the placement join of the same session)")  # fmt: skip
     _why_slow_parsers(sub)
     _throughput_parser(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
@@ -389,11 +392,23 @@ def _bench(args: argparse.Namespace) -> None:
 def _profile(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
-    p = ortlab.profile(
-        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
-        dims=args.dims, progress=_progress(args),
-    )  # fmt: skip
+    if args.perfetto:  # the join names fused kernels after the model's nodes; same runs
+        pl = ortlab.placement(
+            m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
+            dims=args.dims, progress=_progress(args),
+        )  # fmt: skip
+        assert pl.profile is not None
+        p = pl.profile
+        out = p.to_perfetto(args.perfetto, placement=pl, model=m)
+    else:
+        p = ortlab.profile(
+            m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
+            dims=args.dims, progress=_progress(args),
+        )  # fmt: skip
     print(p.to_json() if args.json else p.to_text(top=args.top))
+    if args.perfetto:
+        print(f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
+              file=sys.stderr if args.json else sys.stdout)  # fmt: skip
 
 
 def _cost(args: argparse.Namespace) -> None:

@@ -8,9 +8,11 @@ them for *shares* and per-node comparisons; take latency from :func:`ortlab.benc
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +32,9 @@ from ortlab.engine.trace import (
     self_durations,
     types_text,
 )
+
+if TYPE_CHECKING:
+    from ortlab.analysis.placementresult import PlacementResult
 
 __all__ = [
     "ProfileData",
@@ -271,6 +276,30 @@ class ProfileResult(Result):
                 "dur_us": dur[sel],
             }
         )
+
+    def to_perfetto(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        placement: PlacementResult | None = None,
+        model: ModelLike | None = None,
+    ) -> Path:
+        """Write this profile as a trace that Perfetto (ui.perfetto.dev: Open trace file) and
+        chrome://tracing open; returns its absolute path. One process per EP and a thread per
+        OS thread ORT ran nodes on; a slice per node event, named after the original node where
+        ortlab knows it (``args.kernel`` is ORT's name, ``args.name_from`` says how); memory
+        counters per EP over the last run; a slice per measured run (the ``runs`` process);
+        flow arrows along tensors that cross EPs.
+
+        ``placement``: an ``ortlab.placement`` result of the same model and config (its
+        ``.profile`` is such a profile): fused kernels get the original node's name and the
+        flows come from its EP boundaries. ``model``: the model, whose node names are kept
+        where ORT kept them (and whose file is never overwritten). Without either, names are
+        original only at level 'disabled'. Written atomically; refuses ``.onnx`` paths."""
+        from ortlab.analysis.perfetto import write_perfetto
+
+        return write_perfetto(self.data, path, model_name=self.model, config=self.config,
+                              placement=placement, model=model)  # fmt: skip
 
     def to_pandas(self) -> Any:
         """The per-node table (:meth:`by_node`): one row per node of the optimized graph."""

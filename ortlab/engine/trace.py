@@ -55,6 +55,8 @@ class _Event(msgspec.Struct, gc=False):
     cat: str = ""
     ts: float = 0
     dur: float = 0
+    tid: int | str = 0
+    """The OS thread the event ran on (an int in ORT 1.31; a string is kept as it is)."""
     args: msgspec.Raw = msgspec.Raw(b"null")
 
 
@@ -112,6 +114,13 @@ class ProfileData:
     """Per node, at its last event: the allocator's peak so far (``mem_in_use_peak``)."""
     arena_bytes: list[int] = field(default_factory=list)
     """Per node, at its last event: bytes the arena held (``mem_arena_held``)."""
+    threads: list[str] = field(default_factory=list)
+    """The threads node events ran on (ORT's ``tid``, as text), in order of first event."""
+    ev_thread: list[int] = field(default_factory=list)
+    """Per event: index into ``threads`` (empty for a trace parsed before it existed)."""
+    run_start_us: list[float] = field(default_factory=list)
+    """Per measured run: its ``model_run`` start on the trace's clock (µs since profiling
+    began), so the time between runs shows; empty for a trace parsed before it existed."""
 
 
 def _types(raw: msgspec.Raw) -> TensorTypes:
@@ -212,6 +221,12 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
             if len(lasts) == len(index):
                 break
     late = [_node_args(lasts[k].args) for k in range(len(index))]
+    thread_index: dict[int | str, int] = {}
+    tids = np.fromiter(
+        (thread_index.setdefault(e.tid, len(thread_index)) for e in node_ev),
+        np.int64,
+        len(node_ev),
+    )
     ts = np.fromiter((e.ts for e in node_ev), np.float64, len(node_ev))
     dur = np.fromiter((e.dur for e in node_ev), np.float64, len(node_ev))
     if runs:
@@ -248,6 +263,9 @@ def _columns(events: list[_Event], skip_runs: int) -> ProfileData:
         in_use_bytes=[_int(a.mem_bytes_in_use) for a in late],
         peak_bytes=[_int(a.mem_in_use_peak) for a in late],
         arena_bytes=[_int(a.mem_arena_held) for a in late],
+        threads=[str(t) for t in thread_index],
+        ev_thread=tids[sel].tolist(),
+        run_start_us=[float(r[0]) for r in measured],
     )
 
 

@@ -1,0 +1,329 @@
+"""A profile as a Chrome-trace JSON file that Perfetto (ui.perfetto.dev) and chrome://tracing open.
+
+Layout: one process per execution provider (``process_name`` is the EP's label), one thread per
+OS thread ORT ran its nodes on; an ``X`` slice per profiled node event, named after the
+*original* node where ortlab knows it (``args.kernel`` is ORT's name, ``args.name_from`` says
+where the name came from); ``C`` memory counters per EP over the last measured run (the
+allocator's state after each node, as ORT recorded it); a ``runs`` process with one slice per
+measured run; flow arrows (``s``/``f``) along tensors that cross EPs (into and out of the
+Memcpy nodes ORT inserts), known only from a placement join. Runs sit on one timeline at the
+times ORT recorded them, so the gaps between runs show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.analysis.graphmap import KERNELS_FOR
+from ortlab.core.eps import MEMCPY_OPS, label
+from ortlab.engine.trace import ProfileData, types_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.placementresult import PlacementResult
+    from ortlab.core.model import ModelLike
+
+__all__ = ["Naming", "flow_events", "node_names", "perfetto_trace", "write_perfetto"]
+
+RUNS_PID = 1
+"""The ``runs`` process; the EPs follow from 2 in order of their first node."""
+GAP_US = 10.0
+"""Between runs when the trace recorded no run start times (a profile saved before them)."""
+
+
+@dataclass(frozen=True)
+class Naming:
+    """A node's slice name and where it came from."""
+
+    name: str
+    source: str
+    """'placement join', 'model (same name)', 'model (level disabled)' or 'kernel (…)'."""
+    original: tuple[str, ...] = ()
+    """Every original node the kernel computes (the join's ``fused_from``)."""
+
+
+def node_names(
+    data: ProfileData,
+    *,
+    level: str = "",
+    placement: PlacementResult | None = None,
+    model_nodes: Sequence[str] | None = None,
+) -> list[Naming]:
+    """Per node of ``data.node``: the original node's name where ortlab can know it — from a
+    placement join of the same model and config (a fused kernel is named after the original
+    node whose op it computes), from the model's own node names (ORT keeps a node's name when
+    it keeps the node), or at level 'disabled' (ORT renames nothing) — else ORT's kernel name."""
+    primary: dict[str, str] = {}
+    fused: dict[str, tuple[str, ...]] = {}
+    if placement is not None:
+        fused = {r.node: tuple(r.fused_from) for r in placement.optimized_rows}
+        primary = _primaries(placement)
+    known = set(model_nodes) if model_nodes is not None else None
+    out = []
+    for kernel, op in zip(data.node, data.op_type, strict=True):
+        if op in MEMCPY_OPS:
+            out.append(Naming(kernel, "kernel (inserted by ORT: no original node)"))
+        elif fused.get(kernel):
+            originals = fused[kernel]
+            name = primary.get(kernel) or originals[0]
+            out.append(Naming(name, "placement join", originals))
+        elif known is not None and kernel in known:
+            out.append(Naming(kernel, "model (same name)", (kernel,)))
+        elif known is None and placement is None and level == "disabled":
+            out.append(Naming(kernel, "model (level disabled: ORT keeps every name)", (kernel,)))
+        else:
+            why = (
+                "not in the join"
+                if placement is not None
+                else (
+                    "not in the model"
+                    if known is not None
+                    else "pass placement= for original names"
+                )
+            )
+            out.append(Naming(kernel, f"kernel ({why})"))
+    return out
+
+
+def _primaries(placement: PlacementResult) -> dict[str, str]:
+    """Per kernel, the original node it is named after: the one the join credited its time to,
+    else the one whose op the kernel computes (the MatMul of a FusedGemm), else the one whose op
+    its op type names, else the first in the model's order."""
+    rows = {r.node: r for r in placement.node_rows}
+    order = {name: i for i, name in enumerate(rows)}
+    out = {}
+    for opt in placement.optimized_rows:
+        members = [rows[m] for m in opt.fused_from if m in rows]
+        if not members:
+            continue
+        members.sort(key=lambda r: order[r.node])
+        op = opt.op_type
+        tests = (
+            lambda r: r.time_source.startswith("measured"),
+            lambda r, op=op: op in KERNELS_FOR.get(r.op_type, ()),
+            lambda r, op=op: bool(r.op_type) and r.op_type in op,
+        )
+        out[opt.node] = next(
+            (hits[0].node for test in tests if len(hits := [r for r in members if test(r)]) == 1),
+            members[0].node,
+        )
+    return out
+
+
+def _run_bases(data: ProfileData) -> np.ndarray:
+    """Each measured run's start on the exported timeline, µs (the first at 0)."""
+    runs = len(data.run_us)
+    if runs and len(data.run_start_us) == runs:
+        starts = np.asarray(data.run_start_us, dtype=np.float64)
+        return np.asarray(starts - starts[0], dtype=np.float64)
+    durations = np.asarray(data.run_us, dtype=np.float64) + GAP_US
+    return np.concatenate(([0.0], np.cumsum(durations)[:-1])) if runs else np.zeros(1)
+
+
+def _lanes(starts: np.ndarray, ends: np.ndarray, track: np.ndarray) -> np.ndarray:
+    """Per event, a lane within its track such that slices in one lane either follow one
+    another or nest (an If/Loop/Scan and its body); lane 0 unless ORT's times overlap."""
+    lane = np.zeros(len(starts), dtype=np.int64)
+    order = np.lexsort((-(ends - starts), starts, track))
+    stacks: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for i in order.tolist():
+        k = 0
+        while True:
+            stack = stacks[(int(track[i]), k)]
+            while stack and stack[-1] <= starts[i]:
+                stack.pop()
+            if not stack or ends[i] <= stack[-1]:
+                stack.append(float(ends[i]))
+                lane[i] = k
+                break
+            k += 1
+    return lane
+
+
+def flow_events(
+    data: ProfileData,
+    edges: Sequence[tuple[str, str, str]],
+    starts: np.ndarray,
+    where: Sequence[tuple[int, int]],
+) -> list[dict[str, Any]]:
+    """Flow arrows (``s`` at the producer's slice, ``f`` bound to the consumer's enclosing
+    slice) for each ``(producer, consumer, tensor)`` edge between kernels of ``data.node``: in
+    each run, every consumer event gets an arrow from the producer's latest event starting
+    before it. ``starts`` and ``where`` (pid, tid) are per event, as exported. Pure."""
+    index = {name: k for k, name in enumerate(data.node)}
+    by_node: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, (k, r) in enumerate(zip(data.ev_node, data.ev_run, strict=True)):
+        by_node[(k, r)].append(i)
+    runs = sorted(set(data.ev_run))
+    out: list[dict[str, Any]] = []
+    flow_id = 0
+    for producer, consumer, tensor in edges:
+        p, c = index.get(producer), index.get(consumer)
+        if p is None or c is None:
+            continue
+        for r in runs:
+            made = sorted(by_node.get((p, r), []), key=lambda i: starts[i])
+            for ci in by_node.get((c, r), []):
+                before = [i for i in made if starts[i] <= starts[ci]]
+                if not before:
+                    continue
+                pi = before[-1]
+                flow_id += 1
+                common = {"name": tensor, "cat": "tensor", "id": flow_id}
+                out.append({**common, "ph": "s", "ts": float(starts[pi]),
+                            "pid": where[pi][0], "tid": where[pi][1]})  # fmt: skip
+                out.append({**common, "ph": "f", "bp": "e", "ts": float(starts[ci]),
+                            "pid": where[ci][0], "tid": where[ci][1]})  # fmt: skip
+    return out
+
+
+def perfetto_trace(
+    data: ProfileData,
+    *,
+    names: Sequence[Naming] | None = None,
+    edges: Sequence[tuple[str, str, str]] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The Chrome-trace document (pure: ``data`` and names in, a JSON-ready dict out)."""
+    names = list(names) if names is not None else [Naming(k, "kernel") for k in data.node]
+    n_ev = len(data.ev_node)
+    ids = np.asarray(data.ev_node, dtype=np.int64)
+    runs = np.asarray(data.ev_run, dtype=np.int64)
+    dur = np.asarray(data.ev_dur_us, dtype=np.float64)
+    bases = _run_bases(data)
+    starts = bases[runs] + np.asarray(data.ev_start_us, dtype=np.float64) if n_ev else dur
+    threads = data.threads if len(data.ev_thread) == n_ev and data.threads else ["?"]
+    ev_thread = np.asarray(data.ev_thread if len(data.ev_thread) == n_ev else [0] * n_ev,
+                           dtype=np.int64)  # fmt: skip
+    eps = list(dict.fromkeys(data.provider[k] for k in dict.fromkeys(data.ev_node)))
+    ep_pid = {ep: RUNS_PID + 1 + i for i, ep in enumerate(eps)}
+    node_pid = np.asarray([ep_pid.get(p, 0) for p in data.provider], dtype=np.int64)
+    pid = node_pid[ids] if n_ev else ids
+    track = pid * (len(threads) + 1) + ev_thread
+    lane = _lanes(starts, starts + dur, track) if n_ev else ids
+    tid = ev_thread + 1 + lane * (len(threads) + 1)
+    meta: list[dict[str, Any]] = [
+        _meta("process_name", RUNS_PID, 0, name="runs"),
+        _meta("process_sort_index", RUNS_PID, 0, sort_index=0),
+        _meta("thread_name", RUNS_PID, 1, name="measured runs"),
+    ]
+    for ep, p in ep_pid.items():
+        meta.append(_meta("process_name", p, 0, name=label(ep)))
+        meta.append(_meta("process_sort_index", p, 0, sort_index=p))
+    for p, t in sorted(set(zip(pid.tolist(), tid.tolist(), strict=True))):
+        thread = threads[(t - 1) % (len(threads) + 1)]
+        extra = (t - 1) // (len(threads) + 1)
+        text = f"thread {thread}" + (f" (overlapping slices, {extra})" if extra else "")
+        meta.append(_meta("thread_name", p, t, name=text))
+    shapes = [(types_text(i), types_text(o))
+              for i, o in zip(data.input_types, data.output_types, strict=True)]  # fmt: skip
+    slices = []
+    for i, (k, r) in enumerate(zip(ids.tolist(), runs.tolist(), strict=True)):
+        nm = names[k]
+        args: dict[str, Any] = {"kernel": data.node[k], "name_from": nm.source,
+                                "op_type": data.op_type[k], "provider": data.provider[k],
+                                "run": r, "input_shapes": shapes[k][0],
+                                "output_shapes": shapes[k][1]}  # fmt: skip
+        if len(nm.original) > 1:
+            args["original_nodes"] = list(nm.original)
+        slices.append({"ph": "X", "name": nm.name, "cat": "node", "ts": float(starts[i]),
+                       "dur": float(dur[i]), "pid": int(pid[i]), "tid": int(tid[i]),
+                       "args": args})  # fmt: skip
+    marks = [{"ph": "X", "name": f"run {r}", "cat": "run", "ts": float(bases[r]),
+              "dur": float(d), "pid": RUNS_PID, "tid": 1, "args": {"run": r, "run_us": d}}
+             for r, d in enumerate(data.run_us)]  # fmt: skip
+    where = list(zip(pid.tolist(), tid.tolist(), strict=True))
+    return {
+        "traceEvents": [
+            *meta,
+            *marks,
+            *slices,
+            *_counters(data, starts, pid),
+            *flow_events(data, edges, starts, where),
+        ],
+        "displayTimeUnit": "ms",
+        "metadata": dict(metadata or {}),
+    }
+
+
+def _meta(what: str, pid: int, tid: int, **args: Any) -> dict[str, Any]:
+    return {"ph": "M", "name": what, "pid": pid, "tid": tid, "args": args}
+
+
+def _counters(data: ProfileData, starts: np.ndarray, pid: np.ndarray) -> list[dict[str, Any]]:
+    """The allocator per EP after each node of the last measured run (ORT records it per node
+    event; the profile keeps each node's last): bytes in use, peak so far, held by the arena."""
+    n = len(data.node)
+    cols = {"in_use_bytes": data.in_use_bytes, "peak_bytes": data.peak_bytes,
+            "arena_bytes": data.arena_bytes}  # fmt: skip
+    if not data.ev_run or any(len(v) != n for v in cols.values()):
+        return []
+    last = max(data.ev_run)
+    latest: dict[int, int] = {}
+    for i, (k, r) in enumerate(zip(data.ev_node, data.ev_run, strict=True)):
+        if r == last and (k not in latest or starts[i] >= starts[latest[k]]):
+            latest[k] = i
+    out = []
+    for k, i in sorted(latest.items(), key=lambda item: starts[item[1]]):
+        values = {c: v[k] for c, v in cols.items() if v[k] >= 0}
+        if values:
+            out.append({"ph": "C", "name": "memory", "pid": int(pid[i]),
+                        "ts": float(starts[i] + data.ev_dur_us[i]), "args": values})  # fmt: skip
+    return out
+
+
+def write_perfetto(
+    data: ProfileData,
+    path: str | os.PathLike[str],
+    *,
+    model_name: str,
+    config: Mapping[str, Any],
+    placement: PlacementResult | None = None,
+    model: ModelLike | None = None,
+) -> Path:
+    """Write ``data`` as a Perfetto/Chrome trace to ``path`` (atomically: a temporary file in
+    the same folder, then renamed); refuses an ``.onnx`` path and the model's own file."""
+    out = Path(path).expanduser().absolute()
+    model_nodes = None
+    if model is not None:
+        from ortlab.core.model import load
+
+        m = load(model)
+        model_nodes = [n.name for n in m.nodes]
+        if out.exists() and out.resolve() == Path(m.path).resolve():
+            raise ValueError(f"Refusing to overwrite the model {out} with a trace.")
+    if out.suffix.lower() == ".onnx":
+        raise ValueError(f"Refusing to write a trace to {out}: an .onnx path is a model's.")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"No folder {out.parent} to write the trace into.")
+    names = node_names(data, level=str(config.get("level", "")), placement=placement,
+                       model_nodes=model_nodes)  # fmt: skip
+    edges = [(b.producer, b.consumer, b.tensor) for b in placement.boundary_rows] \
+        if placement is not None else []  # fmt: skip
+    how = sorted({n.source for n in names})
+    doc = perfetto_trace(data, names=names, edges=edges, metadata={
+        "model": model_name, "config": dict(config), "runs": len(data.run_us),
+        "names": how, "flows": "tensors crossing EPs, from the placement join"
+        if placement is not None else "none: pass placement= (ortlab.placement) for them",
+        "memory": "per EP, after each node of the last measured run, as ORT recorded it",
+        "times": "µs, profiling on (about 5 µs of overhead per node)",
+    })  # fmt: skip
+    text = json.dumps(doc, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(text)
+        Path(tmp).chmod(0o644)  # mkstemp's 0600 would hide the trace from a viewer run by others
+        Path(tmp).replace(out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
