@@ -552,3 +552,14 @@ def test_a_failed_run_at_guessed_dims_says_which_in_any_tab(lab) -> None:
     lab.dims.value = "batch=2"  # typed: given, no longer a guess
     lab._guarded(fail)
     assert "chosen by ortlab" not in lab.error.value
+
+
+def test_limits_tab_measures_the_roofline_of_the_current_settings(lab) -> None:
+    """The Limits tab runs ortlab.roofline under the controls' settings and shows the result
+    itself (the same table every view shows) with its figure."""
+    lab.level.value = "basic"
+    lab.limits_button.click()
+    roof = lab.roofline
+    assert lab.error.value == "" and isinstance(roof, ortlab.RooflineResult)
+    assert roof.config["level"] == "basic" and lab.shown["Limits"][-1] is roof
+    assert {r.node for r in roof.rows} == set(roof.profile.by_node()["node"])

@@ -34,9 +34,11 @@ from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
 from ortlab.views.widgets.labparts import (
+    LIMITS_INTRO,
     WAITING,
     Shown,
     guess_hint,
+    limits_items,
     optimizer_options,
     ort_seconds,
     safe_filename,
@@ -109,6 +111,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.benchmark_result: Any = None
         self.doctor_result: Any = None
         self.optimization: Any = None
+        self.roofline: Any = None
         self.comparison: Any = None
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
@@ -188,17 +191,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     # ------------------------------------------------------------------ tabs
 
     def _build_tabs(self, first: str) -> None:
-        names = [
-            "Overview",
-            "Graph",
-            "Placement",
-            "Profile",
-            "Benchmark",
-            "Optimization",
-            "Quantization",
-            "Doctor",
-            "History",
-        ]
+        names = ["Overview", "Graph", "Placement", "Profile", "Benchmark", "Optimization",
+                 "Quantization", "Limits", "Doctor", "History"]  # fmt: skip
         if first not in names:
             raise ValueError(f"tab={first!r}: choose one of {', '.join(names)}.")
         self.panes = {n: w.Output() for n in names}
@@ -216,6 +210,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         t.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
         t.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
         t.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
+        t.limits_button.on_click(lambda _: self._background(self._limits, "roofline"))
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
         t.compare_button.on_click(lambda _: self._compare_runs())
@@ -227,6 +222,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._show("Placement", t.whatif_bar)
         self._show("Optimization", t.opt_button)
         self._show("Quantization", t.quant_button)
+        self._show("Limits", t.limits_button, w.HTML(LIMITS_INTRO))
         self._show("Doctor", t.doctor_bar)
 
     def _overview(self) -> None:
@@ -487,6 +483,16 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         self.optimization = opt
         self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
+
+    def _limits(self) -> None:
+        self.roofline = ortlab.roofline(
+            self.model_path,
+            self.config,
+            runs=10,
+            progress=self._progress("roofline"),
+            **self._inputs(),
+        )
+        self._show("Limits", self.limits_button, *limits_items(self.roofline))
 
     def _quantization(self) -> None:
         m, inputs = self.model, self._inputs()

@@ -209,14 +209,15 @@ class LabControls:
 
 
 class TabControls:
-    """The widgets inside the tabs: the optimization, quantization and doctor buttons (with
+    """The widgets inside the tabs: the optimization, quantization, limits and doctor buttons (with
     the doctor's budget and Apply best), the Profile tab's top nodes, the History tab's run
     pickers, and the Placement tab's what-if target and QNN chip. Widgets shown on every
     refresh are made once here: a widget lives in the kernel until closed."""
 
     NAMES = ("opt_button", "quant_button", "budget", "doctor_button", "apply_button",
              "top_nodes", "run_a", "run_b", "compare_button", "run_snippet_button",
-             "comparison_out", "target", "qnn_chip", "whatif_button")  # fmt: skip
+             "comparison_out", "target", "qnn_chip", "whatif_button",
+             "limits_button")  # fmt: skip
     """The controls a Lab exposes as its own attributes."""
 
     def __init__(self, qnn_given: Mapping[str, Any]) -> None:
@@ -225,6 +226,10 @@ class TabControls:
         )
         self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
                                      layout=w.Layout(width="auto"))  # fmt: skip
+        self.limits_button = w.Button(
+            description="Measure against this machine's peaks (roofline)",
+            layout=w.Layout(width="auto"),
+        )
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info",
                                       layout=w.Layout(width="auto"))  # fmt: skip

@@ -16,9 +16,11 @@ import ipywidgets as w
 import numpy as np
 
 __all__ = [
+    "LIMITS_INTRO",
     "WAITING",
     "Shown",
     "guess_hint",
+    "limits_items",
     "median_shares",
     "mime_bundle",
     "optimizer_options",
@@ -29,6 +31,20 @@ __all__ = [
     "top_node_options",
     "warm_up",
 ]
+
+
+LIMITS_INTRO = (
+    "<div style='max-width:900px'>Is each node near what this machine can do? The roofline "
+    "measures this machine's peaks with ORT under the current settings (a large GEMM per "
+    "precision, a streaming Add), profiles the model in the same runs, and sets each node's "
+    "measured time against the FLOPs and bytes its shapes imply (computed).</div>"
+)
+
+
+def limits_items(roof: Any) -> list[Any]:
+    """The Limits tab: the roofline figure (nodes as dots, sized by their share of time) and
+    the result's own table (ceilings, slowest nodes, notes), as every other view shows it."""
+    return [roof.plot(), roof]
 
 
 def median_shares(prof: Any) -> Any:
