@@ -314,3 +314,21 @@ def test_long_model_metadata_folds() -> None:
     html = report_html(ortlab.load(proto), profile=profile_result())
     model = re.search(r"<h2>Model</h2>(.*?)</section>", html, flags=re.S)
     assert model and "<details><summary>metadata the model carries (1 entries" in model.group(1)
+
+
+def test_report_shows_cost_and_roofline_sections_labelled() -> None:
+    """Results given in ``extra`` are sections of their own, in their own words: the cost
+    says computed, the roofline measured; each with its figure and the same table as its
+    notebook view."""
+    m = ortlab.examples.load("mlp")
+    cost = ortlab.cost(m, progress=False)
+    roof = ortlab.roofline(m, runs=3, progress=False)
+    html = report_html(m, extra=[cost, roof])
+    from ortlab.views.render import esc
+    from ortlab.views.report import SECTION_TITLES
+
+    for kind in ("CostResult", "RooflineResult"):
+        assert f"<h2>{esc(SECTION_TITLES[kind])}</h2>" in html
+    assert "computed from shapes, not measured" in SECTION_TITLES["CostResult"]
+    assert cost._repr_html_() in html and roof._repr_html_() in html
+    assert html.count('class="ortlab-figure"') == 2  # one figure each, no other section here

@@ -356,6 +356,37 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
     return state_block(pack(g), "time" if g.has_time else "provider", list(g.expanded))
 
 
+SECTION_TITLES = {
+    "RooflineResult": "Roofline: is each node near this machine's limits?",
+    "CostResult": "Cost: the work each node does (computed from shapes, not measured)",
+    "ThroughputResult": "Throughput per concurrency level (measured)",
+    "SweepResult": "Shape sweep (measured; accelerator shares predicted)",
+    "VersionDiffResult": "Two onnxruntime versions, node by node (measured)",
+}
+"""The report's section title for each result it takes in ``extra``."""
+
+
+def _result_section(result: Any) -> tuple[str, str]:
+    """A result the report does not lay out itself: its own HTML and its main figure."""
+    name = type(result).__name__
+    title = SECTION_TITLES.get(name, name)
+    return title, result._repr_html_() + _figure_html(result.plot())
+
+
+def _timing_sections(compare: Any, benchmark: Any, history: Any) -> list[tuple[str, str]]:
+    out = []
+    if compare is not None:
+        out.append(("Quantization comparison", compare_html(compare) + _compare_inputs(compare)
+                    + _figure_html(plots.compare_figure(compare))))  # fmt: skip
+    if benchmark is not None:
+        out.append(("Benchmark", benchmark_html(benchmark) + _timing_inputs(benchmark)
+                    + _figure_html(benchmark.plot())))  # fmt: skip
+    if history is not None and len(history):
+        cols = [c for c in history.columns if c != "config"]
+        out.append(("History", table_html(cols, history[cols].values.tolist())))
+    return out
+
+
 def report_html(
     model: Model,
     doctor: Any = None,
@@ -370,6 +401,7 @@ def report_html(
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
     machine: ThisMachine | None = None,
+    extra: Sequence[Any] = (),
 ) -> str:
     """The report as one HTML string (see :func:`report`); nothing is measured here.
 
@@ -413,16 +445,9 @@ def report_html(
         sections.append(("Profile: where the time goes",
                          profile_html(profile, fused=fused_map(placement, profile))
                          + _timing_inputs(profile, own.get("profile")) + figs))  # fmt: skip
-    if compare is not None:
-        sections.append(("Quantization comparison", compare_html(compare)
-                         + _compare_inputs(compare)
-                         + _figure_html(plots.compare_figure(compare))))  # fmt: skip
-    if benchmark is not None:
-        sections.append(("Benchmark", benchmark_html(benchmark) + _timing_inputs(benchmark)
-                         + _figure_html(benchmark.plot())))  # fmt: skip
-    if history is not None and len(history):
-        cols = [c for c in history.columns if c != "config"]
-        sections.append(("History", table_html(cols, history[cols].values.tolist())))
+    roof = getattr(doctor, "roofline", None)
+    sections += [_result_section(r) for r in ([roof] if roof is not None else []) + list(extra)]
+    sections += _timing_sections(compare, benchmark, history)
     graph_state = _graph_state(model, placement, profile)
     if graph_state:
         sections.insert(after_model,
@@ -476,12 +501,15 @@ def report(
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
+    extra: Sequence[Any] = (),
 ) -> Path:
     """Write the HTML report of ``model`` to ``path`` and return the path.
 
     Results you pass are used as they are; with ``compute=True`` the missing placement join
     (whose profile is the report's profile, and which the embedded graph view draws with EP
-    and time) and optimization diff are measured (the doctor's are reused)."""
+    and time) and optimization diff are measured (the doctor's are reused). ``extra``: more
+    results shown as sections of their own (``ortlab.cost``, ``throughput``, ``sweep``,
+    ``version_diff``…); the doctor's roofline is shown when it measured one."""
 
     m = load(model)
     got = gather(m, doctor, config=config, feeds=feeds, profile=profile, placement=placement,
@@ -489,7 +517,8 @@ def report(
                  progress=progress)  # fmt: skip
     text = report_html(m, doctor, profile=got.profile, placement=got.placement,
                        optimization=got.optimization, compare=compare, benchmark=benchmark,
-                       history=history, whatif=whatif, measured_here=got.measured_here)  # fmt: skip
+                       history=history, whatif=whatif, measured_here=got.measured_here,
+                       extra=extra)  # fmt: skip
     out = Path(path)
     out.write_text(text, encoding="utf-8")
     return out
