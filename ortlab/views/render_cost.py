@@ -175,19 +175,30 @@ def roofline_figure(r: Any) -> Any:
                 hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
                                f"{slope / 1e9:.1f} GB/s<extra>measured</extra>"),
             ))  # fmt: skip
-    for op, group in frame.groupby("op_type"):
+    top = frame.groupby("op_type")["share"].sum().sort_values(ascending=False)
+    keep = set(top.index[:8])  # more colours than this repeat: the rest are one grey group
+    frame = frame.assign(group=[o if o in keep else "other ops" for o in frame["op_type"]])
+    for op in [*(o for o in top.index if o in keep), "other ops"]:
+        group = frame[frame["group"] == op]
+        if group.empty:
+            continue
         fig.add_trace(go.Scatter(
             x=group["intensity"], y=group["achieved_flops"], mode="markers", name=esc(op),
-            marker={"size": [6 + 40 * s**0.5 for s in group["share"]], "opacity": 0.7},
-            text=[esc(n) for n in group["node"]],
+            marker={"size": [6 + 40 * s**0.5 for s in group["share"]], "opacity": 0.7,
+                    **({"color": "#aaa"} if op == "other ops" else {})},
+            text=[esc(f"{n} ({o})") for n, o in zip(group["node"], group["op_type"],
+                                                     strict=True)],
             customdata=list(zip(group["share"], group["achieved_fraction"], strict=True)),
             hovertemplate=("%{text}<br>%{x:.1f} FLOP/byte, %{y:.3s}FLOP/s<br>"
                            "%{customdata[0]:.1%} of time, %{customdata[1]:.0%} of its bound"
                            "<extra></extra>"),
         ))  # fmt: skip
-    return _layout(
+    _layout(
         fig, f"{esc(r.model)}: nodes against this machine's roofline (measured times and peaks; "
         "FLOPs computed)",
-        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte, computed)"},
-        yaxis={"type": "log", "title": "achieved FLOP/s (measured time)"}, height=460,
+        xaxis={"type": "log", "title": "arithmetic intensity, FLOP/byte (computed)",
+               "exponentformat": "SI"},
+        yaxis={"type": "log", "title": "achieved FLOP/s (measured)", "exponentformat": "SI"},
+        height=460,
     )  # fmt: skip
+    return fig.update_layout(margin={"l": 70})  # room for the log axis' title

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow]
 SIZES = [(1280, 800), (1920, 1080)]
 DIMS = {"?": 48, "p2o.DynamicDimension.1": 320}
 TABS = ["Overview", "Graph", "Placement", "Profile", "Benchmark", "Optimization",
-        "Quantization", "Doctor", "History"]  # fmt: skip
+        "Quantization", "Limits", "Doctor", "History"]  # fmt: skip
 
 _PROBLEMS = """() => {
   const lab = document.querySelector('.ortlab-lab');
@@ -100,6 +100,7 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
         for tab, button, done in [
             ("Optimization", "Run optimization diff", "original nodes"),
             ("Quantization", "Compare original", "time vs original"),
+            ("Limits", "Measure against this machine", "Ceilings (measured with ORT"),
             ("Doctor", "Run the doctor", "Best verified"),
         ]:
             _open_tab(page, tab)
@@ -114,7 +115,7 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
             page.set_viewport_size({"width": width, "height": height})
             for tab in TABS:
                 _open_tab(page, tab)
-                if tab in ("Profile", "Benchmark", "History"):  # a chart on screen, drawn
+                if tab in ("Profile", "Benchmark", "Limits", "History"):  # a chart, drawn
                     page.wait_for_function(
                         "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot "
                         ".main-svg')].some(e => e.closest('.js-plotly-plot').offsetParent)",

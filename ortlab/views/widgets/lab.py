@@ -35,6 +35,7 @@ from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
 from ortlab.views.widgets.labparts import (
     LIMITS_INTRO,
+    TAB_STYLE,
     WAITING,
     Shown,
     guess_hint,
@@ -118,7 +119,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs(tab)
-        super().__init__([self.controls.box, self.error, self.tabs, self.notice])
+        super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs,
+                          self.notice])  # fmt: skip
         self.add_class("ortlab-lab")
         self._overview()
         warm_up(self.model)

@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "LIMITS_INTRO",
+    "TAB_STYLE",
     "WAITING",
     "Shown",
     "guess_hint",
@@ -32,6 +33,10 @@ __all__ = [
     "warm_up",
 ]
 
+
+TAB_STYLE = "<style>.ortlab-lab .lm-TabBar-tab{flex:0 0 auto;min-width:0;max-width:none}</style>"
+"""Each tab as wide as its name (ipywidgets gives every tab 144 px, and ten tabs then squeeze
+their names at 1280 px)."""
 
 LIMITS_INTRO = (
     "<div style='max-width:900px'>Is each node near what this machine can do? The roofline "
