@@ -20,13 +20,22 @@ from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quant_error import ErrorResult
 from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
+from ortlab.analysis.versions import VersionDiffResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
 from ortlab.core.model import ModelSummary
 from ortlab.core.sessionreport import SessionReport
 from ortlab.diagnosis.doctor import DoctorResult
-from ortlab.views import plots, render, render_cost, render_more, report, snippet
+from ortlab.views import (
+    plots,
+    render,
+    render_cost,
+    render_more,
+    render_versions,
+    report,
+    snippet,
+)
 
 RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (ModelSummary, "html", render.model_summary_html),
@@ -53,6 +62,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (DiffResult, "html", render_more.diff_html),
     (DiffResult, "text", render_more.diff_text),
     (DiffResult, "plot", plots.diff_figure),
+    (VersionDiffResult, "html", render_versions.versions_html),
+    (VersionDiffResult, "text", render_versions.versions_text),
+    (VersionDiffResult, "plot", render_versions.versions_figure),
     (AblationResult, "html", render_more.ablation_html),
     (AblationResult, "text", render_more.ablation_text),
     (AblationResult, "plot", plots.ablation_figure),
