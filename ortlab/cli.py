@@ -266,7 +266,7 @@ def _version_diff_parser(sub: Any) -> None:
     _session_args(p)
     p.add_argument("--versions", type=_versions_arg, default="1.31.1,1.32.0",
                    help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)")  # fmt: skip
-    p.add_argument("--rounds", type=_int_arg(1), default=4,
+    p.add_argument("--rounds", type=_int_arg(1), default=6,
                    help="sessions per version, profiled in turns A B B A ...")  # fmt: skip
     p.add_argument("--runs", type=_int_arg(1), default=5, help="profiled runs per session")
     p.add_argument("--top", type=_int_arg(1), default=20, help="rows in the node table")

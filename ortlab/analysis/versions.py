@@ -3,11 +3,13 @@
 Each version runs in a worker of its own, whose interpreter is a virtual environment holding
 that onnxruntime (built once from PyPI: :mod:`ortlab.engine.venvs`). The model is profiled in
 the two workers in turns, A B B A A B …, each turn a fresh session and a few profiled runs, so
-a drift of the machine (load, clock) hits both alike; the runs of each version are pooled and
-fed to the same per-node comparison as ``ortlab.diff`` (distribution-free intervals over the
-profiled runs). Beside the times: the kernel that computed each node in each version, how it
-was fused (its status and the other original nodes sharing its kernel), and the kernels ORT
-inserted (reorders, copies) that only one version ran.
+a drift of the machine (load, clock) hits both alike; each session's median run per node is
+one sample, and the sessions of each version are fed to the same per-node comparison as
+``ortlab.diff`` (distribution-free intervals, here over sessions: a fresh session's layout or a
+burst of load moves a whole session, and runs of one session are not independent of that).
+Beside the times: the kernel that computed each node in each version, how it was fused (its
+status and the other original nodes sharing its kernel), and the kernels ORT inserted
+(reorders, copies) that only one version ran.
 """
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ def version_diff(
     feeds: Mapping[str, Any] | None = None,
     versions: Sequence[str] = DEFAULT_VERSIONS,
     *,
-    rounds: int = 4,
+    rounds: int = 6,
     runs: int = 5,
     warmup: int = 2,
     dims: Mapping[str, int] | None = None,
@@ -210,9 +212,11 @@ def version_diff(
     """``model`` under two onnxruntime versions (CPU wheels from PyPI, each installed once in
     a virtual environment of ortlab's cache), per node: the time in each with the shift's
     interval and verdict, the kernel and fusion in each. ``rounds`` sessions per version are
-    profiled in turns (A B B A …), ``runs`` profiled runs each after ``warmup``; the runs are
-    pooled per version. Raises :class:`VersionInstallError` when a version cannot be
-    installed here."""
+    profiled in turns (A B B A …), ``runs`` profiled runs each after ``warmup``; a node's
+    time in a session is its median run, and the interval is over the sessions (at least 4
+    a side), so a change from one session to the next (a fresh session's memory layout, a
+    burst of load on the machine) is not taken for the version's. Raises
+    :class:`VersionInstallError` when a version cannot be installed here."""
     versions = list(versions)
     if len(versions) != 2:
         raise ValueError(f"version_diff compares two versions, e.g. ['1.31.1', '1.32.0']; got "
@@ -247,7 +251,7 @@ def version_diff(
     labels = (f"onnxruntime {loaded[0]}", f"onnxruntime {loaded[1]}")
     if labels[0] == labels[1]:
         labels = (labels[0] + " (A)", labels[1] + " (B)")
-    d = diff(sides[0], sides[1], labels=labels)
+    d = diff(sides[0], sides[1], labels=labels, per_session=True)
     return VersionDiffResult(
         model=m.name, versions=versions, loaded=loaded, diff=d,
         fusion=_fusion(sides[0][0], sides[1][0]), inserted=_inserted(sides[0], sides[1]),
@@ -255,8 +259,9 @@ def version_diff(
         synthetic=f.synthetic,
         notes=[f"{rounds} sessions per version, profiled in turns "
                f"({' '.join('AB'[k] for k in order[:8])}{' …' if len(order) > 8 else ''}), "
-               f"{runs} profiled runs each after {warmup} warm-up runs; times are profiled "
-               "(ORT's profiler adds ~5 µs per node).", *d.notes],
+               f"{runs} profiled runs each after {warmup} warm-up runs; a node's time is the "
+               "median of its sessions' median runs, profiled (ORT's profiler adds ~5 µs per "
+               "node).", *d.notes],
     )  # fmt: skip
 
 
