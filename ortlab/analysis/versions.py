@@ -228,7 +228,7 @@ def version_diff(
     workers: list[Worker] = []
     try:
         for v in versions:
-            workers.append(_start(v, bool(progress)))
+            workers.append(_start(v, progress is True))
         loaded = [run(tasks.ort_version, Via(worker=w)) for w in workers]
         sides: list[list[PlacementResult]] = [[], []]
         order = [k for r in range(rounds) for k in ((0, 1) if r % 2 == 0 else (1, 0))]
