@@ -22,11 +22,14 @@ import numpy as np
 import pytest
 
 import ortlab
+from ortlab.analysis.diff import diff
+from ortlab.analysis.versions import VersionDiffResult, _fusion, _inserted
 from ortlab.cli import main
 from ortlab.core.errors import VersionInstallError
 from ortlab.engine import venvs
 
-pytestmark = [pytest.mark.slow, pytest.mark.pypi]
+pytestmark = pytest.mark.slow
+pypi = pytest.mark.pypi
 
 A, B = "1.31.1", "1.32.0"
 
@@ -52,6 +55,7 @@ def _need(*versions: str) -> None:
         pytest.skip(f"PyPI is not reachable from here ({err}): cannot install onnxruntime")
 
 
+@pypi
 def test_a_version_that_cannot_be_installed_says_what_is_available() -> None:
     _need()
     with pytest.raises(VersionInstallError) as info:
@@ -88,6 +92,7 @@ def test_pip_output_becomes_what_failed_and_what_is_available() -> None:
     assert text.rstrip().endswith("No matching distribution found for onnxruntime==9.9")
 
 
+@pypi
 def test_the_environment_is_built_once_and_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     _need(A)
     python = venvs.interpreter(A)
@@ -108,6 +113,7 @@ def test_the_environment_is_built_once_and_reused(monkeypatch: pytest.MonkeyPatc
     assert out.stdout.strip() == A
 
 
+@pypi
 def test_a_version_against_itself_finds_no_shift(resnet50: ortlab.Model) -> None:
     """An A/A test: two workers of one version. The kernels and fusions are the same, and the
     shift's interval covers 0 on at least 90 % of the timed nodes."""
@@ -124,6 +130,7 @@ def test_a_version_against_itself_finds_no_shift(resnet50: ortlab.Model) -> None
     assert all(k.a_count == k.b_count for k in r.inserted)
 
 
+@pypi
 def test_two_versions_per_node(resnet50: ortlab.Model) -> None:
     _need(A, B)
     t0 = time.perf_counter()
@@ -144,6 +151,7 @@ def test_two_versions_per_node(resnet50: ortlab.Model) -> None:
     assert len(r.plot().data) == 1
 
 
+@pypi
 def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     _need(A, B)
     code = main(["version-diff", "mlp", "--versions", f"{A},{B}", "--rounds", "2", "--runs",
@@ -154,3 +162,25 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version-diff", "mlp", "--versions", A]) == 2  # one version: a usage error
     assert "two onnxruntime versions" in capsys.readouterr().err
     assert json.loads(r.to_json())["ortlab"] == "VersionDiffResult"
+
+
+def test_kernel_and_fusion_changes_are_found(resnet50: ortlab.Model) -> None:
+    """Two placements that differ as two versions might (level basic against all: NCHWc Conv
+    kernels, Relu fused into the Conv, reorders inserted), read as a version diff."""
+    a = ortlab.placement(resnet50, {"level": "basic"}, runs=4, progress=False)
+    b = ortlab.placement(resnet50, {"level": "all"}, runs=4, progress=False)
+    r = VersionDiffResult(
+        model=resnet50.name, versions=["x", "y"], loaded=["x", "y"], diff=diff(a, b),
+        fusion=_fusion(a, b), inserted=_inserted([a], [b]), rounds=1, runs_per_round=4,
+    )  # fmt: skip
+    t = r.to_pandas().set_index("node")
+    conv = t[t["op_type"] == "Conv"]
+    assert (conv["a_domain"] == "").all() and (conv["b_domain"] == "com.microsoft.nchwc").all()
+    assert conv["kernel_changed"].all()
+    relu = t[t["op_type"] == "Relu"]
+    assert relu["fusion_changed"].all() and (relu["b_status"] == "fused").all()
+    assert r.summary()["kernel_changed"] >= len(conv)
+    reorders = {k.op_type: k for k in r.inserted}
+    assert reorders["ReorderOutput"].a_count == 0 and reorders["ReorderOutput"].b_count > 0
+    text = r.to_text()
+    assert "(com.microsoft.nchwc)" in text and "ReorderOutput" in text

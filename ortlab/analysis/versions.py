@@ -48,6 +48,10 @@ class NodeFusion:
     """The other original nodes its kernel(s) computed too, '+'-joined ('' when alone)."""
     b_group: str
     fusion_changed: bool
+    a_domain: str = ""
+    """The domain(s) of its kernel(s), '+'-joined, '' for ONNX's own (``com.microsoft.nchwc``:
+    the CPU EP's NCHWc layout)."""
+    b_domain: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,12 +100,15 @@ class VersionDiffResult(Result):
         base = self.diff.nodes.drop(columns=["a_provider", "b_provider", "moved"])
         if fusion.empty:
             return base
-        return base.merge(fusion, on="node", how="left")
+        t = base.merge(fusion, on="node", how="left")
+        t["kernel_changed"] |= t["a_domain"].fillna("") != t["b_domain"].fillna("")
+        return t
 
     def to_pandas(self) -> Any:
         """node, op_type, a_us, b_us (µs per run in each version), delta_us (B - A), low,
-        high (its 95 % interval), verdict, a_kernel, b_kernel, kernel_changed, vs_run,
-        a_status, b_status, a_group, b_group, fusion_changed; largest |delta| first."""
+        high (its 95 % interval), verdict, a_kernel, b_kernel (the final graph's op types that
+        computed it), kernel_changed (op type or domain), vs_run, a_status, b_status, a_group,
+        b_group, fusion_changed, a_domain, b_domain; largest |delta| first."""
         t = self.nodes
         order = t["delta_us"].abs().sort_values(ascending=False, na_position="last").index
         return t.reindex(order).reset_index(drop=True)
@@ -111,6 +118,7 @@ class VersionDiffResult(Result):
         return {
             "versions": list(self.loaded),
             **{k: v for k, v in s.items() if k not in ("moved_ep",)},
+            "kernel_changed": int(self.nodes["kernel_changed"].sum()) if self.fusion else 0,
             "fusion_changed": sum(f.fusion_changed for f in self.fusion),
             "inserted_changed": sum(k.a_count != k.b_count for k in self.inserted),
         }
@@ -127,20 +135,23 @@ class VersionDiffResult(Result):
 
 
 def _fusion(a: PlacementResult, b: PlacementResult) -> list[NodeFusion]:
-    def groups(pl: PlacementResult) -> dict[str, tuple[str, tuple[str, ...]]]:
+    def groups(pl: PlacementResult) -> dict[str, tuple[str, tuple[str, ...], str]]:
         members = {r.node: r.fused_from for r in pl.optimized_rows}
+        domains = {r.node: r.domain for r in pl.optimized_rows}
         out = {}
         for r in pl.node_rows:
             others = {m for o in r.optimized for m in members.get(o, ())} - {r.node}
-            out[r.node] = (r.status, tuple(sorted(others)))
+            dom = "+".join(dict.fromkeys(d for o in r.optimized if (d := domains.get(o, ""))))
+            out[r.node] = (r.status, tuple(sorted(others)), dom)
         return out
 
     ga, gb = groups(a), groups(b)
     rows = []
     for node in [*ga, *(n for n in gb if n not in ga)]:
-        sa, oa = ga.get(node, ("", ()))
-        sb, ob = gb.get(node, ("", ()))
-        rows.append(NodeFusion(node, sa, sb, "+".join(oa), "+".join(ob), (sa, oa) != (sb, ob)))
+        sa, oa, da = ga.get(node, ("", (), ""))
+        sb, ob, db = gb.get(node, ("", (), ""))
+        rows.append(NodeFusion(node, sa, sb, "+".join(oa), "+".join(ob), (sa, oa) != (sb, ob),
+                               da, db))  # fmt: skip
     return rows
 
 

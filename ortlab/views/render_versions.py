@@ -34,12 +34,17 @@ def _rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     rows = [
         [x.node, x.op_type, f"{x.a_us:.1f}", f"{x.b_us:.1f}",
          interval_text(x.delta_us, x.low, x.high, 1, "+"), x.verdict,
-         f"{x.a_kernel} → {x.b_kernel}" if x.kernel_changed else x.a_kernel,
+         f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
+         if x.kernel_changed else _kernel(x.a_kernel, x.a_domain),
          f"{x.a_status} [{x.a_group or 'alone'}] → {x.b_status} [{x.b_group or 'alone'}]"
          if x.fusion_changed else ""]
         for x in t.head(top).itertuples()
     ]  # fmt: skip
     return headers, rows
+
+
+def _kernel(op: str, domain: Any) -> str:
+    return f"{op} ({domain})" if isinstance(domain, str) and domain else op
 
 
 def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
