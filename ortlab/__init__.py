@@ -44,6 +44,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.sweep import SweepResult, sweep
     from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
+    from ortlab.analysis.versions import VersionDiffResult, version_diff
     from ortlab.analysis.whatif import WhatIfResult, whatif
     from ortlab.core.config import SessionConfig
     from ortlab.core.errors import (
@@ -61,6 +62,7 @@ if TYPE_CHECKING or not _CHILD:
         SessionConfigError,
         SessionCreationError,
         UnsupportedModelError,
+        VersionInstallError,
         WorkerCancelledError,
         WorkerCrashedError,
         WorkerError,
@@ -93,13 +95,17 @@ def graph(
     placement: PlacementResult | None = None,
     profile: ProfileResult | None = None,
     error: ErrorResult | None = None,
-    diff: DiffResult | None = None,
+    diff: DiffResult | VersionDiffResult | None = None,
     **options: Any,
 ) -> GraphView:
     """The graph view of ``model`` with the runtime facts given (imports the widget library
-    on first use). ``diff=ortlab.diff(a, b)``: nodes coloured by B - A (``color_by='diff'``);
-    else by time when measured on one EP, by provider when nodes ran on two or more."""
+    on first use). ``diff=ortlab.diff(a, b)`` (or an ``ortlab.version_diff``): nodes coloured
+    by B - A (``color_by='diff'``); else by time when measured on one EP, by provider when
+    nodes ran on two or more."""
     from ortlab.views.graph.widget import GraphView
+
+    if isinstance(diff, VersionDiffResult):
+        diff = diff.as_diff()
 
     data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff)
     return GraphView(data, **options)
@@ -178,6 +184,8 @@ __all__ = [
     "TransformerOptResult",
     "UnsupportedModelError",
     "Verdict",
+    "VersionDiffResult",
+    "VersionInstallError",
     "WhatIfResult",
     "WorkerCancelledError",
     "WorkerCrashedError",
@@ -215,6 +223,7 @@ __all__ = [
     "throughput",
     "to_fp16",
     "transformer_optimize",
+    "version_diff",
     "whatif",
     "without_initializer_inputs",
 ]

@@ -306,6 +306,18 @@ def _why_slow_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
 
 
+def _version_diff_parser(sub: Any) -> None:
+    p = sub.add_parser("version-diff", help="the model under two onnxruntime versions, per node "
+                       "(each version installed once from PyPI into ortlab's cache)")  # fmt: skip
+    _session_args(p)
+    p.add_argument("--versions", type=_versions_arg, default="1.31.1,1.32.0",
+                   help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)")  # fmt: skip
+    p.add_argument("--rounds", type=_int_arg(1), default=6,
+                   help="sessions per version, profiled in turns A B B A ...")  # fmt: skip
+    p.add_argument("--runs", type=_int_arg(1), default=5, help="profiled runs per session")
+    p.add_argument("--top", type=_int_arg(1), default=20, help="rows in the node table")
+
+
 def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
@@ -333,6 +345,7 @@ def _parser() -> argparse.ArgumentParser:
                    "node names from the placement join of the same session)")  # fmt: skip
     _why_slow_parsers(sub)
     _throughput_parser(sub)
+    _version_diff_parser(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
     p.add_argument("--runs", type=_int_arg(1), default=5)
@@ -458,6 +471,25 @@ def _throughput(args: argparse.Namespace) -> None:
         rounds=args.rounds, duration_s=args.duration, dims=args.dims, progress=_progress(args),
     )  # fmt: skip
     print(t.to_json() if args.json else t.to_text())
+
+
+def _versions_arg(text: str) -> list[str]:
+    versions = [v.strip() for v in text.split(",") if v.strip()]
+    if len(versions) != 2:
+        raise argparse.ArgumentTypeError(
+            f"give two onnxruntime versions separated by a comma, e.g. 1.31.1,1.32.0 (got {text!r})"
+        )
+    return versions
+
+
+def _version_diff(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    versions = args.versions if isinstance(args.versions, list) else _versions_arg(args.versions)
+    r = ortlab.version_diff(m, _config(args), _feeds(args.feeds, m), versions=versions,
+                            rounds=args.rounds, runs=args.runs, dims=args.dims,
+                            progress=_progress(args))  # fmt: skip
+    print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -628,7 +660,7 @@ def _whatif(args: argparse.Namespace) -> None:
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "inspect": _inspect, "bench": _bench, "profile": _profile, "cost": _cost,
     "roofline": _roofline, "sweep": _sweep, "throughput": _throughput,
-    "place": _place,
+    "place": _place, "version-diff": _version_diff,
     "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
     "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
 }  # fmt: skip

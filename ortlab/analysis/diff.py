@@ -18,7 +18,7 @@ stands out reads as such.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,22 +160,50 @@ def _verdict(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, str, fl
     return est, low, high, "no measurable difference", coverage
 
 
+def _pooled(
+    side: Sequence[PlacementResult], per_session: bool
+) -> tuple[dict[str, np.ndarray], int, list[float]]:
+    """The per-run node times of several placements of one setup (rounds), pooled: each
+    node's runs end to end, and every run's time; ``per_session``, each placement's median
+    run instead (one value per session)."""
+    times: dict[str, list[np.ndarray]] = {}
+    runs, run_us = 0, []
+    for pl in side:
+        t, n = _per_run(pl)
+        runs += 1 if per_session else n
+        for node, x in t.items():
+            times.setdefault(node, []).append(np.median(x, keepdims=True) if per_session else x)
+        ran = list(pl.profile.data.run_us) if pl.profile else []
+        run_us += [float(np.median(ran))] if per_session and ran else ran
+    return {k: np.concatenate(v) for k, v in times.items()}, runs, run_us
+
+
 def diff(
-    a: PlacementResult,
-    b: PlacementResult,
+    a: PlacementResult | Sequence[PlacementResult],
+    b: PlacementResult | Sequence[PlacementResult],
     *,
     labels: tuple[str, str] | None = None,
+    per_session: bool = False,
 ) -> DiffResult:
     """Per original node, B against A: time shift with its interval, EP moved, kernel
     changed. ``a`` and ``b`` are two ``ortlab.placement`` results (threads, levels, fp32 vs
-    int8, CPU vs an EP); each needs at least 4 profiled runs for a 95 % interval."""
-    if not isinstance(a, PlacementResult) or not isinstance(b, PlacementResult):
+    int8, CPU vs an EP); each needs at least 4 profiled runs for a 95 % interval. Either may
+    be a list of placements of one setup taken in rounds (``version_diff`` interleaves them):
+    their runs are pooled, and the first gives the node's EP and kernel. ``per_session``:
+    the samples are the sessions (each placement's median run), not the runs: the interval
+    then holds a session-to-session change too (a fresh session's memory layout, a burst of
+    load on the machine), and needs at least 4 placements a side."""
+    side_a = list(a) if isinstance(a, Sequence) else [a]
+    side_b = list(b) if isinstance(b, Sequence) else [b]
+    placements = [*side_a, *side_b]
+    if not side_a or not side_b or not all(isinstance(p, PlacementResult) for p in placements):
         raise TypeError(
             "diff compares two ortlab.placement(...) results (each carries its per-run "
             f"profile); got {type(a).__name__} and {type(b).__name__}."
         )
-    ta, runs_a = _per_run(a)
-    tb, runs_b = _per_run(b)
+    a, b = side_a[0], side_b[0]
+    ta, runs_a, run_us_a = _pooled(side_a, per_session)
+    tb, runs_b, run_us_b = _pooled(side_b, per_session)
     rows_a = {r.node: r for r in a.node_rows}
     rows_b = {r.node: r for r in b.node_rows}
     ka, kb = _kernels(a), _kernels(b)
@@ -211,20 +239,22 @@ def diff(
             a_kernel=ka.get(name, ""), b_kernel=kb.get(name, ""),
             kernel_changed=ka.get(name, "") != kb.get(name, ""),
         ))  # fmt: skip
-    run_ratio = float(np.median(b.profile.data.run_us) / np.median(a.profile.data.run_us)) if (
-        a.profile and b.profile and a.profile.data.run_us and b.profile.data.run_us
-    ) else float("nan")  # fmt: skip
+    run_ratio = float(np.median(run_us_b) / np.median(run_us_a)) if (
+        run_us_a and run_us_b) else float("nan")  # fmt: skip
     out = [dataclasses.replace(r, vs_run=(r.b_us / r.a_us) / run_ratio)
            if r.a_us > 0 and r.b_us > 0 else r for r in out]  # fmt: skip
     la, lb = labels or (_label(a), _label(b))
+    unit = ("the sessions, each its median run" if per_session
+            else "the profiled runs of each session")  # fmt: skip
     return DiffResult(
         model_a=a.model, model_b=b.model, label_a=la, label_b=lb, rows=out, runs_a=runs_a,
         runs_b=runs_b, coverage=coverage, run_ratio=run_ratio,
         notes=[f"Each node's interval covers its true shift {coverage:.1%} of the time "
-               "(distribution-free, over the profiled runs of each session); shifts within "
+               f"(distribution-free, over {unit}); shifts within "
                f"{ABS_FLOOR_US:.0f} µs or {NOISE_BAND:.0%} of A's time are no measurable "
                "difference."] if not np.isnan(coverage) else
-              ["Too few profiled runs for a 95 % interval: use runs >= 4 in both placements."],
+              [f"Too few {'sessions' if per_session else 'profiled runs'} for a 95 % "
+               f"interval: use {'rounds' if per_session else 'runs'} >= 4 on both sides."],
     )  # fmt: skip
 
 

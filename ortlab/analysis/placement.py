@@ -37,15 +37,17 @@ from ortlab.analysis.profiling import ProfileData, ProfileResult
 from ortlab.analysis.reasons import node_reason
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
-from ortlab.core.model import ModelLike
+from ortlab.core.inputs import Feeds
+from ortlab.core.model import Model, ModelLike
 from ortlab.core.onnx_util import elem_bits
 from ortlab.engine import tasks
 from ortlab.engine.calls import run_model_task
+from ortlab.engine.replies import PlacementReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import TensorTypes, node_us_per_run
 from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
 
-__all__ = ["PlacementResult", "join_placement", "placement"]
+__all__ = ["PlacementResult", "from_reply", "join_placement", "placement"]
 
 
 # ---------------------------------------------------------------------- the join
@@ -445,6 +447,12 @@ def placement(
         runs=runs,
         warmup=warmup,
     )
+    return from_reply(m, cfg, f, out)
+
+
+def from_reply(m: Model, cfg: SessionConfig, f: Feeds, out: PlacementReply) -> PlacementResult:
+    """The placement of ``m`` from the worker's reply to ``tasks.placement`` (any worker's:
+    ``version_diff`` asks workers running other onnxruntime versions)."""
     graph = m.proto.graph
     joined = join_placement(
         model=m.name,

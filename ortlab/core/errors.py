@@ -24,6 +24,7 @@ __all__ = [
     "SessionConfigError",
     "SessionCreationError",
     "UnsupportedModelError",
+    "VersionInstallError",
     "WorkerCancelledError",
     "WorkerCrashedError",
     "WorkerError",
@@ -95,6 +96,11 @@ class WorkerTimeoutError(WorkerError, TimeoutError):
 
 class WorkerCancelledError(WorkerError):
     """A call was cancelled by the user; the worker was stopped."""
+
+
+class VersionInstallError(OrtlabError, RuntimeError):
+    """An onnxruntime version could not be installed into its own environment (no such
+    version for this platform, no network, pip failed)."""
 
 
 class QuantizationError(OrtlabError, ValueError):

@@ -17,7 +17,7 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.stats import Verdict, against_first
 from ortlab.engine import tasks, tasks_timing
 from ortlab.engine.session import SessionReport, warn_if_fallback
-from ortlab.engine.worker import get_worker, task_name
+from ortlab.engine.worker import InProcessWorker, Worker, get_worker, task_name
 
 
 def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig:
@@ -131,6 +131,8 @@ class Via:
     context: str = ""
     progress: bool | Progress = False
     timeout: float | None = None
+    worker: Worker | None = None
+    """The worker to call (another onnxruntime version's); None, this process's default."""
 
 
 def run(
@@ -141,7 +143,7 @@ def run(
     if args:
         raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
     out = call(task_name(task), dict(kwargs), desc=via.desc, context=via.context,
-               progress=via.progress, timeout=via.timeout)  # fmt: skip
+               progress=via.progress, timeout=via.timeout, worker=via.worker)  # fmt: skip
     return cast("R", out)
 
 
@@ -153,17 +155,18 @@ def call(
     context: str,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
+    worker: Worker | None = None,
 ) -> Any:
     """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
     is the task function or its name (:func:`run` checks the arguments too); ``timeout``
-    None means the default (ORTLAB_TIMEOUT_S, else none)."""
+    None means the default (ORTLAB_TIMEOUT_S, else none); ``worker`` None, the default."""
     task = task_name(task)
     timeout = timeout if timeout is not None else default_timeout()
-    worker = get_worker()
+    target: Worker | InProcessWorker = worker if worker is not None else get_worker()
     if callable(progress):
-        return worker.call(task, kwargs, timeout=timeout, progress=progress, context=context)
+        return target.call(task, kwargs, timeout=timeout, progress=progress, context=context)
     if not progress:
-        return worker.call(task, kwargs, timeout=timeout, context=context)
+        return target.call(task, kwargs, timeout=timeout, context=context)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=None, desc=desc, unit="run", leave=False)
@@ -175,7 +178,7 @@ def call(
             bar.n = done
             bar.refresh()
 
-        return worker.call(task, kwargs, timeout=timeout, progress=update, context=context)
+        return target.call(task, kwargs, timeout=timeout, progress=update, context=context)
     finally:
         bar.close()
 

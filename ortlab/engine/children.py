@@ -22,13 +22,17 @@ class ChildFailed(Exception):  # noqa: N818 - reads as what happened to the chil
     """The child gave no answer: it timed out or died (the message says which)."""
 
 
-def child_env(**extra: str) -> dict[str, str]:
+def child_env(*, only_package: bool = False, **extra: str) -> dict[str, str]:
     """This process's environment plus ``extra``, with the package first on PYTHONPATH, and
     ORTLAB_CHILD=1: ``import ortlab`` in a child skips the public namespace (the analyses,
-    pandas, the renderers), which no child uses and which would delay its start-up."""
+    pandas, the renderers), which no child uses and which would delay its start-up.
+    ``only_package``: the package alone on the path and no user site-packages (a child run by
+    another environment's interpreter must import that environment's onnxruntime)."""
     env = {**os.environ, "ORTLAB_CHILD": "1", **extra}
     kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, *kept])
+    env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, *([] if only_package else kept)])
+    if only_package:
+        env["PYTHONNOUSERSITE"] = "1"
     return env
 
 

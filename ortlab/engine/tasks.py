@@ -346,6 +346,13 @@ def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature
     return os.getpid()
 
 
+def ort_version(progress: Progress) -> str:  # noqa: ARG001 - task signature
+    """The onnxruntime this worker imported (another environment's worker has its own)."""
+    import onnxruntime as ort
+
+    return str(ort.__version__)
+
+
 def _side_weights(data_file: str) -> dict[str, str]:
     """Session entries that write a saved optimized model's weights to ``data_file`` next to
     it, so the model itself stays small and quick to read back."""

@@ -112,7 +112,12 @@ class Worker:
 
     isolated = True
 
-    def __init__(self) -> None:
+    def __init__(self, python: str | os.PathLike[str] | None = None) -> None:
+        """``python``: the interpreter to run the worker with (another virtual environment's,
+        holding another onnxruntime: ``engine.venvs.interpreter``); None, this process's own.
+        Another interpreter gets only the package on its path, not this process's
+        PYTHONPATH or user site-packages, so it imports its own onnxruntime."""
+        self.python = str(python) if python is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._log_path: Path | None = None
@@ -150,11 +155,12 @@ class Worker:
             ORTLAB_WORKER_ADDRESS=str(listener.address),
             ORTLAB_WORKER_AUTHKEY=authkey.hex(),
             ORTLAB_WORKER_PARENT=str(os.getpid()),
+            only_package=self.python is not None,
         )
         with os.fdopen(fd, "wb") as logfile:
             self._proc = _spawner.submit(
                 subprocess.Popen,
-                [sys.executable, "-m", "ortlab.engine._worker_main"],
+                [self.python or sys.executable, "-m", "ortlab.engine._worker_main"],
                 stdin=subprocess.DEVNULL,
                 stdout=logfile,
                 stderr=subprocess.STDOUT,
@@ -227,7 +233,8 @@ class Worker:
         return WorkerError(
             f"The ortlab worker process {what}"
             + (f". Its output:\n{tail}" if tail else ".")
-            + " Check that `python -m ortlab.engine._worker_main` can import onnxruntime."
+            + f" Check that `{self.python or 'python'} -m ortlab.engine._worker_main` can "
+            "import onnxruntime."
         )
 
     def stop(self) -> None:

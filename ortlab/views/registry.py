@@ -22,6 +22,7 @@ from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.sweep import SweepResult
 from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
+from ortlab.analysis.versions import VersionDiffResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
@@ -35,6 +36,7 @@ from ortlab.views import (
     render_more,
     render_sweep,
     render_throughput,
+    render_versions,
     report,
     snippet,
 )
@@ -64,6 +66,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (DiffResult, "html", render_more.diff_html),
     (DiffResult, "text", render_more.diff_text),
     (DiffResult, "plot", plots.diff_figure),
+    (VersionDiffResult, "html", render_versions.versions_html),
+    (VersionDiffResult, "text", render_versions.versions_text),
+    (VersionDiffResult, "plot", render_versions.versions_figure),
     (AblationResult, "html", render_more.ablation_html),
     (AblationResult, "text", render_more.ablation_text),
     (AblationResult, "plot", plots.ablation_figure),

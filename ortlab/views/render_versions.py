@@ -1,0 +1,104 @@
+"""Text, HTML and the figure of a ``version_diff``: one model under two onnxruntime versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortlab.core.stats import interval_text
+from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+__all__ = ["versions_figure", "versions_html", "versions_text"]
+
+
+def _head(r: Any) -> str:
+    s = r.summary()
+    a, b = r.loaded
+    return (
+        f"{r.model}: onnxruntime {a} → {b}: whole run x{s['run_ratio']}; {s['slower']} nodes "
+        f"slower, {s['faster']} faster of {s['timed_in_both']} timed in both (about "
+        f"{s['by_chance_expected']} would be flagged by chance); {s['kernel_changed']} changed "
+        f"kernel, {s['fusion_changed']} changed fusion, {s['only_in_a']} only in A, "
+        f"{s['only_in_b']} only in B"
+    )
+
+
+def _rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+    """The nodes that changed (time, kernel or fusion), then the largest shifts."""
+    a, b = r.loaded
+    headers = ["node", "op", f"{a} µs", f"{b} µs", "B − A µs [interval]", "verdict", "kernel",
+               "fusion"]  # fmt: skip
+    t = r.to_pandas()
+    changed = t["verdict"].isin(["slower", "faster", "only in A", "only in B"])
+    changed |= t["kernel_changed"] | t["fusion_changed"].fillna(False).astype(bool)
+    t = t[changed] if changed.any() else t
+    rows = [
+        [x.node, x.op_type, f"{x.a_us:.1f}", f"{x.b_us:.1f}",
+         interval_text(x.delta_us, x.low, x.high, 1, "+"), x.verdict,
+         f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
+         if x.kernel_changed else _kernel(x.a_kernel, x.a_domain),
+         f"{x.a_status} [{x.a_group or 'alone'}] → {x.b_status} [{x.b_group or 'alone'}]"
+         if x.fusion_changed else ""]
+        for x in t.head(top).itertuples()
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _kernel(op: str, domain: Any) -> str:
+    return f"{op} ({domain})" if isinstance(domain, str) and domain else op
+
+
+def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
+    a, b = r.loaded
+    headers = ["inserted kernel", f"{a} count", f"{b} count", f"{a} µs", f"{b} µs"]
+    rows = [[k.op_type, k.a_count, k.b_count, f"{k.a_us:.1f}", f"{k.b_us:.1f}"]
+            for k in r.inserted]  # fmt: skip
+    return headers, rows
+
+
+def versions_text(r: Any, top: int = 20) -> str:
+    parts = [safe_text(_head(r), 800), table_text(*_rows(r, top))]
+    if r.inserted:
+        parts.append(table_text(*_inserted(r)))
+    return "\n".join([*parts, *r.notes])
+
+
+def versions_html(r: Any, top: int = 20) -> str:
+    out = (
+        f"{_STYLE}<div><b>{esc(_head(r), 800)}</b></div>"
+        + inputs_html("Node times", r.feeds, r.synthetic)
+        + table_html(*_rows(r, top))
+    )
+    if r.inserted:
+        out += table_html(*_inserted(r))
+    return out + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
+
+
+def versions_figure(r: Any, top: int = 25) -> Any:
+    """B - A per node with its interval, the largest shifts (red slower, blue faster), the
+    nodes whose kernel or fusion changed marked."""
+    import plotly.graph_objects as go
+
+    from ortlab.views.plots import _layout
+
+    t = r.to_pandas()
+    t = t[t["verdict"].isin(["slower", "faster", "no measurable difference"])].head(top)[::-1]
+    colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
+              for v in t["verdict"]]  # fmt: skip
+    mark = [" *" if k or f else "" for k, f in zip(t["kernel_changed"], t["fusion_changed"],
+                                                   strict=True)]  # fmt: skip
+    names = [esc(f"{n} ({o}){m}") for n, o, m in zip(t["node"], t["op_type"], mark, strict=True)]
+    hover = [esc(f"{v}; kernel {ka} → {kb}") for v, ka, kb in
+             zip(t["verdict"], t["a_kernel"], t["b_kernel"], strict=True)]  # fmt: skip
+    fig = go.Figure(go.Bar(
+        x=t["delta_us"], y=names, orientation="h", marker_color=colors,
+        error_x={"type": "data", "symmetric": False,
+                 "array": (t["high"] - t["delta_us"]).clip(lower=0),
+                 "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
+        text=hover, hovertemplate="%{y}: %{x:+.1f} µs per run (%{text})<extra></extra>",
+    ))  # fmt: skip
+    a, b = r.loaded
+    title = (
+        f"{esc(r.model)}: onnxruntime {esc(a)} → {esc(b)}, per node (* kernel or fusion changed)"
+    )
+    return _layout(fig, title, xaxis_title="µs per run, B − A (interval: distribution-free, 95 %+)",
+                   height=160 + 22 * max(len(t), 1))  # fmt: skip
