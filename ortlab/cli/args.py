@@ -1,0 +1,221 @@
+"""The command line's argument types and the arguments every session verb shares (model,
+providers, level, threads, dims or feeds), and turning them into a model, a config and feeds."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ortlab
+from ortlab.analysis.whatif import DEFAULT_TARGETS
+from ortlab.core.config import LEVELS, canonical_level, canonical_provider
+from ortlab.core.errors import FeedError, OrtlabError
+from ortlab.core.inputs import validate_feeds
+from ortlab.engine import examples
+
+
+def _model(spec: str) -> Any:
+
+    if Path(spec).exists() or spec not in examples.names():
+        return ortlab.load(spec)
+    return examples.load(spec)
+
+
+# ---------------------------------------------------------------------- argument types
+# Parsed by argparse itself, so a bad value exits 2 with the usage line, like any other
+# argument error ("ortlab bench: error: argument --dims: …").
+
+
+def _dims_arg(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit():
+            raise argparse.ArgumentTypeError(
+                f"expects name=int[,name=int] (e.g. batch=1,sequence=128), got {part.strip()!r}"
+            )
+        out[name.strip()] = int(value)
+    return out
+
+
+def _targets_arg(text: str) -> list[str]:
+    from ortlab.core.eps import PROVIDER_ALIASES
+
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in PROVIDER_ALIASES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown target {', '.join(unknown) or '(none)'}: use {', '.join(DEFAULT_TARGETS)} "
+            "or an EP alias (cpu, cuda, trt, dml…)"
+        )
+    return names
+
+
+def _option_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expects key=value (e.g. htp_arch=73), got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _providers_arg(text: str) -> list[str] | str:
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one provider, e.g. cpu or cuda,cpu")
+    try:
+        for name in names:
+            canonical_provider(name)
+    except OrtlabError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return names
+
+
+def _level_arg(text: str) -> str:
+
+    try:
+        return canonical_level(text)
+    except OrtlabError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _levels_arg(text: str) -> list[str]:
+    levels = [_level_arg(lv) for lv in text.split(",") if lv.strip()]
+    if not levels:
+        raise argparse.ArgumentTypeError("give at least one level, e.g. disabled,all")
+    return levels
+
+
+def _int_arg(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expects an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects seconds, got {text!r}") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expects seconds > 0, got {text}")
+    return value
+
+
+def _levels_int_arg(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects integers like 1,2,4, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expects positive integers like 1,2,4, got {text!r}")
+    return sorted(set(values))
+
+
+def _config(args: argparse.Namespace) -> Any:
+
+    return ortlab.SessionConfig(
+        providers=args.providers,
+        level=args.level,
+        intra_op_threads=args.threads,
+        inter_op_threads=args.inter_threads,
+        execution_mode=args.mode,
+        allow_spinning=None if args.spinning is None else args.spinning == "on",
+        io_binding=args.io_binding,
+        fallback="warn",
+    )
+
+
+def _feeds(path: str | None, m: Any) -> Any:
+    """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
+    if path is None:
+        return None
+    import numpy as np
+
+    takes = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in m.inputs)
+    example = ", ".join(f"{t.name!r}: ..." for t in m.inputs)
+    how = (
+        f"{m.name!r} takes: {takes}. Save one array per input, named by input: "
+        f"np.savez('feeds.npz', **{{{example}}})."
+    )
+    p = Path(path)
+    if not p.is_file():
+        raise FeedError(f"--feeds {path}: no such file. {how}")
+    try:
+        data = np.load(p, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise FeedError(
+                f"--feeds {path} holds a single .npy array, not an .npz of arrays by input "
+                f"name. {how}"
+            )
+        with data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        if isinstance(err, FeedError):
+            raise
+        raise FeedError(f"--feeds {path} is not a readable .npz file ({err}). {how}") from err
+    try:
+        return validate_feeds(m, arrays)
+    except FeedError as err:  # its fixes are Python calls: a shell user gets a file's fix
+        text = re.sub(r" \(fix: feeds\[.*?\)\)", "", str(err))
+        text = text.replace(" model.example_inputs() builds matching feeds.", "")
+        raise FeedError(
+            f"--feeds {path}: {text} Write the file again with those names, dtypes and "
+            f"shapes (e.g. np.savez('feeds.npz', **{{{example}}}) in Python), or leave out "
+            "--feeds and ortlab synthesizes inputs (--dims sets their sizes)."
+        ) from err
+
+
+# ---------------------------------------------------------------------- the parser
+
+
+def _shapes_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--dims", type=_dims_arg, help="symbolic dims, e.g. batch=1,sequence=128")
+    group.add_argument(
+        "--feeds",
+        metavar="FILE.npz",
+        help="the inputs to run with: an .npz with one array per input name "
+        "(sets every shape, unnamed dims and state inputs included)",
+    )
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="path to a .onnx file, or a bundled example name")
+    p.add_argument(
+        "--providers",
+        type=_providers_arg,
+        default=["cpu"],
+        help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'",
+    )
+    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
+    p.add_argument(
+        "--threads", type=_int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
+    )
+    p.add_argument("--inter-threads", type=_int_arg(0), default=0, help="inter-op threads")
+    p.add_argument("--mode", default="sequential", choices=["sequential", "parallel"])
+    p.add_argument("--spinning", choices=["on", "off"], default=None, help="intra-op spinning")
+    p.add_argument("--io-binding", action="store_true", help="run through IOBinding")
+    _shapes_args(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.json and sys.stderr.isatty()

@@ -1,0 +1,152 @@
+"""The command line's "why is it slow" verbs: cost, roofline, sweep, throughput and
+version-diff (their parsers and what each runs)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import ortlab
+from ortlab.cli.args import (
+    _config,
+    _feeds,
+    _int_arg,
+    _level_arg,
+    _levels_int_arg,
+    _model,
+    _progress,
+    _providers_arg,
+    _seconds_arg,
+    _session_args,
+)
+from ortlab.core.config import LEVELS
+
+
+def _throughput_parser(sub: Any) -> None:
+    p = sub.add_parser("throughput", help="requests/s and latency per concurrency level")
+    _session_args(p)
+    p.add_argument("--concurrency", type=_levels_int_arg, default=[1, 2, 4], help="e.g. 1,2,4")
+    p.add_argument("--modes", default="shared,per_thread", help="shared,per_thread")
+    p.add_argument("--rounds", type=_int_arg(1), default=6, help="interleaved rounds")
+    p.add_argument("--duration", type=_seconds_arg, default=0.5, help="seconds per window")
+
+
+def _why_slow_parsers(sub: Any) -> None:
+    """cost, roofline, sweep: whether the time is reasonable, and how it scales."""
+    p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
+    _session_args(p)
+    p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
+    p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
+    _session_args(p)
+    p.add_argument("--runs", type=_int_arg(1), default=20)
+    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the node table")
+    p = sub.add_parser("sweep", help="latency, placement and memory per input shape")
+    p.add_argument("model", help="path to a .onnx file, or a bundled example name")
+    p.add_argument(
+        "--dim",
+        action="append",
+        type=_sweep_arg,
+        required=True,
+        metavar="NAME=V,V,..",
+        help="a dim and its values (repeat for more dims: every combination runs)",
+    )
+    p.add_argument("--providers", type=_providers_arg, default=["cpu"])
+    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
+    p.add_argument("--targets", default="", help="what-if targets to predict (qnn,nnapi,…)")
+    p.add_argument("--runs", type=_int_arg(3), default=30, help="timed runs per shape")
+    p.add_argument("--json", action="store_true")
+
+
+def _version_diff_parser(sub: Any) -> None:
+    p = sub.add_parser("version-diff", help="the model under two onnxruntime versions, per node "
+                       "(each version installed once from PyPI into ortlab's cache)")  # fmt: skip
+    _session_args(p)
+    p.add_argument("--versions", type=_versions_arg, default="1.31.1,1.32.0",
+                   help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)")  # fmt: skip
+    p.add_argument("--rounds", type=_int_arg(1), default=6,
+                   help="sessions per version, profiled in turns A B B A ...")  # fmt: skip
+    p.add_argument("--runs", type=_int_arg(1), default=5, help="profiled runs per session")
+    p.add_argument("--top", type=_int_arg(1), default=20, help="rows in the node table")
+
+
+def _cost(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    c = ortlab.cost(
+        m, args.dims, _feeds(args.feeds, m), config=None if args.level is None else _config(args),
+        progress=_progress(args),
+    )  # fmt: skip
+    print(c.to_json() if args.json else c.to_text(top=args.top))
+
+
+def _roofline(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    r = ortlab.roofline(m, _config(args), _feeds(args.feeds, m), dims=args.dims, runs=args.runs,
+                        progress=_progress(args))  # fmt: skip
+    print(r.to_json() if args.json else r.to_text(top=args.top))
+
+
+def _sweep_arg(text: str) -> tuple[str, list[int]]:
+    name, sep, values = text.partition("=")
+    try:
+        parsed = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        parsed = []
+    if not sep or not name.strip() or not parsed or min(parsed) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME=V1,V2,… with positive integers, e.g. batch=1,2,4"
+        )
+    return name.strip(), parsed
+
+
+def _sweep(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
+    s = ortlab.sweep(m, dict(args.dim), cfg, targets=args.targets, runs=args.runs,
+                     progress=_progress(args))  # fmt: skip
+    print(s.to_json() if args.json else s.to_text())
+
+
+def _throughput(args: argparse.Namespace) -> None:
+    m = _model(args.model)
+    t = ortlab.throughput(
+        m, _config(args), _feeds(args.feeds, m), args.concurrency, modes=args.modes.split(","),
+        rounds=args.rounds, duration_s=args.duration, dims=args.dims, progress=_progress(args),
+    )  # fmt: skip
+    print(t.to_json() if args.json else t.to_text())
+
+
+def _versions_arg(text: str) -> list[str]:
+    versions = [v.strip() for v in text.split(",") if v.strip()]
+    if len(versions) != 2:
+        raise argparse.ArgumentTypeError(
+            f"give two onnxruntime versions separated by a comma, e.g. 1.31.1,1.32.0 (got {text!r})"
+        )
+    return versions
+
+
+def _version_diff(args: argparse.Namespace) -> None:
+
+    m = _model(args.model)
+    versions = args.versions if isinstance(args.versions, list) else _versions_arg(args.versions)
+    r = ortlab.version_diff(m, _config(args), _feeds(args.feeds, m), versions=versions,
+                            rounds=args.rounds, runs=args.runs, dims=args.dims,
+                            progress=_progress(args))  # fmt: skip
+    print(r.to_json() if args.json else r.to_text(top=args.top))
+
+
+def add_parsers(sub: Any) -> None:
+    """The subcommands of this module."""
+    _why_slow_parsers(sub)
+    _throughput_parser(sub)
+    _version_diff_parser(sub)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "cost": _cost, "roofline": _roofline, "sweep": _sweep, "throughput": _throughput,
+    "version-diff": _version_diff,
+}  # fmt: skip
