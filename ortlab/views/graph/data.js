@@ -129,7 +129,7 @@ function describeGroup(it) {
 // kernel the node ran in (a time-weighted mean when it ran in several; graphroof.py).
 function roofRow(it, row) {
   const pct = 100 * it.achieved_fraction;
-  const value = `${pct < 10 ? pct.toPrecision(2) : pct.toFixed(0)} %`;
+  const value = `${pct >= 10 ? pct.toFixed(0) : pct >= 1 ? pct.toFixed(1) : pct.toPrecision(1)} %`;
   const why = [it.roof_bound ? `${it.roof_bound}-bound` : "", it.roof_ceiling].filter((x) => x).join(", ");
   const mean = it.roof_ceiling ? "" : " · time-weighted over its kernels";
   return row("of its bound", `${value}${why ? ` (${why})` : ""}${mean}`);
