@@ -96,18 +96,23 @@ def graph(
     profile: ProfileResult | None = None,
     error: ErrorResult | None = None,
     diff: DiffResult | VersionDiffResult | None = None,
+    *,
+    roofline: RooflineResult | None = None,
     **options: Any,
 ) -> GraphView:
     """The graph view of ``model`` with the runtime facts given (imports the widget library
     on first use). ``diff=ortlab.diff(a, b)`` (or an ``ortlab.version_diff``): nodes coloured
-    by B - A (``color_by='diff'``); else by time when measured on one EP, by provider when
+    by B - A (``color_by='diff'``); ``roofline=ortlab.roofline(model, config)``: by each node's
+    share of its bound (``color_by='roofline'``; pass ``placement=`` of the same config to map
+    fused kernels back to their nodes); else by time when measured on one EP, by provider when
     nodes ran on two or more."""
     from ortlab.views.graph.widget import GraphView
 
     if isinstance(diff, VersionDiffResult):
         diff = diff.as_diff()
 
-    data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff)
+    data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff,
+                      roofline=roofline)  # fmt: skip
     return GraphView(data, **options)
 
 

@@ -22,6 +22,7 @@ import onnx
 from onnx import numpy_helper
 
 from ortlab.analysis.graphblocks import chunk_siblings, initial_expanded, regroup
+from ortlab.analysis.graphroof import RoofMark, roof_marks
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
@@ -73,6 +74,13 @@ class GraphNode:
     predicted: bool = False
     """The provider is a prediction (``ortlab.whatif``: compiled or rules), not a run: the
     view draws such nodes hatched, and shows no time for them."""
+    achieved_fraction: float | None = None
+    """Its kernel's ``RoofRow.achieved_fraction`` (``ortlab.roofline``; the time-weighted mean
+    over several kernels, see :mod:`ortlab.analysis.graphroof`); None without one."""
+    roof_bound: str = ""
+    """'compute' or 'memory': what bounds that kernel ('' without a fraction)."""
+    roof_ceiling: str = ""
+    """That kernel's attainable rate as text ('114 GFLOP/s'); '' for a mean over several."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,9 @@ class GraphGroup:
     group, so a fallback inside it is not hidden."""
     share: float = 0.0
     """Its nodes' share of the time (the sum of their ``share``): 0 without a profile."""
+    achieved_fraction: float | None = None
+    """Its nodes' roofline fractions, time-weighted (by their ``us_per_run``): the colour of
+    the collapsed group; None when none of its nodes has one."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,8 @@ class GraphData(Result):
     has_quant: bool
     has_memory: bool = False
     has_diff: bool = False
+    has_roofline: bool = False
+    """Some node shows a roofline ``achieved_fraction``."""
     notes: list[str] = field(default_factory=list)
     constants: int = 0
     """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
@@ -300,6 +313,16 @@ def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]
     return rows, sq
 
 
+def _mean_fraction(nodes: list[GraphNode]) -> float | None:
+    marked = [n for n in nodes if n.achieved_fraction is not None]
+    weight = sum(n.us_per_run for n in marked)
+    if not marked:
+        return None
+    if weight <= 0:
+        return sum(n.achieved_fraction or 0.0 for n in marked) / len(marked)
+    return sum((n.achieved_fraction or 0.0) * n.us_per_run for n in marked) / weight
+
+
 def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
     members: dict[str, list[GraphNode]] = defaultdict(list)
     for n in nodes:
@@ -330,6 +353,7 @@ def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
                 us_per_run=sum(n.us_per_run for n in inside),
                 boundaries=crossing[gid],
                 share=sum(n.share for n in inside),
+                achieved_fraction=_mean_fraction(inside),
             )
         )
     return out
@@ -351,18 +375,33 @@ def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
         )
 
 
+def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
+    if mark is None:
+        return {}
+    return {"achieved_fraction": mark.fraction, "roof_bound": mark.bound,
+            "roof_ceiling": mark.ceiling}  # fmt: skip
+
+
 def graph_data(
     model: ModelLike,
     placement: Any = None,
     profile: Any = None,
     error: Any = None,
     diff: Any = None,
+    *,
+    roofline: Any = None,
 ) -> GraphData:
     """Build the view's data from a model and, optionally, a placement (EP, time, fusion), a
-    profile (time by node name, used when no placement is given) and a quantization error."""
+    profile (time by node name, used when no placement is given; a roofline's own profile
+    when neither is), a quantization error, a diff and a roofline (each node's
+    ``achieved_fraction``: :mod:`ortlab.analysis.graphroof`)."""
 
     m = load(model)
     graph = m.proto.graph
+    if roofline is not None and placement is None and profile is None:
+        profile = roofline.profile
+    roof, roof_notes = (roof_marks(roofline, placement, (op.name for op, _ in m.node_protos))
+                        if roofline is not None else ({}, []))  # fmt: skip
     rows, sq = _joins(placement, error)
     changes = ({r.node: (r.delta_us if r.delta_us == r.delta_us else None, r.verdict)
                 for r in diff.rows} if diff is not None else {})  # fmt: skip
@@ -415,6 +454,7 @@ def graph_data(
                 delta_us=changes[op.name][0] if op.name in changes else None,
                 diff_verdict=changes[op.name][1] if op.name in changes else "",
                 predicted=bool(row and row.time_source.startswith("predicted")),
+                **_roof_fields(roof.get(op.name)),
             )
         )
     fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
@@ -456,11 +496,13 @@ def graph_data(
         has_quant=bool(sq),
         has_memory=any(n.output_bytes > 0 for n in nodes),
         has_diff=bool(changes),
+        has_roofline=bool(roof),
         notes=[
             *([f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
                f"{GHOST_FANOUT} nodes are drawn as stubs"] if any(e.ghost for e in edges) else []),
             *([f"{len(constants)} Constant nodes are folded into their consumers (their value's "
                "type and shape show in the consumer's details)"] if constants else []),
+            *roof_notes,
         ],
         constants=len(constants),
         inputs=inputs,

@@ -85,3 +85,29 @@ def test_resnet50_by_time(page: Any, tmp_path: Path, artifacts: Path) -> None:
     page.press(".ortlab-search", "Enter")
     page.locator(".ortlab-status", has_text="30 shown").wait_for(timeout=20_000)
     assert page.errors == []
+
+
+def test_squeezenet_by_share_of_its_bound(page: Any, tmp_path: Path, artifacts: Path) -> None:
+    """The roofline colouring at level 'all' (fused kernels mapped back by the placement): the
+    legend says what the colours mean, and nodes far under their bound are strong colours."""
+    m = ortlab.examples.load("squeezenet")
+    cfg = {"level": "all"}
+    roof = ortlab.roofline(m, cfg, runs=3, warmup=1, progress=False)
+    pl = ortlab.placement(m, cfg, runs=3, progress=False)
+    w = ortlab.graph(m, placement=pl, roofline=roof)
+    assert w.color_by == "roofline"
+    w.expanded = [gr.id for gr in w.graph_data.groups]  # every node in sight
+    page.set_viewport_size({"width": 1280, "height": 800})
+    _open(page, w.to_html(tmp_path / "roof.html"))
+    page.screenshot(path=str(artifacts / "graph_squeezenet_by_roofline.png"))
+    legend = str(page.locator(".ortlab-legend").text_content())
+    assert "share of what this machine allows" in legend and "of its bound" in legend
+    assert "no kernel of its own in the roofline" in legend
+    assert page.locator(".ortlab-color-by").input_value() == "roofline"
+    assert _pixels(page, (255, 245, 200)) > 1000, "fused kernels at or above the bound: pale"
+    # a model whose nodes run at many fractions of their bound, each its own kernel
+    small = ortlab.load(models.silu_cnn())
+    roof = ortlab.roofline(small, {"level": "disabled"}, runs=3, warmup=1, progress=False)
+    _open(page, ortlab.graph(small, roofline=roof).to_html(tmp_path / "silu.html"))
+    page.screenshot(path=str(artifacts / "graph_silu_cnn_by_roofline.png"))
+    assert page.errors == []

@@ -65,7 +65,7 @@ def _astral_model() -> onnx.ModelProto:
 
 def _every_column(g: GraphData) -> GraphData:
     """Non-default values in every node column (a diff, predicted placement, quantization
-    error, memory), alternating with defaults so no column is dropped as all-default."""
+    error, memory, roofline), alternating with defaults so no column is dropped as all-default."""
     nodes = []
     for i, n in enumerate(g.nodes):
         odd = bool(i % 2)
@@ -74,8 +74,12 @@ def _every_column(g: GraphData) -> GraphData:
             predicted=odd, sqnr_db=float("inf") if i == 1 else 20.0 + i if odd else None,
             output_bytes=4096 * i if odd else -1, partition=i % 2 - 1,
             status="fused" if odd else "", optimized=[n.name, "fused_1"] if odd else [],
+            achieved_fraction=0.05 * i if odd else None, roof_bound="memory" if odd else "",
+            roof_ceiling="20.1 GB/s" if i % 3 == 1 else "",
         ))  # fmt: skip
-    return dataclasses.replace(g, nodes=nodes)
+    groups = [dataclasses.replace(gr, achieved_fraction=0.25 if i % 2 else None)
+              for i, gr in enumerate(g.groups)]  # fmt: skip
+    return dataclasses.replace(g, nodes=nodes, groups=groups)
 
 
 def test_browser_restores_real_exports(page: Any, tmp_path: Path) -> None:
@@ -129,6 +133,24 @@ def test_the_details_panel_shows_a_fused_nodes_part_and_its_kernels_time(
     text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], packed, conv.name])
     assert f"time: {conv.us_per_run:.1f} µs/run" in text and conv.time_source in text
     assert conv.us_per_run == pytest.approx(kernel_us)  # the Conv carries the whole kernel
+
+
+def test_the_details_panel_shows_a_nodes_share_of_its_bound(page: Any, tmp_path: Path) -> None:
+    """'of its bound: 42 % (compute-bound, 99.5 GFLOP/s)': the roofline's very fraction."""
+    m = ortlab.load(models.silu_cnn())
+    roof = ortlab.roofline(m, {"level": "disabled"}, runs=3, warmup=1, progress=False)
+    g = graph_data(m, roofline=roof)
+    row = next(r for r in roof.rows if r.bound == "compute")
+    node = next(n for n in g.nodes if n.name == row.node)
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!doctype html><title>describe</title>", encoding="utf-8")
+    page.goto(blank.as_uri())
+    src = module_sources()
+    text = page.evaluate(_DESCRIBE, [src["wire"], src["data"], script_json(pack(g)), row.node])
+    pct = 100 * row.achieved_fraction
+    shown = f"{pct:.0f}" if pct >= 10 else f"{pct:.1f}" if pct >= 1 else f"{pct:.1g}"
+    assert f"of its bound: {shown} % (compute-bound, {node.roof_ceiling})" in text, text
+    assert page.errors == []
 
 
 _COLORS = """async ([source, colors, names]) => {

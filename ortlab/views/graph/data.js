@@ -125,6 +125,16 @@ function describeGroup(it) {
   return `${it.id}\n${it.size} nodes · ${eps}\n${time}\nclick to open`;
 }
 
+// "of its bound: 42 % (compute-bound, 114 GFLOP/s)": the roofline's achieved_fraction of the
+// kernel the node ran in (a time-weighted mean when it ran in several; graphroof.py).
+function roofRow(it, row) {
+  const pct = 100 * it.achieved_fraction;
+  const value = `${pct >= 10 ? pct.toFixed(0) : pct >= 1 ? pct.toFixed(1) : pct.toPrecision(1)} %`;
+  const why = [it.roof_bound ? `${it.roof_bound}-bound` : "", it.roof_ceiling].filter((x) => x).join(", ");
+  const mean = it.roof_ceiling ? "" : " · time-weighted over its kernels";
+  return row("of its bound", `${value}${why ? ` (${why})` : ""}${mean}`);
+}
+
 // A node's details as sections of rows, for the details panel (interact.js draws them as
 // tables) and the tooltip (describe: one line per row). A row is [key, value, line]: the
 // panel shows key | value, the tooltip the line. `tensors` is the unpacked graph's Map
@@ -157,6 +167,7 @@ export function details(it, tensors) {
     time.push(row("run B − A", `${it.delta_us >= 0 ? "+" : ""}${it.delta_us.toFixed(1)} µs/run (${it.diff_verdict})`));
   }
   if (it.sqnr_db !== null && it.sqnr_db !== undefined) time.push(row("SQNR", `${it.sqnr_db.toFixed(1)} dB`));
+  if (it.achieved_fraction !== null && it.achieved_fraction !== undefined) time.push(roofRow(it, row));
   const became = it.status ? [row("status", `${it.status}${kernel ? " → " + kernel : ""}`)] : [];
   const io = (dir, names) => names.filter((t) => t).map((t) => row(t, tensors.get(t) || "?",
     `${dir} ${t}: ${tensors.get(t) || "?"}`));

@@ -1,9 +1,9 @@
 // Overlays: what the colours mean. One colour per node or scope group for each mode
-// (provider, op_type, time, quant_error) and the legend under the canvas. No imports: the
+// (provider, op_type, time, quant_error, memory, diff, roofline) and the legend under the canvas. No imports: the
 // entry (index.js) passes this module to draw.js. Model strings reach the legend through
 // textContent / text nodes only.
 
-export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory", "diff"];
+export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memory", "diff", "roofline"];
 
 // The palette comes from Python with the graph (views/colors.py, its one home): `useColors`.
 let PALETTE = {};
@@ -31,6 +31,13 @@ function heat(t) {  // 0..1 -> light yellow .. dark red
   return `rgb(${a.map((v, i) => Math.round(v + (b[i] - v) * k)).join(",")})`;
 }
 
+// The roofline's achieved_fraction on a log scale: at or above the bound pale, a tenth of it
+// half way, a hundredth or less the strongest colour (most nodes sit far under their bound).
+function roofHeat(fraction) {
+  if (fraction === null || fraction === undefined || Number.isNaN(fraction)) return NO_DATA;
+  return heat(fraction > 0 ? -Math.log10(Math.min(1, fraction)) / 2 : 1);
+}
+
 export function providerColor(provider) {
   return PALETTE[provider] || hashColor(provider);
 }
@@ -38,6 +45,7 @@ export function providerColor(provider) {
 function groupColor(group, mode, stats) {
   const top = Object.entries(group.providers || {}).sort((x, y) => y[1] - x[1])[0];
   if (mode === "time") return heat(stats.maxTime ? group.us_per_run / stats.maxTime : 0);
+  if (mode === "roofline") return roofHeat(group.achieved_fraction);
   return top ? providerColor(top[0]) : "#ccc";
 }
 
@@ -59,6 +67,7 @@ export function colorOf(item, mode, stats) {
     if (!(item.output_bytes > 0)) return NO_DATA;
     return heat(stats.maxBytes ? Math.sqrt(item.output_bytes / stats.maxBytes) : 0);
   }
+  if (mode === "roofline") return roofHeat(item.achieved_fraction);
   if (mode === "quant_error") {
     if (item.sqnr_db === null || item.sqnr_db === undefined) return NO_DATA;
     return heat(1 - Math.max(0, Math.min(1, item.sqnr_db / 40)));  // 0 dB red, 40 dB pale
@@ -101,6 +110,10 @@ function legendEntries(d, mode) {
     for (const x of [...d.nodes, ...d.groups]) max = Math.max(max, x.us_per_run || 0);
     return [["0 µs/run", heat(0)], [`${max.toFixed(1)} µs/run, the slowest item (nodes on a √ scale)`, heat(1)]];
   }
+  if (mode === "roofline") {
+    return [["≥ 100 % of its bound", roofHeat(1)], ["10 %", roofHeat(0.1)],
+      ["1 % or less (far under)", roofHeat(0.01)], ["no kernel of its own in the roofline", NO_DATA]];
+  }
   return [["0 dB (bad)", heat(1)], ["40 dB (good)", heat(0)], ["no data", NO_DATA]];
 }
 
@@ -110,10 +123,14 @@ function span(text) {
   return s;
 }
 
+const HINTS = {
+  quant_error: "no quantization error data: ortlab.graph(m, error=ortlab.quantization_error(m, q))",
+  roofline: "no roofline: ortlab.graph(m, roofline=ortlab.roofline(m, c), placement=ortlab.placement(m, c))",
+};
+
 function hint(mode) {
-  const h = span(mode === "quant_error"
-    ? "no quantization error data: ortlab.graph(m, error=ortlab.quantization_error(m, q))"
-    : "no runtime data yet: ortlab.graph(m, placement=ortlab.placement(m)) adds EPs and time");
+  const h = span(HINTS[mode] ||
+    "no runtime data yet: ortlab.graph(m, placement=ortlab.placement(m)) adds EPs and time");
   h.className = "ortlab-hint";
   return h;
 }
@@ -130,9 +147,13 @@ function swatch(label, color) {
 export function drawLegend(legend, d, mode) {
   legend.replaceChildren();
   const entries = legendEntries(d, mode);
-  if (!entries.length || (mode === "time" && !d.has_time) || (mode === "quant_error" && !d.has_quant)) {
+  if (!entries.length || (mode === "time" && !d.has_time) || (mode === "quant_error" && !d.has_quant) ||
+      (mode === "roofline" && !d.has_roofline)) {
     legend.appendChild(hint(mode));
     if (!entries.length) return;
+  }
+  if (mode === "roofline") {
+    legend.appendChild(span("share of what this machine allows: measured time vs computed work and measured peaks:"));
   }
   for (const [label, color] of entries) legend.appendChild(swatch(label, color));
   if (d.edges.some((e) => e.boundary)) {

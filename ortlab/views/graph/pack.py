@@ -61,7 +61,7 @@ def _column(values: list[Any], default: Any) -> list[Any] | None:
 
 
 _PACKED_AS_IS = ("model", "providers", "expanded", "has_time", "has_quant", "has_memory",
-                 "has_diff", "notes", "constants", "inputs", "outputs")  # fmt: skip
+                 "has_diff", "has_roofline", "notes", "constants", "inputs", "outputs")  # fmt: skip
 
 
 def pack(g: GraphData) -> dict[str, Any]:
@@ -74,7 +74,8 @@ def pack(g: GraphData) -> dict[str, Any]:
     strings = _Strings(
         vocabulary=(
             *(x for n in nodes for x in (n.op_type, n.domain, n.provider, n.status, n.reason,
-                                         n.diff_verdict, n.time_source, *n.attrs)),
+                                         n.diff_verdict, n.time_source, n.roof_bound,
+                                         n.roof_ceiling, *n.attrs)),
             *(p for gr in groups for p in gr.providers), *g.tensors.values(),
         ),
         names=(
@@ -114,6 +115,9 @@ def pack(g: GraphData) -> dict[str, Any]:
             "delta_us": _column([n.delta_us for n in nodes], None),
             "diff_verdict": _column([ix[n.diff_verdict] for n in nodes], 0),
             "predicted": _column([int(n.predicted) for n in nodes], 0),
+            "achieved_fraction": _column([n.achieved_fraction for n in nodes], None),
+            "roof_bound": _column([ix[n.roof_bound] for n in nodes], 0),
+            "roof_ceiling": _column([ix[n.roof_ceiling] for n in nodes], 0),
         },
         # No edges: the browser derives them from inputs and outputs as graph_data does
         # (producer -> each consumer; ghost above ghost_fanout readers; boundary across EPs).
@@ -129,6 +133,7 @@ def pack(g: GraphData) -> dict[str, Any]:
             "us_per_run": [gr.us_per_run for gr in groups],
             "boundaries": [gr.boundaries for gr in groups],
             "share": [gr.share for gr in groups],
+            "achieved_fraction": _column([gr.achieved_fraction for gr in groups], None),
         },
         "tensors": {
             "name": [ix[t] for t in g.tensors],

@@ -15,7 +15,7 @@ __all__ = ["MODULES", "STATE_ID", "dagre_source", "entry_source", "module_source
            "page_module", "state_block", "write_html"]  # fmt: skip
 
 _JS = Path(__file__).parent  # the ES modules live beside this file
-COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory", "diff")
+COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory", "diff", "roofline")
 MODULES = ("wire", "data", "layout", "overlays", "labels", "draw", "interact")
 """The modules the entry (graph/index.js) imports, by name (graph/<name>.js)."""
 

@@ -43,15 +43,18 @@ __all__ = [
 def default_color(graph: GraphData) -> str:
     """The first colouring: by measured time when there is one and one EP ran everything
     (provider colours would paint it all one colour); by provider when nodes ran on two or
-    more EPs (where it falls back is then the first question) or nothing was timed."""
+    more EPs (where it falls back is then the first question) or nothing was timed. A diff
+    colours by B - A, else a roofline by each node's share of its bound."""
     if graph.has_diff:
         return "diff"
+    if graph.has_roofline:
+        return "roofline"
     return "time" if graph.has_time and len(graph.providers) <= 1 else "provider"
 
 
 class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # untyped base
     """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
-    measured time or quantization error."""
+    measured time, quantization error, output memory, a diff or the roofline."""
 
     # The module's text, not its Path: anywidget watches a Path for hot reload through a
     # class-level signal that keeps every instance alive (a leak in a long Lab session).
@@ -60,7 +63,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
     """The graph in its wire form (``pack(graph)``: columns of indices into one string
     table; the browser unpacks it). Read the graph from :attr:`graph_data`."""
     color_by = traitlets.Unicode("provider").tag(sync=True)
-    """'provider', 'op_type', 'time', 'quant_error', 'memory' or 'diff'; by default
+    """'provider', 'op_type', 'time', 'quant_error', 'memory', 'diff' or 'roofline'; by default
     :func:`default_color` of the graph."""
     selected = traitlets.Dict().tag(sync=True)
     """The node last clicked in the browser (its row of the join), or {}."""

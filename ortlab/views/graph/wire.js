@@ -35,6 +35,7 @@ function unpackNodes(c, S, groupIds) {
   const sqnr = col("sqnr_db"), attrs = col("attrs"), bytes = col("output_bytes");
   const delta = col("delta_us"), predicted = col("predicted");
   const groupUs = col("group_us_per_run"), source = col("time_source");
+  const fraction = col("achieved_fraction"), bound = col("roof_bound"), ceiling = col("roof_ceiling");
   const nodes = new Array(c.count);
   for (let i = 0; i < c.count; i++) {
     nodes[i] = {
@@ -47,6 +48,8 @@ function unpackNodes(c, S, groupIds) {
       output_bytes: bytes ? bytes[i] : -1, delta_us: delta ? delta[i] : null,
       diff_verdict: verdict ? S[verdict[i]] : "", predicted: predicted ? Boolean(predicted[i]) : false,
       group_us_per_run: groupUs ? groupUs[i] : 0, time_source: source ? S[source[i]] : "",
+      achieved_fraction: fraction ? fraction[i] : null, roof_bound: bound ? S[bound[i]] : "",
+      roof_ceiling: ceiling ? S[ceiling[i]] : "",
     };
   }
   return nodes;
@@ -97,6 +100,7 @@ export function unpack(p) {
     id, label: S[G.label[k]], parent: S[G.parent[k]], depth: G.depth[k], size: G.size[k],
     providers: pairs(G.providers[k], (i) => S[i], (c) => c), us_per_run: G.us_per_run[k],
     boundaries: G.boundaries[k], share: G.share[k],
+    achieved_fraction: G.achieved_fraction ? G.achieved_fraction[k] : null,
   }));
   const nodes = unpackNodes(p.nodes, S, groupIds);
   const { strings: _s, nodes: _n, groups: _g, tensors: T, format: _f, ghost_fanout: fanout, ...meta } = p;
