@@ -28,7 +28,7 @@ def test_synthesized_feeds_run_for_every_dtype(dtype: str) -> None:
         model_name=m.name,
         config=ortlab.SessionConfig(),
         feeds=feeds,
-    )["outputs"]["y"]
+    ).outputs["y"]
     assert out.shape == (3, 4)
     if dtype == "STRING":
         assert (out == feeds["x"]).all()
