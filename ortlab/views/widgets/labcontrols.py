@@ -100,7 +100,7 @@ class LabControls:
                         self.variant, self.runs, self.progress):  # fmt: skip
             control.layout.width = "98%"
             control.style.description_width = "70px"
-        self.dims.layout.width = "100%"
+        self.dims.layout.width = "calc(100% - 6px)"  # its 2 px margins stay inside the Lab
         self.dims.style.description_width = "70px"
         for button in (self.run_button, self.cancel_button, self.snippet_button,
                        self.report_button):  # fmt: skip

@@ -34,7 +34,10 @@ __all__ = [
 ]
 
 
-TAB_STYLE = "<style>.ortlab-lab .lm-TabBar-tab{flex:0 0 auto;min-width:0;max-width:none}</style>"
+TAB_STYLE = (
+    "<style>.ortlab-lab .jupyter-widgets.jupyter-widget-tab > .lm-TabBar .lm-TabBar-tab"
+    "{flex:0 0 auto;padding:0 9px}</style>"
+)
 """Each tab as wide as its name (ipywidgets gives every tab 144 px, and ten tabs then squeeze
 their names at 1280 px)."""
 
