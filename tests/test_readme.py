@@ -15,6 +15,7 @@ block (``pip install``: it would change the environment running the tests)."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shlex
@@ -95,8 +96,11 @@ def test_the_python_examples_run(placeholders: Path) -> None:
     assert isinstance(d, ortlab.DoctorResult)
     assert (placeholders / "report.html").stat().st_size > 0  # the doctor block's report
     assert sorted(x.name for x in placeholders.iterdir()) == [
-        "feeds.npz", "graph.html", "lab.html", "model.onnx", "report.html"
+        "feeds.npz", "graph.html", "lab.html", "model.onnx", "report.html", "trace.json"
     ]  # fmt: skip
+    trace = json.loads((placeholders / "trace.json").read_text(encoding="utf-8"))
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "node"]
+    assert len(slices) == len(p.data.ev_node)  # every profiled event, once
 
 
 def test_the_shell_examples_run(placeholders: Path) -> None:
