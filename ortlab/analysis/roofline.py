@@ -206,8 +206,9 @@ def roofline(
 
     One profiled session gives both the times (``runs`` runs after ``warmup``) and the shapes
     the work is computed from; the peak kernels (a 1024-square GEMM per precision, an Add
-    streaming 192 MB), built with the same EP and thread settings, run once after each of the
-    model's runs: ceilings and nodes are measured under the same conditions.
+    streaming 192 MB, an Add inside the cache), built with the same EP and thread settings
+    (spinning off), run in the same worker just before the model's runs: in between them, the
+    session's spinning thread pool would take the cores and halve the GEMM's FLOP/s.
     """
     m, cfg, f, reply = run_model_task(
         tasks_cost.shapes, model, config, feeds, dims=dims, progress=progress, timeout=timeout,
@@ -242,8 +243,8 @@ def roofline(
     notes += [
         "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
         "per node of overhead, which weighs on tiny nodes); FLOPs and bytes are "
-        f"{COUNTED}; peaks are measured with ORT on this EP (the best of {3 * runs} runs, "
-        "three after each of the model's).",
+        f"{COUNTED}; peaks are measured with ORT on this EP just before the model's runs (the "
+        f"best of {3 * runs}).",
         *f.notes,
     ]
     return RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=rows, runs=runs,

@@ -134,7 +134,9 @@ def peak_kernels(config: SessionConfig, dtypes: list[str], folder: Path) -> list
         path.write_bytes(model)
         try:
             final = folder / f"final-{dtype}.onnx"
-            sess, _ = build_session(str(path), config.with_(fallback="allow", level="all"),
+            # no spinning: an idle pool that spins steals the cores from the next kernel's
+            sess, _ = build_session(str(path), config.with_(fallback="allow", level="all",
+                                                            allow_spinning=False),
                                     model_name="peak", optimized_model_path=str(final))  # fmt: skip
             if b"InsertedPrecisionFreeCast" in final.read_bytes():
                 raise RunError("this EP has no kernel at this precision: ORT runs it in "
