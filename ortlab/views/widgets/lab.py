@@ -594,8 +594,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         else:
             record = self.history.run(run)
             cfg, path, shapes = record.config, record.model_path, record.shapes
-        code = cfg.snippet(path)
-        if shapes:
-            code += f"\n# ortlab ran it with {shapes}"
+        code = cfg.snippet(path) + (f"\n# ortlab ran it with {shapes}" if shapes else "")
         title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
         self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
