@@ -267,3 +267,18 @@ def test_the_reply_rule_sees_a_dict_read_by_key() -> None:
     assert _loose(Any) and _loose(dict[str, Any]) and _loose(list[list[dict[str, Any]]])
     assert _loose(dict[str, dict[str, float]]) and _loose(dict[str, float])
     assert not _loose(dict[str, SavedLevel]) and not _loose(tuple[list[str], list[str]])
+
+
+def test_every_module_is_small_and_says_what_it_owns() -> None:
+    """No module of the package over 600 lines, and each opens with a docstring (its first
+    sentence says what the module owns)."""
+    import ast
+
+    too_long, silent = [], []
+    for path in sorted((ROOT / "ortlab").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 600:
+            too_long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+        if not ast.get_docstring(ast.parse(text)):
+            silent.append(str(path.relative_to(ROOT)))
+    assert too_long == [] and silent == [], (too_long, silent)
