@@ -306,7 +306,7 @@ class Worker:
         with self._lock:
             self._cancel.clear()
             if self._cancelled():  # a job's token set before this call: do not start it
-                raise WorkerCancelledError(f"Cancelled {task} {context} before it started.")
+                raise WorkerCancelledError(f"Cancelled {said(task)} {context} before it started.")
             with gcpause.waiting():  # the start-up (if any) is a wait for the worker too
                 self.start()
             assert self._conn is not None
@@ -367,14 +367,14 @@ class Worker:
                 self._kill()
                 self._discard()
                 raise WorkerCancelledError(
-                    f"Cancelled {task} {context}; the worker was stopped and a fresh one will "
-                    "serve the next call."
+                    f"Cancelled {said(task)} {context}; the worker was stopped and a fresh one "
+                    "will serve the next call."
                 )
             if deadline is not None and time.monotonic() > deadline:
                 self._kill()
                 self._discard()
                 raise WorkerTimeoutError(
-                    f"{task} {context} did not finish within {timeout:g} s; the worker was "
+                    f"{said(task)} {context} did not finish within {timeout:.3g} s; the worker was "
                     "stopped (the model may hang ORT, or need a longer timeout=)."
                 )
 
@@ -384,7 +384,7 @@ class Worker:
         self._discard()
         limit = os.environ.get("ORTLAB_WORKER_MEMORY_MB")
         return WorkerCrashedError(
-            f"The ortlab worker ran out of memory during {task} {context}"
+            f"The ortlab worker ran out of memory during {said(task)} {context}"
             + (f" (its limit, ORTLAB_WORKER_MEMORY_MB, is {limit} MB)" if limit else "")
             + ". Your Python session is fine; the next call starts a fresh worker. Use smaller "
             "inputs (dims, batch size), a lighter model variant, or raise the limit."
@@ -415,7 +415,7 @@ class Worker:
                 "config; try another provider or optimization level to find the trigger."
             )
         return WorkerCrashedError(
-            f"The ortlab worker died during {task} {context}: {how}. Your Python session is "
+            f"The ortlab worker died during {said(task)} {context}: {how}. Your Python session is "
             f"fine; the next call starts a fresh worker. {cause}"
             + (f"\nWorker output (last lines):\n{tail}" if tail else "")
         )
@@ -461,6 +461,11 @@ def set_isolation(mode: str) -> None:
         _default.stop()
         _default = None
     _isolation = mode
+
+
+def said(task: str) -> str:
+    """A task as a message names it: ``footprint``, not ``ortlab.engine.tasks_memory:footprint``."""
+    return task.rpartition(":")[2] or task
 
 
 def task_name(task: str | Callable[..., Any]) -> str:
