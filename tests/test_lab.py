@@ -556,10 +556,29 @@ def test_a_failed_run_at_guessed_dims_says_which_in_any_tab(lab) -> None:
 
 def test_limits_tab_measures_the_roofline_of_the_current_settings(lab) -> None:
     """The Limits tab runs ortlab.roofline under the controls' settings and shows the result
-    itself (the same table every view shows) with its figure."""
+    itself (the same table every view shows) with its figure; cost and a shape sweep too, and
+    a sweep box that does not parse says so."""
     lab.level.value = "basic"
-    lab.limits_button.click()
+    lab.limits_buttons["roofline"].click()
     roof = lab.roofline
     assert lab.error.value == "" and isinstance(roof, ortlab.RooflineResult)
     assert roof.config["level"] == "basic" and lab.shown["Limits"][-1] is roof
     assert {r.node for r in roof.rows} == set(roof.profile.by_node()["node"])
+    lab.limits_buttons["cost"].click()
+    assert isinstance(lab.cost, ortlab.CostResult) and lab.shown["Limits"][-1] is lab.cost
+    assert lab.cost.total_flops > 0 and lab.cost.config["level"] == "disabled"
+    lab.sweep_dims.value = "batch=1,2"
+    lab.limits_buttons["sweep"].click()
+    assert [r.dims for r in lab.sweep.rows] == [{"batch": 1}, {"batch": 2}]
+    assert lab.sweep.config["level"] == "basic"
+    lab.sweep_dims.value = "batch=one"
+    lab.limits_buttons["sweep"].click()
+    assert "is not name=int" in lab.error.value and "Previous results are kept" in lab.error.value
+
+
+@pytest.mark.slow
+def test_limits_tab_throughput(lab) -> None:
+    lab.limits_buttons["throughput"].click()
+    t = lab.throughput
+    assert lab.error.value == "" and isinstance(t, ortlab.ThroughputResult)
+    assert sorted({r.concurrency for r in t.rows}) == [1, 2, 4]

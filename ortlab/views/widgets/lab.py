@@ -39,7 +39,7 @@ from ortlab.views.widgets.labparts import (
     WAITING,
     Shown,
     guess_hint,
-    limits_items,
+    limits_job,
     optimizer_options,
     ort_seconds,
     safe_filename,
@@ -112,7 +112,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.benchmark_result: Any = None
         self.doctor_result: Any = None
         self.optimization: Any = None
-        self.roofline: Any = None
+        self.roofline = self.cost = self.throughput = self.sweep = self.version_diff = None
+        """The Limits tab's last results (ortlab.roofline, cost, throughput, sweep…)."""
         self.comparison: Any = None
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
@@ -212,7 +213,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         t.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
         t.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
         t.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
-        t.limits_button.on_click(lambda _: self._background(self._limits, "roofline"))
+        for what, button in t.limits_buttons.items():
+            button.on_click(lambda _, k=what: self._background(lambda: self._limits(k), k))
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
         t.compare_button.on_click(lambda _: self._compare_runs())
@@ -224,7 +226,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._show("Placement", t.whatif_bar)
         self._show("Optimization", t.opt_button)
         self._show("Quantization", t.quant_button)
-        self._show("Limits", t.limits_button, w.HTML(LIMITS_INTRO))
+        self._show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
         self._show("Doctor", t.doctor_bar)
 
     def _overview(self) -> None:
@@ -486,15 +488,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.optimization = opt
         self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
 
-    def _limits(self) -> None:
-        self.roofline = ortlab.roofline(
-            self.model_path,
-            self.config,
-            runs=10,
-            progress=self._progress("roofline"),
-            **self._inputs(),
-        )
-        self._show("Limits", self.limits_button, *limits_items(self.roofline))
+    def _limits(self, what: str) -> None:
+        result, items = limits_job(what, self)
+        setattr(self, what, result)
+        self._show("Limits", self.tab_controls.limits_bar, *items)
 
     def _quantization(self) -> None:
         m, inputs = self.model, self._inputs()

@@ -208,6 +208,16 @@ class LabControls:
         return out or None
 
 
+LIMITS_JOBS = {
+    "roofline": "Roofline: nodes against this machine's peaks",
+    "cost": "Cost: the work per node",
+    "throughput": "Throughput at 1, 2, 4 requests",
+    "sweep": "Sweep",
+    "version_diff": "Compare onnxruntime versions",
+}
+"""The Limits tab's jobs: the result attribute each fills, and its button's label."""
+
+
 class TabControls:
     """The widgets inside the tabs: the optimization, quantization, limits and doctor buttons (with
     the doctor's budget and Apply best), the Profile tab's top nodes, the History tab's run
@@ -216,8 +226,8 @@ class TabControls:
 
     NAMES = ("opt_button", "quant_button", "budget", "doctor_button", "apply_button",
              "top_nodes", "run_a", "run_b", "compare_button", "run_snippet_button",
-             "comparison_out", "target", "qnn_chip", "whatif_button",
-             "limits_button")  # fmt: skip
+             "comparison_out", "target", "qnn_chip", "whatif_button", "limits_buttons",
+             "sweep_dims", "versions")  # fmt: skip
     """The controls a Lab exposes as its own attributes."""
 
     def __init__(self, qnn_given: Mapping[str, Any]) -> None:
@@ -226,10 +236,17 @@ class TabControls:
         )
         self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
                                      layout=w.Layout(width="auto"))  # fmt: skip
-        self.limits_button = w.Button(
-            description="Measure against this machine's peaks (roofline)",
-            layout=w.Layout(width="auto"),
-        )
+        self.limits_buttons = {what: w.Button(description=text, layout=w.Layout(width="auto"))
+                               for what, text in LIMITS_JOBS.items()}  # fmt: skip
+        self.sweep_dims = w.Text(placeholder="batch=1,2,4; sequence=64,128", description="shapes",
+                                 layout=w.Layout(width="340px"))  # fmt: skip
+        self.versions = w.Text(value="1.31.1,1.32.0", description="versions",
+                               layout=w.Layout(width="260px"))  # fmt: skip
+        b = self.limits_buttons
+        self.limits_bar = w.VBox([
+            w.HBox([b["roofline"], b["cost"], b["throughput"]]),
+            w.HBox([self.sweep_dims, b["sweep"], self.versions, b["version_diff"]]),
+        ])  # fmt: skip
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info",
                                       layout=w.Layout(width="auto"))  # fmt: skip

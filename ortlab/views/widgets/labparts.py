@@ -15,13 +15,15 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
+from ortlab.core.errors import OrtlabError
+
 __all__ = [
     "LIMITS_INTRO",
     "TAB_STYLE",
     "WAITING",
     "Shown",
     "guess_hint",
-    "limits_items",
+    "limits_job",
     "median_shares",
     "mime_bundle",
     "optimizer_options",
@@ -42,17 +44,55 @@ TAB_STYLE = (
 their names at 1280 px)."""
 
 LIMITS_INTRO = (
-    "<div style='max-width:900px'>Is each node near what this machine can do? The roofline "
+    "<div style='max-width:900px'>Is each node near what this machine can do? The <b>roofline</b> "
     "measures this machine's peaks with ORT under the current settings (a large GEMM per "
-    "precision, a streaming Add), profiles the model in the same runs, and sets each node's "
-    "measured time against the FLOPs and bytes its shapes imply (computed).</div>"
+    "precision, streaming Adds) and sets each node's measured time against the FLOPs and bytes "
+    "its shapes imply (<b>cost</b>: computed). <b>Throughput</b>: requests/s with 1, 2 and 4 at "
+    "once. <b>Sweep</b>: latency, placement and memory per shape. <b>Versions</b>: the model "
+    "under two onnxruntime versions, node by node (each installed once from PyPI).</div>"
 )
 
 
-def limits_items(roof: Any) -> list[Any]:
-    """The Limits tab: the roofline figure (nodes as dots, sized by their share of time) and
-    the result's own table (ceilings, slowest nodes, notes), as every other view shows it."""
-    return [roof.plot(), roof]
+def _sweep_dims(text: str) -> dict[str, list[int]]:
+    """``batch=1,2,4; sequence=64,128`` as sweep dims (an ortlab error says what is wrong)."""
+    dims: dict[str, list[int]] = {}
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        name, _, values = part.partition("=")
+        try:
+            dims[name.strip()] = [int(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            dims[name.strip()] = []
+        if not name.strip() or not dims[name.strip()]:
+            raise OrtlabError(f"shapes: {part!r} is not name=int,int,… (e.g. batch=1,2,4).")
+    if not dims:
+        raise OrtlabError("shapes: type the dims to sweep, e.g. batch=1,2,4; sequence=64,128.")
+    return dims
+
+
+def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
+    """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
+    what the tab shows (its figure, then the result's own table: one home for each number)."""
+    import ortlab
+
+    path, config, inputs, progress = lab.model_path, lab.config, lab._inputs(), lab._progress(what)
+    shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
+    result: Any
+    if what == "roofline":
+        result = ortlab.roofline(path, config, runs=10, progress=progress, **inputs)
+    elif what == "cost":
+        result = ortlab.cost(path, progress=progress, **inputs)
+    elif what == "throughput":
+        result = ortlab.throughput(path, config, concurrency=[1, 2, 4], progress=progress,
+                                   **inputs)  # fmt: skip
+    elif what == "sweep":
+        result = ortlab.sweep(path, _sweep_dims(shapes), config, progress=progress)
+    else:
+        pair = [v.strip() for v in versions.split(",") if v.strip()]
+        if len(pair) != 2:
+            raise OrtlabError(f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 "
+                              f"(got {versions!r}).")  # fmt: skip
+        result = ortlab.version_diff(path, config, versions=pair, progress=progress, **inputs)
+    return result, [result.plot(), result]
 
 
 def median_shares(prof: Any) -> Any:
