@@ -212,8 +212,8 @@ LIMITS_JOBS = {
     "roofline": "Roofline: nodes against this machine's peaks",
     "cost": "Cost: the work per node",
     "throughput": "Throughput at 1, 2, 4 requests",
-    "sweep": "Sweep",
-    "version_diff": "Compare onnxruntime versions",
+    "sweep": "Sweep these shapes",
+    "version_diff": "Compare these onnxruntime versions, node by node",
 }
 """The Limits tab's jobs: the result attribute each fills, and its button's label."""
 
@@ -236,8 +236,10 @@ class TabControls:
         )
         self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
                                      layout=w.Layout(width="auto"))  # fmt: skip
-        self.limits_buttons = {what: w.Button(description=text, layout=w.Layout(width="auto"))
-                               for what, text in LIMITS_JOBS.items()}  # fmt: skip
+        self.limits_buttons = {
+            what: w.Button(description=text, layout=w.Layout(width="auto", flex="0 0 auto"))
+            for what, text in LIMITS_JOBS.items()
+        }  # fmt: skip
         self.sweep_dims = w.Text(placeholder="batch=1,2,4; sequence=64,128", description="shapes",
                                  layout=w.Layout(width="340px"))  # fmt: skip
         self.versions = w.Text(value="1.31.1,1.32.0", description="versions",
@@ -245,7 +247,7 @@ class TabControls:
         b = self.limits_buttons
         self.limits_bar = w.VBox([
             w.HBox([b["roofline"], b["cost"], b["throughput"]]),
-            w.HBox([self.sweep_dims, b["sweep"], self.versions, b["version_diff"]]),
+            w.HBox([self.sweep_dims, b["sweep"]]), w.HBox([self.versions, b["version_diff"]]),
         ])  # fmt: skip
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info",

@@ -72,26 +72,30 @@ def _sweep_dims(text: str) -> dict[str, list[int]]:
 def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
     what the tab shows (its figure, then the result's own table: one home for each number)."""
-    import ortlab
+    from ortlab.analysis.cost import cost
+    from ortlab.analysis.roofline import roofline
+    from ortlab.analysis.sweep import sweep
+    from ortlab.analysis.throughput import throughput
+    from ortlab.analysis.versions import version_diff
 
     path, config, inputs, progress = lab.model_path, lab.config, lab._inputs(), lab._progress(what)
     shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
     result: Any
     if what == "roofline":
-        result = ortlab.roofline(path, config, runs=10, progress=progress, **inputs)
+        result = roofline(path, config, runs=10, progress=progress, **inputs)
     elif what == "cost":
-        result = ortlab.cost(path, progress=progress, **inputs)
+        result = cost(path, progress=progress, **inputs)
     elif what == "throughput":
-        result = ortlab.throughput(path, config, concurrency=[1, 2, 4], progress=progress,
+        result = throughput(path, config, concurrency=[1, 2, 4], progress=progress,
                                    **inputs)  # fmt: skip
     elif what == "sweep":
-        result = ortlab.sweep(path, _sweep_dims(shapes), config, progress=progress)
+        result = sweep(path, _sweep_dims(shapes), config, progress=progress)
     else:
         pair = [v.strip() for v in versions.split(",") if v.strip()]
         if len(pair) != 2:
             raise OrtlabError(f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 "
                               f"(got {versions!r}).")  # fmt: skip
-        result = ortlab.version_diff(path, config, versions=pair, progress=progress, **inputs)
+        result = version_diff(path, config, versions=pair, progress=progress, **inputs)
     return result, [result.plot(), result]
 
 
