@@ -3,6 +3,7 @@ the error panel with the previous results kept, history compares runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -554,7 +555,9 @@ def test_a_failed_run_at_guessed_dims_says_which_in_any_tab(lab) -> None:
     assert "chosen by ortlab" not in lab.error.value
 
 
-def test_limits_tab_measures_the_roofline_of_the_current_settings(lab) -> None:
+def test_limits_tab_measures_the_roofline_of_the_current_settings(
+    lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The Limits tab runs ortlab.roofline under the controls' settings and shows the result
     itself (the same table every view shows) with its figure; cost and a shape sweep too, and
     a sweep box that does not parse says so."""
@@ -574,6 +577,16 @@ def test_limits_tab_measures_the_roofline_of_the_current_settings(lab) -> None:
     lab.sweep_dims.value = "batch=one"
     lab.limits_buttons["sweep"].click()
     assert "is not name=int" in lab.error.value and "Previous results are kept" in lab.error.value
+    # the last run as a Perfetto trace, in the working directory like the HTML report
+    monkeypatch.chdir(tmp_path)
+    lab.limits_buttons["perfetto"].click()
+    assert lab.error.value == "" and lab.perfetto == tmp_path / lab.perfetto.name
+    trace = json.loads(lab.perfetto.read_text(encoding="utf-8"))
+    events = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "node"]
+    assert len(events) == len(lab.placement.profile.data.ev_node)
+    # and the report carries what the tab measured, each as a section of its own
+    html = lab.export_report(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Roofline: is each node near this machine" in html and "Cost: the work" in html
 
 
 @pytest.mark.slow

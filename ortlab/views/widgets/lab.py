@@ -113,6 +113,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.doctor_result: Any = None
         self.optimization: Any = None
         self.roofline = self.cost = self.throughput = self.sweep = self.version_diff = None
+        self.perfetto: Path | None = None
         """The Limits tab's last results (ortlab.roofline, cost, throughput, sweep…)."""
         self.comparison: Any = None
         self.run_diff: Any = None
@@ -565,7 +566,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Write the Lab's state (last run's placement, profile and benchmark; optimization
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
-        ``ortlab-report-<model>.html`` in the working directory."""
+        ``ortlab-report-<model>.html`` in the working directory. The Limits tab's results
+        (roofline, cost, throughput, sweep, versions) are sections of their own."""
 
         target = (
             Path(path)
@@ -575,7 +577,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         out = report(self.model, self.doctor_result, path=target, compute=False,
                      placement=self.placement, profile=self.profile_result,
                      optimization=self.optimization, compare=self.comparison,
-                     benchmark=self.benchmark_result, history=self.history.to_pandas())  # fmt: skip
+                     benchmark=self.benchmark_result, history=self.history.to_pandas(),
+                     extra=[r for r in (self.roofline, self.cost, self.throughput, self.sweep,
+                                        self.version_diff) if r is not None])  # fmt: skip
         self.report_path = out
         self.notice.value = (f"report written: <a href='{esc(out.name)}' target='_blank'>"
                              f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)")  # fmt: skip

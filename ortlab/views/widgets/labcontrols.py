@@ -214,6 +214,7 @@ LIMITS_JOBS = {
     "throughput": "Throughput at 1, 2, 4 requests",
     "sweep": "Sweep these shapes",
     "version_diff": "Compare these onnxruntime versions, node by node",
+    "perfetto": "Save the last run as a Perfetto trace",
 }
 """The Limits tab's jobs: the result attribute each fills, and its button's label."""
 
@@ -246,7 +247,7 @@ class TabControls:
                                layout=w.Layout(width="260px"))  # fmt: skip
         b = self.limits_buttons
         self.limits_bar = w.VBox([
-            w.HBox([b["roofline"], b["cost"], b["throughput"]]),
+            w.HBox([b["roofline"], b["cost"], b["throughput"], b["perfetto"]]),
             w.HBox([self.sweep_dims, b["sweep"]]), w.HBox([self.versions, b["version_diff"]]),
         ])  # fmt: skip
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")

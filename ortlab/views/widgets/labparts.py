@@ -10,6 +10,7 @@ import gc
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
@@ -69,6 +70,22 @@ def _sweep_dims(text: str) -> dict[str, list[int]]:
     return dims
 
 
+def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
+    """The last run's profile as a Perfetto trace in the working directory (slices named after
+    the model's nodes through the run's placement join), like the HTML report button."""
+    from ortlab.core.errors import OrtlabError
+    from ortlab.views.render import esc
+
+    if lab.placement is None or lab.placement.profile is None:
+        raise OrtlabError("No run to export yet: press Run, then save its trace.")
+    out = Path.cwd() / f"ortlab-trace-{safe_filename(lab.model.name)}.json"
+    lab.placement.profile.to_perfetto(out, placement=lab.placement, model=lab.model)
+    note = (f"<div>Perfetto trace of the last run written: <b>{esc(out)}</b> "
+            f"({out.stat().st_size / 1e6:.1f} MB). Open it at ui.perfetto.dev or "
+            "chrome://tracing (File: open trace file).</div>")  # fmt: skip
+    return out, [w.HTML(note)]
+
+
 def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
     what the tab shows (its figure, then the result's own table: one home for each number)."""
@@ -81,6 +98,8 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     path, config, inputs, progress = lab.model_path, lab.config, lab._inputs(), lab._progress(what)
     shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
     result: Any
+    if what == "perfetto":
+        return _perfetto(lab)
     if what == "roofline":
         result = roofline(path, config, runs=10, progress=progress, **inputs)
     elif what == "cost":
