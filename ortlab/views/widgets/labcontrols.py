@@ -214,7 +214,7 @@ LIMITS_JOBS = {
     "throughput": "Throughput at 1, 2, 4 requests",
     "sweep": "Sweep these shapes",
     "version_diff": "Compare these onnxruntime versions, node by node",
-    "perfetto": "Save the last run as a Perfetto trace",
+    "perfetto": "Perfetto trace of the last run",
 }
 """The Limits tab's jobs: the result attribute each fills, and its button's label."""
 
@@ -247,8 +247,9 @@ class TabControls:
                                layout=w.Layout(width="260px"))  # fmt: skip
         b = self.limits_buttons
         self.limits_bar = w.VBox([
-            w.HBox([b["roofline"], b["cost"], b["throughput"], b["perfetto"]]),
-            w.HBox([self.sweep_dims, b["sweep"]]), w.HBox([self.versions, b["version_diff"]]),
+            w.HBox([b["roofline"], b["cost"], b["throughput"]]),
+            w.HBox([self.sweep_dims, b["sweep"], b["perfetto"]]),
+            w.HBox([self.versions, b["version_diff"]]),
         ])  # fmt: skip
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info",
