@@ -13,7 +13,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import LatencyStats, Paired, latency_stats, median_interval
+from ortlab.core.stats import LatencyStats, Paired, latency_stats, median_with_interval
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
@@ -63,12 +63,8 @@ class BenchmarkResult(Result):
         """``(low_ms, high_ms, coverage)``: a distribution-free interval for the median run (a
         pair of order statistics whose coverage of at least 95 % follows from the binomial
         distribution alone); NaNs with fewer than 6 runs."""
-        found = median_interval(len(self.latencies_ns))
-        if found is None:
-            return math.nan, math.nan, math.nan
-        k, coverage = found
-        ms = np.sort(np.asarray(self.latencies_ns, dtype=np.float64)) / 1e6
-        return float(ms[k - 1]), float(ms[ms.size - k]), coverage
+        _, low, high, coverage = median_with_interval(np.asarray(self.latencies_ns) / 1e6)
+        return low, high, coverage
 
     @property
     def busy(self) -> bool:

@@ -138,8 +138,7 @@ class CostResult(Result):
 def _shape(reply: ShapesReply, name: str) -> Tensor | None:
     if not name:
         return None
-    found = reply.tensors.get(name)
-    return (found[0], tuple(found[1])) if found is not None else None
+    return reply.tensors.get(name)
 
 
 def _filled(
@@ -153,7 +152,7 @@ def _filled(
     out: list[Tensor | None] = []
     for name, known in zip(names, ins, strict=True):
         seen = next(recorded) if name else None
-        out.append(known if known is not None or seen is None else (seen[0], tuple(seen[1])))
+        out.append(known if known is not None else seen)
     return out
 
 
@@ -169,6 +168,8 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
             by_name.setdefault(n.name, n)
     rows: list[CostRow] = []
     varying = 0
+    sizes = (d.activation_bytes, d.parameter_bytes, d.output_bytes)
+    recorded = all(len(s) == len(d.node) for s in sizes)  # traces older than the size fields
     for i, name in enumerate(d.node):
         g = by_name.get(name)
         if g is None:  # a node the saved graph does not hold: use the profile's own record
@@ -183,11 +184,8 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
             if missing:
                 c = NodeCost(math.nan, math.nan, c.bytes_written, c.dtype, c.kind,
                              f"shape of {', '.join(missing[:3])} unknown")  # fmt: skip
-        listed = d.input_types[i]
-        present = [s for s in ins if s is not None]
         ort = -1.0
-        sizes = (d.activation_bytes, d.parameter_bytes, d.output_bytes)
-        if all(len(s) == len(d.node) for s in sizes) and len(listed) == len(present):
+        if recorded and len(d.input_types[i]) == sum(1 for s in ins if s is not None):
             parts = [s[i] for s in sizes]
             ort = float(sum(parts)) if min(parts) >= 0 else -1.0
         k = float(calls[i])

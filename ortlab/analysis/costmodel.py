@@ -73,7 +73,7 @@ _DATA = frozenset(
      "Compress", "ReverseSequence", "Trilu", "EyeLike", "MemcpyFromHost", "MemcpyToHost",
      "ZipMap", "QLinearConcat", "Constant", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
      "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "Col2Im",
-     "Unique", "TransposeMatMul", "GatherBlockQuantized", "RandomNormal", "RandomUniform",
+     "Unique", "GatherBlockQuantized", "RandomNormal", "RandomUniform",
      "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Optional",
      "OptionalGetElement", "OptionalHasElement", "StringNormalizer", "LabelEncoder",
      "CategoryMapper", "ArrayFeatureExtractor", "Imputer", "Binarizer", "Normalizer",
@@ -156,7 +156,7 @@ def _matmul(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
         k = int(attrs["K"])  # type: ignore[call-overload]
     elif op in ("Gemm", "QGemm", "FusedGemm"):
         k = dims[0] if attrs.get("transA") else dims[-1]
-    elif op == "FusedMatMul" and attrs.get("transA") and len(dims) >= 2:
+    elif op in ("FusedMatMul", "TransposeMatMul") and attrs.get("transA") and len(dims) >= 2:
         k = dims[-2]
     else:
         k = dims[-1] if dims else 1
@@ -281,7 +281,8 @@ def _reduction(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
 _FAMILIES: tuple[tuple[frozenset[str], str, Formula], ...] = (
     (frozenset(("Conv", "FusedConv", "ConvInteger", "QLinearConv", "ConvTranspose", "NhwcConv",
                 "NhwcFusedConv")), "compute", _conv),
-    (frozenset(("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulNBits", "FusedMatMul", "Gemm",
+    (frozenset(("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulNBits", "FusedMatMul",
+                "TransposeMatMul", "Gemm",
                 "QGemm", "FusedGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
                 "MatMulBnb4", "MatMulFpQ4")), "compute", _matmul),
     (frozenset(("Attention", "MultiHeadAttention", "GroupQueryAttention",

@@ -13,6 +13,7 @@ the runs of the peak kernels (a ceiling); node times are medians, so fractions a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,16 +24,17 @@ import numpy as np
 from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
 from ortlab.analysis.profiling import ProfileResult, profile
 from ortlab.core.config import SessionConfig
-from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.eps import compiling
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.units import fmt_flops
-from ortlab.engine import tasks_cost, tasks_peaks
+from ortlab.engine import tasks_cost
 from ortlab.engine.calls import run_model_task
+from ortlab.engine.tasks_peaks import PeakRuns
 
 __all__ = ["FAR_UNDER", "NEAR", "Peak", "RoofRow", "RooflineResult", "profile_with_roofline",
-           "roofline", "runs_own_kernels"]  # fmt: skip
+           "roofline"]  # fmt: skip
 
 FAR_UNDER = 0.1
 """A node under a tenth of its bound is far from what the machine can do."""
@@ -162,9 +164,9 @@ class RooflineResult(Result):
                 f"{fmt_flops(self.peak_flops('fp32'), '/s')} fp32>")  # fmt: skip
 
 
-def _peaks(reply: tasks_peaks.PeaksReply) -> list[Peak]:
+def _peaks(runs: list[PeakRuns]) -> list[Peak]:
     out = []
-    for p in reply.runs:
+    for p in runs:
         rates = [p.work / s for s in p.seconds if s > 0]
         out.append(Peak(p.what, p.dtype, max(rates) if rates else math.nan,
                         float(np.median(rates)) if rates else math.nan, len(rates),
@@ -216,13 +218,14 @@ def roofline(
     )  # fmt: skip
     costs, notes = cost_rows(reply)
     used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory", "cache"}
-    peaks = _peaks(tasks_peaks.PeaksReply([p for p in reply.peaks if p.dtype in used]))
+    peaks = _peaks([p for p in reply.peaks if p.dtype in used])
     prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=reply.data, report=reply.report,
                          feeds=f.describe(), synthetic=f.synthetic)  # fmt: skip
     times = prof.by_node().set_index("node")
     result = RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=[], runs=runs,
+                            feeds=f.describe(), synthetic=f.synthetic, profile=prof,
                             cache_bytes=last_level_cache_bytes())  # fmt: skip
-    rows = [
+    rows = [  # the ceilings are the result's own: one lookup of a peak, the rows' and the table's
         _row(c, float(times.at[c.node, "us_per_run"]), float(times.at[c.node, "share"]),
              result.peak_flops(c.dtype), result.peak_bytes(c.bytes / max(c.calls, 1.0)))
         for c in costs if c.node in times.index
@@ -247,17 +250,7 @@ def roofline(
         f"best of {3 * runs}).",
         *f.notes,
     ]
-    return RooflineResult(model=m.name, config=cfg.to_dict(), peaks=peaks, rows=rows, runs=runs,
-                          feeds=f.describe(), synthetic=f.synthetic, notes=notes,
-                          profile=prof, cache_bytes=result.cache_bytes)  # fmt: skip
-
-
-def runs_own_kernels(config: SessionConfig) -> bool:
-    """Whether every EP of ``config`` runs ORT's own kernels (none compiles the graph into
-    kernels of its own, whose work cannot be counted per node)."""
-    if config.policy or config.providers == "auto":
-        return False
-    return not any(p in COMPILING_EPS for p in config.providers)
+    return dataclasses.replace(result, rows=rows, notes=notes)
 
 
 def profile_with_roofline(
@@ -271,7 +264,7 @@ def profile_with_roofline(
 ) -> tuple[ProfileResult, RooflineResult | None]:
     """A profile of ``runs`` runs and, where the EPs run ORT's own kernels, the roofline of
     the same runs (its profile is that profile); a plain profile where an EP compiles."""
-    if not runs_own_kernels(config):
+    if compiling(config.providers, config.policy):  # its kernels' work cannot be counted
         return profile(model, config, feeds, runs=runs, warmup=warmup, progress=False,
                        timeout=timeout), None  # fmt: skip
     roof = roofline(model, config, feeds, runs=runs, warmup=warmup, progress=False,

@@ -20,7 +20,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
-from ortlab.core.stats import median_interval
+from ortlab.core.stats import median_with_interval
 from ortlab.engine.calls import as_config
 
 __all__ = ["MAX_POINTS", "SweepResult", "SweepRow", "sweep"]
@@ -130,12 +130,8 @@ def _points(dims: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
 
 def _latency(latencies_ns: Sequence[int]) -> tuple[float, float, float]:
     """Median and its 95 % interval from order statistics (NaN bounds with too few runs)."""
-    ms = np.sort(np.asarray(latencies_ns, dtype=np.float64) / 1e6)
-    found = median_interval(len(ms))
-    if found is None:
-        return float(np.median(ms)), math.nan, math.nan
-    k, _ = found
-    return float(np.median(ms)), float(ms[k - 1]), float(ms[len(ms) - k])
+    mid, low, high, _ = median_with_interval(np.asarray(latencies_ns, dtype=np.float64) / 1e6)
+    return mid, low, high
 
 
 def _measure(model: Any, cfg: Any, point: dict[str, int], *, runs: int,

@@ -25,7 +25,7 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.machine import environment
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
-from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_interval, paired_ratio
+from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
 from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.tasks_throughput import MODES, ThroughputReply
@@ -195,16 +195,6 @@ def _pct(lat_ns: list[int]) -> tuple[float, float, float]:
     return float(p[0]), float(p[1]), float(p[2])
 
 
-def _median_ci(values: list[float]) -> tuple[float, float, float]:
-    xs = np.sort(np.asarray(values, dtype=np.float64))
-    mid = float(np.median(xs)) if xs.size else math.nan
-    found = median_interval(int(xs.size))
-    if found is None:
-        return mid, math.nan, math.nan
-    k, _ = found
-    return mid, float(xs[k - 1]), float(xs[xs.size - k])
-
-
 def _paired(v: Verdict, a: int, b: int) -> Paired:
     if a == b:
         return Paired.of(v, "baseline")
@@ -221,7 +211,7 @@ def _mode_rows(
                     key=lambda w: w.round)  # fmt: skip
         per_round = [w.completed / (w.window_ns / 1e9) for w in ws]
         rates.append(per_round)
-        mid, low, high = _median_ci(per_round)
+        mid, low, high, _ = median_with_interval(per_round)
         p50, p90, p99 = _pct([x for w in ws for x in w.latencies_ns])
         k = len(rates) - 1
         rows.append(LevelRow(

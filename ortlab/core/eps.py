@@ -142,6 +142,17 @@ COMPILING_EPS = frozenset(
     }
 )
 
+
+def compiling(providers: tuple[str, ...] | str, policy: str | None = None) -> list[str]:
+    """Which of ``providers`` compile parts of the graph into kernels of their own; 'auto' or
+    a selection policy may pick one, so they count as compiling (named as given)."""
+    if policy:
+        return [f"policy:{policy}"]
+    if providers == "auto":
+        return ["auto"]
+    return [p for p in providers if p in COMPILING_EPS]
+
+
 MEMCPY_OPS = frozenset({"MemcpyFromHost", "MemcpyToHost"})
 """Nodes ORT inserts where a tensor crosses between a device EP and the CPU."""
 

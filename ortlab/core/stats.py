@@ -118,6 +118,20 @@ def median_interval(n: int, confidence: float = 0.95) -> tuple[int, float] | Non
     return k, 1 - 2 * tail
 
 
+def median_with_interval(
+    values: Sequence[float] | np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float, float]:
+    """``(median, low, high, coverage)`` of ``values``: the interval is the pair of order
+    statistics :func:`median_interval` picks (NaN bounds and coverage when too few values)."""
+    xs = np.sort(np.asarray(values, dtype=np.float64))
+    mid = float(np.median(xs)) if xs.size else math.nan
+    found = median_interval(int(xs.size), confidence)
+    if found is None:
+        return mid, math.nan, math.nan, math.nan
+    k, coverage = found
+    return mid, float(xs[k - 1]), float(xs[xs.size - k]), coverage
+
+
 def min_rounds(confidence: float = 0.95) -> int:
     """Fewest rounds for which an order-statistic interval of the median reaches
     ``confidence`` (its [min, max] covers 1 - 2·½ⁿ)."""

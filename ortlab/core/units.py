@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_bytes", "fmt_flops"]
+__all__ = ["fmt_bandwidth", "fmt_bytes", "fmt_flops"]
 
 
 def fmt_bytes(n: float) -> str:
@@ -28,3 +28,8 @@ def fmt_flops(n: float, per: str = "") -> str:
             return f"{size:.0f} FLOP{per}" if not unit else f"{size:.3g} {unit}FLOP{per}"
         size /= 1000
     return f"{size:.3g} PFLOP{per}"
+
+
+def fmt_bandwidth(n: float) -> str:
+    """Bytes per second as bandwidths are quoted (decimal): ``3.45e10`` → ``'34.5 GB/s'``."""
+    return f"{n / 1e9:.1f} GB/s"

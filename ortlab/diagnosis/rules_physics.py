@@ -4,11 +4,12 @@ the machine's limits, where settings have nothing left to gain."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
 from ortlab.analysis.roofline import FAR_UNDER, NEAR
-from ortlab.core.units import fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.diagnosis.facts import QUANTIZED, Facts, Finding, Kind, candidate_key, measured_gain
 
 __all__ = ["FAR_SHARE", "machine_limits"]
@@ -20,15 +21,15 @@ TINY_US = 20.0
 
 
 def _bound_text(r: Any) -> str:
-    if r.flops and r.flops == r.flops:
+    if r.flops and not math.isnan(r.flops):
         return f"{r.achieved_fraction:.0%} of its {fmt_flops(r.attainable, '/s')} bound"
-    return f"{r.achieved_fraction:.0%} of {r.attainable / 1e9:.1f} GB/s"
+    return f"{r.achieved_fraction:.0%} of {fmt_bandwidth(r.attainable)}"
 
 
 def _evidence(roof: Any, rows: list[Any]) -> str:
     peaks = "; ".join(
         f"{p.what} {fmt_flops(p.best, '/s')}" if p.dtype not in ("memory", "cache") else
-        f"{p.what} {p.best / 1e9:.1f} GB/s" for p in roof.peaks if not p.error
+        f"{p.what} {fmt_bandwidth(p.best)}" for p in roof.peaks if not p.error
     )  # fmt: skip
     top = "; ".join(f"{r.node} ({r.op_type}, {r.share:.1%} of time) at {_bound_text(r)}"
                     for r in rows[:3])  # fmt: skip

@@ -36,7 +36,7 @@ from ortlab.engine.replies import (
 )
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
-from ortlab.engine.trace import parse_profile_file
+from ortlab.engine.trace import ProfileData, parse_profile_file
 from ortlab.engine.verdicts import verdict_names
 
 Progress = Callable[[int, int], None]
@@ -293,18 +293,31 @@ def profile(
         sess, report = build_session(
             model_path, config, model_name=model_name, profile_prefix=str(folder / "ortlab")
         )
-        prepared = prepare_feeds(feeds)
-        run = _runner(sess, prepared, config.io_binding)
-        try:
-            for i in range(warmup + runs):
-                run()
-                progress(i + 1, warmup + runs)
-        except Exception as err:
-            raise _run_error(err, model_name, config, feeds) from err
-        finally:
-            path = sess.end_profiling()
-        data = parse_profile_file(path, skip_runs=warmup)
+        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress)
     return ProfileReply(data=data, report=report)
+
+
+def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all needed
+    sess: Any,
+    config: SessionConfig,
+    feeds: Mapping[str, Any],
+    model_name: str,
+    runs: int,
+    warmup: int,
+    progress: Progress,
+) -> ProfileData:
+    """``warmup + runs`` runs of a session built with profiling on; its trace, parsed (warm-up
+    runs dropped), while its folder still exists."""
+    run = _runner(sess, prepare_feeds(feeds), config.io_binding)
+    try:
+        for i in range(warmup + runs):
+            run()
+            progress(i + 1, warmup + runs)
+    except Exception as err:
+        raise _run_error(err, model_name, config, feeds) from err
+    finally:
+        path = sess.end_profiling()
+    return parse_profile_file(path, skip_runs=warmup)
 
 
 def outputs(

@@ -18,19 +18,12 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
-from ortlab.core.eps import COMPILING_EPS
+from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
 from ortlab.engine.session import SessionReport, build_session
-from ortlab.engine.tasks import (
-    Progress,
-    _run_error,
-    _runner,
-    _side_weights,
-    prepare_feeds,
-    release_after_reply,
-)
+from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
 from ortlab.engine.tasks_peaks import PeakKernel, PeakRuns, peak_kernels
-from ortlab.engine.trace import ProfileData, TensorTypes, parse_profile_file
+from ortlab.engine.trace import ProfileData
 
 __all__ = ["GraphNode", "ShapesReply", "onnx_dtype_name", "shapes"]
 
@@ -147,13 +140,9 @@ def _outputs(nodes: tuple[GraphNode, ...], data: ProfileData) -> dict[str, Any]:
         if node is None:  # not in the saved graph under that name: counted from the profile
             continue
         produced = [t for t in node.outputs if t]
-        for tensor, (dtype, dims) in zip(produced, _typed(types), strict=False):
+        for tensor, (dtype, dims) in zip(produced, types, strict=False):
             out.setdefault(tensor, (dtype, dims))
     return out
-
-
-def _typed(types: TensorTypes) -> list[tuple[str, tuple[int, ...]]]:
-    return [(str(d), tuple(int(x) for x in dims)) for d, dims in types]
 
 
 def shapes(
@@ -174,10 +163,10 @@ def shapes(
     cores from the peak kernels (measured: half the GEMM's FLOP/s)."""
     import onnx
 
-    requested = list(config.providers) if config.providers != "auto" else ["auto"]
-    if any(p in COMPILING_EPS or p == "auto" for p in requested):
+    compiled = compiling(config.providers, config.policy)
+    if compiled:
         raise RunError(
-            f"ortlab.cost counts the kernels ORT runs; {', '.join(requested)} compiles parts of "
+            f"ortlab.cost counts the kernels ORT runs; {', '.join(compiled)} compiles parts of "
             "the graph into kernels of its own, whose work ortlab cannot see. Count it on the "
             "CPU EP (config=None) instead."
         )
@@ -190,24 +179,16 @@ def shapes(
             optimized_model_path=str(folder / "final.onnx"),
             extra_entries=_side_weights("final.onnx.data"),
         )
-        run = _runner(sess, prepare_feeds(feeds), config.io_binding)
         kernels: list[PeakKernel] = peak_kernels(config, list(peaks), folder) if peaks else []
         for _ in range(runs):  # before the model's first run: its pool does not spin yet
             for k in kernels:
                 k.time_once()
-        try:
-            for i in range(warmup + runs):
-                run()
-                progress(i + 1, warmup + runs)
-        except Exception as err:
-            raise _run_error(err, model_name, config, feeds) from err
-        finally:
-            trace = sess.end_profiling()
-        data = parse_profile_file(trace, skip_runs=warmup)
+        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress)
         proto = onnx.load(str(Path(folder) / "final.onnx"), load_external_data=False)
     release_after_reply(sess, *kernels)
     names: dict[tuple[str, str], str] = {}
-    _ort_names(onnx.load(model_path, load_external_data=False).graph, names)
+    if any(not n.name for n in proto.graph.node):  # only then: the original's ORT names
+        _ort_names(onnx.load(model_path, load_external_data=False).graph, names)
     nodes: list[GraphNode] = []
     tensors: dict[str, Any] = {}
     weights: set[str] = set()

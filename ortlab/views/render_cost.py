@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ortlab.core.units import fmt_bytes, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["cost_figure", "cost_html", "cost_text", "roofline_figure", "roofline_html",
@@ -100,7 +100,7 @@ def _roof_head(r: Any) -> str:
 
 
 def _rate(value: float, dtype: str) -> str:
-    return f"{value / 1e9:.1f} GB/s" if dtype in ("memory", "cache") else fmt_flops(value, "/s")
+    return fmt_bandwidth(value) if dtype in ("memory", "cache") else fmt_flops(value, "/s")
 
 
 def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
@@ -121,9 +121,9 @@ def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for x in frame.itertuples():
         memory_only = not x.flops or math.isnan(x.flops)
-        achieved = f"{x.achieved_bytes / 1e9:.1f} GB/s" if memory_only else fmt_flops(
+        achieved = fmt_bandwidth(x.achieved_bytes) if memory_only else fmt_flops(
             x.achieved_flops, "/s")  # fmt: skip
-        bound_at = f"{x.attainable / 1e9:.1f} GB/s" if memory_only else fmt_flops(
+        bound_at = fmt_bandwidth(x.attainable) if memory_only else fmt_flops(
             x.attainable, "/s")  # fmt: skip
         fraction = "" if math.isnan(x.achieved_fraction) else f"{x.achieved_fraction:.0%}"
         rows.append([x.node, x.op_type, f"{x.us:.1f}", f"{x.share:.1%}", _intensity(x.intensity),
@@ -170,10 +170,10 @@ def roofline_figure(r: Any) -> Any:
             ridge = p.best / slope
             fig.add_trace(go.Scatter(
                 x=[lo, ridge, hi], y=[lo * slope, p.best, p.best], mode="lines",
-                name=f"roof: {p.what}, {where} {slope / 1e9:.0f} GB/s",
+                name=f"roof: {p.what}, {where} {fmt_bandwidth(slope)}",
                 line={"dash": dash, "color": "#444" if p.dtype == "fp32" else "#999"},
                 hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
-                               f"{slope / 1e9:.1f} GB/s<extra>measured</extra>"),
+                               f"{fmt_bandwidth(slope)}<extra>measured</extra>"),
             ))  # fmt: skip
     top = frame.groupby("op_type")["share"].sum().sort_values(ascending=False)
     keep = set(top.index[:8])  # more colours than this repeat: the rest are one grey group

@@ -16,7 +16,13 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
+from ortlab.analysis.cost import cost
+from ortlab.analysis.roofline import roofline
+from ortlab.analysis.sweep import sweep
+from ortlab.analysis.throughput import throughput
+from ortlab.analysis.versions import version_diff
 from ortlab.core.errors import OrtlabError
+from ortlab.views.render import esc
 
 __all__ = [
     "LIMITS_INTRO",
@@ -73,9 +79,6 @@ def _sweep_dims(text: str) -> dict[str, list[int]]:
 def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
     """The last run's profile as a Perfetto trace in the working directory (slices named after
     the model's nodes through the run's placement join), like the HTML report button."""
-    from ortlab.core.errors import OrtlabError
-    from ortlab.views.render import esc
-
     if lab.placement is None or lab.placement.profile is None:
         raise OrtlabError("No run to export yet: press Run, then save its trace.")
     out = Path.cwd() / f"ortlab-trace-{safe_filename(lab.model.name)}.json"
@@ -89,12 +92,6 @@ def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
 def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
     what the tab shows (its figure, then the result's own table: one home for each number)."""
-    from ortlab.analysis.cost import cost
-    from ortlab.analysis.roofline import roofline
-    from ortlab.analysis.sweep import sweep
-    from ortlab.analysis.throughput import throughput
-    from ortlab.analysis.versions import version_diff
-
     path, config, inputs, progress = lab.model_path, lab.config, lab._inputs(), lab._progress(what)
     shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
     result: Any
