@@ -44,6 +44,34 @@ def test_profile_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert p.runs == 3
 
 
+def test_profile_names_kernels_by_the_nodes_they_compute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At level all ORT's kernels are r145_nchwc and the like; the CLI's top table names each
+    after the model's own nodes (as the Lab and the report do), checked against plain
+    onnxruntime's saved optimized graph and the model's node names."""
+    import re
+
+    import onnx
+    import onnxruntime as ort
+
+    path = ortlab.examples.path("resnet50")
+    original = {n.name for n in onnx.load(str(path), load_external_data=False).graph.node}
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    final = {n.name for n in onnx.load(str(tmp_path / "opt.onnx")).graph.node}
+    assert main(["profile", "resnet50", "--runs", "2", "--warmup", "1", "--top", "6"]) == 0
+    out = capsys.readouterr().out
+    rows = out.split("Top 6 nodes:")[1].strip().splitlines()[2:8]
+    kernels = [re.search(r"\(kernel (\S+)\)", r) for r in rows]
+    assert all(kernels), rows  # every top Conv here is a fused NCHWc kernel
+    for row, k in zip(rows, kernels, strict=True):
+        assert k is not None and k.group(1) in final and k.group(1) not in original
+        first = row.split(" ")[0]
+        assert first in original and first not in final, row
+
+
 def test_errors_exit_2_with_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x00garbage" * 10)

@@ -163,22 +163,21 @@ def _bench(args: argparse.Namespace) -> None:
 
 def _profile(args: argparse.Namespace) -> None:
 
+    from ortlab.views.render import fused_map
+
     m = _model(args.model)
-    if args.perfetto:  # the join names fused kernels after the model's nodes; same runs
-        pl = ortlab.placement(
-            m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
-            dims=args.dims, progress=_progress(args),
-        )  # fmt: skip
-        assert pl.profile is not None
-        p = pl.profile
-        out = p.to_perfetto(args.perfetto, placement=pl, model=m)
-    else:
-        p = ortlab.profile(
-            m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
-            dims=args.dims, progress=_progress(args),
-        )  # fmt: skip
-    print(p.to_json() if args.json else p.to_text(top=args.top))
+    # The placement join runs the same profiled runs and maps every kernel of ORT's final
+    # graph to the model's nodes it computes: the table names kernels as the Lab, the graph
+    # and the report do ("p2o.Conv.12 + 2 more (kernel r169_nchwc)"), not ORT's "r169_nchwc".
+    pl = ortlab.placement(
+        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
+        dims=args.dims, progress=_progress(args),
+    )  # fmt: skip
+    assert pl.profile is not None
+    p = pl.profile
+    print(p.to_json() if args.json else p.to_text(top=args.top, fused=fused_map(pl, p)))
     if args.perfetto:
+        out = p.to_perfetto(args.perfetto, placement=pl, model=m)
         print(f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
               file=sys.stderr if args.json else sys.stdout)  # fmt: skip
 
