@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -279,6 +280,35 @@ def test_first_picture_of_every_real_model(name: str) -> None:
         assert first in ops, gr.label
         if ops.keys() & _WORK:
             assert first in _WORK, (gr.label, ops)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["ddddocr_int8", "picodet_layout"])
+def test_a_graph_never_run_names_blocks_by_flops(name: str) -> None:
+    """Without a run, a block is named after the op types doing most of its FLOPs, counted
+    independently by ``ortlab.cost`` from the shapes a real run had (the graph works them out
+    by ONNX shape inference at the shapes ortlab would synthesize): the int8 OCR model's blocks
+    are its ConvIntegers and their DynamicQuantizeLinear, not the Muls it has more of; the
+    layout model's are Conv + BatchNormalization, not the Add or Div it has more of."""
+    m = corpus.load(name)
+    g = graph_data(m)
+    assert not any(n.us_per_run for n in g.nodes)
+    cost = ortlab.cost(m, feeds=m.example_inputs(), progress=False)
+    flops = {r.node: r.flops for r in cost.rows}
+    blocks = [gr for gr in g.groups if gr.label.startswith("block ") and gr.label.count(":") == 1]
+    checked = 0
+    for gr in blocks:
+        by_op: Counter[str] = Counter()
+        for n in _block_members(g, gr.id):
+            f = flops.get(n.name, float("nan"))
+            by_op[n.op_type] += 0.0 if math.isnan(f) else f
+        named = [_first_named(f": {part}") for part in gr.label.split(": ", 1)[1].split(" + ")]
+        ranked = by_op.most_common(len(named) + 1) + [("", 0.0)]
+        k = len(named)
+        if ranked[k - 1][1] > 0 and ranked[k][1] < 0.99 * ranked[k - 1][1]:  # no near-tie
+            assert named == [op for op, _ in ranked[:k]], (gr.label, by_op.most_common(4))
+            checked += 1
+    assert checked >= len(blocks) // 2, (checked, len(blocks))
 
 
 @pytest.mark.corpus

@@ -2,21 +2,29 @@
 
 A flat-scoped export (Paddle, tf2onnx, old PyTorch) has no name scopes to group by, so its
 nodes are cut into blocks of a readable size at the narrow points of the graph, each named
-after the ops that do its work (the most measured time, else compute before element-wise before
-data movement), runs of pure data movement merged, repeats found by structure. Then scope
+after the ops that do its work (the most measured time, else the most FLOPs at the run's or the
+guessed input shapes, else compute before element-wise before data movement), runs of pure data
+movement merged, repeats found by structure. Then scope
 levels open from the top while the picture keeps to COLLAPSE_ABOVE items.
 """
 
 from __future__ import annotations
 
+import math
+import weakref
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ortlab.analysis.costmodel import Tensor, node_cost
+from ortlab.core.onnx_util import attr_values, dtype_name, inferred_graph, value_info_shape
+
 if TYPE_CHECKING:
     from ortlab.analysis.graphdata import GraphGroup, GraphNode
+    from ortlab.core.model import Model
 
-__all__ = ["COLLAPSE_ABOVE", "chunk_siblings", "initial_expanded", "regroup"]
+__all__ = ["COLLAPSE_ABOVE", "chunk_siblings", "flops_at", "initial_expanded", "regroup"]
 
 COLLAPSE_ABOVE = 60
 """Graphs with more nodes start with scope groups collapsed, opened level by level while at
@@ -170,31 +178,72 @@ _DATA_MOVEMENT_OPS = frozenset(
 """Ops that compute nothing a person looks for (shapes, casts, copies): named last."""
 
 
+_FLOPS: weakref.WeakKeyDictionary[Model, dict[tuple[object, ...], dict[str, float]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def flops_at(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, float]:
+    """FLOPs of one call of every main-graph node at these input shapes, from ONNX shape
+    inference and :func:`ortlab.analysis.costmodel.node_cost` (NaN where a shape is unknown or
+    no formula exists): what names a block when nothing was measured. A figure for ranking a
+    block's ops, not one shown: ``ortlab.cost`` counts from the shapes a run really had."""
+    key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+    cache = _FLOPS.setdefault(m, {})
+    if key in cache:
+        return cache[key]
+    graph = inferred_graph(m.proto, input_shapes)
+    known: dict[str, Tensor] = {}
+    for vi in [*graph.input, *graph.output, *graph.value_info]:
+        shape = value_info_shape(vi)
+        if shape is not None and all(isinstance(d, int) for d in shape):
+            known[vi.name] = (dtype_name(vi.type.tensor_type.elem_type), tuple(shape))  # type: ignore[arg-type]
+    for t in m.proto.graph.initializer:
+        known[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
+    out: dict[str, float] = {}
+    for op, raw in m.node_protos:
+        if op.parent:  # body nodes: inference does not type their tensors here
+            continue
+        ins = [known.get(t) if t else None for t in raw.input]
+        outs = [known.get(t) if t else None for t in raw.output]
+        out[op.name] = node_cost(op.op_type, ins, outs, attr_values(raw), op.domain).flops
+    cache[key] = out
+    return out
+
+
 def _structure(nodes: list[GraphNode]) -> tuple[tuple[str, int], ...]:
     """What a block is made of (every op type and how many): equal structures repeat."""
     return tuple(sorted(Counter(n.op_type for n in nodes).items()))
 
 
-def _block_name(nodes: list[GraphNode]) -> str:
+def _block_name(nodes: list[GraphNode], flops: Mapping[str, float] | None = None) -> str:
     """A block's name: the ops that do its work, heaviest first, by measured time when the
-    nodes have one, else by class (a stand-in for FLOPs until there is a cost model): compute
-    ops (Conv, MatMul, …) before element-wise ones before data movement (Cast, Reshape, …),
-    most frequent first within a class; data movement names a block only when it holds
-    nothing else ("data movement: Cast x4", with a multiplication
-    sign)."""
+    nodes have one, else by FLOPs (``flops``, per node name; see :func:`flops_at`) when every
+    compute op in it could be counted, else by class: compute ops (Conv, MatMul, …) before
+    element-wise ones before data movement (Cast, Reshape, …), most frequent first within a
+    class; data movement names a block only when it holds nothing else ("data movement: Cast
+    x4", with a multiplication sign)."""
     count = Counter(n.op_type for n in nodes)
     timed: defaultdict[str, float] = defaultdict(float)
+    work: defaultdict[str, float] = defaultdict(float)
+    uncounted = set()  # compute ops ONNX inference could not size (shape after a Reshape…)
     for n in nodes:
         timed[n.op_type] += n.us_per_run
+        f = (flops or {}).get(n.name, math.nan)
+        work[n.op_type] += 0.0 if math.isnan(f) else f
+        if math.isnan(f) and n.op_type in _COMPUTE_OPS:
+            uncounted.add(n.op_type)
+
+    def weight(op: str) -> tuple[int, int, str]:
+        rank = 0 if op in _COMPUTE_OPS else 2 if op in _DATA_MOVEMENT_OPS else 1
+        return rank, -count[op], op
+
     if any(timed.values()):
         ranked = sorted(count, key=lambda op: (-timed[op], -count[op], op))
         ranked = [op for op in ranked if timed[op] > 0] or ranked
+    elif any(work.values()) and not uncounted:  # ops without a figure after, by class
+        ranked = sorted(count, key=lambda op: (-work[op], *weight(op)))
     else:
-
-        def weight(op: str) -> tuple[int, int, str]:
-            rank = 0 if op in _COMPUTE_OPS else 2 if op in _DATA_MOVEMENT_OPS else 1
-            return rank, -count[op], op
-
         ranked = sorted(count, key=weight)
     heavy = [op for op in ranked[:2] if op not in _DATA_MOVEMENT_OPS]
     if not heavy:
@@ -206,7 +255,12 @@ def _block_name(nodes: list[GraphNode]) -> str:
     )
 
 
-def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[str]:
+def _blocks(
+    nodes: list[GraphNode],
+    ignore: set[str],
+    prefix: str = "",
+    flops: Mapping[str, float] | None = None,
+) -> list[str]:
     """Group paths (relative) for nodes in topological order without usable name scopes:
     segments of at most ~1/12 of the nodes cut where one tensor (or fewest) is live, named
     by the ops doing their work (:func:`_block_name`), with repeats of one structure noted
@@ -230,10 +284,10 @@ def _blocks(nodes: list[GraphNode], ignore: set[str], prefix: str = "") -> list[
         num = f"{prefix}{k:0{width}d}"
         first = seen.setdefault(repr(_structure(members)), num)
         like = f", like block {first}" if first != num else ""
-        path = "/" + f"block {num}{like}: {_block_name(members)}".replace("/", "∕")
+        path = "/" + f"block {num}{like}: {_block_name(members, flops)}".replace("/", "∕")
         inner = [""] * len(members)
         if len(members) > COLLAPSE_ABOVE:
-            inner = _blocks(members, ignore, prefix=f"{num}.")
+            inner = _blocks(members, ignore, prefix=f"{num}.", flops=flops)
         for i, sub in zip(seg, inner, strict=True):
             out[i] = path + sub
     return out
@@ -275,10 +329,13 @@ def chunk_siblings(nodes: list[GraphNode]) -> list[GraphNode]:
     return out
 
 
-def regroup(nodes: list[GraphNode], ignore: set[str]) -> list[GraphNode]:
+def regroup(
+    nodes: list[GraphNode], ignore: set[str], flops: Mapping[str, float] | None = None
+) -> list[GraphNode]:
     """Every container (the root, a scope, an If/Loop body) whose own nodes are more than
     COLLAPSE_ABOVE items is cut into blocks, so no picture shows a flat wall of nodes:
-    exports without name scopes (Paddle ``p2o.*``, tf2onnx) and huge single scopes alike."""
+    exports without name scopes (Paddle ``p2o.*``, tf2onnx) and huge single scopes alike.
+    Blocks are named by measured time, else by ``flops`` (:func:`flops_at`)."""
     own: dict[str, list[int]] = defaultdict(list)
     for k, n in enumerate(nodes):
         own[n.group].append(k)
@@ -286,7 +343,7 @@ def regroup(nodes: list[GraphNode], ignore: set[str]) -> list[GraphNode]:
     for container, members in own.items():
         if len(members) <= COLLAPSE_ABOVE:
             continue
-        paths = _blocks([nodes[k] for k in members], ignore)
+        paths = _blocks([nodes[k] for k in members], ignore, flops=flops)
         for k, path in zip(members, paths, strict=True):
             out[k] = replace(nodes[k], group=container + path)
     return out

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import numpy_helper
 
-from ortlab.analysis.graphblocks import chunk_siblings, initial_expanded, regroup
+from ortlab.analysis.graphblocks import chunk_siblings, flops_at, initial_expanded, regroup
 from ortlab.analysis.graphroof import RoofMark, roof_marks
 from ortlab.core.errors import OrtlabWarning
+from ortlab.core.inputs import default_shapes
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
 from ortlab.core.result import Result
@@ -458,7 +459,11 @@ def graph_data(
             )
         )
     fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
-    nodes = chunk_siblings(regroup(nodes, {t for t, c in fanout.items() if c > GHOST_FANOUT}))
+    flops = None  # nothing measured: blocks are named by FLOPs at the run's or guessed shapes
+    if not total_time:
+        flops = flops_at(m, getattr(placement, "input_shapes", None) or default_shapes(m))
+    ghosts = {t for t, c in fanout.items() if c > GHOST_FANOUT}
+    nodes = chunk_siblings(regroup(nodes, ghosts, flops))
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:

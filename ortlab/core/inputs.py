@@ -384,6 +384,24 @@ def _input_shape(
     return shape
 
 
+def default_shapes(model: Model) -> dict[str, list[int]]:
+    """The shape ortlab would synthesize each tensor input at without dims= or feeds= (named
+    dims by their stated guesses, unnamed ones by their place): what a picture of a model that
+    never ran is worked out at. Inputs it cannot synthesize are left out."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choices = resolve_dims(model, None)
+    out: dict[str, list[int]] = {}
+    for info in model.inputs:
+        try:
+            out[info.name] = _input_shape(info, model, choices)
+        except FeedError:
+            continue
+    return out
+
+
 def example_inputs(
     model: Model,
     dims: Mapping[str, int] | None = None,

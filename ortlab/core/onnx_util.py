@@ -233,6 +233,27 @@ CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 """Ops whose attributes hold subgraphs that run inside them."""
 
 
+Attr = int | float | str | tuple[int, ...] | tuple[float, ...]
+"""A node attribute a cost formula reads (tensors and graphs are left out)."""
+
+
+def attr_values(node: onnx.NodeProto) -> dict[str, Attr]:
+    """A node's scalar and list attributes as Python values (what cost formulas read)."""
+    out: dict[str, Attr] = {}
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.INT:
+            out[a.name] = int(a.i)
+        elif a.type == onnx.AttributeProto.FLOAT:
+            out[a.name] = float(a.f)
+        elif a.type == onnx.AttributeProto.STRING:
+            out[a.name] = a.s.decode("utf-8", "replace")
+        elif a.type == onnx.AttributeProto.INTS:
+            out[a.name] = tuple(int(x) for x in a.ints)
+        elif a.type == onnx.AttributeProto.FLOATS:
+            out[a.name] = tuple(float(x) for x in a.floats)
+    return out
+
+
 def inferred_graph(
     model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> onnx.GraphProto:

@@ -20,14 +20,13 @@ from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
+from ortlab.core.onnx_util import Attr, attr_values
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
 from ortlab.engine.tasks_peaks import PeakKernel, PeakRuns, peak_kernels
 from ortlab.engine.trace import ProfileData
 
 __all__ = ["GraphNode", "ShapesReply", "onnx_dtype_name", "shapes"]
-
-Attr = int | float | str | tuple[int, ...] | tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -73,21 +72,7 @@ def onnx_dtype_name(elem_type: int) -> str:
 
 
 def _attrs(node: Any) -> tuple[tuple[str, Attr], ...]:
-    import onnx
-
-    out: list[tuple[str, Attr]] = []
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.INT:
-            out.append((a.name, int(a.i)))
-        elif a.type == onnx.AttributeProto.FLOAT:
-            out.append((a.name, float(a.f)))
-        elif a.type == onnx.AttributeProto.STRING:
-            out.append((a.name, a.s.decode("utf-8", "replace")))
-        elif a.type == onnx.AttributeProto.INTS:
-            out.append((a.name, tuple(int(x) for x in a.ints)))
-        elif a.type == onnx.AttributeProto.FLOATS:
-            out.append((a.name, tuple(float(x) for x in a.floats)))
-    return tuple(out)
+    return tuple(attr_values(node).items())
 
 
 def _ort_names(graph: Any, out: dict[tuple[str, str], str]) -> None:
