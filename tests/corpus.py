@@ -117,6 +117,16 @@ CORPUS: dict[str, RealModel] = {
             {"input": [1, 512], "state": [2, 1, 128], "sr": []},
         ),
         RealModel(
+            "hibari_tts", "hibari-tts==0.2.1",
+            "49f2abbbe451c988e7448b5afa08c8a56410535ebb855c0e7d174275df5ca1f3",
+            "hibari/assets/hibari.onnx",
+            "5f70741d4e900f4e85d0037498736cc1b3e1b9a63a13546a5da1e63abf4fccd8",
+            "onnx.quantize 0.1 (dynamic INT8 of a Kokoro-82M distillation)",
+            "text to speech: a float speed [1] beside int64 phoneme ids; the output length "
+            "follows the speed (a redrawn speed near 0 asks for huge outputs); 1,731 nodes",
+            {"ids": [1, 29], "speed": [1]},
+        ),
+        RealModel(
             "resnet50_legacy", "onnx==1.19.1",
             "1839af08ab4a909e4af936b8149c27f8c64b96138981024e251906e0539d8bf9",
             "onnx/backend/test/data/light/light_resnet50.onnx",
@@ -307,6 +317,10 @@ def load(name: str) -> Any:
         pytest.skip(str(err))
 
 
+_HIBARI_IDS = [0, 50, 83, 54, 156, 31, 16, 81, 156, 86, 123, 3, 16, 81, 102, 61, 16, 102, 68,
+               16, 70, 16, 62, 156, 86, 61, 62, 4, 0]  # fmt: skip
+
+
 def feeds(name: str, seed: int = 0) -> dict[str, Any]:
     """The inputs the model is meant to run with: real shapes, seeded random values."""
     m = CORPUS[name]
@@ -320,6 +334,10 @@ def feeds(name: str, seed: int = 0) -> dict[str, Any]:
             out[key] = np.array(16000, dtype=np.int64)
         elif name == "silero_vad" and key == "state":
             out[key] = np.zeros(shape, dtype=np.float32)
+        elif name == "hibari_tts" and key == "ids":  # "Hello there, this is a test."
+            out[key] = np.array([_HIBARI_IDS], dtype=np.int64)  # (the package's own G2P)
+        elif name == "hibari_tts" and key == "speed":
+            out[key] = np.array([1.0], dtype=np.float32)  # 1.0 = as trained (its CLI default)
         elif name == "slovorez_fp16":  # character ids of a 49-symbol vocabulary
             out[key] = rng.integers(1, 49, size=shape).astype(np.int32)
         elif name == "magika":

@@ -486,6 +486,31 @@ def test_samples_like_the_feeds_keep_their_scale_state_and_scalars() -> None:
     assert any("state" in n and "copied" in n for n in notes), notes
 
 
+def test_a_tts_speed_is_kept_in_samples_and_is_one_without_feeds() -> None:
+    """Hibari TTS (a Kokoro distillation): its float ``speed`` [1] sets how many frames it
+    speaks (the output length), so a sample that redrew it from N(0, 1) asked for 38x the
+    frames at 0.026 and for nonsense below 0. Samples like the user's feeds copy it and the
+    phoneme ids, so plain onnxruntime gives every sample the given feeds' output shapes; and
+    without feeds the speed is 1.0 (said), not a random sign."""
+    from ortlab.core.inputs import validate_feeds
+
+    m = corpus.load("hibari_tts")
+    feeds = corpus.feeds("hibari_tts")
+    feeds["speed"] = np.array([0.8], dtype=np.float32)
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    want = [o.shape for o in sess.run(None, feeds)]
+    cal = calibration_data(m, None, limit=4, seed=5, like=validate_feeds(m, feeds))
+    for s in cal.samples:
+        assert s["speed"].tolist() == [np.float32(0.8)] and s["speed"].dtype == np.float32
+        assert np.array_equal(s["ids"], feeds["ids"])
+        assert [o.shape for o in sess.run(None, dict(s))] == want
+    notes = m.example_inputs(None, seed=5, like=validate_feeds(m, feeds)).notes
+    assert any(n.startswith("speed: copied") and "scalar" in n for n in notes), notes
+    f = m.example_inputs({"L": 29}, seed=0)
+    assert f["speed"].tolist() == [1.0]
+    assert any(n.startswith("speed:") and "1.0" in n for n in f.notes), f.notes
+
+
 def test_image_inputs_without_feeds_are_normalized_pixels() -> None:
     m = corpus.load("yolov8n_nudenet")
     f = m.example_inputs({}, seed=0)
