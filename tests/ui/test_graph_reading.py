@@ -60,6 +60,30 @@ def test_paddle_export_without_scopes_reads(page: Any, tmp_path: Path, artifacts
     page.screenshot(path=str(artifacts / "graph_picodet_first_picture.png"))
 
 
+def test_a_tall_chain_of_blocks_is_folded_into_columns_that_fit(browser: Any, tmp_path: Path,
+                                                                artifacts: Path) -> None:
+    """The PP-OCRv4 recognizer without scopes is a chain of ~24 blocks: drawn as one column,
+    "fit" showed its top third at 1280x800. Folded into columns where the chain is narrow,
+    every item of the first picture is wholly on the canvas with its label at 10 px or more,
+    and every edge still joins its two items (folds move nodes, not the graph)."""
+    view = ortlab.graph(corpus.load("ppocrv4_rec"))
+    path = view.to_html(tmp_path / "rec.html")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        status = _open(page, path)
+        el = page.locator(".ortlab-graph")
+        shown = _shown(status)
+        assert shown >= 20, status
+        assert int(el.get_attribute("data-columns") or 1) >= 2
+        assert int(el.get_attribute("data-on-screen") or 0) == shown, status
+        assert int(el.get_attribute("data-labels") or 0) == shown
+        assert float(el.get_attribute("data-min-label-px") or 0) >= 10
+        page.screenshot(path=str(artifacts / "graph_ocr_chain_folded_1280x800.png"))
+    finally:
+        context.close()
+
+
 def test_broadcast_chain_is_cut_into_blocks(page: Any, tmp_path: Path) -> None:
     view = ortlab.graph(ortlab.load(models.broadcast_chain()))
     _check_first_picture(page, view, view.to_html(tmp_path / "chain.html"))

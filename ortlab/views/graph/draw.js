@@ -182,5 +182,7 @@ export function paint(s, overlays, stats, labels) {
   labels.drawLabels(ctx, s, fill, dpr);
   overlays.drawLegend(s.dom.legend, data, mode);
   drawMinimap(s, fill);
+  // the whole picture on screen: the minimap would only hide part of it
+  s.dom.mini.style.display = Number(s.el.dataset.onScreen) === s.layout.nodes.size ? "none" : "";
   s.el.dataset.paintMs = (performance.now() - paintStart).toFixed(2);  // read by benchmarks
 }

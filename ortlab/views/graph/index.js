@@ -3,7 +3,7 @@
 //
 //   wire.js      the wire form: unpacks the `data` trait (pack(graph)) once per value
 //   data.js      data model: visible items, scope groups, search, hover text
-//   layout.js    dagre in a blob: Web Worker
+//   layout.js    dagre in a blob: Web Worker; a tall chain folded into columns
 //   draw.js      canvas, cluster boxes, minimap, view transform
 //   labels.js    text in screen pixels (level of detail), edge shapes
 //   interact.js  pan, zoom, hover, click, search, fit, colour select, minimap jump
@@ -111,7 +111,9 @@ function relayout(s, lib, layouter, repaint) {
   s.dom.status.textContent = `laying out ${shown} items…`;
   layouter.run(s.vis, (result, ms) => {
     if (result.error) { s.dom.status.textContent = "layout failed: " + result.error; return; }
-    s.layout = result;
+    const canvas = s.dom.canvas;  // a tall chain is folded into columns that fit the canvas
+    s.layout = lib.layout.foldColumns(result, { w: canvas.clientWidth || 800, h: canvas.clientHeight || 520 }, s.vis.items);
+    s.el.dataset.columns = String(s.layout.columns);
     performance.mark("ortlab:laid-out");
     showLayout(s, lib, shown, ms, repaint);
     performance.mark("ortlab:painted");

@@ -65,12 +65,14 @@ function weightLine(it, tensors) {
 export function drawLabels(ctx, s, fill, dpr) {
   const v = s.view;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  let drawn = 0, minPx = Infinity;
+  let drawn = 0, minPx = Infinity, whole = 0;
+  const cw = s.dom.canvas.clientWidth, ch = s.dom.canvas.clientHeight;
   for (const [key, n] of s.layout.nodes) {
     const it = s.vis.items.get(key);
     const sw = n.width * v.k, sh = n.height * v.k;
-    if (sh < LABEL_PX + 4 || sw < 36) continue;
     const sx = v.x + (n.x - n.width / 2) * v.k, sy = v.y + (n.y - n.height / 2) * v.k;
+    if (sx >= 0 && sy >= 0 && sx + sw <= cw && sy + sh <= ch) whole += 1;
+    if (sh < LABEL_PX + 4 || sw < 36) continue;
     const [head, sub] = itemLines(it);
     ctx.fillStyle = ink(fill(it));
     ctx.font = `${LABEL_PX}px sans-serif`;
@@ -89,6 +91,7 @@ export function drawLabels(ctx, s, fill, dpr) {
   }
   if (v.k >= 1.1) edgeShapes(ctx, s, v);
   s.el.dataset.labels = String(drawn);  // read by the browser tests
+  s.el.dataset.onScreen = String(whole);  // items wholly inside the canvas
   s.el.dataset.minLabelPx = drawn ? String(minPx) : "";
 }
 

@@ -58,3 +58,93 @@ export function createLayouter(dagreSrc) {
     terminate: () => worker.terminate(),
   };
 }
+
+// A tall, narrow picture (a model without name scopes cut into a chain of 24 blocks) fitted
+// whole is too small to read, so the first fit showed its top third. Such a layout is folded
+// into columns read left to right, as many as let "fit" show it all at the largest scale
+// (never more than 6), like a newspaper page. A fold goes only where the chain is narrow: at
+// most two edges cross it and no fused or compiled cluster spans it. An edge across a fold
+// runs down out of its column, along the gap, up over the next column, and down into its
+// node. `size`: the canvas's { w, h } in screen pixels; `items`: the visible items by key.
+// Returns the layout, with `columns` (1 when left as it was).
+const FOLD_GAP = 70, MAX_COLUMNS = 6;
+
+function clusterOf(it) {
+  if (!it || it.kind !== "node" || !it.optimized || !it.optimized.length) return null;
+  if (it.status === "compiled") return "p:" + it.partition;
+  return it.status === "fused" ? "f:" + it.optimized[0] : null;
+}
+
+function foldCuts(nodes, edges, items) {
+  const order = [...nodes.entries()].sort((a, b) => (a[1].y - a[1].height / 2) - (b[1].y - b[1].height / 2));
+  const cuts = [];
+  let bottom = -Infinity;
+  for (const [, n] of order) {
+    const top = n.y - n.height / 2;
+    if (bottom > -Infinity && top > bottom + 1) cuts.push((bottom + top) / 2);
+    bottom = Math.max(bottom, n.y + n.height / 2);
+  }
+  const spans = new Map();  // cluster -> [lowest y, highest y] of its members
+  for (const [key, n] of nodes) {
+    const c = clusterOf(items.get(key));
+    if (!c) continue;
+    const s = spans.get(c) || [Infinity, -Infinity];
+    spans.set(c, [Math.min(s[0], n.y), Math.max(s[1], n.y)]);
+  }
+  return cuts.filter((y) => {
+    let crossing = 0;
+    for (const e of edges) {
+      const a = nodes.get(e.v), b = nodes.get(e.w);
+      if (a && b && Math.min(a.y, b.y) < y && y < Math.max(a.y, b.y)) crossing += 1;
+    }
+    return crossing <= 2 && ![...spans.values()].some(([lo, hi]) => lo < y && y < hi);
+  });
+}
+
+export function foldColumns(layout, size, items) {
+  const nodes = layout.nodes;
+  if (nodes.size < 8 || nodes.size > 400) return { ...layout, columns: 1 };
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const n of nodes.values()) {
+    x0 = Math.min(x0, n.x - n.width / 2); x1 = Math.max(x1, n.x + n.width / 2);
+    y0 = Math.min(y0, n.y - n.height / 2); y1 = Math.max(y1, n.y + n.height / 2);
+  }
+  const W = x1 - x0, H = y1 - y0;
+  const scale = (c) => Math.min(size.w / (c * W + (c - 1) * FOLD_GAP + 40), size.h / (H / c + 70), 2);
+  let want = 1;
+  for (let c = 2; c <= MAX_COLUMNS; c++) if (scale(c) > scale(want) * 1.1) want = c;
+  if (want === 1) return { ...layout, columns: 1 };
+  const allowed = foldCuts(nodes, layout.edges, items);
+  const cuts = [];
+  for (let j = 1; j < want; j++) {  // the allowed cut nearest each even split, in order
+    const target = y0 + (H * j) / want, after = cuts.length ? cuts[cuts.length - 1] : -Infinity;
+    let best = null;
+    for (const y of allowed) if (y > after && (best === null || Math.abs(y - target) < Math.abs(best - target))) best = y;
+    if (best !== null && Math.abs(best - target) < H / want / 2) cuts.push(best);
+  }
+  if (!cuts.length) return { ...layout, columns: 1 };
+  const column = (y) => cuts.filter((c) => c < y).length;
+  const tops = new Array(cuts.length + 1).fill(Infinity), bottoms = new Array(cuts.length + 1).fill(-Infinity);
+  for (const n of nodes.values()) {
+    const c = column(n.y);
+    tops[c] = Math.min(tops[c], n.y - n.height / 2); bottoms[c] = Math.max(bottoms[c], n.y + n.height / 2);
+  }
+  const dx = (c) => c * (W + FOLD_GAP), dy = (c) => y0 - tops[c];
+  const moved = new Map();
+  for (const [key, n] of nodes) {
+    const c = column(n.y);
+    moved.set(key, { ...n, x: n.x + dx(c), y: n.y + dy(c) });
+  }
+  const edges = layout.edges.map((e) => {
+    const a = nodes.get(e.v), b = nodes.get(e.w), pts = e.points || [];
+    if (!a || !b || !pts.length) return e;
+    const ca = column(a.y), cb = column(b.y);
+    const shift = (p, c) => ({ x: p.x + dx(c), y: p.y + dy(c) });
+    if (ca === cb) return { ...e, points: pts.map((p) => shift(p, ca)) };
+    const from = shift(pts[0], ca), to = shift(pts[pts.length - 1], cb);
+    const low = bottoms[ca] + dy(ca) + 14, gap = x0 + dx(ca) + W + FOLD_GAP / 2, high = y0 - 14;
+    return { ...e, points: [from, { x: from.x, y: low }, { x: gap, y: low }, { x: gap, y: high },
+      { x: to.x, y: high }, to] };
+  });
+  return { nodes: moved, edges, columns: cuts.length + 1 };
+}
