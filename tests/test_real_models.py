@@ -511,6 +511,48 @@ def test_a_tts_speed_is_kept_in_samples_and_is_one_without_feeds() -> None:
     assert any(n.startswith("speed:") and "1.0" in n for n in f.notes), f.notes
 
 
+def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> None:
+    """Piper (VITS TTS) draws noise with two unseeded RandomNormalLike: plain onnxruntime gives
+    another output on every run. ortlab compares it with a variant on copies whose random ops
+    are seeded by name, so both draw the same numbers: each RandomNormalLike's output of the
+    float model and of its int8 variant is identical (it was cosine 0.15 and headed the
+    quantization error table), two seeded runs agree exactly, and the audio, whose length
+    the int8 variant computes a few frames longer, is said to be unscorable (it was a raw
+    ValueError in compare), never scored as accurate."""
+    from ortlab.analysis.metrics import lowest_cosine
+    from ortlab.engine import tasks, tasks_transform
+    from ortlab.engine.calls import Via, run
+
+    m = corpus.load("piper_joe")
+    feeds = corpus.feeds("piper_joe")
+    assert m.random_ops == {"RandomNormalLike": 2}
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    a, b = sess.run(None, feeds)[0], sess.run(None, feeds)[0]
+    assert a.shape != b.shape or not np.array_equal(a, b)  # the premise: runs differ
+    seeded = [run(tasks.outputs_many, Via("outputs"), model_path=str(m.path), model_name=m.name,
+                  config=ortlab.SessionConfig(), samples=[feeds], seeded=True)[0]["output"]
+              for _ in range(2)]  # fmt: skip
+    assert np.array_equal(*seeded)
+    q = ortlab.quantize(m, mode="dynamic")
+    noise = [n.output[0] for n in m.proto.graph.node if n.op_type == "RandomNormalLike"]
+    stats = run(tasks_transform.tensor_errors, Via("activations"), base_path=str(m.path),
+                variant_path=str(q.path), pairs={t: t for t in noise}, samples=[feeds])  # fmt: skip
+    first = stats[noise[0]]  # the duration predictor's noise: same shape in both models
+    assert not first.shape_mismatch and first.cosine == 1.0 and first.max_abs == 0.0
+    c = ortlab.compare(m, [q], feeds=feeds, rounds=2, runs=1, progress=False)
+    assert any("draws random numbers" in n for n in c.notes), c.notes
+    out = c.rows[1].errors["output"]
+    if "degenerate" in out:  # lengths differ: said, not scored
+        assert "shape differs" in str(out["degenerate"]) and math.isnan(float(out["cosine"]))
+        assert any("'output' not scored" in n for n in c.notes)
+    base = run(tasks.outputs_many, Via("outputs"), model_path=str(m.path), model_name=m.name,
+               config=ortlab.SessionConfig(), samples=[feeds], seeded=True)  # fmt: skip
+    other = run(tasks.outputs_many, Via("outputs"), model_path=str(q.path), model_name=q.name,
+                config=ortlab.SessionConfig(), samples=[feeds], seeded=True)  # fmt: skip
+    if base[0]["output"].shape != other[0]["output"].shape:
+        assert lowest_cosine(base, other) == 0.0  # unverifiable is never accurate
+
+
 def test_image_inputs_without_feeds_are_normalized_pixels() -> None:
     m = corpus.load("yolov8n_nudenet")
     f = m.example_inputs({}, seed=0)

@@ -166,6 +166,7 @@ def ablate_optimizers(
             model_name=m.name,
             config=c,
             samples=[dict(f)],
+            seeded=bool(m.random_ops),
         )[0]
         for c in configs
     ]

@@ -135,6 +135,7 @@ def compare(
                 model_name=m.name,
                 config=cfg,
                 samples=evald.samples,
+                seeded=bool(base.random_ops),
             )
             profiles[k] = run_task(
                 tasks.profile,
@@ -171,6 +172,7 @@ def compare(
     ]
     flags = cpu_flags()
     notes = [f"accuracy measured on {evald.source}", f"timed with {f.shapes_text()}"]
+    notes += [base.random_note()] if base.random_ops else []
     notes += _reference_notes(rows[0])
     notes += list(dict.fromkeys(n for r in rows for n in r.scoring))
     return CompareResult(

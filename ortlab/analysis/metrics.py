@@ -88,6 +88,9 @@ def output_errors(
             errors[name] = {"kind": "labels", "labels_equal": equal / max(total, 1)}
         else:
             errors[name] = {"kind": "float", **error_metrics(ra, tb)}
+            why = str(errors[name].get("degenerate", ""))
+            if why.startswith("its shape differs"):
+                notes.append(f"output {name!r} not scored: {why}")
     return errors, notes
 
 
@@ -108,13 +111,22 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
     classes or more (with fewer, 5 of them are most of the classes).
 
     Degenerate cases are named, never scored as perfect: ``degenerate`` says why cosine/SQNR
-    are NaN (the float output holds NaN/Inf or is all zeros, or the variant's holds NaN/Inf)."""
-    r = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in refs])
-    t = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in tests])
-    if r.shape != t.shape:
-        raise ValueError(f"outputs differ in size: {r.size} vs {t.size} values")
+    are NaN (the float output holds NaN/Inf or is all zeros, the variant's holds NaN/Inf, or
+    the two differ in shape on some sample)."""
     out: dict[str, Any] = {"max_abs": float("nan"), "mean_abs": float("nan"),
                            "cosine": float("nan"), "sqnr_db": float("nan")}  # fmt: skip
+    apart = [(np.shape(x), np.shape(y)) for x, y in zip(refs, tests, strict=True)
+             if np.shape(x) != np.shape(y)]  # fmt: skip
+    if apart:  # a length the model computes (speech frames, detections): no value-by-value score
+        a, b = apart[0]
+        out["degenerate"] = (
+            f"its shape differs between the two models on {len(apart)} of {len(refs)} samples "
+            f"({list(a)} vs {list(b)}): the model computes it from values (a duration, a "
+            "count), so the values cannot be compared one by one"
+        )
+        return out
+    r = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in refs])
+    t = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in tests])
     why = _degenerate(r, t)
     if why:
         out["degenerate"] = why

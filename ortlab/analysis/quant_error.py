@@ -51,6 +51,8 @@ class ErrorResult(Result):
     """Where the variant's calibration samples are (path, source, synthetic): :meth:`fix`
     calibrates its variants with exactly those; {} when it needed none or ortlab did not
     make it."""
+    notes: list[str] = field(default_factory=list)
+    """How the figures were made where it is not plain (a model drawing random numbers)."""
 
     def fix(self, n: int = 5, *, promote: bool = True, timeout: float | None = None) -> QuantFix:
         """Variants that spare the ``n`` worst nodes (lowest SQNR at their outputs): one with
@@ -181,6 +183,7 @@ def quantization_error(
         settings=dict(getattr(var.variant, "settings", None) or {}),
         calibration=dataclasses.asdict(saved) if var.variant is not None
         and (saved := SavedCalibration.of(var.variant)) is not None else {},
+        notes=[base.random_note()] if base.random_ops else [],
     )  # fmt: skip
 
 

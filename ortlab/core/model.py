@@ -31,6 +31,7 @@ from ortlab.core.onnx_util import (
     non_utf8_text,
     subgraphs,
     tensor_nbytes,
+    unseeded_random_ops,
     value_info_kind,
     value_info_shape,
     walk_initializers,
@@ -169,6 +170,25 @@ class Model:
     def nodes(self) -> tuple[OpNode, ...]:
         """:attr:`node_protos` without the protos: the original nodes every join maps to."""
         return tuple(n for n, _ in self.node_protos)
+
+    @functools.cached_property
+    def random_ops(self) -> dict[str, int]:
+        """Random ops without a seed, by op type ({} for most models): such a model's outputs
+        differ from run to run, so ortlab compares it with a variant on copies whose random ops
+        are seeded alike (:func:`random_note` says so)."""
+        return unseeded_random_ops(self.proto.graph)
+
+    def random_note(self) -> str:
+        """'' for a model without unseeded random ops, else the sentence every accuracy figure
+        of it carries."""
+        if not self.random_ops:
+            return ""
+        ops = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in self.random_ops.items())
+        return (
+            f"{self.name!r} draws random numbers ({ops}, no seed): its outputs differ from run "
+            "to run, so ortlab compared it with its variants on copies whose random ops are "
+            "seeded by name: both draw the same numbers while the shapes they draw agree"
+        )
 
     def fingerprint(self) -> str:
         """Identifies the model file's content for caches (path, size, mtime)."""

@@ -233,6 +233,44 @@ CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 """Ops whose attributes hold subgraphs that run inside them."""
 
 
+RANDOM_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
+     "Bernoulli"}
+)  # fmt: skip
+"""Ops that draw random numbers: without a ``seed`` attribute, ORT seeds each from one
+process-wide seed when its session is created (``onnxruntime.set_seed`` sets it), and every run
+draws new numbers."""
+
+
+def unseeded_random_ops(graph: onnx.GraphProto) -> dict[str, int]:
+    """Random ops without a ``seed`` attribute (If/Loop/Scan bodies included), by op type:
+    such a model's outputs differ from run to run."""
+    found: Counter[str] = Counter()
+    for node, _ in walk_nodes(graph):
+        seeded = any(a.name == "seed" for a in node.attribute)
+        if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx") and not seeded:
+            found[node.op_type] += 1
+    return dict(sorted(found.items()))
+
+
+def seed_random_ops(graph: onnx.GraphProto) -> int:
+    """Give every unseeded random op (bodies included) a ``seed`` attribute made from its name
+    (or first output), in place: two models that share such ops by name then draw the same
+    numbers on every run. ``onnxruntime.set_seed`` does not do it: the float model and its
+    int8 variant drew different numbers after it. Returns how many ops were seeded."""
+    import zlib
+
+    count = 0
+    for node, _ in walk_nodes(graph):
+        seeded = any(a.name == "seed" for a in node.attribute)
+        if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx") and not seeded:
+            key = node.name or (node.output[0] if node.output else node.op_type)
+            seed = float(zlib.crc32(key.encode("utf-8")) % (1 << 24))  # exact as a float
+            node.attribute.append(helper.make_attribute("seed", seed))
+            count += 1
+    return count
+
+
 Attr = int | float | str | tuple[int, ...] | tuple[float, ...]
 """A node attribute a cost formula reads (tensors and graphs are left out)."""
 

@@ -349,6 +349,7 @@ class Search:
         self.samples = calibration_data(self.m, eval_data, limit=4, seed=100, like=self.feeds)
         self.outputs["baseline"] = self._outputs(self.m, self.cfg)
         self.notes += degenerate_notes(self.outputs["baseline"])
+        self.notes += [self.m.random_note()] if self.m.random_ops else []
         for key, mm, c, _ in items:
             if mm is self.m or key not in self.measured:
                 continue
@@ -421,6 +422,7 @@ class Search:
             model_name=mm.name,
             config=c.with_(io_binding=False),
             samples=self.samples.samples,
+            seeded=bool(self.m.random_ops),
         )
         return out
 

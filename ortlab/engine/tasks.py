@@ -517,9 +517,40 @@ def outputs_many(
     model_name: str,
     config: SessionConfig,
     samples: list[dict[str, Any]],
+    seeded: bool = False,
 ) -> list[dict[str, np.ndarray]]:
-    """Outputs for each sample, by output name, under ``config``."""
-    sess, _, _ = _session(model_path, model_name, config)
+    """Outputs for each sample, by output name, under ``config``. ``seeded`` (a model with
+    unseeded random ops): on a copy whose random ops are seeded by name, so two models
+    compared this way draw the same numbers (a cached session's draws have moved on)."""
+    if not seeded:
+        sess, _, _ = _session(model_path, model_name, config)
+        return _outputs_of(sess, model_name, config, samples, progress)
+    _check_fits(model_path, model_name)
+    with cache.temp_dir("seeded-") as folder:
+        sess, _ = build_session(_seeded_copy(model_path, folder), config, model_name=model_name)
+        return _outputs_of(sess, model_name, config, samples, progress)
+
+
+def _seeded_copy(model_path: str, folder: Path) -> str:
+    """The model with its random ops seeded by name, saved in ``folder`` (its external data
+    beside it, copied)."""
+    import onnx
+
+    from ortlab.core.onnx_util import seed_random_ops
+
+    model = onnx.load(model_path)
+    seed_random_ops(model.graph)
+    path = folder / "model.onnx"
+    external = sum(1 for _ in _model_files(model_path)) > 1
+    onnx.save_model(model, str(path), save_as_external_data=external,
+                    all_tensors_to_one_file=True, location="model.onnx.data")  # fmt: skip
+    return str(path)
+
+
+def _outputs_of(
+    sess: Any, model_name: str, config: SessionConfig, samples: list[dict[str, Any]],
+    progress: Progress,
+) -> list[dict[str, np.ndarray]]:  # fmt: skip
     names = [o.name for o in sess.get_outputs()]
     out = []
     for i, feeds in enumerate(samples):

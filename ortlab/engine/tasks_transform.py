@@ -10,6 +10,7 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
+from ortlab.core.onnx_util import seed_random_ops
 from ortlab.engine.capture import capture_output
 from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
@@ -381,6 +382,7 @@ def _with_outputs(
     from onnx import helper
 
     model = onnx.load(model_path)
+    seed_random_ops(model.graph)  # random ops draw alike in both models, on every pass
     have = {o.name for o in model.graph.output}
     model.graph.output.extend(
         helper.make_empty_tensor_value_info(t) for t in tensors if t not in have

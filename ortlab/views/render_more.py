@@ -294,15 +294,18 @@ def _error_rows(e: Any, n: int) -> tuple[list[str], list[list[Any]]]:
 def error_text(e: Any, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " (SYNTHETIC inputs)" if e.synthetic else ""
+    notes = "".join(f"\nnote: {safe_text(n, 400)}" for n in e.notes)
     return (f"{safe_text(e.model)} vs {safe_text(e.variant)}: {len(e.tensors)} tensors on "
-            f"{safe_text(e.samples)}{mark}; worst first\n" + table_text(head, rows))  # fmt: skip
+            f"{safe_text(e.samples)}{mark}; worst first\n" + table_text(head, rows)
+            + notes)  # fmt: skip
 
 
 def error_html(e: Any, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " <b>(synthetic inputs)</b>" if e.synthetic else ""
     return (f"<b>{esc(e.model)}</b> vs <b>{esc(e.variant)}</b>: {len(e.tensors)} tensors on "
-            f"{esc(e.samples)}{mark}; worst first" + table_html(head, rows))  # fmt: skip
+            f"{esc(e.samples)}{mark}; worst first" + table_html(head, rows)
+            + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in e.notes))  # fmt: skip
 
 
 # ---------------------------------------------------------------- what-if

@@ -60,8 +60,9 @@ def test_paddle_export_without_scopes_reads(page: Any, tmp_path: Path, artifacts
     page.screenshot(path=str(artifacts / "graph_picodet_first_picture.png"))
 
 
-def test_a_tall_chain_of_blocks_is_folded_into_columns_that_fit(browser: Any, tmp_path: Path,
-                                                                artifacts: Path) -> None:
+def test_a_tall_chain_of_blocks_is_folded_into_columns_that_fit(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
     """The PP-OCRv4 recognizer without scopes is a chain of ~24 blocks: drawn as one column,
     "fit" showed its top third at 1280x800. Folded into columns where the chain is narrow,
     every item of the first picture is wholly on the canvas with its label at 10 px or more,
