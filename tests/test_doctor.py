@@ -431,6 +431,10 @@ def test_other_processes_cpu_from_fake_counters() -> None:
     quiet = dataclasses.replace(after, busy_s=before.busy_s + 1.0)  # counter skew
     assert other_cores(before, quiet) == 0.0
     assert math.isnan(other_cores(before, before))
+    # a stage of 3 ms (the doctor's combine, when nothing was left to combine): counter skew
+    # over it read as 2.0 of 2 cores busy; too short to tell is NaN, not a busy machine
+    blip = dataclasses.replace(before, wall_s=before.wall_s + 0.003, busy_s=before.busy_s + 0.01)
+    assert math.isnan(other_cores(before, blip))
 
 
 def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
@@ -664,8 +668,12 @@ def test_doctor_pareto_set_is_the_non_dominated_candidates(
 
 
 def test_doctor_records_how_busy_the_machine_was(conv_doctor: ortlab.DoctorResult) -> None:
+    from ortlab.core.machine import MIN_LOAD_WINDOW_S
+
     d = conv_doctor
-    assert set(d.other_cpu) == set(d.stages) and {"screen", "combine"} <= set(d.other_cpu)
+    assert set(d.other_cpu) <= set(d.stages) and "screen" in d.other_cpu
+    short = {s for s, sec in d.stages.items() if sec < MIN_LOAD_WINDOW_S}
+    assert set(d.stages) - set(d.other_cpu) <= short  # only stages too short to tell lack one
     cpus = int(d.environment["cpu_count"])
     assert all(0.0 <= v <= cpus for v in d.other_cpu.values())
     assert d.environment["other processes' CPU"].endswith(f"cores of {cpus} logical CPUs")

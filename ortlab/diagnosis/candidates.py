@@ -98,8 +98,11 @@ def variant_candidates(
     m, out = search.m, []
 
     def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str) -> None:
-        if search.left() < 0:
-            search.notes.append(f"skipped {what}: the time budget was used up")
+        if search.build_left() < 0:  # timing the candidates keeps the other half
+            search.notes.append(
+                f"skipped {what}: building variants had half of the {search.budget_s:g} s "
+                f"budget and it was used up (raise budget_s, or run it alone: {code})"
+            )
             return
         built = search.guarded(what, "build", build, code)
         if built is not None:
@@ -121,7 +124,7 @@ def variant_candidates(
 
         def optimized() -> tuple[str, Model, list[str]]:
             nonlocal fusion
-            r = transformer_optimize(m, progress=False, timeout=search.call_timeout())
+            r = transformer_optimize(m, progress=False, timeout=search.build_timeout())
             fusion = TransformerFusion({k: v for k, v in r.fused_operators.items() if v},
                                        r.reason or None)  # fmt: skip
             return (
@@ -138,7 +141,7 @@ def variant_candidates(
 
     def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
         # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
-        q = make_quantized(m, qc, feeds=search.feeds, timeout=search.call_timeout())
+        q = make_quantized(m, qc, feeds=search.feeds, timeout=search.build_timeout())
         key = candidate_key(Kind.VARIANT, f"quant-{kind}")
         return key, q, list(q.variant.steps) if q.variant else []
 

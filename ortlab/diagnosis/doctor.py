@@ -227,7 +227,9 @@ class _Stages:
         now, cpu = time.perf_counter(), self._sample()
         self.seconds[name] = now - self._t
         if cpu is not None and self._cpu is not None:
-            self.load[name] = round(other_cores(self._cpu, cpu), 3)
+            cores = other_cores(self._cpu, cpu)
+            if not math.isnan(cores):  # (a stage too short to tell has no figure)
+                self.load[name] = round(cores, 3)
         self._t, self._cpu = now, cpu
 
 

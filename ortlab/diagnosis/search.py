@@ -25,13 +25,12 @@ from __future__ import annotations
 import functools
 import math
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ortlab.analysis.memory import footprint
+from ortlab.analysis.memory import footprint, memory_settings
 from ortlab.analysis.metrics import degenerate_notes, lowest_cosine
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
@@ -41,11 +40,12 @@ from ortlab.analysis.roofline import profile_with_roofline
 from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
-from ortlab.core.errors import OrtlabError, WorkerCancelledError, failure_text
+from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.model import Model
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio, plan_rounds
 from ortlab.diagnosis.best import Best, best_of
+from ortlab.diagnosis.budget import MEMORY_REPEATS, Budgeted, memory_plan
 from ortlab.diagnosis.candidates import setting_candidates, variant_candidates, variant_config
 from ortlab.diagnosis.facts import (
     QUANTIZED,
@@ -74,8 +74,6 @@ QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
 _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
 """The variants ``ErrorResult.fix`` makes, in its order: key tag, how the nodes are spared."""
-MEMORY_REPEATS = 4
-"""Fresh processes per memory setting: the fewest that give a 95 % interval (97 %)."""
 WHATIF_TARGETS = {t: TARGETS[t] for t in DEFAULT_TARGETS}
 """What-if targets by the EP they predict."""
 
@@ -86,7 +84,7 @@ def physical_cores() -> int:
     return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
-class Search:
+class Search(Budgeted):
     """State of one doctor run (kept off the result: models, feeds, timing plan)."""
 
     def __init__(
@@ -116,29 +114,6 @@ class Search:
         self.measured: dict[str, Measured] = {}
         """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
         self.quant_fixes: dict[str, FixTried] = {}
-
-    def left(self) -> float:
-        return self.budget_s - (time.perf_counter() - self.t0)
-
-    def call_timeout(self) -> float:
-        """One worker call's limit: what is left of the budget plus a fifth of it, so the doctor
-        ends within its budget + 25 % whatever one call does (a call cut short is a failure,
-        recorded, and the doctor goes on or stops with what it measured); the caller's own
-        ``timeout`` when that is smaller."""
-        limit = max(self.left() + BUDGET_SLACK * self.budget_s, 2.0)
-        return limit if self.timeout is None else min(limit, self.timeout)
-
-    def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
-        """``fn()``, or None after recording its failure: one failing candidate never ends the
-        doctor. A cancel from the user still does."""
-        try:
-            return fn()
-        except WorkerCancelledError:
-            raise
-        except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
-            # AssertionError with no message, IndexError…); each is a finding, not the end.
-            self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
-            return None
 
     # -- observe ----------------------------------------------------------------
 
@@ -183,6 +158,12 @@ class Search:
         settings that lower the peak enough to matter are then timed like any candidate."""
         if self.left() < 0:
             self.notes.append("the memory footprint was not measured: the time budget was used up")
+            return None
+        d = self.profile.data
+        why = memory_plan(1 + len(memory_settings(self.cfg)), d.session_init_us / 1e6,
+                          float(np.median(d.run_us)) / 1e6, self.budget_s)  # fmt: skip
+        if why:
+            self.notes.append(why)
             return None
         return self.guarded(
             "the memory footprint", "memory",
@@ -596,7 +577,5 @@ def _base(items: list[Item], k: int, ref: int) -> int:
     return ref if items[k].parsed.is_variant else 0
 
 
-BUDGET_SLACK = 0.2
-"""A call may run this fraction of the budget past it (the doctor's promise: budget + 25 %)."""
 _MAX_EXTENSIONS = 3
 """Extensions of the combination stage for undecided candidates (each up to 24 rounds)."""

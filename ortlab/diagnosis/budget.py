@@ -1,0 +1,107 @@
+"""The doctor's time budget: what is left, each worker call's limit, each stage's share, and
+how a call cut short by the budget is said (a note to raise ``budget_s``, not a tool failure).
+
+Stages share the budget so that timing the candidates, the doctor's first job, always has
+time: building variants may take until half of it has passed, the memory stage 40 %
+(every fresh process it starts loads the model). Piper's 63 MB voice showed why: its memory
+stage took 31 s of a 30 s budget and then its static quantization 25 s, and the screen was
+cut off after 2 s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from ortlab.core.errors import WorkerCancelledError, WorkerTimeoutError, failure_text
+from ortlab.diagnosis.facts import CandidateFailure
+
+__all__ = ["BUDGET_SLACK", "BUILD_SHARE", "Budgeted", "memory_plan"]
+
+T = TypeVar("T")
+BUDGET_SLACK = 0.2
+"""A call may run this fraction of the budget past it (the doctor's promise: budget + 25 %)."""
+BUILD_SHARE = 0.5
+"""Building model variants (quantizing, the transformers optimizer) may go on until this share
+of the budget has passed; what is not built by then is skipped and said."""
+MEMORY_REPEATS = 4
+"""Fresh processes per memory setting: the fewest that give a 95 % interval (97 %)."""
+MEMORY_SHARE = 0.4
+"""The most of the budget the memory stage may plan to take (16 processes of a small model
+take ~11 s: they fit a 30 s budget)."""
+FRESH_PROCESS_S = 0.6
+"""A fresh Python's start with ortlab's child and onnxruntime imported, on this kind of
+machine (0.53 s measured on 2 EPYC cores): added to each process's session build and runs."""
+
+
+def memory_plan(settings: int, init_s: float, run_s: float, budget_s: float) -> str:
+    """'' when the memory stage (``settings`` configs, MEMORY_REPEATS fresh processes each,
+    each building the session in ``init_s`` and running it 3 times) fits its share of the
+    budget; else the note that says why it was not measured and how to get it."""
+    each = FRESH_PROCESS_S + init_s + 3 * run_s
+    planned = each * settings * MEMORY_REPEATS
+    if planned <= MEMORY_SHARE * budget_s:
+        return ""
+    return (
+        f"the memory footprint was not measured: {settings} settings in {MEMORY_REPEATS} fresh "
+        f"processes each (the fewest for a 95 % interval) take about {planned:.0f} s here (each "
+        f"process builds the session: {each:.1f} s), more than {MEMORY_SHARE:.0%} of the "
+        f"{budget_s:g} s budget; run ortlab.footprint(model) on its own, or raise budget_s to "
+        f"{planned / MEMORY_SHARE:.0f} s"
+    )
+
+
+class Budgeted:
+    """The budget half of the doctor's search: ``budget_s`` from ``t0``, the caller's own
+    ``timeout`` per call, and where failures and notes go."""
+
+    budget_s: float
+    t0: float
+    timeout: float | None
+    failures: list[CandidateFailure]
+    notes: list[str]
+
+    def left(self) -> float:
+        return self.budget_s - (time.perf_counter() - self.t0)
+
+    def call_timeout(self) -> float:
+        """One worker call's limit: what is left of the budget plus a fifth of it, so the doctor
+        ends within its budget + 25 % whatever one call does (a call cut short is a failure,
+        recorded, and the doctor goes on or stops with what it measured); the caller's own
+        ``timeout`` when that is smaller."""
+        limit = max(self.left() + BUDGET_SLACK * self.budget_s, 2.0)
+        return limit if self.timeout is None else min(limit, self.timeout)
+
+    def build_left(self) -> float:
+        """Seconds left for building variants (until BUILD_SHARE of the budget has passed)."""
+        return BUILD_SHARE * self.budget_s - (time.perf_counter() - self.t0)
+
+    def build_timeout(self) -> float:
+        """A variant build's limit: what is left of the building share (at least 2 s)."""
+        limit = max(self.build_left(), 2.0)
+        return limit if self.timeout is None else min(limit, self.timeout)
+
+    def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
+        """``fn()``, or None after recording its failure: one failing candidate never ends the
+        doctor. A cancel from the user still does. A call the budget cut short is a note (raise
+        ``budget_s``), not a failure of the tool or the model."""
+        started = time.perf_counter()
+        try:
+            return fn()
+        except WorkerCancelledError:
+            raise
+        except WorkerTimeoutError as err:
+            if self.timeout is not None and time.perf_counter() - started >= self.timeout:
+                self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+            else:  # the doctor's own budget stopped it
+                self.notes.append(
+                    f"{what} did not finish within the {time.perf_counter() - started:.0f} s "
+                    f"the budget left it ({self.budget_s:g} s in all): raise budget_s"
+                    + (f", or run it alone: {code}" if code else "")
+                )
+            return None
+        except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
+            # AssertionError with no message, IndexError…); each is a finding, not the end.
+            self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+            return None
