@@ -14,10 +14,15 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ortlab.core.errors import WorkerCancelledError, WorkerTimeoutError, failure_text
+from ortlab.core.errors import (
+    OrtlabError,
+    WorkerCancelledError,
+    WorkerTimeoutError,
+    failure_text,
+)
 from ortlab.diagnosis.facts import CandidateFailure
 
-__all__ = ["BUDGET_SLACK", "BUILD_SHARE", "Budgeted", "memory_plan"]
+__all__ = ["BUDGET_SLACK", "BUILD_SHARE", "BudgetSpentError", "Budgeted", "memory_plan"]
 
 T = TypeVar("T")
 BUDGET_SLACK = 0.2
@@ -33,6 +38,15 @@ take ~11 s: they fit a 30 s budget)."""
 FRESH_PROCESS_S = 0.6
 """A fresh Python's start with ortlab's child and onnxruntime imported, on this kind of
 machine (0.53 s measured on 2 EPYC cores): added to each process's session build and runs."""
+
+
+class BudgetSpentError(OrtlabError):
+    """The budget and its slack are spent: no further worker call starts (each would get a
+    few seconds and a worker restart, past the promised budget + 25 %)."""
+
+
+MIN_CALL_S = 1.0
+"""A call with less than this left before the hard deadline (budget + slack) is not started."""
 
 
 def memory_plan(settings: int, init_s: float, run_s: float, budget_s: float) -> str:
@@ -70,7 +84,11 @@ class Budgeted:
         ends within its budget + 25 % whatever one call does (a call cut short is a failure,
         recorded, and the doctor goes on or stops with what it measured); the caller's own
         ``timeout`` when that is smaller."""
-        limit = max(self.left() + BUDGET_SLACK * self.budget_s, 2.0)
+        limit = self.left() + BUDGET_SLACK * self.budget_s
+        if limit < MIN_CALL_S:  # a 2 s call then and a worker restart broke the promise
+            raise BudgetSpentError(
+                f"the budget ({self.budget_s:g} s + {BUDGET_SLACK:.0%}) was spent: raise budget_s"
+            )
         return limit if self.timeout is None else min(limit, self.timeout)
 
     def build_left(self) -> float:
@@ -78,9 +96,9 @@ class Budgeted:
         return BUILD_SHARE * self.budget_s - (time.perf_counter() - self.t0)
 
     def build_timeout(self) -> float:
-        """A variant build's limit: what is left of the building share (at least 2 s)."""
-        limit = max(self.build_left(), 2.0)
-        return limit if self.timeout is None else min(limit, self.timeout)
+        """A variant build's limit: what is left of the building share (at least 2 s, and
+        never past the call limit)."""
+        return min(max(self.build_left(), 2.0), self.call_timeout())
 
     def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
         """``fn()``, or None after recording its failure: one failing candidate never ends the
@@ -91,6 +109,9 @@ class Budgeted:
             return fn()
         except WorkerCancelledError:
             raise
+        except BudgetSpentError as err:
+            self.notes.append(f"{what} was not started: {err}")
+            return None
         except WorkerTimeoutError as err:
             if self.timeout is not None and time.perf_counter() - started >= self.timeout:
                 self.failures.append(CandidateFailure(what, failure_text(err), stage, code))

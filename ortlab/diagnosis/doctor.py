@@ -33,6 +33,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
 from ortlab.diagnosis.best import Best
+from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.facts import (
     CandidateFailure,
     CandidateKey,
@@ -342,6 +343,10 @@ def doctor(
             stage()
         except WorkerCancelledError:
             raise
+        except BudgetSpentError as err:  # not a failure: the budget ended the search here
+            search.notes.append(f"the doctor stopped before its {name} stage: {err}")
+            stages.done(name)
+            break
         except OrtlabError as err:  # keep what the stages before it measured
             search.failures.append(CandidateFailure(f"the {name} stage", error_text(err, 2000),
                                                     name))  # fmt: skip
