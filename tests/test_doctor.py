@@ -1017,3 +1017,31 @@ def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
     assert any("planted failure" in n and "stopped at its" in n for n in d.notes)
     assert d.best.variant == "original" and "before it timed the baseline" in d.best.paired.verdict
     assert "planted failure" in d.to_text()
+
+
+def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
+    """picodet's doctor ended at 1.48x its budget: after a call the budget cut short, the
+    next one still got 2 s and a worker restart. Now a spent budget starts nothing: the
+    guarded step becomes a note (not a failure of the tool), and a cut-short call is a note
+    saying to raise budget_s."""
+    import time as clock
+
+    from ortlab.core.errors import WorkerTimeoutError
+    from ortlab.diagnosis.budget import Budgeted, BudgetSpentError
+
+    b = Budgeted()
+    b.budget_s, b.timeout, b.failures, b.notes = 10.0, None, [], []
+    b.t0 = clock.perf_counter() - 5.0  # 5 s left: a call may run to 12 s (budget + 20 %)
+    assert 6.5 < b.call_timeout() <= 7.0
+    assert b.build_timeout() <= 2.0  # the building half ended at 5 s: 2 s at most
+    b.t0 = clock.perf_counter() - 11.5  # 0.5 s before the hard deadline: nothing starts
+    with pytest.raises(BudgetSpentError):
+        b.call_timeout()
+    assert b.guarded("step", "build", b.call_timeout) is None
+    assert b.failures == [] and b.notes[-1].startswith("step was not started: the budget")
+
+    def cut() -> None:
+        raise WorkerTimeoutError("did not finish")
+
+    assert b.guarded("static QDQ", "build", cut, "ortlab.quantize(model)") is None
+    assert b.failures == [] and "raise budget_s" in b.notes[-1]
