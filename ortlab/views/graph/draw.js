@@ -26,8 +26,10 @@ export function fitView(s) {
   const { w, h } = size(s.dom.canvas);
   const fitK = Math.min(w / (x1 - x0 + 40), h / (y1 - y0 + 40), 2);
   const k = Math.max(fitK, Math.min(0.5, w / (x1 - x0 + 40)));  // 0.5: a node's 11 px name shows
-  const y = fitK < k ? 20 - k * y0 : h / 2 - k * (y0 + y1) / 2;
-  s.view = { k, x: w / 2 - k * (x0 + x1) / 2, y };
+  // a picture too tall to fit, or folded into columns to fit, starts at its top: the canvas
+  // is often taller than what shows of it below the Lab's controls
+  const top = fitK < k || (s.layout.columns || 1) > 1;
+  s.view = { k, x: w / 2 - k * (x0 + x1) / 2, y: top ? 20 - k * y0 : h / 2 - k * (y0 + y1) / 2 };
 }
 
 export function centerOn(s, gx, gy) {

@@ -101,50 +101,62 @@ function foldCuts(nodes, edges, items) {
   });
 }
 
-export function foldColumns(layout, size, items) {
-  const nodes = layout.nodes;
-  if (nodes.size < 8 || nodes.size > 400) return { ...layout, columns: 1 };
-  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-  for (const n of nodes.values()) {
-    x0 = Math.min(x0, n.x - n.width / 2); x1 = Math.max(x1, n.x + n.width / 2);
-    y0 = Math.min(y0, n.y - n.height / 2); y1 = Math.max(y1, n.y + n.height / 2);
-  }
-  const W = x1 - x0, H = y1 - y0;
-  const scale = (c) => Math.min(size.w / (c * W + (c - 1) * FOLD_GAP + 40), size.h / (H / c + 70), 2);
-  let want = 1;
-  for (let c = 2; c <= MAX_COLUMNS; c++) if (scale(c) > scale(want) * 1.1) want = c;
-  if (want === 1) return { ...layout, columns: 1 };
-  const allowed = foldCuts(nodes, layout.edges, items);
+// The cuts nearest to `want` even splits of [y0, y0 + H], in order (fewer when the allowed
+// ones run out), and the columns they make: each one's bounds, and its offset when the
+// columns are packed side by side, each as wide as its own nodes.
+function columnsFor(nodes, allowed, want, y0, H) {
   const cuts = [];
-  for (let j = 1; j < want; j++) {  // the allowed cut nearest each even split, in order
+  for (let j = 1; j < want; j++) {
     const target = y0 + (H * j) / want, after = cuts.length ? cuts[cuts.length - 1] : -Infinity;
     let best = null;
     for (const y of allowed) if (y > after && (best === null || Math.abs(y - target) < Math.abs(best - target))) best = y;
     if (best !== null && Math.abs(best - target) < H / want / 2) cuts.push(best);
   }
-  if (!cuts.length) return { ...layout, columns: 1 };
   const column = (y) => cuts.filter((c) => c < y).length;
-  const tops = new Array(cuts.length + 1).fill(Infinity), bottoms = new Array(cuts.length + 1).fill(-Infinity);
+  const cols = cuts.concat([Infinity]).map(() => ({ x0: Infinity, x1: -Infinity, y0: Infinity, y1: -Infinity }));
   for (const n of nodes.values()) {
-    const c = column(n.y);
-    tops[c] = Math.min(tops[c], n.y - n.height / 2); bottoms[c] = Math.max(bottoms[c], n.y + n.height / 2);
+    const b = cols[column(n.y)];
+    b.x0 = Math.min(b.x0, n.x - n.width / 2); b.x1 = Math.max(b.x1, n.x + n.width / 2);
+    b.y0 = Math.min(b.y0, n.y - n.height / 2); b.y1 = Math.max(b.y1, n.y + n.height / 2);
   }
-  const dx = (c) => c * (W + FOLD_GAP), dy = (c) => y0 - tops[c];
-  const moved = new Map();
-  for (const [key, n] of nodes) {
-    const c = column(n.y);
-    moved.set(key, { ...n, x: n.x + dx(c), y: n.y + dy(c) });
-  }
-  const edges = layout.edges.map((e) => {
+  let at = 0;
+  for (const b of cols) { b.at = at; at += b.x1 - b.x0 + FOLD_GAP; }
+  return { column, cols, width: at - FOLD_GAP, height: Math.max(...cols.map((b) => b.y1 - b.y0)) };
+}
+
+function foldEdges(layout, plan, top) {
+  const { column, cols } = plan, nodes = layout.nodes;
+  const shift = (p, c) => ({ x: p.x - cols[c].x0 + cols[c].at, y: p.y - cols[c].y0 + top });
+  return layout.edges.map((e) => {
     const a = nodes.get(e.v), b = nodes.get(e.w), pts = e.points || [];
     if (!a || !b || !pts.length) return e;
     const ca = column(a.y), cb = column(b.y);
-    const shift = (p, c) => ({ x: p.x + dx(c), y: p.y + dy(c) });
     if (ca === cb) return { ...e, points: pts.map((p) => shift(p, ca)) };
     const from = shift(pts[0], ca), to = shift(pts[pts.length - 1], cb);
-    const low = bottoms[ca] + dy(ca) + 14, gap = x0 + dx(ca) + W + FOLD_GAP / 2, high = y0 - 14;
+    const low = cols[ca].y1 - cols[ca].y0 + top + 14, high = top - 14;
+    const gap = cols[ca].at + cols[ca].x1 - cols[ca].x0 + FOLD_GAP / 2;
     return { ...e, points: [from, { x: from.x, y: low }, { x: gap, y: low }, { x: gap, y: high },
       { x: to.x, y: high }, to] };
   });
-  return { nodes: moved, edges, columns: cuts.length + 1 };
+}
+
+export function foldColumns(layout, size, items) {
+  const nodes = layout.nodes;
+  if (nodes.size < 8 || nodes.size > 400) return { ...layout, columns: 1 };
+  const allowed = foldCuts(nodes, layout.edges, items);
+  const scale = (p) => Math.min(size.w / (p.width + 40), size.h / (p.height + 70), 2);
+  let best = columnsFor(nodes, [], 1, 0, 0);
+  const y0 = best.cols[0].y0, H = best.height, flat = scale(best);
+  if (flat >= 0.5) return { ...layout, columns: 1 };  // fits at a readable scale as it is
+  for (let c = 2; c <= MAX_COLUMNS && allowed.length; c++) {
+    const plan = columnsFor(nodes, allowed, c, y0, H);
+    if (scale(plan) > scale(best) && scale(plan) > flat * 1.1) best = plan;
+  }
+  if (best.cols.length === 1) return { ...layout, columns: 1 };
+  const moved = new Map();
+  for (const [key, n] of nodes) {
+    const b = best.cols[best.column(n.y)];
+    moved.set(key, { ...n, x: n.x - b.x0 + b.at, y: n.y - b.y0 + y0 });
+  }
+  return { nodes: moved, edges: foldEdges(layout, best, y0), columns: best.cols.length };
 }
