@@ -135,14 +135,14 @@ def _tree_cpu_s(proc: Any) -> float:
 
 MIN_LOAD_WINDOW_S = 0.25
 """CPU counters tick every 10 ms and are read process by process: over a shorter window their
-skew is most of the figure (a doctor stage that lasted 3 ms read as 2.0 of 2 cores busy)."""
+skew is most of the figure (a doctor stage that lasted 3 ms read as 2.0 of 2 cores busy), so
+the doctor gives such a stage no load figure."""
 
 
 def other_cores(before: CpuSample, after: CpuSample) -> float:
-    """Cores other processes used on average between two samples (NaN when less than
-    MIN_LOAD_WINDOW_S passed: too short to tell)."""
+    """Cores other processes used on average between two samples (NaN if no time passed)."""
     wall = after.wall_s - before.wall_s
-    if wall < MIN_LOAD_WINDOW_S:
+    if wall <= 0:
         return math.nan
     others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
     return min(max(others / wall, 0.0), float(after.cpus))

@@ -28,7 +28,7 @@ from ortlab.analysis.roofline import RooflineResult
 from ortlab.analysis.whatif import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
-from ortlab.core.machine import CpuSample, cpu_sample, other_cores
+from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
@@ -227,9 +227,9 @@ class _Stages:
     def done(self, name: str) -> None:
         now, cpu = time.perf_counter(), self._sample()
         self.seconds[name] = now - self._t
-        if cpu is not None and self._cpu is not None:
-            cores = other_cores(self._cpu, cpu)
-            if not math.isnan(cores):  # (a stage too short to tell has no figure)
+        if cpu is not None and self._cpu is not None and now - self._t >= MIN_LOAD_WINDOW_S:
+            cores = other_cores(self._cpu, cpu)  # (a stage too short to tell has no figure)
+            if not math.isnan(cores):
                 self.load[name] = round(cores, 3)
         self._t, self._cpu = now, cpu
 
