@@ -89,9 +89,13 @@ def output_errors(
         else:
             errors[name] = {"kind": "float", **error_metrics(ra, tb)}
             why = str(errors[name].get("degenerate", ""))
-            if why.startswith("its shape differs"):
+            if why.startswith(SHAPES_DIFFER):
                 notes.append(f"output {name!r} not scored: {why}")
     return errors, notes
+
+
+SHAPES_DIFFER = "its shape differs"
+"""How ``degenerate`` begins for an output whose shape differs between the two models."""
 
 
 def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -120,7 +124,7 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
     if apart:  # a length the model computes (speech frames, detections): no value-by-value score
         a, b = apart[0]
         out["degenerate"] = (
-            f"its shape differs between the two models on {len(apart)} of {len(refs)} samples "
+            f"{SHAPES_DIFFER} between the two models on {len(apart)} of {len(refs)} samples "
             f"({list(a)} vs {list(b)}): the model computes it from values (a duration, a "
             "count), so the values cannot be compared one by one"
         )

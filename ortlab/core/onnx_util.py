@@ -242,15 +242,18 @@ process-wide seed when its session is created (``onnxruntime.set_seed`` sets it)
 draws new numbers."""
 
 
-def unseeded_random_ops(graph: onnx.GraphProto) -> dict[str, int]:
-    """Random ops without a ``seed`` attribute (If/Loop/Scan bodies included), by op type:
-    such a model's outputs differ from run to run."""
-    found: Counter[str] = Counter()
+def _unseeded_random(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Random ops without a ``seed`` attribute, If/Loop/Scan bodies included."""
     for node, _ in walk_nodes(graph):
         seeded = any(a.name == "seed" for a in node.attribute)
         if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx") and not seeded:
-            found[node.op_type] += 1
-    return dict(sorted(found.items()))
+            yield node
+
+
+def unseeded_random_ops(graph: onnx.GraphProto) -> dict[str, int]:
+    """Random ops without a ``seed`` attribute, by op type: such a model's outputs differ
+    from run to run."""
+    return dict(sorted(Counter(n.op_type for n in _unseeded_random(graph)).items()))
 
 
 def seed_random_ops(graph: onnx.GraphProto) -> int:
@@ -260,15 +263,12 @@ def seed_random_ops(graph: onnx.GraphProto) -> int:
     int8 variant drew different numbers after it. Returns how many ops were seeded."""
     import zlib
 
-    count = 0
-    for node, _ in walk_nodes(graph):
-        seeded = any(a.name == "seed" for a in node.attribute)
-        if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx") and not seeded:
-            key = node.name or (node.output[0] if node.output else node.op_type)
-            seed = float(zlib.crc32(key.encode("utf-8")) % (1 << 24))  # exact as a float
-            node.attribute.append(helper.make_attribute("seed", seed))
-            count += 1
-    return count
+    nodes = list(_unseeded_random(graph))  # (listed first: the walk must not see new seeds)
+    for node in nodes:
+        key = node.name or (node.output[0] if node.output else node.op_type)
+        seed = float(zlib.crc32(key.encode("utf-8")) % (1 << 24))  # exact as a float
+        node.attribute.append(helper.make_attribute("seed", seed))
+    return len(nodes)
 
 
 Attr = int | float | str | tuple[int, ...] | tuple[float, ...]

@@ -81,9 +81,9 @@ class Budgeted:
 
     def call_timeout(self) -> float:
         """One worker call's limit: what is left of the budget plus a fifth of it, so the doctor
-        ends within its budget + 25 % whatever one call does (a call cut short is a failure,
-        recorded, and the doctor goes on or stops with what it measured); the caller's own
-        ``timeout`` when that is smaller."""
+        ends within its budget + 25 % whatever one call does (a call the budget cut short is a
+        note, and the doctor goes on with what it measured); the caller's own ``timeout`` when
+        that is smaller. Raises BudgetSpentError when less than MIN_CALL_S is left."""
         limit = self.left() + BUDGET_SLACK * self.budget_s
         if limit < MIN_CALL_S:  # a 2 s call then and a worker restart broke the promise
             raise BudgetSpentError(

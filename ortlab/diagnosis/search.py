@@ -26,7 +26,7 @@ import functools
 import math
 import os
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +69,6 @@ from ortlab.engine.calls import run as run_task
 __all__ = ["Search", "physical_cores"]
 
 Item = Candidate
-T = TypeVar("T")
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
 _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
