@@ -132,3 +132,58 @@ def test_cli_roofline(cnn: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["roofline", str(cnn), "--runs", "3", "--top", "4"]) == 0
     out = capsys.readouterr().out
     assert "of node time runs at half its bound or more" in out and "Slowest nodes" in out
+
+
+def test_ceilings_keep_the_best_of_every_measurement() -> None:
+    """A peak is the most the machine did: a later, slower measurement (a busy moment) never
+    lowers it, a faster one raises it, and a failed one never replaces a measured one."""
+    from ortlab.analysis import ceilings
+    from ortlab.engine.tasks_peaks import PeakRuns
+
+    cfg = ortlab.SessionConfig(intra_op_threads=3)  # settings no other test measures
+    ceilings.record(cfg, [PeakRuns("fp32 GEMM", "fp32", 2e9, [0.02, 0.01, 0.04])])
+    first = ceilings.known(cfg, ["fp32"])
+    assert first is not None and first[0].best == pytest.approx(2e9 / 0.01)
+    ceilings.record(cfg, [PeakRuns("fp32 GEMM", "fp32", 2e9, [0.05, 0.04])])  # busy: slower
+    kept = ceilings.known(cfg, ["fp32"])
+    assert kept is not None and kept[0].best == pytest.approx(2e11) and kept[0].measured == 2
+    ceilings.record(cfg, [PeakRuns("fp32 GEMM", "fp32", 2e9, [], error="no kernel")])
+    ceilings.record(cfg, [PeakRuns("fp32 GEMM", "fp32", 2e9, [0.008])])
+    best = ceilings.known(cfg, ["fp32"])
+    assert best is not None and best[0].best == pytest.approx(2e9 / 0.008) and not best[0].error
+    assert ceilings.known(cfg, ["fp32", "int8"]) is None
+    assert ceilings.known(ortlab.SessionConfig(intra_op_threads=5), ["fp32"]) is None
+
+
+def test_two_rooflines_read_the_same_ceilings(cnn: Path, roof: ortlab.RooflineResult) -> None:
+    """One measurement per session: a second roofline at the same EP and thread settings (at
+    another optimization level) holds the very same Peak objects, not a second measurement."""
+    again = ortlab.roofline(cnn, {"level": "basic"}, runs=3, progress=False)
+    by_dtype = {p.dtype: p for p in roof.peaks}
+    for p in again.peaks:
+        if p.dtype in by_dtype and p.measured == by_dtype[p.dtype].measured:
+            assert p is by_dtype[p.dtype]
+    assert again.peak_flops("fp32") >= roof.peak_flops("fp32")
+
+
+def test_a_ceiling_a_busy_moment_halved_is_measured_again(cnn: Path) -> None:
+    """A ceiling measured far too low (as on a machine busy at that moment) puts nodes above the
+    roof; the roofline measures the ceilings again, keeps the best, and the nodes come down."""
+    from ortlab.analysis import ceilings
+    from ortlab.engine.tasks_peaks import PeakRuns
+
+    cfg = ortlab.SessionConfig(level="all", intra_op_threads=1)
+    ceilings.record(
+        cfg,
+        [
+            PeakRuns("fp32 GEMM", "fp32", 1e6, [1.0]),  # 1 MFLOP/s
+            PeakRuns("fp32 stream (Add)", "memory", 1e6, [1.0]),
+            PeakRuns("fp32 in-cache (Add)", "cache", 1e6, [1.0]),
+            PeakRuns("int8 GEMM", "int8", 1e6, [1.0]),
+            PeakRuns("fp16 GEMM", "fp16", 1e6, [1.0]),
+        ],
+    )
+    r = ortlab.roofline(cnn, cfg, runs=5, progress=False)
+    assert r.peak_flops("fp32") > 1e9, "the absurd ceiling was replaced by a measurement"
+    assert any("measured again" in n for n in r.notes)
+    assert max(row.achieved_fraction for row in r.rows if row.kind == "compute") < 50

@@ -1,0 +1,101 @@
+"""This machine's ceilings as measured in this Python session: the one home of a peak.
+
+A peak (FLOP/s of a GEMM per precision, bytes/s of a streaming Add, in and out of the cache) is
+measured with ORT itself under a session's EPs and thread settings (``engine.tasks_peaks``). A
+ceiling is the most the machine did: a slower measurement later means a busier machine, not a
+slower one. So every measurement of the same settings is folded here, each ceiling keeps its
+best, and every view asks here: the roofline, the Limits tab and the doctor of one Lab read the
+very same :class:`Peak` objects, and a fast figure seen once is never replaced by the halved one
+a busy moment gave (139 against 65 GFLOP/s ten minutes apart, before this home).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.engine.tasks_peaks import PeakRuns
+
+__all__ = ["ALL_PEAKS", "Peak", "forget", "known", "record", "settings_key"]
+
+ALL_PEAKS = ("fp32", "int8", "fp16", "memory", "cache")
+"""Every ceiling a roofline may need: a GEMM per precision, DRAM and in-cache bandwidth."""
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One measured ceiling: FLOP/s at a precision (``dtype`` fp32, int8, fp16) or bytes/s
+    (``dtype`` 'memory' from DRAM, 'cache' inside the last-level cache); ``best`` is the
+    ceiling used, ``median`` shows the spread of the measurement it came from, ``measured``
+    how many measurements of this session it is the best of."""
+
+    what: str
+    dtype: str
+    best: float
+    median: float
+    runs: int
+    error: str = ""
+    measured: int = 1
+
+
+_LOCK = threading.Lock()
+_SEEN: dict[tuple[Any, ...], dict[str, Peak]] = {}
+
+
+def settings_key(config: SessionConfig) -> tuple[Any, ...]:
+    """What a peak depends on: the EPs, their options and the thread settings (not the
+    optimization level or anything about the model)."""
+    return (
+        config.providers,
+        repr(config.provider_options),
+        config.policy,
+        config.intra_op_threads,
+        config.execution_mode,
+    )
+
+
+def _peak(p: PeakRuns) -> Peak:
+    rates = [p.work / s for s in p.seconds if s > 0]
+    best = max(rates) if rates else math.nan
+    median = float(np.median(rates)) if rates else math.nan
+    return Peak(p.what, p.dtype, best, median, len(rates), p.error)
+
+
+def record(config: SessionConfig, runs: Iterable[PeakRuns]) -> None:
+    """Fold a measurement into the session's ceilings for ``config``'s settings: each keeps
+    the higher best (a measured one over one that failed)."""
+    with _LOCK:
+        seen = _SEEN.setdefault(settings_key(config), {})
+        for p in map(_peak, runs):
+            old = seen.get(p.dtype)
+            if old is None:
+                seen[p.dtype] = p
+                continue
+            count = old.measured + 1
+            if old.error or (not p.error and p.best > old.best):
+                seen[p.dtype] = Peak(p.what, p.dtype, p.best, p.median, p.runs, p.error, count)
+            else:
+                seen[p.dtype] = Peak(
+                    old.what, old.dtype, old.best, old.median, old.runs, old.error, count
+                )
+
+
+def known(config: SessionConfig, dtypes: Iterable[str] = ALL_PEAKS) -> list[Peak] | None:
+    """The session's ceilings for ``config``'s settings, in ``dtypes`` order, or None when one
+    of them was never measured."""
+    with _LOCK:
+        seen = _SEEN.get(settings_key(config), {})
+        found = [seen.get(d) for d in dtypes]
+    return None if any(p is None for p in found) else [p for p in found if p is not None]
+
+
+def forget() -> None:
+    """Drop every ceiling measured so far (the next roofline measures afresh)."""
+    with _LOCK:
+        _SEEN.clear()
