@@ -238,3 +238,43 @@ def test_control_flow_bodies_are_not_counted_twice_in_shares() -> None:
     loop = t.loc["loop"]
     assert loop["self_us"] == pytest.approx(loop["total_us"] - t.loc[body, "total_us"].sum())
     assert t["self_us"].sum() <= sum(p.data.run_us) + 1e-6  # inside the measured runs
+
+
+def test_node_coverage_agrees_with_the_raw_trace() -> None:
+    """What the node table accounts for, read independently from the trace's own events: per
+    run, its node events' durations over its model_run event; the median run's."""
+    events = json.loads(GOLDEN.read_text())
+    runs = sorted((e for e in events if e["name"] == "model_run"), key=lambda e: e["ts"])
+    nodes = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    med_run = float(np.median([r["dur"] for r in runs]))
+    per_node: dict[str, list[float]] = {}
+    for r in runs:
+        inside = [e for e in nodes if r["ts"] <= e["ts"] <= r["ts"] + r["dur"]]
+        for e in inside:
+            per_node.setdefault(e["name"], []).append(e["dur"])
+    node_sum = sum(float(np.median(v)) for v in per_node.values())
+    p = ProfileResult(model="mlp", config={}, data=parse_profile_file(GOLDEN))
+    assert p.median_run_ms == pytest.approx(med_run / 1e3)
+    assert p.node_coverage == pytest.approx(node_sum / med_run)
+    assert 0 < p.node_coverage <= 1
+    assert f"{p.node_coverage:.0%}" in p.conditions
+
+
+def test_a_profile_on_a_busy_machine_says_so(mlp: ortlab.Model) -> None:
+    """Another process burning a core while ORT profiles: the profile records the load (the
+    worker's counters, not ours) and every view of it warns that shares are inflated."""
+    import subprocess
+    import sys
+
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        p = ortlab.profile(mlp, runs=200, warmup=2, progress=False)
+    finally:
+        burner.kill()
+        burner.wait()
+    assert p.data.other_cores is not None and p.data.other_cores > 0.5
+    assert p.busy
+    text, html = p.to_text(), p._repr_html_()
+    assert "busy machine" in text and "busy machine" in html
+    again = ProfileResult.from_json(p.to_json())
+    assert again.data.other_cores == p.data.other_cores and again.busy

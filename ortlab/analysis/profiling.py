@@ -8,6 +8,7 @@ them for *shares* and per-node comparisons; take latency from :func:`ortlab.benc
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.engine import tasks
@@ -130,6 +132,47 @@ class ProfileResult(Result):
     def _median_run_us(self) -> float:
         """The median run's node time (the sum of node times): the denominator of shares."""
         return float(self._us_per_run.sum()) or 1.0
+
+    @property
+    def median_run_ms(self) -> float:
+        """The median measured run's wall time (ORT's ``model_run`` event), ms, profiler on."""
+        return float(np.median(self.data.run_us)) / 1e3 if self.data.run_us else math.nan
+
+    @property
+    def node_coverage(self) -> float:
+        """The node times' sum (the median run's node time) over the median run's wall time:
+        what the node table accounts for. Near 1 on an idle machine; far under it the rest is
+        ORT between nodes and, on a busy machine, threads waiting for a core (shares then
+        weigh the nodes that waited)."""
+        wall = self.median_run_ms * 1e3
+        return float(self._us_per_run.sum()) / wall if wall > 0 else math.nan
+
+    @property
+    def busy(self) -> bool:
+        """Other processes used more than ``BUSY_CORES`` while the profiled runs ran."""
+        load = self.data.other_cores
+        return load is not None and load > BUSY_CORES
+
+    @property
+    def conditions(self) -> str:
+        """What the profile's figures are, in one sentence that every view quotes: the median
+        run with the profiler on, how much of it the node table covers, and the machine's load
+        while it ran (the warning when it was busy)."""
+        text = (
+            f"median of {self.runs} run(s) with ORT's profiler on: {self.median_run_ms:,.2f} ms "
+            f"(a benchmark, profiler off, gives latency); node times add up to "
+            f"{self.node_coverage:.0%} of it"
+        )
+        load = self.data.other_cores
+        if load is None:
+            return text + "; machine load not measured"
+        text += f"; other processes used {load:.1f} cores meanwhile"
+        if self.busy:
+            text += (
+                " — a busy machine: nodes that waited for a core look slower and their shares "
+                "inflated; re-profile when it is idle"
+            )
+        return text
 
     def by_node(self) -> Any:
         """One row per node: node, op_type, provider, us_per_run (THE node time: the median

@@ -7,6 +7,8 @@ session creation again; profiling sessions are never cached (profiling is per se
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import time
 from collections import OrderedDict
@@ -25,6 +27,7 @@ from ortlab.core.errors import (
     SessionCreationError,
 )
 from ortlab.core.graph import graph_nodes
+from ortlab.core.machine import CpuSample, cpu_sample, other_cores
 from ortlab.engine.capture import capture_output
 from ortlab.engine.probe import probe_nodes
 from ortlab.engine.replies import (
@@ -290,10 +293,11 @@ def profile(
     """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
 
     with cache.temp_dir("profile-") as folder:
+        since = cpu_sample()
         sess, report = build_session(
             model_path, config, model_name=model_name, profile_prefix=str(folder / "ortlab")
         )
-        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress)
+        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress, since)
     return ProfileReply(data=data, report=report)
 
 
@@ -305,9 +309,10 @@ def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all neede
     runs: int,
     warmup: int,
     progress: Progress,
+    since: CpuSample,
 ) -> ProfileData:
     """``warmup + runs`` runs of a session built with profiling on; its trace, parsed (warm-up
-    runs dropped), while its folder still exists."""
+    runs dropped), while its folder still exists, with the load since ``since``."""
     run = _runner(sess, prepare_feeds(feeds), config.io_binding)
     try:
         for i in range(warmup + runs):
@@ -317,7 +322,14 @@ def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all neede
         raise _run_error(err, model_name, config, feeds) from err
     finally:
         path = sess.end_profiling()
-    return parse_profile_file(path, skip_runs=warmup)
+    return with_load(parse_profile_file(path, skip_runs=warmup), since)
+
+
+def with_load(data: ProfileData, since: CpuSample) -> ProfileData:
+    """``data`` with the machine's load from ``since`` (sampled before the session was built)
+    to now: the cores other processes used while the session was built and profiled."""
+    load = other_cores(since, cpu_sample())
+    return data if math.isnan(load) else dataclasses.replace(data, other_cores=round(load, 2))
 
 
 def outputs(
@@ -415,6 +427,7 @@ def placement(
                     "ep.context_embed_mode": "0",
                 }
             )
+        since = cpu_sample()
         sess, report = build_session(
             model_path,
             config,
@@ -441,7 +454,7 @@ def placement(
             with capture_output():  # a verbose session logs its end_profiling to fd 2
                 trace = sess.end_profiling()
             ort_ns += clock() - t0
-        data = parse_profile_file(trace, skip_runs=warmup)
+        data = with_load(parse_profile_file(trace, skip_runs=warmup), since)
         assignment = [
             (str(sg.ep_name), [(n.name, n.op_type, n.domain) for n in sg.get_nodes()])
             for sg in sess.get_provider_graph_assignment_info()

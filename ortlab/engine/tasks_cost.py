@@ -20,6 +20,7 @@ from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
+from ortlab.core.machine import cpu_sample
 from ortlab.core.onnx_util import Attr, attr_values
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
@@ -156,6 +157,7 @@ def shapes(
             "CPU EP (config=None) instead."
         )
     with cache.temp_dir("cost-") as folder:
+        since = cpu_sample()
         sess, report = build_session(
             model_path,
             config,
@@ -168,7 +170,7 @@ def shapes(
         for _ in range(runs):  # before the model's first run: its pool does not spin yet
             for k in kernels:
                 k.time_once()
-        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress)
+        data = profiled_runs(sess, config, feeds, model_name, runs, warmup, progress, since)
         proto = onnx.load(str(Path(folder) / "final.onnx"), load_external_data=False)
     release_after_reply(sess, *kernels)
     names: dict[tuple[str, str], str] = {}

@@ -118,6 +118,10 @@ class ProfileData:
     """The threads node events ran on (ORT's ``tid``, as text), in order of first event."""
     ev_thread: list[int] = field(default_factory=list)
     """Per event: index into ``threads`` (empty for a trace parsed before it existed)."""
+    other_cores: float | None = None
+    """Cores other processes used on average while the profiled runs ran (warm-up included),
+    measured in the worker around its loop; None when not measured or the window was too short
+    for the CPU counters (``core.machine.MIN_LOAD_WINDOW_S``)."""
     run_start_us: list[float] = field(default_factory=list)
     """Per measured run: its ``model_run`` start on the trace's clock (µs since profiling
     began), so the time between runs shows; empty for a trace parsed before it existed."""

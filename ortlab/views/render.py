@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ortlab.core.cache import cache_dir
 from ortlab.core.units import fmt_bytes
 
@@ -136,11 +134,12 @@ _STYLE = (
 
 def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    decimals = column_decimals(headers, rows)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{esc(_num(c))}</td>' if _is_num(c) else f"<td>{esc(c)}</td>"
-            for c in row
+            f'<td class="n">{esc(_num(c, d))}</td>' if _is_num(c) else f"<td>{esc(c)}</td>"
+            for c, d in zip(row, decimals, strict=False)
         )
         + "</tr>"
         for row in rows
@@ -149,8 +148,13 @@ def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    decimals = column_decimals(headers, rows)
     cells = [[safe_text(h) for h in headers]] + [
-        [safe_text(_num(c)) if _is_num(c) else safe_text(c, 60) for c in row] for row in rows
+        [
+            safe_text(_num(c, d)) if _is_num(c) else safe_text(c, 60)
+            for c, d in zip(row, decimals, strict=False)
+        ]
+        for row in rows
     ]
     numeric = [[False] * len(headers)] + [[_is_num(c) or _is_pct(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
@@ -176,14 +180,30 @@ def _is_pct(v: Any) -> bool:
     return isinstance(v, str) and bool(re.fullmatch(r"-?\d+(\.\d+)?%", v))
 
 
-def _num(v: Any) -> str:
+def column_decimals(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
+    """One format per column, so one unit reads alike down a table (never ``17,701.0`` above
+    ``54.000``): microseconds whole (ORT's profiler counts whole µs), else the decimals the
+    column's largest value needs for about four significant digits (at most 3)."""
+    out = []
+    for i, h in enumerate(headers):
+        floats = [abs(r[i]) for r in rows if i < len(r) and isinstance(r[i], float)]
+        floats = [v for v in floats if math.isfinite(v)]
+        if "µs" in h:
+            out.append(0)
+        elif not floats:
+            out.append(3)
+        else:
+            top = max(floats)
+            out.append(1 if top >= 100 else 2 if top >= 1 else 3)
+    return out
+
+
+def _num(v: Any, decimals: int = 3) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     if math.isnan(v):
         return "nan"
-    if abs(v) >= 100:
-        return f"{v:,.1f}"
-    return f"{v:.3f}"
+    return f"{v:,.{decimals}f}"
 
 
 # ---------------------------------------------------------------- model summary
@@ -402,11 +422,10 @@ def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
 def profile_text(
     p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
 ) -> str:
-
-    med = float(np.median(p.data.run_us)) / 1e3 if p.data.run_us else float("nan")
     parts = [
-        f"Profile {safe_text(p.model)}: {len(p.data.node)} nodes, {p.runs} runs, median run "
-        f"{med:.3f} ms (profiling on), session init {p.data.session_init_us / 1e3:.1f} ms",
+        f"Profile {safe_text(p.model)}: {len(p.data.node)} nodes, session init "
+        f"{p.data.session_init_us / 1e3:.1f} ms",
+        f"Times: {p.conditions}",
         "",
         "By op type:",
         table_text(*_op_rows(p)),
@@ -424,13 +443,21 @@ def profile_html(
     p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
 ) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · {p.runs} runs · "
+        f"{_STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · "
         f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
+        + _conditions_html(p)
         + table_html(*_op_rows(p))
         + table_html(*profile_node_rows(p, top, fused))
         + (_report_html(p.report) if p.report else "")
         + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
     )
+
+
+def _conditions_html(p: ProfileResult) -> str:
+    """The profile's conditions line (``ProfileResult.conditions``), in the warning colour when
+    the machine was busy."""
+    cls = ' class="ortlab-warn"' if p.busy else ""
+    return f"<div{cls}>Times: {esc(p.conditions, 600)}</div>"
 
 
 # ---------------------------------------------------------------- reproducibility
@@ -482,11 +509,16 @@ def _why_title(pl: Any) -> str:
     return f"Why nodes are not on {pl.wanted.removesuffix('ExecutionProvider')}"
 
 
+def _placement_times(pl: Any) -> str:
+    if pl.profile is not None:
+        return str(pl.profile.conditions)
+    return f"each node's median of {pl.runs} run(s), ORT's profiler on"
+
+
 def placement_text(pl: Any) -> str:
     parts = [
-        f"Placement of {safe_text(pl.model)} ({pl.runs} profiled runs; final graph from "
-        f"{pl.final_source}); times are each node's median run with the profiler on, which "
-        "adds ~5 µs per node: take latency from ortlab.benchmark",
+        f"Placement of {safe_text(pl.model)} (final graph from {pl.final_source})",
+        f"Times: {_placement_times(pl)}",
         table_text(*_placement_summary_rows(pl)),
         "",
         f"Partitions ({len(pl.partition_rows)}):",
@@ -507,9 +539,12 @@ def placement_text(pl: Any) -> str:
 
 def placement_html(pl: Any) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement · {pl.runs} profiled runs · times: "
-        "each node's median run, profiler on (~5 µs per node more than a plain run; latency "
-        "is in the Benchmark)</div>"
+        f"{_STYLE}<div><b>{esc(pl.model)}</b> · placement</div>"
+        + (
+            _conditions_html(pl.profile)
+            if pl.profile is not None
+            else f"<div>Times: {esc(_placement_times(pl))}</div>"
+        )
         + table_html(*_placement_summary_rows(pl))
         + f"<div><b>Partitions</b> ({len(pl.partition_rows)})</div>"
         + table_html(*_partition_rows(pl))
