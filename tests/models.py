@@ -199,12 +199,15 @@ def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
     "'faster' or 'slower' or 'no measurable difference' in verdict")."""
     from ortlab.core.stats import NOISE_BAND
 
-    if "faster" in verdict:
+    if "perhaps by no more than" in verdict:  # excludes 1, reaches into the noise band
+        assert (high < 1 <= high + NOISE_BAND) or (low - NOISE_BAND <= 1 < low), verdict
+        assert ("faster" in verdict) == (ratio < 1), verdict
+    elif "faster" in verdict:
         assert high < 1 - NOISE_BAND and ratio < 1, (verdict, low, high)
     elif "slower" in verdict:
         assert low > 1 + NOISE_BAND and ratio > 1, (verdict, low, high)
-    elif "no measurable difference" in verdict:
-        assert low <= 1 + NOISE_BAND and high >= 1 - NOISE_BAND, (verdict, low, high)
+    elif "no measurable difference" in verdict:  # only an interval that holds 1 says it
+        assert low <= 1 <= high, (verdict, low, high)
     else:
         assert "not enough rounds" in verdict or verdict == "baseline", verdict
     if not np.isnan(low):  # an interval exists: it holds the point estimate

@@ -81,7 +81,11 @@ def test_simulated_coverage_is_at_least_93_percent() -> None:
 def test_noise_band_keeps_small_changes_out_of_verdicts() -> None:
     n = 10
     within = paired_ratio(np.ones(n), np.full(n, 1 - NOISE_BAND / 2))
-    assert not within.significant and "no measurable difference" in within.text()
+    assert not within.significant and "perhaps by no more than" in within.text()
+    assert "no measurable" not in within.text(), "its interval excludes 1"
+    rng = np.random.default_rng(3)
+    noisy = paired_ratio(np.ones(40), 1 + rng.normal(0, 0.005, 40))
+    assert noisy.holds_one and "no measurable difference" in noisy.text()
     beyond = paired_ratio(np.ones(n), np.full(n, 1 + 2 * NOISE_BAND))
     assert beyond.significant and "slower" in beyond.text()
 

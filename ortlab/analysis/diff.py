@@ -29,10 +29,15 @@ from ortlab.core.eps import alias
 from ortlab.core.result import Result, table
 from ortlab.core.stats import NOISE_BAND, shift_interval
 
-__all__ = ["DiffResult", "NodeDiff", "diff"]
+__all__ = ["TIMED_VERDICTS", "WITHIN_NOISE", "DiffResult", "NodeDiff", "diff"]
 
 ABS_FLOOR_US = 1.0
 """ORT's profiler records whole microseconds: shifts within 1 µs are not measurable."""
+WITHIN_NOISE = "within noise"
+"""A shift whose interval excludes no change but not the noise floor (1 µs, or 2 % of A's
+time): real, perhaps, and too small to call; never "no measurable difference", which an
+interval holding 0 alone may say."""
+TIMED_VERDICTS = ("slower", "faster", WITHIN_NOISE, "no measurable difference")
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ class NodeDiff:
     low: float
     high: float
     verdict: str
-    """'slower', 'faster', 'no measurable difference', 'too few runs', 'only in A',
+    """'slower', 'faster', 'within noise', 'no measurable difference', 'too few runs', 'only in A',
     'only in B', 'not timed' (folded away in both)."""
     a_provider: str
     b_provider: str
@@ -94,7 +99,7 @@ class DiffResult(Result):
 
     def summary(self) -> dict[str, Any]:
         verdicts = [r.verdict for r in self.rows]
-        timed = sum(v in ("slower", "faster", "no measurable difference") for v in verdicts)
+        timed = sum(v in TIMED_VERDICTS for v in verdicts)
         flagged = sum(v in ("slower", "faster") for v in verdicts)
         return {
             "nodes": len(self.rows),
@@ -157,6 +162,8 @@ def _verdict(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, str, fl
         return est, low, high, "slower", coverage
     if high < -floor:
         return est, low, high, "faster", coverage
+    if low > 0 or high < 0:  # the interval excludes no change, but not the noise floor
+        return est, low, high, WITHIN_NOISE, coverage
     return est, low, high, "no measurable difference", coverage
 
 

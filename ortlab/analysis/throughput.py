@@ -183,8 +183,12 @@ def _sentence(mode: str, rows: list[LevelRow], knee: int | None, rates: list[lis
     last = rows[-1]
     v = paired_ratio(rates[k], rates[-1])
     p99 = last.p99_ms / rows[k].p99_ms - 1 if rows[k].p99_ms > 0 else math.nan
-    more = "adds no measurable throughput" if not (v.significant and v.ratio < 1) else (
-        "lowers throughput")  # fmt: skip
+    if v.significant:
+        more = "lowers throughput" if v.ratio < 1 else "still adds throughput"
+    elif v.holds_one or not v.enough:
+        more = "adds no measurable throughput"
+    else:  # the interval excludes 1 and reaches into the noise band
+        more = "lowers throughput a little" if v.ratio < 1 else "adds a little throughput"
     return head + (f"; {last.concurrency} {more} ({_ci(v)}) and {p99:+.0%} p99 latency")
 
 

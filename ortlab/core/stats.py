@@ -178,6 +178,12 @@ class Verdict:
         return self.enough and (self.high < 1 - self.noise or self.low > 1 + self.noise)
 
     @property
+    def holds_one(self) -> bool:
+        """The interval contains 1 (no difference is what it allows): the only case a verdict
+        may call "no measurable difference"."""
+        return self.enough and self.low <= 1 <= self.high
+
+    @property
     def undecided(self) -> bool:
         """An interval that allows a gain beyond the noise band without showing one (a
         0.69x [0.35, 1.30] is not "no faster": more rounds can decide it)."""
@@ -202,8 +208,14 @@ class Verdict:
             f"{self.ratio:.3f}x [{self.low:.3f}, {self.high:.3f}] "
             f"({self.confidence:.1%} CI, {self.rounds} rounds)"
         )
-        if not self.significant:
+        if not self.significant and self.holds_one:
             return f"{b} vs {a}: no measurable difference, {ci}"
+        if not self.significant:  # excludes 1, but reaches into the noise band
+            side = "faster" if self.ratio < 1 else "slower"
+            return (
+                f"{b} is {side} than {a}, perhaps by no more than the ±{self.noise:.0%} noise: "
+                f"time ratio {ci}"
+            )
         if self.ratio < 1:
             return f"{b} is {self.speedup():.2f}x faster than {a}: time ratio {ci}"
         return f"{b} is {self.ratio:.2f}x slower than {a}: time ratio {ci}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import NOISE_BAND
 from ortlab.views.colors import provider_color
@@ -472,7 +473,7 @@ def diff_figure(d: Any, top: int = 25) -> Any:
     import plotly.graph_objects as go
 
     t = d.to_pandas()
-    t = t[t["verdict"].isin(["slower", "faster", "no measurable difference"])].head(top)[::-1]
+    t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
     colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
               for v in t["verdict"]]  # fmt: skip
     fig = go.Figure(go.Bar(

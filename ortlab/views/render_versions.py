@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import interval_text
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
@@ -81,7 +82,7 @@ def versions_figure(r: Any, top: int = 25) -> Any:
     from ortlab.views.plots import _layout
 
     t = r.to_pandas()
-    t = t[t["verdict"].isin(["slower", "faster", "no measurable difference"])].head(top)[::-1]
+    t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
     colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
               for v in t["verdict"]]  # fmt: skip
     mark = [" *" if k or f else "" for k, f in zip(t["kernel_changed"], t["fusion_changed"],
