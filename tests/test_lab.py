@@ -23,7 +23,8 @@ def test_first_run_fills_the_tabs(lab) -> None:
     assert isinstance(lab.shown["Benchmark"][0], ortlab.BenchmarkResult)
     assert isinstance(lab.shown["Placement"][1], ortlab.PlacementResult)  # [0]: what-if bar
     assert isinstance(lab.shown["Graph"][0], ortlab.GraphView)
-    assert len(lab.shown["Profile"]) == 6  # op types, EP sunburst, timeline, memory, top nodes
+    assert len(lab.shown["Profile"]) == 6  # top nodes (caption, list), then op types, EP sunburst,
+    # timeline, memory
     assert lab.config.level == "all" and lab.config.providers == ("CPUExecutionProvider",)
 
 
@@ -261,7 +262,7 @@ def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
     label, node = lab.top_nodes.options[0]
     assert node == first["node"]
     assert label.endswith(f"{first['median_us']:.0f} µs · {first['share']:.1%}")
-    caption = lab.shown["Profile"][4].value  # the text above the top-nodes list
+    caption = lab.shown["Profile"][0].value  # the text above the top-nodes list
     assert "median µs per run" in caption and "median run's node time" in caption
 
 
@@ -292,11 +293,14 @@ def test_cancel_stops_the_worker_call_that_starts_after_the_click(lab) -> None:
     if not isinstance(worker, Worker):
         pytest.skip("the in-process worker has nothing to cancel")
     pid = worker.pid
-    lab._cancel.set()
-    with worker.cancel_on(lab._cancel), pytest.raises(ortlab.WorkerCancelledError, match="before"):
+    lab.jobs.cancelled.set()
+    with (
+        worker.cancel_on(lab.jobs.cancelled),
+        pytest.raises(ortlab.WorkerCancelledError, match="before"),
+    ):
         worker.call("ping", {})
     assert worker.pid == pid, "a call that never started must not cost the worker"
-    lab._cancel.clear()
+    lab.jobs.cancelled.clear()
     assert worker.call("ping", {}) == pid
 
 
@@ -373,7 +377,7 @@ def test_int4_variant_and_memory_in_the_lab(lab) -> None:
     assert lab.error.value == ""
     used = ortlab.load(lab.history.records[-1].model_path)
     assert "com.microsoft.MatMulNBits" in used.summary.op_types  # the run used the int4 model
-    memory = lab.shown["Profile"][3]
+    memory = lab.shown["Profile"][5]
     assert "memory over one run" in memory.layout.title.text
 
 
@@ -407,11 +411,11 @@ def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Mo
 
     lab = ortlab.Lab(mlp, synchronous=True, runs=10, tab="Graph")
     waiting = [p for p, out in lab.panes.items() if out.outputs == (_WAITING,)]
-    assert waiting == ["Placement", "Profile", "Benchmark", "History"]
+    assert waiting == ["Overview", "Placement", "Profile", "Benchmark", "History"]
     assert lab.panes["Graph"].outputs[0]["data"]  # drawn with the run
     lab.level.value = "disabled"  # a second run: the Profile tab never showed the first
     lab.tabs.selected_index = list(lab.panes).index("Profile")  # opened: drawn now
-    figures = lab.shown["Profile"][:4]
+    figures = lab.shown["Profile"][2:]
     assert lab.panes["Profile"].outputs != (_WAITING,) and len(figures) == 4
     assert "disabled" in lab.shown["Benchmark"][0].session_config.label()  # the latest run
     assert lab.panes["Benchmark"].outputs != (_WAITING,), "looking a tab up draws it"
@@ -434,12 +438,11 @@ def test_a_live_lab_keeps_one_worker_across_runs(mlp: ortlab.Model) -> None:
     lab = ortlab.Lab(mlp, synchronous=False, runs=5)
     pids = []
     for level in ("disabled", "all"):
-        assert lab._thread is not None
-        lab._thread.join(120)
+        assert lab.jobs.thread is not None and lab.wait(120)
         time.sleep(0.5)  # a worker killed with the job's thread would be gone by now
         pids.append(get_worker().pid)
         lab.level.value = level
-    lab._thread.join(120)
+    assert lab.wait(120)
     assert len(lab.history) == 3 and lab.error.value == ""
     assert pids[0] is not None and pids == [pids[0]] * 2 == [get_worker().pid] * 2
 
@@ -547,11 +550,11 @@ def test_a_failed_run_at_guessed_dims_says_which_in_any_tab(lab) -> None:
     def fail() -> None:
         raise ortlab.RunError("Non-zero status code returned while running Reshape node")
 
-    lab._guarded(fail)
+    lab.jobs.guarded(fail)
     assert "These dims were chosen by ortlab (batch=1)" in lab.error.value
     assert "dims box" in lab.error.value
     lab.dims.value = "batch=2"  # typed: given, no longer a guess
-    lab._guarded(fail)
+    lab.jobs.guarded(fail)
     assert "chosen by ortlab" not in lab.error.value
 
 
@@ -576,7 +579,10 @@ def test_limits_tab_measures_the_roofline_of_the_current_settings(
     assert lab.sweep.config["level"] == "basic"
     lab.sweep_dims.value = "batch=one"
     lab.limits_buttons["sweep"].click()
-    assert "is not name=int" in lab.error.value and "Previous results are kept" in lab.error.value
+    status = lab.tab_controls.status["Limits"]  # the error where the button is
+    assert "is not name=int" in status.error.value
+    assert "Previous results are kept" in status.error.value
+    assert "Limits tab" in lab.error.value and lab.shown["Limits"][0] is lab.tab_controls.limits_bar
     # the last run as a Perfetto trace, in the working directory like the HTML report
     monkeypatch.chdir(tmp_path)
     lab.limits_buttons["perfetto"].click()

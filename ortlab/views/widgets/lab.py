@@ -1,21 +1,23 @@
 """The Lab: one widget to explore a model live — settings on the left, results in tabs.
 
 Every change re-runs in the worker (placement with profiling, then a benchmark with profiling
-off) on a background thread, so the notebook never freezes; a progress bar and a Cancel
-button show while it runs (Cancel stops the refresh at whatever step it is in); a failed run
-shows its error inside the Lab and keeps the previous results, if any. Each run becomes a row
-of ``lab.history``. ``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs,
-unnamed dims); otherwise the dims box sets the symbolic dims and shows the ones used. Charts
-are the plot layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only
-wires them together.
+off) on a background thread, so the notebook never freezes (:mod:`labjobs`); a progress bar and
+a Cancel button show while it runs (Cancel stops the refresh at whatever step it is in); a tab's
+own job (the doctor, a Limits job…) says so on that tab's status line; a failed job shows its
+error inside the Lab and keeps the previous results, if any. Each run becomes a row of
+``lab.history``; the Overview leads with its answer to what is slow (:mod:`overview`).
+``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs, unnamed dims);
+otherwise the dims box sets the symbolic dims and shows the ones used. Charts are the plot
+layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only wires them
+together.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,17 +29,19 @@ from ortlab.analysis.labrun import BEST, Choice, LabRunner
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
-from ortlab.core.errors import OrtlabError, WorkerCancelledError
+from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.views.render import esc, fused_map
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
+from ortlab.views.widgets.labjobs import Jobs, choose_sync
 from ortlab.views.widgets.labparts import (
     LIMITS_INTRO,
     TAB_STYLE,
     WAITING,
     Shown,
+    carrier,
     guess_hint,
     limits_job,
     optimizer_options,
@@ -48,6 +52,8 @@ from ortlab.views.widgets.labparts import (
     top_node_options,
     warm_up,
 )
+from ortlab.views.widgets.labstatus import LIMITS_WHAT
+from ortlab.views.widgets.overview import Headline
 
 __all__ = ["Lab"]
 
@@ -62,7 +68,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     A run refreshes the tab on screen; the others are drawn when opened (a tab nobody looks
     at costs nothing). ``lab.shown[tab]`` draws a tab that is waiting, then returns what it
-    shows."""
+    shows.
+
+    ``sync=True`` runs every job in the caller's thread: ``Lab(…)`` returns after its first
+    run (scripts, tests). By default a live notebook runs jobs on a background thread and a
+    script (no Jupyter kernel) synchronously; ``ORTLAB_LAB_SYNC=1`` or ``0`` forces either
+    (``synchronous=`` is the former name of ``sync``). ``lab.wait(timeout=None)`` blocks until
+    no job is in flight, then ``lab.history`` has its run; a failed job raises nothing: its
+    error is shown in the Lab (in its tab for a tab's job) and kept in ``lab.last_error``."""
 
     def __init__(
         self,
@@ -71,6 +84,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         feeds: Mapping[str, Any] | None = None,
         dims: Mapping[str, int] | None = None,
         runs: int = 30,
+        sync: bool | None = None,
         synchronous: bool | None = None,
         run_on_start: bool = True,
         tab: str = "Overview",
@@ -93,13 +107,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._auto_dims: dict[str, int] = {}
         """Dims the box shows that ortlab chose (guessed or defaults), not the user."""
         self.history = History()
-        # Synchronous runs block the cell (scripts, tests, headless execution of notebooks:
-        # ORTLAB_LAB_SYNC=1); in a live notebook runs go to a background thread.
-        self._sync = (
-            synchronous if synchronous is not None else (os.environ.get("ORTLAB_LAB_SYNC") == "1")
-        )
-        self._thread: threading.Thread | None = None
-        self._cancel = threading.Event()
+        self._sync = choose_sync(sync, synchronous)
         self.runner = LabRunner(self.model, self.feeds)
         """The runs, without widgets: variants built once, inputs synthesized once per dims."""
         self._current: Any = self.model
@@ -121,10 +129,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs(tab)
+        self.jobs = Jobs(self._sync, self.controls, self.tab_controls.status, self._guess_hint)
+        """The job in flight, its cancel flag and the last job's error."""
         super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs,
                           self.notice])  # fmt: skip
         self.add_class("ortlab-lab")
-        self._overview()
+        self._show("Overview", *self._overview())
         warm_up(self.model)
         if run_on_start:
             self.run()
@@ -211,30 +221,42 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.tabs.observe(lambda _: self._draw_waiting(self._tab_on_screen()),
                           names="selected_index")  # fmt: skip
         self.tab_controls = t = TabControls(self._qnn_given)
-        t.opt_button.on_click(lambda _: self._background(self._optimization, "optimization"))
-        t.quant_button.on_click(lambda _: self._background(self._quantization, "comparison"))
-        t.doctor_button.on_click(lambda _: self._background(self._doctor, "doctor_result"))
-        for what, button in t.limits_buttons.items():
-            button.on_click(lambda _, k=what: self._background(lambda: self._limits(k), k))
+        jobs = [  # the button, the job, the results it replaces, its tab, its name there
+            (t.opt_button, self._optimization, "optimization", "Optimization",
+             "the optimization diff"),
+            (t.quant_button, self._quantization, "comparison", "Quantization",
+             "the quantization comparison"),
+            (t.doctor_button, self._doctor, "doctor_result", "Doctor", "the doctor"),
+            (t.compare_button, self._compare_runs, "run_diff", "History", "the comparison"),
+            (t.whatif_button, self._whatif, "whatif_result", "Placement", "the what-if"),
+            *[(b, functools.partial(self._limits, k), k, "Limits", LIMITS_WHAT[k])
+              for k, b in t.limits_buttons.items()],
+        ]  # fmt: skip
+        for button, *job in jobs:
+            button.on_click(lambda _, job=job: self._background(*job))
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
-        t.compare_button.on_click(lambda _: self._compare_runs())
         t.run_snippet_button.on_click(lambda _: self._show_snippet(t.run_a.value))
-        t.whatif_button.on_click(lambda _: self._background(self._whatif, "whatif_result"))
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
         self._whatif_shown: list[Any] = []
         self._show("Placement", t.whatif_bar)
-        self._show("Optimization", t.opt_button)
-        self._show("Quantization", t.quant_button)
+        self._show("Optimization", t.opt_bar)
+        self._show("Quantization", t.quant_bar)
         self._show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
         self._show("Doctor", t.doctor_bar)
 
-    def _overview(self) -> None:
-        eps = ortlab.providers()
-        devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in eps.devices)
-        info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
-        self._show("Overview", self.model.summary, info)
+    def _overview(self) -> list[Any]:
+        """The Overview: the last run's headline (what is slow, what to try), then the model."""
+        if getattr(self, "_ort_info", None) is None:
+            eps = ortlab.providers()
+            devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})"
+                             for d in eps.devices)  # fmt: skip
+            self._ort_info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
+        last = self.history.records[-1].label if len(self.history) else ""
+        head = Headline(self.benchmark_result, self.profile_result, self.placement,
+                        self.doctor_result, last)  # fmt: skip
+        return [head, self.model.summary, self._ort_info]
 
     def _show(self, pane: str, *items: Any) -> None:
         """Replace a tab's content. Runs happen on a background thread, where ``with out:``
@@ -284,59 +306,37 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def cancel(self) -> None:
         """Stop the running job: the worker call in flight, and every step after it (the job
         runs inside ``Worker.cancel_on(flag)``; ortlab's own steps check the flag too)."""
-        self._cancel.set()
+        self.jobs.cancel()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no job is in flight (the first run of ``Lab(…)``, a tab's job); False
+        if ``timeout`` seconds passed first. Raises nothing: see :attr:`last_error`."""
+        return self.jobs.wait(timeout)
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last job's error (shown in the Lab too), or None when it succeeded."""
+        return self.jobs.last_error
+
+    def _background(self, job: Callable[[], Any], results: str = "", tab: str = "",
+                    what: str = "") -> None:  # fmt: skip
+        """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
+        replaces, to say whether a failure keeps previous ones; ``tab`` the tab whose status
+        line follows it, as ``what``."""
+        kept = bool(results) and getattr(self, results, None) is not None
+        self.jobs.start(job, kept, tab, what)
 
     def _step(self, what: str) -> None:
-        """Between two steps of a job: stop here if Cancel was pressed."""
-        if self._cancel.is_set():
-            raise WorkerCancelledError(f"Cancelled before {what}.")
+        self.jobs.step(what)
 
-    def _background(self, job: Callable[[], Any], results: str = "") -> None:
-        """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
-        replaces, to say whether a failure keeps previous ones."""
-        if self._thread is not None and self._thread.is_alive():
-            self.cancel()
-            self._thread.join(10)
-        if self._sync:
-            self._guarded(job, results)
-            return
-        self._thread = threading.Thread(target=self._guarded, args=(job, results), daemon=True)
-        self._thread.start()
+    def _announce(self, what: str) -> None:
+        self.jobs.announce(what)
 
-    def _guarded(self, job: Callable[[], Any], results: str = "") -> None:
-        self._cancel.clear()
-        self.cancel_button.disabled = False
-        self.run_button.disabled = True
-        kept = bool(results) and getattr(self, results, None) is not None
-        try:
-            with ortlab.engine.worker.get_worker().cancel_on(self._cancel):
-                job()
-            self.error.value = ""
-        except ortlab.WorkerCancelledError:
-            self.error.value = "<i>cancelled" + (": previous results kept" if kept else "") + "</i>"
-        except Exception as err:  # noqa: BLE001 - shown in the Lab, never lost in a log
-            detail = "" if isinstance(err, OrtlabError) else traceback.format_exc()
-            hint = self._guess_hint(err)
-            self.error.value = (
-                f'<div class="ortlab-warn" style="color:#a40"><b>{esc(type(err).__name__)}</b>: '
-                f"{esc(err, 4000)}{esc(hint)}</div><pre>{esc(detail, 8000)}</pre>"
-                + ("<div>Previous results are kept.</div>" if kept else "")
-            )
-        finally:
-            self.cancel_button.disabled = True
-            self.run_button.disabled = False
-            self.progress.description = "idle"
+    def _progress(self, label: str) -> Callable[[int, int], None]:
+        return self.jobs.progress(label)
 
     def _guess_hint(self, err: Exception) -> str:
         return "" if self.feeds is not None else guess_hint(err, self._auto_dims)
-
-    def _progress(self, label: str) -> Callable[[int, int], None]:
-        def update(done: int, total: int) -> None:
-            self.progress.max = max(total, 1)
-            self.progress.value = done
-            self.progress.description = label
-
-        return update
 
     def choice(self) -> Choice:
         """What the controls say, for the widget-free runner (:class:`LabRunner`)."""
@@ -344,11 +344,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                       per_channel=self.per_channel.value, transformers=self.transformers.value,
                       dims=None if self.feeds is not None else self._dims(),
                       runs=self.runs.value)  # fmt: skip
-
-    def _announce(self, what: str) -> None:
-        """A run's stage: stop here if Cancel was pressed, and say it on the progress bar."""
-        self._step(what)
-        self.progress.description = what.removeprefix("the ")
 
     def _run_once(self) -> None:
         choice, shapes = self.choice(), self._shapes()
@@ -394,6 +389,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             placement=pl,
         )
         self.history.add(record)
+        self._show_when_seen("Overview", self._overview)
         self.tab_controls.offer_runs(self.history)
         self._show_when_seen("History", self._history_items)
 
@@ -427,8 +423,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._hold = False
 
     def _on_top_node(self, change: Any) -> None:
-        """A top-nodes row picked: select its node (or the original nodes it was fused from)
-        in the graph and show the Graph tab."""
+        """A top-nodes row picked: in the graph, highlight the original nodes its kernel
+        computes and select the one that carries its time (the Conv of a Conv+Relu kernel, not
+        the Relu fused into it), and show the Graph tab."""
         name = change["new"]
         if self._hold or not name or self.placement is None:
             return
@@ -439,7 +436,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
             return
         self.graph.highlighted = picked
-        self.graph.select(picked[0])  # the view opens its group and centres it
+        self.graph.select(carrier(picked, self.placement))  # opens its group, centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
     def _history_items(self) -> list[Any]:
@@ -487,7 +484,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             **self._inputs(),
         )
         self.optimization = opt
-        self._show("Optimization", self.opt_button, opt, opt.plot(), opt.counts)
+        self._show("Optimization", self.tab_controls.opt_bar, opt, opt.plot(), opt.counts)
 
     def _limits(self, what: str) -> None:
         result, items = limits_job(what, self)
@@ -496,19 +493,19 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _quantization(self) -> None:
         m, inputs = self.model, self._inputs()
-        self._step("building fp16")
+        self._announce("building fp16")  # said on the tab: this takes a while, silently
         variants = [ortlab.to_fp16(m)]
-        self._step("building dynamic int8")
+        self._announce("building dynamic int8")
         variants.append(ortlab.quantize(m, mode="dynamic"))
-        self._step("building static QDQ")
+        self._announce("building static QDQ (calibration)")
         variants.append(ortlab.quantize(m, mode="static", calibration_size=8, **inputs))
-        self._step("the comparison")
+        self._announce("timing the variants")
         cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"),
                              **inputs)  # fmt: skip
-        self._step("the per-tensor error")
+        self._announce("the per-tensor error")
         err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
         self.comparison = cmp
-        self._show("Quantization", self.quant_button, cmp, cmp.plot(),
+        self._show("Quantization", self.tab_controls.quant_bar, cmp, cmp.plot(),
                    self.tab_controls.worst_label,
                    err.worst(10))  # fmt: skip
 
@@ -519,6 +516,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.apply_button.disabled = False
         self._show("Doctor", self.tab_controls.doctor_bar, d, d.plot("candidates"),
                    d.plot("threads"), d.plot("pareto"))  # fmt: skip
+        self._show_when_seen("Overview", self._overview)  # its headline names the best
 
     def apply_best(self) -> None:
         """Set the Lab to exactly the doctor's best verified configuration and run it: its
@@ -568,7 +566,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory. The Limits tab's results
         (roofline, cost, throughput, sweep, versions) are sections of their own."""
-
+        self.wait()  # a job in flight (the first run of a Lab) is in the report
         target = (
             Path(path)
             if path

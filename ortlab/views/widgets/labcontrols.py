@@ -19,6 +19,7 @@ from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
 from ortlab.views.render import esc
+from ortlab.views.widgets.labstatus import JOB_TABS, TabStatus
 
 __all__ = ["LabControls", "TabControls"]
 
@@ -232,11 +233,16 @@ class TabControls:
     """The controls a Lab exposes as its own attributes."""
 
     def __init__(self, qnn_given: Mapping[str, Any]) -> None:
+        self.status = {tab: TabStatus(tab) for tab in JOB_TABS}
+        """Each job tab's status line and error box, under its buttons."""
+        s = {tab: status.box for tab, status in self.status.items()}
         self.opt_button = w.Button(
             description="Run optimization diff (all levels)", layout=w.Layout(width="auto")
         )
+        self.opt_bar = w.VBox([self.opt_button, s["Optimization"]])
         self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
                                      layout=w.Layout(width="auto"))  # fmt: skip
+        self.quant_bar = w.VBox([self.quant_button, s["Quantization"]])
         self.limits_buttons = {
             what: w.Button(description=text, layout=w.Layout(width="auto", flex="0 0 auto"))
             for what, text in LIMITS_JOBS.items()
@@ -250,12 +256,14 @@ class TabControls:
             w.HBox([b["roofline"], b["cost"], b["throughput"]]),
             w.HBox([self.sweep_dims, b["sweep"], b["perfetto"]]),
             w.HBox([self.versions, b["version_diff"]]),
+            s["Limits"],
         ])  # fmt: skip
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(description="Run the doctor", button_style="info",
                                       layout=w.Layout(width="auto"))  # fmt: skip
         self.apply_button = w.Button(description="Apply best", disabled=True)
-        self.doctor_bar = w.HBox([self.budget, self.doctor_button, self.apply_button])
+        self.doctor_bar = w.VBox([w.HBox([self.budget, self.doctor_button, self.apply_button]),
+                                  s["Doctor"]])  # fmt: skip
         self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
                                   layout=w.Layout(width="100%"))  # fmt: skip
         self.top_nodes.add_class("ortlab-top-nodes")
@@ -270,9 +278,10 @@ class TabControls:
         self.run_snippet_button = w.Button(
             description="Snippet of run A", layout=w.Layout(width="auto", flex="0 0 auto")
         )
-        self.history_bar = w.HBox([self.run_a, self.run_b, self.compare_button,
-                                   self.run_snippet_button],
-                                  layout=w.Layout(flex_flow="row wrap"))  # fmt: skip
+        self.history_bar = w.VBox([w.HBox([self.run_a, self.run_b, self.compare_button,
+                                           self.run_snippet_button],
+                                          layout=w.Layout(flex_flow="row wrap")),
+                                   s["History"]])  # fmt: skip
         self.comparison_out = w.Output()
         self.history_caption, self.history_warning = w.HTML(), w.HTML()
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
@@ -287,17 +296,19 @@ class TabControls:
         self.whatif_button = w.Button(
             description="Predict its placement", layout=w.Layout(width="auto")
         )
-        self.whatif_bar = w.HBox([self.target, self.qnn_chip, self.whatif_button])
+        self.whatif_bar = w.VBox([w.HBox([self.target, self.qnn_chip, self.whatif_button]),
+                                  s["Placement"]])  # fmt: skip
 
     def profile_items(self, prof: Any) -> list[Any]:
-        """What the Profile tab shows: the profile's charts and the list of the top nodes."""
+        """What the Profile tab shows: the list of the top nodes first (what is slow, to pick
+        in the graph), then the profile's charts."""
         self.top_label.value = (
             f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
             "median's share of the median run's node time (medians throughout: one stalled "
             "call does not move them). Pick one to select it in the Graph tab."
         )
-        return [prof.plot("op_type"), prof.plot("provider"), prof.plot("timeline"),
-                prof.plot("memory"), self.top_label, self.top_nodes]  # fmt: skip
+        return [self.top_label, self.top_nodes, prof.plot("op_type"), prof.plot("provider"),
+                prof.plot("timeline"), prof.plot("memory")]  # fmt: skip
 
     def offer_runs(self, history: Any) -> None:
         """The History tab's run pickers (kept current on every run), the last two picked."""

@@ -29,6 +29,7 @@ __all__ = [
     "TAB_STYLE",
     "WAITING",
     "Shown",
+    "carrier",
     "guess_hint",
     "limits_job",
     "median_shares",
@@ -323,6 +324,15 @@ def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
          f" · {r.share:.1%}", r.node)
         for r in median_shares(prof).head(25).itertuples()
     ]  # fmt: skip
+
+
+def carrier(originals: list[str], placement: Any) -> str:
+    """Of the original nodes one kernel computes, the one that carries its time in the
+    placement join (``NodeRow.us_per_run``: the Conv of a Conv+Relu kernel; the Relu is
+    "fused into" it, with no time of its own); the first when none has time."""
+    names = set(originals)
+    time = {r.node: r.us_per_run for r in placement.node_rows if r.node in names}
+    return max(originals, key=lambda n: time.get(n, 0.0))
 
 
 def guess_hint(err: Exception, auto_dims: dict[str, int]) -> str:

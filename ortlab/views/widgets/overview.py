@@ -1,0 +1,116 @@
+"""The Overview's headline: the last run's answer to "what is slow, and what should I try".
+
+Its latency (the median run with its interval, from the benchmark), the three slowest nodes
+with their shares (the profile's node time, ``ProfileResult.top_nodes``), where the nodes ran
+(the placement's summary) and the doctor's verified best when it ran. Every number is read from
+its result's own field and said with its conditions; nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ortlab.core.eps import alias
+from ortlab.core.stats import interval_text
+from ortlab.views.render import esc, fused_map, kernel_label, load_text, p50_text
+
+__all__ = ["Headline"]
+
+TOP = 3
+"""Nodes the headline names."""
+
+
+@dataclass(frozen=True, eq=False)
+class Headline:
+    """The Overview's first lines for one run. ``benchmark``, ``profile`` and ``placement``
+    are the run's results (None before the first run or after a first run that failed);
+    ``doctor`` the Lab's last doctor result; ``settings`` the run's History label."""
+
+    benchmark: Any = None
+    profile: Any = None
+    placement: Any = None
+    doctor: Any = None
+    settings: str = ""
+    failed: bool = False
+
+    @property
+    def top(self) -> Any:
+        """The slowest nodes (rows of ``ProfileResult.top_nodes``), or None before a run."""
+        return None if self.profile is None else self.profile.top_nodes(TOP)
+
+    @property
+    def eps(self) -> Any:
+        """Where the nodes ran (``PlacementResult.summary``), or None before a run."""
+        return None if self.placement is None else self.placement.summary()
+
+    def _latency(self) -> str:
+        b = self.benchmark
+        s = b.stats
+        return (
+            f"<div><b>Latency</b>: {esc(p50_text(b))}<br><small>median of {s.count} runs after "
+            f"{b.warmup} warm-up, profiling off · {esc(self.settings)} · {esc(load_text(b))}"
+            "</small></div>"
+        )
+
+    def _nodes(self) -> str:
+        p, fused = self.profile, fused_map(self.placement, self.profile)
+        items = "".join(
+            f"<li><b>{esc(kernel_label(r.node, fused.get(r.node, ())))}</b> · {esc(r.op_type)}"
+            f" · {r.us_per_run:.1f} µs · {r.share:.1%}</li>"
+            for r in self.top.itertuples()
+        )
+        return (
+            f"<div><b>Slowest nodes</b> <small>(each node's median time per run over {p.runs} "
+            "profiled runs, profiling on, and its share of the median run's node time; the "
+            f"Profile tab lists them all)</small><ol style='margin:2px 0'>{items}</ol></div>"
+        )
+
+    def _split(self) -> str:
+        parts = "; ".join(
+            f"{esc(alias(r.provider))}: {r.nodes} nodes, {r.time_share:.1%} of node time"
+            for r in self.eps.itertuples()
+        )
+        return (
+            f"<div><b>Where it ran</b>: {parts} <small>(the placement's {self.placement.runs} "
+            "profiled runs; the Placement tab has every node)</small></div>"
+        )
+
+    def _best(self) -> str:
+        d = self.doctor
+        if d is None:
+            return (
+                "<div><b>What to try</b>: the Doctor tab times settings and model variants "
+                "against this one, interleaved, and keeps only what is verified faster.</div>"
+            )
+        best, p = d.best, d.best.paired
+        ratio = (
+            "" if p.ratio != p.ratio else f"; time ratio {interval_text(p.ratio, p.low, p.high, 2)}"
+        )
+        cosine = "" if best.variant == "original" else f"; output cosine {best.cosine:.4f}"
+        rounds = f"{p.rounds} rounds interleaved with the baseline; " if p.rounds else ""
+        first = f"<br>first finding: {esc(d.findings[0].title)}" if d.findings else ""
+        return (
+            f"<div><b>Doctor's verified best</b>: {esc(best.variant)} · "
+            f"{esc(best.session_config.label())}: {esc(p.verdict)}{esc(ratio)}{esc(cosine)} "
+            f"<small>({rounds}Apply best in the Doctor tab runs it here)</small>{first}</div>"
+        )
+
+    def _repr_html_(self) -> str:
+        if self.benchmark is None or self.profile is None or self.placement is None:
+            said = "the last run failed (its error is above the tabs)" if self.failed else (
+                "no run yet")  # fmt: skip
+            return f"<div class='ortlab-headline'><i>{said}</i>{self._best()}</div>"
+        return (
+            "<div class='ortlab-headline' style='margin-bottom:8px'>"
+            + self._latency()
+            + self._nodes()
+            + self._split()
+            + self._best()
+            + "</div>"
+        )
+
+    def __repr__(self) -> str:
+        if self.benchmark is None:
+            return "<Headline: no run>"
+        return f"<Headline {p50_text(self.benchmark)}>"
