@@ -387,3 +387,21 @@ def test_every_verb_says_cuda_did_not_load(
     assert warned and ("CUDA" in warned[0] or "cuda" in warned[0]), err
     assert all(line.startswith("ortlab: warning: ") for line in warned), err
     assert "ProviderFallbackWarning" not in err and ".py:" not in err  # not Python's format
+
+
+@pytest.mark.parametrize("verb", ["bench", "profile", "doctor", "roofline", "throughput"])
+def test_help_shows_the_defaults_a_run_uses(verb: str) -> None:
+    """Every option's help names the default that a run without it really uses: read from the
+    namespace the parser gives for ``ortlab VERB model`` alone, not from the help text."""
+    from ortlab.cli import _parser
+
+    parser = _parser()
+    used = vars(parser.parse_args([verb, "model.onnx"]))
+    command = next(a for a in parser._actions if a.dest == "command").choices[verb]
+    text = " ".join(command.format_help().split())
+    for action in command._actions:
+        value = used.get(action.dest)
+        if not action.option_strings or value is None or value is False or action.dest == "help":
+            continue
+        shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        assert f"(default: {shown})" in text, (verb, action.dest, shown)

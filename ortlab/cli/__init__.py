@@ -84,7 +84,6 @@ def _quantize_parser(sub: Any) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-
     parser = argparse.ArgumentParser(
         prog="ortlab", description="See inside ONNX Runtime: placement, fusions, per-op time."
     )
@@ -140,7 +139,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("cache", help="show or empty ortlab's cache directory")
     p.add_argument("action", choices=["info", "clear"])
+    for command in sub.choices.values():
+        _say_defaults(command)
     return parser
+
+
+def _say_defaults(p: argparse.ArgumentParser) -> None:
+    """Each option's help ends with its default ("--runs RUNS  (default: 100)"), except where
+    there is none to say (a flag off, an option left unset)."""
+    for action in p._actions:
+        default = action.default
+        unset = default is None or default is False or default is argparse.SUPPRESS
+        if not action.option_strings or unset or default in ([], ()):
+            continue
+        if "%(default)" in (action.help or ""):
+            continue
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        action.help = f"{action.help or ''} (default: {shown})".strip().replace("%", "%%")
 
 
 # ---------------------------------------------------------------------- the verbs
