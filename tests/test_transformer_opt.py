@@ -47,3 +47,10 @@ def test_opt_level_needs_torch(bert_tiny: ortlab.Model) -> None:
         pytest.skip("torch is installed here")
     with pytest.raises(ortlab.OrtlabError, match="needs torch.*opt_level=0"):
         ortlab.transformer_optimize(bert_tiny, opt_level=2)
+
+
+def test_a_cnn_is_not_called_a_vision_transformer(resnet50: ortlab.Model) -> None:
+    """ResNet-50 has image inputs and Convs but no attention: never 'vit'."""
+    model_type, _, _, found = infer_transformer_params(resnet50.proto)
+    assert "Softmax" in {n.op_type for n in resnet50.proto.graph.node}  # its classifier's
+    assert model_type != "vit" and "not a transformer" in found["model_type"]

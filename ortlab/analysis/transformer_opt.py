@@ -117,13 +117,24 @@ def infer_transformer_params(model: onnx.ModelProto) -> tuple[str, int, int, dic
     image = any(len(i.type.tensor_type.shape.dim) == 4 for i in graph.input) and any(
         n.op_type == "Conv" for n in graph.node
     )
+    ops = Counter(n.op_type for n in graph.node)
+    attention = ops["Softmax"] >= 1 and ops["MatMul"] >= 2
+    if not attention:  # a CNN is no ViT: only the generic fusions (LayerNorm, Gelu) can apply
+        model_type = "bert"
+        found["model_type"] = (
+            "bert, the generic fusions only: no attention here (no Softmax between MatMuls), "
+            "so this is not a transformer and its attention cannot fuse"
+        )
+        return model_type, heads, hidden, found
     model_type = "gpt2" if causal else "vit" if image else "bert"
-    found["model_type"] = (
-        f"{model_type}, "
-        + ("a causal mask (Trilu) or past inputs" if causal
-           else "4-D image input with a Conv patch embedding" if image
-           else "token inputs without a causal mask")
-    )  # fmt: skip
+    why = (
+        "a causal mask (Trilu) or past inputs"
+        if causal
+        else "attention over a 4-D image input with a Conv patch embedding"
+        if image
+        else "attention over token inputs without a causal mask"
+    )
+    found["model_type"] = f"{model_type}, {why}"
     return model_type, heads, hidden, found
 
 
