@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import ortlab
@@ -82,3 +84,22 @@ def test_initializers_as_inputs_blocker() -> None:
 def test_compiling_eps_are_refused_with_a_reason() -> None:
     with pytest.raises(SessionConfigError, match="compiling EP .*OpenVINO"):
         ortlab.optimization_diff(ortlab.examples.load("mlp"), config={"providers": ["openvino"]})
+
+
+def test_levels_are_stored_once_per_model_whatever_the_threads(mlp: ortlab.Model) -> None:
+    """The saved levels are keyed by what decides the graph, not by how it runs: a second call
+    at other threads and spinning adds no file to the cache, and the ablation keeps none."""
+    from ortlab.core import cache
+
+    def files() -> set[Path]:
+        return {p for p in cache.cache_dir().rglob("*.onnx*") if "tmp" not in p.parts}
+
+    a = ortlab.optimization_diff(mlp, config={"intra_op_threads": 1}, measure=False, progress=False)
+    before = files()
+    b = ortlab.optimization_diff(
+        mlp, config={"intra_op_threads": 2, "allow_spinning": False}, measure=False, progress=False
+    )
+    assert files() == before
+    assert [lv.path for lv in a.levels] == [lv.path for lv in b.levels]
+    ortlab.ablate_optimizers(mlp, rounds=2, runs=1, progress=False)
+    assert files() == before

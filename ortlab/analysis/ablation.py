@@ -10,10 +10,10 @@ nothing measurable says so; one whose absence changes the outputs is a numerics 
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -112,10 +112,24 @@ def ablate_optimizers(
     session with all of them."""
     m, cfg, f = prepare(model, config, feeds, dims)
     cfg = cfg.with_(level=level)
-    digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.to_json()}".encode()).hexdigest()[:16]
-    folder = cache.subdir("ablation") / f"{m.name[:40]}-{digest}"
-    folder.mkdir(parents=True, exist_ok=True)
+    with cache.temp_dir("ablation-") as folder:  # the graphs are counted, then deleted
+        return _ablate(m, cfg, f, folder, level=level, only=only, rounds=rounds, runs=runs,
+                       progress=progress, timeout=timeout)  # fmt: skip
 
+
+def _ablate(
+    m: Any,
+    cfg: SessionConfig,
+    f: Any,
+    folder: Path,
+    *,
+    level: str,
+    only: Sequence[str] | None,
+    rounds: int,
+    runs: int,
+    progress: bool | Callable[[int, int], None],
+    timeout: float | None,
+) -> AblationResult:
     def optimized(c: SessionConfig, tag: str) -> SavedLevel:
         return run_task(
             tasks.optimize_levels,

@@ -220,7 +220,8 @@ def optimization_diff(
             "Use providers=['cpu'] (or CUDA) here; ortlab.placement() shows the compiled "
             "partitions."
         )
-    digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.to_json()}".encode()).hexdigest()[:16]
+    # one folder per model and graph settings: a level is stored once, whatever the threads
+    digest = hashlib.sha256(f"{m.fingerprint()}|{cfg.graph_key()}".encode()).hexdigest()[:16]
     folder = cache.subdir("optimized") / f"{m.name[:40]}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     context = f"of {m.name!r} with {cfg.label()}"

@@ -247,6 +247,17 @@ class SessionConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    def graph_key(self) -> str:
+        """The settings that decide the graph ORT optimizes to at a given level (EPs and their
+        options, disabled transformers, config entries, fixed dims, custom ops), as JSON:
+        threads, spinning, memory flags and IO binding change how it runs, not what it is, so
+        files saved per graph are keyed by this and stored once (not once per thread count)."""
+        d = self.to_dict()
+        runtime = ("level", "intra_op_threads", "inter_op_threads", "execution_mode",
+                   "allow_spinning", "enable_mem_pattern", "enable_cpu_mem_arena",
+                   "io_binding", "fallback")  # fmt: skip
+        return json.dumps({k: v for k, v in d.items() if k not in runtime}, sort_keys=True)
+
     @classmethod
     def from_json(cls, text: str | Mapping[str, Any]) -> SessionConfig:
         data = json.loads(text) if isinstance(text, str) else dict(text)
