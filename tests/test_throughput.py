@@ -15,7 +15,7 @@ import pytest
 import ortlab
 from ortlab.analysis.throughput import concurrency_levels, find_knee
 from ortlab.cli import main
-from ortlab.core.stats import MIN_ROUNDS
+from ortlab.core.stats import MIN_ROUNDS, paired_ratio
 from ortlab.engine.tasks_throughput import sessions_fit
 from tests.models import silu_cnn
 
@@ -101,6 +101,17 @@ def test_knee_on_synthetic_curves() -> None:
     # too few rounds for an interval: no knee at all
     assert find_knee([1, 2], [[1.0] * 3, [2.0] * 3])[0] is None
     assert find_knee([1], [flat])[0] == 1
+    # two steps each within noise that add up to a gain: the knee is where the gain is, so the
+    # sentence never says "the knee is 1" beside "4 still adds throughput"
+    rng = np.random.default_rng(0)
+    n = 12
+    base = 100 * (1 + rng.normal(0, 0.01, n))
+    mid = base * (1.015 + rng.normal(0, 0.002, n))
+    top = base * (1.03 + rng.normal(0, 0.002, n))
+    knee, steps = find_knee([1, 2, 4], [list(base), list(mid), list(top)])
+    assert not steps[0].significant and not steps[1].significant
+    assert knee == 4
+    assert not paired_ratio(top, base).holds_one
 
 
 @pytest.mark.parametrize("bad", [[0], [-1], [1.5], "1,2", [], [True], None, [1, "2"]])

@@ -148,15 +148,21 @@ def find_knee(
     levels: Sequence[int], rates: Sequence[Sequence[float]]
 ) -> tuple[int | None, list[Verdict]]:
     """The knee of a curve of per-round requests/s (``rates[k][round]`` for ``levels[k]``):
-    the highest level whose requests/s is measurably above the level before it (the paired
-    interval of the per-round ratio beyond the noise band, above 1), the first level when none
-    is, None when the rounds are too few for intervals. Also the step verdicts (level k over
+    walking up from the first level, each level measurably above the knee so far (the paired
+    interval of the per-round ratio beyond the noise band, above 1) becomes the knee, so no
+    level past the knee adds measurable throughput over it (two small steps that add up to a
+    gain move it: 1 → 4 measurably faster moves it to 4 even when 1 → 2 and 2 → 4 alone do
+    not); None when the rounds are too few for intervals. Also the step verdicts (level k over
     level k-1, ratio > 1 meaning more throughput)."""
     steps = [paired_ratio(rates[k - 1], rates[k]) for k in range(1, len(levels))]
     if any(not s.enough for s in steps) or (not steps and len(rates[0]) < MIN_ROUNDS):
         return None, steps
-    gains = [levels[k] for k, s in enumerate(steps, start=1) if s.significant and s.ratio > 1]
-    return max([levels[0], *gains]), steps
+    knee = 0
+    for k in range(1, len(levels)):
+        v = paired_ratio(rates[knee], rates[k])
+        if v.significant and v.ratio > 1:
+            knee = k
+    return levels[knee], steps
 
 
 def _ci(v: Verdict) -> str:
