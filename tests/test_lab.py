@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import threading
 import time
 from pathlib import Path
 
@@ -601,3 +603,192 @@ def test_limits_tab_throughput(lab) -> None:
     t = lab.throughput
     assert lab.error.value == "" and isinstance(t, ortlab.ThroughputResult)
     assert sorted({r.concurrency for r in t.rows}) == [1, 2, 4]
+
+
+# ---------------------------------------------------------------------- issue 37: one story
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def test_overview_leads_with_the_runs_own_numbers(lab) -> None:
+    """The Overview's first lines are the last run's latency with its interval (the
+    benchmark's p50 and ``p50_interval``), its three slowest nodes with their shares
+    (``ProfileResult.top_nodes``) and the EP split (``PlacementResult.summary``), each number
+    as its result holds it; the model card follows. A run refreshes it."""
+    head, card = lab.shown["Overview"][:2]
+    b, prof, pl = lab.benchmark_result, lab.profile_result, lab.placement
+    assert card is lab.model.summary
+    html = head._repr_html_()
+    latency = re.search(r"p50 ([\d.]+) ms \[([\d.]+), ([\d.]+)\]", html)
+    assert latency, html
+    low, high, _ = b.p50_interval
+    assert [float(x) for x in latency.groups()] == pytest.approx(
+        [b.stats.p50_ms, low, high], abs=5e-4
+    )
+    assert f"median of {b.stats.count} runs" in html and "profiling off" in html
+    items = re.findall(r"<li>(.*?)</li>", html)
+    top = prof.top_nodes(3)
+    assert len(items) == len(top) == 3
+    for item, row in zip(items, top.itertuples(), strict=True):
+        us, share = _numbers(item.split(" · ")[-2])[0], _numbers(item.split(" · ")[-1])[0]
+        assert us == pytest.approx(row.us_per_run, abs=0.05)
+        assert share == pytest.approx(100 * row.share, abs=0.05)
+    split = re.search(r"Where it ran</b>: (.*?) <small>", html).group(1)
+    for part, row in zip(split.split("; "), pl.summary().itertuples(), strict=True):
+        nodes, share = _numbers(part)[-2:]
+        assert nodes == row.nodes and share == pytest.approx(100 * row.time_share, abs=0.05)
+    assert "Doctor tab" in html  # no doctor yet: where to find what to try
+    lab.level.value = "basic"
+    assert lab.shown["Overview"][0].benchmark is lab.benchmark_result is not b
+
+
+def test_overview_names_the_doctors_verified_best(lab) -> None:
+    from types import SimpleNamespace
+
+    from ortlab.core.stats import Paired
+    from ortlab.diagnosis.best import Best
+    from ortlab.views.widgets.overview import Headline
+
+    cfg = ortlab.SessionConfig(intra_op_threads=1)
+    best = Best(cfg.to_dict(), "original", str(lab.model.path), [],
+                Paired(0.81, 0.77, 0.86, "faster by 19 %", rounds=8), 1.0)  # fmt: skip
+    d = SimpleNamespace(best=best, findings=[])
+    html = Headline(lab.benchmark_result, lab.profile_result, lab.placement, d)._repr_html_()
+    said = re.search(r"verified best</b>: (.*?)<small>", html).group(1)
+    assert cfg.label() in said and "faster by 19 %" in said
+    assert _numbers(said.split("time ratio")[1]) == pytest.approx([0.81, 0.77, 0.86])
+    assert "8 rounds interleaved with the baseline" in html
+
+
+def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch) -> None:
+    """The Doctor's and a Limits job's error lands in that tab (its status line says failed,
+    its error box holds the error, both inside what the tab's output shows); above the tabs
+    only a line pointing there; ``lab.last_error`` keeps it."""
+
+    def boom(*_a, **_k):
+        raise ortlab.RunError("the doctor's worker call failed")
+
+    monkeypatch.setattr(ortlab, "doctor", boom)
+    lab.doctor_button.click()
+    status = lab.tab_controls.status["Doctor"]
+    assert status.state == "failed" and "failed after" in status.line.value
+    assert "the doctor&#x27;s worker call failed" in status.error.value
+    bar = lab.tab_controls.doctor_bar
+    assert status.box in bar.children and lab.shown["Doctor"][0] is bar
+    view = lab.panes["Doctor"].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == bar.model_id  # the tab's output is the bar with the error box
+    assert isinstance(lab.last_error, ortlab.RunError)
+    assert "Doctor tab" in lab.error.value and "Traceback" not in lab.error.value
+
+    monkeypatch.setattr("ortlab.views.widgets.labparts.cost", boom)
+    lab.limits_buttons["cost"].click()
+    limits = lab.tab_controls.status["Limits"]
+    assert limits.state == "failed" and "worker call failed" in limits.error.value
+    assert limits.box in lab.tab_controls.limits_bar.children
+    assert status.state == "failed", "each tab keeps its own story"
+    lab.limits_buttons["perfetto"].click()  # a job that succeeds clears its tab's error
+    assert limits.state == "done" and limits.error.value == "" and lab.last_error is None
+
+    lab.level.value = "basic"  # two runs to compare
+    monkeypatch.setattr(ortlab, "diff", boom)
+    lab.compare_button.click()
+    history = lab.tab_controls.status["History"]
+    assert history.state == "failed" and "worker call failed" in history.error.value
+    assert history.box in lab.tab_controls.history_bar.children
+
+
+def test_a_tab_says_its_job_runs_with_progress_and_seconds_then_how_it_ended(
+    mlp: ortlab.Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live Lab: the Optimization tab's status line says "running" the moment its button
+    is pressed, then the job's progress and its seconds (the timer counts while the job is
+    silent), then "done in N s". Quantization names the variant it builds (never "idle")."""
+    from types import SimpleNamespace
+
+    lab = ortlab.Lab(mlp, sync=False, run_on_start=False, runs=5)
+    gate, entered = threading.Event(), threading.Event()
+    result = SimpleNamespace(plot=lambda: "figure", counts="counts")
+
+    def slow(*_a, progress, **_k):
+        progress(1, 3)
+        entered.set()
+        gate.wait(60)
+        return result
+
+    monkeypatch.setattr(ortlab, "optimization_diff", slow)
+    lab.opt_button.click()
+    status = lab.tab_controls.status["Optimization"]
+    assert status.state == "running" and status.text.startswith("running the optimization diff")
+    assert entered.wait(60)
+    assert "levels 1/3" in status.text and status.cancel_button.layout.display == ""
+    assert not lab.wait(0.2)  # still running
+    time.sleep(1.3)  # silent for over a second: the timer re-draws the line
+    seconds = re.search(r"diff… (\d+) s", status.line.value)
+    assert seconds and int(seconds.group(1)) >= 1, status.line.value
+    gate.set()
+    assert lab.wait(60)
+    assert status.state == "done" and "done in" in status.line.value
+    assert status.error.value == "" and lab.optimization is result
+    assert status.cancel_button.layout.display == "none"
+
+    gate.clear()
+    entered.clear()
+
+    def building(*_a, **_k):
+        entered.set()
+        gate.wait(60)
+        raise ortlab.OrtlabError("no fp16 today")
+
+    monkeypatch.setattr(ortlab, "to_fp16", building)
+    lab.quant_button.click()
+    quant = lab.tab_controls.status["Quantization"]
+    assert entered.wait(60)
+    assert "building fp16" in quant.text and lab.progress.description == "building fp16"
+    gate.set()
+    assert lab.wait(60)
+    assert quant.state == "failed" and "no fp16 today" in quant.error.value
+    assert lab.progress.description == "idle"
+
+
+def test_wait_and_sync(mlp: ortlab.Model, tmp_path: Path, monkeypatch) -> None:
+    """``lab.wait()`` returns once the first run of a live Lab is done (its History row is
+    there, and an exported report has its benchmark); ``sync=`` is the documented name,
+    ``synchronous=`` still works; a script (no kernel) runs synchronously by default."""
+    from ortlab.views.widgets.labjobs import choose_sync
+
+    lab = ortlab.Lab(mlp, sync=False, runs=5)
+    assert lab.wait(120) and len(lab.history) == 1 and lab.last_error is None
+    assert lab.shown["Overview"][0].benchmark is lab.benchmark_result
+    lab.level.value = "basic"  # a live run, then the report: written after it
+    html = lab.export_report(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert len(lab.history) == 2 and "Benchmark" in html
+    assert ortlab.Lab(mlp, synchronous=True, run_on_start=False).jobs.sync
+    with pytest.raises(ortlab.OrtlabError, match="former name"):
+        ortlab.Lab(mlp, sync=True, synchronous=False, run_on_start=False)
+    monkeypatch.delenv("ORTLAB_LAB_SYNC", raising=False)
+    assert choose_sync(None) is True  # pytest runs without a Jupyter kernel
+    monkeypatch.setenv("ORTLAB_LAB_SYNC", "0")
+    assert choose_sync(None) is False and choose_sync(True) is True
+
+
+def test_top_node_pick_selects_the_node_that_carries_the_time() -> None:
+    """A Conv+Relu kernel: its originals are listed Relu first; picking it selects the Conv
+    (the node the placement join credits with the kernel's time), not the Relu "fused into"
+    it with no time of its own, and the list names the Conv."""
+    lab = ortlab.Lab(ortlab.examples.load("residual_cnn"), sync=True, runs=5, tab="Profile")
+    rows = {r.node: r for r in lab.placement.node_rows}
+    fused = {r.node: r.fused_from for r in lab.placement.optimized_rows}
+    label, kernel = next(
+        (label, k) for label, k in lab.top_nodes.options
+        if {rows[n].op_type for n in fused.get(k, ())} == {"Conv", "Relu"}
+    )  # fmt: skip
+    assert rows[fused[kernel][0]].op_type == "Relu", "ORT lists the Relu first"
+    lab.top_nodes.value = kernel
+    picked = rows[lab.graph.selected["name"]]
+    assert picked.op_type == "Conv" and picked.us_per_run > 0
+    assert picked.us_per_run == max(rows[n].us_per_run for n in fused[kernel])
+    assert set(lab.graph.highlighted) == set(fused[kernel])
+    assert label.startswith(picked.node)
+    lab.close()

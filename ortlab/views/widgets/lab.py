@@ -31,7 +31,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import resolve_dims, validate_feeds
-from ortlab.views.render import esc, fused_map
+from ortlab.views.render import esc
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
@@ -41,7 +41,7 @@ from ortlab.views.widgets.labparts import (
     TAB_STYLE,
     WAITING,
     Shown,
-    carrier,
+    carriers_first,
     guess_hint,
     limits_job,
     optimizer_options,
@@ -129,7 +129,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs(tab)
-        self.jobs = Jobs(self._sync, self.controls, self.tab_controls.status, self._guess_hint)
+        worker = ortlab.engine.worker.get_worker
+        self.jobs = Jobs(self._sync, self.controls, self.tab_controls.status, self._guess_hint,
+                         lambda flag: worker().cancel_on(flag))  # fmt: skip
         """The job in flight, its cancel flag and the last job's error."""
         super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs,
                           self.notice])  # fmt: skip
@@ -429,14 +431,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         name = change["new"]
         if self._hold or not name or self.placement is None:
             return
-        originals = fused_map(self.placement, self.profile_result).get(name) or [name]
+        originals = carriers_first(self.placement, self.profile_result).get(name) or [name]
         rows = {n.name: n for n in self.graph.graph_data.nodes}
         picked = [n for n in originals if n in rows]
         if not picked:
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
             return
         self.graph.highlighted = picked
-        self.graph.select(carrier(picked, self.placement))  # opens its group, centres it
+        self.graph.select(picked[0])  # the carrier; the view opens its group, centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
     def _history_items(self) -> list[Any]:

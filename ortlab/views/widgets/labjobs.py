@@ -16,6 +16,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
@@ -28,7 +29,8 @@ __all__ = ["Jobs"]
 class Jobs:
     """The jobs of one Lab. ``controls`` holds the Run and Cancel buttons, the progress bar and
     the error box above the tabs; ``statuses`` each job tab's status line; ``hint(err)`` adds
-    what the Lab knows about an error (the dims it guessed)."""
+    what the Lab knows about an error (the dims it guessed); ``cancel_on(flag)`` is the
+    worker's context in which a set flag stops the call in flight."""
 
     def __init__(
         self,
@@ -36,11 +38,13 @@ class Jobs:
         controls: Any,
         statuses: dict[str, TabStatus],
         hint: Callable[[Exception], str],
+        cancel_on: Callable[[threading.Event], AbstractContextManager[Any]],
     ) -> None:
         self.sync = sync
         self.controls = controls
         self.statuses = statuses
         self.hint = hint
+        self.cancel_on = cancel_on
         self.thread: threading.Thread | None = None
         self.cancelled = threading.Event()
         """Set by Cancel: the worker call in flight stops, and the job's next step."""
@@ -69,15 +73,13 @@ class Jobs:
     def guarded(self, job: Callable[[], Any], kept: bool = False,
                 status: TabStatus | None = None) -> None:  # fmt: skip
         """Run ``job`` and show how it ended; never raises (``last_error`` keeps the error)."""
-        from ortlab.engine import worker
-
         c = self.controls
         self.cancelled.clear()
         self.active = status
         c.cancel_button.disabled = False
         c.run_button.disabled = True
         try:
-            with worker.get_worker().cancel_on(self.cancelled):
+            with self.cancel_on(self.cancelled):
                 job()
             self.last_error = None
             c.error.value = ""

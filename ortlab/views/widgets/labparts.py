@@ -29,7 +29,7 @@ __all__ = [
     "TAB_STYLE",
     "WAITING",
     "Shown",
-    "carrier",
+    "carriers_first",
     "guess_hint",
     "limits_job",
     "median_shares",
@@ -273,7 +273,7 @@ def snapshot_html(
     """A Lab's state as plain HTML (no script, no network): the settings and shapes of the
     last run, its latency with interval and load, where its nodes ran, the slowest nodes, and
     the History. Each figure is the one its tab shows (the same renderers)."""
-    from ortlab.views.render import esc, fused_map, profile_node_rows, table_html
+    from ortlab.views.render import esc, profile_node_rows, table_html
 
     head = (
         f"<div><b>ortlab Lab</b> · {esc(model_name)} · a static snapshot of the last "
@@ -292,7 +292,7 @@ def snapshot_html(
         placement._repr_html_(),
     ]
     if profile is not None:  # the Profile tab's and the report's table of the slowest nodes
-        rows = profile_node_rows(profile, 10, fused_map(placement, profile))
+        rows = profile_node_rows(profile, 10, carriers_first(placement, profile))
         parts += [f"<h4>Slowest nodes</h4><div>over {profile.runs} profiled runs</div>",
                   table_html(*rows)]  # fmt: skip
     t = history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
@@ -315,10 +315,11 @@ def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, s
 
 def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
     """The Profile tab's slowest nodes (25), each kernel named by the original nodes it
-    computes, with its median time and share (``ProfileResult.by_node``'s, as everywhere)."""
-    from ortlab.views.render import fused_map, kernel_label
+    computes (the one that carries its time first), with its median time and share
+    (``ProfileResult.by_node``'s, as everywhere)."""
+    from ortlab.views.render import kernel_label
 
-    fused = fused_map(placement, prof)
+    fused = carriers_first(placement, prof)
     return [
         (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
          f" · {r.share:.1%}", r.node)
@@ -326,13 +327,17 @@ def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
-def carrier(originals: list[str], placement: Any) -> str:
-    """Of the original nodes one kernel computes, the one that carries its time in the
-    placement join (``NodeRow.us_per_run``: the Conv of a Conv+Relu kernel; the Relu is
-    "fused into" it, with no time of its own); the first when none has time."""
-    names = set(originals)
-    time = {r.node: r.us_per_run for r in placement.node_rows if r.node in names}
-    return max(originals, key=lambda n: time.get(n, 0.0))
+def carriers_first(placement: Any, profile: Any) -> dict[str, tuple[str, ...]]:
+    """Per kernel, the original nodes it computes (:func:`fused_map`), the one that carries
+    its time in the placement join first (``NodeRow.us_per_run``): the Conv of a Conv+Relu
+    kernel, not the Relu "fused into" it with no time of its own."""
+    from ortlab.views.render import fused_map
+
+    fused = fused_map(placement, profile)
+    if not fused:
+        return {}
+    time = {r.node: r.us_per_run for r in placement.node_rows}
+    return {k: tuple(sorted(v, key=lambda n: -time.get(n, 0.0))) for k, v in fused.items()}
 
 
 def guess_hint(err: Exception, auto_dims: dict[str, int]) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 
 from ortlab.core.eps import alias
 from ortlab.core.stats import interval_text
-from ortlab.views.render import esc, fused_map, kernel_label, load_text, p50_text
+from ortlab.views.render import esc, kernel_label, load_text, p50_text
+from ortlab.views.widgets.labparts import carriers_first
 
 __all__ = ["Headline"]
 
@@ -54,7 +55,7 @@ class Headline:
         )
 
     def _nodes(self) -> str:
-        p, fused = self.profile, fused_map(self.placement, self.profile)
+        p, fused = self.profile, carriers_first(self.placement, self.profile)
         items = "".join(
             f"<li><b>{esc(kernel_label(r.node, fused.get(r.node, ())))}</b> · {esc(r.op_type)}"
             f" · {r.us_per_run:.1f} µs · {r.share:.1%}</li>"
