@@ -212,6 +212,29 @@ def test_the_machines_load_is_measured_while_it_is_timed(mlp: ortlab.Model) -> N
     finally:
         os.kill(pid, signal.SIGKILL)
     assert b.other_cores is not None and b.other_cores > 0.5  # the spinner's core (at least)
-    assert b.busy and "while this was timed" in benchmark_text(b)
+    assert b.busy and "while this was measured" in benchmark_text(b)
     again = ortlab.BenchmarkResult.from_json(b.to_json())
     assert again.other_cores == b.other_cores
+
+
+def test_an_interleaved_comparison_says_the_load_it_ran_under(mlp: ortlab.Model) -> None:
+    """A core burned by another process while configs are compared: the comparison records the
+    load (its own process tree excluded) and its text and HTML say the machine was busy."""
+    import subprocess
+    import sys
+
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        c = ortlab.compare_configs(
+            mlp, [{"level": "disabled"}, {"level": "all"}], rounds=6, runs=200, progress=False
+        )
+    finally:
+        burner.kill()
+        burner.wait()
+    assert c.other_cores is not None and c.other_cores > 0.5
+    assert "while this was measured" in c.to_text() and "ortlab-warn" in c._repr_html_()
+    quiet = ortlab.compare_configs(
+        mlp, [{"level": "disabled"}, {"level": "all"}], rounds=6, runs=50, progress=False
+    )
+    assert quiet.other_cores is not None
+    assert ortlab.ConfigComparison.from_json(c.to_json()).other_cores == c.other_cores

@@ -161,6 +161,8 @@ class ConfigComparison(Result):
     runs: int
     reports: list[SessionReport | None]
     """Per config, ORT's session report (None where the session could not be built)."""
+    other_cores: float | None = None
+    """Cores other processes used while the rounds ran (``core.machine.load_sentence``)."""
 
     def to_pandas(self) -> Any:
         """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
@@ -234,7 +236,12 @@ def compare_configs(
             )
         )
     return ConfigComparison(
-        model=m.name, rows=rows, rounds=rounds, runs=runs, reports=timed.reports
+        model=m.name,
+        rows=rows,
+        rounds=rounds,
+        runs=runs,
+        reports=timed.reports,
+        other_cores=timed.other_cores,
     )
 
 

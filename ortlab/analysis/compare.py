@@ -18,7 +18,7 @@ from ortlab.analysis.quantization import calibration_data, precision_label
 from ortlab.analysis.variants import Signal, VariantRow, variant_row, variant_signals
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
-from ortlab.core.machine import cpu_flags
+from ortlab.core.machine import cpu_flags, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import Paired, against_first
@@ -171,7 +171,11 @@ def compare(
         for k, m in enumerate(models)
     ]
     flags = cpu_flags()
-    notes = [f"accuracy measured on {evald.source}", f"timed with {f.shapes_text()}"]
+    notes = [
+        f"accuracy measured on {evald.source}",
+        f"timed with {f.shapes_text()}",
+        load_sentence(timed.other_cores),
+    ]
     notes += [base.random_note()] if base.random_ops else []
     notes += _reference_notes(rows[0])
     notes += list(dict.fromkeys(n for r in rows for n in r.scoring))

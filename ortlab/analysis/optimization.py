@@ -76,6 +76,8 @@ class OptimizationResult(Result):
     rounds_ms: list[list[float]]
     """Per round, per level (in ``levels`` order): median latency in ms."""
     blockers: list[str] = field(default_factory=list)
+    other_cores: float | None = None
+    """Cores other processes used while the levels were timed (None: not measured)."""
     """Known reasons ORT cannot optimize this model, each with the fix."""
     feeds: str = ""
     """The inputs the figures come from: names, dtypes, shapes (and how dims were chosen)."""
@@ -248,12 +250,14 @@ def optimization_diff(
     level_results = [_level_result(level, saved[level], original, graph) for level in keys]
     latency_rows: list[LatencyRow] = []
     rounds_ms: list[list[float]] = []
+    load: float | None = None
     if measure:
         timed = measure_interleaved(
             [(m, cfg.with_(level=k)) for k in keys], f, rounds=rounds, runs=runs,
             desc=f"levels {m.name}", context=context, progress=progress, timeout=timeout,
         )  # fmt: skip
         rounds_ms = timed.medians_ms.tolist()
+        load = timed.other_cores
         latency_rows = _latency_rows(keys, timed.medians_ms, timed.failed)
     blocker = initializer_input_blocker(m)
     return OptimizationResult(
@@ -266,6 +270,7 @@ def optimization_diff(
         latency_rows=latency_rows,
         rounds_ms=rounds_ms,
         blockers=[blocker] if blocker else [],
+        other_cores=load,
         feeds=f.describe(),
         synthetic=f.synthetic,
     )

@@ -23,6 +23,7 @@ __all__ = [
     "cpu_model",
     "cpu_sample",
     "environment",
+    "load_sentence",
     "other_cores",
 ]
 
@@ -137,6 +138,19 @@ MIN_LOAD_WINDOW_S = 0.25
 """CPU counters tick every 10 ms and are read process by process: over a shorter window their
 skew is most of the figure (a doctor stage that lasted 3 ms read as 2.0 of 2 cores busy), so
 the doctor gives such a stage no load figure."""
+
+
+def load_sentence(other: float | None, cpus: int | str | None = None) -> str:
+    """THE sentence for the machine's load while something was measured, which every view
+    of a timing quotes: 'other processes used 0.92 of 2 cores while this was measured: …'."""
+    if other is None or math.isnan(other):
+        return "machine load: not measured"
+    of = f" of {cpus}" if cpus else ""
+    text = f"machine load: other processes used {other:.2f}{of} cores"
+    if other > BUSY_CORES:
+        text += (" while this was measured: times are noisier and slower than on an idle "
+                 "machine (re-run when it is idle to confirm)")  # fmt: skip
+    return text
 
 
 def other_cores(before: CpuSample, after: CpuSample) -> float:

@@ -3,6 +3,7 @@ show a progress bar."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
+from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.stats import Verdict, against_first
 from ortlab.engine import tasks, tasks_timing
@@ -243,6 +245,8 @@ class Interleaved:
     """Items the worker could not build or run (never the first: its failure raises)."""
     rounds: int
     runs: int
+    other_cores: float | None = None
+    """Cores other processes used on average while the rounds ran (None: not measured)."""
 
     def verdicts(self, labels: Sequence[str]) -> dict[int, tuple[Verdict, str]]:
         """Per item that ran, its paired verdict against the first and the sentence."""
@@ -265,6 +269,7 @@ def measure_interleaved(
     against its own config (a requested EP that did not load warns or raises as that config's
     ``fallback`` says), each distinct miss said once (ten variants under one config that all
     lost CUDA are one warning)."""
+    before = cpu_sample()
     out = run(
         tasks_timing.interleaved,
         Via(desc=desc, context=context, progress=progress, timeout=timeout),
@@ -273,6 +278,7 @@ def measure_interleaved(
         rounds=rounds,
         runs=runs,
     )
+    load = other_cores(before, cpu_sample())
     reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):
@@ -300,4 +306,5 @@ def measure_interleaved(
         failed=failed,
         rounds=len(medians),
         runs=runs,
+        other_cores=None if math.isnan(load) else round(load, 2),
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortlab.core.cache import cache_dir
+from ortlab.core.machine import load_sentence
 from ortlab.core.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -330,13 +331,7 @@ def p50_text(b: BenchmarkResult) -> str:
 
 def load_text(b: BenchmarkResult) -> str:
     """The machine's load while ``b`` was timed, and what it means for the numbers."""
-    if b.other_cores is None:
-        return "machine load: not measured"
-    cpus = b.environment.get("cpu_count", "?")
-    text = f"machine load: other processes used {b.other_cores:.2f} of {cpus} cores"
-    if b.busy:
-        text += " while this was timed: times are noisier and slower than on an idle machine"
-    return text
+    return load_sentence(b.other_cores, b.environment.get("cpu_count"))
 
 
 def benchmark_text(b: BenchmarkResult) -> str:

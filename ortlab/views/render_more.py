@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.core.eps import label as ep_label
+from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_bytes
 from ortlab.views.render import (
@@ -63,6 +64,8 @@ def optimization_text(o: Any) -> str:
         if lv.fired:
             parts.append(f"{lv.level}: fired " + ", ".join(f"{k}" for k in lv.fired))
     parts += [f"BLOCKER: {safe_text(b, 2000)}" for b in o.blockers]
+    if o.latency_rows:
+        parts.append(load_sentence(o.other_cores))
     return "\n".join(parts)
 
 
@@ -78,6 +81,7 @@ def optimization_html(o: Any) -> str:
         + blockers
         + table_html(*_opt_rows(o))
         + fired
+        + (_load_html(o.other_cores) if o.latency_rows else "")
     )
 
 
@@ -170,12 +174,26 @@ def _config_row(r: Any) -> list[Any]:
 
 def config_comparison_text(c: Any) -> str:
     rows = [_config_row(r) for r in c.rows]
-    return f"{safe_text(c.model)}\n" + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
+    return (
+        f"{safe_text(c.model)}\n"
+        + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
+        + f"\n{load_sentence(c.other_cores)}"
+    )
 
 
 def config_comparison_html(c: Any) -> str:
     rows = [_config_row(r) for r in c.rows]
-    return f"<b>{esc(c.model)}</b>" + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
+    return (
+        f"<b>{esc(c.model)}</b>"
+        + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
+        + _load_html(c.other_cores)
+    )
+
+
+def _load_html(other: float | None) -> str:
+    """The load sentence (``core.machine.load_sentence``), in the warning colour when busy."""
+    cls = ' class="ortlab-warn"' if other is not None and other > BUSY_CORES else ""
+    return f"<div{cls}>{esc(load_sentence(other))}</div>"
 
 
 def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
