@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
-from ortlab.core.machine import BUSY_CORES
+from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.engine import tasks
@@ -163,15 +163,9 @@ class ProfileResult(Result):
             f"(a benchmark, profiler off, gives latency); node times add up to "
             f"{self.node_coverage:.0%} of it"
         )
-        load = self.data.other_cores
-        if load is None:
-            return text + "; machine load not measured"
-        text += f"; other processes used {load:.1f} cores meanwhile"
+        text += "; " + load_sentence(self.data.other_cores)
         if self.busy:
-            text += (
-                " — a busy machine: nodes that waited for a core look slower and their shares "
-                "inflated; re-profile when it is idle"
-            )
+            text += "; nodes that waited for a core look slower and their shares inflated"
         return text
 
     def by_node(self) -> Any:
