@@ -231,6 +231,7 @@ def roofline(
             notes.append(f"{p.what}: not measured ({p.error}); its nodes are set against "
                          "the fp32 ceiling.")  # fmt: skip
     notes += [
+        f"Times: {prof.conditions}.",
         "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
         "per node of overhead, which weighs on tiny nodes); FLOPs and bytes are "
         f"{COUNTED}; ceilings are measured with ORT on this EP and settings, before a model's "
