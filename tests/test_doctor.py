@@ -521,11 +521,12 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
     ran = s.screen(items, seen)
     assert len(ran) == 2 and s.rounds == 2 and s.runs == 2
-    (note,) = s.notes
-    assert (
-        "has no room for 6 rounds in the screen, the fewest a 95 % verdict needs: it ran 2" in note
-    )
-    assert note.endswith("raise budget_s to about 7 s")  # 2 x 6 rounds x 2 runs x 0.1 s / 0.35
+    assert s.notes == []  # what the budget left out is said once, last: budget_note
+    (short,) = s.skipped
+    assert "had no room for 6 rounds, the fewest a 95 % verdict needs; it ran 2" in short
+    note = s.budget_note()
+    assert note.startswith("verdicts in the screen: ")
+    assert note.endswith("raise budget_s to about 7 s to measure them")  # 2x6x2x0.1 s / 0.35
     v = s.measured["level:all"]
     assert not v.faster and math.isnan(v.paired.low) and math.isnan(v.confidence)
     assert "not enough rounds for a verdict (need ≥ 6" in v.paired.verdict
@@ -1035,7 +1036,7 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     from ortlab.diagnosis.budget import Budgeted, BudgetSpentError
 
     b = Budgeted()
-    b.budget_s, b.timeout, b.failures, b.notes = 10.0, None, [], []
+    b.budget_s, b.timeout, b.failures, b.notes, b.skipped, b.need_s = 10.0, None, [], [], [], 0.0
     b.t0 = clock.perf_counter() - 5.0  # 5 s left: a call may run to 12 s (budget + 20 %)
     assert 6.5 < b.call_timeout() <= 7.0
     assert b.build_timeout() <= 2.0  # the building half ended at 5 s: 2 s at most
@@ -1043,10 +1044,14 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     with pytest.raises(BudgetSpentError):
         b.call_timeout()
     assert b.guarded("step", "build", b.call_timeout) is None
-    assert b.failures == [] and b.notes[-1].startswith("step was not started: the budget")
+    assert b.failures == [] and b.skipped[-1].startswith("step (not started: the budget")
 
     def cut() -> None:
         raise WorkerTimeoutError("did not finish")
 
     assert b.guarded("static QDQ", "build", cut, "ortlab.quantize(model)") is None
-    assert b.failures == [] and "raise budget_s" in b.notes[-1]
+    assert b.failures == [] and b.skipped[-1].startswith("static QDQ (did not finish in the")
+    assert "run it alone: ortlab.quantize(model)" in b.skipped[-1]
+    note = b.budget_note()  # both, once, with the one piece of advice
+    assert note.count("raise budget_s") == 1
+    assert note.endswith("left out by the 10 s budget: raise budget_s to measure them")

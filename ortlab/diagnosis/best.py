@@ -4,17 +4,17 @@ result (which holds it) both import it, and neither imports the other."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.eps import label, split_device
 from ortlab.core.stats import Paired
+from ortlab.diagnosis.facts import CandidateKey, Measured, counted
 
-if TYPE_CHECKING:
-    from ortlab.diagnosis.facts import Measured
-
-__all__ = ["Best", "best_of"]
+__all__ = ["Best", "best_of", "loaded_only"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class Best:
     """Its time ratio to the baseline with the interval (NaN bounds when the best is the
     baseline itself: nothing won) and the verdict that earned it."""
     cosine: float
+    key: str = ""
+    """The candidate it is (:func:`~ortlab.diagnosis.facts.counted` of it is its row); '' for
+    the baseline."""
 
     @property
     def session_config(self) -> SessionConfig:
@@ -51,21 +54,58 @@ def best_of(
     model_path: str,
     accurate: Callable[[Measured], bool],
 ) -> Best:
-    """The fastest ``accurate`` candidate that is significantly faster than the baseline; once
-    the combination stage ran, only what held up when re-measured there counts. Without one,
-    the baseline itself, with why (no interval: nothing was compared with it)."""
+    """The fastest ``accurate`` candidate whose gain holds (:attr:`Counted.holds
+    <ortlab.diagnosis.facts.Counted.holds>`: once the combination stage ran, only what held up
+    when re-measured there). Without one, the baseline itself, with why (no interval: nothing
+    was compared with it)."""
     nan = float("nan")
     if "baseline" not in measured:  # a stage failed before the baseline was timed
         why = "the doctor stopped before it timed the baseline: nothing was compared"
         return Best(cfg.to_dict(), "original", model_path, [], Paired(1.0, nan, nan, why), 1.0)
-    ok = [v for v in measured.values() if v.faster and accurate(v)]
-    final_ran = any(v.stage == "final" for v in measured.values())
-    pool = [v for v in ok if v.stage == "final"] if final_ran else ok
+    keys = dict.fromkeys(CandidateKey.parse(k).base for k in measured if k != "baseline")
+    found = [c for k in keys if (c := counted(measured, k)) is not None]
+    pool = [c for c in found if c.holds and accurate(c.row)]
     if not pool:
+        final_ran = any(v.stage == "final" for v in measured.values())
         why = ("the screen's winners did not hold up when re-measured together with the "
                "baseline" if final_ran else
                "no candidate was measurably faster than the baseline")  # fmt: skip
         return Best(measured["baseline"].config, "original", model_path, [],
                     Paired(1.0, nan, nan, why), 1.0)  # fmt: skip
-    b = min(pool, key=lambda v: v.paired.ratio)
-    return Best(b.config, b.variant, b.model_path, b.steps, b.paired, b.cosine)
+    b = min(pool, key=lambda c: c.row.paired.ratio)
+    r = b.row
+    return Best(r.config, r.variant, r.model_path, r.steps, r.paired, r.cosine, b.key)
+
+
+def loaded_only(best: Best, active: Sequence[str]) -> tuple[Best, str]:
+    """``best`` without the providers that did not load here (``active``: the session report's
+    loaded EPs), and the note that says which were dropped ('' when none was): a configuration
+    the doctor calls verified was measured without them."""
+    providers = best.config.get("providers")
+    if not isinstance(providers, list):  # "auto": ORT picks from what loads
+        return best, ""
+    loaded = {split_device(p)[0] for p in active}
+    kept = [p for p in providers if split_device(p)[0] in loaded]
+    dropped = [p for p in providers if p not in kept]
+    if not dropped:
+        return best, ""
+    kept = kept or ["CPUExecutionProvider"]
+    options = best.config.get("provider_options") or []
+    config = {
+        **best.config,
+        "providers": kept,
+        "provider_options": _options_of(options, {split_device(p)[0] for p in kept}),
+    }
+    names = ", ".join(label(p) for p in dropped)
+    note = (
+        f"the best configuration leaves out {names}: it did not load here, so nothing was "
+        f"measured with it; the best was measured on {', '.join(label(p) for p in kept)}"
+    )
+    return dataclasses.replace(best, config=config), note
+
+
+def _options_of(options: Any, keep: set[str]) -> Any:
+    """The provider options of the providers in ``keep`` (as a dict or as pairs)."""
+    if isinstance(options, Mapping):
+        return {k: v for k, v in options.items() if k in keep}
+    return [o for o in options if o[0] in keep]

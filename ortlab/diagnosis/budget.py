@@ -10,8 +10,9 @@ cut off after 2 s.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ortlab.core.errors import (
@@ -20,9 +21,18 @@ from ortlab.core.errors import (
     WorkerTimeoutError,
     failure_text,
 )
-from ortlab.diagnosis.facts import CandidateFailure
+from ortlab.core.stats import MIN_ROUNDS
+from ortlab.diagnosis.facts import Candidate, CandidateFailure, Kind
 
-__all__ = ["BUDGET_SLACK", "BUILD_SHARE", "BudgetSpentError", "Budgeted", "memory_plan"]
+__all__ = [
+    "BUDGET_SLACK",
+    "BUILD_SHARE",
+    "BudgetSpentError",
+    "Budgeted",
+    "fit_screen",
+    "memory_need_s",
+    "memory_plan",
+]
 
 T = TypeVar("T")
 BUDGET_SLACK = 0.2
@@ -52,7 +62,7 @@ MIN_CALL_S = 1.0
 def memory_plan(settings: int, init_s: float, run_s: float, budget_s: float) -> str:
     """'' when the memory stage (``settings`` configs, MEMORY_REPEATS fresh processes each,
     each building the session in ``init_s`` and running it 3 times) fits its share of the
-    budget; else the note that says why it was not measured and how to get it."""
+    budget; else what says why it was not measured and how to get it."""
     each = FRESH_PROCESS_S + init_s + 3 * run_s
     planned = each * settings * MEMORY_REPEATS
     if planned <= MEMORY_SHARE * budget_s:
@@ -61,9 +71,50 @@ def memory_plan(settings: int, init_s: float, run_s: float, budget_s: float) -> 
         f"the memory footprint was not measured: {settings} settings in {MEMORY_REPEATS} fresh "
         f"processes each (the fewest for a 95 % interval) take about {planned:.0f} s here (each "
         f"process builds the session: {each:.1f} s), more than {MEMORY_SHARE:.0%} of the "
-        f"{budget_s:g} s budget; run ortlab.footprint(model) on its own, or raise budget_s to "
-        f"{planned / MEMORY_SHARE:.0f} s"
+        f"budget (it fits {planned / MEMORY_SHARE:.0f} s); run ortlab.footprint(model) on its own"
     )
+
+
+def memory_need_s(settings: int, init_s: float, run_s: float) -> float:
+    """The budget whose memory share fits the memory stage (see :func:`memory_plan`)."""
+    return (FRESH_PROCESS_S + init_s + 3 * run_s) * settings * MEMORY_REPEATS / MEMORY_SHARE
+
+
+_SCREEN_PRIORITY = {
+    Kind.BASELINE: 0,
+    Kind.LEVEL: 1,
+    Kind.VARIANT: 2,
+    Kind.THREADS: 3,
+    Kind.CPU_ONLY: 4,
+    Kind.CUDA_GRAPH: 4,
+    Kind.IOBINDING: 5,
+    Kind.SPIN: 6,
+    Kind.MEMORY: 7,
+}
+"""Which candidates the screen keeps first when not all fit: the fixes that change the most
+(level 'all', which the variants are compared with, then the model variants) before the
+thread sweep, IO binding, spinning and the memory settings (a saving, not a speed-up)."""
+
+
+def fit_screen(
+    items: Sequence[Candidate], per_run_s: float, build_s: float, available_s: float, floor: int
+) -> list[Candidate]:
+    """The candidates (baseline first) that get MIN_ROUNDS rounds of ``floor`` runs each in
+    ``available_s``, each session built in ``build_s``: all of them when they fit, else the
+    first by :data:`_SCREEN_PRIORITY` (level 'all' before the other levels), in their order.
+    When not even the baseline and one candidate fit, all of them (their verdicts then say
+    'not enough rounds', and a note says why)."""
+    each = build_s + MIN_ROUNDS * floor * per_run_s
+    n = int(available_s / max(each, 1e-9))
+    if n >= len(items) or n < 2:
+        return list(items)
+
+    def rank(k: int) -> tuple[int, int]:
+        c = items[k].parsed
+        return (_SCREEN_PRIORITY.get(c.kind, 8) - (c.kind is Kind.LEVEL and c.arg == "all"), k)
+
+    keep = set(sorted(range(len(items)), key=rank)[:n]) | {0}
+    return [it for k, it in enumerate(items) if k in keep]
 
 
 class Budgeted:
@@ -75,6 +126,27 @@ class Budgeted:
     timeout: float | None
     failures: list[CandidateFailure]
     notes: list[str]
+    skipped: list[str]
+    """What the budget left out, each said once in :meth:`budget_note` (below the result)."""
+    need_s: float
+    """The budget that would have measured what was left out, where known (0: not known)."""
+
+    def skip(self, what: str, need_s: float = 0.0) -> None:
+        """Record something the budget left out (said once, with the others, in the last note)."""
+        if what not in self.skipped:
+            self.skipped.append(what)
+        self.need_s = max(self.need_s, need_s)
+
+    def budget_note(self) -> str:
+        """One note for everything the budget left out, and the budget that fits it ('' when
+        nothing was left out)."""
+        if not self.skipped:
+            return ""
+        to = f" to about {math.ceil(self.need_s)} s" if self.need_s > self.budget_s else ""
+        return (
+            "; ".join(self.skipped)
+            + f" — left out by the {self.budget_s:g} s budget: raise budget_s{to} to measure them"
+        )
 
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.t0)
@@ -109,17 +181,17 @@ class Budgeted:
             return fn()
         except WorkerCancelledError:
             raise
-        except BudgetSpentError as err:
-            self.notes.append(f"{what} was not started: {err}")
+        except BudgetSpentError:
+            self.skip(f"{what} (not started: the budget and its slack were spent)")
             return None
         except WorkerTimeoutError as err:
             if self.timeout is not None and time.perf_counter() - started >= self.timeout:
                 self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             else:  # the doctor's own budget stopped it
-                self.notes.append(
-                    f"{what} did not finish within the {time.perf_counter() - started:.0f} s "
-                    f"the budget left it ({self.budget_s:g} s in all): raise budget_s"
-                    + (f", or run it alone: {code}" if code else "")
+                took = time.perf_counter() - started
+                self.skip(
+                    f"{what} (did not finish in the {took:.0f} s the budget left it"
+                    + (f"; run it alone: {code})" if code else ")")
                 )
             return None
         except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,

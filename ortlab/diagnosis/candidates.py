@@ -12,26 +12,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.memory import memory_settings
-from ortlab.analysis.quantization import QuantConfig
+from ortlab.analysis.quantization import QuantConfig, float16_weights, quantized_ops
 from ortlab.analysis.quantization import quantize as make_quantized
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.diagnosis.facts import (
+    ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
     Candidate,
+    CandidateKey,
     Kind,
+    Measured,
     Observed,
     TransformerFusion,
     candidate_key,
+    ran_op_types,
 )
 from ortlab.diagnosis.rules import attention_shaped
 
 if TYPE_CHECKING:
     from ortlab.diagnosis.search import Search
 
-__all__ = ["setting_candidates", "variant_candidates", "variant_config", "wanted_quantization"]
+__all__ = [
+    "applicable_quantization",
+    "setting_candidates",
+    "variant_candidates",
+    "variant_config",
+    "wanted_quantization",
+    "winning_settings",
+]
 
 
 def setting_candidates(
@@ -99,9 +110,8 @@ def variant_candidates(
 
     def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str) -> None:
         if search.build_left() < 0:  # timing the candidates keeps the other half
-            search.notes.append(
-                f"skipped {what}: building variants had half of the {search.budget_s:g} s "
-                f"budget and it was used up (raise budget_s, or run it alone: {code})"
+            search.skip(
+                f"{what} (not built: building variants has half the budget; run it alone: {code})"
             )
             return
         built = search.guarded(what, "build", build, code)
@@ -120,7 +130,13 @@ def variant_candidates(
         )
     ops = seen.op_counts
     fusion = TransformerFusion()
-    if transformers and attention_shaped(ops) and not FUSED_TRANSFORMER_OPS & set(ops):
+    fused_at_session = ATTENTION_OPS & ran_op_types(seen)  # ORT fused attention itself
+    if (
+        transformers
+        and attention_shaped(ops)
+        and not FUSED_TRANSFORMER_OPS & set(ops)
+        and not fused_at_session
+    ):
 
         def optimized() -> tuple[str, Model, list[str]]:
             nonlocal fusion
@@ -138,6 +154,9 @@ def variant_candidates(
 
         attempt("the transformers optimizer", optimized, "ortlab.transformer_optimize(model)")
     wanted = wanted_quantization(seen.op_time_share, seen.op_counts) if quantize else []
+    wanted, why = applicable_quantization(m, wanted)
+    if why:  # not a candidate, so not a failure: one note says why none was tried
+        search.notes.append(why)
 
     def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
         # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
@@ -177,6 +196,56 @@ def wanted_quantization(
         if ops and ops.get("MatMul"):
             wanted.append(("int4", QuantConfig(mode="int4")))
     return wanted
+
+
+def applicable_quantization(
+    m: Model, wanted: list[tuple[str, Any]]
+) -> tuple[list[tuple[str, Any]], str]:
+    """The quantizations in ``wanted`` that can apply to ``m``, and why the others cannot ('' when
+    all can): none of an already quantized model (int8 or int4 ops: another pass is not a model
+    ORT runs) or of float16 weights; int4 only with a MatMul whose weight is an initializer."""
+    if not wanted:
+        return wanted, ""
+    kinds = ", ".join(k for k, _ in wanted)
+    already = quantized_ops(m)
+    if already:
+        return [], (
+            f"no quantized variant proposed ({kinds}): the model is already quantized "
+            f"({', '.join(already)} present)"
+        )
+    half = float16_weights(m)
+    if half:
+        return [], (
+            f"no quantized variant proposed ({kinds}): the model holds float16 weights "
+            f"({half}); ORT's quantizer takes float32 models"
+        )
+    graph = m.proto.graph
+    weights = {t.name for t in graph.initializer}
+    if not any(
+        n.op_type == "MatMul" and n.input[1:2] and n.input[1] in weights for n in graph.node
+    ):
+        out = [(k, qc) for k, qc in wanted if k != "int4"]
+        if len(out) < len(wanted):
+            return out, (
+                "no int4 variant proposed: no MatMul has a constant weight for MatMulNBits to pack"
+            )
+    return wanted, ""
+
+
+def winning_settings(ok: dict[str, Measured], cfg: SessionConfig) -> dict[str, Any]:
+    """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
+    changes: dict[str, Any] = {}
+    base = cfg.to_dict()
+    for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
+        group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
+        if group:
+            best = min(group, key=lambda v: v.paired.ratio)
+            for name in ("level", "intra_op_threads", "allow_spinning"):
+                if best.config[name] != base[name]:
+                    changes[name] = best.config[name]
+    if Kind.IOBINDING.value in ok:
+        changes["io_binding"] = True
+    return changes
 
 
 def _quant_args(qc: Any) -> str:

@@ -32,7 +32,7 @@ from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS
-from ortlab.diagnosis.best import Best
+from ortlab.diagnosis.best import Best, loaded_only
 from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.facts import (
     CandidateFailure,
@@ -343,8 +343,10 @@ def doctor(
             stage()
         except WorkerCancelledError:
             raise
-        except BudgetSpentError as err:  # not a failure: the budget ended the search here
-            search.notes.append(f"the doctor stopped before its {name} stage: {err}")
+        except BudgetSpentError:  # not a failure: the budget ended the search here
+            search.skip(
+                f"the {name} stage and those after it (the budget and its slack were spent)"
+            )
             stages.done(name)
             break
         except OrtlabError as err:  # keep what the stages before it measured
@@ -380,13 +382,18 @@ def _result(
             "timed: the timings, thread and spinning advice above all, describe a busy machine; "
             "re-run the doctor idle to confirm them"
         )
+    best, dropped = loaded_only(search.best(facts.measured), facts.report.active)
+    if dropped:  # never a verified configuration with an EP nothing was measured on
+        search.notes.append(dropped)
+    if search.budget_note():  # what the budget left out, said once, last
+        search.notes.append(search.budget_note())
     return DoctorResult(
         model=search.m.name,
         model_path=str(search.m.path),
         requested=search.cfg.with_(fallback="warn").to_dict(),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_with_caveat(search.best(facts.measured), search.cfg, caveat),
+        best=_with_caveat(best, search.cfg, caveat),
         baseline_ms=facts.baseline_ms,
         rounds=search.rounds,
         runs=search.runs,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ from ortlab.core.sessionreport import SessionReport
 from ortlab.core.stats import NOISE_BAND, Paired, interval_text
 
 __all__ = [
+    "ATTENTION_OPS",
     "FUSED_TRANSFORMER_OPS",
     "QUANTIZED",
     "SMALL_MODEL_MS",
@@ -29,6 +31,7 @@ __all__ = [
     "Candidate",
     "CandidateFailure",
     "CandidateKey",
+    "Counted",
     "Facts",
     "Finding",
     "FixTried",
@@ -39,9 +42,11 @@ __all__ = [
     "baseline_ms",
     "busy_cores",
     "candidate_key",
+    "counted",
     "load_caveat",
     "measured_gain",
     "measured_row",
+    "ran_op_types",
     "with_cosine",
 ]
 
@@ -56,6 +61,8 @@ FUSED_TRANSFORMER_OPS = frozenset(
         "FastGelu",
     }
 )
+ATTENTION_OPS = frozenset({"Attention", "MultiHeadAttention", "GroupQueryAttention"})
+"""The fused attention ops (a model or ORT's optimized graph with one has attention fused)."""
 SMALL_MODEL_MS = 2.0
 """Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
 TIMING_STAGES = ("screen", "combine")
@@ -104,6 +111,11 @@ class CandidateKey:
         final = key.endswith(_FINAL)
         head, _, arg = key.removesuffix(_FINAL).partition(":")
         return cls(Kind(head), arg, final)
+
+    @property
+    def base(self) -> str:
+        """The candidate's key without the final stage's mark: ``threads:1``."""
+        return candidate_key(self.kind, self.arg)
 
     @property
     def is_variant(self) -> bool:
@@ -205,6 +217,9 @@ class Finding:
     """'error' (the session is not what was asked), 'warning', or 'info'."""
     nodes: list[str] = field(default_factory=list)
     """Node names the finding is about (the graph view highlights them)."""
+    key: str = ""
+    """The candidate whose measurement ``gain`` and ``ratio`` quote ('' when none): what
+    :func:`counted` returns for it, the same row :func:`~ortlab.diagnosis.best.best_of` reads."""
 
 
 @dataclass(frozen=True)
@@ -333,18 +348,32 @@ class Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
         return cls(
-            model_name=seen.model_name, requested=seen.requested, report=seen.report,
-            op_counts=seen.op_counts, baseline_ms=baseline_ms(seen, measured),
-            symbolic_inputs=seen.symbolic_inputs, op_time_share=seen.op_time_share,
-            profiled_ms=seen.profiled_ms, placement=seen.placement,
+            model_name=seen.model_name,
+            requested=seen.requested,
+            report=seen.report,
+            op_counts=seen.op_counts,
+            baseline_ms=baseline_ms(seen, measured),
+            symbolic_inputs=seen.symbolic_inputs,
+            op_time_share=seen.op_time_share,
+            profiled_ms=seen.profiled_ms,
+            placement=seen.placement,
             initializer_blocker=seen.initializer_blocker,
-            attention_reason=fusion.attention_reason, transformer_fused=fusion.fused,
-            measured=measured, variant_signals=variant_signals, cores=seen.cores,
-            min_cosine=seen.min_cosine, predicted=seen.predicted,
-            predicted_fixed=seen.predicted_fixed, failures=failures, other_cpu=other_cpu,
-            logical_cpus=logical_cpus, quant_fixes=quant_fixes, footprint=footprint,
-            allocator=seen.allocator, roofline=seen.roofline,
-        )  # fmt: skip
+            attention_reason=fusion.attention_reason,
+            transformer_fused=fusion.fused,
+            measured=measured,
+            variant_signals=variant_signals,
+            cores=seen.cores,
+            min_cosine=seen.min_cosine,
+            predicted=seen.predicted,
+            predicted_fixed=seen.predicted_fixed,
+            failures=failures,
+            other_cpu=other_cpu,
+            logical_cpus=logical_cpus,
+            quant_fixes=quant_fixes,
+            footprint=footprint,
+            allocator=seen.allocator,
+            roofline=seen.roofline,
+        )
 
 
 def baseline_ms(seen: Observed, measured: dict[str, Measured]) -> float:
@@ -354,12 +383,113 @@ def baseline_ms(seen: Observed, measured: dict[str, Measured]) -> float:
     return base.p50_ms if base is not None else seen.profiled_ms
 
 
-def measured_gain(m: Measured | None, baseline_ms: float) -> dict[str, Any]:
-    if m is None:
-        return {"gain": "not measured"}
-    saved = max(baseline_ms - m.p50_ms, 0.0) if m.faster else 0.0
-    p = m.paired
-    return {"gain": p.verdict, "ratio": p.ratio, "low": p.low, "high": p.high, "saved_ms": saved}
+REMEASURED, SCREEN, SCREENED_ONLY = "re-measured", "screen", "screened only"
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The measurement that counts for one candidate, and how it was taken. The one home of
+    that choice: every rule quotes it and :func:`~ortlab.diagnosis.best.best_of` picks from
+    it, so a finding never says what the bottom line denies."""
+
+    key: str
+    """The candidate's key without the final mark (``threads:1``; ``settings``)."""
+    row: Measured
+    """The row whose ratio, interval and verdict are quoted."""
+    status: str
+    """'re-measured' (timed again with the baseline in the final stage: that row counts),
+    'screen' (the final stage did not run: the screen is the verdict) or 'screened only'
+    (the final stage ran and did not re-measure this candidate: not verified)."""
+    screen: Measured | None = None
+    """The candidate's screen row, when ``row`` is its re-measurement."""
+
+    @property
+    def holds(self) -> bool:
+        """Faster, and verified: re-measured with the baseline, or screened when nothing was."""
+        return self.row.faster and self.status != SCREENED_ONLY
+
+    @property
+    def did_not_hold(self) -> bool:
+        """Faster in the screen, not when re-measured together with the baseline."""
+        return self.screen is not None and self.screen.faster and not self.row.faster
+
+    def word(self) -> str:
+        """'faster', 'no faster', 'undecided (…)', or what the screen said and why it does not
+        count: 'faster in the screen, not when re-measured: no faster'."""
+        if self.did_not_hold:
+            return f"faster in the screen, not when re-measured: {self.row.speed_word()}"
+        if self.status == SCREENED_ONLY:
+            return f"{self.row.speed_word()} in the screen (not re-measured)"
+        return self.row.speed_word()
+
+    def verdict(self) -> str:
+        """The verdict sentence a finding quotes as its gain."""
+        p = self.row.paired
+        if self.did_not_hold:
+            assert self.screen is not None
+            return (
+                f"faster in the screen ({self.screen.paired.verdict}), but it did not hold "
+                f"when re-measured together with the baseline: {p.verdict}"
+            )
+        if self.status == SCREENED_ONLY:
+            return (
+                f"screened only, not re-measured with the baseline in the final stage "
+                f"(the best counts only what was): {p.verdict}"
+            )
+        return p.verdict
+
+    def gain(self, baseline_ms: float) -> dict[str, Any]:
+        """A finding's gain fields: the verdict, the ratio and interval, the milliseconds
+        saved (only when the gain holds) and the key."""
+        p = self.row.paired
+        saved = max(baseline_ms - self.row.p50_ms, 0.0) if self.holds else 0.0
+        return {
+            "gain": self.verdict(),
+            "ratio": p.ratio,
+            "low": p.low,
+            "high": p.high,
+            "saved_ms": saved,
+            "key": self.key,
+        }
+
+
+def counted(measured: Mapping[str, Measured], key: str) -> Counted | None:
+    """The measurement that counts for candidate ``key`` (with or without the final mark):
+    its re-measurement in the final stage when there is one — its own ``+final`` row, or a
+    final row of the same model and config under another key (``settings`` when the combined
+    settings are this one change) —; else its screen row, marked 'screened only' when the
+    final stage ran without it. None when it was not measured."""
+    base = CandidateKey.parse(key).base
+    screen = measured.get(base)
+    finals = [m for m in measured.values() if m.stage == "final"]
+    again = measured.get(base + _FINAL)
+    if again is None and screen is not None and screen.stage != "final":
+        again = next(
+            (m for m in finals if m.model_path == screen.model_path and m.config == screen.config),
+            None,
+        )
+    if again is not None:
+        return Counted(base, again, REMEASURED, screen if screen is not again else None)
+    if screen is None:
+        return None
+    if screen.stage == "final":
+        return Counted(base, screen, REMEASURED)
+    return Counted(base, screen, SCREENED_ONLY if finals else SCREEN)
+
+
+def measured_gain(measured: Mapping[str, Measured], key: str, baseline_ms: float) -> dict[str, Any]:
+    """A finding's gain fields for candidate ``key``: what :func:`counted` says of it."""
+    c = counted(measured, key)
+    return c.gain(baseline_ms) if c is not None else {"gain": "not measured"}
+
+
+def ran_op_types(f: Facts | Observed) -> set[str]:
+    """The op types ORT ran for the baseline (its optimized graph: the profile's op types and
+    the placement's), without their domain; empty when neither was recorded."""
+    ops = set(f.op_time_share)
+    if f.placement is not None:
+        ops |= {str(r.op_type) for r in f.placement.optimized_rows}
+    return {o.rsplit(".", 1)[-1] for o in ops}
 
 
 def busy_cores(f: Facts) -> float | None:

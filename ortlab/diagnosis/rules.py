@@ -11,25 +11,26 @@ where it stays quiet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.onnx_util import CONTROL_FLOW
-from ortlab.core.units import fmt_bytes
 from ortlab.diagnosis.facts import (
+    ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
     CandidateKey,
+    Counted,
     Facts,
     Finding,
     FixTried,
     Kind,
-    Measured,
     candidate_key,
+    counted,
     load_caveat,
     measured_gain,
+    ran_op_types,
 )
+from ortlab.diagnosis.rules_more import config_args, memory, npu_partition
 from ortlab.diagnosis.rules_physics import machine_limits
 
 __all__ = ["RULES", "run_rules"]
@@ -78,7 +79,7 @@ def ep_islands(f: Facts) -> list[Finding]:
     memcpy_us = sum(r.us_per_run for r in memcpy)
     cpu_us = sum(r.us_per_run for r in pl.optimized_rows if r.provider == "CPUExecutionProvider")
     ep = label(accel[0].provider)
-    cpu_only = f.measured.get("cpu-only")
+    cpu_only = counted(f.measured, Kind.CPU_ONLY.value)
     evidence = (
         f"{len(accel)} {ep} partition(s) and {len(cpu)} CPU island(s) "
         f"({len(cpu_nodes)} nodes: {', '.join(cpu_ops[:8])}); {len(pl.boundary_rows)} tensors "
@@ -103,10 +104,9 @@ def ep_islands(f: Facts) -> list[Finding]:
             "supported-op list; session.disable_cpu_ep_fallback=1 makes ORT fail instead of "
             "falling back, so you find them all"
         )
-    gain = measured_gain(cpu_only, f.baseline_ms)
+    gain = cpu_only.gain(f.baseline_ms) if cpu_only is not None else {"gain": "not measured"}
     if cpu_only is not None:
-        gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.paired.verdict
-        gain["saved_ms"] = 0.0 if not cpu_only.faster else gain["saved_ms"]
+        gain["gain"] = "the same model on the CPU EP alone: " + cpu_only.verdict()
     return [
         Finding(
             rule="ep_islands",
@@ -125,7 +125,6 @@ def ep_islands(f: Facts) -> list[Finding]:
 def optimization_level(f: Facts) -> list[Finding]:
     if f.requested.level in ("extended", "layout", "all"):
         return []
-    m = f.measured.get(candidate_key(Kind.LEVEL, "all"))
     return [
         Finding(
             rule="optimization_level",
@@ -137,7 +136,7 @@ def optimization_level(f: Facts) -> list[Finding]:
             "portable saved models",
             code="SessionConfig(level='all')  # sess_options.graph_optimization_level = "
             "ort.GraphOptimizationLevel.ORT_ENABLE_ALL",
-            **measured_gain(m, f.baseline_ms),
+            **measured_gain(f.measured, candidate_key(Kind.LEVEL, "all"), f.baseline_ms),
         )
     ]
 
@@ -147,16 +146,31 @@ def attention_shaped(ops: dict[str, int]) -> bool:
 
 
 def unfused_transformer(f: Facts) -> list[Finding]:
+    """Attention-shaped, and neither the model nor what ORT ran (the baseline's profile or
+    placement of the optimized graph) has a fused attention: ORT's session-time fusions may
+    still have fused SkipLayerNormalization or BiasGelu, and the evidence says so."""
     ops = f.op_counts
-    if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops):
+    ran = ran_op_types(f)
+    if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops) or ATTENTION_OPS & ran:
         return []
-    m = f.measured.get(candidate_key(Kind.VARIANT, "transformers"))
     fused = ", ".join(f"{n} {k}" for k, n in f.transformer_fused.items() if n) or "nothing"
+    at_session = sorted(FUSED_TRANSFORMER_OPS & ran)
+    if at_session:
+        ran_text = (
+            f"ORT fused {', '.join(at_session)} at session time (they ran in the "
+            "baseline's profile) but no Attention: its session-time fusions do not "
+            "cover this attention pattern"
+        )
+    else:
+        ran_text = (
+            "no fused Attention/SkipLayerNormalization"
+            + (" ran in the baseline's profile" if ran else "")
+            + ": ORT's session-time fusions do not cover these patterns"
+        )
     evidence = (
         f"{ops.get('MatMul', 0)} MatMul, {ops.get('Softmax', 0)} Softmax and "
         f"{ops.get('LayerNormalization', 0) + ops.get('ReduceMean', 0)} LayerNorm/ReduceMean "
-        "nodes and no fused Attention/SkipLayerNormalization: ORT's session-time fusions "
-        f"do not cover these patterns; the transformers optimizer fused {fused}"
+        f"nodes in the model and {ran_text}; the transformers optimizer fused {fused}"
     )
     fix = "run ORT's transformers optimizer (ortlab.transformer_optimize) and serve its model"
     if f.attention_reason:
@@ -164,13 +178,13 @@ def unfused_transformer(f: Facts) -> list[Finding]:
     return [
         Finding(
             rule="unfused_transformer",
-            title="transformer blocks are not fused",
+            title="attention is not fused" if at_session else "transformer blocks are not fused",
             evidence=evidence,
             fix=fix,
             code="opt = ortlab.transformer_optimize(model)  # then load opt.path\n"
             "# plain: from onnxruntime.transformers import optimizer; "
             "optimizer.optimize_model(path, model_type='bert').save_model_to_file(out)",
-            **measured_gain(m, f.baseline_ms),
+            **measured_gain(f.measured, candidate_key(Kind.VARIANT, "transformers"), f.baseline_ms),
         )
     ]
 
@@ -178,7 +192,7 @@ def unfused_transformer(f: Facts) -> list[Finding]:
 def initializer_inputs(f: Facts) -> list[Finding]:
     if not f.initializer_blocker:
         return []
-    m = f.measured.get(candidate_key(Kind.VARIANT, "no-initializer-inputs"))
+    key = candidate_key(Kind.VARIANT, "no-initializer-inputs")
     return [
         Finding(
             rule="initializer_inputs",
@@ -187,13 +201,17 @@ def initializer_inputs(f: Facts) -> list[Finding]:
             fix="remove the initializers from the graph inputs (export with "
             "keep_initializers_as_inputs=False), so ORT may constant-fold and fuse them",
             code="fixed = ortlab.without_initializer_inputs(model)",
-            **measured_gain(m, f.baseline_ms),
+            **measured_gain(f.measured, key, f.baseline_ms),
         )
     ]
 
 
 def thread_settings(f: Facts) -> list[Finding]:
-    sweep = [m for k, m in f.measured.items() if CandidateKey.parse(k).is_sweep]
+    """Too many threads for the cores; the sweep setting whose gain holds (:func:`counted`),
+    or the screen's fastest, saying it did not hold or was not re-measured."""
+    sweep = [
+        m for k, m in f.measured.items() if CandidateKey.parse(k).is_sweep and m.stage != "final"
+    ]
     if not sweep:
         return []
     curve = "; ".join(
@@ -214,51 +232,65 @@ def thread_settings(f: Facts) -> list[Finding]:
                 gain="see the thread curve",
             )
         )
-    best = min(sweep, key=lambda m: m.paired.ratio)
-    if best.faster:
-        setting = best.label.split(" · ")[-1]
-        out.append(
-            Finding(
-                rule="threads",
-                title=f"{setting} is faster than the thread settings asked for"
-                + (" (measured under load)" if caveat else ""),
-                evidence=f"a sweep of intra-op threads and spinning, each timed interleaved "
-                f"with the baseline: {curve}{under_load}",
-                fix=f"build the session with {setting}; on a shared machine also consider "
-                "allow_spinning=False, which frees cores between runs",
-                code=f"SessionConfig({_config_args(best.config, f.requested)})",
-                **measured_gain(best, f.baseline_ms),
-            )
+    found = [c for m in sweep if (c := counted(f.measured, m.key)) is not None]
+    held = [c for c in found if c.holds]
+    screened = min(sweep, key=lambda m: m.paired.ratio)
+    if not held and not screened.faster:
+        return out
+    best = (
+        min(held, key=lambda c: c.row.paired.ratio) if held else counted(f.measured, screened.key)
+    )
+    assert best is not None
+    m = best.screen or best.row
+    setting = m.label.split(" · ")[-1]
+    title = (
+        f"{setting} is faster than the thread settings asked for"
+        if best.holds
+        else f"{setting}: {best.word()}"
+    )
+    out.append(
+        Finding(
+            rule="threads",
+            title=title + (" (measured under load)" if caveat else ""),
+            evidence=f"a sweep of intra-op threads and spinning, each timed interleaved "
+            f"with the baseline: {curve}{under_load}",
+            fix=f"build the session with {setting}; on a shared machine also consider "
+            "allow_spinning=False, which frees cores between runs"
+            if best.holds
+            else f"keep the thread settings asked for: {setting} is not a verified gain",
+            code=f"SessionConfig({config_args(m.config, f.requested)})",
+            severity="warning" if best.holds else "info",
+            **best.gain(f.baseline_ms),
         )
+    )
     return out
 
 
-def _config_args(config: dict[str, Any], base: SessionConfig) -> str:
-    ref = base.to_dict()
-    changed = [f"{k}={v!r}" for k, v in config.items() if ref.get(k) != v and k != "fallback"]
-    return ", ".join(changed)
-
-
-def _best_fix(f: Facts, tried: FixTried) -> Measured | None:
+def _best_fix(f: Facts, tried: FixTried) -> Counted | None:
     """The fix of an int8 variant to propose: the fastest that reaches ``min_cosine``, else
-    the most accurate."""
-    fixes = [f.measured[k] for k in tried.variants if k in f.measured]
+    the most accurate (each as :func:`counted` has it)."""
+    fixes = [c for k in tried.variants if (c := counted(f.measured, k)) is not None]
     if not fixes:
         return None
-    good = [m for m in fixes if m.cosine >= f.min_cosine]
-    return min(good, key=lambda m: m.paired.ratio) if good else max(fixes, key=lambda m: m.cosine)
+    good = [c for c in fixes if c.row.cosine >= f.min_cosine]
+    if good:
+        return min(good, key=lambda c: c.row.paired.ratio)
+    return max(fixes, key=lambda c: c.row.cosine)
 
 
 def quantization(f: Facts) -> list[Finding]:
     out = []
     fix_keys = {k for tried in f.quant_fixes.values() for k in tried.variants}
-    for key, screened in f.measured.items():
-        # the same variant re-measured against the baseline in the final stage (more rounds)
-        # is what the finding says, as the best does: never "undecided" beside "1.38x faster"
+    for key in f.measured:
+        # what counts for the variant (its re-measurement with the baseline when there is
+        # one) is what the finding says, as the best does: never "undecided" beside "faster"
         c = CandidateKey.parse(key)
-        m = f.measured.get(candidate_key(c.kind, c.arg, final=True), screened)
-        if (not c.is_variant or not c.arg.startswith("quant-") or c.final or m.slower
-                or key in fix_keys):  # fmt: skip
+        if not c.is_variant or not c.arg.startswith("quant-") or c.final or key in fix_keys:
+            continue
+        said = counted(f.measured, key)
+        assert said is not None
+        m = said.row
+        if m.slower:
             continue
         kind = c.arg.removeprefix("quant-")
         why = {
@@ -276,31 +308,31 @@ def quantization(f: Facts) -> list[Finding]:
         code = f"q = ortlab.quantize(model, {args})"
         fix = (f"serve the {m.variant} model if its accuracy on real data is acceptable "
                "(calibrate static quantization with real samples)")  # fmt: skip
-        gain = measured_gain(m, f.baseline_ms)
+        gain = said.gain(f.baseline_ms)
         tried = f.quant_fixes.get(key)
         best = _best_fix(f, tried) if tried is not None and not accurate else None
         nodes = tried.nodes if tried is not None else []
         if tried is not None and best is not None:
             how = tried.variants[best.key]
             cost += (f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
-                     f"cosine {best.cosine:.4f}, {best.paired.verdict}, size {best.file_bytes:,} "
-                     "bytes")  # fmt: skip
-            reaches = best.cosine >= f.min_cosine
-            fix = (f"serve {best.variant}: it spares the nodes where int8 loses the most"
+                     f"cosine {best.row.cosine:.4f}, {best.verdict()}, size "
+                     f"{best.row.file_bytes:,} bytes")  # fmt: skip
+            reaches = best.row.cosine >= f.min_cosine
+            fix = (f"serve {best.row.variant}: it spares the nodes where int8 loses the most"
                    + ("" if reaches else f", though its cosine is still below {f.min_cosine}: "
                       "spare more nodes (fix(n=…)) or calibrate with real samples"))  # fmt: skip
             code += (f"\nfix = ortlab.quantization_error(model, q).fix(n={len(nodes)})\n"
                      "ortlab.compare(model, [q, *fix.variants])  # the Pareto chart")  # fmt: skip
-            gain = measured_gain(best, f.baseline_ms)
+            gain = best.gain(f.baseline_ms)
         elif key in f.quant_fixes:
             cost += "; sparing its worst nodes could not be measured (see the notes)"
         out.append(
             Finding(
                 rule="quantization",
-                title=f"{m.variant}: {m.speed_word()}, accuracy cost shown",
+                title=f"{m.variant}: {said.word()}, accuracy cost shown",
                 evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
                 fix=fix, code=code,
-                severity="info" if not m.faster else "warning",
+                severity="warning" if said.holds else "info",
                 nodes=list(nodes),
                 **gain,
             )
@@ -310,10 +342,12 @@ def quantization(f: Facts) -> list[Finding]:
 
 def slow_variant(f: Facts) -> list[Finding]:
     out = []
-    for key, m in f.measured.items():
+    for key in f.measured:
         c = CandidateKey.parse(key)
-        if not c.is_variant or c.final or not m.slower:
+        said = counted(f.measured, key)
+        if not c.is_variant or c.final or said is None or not said.row.slower:
             continue
+        m = said.row
         reasons = [s for s in f.variant_signals if s.variant == m.variant]
         why = "; ".join(f"{s.signal}: {s.evidence}" for s in reasons) or (
             "no known cause found in its kernels; profile both (ortlab.profile) and compare"
@@ -326,20 +360,16 @@ def slow_variant(f: Facts) -> list[Finding]:
                 evidence=why,
                 fix=fixes,
                 code="ortlab.compare(model, [variant])  # kernels, error and timing side by side",
-                gain=m.paired.verdict,
-                ratio=m.paired.ratio,
-                low=m.paired.low,
-                high=m.paired.high,
-                saved_ms=max(m.p50_ms - f.baseline_ms, 0.0),
+                **{**said.gain(f.baseline_ms), "saved_ms": max(m.p50_ms - f.baseline_ms, 0.0)},
             )
         )
     return out
 
 
 def io_binding(f: Facts) -> list[Finding]:
-    m = f.measured.get("iobinding")
-    if m is None or not m.faster or f.requested.io_binding:
-        return []
+    said = counted(f.measured, Kind.IOBINDING.value)
+    if said is None or not said.holds or f.requested.io_binding:
+        return []  # a gain that did not hold: the thread and level findings say the rest
     return [
         Finding(
             rule="io_binding",
@@ -349,7 +379,7 @@ def io_binding(f: Facts) -> list[Finding]:
             fix="run with IOBinding: bind inputs (on the EP's device) and outputs once",
             code="b = sess.io_binding(); b.bind_cpu_input(name, x); b.bind_output(out); "
             "sess.run_with_iobinding(b)",
-            **measured_gain(m, f.baseline_ms),
+            **said.gain(f.baseline_ms),
         )
     ]
 
@@ -387,9 +417,9 @@ def cuda_graph(f: Facts) -> list[Finding]:
         return []
     if CONTROL_FLOW & set(f.op_counts) or f.symbolic_inputs:
         return []
-    m = f.measured.get("cuda-graph")
+    said = counted(f.measured, Kind.CUDA_GRAPH.value)
     loaded = "CUDAExecutionProvider" in f.report.active
-    gain = measured_gain(m, f.baseline_ms) if m else {
+    gain = said.gain(f.baseline_ms) if said else {
         "gain": "not measured" if loaded else "not measurable here: CUDA did not load"
     }  # fmt: skip
     return [
@@ -441,95 +471,6 @@ _FAILURE_FIX = {
     "explain": "the doctor could not profile this variant, so it cannot say why it is slower; "
     "profile it alone (ortlab.profile) to see the whole error",
 }
-
-
-def npu_partition(f: Facts) -> list[Finding]:
-    """A requested NPU EP that does not run here: its predicted partition, the reasons nodes
-    fall back (grouped), and what fixing the input shapes gains — every number from the EP's
-    own compiler or op lists (``ortlab.whatif``), labelled as a prediction."""
-    if f.predicted is None:
-        return []
-    out = []
-    fixed = f.predicted_fixed.summary() if f.predicted_fixed is not None else None
-    reasons = f.predicted.reasons()
-    for s in f.predicted.summary().itertuples():
-        if s.evidence not in ("compiled", "rules"):
-            continue
-        total = int(s.on_target) + int(s.on_cpu)
-        top = reasons[reasons["target"] == s.target].head(3)
-        why = "; ".join(f"{int(r.nodes)} {r.reason}" for r in top.itertuples()) or "none"
-        after = ""
-        if fixed is not None:
-            row = fixed[fixed["target"] == s.target]
-            if len(row) and row.iloc[0]["evidence"] in ("compiled", "rules"):
-                after = (f"; with the input shapes fixed (dims/feeds) it takes "
-                         f"{int(row.iloc[0]['on_target'])}")  # fmt: skip
-        title = f"{s.target.upper()} would take {int(s.on_target)} of {total} nodes (predicted)"
-        out.append(Finding(
-            rule="npu_partition", title=title,
-            evidence=f"{s.evidence} evidence ({s.ep} cannot run here): falls back because of "
-                     f"{why}{after}",
-            fix=str(top.iloc[0]["fix"]) if len(top) else "nothing falls back",
-            code=f"ortlab.whatif(model, targets=[{s.target!r}], dims={{...}})",
-            gain="a prediction: no time measured on the target device",
-            severity="info",
-        ))  # fmt: skip
-    return out
-
-
-def memory(f: Facts) -> list[Finding]:
-    """What the session holds in memory, and the memory setting that lowers it — measured in
-    fresh processes (peak and held), with the time it costs from the screen."""
-    fp = f.footprint
-    if fp is None or not fp.reference.peak_bytes:
-        return []
-    ref = fp.reference
-    ort_view = ""
-    if f.allocator.get("arena_bytes", -1) >= 0 and f.allocator.get("peak_bytes", -1) >= 0:
-        ort_view = (
-            f"; ORT's allocator: the arena holds {fmt_bytes(f.allocator['arena_bytes'])}"
-            f" after a run, {fmt_bytes(f.allocator['peak_bytes'])} in use at its peak"
-        )
-    evidence = (f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
-                f"{fmt_bytes(ref.held)} after its runs, for {fmt_bytes(fp.weights_bytes)} of "
-                f"weights (median of {fp.repeats} fresh processes){ort_view}")  # fmt: skip
-    savings = fp.savings()
-    tried = ", ".join(r.setting for r in fp.rows[1:]) or "no setting"
-    if not savings:
-        return [Finding(
-            rule="memory", title="memory: no setting tried lowers the session's peak",
-            evidence=f"{evidence}; {tried}: none lowers the peak by 5 % or more, beyond the "
-                     "spread between fresh processes",
-            fix="nothing to change here; a smaller peak needs a smaller model (quantization) "
-                "or smaller inputs",
-            code=f"ortlab.footprint(model)  # {tried} side by side",
-            gain="not applicable", severity="info",
-        )]  # fmt: skip
-    best = savings[0]
-    timed = f.measured.get(candidate_key(Kind.MEMORY, best.setting))
-    share = -best.peak_change / ref.peak
-    if timed is None:
-        cost = "its effect on latency was not measured (the time budget)"
-    elif timed.slower:
-        cost = f"it costs time: {timed.paired.verdict}"
-    else:
-        cost = f"latency: {timed.paired.verdict}"
-    others = "; ".join(f"{r.setting}: {r.verdict()}" for r in savings[1:])
-    return [Finding(
-        rule="memory",
-        title=f"memory: {best.setting} lowers the session's peak by {fmt_bytes(-best.peak_change)}"
-              f" ({share:.0%})",
-        evidence=evidence + (f"; also measurable: {others}" if others else ""),
-        fix=f"build the session with {best.setting}"
-            + (" when memory matters more than the time it costs"
-               if timed is not None and timed.slower else "")
-            + f": {best.verdict()}; {cost}",
-        code=f"SessionConfig({_config_args(best.config, f.requested)})",
-        gain=f"{best.verdict()}; {cost}",
-        ratio=timed.paired.ratio if timed else None, low=timed.paired.low if timed else None,
-        high=timed.paired.high if timed else None,
-        severity="info" if timed is not None and timed.slower else "warning",
-    )]  # fmt: skip
 
 
 def candidate_failures(f: Facts) -> list[Finding]:

@@ -10,7 +10,15 @@ from typing import Any
 
 from ortlab.analysis.roofline import FAR_UNDER, NEAR
 from ortlab.core.units import fmt_bandwidth, fmt_flops
-from ortlab.diagnosis.facts import QUANTIZED, Facts, Finding, Kind, candidate_key, measured_gain
+from ortlab.diagnosis.facts import (
+    QUANTIZED,
+    Facts,
+    Finding,
+    Kind,
+    candidate_key,
+    counted,
+    measured_gain,
+)
 
 __all__ = ["FAR_SHARE", "machine_limits"]
 
@@ -46,11 +54,11 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
             "layout: at level 'all' ORT runs Convs in its blocked NCHWc layout, whose kernels "
             "come much closer to the machine's peak",
             "SessionConfig(level='all')",
-            measured_gain(f.measured.get(candidate_key(Kind.LEVEL, "all")), f.baseline_ms),
+            measured_gain(f.measured, candidate_key(Kind.LEVEL, "all"), f.baseline_ms),
         )
     if statistics.median(r.us for r in far) < TINY_US:
-        at_all = f.measured.get(candidate_key(Kind.LEVEL, "all"))
-        gain = (measured_gain(at_all, f.baseline_ms) if level != "all"
+        at_all = candidate_key(Kind.LEVEL, "all")
+        gain = (measured_gain(f.measured, at_all, f.baseline_ms) if level != "all"
                 else {"gain": "not measured: the level is already 'all'"})  # fmt: skip
         return (
             "fusion: these nodes are too short for their work to matter; per-node overhead "
@@ -67,14 +75,13 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
             f"SessionConfig(intra_op_threads={f.cores})",
             {"gain": "see the thread curve"},
         )
-    quant = [f.measured[k] for k in (candidate_key(Kind.VARIANT, q) for q in QUANTIZED)
-             if k in f.measured]  # fmt: skip
-    best = min(quant, key=lambda m: m.paired.ratio) if quant else None
+    quant = [c for q in QUANTIZED if (c := counted(f.measured, candidate_key(Kind.VARIANT, q)))]
+    best = min(quant, key=lambda c: c.row.paired.ratio) if quant else None
     return (
         "int8: these kernels are far from the fp32 ceiling at their shapes (small matrices, "
         "batch 1); int8 kernels move a quarter of the bytes and use the integer units",
         "ortlab.quantize(model, mode='dynamic')  # then check accuracy: ortlab.compare",
-        measured_gain(best, f.baseline_ms),
+        best.gain(f.baseline_ms) if best is not None else {"gain": "not measured"},
     )
 
 

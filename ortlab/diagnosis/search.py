@@ -45,8 +45,19 @@ from ortlab.core.inputs import unfixed_dims
 from ortlab.core.model import Model
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio, plan_rounds
 from ortlab.diagnosis.best import Best, best_of
-from ortlab.diagnosis.budget import MEMORY_REPEATS, Budgeted, memory_plan
-from ortlab.diagnosis.candidates import setting_candidates, variant_candidates, variant_config
+from ortlab.diagnosis.budget import (
+    MEMORY_REPEATS,
+    Budgeted,
+    fit_screen,
+    memory_need_s,
+    memory_plan,
+)
+from ortlab.diagnosis.candidates import (
+    setting_candidates,
+    variant_candidates,
+    variant_config,
+    winning_settings,
+)
 from ortlab.diagnosis.facts import (
     QUANTIZED,
     Candidate,
@@ -113,6 +124,8 @@ class Search(Budgeted):
         self.measured: dict[str, Measured] = {}
         """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
         self.quant_fixes: dict[str, FixTried] = {}
+        self.skipped: list[str] = []
+        self.need_s = 0.0
 
     # -- observe ----------------------------------------------------------------
 
@@ -156,13 +169,17 @@ class Search(Budgeted):
         """The session's resident memory and each memory setting's, in fresh processes; the
         settings that lower the peak enough to matter are then timed like any candidate."""
         if self.left() < 0:
-            self.notes.append("the memory footprint was not measured: the time budget was used up")
+            self.skip("the memory footprint was not measured: the time budget was used up")
             return None
         d = self.profile.data
-        why = memory_plan(1 + len(memory_settings(self.cfg)), d.session_init_us / 1e6,
-                          float(np.median(d.run_us)) / 1e6, self.budget_s)  # fmt: skip
+        plan = (
+            1 + len(memory_settings(self.cfg)),
+            d.session_init_us / 1e6,
+            float(np.median(d.run_us)) / 1e6,
+        )
+        why = memory_plan(*plan, self.budget_s)
         if why:
-            self.notes.append(why)
+            self.skip(why, memory_need_s(*plan))
             return None
         return self.guarded(
             "the memory footprint", "memory",
@@ -228,13 +245,26 @@ class Search(Budgeted):
         if rounds < MIN_ROUNDS:
             spent = self.budget_s - self.left()
             needed = spent + n_items * (build + MIN_ROUNDS * runs * per_run) / share
-            self.notes.append(
-                f"the time budget ({self.budget_s:g} s, {max(self.left(), 0):.1f} s left) has no "
-                f"room for {MIN_ROUNDS} rounds in {what}, the fewest a 95 % verdict needs: it ran "
-                f"{rounds}, so its candidates get 'not enough rounds for a verdict'; raise "
-                f"budget_s to about {math.ceil(needed)} s"
+            self.skip(
+                f"verdicts in {what}: {max(self.left(), 0):.1f} s left had no room for "
+                f"{MIN_ROUNDS} rounds, the fewest a 95 % verdict needs; it ran {rounds}, so its "
+                "candidates get 'not enough rounds for a verdict'",
+                needed,
             )
         return runs, rounds
+
+    def _fit(self, items: list[Item], seen: Observed, share: float) -> list[Item]:
+        """The candidates that get a verdict's rounds in ``share`` of what is left (see
+        :func:`~ortlab.diagnosis.budget.fit_screen`); the others are said once, as skipped."""
+        per_run = max(baseline_ms(seen, self.measured), 0.01) / 1e3
+        build, floor = seen.report.create_ms / 1e3, 2 if per_run >= 0.02 else 3
+        kept = fit_screen(items, per_run, build, self.left() * share, floor)
+        if len(kept) < len(items):
+            out = [it.key for it in items if it.key not in {k.key for k in kept}]
+            each = build + MIN_ROUNDS * floor * per_run
+            what = f"{', '.join(out)} not timed ({len(kept)} of {len(items)} fit the screen)"
+            self.skip(what, self.budget_s - self.left() + len(items) * each / share)
+        return kept
 
     def _time(
         self, items: list[Item], rounds: int, runs: int, desc: str
@@ -266,6 +296,7 @@ class Search(Budgeted):
     def screen(self, items: list[Item], seen: Observed) -> list[Item]:
         """Stage 1: every candidate, MIN_ROUNDS rounds; stage 2: the survivors, more rounds.
         Returns the candidates that ran (the failed ones are left out)."""
+        items = self._fit(items, seen, 0.35)
         runs, rounds = self._plan(len(items), seen, 0.35, "the screen")
         self.runs = runs
         first_n = min(rounds, MIN_ROUNDS)
@@ -284,7 +315,7 @@ class Search(Budgeted):
         more = rounds - first_n if len(keep) > 1 else 0
         self.rounds = first_n
         if more > 0 and self.left() <= 0:
-            self.notes.append("the survivors of the screen were not re-measured: no time left")
+            self.skip("more rounds for the survivors of the screen (no time left)")
         elif more > 0:
             second, ran = self._time(keep, more, runs, "doctor: measure survivors")
             for j, (key, *_) in enumerate(ran):
@@ -353,7 +384,7 @@ class Search(Budgeted):
                and not self._accurate(self.measured[it.key])]  # fmt: skip
         for key, q, c, _ in low:
             if self.left() < 0:
-                self.notes.append(f"no fix tried for {key}: the time budget was used up")
+                self.skip(f"a fix for {key} (the time budget was used up)")
                 break
             fix = self.guarded(
                 f"sparing the worst nodes of {key}", "build",
@@ -427,7 +458,7 @@ class Search(Budgeted):
         if not ok:
             self.notes.append("no candidate was faster than the baseline in the screen")
             return
-        changes = self._winning_settings(ok)
+        changes = winning_settings(ok, self.cfg)
         model_items = [(k, v) for k, v in ok.items() if CandidateKey.parse(k).is_variant]
         by_key = {key: (mm, steps) for key, mm, _, steps in items}
         combined_cfg = self.cfg.with_(**changes)
@@ -453,9 +484,9 @@ class Search(Budgeted):
         if len(finals) < 2:
             return
         if self.left() < 0:
-            self.notes.append(
-                "the combination of the screen's winners was not verified: the time budget was "
-                "used up (raise budget_s)"
+            self.skip(
+                "the combination of the screen's winners, not verified (the time budget was "
+                "used up): the screen's verdicts stand"
             )
             return
         self._verify(finals, seen)
@@ -495,44 +526,30 @@ class Search(Budgeted):
         is too wide to decide: it still allows a gain beyond the noise band and does not show
         one (a 0.69x [0.35, 1.30] is not "no faster"). Rounds add up per candidate, paired
         with the baseline's rounds of the same calls."""
-        for _ in range(_MAX_EXTENSIONS):
-            open_ = [it for it in finals[1:] if paired_ratio(*cols[it[0]]).undecided]
-            if not open_:
-                return
-            items = [finals[0], *open_]
-            per_round = len(items) * runs * max(baseline_ms(seen, self.measured), 0.01) / 1e3
-            rounds = min(int(self.left() * 0.9 / max(per_round, 1e-6)), 4 * MIN_ROUNDS)
-            if rounds < 2:
-                self.notes.append(
-                    "undecided after the combination stage (its interval allows a gain and "
-                    "does not show one): "
-                    + ", ".join(it[0] for it in open_)
-                    + "; the budget allowed no more rounds (raise budget_s)"
-                )
-                return
-            more, ran = self._time(items, rounds, runs, "doctor: more rounds where undecided")
-            if len(ran) != len(items):
-                return  # a candidate failed this time: what was measured stands
-            for k, it in enumerate(ran[1:], start=1):
-                cols[it[0]][0].extend(more[:, 0])
-                cols[it[0]][1].extend(more[:, k])
-            self.notes.append(f"{rounds} more rounds for {', '.join(it[0] for it in open_)}: "
-                              "their intervals were too wide to decide")  # fmt: skip
-
-    def _winning_settings(self, ok: dict[str, Measured]) -> dict[str, Any]:
-        """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
-        changes: dict[str, Any] = {}
-        base = self.cfg.to_dict()
-        for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
-            group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
-            if group:
-                best = min(group, key=lambda v: v.paired.ratio)
-                for name in ("level", "intra_op_threads", "allow_spinning"):
-                    if best.config[name] != base[name]:
-                        changes[name] = best.config[name]
-        if Kind.IOBINDING.value in ok:
-            changes["io_binding"] = True
-        return changes
+        added: dict[str, int] = {}  # said once, however many extensions it took
+        try:
+            for _ in range(_MAX_EXTENSIONS):
+                open_ = [it for it in finals[1:] if paired_ratio(*cols[it[0]]).undecided]
+                if not open_:
+                    return
+                items = [finals[0], *open_]
+                per_round = len(items) * runs * max(baseline_ms(seen, self.measured), 0.01) / 1e3
+                rounds = min(int(self.left() * 0.9 / max(per_round, 1e-6)), 4 * MIN_ROUNDS)
+                if rounds < 2:
+                    undecided = ", ".join(it[0] for it in open_)
+                    self.skip(f"more rounds for {undecided}, undecided after the combination")
+                    return
+                more, ran = self._time(items, rounds, runs, "doctor: more rounds where undecided")
+                if len(ran) != len(items):
+                    return  # a candidate failed this time: what was measured stands
+                for k, it in enumerate(ran[1:], start=1):
+                    cols[it[0]][0].extend(more[:, 0])
+                    cols[it[0]][1].extend(more[:, k])
+                    added[it[0]] = added.get(it[0], 0) + rounds
+        finally:
+            if added:
+                said = "; ".join(f"{n} more rounds for {k}" for k, n in added.items())
+                self.notes.append(f"{said}: their intervals were too wide to decide")
 
     def explain_slow(self, items: list[Item]) -> list[Any]:
         """Profile each slower model variant so the rules can say why it is slower (a variant

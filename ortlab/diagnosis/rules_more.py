@@ -1,0 +1,110 @@
+"""The doctor's rules about what a session holds and would do elsewhere: its memory (measured
+in fresh processes) and a requested NPU EP's predicted partition. Pure functions from
+:class:`~ortlab.diagnosis.facts.Facts` to findings, like :mod:`ortlab.diagnosis.rules`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.units import fmt_bytes
+from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted
+
+__all__ = ["config_args", "memory", "npu_partition"]
+
+
+def config_args(config: dict[str, Any], base: SessionConfig) -> str:
+    """The settings of ``config`` that differ from ``base``, as SessionConfig arguments."""
+    ref = base.to_dict()
+    changed = [f"{k}={v!r}" for k, v in config.items() if ref.get(k) != v and k != "fallback"]
+    return ", ".join(changed)
+
+
+def npu_partition(f: Facts) -> list[Finding]:
+    """A requested NPU EP that does not run here: its predicted partition, the reasons nodes
+    fall back (grouped), and what fixing the input shapes gains — every number from the EP's
+    own compiler or op lists (``ortlab.whatif``), labelled as a prediction."""
+    if f.predicted is None:
+        return []
+    out = []
+    fixed = f.predicted_fixed.summary() if f.predicted_fixed is not None else None
+    reasons = f.predicted.reasons()
+    for s in f.predicted.summary().itertuples():
+        if s.evidence not in ("compiled", "rules"):
+            continue
+        total = int(s.on_target) + int(s.on_cpu)
+        top = reasons[reasons["target"] == s.target].head(3)
+        why = "; ".join(f"{int(r.nodes)} {r.reason}" for r in top.itertuples()) or "none"
+        after = ""
+        if fixed is not None:
+            row = fixed[fixed["target"] == s.target]
+            if len(row) and row.iloc[0]["evidence"] in ("compiled", "rules"):
+                after = (f"; with the input shapes fixed (dims/feeds) it takes "
+                         f"{int(row.iloc[0]['on_target'])}")  # fmt: skip
+        title = f"{s.target.upper()} would take {int(s.on_target)} of {total} nodes (predicted)"
+        out.append(Finding(
+            rule="npu_partition", title=title,
+            evidence=f"{s.evidence} evidence ({s.ep} cannot run here): falls back because of "
+                     f"{why}{after}",
+            fix=str(top.iloc[0]["fix"]) if len(top) else "nothing falls back",
+            code=f"ortlab.whatif(model, targets=[{s.target!r}], dims={{...}})",
+            gain="a prediction: no time measured on the target device",
+            severity="info",
+        ))  # fmt: skip
+    return out
+
+
+def memory(f: Facts) -> list[Finding]:
+    """What the session holds in memory, and the memory setting that lowers it — measured in
+    fresh processes (peak and held), with the time it costs from the screen."""
+    fp = f.footprint
+    if fp is None or not fp.reference.peak_bytes:
+        return []
+    ref = fp.reference
+    ort_view = ""
+    if f.allocator.get("arena_bytes", -1) >= 0 and f.allocator.get("peak_bytes", -1) >= 0:
+        ort_view = (
+            f"; ORT's allocator: the arena holds {fmt_bytes(f.allocator['arena_bytes'])}"
+            f" after a run, {fmt_bytes(f.allocator['peak_bytes'])} in use at its peak"
+        )
+    evidence = (f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
+                f"{fmt_bytes(ref.held)} after its runs, for {fmt_bytes(fp.weights_bytes)} of "
+                f"weights (median of {fp.repeats} fresh processes){ort_view}")  # fmt: skip
+    savings = fp.savings()
+    tried = ", ".join(r.setting for r in fp.rows[1:]) or "no setting"
+    if not savings:
+        return [Finding(
+            rule="memory", title="memory: no setting tried lowers the session's peak",
+            evidence=f"{evidence}; {tried}: none lowers the peak by 5 % or more, beyond the "
+                     "spread between fresh processes",
+            fix="nothing to change here; a smaller peak needs a smaller model (quantization) "
+                "or smaller inputs",
+            code=f"ortlab.footprint(model)  # {tried} side by side",
+            gain="not applicable", severity="info",
+        )]  # fmt: skip
+    best = savings[0]
+    said = counted(f.measured, candidate_key(Kind.MEMORY, best.setting))
+    timed = said.row if said is not None else None
+    share = -best.peak_change / ref.peak
+    if said is None:
+        cost = "its effect on latency was not measured (the time budget)"
+    elif said.row.slower:
+        cost = f"it costs time: {said.verdict()}"
+    else:
+        cost = f"latency: {said.verdict()}"
+    others = "; ".join(f"{r.setting}: {r.verdict()}" for r in savings[1:])
+    return [Finding(
+        rule="memory",
+        title=f"memory: {best.setting} lowers the session's peak by {fmt_bytes(-best.peak_change)}"
+              f" ({share:.0%})",
+        evidence=evidence + (f"; also measurable: {others}" if others else ""),
+        fix=f"build the session with {best.setting}"
+            + (" when memory matters more than the time it costs"
+               if timed is not None and timed.slower else "")
+            + f": {best.verdict()}; {cost}",
+        code=f"SessionConfig({config_args(best.config, f.requested)})",
+        gain=f"{best.verdict()}; {cost}",
+        ratio=timed.paired.ratio if timed else None, low=timed.paired.low if timed else None,
+        high=timed.paired.high if timed else None, key=said.key if said else "",
+        severity="info" if timed is not None and timed.slower else "warning",
+    )]  # fmt: skip
