@@ -305,7 +305,8 @@ class TabControls:
         self.top_label.value = (
             f"<b>Top nodes</b>: median µs per run over {prof.runs} profiled runs, and that "
             "median's share of the median run's node time (medians throughout: one stalled "
-            "call does not move them). Pick one to select it in the Graph tab."
+            "call does not move them). Pick one to select, in the Graph tab, the node that "
+            "carries its time."
         )
         return [self.top_label, self.top_nodes, prof.plot("op_type"), prof.plot("provider"),
                 prof.plot("timeline"), prof.plot("memory")]  # fmt: skip
