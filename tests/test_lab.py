@@ -662,7 +662,7 @@ def test_overview_names_the_doctors_verified_best(lab) -> None:
     assert "8 rounds interleaved with the baseline" in html
 
 
-def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch) -> None:
+def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path: Path) -> None:
     """The Doctor's and a Limits job's error lands in that tab (its status line says failed,
     its error box holds the error, both inside what the tab's output shows); above the tabs
     only a line pointing there; ``lab.last_error`` keeps it."""
@@ -688,6 +688,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch) -> None:
     assert limits.state == "failed" and "worker call failed" in limits.error.value
     assert limits.box in lab.tab_controls.limits_bar.children
     assert status.state == "failed", "each tab keeps its own story"
+    monkeypatch.chdir(tmp_path)  # the trace is written to the working directory
     lab.limits_buttons["perfetto"].click()  # a job that succeeds clears its tab's error
     assert limits.state == "done" and limits.error.value == "" and lab.last_error is None
 
