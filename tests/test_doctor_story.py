@@ -349,3 +349,19 @@ def test_a_real_doctor_tells_one_story(bert_doctor: ortlab.DoctorResult) -> None
     # the budget's note, if any, is said once and last
     said = [n for n in d.notes if "raise budget_s" in n]
     assert len(said) <= 1 and (not said or d.notes[-1] == said[0]), d.notes
+
+
+def test_a_slower_variant_says_its_screen_verdict_as_such() -> None:
+    v = "variant:given"
+    measured = {
+        "baseline": _m("baseline", 1.0, 1.0, 1.0),
+        v: dataclasses.replace(
+            _m(v, 1.5, 1.4, 1.6, cosine=1.0, variant="given", p50=15.0), model_path="given.onnx"
+        ),
+        "settings": _m("settings", 0.9, 0.85, 0.95, stage="final"),
+    }
+    f = _facts(measured)
+    (x,) = [y for y in rules.run_rules(f) if y.rule == "slow_variant"]
+    assert x.key == v and x.ratio == 1.5 and x.saved_ms == pytest.approx(5.0)
+    assert x.gain == "verdict of variant:given (in the screen; not re-measured)"
+    assert_one_story(rules.run_rules(f), measured, _best(f))

@@ -90,7 +90,7 @@ def loaded_only(best: Best, active: Sequence[str]) -> tuple[Best, str]:
     if not dropped:
         return best, ""
     kept = kept or ["CPUExecutionProvider"]
-    options = best.config.get("provider_options") or []
+    options = best.config.get("provider_options") or {}
     config = {
         **best.config,
         "providers": kept,

@@ -431,6 +431,8 @@ class Counted:
                 f"faster in the screen ({self.screen.paired.verdict}), but it did not hold "
                 f"when re-measured together with the baseline: {p.verdict}"
             )
+        if self.status == SCREENED_ONLY and self.row.slower:
+            return f"{p.verdict} (in the screen; not re-measured)"
         if self.status == SCREENED_ONLY:
             return (
                 f"screened only, not re-measured with the baseline in the final stage "
