@@ -501,9 +501,20 @@ def test_nothing_of_the_lab_runs_beside_ort_while_it_is_timed(
 
 def test_lab_takes_dims_and_runs_at_them(bert_tiny: ortlab.Model) -> None:
     """``Lab(model, dims=…)`` was a bare TypeError: now the dims box starts with them and the
-    first run uses them; a name the model lacks is a warning naming its dims."""
+    first run uses them; a name the model lacks is a warning naming its dims. Only what the
+    user gave reads "(given)": the batch ortlab chose stays a default in every result, as the
+    resolver itself says it (an independent call), also after a re-run from the box."""
+    from ortlab.core.inputs import resolve_dims
+
     lab = ortlab.Lab(bert_tiny, dims={"sequence": 16}, synchronous=True, runs=3)
     assert "sequence=16" in lab.dims.value
+    why = {c.name: c.why for c in resolve_dims(bert_tiny, {"sequence": 16}).values()}
+    assert why["sequence"] == "given" and why["batch"] != "given"
+    for _ in range(2):
+        for result in (lab.benchmark_result, lab.placement):
+            assert "sequence=16 (given)" in result.feeds
+            assert f"batch=1 ({why['batch']})" in result.feeds, result.feeds
+        lab.dims.value = lab.dims.value + " "  # Enter again: the box shows both dims now
     assert lab.history.records[-1].shapes.startswith("dims ") and "sequence=16" in (
         lab.history.records[-1].shapes
     )
@@ -574,7 +585,9 @@ def test_limits_tab_measures_the_roofline_of_the_current_settings(
     assert {r.node for r in roof.rows} == set(roof.profile.by_node()["node"])
     lab.limits_buttons["cost"].click()
     assert isinstance(lab.cost, ortlab.CostResult) and lab.shown["Limits"][-1] is lab.cost
-    assert lab.cost.total_flops > 0 and lab.cost.config["level"] == "disabled"
+    # the cost counts the graph the roofline beside it timed: the Lab's settings, its model
+    assert lab.cost.total_flops > 0 and lab.cost.config["level"] == "basic"
+    assert lab.cost.model == roof.model == lab.model.name
     lab.sweep_dims.value = "batch=1,2"
     lab.limits_buttons["sweep"].click()
     assert [r.dims for r in lab.sweep.rows] == [{"batch": 1}, {"batch": 2}]

@@ -178,7 +178,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return Path(self._current.path)
 
     def _dims(self) -> dict[str, int] | None:
-        return self.controls.dims_values()
+        return self.controls.dims_values(self._auto_dims)  # the user's: ortlab's are guessed
 
     def _inputs(self) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""

@@ -195,8 +195,9 @@ class LabControls:
         self.per_channel.value = False
         self.transformers.value = False
 
-    def dims_values(self) -> dict[str, int] | None:
-        """The dims box as {name: int} (None with feeds, or when it is empty)."""
+    def dims_values(self, chosen: Mapping[str, int] | None = None) -> dict[str, int] | None:
+        """The dims box as {name: int} (None with feeds, or when it is empty), less the values
+        ortlab ``chosen`` that the box still shows: passed on, they would read "(given)"."""
         if self.feeds is not None:
             return None
         out = {}
@@ -205,7 +206,8 @@ class LabControls:
             if name.strip() and value.strip():
                 if not value.strip().isdigit():
                     raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
-                out[name.strip()] = int(value)
+                if (chosen or {}).get(name.strip()) != int(value):
+                    out[name.strip()] = int(value)
         return out or None
 
 

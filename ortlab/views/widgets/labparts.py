@@ -92,8 +92,10 @@ def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
 
 def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
-    what the tab shows (its figure, then the result's own table: one home for each number)."""
-    path, config, inputs, progress = lab.model_path, lab.config, lab._inputs(), lab._progress(what)
+    what the tab shows (its figure, then the result's own table: one home for each number).
+    Each job runs the Model the run used (its own name in every title, not its file's stem)
+    under the Lab's config: the cost counts the graph the roofline beside it times."""
+    path, config, inputs, progress = lab._current, lab.config, lab._inputs(), lab._progress(what)
     shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
     result: Any
     if what == "perfetto":
@@ -101,7 +103,7 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     if what == "roofline":
         result = roofline(path, config, runs=10, progress=progress, **inputs)
     elif what == "cost":
-        result = cost(path, progress=progress, **inputs)
+        result = cost(path, config=config, progress=progress, **inputs)
     elif what == "throughput":
         result = throughput(path, config, concurrency=[1, 2, 4], progress=progress,
                                    **inputs)  # fmt: skip
