@@ -30,8 +30,8 @@ from ortlab.diagnosis.facts import (
     measured_gain,
     ran_op_types,
 )
-from ortlab.diagnosis.rules_more import config_args, memory, npu_partition
 from ortlab.diagnosis.rules_physics import machine_limits
+from ortlab.diagnosis.rules_resources import config_args, memory, npu_partition
 
 __all__ = ["RULES", "run_rules"]
 
