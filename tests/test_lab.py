@@ -40,7 +40,16 @@ def test_controls_rerun_and_history_compares(lab) -> None:
         "cpu · disabled · intra=1 · dims batch=1",
     ]
     cmp = lab.history.compare(1, 3)
-    assert cmp["metric"].tolist() == ["p50_ms", "p90_ms", "mean_ms"]
+    assert cmp["metric"].tolist() == [
+        "p50_ms",
+        "p90_ms",
+        "mean_ms",
+        "profiled_run_ms",
+        "other_cores",
+    ]
+    one, three = lab.history.run(1), lab.history.run(3)
+    assert cmp.loc[3, "run 3"] == three.placement.profile.median_run_ms
+    assert cmp.loc[4, "run 1"] == one.other_cores
     assert lab.shown["Benchmark"][0].session_config.intra_op_threads == 1
 
 
@@ -806,3 +815,38 @@ def test_top_node_pick_selects_the_node_that_carries_the_time() -> None:
     assert set(lab.graph.highlighted) == set(fused[kernel])
     assert label.startswith(picked.node)
     lab.close()
+
+
+def test_history_says_where_two_runs_disagree() -> None:
+    """Two runs whose benchmark says B is faster while their profiled runs say B is slower
+    (one met a busier machine): the History names the disagreement and the load that changed,
+    and says nothing for two runs that agree."""
+    from types import SimpleNamespace
+
+    from ortlab.views.widgets.history import History, RunRecord, Warnings
+
+    def record(run: int, p50: float, profiled: float, load: float) -> RunRecord:
+        prof = SimpleNamespace(median_run_ms=profiled)
+        return RunRecord(
+            run,
+            ortlab.SessionConfig(),
+            "none",
+            p50,
+            p50,
+            p50,
+            "cpu",
+            "",
+            1.0,
+            other_cores=load,
+            placement=SimpleNamespace(profile=prof),
+        )
+
+    h = History()
+    for r in (record(1, 80.0, 80.0, 0.1), record(2, 28.0, 150.0, 1.0), record(3, 79.0, 81.0, 0.1)):
+        h.add(r)
+    notes = h.disagreements(1, 2)
+    assert any("x0.35" in n and "x1.88" in n for n in notes), notes
+    assert any("0.10 cores during run 1 and 1.00 during run 2" in n for n in notes), notes
+    items = h.comparison(1, 2)
+    assert isinstance(items[-1], Warnings) and "ortlab-warn" in items[-1]._repr_html_()
+    assert h.disagreements(1, 3) == [] and len(h.comparison(1, 3)) == 1

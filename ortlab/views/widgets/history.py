@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.machine import BUSY_CORES
+from ortlab.core.stats import NOISE_BAND
+from ortlab.views.render import esc
 
 __all__ = ["History", "RunRecord"]
 
@@ -76,6 +79,32 @@ class RunRecord:
         return " · ".join(parts)
 
 
+_COMPARED = ("p50_ms", "p90_ms", "mean_ms")
+
+
+@dataclass(frozen=True)
+class Warnings:
+    """Sentences shown in the warning colour (where two figures of a comparison disagree)."""
+
+    lines: list[str]
+
+    def _repr_html_(self) -> str:
+        return "".join(f'<div class="ortlab-warn">{esc(n, 600)}</div>' for n in self.lines)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _profiled_ms(r: RunRecord) -> float:
+    """The run's median profiled run, ms (its placement's profile: profiler on), NaN if gone."""
+    prof = getattr(r.placement, "profile", None)
+    return float(prof.median_run_ms) if prof is not None else math.nan
+
+
+def _load(r: RunRecord) -> float:
+    return math.nan if r.other_cores is None else float(r.other_cores)
+
+
 class History:
     """Every run of a Lab, one row each. The full results (benchmark latencies, placement with
     its profile) are kept for the ``keep_results`` most recent runs; older rows keep their
@@ -132,14 +161,56 @@ class History:
         rows = [
             {
                 "metric": k,
-                f"run {ra.run}": getattr(ra, k),
-                f"run {rb.run}": getattr(rb, k),
-                "delta": getattr(rb, k) - getattr(ra, k),
-                "ratio": getattr(rb, k) / getattr(ra, k) if getattr(ra, k) else float("nan"),
+                f"run {ra.run}": va,
+                f"run {rb.run}": vb,
+                "delta": vb - va,
+                "ratio": vb / va if va else float("nan"),
             }
-            for k in ("p50_ms", "p90_ms", "mean_ms")
+            for k, va, vb in [(k, getattr(ra, k), getattr(rb, k)) for k in _COMPARED]
+            + [
+                ("profiled_run_ms", _profiled_ms(ra), _profiled_ms(rb)),
+                ("other_cores", _load(ra), _load(rb)),
+            ]
         ]
         return pd.DataFrame(rows)
+
+    def comparison(self, a: int, b: int) -> list[Any]:
+        """What the History tab shows for runs ``a`` and ``b``: the table (:meth:`compare`),
+        then, as HTML, where its figures disagree and why: the benchmark (profiling off) and
+        the profiled runs (profiler on) that say opposite things, a load that changed."""
+        notes = self.disagreements(a, b)
+        if not notes:
+            return [self.compare(a, b)]
+        return [self.compare(a, b), Warnings(notes)]
+
+    def disagreements(self, a: int, b: int) -> list[str]:
+        """Sentences for what makes the two runs' figures disagree: their loads differ (by
+        more than a quarter core), or the benchmark's p50 ratio and the profiled runs' ratio
+        point opposite ways beyond the noise band (one of them met a busier machine)."""
+        ra, rb = self.run(a), self.run(b)
+        out = []
+        la, lb = _load(ra), _load(rb)
+        if not (math.isnan(la) or math.isnan(lb)) and abs(la - lb) > BUSY_CORES:
+            out.append(
+                f"the machine's load changed between them: other processes used {la:.2f} "
+                f"cores during run {a} and {lb:.2f} during run {b}"
+            )
+        bench = rb.p50_ms / ra.p50_ms if ra.p50_ms else math.nan
+        pa, pb = _profiled_ms(ra), _profiled_ms(rb)
+        prof = pb / pa if pa else math.nan
+        up, down = 1 + NOISE_BAND, 1 - NOISE_BAND
+        if (bench > up and prof < down) or (bench < down and prof > up):
+            out.append(
+                f"the benchmark (profiling off) says run {b} takes x{bench:.2f} run {a}'s time, "
+                f"the profiled runs (profiler on) x{prof:.2f}: they disagree, so the machine "
+                "changed between the measurements"
+            )
+        if out:
+            out.append(
+                "runs of the History are timed minutes apart: compare their settings with "
+                "ortlab.compare_configs, which times them interleaved with an interval"
+            )
+        return out
 
     def swings(self) -> list[str]:
         """Runs of the same settings whose median runs differ beyond both intervals: the

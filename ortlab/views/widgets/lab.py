@@ -448,13 +448,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         a, b = self.run_a.value, self.run_b.value
         if a is None or b is None:
             return
-        table = self.history.compare(a, b)
-        items: list[Any] = [table]
+        items: list[Any] = self.history.comparison(a, b)  # the table, and where it disagrees
         ra, rb = self.history.run(a), self.history.run(b)
         if ra.placement is not None and rb.placement is not None:  # per node, on the graph
             d = ortlab.diff(ra.placement, rb.placement, labels=(f"run {a}", f"run {b}"))
             self.run_diff = d
-            model = ortlab.load(ra.model_path) if ra.model_path == rb.model_path else self.model
+            same = ra.model_path == rb.model_path  # the model's own name, not its file's
+            model = ortlab.load(ra.model_path, name=self.model.name) if same else self.model
             items += [d, d.plot(), ortlab.graph(model, placement=rb.placement, diff=d)]
         self.shown["History comparison"] = items
         set_outputs(self.comparison_out, items)
