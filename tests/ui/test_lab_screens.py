@@ -1,6 +1,7 @@
 """Every tab of the Lab as a person first sees it, in JupyterLab in Chromium at 1280x800 and
 1920x1080, on a real export it was not built on (the PP-OCRv4 recognizer of the corpus, at
-48x320): no control clipped or outside the Lab, no text drawn under 10 px, and one
+48x320): no control clipped or outside the Lab, no sideways scrollbar (a box whose content is
+wider than it, a table wider than the Lab), no text drawn under 10 px, and one
 time per node (the Profile tab's top node and the graph's details for it agree). Screenshots
 of each tab at each size go to the artifacts folder (``docs/screens/`` holds a chosen set)."""
 
@@ -39,6 +40,18 @@ _PROBLEMS = """() => {
     if (r.width === 0) continue;
     if (el.scrollWidth > el.clientWidth + 1) out.push('clipped: ' + what(el));
     if (r.right > edge) out.push('outside the Lab: ' + what(el));
+  }
+  // scrollbars: Playwright's Chromium hides them, so look for what would show one — a box
+  // that scrolls sideways (its content wider than it) and a table wider than the Lab
+  for (const el of lab.querySelectorAll('*')) {
+    if (!shown(el) || el.closest('.ortlab-graph, .js-plotly-plot')) continue;
+    const style = getComputedStyle(el);
+    const scrolls = ['auto', 'scroll'].includes(style.overflowX);
+    if (scrolls && el.scrollWidth > el.clientWidth + 1)
+      out.push('sideways scrollbar: ' + (el.getAttribute('class') || el.tagName).slice(0, 60)
+               + ' ' + what(el).slice(0, 30));
+    if (el.tagName === 'TABLE' && el.getBoundingClientRect().right > edge)
+      out.push('table wider than the Lab: ' + what(el).slice(0, 40));
   }
   // text: every element holding text directly, HTML and SVG, at 10 px or more on screen
   const walker = document.createTreeWalker(lab, NodeFilter.SHOW_TEXT);

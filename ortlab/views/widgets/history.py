@@ -8,7 +8,6 @@ from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
-from ortlab.core.stats import NOISE_BAND
 from ortlab.views.render import esc
 
 __all__ = ["History", "RunRecord"]
@@ -80,6 +79,8 @@ class RunRecord:
 
 
 _COMPARED = ("p50_ms", "p90_ms", "mean_ms")
+_DISAGREE = 0.1
+"""Two ratios of one pair of runs that point opposite ways by more than this each disagree."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ class History:
     def disagreements(self, a: int, b: int) -> list[str]:
         """Sentences for what makes the two runs' figures disagree: their loads differ (by
         more than a quarter core), or the benchmark's p50 ratio and the profiled runs' ratio
-        point opposite ways beyond the noise band (one of them met a busier machine)."""
+        point opposite ways by more than 10 % each (one of them met a busier machine: five
+        profiled runs of a tiny model wander a few per cent and are no such evidence)."""
         ra, rb = self.run(a), self.run(b)
         out = []
         la, lb = _load(ra), _load(rb)
@@ -198,7 +200,7 @@ class History:
         bench = rb.p50_ms / ra.p50_ms if ra.p50_ms else math.nan
         pa, pb = _profiled_ms(ra), _profiled_ms(rb)
         prof = pb / pa if pa else math.nan
-        up, down = 1 + NOISE_BAND, 1 - NOISE_BAND
+        up, down = 1 + _DISAGREE, 1 - _DISAGREE
         if (bench > up and prof < down) or (bench < down and prof > up):
             out.append(
                 f"the benchmark (profiling off) says run {b} takes x{bench:.2f} run {a}'s time, "

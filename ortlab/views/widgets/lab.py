@@ -486,7 +486,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             **self._inputs(),
         )
         self.optimization = opt
-        self._show("Optimization", self.tab_controls.opt_bar, opt, opt.plot(), opt.counts)
+        self._show("Optimization", self.tab_controls.opt_bar, opt, opt.plot(), opt.counts.T)
 
     def _limits(self, what: str) -> None:
         result, items = limits_job(what, self)

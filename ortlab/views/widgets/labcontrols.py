@@ -211,6 +211,9 @@ class LabControls:
         return out or None
 
 
+_HISTORY_OFF_SCREEN = ("variant", "shapes", "model_path", "mean_ms")
+"""History columns the tab's table leaves out (the label holds the variant and the shapes)."""
+
 LIMITS_JOBS = {
     "roofline": "Roofline: nodes against this machine's peaks",
     "cost": "Cost: the work per node",
@@ -330,7 +333,9 @@ class TabControls:
             f"<div class='ortlab-warn' style='color:#a40'>⚠ {esc(s, 600)}</div>"
             for s in history.swings()
         )
-        shown = t.tail(30)  # the table on screen; lab.history.to_pandas() has every run
+        # the table on screen: the last 30 runs, the columns that fit the Lab's width (the
+        # variant and shapes are in the label); lab.history.to_pandas() has every run and column
+        shown = t.tail(30)[[c for c in t.columns if c not in _HISTORY_OFF_SCREEN]]
         self.history_caption.value = (
             f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
             if len(t) > len(shown) else ""

@@ -46,10 +46,16 @@ __all__ = [
 
 TAB_STYLE = (
     "<style>.ortlab-lab .jupyter-widgets.jupyter-widget-tab > .lm-TabBar .lm-TabBar-tab"
-    "{flex:0 0 auto;padding:0 9px}</style>"
+    "{flex:0 0 auto;padding:0 9px}"
+    ".ortlab-lab select{min-width:0;max-width:100%;overflow-x:hidden;text-overflow:ellipsis}"
+    ".ortlab-lab .widget-select,.ortlab-lab .widget-select-multiple{min-width:0;max-width:100%}"
+    ".ortlab-lab .jp-RenderedHTMLCommon td,.ortlab-lab .jp-RenderedHTMLCommon th"
+    "{white-space:normal;overflow-wrap:anywhere}</style>"
 )
 """Each tab as wide as its name (ipywidgets gives every tab 144 px, and ten tabs then squeeze
-their names at 1280 px)."""
+their names at 1280 px); a list as wide as its column, however long its options (a select
+sizes itself to its longest option, and a node's name pushed the column into a sideways
+scrollbar); table cells wrap, so a long label never widens a table past the Lab."""
 
 LIMITS_INTRO = (
     "<div style='max-width:900px'>Is each node near what this machine can do? The <b>roofline</b> "

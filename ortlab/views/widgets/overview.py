@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortlab.core.eps import alias
-from ortlab.core.stats import interval_text
 from ortlab.views.render import esc, kernel_label, load_text, p50_text
 from ortlab.views.widgets.labparts import carriers_first
 
@@ -58,13 +57,13 @@ class Headline:
         p, fused = self.profile, carriers_first(self.placement, self.profile)
         items = "".join(
             f"<li><b>{esc(kernel_label(r.node, fused.get(r.node, ())))}</b> · {esc(r.op_type)}"
-            f" · {r.us_per_run:.1f} µs · {r.share:.1%}</li>"
+            f" · {r.us_per_run:,.0f} µs · {r.share:.1%}</li>"
             for r in self.top.itertuples()
         )
         return (
-            f"<div><b>Slowest nodes</b> <small>(each node's median time per run over {p.runs} "
-            "profiled runs, profiling on, and its share of the median run's node time; the "
-            f"Profile tab lists them all)</small><ol style='margin:2px 0'>{items}</ol></div>"
+            "<div><b>Slowest nodes</b> <small>(each node's median µs per run and its share of "
+            f"the median run's node time; {esc(p.conditions)}; the Profile tab lists them "
+            f"all)</small><ol style='margin:2px 0'>{items}</ol></div>"
         )
 
     def _split(self) -> str:
@@ -85,16 +84,13 @@ class Headline:
                 "against this one, interleaved, and keeps only what is verified faster.</div>"
             )
         best, p = d.best, d.best.paired
-        ratio = (
-            "" if p.ratio != p.ratio else f"; time ratio {interval_text(p.ratio, p.low, p.high, 2)}"
-        )
+        what = "the original model" if best.variant == "original" else best.variant
         cosine = "" if best.variant == "original" else f"; output cosine {best.cosine:.4f}"
-        rounds = f"{p.rounds} rounds interleaved with the baseline; " if p.rounds else ""
         first = f"<br>first finding: {esc(d.findings[0].title)}" if d.findings else ""
         return (
-            f"<div><b>Doctor's verified best</b>: {esc(best.variant)} · "
-            f"{esc(best.session_config.label())}: {esc(p.verdict)}{esc(ratio)}{esc(cosine)} "
-            f"<small>({rounds}Apply best in the Doctor tab runs it here)</small>{first}</div>"
+            f"<div><b>Doctor's verified best</b>: {esc(what)} · "
+            f"{esc(best.session_config.label())} — {esc(p.verdict, 600)}{esc(cosine)} "
+            f"<small>(Apply best in the Doctor tab runs it here)</small>{first}</div>"
         )
 
     def _repr_html_(self) -> str:
