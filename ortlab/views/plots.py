@@ -580,4 +580,7 @@ def history_figure(t: Any) -> Any:
     fig.update_layout(title="p50 latency across runs (bars: the median's ≥95 % interval; "
                       "runs are not interleaved)", xaxis_title="run", yaxis_title="ms",
                       template=template(), height=300)  # fmt: skip
+    if len(t):  # whole run numbers only (never 1, 1.2 … 2)
+        lo, hi = float(t["run"].min()) - 0.5, float(t["run"].max()) + 0.5
+        fig.update_xaxes(tickmode="linear", tick0=1, dtick=max(1, len(t) // 10), range=[lo, hi])
     return fig

@@ -67,7 +67,7 @@ class LabControls:
             options=[], rows=4,
             tooltip="ORT's graph transformers, those that changed this graph first; the selected "
             "ones are switched off (ctrl/shift-click for several)",
-            layout=w.Layout(width="100%"),
+            layout=w.Layout(width="calc(100% - 4px)"),  # its 2 px margins inside the column
         )  # fmt: skip
         self.optimizers.add_class("ortlab-optimizers")
         self.dims = self._dims_box(dims_given)
@@ -101,6 +101,14 @@ class LabControls:
                         self.variant, self.runs, self.progress):  # fmt: skip
             control.layout.width = "98%"
             control.style.description_width = "70px"
+        boxes = [
+            self.per_channel,
+            self.io_binding,
+            self.transformers,
+            *self.provider_boxes.values(),
+        ]
+        for box in boxes:  # checkboxes are 300 px wide by default: wider than a column
+            box.layout.width = "98%"
         self.dims.layout.width = "calc(100% - 6px)"  # its 2 px margins stay inside the Lab
         self.dims.style.description_width = "70px"
         for button in (self.run_button, self.cancel_button, self.snippet_button,
@@ -269,8 +277,9 @@ class TabControls:
         self.apply_button = w.Button(description="Apply best", disabled=True)
         self.doctor_bar = w.VBox([w.HBox([self.budget, self.doctor_button, self.apply_button]),
                                   s["Doctor"]])  # fmt: skip
-        self.top_nodes = w.Select(options=[], rows=12, description="top nodes",
-                                  layout=w.Layout(width="100%"))  # fmt: skip
+        self.top_nodes = w.Select(
+            options=[], rows=12, description="top nodes", layout=w.Layout(width="calc(100% - 4px)")
+        )
         self.top_nodes.add_class("ortlab-top-nodes")
         self.top_label = w.HTML()
         self.worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")

@@ -62,7 +62,7 @@ class Headline:
         )
         return (
             "<div><b>Slowest nodes</b> <small>(each node's median µs per run and its share of "
-            f"the median run's node time; {esc(p.conditions)}; the Profile tab lists them "
+            f"the median run's node time; {esc(p.conditions, 600)}; the Profile tab lists them "
             f"all)</small><ol style='margin:2px 0'>{items}</ol></div>"
         )
 
