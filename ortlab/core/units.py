@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_bandwidth", "fmt_bytes", "fmt_flops"]
+__all__ = ["fmt_bandwidth", "fmt_bytes", "fmt_flops", "fmt_us"]
+
+
+def fmt_us(us: float) -> str:
+    """Microseconds as every table and line shows them: whole (ORT's profiler counts whole
+    µs, and a median of them is at most half a µs finer), thousands separated: ``1003.5`` →
+    ``'1,004'``; NaN → ``'?'``."""
+    return "?" if math.isnan(us) else f"{us:,.0f}"
 
 
 def fmt_bytes(n: float) -> str:

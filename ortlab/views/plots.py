@@ -124,7 +124,7 @@ def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
             name=esc(ep_label(provider)),
             marker_color=provider_color(provider),
             customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
-            hovertemplate="%{y}: %{x:.1f} µs in the median run<br>%{customdata[0]} nodes, "
+            hovertemplate="%{y}: %{x:,.0f} µs in the median run<br>%{customdata[0]} nodes, "
             "%{customdata[1]:.1f}% of the median run's node time<extra>%{fullData.name}</extra>",
         )
     return _layout(
@@ -215,7 +215,7 @@ def _top_nodes(p: ProfileResult, n: int = 20) -> go.Figure:
             customdata=np.stack(
                 [[esc(x) for x in t["op_type"]], t["share"] * 100, t["provider"]], axis=-1
             ),
-            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>%{x:.1f} µs in the "
+            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>%{x:,.0f} µs in the "
             "median run, %{customdata[1]:.1f}% of its node time<extra></extra>",
         )
     )
@@ -241,7 +241,7 @@ def _timeline(p: ProfileResult, run: int = 0) -> go.Figure:
             orientation="h",
             name=esc(op_type),
             customdata=_texts(sub["node"], 80),
-            hovertemplate="%{customdata}<br>start %{base:.0f} µs, %{x:.1f} µs"
+            hovertemplate="%{customdata}<br>start %{base:.0f} µs, %{x:,.0f} µs"
             "<extra>%{fullData.name}</extra>",
         )
     return _layout(
@@ -483,7 +483,7 @@ def diff_figure(d: Any, top: int = 25) -> Any:
         error_x={"type": "data", "symmetric": False,
                  "array": (t["high"] - t["delta_us"]).clip(lower=0),
                  "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=t["verdict"], hovertemplate="%{y}: %{x:+.1f} µs per run (%{text})<extra></extra>",
+        text=t["verdict"], hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
     ))  # fmt: skip
     title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
     return _layout(fig, title, xaxis_title="µs per run (interval: distribution-free, 95 %+)",

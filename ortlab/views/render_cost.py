@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["cost_figure", "cost_html", "cost_text", "roofline_figure", "roofline_html",
@@ -126,7 +126,7 @@ def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
         bound_at = fmt_bandwidth(x.attainable) if memory_only else fmt_flops(
             x.attainable, "/s")  # fmt: skip
         fraction = "" if math.isnan(x.achieved_fraction) else f"{x.achieved_fraction:.0%}"
-        rows.append([x.node, x.op_type, f"{x.us:.1f}", f"{x.share:.1%}", _intensity(x.intensity),
+        rows.append([x.node, x.op_type, fmt_us(x.us), f"{x.share:.1%}", _intensity(x.intensity),
                      achieved, bound_at, fraction, x.bound])  # fmt: skip
     return head, rows
 

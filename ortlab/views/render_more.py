@@ -14,7 +14,7 @@ import numpy as np
 from ortlab.core.eps import label as ep_label
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.stats import interval_text
-from ortlab.core.units import fmt_bytes
+from ortlab.core.units import fmt_bytes, fmt_us
 from ortlab.views.render import (
     _STYLE,
     _report_html,
@@ -202,7 +202,7 @@ def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
     t = d.to_pandas()
     t = t[t["verdict"].isin(["slower", "faster"]) | t["moved"] | t["kernel_changed"]]
     rows = [
-        [r.node, r.op_type, f"{r.a_us:.1f}", f"{r.b_us:.1f}",
+        [r.node, r.op_type, fmt_us(r.a_us), fmt_us(r.b_us),
          interval_text(r.delta_us, r.low, r.high, 1, "+"), r.verdict,
          "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
          f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",

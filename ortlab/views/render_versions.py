@@ -6,6 +6,7 @@ from typing import Any
 
 from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import interval_text
+from ortlab.core.units import fmt_us
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
@@ -33,7 +34,7 @@ def _rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     changed |= t["kernel_changed"] | t["fusion_changed"].fillna(False).astype(bool)
     t = t[changed] if changed.any() else t
     rows = [
-        [x.node, x.op_type, f"{x.a_us:.1f}", f"{x.b_us:.1f}",
+        [x.node, x.op_type, fmt_us(x.a_us), fmt_us(x.b_us),
          interval_text(x.delta_us, x.low, x.high, 1, "+"), x.verdict,
          f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
          if x.kernel_changed else _kernel(x.a_kernel, x.a_domain),
@@ -51,7 +52,7 @@ def _kernel(op: str, domain: Any) -> str:
 def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
     a, b = r.loaded
     headers = ["inserted kernel", f"{a} count", f"{b} count", f"{a} µs", f"{b} µs"]
-    rows = [[k.op_type, k.a_count, k.b_count, f"{k.a_us:.1f}", f"{k.b_us:.1f}"]
+    rows = [[k.op_type, k.a_count, k.b_count, fmt_us(k.a_us), fmt_us(k.b_us)]
             for k in r.inserted]  # fmt: skip
     return headers, rows
 
@@ -95,7 +96,7 @@ def versions_figure(r: Any, top: int = 25) -> Any:
         error_x={"type": "data", "symmetric": False,
                  "array": (t["high"] - t["delta_us"]).clip(lower=0),
                  "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=hover, hovertemplate="%{y}: %{x:+.1f} µs per run (%{text})<extra></extra>",
+        text=hover, hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
     ))  # fmt: skip
     a, b = r.loaded
     title = (

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortlab.core.eps import alias
+from ortlab.core.units import fmt_us
 from ortlab.views.render import esc, kernel_label, load_text, p50_text
 from ortlab.views.widgets.labparts import carriers_first
 
@@ -57,7 +58,7 @@ class Headline:
         p, fused = self.profile, carriers_first(self.placement, self.profile)
         items = "".join(
             f"<li><b>{esc(kernel_label(r.node, fused.get(r.node, ())))}</b> · {esc(r.op_type)}"
-            f" · {r.us_per_run:,.0f} µs · {r.share:.1%}</li>"
+            f" · {fmt_us(r.us_per_run)} µs · {r.share:.1%}</li>"
             for r in self.top.itertuples()
         )
         return (
