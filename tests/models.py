@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +219,17 @@ def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
         assert "not enough rounds" in verdict or verdict == "baseline", verdict
     if not np.isnan(low):  # an interval exists: it holds the point estimate
         assert low <= ratio <= high, (verdict, low, ratio, high)
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[None]:
+    """Another process burning a core for the duration: started detached (through ``sh``), as
+    another user's job would be, so ortlab counts it as another process and not as part of
+    the test's own process tree; running before the block starts."""
+    spin = f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
+    pid = int(subprocess.run(["sh", "-c", spin], check=True, capture_output=True, text=True).stdout)
+    try:
+        time.sleep(0.3)  # the interpreter's start-up: burning by the time the block runs
+        yield
+    finally:
+        os.kill(pid, signal.SIGKILL)

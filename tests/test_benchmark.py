@@ -220,17 +220,12 @@ def test_the_machines_load_is_measured_while_it_is_timed(mlp: ortlab.Model) -> N
 def test_an_interleaved_comparison_says_the_load_it_ran_under(mlp: ortlab.Model) -> None:
     """A core burned by another process while configs are compared: the comparison records the
     load (its own process tree excluded) and its text and HTML say the machine was busy."""
-    import subprocess
-    import sys
+    from tests.models import busy_core
 
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    with busy_core():
         c = ortlab.compare_configs(
-            mlp, [{"level": "disabled"}, {"level": "all"}], rounds=6, runs=200, progress=False
+            mlp, [{"level": "disabled"}, {"level": "all"}], rounds=6, runs=3000, progress=False
         )
-    finally:
-        burner.kill()
-        burner.wait()
     assert c.other_cores is not None and c.other_cores > 0.5
     assert "while this was measured" in c.to_text() and "ortlab-warn" in c._repr_html_()
     quiet = ortlab.compare_configs(

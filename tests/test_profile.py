@@ -263,15 +263,10 @@ def test_node_coverage_agrees_with_the_raw_trace() -> None:
 def test_a_profile_on_a_busy_machine_says_so(mlp: ortlab.Model) -> None:
     """Another process burning a core while ORT profiles: the profile records the load (the
     worker's counters, not ours) and every view of it warns that shares are inflated."""
-    import subprocess
-    import sys
+    from tests.models import busy_core
 
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        p = ortlab.profile(mlp, runs=200, warmup=2, progress=False)
-    finally:
-        burner.kill()
-        burner.wait()
+    with busy_core():
+        p = ortlab.profile(mlp, runs=2000, warmup=2, progress=False)
     assert p.data.other_cores is not None and p.data.other_cores > 0.5
     assert p.busy
     text, html = p.to_text(), p._repr_html_()
