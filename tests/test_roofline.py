@@ -106,7 +106,8 @@ def test_the_ceilings_agree_with_plain_onnxruntime_and_physics(
     assert roof.cache_bandwidth < 1e14
     for p in roof.peaks:
         assert p.error or p.best >= p.median > 0
-        assert p.runs == 3 * roof.runs or p.error  # three back to back after each model run
+        # three back to back per round, from whichever measurement of this session was best
+        assert p.error or (p.runs % 3 == 0 and p.runs > 0 and p.measured >= 1)
 
 
 def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
