@@ -365,3 +365,26 @@ def test_a_slower_variant_says_its_screen_verdict_as_such() -> None:
     assert x.key == v and x.ratio == 1.5 and x.saved_ms == pytest.approx(5.0)
     assert x.gain == "verdict of variant:given (in the screen; not re-measured)"
     assert_one_story(rules.run_rules(f), measured, _best(f))
+
+
+@pytest.mark.slow
+def test_the_doctor_and_a_roofline_read_the_same_ceilings(
+    bert_doctor: ortlab.DoctorResult,
+) -> None:
+    """One measurement of a machine fact per session: the doctor's roofline and a roofline the
+    user (or the Lab's Limits tab) asks for afterwards, at the same EP and thread settings,
+    hold the very same Peak objects, unless a later measurement raised one."""
+    d = bert_doctor
+    assert d.roofline is not None
+    again = ortlab.roofline(
+        ortlab.examples.load("bert_tiny"),
+        ortlab.SessionConfig.from_json(d.requested).with_(level="basic"),
+        runs=3,
+        progress=False,
+    )
+    mine = {p.dtype: p for p in d.roofline.peaks}
+    for p in again.peaks:
+        if p.dtype in mine and p.measured == mine[p.dtype].measured:
+            assert p is mine[p.dtype]
+        else:  # re-measured since: the ceiling only ever rose
+            assert p.best >= mine.get(p.dtype, p).best
