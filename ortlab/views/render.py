@@ -139,13 +139,25 @@ def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{esc(_num(c, d))}</td>' if _is_num(c) else f"<td>{esc(c)}</td>"
+            f'<td class="n">{esc(_num(c, d))}</td>' if _is_num(c) else f"<td>{breakable(c)}</td>"
             for c, d in zip(row, decimals, strict=False)
         )
         + "</tr>"
         for row in rows
     )
     return f'<table class="ortlab-t"><tr>{head}</tr>{body}</table>'
+
+
+_LONG_TOKEN = re.compile(r"[^\s<>&]{24,}")
+
+
+def breakable(value: object) -> str:
+    """``value`` escaped, with a line-break opportunity (``<wbr>``) after each ``_ . / : ,``
+    inside tokens of 24 characters or more: a node name such as
+    ``/model.22/cv3.2/cv3.2.0/conv/Conv_output_0_nchwc`` wraps at its own separators instead
+    of widening its table past the page (and short words are never split)."""
+    text = esc(value)
+    return _LONG_TOKEN.sub(lambda m: re.sub(r"([_./:,])", r"\1<wbr>", m.group(0)), text)
 
 
 def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

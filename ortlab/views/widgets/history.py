@@ -8,6 +8,7 @@ from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
+from ortlab.core.stats import interval_text
 from ortlab.views.render import esc
 
 __all__ = ["History", "RunRecord"]
@@ -152,6 +153,25 @@ class History:
             ],
             columns=_COLUMNS,
         )
+
+    def screen_table(self, last: int = 30) -> Any:
+        """The History tab's table: the last ``last`` runs in the columns that fit the Lab at
+        1280 px (the label holds the variant and the shapes; ``to_pandas`` has every column),
+        the median's interval in one column, headers a person reads."""
+        import pandas as pd
+
+        rows = [
+            {
+                "run": r.run,
+                "settings": r.label,
+                "p50 ms [interval]": interval_text(r.p50_ms, r.p50_low_ms, r.p50_high_ms, 3),
+                "other cores": r.other_cores,
+                "fallback": r.fallback,
+                "seconds": r.seconds,
+            }
+            for r in self.records[-last:]
+        ]
+        return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
     def compare(self, a: int, b: int) -> Any:
         """Two runs side by side with deltas (not interleaved: ortlab.compare_configs gives a

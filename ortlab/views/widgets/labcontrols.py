@@ -219,9 +219,6 @@ class LabControls:
         return out or None
 
 
-_HISTORY_OFF_SCREEN = ("variant", "shapes", "model_path", "mean_ms")
-"""History columns the tab's table leaves out (the label holds the variant and the shapes)."""
-
 LIMITS_JOBS = {
     "roofline": "Roofline: nodes against this machine's peaks",
     "cost": "Cost: the work per node",
@@ -342,9 +339,7 @@ class TabControls:
             f"<div class='ortlab-warn' style='color:#a40'>⚠ {esc(s, 600)}</div>"
             for s in history.swings()
         )
-        # the table on screen: the last 30 runs, the columns that fit the Lab's width (the
-        # variant and shapes are in the label); lab.history.to_pandas() has every run and column
-        shown = t.tail(30)[[c for c in t.columns if c not in _HISTORY_OFF_SCREEN]]
+        shown = history.screen_table(30)  # lab.history.to_pandas() has every run and column
         self.history_caption.value = (
             f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
             if len(t) > len(shown) else ""

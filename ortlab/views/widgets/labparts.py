@@ -50,7 +50,7 @@ TAB_STYLE = (
     ".ortlab-lab select{min-width:0;max-width:100%;overflow-x:hidden;text-overflow:ellipsis}"
     ".ortlab-lab .widget-select,.ortlab-lab .widget-select-multiple{min-width:0;max-width:100%}"
     ".ortlab-lab .jp-RenderedHTMLCommon td,.ortlab-lab .jp-RenderedHTMLCommon th"
-    "{white-space:normal;overflow-wrap:anywhere}</style>"
+    "{white-space:normal;overflow-wrap:break-word}</style>"
 )
 """Each tab as wide as its name (ipywidgets gives every tab 144 px, and ten tabs then squeeze
 their names at 1280 px); a list as wide as its column, however long its options (a select
