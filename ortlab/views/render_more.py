@@ -51,8 +51,13 @@ def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
 
 
 def _short_verdict(text: str) -> str:
-    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon."""
-    return text.split(":", maxsplit=1)[0]
+    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon; 'basic
+    vs disabled: no measurable difference, …' -> 'no measurable difference' (the verdict, not
+    the names the row already shows)."""
+    head, _, rest = text.partition(":")
+    if " vs " in head and rest:
+        return rest.strip().split(",", maxsplit=1)[0].split(" (", maxsplit=1)[0]
+    return head
 
 
 def optimization_text(o: Any) -> str:
