@@ -60,6 +60,7 @@ def _layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
         title={"text": title, "x": 0.01},
         template=template(),
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        modebar={"orientation": "v"},  # down the right edge: never over a long title
         **kw,
     )
     return fig
@@ -99,6 +100,7 @@ def _memory(p: ProfileResult) -> go.Figure:
                         hovertemplate=hover)  # fmt: skip
     fig.add_bar(x=x, y=t["output_bytes"].clip(lower=0).to_numpy() / 1e6,
                 name="node's outputs", marker_color="#bbb", opacity=0.6, text=names,
+                textposition="none",
                 hovertemplate="%{text}<br>outputs %{y:.3f} MB<extra></extra>")  # fmt: skip
     return _layout(fig, f"{esc(p.model)}: memory over one run (CPU allocator, as ORT recorded it)",
                    xaxis_title="nodes in execution order", yaxis_title="MB")  # fmt: skip
@@ -483,7 +485,7 @@ def diff_figure(d: Any, top: int = 25) -> Any:
         error_x={"type": "data", "symmetric": False,
                  "array": (t["high"] - t["delta_us"]).clip(lower=0),
                  "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=t["verdict"], hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        text=t["verdict"], textposition="none", hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
     ))  # fmt: skip
     title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
     return _layout(fig, title, xaxis_title="µs per run (interval: distribution-free, 95 %+)",
@@ -529,7 +531,7 @@ def footprint_figure(r: Any) -> Any:
                                for v, m in zip(vals, med, strict=True)],
                      "arrayminus": [m - min(v) / mib if v else 0
                                     for v, m in zip(vals, med, strict=True)]},
-            text=[esc(row.verdict(), 300) for row in r.rows],
+            text=[esc(row.verdict(), 300) for row in r.rows], textposition="none",
             hovertemplate="%{x}: %{y:.1f} MB<br>%{text}<extra></extra>",
         ))  # fmt: skip
     fig.add_hline(y=r.weights_bytes / mib, line_dash="dot",

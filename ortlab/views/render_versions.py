@@ -96,7 +96,8 @@ def versions_figure(r: Any, top: int = 25) -> Any:
         error_x={"type": "data", "symmetric": False,
                  "array": (t["high"] - t["delta_us"]).clip(lower=0),
                  "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=hover, hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        text=hover, textposition="none",  # the hover's words, never drawn across the bars
+        hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
     ))  # fmt: skip
     a, b = r.loaded
     title = (
