@@ -485,7 +485,8 @@ def diff_figure(d: Any, top: int = 25) -> Any:
         error_x={"type": "data", "symmetric": False,
                  "array": (t["high"] - t["delta_us"]).clip(lower=0),
                  "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=t["verdict"], textposition="none", hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        text=t["verdict"], textposition="none",
+        hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
     ))  # fmt: skip
     title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
     return _layout(fig, title, xaxis_title="µs per run (interval: distribution-free, 95 %+)",
