@@ -22,7 +22,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
-from ortlab.core.machine import environment
+from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, load_sentence, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
@@ -287,11 +287,19 @@ def throughput(
             f"rounds must be >= 1, duration_s > 0 and warmup_s >= 0 (got rounds={rounds}, "
             f"duration_s={duration_s}, warmup_s={warmup_s})"
         )
+    before = cpu_sample()
     m, cfg, f, reply = run_model_task(
         tasks_throughput.throughput, model, config, feeds, dims=dims, progress=progress,
         timeout=timeout, concurrency=levels, modes=wanted, rounds=rounds, duration_s=duration_s,
         warmup_s=warmup_s,
     )  # fmt: skip
+    load = other_cores(before, cpu_sample())
+    said_load = load_sentence(None if math.isnan(load) else load, reply.cpu_count)
+    if load > BUSY_CORES:  # spinning pools then fight the other processes for the cores
+        said_load += (
+            "; threads that spin (allow_spinning, ORT's default) lose most to a busy machine: "
+            "requests/s here can be a fraction of an idle machine's"
+        )
     rows: list[LevelRow] = []
     knee: dict[str, int | None] = {}
     sentences: dict[str, str] = {}
@@ -302,6 +310,7 @@ def throughput(
         model=m.name, config=cfg.to_dict(), rows=rows, knee=knee, sentences=sentences,
         rounds=rounds, duration_s=duration_s, cpu_count=reply.cpu_count,
         intra_op_threads=cfg.intra_op_threads, sessions_built=reply.sessions_built,
-        feeds=f.describe(), synthetic=f.synthetic, notes=[*f.notes, *_notes(reply, cfg, levels)],
+        feeds=f.describe(), synthetic=f.synthetic,
+        notes=[said_load, *f.notes, *_notes(reply, cfg, levels)],
         environment=environment(),
     )  # fmt: skip
