@@ -25,6 +25,7 @@ from ortlab.analysis.diff import DiffResult, diff
 from ortlab.analysis.placement import from_reply
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.core.errors import VersionInstallError
+from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.engine import tasks, venvs
@@ -263,6 +264,14 @@ def version_diff(
     if labels[0] == labels[1]:
         labels = (labels[0] + " (A)", labels[1] + " (B)")
     d = diff(sides[0], sides[1], labels=labels, per_session=True)
+    loads = [
+        load
+        for pl in (*sides[0], *sides[1])
+        if pl.profile is not None and (load := pl.profile.data.other_cores) is not None
+    ]
+    said_load = load_sentence(max(loads) if loads else None) + (
+        f" (the busiest of its {len(loads)} sessions; the least {min(loads):.2f})" if loads else ""
+    )
     return VersionDiffResult(
         model=m.name, versions=versions, loaded=loaded, diff=d,
         fusion=_fusion(sides[0][0], sides[1][0]), inserted=_inserted(sides[0], sides[1]),
@@ -272,7 +281,7 @@ def version_diff(
                f"({' '.join('AB'[k] for k in order[:8])}{' …' if len(order) > 8 else ''}), "
                f"{runs} profiled runs each after {warmup} warm-up runs; a node's time is the "
                "median of its sessions' median runs, profiled (ORT's profiler adds ~5 µs per "
-               "node).", *d.notes],
+               "node).", said_load, *d.notes],
     )  # fmt: skip
 
 
