@@ -83,9 +83,13 @@ def _ort_static_mb(path: Path, feeds_file: Path, samples: int) -> int | None:
     calibrating on ``samples`` copies of the feeds; None when ORT's quantizer fails."""
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", _ORT_STATIC, str(path), str(feeds_file),
-                          str(samples)], capture_output=True, text=True, timeout=900,
-                         check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _ORT_STATIC, str(path), str(feeds_file), str(samples)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     if out.returncode != 0:
         return None
     base, peak = (int(x) for x in out.stdout.split()[-2:])
@@ -130,13 +134,19 @@ def run_model(name: str) -> dict[str, Any]:
 
 def main(names: list[str]) -> None:
     rows = [run_model(n) for n in names]
-    head = ["model", "session MB", "quantize dynamic MB", "quantize static MB",
-            "ORT static alone, 1 samples MB", "ORT static alone, 16 samples MB",
-            "transformer_optimize MB", "doctor MB"]  # fmt: skip
+    head = [
+        "model",
+        "session MB",
+        "quantize dynamic MB",
+        "quantize static MB",
+        "ORT static alone, 1 samples MB",
+        "ORT static alone, 16 samples MB",
+        "transformer_optimize MB",
+        "doctor MB",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append("| " + " | ".join("—" if r.get(h) is None else str(r[h]) for h in head)
-                     + " |")  # fmt: skip
+        lines.append("| " + " | ".join("—" if r.get(h) is None else str(r[h]) for h in head) + " |")
     intro = re.sub(
         r"\s+",
         " ",

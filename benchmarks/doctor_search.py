@@ -171,8 +171,10 @@ def main(names: list[str]) -> None:
         "variants (quantization, transformers optimizer) from a cold cache.",
     ]
     lines += ["", "Where the doctor's time went (s):", ""]
-    lines += [f"- {r['model']}: " + ", ".join(f"{k} {v:.1f}" for k, v in r["doctor_stages"].items())
-              for r in rows]  # fmt: skip
+    lines += [
+        f"- {r['model']}: " + ", ".join(f"{k} {v:.1f}" for k, v in r["doctor_stages"].items())
+        for r in rows
+    ]
     record("doctor_search", {"rows": rows}, "\n".join(lines))
 
 

@@ -145,10 +145,11 @@ def main() -> None:
                 "constants_folded": g.constants,
                 "python_graph_data_ms": data_ms,
                 "html_mb": path.stat().st_size / 1e6,
-                "largest_item_share": float(ov["nodes"].max() / len(g.nodes)) if ov is not None
+                "largest_item_share": float(ov["nodes"].max() / len(g.nodes))
+                if ov is not None
                 else None,
                 **measure(page, path),
-            }  # fmt: skip
+            }
             if shot:
                 page.locator(".ortlab-fit").click()
                 page.screenshot(path=str(DOCS / f"graph_ortlab_{shot}.png"))
@@ -160,8 +161,9 @@ def main() -> None:
                 import onnx
 
                 onnx.save(m.proto, str(file))
-                row.update(netron_view(browser, file, DOCS / f"graph_netron_{shot}.png" if shot
-                                       else None))  # fmt: skip
+                row.update(
+                    netron_view(browser, file, DOCS / f"graph_netron_{shot}.png" if shot else None)
+                )
             rows.append(row)
             print(row, flush=True)
         browser.close()
@@ -181,19 +183,20 @@ def main() -> None:
     ]
     for r in rows:
         largest = f"{r['largest_item_share']:.0%}" if r["largest_item_share"] is not None else "—"
-        netron = (f"{r['netron_ms']:.0f}" if r.get("netron_ms") else
-                  r.get("netron_error", "not run"))  # fmt: skip
+        netron = f"{r['netron_ms']:.0f}" if r.get("netron_ms") else r.get("netron_error", "not run")
         lines.append(
             f"| {r['case']} | {r['nodes']:,} ({r['constants_folded']}) | {r['shown']}, {largest} "
             f"| {r['min_label_px']:.0f} | {r['python_graph_data_ms']:.0f} | {r['html_mb']:.1f} | "
             f"{r['load_to_view_ms']:.0f} | {r['layout_ms']:.0f} | {r['repaint_ms']:.1f} | "
-            + (f"{r['expand_ms']:.0f} ({r['shown_after_expand']}) |" if "expand_ms" in r
-               else "— |")
+            + (f"{r['expand_ms']:.0f} ({r['shown_after_expand']}) |" if "expand_ms" in r else "— |")
             + f" {netron} |"
-        )  # fmt: skip
-    lines += ["", "Screenshots: docs/graph_ortlab_picodet.png and docs/graph_netron_picodet.png "
-              "(the same file), docs/graph_ortlab_chain.png and "
-              "docs/graph_netron_chain.png."]  # fmt: skip
+        )
+    lines += [
+        "",
+        "Screenshots: docs/graph_ortlab_picodet.png and docs/graph_netron_picodet.png "
+        "(the same file), docs/graph_ortlab_chain.png and "
+        "docs/graph_netron_chain.png.",
+    ]
     record("graph_view", {"rows": rows}, "\n".join(lines))
 
 

@@ -72,12 +72,14 @@ def _one(case: str, tab: str, out: str) -> None:
     from tests import corpus
 
     kind, name = CASES[case]
-    make = (lambda: ortlab.examples.load(name)) if kind == "example" else (
-        lambda: corpus.load(name))  # fmt: skip
+    make = (
+        (lambda: ortlab.examples.load(name)) if kind == "example" else (lambda: corpus.load(name))
+    )
     t, ctor_s, opened = _measure(make, tab)
     runs = t.drop(columns=["config"], errors="ignore").to_dict(orient="records")
-    Path(out).write_text(json.dumps({"constructor_s": ctor_s, "open_tab_s": opened,
-                                     "runs": runs}, default=str))  # fmt: skip
+    Path(out).write_text(
+        json.dumps({"constructor_s": ctor_s, "open_tab_s": opened, "runs": runs}, default=str)
+    )
 
 
 def main() -> None:
@@ -90,8 +92,10 @@ def main() -> None:
         for tab in ("Graph", "Profile"):
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "r.json"
-                subprocess.run([sys.executable, "-m", "benchmarks.lab_refresh", "--one", case,
-                                tab, str(out)], check=True)  # fmt: skip
+                subprocess.run(
+                    [sys.executable, "-m", "benchmarks.lab_refresh", "--one", case, tab, str(out)],
+                    check=True,
+                )
                 got = json.loads(out.read_text())
             data[f"{case} | {tab}"] = got
             lines += _table(case, tab, got)
@@ -100,9 +104,12 @@ def main() -> None:
 
 def _table(case: str, tab: str, got: dict[str, Any]) -> list[str]:
     runs, opened = got["runs"], got["open_tab_s"]
-    lines = [f"### {case}, {tab} tab on screen", "",
-             "| run | setting | toggle s | ORT s (builds + runs) | ortlab overhead s |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"### {case}, {tab} tab on screen",
+        "",
+        "| run | setting | toggle s | ORT s (builds + runs) | ortlab overhead s |",
+        "|---|---|---|---|---|",
+    ]
     over = []
     for r in runs:
         ort = r["seconds"] - r["overhead_s"]
@@ -111,20 +118,25 @@ def _table(case: str, tab: str, got: dict[str, Any]) -> list[str]:
         else:
             wall, first = r["toggle_s"], ""
         over.append(wall - ort)
-        lines.append(f"| {r['run']}{first} | {r['label']} | {wall:.2f} | {ort:.2f} | "
-                     f"{wall - ort:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {r['run']}{first} | {r['label']} | {wall:.2f} | {ort:.2f} | {wall - ort:.3f} |"
+        )
     o = np.array(over)
     tabs = ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in opened.items())
     ort_first = runs[0]["seconds"] - runs[0]["overhead_s"]
-    lines += ["", f"ortlab overhead: first refresh {o[0]:.3f} s; per toggle median "
-              f"{np.median(o[1:]):.3f} s, max {o[1:].max():.3f} s over {len(o) - 1} "
-              f"toggles (goal ≤ 0.3 s for all). Opening a tab after the last refresh: {tabs}.",
-              "",
-              f"All of `Lab(...)` (construction, then the first refresh): "
-              f"{got['constructor_s']:.2f} s, of which ORT {ort_first:.2f} s, so ortlab "
-              f"{got['constructor_s'] - ort_first:.2f} s: building the widgets, loading plotly's "
-              "figure code, a full garbage collection and the first refresh's overhead "
-              "(the worker's start-up runs beside them).", ""]  # fmt: skip
+    lines += [
+        "",
+        f"ortlab overhead: first refresh {o[0]:.3f} s; per toggle median "
+        f"{np.median(o[1:]):.3f} s, max {o[1:].max():.3f} s over {len(o) - 1} "
+        f"toggles (goal ≤ 0.3 s for all). Opening a tab after the last refresh: {tabs}.",
+        "",
+        f"All of `Lab(...)` (construction, then the first refresh): "
+        f"{got['constructor_s']:.2f} s, of which ORT {ort_first:.2f} s, so ortlab "
+        f"{got['constructor_s'] - ort_first:.2f} s: building the widgets, loading plotly's "
+        "figure code, a full garbage collection and the first refresh's overhead "
+        "(the worker's start-up runs beside them).",
+        "",
+    ]
     return lines
 
 

@@ -45,11 +45,22 @@ def _clock_hz() -> float:
 
 
 def peaks(runs: int) -> tuple[list[dict[str, Any]], str]:
-    reply = run_task(tasks_peaks.peaks, Via("peaks", "of this machine"), config=SessionConfig(),
-                     dtypes=["fp32", "int8", "fp16"], runs=runs)  # fmt: skip
+    reply = run_task(
+        tasks_peaks.peaks,
+        Via("peaks", "of this machine"),
+        config=SessionConfig(),
+        dtypes=["fp32", "int8", "fp16"],
+        runs=runs,
+    )
     cores, clock = os.cpu_count() or 1, _clock_hz()
-    rows, lines = [], ["| ceiling | best | median | published (cores x per cycle x clock) | "
-                       "best / published |", "|---|---|---|---|---|"]  # fmt: skip
+    rows, lines = (
+        [],
+        [
+            "| ceiling | best | median | published (cores x per cycle x clock) | "
+            "best / published |",
+            "|---|---|---|---|---|",
+        ],
+    )
     for p in reply.runs:
         rates = [p.work / s for s in p.seconds]
         best = max(rates) if rates else float("nan")
@@ -57,18 +68,31 @@ def peaks(runs: int) -> tuple[list[dict[str, Any]], str]:
         published = cores * FLOPS_PER_CYCLE[p.dtype] * clock if p.dtype in FLOPS_PER_CYCLE else None
         unit = {"memory": "GB/s", "cache": "GB/s", "int8": "GOP/s"}.get(p.dtype, "GFLOP/s")
         scale = 1e9
-        rows.append({"what": p.what, "dtype": p.dtype, "best": best, "median": median,
-                     "published": published, "runs": len(rates), "error": p.error})  # fmt: skip
+        rows.append(
+            {
+                "what": p.what,
+                "dtype": p.dtype,
+                "best": best,
+                "median": median,
+                "published": published,
+                "runs": len(rates),
+                "error": p.error,
+            }
+        )
         if p.error:
             lines.append(f"| {p.what} | not measured: {p.error} | | | |")
             continue
         pub = "not published for a VM slice"
         if published:
-            pub = (f"{published / scale:.0f} {unit} ({cores} x {FLOPS_PER_CYCLE[p.dtype]} x "
-                   f"{clock / 1e9:.2f} GHz)")  # fmt: skip
+            pub = (
+                f"{published / scale:.0f} {unit} ({cores} x {FLOPS_PER_CYCLE[p.dtype]} x "
+                f"{clock / 1e9:.2f} GHz)"
+            )
         ratio = f"{best / published:.0%}" if published else ""
-        lines.append(f"| {p.what} | {best / scale:.1f} {unit} | {median / scale:.1f} {unit} | "
-                     f"{pub} | {ratio} |")  # fmt: skip
+        lines.append(
+            f"| {p.what} | {best / scale:.1f} {unit} | {median / scale:.1f} {unit} | "
+            f"{pub} | {ratio} |"
+        )
     lines += [
         "",
         f"The clock is the one /proc/cpuinfo reports ({clock / 1e9:.2f} GHz, the base "
@@ -93,30 +117,39 @@ def verbs(rounds: int) -> tuple[list[dict[str, Any]], str]:
     folder = Path(tempfile.mkdtemp())
     prof = ortlab.profile(resnet, runs=20, progress=False)
     jobs: dict[str, Callable[[], Any]] = {
-        "benchmark resnet50 (20 runs)": lambda: ortlab.benchmark(resnet, runs=20, warmup=3,
-                                                                 progress=False),
+        "benchmark resnet50 (20 runs)": lambda: ortlab.benchmark(
+            resnet, runs=20, warmup=3, progress=False
+        ),
         "cost resnet50": lambda: ortlab.cost(resnet, progress=False),
         "roofline resnet50 (20 runs)": lambda: ortlab.roofline(resnet, runs=20, progress=False),
         "throughput resnet50 (1, 2 shared, 6 x 0.5 s)": lambda: ortlab.throughput(
-            resnet, concurrency=[1, 2], modes=["shared"], duration_s=0.5, progress=False),
+            resnet, concurrency=[1, 2], modes=["shared"], duration_s=0.5, progress=False
+        ),
         "sweep bert_tiny (3 shapes, 30 runs)": lambda: ortlab.sweep(
-            bert, {"sequence": [16, 64, 128]}, progress=False),
-        "to_perfetto resnet50 (20 runs)": lambda: prof.to_perfetto(folder / "r.json",
-                                                                   model=resnet),
-    }  # fmt: skip
+            bert, {"sequence": [16, 64, 128]}, progress=False
+        ),
+        "to_perfetto resnet50 (20 runs)": lambda: prof.to_perfetto(folder / "r.json", model=resnet),
+    }
     times: dict[str, list[float]] = {k: [] for k in jobs}
     for r in range(rounds):
         for name in list(jobs) if r % 2 == 0 else list(reversed(jobs)):
             times[name].append(_timed(jobs[name]))
     run_ms = ortlab.benchmark(resnet, runs=50, progress=False).stats.p50_ms
-    rows, lines = [], [f"ResNet-50 p50 {run_ms:.1f} ms a run (profiling off).", "",
-                       "| verb | median s | min..max s | x one model run |",
-                       "|---|---|---|---|"]  # fmt: skip
+    rows, lines = (
+        [],
+        [
+            f"ResNet-50 p50 {run_ms:.1f} ms a run (profiling off).",
+            "",
+            "| verb | median s | min..max s | x one model run |",
+            "|---|---|---|---|",
+        ],
+    )
     for name, ts in times.items():
         med = float(np.median(ts))
         rows.append({"verb": name, "median_s": med, "runs_s": ts})
-        lines.append(f"| {name} | {med:.2f} | {min(ts):.2f}..{max(ts):.2f} | "
-                     f"{med * 1e3 / run_ms:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {med:.2f} | {min(ts):.2f}..{max(ts):.2f} | {med * 1e3 / run_ms:.0f} |"
+        )
     return rows, "\n".join(lines)
 
 
@@ -127,9 +160,14 @@ def main() -> None:
     args = ap.parse_args()
     peak_rows, peak_md = peaks(args.peak_runs)
     verb_rows, verb_md = verbs(args.rounds)
-    record("limits", {"peaks": peak_rows, "verbs": verb_rows},
-           "## Peaks measured with ORT vs the CPU's published figures\n\n" + peak_md
-           + "\n\n## What each verb costs\n\n" + verb_md)  # fmt: skip
+    record(
+        "limits",
+        {"peaks": peak_rows, "verbs": verb_rows},
+        "## Peaks measured with ORT vs the CPU's published figures\n\n"
+        + peak_md
+        + "\n\n## What each verb costs\n\n"
+        + verb_md,
+    )
 
 
 if __name__ == "__main__":

@@ -36,15 +36,26 @@ def main() -> None:
     for name in args.models.split(","):
         m = ortlab.examples.load(name)
         opt = ortlab.optimization_diff(
-            m, config={"intra_op_threads": args.threads}, rounds=args.rounds, runs=args.runs,
-            dims=DIMS.get(name), progress=False,
-        )  # fmt: skip
+            m,
+            config={"intra_op_threads": args.threads},
+            rounds=args.rounds,
+            runs=args.runs,
+            dims=DIMS.get(name),
+            progress=False,
+        )
         nodes = {lv.level: lv.nodes for lv in opt.levels}
         for r in opt.latency_rows:
-            rows.append({"model": name, "level": r.level, "nodes": nodes[r.level],
-                         "p50_ms": r.p50_ms, "ratio": r.paired.ratio,
-                         "ci95": [r.paired.low, r.paired.high],
-                         "verdict": r.paired.verdict})  # fmt: skip
+            rows.append(
+                {
+                    "model": name,
+                    "level": r.level,
+                    "nodes": nodes[r.level],
+                    "p50_ms": r.p50_ms,
+                    "ratio": r.paired.ratio,
+                    "ci95": [r.paired.low, r.paired.high],
+                    "verdict": r.paired.verdict,
+                }
+            )
         print(opt.to_text(), flush=True)
     levels = ["disabled", "basic", "extended", "layout", "all"]
     table = [
@@ -73,8 +84,11 @@ def main() -> None:
             if "faster" in verdict
             else "none measurable"
         )
-        table.append(f"| {name} | {mine['disabled']['nodes']} → {mine['all']['nodes']} | "
-                     + " | ".join(cells) + f" | {speed} |")  # fmt: skip
+        table.append(
+            f"| {name} | {mine['disabled']['nodes']} → {mine['all']['nodes']} | "
+            + " | ".join(cells)
+            + f" | {speed} |"
+        )
     table += [
         "",
         "The seed's claims (unnamed hardware; No Optimization / Basic / Extended / All, ms):",
@@ -84,8 +98,11 @@ def main() -> None:
     ]
     for model, (a, b, c, d) in SEED.items():
         table.append(f"| {model} | {a} | {b} | {c} | {d} | {a / d:.2f}x |")
-    record("optimization_levels", {"rows": rows, "rounds": args.rounds, "runs": args.runs},
-           "\n".join(table))  # fmt: skip
+    record(
+        "optimization_levels",
+        {"rows": rows, "rounds": args.rounds, "runs": args.runs},
+        "\n".join(table),
+    )
 
 
 if __name__ == "__main__":

@@ -107,18 +107,21 @@ def main() -> None:
         "ci95": [verdict.low, verdict.high],
         "verdict": verdict.text("onnxruntime.transformers.profile_result_processor", "ortlab"),
     }
-    md = "\n".join([
-        f"Real ORT trace of ResNet-50: {events:,} node events, {size_mb:.0f} MB; "
-        f"{args.rounds} interleaved rounds, medians.",
-        "",
-        "| parser | seconds | node events/s |",
-        "|---|---|---|",
-        f"| ortlab (parse + by_node + by_op_type) | {data['ortlab_s']:.3f} | {rate:,.0f} |",
-        f"| ORT profile_result_processor (load + node + group) | {data['ort_processor_s']:.3f} | "
-        f"{events / data['ort_processor_s']:,.0f} |",
-        "",
-        f"{data['verdict']}",
-    ])  # fmt: skip
+    md = "\n".join(
+        [
+            f"Real ORT trace of ResNet-50: {events:,} node events, {size_mb:.0f} MB; "
+            f"{args.rounds} interleaved rounds, medians.",
+            "",
+            "| parser | seconds | node events/s |",
+            "|---|---|---|",
+            f"| ortlab (parse + by_node + by_op_type) | {data['ortlab_s']:.3f} | {rate:,.0f} |",
+            "| ORT profile_result_processor (load + node + group) | "
+            f"{data['ort_processor_s']:.3f} | "
+            f"{events / data['ort_processor_s']:,.0f} |",
+            "",
+            f"{data['verdict']}",
+        ]
+    )
     record("profile_parse", data, md)
 
 

@@ -93,8 +93,13 @@ def _session_peak(path: Path, feeds_file: Path) -> tuple[float, float]:
     once; MB after the import alone)."""
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", _SESSION_PEAK, str(path), str(feeds_file)],
-                         capture_output=True, text=True, check=True, timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _SESSION_PEAK, str(path), str(feeds_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     base, peak = (int(x) for x in out.stdout.split())
     return peak / 1024, base / 1024
 
@@ -149,11 +154,19 @@ def _cli(row: dict[str, Any], name: str, feeds_file: Path, out: Path) -> None:
         "profile": ["profile", path, *common, "--runs", "5"],
         "place": ["place", path, *common],
         "optimize": ["optimize", path, *common, "--levels", "disabled,all", "--rounds", "6"],
-        "quantize": ["quantize", path, "--mode", "dynamic", "--feeds", str(feeds_file),
-                     "-o", str(out / "q.onnx")],
+        "quantize": [
+            "quantize",
+            path,
+            "--mode",
+            "dynamic",
+            "--feeds",
+            str(feeds_file),
+            "-o",
+            str(out / "q.onnx"),
+        ],
         "doctor": ["doctor", path, *common, "--budget", "30"],
         "report": ["report", path, *common, "--budget", "30", "-o", str(out / "r.html")],
-    }  # fmt: skip
+    }
     for verb, argv in verbs.items():
         err = io.StringIO()
         t0 = time.perf_counter()
@@ -184,40 +197,76 @@ def run_model(name: str) -> dict[str, Any]:
     m = ortlab.load(corpus.path(name))
     info = corpus.CORPUS[name]
     feeds = corpus.feeds(name)
-    row: dict[str, Any] = {"model": name, "package": info.package, "exporter": info.exporter,
-                           "nodes": m.summary.node_count_total,
-                           "file MB": _file_mb(m), "worker idle MB": round(idle_mb)}  # fmt: skip
+    row: dict[str, Any] = {
+        "model": name,
+        "package": info.package,
+        "exporter": info.exporter,
+        "nodes": m.summary.node_count_total,
+        "file MB": _file_mb(m),
+        "worker idle MB": round(idle_mb),
+    }
     pl = _attempt(row, "placement", ortlab.placement, m, CFG, feeds, runs=5, progress=False)
     if pl is not None:
         kernels = {r.node: r.op_type for r in pl.optimized_rows}
-        rows = [r for r in pl.node_rows
-                if r.op_type in COMPUTES and r.status not in ("folded", "eliminated")]  # fmt: skip
+        rows = [
+            r
+            for r in pl.node_rows
+            if r.op_type in COMPUTES and r.status not in ("folded", "eliminated")
+        ]
         ok = sum(bool({kernels[o] for o in r.optimized} & COMPUTES[r.op_type]) for r in rows)
         row["compute→kernel"] = f"{ok}/{len(rows)}"
     p = _attempt(row, "profile", ortlab.profile, m, CFG, feeds, runs=10, progress=False)
     if p is not None:
-        per_run = np.bincount(np.asarray(p.data.ev_run), weights=self_durations(p.data),
-                              minlength=p.runs)  # fmt: skip
+        per_run = np.bincount(
+            np.asarray(p.data.ev_run), weights=self_durations(p.data), minlength=p.runs
+        )
         row["node time"] = f"{(per_run / np.asarray(p.data.run_us)).max():.0%}"
     _attempt(row, "benchmark", ortlab.benchmark, m, CFG, feeds, runs=20, progress=False)
-    _attempt(row, "optimization_diff", ortlab.optimization_diff, m, ["disabled", "all"], CFG,
-             feeds, rounds=6, runs=3, progress=False)  # fmt: skip
-    q = _attempt(row, "quantize", ortlab.quantize, m, mode="static", per_channel=True,
-                 calibration_size=4, feeds=feeds)  # fmt: skip
+    _attempt(
+        row,
+        "optimization_diff",
+        ortlab.optimization_diff,
+        m,
+        ["disabled", "all"],
+        CFG,
+        feeds,
+        rounds=6,
+        runs=3,
+        progress=False,
+    )
+    q = _attempt(
+        row,
+        "quantize",
+        ortlab.quantize,
+        m,
+        mode="static",
+        per_channel=True,
+        calibration_size=4,
+        feeds=feeds,
+    )
     if q is None:
         q = _attempt(row, "quantize dynamic", ortlab.quantize, m, mode="dynamic", feeds=feeds)
     if q is not None:
         _attempt(row, "compare", ortlab.compare, m, [q], CFG, feeds, rounds=6, runs=3)
-        _attempt(row, "quantization_error", ortlab.quantization_error, m, q, feeds=feeds,
-                 limit=2)  # fmt: skip
-    d = _attempt(row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=DOCTOR_BUDGET_S,
-                 progress=False)  # fmt: skip
+        _attempt(row, "quantization_error", ortlab.quantization_error, m, q, feeds=feeds, limit=2)
+    d = _attempt(
+        row, "doctor", ortlab.doctor, m, CFG, feeds, budget_s=DOCTOR_BUDGET_S, progress=False
+    )
     if d is not None and any(f.rule == "ep_fallback" for f in d.findings):
         row.setdefault("says fallback", []).append("doctor (finding)")
     with tempfile.TemporaryDirectory() as tmp:
         if d is not None:
-            _attempt(row, "report", ortlab.report, m, d, path=Path(tmp) / "r.html", config=CFG,
-                     feeds=feeds, progress=False)  # fmt: skip
+            _attempt(
+                row,
+                "report",
+                ortlab.report,
+                m,
+                d,
+                path=Path(tmp) / "r.html",
+                config=CFG,
+                feeds=feeds,
+                progress=False,
+            )
         from ortlab.analysis.graphdata import graph_data
 
         _attempt(row, "graph", graph_data, m, placement=pl)
@@ -229,15 +278,40 @@ def run_model(name: str) -> dict[str, Any]:
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
-    verbs = ["placement", "profile", "benchmark", "optimization_diff", "quantize", "compare",
-             "quantization_error", "doctor", "report", "graph"]  # fmt: skip
+    verbs = [
+        "placement",
+        "profile",
+        "benchmark",
+        "optimization_diff",
+        "quantize",
+        "compare",
+        "quantization_error",
+        "doctor",
+        "report",
+        "graph",
+    ]
     cli = ["inspect", "bench", "profile", "place", "optimize", "quantize", "doctor", "report"]
-    head = ["model", "package", "nodes", "compute→kernel", "node time", "bench/bare",
-            *verbs, "CLI", "says fallback"]  # fmt: skip
+    head = [
+        "model",
+        "package",
+        "nodes",
+        "compute→kernel",
+        "node time",
+        "bench/bare",
+        *verbs,
+        "CLI",
+        "says fallback",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["model"], r["package"], str(r["nodes"]), r.get("compute→kernel", "—"),
-                 r.get("node time", "—"), str(r.get("bench/bare", "—"))]  # fmt: skip
+        cells = [
+            r["model"],
+            r["package"],
+            str(r["nodes"]),
+            r.get("compute→kernel", "—"),
+            r.get("node time", "—"),
+            str(r.get("bench/bare", "—")),
+        ]
         for v in verbs:
             status = r.get(v, "—")
             secs = r.get(f"{v} s")
@@ -249,14 +323,30 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-_MEMORY_VERBS = ["placement", "profile", "benchmark", "optimization_diff", "quantize",
-                 "compare", "quantization_error", "doctor", "report"]  # fmt: skip
+_MEMORY_VERBS = [
+    "placement",
+    "profile",
+    "benchmark",
+    "optimization_diff",
+    "quantize",
+    "compare",
+    "quantization_error",
+    "doctor",
+    "report",
+]
 
 
 def _memory_markdown(rows: list[dict[str, Any]]) -> str:
-    head = ["model", "file MB", "one session MB", "worker idle MB",
-            *(f"{v} MB" for v in _MEMORY_VERBS), "worst above idle / session",
-            f"doctor s (budget {DOCTOR_BUDGET_S:g})", "doctor / budget"]  # fmt: skip
+    head = [
+        "model",
+        "file MB",
+        "one session MB",
+        "worker idle MB",
+        *(f"{v} MB" for v in _MEMORY_VERBS),
+        "worst above idle / session",
+        f"doctor s (budget {DOCTOR_BUDGET_S:g})",
+        "doctor / budget",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         sess = float(r.get("session MB", 0.0)) - float(r.get("ORT import MB", 0.0))
@@ -264,11 +354,16 @@ def _memory_markdown(rows: list[dict[str, Any]]) -> str:
         peaks = [r.get(f"{v} MB") for v in _MEMORY_VERBS]
         worst = max((p for p in peaks if p), default=0)
         doctor_s = r.get("doctor s")
-        cells = [r["model"], f"{r.get('file MB', 0):.1f}", f"{sess:.0f}", f"{idle:.0f}",
-                 *("—" if p is None else str(p) for p in peaks),
-                 f"{(worst - idle) / sess:.1f}" if sess > 0 else "—",
-                 "—" if doctor_s is None else f"{doctor_s:.1f}",
-                 "—" if doctor_s is None else f"{doctor_s / DOCTOR_BUDGET_S:.2f}"]  # fmt: skip
+        cells = [
+            r["model"],
+            f"{r.get('file MB', 0):.1f}",
+            f"{sess:.0f}",
+            f"{idle:.0f}",
+            *("—" if p is None else str(p) for p in peaks),
+            f"{(worst - idle) / sess:.1f}" if sess > 0 else "—",
+            "—" if doctor_s is None else f"{doctor_s:.1f}",
+            "—" if doctor_s is None else f"{doctor_s / DOCTOR_BUDGET_S:.2f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -297,8 +392,7 @@ def main(names: list[str]) -> None:
         "comparison whose sessions pass the bound is timed in pairs. The doctor runs on a "
         f"{DOCTOR_BUDGET_S:g} s budget and must end within it + 25 %.\n\n"
     )
-    record("real_models", {"rows": rows}, intro + _markdown(rows) + memory
-           + _memory_markdown(rows))  # fmt: skip
+    record("real_models", {"rows": rows}, intro + _markdown(rows) + memory + _memory_markdown(rows))
 
 
 if __name__ == "__main__":

@@ -29,9 +29,13 @@ def main(toggles: int = 500) -> None:
     me = psutil.Process()
     lab = Lab(ortlab.load(ortlab.examples.mlp()), runs=5, synchronous=True)
     settings = [("level", v) for v in ("disabled", "basic", "extended", "all")] + [
-        ("intra", 1), ("intra", 0), ("spinning", "off"), ("spinning", "ORT default"),
-        ("io_binding", True), ("io_binding", False),
-    ]  # fmt: skip
+        ("intra", 1),
+        ("intra", 0),
+        ("spinning", "off"),
+        ("spinning", "ORT default"),
+        ("io_binding", True),
+        ("io_binding", False),
+    ]
 
     def churn(n: int, offset: int) -> None:
         for i in range(offset, offset + n):
@@ -46,13 +50,19 @@ def main(toggles: int = 500) -> None:
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    before = {"rss_mb": me.memory_info().rss / 1e6, "children": len(me.children(True)),
-              "tmp_files": _files()}  # fmt: skip
+    before = {
+        "rss_mb": me.memory_info().rss / 1e6,
+        "children": len(me.children(True)),
+        "tmp_files": _files(),
+    }
     t0 = time.perf_counter()
     churn(toggles, 50)
     gc.collect()
-    after = {"rss_mb": me.memory_info().rss / 1e6, "children": len(me.children(True)),
-             "tmp_files": _files()}  # fmt: skip
+    after = {
+        "rss_mb": me.memory_info().rss / 1e6,
+        "children": len(me.children(True)),
+        "tmp_files": _files(),
+    }
     if sys.platform.startswith("linux"):  # how much of the growth is the allocator keeping pages
         import ctypes
 
@@ -75,8 +85,11 @@ def main(toggles: int = 500) -> None:
         "tracemalloc over 200 refreshes saw +0.9 MB of Python objects (those rows), so the rest "
         "is native memory (allocator pages, protobuf/plotly internals), not ortlab objects.",
     ]
-    record("soak", {"toggles": toggles, "seconds": seconds, "before": before, "after": after},
-           "\n".join(lines))  # fmt: skip
+    record(
+        "soak",
+        {"toggles": toggles, "seconds": seconds, "before": before, "after": after},
+        "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":

@@ -44,22 +44,32 @@ def _rows(name: str, w: Any, wall: float, run: str) -> list[dict[str, Any]]:
     for t in w.summary().itertuples():
         mine = reasons[reasons["target"] == t.target].head(2)
         top = "; ".join(f"{r.reason} ({r.nodes})" for r in mine.itertuples())
-        rows.append({
-            "model": name, "run": run, "nodes": len(w.nodes) // max(len(w.targets), 1),
-            "target": t.target, "evidence": t.evidence, "on_target": int(t.on_target),
-            "on_cpu": int(t.on_cpu), "removed": int(t.removed), "partitions": int(t.partitions),
-            "before": int(t.before),
-            "top_reasons": t.reason if t.evidence in ("unknown", "failed") else top,
-            "seconds": round(float(t.seconds), 3), "wall": round(wall, 2),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "run": run,
+                "nodes": len(w.nodes) // max(len(w.targets), 1),
+                "target": t.target,
+                "evidence": t.evidence,
+                "on_target": int(t.on_target),
+                "on_cpu": int(t.on_cpu),
+                "removed": int(t.removed),
+                "partitions": int(t.partitions),
+                "before": int(t.before),
+                "top_reasons": t.reason if t.evidence in ("unknown", "failed") else top,
+                "seconds": round(float(t.seconds), 3),
+                "wall": round(wall, 2),
+            }
+        )
     return rows
 
 
 def _run(name: str, m: Any, run: str, **kw: Any) -> list[dict[str, Any]]:
     start = time.perf_counter()
     try:
-        w = ortlab.whatif(m, TARGETS if run == "as is" else ["qnn", "nnapi", "coreml"],
-                          progress=False, **kw)  # fmt: skip
+        w = ortlab.whatif(
+            m, TARGETS if run == "as is" else ["qnn", "nnapi", "coreml"], progress=False, **kw
+        )
     except ortlab.OrtlabError as err:
         return [{"model": name, "run": run, "target": "*", "error": str(err)[:200]}]
     return _rows(name, w, time.perf_counter() - start, run)
@@ -69,15 +79,29 @@ def main(names: list[str]) -> None:
     rows: list[dict[str, Any]] = []
     for name, m, feeds in _models(names):
         rows += _run(name, m, "as is")
-        dynamic = [i for i in m.summary.inputs if any(not isinstance(d, int) or d <= 0
-                                                      for d in i.shape)]  # fmt: skip
+        dynamic = [
+            i for i in m.summary.inputs if any(not isinstance(d, int) or d <= 0 for d in i.shape)
+        ]
         if dynamic:
             fix = {"feeds": feeds} if feeds is not None else {"dims": {}}
             rows += _run(name, m, "fixed shapes", **fix)
             rows += _run(name, m, "fixed + chip", qnn_options=CHIP, **fix)
         print(f"{name}: done", file=sys.stderr)
-    head = ["model", "run", "nodes", "target", "evidence", "on target", "CPU", "removed",
-            "partitions", "before fix", "top reasons", "s/target", "wall s"]  # fmt: skip
+    head = [
+        "model",
+        "run",
+        "nodes",
+        "target",
+        "evidence",
+        "on target",
+        "CPU",
+        "removed",
+        "partitions",
+        "before fix",
+        "top reasons",
+        "s/target",
+        "wall s",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "error" in r:
@@ -85,12 +109,20 @@ def main(names: list[str]) -> None:
             continue
         predicted = r["evidence"] in ("compiled", "rules", "measured")
         cells = [
-            r["model"], r["run"], r["nodes"], r["target"], r["evidence"],
-            r["on_target"] if predicted else "-", r["on_cpu"] if predicted else "-",
-            r["removed"] if predicted else "-", r["partitions"] if predicted else "-",
-            r["before"] if r["before"] >= 0 else "", r["top_reasons"].replace("|", "/")[:110],
-            f"{r['seconds']:.2f}", f"{r['wall']:.2f}",
-        ]  # fmt: skip
+            r["model"],
+            r["run"],
+            r["nodes"],
+            r["target"],
+            r["evidence"],
+            r["on_target"] if predicted else "-",
+            r["on_cpu"] if predicted else "-",
+            r["removed"] if predicted else "-",
+            r["partitions"] if predicted else "-",
+            r["before"] if r["before"] >= 0 else "",
+            r["top_reasons"].replace("|", "/")[:110],
+            f"{r['seconds']:.2f}",
+            f"{r['wall']:.2f}",
+        ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     timed = [r for r in rows if "error" not in r and r["evidence"] != "unknown"]
     worst = max(timed, key=lambda r: r["seconds"]) if timed else None

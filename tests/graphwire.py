@@ -14,8 +14,9 @@ from ortlab.views.graph.page import STATE_ID
 
 def page_state(html: str) -> dict[str, Any]:
     """The state block of a graph page or report (the packed graph under ``data``)."""
-    found = re.search(f'<script type="application/json" id="{STATE_ID}">(.*?)</script>', html,
-                      flags=re.S)  # fmt: skip
+    found = re.search(
+        f'<script type="application/json" id="{STATE_ID}">(.*?)</script>', html, flags=re.S
+    )
     assert found, "the page has the graph's state block"
     state: dict[str, Any] = json.loads(found.group(1))
     return state

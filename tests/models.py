@@ -122,8 +122,9 @@ def external_data(folder: Path, location: str = "weights.bin", write: bool = Tru
     for key, value in (("location", location), ("offset", "0"), ("length", str(w.nbytes))):
         entry = tensor.external_data.add()
         entry.key, entry.value = key, value
-    model = make([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x")], [vi("y")],
-                 [tensor])  # fmt: skip
+    model = make(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x")], [vi("y")], [tensor]
+    )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "model.onnx"
     path.write_bytes(model.SerializeToString())
@@ -169,19 +170,26 @@ def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
         )
         inits.append(w)
         out = f"/model.{i}/conv/Conv_output_0"
-        nodes.append(helper.make_node("Conv", [src, w.name], [out], f"/model.{i}/conv/Conv",
-                                      pads=[1, 1, 1, 1]))  # fmt: skip
+        nodes.append(
+            helper.make_node(
+                "Conv", [src, w.name], [out], f"/model.{i}/conv/Conv", pads=[1, 1, 1, 1]
+            )
+        )
         sig = f"/model.{i}/act/Sigmoid_output_0"
         nodes.append(helper.make_node("Sigmoid", [out], [sig], f"/model.{i}/act/Sigmoid"))
         act = "b2_act" if name == "b2" else f"{name}_act"
         nodes.append(helper.make_node("Mul", [out, sig], [act], f"/model.{i}/act/Mul"))
         prev = act
     graph = helper.make_graph(
-        nodes, "silu_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("head_a_act",
-                                                                              "head_b_act")],
+        nodes,
+        "silu_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [
+            helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+            for o in ("head_a_act", "head_b_act")
+        ],
         inits,
-    )  # fmt: skip
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -194,10 +202,11 @@ def broadcast_chain(n: int = 10_000) -> onnx.ModelProto:
         prev = f"t{i}"
     f = TensorProto.FLOAT
     g = helper.make_graph(
-        nodes, "chain",
+        nodes,
+        "chain",
         [helper.make_tensor_value_info("x", f, [4]), helper.make_tensor_value_info("bias", f, [4])],
         [helper.make_tensor_value_info(prev, f, [4])],
-    )  # fmt: skip
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 

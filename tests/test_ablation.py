@@ -20,8 +20,9 @@ def _plain_nodes(model: ortlab.Model, tmp: Path, disabled: list[str]) -> tuple[i
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.optimized_model_filepath = str(tmp / "plain.onnx")
-    ort.InferenceSession(str(model.path), so, providers=["CPUExecutionProvider"],
-                         disabled_optimizers=disabled)  # fmt: skip
+    ort.InferenceSession(
+        str(model.path), so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled
+    )
     g = onnx.load(str(tmp / "plain.onnx")).graph
     return len(g.node), {n.op_type for n in g.node}
 
@@ -49,14 +50,14 @@ def test_disable_really_removes_the_fusion(tmp_path: Path) -> None:
     nodes, ops = _plain_nodes(m, tmp_path, [FUSION])
     assert off.counts.loc["all", "nodes"] == nodes and "SkipLayerNormalization" not in ops
     with pytest.raises(ortlab.SessionConfigError, match="ORT runs no transformer"):
-        ortlab.optimization_diff(m, ["all"], measure=False, disable=["NoSuchFusion"],
-                                 progress=False)  # fmt: skip
+        ortlab.optimization_diff(
+            m, ["all"], measure=False, disable=["NoSuchFusion"], progress=False
+        )
 
 
 def test_ablation_rows_match_plain_onnxruntime(tmp_path: Path) -> None:
     m = ortlab.examples.load("bert_tiny")
-    a = ortlab.ablate_optimizers(m, only=[FUSION, "GeluFusionL2"], rounds=6, runs=3,
-                                 progress=False)  # fmt: skip
+    a = ortlab.ablate_optimizers(m, only=[FUSION, "GeluFusionL2"], rounds=6, runs=3, progress=False)
     t = a.to_pandas().set_index("off")
     assert list(t.index) == ["", FUSION, "GeluFusionL2"]
     base_nodes, _ = _plain_nodes(m, tmp_path, [])

@@ -53,10 +53,11 @@ def test_top1_only_for_class_scores() -> None:
 def _log_model() -> onnx.ModelProto:
     """y = Log(x): NaN for negative inputs, as a float model with a broken output would be."""
     g = helper.make_graph(
-        [helper.make_node("Log", ["x"], ["y"])], "nan_out",
+        [helper.make_node("Log", ["x"], ["y"])],
+        "nan_out",
         [helper.make_tensor_value_info("x", F, [1, 8])],
         [helper.make_tensor_value_info("y", F, [1, 8])],
-    )  # fmt: skip
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -80,12 +81,15 @@ def test_compare_measures_accuracy_at_the_feeds_shapes(bert_tiny: ortlab.Model) 
     feeds = bert_tiny.example_inputs(dims={"batch": 1, "sequence": 16}, seed=3)
     q = ortlab.quantize(bert_tiny, mode="dynamic")
     cmp = ortlab.compare(bert_tiny, [q], feeds=feeds, rounds=6, runs=2)
-    samples = calibration_data(bert_tiny, None, limit=8, seed=100,
-                               like=validate_feeds(bert_tiny, feeds)).samples  # fmt: skip
+    samples = calibration_data(
+        bert_tiny, None, limit=8, seed=100, like=validate_feeds(bert_tiny, feeds)
+    ).samples
     assert all(np.shape(v) == (1, 16) for s in samples for v in s.values())
     assert any("[1, 16]" in n for n in cmp.notes), cmp.notes
-    sessions = [ort.InferenceSession(str(x.path), providers=["CPUExecutionProvider"])
-                for x in (bert_tiny, q)]  # fmt: skip
+    sessions = [
+        ort.InferenceSession(str(x.path), providers=["CPUExecutionProvider"])
+        for x in (bert_tiny, q)
+    ]
     name = sessions[0].get_outputs()[0].name
     r, t = ([np.ravel(s.run([name], x)[0]) for x in samples] for s in sessions)
     ref, got = np.concatenate(list(r)), np.concatenate(list(t))
@@ -114,16 +118,23 @@ def _chain(depth: int, nan: bool) -> onnx.ModelProto:
             (rng.standard_normal((256, 256)) * 0.05).astype(np.float32), f"w{i}"
         )
         inits.append(w)
-        nodes += [helper.make_node("MatMul", [prev, w.name], [f"m{i}"]),
-                  helper.make_node("Relu", [f"m{i}"], [f"r{i}"])]  # fmt: skip
+        nodes += [
+            helper.make_node("MatMul", [prev, w.name], [f"m{i}"]),
+            helper.make_node("Relu", [f"m{i}"], [f"r{i}"]),
+        ]
         prev = f"r{i}"
     if nan:
         inits.append(numpy_helper.from_array(np.array([np.nan], dtype=np.float32), "nan"))
         nodes.append(helper.make_node("Mul", [prev, "nan"], ["y"]))
     else:
         nodes.append(helper.make_node("Identity", [prev], ["y"]))
-    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", F, [64, 256])],
-                          [helper.make_tensor_value_info("y", F, [64, 256])], inits)  # fmt: skip
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", F, [64, 256])],
+        [helper.make_tensor_value_info("y", F, [64, 256])],
+        inits,
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -132,8 +143,15 @@ def test_a_faster_variant_that_outputs_nan_is_never_the_best() -> None:
     """min(1.0, nan) is 1.0 in Python: an all-NaN variant used to pass for accurate."""
     base = ortlab.load(_chain(12, nan=False), name="chain")
     broken = ortlab.load(_chain(1, nan=True), name="broken")
-    d = ortlab.doctor(base, variants=[broken], quantize=False, transformers=False,
-                      budget_s=60, rounds=6, progress=False)  # fmt: skip
+    d = ortlab.doctor(
+        base,
+        variants=[broken],
+        quantize=False,
+        transformers=False,
+        budget_s=60,
+        rounds=6,
+        progress=False,
+    )
     row = next(m for m in d.measured if m.variant == "broken" and m.stage == "screen")
     assert row.paired.ratio < 1, (
         "the broken variant should time faster (else the test proves nothing)"

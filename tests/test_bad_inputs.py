@@ -300,8 +300,11 @@ def test_undefined_input_type_is_explained() -> None:
 
 def test_sequence_input_is_explained() -> None:
     seq = helper.make_tensor_sequence_value_info("x", F, [2])
-    proto = models.make([helper.make_node("SequenceLength", ["x"], ["y"])], [seq],
-                        [models.vi("y", TensorProto.INT64, [])])  # fmt: skip
+    proto = models.make(
+        [helper.make_node("SequenceLength", ["x"], ["y"])],
+        [seq],
+        [models.vi("y", TensorProto.INT64, [])],
+    )
     with pytest.raises(FeedError, match="'x' of 'g' is a sequence, not a tensor.*Pass feeds"):
         _run(proto)
 
@@ -345,8 +348,10 @@ def _dup_in_subgraph() -> onnx.ModelProto:
 
 
 def _dup_output() -> onnx.ModelProto:
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="a"),
-             helper.make_node("Neg", ["x"], ["y"], name="b")]  # fmt: skip
+    nodes = [
+        helper.make_node("Relu", ["x"], ["y"], name="a"),
+        helper.make_node("Neg", ["x"], ["y"], name="b"),
+    ]
     return models.make(nodes, [models.vi("x")], [models.vi("y")])
 
 
@@ -398,15 +403,19 @@ def test_unnamed_nodes_work_and_are_keyed_sensibly() -> None:
 def _loop() -> onnx.ModelProto:
     vi = models.vi
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_id"),
-         helper.make_node("Add", ["v_in", "one_b"], ["v_out"], name="body_add")],
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_id"),
+            helper.make_node("Add", ["v_in", "one_b"], ["v_out"], name="body_add"),
+        ],
         "body",
         [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("v_in")],
         [vi("cond_out", TensorProto.BOOL, []), vi("v_out")],
         initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one_b")],
-    )  # fmt: skip
-    inits = [numpy_helper.from_array(np.array(3, np.int64), "trip"),
-             numpy_helper.from_array(np.array(True), "cond")]  # fmt: skip
+    )
+    inits = [
+        numpy_helper.from_array(np.array(3, np.int64), "trip"),
+        numpy_helper.from_array(np.array(True), "cond"),
+    ]
     node = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)
     return models.make([node], [vi("x")], [vi("y")], inits)
 
@@ -414,15 +423,18 @@ def _loop() -> onnx.ModelProto:
 def _scan() -> onnx.ModelProto:
     vi = models.vi
     body = helper.make_graph(
-        [helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="scan_add"),
-         helper.make_node("Identity", ["acc_out"], ["row_out"], name="scan_id")],
+        [
+            helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="scan_add"),
+            helper.make_node("Identity", ["acc_out"], ["row_out"], name="scan_id"),
+        ],
         "scan_body",
         [vi("acc_in", F, [3]), vi("row", F, [3])],
         [vi("acc_out", F, [3]), vi("row_out", F, [3])],
-    )  # fmt: skip
+    )
     zero = numpy_helper.from_array(np.zeros(3, np.float32), "zero")
-    scan = helper.make_node("Scan", ["zero", "x"], ["total", "rows"], name="scan", body=body,
-                            num_scan_inputs=1)  # fmt: skip
+    scan = helper.make_node(
+        "Scan", ["zero", "x"], ["total", "rows"], name="scan", body=body, num_scan_inputs=1
+    )
     relu = helper.make_node("Relu", ["total"], ["y"], name="relu")
     return models.make([scan, relu], [vi("x")], [vi("y", F, [3]), vi("rows")], [zero])
 
@@ -448,8 +460,7 @@ def test_control_flow_goes_through_every_verb(make: Callable[[], onnx.ModelProto
     ran = placed.nodes[placed.nodes["partition"] >= 0]
     assert (ran["provider"] == "CPUExecutionProvider").all()
     assert placed.nodes["share"].sum() == pytest.approx(1.0, abs=0.02)  # bodies not twice
-    opt = ortlab.optimization_diff(model, levels=["disabled", "all"], measure=False,
-                                   progress=False)  # fmt: skip
+    opt = ortlab.optimization_diff(model, levels=["disabled", "all"], measure=False, progress=False)
     assert opt.counts.loc["all", op] == 1 and opt.to_text()
     view = graph_data(model, placement=placed)
     assert [n.op_type for n in view.nodes] == [n.op_type for n in every]

@@ -80,11 +80,14 @@ def test_benchmark_resnet50_levels_agree_with_plain_onnxruntime(resnet50: ortlab
     import onnxruntime as ort
 
     feeds = resnet50.example_inputs()
-    levels = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}  # fmt: skip
+    levels = {
+        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
     for level, ort_level in levels.items():
-        b = ortlab.benchmark(resnet50, {"level": level}, feeds=feeds, runs=3, warmup=1,
-                             progress=False)  # fmt: skip
+        b = ortlab.benchmark(
+            resnet50, {"level": level}, feeds=feeds, runs=3, warmup=1, progress=False
+        )
         assert b.stats.count == 3 and b.report.level == level
         so = ort.SessionOptions()
         so.graph_optimization_level = ort_level
@@ -159,8 +162,9 @@ def test_interleaved_timing_says_each_fallback_once_and_pairs_against_the_first(
     feeds = mlp.example_inputs()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        t = measure_interleaved(items, feeds, rounds=6, runs=3, desc="", context="",
-                                progress=False, timeout=None)  # fmt: skip
+        t = measure_interleaved(
+            items, feeds, rounds=6, runs=3, desc="", context="", progress=False, timeout=None
+        )
     said = [w for w in seen if issubclass(w.category, ortlab.ProviderFallbackWarning)]
     assert len(said) == 1 and "CUDAExecutionProvider" in str(said[0].message)
     assert t.medians_ms.shape == (6, 3) and np.isfinite(t.medians_ms).all()
@@ -170,8 +174,16 @@ def test_interleaved_timing_says_each_fallback_once_and_pairs_against_the_first(
     for k in (1, 2):
         assert verdicts[k][0] == paired_ratio(t.medians_ms[:, 0], t.medians_ms[:, k])
     with pytest.raises(ortlab.ProviderFallbackError):  # the policy of each item's config
-        measure_interleaved([(mlp, cuda.with_(fallback="error")), *items[1:]], feeds, rounds=2,
-                            runs=1, desc="", context="", progress=False, timeout=None)  # fmt: skip
+        measure_interleaved(
+            [(mlp, cuda.with_(fallback="error")), *items[1:]],
+            feeds,
+            rounds=2,
+            runs=1,
+            desc="",
+            context="",
+            progress=False,
+            timeout=None,
+        )
 
 
 def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) -> None:

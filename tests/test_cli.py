@@ -105,8 +105,10 @@ def test_providers_and_examples_and_cache(capsys: pytest.CaptureFixture[str]) ->
 def test_console_script_entry_point() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "ortlab.cli", "inspect", "squeezenet"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "data_0" in out.stdout
 
 
@@ -115,8 +117,21 @@ def test_place_and_optimize(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Partitions (1)" in capsys.readouterr().out
     assert main(["place", "conv_bn_relu", "--runs", "2", "--json"]) == 0
     assert ortlab.PlacementResult.from_json(capsys.readouterr().out).runs == 2
-    assert main(["optimize", "conv_bn_relu", "--levels", "disabled,extended", "--rounds", "3",
-                 "--runs", "3"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "optimize",
+                "conv_bn_relu",
+                "--levels",
+                "disabled,extended",
+                "--rounds",
+                "3",
+                "--runs",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "ConvActivationFusion" in out and "extended" in out
     assert main(["optimize", "conv_bn_relu", "--no-timing", "--json"]) == 0
@@ -238,24 +253,56 @@ def test_feeds_npz_runs_a_state_model_on_every_session_verb(
     assert proj[0] == ("float", (1, 512))  # ORT ran the node at the feeds' shape
     assert main(["place", str(model), "--runs", "2", "--feeds", str(npz)]) == 0
     assert "Partitions" in capsys.readouterr().out
-    assert main(["optimize", str(model), "--levels", "disabled,all", "--rounds", "2",
-                 "--runs", "2", "--feeds", str(npz)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "optimize",
+                str(model),
+                "--levels",
+                "disabled,all",
+                "--rounds",
+                "2",
+                "--runs",
+                "2",
+                "--feeds",
+                str(npz),
+            ]
+        )
+        == 0
+    )
     assert "disabled" in capsys.readouterr().out
-    assert main(["quantize", str(model), "--mode", "static", "--samples", "2", "--json",
-                 "--feeds", str(npz)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "quantize",
+                str(model),
+                "--mode",
+                "static",
+                "--samples",
+                "2",
+                "--json",
+                "--feeds",
+                str(npz),
+            ]
+        )
+        == 0
+    )
     info = json.loads(capsys.readouterr().out)
     assert "input: float32[1, 512]" in info["calibration"]
     out = tmp_path / "vad.html"
-    assert main(["report", str(model), "--no-doctor", "-o", str(out), "--json",
-                 "--feeds", str(npz)]) == 0  # fmt: skip
+    assert (
+        main(["report", str(model), "--no-doctor", "-o", str(out), "--json", "--feeds", str(npz)])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["report"] == str(out) and out.exists()
 
 
 @pytest.mark.slow
 def test_doctor_with_feeds_npz(vad: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     model, npz = vad
-    code = main(["doctor", str(model), "--budget", "10", "--no-quantize", "--json",
-                 "--feeds", str(npz)])  # fmt: skip
+    code = main(
+        ["doctor", str(model), "--budget", "10", "--no-quantize", "--json", "--feeds", str(npz)]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert ortlab.DoctorResult.from_json(captured.out).model == "vad_like"
@@ -305,8 +352,12 @@ def test_argument_errors_exit_2_with_the_usage_line(capsys: pytest.CaptureFixtur
 def test_quantize_takes_dims_for_its_calibration_samples(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["quantize", "mlp", "--mode", "static", "--samples", "2", "--dims", "batch=3",
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            ["quantize", "mlp", "--mode", "static", "--samples", "2", "--dims", "batch=3", "--json"]
+        )
+        == 0
+    )
     assert "input: float32[3, 256]" in json.loads(capsys.readouterr().out)["calibration"]
     assert main(["quantize", "mlp", "--dims", "height=3"]) == 0  # a name it lacks: warned
     err = capsys.readouterr().err
@@ -319,15 +370,23 @@ def test_internal_errors_are_one_line_with_exit_1(
 ) -> None:
     """A bug (any exception that is not an OrtlabError) is reported in one line naming the
     verb, the model and the exception; ORTLAB_DEBUG=1 adds the traceback."""
-    library = {"optimize": "optimization_diff", "quantize": "quantize", "doctor": "doctor",
-               "report": "report", "bench": "benchmark"}  # fmt: skip
+    library = {
+        "optimize": "optimization_diff",
+        "quantize": "quantize",
+        "doctor": "doctor",
+        "report": "report",
+        "bench": "benchmark",
+    }
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise AssertionError  # ORT's quantizer raises it with no message
 
     monkeypatch.setattr(ortlab, library[verb], broken)
-    argv = [verb, "mlp", *(["-o", str(tmp_path / "r.html"), "--no-doctor"] if verb == "report"
-                           else [])]  # fmt: skip
+    argv = [
+        verb,
+        "mlp",
+        *(["-o", str(tmp_path / "r.html"), "--no-doctor"] if verb == "report" else []),
+    ]
     monkeypatch.delenv("ORTLAB_DEBUG", raising=False)
     assert main(argv) == 1
     err = capsys.readouterr().err

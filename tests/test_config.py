@@ -37,8 +37,14 @@ def test_unknown_provider_message() -> None:
 
 
 def test_levels() -> None:
-    for given, want in [("ALL", "all"), ("ORT_ENABLE_EXTENDED", "extended"), (0, "disabled"),
-                        ("99", "all"), ("layout", "layout"), ("Basic", "basic")]:  # fmt: skip
+    for given, want in [
+        ("ALL", "all"),
+        ("ORT_ENABLE_EXTENDED", "extended"),
+        (0, "disabled"),
+        ("99", "all"),
+        ("layout", "layout"),
+        ("Basic", "basic"),
+    ]:
         assert SessionConfig(level=given).level == want
     with pytest.raises(SessionConfigError, match="Unknown optimization level 'max'.*disabled"):
         SessionConfig(level="max")
@@ -80,8 +86,13 @@ def test_frozen_hashable_json_round_trip() -> None:
 
 
 def test_snippet_runs_with_plain_onnxruntime(mlp: ortlab.Model, tmp_path: Path) -> None:
-    c = SessionConfig(level="extended", intra_op_threads=1, allow_spinning=False,
-                      free_dimension_overrides={"batch": 1}, io_binding=True)  # fmt: skip
+    c = SessionConfig(
+        level="extended",
+        intra_op_threads=1,
+        allow_spinning=False,
+        free_dimension_overrides={"batch": 1},
+        io_binding=True,
+    )
     code = c.snippet(str(mlp.path))
     assert "import ortlab" not in code
     assert "run_with_iobinding" in code
@@ -119,8 +130,9 @@ def test_snippet_rebuilds_the_session_ortlab_measured(
         assert policy, err
         script = tmp_path / "snippet.py"
         script.write_text(c.snippet(str(mlp.path)))
-        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                             check=False)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, check=False
+        )
         assert out.returncode != 0  # the snippet fails the same way, for the same reason
         assert str(err).rsplit(": ", 1)[-1] in out.stderr, out.stderr[-800:]
         return
@@ -133,7 +145,6 @@ def test_snippet_rebuilds_the_session_ortlab_measured(
         assert "add_provider_for_devices" in code and "providers=" not in code
     script = tmp_path / "snippet.py"
     script.write_text(code)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
     printed = out.stdout.strip().splitlines()[-1]
     assert printed == str(report.active), (code, out.stderr[-500:])

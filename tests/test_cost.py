@@ -34,8 +34,11 @@ def test_conv_counts_two_flops_per_mac_and_one_per_bias_add() -> None:
     assert c.bytes_read == 4 * (16 * 64 + 16 * 9 + 16) and c.bytes_written == 4 * 16 * 64
     assert (c.kind, c.dtype, c.note) == ("compute", "fp32", "")
     # a transposed conv does its MACs per input element: 2x upsampling, 4 -> 2 channels, 2x2
-    t = node_cost("ConvTranspose", [("float", (1, 4, 5, 5)), ("float", (4, 2, 2, 2))],
-                  [("float", (1, 2, 10, 10))])  # fmt: skip
+    t = node_cost(
+        "ConvTranspose",
+        [("float", (1, 4, 5, 5)), ("float", (4, 2, 2, 2))],
+        [("float", (1, 2, 10, 10))],
+    )
     assert t.flops == 2 * (4 * 25) * (2 * 2 * 2)
 
 
@@ -43,12 +46,19 @@ def test_matmul_gemm_and_int8_kernels() -> None:
     a, b, y = ("float", (2, 7, 16)), ("float", (16, 5)), ("float", (2, 7, 5))
     assert node_cost("MatMul", [a, b], [y]).flops == 2 * 2 * 7 * 5 * 16
     # Gemm with transA: A is [K, M]
-    g = node_cost("Gemm", [("float", (16, 3)), ("float", (16, 4)), ("float", (4,))],
-                  [("float", (3, 4))], {"transA": 1, "transB": 0})  # fmt: skip
+    g = node_cost(
+        "Gemm",
+        [("float", (16, 3)), ("float", (16, 4)), ("float", (4,))],
+        [("float", (3, 4))],
+        {"transA": 1, "transB": 0},
+    )
     assert g.flops == 2 * 3 * 4 * 16 + 3 * 4
     # a pre-packed weight ORT does not list: K still comes from A
-    q = node_cost("MatMulInteger", [("uint8", (20, 1024)), None, ("uint8", ()), ("uint8", ())],
-                  [("int32", (20, 8210))])  # fmt: skip
+    q = node_cost(
+        "MatMulInteger",
+        [("uint8", (20, 1024)), None, ("uint8", ()), ("uint8", ())],
+        [("int32", (20, 8210))],
+    )
     assert q.flops == 2 * 20 * 8210 * 1024 and q.dtype == "int8"
     half = node_cost("MatMul", [("float16", (1, 4)), ("float16", (4, 2))], [("float16", (1, 2))])
     assert half.dtype == "fp16" and half.bytes == 2 * (4 + 8 + 2)
@@ -63,16 +73,22 @@ def test_attention_lstm_einsum_pool_and_unknown() -> None:
     x, w, r = ("float", (5, 2, 3)), ("float", (1, 16, 3)), ("float", (1, 16, 4))
     lstm = node_cost("LSTM", [x, w, r], [("float", (5, 1, 2, 4))])
     assert lstm.flops == 5 * 2 * (2 * (48 + 64) + 10 * 16)
-    e = node_cost("Einsum", [("float", (2, 3, 4)), ("float", (2, 4, 5))], [("float", (2, 3, 5))],
-                  {"equation": "bij,bjk->bik"})  # fmt: skip
+    e = node_cost(
+        "Einsum",
+        [("float", (2, 3, 4)), ("float", (2, 4, 5))],
+        [("float", (2, 3, 5))],
+        {"equation": "bij,bjk->bik"},
+    )
     assert e.flops == 2 * 2 * 3 * 4 * 5
-    p = node_cost("MaxPool", [("float", (1, 8, 16, 16))], [("float", (1, 8, 8, 8))],
-                  {"kernel_shape": (3, 3)})  # fmt: skip
+    p = node_cost(
+        "MaxPool", [("float", (1, 8, 16, 16))], [("float", (1, 8, 8, 8))], {"kernel_shape": (3, 3)}
+    )
     assert p.flops == 8 * 64 * 9 and p.kind == "pooling"
     s = node_cost("Shape", [("float", (1, 3, 224, 224))], [("int64", (4,))])
     assert (s.flops, s.bytes_read, s.bytes_written) == (0, 0, 32)  # reads no data
-    u = node_cost("TreeEnsembleClassifier", [("float", (1, 4))], [("int64", (1,))],
-                  domain="ai.onnx.ml")  # fmt: skip
+    u = node_cost(
+        "TreeEnsembleClassifier", [("float", (1, 4))], [("int64", (1,))], domain="ai.onnx.ml"
+    )
     assert math.isnan(u.flops) and u.kind == "unknown"
     assert u.note == "no formula for op ai.onnx.ml:TreeEnsembleClassifier" and u.bytes == 24
     missing = node_cost("Conv", [("float", (1, 3, 8, 8)), None], [("float", (1, 4, 8, 8))])
@@ -106,8 +122,13 @@ def test_mlp_counted_by_hand_and_bytes_equal_orts_record(tmp_path: Path) -> None
     c = ortlab.cost(_mlp(tmp_path / "mlp.onnx"), dims={"batch": 4}, progress=False)
     rows = {r.node: r for r in c.rows}
     assert set(rows) == {"mm", "bias", "relu", "gemm", "softmax"}
-    expect = {"mm": 2 * 4 * 64 * 32, "bias": 4 * 64, "relu": 4 * 64,
-              "gemm": 2 * 4 * 10 * 64 + 4 * 10, "softmax": 5 * 4 * 10}  # fmt: skip
+    expect = {
+        "mm": 2 * 4 * 64 * 32,
+        "bias": 4 * 64,
+        "relu": 4 * 64,
+        "gemm": 2 * 4 * 10 * 64 + 4 * 10,
+        "softmax": 5 * 4 * 10,
+    }
     assert {n: r.flops for n, r in rows.items()} == expect
     assert c.total_flops == sum(expect.values())
     # weights included: the MatMul reads x and W1 and writes h
@@ -136,8 +157,9 @@ def test_under_a_config_rows_are_the_kernels_ort_runs(tmp_path: Path) -> None:
     path = _mlp(tmp_path / "mlp.onnx")
     own = ortlab.cost(path, dims={"batch": 4}, progress=False)
     fused = ortlab.cost(path, dims={"batch": 4}, config={"level": "all"}, progress=False)
-    prof = ortlab.profile(path, {"level": "all"}, dims={"batch": 4}, runs=1, warmup=0,
-                          progress=False)  # fmt: skip
+    prof = ortlab.profile(
+        path, {"level": "all"}, dims={"batch": 4}, runs=1, warmup=0, progress=False
+    )
     assert {r.node for r in fused.rows} == set(prof.data.node)
     assert len(fused.rows) < len(own.rows)
     compute = [r for r in fused.rows if r.kind == "compute"]
@@ -147,15 +169,19 @@ def test_under_a_config_rows_are_the_kernels_ort_runs(tmp_path: Path) -> None:
 def test_loop_body_counts_each_iteration(tmp_path: Path) -> None:
     """A Loop body's Add runs once per iteration: calls per run = trip count."""
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"], "keep"),
-         helper.make_node("Add", ["v_in", "one_b"], ["v_out"], "step")],
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], "keep"),
+            helper.make_node("Add", ["v_in", "one_b"], ["v_out"], "step"),
+        ],
         "body",
         [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("v_in", F, [8])],
         [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [8])],
         initializer=[numpy_helper.from_array(np.ones(8, np.float32), "one_b")],
-    )  # fmt: skip
-    inits = [numpy_helper.from_array(np.array(6, np.int64), "trip"),
-             numpy_helper.from_array(np.array(True), "cond")]  # fmt: skip
+    )
+    inits = [
+        numpy_helper.from_array(np.array(6, np.int64), "trip"),
+        numpy_helper.from_array(np.array(True), "cond"),
+    ]
     loop = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)
     path = tmp_path / "loop.onnx"
     onnx.save(make([loop], [vi("x", F, [8])], [vi("y", F, [8])], inits), path)
@@ -179,8 +205,9 @@ def test_cli_cost(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_compiling_ep_is_refused_clearly(tmp_path: Path) -> None:
     path = _mlp(tmp_path / "mlp.onnx")
     with pytest.raises(ortlab.RunError, match="compiles parts of the graph"):
-        ortlab.cost(path, dims={"batch": 1}, config={"providers": ["openvino", "cpu"]},
-                    progress=False)  # fmt: skip
+        ortlab.cost(
+            path, dims={"batch": 1}, config={"providers": ["openvino", "cpu"]}, progress=False
+        )
 
 
 # ---------------------------------------------------------------- real exports
@@ -231,8 +258,9 @@ def test_conv_and_matmul_flops_equal_onnx_tools_count(name: str) -> None:
 def test_resnet50_is_the_published_count() -> None:
     """ResNet-50 at 224x224 is quoted at ~4.1 GMACs (He et al. 2016: 3.8e9 multiply-adds
     without the shortcut projections' and FC's share): 2 FLOPs each."""
-    c = ortlab.cost(corpus.path("resnet50_legacy"), feeds=corpus.feeds("resnet50_legacy"),
-                    progress=False)  # fmt: skip
+    c = ortlab.cost(
+        corpus.path("resnet50_legacy"), feeds=corpus.feeds("resnet50_legacy"), progress=False
+    )
     conv = c.by_op_type.set_index("op_type").loc["Conv", "flops"]
     assert 2 * 4.0e9 < conv < 2 * 4.2e9
 
@@ -243,8 +271,7 @@ def test_precisions_bodies_and_contrib_kernels(name: str) -> None:
     c = ortlab.cost(corpus.path(name), feeds=corpus.feeds(name), progress=False)
     dtypes = {r.dtype for r in c.rows if r.kind == "compute"}
     if name == "slovorez_fp16":  # the CPU EP has no fp16 Conv: ORT casts around it
-        assert dtypes == {"fp32"} and any(r.op_type == "Cast" and r.dtype == "fp16"
-                                          for r in c.rows)  # fmt: skip
+        assert dtypes == {"fp32"} and any(r.op_type == "Cast" and r.dtype == "fp16" for r in c.rows)
         assert any("inserted" in n and "Cast" in n for n in c.notes)
     if name == "ddddocr_int8":
         assert "int8" in dtypes and {"ConvInteger", "DynamicQuantizeLSTM"} <= {

@@ -408,9 +408,14 @@ class _FakeProc:
 def _fake_psutil(busy: float, tree: _FakeProc) -> Any:
     """All CPUs together: ``busy`` CPU-seconds working, idle and iowait must not count."""
     times = SimpleNamespace(
-        user=busy * 0.5, nice=busy * 0.1, system=busy * 0.3, irq=busy * 0.05,
-        softirq=busy * 0.05, idle=1000.0 + busy, iowait=50.0 + busy,
-    )  # fmt: skip
+        user=busy * 0.5,
+        nice=busy * 0.1,
+        system=busy * 0.3,
+        irq=busy * 0.05,
+        softirq=busy * 0.05,
+        idle=1000.0 + busy,
+        iowait=50.0 + busy,
+    )
     return SimpleNamespace(cpu_times=lambda: times, cpu_count=lambda: 2, Process=lambda: tree)
 
 
@@ -446,8 +451,14 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
     from ortlab.diagnosis.doctor import _with_caveat
 
     caveat = load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
-    threads = ortlab.Best(SessionConfig(intra_op_threads=1).to_dict(), "original", "m.onnx", [],
-                          Paired(0.5, 0.45, 0.55, "threads:1 is 2.00x faster"), 1.0)  # fmt: skip
+    threads = ortlab.Best(
+        SessionConfig(intra_op_threads=1).to_dict(),
+        "original",
+        "m.onnx",
+        [],
+        Paired(0.5, 0.45, 0.55, "threads:1 is 2.00x faster"),
+        1.0,
+    )
     flagged = _with_caveat(threads, SessionConfig(), caveat)
     assert flagged.paired.verdict == f"threads:1 is 2.00x faster; {caveat}"
     assert caveat in flagged.snippet() and "1.4 of 2 cores" in caveat
@@ -463,8 +474,16 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
     from ortlab.diagnosis.search import Search
 
     model = m or ortlab.load(ortlab.examples.mlp())
-    return Search(model, cfg=SessionConfig(), feeds={}, budget_s=budget_s, min_cosine=0.999,
-                  progress=False, timeout=None, t0=time.perf_counter())  # fmt: skip
+    return Search(
+        model,
+        cfg=SessionConfig(),
+        feeds={},
+        budget_s=budget_s,
+        min_cosine=0.999,
+        progress=False,
+        timeout=None,
+        t0=time.perf_counter(),
+    )
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
@@ -489,15 +508,21 @@ def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.Monk
         Candidate("threads:1", m, SessionConfig(intra_op_threads=1), []),
     ]
     nan, rank = math.nan, "RuntimeError: Invalid rank for output: y Got: 2 Expected: 1"
-    _fake_worker(monkeypatch, [
-        # a NaN column for the failed one …
-        {"medians_ns": [[1e6, nan, 2e6]] * 6, "latencies_ns": [[1e6], [], [2e6]],
-         "failed": {1: rank}},
-        # … or only the columns of those that ran (keys may come back as text)
-        {"medians_ns": [[1e6, 2e6]] * 6, "latencies_ns": [[1e6], [2e6]], "failed": {"1": rank}},
-        # a worker that reports no failures: everything as before
-        {"medians_ns": [[1e6, 3e6, 2e6]] * 6, "latencies_ns": [[1e6], [3e6], [2e6]]},
-    ])  # fmt: skip
+    _fake_worker(
+        monkeypatch,
+        [
+            # a NaN column for the failed one …
+            {
+                "medians_ns": [[1e6, nan, 2e6]] * 6,
+                "latencies_ns": [[1e6], [], [2e6]],
+                "failed": {1: rank},
+            },
+            # … or only the columns of those that ran (keys may come back as text)
+            {"medians_ns": [[1e6, 2e6]] * 6, "latencies_ns": [[1e6], [2e6]], "failed": {"1": rank}},
+            # a worker that reports no failures: everything as before
+            {"medians_ns": [[1e6, 3e6, 2e6]] * 6, "latencies_ns": [[1e6], [3e6], [2e6]]},
+        ],
+    )
     for _ in range(2):
         med, ran = s._time(items, 6, 3, "test")
         assert [k for k, *_ in ran] == ["baseline", "threads:1"]
@@ -516,8 +541,10 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     no verdict is possible — even for a candidate twice as fast in every round."""
     s = _search(budget_s=1.0)
     seen = _observed(profiled_ms=100.0)
-    items = [Candidate("baseline", s.m, SessionConfig(), []),
-             Candidate("level:all", s.m, SessionConfig(level="all"), [])]  # fmt: skip
+    items = [
+        Candidate("baseline", s.m, SessionConfig(), []),
+        Candidate("level:all", s.m, SessionConfig(level="all"), []),
+    ]
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
     ran = s.screen(items, seen)
     assert len(ran) == 2 and s.rounds == 2 and s.runs == 2
@@ -539,9 +566,15 @@ def test_facts_are_assembled_once_from_the_stages() -> None:
     from ortlab.diagnosis.facts import TransformerFusion
 
     seen = _observed(profiled_ms=12.0)
-    parts: dict[str, Any] = {"fusion": TransformerFusion({"Attention": 2}), "footprint": None,
-                             "quant_fixes": {}, "variant_signals": [], "failures": [],
-                             "other_cpu": {}, "logical_cpus": 2}  # fmt: skip
+    parts: dict[str, Any] = {
+        "fusion": TransformerFusion({"Attention": 2}),
+        "footprint": None,
+        "quant_fixes": {},
+        "variant_signals": [],
+        "failures": [],
+        "other_cpu": {},
+        "logical_cpus": 2,
+    }
     before = Facts.assemble(seen, measured={}, **parts)
     base = _m("baseline", 1.0, 1.0, 1.0, p50=9.5)
     after = Facts.assemble(seen, measured={"baseline": base}, **parts)
@@ -580,8 +613,12 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
 
 
 def test_best_when_nothing_wins_has_no_interval() -> None:
-    facts = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0),
-                             "level:all": _m("level:all", 0.99, 0.95, 1.03)})  # fmt: skip
+    facts = _facts(
+        measured={
+            "baseline": _m("baseline", 1.0, 1.0, 1.0),
+            "level:all": _m("level:all", 0.99, 0.95, 1.03),
+        }
+    )
     b = _search().best(facts.measured)
     assert b.variant == "original" and b.paired.ratio == 1.0
     assert math.isnan(b.paired.low) and math.isnan(b.paired.high)
@@ -599,8 +636,13 @@ BUDGET = 600
 @pytest.fixture(scope="module")
 def conv_doctor() -> ortlab.DoctorResult:
     # rounds=4 asks for fewer than a 95 % interval needs: the doctor raises it to 6
-    return ortlab.doctor(ortlab.examples.conv_bn_relu(), {"level": "disabled"}, budget_s=BUDGET,
-                         rounds=4, progress=False)  # fmt: skip
+    return ortlab.doctor(
+        ortlab.examples.conv_bn_relu(),
+        {"level": "disabled"},
+        budget_s=BUDGET,
+        rounds=4,
+        progress=False,
+    )
 
 
 @pytest.mark.slow
@@ -699,8 +741,9 @@ def test_doctor_result_json_round_trip(conv_doctor: ortlab.DoctorResult, tmp_pat
     assert again.other_cpu == conv_doctor.other_cpu
     assert repr(again.measured) == repr(conv_doctor.measured)  # NaN (no cosine) == NaN here
     assert isinstance(again.profile, ortlab.ProfileResult)  # typed: the report can use it
-    assert ortlab.report(ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html",
-                         compute=False).exists()  # fmt: skip
+    assert ortlab.report(
+        ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html", compute=False
+    ).exists()
     assert "<DoctorResult 'conv_bn_relu'" in repr(again)
     assert "Best verified" in again._repr_html_() and "BEST:" in again.to_text()
 
@@ -712,16 +755,23 @@ def test_a_best_without_interval_round_trips_and_renders(
     JSON keeps the NaN and every renderer of the result copes."""
     base = {m.key: m for m in conv_doctor.measured}["baseline"]
     why = "no candidate was measurably faster than the baseline"
-    best = ortlab.Best(base.config, "original", conv_doctor.model_path, [],
-                       Paired(1.0, math.nan, math.nan, why), 1.0)  # fmt: skip
+    best = ortlab.Best(
+        base.config,
+        "original",
+        conv_doctor.model_path,
+        [],
+        Paired(1.0, math.nan, math.nan, why),
+        1.0,
+    )
     d = dataclasses.replace(conv_doctor, best=best)
     again = ortlab.DoctorResult.from_json(d.to_json())
     assert math.isnan(again.best.paired.low) and math.isnan(again.best.paired.high)
     assert again.best.paired.verdict == why and again.best.paired.ratio == 1.0
     assert f"BEST: original · {again.best.session_config.label()} — {why}" in again.to_text()
     assert why in again._repr_html_() and why in again.best.snippet() and why in repr(again)
-    assert ortlab.report(ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html",
-                         compute=False).exists()  # fmt: skip
+    assert ortlab.report(
+        ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html", compute=False
+    ).exists()
 
 
 @pytest.mark.slow
@@ -795,8 +845,13 @@ def test_doctor_goes_on_when_the_quantizer_fails(monkeypatch: pytest.MonkeyPatch
         raise AssertionError
 
     monkeypatch.setattr(onnxruntime.quantization, "quantize_static", scale_issue)
-    d = ortlab.doctor(ortlab.examples.conv_bn_relu(), budget_s=BUDGET, rounds=6,
-                      transformers=False, progress=False)  # fmt: skip
+    d = ortlab.doctor(
+        ortlab.examples.conv_bn_relu(),
+        budget_s=BUDGET,
+        rounds=6,
+        transformers=False,
+        progress=False,
+    )
     (x,) = [f for f in d.findings if f.rule == "candidate_failed"]
     assert x.title.startswith("static QDQ minmax per-channel fails: ")
     assert "AssertionError" in x.evidence and x.severity == "warning"
@@ -812,8 +867,15 @@ def test_doctor_goes_on_when_orts_session_for_a_variant_fails(tmp_path: Any) -> 
     proto.graph.node[-1].op_type = "NoSuchOp"
     broken = tmp_path / "broken.onnx"
     onnx.save(proto, broken)
-    d = ortlab.doctor(ortlab.examples.conv_bn_relu(), variants=[broken], budget_s=BUDGET,
-                      rounds=6, quantize=False, transformers=False, progress=False)  # fmt: skip
+    d = ortlab.doctor(
+        ortlab.examples.conv_bn_relu(),
+        variants=[broken],
+        budget_s=BUDGET,
+        rounds=6,
+        quantize=False,
+        transformers=False,
+        progress=False,
+    )
     (x,) = [f for f in d.findings if f.rule == "candidate_failed"]
     assert x.title.startswith("candidate variant:broken (broken · ") and "NoSuchOp" in x.evidence
     assert "session" in x.fix
@@ -885,8 +947,15 @@ def test_a_requested_npu_that_does_not_run_here_gets_its_predicted_partition() -
     and why the others fall back, with the same numbers ortlab.whatif gives, as a prediction."""
     pytest.importorskip("onnxruntime_qnn")
     m = ortlab.examples.load("bert_tiny")
-    d = ortlab.doctor(m, providers=["qnn", "cpu"], budget_s=600, rounds=6, quantize=False,
-                      transformers=False, progress=False)  # fmt: skip
+    d = ortlab.doctor(
+        m,
+        providers=["qnn", "cpu"],
+        budget_s=600,
+        rounds=6,
+        quantize=False,
+        transformers=False,
+        progress=False,
+    )
     (x,) = [f for f in d.findings if f.rule == "npu_partition"]
     w = ortlab.whatif(m, targets=["qnn"], progress=False).summary().iloc[0]
     assert x.title == f"QNN would take {w.on_target} of {w.on_target + w.on_cpu} nodes (predicted)"
@@ -899,8 +968,10 @@ def _footprint(**changes: tuple[list[float], list[float]]) -> Any:
     from ortlab.analysis.memory import FootprintResult, FootprintRow, _against
 
     mb = 1e6
-    rows = [FootprintRow(s, {}, [h * mb for h in held], [p * mb for p in peak], [5.0] * 4)
-            for s, (held, peak) in changes.items()]  # fmt: skip
+    rows = [
+        FootprintRow(s, {}, [h * mb for h in held], [p * mb for p in peak], [5.0] * 4)
+        for s, (held, peak) in changes.items()
+    ]
     rows = [rows[0], *(_against(rows[0], r) for r in rows[1:])]
     return FootprintResult(model="m", weights_bytes=10_000_000, rows=rows, repeats=4, runs=2)
 
@@ -909,14 +980,17 @@ def test_memory_finding_needs_a_saving_beyond_the_spread_and_worth_having() -> N
     ref = ([100, 101, 100, 102], [120, 121, 120, 122])
     noise = ([99, 102, 100, 101], [119, 122, 121, 120])  # overlaps the reference
     tiny = ([99, 99, 99, 99], [119, 119, 119, 119])  # measurable, but < 5 % of the peak
-    f = _facts(footprint=_footprint(**{"as configured": ref, "arena off": noise,
-                                       "prepacking off": tiny}))  # fmt: skip
+    f = _facts(
+        footprint=_footprint(**{"as configured": ref, "arena off": noise, "prepacking off": tiny})
+    )
     [x] = _rules(f, "memory")
     assert x.severity == "info" and "no setting" in x.title
     big = ([60, 61, 60, 60], [80, 81, 80, 80])
     slower = _m("memory:arena off", 1.2, 1.1, 1.3)
-    f = _facts(footprint=_footprint(**{"as configured": ref, "arena off": big}),
-               measured={"memory:arena off": slower})  # fmt: skip
+    f = _facts(
+        footprint=_footprint(**{"as configured": ref, "arena off": big}),
+        measured={"memory:arena off": slower},
+    )
     [x] = _rules(f, "memory")
     assert "arena off" in x.title and "38.1 MB" in x.title and "(33%)" in x.title
     assert x.severity == "info", "a saving that costs time is a trade-off, not a warning"
@@ -944,8 +1018,7 @@ def test_a_wide_interval_is_undecided_never_no_faster() -> None:
     fast = _m("variant:quant-dynamic", 0.5, 0.45, 0.55, cosine=0.9999, variant="q")
     titles = []
     for m in (wide, none, fast):
-        f = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0),
-                             "variant:quant-dynamic": m})  # fmt: skip
+        f = _facts(measured={"baseline": _m("baseline", 1.0, 1.0, 1.0), "variant:quant-dynamic": m})
         titles += [x.title for x in _rules(f, "quantization")]
     assert titles[0] == "q: undecided (time ratio 0.69 [0.35, 1.30]), accuracy cost shown"
     assert titles[1] == "q: no faster, accuracy cost shown"
@@ -973,12 +1046,23 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     class Scripted(Search):
         def _time(self, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG002
             # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
-            pattern = {"baseline": [10.0] * rounds, "clear": [5.0] * rounds,
-                       "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)]}  # fmt: skip
+            pattern = {
+                "baseline": [10.0] * rounds,
+                "clear": [5.0] * rounds,
+                "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)],
+            }
             return np.column_stack([pattern[it[0]] for it in items]), list(items)
 
-    s = Scripted(mlp, cfg=SessionConfig(), feeds={}, budget_s=60.0, min_cosine=0.999,
-                 progress=False, timeout=None, t0=_time.perf_counter())  # fmt: skip
+    s = Scripted(
+        mlp,
+        cfg=SessionConfig(),
+        feeds={},
+        budget_s=60.0,
+        min_cosine=0.999,
+        progress=False,
+        timeout=None,
+        t0=_time.perf_counter(),
+    )
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
     med, _ = s._time(finals, 8, 3, "")
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
@@ -992,8 +1076,10 @@ def test_the_quantization_finding_reads_the_final_measurement_of_its_variant() -
     """The screen left a variant undecided; the final stage re-measured it faster. The finding
     said "undecided" while the best said 1.38x faster: it now says what the final stage found."""
     screen = _m("variant:quant-static", 0.79, 0.50, 1.15, cosine=0.9999, variant="q")
-    final = dataclasses.replace(_m("variant:quant-static+final", 0.725, 0.588, 0.874,
-                                   cosine=0.9999, variant="q"), stage="final")  # fmt: skip
+    final = dataclasses.replace(
+        _m("variant:quant-static+final", 0.725, 0.588, 0.874, cosine=0.9999, variant="q"),
+        stage="final",
+    )
     f = _facts(
         measured={
             "baseline": _m("baseline", 1.0, 1.0, 1.0),

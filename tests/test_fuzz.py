@@ -310,8 +310,13 @@ def test_synthesizer_on_generated_graphs(
         array = feeds[info.name]
         assert info.shape is not None and array.ndim == len(info.shape)
         for axis, (d, got) in enumerate(zip(info.shape, array.shape, strict=True)):
-            expected = (d if isinstance(d, int) else feeds.dims[d].value if d
-                        else guessed.get((info.name, axis), (1, ""))[0])  # fmt: skip
+            expected = (
+                d
+                if isinstance(d, int)
+                else feeds.dims[d].value
+                if d
+                else guessed.get((info.name, axis), (1, ""))[0]
+            )
             assert got == expected
         if array.size and array.dtype.kind in "iu" and "position" not in info.name:
             assert array.min() >= 0 and array.max() < max(_table_rows(proto, info.name), 2)

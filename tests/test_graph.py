@@ -129,14 +129,20 @@ def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> N
     for f in files:
         text = f.read_text(encoding="utf-8")
         assert len(text.splitlines()) < 250, f"{f.name} is too long to read in one go"
-        starts = [i for i, line in enumerate(text.splitlines())
-                  if re.match(r"(export )?(async )?function ", line)]  # fmt: skip
+        starts = [
+            i
+            for i, line in enumerate(text.splitlines())
+            if re.match(r"(export )?(async )?function ", line)
+        ]
         for i in starts:
             length = next(j for j, line in enumerate(text.splitlines()[i:]) if line == "}")
             assert length <= 60, f"{f.name}: the function on line {i + 1} has {length} lines"
         code = re.sub(r"^\s*//.*$", "", text, flags=re.M)  # comments may name the sinks
-        sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|"
-                           r"\beval\(|new Function", code)  # fmt: skip
+        sinks = re.findall(
+            r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|"
+            r"\beval\(|new Function",
+            code,
+        )
         assert sinks == [], f"{f.name} writes markup: {sinks}"
         assert not re.search(r"^\s*import\b|\bimport\s*\(\s*[\"']", code, flags=re.M), (
             f"{f.name} imports by path: blob: modules get their peers from index.js"
@@ -146,8 +152,9 @@ def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> N
     assert w._esm == (folder / "index.js").read_text(encoding="utf-8")
     assert w.modules == {f.stem: f.read_text(encoding="utf-8") for f in files[1:]}
     page = w.to_html(tmp_path / "g.html").read_text(encoding="utf-8")
-    scripts = re.findall(r"<script(?! type=\"application/json\")[^>]*>(.*?)</script>", page,
-                         flags=re.S)  # fmt: skip
+    scripts = re.findall(
+        r"<script(?! type=\"application/json\")[^>]*>(.*?)</script>", page, flags=re.S
+    )
     assert len(scripts) == 1, "one inline script: the loader (data and modules are a data block)"
     policy = re.search(r'Content-Security-Policy" content="([^"]+)"', page)
     assert policy and csp_hash(scripts[0]) in policy.group(1)
@@ -173,16 +180,20 @@ def test_netron_serves_the_model_locally_and_stops() -> None:
 
 def test_graph_diff_links_fused_nodes() -> None:
     m = ortlab.examples.load("conv_bn_relu")
-    opt = ortlab.optimization_diff(m, levels=["disabled", "extended"], measure=False,
-                                   progress=False)  # fmt: skip
+    opt = ortlab.optimization_diff(
+        m, levels=["disabled", "extended"], measure=False, progress=False
+    )
     d = ortlab.graph_diff(opt, "disabled", "extended")
     conv = "/features/block0/Conv"
     d.left.selected = {"name": conv}
     assert len(d.right.highlighted) == 1, "Conv+BN+Relu became one FusedConv"
     fused = d.right.highlighted[0]
     d.right.selected = {"name": fused}
-    assert set(d.left.highlighted) == {conv, "/features/block0/BatchNormalization",
-                                       "/features/block0/Relu"}  # fmt: skip
+    assert set(d.left.highlighted) == {
+        conv,
+        "/features/block0/BatchNormalization",
+        "/features/block0/Relu",
+    }
     d.left.selected = {}
     assert d.right.highlighted == []
 
@@ -215,9 +226,11 @@ def test_a_boundary_inside_a_collapsed_group_shows_on_the_group() -> None:
     from ortlab.analysis.graphdata import GraphEdge, GraphNode, _groups
 
     cpu, ov = "CPUExecutionProvider", "OpenVINOExecutionProvider"
-    nodes = [GraphNode(0, "a", "Conv", "", "/blk", ov),
-             GraphNode(1, "b", "IsNaN", "", "/blk/x", cpu),
-             GraphNode(2, "c", "Relu", "", "/other", ov)]  # fmt: skip
+    nodes = [
+        GraphNode(0, "a", "Conv", "", "/blk", ov),
+        GraphNode(1, "b", "IsNaN", "", "/blk/x", cpu),
+        GraphNode(2, "c", "Relu", "", "/other", ov),
+    ]
     edges = [GraphEdge(0, 1, "t0", True, False), GraphEdge(1, 2, "t1", True, False)]
     got = {g.id: g.boundaries for g in _groups(nodes, edges)}
     assert got == {"/blk": 1, "/blk/x": 0, "/other": 0}, "only a→b has both ends inside /blk"
@@ -231,8 +244,11 @@ def test_a_fused_nodes_details_show_its_kernels_time_as_the_profile_lists_it() -
     pl = ortlab.placement(m, runs=5, progress=False)
     prof = pl.profile.by_node().set_index("node")["us_per_run"]
     g = graph_data(m, placement=pl)
-    shared = [n for n in g.nodes if len(n.optimized) == 1
-              and sum(n.optimized == o.optimized for o in g.nodes) > 1]  # fmt: skip
+    shared = [
+        n
+        for n in g.nodes
+        if len(n.optimized) == 1 and sum(n.optimized == o.optimized for o in g.nodes) > 1
+    ]
     assert shared, "conv_bn_relu fuses nodes into one kernel at level all"
     credited: dict[str, float] = {}
     for n in shared:
@@ -245,8 +261,22 @@ def test_a_fused_nodes_details_show_its_kernels_time_as_the_profile_lists_it() -
 
 
 # Ops whose work is a block's name when it holds one: this test's own list, not ortlab's.
-_WORK = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "MatMul", "MatMulInteger",
-         "Gemm", "LSTM", "GRU", "Attention", "Einsum", "If", "Loop", "Scan"}  # fmt: skip
+_WORK = {
+    "Conv",
+    "ConvInteger",
+    "QLinearConv",
+    "ConvTranspose",
+    "MatMul",
+    "MatMulInteger",
+    "Gemm",
+    "LSTM",
+    "GRU",
+    "Attention",
+    "Einsum",
+    "If",
+    "Loop",
+    "Scan",
+}
 
 
 def _block_members(g: Any, group_id: str) -> list[Any]:

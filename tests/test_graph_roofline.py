@@ -104,18 +104,49 @@ def test_without_a_placement_fused_kernels_map_to_nothing(
 
 
 def _row(node: str, us: float, fraction: float, bound: str = "compute") -> RoofRow:
-    return RoofRow(node, "Conv", "CPUExecutionProvider", us, 0.1, 1e6, 1e4, "fp32", "compute",
-                   1e11, 1e10, 0.0, 0.0, 1e11, fraction, bound)  # fmt: skip
+    return RoofRow(
+        node,
+        "Conv",
+        "CPUExecutionProvider",
+        us,
+        0.1,
+        1e6,
+        1e4,
+        "fp32",
+        "compute",
+        1e11,
+        1e10,
+        0.0,
+        0.0,
+        1e11,
+        fraction,
+        bound,
+    )
 
 
 def test_a_node_in_several_kernels_shows_their_time_weighted_mean() -> None:
-    roof = type("Roof", (), {"rows": [_row("k1", 30.0, 0.2), _row("k2", 10.0, 0.6, "memory"),
-                                      _row("k3", 50.0, math.nan, "")]})()  # fmt: skip
-    placement = type("Pl", (), {"node_rows": [
-        type("Row", (), {"node": "a", "optimized": ("k1", "k2")})(),
-        type("Row", (), {"node": "b", "optimized": ("k3",)})(),
-        type("Row", (), {"node": "c", "optimized": ("k2",)})(),
-    ]})()  # fmt: skip
+    roof = type(
+        "Roof",
+        (),
+        {
+            "rows": [
+                _row("k1", 30.0, 0.2),
+                _row("k2", 10.0, 0.6, "memory"),
+                _row("k3", 50.0, math.nan, ""),
+            ]
+        },
+    )()
+    placement = type(
+        "Pl",
+        (),
+        {
+            "node_rows": [
+                type("Row", (), {"node": "a", "optimized": ("k1", "k2")})(),
+                type("Row", (), {"node": "b", "optimized": ("k3",)})(),
+                type("Row", (), {"node": "c", "optimized": ("k2",)})(),
+            ]
+        },
+    )()
     marks, notes = roof_marks(roof, placement, ["a", "b", "c"])
     assert marks["a"].fraction == pytest.approx((0.2 * 30 + 0.6 * 10) / 40)
     assert marks["a"].bound == "compute" and marks["a"].ceiling == "" and marks["a"].kernels == 2

@@ -21,8 +21,10 @@ def test_conv_bn_relu_fused_into_one_node() -> None:
         N("relu", "Relu", ["n"], ["r"]),
         N("head", "Relu", ["r"], ["y"]),
     ]
-    optimized = [N("conv", "FusedConv", ["x", "w_fused", "b_fused"], ["r"], "com.microsoft"),
-                 N("head", "Relu", ["r"], ["y"])]  # fmt: skip
+    optimized = [
+        N("conv", "FusedConv", ["x", "w_fused", "b_fused"], ["r"], "com.microsoft"),
+        N("head", "Relu", ["r"], ["y"]),
+    ]
     m = map_nodes(original, optimized, ["w", "s", "b", "m", "v"], ["x"])
     assert m.status == {"conv": "fused", "bn": "fused", "relu": "fused", "head": "kept"}
     assert sorted(m.optimized_to_original["conv"]) == ["bn", "conv", "relu"]
@@ -121,9 +123,20 @@ def test_no_node_unaccounted_on_a_control_flow_model() -> None:
 
 
 # Kernels that compute an original op (ORT's CPU EP names, NCHWc and contrib fusions).
-COMPUTES = {"Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
-            "MatMul": {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger", "QGemm",
-                       "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "Attention"}}  # fmt: skip
+COMPUTES = {
+    "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
+    "MatMul": {
+        "MatMul",
+        "FusedMatMul",
+        "Gemm",
+        "FusedGemm",
+        "MatMulInteger",
+        "QGemm",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "Attention",
+    },
+}
 
 
 def test_nchwc_chain_credits_each_conv_to_its_conv_kernel() -> None:

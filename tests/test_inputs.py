@@ -11,10 +11,25 @@ from tests import models
 
 # Every element type ORT's CPU EP can take through Identity (opset 21).
 RUNNABLE = [
-    "FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16", "INT8", "INT16", "INT32", "INT64", "UINT8",
-    "UINT16", "UINT32", "UINT64", "BOOL", "STRING", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-    "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
-]  # fmt: skip
+    "FLOAT",
+    "FLOAT16",
+    "DOUBLE",
+    "BFLOAT16",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "UINT8",
+    "UINT16",
+    "UINT32",
+    "UINT64",
+    "BOOL",
+    "STRING",
+    "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ",
+    "FLOAT8E5M2",
+    "FLOAT8E5M2FNUZ",
+]
 
 
 @pytest.mark.parametrize("dtype", RUNNABLE)
@@ -171,8 +186,9 @@ def test_a_run_that_fails_at_guessed_dims_says_they_were_guessed() -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "a", "b"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 147])
     shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1, 147])
-    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "fixed",
-                              [x], [y], [shape])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "fixed", [x], [y], [shape]
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
     m = ortlab.load(model)
     with pytest.raises(ortlab.RunError) as info:

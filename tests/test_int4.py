@@ -18,8 +18,11 @@ HEADS, HEAD_DIM, LAYERS = 4, 64, 2
 
 
 def _cache(past: int) -> dict[str, np.ndarray]:
-    return {f"past_key_values.{i}.{kv}": np.zeros((1, HEADS, past, HEAD_DIM), np.float32)
-            for i in range(LAYERS) for kv in ("key", "value")}  # fmt: skip
+    return {
+        f"past_key_values.{i}.{kv}": np.zeros((1, HEADS, past, HEAD_DIM), np.float32)
+        for i in range(LAYERS)
+        for kv in ("key", "value")
+    }
 
 
 def test_decoder_decodes_like_a_full_recompute() -> None:
@@ -30,10 +33,14 @@ def test_decoder_decodes_like_a_full_recompute() -> None:
     out = dict(zip(names, s.run(None, {"input_ids": prompt, **_cache(0)}), strict=True))
     logits = []
     for token in (35, 89):  # one token at a time, the cache growing by one per step
-        cache = {f"past_key_values.{i}.{kv}": out[f"present.{i}.{kv}"]
-                 for i in range(LAYERS) for kv in ("key", "value")}  # fmt: skip
-        out = dict(zip(names, s.run(None, {"input_ids": np.array([[token]]), **cache}),
-                       strict=True))  # fmt: skip
+        cache = {
+            f"past_key_values.{i}.{kv}": out[f"present.{i}.{kv}"]
+            for i in range(LAYERS)
+            for kv in ("key", "value")
+        }
+        out = dict(
+            zip(names, s.run(None, {"input_ids": np.array([[token]]), **cache}), strict=True)
+        )
         logits.append(out["logits"][0, -1])
     assert out["present.0.key"].shape[2] == prompt.shape[1] + 2
     full_ids = np.array([[3, 14, 15, 92, 65, 35, 89]], np.int64)
@@ -65,8 +72,9 @@ def test_int4_needs_matmul_weights_and_says_so() -> None:
 def test_cli_quantize_int4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = ortlab.examples.path("decoder_tiny")
     out = tmp_path / "q4.onnx"
-    code = main(["quantize", str(src), "--mode", "int4", "--block-size", "64", "-o", str(out),
-                 "--json"])  # fmt: skip
+    code = main(
+        ["quantize", str(src), "--mode", "int4", "--block-size", "64", "-o", str(out), "--json"]
+    )
     assert code in (0, None)
     doc = json.loads(capsys.readouterr().out)
     assert doc["variant"] == "int4 weight-only b64" and out.exists()

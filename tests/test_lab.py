@@ -149,11 +149,23 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
     options: dict[str, dict[str, str]] = {}
     if "CUDAExecutionProvider" in lab.provider_boxes:  # in the build; it falls back here
         providers, options = ["cuda", "cpu"], {"cuda": {"device_id": "0"}}
-    cfg = ortlab.SessionConfig(providers, provider_options=options, level="extended",
-                               intra_op_threads=1, allow_spinning=False, io_binding=True,
-                               enable_mem_pattern=False)  # fmt: skip
-    best = Best(cfg.to_dict(), q.name, str(q.path), list(q.variant.steps),
-                Paired(0.5, 0.4, 0.6, "faster"), 0.9999)  # fmt: skip
+    cfg = ortlab.SessionConfig(
+        providers,
+        provider_options=options,
+        level="extended",
+        intra_op_threads=1,
+        allow_spinning=False,
+        io_binding=True,
+        enable_mem_pattern=False,
+    )
+    best = Best(
+        cfg.to_dict(),
+        q.name,
+        str(q.path),
+        list(q.variant.steps),
+        Paired(0.5, 0.4, 0.6, "faster"),
+        0.9999,
+    )
     lab.doctor_result = dataclasses.replace(d, best=best)
     lab.apply_button.click()
     assert lab.error.value == ""
@@ -191,8 +203,11 @@ def test_outputs_bypass_ipython_history_and_old_results_are_dropped(lab) -> None
     import gc
 
     def bundles() -> list[dict]:
-        return [o for o in gc.get_objects()
-                if isinstance(o, dict) and "application/vnd.plotly.v1+json" in o]  # fmt: skip
+        return [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, dict) and "application/vnd.plotly.v1+json" in o
+        ]
 
     lab.tabs.selected_index = list(lab.panes).index("Profile")  # its figures drawn every run
     gc.collect()
@@ -261,10 +276,17 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
     durs = [10.0, 2.0] * runs
     durs[1] = 1000.0  # b's call in run 0 stalled
     data = ProfileData(
-        node=["a", "b"], op_type=["Conv", "ReorderInput"], provider=["CPU", "CPU"],
-        input_types=[[], []], output_types=[[], []], ev_node=ev_node, ev_run=ev_run,
-        ev_start_us=[0.0, 10.0] * runs, ev_dur_us=durs, run_us=[12.0] * runs,
-    )  # fmt: skip
+        node=["a", "b"],
+        op_type=["Conv", "ReorderInput"],
+        provider=["CPU", "CPU"],
+        input_types=[[], []],
+        output_types=[[], []],
+        ev_node=ev_node,
+        ev_run=ev_run,
+        ev_start_us=[0.0, 10.0] * runs,
+        ev_dur_us=durs,
+        run_us=[12.0] * runs,
+    )
     t = median_shares(ProfileResult(model="m", config={}, data=data))
     assert t["node"].tolist() == ["a", "b"]
     assert t["median_us"].tolist() == [10.0, 2.0]
@@ -538,8 +560,13 @@ def test_lab_takes_dims_and_runs_at_them(bert_tiny: ortlab.Model) -> None:
         other = ortlab.Lab(bert_tiny, dims={"width": 3}, synchronous=True, run_on_start=False)
     other.close()
     with pytest.raises(ortlab.OrtlabError, match="pass one of them"):
-        ortlab.Lab(bert_tiny, dims={"sequence": 8}, feeds=bert_tiny.example_inputs(),
-                   synchronous=True, run_on_start=False)  # fmt: skip
+        ortlab.Lab(
+            bert_tiny,
+            dims={"sequence": 8},
+            feeds=bert_tiny.example_inputs(),
+            synchronous=True,
+            run_on_start=False,
+        )
 
 
 def test_history_shows_each_runs_interval_and_load_and_warns_when_the_machine_moved(lab) -> None:
@@ -562,9 +589,22 @@ def test_history_shows_each_runs_interval_and_load_and_warns_when_the_machine_mo
     for run, (p50, lo, hi, load) in enumerate(
         [(1.0, 0.9, 1.1, 0.0), (1.05, 0.95, 1.2, 0.1), (6.0, 5.0, 7.0, 1.8)], start=1
     ):
-        h.add(RunRecord(run=run, config=cfg, variant="none", p50_ms=p50, p90_ms=p50,
-                        mean_ms=p50, providers="cpu", fallback="", seconds=1.0,
-                        p50_low_ms=lo, p50_high_ms=hi, other_cores=load))  # fmt: skip
+        h.add(
+            RunRecord(
+                run=run,
+                config=cfg,
+                variant="none",
+                p50_ms=p50,
+                p90_ms=p50,
+                mean_ms=p50,
+                providers="cpu",
+                fallback="",
+                seconds=1.0,
+                p50_low_ms=lo,
+                p50_high_ms=hi,
+                other_cores=load,
+            )
+        )
     [swing] = h.swings()
     assert "runs 1 and 3" in swing and "0.00 and 1.80 cores" in swing
     h.records.pop()
@@ -811,9 +851,10 @@ def test_top_node_pick_selects_the_node_that_carries_the_time() -> None:
     rows = {r.node: r for r in lab.placement.node_rows}
     fused = {r.node: r.fused_from for r in lab.placement.optimized_rows}
     label, kernel = next(
-        (label, k) for label, k in lab.top_nodes.options
+        (label, k)
+        for label, k in lab.top_nodes.options
         if {rows[n].op_type for n in fused.get(k, ())} == {"Conv", "Relu"}
-    )  # fmt: skip
+    )
     assert rows[fused[kernel][0]].op_type == "Relu", "ORT lists the Relu first"
     lab.top_nodes.value = kernel
     picked = rows[lab.graph.selected["name"]]

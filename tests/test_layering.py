@@ -52,8 +52,13 @@ def test_the_users_process_never_imports_onnxruntime() -> None:
     facts the worker measured are plain onnxruntime's (imported here, in the test)."""
     import onnxruntime as ort
 
-    out = subprocess.run([sys.executable, "-c", _NO_ORT_HERE], capture_output=True, text=True,
-                         check=False, timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_ORT_HERE],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     facts, imported = out.stdout.strip().splitlines()[-2:]
     version, in_build, loadable = facts.split(" ")
@@ -153,8 +158,17 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 def test_classes_are_classes_and_verbs_do_not_hide_modules() -> None:
     assert isinstance(ortlab.Lab, type) and isinstance(ortlab.GraphView, type)
-    for verb in ("benchmark", "profile", "placement", "compare", "doctor", "report", "quantize",
-                 "optimization_diff", "graph"):  # fmt: skip
+    for verb in (
+        "benchmark",
+        "profile",
+        "placement",
+        "compare",
+        "doctor",
+        "report",
+        "quantize",
+        "optimization_diff",
+        "graph",
+    ):
         assert callable(getattr(ortlab, verb))
         assert not hasattr(getattr(ortlab, verb), "__path__")
     layers = {p.name for p in (ROOT / "ortlab").iterdir() if p.is_dir() and p.name[0] != "_"}
@@ -196,8 +210,14 @@ def test_worker_tasks_are_called_by_reference() -> None:
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
             first = node.args[0]
             named = isinstance(first, ast.Constant) and isinstance(first.value, str)
-            if named and name in {"call", "run", "run_task", "run_model_task", "in_worker",
-                                  "model_call"}:  # fmt: skip
+            if named and name in {
+                "call",
+                "run",
+                "run_task",
+                "run_model_task",
+                "in_worker",
+                "model_call",
+            }:
                 by_name.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value!r}")
     assert by_name == []
     from ortlab.engine import tasks_timing
@@ -213,8 +233,17 @@ def _task_functions() -> list[Any]:
     import inspect
 
     found = []
-    for name in ("tasks", "tasks_timing", "tasks_transform", "tasks_whatif", "tasks_memory",
-                 "tasks_throughput", "providers", "runtime", "examples"):  # fmt: skip
+    for name in (
+        "tasks",
+        "tasks_timing",
+        "tasks_transform",
+        "tasks_whatif",
+        "tasks_memory",
+        "tasks_throughput",
+        "providers",
+        "runtime",
+        "examples",
+    ):
         module = importlib.import_module(f"ortlab.engine.{name}")
         for fn_name, fn in vars(module).items():
             if fn_name.startswith("_") or not inspect.isfunction(fn):
@@ -253,11 +282,23 @@ def test_every_task_replies_with_a_typed_record() -> None:
 
     tasks = _task_functions()
     names = {f.__name__ for f in tasks}
-    assert {"benchmark", "profile", "placement", "outputs", "optimize_levels", "quantize",
-            "tensor_errors", "transformer_optimize", "whatif", "footprint", "plugin_info",
-            "interleaved"} <= names, names  # fmt: skip
-    loose = [f"{f.__module__}.{f.__name__}" for f in tasks
-             if _loose(typing.get_type_hints(f)["return"])]  # fmt: skip
+    assert {
+        "benchmark",
+        "profile",
+        "placement",
+        "outputs",
+        "optimize_levels",
+        "quantize",
+        "tensor_errors",
+        "transformer_optimize",
+        "whatif",
+        "footprint",
+        "plugin_info",
+        "interleaved",
+    } <= names, names
+    loose = [
+        f"{f.__module__}.{f.__name__}" for f in tasks if _loose(typing.get_type_hints(f)["return"])
+    ]
     assert loose == []
 
 

@@ -221,8 +221,16 @@ def test_initializers_as_inputs_are_flagged() -> None:
 
 def test_examples_names_and_errors() -> None:
     names = ortlab.examples.names()
-    for expected in ("resnet50", "densenet121", "inception_v2", "shufflenet", "squeezenet",
-                     "conv_bn_relu", "mlp", "bert_tiny"):  # fmt: skip
+    for expected in (
+        "resnet50",
+        "densenet121",
+        "inception_v2",
+        "shufflenet",
+        "squeezenet",
+        "conv_bn_relu",
+        "mlp",
+        "bert_tiny",
+    ):
         assert expected in names
     with pytest.raises(InvalidModelError, match="No bundled example named 'vgg'.*resnet50"):
         ortlab.examples.load("vgg")

@@ -45,8 +45,14 @@ def _copy(folder: Path, name: str, external: bool) -> Path:
     path = folder / f"{name}.onnx"
     proto = MODELS[name]()
     if external:
-        onnx.save(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=f"{name}.onnx.data", size_threshold=0)  # fmt: skip
+        onnx.save(
+            proto,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{name}.onnx.data",
+            size_threshold=0,
+        )
         assert (folder / f"{name}.onnx.data").stat().st_size > 0
     else:
         onnx.save(proto, str(path))

@@ -52,8 +52,14 @@ def _the_page_shows_the_lab_offline(book: object) -> None:
     html, _ = HTMLExporter().from_notebook_node(book)
     assert html.count("ortlab-lab-snapshot") == 1
     snapshot = html[html.index("ortlab-lab-snapshot") :]
-    for shown in ("a static snapshot of the last run", "interval of the median run",
-                  "machine load", "CPUExecutionProvider", "Slowest nodes", "History"):  # fmt: skip
+    for shown in (
+        "a static snapshot of the last run",
+        "interval of the median run",
+        "machine load",
+        "CPUExecutionProvider",
+        "Slowest nodes",
+        "History",
+    ):
         assert shown in snapshot, shown
     assert "<script" not in snapshot.split("</div></div>")[0]
 
@@ -77,9 +83,12 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     before = _snapshot(NOTEBOOKS)
     book = nbformat.read(copy, as_version=4)
     client = NotebookClient(
-        book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(work)}},
+        book,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(work)}},
         store_widget_state=not path.name.startswith("00"),  # the tour: as ./run --headless
-    )  # fmt: skip
+    )
     client.execute()  # a failing cell raises CellExecutionError with its traceback
     if path.name.startswith("00"):
         _the_page_shows_the_lab_offline(book)

@@ -27,8 +27,9 @@ def mlp_profile() -> ProfileResult:
 
 @pytest.fixture(scope="module")
 def mlp_placement() -> Any:
-    return ortlab.placement(ortlab.examples.path("mlp"), {"level": "all"}, runs=3, warmup=1,
-                            progress=False)  # fmt: skip
+    return ortlab.placement(
+        ortlab.examples.path("mlp"), {"level": "all"}, runs=3, warmup=1, progress=False
+    )
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -63,11 +64,15 @@ def test_every_event_is_one_slice_with_its_duration(
     assert out == (tmp_path / "t.json").absolute()
     doc = _load(out)
     d = mlp_profile.data
-    want = Counter((d.node[k], r, s, du) for k, r, s, du in
-                   zip(d.ev_node, d.ev_run, d.ev_start_us, d.ev_dur_us, strict=True))  # fmt: skip
+    want = Counter(
+        (d.node[k], r, s, du)
+        for k, r, s, du in zip(d.ev_node, d.ev_run, d.ev_start_us, d.ev_dur_us, strict=True)
+    )
     runs = {e["args"]["run"]: e["ts"] for e in _slices(doc, "run")}
-    got = Counter((e["args"]["kernel"], e["args"]["run"], e["ts"] - runs[e["args"]["run"]],
-                   e["dur"]) for e in _slices(doc))  # fmt: skip
+    got = Counter(
+        (e["args"]["kernel"], e["args"]["run"], e["ts"] - runs[e["args"]["run"]], e["dur"])
+        for e in _slices(doc)
+    )
     assert got == want and sum(got.values()) == len(d.ev_node)
     _assert_tracks_nest(doc)
 
@@ -83,8 +88,11 @@ def test_tracks_runs_threads_and_memory(mlp_profile: ProfileResult, tmp_path: Pa
     assert {procs[p] for p in node_pids} == {label(p) for p in d.provider}
     # one thread track per OS thread ORT recorded, named after its id
     assert d.threads and len(d.ev_thread) == len(d.ev_node)
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
-             if e["ph"] == "M" and e["name"] == "thread_name"}  # fmt: skip
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in ev
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
     used = {names[(e["pid"], e["tid"])] for e in _slices(doc)}
     assert used == {f"thread {t}" for t in d.threads}
     # the run markers: one per measured run, as long as ORT's model_run, at its recorded start
@@ -153,8 +161,11 @@ def _hand_made(weird: str) -> ProfileData:
 
 def test_flows_connect_existing_slices_across_eps() -> None:
     d = _hand_made("gemm")
-    edges = [("pre", "MemcpyFromHost", "x"), ("MemcpyToHost", "post", "y"),
-             ("nowhere", "post", "z")]  # fmt: skip
+    edges = [
+        ("pre", "MemcpyFromHost", "x"),
+        ("MemcpyToHost", "post", "y"),
+        ("nowhere", "post", "z"),
+    ]
     doc = perfetto_trace(d, edges=edges)
     _assert_tracks_nest(doc)
     ev = doc["traceEvents"]
@@ -164,8 +175,12 @@ def test_flows_connect_existing_slices_across_eps() -> None:
     slices = _slices(doc)
 
     def owner(e: dict[str, Any]) -> str:
-        hits = [s for s in slices if (s["pid"], s["tid"]) == (e["pid"], e["tid"])
-                and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]  # fmt: skip
+        hits = [
+            s
+            for s in slices
+            if (s["pid"], s["tid"]) == (e["pid"], e["tid"])
+            and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]
+        ]
         assert hits, "a flow end outside every slice"
         return str(hits[-1]["name"])
 
@@ -199,8 +214,11 @@ def test_old_profiles_load_and_lay_runs_out(mlp_profile: ProfileResult, tmp_path
 
     def strip(x: Any) -> Any:  # the JSON of a profile saved before these fields existed
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items()
-                    if k not in ("threads", "ev_thread", "run_start_us")}  # fmt: skip
+            return {
+                k: strip(v)
+                for k, v in x.items()
+                if k not in ("threads", "ev_thread", "run_start_us")
+            }
         return [strip(v) for v in x] if isinstance(x, list) else x
 
     old = ProfileResult.from_json(json.dumps(strip(env)))

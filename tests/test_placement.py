@@ -26,18 +26,29 @@ def _replay(probes: dict[str, str] | None = None) -> PlacementResult:
     fx = json.loads((FIXTURES / f"{OV}.json").read_text())
     m = ortlab.examples.load("nan_guard_cnn")
     g = m.proto.graph
-    report = SessionReport(requested=[OV_EP, CPU_EP], active=fx["active"], missing=[],
-                           level="all", create_ms=0.0, ort_version=fx["onnxruntime"])  # fmt: skip
+    report = SessionReport(
+        requested=[OV_EP, CPU_EP],
+        active=fx["active"],
+        missing=[],
+        level="all",
+        create_ms=0.0,
+        ort_version=fx["onnxruntime"],
+    )
     return join_placement(
-        model=m.name, config={}, original=graph_nodes(g),
-        initializers=[t.name for t in g.initializer], graph_inputs=[i.name for i in g.input],
+        model=m.name,
+        config={},
+        original=graph_nodes(g),
+        initializers=[t.name for t in g.initializer],
+        graph_inputs=[i.name for i in g.input],
         graph_outputs=[o.name for o in g.output],
         final=[OpNode(a, b, c, tuple(d), tuple(e)) for a, b, c, d, e in fx["final"]],
         data=parse_profile_file(FIXTURES / f"{OV}_profile.json", skip_runs=fx["warmup"]),
         assignment=[(ep, tuple(n[0] for n in nodes)) for ep, nodes in fx["assignment"]],
-        placements=fx["placements"], report=report, final_source=fx["final_source"],
+        placements=fx["placements"],
+        report=report,
+        final_source=fx["final_source"],
         probes=probes,
-    )  # fmt: skip
+    )
 
 
 def _check_openvino_split(pl: PlacementResult) -> None:
@@ -91,8 +102,9 @@ def test_real_openvino_partition() -> None:
     if OV_EP not in ort.get_available_providers():
         pytest.fail("the openvino tests must run in the .venv-openvino environment")
     m = ortlab.examples.load("nan_guard_cnn")
-    pl = ortlab.placement(m, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=3,
-                          progress=False)  # fmt: skip
+    pl = ortlab.placement(
+        m, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=3, progress=False
+    )
     assert pl.report.active == [OV_EP, CPU_EP]
     _check_openvino_split(pl)
     assert set(pl.report.placements.values()) == {OV_EP, CPU_EP}, "verbose log was parsed"

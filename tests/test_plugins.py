@@ -23,8 +23,9 @@ def test_device_names_and_policies_in_the_config() -> None:
     assert canonical_provider("QNN:cpu") == "QNNExecutionProvider:CPU"
     with pytest.raises(ProviderError, match="Unknown device 'tpu' in 'openvino:tpu'"):
         canonical_provider("openvino:tpu")
-    cfg = ortlab.SessionConfig(providers=["openvino:NPU", "cpu"],
-                               provider_options={"openvino": {"cache_dir": "/tmp/x"}})  # fmt: skip
+    cfg = ortlab.SessionConfig(
+        providers=["openvino:NPU", "cpu"], provider_options={"openvino": {"cache_dir": "/tmp/x"}}
+    )
     assert cfg.options_for("OpenVINOExecutionProvider:NPU") == {"cache_dir": "/tmp/x"}
     assert cfg.label().startswith("openvino:NPU+cpu")
     assert ortlab.SessionConfig(policy="PREFER_NPU").label().startswith("policy=prefer_npu")

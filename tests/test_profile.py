@@ -51,8 +51,16 @@ def _old_style(events: list[dict]) -> bytes:
         if e["cat"] == "Node":
             base = e["name"].removesuffix("_kernel_time")
             for suffix in ("_fence_before", "_fence_after"):
-                out.append({"cat": "Node", "ph": "X", "name": base + suffix, "ts": e["ts"],
-                            "dur": "0", "args": {"op_name": e["args"]["op_name"]}})  # fmt: skip
+                out.append(
+                    {
+                        "cat": "Node",
+                        "ph": "X",
+                        "name": base + suffix,
+                        "ts": e["ts"],
+                        "dur": "0",
+                        "args": {"op_name": e["args"]["op_name"]},
+                    }
+                )
     random.Random(0).shuffle(out)
     return json.dumps({"traceEvents": out}).encode()
 
@@ -92,12 +100,23 @@ def test_compiled_subgraph_events_are_nodes() -> None:
     """OpenVINO/TensorRT report one event per compiled subgraph; keep it as a node."""
     events = [
         {"cat": "Session", "name": "model_run", "ph": "X", "ts": 100, "dur": 50, "args": {}},
-        {"cat": "Node", "ph": "X", "ts": 105, "dur": 30,
-         "name": "OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0_kernel_time",
-         "args": {"op_name": "OpenVINO-EP-subgraph_1", "provider": "OpenVINOExecutionProvider"}},
-        {"cat": "Node", "ph": "X", "ts": 136, "dur": 10, "name": "isnan_kernel_time",
-         "args": {"op_name": "IsNaN", "provider": "CPUExecutionProvider"}},
-    ]  # fmt: skip
+        {
+            "cat": "Node",
+            "ph": "X",
+            "ts": 105,
+            "dur": 30,
+            "name": "OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0_kernel_time",
+            "args": {"op_name": "OpenVINO-EP-subgraph_1", "provider": "OpenVINOExecutionProvider"},
+        },
+        {
+            "cat": "Node",
+            "ph": "X",
+            "ts": 136,
+            "dur": 10,
+            "name": "isnan_kernel_time",
+            "args": {"op_name": "IsNaN", "provider": "CPUExecutionProvider"},
+        },
+    ]
     data = parse_profile(json.dumps(events))
     assert data.op_type == ["OpenVINO-EP-subgraph_1", "IsNaN"]
     assert data.provider == ["OpenVINOExecutionProvider", "CPUExecutionProvider"]
@@ -105,8 +124,9 @@ def test_compiled_subgraph_events_are_nodes() -> None:
 
 
 def _result() -> ProfileResult:
-    return ProfileResult(model="mlp", config={}, data=parse_profile_file(GOLDEN), report=None,
-                         notes=["profiling on"])  # fmt: skip
+    return ProfileResult(
+        model="mlp", config={}, data=parse_profile_file(GOLDEN), report=None, notes=["profiling on"]
+    )
 
 
 def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
@@ -115,14 +135,24 @@ def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
     events = []
     for run in range(5):
         t0 = run * 10_000
-        events.append({"cat": "Session", "ph": "X", "name": "model_run", "ts": t0, "dur": 6000,
-                       "args": {}})  # fmt: skip
+        events.append(
+            {"cat": "Session", "ph": "X", "name": "model_run", "ts": t0, "dur": 6000, "args": {}}
+        )
         stall = 5000 if run == 2 else 57
         for k, (name, dur) in enumerate([("steady", 230), ("stalls", stall)]):
-            events.append({"cat": "Node", "ph": "X", "name": f"{name}_kernel_time",
-                           "ts": t0 + 1 + k * 5100, "dur": dur,
-                           "args": {"op_name": "Conv" if k == 0 else "Add",
-                                    "provider": "CPUExecutionProvider"}})  # fmt: skip
+            events.append(
+                {
+                    "cat": "Node",
+                    "ph": "X",
+                    "name": f"{name}_kernel_time",
+                    "ts": t0 + 1 + k * 5100,
+                    "dur": dur,
+                    "args": {
+                        "op_name": "Conv" if k == 0 else "Add",
+                        "provider": "CPUExecutionProvider",
+                    },
+                }
+            )
     p = ProfileResult(model="m", config={}, data=parse_profile(json.dumps(events)))
     nodes = p.by_node()
     assert nodes["node"].tolist() == ["steady", "stalls"]
@@ -138,12 +168,26 @@ def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
 def test_tables_from_fixed_events() -> None:
     p = _result()
     nodes = p.by_node()
-    assert list(nodes.columns) == ["node", "op_type", "provider", "us_per_run", "share",
-                                   "calls", "median_us", "mean_us", "total_us", "self_us",
-                                   "input_shapes",
-                                   "output_shapes", "output_bytes", "activation_bytes",
-                                   "parameter_bytes", "in_use_bytes", "peak_bytes",
-                                   "arena_bytes"]  # fmt: skip
+    assert list(nodes.columns) == [
+        "node",
+        "op_type",
+        "provider",
+        "us_per_run",
+        "share",
+        "calls",
+        "median_us",
+        "mean_us",
+        "total_us",
+        "self_us",
+        "input_shapes",
+        "output_shapes",
+        "output_bytes",
+        "activation_bytes",
+        "parameter_bytes",
+        "in_use_bytes",
+        "peak_bytes",
+        "arena_bytes",
+    ]
     assert (nodes["self_us"] == nodes["total_us"]).all()  # no control flow: self = total
     assert set(nodes["node"]) == NODES
     assert (nodes["calls"] == 4).all()
@@ -202,8 +246,9 @@ def test_profile_end_to_end_leaves_no_files(mlp: ortlab.Model, in_tmp_cwd: Path)
 
 @pytest.mark.slow
 def test_profile_resnet50(resnet50: ortlab.Model) -> None:
-    p = ortlab.profile(resnet50, ortlab.SessionConfig(level="all"), runs=3, warmup=1,
-                       progress=False)  # fmt: skip
+    p = ortlab.profile(
+        resnet50, ortlab.SessionConfig(level="all"), runs=3, warmup=1, progress=False
+    )
     ops = p.by_op_type()
     assert ops.iloc[0]["op_type"] == "Conv", "convolutions dominate ResNet-50"
     assert p.data.session_init_us > 0
@@ -211,8 +256,13 @@ def test_profile_resnet50(resnet50: ortlab.Model) -> None:
 
 
 def test_profile_bert_tiny_extended(bert_tiny: ortlab.Model) -> None:
-    p = ortlab.profile(bert_tiny, ortlab.SessionConfig(level="extended"), runs=3,
-                       dims={"sequence": 16}, progress=False)  # fmt: skip
+    p = ortlab.profile(
+        bert_tiny,
+        ortlab.SessionConfig(level="extended"),
+        runs=3,
+        dims={"sequence": 16},
+        progress=False,
+    )
     ops = set(p.data.op_type)
     assert "LayerNormalization" in ops, "ORT fuses the LayerNorm pattern"
     assert any("Gelu" in o for o in ops), "and the Gelu pattern at extended"
@@ -226,8 +276,9 @@ def test_control_flow_bodies_are_not_counted_twice_in_shares() -> None:
     from ortlab.analysis.profiling import nested_events
     from tests.test_bad_inputs import _loop
 
-    p = ortlab.profile(ortlab.load(_loop()), {"level": "disabled"}, runs=3, warmup=1,
-                       progress=False)  # fmt: skip
+    p = ortlab.profile(
+        ortlab.load(_loop()), {"level": "disabled"}, runs=3, warmup=1, progress=False
+    )
     t = p.by_node().set_index("node")
     body = [n for n in t.index if n.startswith("body_")]
     assert body, t.index.tolist()  # ORT profiles the body's nodes too

@@ -17,8 +17,7 @@ def test_fix_spares_the_worst_nodes() -> None:
     # score with those (without feeds ortlab clips image inputs to a pixel range)
     rng = np.random.default_rng(7)
     x = m.inputs[0]
-    samples = [{x.name: rng.standard_normal([1, 3, 224, 224]).astype(np.float32)}
-               for _ in range(8)]  # fmt: skip
+    samples = [{x.name: rng.standard_normal([1, 3, 224, 224]).astype(np.float32)} for _ in range(8)]
     q = ortlab.quantize(m, mode="static", calibration=samples)
     err = ortlab.quantization_error(m, q, samples)
     fix = err.fix(n=10)
@@ -33,8 +32,9 @@ def test_fix_spares_the_worst_nodes() -> None:
     # the quantizer really ran with them excluded: a different graph (excluding a Relu can
     # even add Q/DQ pairs, as the Conv before it is no longer fused with it)
     assert len(spared.proto.graph.node) != len(q.proto.graph.node)
-    assert any(n.domain == "com.microsoft" and n.op_type == "QuantizeLinear"
-               for n in wide.proto.graph.node), "16-bit Q/DQ are ORT's contrib ops"  # fmt: skip
+    assert any(
+        n.domain == "com.microsoft" and n.op_type == "QuantizeLinear" for n in wide.proto.graph.node
+    ), "16-bit Q/DQ are ORT's contrib ops"
     # The spared variant is measured like any other. Whether it beats the full int8 is data:
     # on squeezenet's random weights the lowest-SQNR tensors are the deepest ones, whose error
     # comes from upstream, so leaving them in float moves the final cosine by ~1e-4 either way.
@@ -54,12 +54,16 @@ def test_the_doctor_proposes_the_fix_it_measured() -> None:
     meas = {x.key: x for x in d.measured}
     full = meas["variant:quant-static"]
     assert full.cosine < 0.9999
-    fixes = [x for k, x in meas.items() if k.startswith("variant:quant-static-")
-             and not k.endswith("+final")]  # fmt: skip
+    fixes = [
+        x
+        for k, x in meas.items()
+        if k.startswith("variant:quant-static-") and not k.endswith("+final")
+    ]
     assert {x.key for x in fixes} == {"variant:quant-static-spare5", "variant:quant-static-16bit5"}
     assert max(x.cosine for x in fixes) > full.cosine, "sparing the worst nodes helps"
-    assert all(x.paired.rounds > 0 and x.paired.low <= x.paired.ratio <= x.paired.high
-               for x in fixes)  # fmt: skip
+    assert all(
+        x.paired.rounds > 0 and x.paired.low <= x.paired.ratio <= x.paired.high for x in fixes
+    )
     [f] = [x for x in d.findings if x.rule == "quantization"]
     assert len(f.nodes) == 5 and all(n in f.evidence for n in f.nodes)
     best = max(fixes, key=lambda x: x.cosine)

@@ -35,8 +35,9 @@ def test_dynamic_variant(mlp: ortlab.Model) -> None:
 
 
 def test_static_qdq_from_a_generator(cnn: ortlab.Model) -> None:
-    q = ortlab.quantize(cnn, QuantConfig(mode="static", format="qdq", per_channel=True,
-                                         calibration=_samples(cnn)))  # fmt: skip
+    q = ortlab.quantize(
+        cnn, QuantConfig(mode="static", format="qdq", per_channel=True, calibration=_samples(cnn))
+    )
     assert q.variant.label == "static QDQ minmax per-channel"
     assert not q.variant.synthetic_calibration
     assert "4 samples from generator" in q.variant.calibration

@@ -96,8 +96,13 @@ def test_the_python_examples_run(placeholders: Path) -> None:
     assert isinstance(d, ortlab.DoctorResult)
     assert (placeholders / "report.html").stat().st_size > 0  # the doctor block's report
     assert sorted(x.name for x in placeholders.iterdir()) == [
-        "feeds.npz", "graph.html", "lab.html", "model.onnx", "report.html", "trace.json"
-    ]  # fmt: skip
+        "feeds.npz",
+        "graph.html",
+        "lab.html",
+        "model.onnx",
+        "report.html",
+        "trace.json",
+    ]
     trace = json.loads((placeholders / "trace.json").read_text(encoding="utf-8"))
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "node"]
     assert len(slices) == len(p.data.ev_node)  # every profiled event, once
@@ -110,8 +115,9 @@ def test_the_shell_examples_run(placeholders: Path) -> None:
         command = _scaled(line.split("  #")[0].split(" #")[0]).strip()
         if not command:
             continue
-        done = subprocess.run(shlex.split(command), env=env, capture_output=True, text=True,
-                              timeout=600, check=False)  # fmt: skip
+        done = subprocess.run(
+            shlex.split(command), env=env, capture_output=True, text=True, timeout=600, check=False
+        )
         assert done.returncode == 0, f"{command!r}: exit {done.returncode}\n{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr, command
     assert (placeholders / f"{SMALL}_int8.onnx").exists()

@@ -37,10 +37,19 @@ pytestmark = pytest.mark.corpus
 # from ORT's op names, independent of the one ortlab's mapping checks itself with.
 COMPUTES = {
     "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
-    "MatMul": {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger", "QGemm",
-               "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "Attention"},
+    "MatMul": {
+        "MatMul",
+        "FusedMatMul",
+        "Gemm",
+        "FusedGemm",
+        "MatMulInteger",
+        "QGemm",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "Attention",
+    },
     "Gemm": {"Gemm", "FusedGemm", "MatMul", "FusedMatMul", "QGemm"},
-}  # fmt: skip
+}
 CUDA_CPU = ortlab.SessionConfig(providers=["cuda", "cpu"])
 
 
@@ -79,8 +88,9 @@ def _falls_back(fn: Any, *args: Any, **kwargs: Any) -> Any:
 @pytest.mark.parametrize("name", corpus.NAMES)
 def test_join_credits_every_compute_node_to_its_kernel(name: str) -> None:
     m = corpus.load(name)
-    pl = _falls_back(ortlab.placement, m, CUDA_CPU, corpus.feeds(name), runs=3, warmup=1,
-                     progress=False)  # fmt: skip
+    pl = _falls_back(
+        ortlab.placement, m, CUDA_CPU, corpus.feeds(name), runs=3, warmup=1, progress=False
+    )
     kernels = {r.node: r.op_type for r in pl.optimized_rows}
     checked = 0
     for r in pl.node_rows:
@@ -125,8 +135,9 @@ def test_join_credits_every_compute_node_to_its_kernel(name: str) -> None:
 @pytest.mark.parametrize("name", corpus.NAMES)
 def test_profile_shares_sum_to_one_and_node_time_covers_the_run(name: str) -> None:
     m = corpus.load(name)
-    p = _falls_back(ortlab.profile, m, CUDA_CPU, corpus.feeds(name), runs=10, warmup=2,
-                    progress=False)  # fmt: skip
+    p = _falls_back(
+        ortlab.profile, m, CUDA_CPU, corpus.feeds(name), runs=10, warmup=2, progress=False
+    )
     for table in (p.by_node(), p.by_op_type(), p.by_provider()):
         assert table["share"].sum() == pytest.approx(1.0, abs=1e-6)
         assert (table["share"] >= 0).all()
@@ -166,8 +177,9 @@ def _plain_cosines(m: ortlab.Model, q: ortlab.Model, samples: list[dict[str, Any
     """Cosine per float output with plain onnxruntime: the independent source. A ZipMap
     output (a list of {class: probability} per row) counts as its probabilities by class;
     an integer output (labels) gives the fraction of equal values instead."""
-    sessions = [ort.InferenceSession(str(x.path), providers=["CPUExecutionProvider"])
-                for x in (m, q)]  # fmt: skip
+    sessions = [
+        ort.InferenceSession(str(x.path), providers=["CPUExecutionProvider"]) for x in (m, q)
+    ]
     names = [o.name for o in sessions[0].get_outputs()]
     outs = [[s.run(None, feeds) for feeds in samples] for s in sessions]
 
@@ -243,19 +255,43 @@ def test_every_verb_runs_or_says_why(name: str, tmp_path: Path) -> None:
         outcomes[verb] = "ok"
         return out
 
-    attempt("benchmark", _falls_back, ortlab.benchmark, m, CUDA_CPU, feeds, runs=5, warmup=1,
-            progress=False)  # fmt: skip
-    attempt("optimization_diff", _falls_back, ortlab.optimization_diff, m,
-            ["disabled", "all"], CUDA_CPU, feeds, rounds=6, runs=2, progress=False)  # fmt: skip
-    q = attempt("quantize", ortlab.quantize, m, mode="static", per_channel=True,
-                calibration_size=2, feeds=feeds)  # fmt: skip
+    attempt(
+        "benchmark",
+        _falls_back,
+        ortlab.benchmark,
+        m,
+        CUDA_CPU,
+        feeds,
+        runs=5,
+        warmup=1,
+        progress=False,
+    )
+    attempt(
+        "optimization_diff",
+        _falls_back,
+        ortlab.optimization_diff,
+        m,
+        ["disabled", "all"],
+        CUDA_CPU,
+        feeds,
+        rounds=6,
+        runs=2,
+        progress=False,
+    )
+    q = attempt(
+        "quantize",
+        ortlab.quantize,
+        m,
+        mode="static",
+        per_channel=True,
+        calibration_size=2,
+        feeds=feeds,
+    )
     if q is not None:
-        err = attempt("quantization_error", ortlab.quantization_error, m, q, feeds=feeds,
-                      limit=2)  # fmt: skip
+        err = attempt("quantization_error", ortlab.quantization_error, m, q, feeds=feeds, limit=2)
         if err is not None:
             assert all(math.isnan(t.sqnr_db) or t.sqnr_db > -200 for t in err.tensors)
-    d = attempt("doctor", ortlab.doctor, m, CUDA_CPU, feeds, budget_s=30, rounds=6,
-                progress=False)  # fmt: skip
+    d = attempt("doctor", ortlab.doctor, m, CUDA_CPU, feeds, budget_s=30, rounds=6, progress=False)
     if d is not None:
         assert any(f.rule == "ep_fallback" for f in d.findings), "the doctor said nothing of CUDA"
         attempt("report", ortlab.report, m, d, path=tmp_path / "r.html", progress=False)
@@ -280,12 +316,29 @@ def test_every_cli_verb_runs_or_says_why(
         "bench": ["bench", path, *session, "--runs", "5"],
         "profile": ["profile", path, *session, "--runs", "3"],
         "place": ["place", path, *session, "--runs", "2"],
-        "optimize": ["optimize", path, *session, "--levels", "disabled,all", "--rounds", "6",
-                     "--runs", "2"],
-        "quantize": ["quantize", path, "--mode", "dynamic", "--feeds", str(feeds), "-o",
-                     str(tmp_path / "q.onnx")],
+        "optimize": [
+            "optimize",
+            path,
+            *session,
+            "--levels",
+            "disabled,all",
+            "--rounds",
+            "6",
+            "--runs",
+            "2",
+        ],
+        "quantize": [
+            "quantize",
+            path,
+            "--mode",
+            "dynamic",
+            "--feeds",
+            str(feeds),
+            "-o",
+            str(tmp_path / "q.onnx"),
+        ],
         "report": ["report", path, *session, "--no-doctor", "-o", str(tmp_path / "r.html")],
-    }  # fmt: skip
+    }
     for verb, argv in verbs.items():
         code = main(argv)
         _, err = capsys.readouterr()
@@ -299,8 +352,18 @@ def test_every_cli_verb_runs_or_says_why(
 
 # ---------------------------------------------------------------------- memory, one optimizer off
 
-_ITEMSIZE = {"float": 4, "float16": 2, "double": 8, "int64": 8, "int32": 4, "int8": 1,
-             "uint8": 1, "bool": 1, "int16": 2, "uint16": 2}  # fmt: skip
+_ITEMSIZE = {
+    "float": 4,
+    "float16": 2,
+    "double": 8,
+    "int64": 8,
+    "int32": 4,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+}
 
 
 @pytest.mark.parametrize("name", corpus.NAMES)
@@ -329,13 +392,13 @@ def test_one_transformer_off_matches_plain_onnxruntime(name: str, tmp_path: Path
     on = ortlab.optimization_diff(m, ["all"], measure=False, progress=False)
     fired = on.fired("all")["transformer"].tolist()
     off_name = next(t for t in fired if "Fusion" in t)
-    off = ortlab.optimization_diff(m, ["all"], measure=False, disable=[off_name],
-                                   progress=False)  # fmt: skip
+    off = ortlab.optimization_diff(m, ["all"], measure=False, disable=[off_name], progress=False)
     assert off_name not in set(off.fired("all")["transformer"])
     so = ort.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "plain.onnx")
-    ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"],
-                         disabled_optimizers=[off_name])  # fmt: skip
+    ort.InferenceSession(
+        str(m.path), so, providers=["CPUExecutionProvider"], disabled_optimizers=[off_name]
+    )
     import onnx
 
     plain = onnx.load(str(tmp_path / "plain.onnx"), load_external_data=False)
@@ -352,15 +415,20 @@ def test_a_real_run_against_itself_has_no_measurable_difference(name: str) -> No
     d = ortlab.diff(a, a)
     assert set(d.nodes["verdict"]) - {"not timed"} == {"no measurable difference"}
     assert d.summary()["moved_ep"] == 0 and d.summary()["kernel_changed"] == 0
-    basic = ortlab.placement(m, {"level": "basic"}, feeds=corpus.feeds(name), runs=6, warmup=1,
-                             progress=False)  # fmt: skip
+    basic = ortlab.placement(
+        m, {"level": "basic"}, feeds=corpus.feeds(name), runs=6, warmup=1, progress=False
+    )
     t = ortlab.diff(basic, a).nodes.set_index("node")
     kernels = {  # each join's own record of the kernel that ran each original node
-        j: {r.node: "+".join(dict.fromkeys(
-                p.optimized.set_index("node").loc[list(r.optimized), "op_type"]))
-            for r in p.node_rows if r.optimized}
+        j: {
+            r.node: "+".join(
+                dict.fromkeys(p.optimized.set_index("node").loc[list(r.optimized), "op_type"])
+            )
+            for r in p.node_rows
+            if r.optimized
+        }
         for j, p in (("a", basic), ("b", a))
-    }  # fmt: skip
+    }
     changed = {n for n in kernels["a"] if n in kernels["b"] and kernels["a"][n] != kernels["b"][n]}
     assert changed, "level all fuses or re-lays out something level basic leaves"
     assert set(t.index[t["kernel_changed"]]) == changed
@@ -401,8 +469,12 @@ def test_a_real_sessions_footprint_and_creation_stages(name: str) -> None:
     from ortlab.engine.session import build_session
 
     m, feeds = corpus.load(name), corpus.feeds(name)
-    fp = ortlab.footprint(m, feeds=feeds, settings={"arena off": ortlab.SessionConfig(
-        enable_cpu_mem_arena=False)}, progress=False)  # fmt: skip
+    fp = ortlab.footprint(
+        m,
+        feeds=feeds,
+        settings={"arena off": ortlab.SessionConfig(enable_cpu_mem_arena=False)},
+        progress=False,
+    )
     assert fp.reference.held >= 0.9 * m.summary.initializer_bytes
     arena = ortlab.profile(m, feeds=feeds, runs=3, warmup=1, progress=False).memory()
     held_by_arena = float(arena["arena_bytes"].iloc[-1])
@@ -529,14 +601,29 @@ def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> Non
     sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
     a, b = sess.run(None, feeds)[0], sess.run(None, feeds)[0]
     assert a.shape != b.shape or not np.array_equal(a, b)  # the premise: runs differ
-    seeded = [run(tasks.outputs_many, Via("outputs"), model_path=str(m.path), model_name=m.name,
-                  config=ortlab.SessionConfig(), samples=[feeds], seeded=True)[0]["output"]
-              for _ in range(2)]  # fmt: skip
+    seeded = [
+        run(
+            tasks.outputs_many,
+            Via("outputs"),
+            model_path=str(m.path),
+            model_name=m.name,
+            config=ortlab.SessionConfig(),
+            samples=[feeds],
+            seeded=True,
+        )[0]["output"]
+        for _ in range(2)
+    ]
     assert np.array_equal(*seeded)
     q = ortlab.quantize(m, mode="dynamic")
     noise = [n.output[0] for n in m.proto.graph.node if n.op_type == "RandomNormalLike"]
-    stats = run(tasks_transform.tensor_errors, Via("activations"), base_path=str(m.path),
-                variant_path=str(q.path), pairs={t: t for t in noise}, samples=[feeds])  # fmt: skip
+    stats = run(
+        tasks_transform.tensor_errors,
+        Via("activations"),
+        base_path=str(m.path),
+        variant_path=str(q.path),
+        pairs={t: t for t in noise},
+        samples=[feeds],
+    )
     first = stats[noise[0]]  # the duration predictor's noise: same shape in both models
     assert not first.shape_mismatch and first.cosine == 1.0 and first.max_abs == 0.0
     c = ortlab.compare(m, [q], feeds=feeds, rounds=2, runs=1, progress=False)
@@ -545,10 +632,24 @@ def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> Non
     if "degenerate" in out:  # lengths differ: said, not scored
         assert "shape differs" in str(out["degenerate"]) and math.isnan(float(out["cosine"]))
         assert any("'output' not scored" in n for n in c.notes)
-    base = run(tasks.outputs_many, Via("outputs"), model_path=str(m.path), model_name=m.name,
-               config=ortlab.SessionConfig(), samples=[feeds], seeded=True)  # fmt: skip
-    other = run(tasks.outputs_many, Via("outputs"), model_path=str(q.path), model_name=q.name,
-                config=ortlab.SessionConfig(), samples=[feeds], seeded=True)  # fmt: skip
+    base = run(
+        tasks.outputs_many,
+        Via("outputs"),
+        model_path=str(m.path),
+        model_name=m.name,
+        config=ortlab.SessionConfig(),
+        samples=[feeds],
+        seeded=True,
+    )
+    other = run(
+        tasks.outputs_many,
+        Via("outputs"),
+        model_path=str(q.path),
+        model_name=q.name,
+        config=ortlab.SessionConfig(),
+        samples=[feeds],
+        seeded=True,
+    )
     if base[0]["output"].shape != other[0]["output"].shape:
         assert lowest_cosine(base, other) == 0.0  # unverifiable is never accurate
 
@@ -618,8 +719,16 @@ def test_every_variant_returned_opens_in_plain_onnxruntime(tmp_path: Path) -> No
                 continue
             sess = ort.InferenceSession(str(q.path), providers=["CPUExecutionProvider"])
             sess.run(None, corpus.feeds(name))
-    code = main(["quantize", str(corpus.path("slovorez_fp16")), "--mode", "fp16", "-o",
-                 str(tmp_path / "q.onnx")])  # fmt: skip
+    code = main(
+        [
+            "quantize",
+            str(corpus.path("slovorez_fp16")),
+            "--mode",
+            "fp16",
+            "-o",
+            str(tmp_path / "q.onnx"),
+        ]
+    )
     assert code == 2 and not (tmp_path / "q.onnx").exists()
 
 

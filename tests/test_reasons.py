@@ -63,14 +63,18 @@ def _cuda_like() -> tuple[onnx.ModelProto, list[OpNode], dict[str, str]]:
             helper.make_node("Relu", ["z"], ["y"], name="relu"),
         ],
         "g",
-        [helper.make_tensor_value_info("x", f, [1, 1, 4, 4]),
-         helper.make_tensor_value_info("grid", f, [1, 4, 4, 2])],
+        [
+            helper.make_tensor_value_info("x", f, [1, 1, 4, 4]),
+            helper.make_tensor_value_info("grid", f, [1, 4, 4, 2]),
+        ],
         [helper.make_tensor_value_info("y", f, None), helper.make_tensor_value_info("s", 7, None)],
-        initializer=[helper.make_tensor("W", f, [1, 1, 1, 1], [1.0]),
-                     helper.make_tensor("scales", f, [4], [1, 1, 2, 2]),
-                     helper.make_tensor("c1", f, [], [2.0]),
-                     helper.make_tensor("c2", f, [], [1.0])],
-    )  # fmt: skip
+        initializer=[
+            helper.make_tensor("W", f, [1, 1, 1, 1], [1.0]),
+            helper.make_tensor("scales", f, [4], [1, 1, 2, 2]),
+            helper.make_tensor("c1", f, [], [2.0]),
+            helper.make_tensor("c2", f, [], [1.0]),
+        ],
+    )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
     final = [
         OpNode("conv", "Conv", "", ("x", "W"), ("a",)),
@@ -91,24 +95,48 @@ def _join(report: SessionReport) -> ortlab.PlacementResult:
     if CUDA not in report.active:  # no CUDA: ORT places everything on the CPU, no copies
         final = [n for n in final if not n.op_type.startswith("Memcpy")]
         plain = {"a_h": "a", "z_d": "z"}
-        final = [dataclasses.replace(n, inputs=tuple(plain.get(t, t) for t in n.inputs))
-                 for n in final]  # fmt: skip
+        final = [
+            dataclasses.replace(n, inputs=tuple(plain.get(t, t) for t in n.inputs)) for n in final
+        ]
         placements = dict.fromkeys(placements, CPU)
     g = model.graph
-    empty = ProfileData(node=[], op_type=[], provider=[], input_types=[], output_types=[],
-                        ev_node=[], ev_run=[], ev_start_us=[], ev_dur_us=[], run_us=[])  # fmt: skip
+    empty = ProfileData(
+        node=[],
+        op_type=[],
+        provider=[],
+        input_types=[],
+        output_types=[],
+        ev_node=[],
+        ev_run=[],
+        ev_start_us=[],
+        ev_dur_us=[],
+        run_us=[],
+    )
     return join_placement(
-        model="cuda_like", config={}, original=graph_nodes(g),
-        initializers=[t.name for t in g.initializer], graph_inputs=[i.name for i in g.input],
-        graph_outputs=[o.name for o in g.output], final=final, data=empty,
-        assignment=[], placements=placements, report=report, final_source="optimized model",
-    )  # fmt: skip
+        model="cuda_like",
+        config={},
+        original=graph_nodes(g),
+        initializers=[t.name for t in g.initializer],
+        graph_inputs=[i.name for i in g.input],
+        graph_outputs=[o.name for o in g.output],
+        final=final,
+        data=empty,
+        assignment=[],
+        placements=placements,
+        report=report,
+        final_source="optimized model",
+    )
 
 
 def _report(**kw: object) -> SessionReport:
-    base: dict[str, object] = {"requested": [CUDA, CPU], "active": [CUDA, CPU],
-                               "missing": [], "level": "all", "create_ms": 0.0,
-                               "ort_version": "1.31.1"}  # fmt: skip
+    base: dict[str, object] = {
+        "requested": [CUDA, CPU],
+        "active": [CUDA, CPU],
+        "missing": [],
+        "level": "all",
+        "create_ms": 0.0,
+        "ort_version": "1.31.1",
+    }
     return SessionReport(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -154,8 +182,9 @@ def test_real_session_cuda_missing_here() -> None:
     """A real session (no GPU here): the reason is the report's own load error, verbatim."""
     m = ortlab.examples.load("nan_guard_cnn")
     with pytest.warns(ortlab.ProviderFallbackWarning):
-        pl = ortlab.placement(m, ortlab.SessionConfig(providers=["cuda", "cpu"]), runs=1,
-                              progress=False)  # fmt: skip
+        pl = ortlab.placement(
+            m, ortlab.SessionConfig(providers=["cuda", "cpu"]), runs=1, progress=False
+        )
     if CUDA in pl.report.active:
         pytest.skip("CUDA loaded on this machine")
     said = pl.report.to_pandas().set_index("provider").loc[CUDA, "reason"]
@@ -171,17 +200,23 @@ def test_openvino_says_nothing_so_ortlab_asks_it() -> None:
     import onnxruntime as ort
 
     m = ortlab.examples.load("nan_guard_cnn")
-    pl = ortlab.placement(m, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1,
-                          progress=False)  # fmt: skip
+    pl = ortlab.placement(
+        m, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1, progress=False
+    )
     why = pl.nodes.set_index("node")
     assert category(why.loc["/sanitize/IsNaN", "reason"]) == "op not supported: IsNaN"
     assert (why.loc[why["provider"] == OV, "reason"] == "").all()
     node = helper.make_node("IsNaN", ["x"], ["y"], name="alone")
     one = helper.make_model(
-        helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [1, 16, 32, 32])],
-                          [helper.make_tensor_value_info("y", 9, [1, 16, 32, 32])]),
-        opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
-    )  # fmt: skip
+        helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("x", 1, [1, 16, 32, 32])],
+            [helper.make_tensor_value_info("y", 9, [1, 16, 32, 32])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=8,
+    )
     so = ort.SessionOptions()
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     sess = ort.InferenceSession(one.SerializeToString(), so, providers=[OV, CPU])

@@ -38,8 +38,9 @@ ELSEWHERE = {
 
 
 def session_report() -> SessionReport:
-    return SessionReport(requested=[CPU], active=[CPU], missing=[], level="all", create_ms=3.0,
-                         ort_version="1.17.3")  # fmt: skip
+    return SessionReport(
+        requested=[CPU], active=[CPU], missing=[], level="all", create_ms=3.0, ort_version="1.17.3"
+    )
 
 
 def profile_result(model: str = "g", node: str = "add", op_type: str = "Add") -> ProfileResult:
@@ -57,24 +58,43 @@ def profile_result(model: str = "g", node: str = "add", op_type: str = "Add") ->
         run_us=[8.0, 9.0, 7.0],
     )
     notes = ["Times are measured with ORT's profiler on (about 5 µs of overhead per node)."]
-    return ProfileResult(model=model, config=SessionConfig().to_dict(), data=data,
-                         report=session_report(), notes=notes)  # fmt: skip
+    return ProfileResult(
+        model=model,
+        config=SessionConfig().to_dict(),
+        data=data,
+        report=session_report(),
+        notes=notes,
+    )
 
 
 def benchmark_result(model: str = "g", feeds: str = FEEDS) -> BenchmarkResult:
     ns = [1_000_000 + 10_000 * i for i in range(20)]
-    return BenchmarkResult(model=model, config=SessionConfig().to_dict(), latencies_ns=ns,
-                           stats=latency_stats(ns), warmup=2, report=session_report(),
-                           feeds=feeds, environment=dict(ELSEWHERE))  # fmt: skip
+    return BenchmarkResult(
+        model=model,
+        config=SessionConfig().to_dict(),
+        latencies_ns=ns,
+        stats=latency_stats(ns),
+        warmup=2,
+        report=session_report(),
+        feeds=feeds,
+        environment=dict(ELSEWHERE),
+    )
 
 
 def _measured(key: str, ratio: float, variant: str, path: str, stage: str = "screen") -> Measured:
-    return Measured(key=key, label=key, variant=variant, model_path=path,
-                    config=SessionConfig(level="all").to_dict(), p50_ms=1.0 * ratio,
-                    paired=Paired(ratio, ratio - 0.05, ratio + 0.05,
-                                  f"{key}: time ratio {ratio:.2f}"),
-                    significant=ratio != 1.0, cosine=0.9995, file_bytes=4096,
-                    stage=stage)  # fmt: skip
+    return Measured(
+        key=key,
+        label=key,
+        variant=variant,
+        model_path=path,
+        config=SessionConfig(level="all").to_dict(),
+        p50_ms=1.0 * ratio,
+        paired=Paired(ratio, ratio - 0.05, ratio + 0.05, f"{key}: time ratio {ratio:.2f}"),
+        significant=ratio != 1.0,
+        cosine=0.9995,
+        file_bytes=4096,
+        stage=stage,
+    )
 
 
 def doctor_result(model: str = "g", environment: dict[str, str] | None = None) -> DoctorResult:
@@ -89,17 +109,37 @@ def doctor_result(model: str = "g", environment: dict[str, str] | None = None) -
         _measured("variant:dynamic", 0.6, "int8-dynamic", variant_path),
         _measured("combined", 0.5, "int8-dynamic", variant_path, stage="final"),
     ]
-    best = Best(config=SessionConfig(level="all").to_dict(), variant="int8-dynamic",
-                model_path=variant_path, steps=["quant_pre_process", "quantize_dynamic"],
-                paired=Paired(0.5, 0.45, 0.55, "2.00x faster"), cosine=0.9995)  # fmt: skip
-    finding = Finding(rule="level", title="graph optimization level is 'basic'",
-                      evidence="measured", fix="level='all'", code="SessionConfig(level='all')",
-                      gain="1.25x faster")  # fmt: skip
-    return DoctorResult(model=model, model_path=original, requested=SessionConfig().to_dict(),
-                        findings=[finding], measured=measured, best=best, baseline_ms=1.0,
-                        rounds=8, runs=10, budget_s=60.0, elapsed_s=42.0,
-                        environment=dict(environment or ELSEWHERE),
-                        profile=profile_result(model))  # fmt: skip
+    best = Best(
+        config=SessionConfig(level="all").to_dict(),
+        variant="int8-dynamic",
+        model_path=variant_path,
+        steps=["quant_pre_process", "quantize_dynamic"],
+        paired=Paired(0.5, 0.45, 0.55, "2.00x faster"),
+        cosine=0.9995,
+    )
+    finding = Finding(
+        rule="level",
+        title="graph optimization level is 'basic'",
+        evidence="measured",
+        fix="level='all'",
+        code="SessionConfig(level='all')",
+        gain="1.25x faster",
+    )
+    return DoctorResult(
+        model=model,
+        model_path=original,
+        requested=SessionConfig().to_dict(),
+        findings=[finding],
+        measured=measured,
+        best=best,
+        baseline_ms=1.0,
+        rounds=8,
+        runs=10,
+        budget_s=60.0,
+        elapsed_s=42.0,
+        environment=dict(environment or ELSEWHERE),
+        profile=profile_result(model),
+    )
 
 
 def _text(html: str) -> str:
@@ -139,8 +179,9 @@ def test_same_machine_is_not_flagged() -> None:
 
 def _section(html: str, title: str) -> str:
     """The text of one report section (by its heading)."""
-    found = re.search(rf"<section id='s\d+'><h2>{re.escape(title)}</h2>(.*?)</section>", html,
-                      flags=re.S)  # fmt: skip
+    found = re.search(
+        rf"<section id='s\d+'><h2>{re.escape(title)}</h2>(.*?)</section>", html, flags=re.S
+    )
     assert found, f"the report has no {title!r} section"
     return _text(found.group(1))
 
@@ -180,16 +221,30 @@ def test_compare_section_says_synthetic_and_eval_data() -> None:
     from ortlab.analysis.compare import CompareResult, VariantRow
 
     def row(name: str, ratio: float) -> VariantRow:
-        return VariantRow(variant=name, path=str(cache_dir() / f"{name}.onnx"), file_bytes=4096,
-                          size_ratio=ratio, p50_ms=ratio, p90_ms=ratio,
-                          paired=Paired(ratio, ratio - 0.1, ratio + 0.1, ""), kernels={"Add": 1},
-                          quantized_kernels={}, steps=[], synthetic=True,
-                          errors={"y": {"cosine": 0.99, "max_abs": 0.1}})  # fmt: skip
+        return VariantRow(
+            variant=name,
+            path=str(cache_dir() / f"{name}.onnx"),
+            file_bytes=4096,
+            size_ratio=ratio,
+            p50_ms=ratio,
+            p90_ms=ratio,
+            paired=Paired(ratio, ratio - 0.1, ratio + 0.1, ""),
+            kernels={"Add": 1},
+            quantized_kernels={},
+            steps=[],
+            synthetic=True,
+            errors={"y": {"cosine": 0.99, "max_abs": 0.1}},
+        )
 
     m = ortlab.load(models.add([1, 4]))
-    c = CompareResult(model="g", config=SessionConfig().to_dict(),
-                      rows=[row("fp32", 1.0), row("int8", 0.5)], signals=[],
-                      eval_data="8 synthetic samples (random inputs)", synthetic=True)  # fmt: skip
+    c = CompareResult(
+        model="g",
+        config=SessionConfig().to_dict(),
+        rows=[row("fp32", 1.0), row("int8", 0.5)],
+        signals=[],
+        eval_data="8 synthetic samples (random inputs)",
+        synthetic=True,
+    )
     section = _section(report_html(m, compare=c), "Quantization comparison")
     assert "Accuracy (cosine, SQNR, top-1): measured on synthetic inputs" in section
     assert "8 synthetic samples" in section
@@ -207,8 +262,7 @@ def test_report_carries_no_cache_or_home_path(tmp_path: Path) -> None:
     m = ortlab.load(models.add([1, 4]))  # loaded from a proto: the file is a copy in the cache
     assert str(cache_dir()) in str(m.path)
     d = doctor_result()
-    out = ortlab.report(m, d, path=tmp_path / "r.html", compute=False,
-                        benchmark=benchmark_result())  # fmt: skip
+    out = ortlab.report(m, d, path=tmp_path / "r.html", compute=False, benchmark=benchmark_result())
     html = out.read_text(encoding="utf-8")
     assert_no_private_paths(html)
     text = _text(html)

@@ -77,10 +77,12 @@ def _plain_gemm_rate(n: int) -> float:
     rng = np.random.default_rng(0)
     b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+        [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        "g",
         [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])], initializer=[b],
-    )  # fmt: skip
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])],
+        initializer=[b],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     a = {"a": rng.standard_normal((n, n)).astype(np.float32)}
@@ -114,8 +116,9 @@ def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
     back = ortlab.RooflineResult.from_json(roof.to_json())
     assert back.rows == roof.rows and back.peaks == roof.peaks
     frame = roof.to_pandas()
-    assert {"node", "us", "flops", "bytes", "intensity", "achieved_fraction",
-            "bound"} <= set(frame.columns)  # fmt: skip
+    assert {"node", "us", "flops", "bytes", "intensity", "achieved_fraction", "bound"} <= set(
+        frame.columns
+    )
     assert list(frame["us"]) == sorted(frame["us"], reverse=True)
     text = roof.to_text()
     assert "Ceilings (measured with ORT on this EP)" in text and "fp32 GEMM" in text

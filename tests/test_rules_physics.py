@@ -16,15 +16,32 @@ from ortlab.diagnosis.facts import Kind, candidate_key
 from ortlab.diagnosis.rules_physics import machine_limits
 from tests.test_doctor import _facts, _m
 
-PEAKS = [Peak("fp32 GEMM", "fp32", 100e9, 90e9, 10), Peak("fp32 stream (Add)", "memory", 20e9,
-                                                           18e9, 10)]  # fmt: skip
+PEAKS = [
+    Peak("fp32 GEMM", "fp32", 100e9, 90e9, 10),
+    Peak("fp32 stream (Add)", "memory", 20e9, 18e9, 10),
+]
 
 
 def _row(node: str, op: str, share: float, fraction: float, *, us: float = 500.0) -> RoofRow:
     flops = 1e8
-    return RoofRow(node, op, "CPUExecutionProvider", us, share, flops, 1e6, "fp32", "compute",
-                   100e9, 20e9, flops / (us / 1e6), 1e6 / (us / 1e6), 100e9, fraction,
-                   "compute")  # fmt: skip
+    return RoofRow(
+        node,
+        op,
+        "CPUExecutionProvider",
+        us,
+        share,
+        flops,
+        1e6,
+        "fp32",
+        "compute",
+        100e9,
+        20e9,
+        flops / (us / 1e6),
+        1e6 / (us / 1e6),
+        100e9,
+        fraction,
+        "compute",
+    )
 
 
 def _roof(rows: list[RoofRow]) -> RooflineResult:
@@ -42,8 +59,9 @@ def test_near_the_limits_says_settings_have_nothing_left() -> None:
 def test_far_under_with_plain_convs_below_level_all_is_layout() -> None:
     roof = _roof([_row("conv1", "Conv", 0.6, 0.05), _row("conv2", "Conv", 0.4, 0.4)])
     level = _m(candidate_key(Kind.LEVEL, "all"), 0.5, 0.45, 0.55, p50=5.0)
-    (f,) = machine_limits(_facts(roofline=roof, requested=SessionConfig(level="basic"),
-                                 measured={level.key: level}))  # fmt: skip
+    (f,) = machine_limits(
+        _facts(roofline=roof, requested=SessionConfig(level="basic"), measured={level.key: level})
+    )
     assert f.rule == "far_from_bound" and f.fix.startswith("layout")
     assert f.title.startswith("60% of node time is in nodes under a tenth")
     assert f.ratio == 0.5 and f.gain == f"verdict of {level.key}" and f.saved_ms == 5.0
@@ -51,8 +69,10 @@ def test_far_under_with_plain_convs_below_level_all_is_layout() -> None:
 
 
 def test_far_under_tiny_nodes_is_fusion_and_threads_and_int8_otherwise() -> None:
-    tiny = _roof([_row(f"add{i}", "Add", 0.1, 0.02, us=5.0) for i in range(6)]
-                 + [_row("mm", "MatMul", 0.4, 0.6)])  # fmt: skip
+    tiny = _roof(
+        [_row(f"add{i}", "Add", 0.1, 0.02, us=5.0) for i in range(6)]
+        + [_row("mm", "MatMul", 0.4, 0.6)]
+    )
     (f,) = machine_limits(_facts(roofline=tiny))
     assert f.fix.startswith("fusion") and f.gain == "not measured: the level is already 'all'"
     slow = _roof([_row("mm", "MatMul", 0.8, 0.05), _row("mm2", "MatMul", 0.2, 0.6)])
@@ -72,13 +92,13 @@ def test_quiet_without_a_roofline_or_in_between(roof: Any) -> None:
 def test_the_doctor_measures_the_roofline_of_its_baseline() -> None:
     """The doctor's roofline is of the baseline it profiled (the same runs), and its finding
     is the rule's verdict on that roofline."""
-    d = ortlab.doctor(ortlab.examples.path("resnet50"), budget_s=20, quantize=False,
-                      progress=False)  # fmt: skip
+    d = ortlab.doctor(ortlab.examples.path("resnet50"), budget_s=20, quantize=False, progress=False)
     assert d.roofline is not None and d.roofline.profile == d.profile
     assert {r.node for r in d.roofline.rows} == set(d.profile.by_node()["node"])
     said = [f for f in d.findings if f.rule in ("machine_limits", "far_from_bound")]
-    expected = machine_limits(_facts(roofline=d.roofline,
-                                     requested=SessionConfig.from_json(d.requested)))  # fmt: skip
+    expected = machine_limits(
+        _facts(roofline=d.roofline, requested=SessionConfig.from_json(d.requested))
+    )
     assert [f.rule for f in said] == [f.rule for f in expected]
     back = ortlab.DoctorResult.from_json(d.to_json())
     assert back.roofline is not None and back.roofline.rows == d.roofline.rows

@@ -30,8 +30,9 @@ def test_silent_cuda_fallback_is_reported(mlp: ortlab.Model) -> None:
 
 def test_fallback_warns_or_raises(mlp: ortlab.Model) -> None:
     with pytest.warns(ProviderFallbackWarning, match=r"\['openvino'\] did not load for 'mlp'"):
-        ortlab.benchmark(mlp, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1,
-                         progress=False)  # fmt: skip
+        ortlab.benchmark(
+            mlp, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1, progress=False
+        )
     with pytest.raises(ProviderFallbackError, match="fallback='error'"):
         build_session(
             str(mlp.path),
@@ -68,8 +69,7 @@ def test_auto_picks_loadable_providers() -> None:
     for ep in ort.get_available_providers():
         if ep not in chosen and ep != "CPUExecutionProvider":
             assert any("cannot load here" in r for r in reasons)
-    b = ortlab.benchmark(ortlab.load(models.add()), {"providers": "auto"}, runs=2,
-                         progress=False)  # fmt: skip
+    b = ortlab.benchmark(ortlab.load(models.add()), {"providers": "auto"}, runs=2, progress=False)
     assert b.report.auto_reasons == reasons
 
 

@@ -150,15 +150,34 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
     ]
     a = AblationResult(model="m", config={}, level="all", rows=rows, rounds=6)
     assert a.to_pandas().columns.tolist() == [
-        "off", "fired", "nodes", "node_change", "create_ms", "own_ms", "p50_ms", "ratio", "low",
-        "high", "verdict", "max_abs", "cosine",
-    ]  # fmt: skip
+        "off",
+        "fired",
+        "nodes",
+        "node_change",
+        "create_ms",
+        "own_ms",
+        "p50_ms",
+        "ratio",
+        "low",
+        "high",
+        "verdict",
+        "max_abs",
+        "cosine",
+    ]
     assert a.to_pandas().loc[0, "ratio"] == v.ratio and rows[0].paired.rounds == 6
     again = AblationResult.from_json(a.to_json())
     assert again.rows[0].paired == rows[0].paired and math.isnan(again.rows[1].paired.low)
     assert again.rows[1].paired.verdict == "failed: x"
     lat = [LatencyRow("disabled", 10.0, Paired.of(v, "baseline"))]
-    o = OptimizationResult(model="m", config={}, original_nodes=1, original_op_types={},
-                           original_ops={}, levels=[], latency_rows=lat, rounds_ms=[])  # fmt: skip
+    o = OptimizationResult(
+        model="m",
+        config={},
+        original_nodes=1,
+        original_op_types={},
+        original_ops={},
+        levels=[],
+        latency_rows=lat,
+        rounds_ms=[],
+    )
     assert o.to_pandas().columns.tolist() == ["level", "p50_ms", "ratio", "low", "high", "verdict"]
     assert OptimizationResult.from_json(o.to_json()).latency_rows == lat

@@ -23,16 +23,22 @@ from tests.models import make, vi
 
 @pytest.fixture(scope="module")
 def bert() -> ortlab.SweepResult:
-    return ortlab.sweep(ortlab.examples.path("bert_tiny"),
-                        {"sequence": [8, 32], "batch": [1, 4]}, targets=["nnapi"], runs=12,
-                        progress=False)  # fmt: skip
+    return ortlab.sweep(
+        ortlab.examples.path("bert_tiny"),
+        {"sequence": [8, 32], "batch": [1, 4]},
+        targets=["nnapi"],
+        runs=12,
+        progress=False,
+    )
 
 
 def test_every_combination_is_a_row_with_its_interval(bert: ortlab.SweepResult) -> None:
     assert [r.dims for r in bert.rows] == [
-        {"sequence": 8, "batch": 1}, {"sequence": 8, "batch": 4},
-        {"sequence": 32, "batch": 1}, {"sequence": 32, "batch": 4},
-    ]  # fmt: skip
+        {"sequence": 8, "batch": 1},
+        {"sequence": 8, "batch": 4},
+        {"sequence": 32, "batch": 1},
+        {"sequence": 32, "batch": 4},
+    ]
     for r in bert.rows:
         assert not r.error and r.runs == 12
         assert r.low_ms <= r.p50_ms <= r.high_ms
@@ -70,9 +76,12 @@ def test_the_latency_interval_is_the_median_order_statistic_one() -> None:
 def test_a_shape_the_model_refuses_is_a_row_with_its_error(tmp_path: Path) -> None:
     """x[n] reshaped to [2, -1]: an odd n cannot run."""
     shape = numpy_helper.from_array(np.array([2, -1], np.int64), "shape")
-    model = make([helper.make_node("Reshape", ["x", "shape"], ["y"], "r")],
-                 [vi("x", TensorProto.FLOAT, ["n"])], [vi("y", TensorProto.FLOAT, [2, None])],
-                 [shape])  # fmt: skip
+    model = make(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], "r")],
+        [vi("x", TensorProto.FLOAT, ["n"])],
+        [vi("y", TensorProto.FLOAT, [2, None])],
+        [shape],
+    )
     path = tmp_path / "even.onnx"
     onnx.save(model, path)
     s = ortlab.sweep(path, {"n": [4, 5, 6]}, runs=6, progress=False)
@@ -84,11 +93,16 @@ def test_a_shape_the_model_refuses_is_a_row_with_its_error(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     ("dims", "match"),
-    [({}, "dims is empty"), ({"batch": [0, 1]}, "positive integers"),
-     ({"batch": "1,2"}, "positive integers"),
-     ({"a": list(range(1, 10)), "b": list(range(1, 10))},
-      f"more than a sweep measures \\({MAX_POINTS}")],
-)  # fmt: skip
+    [
+        ({}, "dims is empty"),
+        ({"batch": [0, 1]}, "positive integers"),
+        ({"batch": "1,2"}, "positive integers"),
+        (
+            {"a": list(range(1, 10)), "b": list(range(1, 10))},
+            f"more than a sweep measures \\({MAX_POINTS}",
+        ),
+    ],
+)
 def test_bad_dims_are_refused(dims: dict, match: str) -> None:
     with pytest.raises(SweepError, match=match):
         ortlab.sweep(ortlab.examples.path("mlp"), dims, progress=False)
@@ -98,8 +112,15 @@ def test_round_trip_and_cli(bert: ortlab.SweepResult, capsys: pytest.CaptureFixt
     back = ortlab.SweepResult.from_json(bert.to_json())
     assert back.rows == bert.rows
     frame = bert.to_pandas()
-    assert {"sequence", "batch", "p50_ms", "low_ms", "high_ms", "peak_bytes",
-            "predicted:nnapi"} <= set(frame.columns)  # fmt: skip
+    assert {
+        "sequence",
+        "batch",
+        "p50_ms",
+        "low_ms",
+        "high_ms",
+        "peak_bytes",
+        "predicted:nnapi",
+    } <= set(frame.columns)
     fig = bert.plot()
     assert len(fig.data[0].x) == 4
     assert main(["sweep", "bert_tiny", "--dim", "sequence=8,16", "--runs", "6"]) == 0

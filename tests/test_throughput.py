@@ -29,14 +29,23 @@ def cnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tp(cnn: Path) -> ortlab.ThroughputResult:
-    return ortlab.throughput(cnn, concurrency=[2, 1, 2], rounds=MIN_ROUNDS, duration_s=0.05,
-                             warmup_s=0.02, progress=False)  # fmt: skip
+    return ortlab.throughput(
+        cnn,
+        concurrency=[2, 1, 2],
+        rounds=MIN_ROUNDS,
+        duration_s=0.05,
+        warmup_s=0.02,
+        progress=False,
+    )
 
 
 def test_requests_per_second_is_completed_over_the_window(tp: ortlab.ThroughputResult) -> None:
     assert [(r.mode, r.concurrency) for r in tp.rows] == [
-        ("shared", 1), ("shared", 2), ("per_thread", 1), ("per_thread", 2)
-    ]  # fmt: skip
+        ("shared", 1),
+        ("shared", 2),
+        ("per_thread", 1),
+        ("per_thread", 2),
+    ]
     for r in tp.rows:
         assert len(r.per_round) == len(r.completed) == len(r.window_s) == MIN_ROUNDS
         for rate, done, span in zip(r.per_round, r.completed, r.window_s, strict=True):
@@ -59,8 +68,15 @@ def test_per_thread_mode_runs_one_session_per_thread(
     for r in tp.rows:
         assert r.sessions == (1 if r.mode == "shared" else r.concurrency)
     assert tp.sessions_built == 2  # the largest level's sessions, each thread its own
-    shared = ortlab.throughput(cnn, concurrency=[1, 3], modes=["shared"], rounds=1,
-                               duration_s=0.02, warmup_s=0.0, progress=False)  # fmt: skip
+    shared = ortlab.throughput(
+        cnn,
+        concurrency=[1, 3],
+        modes=["shared"],
+        rounds=1,
+        duration_s=0.02,
+        warmup_s=0.0,
+        progress=False,
+    )
     assert shared.sessions_built == 0 and {r.mode for r in shared.rows} == {"shared"}
     assert shared.knee == {"shared": None}  # one round: no interval, no knee
 
@@ -88,8 +104,11 @@ def test_knee_on_synthetic_curves() -> None:
     rounds = MIN_ROUNDS
     flat = [1.0] * rounds
     # 2 threads double the rate, 4 add nothing: the knee is 2
-    rates = [[100.0 + i for i in range(rounds)], [200.0 + i for i in range(rounds)],
-             [201.0 + i for i in range(rounds)]]  # fmt: skip
+    rates = [
+        [100.0 + i for i in range(rounds)],
+        [200.0 + i for i in range(rounds)],
+        [201.0 + i for i in range(rounds)],
+    ]
     knee, steps = find_knee([1, 2, 4], rates)
     assert knee == 2 and steps[0].significant and not steps[1].significant
     # nothing ever gains: the first level
@@ -147,8 +166,20 @@ def test_json_round_trip_and_renderers(tp: ortlab.ThroughputResult) -> None:
 
 
 def test_cli_prints_the_table(cnn: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["throughput", str(cnn), "--concurrency", "1,2", "--rounds", "2",
-                 "--duration", "0.02", "--modes", "shared"])  # fmt: skip
+    code = main(
+        [
+            "throughput",
+            str(cnn),
+            "--concurrency",
+            "1,2",
+            "--rounds",
+            "2",
+            "--duration",
+            "0.02",
+            "--modes",
+            "shared",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "threads share one session" in out and "req/s" in out and "p99 ms" in out

@@ -36,8 +36,9 @@ A, B = "1.31.1", "1.32.0"
 
 @pytest.fixture(scope="module", autouse=True)
 def venv_dir() -> Iterator[Path]:
-    folder = Path(os.environ.get("ORTLAB_VENV_DIR") or
-                  Path(tempfile.gettempdir()) / "ortlab-test-venvs")  # fmt: skip
+    folder = Path(
+        os.environ.get("ORTLAB_VENV_DIR") or Path(tempfile.gettempdir()) / "ortlab-test-venvs"
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ORTLAB_VENV_DIR", str(folder))
         yield folder
@@ -84,9 +85,11 @@ def test_a_malformed_version_is_refused_before_pip() -> None:
 
 
 def test_pip_output_becomes_what_failed_and_what_is_available() -> None:
-    out = ("ERROR: Could not find a version that satisfies the requirement onnxruntime==9.9 "
-           "(from versions: 1.30.0, 1.31.0, 1.31.1, 1.32.0)\n"
-           "ERROR: No matching distribution found for onnxruntime==9.9")  # fmt: skip
+    out = (
+        "ERROR: Could not find a version that satisfies the requirement onnxruntime==9.9 "
+        "(from versions: 1.30.0, 1.31.0, 1.31.1, 1.32.0)\n"
+        "ERROR: No matching distribution found for onnxruntime==9.9"
+    )
     text = venvs._pip_failure("9.9", out)
     assert "no onnxruntime 9.9 wheel" in text and "1.31.1, 1.32.0" in text
     assert text.rstrip().endswith("No matching distribution found for onnxruntime==9.9")
@@ -108,8 +111,12 @@ def test_the_environment_is_built_once_and_reused(monkeypatch: pytest.MonkeyPatc
     assert venvs.interpreter(A) == python
     assert time.perf_counter() - t0 < 1.0
     assert (venvs.env_dir(A) / venvs.MARKER).read_text() == built
-    out = subprocess.run([str(python), "-c", "import onnxruntime; print(onnxruntime.__version__)"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [str(python), "-c", "import onnxruntime; print(onnxruntime.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == A
 
 
@@ -158,8 +165,9 @@ def test_two_versions_per_node(resnet50: ortlab.Model) -> None:
 @pypi
 def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     _need(A, B)
-    code = main(["version-diff", "mlp", "--versions", f"{A},{B}", "--rounds", "2", "--runs",
-                 "4", "--json"])  # fmt: skip
+    code = main(
+        ["version-diff", "mlp", "--versions", f"{A},{B}", "--rounds", "2", "--runs", "4", "--json"]
+    )
     assert code == 0
     r = ortlab.VersionDiffResult.from_json(capsys.readouterr().out)
     assert r.loaded == [A, B] and r.rounds == 2 and r.diff.runs_a == 2  # sessions
@@ -174,9 +182,15 @@ def test_kernel_and_fusion_changes_are_found(resnet50: ortlab.Model) -> None:
     a = ortlab.placement(resnet50, {"level": "basic"}, runs=4, progress=False)
     b = ortlab.placement(resnet50, {"level": "all"}, runs=4, progress=False)
     r = VersionDiffResult(
-        model=resnet50.name, versions=["x", "y"], loaded=["x", "y"], diff=diff(a, b),
-        fusion=_fusion(a, b), inserted=_inserted([a], [b]), rounds=1, runs_per_round=4,
-    )  # fmt: skip
+        model=resnet50.name,
+        versions=["x", "y"],
+        loaded=["x", "y"],
+        diff=diff(a, b),
+        fusion=_fusion(a, b),
+        inserted=_inserted([a], [b]),
+        rounds=1,
+        runs_per_round=4,
+    )
     t = r.to_pandas().set_index("node")
     conv = t[t["op_type"] == "Conv"]
     assert (conv["a_domain"] == "").all() and (conv["b_domain"] == "com.microsoft.nchwc").all()

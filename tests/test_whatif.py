@@ -24,8 +24,9 @@ from tests import corpus
 DATA = Path(__file__).parent / "data" / "whatif"
 HAS_QNN = importlib.util.find_spec("onnxruntime_qnn") is not None
 HAS_OPENVINO = importlib.util.find_spec("onnxruntime_ep_openvino") is not None
-needs_qnn = pytest.mark.skipif(not HAS_QNN and not os.environ.get("CI"),
-                               reason="onnxruntime-qnn is not installed")  # fmt: skip
+needs_qnn = pytest.mark.skipif(
+    not HAS_QNN and not os.environ.get("CI"), reason="onnxruntime-qnn is not installed"
+)
 
 DQL = (
     "Operators of type `DynamicQuantizeLinear` are not supported by QNN EP.DynamicQuantizeLinear "
@@ -69,16 +70,24 @@ def test_qnn_log_qdq_units_give_every_member_the_reason() -> None:
     got = parse_qnn_log(_lines("qnn-2.7.0_residual_qdq_dynamic.log"))
     members = [
         "input_QuantizeLinear",
-        "input_DequantizeLinear", "stem.weight_DequantizeLinear", "stem.bias_DequantizeLinear",
-        "/stem/Conv", "/stem/Relu_output_0_QuantizeLinear",
-        "/stem/Relu_output_0_DequantizeLinear", "layer0.conv1.weight_DequantizeLinear",
-        "/layer0/conv1/Conv", "/layer0/conv1/Relu_output_0_QuantizeLinear",
-        "/layer0/conv1/Relu_output_0_DequantizeLinear", "layer0.conv2.weight_DequantizeLinear",
-        "/layer0/conv2/Conv", "/layer0/conv2/Conv_output_0_QuantizeLinear",
+        "input_DequantizeLinear",
+        "stem.weight_DequantizeLinear",
+        "stem.bias_DequantizeLinear",
+        "/stem/Conv",
+        "/stem/Relu_output_0_QuantizeLinear",
+        "/stem/Relu_output_0_DequantizeLinear",
+        "layer0.conv1.weight_DequantizeLinear",
+        "/layer0/conv1/Conv",
+        "/layer0/conv1/Relu_output_0_QuantizeLinear",
+        "/layer0/conv1/Relu_output_0_DequantizeLinear",
+        "layer0.conv2.weight_DequantizeLinear",
+        "/layer0/conv2/Conv",
+        "/layer0/conv2/Conv_output_0_QuantizeLinear",
         "/layer0/conv2/Conv_output_0_DequantizeLinear",
-        "/stem/Relu_output_0_DequantizeLinear/duplicated", "/layer0/Add",
+        "/stem/Relu_output_0_DequantizeLinear/duplicated",
+        "/layer0/Add",
         "/layer0/Relu_output_0_QuantizeLinear",
-    ]  # fmt: skip
+    ]
     assert got == dict.fromkeys(members, SHAPE)
 
 
@@ -86,23 +95,32 @@ def test_qnn_log_repeated_validation_is_merged() -> None:
     """QNN validates twice per session: a repeat adds nothing; passed nodes stay ''."""
     got = parse_qnn_log(_lines("qnn-2.7.0_ppocrv4_rec_dynamic.log"))
     assert got == {
-        "p2o.Conv.0": SHAPE, "p2o.Conv.1": SHAPE, "p2o.Mul.0": SHAPE, "p2o.Add.2": SHAPE,
-        "p2o.Add.4": SHAPE, "p2o.Clip.0": SHAPE, "p2o.Slice.1": "", "p2o.Concat.0": "",
-    }  # fmt: skip
+        "p2o.Conv.0": SHAPE,
+        "p2o.Conv.1": SHAPE,
+        "p2o.Mul.0": SHAPE,
+        "p2o.Add.2": SHAPE,
+        "p2o.Add.4": SHAPE,
+        "p2o.Clip.0": SHAPE,
+        "p2o.Slice.1": "",
+        "p2o.Concat.0": "",
+    }
 
 
 def test_reason_categories_and_fixes() -> None:
     assert category(SHAPE) == "dynamic shape"
     assert category(DQL.format("x")) == "op not supported: DynamicQuantizeLinear"
     assert category("op not supported: ai.onnx:Sum") == "op not supported: Sum"
-    assert category("op not supported: ai.onnx:Shape; dynamic shape: input 'a' has no fixed "
-                    "shape") == "op not supported: Shape"  # fmt: skip
+    assert (
+        category("op not supported: ai.onnx:Shape; dynamic shape: input 'a' has no fixed shape")
+        == "op not supported: Shape"
+    )
     assert category("rank: an input has rank 6 > 5") == "rank"
     assert category("") == ""
     assert "dims=" in fix_for("dynamic shape", "QNNExecutionProvider", ["x[batch,3]"], fixed=False)
     assert "QDQ" in fix_for("op not supported: ConvInteger", "QNNExecutionProvider", [], fixed=True)
-    assert "keep on CPU" in fix_for("op not supported: Sum", "NnapiExecutionProvider", [],
-                                    fixed=True)  # fmt: skip
+    assert "keep on CPU" in fix_for(
+        "op not supported: Sum", "NnapiExecutionProvider", [], fixed=True
+    )
 
 
 # ---------------------------------------------------------------------- real runs
@@ -126,9 +144,12 @@ def _ort_qnn_assignment(path: str) -> dict[str, int]:
         so.add_session_config_entry("ep.context_file_path", str(Path(folder) / "ctx.onnx"))
         sess = ort.InferenceSession(path, so)
         return dict(
-            Counter(sg.ep_name for sg in sess.get_provider_graph_assignment_info()
-                    for _ in sg.get_nodes())
-        )  # fmt: skip
+            Counter(
+                sg.ep_name
+                for sg in sess.get_provider_graph_assignment_info()
+                for _ in sg.get_nodes()
+            )
+        )
 
 
 @pytest.mark.corpus
@@ -154,8 +175,10 @@ def test_qnn_compile_only_on_a_dynamically_quantized_model() -> None:
 
     reasons = w.reasons()
     assert int(reasons["nodes"].sum()) == len(on_cpu)
-    assert "quantize for the NPU" in reasons.set_index("reason").loc[
-        "op not supported: ConvInteger", "fix"]  # fmt: skip
+    assert (
+        "quantize for the NPU"
+        in reasons.set_index("reason").loc["op not supported: ConvInteger", "fix"]
+    )
 
     pl = w["qnn"]  # what ortlab.graph(m, placement=w["qnn"]) colours
     assert isinstance(pl, ortlab.PlacementResult)
@@ -179,8 +202,9 @@ def test_fixing_the_shapes_puts_more_nodes_on_qnn() -> None:
     assert cats.loc["dynamic shape", "fix"].startswith("fix the input shapes")
 
     # The height dim is unnamed ('?'): dims= cannot name it, feeds= fixes every dim.
-    fixed = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), qnn_options=chip,
-                          progress=False)  # fmt: skip
+    fixed = ortlab.whatif(
+        m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), qnn_options=chip, progress=False
+    )
     before = int(dynamic.summary()["on_target"][0])
     after = int(fixed.summary()["on_target"][0])
     assert fixed.before == {"qnn": before}
@@ -207,8 +231,9 @@ def test_qnn_compiles_for_a_named_chip_by_default() -> None:
 def test_a_failed_compile_is_reported_never_predicted() -> None:
     m = corpus.load("ppocrv4_rec")
     own = {"htp_arch": None, "soc_model": None}  # QNN's own defaults: no chip named
-    w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), qnn_options=own,
-                      progress=False)  # fmt: skip
+    w = ortlab.whatif(
+        m, ["qnn"], feeds=corpus.feeds("ppocrv4_rec"), qnn_options=own, progress=False
+    )
     t = w.targets[0]
     if t.evidence != "failed":
         pytest.skip("QNN's own default HTP settings compiled this model here")
@@ -322,8 +347,9 @@ def test_ort_warnings_that_say_falling_back_are_not_a_failed_compile() -> None:
     this model: not the Python wrapper's "Falling back to ['CPUExecutionProvider']"."""
     m = corpus.load("ddddocr_int8")
     chip = {"htp_arch": "73", "soc_model": "60"}
-    w = ortlab.whatif(m, ["qnn"], feeds=corpus.feeds("ddddocr_int8"), qnn_options=chip,
-                      progress=False)  # fmt: skip
+    w = ortlab.whatif(
+        m, ["qnn"], feeds=corpus.feeds("ddddocr_int8"), qnn_options=chip, progress=False
+    )
     s = w.summary().iloc[0]
     assert s["evidence"] == "compiled", w.targets[0].reason
     assert s["before"] < s["on_target"]

@@ -110,9 +110,15 @@ def test_errors_come_back_typed(worker: Worker) -> None:
         worker.call("tests.crashers:raise_value_error", {})
     assert any("raised in the ortlab worker" in n for n in getattr(info.value, "__notes__", []))
     with pytest.raises(SessionConfigError):
-        worker.call("ortlab.engine.tasks_timing:benchmark", {"model_path": "x", "model_name": "x",
-                                  "config": ortlab.SessionConfig(level="all").with_(level="max"),
-                                  "feeds": {}})  # fmt: skip
+        worker.call(
+            "ortlab.engine.tasks_timing:benchmark",
+            {
+                "model_path": "x",
+                "model_name": "x",
+                "config": ortlab.SessionConfig(level="all").with_(level="max"),
+                "feeds": {},
+            },
+        )
 
 
 def test_in_process_mode(mlp: ortlab.Model) -> None:
@@ -208,8 +214,9 @@ def test_import_ortlab_outside_a_child_still_gives_the_whole_api() -> None:
     )
     env = {k: v for k, v in child_env().items() if k != "ORTLAB_CHILD"}
     root = os.path.dirname(os.path.dirname(ortlab.__file__))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True, cwd=root)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=root
+    )
     assert out.stdout.split() == ["True", "True"]
 
 
@@ -243,8 +250,10 @@ def test_sessions_that_do_not_fit_together_are_timed_in_pairs(
         configs = [SessionConfig(level=lvl) for lvl in ("all", "disabled", "basic", "all")]
         items = [(str(mlp.path), mlp.name, c) for c in configs]
         feeds = dict(mlp.example_inputs())
-        out = w.call("ortlab.engine.tasks_timing:interleaved",
-                     {"items": items, "feeds": feeds, "rounds": 6, "runs": 3})  # fmt: skip
+        out = w.call(
+            "ortlab.engine.tasks_timing:interleaved",
+            {"items": items, "feeds": feeds, "rounds": 6, "runs": 3},
+        )
         assert out.pairwise is True and out.failed == {}
         med = np.asarray(out.medians_ns)
         assert med.shape == (6, 4) and np.isfinite(med).all()

@@ -113,8 +113,18 @@ def ablate_optimizers(
     m, cfg, f = prepare(model, config, feeds, dims)
     cfg = cfg.with_(level=level)
     with cache.temp_dir("ablation-") as folder:  # the graphs are counted, then deleted
-        return _ablate(m, cfg, f, folder, level=level, only=only, rounds=rounds, runs=runs,
-                       progress=progress, timeout=timeout)  # fmt: skip
+        return _ablate(
+            m,
+            cfg,
+            f,
+            folder,
+            level=level,
+            only=only,
+            rounds=rounds,
+            runs=runs,
+            progress=progress,
+            timeout=timeout,
+        )
 
 
 def _ablate(
@@ -166,9 +176,15 @@ def _ablate(
             progress(k + 1, len(names) + 2)
     configs = [cfg, *offs]
     timed = measure_interleaved(
-        [(m, c) for c in configs], f, rounds=rounds, runs=runs, desc=f"ablation {m.name}",
-        context=f"of {m.name!r}", progress=progress, timeout=timeout,
-    )  # fmt: skip
+        [(m, c) for c in configs],
+        f,
+        rounds=rounds,
+        runs=runs,
+        desc=f"ablation {m.name}",
+        context=f"of {m.name!r}",
+        progress=progress,
+        timeout=timeout,
+    )
     labels = [f"with all at {level}", *(f"without {n}" for n in names)]
     ms = timed.medians_ms
     verdicts = timed.verdicts(labels)
@@ -189,22 +205,34 @@ def _ablate(
     for k, (name, saved) in enumerate(zip(["", *names], [base, *built], strict=True)):
         v, text = verdicts[k]
         err = _worst([outs[0]], [outs[k]])
-        rows.append(AblationRow(
-            off=name, fired=fired.get(name, 0), nodes=len(saved.final),
-            node_change=len(saved.final) - base_nodes,
-            create_ms=float(saved.report.create_ms),
-            own_ms=float(base.report.transformer_ms.get(name, math.nan)) if name else math.nan,
-            p50_ms=float(np.median(ms[:, k])),
-            paired=Paired.of(v, text),
-            max_abs=float(err["max_abs"]), cosine=float(err["cosine"]),
-        ))  # fmt: skip
+        rows.append(
+            AblationRow(
+                off=name,
+                fired=fired.get(name, 0),
+                nodes=len(saved.final),
+                node_change=len(saved.final) - base_nodes,
+                create_ms=float(saved.report.create_ms),
+                own_ms=float(base.report.transformer_ms.get(name, math.nan)) if name else math.nan,
+                p50_ms=float(np.median(ms[:, k])),
+                paired=Paired.of(v, text),
+                max_abs=float(err["max_abs"]),
+                cosine=float(err["cosine"]),
+            )
+        )
     return AblationResult(
-        model=m.name, config=cfg.to_dict(), level=level, rows=rows, rounds=rounds,
-        feeds=f.describe(), synthetic=f.synthetic,
-        notes=["ratio > 1: the model is slower without that transformer, so it helps; "
-               "create_ms is one session build each (not averaged); its own ms is the "
-               "transformer's run in the baseline's build, from ORT's log timestamps."],
-    )  # fmt: skip
+        model=m.name,
+        config=cfg.to_dict(),
+        level=level,
+        rows=rows,
+        rounds=rounds,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
+        notes=[
+            "ratio > 1: the model is slower without that transformer, so it helps; "
+            "create_ms is one session build each (not averaged); its own ms is the "
+            "transformer's run in the baseline's build, from ORT's log timestamps."
+        ],
+    )
 
 
 def _worst(refs: list[dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, float]:
@@ -213,5 +241,7 @@ def _worst(refs: list[dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str,
     floats = [e for e in errors.values() if e["kind"] == "float"]
     if not floats:
         return {"max_abs": math.nan, "cosine": math.nan}
-    return {"max_abs": max(float(e["max_abs"]) for e in floats),
-            "cosine": min(float(e["cosine"]) for e in floats)}  # fmt: skip
+    return {
+        "max_abs": max(float(e["max_abs"]) for e in floats),
+        "cosine": min(float(e["cosine"]) for e in floats),
+    }

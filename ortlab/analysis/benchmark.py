@@ -212,10 +212,15 @@ def compare_configs(
     m, _, f = prepare(model, configs[0], feeds, dims)
     cfgs = [as_config(c) for c in configs]
     timed = measure_interleaved(
-        [(m, c) for c in cfgs], f, rounds=rounds, runs=runs, desc=f"compare {m.name}",
-        context=f"of {m.name!r} ({len(cfgs)} configs)", progress=progress,
+        [(m, c) for c in cfgs],
+        f,
+        rounds=rounds,
+        runs=runs,
+        desc=f"compare {m.name}",
+        context=f"of {m.name!r} ({len(cfgs)} configs)",
+        progress=progress,
         timeout=timeout,
-    )  # fmt: skip
+    )
     labels = [c.label() for c in cfgs]
     failed = timed.failed
     verdicts = timed.verdicts(labels)

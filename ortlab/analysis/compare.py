@@ -117,9 +117,15 @@ def compare(
     labels += [getattr(v.variant, "label", None) or v.name for v in models[1:]]
     context = f"of {base.name!r} variants with {cfg.label()}"
     timed = measure_interleaved(
-        [(m, cfg) for m in models], f, rounds=rounds, runs=runs, desc="compare",
-        context=context, progress=progress, timeout=timeout,
-    )  # fmt: skip
+        [(m, cfg) for m in models],
+        f,
+        rounds=rounds,
+        runs=runs,
+        desc="compare",
+        context=context,
+        progress=progress,
+        timeout=timeout,
+    )
     failed = dict(timed.failed)
     evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
     outputs: dict[int, list[dict[str, np.ndarray]]] = {}
@@ -217,10 +223,17 @@ def _reference_notes(row: VariantRow) -> list[str]:
 def _failed_variant(m: Model, label: str, base: Model, why: str, synthetic: bool) -> VariantRow:
     nan = float("nan")
     return VariantRow(
-        variant=label, path=str(m.path), file_bytes=m.path.stat().st_size,
+        variant=label,
+        path=str(m.path),
+        file_bytes=m.path.stat().st_size,
         size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
-        p50_ms=nan, p90_ms=nan, paired=Paired.untimed(f"failed: {why}"),
-        errors={}, kernels={}, quantized_kernels={},
+        p50_ms=nan,
+        p90_ms=nan,
+        paired=Paired.untimed(f"failed: {why}"),
+        errors={},
+        kernels={},
+        quantized_kernels={},
         steps=list(m.variant.steps) if getattr(m, "variant", None) else [],
-        synthetic=synthetic, error=why,
-    )  # fmt: skip
+        synthetic=synthetic,
+        error=why,
+    )

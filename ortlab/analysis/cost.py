@@ -104,16 +104,40 @@ class CostResult(Result):
         """One row per node, most FLOPs first."""
         import pandas as pd
 
-        cols = ["node", "op_type", "flops", "bytes", "intensity", "calls", "dtype", "kind",
-                "provider", "note", "inputs", "outputs"]  # fmt: skip
+        cols = [
+            "node",
+            "op_type",
+            "flops",
+            "bytes",
+            "intensity",
+            "calls",
+            "dtype",
+            "kind",
+            "provider",
+            "note",
+            "inputs",
+            "outputs",
+        ]
         frame = pd.DataFrame(
             [
-                (r.node, r.op_type, r.flops, r.bytes, r.intensity, r.calls, r.dtype, r.kind,
-                 r.provider, r.note, r.inputs, r.outputs)
+                (
+                    r.node,
+                    r.op_type,
+                    r.flops,
+                    r.bytes,
+                    r.intensity,
+                    r.calls,
+                    r.dtype,
+                    r.kind,
+                    r.provider,
+                    r.note,
+                    r.inputs,
+                    r.outputs,
+                )
                 for r in self.rows
             ],
             columns=cols,
-        )  # fmt: skip
+        )
         return frame.sort_values("flops", ascending=False, kind="stable", na_position="last")
 
     @table
@@ -121,9 +145,10 @@ class CostResult(Result):
         """FLOPs, bytes, nodes and share of the model's FLOPs per op type, most FLOPs first."""
         frame = self.nodes
         out = frame.groupby("op_type").agg(
-            nodes=("node", "size"), flops=("flops", lambda s: s.sum(min_count=1)),
+            nodes=("node", "size"),
+            flops=("flops", lambda s: s.sum(min_count=1)),
             bytes=("bytes", "sum"),
-        )  # fmt: skip
+        )
         out["intensity"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
         out["flops_share"] = out["flops"] / (self.total_flops or math.nan)
         return out.sort_values("flops", ascending=False, na_position="last").reset_index()
@@ -182,35 +207,57 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
             c = node_cost(g.op_type, ins, outs, dict(g.attrs), g.domain)
             missing = [t for t, s in zip(g.inputs, ins, strict=True) if t and s is None]
             if missing:
-                c = NodeCost(math.nan, math.nan, c.bytes_written, c.dtype, c.kind,
-                             f"shape of {', '.join(missing[:3])} unknown")  # fmt: skip
+                c = NodeCost(
+                    math.nan,
+                    math.nan,
+                    c.bytes_written,
+                    c.dtype,
+                    c.kind,
+                    f"shape of {', '.join(missing[:3])} unknown",
+                )
         ort = -1.0
         if recorded and len(d.input_types[i]) == sum(1 for s in ins if s is not None):
             parts = [s[i] for s in sizes]
             ort = float(sum(parts)) if min(parts) >= 0 else -1.0
         k = float(calls[i])
         varying += k > 1
-        rows.append(CostRow(
-            node=name, op_type=d.op_type[i], provider=d.provider[i], calls=k,
-            flops=c.flops * k, bytes=c.bytes * k, bytes_written=c.bytes_written * k,
-            dtype=c.dtype, kind=c.kind, note=c.note,
-            inputs=types_text(tuple(s for s in ins if s is not None)),
-            outputs=types_text(tuple(s for s in outs if s is not None)), ort_bytes=ort,
-        ))  # fmt: skip
+        rows.append(
+            CostRow(
+                node=name,
+                op_type=d.op_type[i],
+                provider=d.provider[i],
+                calls=k,
+                flops=c.flops * k,
+                bytes=c.bytes * k,
+                bytes_written=c.bytes_written * k,
+                dtype=c.dtype,
+                kind=c.kind,
+                note=c.note,
+                inputs=types_text(tuple(s for s in ins if s is not None)),
+                outputs=types_text(tuple(s for s in outs if s is not None)),
+                ort_bytes=ort,
+            )
+        )
     notes = []
     inserted = [r for r in rows if r.node.startswith("InsertedPrecisionFreeCast_")]
     if inserted:
-        notes.append(f"ORT inserted {len(inserted)} Cast node(s) to run nodes its EP has no "
-                     "kernel for at their precision (fp16 on the CPU EP) in float: those "
-                     "nodes count as fp32 work, plus the casts.")  # fmt: skip
+        notes.append(
+            f"ORT inserted {len(inserted)} Cast node(s) to run nodes its EP has no "
+            "kernel for at their precision (fp16 on the CPU EP) in float: those "
+            "nodes count as fp32 work, plus the casts."
+        )
     ran = set(d.node)
     idle = [n.name for n in reply.nodes if n.name and n.name not in ran]
     if idle:
-        notes.append(f"{len(idle)} node(s) did not run (a branch not taken, or nothing to do): "
-                     f"no cost, e.g. {', '.join(idle[:3])}.")  # fmt: skip
+        notes.append(
+            f"{len(idle)} node(s) did not run (a branch not taken, or nothing to do): "
+            f"no cost, e.g. {', '.join(idle[:3])}."
+        )
     if varying:
-        notes.append(f"{varying} node(s) run several times per run (a Loop or Scan body): each "
-                     "call is counted at the shapes ORT recorded for one of them.")  # fmt: skip
+        notes.append(
+            f"{varying} node(s) run several times per run (a Loop or Scan body): each "
+            "call is counted at the shapes ORT recorded for one of them."
+        )
     return rows, notes
 
 
@@ -236,10 +283,20 @@ def cost(
     rows, notes = cost_rows(reply)
     unknown = sorted({r.op_type for r in rows if math.isnan(r.flops) and r.kind == "unknown"})
     if unknown:
-        notes.append(f"No formula for {', '.join(unknown)}: their FLOPs are unknown (NaN) and "
-                     "left out of the totals; their bytes are counted.")  # fmt: skip
-    notes.append(f"Counts are {COUNTED}: the work the shapes imply, at the inputs described "
-                 "below; ortlab.roofline sets them against measured times.")  # fmt: skip
+        notes.append(
+            f"No formula for {', '.join(unknown)}: their FLOPs are unknown (NaN) and "
+            "left out of the totals; their bytes are counted."
+        )
+    notes.append(
+        f"Counts are {COUNTED}: the work the shapes imply, at the inputs described "
+        "below; ortlab.roofline sets them against measured times."
+    )
     notes.extend(f.notes)
-    return CostResult(model=m.name, config=used.to_dict(), rows=rows, feeds=f.describe(),
-                      synthetic=f.synthetic, notes=notes)  # fmt: skip
+    return CostResult(
+        model=m.name,
+        config=used.to_dict(),
+        rows=rows,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
+        notes=notes,
+    )

@@ -21,67 +21,247 @@ Tensor = tuple[str, tuple[int, ...]]
 """(ORT dtype name, dims)."""
 
 DTYPE_BYTES = {
-    "float": 4.0, "double": 8.0, "float16": 2.0, "bfloat16": 2.0, "int8": 1.0, "uint8": 1.0,
-    "int16": 2.0, "uint16": 2.0, "int32": 4.0, "uint32": 4.0, "int64": 8.0, "uint64": 8.0,
-    "bool": 1.0, "float8e4m3fn": 1.0, "float8e4m3fnuz": 1.0, "float8e5m2": 1.0,
-    "float8e5m2fnuz": 1.0, "int4": 0.5, "uint4": 0.5, "float4e2m1": 0.5,
-}  # fmt: skip
+    "float": 4.0,
+    "double": 8.0,
+    "float16": 2.0,
+    "bfloat16": 2.0,
+    "int8": 1.0,
+    "uint8": 1.0,
+    "int16": 2.0,
+    "uint16": 2.0,
+    "int32": 4.0,
+    "uint32": 4.0,
+    "int64": 8.0,
+    "uint64": 8.0,
+    "bool": 1.0,
+    "float8e4m3fn": 1.0,
+    "float8e4m3fnuz": 1.0,
+    "float8e5m2": 1.0,
+    "float8e5m2fnuz": 1.0,
+    "int4": 0.5,
+    "uint4": 0.5,
+    "float4e2m1": 0.5,
+}
 
-_PRECISION = {"float": "fp32", "double": "fp64", "float16": "fp16", "bfloat16": "bf16",
-              "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4"}  # fmt: skip
+_PRECISION = {
+    "float": "fp32",
+    "double": "fp64",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "int8": "int8",
+    "uint8": "int8",
+    "int4": "int4",
+    "uint4": "int4",
+}
 
 # FLOPs per output element of elementwise ops (unary, binary with broadcast, activations).
 _PER_ELEMENT = {
     **dict.fromkeys(
-        ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu", "Sqrt", "Reciprocal", "Exp", "Log",
-         "Tanh", "Erf", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign", "Pow", "Mod", "Max",
-         "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-         "Not", "Where", "IsNaN", "IsInf", "BitShift", "Clip", "Relu6", "Tan", "Atan", "Asin",
-         "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "BitwiseAnd", "BitwiseOr",
-         "BitwiseXor", "BitwiseNot", "Trunc"),
+        (
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "Neg",
+            "Abs",
+            "Relu",
+            "Sqrt",
+            "Reciprocal",
+            "Exp",
+            "Log",
+            "Tanh",
+            "Erf",
+            "Sin",
+            "Cos",
+            "Floor",
+            "Ceil",
+            "Round",
+            "Sign",
+            "Pow",
+            "Mod",
+            "Max",
+            "Min",
+            "Equal",
+            "Less",
+            "Greater",
+            "LessOrEqual",
+            "GreaterOrEqual",
+            "And",
+            "Or",
+            "Xor",
+            "Not",
+            "Where",
+            "IsNaN",
+            "IsInf",
+            "BitShift",
+            "Clip",
+            "Relu6",
+            "Tan",
+            "Atan",
+            "Asin",
+            "Acos",
+            "Sinh",
+            "Cosh",
+            "Asinh",
+            "Acosh",
+            "Atanh",
+            "BitwiseAnd",
+            "BitwiseOr",
+            "BitwiseXor",
+            "BitwiseNot",
+            "Trunc",
+        ),
         1,
     ),
-    "LeakyRelu": 2, "PRelu": 2, "ThresholdedRelu": 1, "Elu": 3, "Selu": 4, "Celu": 4,
-    "Softplus": 3, "Softsign": 3, "Sigmoid": 4, "HardSigmoid": 3, "HardSwish": 4, "Swish": 5,
-    "Mish": 6, "Gelu": 5, "FastGelu": 8, "BiasGelu": 6, "QuickGelu": 5, "BiasAdd": 2,
-    "Shrink": 2, "QuantizeLinear": 2, "DequantizeLinear": 2, "DynamicQuantizeLinear": 4,
-    "QLinearAdd": 5, "QLinearMul": 5, "QLinearSigmoid": 8, "QLinearLeakyRelu": 6,
-    "BatchNormalization": 2, "Softmax": 5, "LogSoftmax": 5, "Hardmax": 1,
-    "LayerNormalization": 8, "SkipLayerNormalization": 9, "SimplifiedLayerNormalization": 5,
-    "SkipSimplifiedLayerNormalization": 6, "InstanceNormalization": 8, "GroupNorm": 8,
-    "GroupNormalization": 8, "LpNormalization": 3, "MeanVarianceNormalization": 6, "Affine": 2,
-    "ScaledTanh": 3, "ParametricSoftplus": 4, "BiasSoftmax": 6, "BiasDropout": 2,
-}  # fmt: skip
+    "LeakyRelu": 2,
+    "PRelu": 2,
+    "ThresholdedRelu": 1,
+    "Elu": 3,
+    "Selu": 4,
+    "Celu": 4,
+    "Softplus": 3,
+    "Softsign": 3,
+    "Sigmoid": 4,
+    "HardSigmoid": 3,
+    "HardSwish": 4,
+    "Swish": 5,
+    "Mish": 6,
+    "Gelu": 5,
+    "FastGelu": 8,
+    "BiasGelu": 6,
+    "QuickGelu": 5,
+    "BiasAdd": 2,
+    "Shrink": 2,
+    "QuantizeLinear": 2,
+    "DequantizeLinear": 2,
+    "DynamicQuantizeLinear": 4,
+    "QLinearAdd": 5,
+    "QLinearMul": 5,
+    "QLinearSigmoid": 8,
+    "QLinearLeakyRelu": 6,
+    "BatchNormalization": 2,
+    "Softmax": 5,
+    "LogSoftmax": 5,
+    "Hardmax": 1,
+    "LayerNormalization": 8,
+    "SkipLayerNormalization": 9,
+    "SimplifiedLayerNormalization": 5,
+    "SkipSimplifiedLayerNormalization": 6,
+    "InstanceNormalization": 8,
+    "GroupNorm": 8,
+    "GroupNormalization": 8,
+    "LpNormalization": 3,
+    "MeanVarianceNormalization": 6,
+    "Affine": 2,
+    "ScaledTanh": 3,
+    "ParametricSoftplus": 4,
+    "BiasSoftmax": 6,
+    "BiasDropout": 2,
+}
 
 # FLOPs per input element of reductions.
 _PER_INPUT = {
     **dict.fromkeys(
-        ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-         "ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool", "QLinearGlobalAveragePool",
-         "CumSum", "TopK"),
+        (
+            "ReduceSum",
+            "ReduceMean",
+            "ReduceMax",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceL1",
+            "ArgMax",
+            "ArgMin",
+            "GlobalAveragePool",
+            "GlobalMaxPool",
+            "QLinearGlobalAveragePool",
+            "CumSum",
+            "TopK",
+        ),
         1,
     ),
-    "ReduceL2": 2, "ReduceSumSquare": 2, "ReduceLogSum": 1, "ReduceLogSumExp": 3,
+    "ReduceL2": 2,
+    "ReduceSumSquare": 2,
+    "ReduceLogSum": 1,
+    "ReduceLogSumExp": 3,
     "GlobalLpPool": 2,
-}  # fmt: skip
+}
 
 _DATA = frozenset(
-    ("Reshape", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND",
-     "Scatter", "ScatterElements", "ScatterND", "Squeeze", "Unsqueeze", "Flatten", "Identity",
-     "Expand", "Tile", "Pad", "Cast", "CastLike", "ConstantOfShape", "Range", "NonZero",
-     "ReorderInput", "ReorderOutput", "DepthToSpace", "SpaceToDepth", "Dropout", "OneHot",
-     "Compress", "ReverseSequence", "Trilu", "EyeLike", "MemcpyFromHost", "MemcpyToHost",
-     "ZipMap", "QLinearConcat", "Constant", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
-     "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "Col2Im",
-     "Unique", "GatherBlockQuantized", "RandomNormal", "RandomUniform",
-     "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Optional",
-     "OptionalGetElement", "OptionalHasElement", "StringNormalizer", "LabelEncoder",
-     "CategoryMapper", "ArrayFeatureExtractor", "Imputer", "Binarizer", "Normalizer",
-     "FeatureVectorizer", "Shape", "Size"))  # fmt: skip
+    (
+        "Reshape",
+        "Transpose",
+        "Concat",
+        "Split",
+        "Slice",
+        "Gather",
+        "GatherElements",
+        "GatherND",
+        "Scatter",
+        "ScatterElements",
+        "ScatterND",
+        "Squeeze",
+        "Unsqueeze",
+        "Flatten",
+        "Identity",
+        "Expand",
+        "Tile",
+        "Pad",
+        "Cast",
+        "CastLike",
+        "ConstantOfShape",
+        "Range",
+        "NonZero",
+        "ReorderInput",
+        "ReorderOutput",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "Dropout",
+        "OneHot",
+        "Compress",
+        "ReverseSequence",
+        "Trilu",
+        "EyeLike",
+        "MemcpyFromHost",
+        "MemcpyToHost",
+        "ZipMap",
+        "QLinearConcat",
+        "Constant",
+        "SequenceAt",
+        "SequenceConstruct",
+        "SequenceEmpty",
+        "SequenceInsert",
+        "SequenceLength",
+        "SplitToSequence",
+        "ConcatFromSequence",
+        "Col2Im",
+        "Unique",
+        "GatherBlockQuantized",
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Optional",
+        "OptionalGetElement",
+        "OptionalHasElement",
+        "StringNormalizer",
+        "LabelEncoder",
+        "CategoryMapper",
+        "ArrayFeatureExtractor",
+        "Imputer",
+        "Binarizer",
+        "Normalizer",
+        "FeatureVectorizer",
+        "Shape",
+        "Size",
+    )
+)
 _METADATA = frozenset(("Shape", "Size"))
 _CONTROL = frozenset(("If", "Loop", "Scan"))
-_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool", "QLinearAveragePool", "MaxRoiPool",
-                    "RoiAlign"))  # fmt: skip
+_POOLS = frozenset(
+    ("MaxPool", "AveragePool", "LpPool", "QLinearAveragePool", "MaxRoiPool", "RoiAlign")
+)
 
 
 @dataclass(frozen=True)
@@ -127,8 +307,9 @@ def _at(seq: Sequence[Tensor | None], i: int) -> Tensor | None:
     return seq[i] if i < len(seq) else None
 
 
-def _conv(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-          attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _conv(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     w_at = 3 if op == "QLinearConv" else 1
     x, w = _at(ins, 0), _at(ins, w_at)
     if w is None or out is None or x is None:
@@ -146,8 +327,9 @@ def _conv(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return flops, ""
 
 
-def _matmul(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _matmul(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     a = _at(ins, 0)
     if a is None or out is None:
         return math.nan, "an input or output shape is unknown"
@@ -172,8 +354,9 @@ def _matmul(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return flops, ""
 
 
-def _attention(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _attention(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     """Projections (Attention's packed QKV weight) plus QK^T and AV (2 MACs per query, key
     and channel) plus the softmax (5 per score)."""
     del out
@@ -210,8 +393,9 @@ def _attention(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return flops, ""
 
 
-def _recurrent(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _recurrent(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     """Per time step and direction, the gates' two matmuls (input and recurrence weights: 2
     FLOPs per weight per batch row) plus ~10 FLOPs per gate element (activations, cell)."""
     del out
@@ -223,8 +407,9 @@ def _recurrent(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return seq * batch * (2 * (_size(w) + _size(r)) + 10 * gates), ""
 
 
-def _einsum(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _einsum(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     """One multiply-add per point of the space of all indices (2 FLOPs with two operands)."""
     del op, out
     equation = str(attrs.get("equation", "")).replace(" ", "")
@@ -237,8 +422,9 @@ def _einsum(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return (2.0 if len(terms) > 1 else 1.0) * math.prod(sizes.values()), ""
 
 
-def _pool(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-          attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _pool(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     del op
     kernel = attrs.get("kernel_shape") or attrs.get("pooled_shape")
     if out is None:
@@ -248,8 +434,9 @@ def _pool(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return _size(out) * math.prod(kernel), ""
 
 
-def _resize(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-            attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _resize(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     del op
     x = _at(ins, 0)
     mode = str(attrs.get("mode", "nearest"))
@@ -260,43 +447,84 @@ def _resize(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
     return 2.0 * taps**scaled * _size(out), ""
 
 
-Formula = Callable[[str, Sequence["Tensor | None"], "Tensor | None", Mapping[str, object]],
-                   tuple[float, str]]  # fmt: skip
+Formula = Callable[
+    [str, Sequence["Tensor | None"], "Tensor | None", Mapping[str, object]], tuple[float, str]
+]
 
 
-def _elementwise(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-                 attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _elementwise(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     del attrs
     if op in ("Sum", "Mean"):
         return max(sum(1 for t in ins if t is not None) - 1, 1) * _size(out), ""
     return _PER_ELEMENT[op] * _size(out), ""
 
 
-def _reduction(op: str, ins: Sequence[Tensor | None], out: Tensor | None,
-               attrs: Mapping[str, object]) -> tuple[float, str]:  # fmt: skip
+def _reduction(
+    op: str, ins: Sequence[Tensor | None], out: Tensor | None, attrs: Mapping[str, object]
+) -> tuple[float, str]:
     del out, attrs
     return _PER_INPUT[op] * _size(_at(ins, 0)), ""
 
 
 _FAMILIES: tuple[tuple[frozenset[str], str, Formula], ...] = (
-    (frozenset(("Conv", "FusedConv", "ConvInteger", "QLinearConv", "ConvTranspose", "NhwcConv",
-                "NhwcFusedConv")), "compute", _conv),
-    (frozenset(("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulNBits", "FusedMatMul",
-                "TransposeMatMul", "Gemm",
-                "QGemm", "FusedGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
-                "MatMulBnb4", "MatMulFpQ4")), "compute", _matmul),
-    (frozenset(("Attention", "MultiHeadAttention", "GroupQueryAttention",
-                "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention")), "compute",
-     _attention),
-    (frozenset(("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM")), "compute",
-     _recurrent),
+    (
+        frozenset(
+            (
+                "Conv",
+                "FusedConv",
+                "ConvInteger",
+                "QLinearConv",
+                "ConvTranspose",
+                "NhwcConv",
+                "NhwcFusedConv",
+            )
+        ),
+        "compute",
+        _conv,
+    ),
+    (
+        frozenset(
+            (
+                "MatMul",
+                "MatMulInteger",
+                "QLinearMatMul",
+                "MatMulNBits",
+                "FusedMatMul",
+                "TransposeMatMul",
+                "Gemm",
+                "QGemm",
+                "FusedGemm",
+                "MatMulIntegerToFloat",
+                "DynamicQuantizeMatMul",
+                "MatMulBnb4",
+                "MatMulFpQ4",
+            )
+        ),
+        "compute",
+        _matmul,
+    ),
+    (
+        frozenset(
+            (
+                "Attention",
+                "MultiHeadAttention",
+                "GroupQueryAttention",
+                "PackedMultiHeadAttention",
+                "DecoderMaskedMultiHeadAttention",
+            )
+        ),
+        "compute",
+        _attention,
+    ),
+    (frozenset(("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM")), "compute", _recurrent),
     (frozenset(("Einsum",)), "compute", _einsum),
     (frozenset((*_PER_ELEMENT, "Sum", "Mean")), "elementwise", _elementwise),
     (frozenset(_PER_INPUT), "reduction", _reduction),
     (_POOLS, "pooling", _pool),
-    (frozenset(("Resize", "Upsample")), "elementwise",
-     _resize),
-)  # fmt: skip
+    (frozenset(("Resize", "Upsample")), "elementwise", _resize),
+)
 """Op families: the ops, their kind, their formula (op, inputs, first output, attributes)."""
 
 

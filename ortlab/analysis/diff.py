@@ -149,8 +149,9 @@ def _per_run(pl: PlacementResult) -> tuple[dict[str, np.ndarray], int]:
 
 def _kernels(pl: PlacementResult) -> dict[str, str]:
     ops = {r.node: r.op_type for r in pl.optimized_rows}
-    return {r.node: "+".join(dict.fromkeys(ops.get(o, "?") for o in r.optimized))
-            for r in pl.node_rows}  # fmt: skip
+    return {
+        r.node: "+".join(dict.fromkeys(ops.get(o, "?") for o in r.optimized)) for r in pl.node_rows
+    }
 
 
 def _verdict(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, str, float]:
@@ -223,11 +224,24 @@ def diff(
         if ra is None or rb is None:
             side = "only in B" if ra is None else "only in A"
             us = (rb or ra).us_per_run if (rb or ra) else 0.0  # type: ignore[union-attr]
-            out.append(NodeDiff(name, base.op_type, 0.0 if ra is None else us,
-                                0.0 if rb is None else us, float("nan"), float("nan"),
-                                float("nan"), side, ra.provider if ra else "",
-                                rb.provider if rb else "", False, ka.get(name, ""),
-                                kb.get(name, ""), False))  # fmt: skip
+            out.append(
+                NodeDiff(
+                    name,
+                    base.op_type,
+                    0.0 if ra is None else us,
+                    0.0 if rb is None else us,
+                    float("nan"),
+                    float("nan"),
+                    float("nan"),
+                    side,
+                    ra.provider if ra else "",
+                    rb.provider if rb else "",
+                    False,
+                    ka.get(name, ""),
+                    kb.get(name, ""),
+                    False,
+                )
+            )
             continue
         xa, xb = ta.get(name), tb.get(name)
         if xa is None or xb is None:
@@ -236,33 +250,61 @@ def diff(
         else:
             est, low, high, verdict, cov = _verdict(xa, xb)
             coverage = coverage if np.isnan(cov) else cov
-        out.append(NodeDiff(
-            node=name, op_type=base.op_type,
-            a_us=float(np.median(xa)) if xa is not None else 0.0,
-            b_us=float(np.median(xb)) if xb is not None else 0.0,
-            delta_us=est, low=low, high=high, verdict=verdict,
-            a_provider=ra.provider, b_provider=rb.provider,
-            moved=bool(ra.provider and rb.provider and ra.provider != rb.provider),
-            a_kernel=ka.get(name, ""), b_kernel=kb.get(name, ""),
-            kernel_changed=ka.get(name, "") != kb.get(name, ""),
-        ))  # fmt: skip
-    run_ratio = float(np.median(run_us_b) / np.median(run_us_a)) if (
-        run_us_a and run_us_b) else float("nan")  # fmt: skip
-    out = [dataclasses.replace(r, vs_run=(r.b_us / r.a_us) / run_ratio)
-           if r.a_us > 0 and r.b_us > 0 else r for r in out]  # fmt: skip
+        out.append(
+            NodeDiff(
+                node=name,
+                op_type=base.op_type,
+                a_us=float(np.median(xa)) if xa is not None else 0.0,
+                b_us=float(np.median(xb)) if xb is not None else 0.0,
+                delta_us=est,
+                low=low,
+                high=high,
+                verdict=verdict,
+                a_provider=ra.provider,
+                b_provider=rb.provider,
+                moved=bool(ra.provider and rb.provider and ra.provider != rb.provider),
+                a_kernel=ka.get(name, ""),
+                b_kernel=kb.get(name, ""),
+                kernel_changed=ka.get(name, "") != kb.get(name, ""),
+            )
+        )
+    run_ratio = (
+        float(np.median(run_us_b) / np.median(run_us_a))
+        if (run_us_a and run_us_b)
+        else float("nan")
+    )
+    out = [
+        dataclasses.replace(r, vs_run=(r.b_us / r.a_us) / run_ratio)
+        if r.a_us > 0 and r.b_us > 0
+        else r
+        for r in out
+    ]
     la, lb = labels or (_label(a), _label(b))
-    unit = ("the sessions, each its median run" if per_session
-            else "the profiled runs of each session")  # fmt: skip
+    unit = (
+        "the sessions, each its median run" if per_session else "the profiled runs of each session"
+    )
     return DiffResult(
-        model_a=a.model, model_b=b.model, label_a=la, label_b=lb, rows=out, runs_a=runs_a,
-        runs_b=runs_b, coverage=coverage, run_ratio=run_ratio,
-        notes=[f"Each node's interval covers its true shift {coverage:.1%} of the time "
-               f"(distribution-free, over {unit}); shifts within "
-               f"{ABS_FLOOR_US:.0f} µs or {NOISE_BAND:.0%} of A's time are no measurable "
-               "difference."] if not np.isnan(coverage) else
-              [f"Too few {'sessions' if per_session else 'profiled runs'} for a 95 % "
-               f"interval: use {'rounds' if per_session else 'runs'} >= 4 on both sides."],
-    )  # fmt: skip
+        model_a=a.model,
+        model_b=b.model,
+        label_a=la,
+        label_b=lb,
+        rows=out,
+        runs_a=runs_a,
+        runs_b=runs_b,
+        coverage=coverage,
+        run_ratio=run_ratio,
+        notes=[
+            f"Each node's interval covers its true shift {coverage:.1%} of the time "
+            f"(distribution-free, over {unit}); shifts within "
+            f"{ABS_FLOOR_US:.0f} µs or {NOISE_BAND:.0%} of A's time are no measurable "
+            "difference."
+        ]
+        if not np.isnan(coverage)
+        else [
+            f"Too few {'sessions' if per_session else 'profiled runs'} for a 95 % "
+            f"interval: use {'rounds' if per_session else 'runs'} >= 4 on both sides."
+        ],
+    )
 
 
 def _label(pl: PlacementResult) -> str:

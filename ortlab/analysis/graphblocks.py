@@ -49,9 +49,11 @@ def initial_expanded(groups: list[GraphGroup], total: int, extra: int = 0) -> li
         expanded = candidate
     opened = set(expanded)
     while True:
-        closed = [g for g in groups  # a big group drawn closed now
-                  if g.id not in opened and (g.depth == 1 or g.parent in opened)
-                  and g.size > total / 4]  # fmt: skip
+        closed = [
+            g
+            for g in groups  # a big group drawn closed now
+            if g.id not in opened and (g.depth == 1 or g.parent in opened) and g.size > total / 4
+        ]
         fits = (
             g
             for g in sorted(closed, key=lambda g: -g.size)
@@ -247,8 +249,9 @@ def _block_name(nodes: list[GraphNode], flops: Mapping[str, float] | None = None
         ranked = sorted(count, key=weight)
     heavy = [op for op in ranked[:2] if op not in _DATA_MOVEMENT_OPS]
     if not heavy:
-        return "data movement: " + " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op
-                                                for op in ranked[:2])  # fmt: skip
+        return "data movement: " + " + ".join(
+            f"{op} ×{count[op]}" if count[op] > 1 else op for op in ranked[:2]
+        )
     rest = len(nodes) - sum(count[op] for op in heavy)
     return " + ".join(f"{op} ×{count[op]}" if count[op] > 1 else op for op in heavy) + (
         f" (+{rest} more)" if rest else ""

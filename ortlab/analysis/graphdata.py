@@ -177,15 +177,25 @@ def overview(graph: GraphData, expanded: Iterable[str]) -> Any:
         owner = next((c for c in reversed(chain) if c not in open_), None)
         items.setdefault(("group", owner) if owner else ("node", n.id), []).append(n)
     rows = [
-        *({"name": t, "kind": "input", "nodes": 0, "time_share": 0.0, "providers": {}}
-          for t in graph.inputs),
-        *({"name": groups[key].label if kind == "group" else members[0].name,
-           "kind": kind, "nodes": len(members), "time_share": sum(m.share for m in members),
-           "providers": dict(Counter(m.provider for m in members if m.provider))}
-          for (kind, key), members in items.items()),
-        *({"name": t, "kind": "output", "nodes": 0, "time_share": 0.0, "providers": {}}
-          for t in graph.outputs),
-    ]  # fmt: skip
+        *(
+            {"name": t, "kind": "input", "nodes": 0, "time_share": 0.0, "providers": {}}
+            for t in graph.inputs
+        ),
+        *(
+            {
+                "name": groups[key].label if kind == "group" else members[0].name,
+                "kind": kind,
+                "nodes": len(members),
+                "time_share": sum(m.share for m in members),
+                "providers": dict(Counter(m.provider for m in members if m.provider)),
+            }
+            for (kind, key), members in items.items()
+        ),
+        *(
+            {"name": t, "kind": "output", "nodes": 0, "time_share": 0.0, "providers": {}}
+            for t in graph.outputs
+        ),
+    ]
     return pd.DataFrame(rows, columns=["name", "kind", "nodes", "time_share", "providers"])
 
 
@@ -300,8 +310,9 @@ def _run_types(
         outs = [t for t in n.outputs if t]
         ran = written.get(n.name, ())
         if len(ran) == len(outs):
-            types.update({t: types_text((ty,)) for t, ty in zip(outs, ran, strict=True)
-                          if t not in concrete})  # fmt: skip
+            types.update(
+                {t: types_text((ty,)) for t, ty in zip(outs, ran, strict=True) if t not in concrete}
+            )
     return {**types, **constants}
 
 
@@ -379,8 +390,11 @@ def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
 def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
     if mark is None:
         return {}
-    return {"achieved_fraction": mark.fraction, "roof_bound": mark.bound,
-            "roof_ceiling": mark.ceiling}  # fmt: skip
+    return {
+        "achieved_fraction": mark.fraction,
+        "roof_bound": mark.bound,
+        "roof_ceiling": mark.ceiling,
+    }
 
 
 def graph_data(
@@ -401,11 +415,17 @@ def graph_data(
     graph = m.proto.graph
     if roofline is not None and placement is None and profile is None:
         profile = roofline.profile
-    roof, roof_notes = (roof_marks(roofline, placement, (op.name for op, _ in m.node_protos))
-                        if roofline is not None else ({}, []))  # fmt: skip
+    roof, roof_notes = (
+        roof_marks(roofline, placement, (op.name for op, _ in m.node_protos))
+        if roofline is not None
+        else ({}, [])
+    )
     rows, sq = _joins(placement, error)
-    changes = ({r.node: (r.delta_us if r.delta_us == r.delta_us else None, r.verdict)
-                for r in diff.rows} if diff is not None else {})  # fmt: skip
+    changes = (
+        {r.node: (r.delta_us if r.delta_us == r.delta_us else None, r.verdict) for r in diff.rows}
+        if diff is not None
+        else {}
+    )
     prof_time: dict[str, tuple[str, float]] = {}
     if profile is not None and placement is None:
         t = profile.by_node()
@@ -503,13 +523,25 @@ def graph_data(
         has_diff=bool(changes),
         has_roofline=bool(roof),
         notes=[
-            *([f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
-               f"{GHOST_FANOUT} nodes are drawn as stubs"] if any(e.ghost for e in edges) else []),
-            *([f"{len(constants)} Constant nodes are folded into their consumers (their value's "
-               "type and shape show in the consumer's details)"] if constants else []),
+            *(
+                [
+                    f"{sum(e.ghost for e in edges)} edges of tensors feeding more than "
+                    f"{GHOST_FANOUT} nodes are drawn as stubs"
+                ]
+                if any(e.ghost for e in edges)
+                else []
+            ),
+            *(
+                [
+                    f"{len(constants)} Constant nodes are folded into their consumers (their "
+                    "value's type and shape show in the consumer's details)"
+                ]
+                if constants
+                else []
+            ),
             *roof_notes,
         ],
         constants=len(constants),
         inputs=inputs,
         outputs=[o.name for o in graph.output],
-    )  # fmt: skip
+    )

@@ -29,15 +29,39 @@ __all__ = ["NodeMapping", "OpNode", "graph_node_protos", "graph_nodes", "map_nod
 
 
 KERNELS_FOR: dict[str, frozenset[str]] = {
-    "Conv": frozenset({"Conv", "FusedConv", "NhwcConv", "NhwcFusedConv", "QLinearConv",
-                       "ConvInteger", "EPContext"}),
+    "Conv": frozenset(
+        {
+            "Conv",
+            "FusedConv",
+            "NhwcConv",
+            "NhwcFusedConv",
+            "QLinearConv",
+            "ConvInteger",
+            "EPContext",
+        }
+    ),
     "ConvTranspose": frozenset({"ConvTranspose", "QLinearConvTranspose", "EPContext"}),
-    "MatMul": frozenset({"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "MatMulInteger",
-                         "QGemm", "QLinearMatMul", "DynamicQuantizeMatMul", "MatMulNBits",
-                         "MatMulIntegerToFloat", "Attention", "MultiHeadAttention",
-                         "GroupQueryAttention", "QAttention", "EPContext"}),
+    "MatMul": frozenset(
+        {
+            "MatMul",
+            "FusedMatMul",
+            "Gemm",
+            "FusedGemm",
+            "MatMulInteger",
+            "QGemm",
+            "QLinearMatMul",
+            "DynamicQuantizeMatMul",
+            "MatMulNBits",
+            "MatMulIntegerToFloat",
+            "Attention",
+            "MultiHeadAttention",
+            "GroupQueryAttention",
+            "QAttention",
+            "EPContext",
+        }
+    ),
     "Gemm": frozenset({"Gemm", "FusedGemm", "QGemm", "MatMul", "FusedMatMul", "EPContext"}),
-}  # fmt: skip
+}
 """Kernels (final-graph op types) that compute an original op, for the mapping's self-check.
 A compiled EP subgraph (EPContext, ``*-EP-subgraph``) computes whatever it holds."""
 
@@ -143,8 +167,9 @@ def map_nodes(
     for n in original:
         for t in n.inputs:
             consumers[t] += 1
-    ctx = _Context(orig_by_name, [n.name for n in original], producer_o, produced_p, stop,
-                   dict(consumers))  # fmt: skip
+    ctx = _Context(
+        orig_by_name, [n.name for n in original], producer_o, produced_p, stop, dict(consumers)
+    )
     anchors = _anchors(optimized, orig_by_name, producer_o)
     constants = _constants(original, set(initializers))
     groups: list[Group] = []
@@ -326,8 +351,11 @@ def _split_group(
         if n.name not in anchors or anchors[n.name] not in in_group:
             continue
         start = ctx.orig[anchors[n.name]]
-        own = [o for o in _walk_back([], ctx.producer_o, stop, ctx.stop, first=start)
-               if o in in_group and o not in owner]  # fmt: skip
+        own = [
+            o
+            for o in _walk_back([], ctx.producer_o, stop, ctx.stop, first=start)
+            if o in in_group and o not in owner
+        ]
         for o in own:
             owner[o] = len(out)
         out.append(Group([n.name], own, "fused"))
@@ -353,9 +381,12 @@ def _split_group(
 
 
 def _claim_by_output(
-    nodes: list[OpNode], in_group: set[str], out: list[Group], owner: dict[str, int],
+    nodes: list[OpNode],
+    in_group: set[str],
+    out: list[Group],
+    owner: dict[str, int],
     ctx: _Context,
-) -> None:  # fmt: skip
+) -> None:
     """An original left over whose output an unanchored kernel produces is computed by that
     kernel and the unanchored chain behind it (an fp16 Softmax decomposed into ReduceMax →
     Sub → Exp → ReduceSum → Div → Cast): they take it, not the node before it."""

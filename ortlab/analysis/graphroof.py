@@ -44,8 +44,11 @@ def _mark(rows: list[Any]) -> RoofMark | None:
         rate = fmt_flops(r.attainable, "/s") if r.flops > 0 else f"{fmt_bytes(r.attainable)}/s"
         return RoofMark(r.achieved_fraction, r.bound, rate, 1)
     weight = sum(r.us for r in rows)
-    fraction = (sum(r.achieved_fraction * r.us for r in rows) / weight if weight > 0
-                else sum(r.achieved_fraction for r in rows) / len(rows))  # fmt: skip
+    fraction = (
+        sum(r.achieved_fraction * r.us for r in rows) / weight
+        if weight > 0
+        else sum(r.achieved_fraction for r in rows) / len(rows)
+    )
     return RoofMark(fraction, max(rows, key=lambda r: r.us).bound, "", len(rows))
 
 
@@ -78,8 +81,10 @@ def roof_marks(
             if mark is not None:
                 marks[name] = mark
         how = "the kernel of its own name"
-    notes[:0] = [f"{len(marks)} of {len(names)} nodes show the roofline's achieved_fraction, from "
-             f"{how}; a node in several kernels shows their time-weighted mean"]  # fmt: skip
+    notes[:0] = [
+        f"{len(marks)} of {len(names)} nodes show the roofline's achieved_fraction, from "
+        f"{how}; a node in several kernels shows their time-weighted mean"
+    ]
     if placement is None:
         unmatched = set(kernels) - set(names)
         if unmatched:

@@ -138,8 +138,14 @@ class LabRunner:
         if name not in ("static QDQ", "static QOperator"):
             raise ValueError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
         fmt = "qdq" if name == "static QDQ" else "qoperator"
-        return quantize(base, mode="static", format=fmt, per_channel=choice.per_channel,
-                        calibration_size=8, **self.inputs(choice.dims))  # fmt: skip
+        return quantize(
+            base,
+            mode="static",
+            format=fmt,
+            per_channel=choice.per_channel,
+            calibration_size=8,
+            **self.inputs(choice.dims),
+        )
 
     def run(self, choice: Choice, *, step: Step = _quiet, progress: Progress = _no_bar) -> LabRun:
         """Build (or reuse) the variant, then the placement join (5 profiled runs) and the
@@ -150,6 +156,7 @@ class LabRunner:
         step("placement")
         pl = placement(model, choice.config, runs=5, progress=progress("placement"), **inputs)
         step("the benchmark")
-        b = benchmark(model, choice.config, runs=choice.runs, progress=progress("benchmark"),
-                      **inputs)  # fmt: skip
+        b = benchmark(
+            model, choice.config, runs=choice.runs, progress=progress("benchmark"), **inputs
+        )
         return LabRun(model, choice, pl, b)

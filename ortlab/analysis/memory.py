@@ -103,8 +103,7 @@ class FootprintRow:
         ):
             if hi < 0 or lo > 0:
                 word = "saves" if hi < 0 else "adds"
-                parts.append(f"{what} {word} {fmt_bytes(abs(d))} "
-                             f"[{_signed(lo)}, {_signed(hi)}]")  # fmt: skip
+                parts.append(f"{what} {word} {fmt_bytes(abs(d))} [{_signed(lo)}, {_signed(hi)}]")
             else:
                 parts.append(f"{what}: no measurable difference")
         return "; ".join(parts) + f" ({self.confidence:.0%} interval)"
@@ -132,13 +131,25 @@ class FootprintResult(Result):
     def table(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame([{
-            "setting": r.setting, "peak_bytes": r.peak, "held_bytes": r.held,
-            "create_ms": float(np.median(r.create_ms)) if r.create_ms else math.nan,
-            "peak_change": r.peak_change, "peak_low": r.peak_low, "peak_high": r.peak_high,
-            "held_change": r.held_change, "held_low": r.held_low, "held_high": r.held_high,
-            "confidence": r.confidence, "verdict": r.verdict(),
-        } for r in self.rows])  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "setting": r.setting,
+                    "peak_bytes": r.peak,
+                    "held_bytes": r.held,
+                    "create_ms": float(np.median(r.create_ms)) if r.create_ms else math.nan,
+                    "peak_change": r.peak_change,
+                    "peak_low": r.peak_low,
+                    "peak_high": r.peak_high,
+                    "held_change": r.held_change,
+                    "held_low": r.held_low,
+                    "held_high": r.held_high,
+                    "confidence": r.confidence,
+                    "verdict": r.verdict(),
+                }
+                for r in self.rows
+            ]
+        )
 
     def to_pandas(self) -> Any:
         """setting, peak_bytes, held_bytes (medians over fresh processes), create_ms,
@@ -164,10 +175,17 @@ class FootprintResult(Result):
     def __repr__(self) -> str:
         ref = self.reference
         best = self.best()
-        tail = (f"; {best.setting}: {best.verdict()}" if best else
-                "; no setting lowers the peak" if len(self.rows) > 1 else "")  # fmt: skip
-        return (f"<FootprintResult {self.model!r}: the session adds {fmt_bytes(ref.peak)} at "
-                f"peak for {fmt_bytes(self.weights_bytes)} of weights{tail}>")  # fmt: skip
+        tail = (
+            f"; {best.setting}: {best.verdict()}"
+            if best
+            else "; no setting lowers the peak"
+            if len(self.rows) > 1
+            else ""
+        )
+        return (
+            f"<FootprintResult {self.model!r}: the session adds {fmt_bytes(ref.peak)} at "
+            f"peak for {fmt_bytes(self.weights_bytes)} of weights{tail}>"
+        )
 
 
 def footprint(
@@ -206,13 +224,16 @@ def footprint(
     for label, c, got in zip(labels, configs, measured, strict=True):
         errors = [g.error for g in got if g.error]
         ok = [g for g in got if not g.error and g.held_bytes is not None]
-        rows.append(FootprintRow(
-            setting=label, config=c.to_dict(),
-            held_bytes=[float(g.held_bytes) for g in ok if g.held_bytes is not None],
-            peak_bytes=[float(g.peak_bytes) for g in ok if g.peak_bytes is not None],
-            create_ms=[float(g.create_ms) for g in ok],
-            error=errors[0] if errors and not ok else "",
-        ))  # fmt: skip
+        rows.append(
+            FootprintRow(
+                setting=label,
+                config=c.to_dict(),
+                held_bytes=[float(g.held_bytes) for g in ok if g.held_bytes is not None],
+                peak_bytes=[float(g.peak_bytes) for g in ok if g.peak_bytes is not None],
+                create_ms=[float(g.create_ms) for g in ok],
+                error=errors[0] if errors and not ok else "",
+            )
+        )
     if not rows[0].held_bytes:
         why = rows[0].error or "this system does not report resident memory (/proc/self/status)"
         notes.append(f"the reference could not be measured: {why}")
@@ -220,13 +241,20 @@ def footprint(
         rows = [rows[0], *(_against(rows[0], r) for r in rows[1:])]
     if rows[0].held_bytes and not rows[0].peak_bytes:
         notes.append("peaks not measured: this kernel cannot reset the high-water mark")
-    notes.append(f"each setting in {repeats} fresh processes, round-robin; the intervals are "
-                 "Hodges–Lehmann shifts with exact Mann–Whitney coverage")  # fmt: skip
+    notes.append(
+        f"each setting in {repeats} fresh processes, round-robin; the intervals are "
+        "Hodges–Lehmann shifts with exact Mann–Whitney coverage"
+    )
     return FootprintResult(
-        model=m.name, weights_bytes=int(m.summary.initializer_bytes), rows=rows,
-        repeats=int(repeats), runs=int(runs), feeds=f.describe(), synthetic=f.synthetic,
+        model=m.name,
+        weights_bytes=int(m.summary.initializer_bytes),
+        rows=rows,
+        repeats=int(repeats),
+        runs=int(runs),
+        feeds=f.describe(),
+        synthetic=f.synthetic,
         notes=notes,
-    )  # fmt: skip
+    )
 
 
 def _against(ref: FootprintRow, r: FootprintRow) -> FootprintRow:
@@ -235,7 +263,18 @@ def _against(ref: FootprintRow, r: FootprintRow) -> FootprintRow:
     if not r.held_bytes:
         return r
     hd, hl, hh, conf = shift_interval(ref.held_bytes, r.held_bytes)
-    pd_, pl, ph = (shift_interval(ref.peak_bytes, r.peak_bytes)[:3]
-                   if ref.peak_bytes and r.peak_bytes else (math.nan,) * 3)  # fmt: skip
-    return dataclasses.replace(r, held_change=hd, held_low=hl, held_high=hh, peak_change=pd_,
-                               peak_low=pl, peak_high=ph, confidence=conf)  # fmt: skip
+    pd_, pl, ph = (
+        shift_interval(ref.peak_bytes, r.peak_bytes)[:3]
+        if ref.peak_bytes and r.peak_bytes
+        else (math.nan,) * 3
+    )
+    return dataclasses.replace(
+        r,
+        held_change=hd,
+        held_low=hl,
+        held_high=hh,
+        peak_change=pd_,
+        peak_low=pl,
+        peak_high=ph,
+        confidence=conf,
+    )

@@ -74,16 +74,20 @@ def output_errors(
         kinds = {s.kind for s in a} | {s.kind for s in b}
         if "left out" in kinds or len(kinds) > 1:
             why = next((s.note for s in a + b if s.kind == "left out"), "")
-            notes.append(f"output {name!r} left out of the scores: "
-                         f"{why or 'its type differs between the two models'}")  # fmt: skip
+            notes.append(
+                f"output {name!r} left out of the scores: "
+                f"{why or 'its type differs between the two models'}"
+            )
             continue
         if a[0].note:
             notes.append(f"output {name!r}: {a[0].note}")
         ra, tb = [s.values for s in a], [s.values for s in b]
         if a[0].kind == "labels":
             same = [np.asarray(x).shape == np.asarray(y).shape for x, y in zip(ra, tb, strict=True)]
-            equal = sum(int(np.sum(np.asarray(x) == np.asarray(y))) if ok else 0
-                        for x, y, ok in zip(ra, tb, same, strict=True))  # fmt: skip
+            equal = sum(
+                int(np.sum(np.asarray(x) == np.asarray(y))) if ok else 0
+                for x, y, ok in zip(ra, tb, same, strict=True)
+            )
             total = sum(max(int(np.size(x)), 1) for x in ra)
             errors[name] = {"kind": "labels", "labels_equal": equal / max(total, 1)}
         else:
@@ -117,10 +121,17 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
     Degenerate cases are named, never scored as perfect: ``degenerate`` says why cosine/SQNR
     are NaN (the float output holds NaN/Inf or is all zeros, the variant's holds NaN/Inf, or
     the two differ in shape on some sample)."""
-    out: dict[str, Any] = {"max_abs": float("nan"), "mean_abs": float("nan"),
-                           "cosine": float("nan"), "sqnr_db": float("nan")}  # fmt: skip
-    apart = [(np.shape(x), np.shape(y)) for x, y in zip(refs, tests, strict=True)
-             if np.shape(x) != np.shape(y)]  # fmt: skip
+    out: dict[str, Any] = {
+        "max_abs": float("nan"),
+        "mean_abs": float("nan"),
+        "cosine": float("nan"),
+        "sqnr_db": float("nan"),
+    }
+    apart = [
+        (np.shape(x), np.shape(y))
+        for x, y in zip(refs, tests, strict=True)
+        if np.shape(x) != np.shape(y)
+    ]
     if apart:  # a length the model computes (speech frames, detections): no value-by-value score
         a, b = apart[0]
         out["degenerate"] = (
@@ -149,9 +160,11 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
         top_r, top_t = np.argsort(-rs, axis=1), np.argsort(-ts, axis=1)
         out["top1_agreement"] = float(np.mean(top_r[:, 0] == top_t[:, 0]))
         if rs.shape[1] >= 10:
-            out["top5_agreement"] = float(np.mean(
-                [len(set(a[:5]) & set(b[:5])) / 5 for a, b in zip(top_r, top_t, strict=True)]
-            ))  # fmt: skip
+            out["top5_agreement"] = float(
+                np.mean(
+                    [len(set(a[:5]) & set(b[:5])) / 5 for a, b in zip(top_r, top_t, strict=True)]
+                )
+            )
     return out
 
 
@@ -198,10 +211,9 @@ def lowest_cosine(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> fl
         cos = float(e["cosine"])
         if math.isnan(cos):
             same = all(
-                np.array_equal(scorable(a[name]).values, scorable(b[name]).values,
-                               equal_nan=True)
+                np.array_equal(scorable(a[name]).values, scorable(b[name]).values, equal_nan=True)
                 for a, b in zip(base, other, strict=True)
-            )  # fmt: skip
+            )
             cos = 1.0 if same else 0.0
         worst = min(worst, cos)
     return worst
@@ -217,6 +229,8 @@ def degenerate_notes(outputs: list[dict[str, np.ndarray]]) -> list[str]:
             continue
         why = unscorable(np.concatenate([np.ravel(f.values) for f in forms]))
         if why:
-            out.append(f"the model's own output {name!r} {why} on the samples: variant "
-                       "accuracy against it cannot be scored")  # fmt: skip
+            out.append(
+                f"the model's own output {name!r} {why} on the samples: variant "
+                "accuracy against it cannot be scored"
+            )
     return out

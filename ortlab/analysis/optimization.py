@@ -239,9 +239,11 @@ def optimization_diff(
     graph = m.proto.graph
     original = m.nodes
     check_report(saved[keys[0]].report, cfg, m)  # a requested EP that did not load is said
-    unknown = (_unknown_transformers(m, cfg, disable, keys[-1], folder=folder,
-                                     timeout=timeout)
-               if disable else None)  # fmt: skip
+    unknown = (
+        _unknown_transformers(m, cfg, disable, keys[-1], folder=folder, timeout=timeout)
+        if disable
+        else None
+    )
     if unknown:
         raise SessionConfigError(
             f"disable={unknown[0]}: ORT runs no transformer of that name at level {keys[-1]!r}; "
@@ -253,9 +255,15 @@ def optimization_diff(
     load: float | None = None
     if measure:
         timed = measure_interleaved(
-            [(m, cfg.with_(level=k)) for k in keys], f, rounds=rounds, runs=runs,
-            desc=f"levels {m.name}", context=context, progress=progress, timeout=timeout,
-        )  # fmt: skip
+            [(m, cfg.with_(level=k)) for k in keys],
+            f,
+            rounds=rounds,
+            runs=runs,
+            desc=f"levels {m.name}",
+            context=context,
+            progress=progress,
+            timeout=timeout,
+        )
         rounds_ms = timed.medians_ms.tolist()
         load = timed.other_cores
         latency_rows = _latency_rows(keys, timed.medians_ms, timed.failed)

@@ -178,10 +178,25 @@ def flow_events(
                 pi = before[-1]
                 flow_id += 1
                 common = {"name": tensor, "cat": "tensor", "id": flow_id}
-                out.append({**common, "ph": "s", "ts": float(starts[pi]),
-                            "pid": where[pi][0], "tid": where[pi][1]})  # fmt: skip
-                out.append({**common, "ph": "f", "bp": "e", "ts": float(starts[ci]),
-                            "pid": where[ci][0], "tid": where[ci][1]})  # fmt: skip
+                out.append(
+                    {
+                        **common,
+                        "ph": "s",
+                        "ts": float(starts[pi]),
+                        "pid": where[pi][0],
+                        "tid": where[pi][1],
+                    }
+                )
+                out.append(
+                    {
+                        **common,
+                        "ph": "f",
+                        "bp": "e",
+                        "ts": float(starts[ci]),
+                        "pid": where[ci][0],
+                        "tid": where[ci][1],
+                    }
+                )
     return out
 
 
@@ -201,8 +216,9 @@ def perfetto_trace(
     bases = _run_bases(data)
     starts = bases[runs] + np.asarray(data.ev_start_us, dtype=np.float64) if n_ev else dur
     threads = data.threads if len(data.ev_thread) == n_ev and data.threads else ["?"]
-    ev_thread = np.asarray(data.ev_thread if len(data.ev_thread) == n_ev else [0] * n_ev,
-                           dtype=np.int64)  # fmt: skip
+    ev_thread = np.asarray(
+        data.ev_thread if len(data.ev_thread) == n_ev else [0] * n_ev, dtype=np.int64
+    )
     eps = list(dict.fromkeys(data.provider[k] for k in dict.fromkeys(data.ev_node)))
     ep_pid = {ep: RUNS_PID + 1 + i for i, ep in enumerate(eps)}
     node_pid = np.asarray([ep_pid.get(p, 0) for p in data.provider], dtype=np.int64)
@@ -223,23 +239,49 @@ def perfetto_trace(
         extra = (t - 1) // (len(threads) + 1)
         text = f"thread {thread}" + (f" (overlapping slices, {extra})" if extra else "")
         meta.append(_meta("thread_name", p, t, name=text))
-    shapes = [(types_text(i), types_text(o))
-              for i, o in zip(data.input_types, data.output_types, strict=True)]  # fmt: skip
+    shapes = [
+        (types_text(i), types_text(o))
+        for i, o in zip(data.input_types, data.output_types, strict=True)
+    ]
     slices = []
     for i, (k, r) in enumerate(zip(ids.tolist(), runs.tolist(), strict=True)):
         nm = names[k]
-        args: dict[str, Any] = {"kernel": data.node[k], "name_from": nm.source,
-                                "op_type": data.op_type[k], "provider": data.provider[k],
-                                "run": r, "input_shapes": shapes[k][0],
-                                "output_shapes": shapes[k][1]}  # fmt: skip
+        args: dict[str, Any] = {
+            "kernel": data.node[k],
+            "name_from": nm.source,
+            "op_type": data.op_type[k],
+            "provider": data.provider[k],
+            "run": r,
+            "input_shapes": shapes[k][0],
+            "output_shapes": shapes[k][1],
+        }
         if len(nm.original) > 1:
             args["original_nodes"] = list(nm.original)
-        slices.append({"ph": "X", "name": nm.name, "cat": "node", "ts": float(starts[i]),
-                       "dur": float(dur[i]), "pid": int(pid[i]), "tid": int(tid[i]),
-                       "args": args})  # fmt: skip
-    marks = [{"ph": "X", "name": f"run {r}", "cat": "run", "ts": float(bases[r]),
-              "dur": float(d), "pid": RUNS_PID, "tid": 1, "args": {"run": r, "run_us": d}}
-             for r, d in enumerate(data.run_us)]  # fmt: skip
+        slices.append(
+            {
+                "ph": "X",
+                "name": nm.name,
+                "cat": "node",
+                "ts": float(starts[i]),
+                "dur": float(dur[i]),
+                "pid": int(pid[i]),
+                "tid": int(tid[i]),
+                "args": args,
+            }
+        )
+    marks = [
+        {
+            "ph": "X",
+            "name": f"run {r}",
+            "cat": "run",
+            "ts": float(bases[r]),
+            "dur": float(d),
+            "pid": RUNS_PID,
+            "tid": 1,
+            "args": {"run": r, "run_us": d},
+        }
+        for r, d in enumerate(data.run_us)
+    ]
     where = list(zip(pid.tolist(), tid.tolist(), strict=True))
     return {
         "traceEvents": [
@@ -262,8 +304,11 @@ def _counters(data: ProfileData, starts: np.ndarray, pid: np.ndarray) -> list[di
     """The allocator per EP after each node of the last measured run (ORT records it per node
     event; the profile keeps each node's last): bytes in use, peak so far, held by the arena."""
     n = len(data.node)
-    cols = {"in_use_bytes": data.in_use_bytes, "peak_bytes": data.peak_bytes,
-            "arena_bytes": data.arena_bytes}  # fmt: skip
+    cols = {
+        "in_use_bytes": data.in_use_bytes,
+        "peak_bytes": data.peak_bytes,
+        "arena_bytes": data.arena_bytes,
+    }
     if not data.ev_run or any(len(v) != n for v in cols.values()):
         return []
     last = max(data.ev_run)
@@ -275,8 +320,15 @@ def _counters(data: ProfileData, starts: np.ndarray, pid: np.ndarray) -> list[di
     for k, i in sorted(latest.items(), key=lambda item: starts[item[1]]):
         values = {c: v[k] for c, v in cols.items() if v[k] >= 0}
         if values:
-            out.append({"ph": "C", "name": "memory", "pid": int(pid[i]),
-                        "ts": float(starts[i] + data.ev_dur_us[i]), "args": values})  # fmt: skip
+            out.append(
+                {
+                    "ph": "C",
+                    "name": "memory",
+                    "pid": int(pid[i]),
+                    "ts": float(starts[i] + data.ev_dur_us[i]),
+                    "args": values,
+                }
+            )
     return out
 
 
@@ -304,18 +356,31 @@ def write_perfetto(
         raise ValueError(f"Refusing to write a trace to {out}: an .onnx path is a model's.")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"No folder {out.parent} to write the trace into.")
-    names = node_names(data, level=str(config.get("level", "")), placement=placement,
-                       model_nodes=model_nodes)  # fmt: skip
-    edges = [(b.producer, b.consumer, b.tensor) for b in placement.boundary_rows] \
-        if placement is not None else []  # fmt: skip
+    names = node_names(
+        data, level=str(config.get("level", "")), placement=placement, model_nodes=model_nodes
+    )
+    edges = (
+        [(b.producer, b.consumer, b.tensor) for b in placement.boundary_rows]
+        if placement is not None
+        else []
+    )
     how = sorted({n.source for n in names})
-    doc = perfetto_trace(data, names=names, edges=edges, metadata={
-        "model": model_name, "config": dict(config), "runs": len(data.run_us),
-        "names": how, "flows": "tensors crossing EPs, from the placement join"
-        if placement is not None else "none: pass placement= (ortlab.placement) for them",
-        "memory": "per EP, after each node of the last measured run, as ORT recorded it",
-        "times": "µs, profiling on (about 5 µs of overhead per node)",
-    })  # fmt: skip
+    doc = perfetto_trace(
+        data,
+        names=names,
+        edges=edges,
+        metadata={
+            "model": model_name,
+            "config": dict(config),
+            "runs": len(data.run_us),
+            "names": how,
+            "flows": "tensors crossing EPs, from the placement join"
+            if placement is not None
+            else "none: pass placement= (ortlab.placement) for them",
+            "memory": "per EP, after each node of the last measured run, as ORT recorded it",
+            "times": "µs, profiling on (about 5 µs of overhead per node)",
+        },
+    )
     text = json.dumps(doc, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:

@@ -194,8 +194,10 @@ def join_placement(
     if wanted:
         why = _FallbackWhy(wanted, report, probes or {})
         node_rows = [dataclasses.replace(r, reason=why(r)) for r in node_rows]
-        opt_rows = [dataclasses.replace(r, reason=r.reason or why.final(r.node, r.provider))
-                    for r in opt_rows]  # fmt: skip
+        opt_rows = [
+            dataclasses.replace(r, reason=r.reason or why.final(r.node, r.provider))
+            for r in opt_rows
+        ]
     return PlacementResult(
         model=model,
         config=config,
@@ -224,8 +226,7 @@ class _FallbackWhy:
     def __init__(self, wanted: str, report: SessionReport, probes: Mapping[str, str]) -> None:
         self.wanted = wanted
         self.probes = probes
-        missing = next((m for m in report.missing if split_device(m.provider)[0] == wanted),
-                       None)  # fmt: skip
+        missing = next((m for m in report.missing if split_device(m.provider)[0] == wanted), None)
         self.missing = f"{label(wanted)} did not load: {missing.reason}" if missing else ""
         self.verdicts = {**parse_qnn_log(report.why_log), **parse_ort_fallbacks(report.why_log)}
         self.logged = bool(report.why_log)
@@ -239,9 +240,14 @@ class _FallbackWhy:
         if row.partition < 0 or not row.provider or row.provider == self.wanted:
             return ""
         return self.missing or node_reason(
-            row.node, row.op_type, row.optimized, self.verdicts, self.wanted,
-            probe=self.probes.get(row.node, ""), logged=self.logged,
-        )  # fmt: skip
+            row.node,
+            row.op_type,
+            row.optimized,
+            self.verdicts,
+            self.wanted,
+            probe=self.probes.get(row.node, ""),
+            logged=self.logged,
+        )
 
 
 def _copy_reason(
@@ -256,8 +262,10 @@ def _copy_reason(
         src = "graph input" if tensor in graph_inputs else "initializer"
     dst = sorted({provider[m.name] for m in final if set(m.inputs) & set(n.outputs)})
     short = [p.removesuffix("ExecutionProvider") for p in [src, *dst]]
-    return (f"inserted by ORT: copies {tensor} from {short[0]} to {', '.join(short[1:]) or '?'}"
-            " (the tensor crosses EPs)")  # fmt: skip
+    return (
+        f"inserted by ORT: copies {tensor} from {short[0]} to {', '.join(short[1:]) or '?'}"
+        " (the tensor crosses EPs)"
+    )
 
 
 @dataclass
@@ -301,8 +309,7 @@ def _credits(original: Sequence[OpNode], j: _Join) -> tuple[dict[str, float], di
     for kernel, names in j.mapping.optimized_to_original.items():
         members = list(dict.fromkeys(names))
         # constants folded into the kernel and nodes eliminated compute nothing in it
-        computing = [m for m in members
-                     if j.mapping.status.get(m) not in ("folded", "eliminated")]  # fmt: skip
+        computing = [m for m in members if j.mapping.status.get(m) not in ("folded", "eliminated")]
         members = computing or members
         if not members:
             continue
@@ -310,8 +317,9 @@ def _credits(original: Sequence[OpNode], j: _Join) -> tuple[dict[str, float], di
         primary = _primary(members, ops, [final_ops.get(kernel, "")])
         if primary is not None:
             time[primary] += t
-            how[primary].append("measured" if len(members) == 1
-                                else f"measured (kernel of {len(members)})")  # fmt: skip
+            how[primary].append(
+                "measured" if len(members) == 1 else f"measured (kernel of {len(members)})"
+            )
             for m in members:
                 if m != primary:
                     how[m].append(f"fused into {primary}")
@@ -323,8 +331,9 @@ def _credits(original: Sequence[OpNode], j: _Join) -> tuple[dict[str, float], di
     for name, said in how.items():
         kinds = list(dict.fromkeys(said))
         credited = [k for k in kinds if not k.startswith("fused into")]
-        source[name] = (credited[0] if len(credited) == 1 else
-                        "; ".join(credited) if credited else kinds[0])  # fmt: skip
+        source[name] = (
+            credited[0] if len(credited) == 1 else "; ".join(credited) if credited else kinds[0]
+        )
     return dict(time), source
 
 
@@ -470,9 +479,16 @@ def from_reply(m: Model, cfg: SessionConfig, f: Feeds, out: PlacementReply) -> P
         probes=out.probes,
     )
     shapes, synthetic = f.describe(), f.synthetic
-    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=out.data,
-                         report=out.report, notes=joined.notes[:1], feeds=shapes,
-                         synthetic=synthetic)  # fmt: skip
+    prof = ProfileResult(
+        model=m.name,
+        config=cfg.to_dict(),
+        data=out.data,
+        report=out.report,
+        notes=joined.notes[:1],
+        feeds=shapes,
+        synthetic=synthetic,
+    )
     ran = {k: list(v) for k, v in f.shapes().items()}
-    return dataclasses.replace(joined, profile=prof, feeds=shapes, synthetic=synthetic,
-                               ort_ms=out.ort_ms, input_shapes=ran)  # fmt: skip
+    return dataclasses.replace(
+        joined, profile=prof, feeds=shapes, synthetic=synthetic, ort_ms=out.ort_ms, input_shapes=ran
+    )

@@ -186,8 +186,9 @@ class PlacementResult(Result):
         if self.profile is not None:
             kernels = self.profile.by_node()
             kernels = kernels[kernels["output_bytes"] > 0]
-            written = {str(k): int(v) for k, v in
-                       kernels.groupby("provider")["output_bytes"].sum().items()}  # fmt: skip
+            written = {
+                str(k): int(v) for k, v in kernels.groupby("provider")["output_bytes"].sum().items()
+            }
         for prov in dict.fromkeys(r.provider for r in self.partition_rows):
             nodes = sum(1 for r in self.node_rows if r.provider == prov and r.partition >= 0)
             time = sum(r.us_per_run for r in self.optimized_rows if r.provider == prov)

@@ -49,8 +49,14 @@ __all__ = [
 ]
 
 
-MEMORY_COLUMNS = ("output_bytes", "activation_bytes", "parameter_bytes", "in_use_bytes",
-                  "peak_bytes", "arena_bytes")  # fmt: skip
+MEMORY_COLUMNS = (
+    "output_bytes",
+    "activation_bytes",
+    "parameter_bytes",
+    "in_use_bytes",
+    "peak_bytes",
+    "arena_bytes",
+)
 
 
 def _sizes(values: list[int], n: int) -> np.ndarray:
@@ -206,8 +212,9 @@ class ProfileResult(Result):
                 **{col: _sizes(getattr(d, col), n) for col in MEMORY_COLUMNS},
             }
         )[present]
-        return table.sort_values(["us_per_run", "self_us"], ascending=False,
-                                 kind="stable").reset_index(drop=True)  # fmt: skip
+        return table.sort_values(
+            ["us_per_run", "self_us"], ascending=False, kind="stable"
+        ).reset_index(drop=True)
 
     def memory(self) -> Any:
         """Memory over one run, in execution order (the last measured run): node, op_type,
@@ -217,11 +224,20 @@ class ProfileResult(Result):
 
         d = self.data
         if not d.ev_run:
-            return pd.DataFrame(columns=["node", "op_type", "provider", "start_us",
-                                         *MEMORY_COLUMNS[3:], "output_bytes"])  # fmt: skip
+            return pd.DataFrame(
+                columns=[
+                    "node",
+                    "op_type",
+                    "provider",
+                    "start_us",
+                    *MEMORY_COLUMNS[3:],
+                    "output_bytes",
+                ]
+            )
         last = max(d.ev_run)
-        order = sorted((s, k) for s, k, r in zip(d.ev_start_us, d.ev_node, d.ev_run, strict=True)
-                       if r == last)  # fmt: skip
+        order = sorted(
+            (s, k) for s, k, r in zip(d.ev_start_us, d.ev_node, d.ev_run, strict=True) if r == last
+        )
         n = len(d.node)
         cols = {c: _sizes(getattr(d, c), n) for c in MEMORY_COLUMNS}
         seen: set[int] = set()
@@ -230,11 +246,18 @@ class ProfileResult(Result):
             if k in seen:  # a node inside a Loop body runs several times: once is enough
                 continue
             seen.add(k)
-            rows.append({"node": d.node[k], "op_type": d.op_type[k], "provider": d.provider[k],
-                         "start_us": start, "in_use_bytes": cols["in_use_bytes"][k],
-                         "peak_bytes": cols["peak_bytes"][k],
-                         "arena_bytes": cols["arena_bytes"][k],
-                         "output_bytes": cols["output_bytes"][k]})  # fmt: skip
+            rows.append(
+                {
+                    "node": d.node[k],
+                    "op_type": d.op_type[k],
+                    "provider": d.provider[k],
+                    "start_us": start,
+                    "in_use_bytes": cols["in_use_bytes"][k],
+                    "peak_bytes": cols["peak_bytes"][k],
+                    "arena_bytes": cols["arena_bytes"][k],
+                    "output_bytes": cols["output_bytes"][k],
+                }
+            )
         return pd.DataFrame(rows)
 
     def _grouped(self, keys: list[str]) -> Any:
@@ -277,8 +300,9 @@ class ProfileResult(Result):
         out["total_us"] = total
         out["median_per_run_us"] = np.median(per_run.reshape(groups, n_runs), axis=1)
         out = out[out["calls"] > 0]
-        return out.sort_values(["us_per_run", "total_us"], ascending=False,
-                               kind="stable").reset_index(drop=True)  # fmt: skip
+        return out.sort_values(
+            ["us_per_run", "total_us"], ascending=False, kind="stable"
+        ).reset_index(drop=True)
 
     def by_op_type(self) -> Any:
         """One row per (op_type, provider): nodes, calls, us_per_run, share, total_us,
@@ -335,8 +359,14 @@ class ProfileResult(Result):
         original only at level 'disabled'. Written atomically; refuses ``.onnx`` paths."""
         from ortlab.analysis.perfetto import write_perfetto
 
-        return write_perfetto(self.data, path, model_name=self.model, config=self.config,
-                              placement=placement, model=model)  # fmt: skip
+        return write_perfetto(
+            self.data,
+            path,
+            model_name=self.model,
+            config=self.config,
+            placement=placement,
+            model=model,
+        )
 
     def to_pandas(self) -> Any:
         """The per-node table (:meth:`by_node`): one row per node of the optimized graph."""
@@ -387,6 +417,11 @@ def profile(
         *f.notes,
     ]
     return ProfileResult(
-        model=m.name, config=cfg.to_dict(), data=out.data, report=out.report, notes=notes,
-        feeds=f.describe(), synthetic=f.synthetic,
-    )  # fmt: skip
+        model=m.name,
+        config=cfg.to_dict(),
+        data=out.data,
+        report=out.report,
+        notes=notes,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
+    )

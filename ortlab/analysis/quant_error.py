@@ -82,8 +82,9 @@ class ErrorResult(Result):
             base = dataclasses.replace(base, calibration=SavedCalibration(**self.calibration))
         spared = tuple(sorted({*base.nodes_to_exclude, *nodes}))
         source = load(self.model_path, name=self.model)  # the model's name, not its file's
-        variants = [quantize(source, dataclasses.replace(base, nodes_to_exclude=spared),
-                             timeout=timeout)]  # fmt: skip
+        variants = [
+            quantize(source, dataclasses.replace(base, nodes_to_exclude=spared), timeout=timeout)
+        ]
         if promote and base.mode == "static" and base.format == "qdq":
             wide = tuple(sorted(tensors))
             wider = dataclasses.replace(base, promote_16bit=wide)
@@ -180,13 +181,19 @@ def quantization_error(
         rows.append(TensorError(t, node.name, node.op_type, m.sqnr_db, m.cosine, m.max_abs))
     label = getattr(var.variant, "label", None) or var.name
     return ErrorResult(
-        model=base.name, variant=label, tensors=rows, samples=data.source,
-        synthetic=data.synthetic, skipped=skipped, model_path=str(base.path),
+        model=base.name,
+        variant=label,
+        tensors=rows,
+        samples=data.source,
+        synthetic=data.synthetic,
+        skipped=skipped,
+        model_path=str(base.path),
         settings=dict(getattr(var.variant, "settings", None) or {}),
-        calibration=dataclasses.asdict(saved) if var.variant is not None
-        and (saved := SavedCalibration.of(var.variant)) is not None else {},
+        calibration=dataclasses.asdict(saved)
+        if var.variant is not None and (saved := SavedCalibration.of(var.variant)) is not None
+        else {},
         notes=[base.random_note()] if base.random_ops else [],
-    )  # fmt: skip
+    )
 
 
 def _float_types(model: Any) -> dict[str, bool]:
@@ -195,8 +202,12 @@ def _float_types(model: Any) -> dict[str, bool]:
     import onnx
 
     inferred = inferred_graph(model.proto)
-    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
-              onnx.TensorProto.BFLOAT16}  # fmt: skip
+    floats = {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.DOUBLE,
+        onnx.TensorProto.BFLOAT16,
+    }
     out = {
         vi.name: vi.type.tensor_type.elem_type in floats
         for vi in [*inferred.value_info, *inferred.output]
@@ -225,8 +236,9 @@ def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, s
         if t not in made_by:
             continue
         q = next((c for c in consumers.get(t, []) if c.op_type == "QuantizeLinear"), None)
-        dq = q and next((c for c in consumers.get(q.output[0], [])
-                         if c.op_type == "DequantizeLinear"), None)  # fmt: skip
+        dq = q and next(
+            (c for c in consumers.get(q.output[0], []) if c.op_type == "DequantizeLinear"), None
+        )
         if dq is not None:
             where[t] = dq.output[0]
         elif made_by[t] == node.op_type:

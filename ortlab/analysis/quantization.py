@@ -49,8 +49,13 @@ QUANTIZED_OPS = frozenset(
         "QAttention",
     }
 )
-_ALREADY_QUANTIZED = QUANTIZED_OPS | {"DynamicQuantizeLSTM", "MatMulNBits", "QOrderedMatMul",
-                                      "MatMulBnb4", "GatherBlockQuantized"}  # fmt: skip
+_ALREADY_QUANTIZED = QUANTIZED_OPS | {
+    "DynamicQuantizeLSTM",
+    "MatMulNBits",
+    "QOrderedMatMul",
+    "MatMulBnb4",
+    "GatherBlockQuantized",
+}
 """Ops that mark a model as quantized already (a domain prefix is dropped before the test)."""
 
 
@@ -65,8 +70,11 @@ def float16_weights(model: Model) -> str:
 
     from ortlab.core.onnx_util import walk_initializers
 
-    kinds = [t.data_type for t in walk_initializers(model.proto.graph)
-             if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)]  # fmt: skip
+    kinds = [
+        t.data_type
+        for t in walk_initializers(model.proto.graph)
+        if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)
+    ]
     half = sum(k == TensorProto.FLOAT16 for k in kinds)
     if kinds and half * 2 > len(kinds):
         return f"{half} of {len(kinds)} float initializers"
@@ -183,8 +191,9 @@ class QuantConfig:
     def from_settings(cls, settings: Mapping[str, Any]) -> QuantConfig:
         """The config :meth:`settings` came from (without its calibration data)."""
         names = {f.name for f in fields(cls)} - {"calibration"}
-        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                  for k, v in settings.items() if k in names}  # fmt: skip
+        kwargs: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in names
+        }
         return cls(**kwargs)
 
     def settings(self) -> dict[str, Any]:
@@ -468,8 +477,11 @@ def quantize(
 
 def save_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     """Calibration samples as one .npz (``<index>/<input name>`` keys, no pickling)."""
-    arrays = {f"{i}/{name}": np.asarray(v) for i, sample in enumerate(samples)
-              for name, v in sample.items()}  # fmt: skip
+    arrays = {
+        f"{i}/{name}": np.asarray(v)
+        for i, sample in enumerate(samples)
+        for name, v in sample.items()
+    }
     tmp = path.with_name(path.name + ".part")
     with tmp.open("wb") as f:
         np.savez(f, **arrays)  # type: ignore[arg-type]

@@ -69,8 +69,9 @@ def category(reason: str) -> str:  # noqa: PLR0911 - one return per kind of reas
         return "dynamic shape"
     if "rank" in low:
         return "rank"
-    if "type" in low and ("data" in low or "dtype" in low or "unsupported" in low or
-                          "not supported" in low):  # fmt: skip
+    if "type" in low and (
+        "data" in low or "dtype" in low or "unsupported" in low or "not supported" in low
+    ):
         return "data type"
     if "compile failed" in low or "ep error" in low:
         return "compile failed"
@@ -97,8 +98,10 @@ def fix_for(  # noqa: PLR0911, PLR0912 - one return per kind of reason
     if cat.startswith("op not supported: "):
         op = cat.split(": ", 1)[1]
         if op in _QNN_INT_OPS and name == "QNN":
-            return ("quantize for the NPU (QDQ, static: onnxruntime.quantization with the QNN "
-                    "configuration) instead of dynamic quantization")  # fmt: skip
+            return (
+                "quantize for the NPU (QDQ, static: onnxruntime.quantization with the QNN "
+                "configuration) instead of dynamic quantization"
+            )
         if name in ("CUDA", "ROCM", "Dml", "WebGpu", "Js", "MIGraphX", "CANN"):
             return (
                 f"no {name} kernel: a newer onnxruntime may have one; else re-export "
@@ -127,8 +130,10 @@ def fix_for(  # noqa: PLR0911, PLR0912 - one return per kind of reason
             "'soc_model': '60'} (a v73 HTP, Snapdragon 8 Gen 2), and check its log"
         )
     if cat.startswith("no prediction"):
-        return (f"nothing here can predict {name}: run whatif where its device (or plugin) "
-                "is, or try the qnn / nnapi / coreml targets")  # fmt: skip
+        return (
+            f"nothing here can predict {name}: run whatif where its device (or plugin) "
+            "is, or try the qnn / nnapi / coreml targets"
+        )
     if cat == "removed before partitioning":
         return "nothing to do: ORT folds or fuses these before any EP sees them"
     return ""
@@ -146,12 +151,15 @@ def group_reasons(
         if reason and cat != "removed before partitioning":
             groups[cat].append((node, reason))
     out: list[dict[str, object]] = [
-        {"reason": cat, "nodes": len(members),
-         "examples": ", ".join(n for n, _ in members[:3]),
-         "fix": fix_for(cat, ep, dynamic, fixed=fixed),
-         "raw": Counter(r for _, r in members).most_common(1)[0][0]}
+        {
+            "reason": cat,
+            "nodes": len(members),
+            "examples": ", ".join(n for n, _ in members[:3]),
+            "fix": fix_for(cat, ep, dynamic, fixed=fixed),
+            "raw": Counter(r for _, r in members).most_common(1)[0][0],
+        }
         for cat, members in groups.items()
-    ]  # fmt: skip
+    ]
     return sorted(out, key=lambda g: -int(str(g["nodes"])))
 
 
@@ -173,17 +181,25 @@ def node_reason(
     names = [node, *optimized]
     said = next(((k, verdicts[k]) for k in names if verdicts.get(k)), None)
     if said:
-        return said[1] if said[0] == node else (
-            f"fused by ORT into {said[0]}, which falls back: {said[1]}")  # fmt: skip
+        return (
+            said[1]
+            if said[0] == node
+            else (f"fused by ORT into {said[0]}, which falls back: {said[1]}")
+        )
     if any(k in verdicts for k in names):
         return f"passed {short}'s validation but was left out of its partitions"
     if probe == REFUSED:
-        return (f"op not supported: {op_type} — {short} refuses a one-node {op_type} with "
-                f"this node's types and attributes (probed here; {short} logs no per-node "
-                "reason)")  # fmt: skip
+        return (
+            f"op not supported: {op_type} — {short} refuses a one-node {op_type} with "
+            f"this node's types and attributes (probed here; {short} logs no per-node "
+            "reason)"
+        )
     if probe == TAKEN:
-        return (f"left out in context: {short} takes a one-node {op_type} like this one "
-                "(probed here) but not this node where it sits (its partition rules, or a "
-                "neighbour's shape or type)")  # fmt: skip
+        return (
+            f"left out in context: {short} takes a one-node {op_type} like this one "
+            "(probed here) but not this node where it sits (its partition rules, or a "
+            "neighbour's shape or type)"
+        )
     return f"not claimed by {short}: no reason in ORT's log" + (
-        "" if logged else " (the EP logged no per-node verdicts)")  # fmt: skip
+        "" if logged else " (the EP logged no per-node verdicts)"
+    )

@@ -86,7 +86,8 @@ def gather(
             profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
             here["profile"] = inputs
         if todo_levels:
-            optimization = optimization_diff(m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5,
-                                             progress=progress)  # fmt: skip
+            optimization = optimization_diff(
+                m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5, progress=progress
+            )
             here["optimization"] = inputs
     return ReportInputs(profile, placement, optimization, here)

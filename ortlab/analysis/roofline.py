@@ -33,8 +33,15 @@ from ortlab.core.units import fmt_flops
 from ortlab.engine import tasks_cost, tasks_peaks
 from ortlab.engine.calls import as_config, call, run_model_task
 
-__all__ = ["FAR_UNDER", "NEAR", "Peak", "RoofRow", "RooflineResult", "profile_with_roofline",
-           "roofline"]  # fmt: skip
+__all__ = [
+    "FAR_UNDER",
+    "NEAR",
+    "Peak",
+    "RoofRow",
+    "RooflineResult",
+    "profile_with_roofline",
+    "roofline",
+]
 
 ABOVE = 1.05
 """A node above this fraction of its ceiling is above the roof: the ceilings are measured again
@@ -117,14 +124,16 @@ class RooflineResult(Result):
 
     def peak_flops(self, dtype: str) -> float:
         """The FLOP/s ceiling for a precision (fp32's when that one was not measured)."""
-        found = {p.dtype: p.best for p in self.peaks
-                 if p.dtype not in ("memory", "cache") and not p.error}  # fmt: skip
+        found = {
+            p.dtype: p.best
+            for p in self.peaks
+            if p.dtype not in ("memory", "cache") and not p.error
+        }
         return found.get(dtype, found.get("fp32", math.nan))
 
     def time_share(self, low: float, high: float = math.inf) -> float:
         """Share of node time in nodes whose achieved_fraction is in [low, high)."""
-        return float(sum(r.share for r in self.rows
-                         if low <= r.achieved_fraction < high))  # fmt: skip
+        return float(sum(r.share for r in self.rows if low <= r.achieved_fraction < high))
 
     @property
     def near_limits(self) -> bool:
@@ -141,16 +150,33 @@ class RooflineResult(Result):
     def nodes(self) -> Any:
         import pandas as pd
 
-        cols = ["node", "op_type", "us", "share", "flops", "bytes", "intensity", "achieved_flops",
-                "achieved_bytes", "attainable", "achieved_fraction", "bound", "bandwidth", "dtype",
-                "kind", "provider"]  # fmt: skip
+        cols = [
+            "node",
+            "op_type",
+            "us",
+            "share",
+            "flops",
+            "bytes",
+            "intensity",
+            "achieved_flops",
+            "achieved_bytes",
+            "attainable",
+            "achieved_fraction",
+            "bound",
+            "bandwidth",
+            "dtype",
+            "kind",
+            "provider",
+        ]
         frame = pd.DataFrame([[getattr(r, c) for c in cols] for r in self.rows], columns=cols)
         return frame.sort_values("us", ascending=False, kind="stable").reset_index(drop=True)
 
     def __repr__(self) -> str:
-        return (f"<RooflineResult {self.model}: {self.time_share(NEAR):.0%} of node time at half "
-                f"its bound or more, {self.time_share(0, FAR_UNDER):.0%} under a tenth; peak "
-                f"{fmt_flops(self.peak_flops('fp32'), '/s')} fp32>")  # fmt: skip
+        return (
+            f"<RooflineResult {self.model}: {self.time_share(NEAR):.0%} of node time at half "
+            f"its bound or more, {self.time_share(0, FAR_UNDER):.0%} under a tenth; peak "
+            f"{fmt_flops(self.peak_flops('fp32'), '/s')} fp32>"
+        )
 
 
 def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> RoofRow:
@@ -167,9 +193,24 @@ def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> 
         attainable, bound, fraction = bandwidth, "memory", achieved_b / bandwidth
     else:
         attainable, bound, fraction = math.nan, "", math.nan
-    return RoofRow(c.node, c.op_type, c.provider, us, share, c.flops, c.bytes, c.dtype, c.kind,
-                   peak, bandwidth, achieved_f, achieved_b, attainable, fraction,
-                   bound)  # fmt: skip
+    return RoofRow(
+        c.node,
+        c.op_type,
+        c.provider,
+        us,
+        share,
+        c.flops,
+        c.bytes,
+        c.dtype,
+        c.kind,
+        peak,
+        bandwidth,
+        achieved_f,
+        achieved_b,
+        attainable,
+        fraction,
+        bound,
+    )
 
 
 def roofline(
@@ -193,21 +234,37 @@ def roofline(
     """
     cfg0 = as_config(config)
     m, cfg, f, reply = run_model_task(
-        tasks_cost.shapes, model, config, feeds, dims=dims, progress=progress, timeout=timeout,
-        runs=runs, warmup=warmup,
+        tasks_cost.shapes,
+        model,
+        config,
+        feeds,
+        dims=dims,
+        progress=progress,
+        timeout=timeout,
+        runs=runs,
+        warmup=warmup,
         peaks=() if ceilings.known(cfg0) else ("fp32", "int8", "fp16"),
-    )  # fmt: skip
+    )
     ceilings.record(cfg, reply.peaks)
     costs, notes = cost_rows(reply)
-    prof = ProfileResult(model=m.name, config=cfg.to_dict(), data=reply.data, report=reply.report,
-                         feeds=f.describe(), synthetic=f.synthetic)  # fmt: skip
+    prof = ProfileResult(
+        model=m.name,
+        config=cfg.to_dict(),
+        data=reply.data,
+        report=reply.report,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
+    )
     result, rows = _against_ceilings(m.name, cfg, costs=costs, prof=prof, runs=runs, f=f)
     if any(r.achieved_fraction > ABOVE for r in rows):  # a busy moment, or a wrong count
         reply_peaks = call(
-            tasks_peaks.peaks, {"config": cfg, "dtypes": ["fp32", "int8", "fp16"], "runs": 10},
-            desc="peaks", context=f"of this machine with {cfg.label()}", progress=False,
+            tasks_peaks.peaks,
+            {"config": cfg, "dtypes": ["fp32", "int8", "fp16"], "runs": 10},
+            desc="peaks",
+            context=f"of this machine with {cfg.label()}",
+            progress=False,
             timeout=timeout,
-        )  # fmt: skip
+        )
         ceilings.record(cfg, reply_peaks.runs)
         result, rows = _against_ceilings(m.name, cfg, costs=costs, prof=prof, runs=runs, f=f)
         notes.append(
@@ -228,8 +285,9 @@ def roofline(
     peaks = result.peaks
     for p in peaks:
         if p.error:
-            notes.append(f"{p.what}: not measured ({p.error}); its nodes are set against "
-                         "the fp32 ceiling.")  # fmt: skip
+            notes.append(
+                f"{p.what}: not measured ({p.error}); its nodes are set against the fp32 ceiling."
+            )
     notes += [
         f"Times: {prof.conditions}.",
         "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
@@ -261,14 +319,28 @@ def _against_ceilings(
     used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory", "cache"}
     peaks = [p for p in ceilings.known(cfg) or [] if p.dtype in used]
     times = prof.by_node().set_index("node")
-    result = RooflineResult(model=name, config=cfg.to_dict(), peaks=peaks, rows=[], runs=runs,
-                            feeds=f.describe(), synthetic=f.synthetic, profile=prof,
-                            cache_bytes=last_level_cache_bytes())  # fmt: skip
+    result = RooflineResult(
+        model=name,
+        config=cfg.to_dict(),
+        peaks=peaks,
+        rows=[],
+        runs=runs,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
+        profile=prof,
+        cache_bytes=last_level_cache_bytes(),
+    )
     rows = [  # the ceilings are the result's own: one lookup of a peak, the rows' and the table's
-        _row(c, float(times.at[c.node, "us_per_run"]), float(times.at[c.node, "share"]),
-             result.peak_flops(c.dtype), result.peak_bytes(c.bytes / max(c.calls, 1.0)))
-        for c in costs if c.node in times.index
-    ]  # fmt: skip
+        _row(
+            c,
+            float(times.at[c.node, "us_per_run"]),
+            float(times.at[c.node, "share"]),
+            result.peak_flops(c.dtype),
+            result.peak_bytes(c.bytes / max(c.calls, 1.0)),
+        )
+        for c in costs
+        if c.node in times.index
+    ]
     return result, rows
 
 
@@ -284,9 +356,9 @@ def profile_with_roofline(
     """A profile of ``runs`` runs and, where the EPs run ORT's own kernels, the roofline of
     the same runs (its profile is that profile); a plain profile where an EP compiles."""
     if compiling(config.providers, config.policy):  # its kernels' work cannot be counted
-        return profile(model, config, feeds, runs=runs, warmup=warmup, progress=False,
-                       timeout=timeout), None  # fmt: skip
-    roof = roofline(model, config, feeds, runs=runs, warmup=warmup, progress=False,
-                    timeout=timeout)  # fmt: skip
+        return profile(
+            model, config, feeds, runs=runs, warmup=warmup, progress=False, timeout=timeout
+        ), None
+    roof = roofline(model, config, feeds, runs=runs, warmup=warmup, progress=False, timeout=timeout)
     assert roof.profile is not None  # roofline() always keeps its profile
     return roof.profile, roof

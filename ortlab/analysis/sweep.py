@@ -104,27 +104,32 @@ class SweepResult(Result):
 
     def __repr__(self) -> str:
         ok = [r for r in self.rows if not r.error]
-        span = (f"{min(r.p50_ms for r in ok):.3g}..{max(r.p50_ms for r in ok):.3g} ms"
-                if ok else "no shape ran")  # fmt: skip
+        span = (
+            f"{min(r.p50_ms for r in ok):.3g}..{max(r.p50_ms for r in ok):.3g} ms"
+            if ok
+            else "no shape ran"
+        )
         return f"<SweepResult {self.model}: {len(self.rows)} shapes, p50 {span}>"
 
 
 def _points(dims: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
     if not dims:
-        raise SweepError("dims is empty: give each dim to sweep a list, e.g. "
-                         "dims={'batch': [1, 2, 4, 8]}")  # fmt: skip
+        raise SweepError(
+            "dims is empty: give each dim to sweep a list, e.g. dims={'batch': [1, 2, 4, 8]}"
+        )
     lists: dict[str, list[int]] = {}
     for name, values in dims.items():
         vals = [values] if isinstance(values, int) else list(values)
         if not vals or not all(isinstance(v, int | np.integer) and int(v) > 0 for v in vals):
-            raise SweepError(f"dims[{name!r}] must be a list of positive integers, not "
-                             f"{values!r}")  # fmt: skip
+            raise SweepError(f"dims[{name!r}] must be a list of positive integers, not {values!r}")
         lists[name] = list(dict.fromkeys(int(v) for v in vals))
     count = math.prod(len(v) for v in lists.values())
     if count > MAX_POINTS:
-        raise SweepError(f"{count} shapes (the product of the lists) is more than a sweep "
-                         f"measures ({MAX_POINTS}): sweep fewer values, or one dim at a "
-                         "time")  # fmt: skip
+        raise SweepError(
+            f"{count} shapes (the product of the lists) is more than a sweep "
+            f"measures ({MAX_POINTS}): sweep fewer values, or one dim at a "
+            "time"
+        )
     return [dict(zip(lists, combo, strict=True)) for combo in itertools.product(*lists.values())]
 
 
@@ -134,8 +139,15 @@ def _latency(latencies_ns: Sequence[int]) -> tuple[float, float, float]:
     return mid, low, high
 
 
-def _measure(model: Any, cfg: Any, point: dict[str, int], *, runs: int,
-             targets: Sequence[str], timeout: float | None) -> SweepRow:  # fmt: skip
+def _measure(
+    model: Any,
+    cfg: Any,
+    point: dict[str, int],
+    *,
+    runs: int,
+    targets: Sequence[str],
+    timeout: float | None,
+) -> SweepRow:
     b = benchmark(model, cfg, runs=runs, warmup=3, dims=point, progress=False, timeout=timeout)
     p50, low, high = _latency(b.latencies_ns)
     pl = placement(model, cfg, runs=3, warmup=1, dims=point, progress=False, timeout=timeout)
@@ -162,9 +174,18 @@ def _measure(model: Any, cfg: Any, point: dict[str, int], *, runs: int,
             rows = [r for r in got.node_rows if r.partition >= 0]
             on = sum(1 for r in rows if r.provider == t.ep)
             predicted[t.target] = on / len(rows) if rows else math.nan
-    return SweepRow(dims=point, p50_ms=p50, low_ms=low, high_ms=high, runs=len(b.latencies_ns),
-                    nodes_per_ep=per_ep, fallbacks=fallbacks, memcpy=len(pl.memcpy),
-                    peak_bytes=peak, predicted=predicted)  # fmt: skip
+    return SweepRow(
+        dims=point,
+        p50_ms=p50,
+        low_ms=low,
+        high_ms=high,
+        runs=len(b.latencies_ns),
+        nodes_per_ep=per_ep,
+        fallbacks=fallbacks,
+        memcpy=len(pl.memcpy),
+        peak_bytes=peak,
+        predicted=predicted,
+    )
 
 
 def sweep(
@@ -194,8 +215,16 @@ def sweep(
         try:
             rows.append(_measure(m, config, point, runs=runs, targets=targets, timeout=timeout))
         except OrtlabError as err:  # this shape: say why, measure the others
-            rows.append(SweepRow(dims=point, p50_ms=math.nan, low_ms=math.nan,
-                                 high_ms=math.nan, runs=0, error=str(err)[:400]))  # fmt: skip
+            rows.append(
+                SweepRow(
+                    dims=point,
+                    p50_ms=math.nan,
+                    low_ms=math.nan,
+                    high_ms=math.nan,
+                    runs=0,
+                    error=str(err)[:400],
+                )
+            )
         if report is not None:
             report(i + 1, len(points))
     notes = [
@@ -210,5 +239,11 @@ def sweep(
         notes.append("No shape ran: see each row's error.")
     cfg = as_config(config)
     swept = {k: sorted({p[k] for p in points}) for k in points[0]}
-    return SweepResult(model=m.name, config=cfg.to_dict(), swept=swept, rows=rows,
-                       targets=list(targets), notes=notes)  # fmt: skip
+    return SweepResult(
+        model=m.name,
+        config=cfg.to_dict(),
+        swept=swept,
+        rows=rows,
+        targets=list(targets),
+        notes=notes,
+    )

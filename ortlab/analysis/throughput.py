@@ -114,14 +114,23 @@ class ThroughputResult(Result):
 
         return pd.DataFrame(
             [
-                {"mode": r.mode, "concurrency": r.concurrency,
-                 "requests_per_s": r.requests_per_s, "low": r.low, "high": r.high,
-                 "p50_ms": r.p50_ms, "p90_ms": r.p90_ms, "p99_ms": r.p99_ms,
-                 "vs_first": r.vs_first.ratio, "vs_previous": r.vs_previous.ratio,
-                 "requests": r.requests, "sessions": r.sessions}
+                {
+                    "mode": r.mode,
+                    "concurrency": r.concurrency,
+                    "requests_per_s": r.requests_per_s,
+                    "low": r.low,
+                    "high": r.high,
+                    "p50_ms": r.p50_ms,
+                    "p90_ms": r.p90_ms,
+                    "p99_ms": r.p99_ms,
+                    "vs_first": r.vs_first.ratio,
+                    "vs_previous": r.vs_previous.ratio,
+                    "requests": r.requests,
+                    "sessions": r.sessions,
+                }
                 for r in self.rows
             ]
-        )  # fmt: skip
+        )
 
     def __repr__(self) -> str:
         return f"<ThroughputResult {self.model!r}: " + "; ".join(self.sentences.values()) + ">"
@@ -180,8 +189,10 @@ def _sentence(mode: str, rows: list[LevelRow], knee: int | None, rates: list[lis
             + ", ".join(f"{r.concurrency}: {r.requests_per_s:.1f} req/s" for r in rows)
         )
     k = levels.index(knee)
-    head = (f"{knee} thread{'s' if knee > 1 else ''} {_PHRASE[mode]}: "
-            f"{rows[k].requests_per_s:.1f} req/s")  # fmt: skip
+    head = (
+        f"{knee} thread{'s' if knee > 1 else ''} {_PHRASE[mode]}: "
+        f"{rows[k].requests_per_s:.1f} req/s"
+    )
     if k > 0:
         head += f", {_ci(paired_ratio(rates[0], rates[k]))} the requests/s of {first}"
     if k == len(rows) - 1:
@@ -217,22 +228,36 @@ def _mode_rows(
     rates: list[list[float]] = []
     rows: list[LevelRow] = []
     for c in levels:
-        ws = sorted((w for w in reply.windows if w.mode == mode and w.concurrency == c),
-                    key=lambda w: w.round)  # fmt: skip
+        ws = sorted(
+            (w for w in reply.windows if w.mode == mode and w.concurrency == c),
+            key=lambda w: w.round,
+        )
         per_round = [w.completed / (w.window_ns / 1e9) for w in ws]
         rates.append(per_round)
         mid, low, high, _ = median_with_interval(per_round)
         p50, p90, p99 = _pct([x for w in ws for x in w.latencies_ns])
         k = len(rates) - 1
-        rows.append(LevelRow(
-            mode=mode, concurrency=c, requests_per_s=mid, low=low, high=high,
-            per_round=per_round, completed=[w.completed for w in ws],
-            window_s=[w.window_ns / 1e9 for w in ws], p50_ms=p50, p90_ms=p90, p99_ms=p99,
-            requests=sum(w.completed for w in ws), sessions=ws[0].sessions if ws else 0,
-            vs_first=_paired(paired_ratio(rates[0], per_round), levels[0], c),
-            vs_previous=_paired(paired_ratio(rates[max(k - 1, 0)], per_round),
-                                levels[max(k - 1, 0)], c),
-        ))  # fmt: skip
+        rows.append(
+            LevelRow(
+                mode=mode,
+                concurrency=c,
+                requests_per_s=mid,
+                low=low,
+                high=high,
+                per_round=per_round,
+                completed=[w.completed for w in ws],
+                window_s=[w.window_ns / 1e9 for w in ws],
+                p50_ms=p50,
+                p90_ms=p90,
+                p99_ms=p99,
+                requests=sum(w.completed for w in ws),
+                sessions=ws[0].sessions if ws else 0,
+                vs_first=_paired(paired_ratio(rates[0], per_round), levels[0], c),
+                vs_previous=_paired(
+                    paired_ratio(rates[max(k - 1, 0)], per_round), levels[max(k - 1, 0)], c
+                ),
+            )
+        )
     knee, _ = find_knee(levels, rates)
     return rows, knee, _sentence(mode, rows, knee, rates)
 
@@ -240,11 +265,12 @@ def _mode_rows(
 def _notes(reply: ThroughputReply, cfg: SessionConfig, levels: list[int]) -> list[str]:
     cores, intra = reply.cpu_count, cfg.intra_op_threads
     per_run = cores if intra == 0 else intra
-    setting = f"intra_op_threads={intra}" + (" (ORT's default: one per core)" if intra == 0
-                                             else "")  # fmt: skip
-    notes = [f"This machine has {cores} cores; each session runs with {setting}, so "
-             f"{max(levels)} concurrent requests ask for up to {max(levels) * per_run} "
-             "intra-op threads."]  # fmt: skip
+    setting = f"intra_op_threads={intra}" + (" (ORT's default: one per core)" if intra == 0 else "")
+    notes = [
+        f"This machine has {cores} cores; each session runs with {setting}, so "
+        f"{max(levels)} concurrent requests ask for up to {max(levels) * per_run} "
+        "intra-op threads."
+    ]
     if max(levels) * per_run > cores:
         fit = max(cores // per_run, 1)
         notes.append(
@@ -289,10 +315,19 @@ def throughput(
         )
     before = cpu_sample()
     m, cfg, f, reply = run_model_task(
-        tasks_throughput.throughput, model, config, feeds, dims=dims, progress=progress,
-        timeout=timeout, concurrency=levels, modes=wanted, rounds=rounds, duration_s=duration_s,
+        tasks_throughput.throughput,
+        model,
+        config,
+        feeds,
+        dims=dims,
+        progress=progress,
+        timeout=timeout,
+        concurrency=levels,
+        modes=wanted,
+        rounds=rounds,
+        duration_s=duration_s,
         warmup_s=warmup_s,
-    )  # fmt: skip
+    )
     load = other_cores(before, cpu_sample())
     said_load = load_sentence(None if math.isnan(load) else load, reply.cpu_count)
     if load > BUSY_CORES:  # spinning pools then fight the other processes for the cores
@@ -307,10 +342,18 @@ def throughput(
         got, knee[mode], sentences[mode] = _mode_rows(reply, mode, levels)
         rows.extend(got)
     return ThroughputResult(
-        model=m.name, config=cfg.to_dict(), rows=rows, knee=knee, sentences=sentences,
-        rounds=rounds, duration_s=duration_s, cpu_count=reply.cpu_count,
-        intra_op_threads=cfg.intra_op_threads, sessions_built=reply.sessions_built,
-        feeds=f.describe(), synthetic=f.synthetic,
+        model=m.name,
+        config=cfg.to_dict(),
+        rows=rows,
+        knee=knee,
+        sentences=sentences,
+        rounds=rounds,
+        duration_s=duration_s,
+        cpu_count=reply.cpu_count,
+        intra_op_threads=cfg.intra_op_threads,
+        sessions_built=reply.sessions_built,
+        feeds=f.describe(),
+        synthetic=f.synthetic,
         notes=[said_load, *f.notes, *_notes(reply, cfg, levels)],
         environment=environment(),
-    )  # fmt: skip
+    )

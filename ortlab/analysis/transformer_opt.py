@@ -57,11 +57,15 @@ class TransformerOptResult(Result):
         import pandas as pd
 
         rows = [
-            {"optimized": ", ".join(g.optimized), "kind": g.kind, "original": g.original,
-             "n_original": len(g.original)}
+            {
+                "optimized": ", ".join(g.optimized),
+                "kind": g.kind,
+                "original": g.original,
+                "n_original": len(g.original),
+            }
             for g in self.groups
             if g.kind != "kept"
-        ]  # fmt: skip
+        ]
         return pd.DataFrame(rows, columns=["optimized", "kind", "original", "n_original"])
 
     def to_pandas(self) -> Any:
@@ -199,8 +203,11 @@ def transformer_optimize(
     mt = model_type or inferred_type
     heads = num_heads if num_heads is not None else inferred_heads
     hidden = hidden_size if hidden_size is not None else inferred_hidden
-    for key, given in (("model_type", model_type), ("num_heads", num_heads),
-                       ("hidden_size", hidden_size)):  # fmt: skip
+    for key, given in (
+        ("model_type", model_type),
+        ("num_heads", num_heads),
+        ("hidden_size", hidden_size),
+    ):
         if given is not None:
             found[key] = f"{given}, given"
     if not heads or not hidden or hidden % heads:  # the optimizer wants both, consistent, or 0
@@ -237,11 +244,20 @@ def transformer_optimize(
     mapping = map_nodes(original, final, [t.name for t in g.initializer], [i.name for i in g.input])
     stats = {k: int(v) for k, v in out.stats.items()}
     return TransformerOptResult(
-        model=m.name, model_type=mt, num_heads=heads, hidden_size=hidden, found=found,
+        model=m.name,
+        model_type=mt,
+        num_heads=heads,
+        hidden_size=hidden,
+        found=found,
         fused_operators=stats,
         attention_fused=bool(stats.get("Attention", 0) or stats.get("MultiHeadAttention", 0)),
-        fully_optimized=out.fully_optimized, reason=_attention_reason(m.proto, stats),
-        path=str(out_path), nodes_before=len(original), nodes_after=len(final),
+        fully_optimized=out.fully_optimized,
+        reason=_attention_reason(m.proto, stats),
+        path=str(out_path),
+        nodes_before=len(original),
+        nodes_after=len(final),
         op_types_after=dict(Counter(n.op_type for n in final).most_common()),
-        groups=mapping.groups, status=mapping.status, log=out.log,
-    )  # fmt: skip
+        groups=mapping.groups,
+        status=mapping.status,
+        log=out.log,
+    )

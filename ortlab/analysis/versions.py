@@ -151,8 +151,9 @@ def _fusion(a: PlacementResult, b: PlacementResult) -> list[NodeFusion]:
     for node in [*ga, *(n for n in gb if n not in ga)]:
         sa, oa, da = ga.get(node, ("", (), ""))
         sb, ob, db = gb.get(node, ("", (), ""))
-        rows.append(NodeFusion(node, sa, sb, "+".join(oa), "+".join(ob), (sa, oa) != (sb, ob),
-                               da, db))  # fmt: skip
+        rows.append(
+            NodeFusion(node, sa, sb, "+".join(oa), "+".join(ob), (sa, oa) != (sb, ob), da, db)
+        )
     return rows
 
 
@@ -231,11 +232,13 @@ def version_diff(
     :class:`VersionInstallError` when a version cannot be installed here."""
     versions = list(versions)
     if len(versions) != 2:
-        raise ValueError(f"version_diff compares two versions, e.g. ['1.31.1', '1.32.0']; got "
-                         f"{versions!r}.")  # fmt: skip
+        raise ValueError(
+            f"version_diff compares two versions, e.g. ['1.31.1', '1.32.0']; got {versions!r}."
+        )
     if rounds < 1 or runs < 1 or warmup < 0:
-        raise ValueError(f"rounds and runs must be >= 1 and warmup >= 0 (got {rounds}, {runs}, "
-                         f"{warmup}).")  # fmt: skip
+        raise ValueError(
+            f"rounds and runs must be >= 1 and warmup >= 0 (got {rounds}, {runs}, {warmup})."
+        )
     m, cfg, f = prepare(model, config, feeds, dims)
     workers: list[Worker] = []
     try:
@@ -248,11 +251,18 @@ def version_diff(
         for done, k in enumerate(order):
             out = run(
                 tasks.placement,
-                Via(worker=workers[k], context=f"of {m.name!r} with onnxruntime {versions[k]}",
-                    timeout=timeout),
-                model_path=str(m.path), model_name=m.name, config=cfg, feeds=dict(f),
-                runs=runs, warmup=warmup,
-            )  # fmt: skip
+                Via(
+                    worker=workers[k],
+                    context=f"of {m.name!r} with onnxruntime {versions[k]}",
+                    timeout=timeout,
+                ),
+                model_path=str(m.path),
+                model_name=m.name,
+                config=cfg,
+                feeds=dict(f),
+                runs=runs,
+                warmup=warmup,
+            )
             if not sides[k]:
                 check_report(out.report, cfg, m)
             sides[k].append(from_reply(m, cfg, f, out))
@@ -273,16 +283,27 @@ def version_diff(
         f" (the busiest of its {len(loads)} sessions; the least {min(loads):.2f})" if loads else ""
     )
     return VersionDiffResult(
-        model=m.name, versions=versions, loaded=loaded, diff=d,
-        fusion=_fusion(sides[0][0], sides[1][0]), inserted=_inserted(sides[0], sides[1]),
-        rounds=rounds, runs_per_round=runs, config=cfg.to_dict(), feeds=f.describe(),
+        model=m.name,
+        versions=versions,
+        loaded=loaded,
+        diff=d,
+        fusion=_fusion(sides[0][0], sides[1][0]),
+        inserted=_inserted(sides[0], sides[1]),
+        rounds=rounds,
+        runs_per_round=runs,
+        config=cfg.to_dict(),
+        feeds=f.describe(),
         synthetic=f.synthetic,
-        notes=[f"{rounds} sessions per version, profiled in turns "
-               f"({' '.join('AB'[k] for k in order[:8])}{' …' if len(order) > 8 else ''}), "
-               f"{runs} profiled runs each after {warmup} warm-up runs; a node's time is the "
-               "median of its sessions' median runs, profiled (ORT's profiler adds ~5 µs per "
-               "node).", said_load, *d.notes],
-    )  # fmt: skip
+        notes=[
+            f"{rounds} sessions per version, profiled in turns "
+            f"({' '.join('AB'[k] for k in order[:8])}{' …' if len(order) > 8 else ''}), "
+            f"{runs} profiled runs each after {warmup} warm-up runs; a node's time is the "
+            "median of its sessions' median runs, profiled (ORT's profiler adds ~5 µs per "
+            "node).",
+            said_load,
+            *d.notes,
+        ],
+    )
 
 
 def _bar(progress: bool | Callable[[int, int], None], total: int, desc: str) -> Any:

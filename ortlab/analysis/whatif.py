@@ -146,8 +146,10 @@ class WhatIfResult(Result):
             return self.placements[key]
         info = next((t for t in self.targets if t.target == key), None)
         if info is None:
-            raise WhatIfError(f"{target!r} was not a target of this what-if "
-                              f"({', '.join(t.target for t in self.targets)})")  # fmt: skip
+            raise WhatIfError(
+                f"{target!r} was not a target of this what-if "
+                f"({', '.join(t.target for t in self.targets)})"
+            )
         raise WhatIfError(f"No predicted placement for {target!r} ({info.evidence}): {info.reason}")
 
     @table
@@ -176,16 +178,23 @@ class WhatIfResult(Result):
         rows = []
         for t in self.targets:
             mine = [r for r in self.rows if r.target == t.target]
-            rows.append({
-                "target": t.target, "ep": t.ep, "evidence": t.evidence,
-                "on_target": sum(r.provider == t.ep for r in mine),
-                "on_cpu": sum(r.provider == CPU for r in mine),
-                "removed": sum(r.provider == "" for r in mine) if t.evidence in
-                ("compiled", "measured", "rules") else 0,
-                "partitions": t.partitions, "level1_on_target": t.level1_on_target,
-                "before": self.before.get(t.target, -1), "seconds": t.seconds,
-                "reason": t.reason,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "target": t.target,
+                    "ep": t.ep,
+                    "evidence": t.evidence,
+                    "on_target": sum(r.provider == t.ep for r in mine),
+                    "on_cpu": sum(r.provider == CPU for r in mine),
+                    "removed": sum(r.provider == "" for r in mine)
+                    if t.evidence in ("compiled", "measured", "rules")
+                    else 0,
+                    "partitions": t.partitions,
+                    "level1_on_target": t.level1_on_target,
+                    "before": self.before.get(t.target, -1),
+                    "seconds": t.seconds,
+                    "reason": t.reason,
+                }
+            )
         return pd.DataFrame(rows)
 
     def reasons(self) -> Any:
@@ -211,11 +220,16 @@ class WhatIfResult(Result):
 
         a, b = self.summary().set_index("target"), other.summary().set_index("target")
         rows = [
-            {"target": t, "evidence": a.at[t, "evidence"], "on_target": int(a.at[t, "on_target"]),
-             "other_on_target": int(b.at[t, "on_target"]),
-             "change": int(b.at[t, "on_target"]) - int(a.at[t, "on_target"])}
-            for t in a.index if t in b.index
-        ]  # fmt: skip
+            {
+                "target": t,
+                "evidence": a.at[t, "evidence"],
+                "on_target": int(a.at[t, "on_target"]),
+                "other_on_target": int(b.at[t, "on_target"]),
+                "change": int(b.at[t, "on_target"]) - int(a.at[t, "on_target"]),
+            }
+            for t in a.index
+            if t in b.index
+        ]
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
@@ -234,8 +248,18 @@ class WhatIfResult(Result):
 
 
 def _empty_profile() -> ProfileData:
-    return ProfileData(node=[], op_type=[], provider=[], input_types=[], output_types=[],
-                       ev_node=[], ev_run=[], ev_start_us=[], ev_dur_us=[], run_us=[])  # fmt: skip
+    return ProfileData(
+        node=[],
+        op_type=[],
+        provider=[],
+        input_types=[],
+        output_types=[],
+        ev_node=[],
+        ev_run=[],
+        ev_start_us=[],
+        ev_dur_us=[],
+        run_us=[],
+    )
 
 
 def _report(ep: str, raw: TargetEvidence, evidence: str, ort_version: str) -> SessionReport:
@@ -269,8 +293,9 @@ def _placement(
         placements = {n.name: CPU if verdicts.get(n.name, "x") else ep for n in final}
         source = f"rules ({raw.ops_file or ''}, on ORT's level-1 graph)"
     elif final:
-        placements = {n.name: ep if n.op_type == "EPContext" else assigned.get(n.name, CPU)
-                      for n in final}  # fmt: skip
+        placements = {
+            n.name: ep if n.op_type == "EPContext" else assigned.get(n.name, CPU) for n in final
+        }
         source = "EPContext dump (compile only)"
     else:
         final = list(original)
@@ -292,11 +317,15 @@ def _placement(
     )
     measured = evidence == "measured"
     rows = [
-        dataclasses.replace(r, us_per_run=0.0, group_us_per_run=0.0, share=0.0,
-                            time_source="placed by a session here: no time" if measured
-                            else PREDICTED)
+        dataclasses.replace(
+            r,
+            us_per_run=0.0,
+            group_us_per_run=0.0,
+            share=0.0,
+            time_source="placed by a session here: no time" if measured else PREDICTED,
+        )
         for r in joined.node_rows
-    ]  # fmt: skip
+    ]
     note = (
         f"measured here: a real {ep} session ran it (placement from {source}); not profiled, "
         "no times."
@@ -319,8 +348,9 @@ def _rows(
 ) -> list[WhatIfRow]:
     if pl is None:  # unknown or failed: no provider predicted
         cat = "compile failed" if evidence == "failed" else f"no prediction ({evidence})"
-        return [WhatIfRow(n.name, n.op_type, target, "", -1, evidence, reason, cat)
-                for n in original]  # fmt: skip
+        return [
+            WhatIfRow(n.name, n.op_type, target, "", -1, evidence, reason, cat) for n in original
+        ]
     verdicts: dict[str, str] = dict(raw.verdicts or parse_qnn_log(raw.log or []))
     logged = bool(raw.log) or raw.verdicts is not None
     out = []
@@ -336,8 +366,11 @@ def _rows(
         else:
             provider = r.provider
             why = node_reason(r.node, r.op_type, r.optimized, verdicts, ep, logged=logged)
-        out.append(WhatIfRow(r.node, r.op_type, target, provider, r.partition, evidence, why,
-                             category(why)))  # fmt: skip
+        out.append(
+            WhatIfRow(
+                r.node, r.op_type, target, provider, r.partition, evidence, why, category(why)
+            )
+        )
     return out
 
 
@@ -353,8 +386,10 @@ def _dynamic_inputs(m: Model) -> list[str]:
     for i in m.proto.graph.input:
         if i.name in init or not i.type.HasField("tensor_type"):
             continue
-        dims = [d.dim_param or (str(d.dim_value) if d.dim_value > 0 else "?")
-                for d in i.type.tensor_type.shape.dim]  # fmt: skip
+        dims = [
+            d.dim_param or (str(d.dim_value) if d.dim_value > 0 else "?")
+            for d in i.type.tensor_type.shape.dim
+        ]
         if any(not d.isdigit() for d in dims):
             out.append(f"{i.name}[{','.join(dims)}]")
     return out
@@ -391,20 +426,43 @@ def build_result(
             evidence, reason = "unknown", got.unknown
         elif got.error and not got.measured:
             accepted = sum(1 for v in parse_qnn_log(got.log or []).values() if not v)
-            before_fail = (f"{ep.removesuffix('ExecutionProvider')}'s partitioner accepted "
-                           f"{accepted} nodes, then " if accepted else "")  # fmt: skip
+            before_fail = (
+                f"{ep.removesuffix('ExecutionProvider')}'s partitioner accepted "
+                f"{accepted} nodes, then "
+                if accepted
+                else ""
+            )
             evidence, reason = "failed", f"{before_fail}compile failed: {got.error}"
             if ep == "QNNExecutionProvider" and qnn_options is not None:
-                reason += (f" (QNN options: {qnn_options_text(qnn_options)}; name your chip "
-                           "with qnn_options={'htp_arch': ..., 'soc_model': ...})")  # fmt: skip
+                reason += (
+                    f" (QNN options: {qnn_options_text(qnn_options)}; name your chip "
+                    "with qnn_options={'htp_arch': ..., 'soc_model': ...})"
+                )
         else:
-            evidence = "rules" if got.verdicts is not None else (
-                "measured" if got.measured else "compiled")  # fmt: skip
+            evidence = (
+                "rules"
+                if got.verdicts is not None
+                else ("measured" if got.measured else "compiled")
+            )
             reason = got.error
-            pl = _placement(m=m, original=original, target=target, ep=ep, evidence=evidence,
-                            raw=got, ort_version=version)  # fmt: skip
-        mine = _rows(target=target, ep=ep, evidence=evidence, raw=got, pl=pl, original=original,
-                     reason=reason)  # fmt: skip
+            pl = _placement(
+                m=m,
+                original=original,
+                target=target,
+                ep=ep,
+                evidence=evidence,
+                raw=got,
+                ort_version=version,
+            )
+        mine = _rows(
+            target=target,
+            ep=ep,
+            evidence=evidence,
+            raw=got,
+            pl=pl,
+            original=original,
+            reason=reason,
+        )
         rows.extend(mine)
         if pl is not None:  # the graph view's details show the same reason as the table
             why = {r.node: r.reason for r in mine}
@@ -417,27 +475,52 @@ def build_result(
             partitions = sum(1 for e, _ in got.assignment or [] if e == ep)
         else:
             partitions = 0
-        shown = {"counts": got.counts, "ops_file": got.ops_file, "version": got.version,
-                 "caveats": got.caveats}  # fmt: skip
+        shown = {
+            "counts": got.counts,
+            "ops_file": got.ops_file,
+            "version": got.version,
+            "caveats": got.caveats,
+        }
         detail: dict[str, Any] = {k: v for k, v in shown.items() if v is not None}
-        infos.append(TargetInfo(
-            target=target, ep=ep, evidence=evidence, reason=reason, seconds=seconds,
-            level1_on_target=_level1(got, ep) if pl is not None else -1,
-            partitions=partitions, detail=detail,
-        ))  # fmt: skip
-    notes = ["Predictions are labelled by evidence: compiled (the EP's partitioner ran here, "
-             "compile only), rules (the wheel's NNAPI/CoreML checker), measured (a session ran "
-             "here), unknown, failed. None of them is a measurement of time."]  # fmt: skip
+        infos.append(
+            TargetInfo(
+                target=target,
+                ep=ep,
+                evidence=evidence,
+                reason=reason,
+                seconds=seconds,
+                level1_on_target=_level1(got, ep) if pl is not None else -1,
+                partitions=partitions,
+                detail=detail,
+            )
+        )
+    notes = [
+        "Predictions are labelled by evidence: compiled (the EP's partitioner ran here, "
+        "compile only), rules (the wheel's NNAPI/CoreML checker), measured (a session ran "
+        "here), unknown, failed. None of them is a measurement of time."
+    ]
     if qnn_options is not None and any(ep == "QNNExecutionProvider" for _, ep in targets):
-        notes.append(f"QNN compiled for {qnn_options_text(qnn_options)}; pass qnn_options= "
-                     "to predict for another chip.")  # fmt: skip
+        notes.append(
+            f"QNN compiled for {qnn_options_text(qnn_options)}; pass qnn_options= "
+            "to predict for another chip."
+        )
     if dynamic and not fixed:
-        notes.append(f"Dynamic input shapes ({'; '.join(dynamic)}): NPUs need fixed shapes — "
-                     "fix the shapes with dims= (or feeds= for unnamed dims).")  # fmt: skip
+        notes.append(
+            f"Dynamic input shapes ({'; '.join(dynamic)}): NPUs need fixed shapes — "
+            "fix the shapes with dims= (or feeds= for unnamed dims)."
+        )
     return WhatIfResult(
-        model=m.name, targets=infos, rows=rows, placements=placements, feeds=feeds, dims=dims,
-        dynamic=dynamic, before=before or {}, fixed=fixed, notes=notes,
-    )  # fmt: skip
+        model=m.name,
+        targets=infos,
+        rows=rows,
+        placements=placements,
+        feeds=feeds,
+        dims=dims,
+        dynamic=dynamic,
+        before=before or {},
+        fixed=fixed,
+        notes=notes,
+    )
 
 
 def whatif(
@@ -473,20 +556,45 @@ def whatif(
     shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
     merged = {**DEFAULT_QNN_OPTIONS, **dict(qnn_options or {})}
     qnn = {str(k): str(v) for k, v in merged.items() if v is not None and v != ""}
-    via = Via(desc=f"whatif {m.name}", context=f"what-if of {m.name!r}", progress=progress,
-              timeout=timeout)  # fmt: skip
+    via = Via(
+        desc=f"whatif {m.name}",
+        context=f"what-if of {m.name!r}",
+        progress=progress,
+        timeout=timeout,
+    )
 
     def run(with_shapes: dict[str, list[int]] | None) -> WhatIfReply:
-        return run_task(tasks_whatif.whatif, via, model_path=str(m.path), targets=pairs,
-                        feeds=dict(f), qnn_options=qnn, shapes=with_shapes)  # fmt: skip
+        return run_task(
+            tasks_whatif.whatif,
+            via,
+            model_path=str(m.path),
+            targets=pairs,
+            feeds=dict(f),
+            qnn_options=qnn,
+            shapes=with_shapes,
+        )
 
     before: dict[str, int] = {}
     if fixing and dynamic:
-        first = build_result(m, run(None), pairs, feeds="the model's own shapes", dims=None,
-                             dynamic=dynamic, qnn_options=qnn)  # fmt: skip
+        first = build_result(
+            m,
+            run(None),
+            pairs,
+            feeds="the model's own shapes",
+            dims=None,
+            dynamic=dynamic,
+            qnn_options=qnn,
+        )
         before = {t.target: int(t.on_target) for t in first.summary().itertuples()}
     raw = run(shapes)
     return build_result(
-        m, raw, pairs, feeds=f.describe() if fixing else "the model's own shapes", dims=dict(dims)
-        if dims else None, dynamic=dynamic, before=before, fixed=fixing, qnn_options=qnn,
-    )  # fmt: skip
+        m,
+        raw,
+        pairs,
+        feeds=f.describe() if fixing else "the model's own shapes",
+        dims=dict(dims) if dims else None,
+        dynamic=dynamic,
+        before=before,
+        fixed=fixing,
+        qnn_options=qnn,
+    )

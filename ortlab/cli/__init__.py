@@ -62,8 +62,11 @@ def _doctor_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--budget", type=_seconds_arg, default=60, help="the doctor's time budget (s)")
     p.add_argument("--no-doctor", action="store_true", help="profile and levels only")
-    p.add_argument("--targets", help="also predict placement on these (e.g. qnn,nnapi,coreml): "
-                   "a what-if section, labelled as predicted")  # fmt: skip
+    p.add_argument(
+        "--targets",
+        help="also predict placement on these (e.g. qnn,nnapi,coreml): "
+        "a what-if section, labelled as predicted",
+    )
 
 
 def _quantize_parser(sub: Any) -> None:
@@ -76,8 +79,13 @@ def _quantize_parser(sub: Any) -> None:
     p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
     p.add_argument("--samples", type=_int_arg(1), default=16, help="calibration samples to use")
     p.add_argument("--block-size", type=_int_arg(16), default=32, help="int4: weights per block")
-    p.add_argument("--accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=None,
-                   help="int4: MatMulNBits compute type (4: int8 activations)")  # fmt: skip
+    p.add_argument(
+        "--accuracy-level",
+        type=int,
+        choices=[0, 1, 2, 3, 4],
+        default=None,
+        help="int4: MatMulNBits compute type (4: int8 activations)",
+    )
     _shapes_args(p)  # the shapes of synthesized calibration samples (the shapes you run at)
     p.add_argument("-o", "--output", help="where to write the variant (never the input)")
     p.add_argument("--json", action="store_true")
@@ -104,9 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=_int_arg(1), default=20)
     p.add_argument("--warmup", type=_int_arg(0), default=3)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
-    p.add_argument("--perfetto", metavar="OUT.json", default=None,
-                   help="also write the trace for ui.perfetto.dev / chrome://tracing (original "
-                   "node names from the placement join of the same session)")  # fmt: skip
+    p.add_argument(
+        "--perfetto",
+        metavar="OUT.json",
+        default=None,
+        help="also write the trace for ui.perfetto.dev / chrome://tracing (original "
+        "node names from the placement join of the same session)",
+    )
     perf.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     _session_args(p)
@@ -124,13 +136,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
-        "--targets", type=_targets_arg, default=",".join(DEFAULT_TARGETS),
+        "--targets",
+        type=_targets_arg,
+        default=",".join(DEFAULT_TARGETS),
         help=f"comma-separated: {', '.join(DEFAULT_TARGETS)} (or any EP alias)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--qnn-option", action="append", type=_option_arg, default=[], metavar="KEY=VALUE",
+        "--qnn-option",
+        action="append",
+        type=_option_arg,
+        default=[],
+        metavar="KEY=VALUE",
         help="a QNN provider option, e.g. htp_arch=73 (repeatable)",
-    )  # fmt: skip
+    )
     _shapes_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
@@ -170,9 +188,15 @@ def _bench(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     b = ortlab.benchmark(
-        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
-        duration_s=args.duration, dims=args.dims, progress=_progress(args),
-    )  # fmt: skip
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        runs=args.runs,
+        warmup=args.warmup,
+        duration_s=args.duration,
+        dims=args.dims,
+        progress=_progress(args),
+    )
     print(b.to_json(indent=2) if args.json else b.to_text())
 
 
@@ -185,25 +209,36 @@ def _profile(args: argparse.Namespace) -> None:
     # graph to the model's nodes it computes: the table names kernels as the Lab, the graph
     # and the report do ("p2o.Conv.12 + 2 more (kernel r169_nchwc)"), not ORT's "r169_nchwc".
     pl = ortlab.placement(
-        m, _config(args), _feeds(args.feeds, m), runs=args.runs, warmup=args.warmup,
-        dims=args.dims, progress=_progress(args),
-    )  # fmt: skip
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        runs=args.runs,
+        warmup=args.warmup,
+        dims=args.dims,
+        progress=_progress(args),
+    )
     assert pl.profile is not None
     p = pl.profile
     print(p.to_json() if args.json else p.to_text(top=args.top, fused=fused_map(pl, p)))
     if args.perfetto:
         out = p.to_perfetto(args.perfetto, placement=pl, model=m)
-        print(f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
-              file=sys.stderr if args.json else sys.stdout)  # fmt: skip
+        print(
+            f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
 
 
 def _place(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     pl = ortlab.placement(
-        m, _config(args), _feeds(args.feeds, m), runs=args.runs, dims=args.dims,
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        runs=args.runs,
+        dims=args.dims,
         progress=_progress(args),
-    )  # fmt: skip
+    )
     print(pl.to_json(indent=2) if args.json else pl.to_text())
 
 
@@ -211,9 +246,16 @@ def _optimize(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     opt = ortlab.optimization_diff(
-        m, args.levels, _config(args), _feeds(args.feeds, m), rounds=args.rounds, runs=args.runs,
-        dims=args.dims, measure=not args.no_timing, progress=_progress(args),
-    )  # fmt: skip
+        m,
+        args.levels,
+        _config(args),
+        _feeds(args.feeds, m),
+        rounds=args.rounds,
+        runs=args.runs,
+        dims=args.dims,
+        measure=not args.no_timing,
+        progress=_progress(args),
+    )
     print(opt.to_json() if args.json else opt.to_text())
 
 
@@ -221,9 +263,15 @@ def _doctor(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     cfg = _config(args)
-    d = ortlab.doctor(m, cfg, _feeds(args.feeds, m), dims=args.dims,
-                      budget_s=args.budget, quantize=not args.no_quantize,
-                      progress=_progress(args))  # fmt: skip
+    d = ortlab.doctor(
+        m,
+        cfg,
+        _feeds(args.feeds, m),
+        dims=args.dims,
+        budget_s=args.budget,
+        quantize=not args.no_quantize,
+        progress=_progress(args),
+    )
     _warn_fallback(d, cfg, m)
     if args.output:
         d.save(args.output)
@@ -236,8 +284,9 @@ def _report(args: argparse.Namespace) -> None:
     feeds = _feeds(args.feeds, m)
     d = profile = None
     if not args.no_doctor:
-        d = ortlab.doctor(m, cfg, feeds, dims=args.dims, budget_s=args.budget,
-                          progress=_progress(args))  # fmt: skip
+        d = ortlab.doctor(
+            m, cfg, feeds, dims=args.dims, budget_s=args.budget, progress=_progress(args)
+        )
         _warn_fallback(d, cfg, m)
     if feeds is None and args.dims:  # the report's own profile and levels: the same shapes
         feeds = m.example_inputs(dims=args.dims)
@@ -246,8 +295,16 @@ def _report(args: argparse.Namespace) -> None:
     w = None
     if args.targets:
         w = ortlab.whatif(m, args.targets, feeds=feeds, progress=_progress(args))
-    out = ortlab.report(m, d, path=args.output, config=cfg, feeds=feeds, profile=profile,
-                        whatif=w, progress=_progress(args))  # fmt: skip
+    out = ortlab.report(
+        m,
+        d,
+        path=args.output,
+        config=cfg,
+        feeds=feeds,
+        profile=profile,
+        whatif=w,
+        progress=_progress(args),
+    )
     size = out.stat().st_size
     if args.json:
         doc = None if d is None else json.loads(d.to_json())
@@ -292,8 +349,11 @@ def _quantize(args: argparse.Namespace) -> None:
         data = q.path.with_name(q.path.name + ".data")
         if data.exists():  # external data: the model names this file, beside it
             shutil.copyfile(data, target.parent / data.name)
-            print(f"ortlab: the weights are in {target.parent / data.name}, beside the model; "
-                  "keep them together", file=sys.stderr)  # fmt: skip
+            print(
+                f"ortlab: the weights are in {target.parent / data.name}, beside the model; "
+                "keep them together",
+                file=sys.stderr,
+            )
     info = q.variant
     if args.json:
         print(
@@ -356,18 +416,31 @@ def _whatif(args: argparse.Namespace) -> None:
     m = _model(args.model)
     targets = args.targets if isinstance(args.targets, list) else _targets_arg(args.targets)
     w = ortlab.whatif(
-        m, targets, dims=args.dims, feeds=_feeds(args.feeds, m),
-        qnn_options=dict(args.qnn_option), progress=_progress(args),
-    )  # fmt: skip
+        m,
+        targets,
+        dims=args.dims,
+        feeds=_feeds(args.feeds, m),
+        qnn_options=dict(args.qnn_option),
+        progress=_progress(args),
+    )
     print(w.to_json(indent=2) if args.json else w.to_text())
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "inspect": _inspect, "bench": _bench, "profile": _profile, "place": _place,
-    "optimize": _optimize, "quantize": _quantize, "examples": _examples, "cache": _cache,
-    "providers": _providers_cmd, "doctor": _doctor, "report": _report, "whatif": _whatif,
+    "inspect": _inspect,
+    "bench": _bench,
+    "profile": _profile,
+    "place": _place,
+    "optimize": _optimize,
+    "quantize": _quantize,
+    "examples": _examples,
+    "cache": _cache,
+    "providers": _providers_cmd,
+    "doctor": _doctor,
+    "report": _report,
+    "whatif": _whatif,
     **perf.HANDLERS,
-}  # fmt: skip
+}
 
 
 # ---------------------------------------------------------------------- main

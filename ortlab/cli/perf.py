@@ -60,13 +60,24 @@ def _why_slow_parsers(sub: Any) -> None:
 
 
 def _version_diff_parser(sub: Any) -> None:
-    p = sub.add_parser("version-diff", help="the model under two onnxruntime versions, per node "
-                       "(each version installed once from PyPI into ortlab's cache)")  # fmt: skip
+    p = sub.add_parser(
+        "version-diff",
+        help="the model under two onnxruntime versions, per node "
+        "(each version installed once from PyPI into ortlab's cache)",
+    )
     _session_args(p)
-    p.add_argument("--versions", type=_versions_arg, default="1.31.1,1.32.0",
-                   help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)")  # fmt: skip
-    p.add_argument("--rounds", type=_int_arg(1), default=6,
-                   help="sessions per version, profiled in turns A B B A ...")  # fmt: skip
+    p.add_argument(
+        "--versions",
+        type=_versions_arg,
+        default="1.31.1,1.32.0",
+        help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=_int_arg(1),
+        default=6,
+        help="sessions per version, profiled in turns A B B A ...",
+    )
     p.add_argument("--runs", type=_int_arg(1), default=5, help="profiled runs per session")
     p.add_argument("--top", type=_int_arg(1), default=20, help="rows in the node table")
 
@@ -75,17 +86,26 @@ def _cost(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     c = ortlab.cost(
-        m, args.dims, _feeds(args.feeds, m), config=None if args.level is None else _config(args),
+        m,
+        args.dims,
+        _feeds(args.feeds, m),
+        config=None if args.level is None else _config(args),
         progress=_progress(args),
-    )  # fmt: skip
+    )
     print(c.to_json() if args.json else c.to_text(top=args.top))
 
 
 def _roofline(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
-    r = ortlab.roofline(m, _config(args), _feeds(args.feeds, m), dims=args.dims, runs=args.runs,
-                        progress=_progress(args))  # fmt: skip
+    r = ortlab.roofline(
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        dims=args.dims,
+        runs=args.runs,
+        progress=_progress(args),
+    )
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
@@ -106,17 +126,25 @@ def _sweep(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
-    s = ortlab.sweep(m, dict(args.dim), cfg, targets=args.targets, runs=args.runs,
-                     progress=_progress(args))  # fmt: skip
+    s = ortlab.sweep(
+        m, dict(args.dim), cfg, targets=args.targets, runs=args.runs, progress=_progress(args)
+    )
     print(s.to_json() if args.json else s.to_text())
 
 
 def _throughput(args: argparse.Namespace) -> None:
     m = _model(args.model)
     t = ortlab.throughput(
-        m, _config(args), _feeds(args.feeds, m), args.concurrency, modes=args.modes.split(","),
-        rounds=args.rounds, duration_s=args.duration, dims=args.dims, progress=_progress(args),
-    )  # fmt: skip
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        args.concurrency,
+        modes=args.modes.split(","),
+        rounds=args.rounds,
+        duration_s=args.duration,
+        dims=args.dims,
+        progress=_progress(args),
+    )
     print(t.to_json() if args.json else t.to_text())
 
 
@@ -133,9 +161,16 @@ def _version_diff(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     versions = args.versions if isinstance(args.versions, list) else _versions_arg(args.versions)
-    r = ortlab.version_diff(m, _config(args), _feeds(args.feeds, m), versions=versions,
-                            rounds=args.rounds, runs=args.runs, dims=args.dims,
-                            progress=_progress(args))  # fmt: skip
+    r = ortlab.version_diff(
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        versions=versions,
+        rounds=args.rounds,
+        runs=args.runs,
+        dims=args.dims,
+        progress=_progress(args),
+    )
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
@@ -147,6 +182,9 @@ def add_parsers(sub: Any) -> None:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "cost": _cost, "roofline": _roofline, "sweep": _sweep, "throughput": _throughput,
+    "cost": _cost,
+    "roofline": _roofline,
+    "sweep": _sweep,
+    "throughput": _throughput,
     "version-diff": _version_diff,
-}  # fmt: skip
+}

@@ -23,8 +23,16 @@ from pathlib import Path
 
 from ortlab.core.errors import CacheError
 
-__all__ = ["cache_dir", "clear", "max_bytes", "prune", "size_bytes", "subdir", "temp_dir",
-           "write_atomic"]  # fmt: skip
+__all__ = [
+    "cache_dir",
+    "clear",
+    "max_bytes",
+    "prune",
+    "size_bytes",
+    "subdir",
+    "temp_dir",
+    "write_atomic",
+]
 
 DEFAULT_MAX_BYTES = 5 * 1024**3
 RECENT_S = 3600.0

@@ -253,9 +253,17 @@ class SessionConfig:
         threads, spinning, memory flags and IO binding change how it runs, not what it is, so
         files saved per graph are keyed by this and stored once (not once per thread count)."""
         d = self.to_dict()
-        runtime = ("level", "intra_op_threads", "inter_op_threads", "execution_mode",
-                   "allow_spinning", "enable_mem_pattern", "enable_cpu_mem_arena",
-                   "io_binding", "fallback")  # fmt: skip
+        runtime = (
+            "level",
+            "intra_op_threads",
+            "inter_op_threads",
+            "execution_mode",
+            "allow_spinning",
+            "enable_mem_pattern",
+            "enable_cpu_mem_arena",
+            "io_binding",
+            "fallback",
+        )
         return json.dumps({k: v for k, v in d.items() if k not in runtime}, sort_keys=True)
 
     @classmethod

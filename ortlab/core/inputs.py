@@ -72,8 +72,9 @@ class Feeds(dict[str, Any]):
         """'' when no shape was guessed; else a sentence naming the guessed dims and how to
         set them (a run that fails at guessed shapes says so)."""
         dims = [f"{d.name}={d.value}" for d in self.dims.values() if d.why.startswith("guessed")]
-        dims += [n.split(" (")[0] for n in self.notes
-                 if "unnamed dynamic dim" in n and "guessed" in n]  # fmt: skip
+        dims += [
+            n.split(" (")[0] for n in self.notes if "unnamed dynamic dim" in n and "guessed" in n
+        ]
         if not dims:
             return ""
         return (
@@ -117,11 +118,20 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
     symbols = {d for t in model.inputs if t.shape for d in t.shape if isinstance(d, str)}
     unknown = set(given) - symbols
     if unknown:
-        unnamed = [f"{t.name} axis {a}" for t in model.inputs if t.shape
-                   for a, d in enumerate(t.shape) if d is None]  # fmt: skip
+        unnamed = [
+            f"{t.name} axis {a}"
+            for t in model.inputs
+            if t.shape
+            for a, d in enumerate(t.shape)
+            if d is None
+        ]
         listed = sorted(symbols) or ("none" if unnamed else "none (all dims are fixed)")
-        extra = (f"; unnamed dynamic dims ({', '.join(unnamed)}) have no name dims= can use: "
-                 "pass feeds= with arrays of the shapes you want" if unnamed else "")  # fmt: skip
+        extra = (
+            f"; unnamed dynamic dims ({', '.join(unnamed)}) have no name dims= can use: "
+            "pass feeds= with arrays of the shapes you want"
+            if unnamed
+            else ""
+        )
         warnings.warn(
             f"dims= names {sorted(unknown)}, which {model.name!r} does not have: ignored. "
             f"Its symbolic dims: {listed}{extra}.",
@@ -302,11 +312,13 @@ def _float_default(
             high = (1 - mean.reshape(view)) / std.reshape(view)
             out = np.clip(rng.standard_normal(shape), low, high).astype(array.dtype)
             how = "ImageNet mean/std" if channels == 3 else "mean 0.5, std 0.5"
-            return out, (f"{name}: image-like ({'NCHW' if nchw else 'NHWC'}), standard normal "
-                         f"kept within the range of pixels normalized with {how} "
-                         f"({float(low.min()):.2f}..{float(high.max()):.2f}), as exported "
-                         "vision models mostly expect; pass feeds if the model takes 0..255 "
-                         "or 0..1")  # fmt: skip
+            return out, (
+                f"{name}: image-like ({'NCHW' if nchw else 'NHWC'}), standard normal "
+                f"kept within the range of pixels normalized with {how} "
+                f"({float(low.min()):.2f}..{float(high.max()):.2f}), as exported "
+                "vision models mostly expect; pass feeds if the model takes 0..255 "
+                "or 0..1"
+            )
     return None
 
 
@@ -518,8 +530,12 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
     own = feeds if isinstance(feeds, Feeds) and feeds.synthetic else None  # ortlab made them
     if own is not None and own.dims:  # its own record of why each dim has its value
         dims = dict(own.dims)
-    return Feeds(arrays, dims, list(feeds.notes) if isinstance(feeds, Feeds) else [],
-                 synthetic=own is not None)  # fmt: skip
+    return Feeds(
+        arrays,
+        dims,
+        list(feeds.notes) if isinstance(feeds, Feeds) else [],
+        synthetic=own is not None,
+    )
 
 
 def _shape_problems(

@@ -27,8 +27,19 @@ __all__ = [
     "other_cores",
 ]
 
-_SPEED_FLAGS = frozenset({"avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16",
-                          "avx512_bf16", "avx512_fp16", "f16c"})  # fmt: skip
+_SPEED_FLAGS = frozenset(
+    {
+        "avx2",
+        "avx512f",
+        "avx512_vnni",
+        "avx_vnni",
+        "amx_int8",
+        "amx_bf16",
+        "avx512_bf16",
+        "avx512_fp16",
+        "f16c",
+    }
+)
 
 
 @functools.cache
@@ -148,8 +159,10 @@ def load_sentence(other: float | None, cpus: int | str | None = None) -> str:
     of = f" of {cpus}" if cpus else ""
     text = f"machine load: other processes used {other:.2f}{of} cores"
     if other > BUSY_CORES:
-        text += (" while this was measured: times are noisier and slower than on an idle "
-                 "machine (re-run when it is idle to confirm)")  # fmt: skip
+        text += (
+            " while this was measured: times are noisier and slower than on an idle "
+            "machine (re-run when it is idle to confirm)"
+        )
     return text
 
 

@@ -234,9 +234,15 @@ CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 
 
 RANDOM_OPS = frozenset(
-    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
-     "Bernoulli"}
-)  # fmt: skip
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
 """Ops that draw random numbers: without a ``seed`` attribute, ORT seeds each from one
 process-wide seed when its session is created (``onnxruntime.set_seed`` sets it), and every run
 draws new numbers."""

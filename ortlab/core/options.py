@@ -78,14 +78,17 @@ def ort_options(
     ``resolved``: the providers ``auto`` chose in the worker, when known."""
     mode = "ORT_PARALLEL" if config.execution_mode == "parallel" else "ORT_SEQUENTIAL"
     attributes: list[tuple[str, Any, bool]] = [
-        ("graph_optimization_level", Enum("GraphOptimizationLevel", LEVELS[config.level]),
-         False),  # always written: the level is the first thing a reader looks for
+        (
+            "graph_optimization_level",
+            Enum("GraphOptimizationLevel", LEVELS[config.level]),
+            False,
+        ),  # always written: the level is the first thing a reader looks for
         ("intra_op_num_threads", config.intra_op_threads, config.intra_op_threads == 0),
         ("inter_op_num_threads", config.inter_op_threads, config.inter_op_threads == 0),
         ("execution_mode", Enum("ExecutionMode", mode), mode == "ORT_SEQUENTIAL"),
         ("enable_mem_pattern", config.enable_mem_pattern, config.enable_mem_pattern),
         ("enable_cpu_mem_arena", config.enable_cpu_mem_arena, config.enable_cpu_mem_arena),
-    ]  # fmt: skip
+    ]
     entries = dict(config.config_entries)
     if config.allow_spinning is not None:
         flag = "1" if config.allow_spinning else "0"
@@ -105,9 +108,10 @@ def ort_options(
     if not config.policy and names != "auto":
         split = [split_device(p) for p in names]
         if any(ep in plugins or device for ep, device in split):
-            devices = [DeviceChoice(ep, device, dict(config.options_for(p)),
-                                    plugins.get(ep, ""))
-                       for p, (ep, device) in zip(names, split, strict=True)]  # fmt: skip
+            devices = [
+                DeviceChoice(ep, device, dict(config.options_for(p)), plugins.get(ep, ""))
+                for p, (ep, device) in zip(names, split, strict=True)
+            ]
     return OrtOptions(
         attributes=attributes,
         free_dims=list(config.free_dimension_overrides),

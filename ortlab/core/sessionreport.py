@@ -79,10 +79,12 @@ class SessionReport(Result):
 
         why = {m.provider: m.reason for m in self.missing}
         return pd.DataFrame(
-            [{"provider": p, "loaded": p in self.active, "reason": why.get(p, "")}
-             for p in self.requested],
+            [
+                {"provider": p, "loaded": p in self.active, "reason": why.get(p, "")}
+                for p in self.requested
+            ],
             columns=["provider", "loaded", "reason"],
-        )  # fmt: skip
+        )
 
     def summary(self) -> str:
         text = f"runs on {', '.join(_short(p) for p in self.active)}"

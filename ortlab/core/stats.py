@@ -94,8 +94,9 @@ def _p_half(n: int, i: int) -> float:
     of 100,000 runs; the error stays far below 1e-9)."""
     if n <= 1000:
         return math.comb(n, i) / (1 << n)
-    return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                    - n * math.log(2.0))  # fmt: skip
+    return math.exp(
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2.0)
+    )
 
 
 def median_interval(n: int, confidence: float = 0.95) -> tuple[int, float] | None:

@@ -67,11 +67,14 @@ def best_of(
     pool = [c for c in found if c.holds and accurate(c.row)]
     if not pool:
         final_ran = any(v.stage == "final" for v in measured.values())
-        why = ("the screen's winners did not hold up when re-measured together with the "
-               "baseline" if final_ran else
-               "no candidate was measurably faster than the baseline")  # fmt: skip
-        return Best(measured["baseline"].config, "original", model_path, [],
-                    Paired(1.0, nan, nan, why), 1.0)  # fmt: skip
+        why = (
+            "the screen's winners did not hold up when re-measured together with the baseline"
+            if final_ran
+            else "no candidate was measurably faster than the baseline"
+        )
+        return Best(
+            measured["baseline"].config, "original", model_path, [], Paired(1.0, nan, nan, why), 1.0
+        )
     b = min(pool, key=lambda c: c.row.paired.ratio)
     r = b.row
     return Best(r.config, r.variant, r.model_path, r.steps, r.paired, r.cosine, b.key)

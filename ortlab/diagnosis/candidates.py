@@ -56,16 +56,17 @@ def setting_candidates(
     items: list[Candidate] = [Candidate("baseline", m, cfg, [])]
     for level in ("basic", "extended", "all"):
         if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
-            items.append(Candidate(candidate_key(Kind.LEVEL, level), m,
-                                   cfg.with_(level=level), []))  # fmt: skip
+            items.append(Candidate(candidate_key(Kind.LEVEL, level), m, cfg.with_(level=level), []))
     logical = os.cpu_count() or 1
     for n in sorted({1, max(seen.cores // 2, 1), seen.cores, logical}):
         if n != cfg.intra_op_threads:
-            items.append(Candidate(candidate_key(Kind.THREADS, str(n)), m,
-                                   cfg.with_(intra_op_threads=n), []))  # fmt: skip
+            items.append(
+                Candidate(candidate_key(Kind.THREADS, str(n)), m, cfg.with_(intra_op_threads=n), [])
+            )
     if cfg.allow_spinning is not False:
-        items.append(Candidate(candidate_key(Kind.SPIN, "off"), m,
-                               cfg.with_(allow_spinning=False), []))  # fmt: skip
+        items.append(
+            Candidate(candidate_key(Kind.SPIN, "off"), m, cfg.with_(allow_spinning=False), [])
+        )
     if not cfg.io_binding and seen.profiled_ms < SMALL_MODEL_MS * 5:
         items.append(Candidate(Kind.IOBINDING.value, m, cfg.with_(io_binding=True), []))
     pl = seen.placement
@@ -141,8 +142,9 @@ def variant_candidates(
         def optimized() -> tuple[str, Model, list[str]]:
             nonlocal fusion
             r = transformer_optimize(m, progress=False, timeout=search.build_timeout())
-            fusion = TransformerFusion({k: v for k, v in r.fused_operators.items() if v},
-                                       r.reason or None)  # fmt: skip
+            fusion = TransformerFusion(
+                {k: v for k, v in r.fused_operators.items() if v}, r.reason or None
+            )
             return (
                 candidate_key(Kind.VARIANT, "transformers"),
                 load(r.path, name=f"{m.name}-transformers"),

@@ -199,8 +199,20 @@ class DoctorResult(Result):
         )
 
 
-_CANDIDATE_COLUMNS = ("key", "label", "variant", "stage", "p50_ms", "ratio", "ci_low", "ci_high",
-                      "verdict", "cosine", "file_mb", "pareto")  # fmt: skip
+_CANDIDATE_COLUMNS = (
+    "key",
+    "label",
+    "variant",
+    "stage",
+    "p50_ms",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "cosine",
+    "file_mb",
+    "pareto",
+)
 
 
 # ---------------------------------------------------------------------- machine load
@@ -314,8 +326,9 @@ def doctor(
 
     def build() -> None:
         nonlocal items, fusion
-        items, fusion = search.candidates(seen, variants, footprint=fp, quantize=quantize,
-                                          transformers=transformers)  # fmt: skip
+        items, fusion = search.candidates(
+            seen, variants, footprint=fp, quantize=quantize, transformers=transformers
+        )
 
     def screen() -> None:
         nonlocal items
@@ -350,8 +363,9 @@ def doctor(
             stages.done(name)
             break
         except OrtlabError as err:  # keep what the stages before it measured
-            search.failures.append(CandidateFailure(f"the {name} stage", error_text(err, 2000),
-                                                    name))  # fmt: skip
+            search.failures.append(
+                CandidateFailure(f"the {name} stage", error_text(err, 2000), name)
+            )
             search.notes.append(
                 f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
                 "findings above come from the stages before it"
@@ -360,10 +374,16 @@ def doctor(
             break
         stages.done(name)
     facts = Facts.assemble(
-        seen, measured=dict(search.measured), fusion=fusion, footprint=fp,
-        quant_fixes=dict(search.quant_fixes), variant_signals=signals,
-        failures=list(search.failures), other_cpu=dict(stages.load), logical_cpus=stages.cpus,
-    )  # fmt: skip
+        seen,
+        measured=dict(search.measured),
+        fusion=fusion,
+        footprint=fp,
+        quant_fixes=dict(search.quant_fixes),
+        variant_signals=signals,
+        failures=list(search.failures),
+        other_cpu=dict(stages.load),
+        logical_cpus=stages.cpus,
+    )
     return _result(search, facts, stages, budget_s=budget_s, t0=t0)
 
 

@@ -306,23 +306,32 @@ def quantization(f: Facts) -> list[Finding]:
         static = "mode='static', format='qdq', per_channel=True, calibration=samples"
         args = f"mode={kind!r}" if kind in ("dynamic", "int4") else static
         code = f"q = ortlab.quantize(model, {args})"
-        fix = (f"serve the {m.variant} model if its accuracy on real data is acceptable "
-               "(calibrate static quantization with real samples)")  # fmt: skip
+        fix = (
+            f"serve the {m.variant} model if its accuracy on real data is acceptable "
+            "(calibrate static quantization with real samples)"
+        )
         gain = said.gain(f.baseline_ms)
         tried = f.quant_fixes.get(key)
         best = _best_fix(f, tried) if tried is not None and not accurate else None
         nodes = tried.nodes if tried is not None else []
         if tried is not None and best is not None:
             how = tried.variants[best.key]
-            cost += (f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
-                     f"cosine {best.row.cosine:.4f}, {best.verdict()}, size "
-                     f"{best.row.file_bytes:,} bytes")  # fmt: skip
+            cost += (
+                f"; with its {len(nodes)} worst nodes ({', '.join(nodes[:5])}) {how}: "
+                f"cosine {best.row.cosine:.4f}, {best.verdict()}, size "
+                f"{best.row.file_bytes:,} bytes"
+            )
             reaches = best.row.cosine >= f.min_cosine
-            fix = (f"serve {best.row.variant}: it spares the nodes where int8 loses the most"
-                   + ("" if reaches else f", though its cosine is still below {f.min_cosine}: "
-                      "spare more nodes (fix(n=…)) or calibrate with real samples"))  # fmt: skip
-            code += (f"\nfix = ortlab.quantization_error(model, q).fix(n={len(nodes)})\n"
-                     "ortlab.compare(model, [q, *fix.variants])  # the Pareto chart")  # fmt: skip
+            fix = f"serve {best.row.variant}: it spares the nodes where int8 loses the most" + (
+                ""
+                if reaches
+                else f", though its cosine is still below {f.min_cosine}: "
+                "spare more nodes (fix(n=…)) or calibrate with real samples"
+            )
+            code += (
+                f"\nfix = ortlab.quantization_error(model, q).fix(n={len(nodes)})\n"
+                "ortlab.compare(model, [q, *fix.variants])  # the Pareto chart"
+            )
             gain = best.gain(f.baseline_ms)
         elif key in f.quant_fixes:
             cost += "; sparing its worst nodes could not be measured (see the notes)"
@@ -331,12 +340,13 @@ def quantization(f: Facts) -> list[Finding]:
                 rule="quantization",
                 title=f"{m.variant}: {said.word()}, accuracy cost shown",
                 evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
-                fix=fix, code=code,
+                fix=fix,
+                code=code,
                 severity="warning" if said.holds else "info",
                 nodes=list(nodes),
                 **gain,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -419,9 +429,11 @@ def cuda_graph(f: Facts) -> list[Finding]:
         return []
     said = counted(f.measured, Kind.CUDA_GRAPH.value)
     loaded = "CUDAExecutionProvider" in f.report.active
-    gain = said.gain(f.baseline_ms) if said else {
-        "gain": "not measured" if loaded else "not measurable here: CUDA did not load"
-    }  # fmt: skip
+    gain = (
+        said.gain(f.baseline_ms)
+        if said
+        else {"gain": "not measured" if loaded else "not measurable here: CUDA did not load"}
+    )
     return [
         Finding(
             rule="cuda_graph",

@@ -36,13 +36,19 @@ def _bound_text(r: Any) -> str:
 
 def _evidence(roof: Any, rows: list[Any]) -> str:
     peaks = "; ".join(
-        f"{p.what} {fmt_flops(p.best, '/s')}" if p.dtype not in ("memory", "cache") else
-        f"{p.what} {fmt_bandwidth(p.best)}" for p in roof.peaks if not p.error
-    )  # fmt: skip
-    top = "; ".join(f"{r.node} ({r.op_type}, {r.share:.1%} of time) at {_bound_text(r)}"
-                    for r in rows[:3])  # fmt: skip
-    return (f"ceilings measured with ORT on this EP: {peaks}; node times measured (median run, "
-            f"profiling on), FLOPs and bytes computed from shapes; {top}")  # fmt: skip
+        f"{p.what} {fmt_flops(p.best, '/s')}"
+        if p.dtype not in ("memory", "cache")
+        else f"{p.what} {fmt_bandwidth(p.best)}"
+        for p in roof.peaks
+        if not p.error
+    )
+    top = "; ".join(
+        f"{r.node} ({r.op_type}, {r.share:.1%} of time) at {_bound_text(r)}" for r in rows[:3]
+    )
+    return (
+        f"ceilings measured with ORT on this EP: {peaks}; node times measured (median run, "
+        f"profiling on), FLOPs and bytes computed from shapes; {top}"
+    )
 
 
 def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
@@ -58,8 +64,11 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
         )
     if statistics.median(r.us for r in far) < TINY_US:
         at_all = candidate_key(Kind.LEVEL, "all")
-        gain = (measured_gain(f.measured, at_all, f.baseline_ms) if level != "all"
-                else {"gain": "not measured: the level is already 'all'"})  # fmt: skip
+        gain = (
+            measured_gain(f.measured, at_all, f.baseline_ms)
+            if level != "all"
+            else {"gain": "not measured: the level is already 'all'"}
+        )
         return (
             "fusion: these nodes are too short for their work to matter; per-node overhead "
             "dominates. Fewer, larger kernels help: level 'all' fuses elementwise chains, "
@@ -92,27 +101,35 @@ def machine_limits(f: Facts) -> list[Finding]:
     rows = sorted(roof.rows, key=lambda r: r.share, reverse=True)
     near = roof.time_share(NEAR)
     if roof.near_limits:
-        return [Finding(
-            rule="machine_limits",
-            title=f"Near this machine's limits: {near:.0%} of node time runs at half its "
-            "bound or more",
-            evidence=_evidence(roof, rows),
-            fix="settings have little left to gain on this machine: only less work helps "
-            "(int8, a smaller or pruned model) or a faster machine",
-            code="ortlab.roofline(model, config).plot()",
-            gain="nothing measurable expected from settings (the bound is computed from "
-            "measured peaks)",
-            severity="info", nodes=[r.node for r in rows[:5]],
-        )]  # fmt: skip
+        return [
+            Finding(
+                rule="machine_limits",
+                title=f"Near this machine's limits: {near:.0%} of node time runs at half its "
+                "bound or more",
+                evidence=_evidence(roof, rows),
+                fix="settings have little left to gain on this machine: only less work helps "
+                "(int8, a smaller or pruned model) or a faster machine",
+                code="ortlab.roofline(model, config).plot()",
+                gain="nothing measurable expected from settings (the bound is computed from "
+                "measured peaks)",
+                severity="info",
+                nodes=[r.node for r in rows[:5]],
+            )
+        ]
     far = [r for r in rows if r.achieved_fraction < FAR_UNDER]
     share = sum(r.share for r in far)
     if share < FAR_SHARE:
         return []
     fix, code, gain = _fix(f, far)
-    return [Finding(
-        rule="far_from_bound",
-        title=f"{share:.0%} of node time is in nodes under a tenth of what this machine "
-        "allows them",
-        evidence=_evidence(roof, far), fix=fix, code=code, nodes=[r.node for r in far[:20]],
-        **gain,
-    )]  # fmt: skip
+    return [
+        Finding(
+            rule="far_from_bound",
+            title=f"{share:.0%} of node time is in nodes under a tenth of what this machine "
+            "allows them",
+            evidence=_evidence(roof, far),
+            fix=fix,
+            code=code,
+            nodes=[r.node for r in far[:20]],
+            **gain,
+        )
+    ]

@@ -39,18 +39,23 @@ def npu_partition(f: Facts) -> list[Finding]:
         if fixed is not None:
             row = fixed[fixed["target"] == s.target]
             if len(row) and row.iloc[0]["evidence"] in ("compiled", "rules"):
-                after = (f"; with the input shapes fixed (dims/feeds) it takes "
-                         f"{int(row.iloc[0]['on_target'])}")  # fmt: skip
+                after = (
+                    f"; with the input shapes fixed (dims/feeds) it takes "
+                    f"{int(row.iloc[0]['on_target'])}"
+                )
         title = f"{s.target.upper()} would take {int(s.on_target)} of {total} nodes (predicted)"
-        out.append(Finding(
-            rule="npu_partition", title=title,
-            evidence=f"{s.evidence} evidence ({s.ep} cannot run here): falls back because of "
-                     f"{why}{after}",
-            fix=str(top.iloc[0]["fix"]) if len(top) else "nothing falls back",
-            code=f"ortlab.whatif(model, targets=[{s.target!r}], dims={{...}})",
-            gain="a prediction: no time measured on the target device",
-            severity="info",
-        ))  # fmt: skip
+        out.append(
+            Finding(
+                rule="npu_partition",
+                title=title,
+                evidence=f"{s.evidence} evidence ({s.ep} cannot run here): falls back because of "
+                f"{why}{after}",
+                fix=str(top.iloc[0]["fix"]) if len(top) else "nothing falls back",
+                code=f"ortlab.whatif(model, targets=[{s.target!r}], dims={{...}})",
+                gain="a prediction: no time measured on the target device",
+                severity="info",
+            )
+        )
     return out
 
 
@@ -67,21 +72,27 @@ def memory(f: Facts) -> list[Finding]:
             f"; ORT's allocator: the arena holds {fmt_bytes(f.allocator['arena_bytes'])}"
             f" after a run, {fmt_bytes(f.allocator['peak_bytes'])} in use at its peak"
         )
-    evidence = (f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
-                f"{fmt_bytes(ref.held)} after its runs, for {fmt_bytes(fp.weights_bytes)} of "
-                f"weights (median of {fp.repeats} fresh processes){ort_view}")  # fmt: skip
+    evidence = (
+        f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
+        f"{fmt_bytes(ref.held)} after its runs, for {fmt_bytes(fp.weights_bytes)} of "
+        f"weights (median of {fp.repeats} fresh processes){ort_view}"
+    )
     savings = fp.savings()
     tried = ", ".join(r.setting for r in fp.rows[1:]) or "no setting"
     if not savings:
-        return [Finding(
-            rule="memory", title="memory: no setting tried lowers the session's peak",
-            evidence=f"{evidence}; {tried}: none lowers the peak by 5 % or more, beyond the "
-                     "spread between fresh processes",
-            fix="nothing to change here; a smaller peak needs a smaller model (quantization) "
+        return [
+            Finding(
+                rule="memory",
+                title="memory: no setting tried lowers the session's peak",
+                evidence=f"{evidence}; {tried}: none lowers the peak by 5 % or more, beyond the "
+                "spread between fresh processes",
+                fix="nothing to change here; a smaller peak needs a smaller model (quantization) "
                 "or smaller inputs",
-            code=f"ortlab.footprint(model)  # {tried} side by side",
-            gain="not applicable", severity="info",
-        )]  # fmt: skip
+                code=f"ortlab.footprint(model)  # {tried} side by side",
+                gain="not applicable",
+                severity="info",
+            )
+        ]
     best = savings[0]
     said = counted(f.measured, candidate_key(Kind.MEMORY, best.setting))
     timed = said.row if said is not None else None
@@ -93,18 +104,25 @@ def memory(f: Facts) -> list[Finding]:
     else:
         cost = f"latency: {said.verdict()}"
     others = "; ".join(f"{r.setting}: {r.verdict()}" for r in savings[1:])
-    return [Finding(
-        rule="memory",
-        title=f"memory: {best.setting} lowers the session's peak by {fmt_bytes(-best.peak_change)}"
-              f" ({share:.0%})",
-        evidence=evidence + (f"; also measurable: {others}" if others else ""),
-        fix=f"build the session with {best.setting}"
-            + (" when memory matters more than the time it costs"
-               if timed is not None and timed.slower else "")
+    return [
+        Finding(
+            rule="memory",
+            title=f"memory: {best.setting} lowers the session's peak by "
+            f"{fmt_bytes(-best.peak_change)} ({share:.0%})",
+            evidence=evidence + (f"; also measurable: {others}" if others else ""),
+            fix=f"build the session with {best.setting}"
+            + (
+                " when memory matters more than the time it costs"
+                if timed is not None and timed.slower
+                else ""
+            )
             + f": {best.verdict()}; {cost}",
-        code=f"SessionConfig({config_args(best.config, f.requested)})",
-        gain=f"{best.verdict()}; {cost}",
-        ratio=timed.paired.ratio if timed else None, low=timed.paired.low if timed else None,
-        high=timed.paired.high if timed else None, key=said.key if said else "",
-        severity="info" if timed is not None and timed.slower else "warning",
-    )]  # fmt: skip
+            code=f"SessionConfig({config_args(best.config, f.requested)})",
+            gain=f"{best.verdict()}; {cost}",
+            ratio=timed.paired.ratio if timed else None,
+            low=timed.paired.low if timed else None,
+            high=timed.paired.high if timed else None,
+            key=said.key if said else "",
+            severity="info" if timed is not None and timed.slower else "warning",
+        )
+    ]

@@ -133,8 +133,9 @@ class Search(Budgeted):
         """Profile the baseline; the placement join when an accelerator EP loaded; the what-if
         partition of a requested NPU EP that did not load here."""
         m, cfg = self.m, self.cfg
-        prof, roof = profile_with_roofline(m, cfg, self.feeds, runs=5, warmup=2,
-                                           timeout=self.call_timeout())  # fmt: skip
+        prof, roof = profile_with_roofline(
+            m, cfg, self.feeds, runs=5, warmup=2, timeout=self.call_timeout()
+        )
         self.profile = prof
         report = prof.report
         assert report is not None  # profile() always attaches the session's report
@@ -143,8 +144,14 @@ class Search(Budgeted):
         if any(p != "CPUExecutionProvider" for p in report.active):
             pl = placement(m, cfg, self.feeds, runs=3, progress=False, timeout=self.call_timeout())
         mem = prof.memory()
-        allocator = {"arena_bytes": float(mem["arena_bytes"].iloc[-1]),
-                     "peak_bytes": float(mem["peak_bytes"].max())} if len(mem) else {}  # fmt: skip
+        allocator = (
+            {
+                "arena_bytes": float(mem["arena_bytes"].iloc[-1]),
+                "peak_bytes": float(mem["peak_bytes"].max()),
+            }
+            if len(mem)
+            else {}
+        )
         symbolic = unfixed_dims(m, cfg.free_dimension_overrides)
         predicted, predicted_fixed = self._predict(report.missing, bool(symbolic))
         return Observed(
@@ -182,11 +189,19 @@ class Search(Budgeted):
             self.skip(why, memory_need_s(*plan))
             return None
         return self.guarded(
-            "the memory footprint", "memory",
-            lambda: footprint(self.m, self.cfg, self.feeds, repeats=MEMORY_REPEATS, runs=2,
-                              progress=False, timeout=self.call_timeout()),
+            "the memory footprint",
+            "memory",
+            lambda: footprint(
+                self.m,
+                self.cfg,
+                self.feeds,
+                repeats=MEMORY_REPEATS,
+                runs=2,
+                progress=False,
+                timeout=self.call_timeout(),
+            ),
             "ortlab.footprint(model)",
-        )  # fmt: skip
+        )
 
     def _predict(self, missing: Sequence[Any], symbolic: bool) -> tuple[Any, Any]:
         """A requested NPU EP that does not run here (QNN, NNAPI, CoreML, OpenVINO): predict
@@ -198,16 +213,19 @@ class Search(Budgeted):
         if not targets:
             return None, None
         predicted = self.guarded(
-            f"the what-if partition for {', '.join(targets)}", "observe",
+            f"the what-if partition for {', '.join(targets)}",
+            "observe",
             lambda: whatif(self.m, targets, progress=False, timeout=self.call_timeout()),
-        )  # fmt: skip
+        )
         if predicted is None or not symbolic:
             return predicted, None
         return predicted, self.guarded(
-            "the what-if partition at the timed shapes", "observe",
-            lambda: whatif(self.m, targets, feeds=self.feeds, progress=False,
-                           timeout=self.call_timeout()),
-        )  # fmt: skip
+            "the what-if partition at the timed shapes",
+            "observe",
+            lambda: whatif(
+                self.m, targets, feeds=self.feeds, progress=False, timeout=self.call_timeout()
+            ),
+        )
 
     # -- candidates -------------------------------------------------------------
 
@@ -224,8 +242,9 @@ class Search(Budgeted):
         (:mod:`ortlab.diagnosis.candidates`), and what the transformers optimizer fused."""
         items = setting_candidates(self.m, self.cfg, seen, footprint)
         ref = variant_config(self.cfg)
-        built, fusion = variant_candidates(self, seen, user_variants, quantize=quantize,
-                                           transformers=transformers)  # fmt: skip
+        built, fusion = variant_candidates(
+            self, seen, user_variants, quantize=quantize, transformers=transformers
+        )
         return items + [Candidate(k, variant, ref, steps) for k, variant, steps in built], fusion
 
     def variant_config(self) -> SessionConfig:
@@ -273,10 +292,15 @@ class Search(Budgeted):
         those candidates. The ones the worker could not build or run (its ``failed``) are
         recorded as failures and left out."""
         out = measure_interleaved(
-            [(mm, c) for _, mm, c, _ in items], self.feeds, rounds=rounds, runs=runs, desc=desc,
-            context=f"of {self.m.name!r} ({len(items)} candidates)", progress=self.progress,
+            [(mm, c) for _, mm, c, _ in items],
+            self.feeds,
+            rounds=rounds,
+            runs=runs,
+            desc=desc,
+            context=f"of {self.m.name!r} ({len(items)} candidates)",
+            progress=self.progress,
             timeout=self.call_timeout(),
-        )  # fmt: skip
+        )
         failed = out.failed
         if 0 in failed:  # the worker raises for the reference itself; never compare without it
             raise OrtlabError(f"The reference {items[0][0]!r} failed while timing: {failed[0]}")
@@ -334,9 +358,17 @@ class Search(Budgeted):
             n = min(len(medians[key]), len(base))  # pruned ones stop after the first rounds
             v = paired_ratio(base[:n], medians[key][:n])
             p50 = float(np.median(np.asarray(self.latencies[key]) / 1e6))
-            self.measured[key] = measured_row(key, mm, c, steps, v, p50=p50, stage="screen",
-                                              against=items[b][0],
-                                              variant=self._variant(mm))  # fmt: skip
+            self.measured[key] = measured_row(
+                key,
+                mm,
+                c,
+                steps,
+                v,
+                p50=p50,
+                stage="screen",
+                against=items[b][0],
+                variant=self._variant(mm),
+            )
 
     def _accurate(self, v: Measured) -> bool:
         """Output cosine >= min_cosine; NaN means the same model under other settings (not
@@ -378,19 +410,24 @@ class Search(Budgeted):
         (``quantization_error(...).fix``), timed interleaved with the original and the full
         variant, and scored on the same samples. Returns ``items`` with the fixes added, so
         the combination stage can pick one like any candidate."""
-        low = [it for it in items
-               if it.parsed.is_variant and it.parsed.arg in QUANTIZED
-               and it.key in self.measured
-               and not self._accurate(self.measured[it.key])]  # fmt: skip
+        low = [
+            it
+            for it in items
+            if it.parsed.is_variant
+            and it.parsed.arg in QUANTIZED
+            and it.key in self.measured
+            and not self._accurate(self.measured[it.key])
+        ]
         for key, q, c, _ in low:
             if self.left() < 0:
                 self.skip(f"a fix for {key} (the time budget was used up)")
                 break
             fix = self.guarded(
-                f"sparing the worst nodes of {key}", "build",
+                f"sparing the worst nodes of {key}",
+                "build",
                 functools.partial(self._quant_fix, q),
                 f"ortlab.quantization_error(model, q).fix(n={QUANT_FIX_NODES})",
-            )  # fmt: skip
+            )
             if fix is None:
                 continue
             fixes: list[Item] = []
@@ -402,14 +439,24 @@ class Search(Budgeted):
             self.quant_fixes[key] = FixTried(list(fix.nodes), spared)
             ref = Candidate(Kind.ORIGINAL.value, self.m, c, [])
             runs, rounds = self._plan(len(fixes) + 2, seen, 0.15, f"the fixes of {key}")
-            med, ran = self._time([ref, Candidate(key, q, c, []), *fixes], rounds, runs,
-                                  f"doctor: fixes of {key}")  # fmt: skip
+            med, ran = self._time(
+                [ref, Candidate(key, q, c, []), *fixes], rounds, runs, f"doctor: fixes of {key}"
+            )
             for j, (fkey, v, fc, steps) in enumerate(ran[2:], start=2):
-                row = measured_row(fkey, v, fc, steps, paired_ratio(med[:, 0], med[:, j]),
-                                p50=float(np.median(np.asarray(self.latencies[fkey]) / 1e6)),
-                                stage="screen", against="the original", variant=v.name)  # fmt: skip
-                got = self.guarded(f"the accuracy of {fkey}", "accuracy",
-                                   functools.partial(self._outputs, v, fc))  # fmt: skip
+                row = measured_row(
+                    fkey,
+                    v,
+                    fc,
+                    steps,
+                    paired_ratio(med[:, 0], med[:, j]),
+                    p50=float(np.median(np.asarray(self.latencies[fkey]) / 1e6)),
+                    stage="screen",
+                    against="the original",
+                    variant=v.name,
+                )
+                got = self.guarded(
+                    f"the accuracy of {fkey}", "accuracy", functools.partial(self._outputs, v, fc)
+                )
                 if got is not None:
                     self.outputs[fkey] = got
                 self.measured[fkey] = with_cosine(row, self._cosine(fkey) if got else 0.0)
@@ -469,14 +516,16 @@ class Search(Budgeted):
             vkey, _ = min(model_items, key=lambda kv: kv[1].paired.ratio)
             mm, steps = by_key[vkey]
             level = max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
-            finals.append(Candidate(Kind.COMBINED.value, mm, combined_cfg.with_(level=level),
-                                    steps))  # fmt: skip
+            finals.append(
+                Candidate(Kind.COMBINED.value, mm, combined_cfg.with_(level=level), steps)
+            )
         for key, _ in sorted(ok.items(), key=lambda kv: kv[1].paired.ratio)[:2]:
             mm, steps = by_key[key]
             parsed = CandidateKey.parse(key)
             final = candidate_key(parsed.kind, parsed.arg, final=True)
-            finals.append(Candidate(final, mm, next(it.config for it in items if it.key == key),
-                                    steps))  # fmt: skip
+            finals.append(
+                Candidate(final, mm, next(it.config for it in items if it.key == key), steps)
+            )
         unique: dict[tuple[str, SessionConfig], Item] = {}
         for it in finals:
             unique.setdefault((str(it[1].path), it[2]), it)
@@ -511,8 +560,17 @@ class Search(Budgeted):
             if outputs is None:
                 continue
             self.outputs[key] = outputs
-            row = measured_row(key, mm, c, steps, v, p50=p50, stage="final", against="baseline",
-                               variant=self._variant(mm))  # fmt: skip
+            row = measured_row(
+                key,
+                mm,
+                c,
+                steps,
+                v,
+                p50=p50,
+                stage="final",
+                against="baseline",
+                variant=self._variant(mm),
+            )
             self.measured[key] = with_cosine(row, self._cosine(key))
 
     def _settle(
@@ -565,21 +623,30 @@ class Search(Budgeted):
         signals: list[Any] = []
         for key, mm, c in slow:
             what = f"profiling the slower {self.measured[key].variant}"
-            signals += self.guarded(what, "explain",
-                                    functools.partial(self._explain, key, mm, c)) or []  # fmt: skip
+            signals += (
+                self.guarded(what, "explain", functools.partial(self._explain, key, mm, c)) or []
+            )
         return signals
 
     def _explain(self, key: str, mm: Model, c: SessionConfig) -> list[Any]:
         meas = self.measured[key]
         p = meas.paired
         v = Verdict(p.ratio, p.low, p.high, meas.confidence, p.rounds, NOISE_BAND)
-        return list(explain_variant(
-            self.m, mm, c, self.feeds, verdict=(v, p.verdict), label=meas.variant,
-            latencies=(self.latencies["baseline"], self.latencies[key]),
-            outputs=(self.outputs["baseline"], self.outputs.get(key, self.outputs["baseline"])),
-            base_profile=self.profile.data, synthetic=self.samples.synthetic,
-            timeout=self.call_timeout(),
-        ))  # fmt: skip
+        return list(
+            explain_variant(
+                self.m,
+                mm,
+                c,
+                self.feeds,
+                verdict=(v, p.verdict),
+                label=meas.variant,
+                latencies=(self.latencies["baseline"], self.latencies[key]),
+                outputs=(self.outputs["baseline"], self.outputs.get(key, self.outputs["baseline"])),
+                base_profile=self.profile.data,
+                synthetic=self.samples.synthetic,
+                timeout=self.call_timeout(),
+            )
+        )
 
     def best(self, measured: dict[str, Measured]) -> Best:
         """The fastest accurate candidate significantly faster than the baseline

@@ -19,8 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-KEEP = ("Validation FAILED", "Validation PASSED", "Operator type:", "REASON", "EP Error",
-        "Falling back to [")  # fmt: skip
+KEEP = (
+    "Validation FAILED",
+    "Validation PASSED",
+    "Operator type:",
+    "REASON",
+    "EP Error",
+    "Falling back to [",
+)
 
 
 def _capture(fn: Any) -> tuple[Any, str, str]:
@@ -97,10 +103,16 @@ def compile_only(ask: dict[str, Any]) -> dict[str, Any]:
         so2.add_session_config_entry(
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
-        _capture(lambda: ort.InferenceSession(ask["model_path"], so2, providers=[
-            "CPUExecutionProvider"]))  # fmt: skip
-    return {"assignment": assignment, "active": active, "log": lines, "error": error,
-            "seconds": seconds}  # fmt: skip
+        _capture(
+            lambda: ort.InferenceSession(ask["model_path"], so2, providers=["CPUExecutionProvider"])
+        )
+    return {
+        "assignment": assignment,
+        "active": active,
+        "log": lines,
+        "error": error,
+        "seconds": seconds,
+    }
 
 
 if __name__ == "__main__":

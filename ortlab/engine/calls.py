@@ -78,9 +78,11 @@ def fitted_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimCh
                 size = band[(len(band) - 1) // 2]
                 values[c.name] = size
                 choices[c.name] = DimChoice(
-                    c.name, size, f"{c.why}: {c.value} did not run; of the typical sizes it "
+                    c.name,
+                    size,
+                    f"{c.why}: {c.value} did not run; of the typical sizes it "
                     f"ran at {band[0]}..{band[-1]}, {size} is the middle",
-                )  # fmt: skip
+                )
                 break
     _FITTED[key] = choices
     return dict(choices)
@@ -107,8 +109,14 @@ def _runs(model: Model, dims: Mapping[str, int]) -> bool:
         warnings.simplefilter("ignore")
         feeds = model.example_inputs(dims=dims)
     try:
-        run(tasks.outputs, Via(desc="dims"), model_path=str(model.path),
-            model_name=model.name, config=SessionConfig(), feeds=dict(feeds))  # fmt: skip
+        run(
+            tasks.outputs,
+            Via(desc="dims"),
+            model_path=str(model.path),
+            model_name=model.name,
+            config=SessionConfig(),
+            feeds=dict(feeds),
+        )
     except RunError:
         return False
     return True
@@ -144,8 +152,15 @@ def run(
     arguments against the task's own signature and gives its return type."""
     if args:
         raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
-    out = call(task_name(task), dict(kwargs), desc=via.desc, context=via.context,
-               progress=via.progress, timeout=via.timeout, worker=via.worker)  # fmt: skip
+    out = call(
+        task_name(task),
+        dict(kwargs),
+        desc=via.desc,
+        context=via.context,
+        progress=via.progress,
+        timeout=via.timeout,
+        worker=via.worker,
+    )
     return cast("R", out)
 
 
@@ -213,13 +228,18 @@ def run_model_task(
     try:
         out = call(
             task,
-            {"model_path": str(m.path), "model_name": m.name, "config": cfg, "feeds": dict(f),
-             **extra},
+            {
+                "model_path": str(m.path),
+                "model_name": m.name,
+                "config": cfg,
+                "feeds": dict(f),
+                **extra,
+            },
             desc=f"{task.__name__} {m.name}",
             context=f"of {m.name!r} with {cfg.label()}",
             progress=progress,
             timeout=timeout,
-        )  # fmt: skip
+        )
     except RunError as err:
         if not f.guessed():
             raise

@@ -44,9 +44,13 @@ def run_child(
     ``timeout`` seconds or died without answering (with the tail of its stderr)."""
     try:
         proc = subprocess.run(  # our own code, with this interpreter
-            list(argv), capture_output=True, cwd=cwd, timeout=timeout, check=False,
+            list(argv),
+            capture_output=True,
+            cwd=cwd,
+            timeout=timeout,
+            check=False,
             env=child_env(),
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired as err:
         raise ChildFailed(f"{what} took more than {timeout:.0f} s") from err
     if not answer.exists():

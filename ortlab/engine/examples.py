@@ -151,10 +151,12 @@ def calibrate_batchnorm(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
     }
     from ortlab.engine.worker import in_worker
 
-    task = {"model": probe.SerializeToString(), "outputs": [n.input[0] for n in bns],
-            "feeds": feeds}  # fmt: skip
-    values = in_worker(run_cpu, task, timeout=600.0,
-                       context="calibrating a bundled model")  # fmt: skip
+    task = {
+        "model": probe.SerializeToString(),
+        "outputs": [n.input[0] for n in bns],
+        "feeds": feeds,
+    }
+    values = in_worker(run_cpu, task, timeout=600.0, context="calibrating a bundled model")
     for node, x in zip(bns, values, strict=True):
         axes = tuple(i for i in range(x.ndim) if i != 1)
         x64 = x.astype(np.float64)
@@ -378,11 +380,20 @@ def _causal_attention(
     hd = hidden // heads
     split = g.const(f"{scope}.heads_shape", np.array([0, 0, heads, hd], np.int64))
     q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [_linear(g, x, f"{scope}/{p}_proj", hidden, hidden),
-                                            split], scope=f"{scope}/{p}_proj")],
-             scope=f"{scope}/{p}_proj", perm=[0, 2, 1, 3])
+        g.op(
+            "Transpose",
+            [
+                g.op(
+                    "Reshape",
+                    [_linear(g, x, f"{scope}/{p}_proj", hidden, hidden), split],
+                    scope=f"{scope}/{p}_proj",
+                )
+            ],
+            scope=f"{scope}/{p}_proj",
+            perm=[0, 2, 1, 3],
+        )
         for p in ("q", "k", "v")
-    )  # fmt: skip
+    )
     cache: list[int | str | None] = ["batch", heads, "past_sequence", hd]
     past_k = g.input(f"past_key_values.{layer}.key", F32, cache)
     past_v = g.input(f"past_key_values.{layer}.value", F32, cache)
@@ -391,23 +402,34 @@ def _causal_attention(
     total: list[int | str | None] = ["batch", heads, "total_sequence", hd]
     g.output(f"present.{layer}.key", F32, total)
     g.output(f"present.{layer}.value", F32, total)
-    scores = g.op("MatMul", [q, g.op("Transpose", [k], scope=scope, perm=[0, 1, 3, 2])],
-                  scope=scope)  # fmt: skip
+    scores = g.op(
+        "MatMul", [q, g.op("Transpose", [k], scope=scope, perm=[0, 1, 3, 2])], scope=scope
+    )
     scores = g.op("Div", [scores, g.const(f"{scope}.scale", np.float32(np.sqrt(hd)))], scope=scope)
     # causal mask over [new, total]: row i may see keys up to past + i
     two = g.const(f"{scope}.index2", np.array([2], np.int64))
     new = g.op("Gather", [g.op("Shape", [q], scope=scope), two], scope=scope, axis=0)
     tot = g.op("Gather", [g.op("Shape", [k], scope=scope), two], scope=scope, axis=0)
     past = g.op("Squeeze", [g.op("Sub", [tot, new], scope=scope)], scope=scope)
-    ones = g.op("ConstantOfShape", [g.op("Concat", [new, tot], scope=scope, axis=0)], scope=scope,
-                value=onnx.helper.make_tensor("one", F32, [1], [1.0]))  # fmt: skip
+    ones = g.op(
+        "ConstantOfShape",
+        [g.op("Concat", [new, tot], scope=scope, axis=0)],
+        scope=scope,
+        value=onnx.helper.make_tensor("one", F32, [1], [1.0]),
+    )
     allowed = g.op("Trilu", [ones, past], scope=scope, upper=0)
-    bias = g.op("Mul", [g.op("Sub", [allowed, g.const(f"{scope}.one", np.float32(1))],
-                             scope=scope), g.const(f"{scope}.neg", np.float32(1e9))],
-                scope=scope)  # fmt: skip
+    bias = g.op(
+        "Mul",
+        [
+            g.op("Sub", [allowed, g.const(f"{scope}.one", np.float32(1))], scope=scope),
+            g.const(f"{scope}.neg", np.float32(1e9)),
+        ],
+        scope=scope,
+    )
     probs = g.op("Softmax", [g.op("Add", [scores, bias], scope=scope)], scope=scope, axis=-1)
-    ctx = g.op("Transpose", [g.op("MatMul", [probs, v], scope=scope)], scope=scope,
-               perm=[0, 2, 1, 3])  # fmt: skip
+    ctx = g.op(
+        "Transpose", [g.op("MatMul", [probs, v], scope=scope)], scope=scope, perm=[0, 2, 1, 3]
+    )
     merge = g.const(f"{scope}.merge_shape", np.array([0, 0, hidden], np.int64))
     ctx = g.op("Reshape", [ctx, merge], scope=scope)
     return _linear(g, ctx, f"{scope}/o_proj", hidden, hidden)
@@ -423,32 +445,58 @@ def decoder_tiny(
     what weight-only int4 (``quantize(m, mode="int4")``) packs into MatMulNBits."""
     g = GraphBuilder("decoder_tiny")
     ids = g.input("input_ids", I64, ["batch", "sequence"])
-    x = g.op("Gather", [g.weight("model.embed_tokens.weight", (vocab, hidden), hidden), ids],
-             scope="/model/embed_tokens")  # fmt: skip
+    x = g.op(
+        "Gather",
+        [g.weight("model.embed_tokens.weight", (vocab, hidden), hidden), ids],
+        scope="/model/embed_tokens",
+    )
     # positions past .. past + sequence - 1, from the cache's length
-    past_len = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"], scope="/model/pos"),
-                               g.const("pos.index2", np.array(2, np.int64))],
-                    scope="/model/pos", axis=0)  # fmt: skip
-    seq_len = g.op("Gather", [g.op("Shape", [ids], scope="/model/pos"),
-                              g.const("pos.index1", np.array(1, np.int64))],
-                   scope="/model/pos", axis=0)  # fmt: skip
+    past_len = g.op(
+        "Gather",
+        [
+            g.op("Shape", ["past_key_values.0.key"], scope="/model/pos"),
+            g.const("pos.index2", np.array(2, np.int64)),
+        ],
+        scope="/model/pos",
+        axis=0,
+    )
+    seq_len = g.op(
+        "Gather",
+        [g.op("Shape", [ids], scope="/model/pos"), g.const("pos.index1", np.array(1, np.int64))],
+        scope="/model/pos",
+        axis=0,
+    )
     end = g.op("Add", [past_len, seq_len], scope="/model/pos")
-    pos = g.op("Range", [past_len, end, g.const("pos.step", np.array(1, np.int64))],
-               scope="/model/pos")  # fmt: skip
-    pe = g.op("Gather", [g.weight("model.embed_positions.weight", (max_positions, hidden), hidden),
-                         pos], scope="/model/embed_positions")  # fmt: skip
+    pos = g.op(
+        "Range", [past_len, end, g.const("pos.step", np.array(1, np.int64))], scope="/model/pos"
+    )
+    pe = g.op(
+        "Gather",
+        [g.weight("model.embed_positions.weight", (max_positions, hidden), hidden), pos],
+        scope="/model/embed_positions",
+    )
     x = g.op("Add", [x, pe], scope="/model/embed")
     for i in range(layers):
         s = f"/model/layers.{i}"
-        a = _causal_attention(g, _layer_norm(g, x, f"{s}/input_layernorm", hidden),
-                              f"{s}/self_attn", i, hidden=hidden, heads=heads)  # fmt: skip
+        a = _causal_attention(
+            g,
+            _layer_norm(g, x, f"{s}/input_layernorm", hidden),
+            f"{s}/self_attn",
+            i,
+            hidden=hidden,
+            heads=heads,
+        )
         x = g.op("Add", [x, a], scope=s)
         h = _layer_norm(g, x, f"{s}/post_attention_layernorm", hidden)
         h = _gelu(g, _linear(g, h, f"{s}/mlp/up_proj", hidden, 4 * hidden), f"{s}/mlp/act")
         x = g.op("Add", [x, _linear(g, h, f"{s}/mlp/down_proj", 4 * hidden, hidden)], scope=s)
     x = _layer_norm(g, x, "/model/norm", hidden)
-    g.op("MatMul", [x, g.weight("lm_head.weight", (hidden, vocab), hidden)], scope="/lm_head",
-         out=["logits"])  # fmt: skip
+    g.op(
+        "MatMul",
+        [x, g.weight("lm_head.weight", (hidden, vocab), hidden)],
+        scope="/lm_head",
+        out=["logits"],
+    )
     g.output("logits", F32, ["batch", "sequence", vocab])
     return g.model()
 
@@ -459,20 +507,42 @@ def nan_guard_cnn() -> onnx.ModelProto:
     CPU node: a real EP fallback island, with its boundary tensors."""
     g = GraphBuilder("nan_guard_cnn")
     x = g.input("input", F32, ["batch", 3, 32, 32])
-    x = g.op("Conv", [x, g.weight("features.0.weight", (16, 3, 3, 3), 27),
-                      g.const("features.0.bias", np.zeros(16, np.float32))],
-             scope="/features/0", pads=[1, 1, 1, 1])  # fmt: skip
+    x = g.op(
+        "Conv",
+        [
+            x,
+            g.weight("features.0.weight", (16, 3, 3, 3), 27),
+            g.const("features.0.bias", np.zeros(16, np.float32)),
+        ],
+        scope="/features/0",
+        pads=[1, 1, 1, 1],
+    )
     x = g.op("Relu", [x], scope="/features/1")
     nan = g.op("IsNaN", [x], scope="/sanitize")
     x = g.op("Where", [nan, g.const("sanitize.zero", np.float32(0)), x], scope="/sanitize")
-    x = g.op("Conv", [x, g.weight("features.2.weight", (32, 16, 3, 3), 144),
-                      g.const("features.2.bias", np.zeros(32, np.float32))],
-             scope="/features/2", pads=[1, 1, 1, 1], strides=[2, 2])  # fmt: skip
+    x = g.op(
+        "Conv",
+        [
+            x,
+            g.weight("features.2.weight", (32, 16, 3, 3), 144),
+            g.const("features.2.bias", np.zeros(32, np.float32)),
+        ],
+        scope="/features/2",
+        pads=[1, 1, 1, 1],
+        strides=[2, 2],
+    )
     x = g.op("Relu", [x], scope="/features/3")
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x], scope="/pool")], scope="/pool")
-    g.op("Gemm", [x, g.weight("classifier.weight", (32, 10)),
-                  g.const("classifier.bias", np.zeros(10, np.float32))],
-         scope="/classifier", out=["logits"])  # fmt: skip
+    g.op(
+        "Gemm",
+        [
+            x,
+            g.weight("classifier.weight", (32, 10)),
+            g.const("classifier.bias", np.zeros(10, np.float32)),
+        ],
+        scope="/classifier",
+        out=["logits"],
+    )
     g.output("logits", F32, ["batch", 10])
     return g.model()
 

@@ -386,8 +386,11 @@ def _select_devices(
     import onnxruntime as ort
 
     plugins = {p.name: p for p in registered()}
-    spec = ort_options(config, plugin_eps={n: p.module for n, p in plugins.items()},
-                       resolved=None if config.providers != "auto" else requested)  # fmt: skip
+    spec = ort_options(
+        config,
+        plugin_eps={n: p.module for n, p in plugins.items()},
+        resolved=None if config.providers != "auto" else requested,
+    )
     if spec.policy:
         so.set_provider_selection_policy(getattr(ort.OrtExecutionProviderDevicePolicy, spec.policy))
         return True, {}
@@ -411,14 +414,18 @@ def _unselected_reason(ep: str, device: str | None, plugin: PluginEP | None) -> 
     kind = f"{device} " if device else ""
     if plugin is None:
         hint = next((cmd for mod, cmd in PLUGIN_PACKAGES.items() if ep.lower()[:4] in mod), "")
-        return (f"{ep} has no {kind}device here: not part of this onnxruntime build and no "
-                f"plugin package for it is installed. {hint}".strip())  # fmt: skip
+        return (
+            f"{ep} has no {kind}device here: not part of this onnxruntime build and no "
+            f"plugin package for it is installed. {hint}".strip()
+        )
     if plugin.error:
         return f"the {plugin.module} {plugin.version} plugin failed to register: {plugin.error}"
     listed = ", ".join(plugin.devices) or "none"
-    return (f"the {plugin.module} {plugin.version} plugin is registered but lists no {kind}"
-            f"device on this machine (devices it listed: {listed}); ORT would have run the "
-            "model on CPU without a word had the EP been named in providers=")  # fmt: skip
+    return (
+        f"the {plugin.module} {plugin.version} plugin is registered but lists no {kind}"
+        f"device on this machine (devices it listed: {listed}); ORT would have run the "
+        "model on CPU without a word had the EP been named in providers="
+    )
 
 
 def _fallback_text(report: SessionReport, name: str) -> str:

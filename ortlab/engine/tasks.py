@@ -464,9 +464,11 @@ def placement(
         )
         if final_path is None:  # a compiling EP was asked for but did not load
             _, _ = build_session(
-                model_path, config.with_(fallback="allow"), model_name=model_name,
+                model_path,
+                config.with_(fallback="allow"),
+                model_name=model_name,
                 optimized_model_path=str(folder / "final.onnx"),
-            )  # fmt: skip
+            )
             final_path = folder / "final.onnx"
         final = _graph_tuples(final_path)
     release_after_reply(sess)
@@ -491,8 +493,9 @@ def _probe_fallbacks(
     if not wanted or wanted not in report.active:
         return {}
     said = verdict_names(report.why_log)  # nodes ORT or the EP already gave a verdict on
-    left = [n for ep, nodes in assignment if ep != wanted for n, _, _ in nodes
-            if n and n not in said]  # fmt: skip
+    left = [
+        n for ep, nodes in assignment if ep != wanted for n, _, _ in nodes if n and n not in said
+    ]
     return probe_nodes(model_path, config, left, wanted) if left else {}
 
 
@@ -555,15 +558,23 @@ def _seeded_copy(model_path: str, folder: Path) -> str:
     seed_random_ops(model.graph)
     path = folder / "model.onnx"
     external = sum(1 for _ in _model_files(model_path)) > 1
-    onnx.save_model(model, str(path), save_as_external_data=external,
-                    all_tensors_to_one_file=True, location="model.onnx.data")  # fmt: skip
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=external,
+        all_tensors_to_one_file=True,
+        location="model.onnx.data",
+    )
     return str(path)
 
 
 def _outputs_of(
-    sess: Any, model_name: str, config: SessionConfig, samples: list[dict[str, Any]],
+    sess: Any,
+    model_name: str,
+    config: SessionConfig,
+    samples: list[dict[str, Any]],
     progress: Progress,
-) -> list[dict[str, np.ndarray]]:  # fmt: skip
+) -> list[dict[str, np.ndarray]]:
     names = [o.name for o in sess.get_outputs()]
     out = []
     for i, feeds in enumerate(samples):

@@ -59,11 +59,28 @@ class ShapesReply:
 
 
 _ONNX_NAMES = {
-    1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
-    16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
-    20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1",
-}  # fmt: skip
+    1: "float",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "double",
+    12: "uint32",
+    13: "uint64",
+    16: "bfloat16",
+    17: "float8e4m3fn",
+    18: "float8e4m3fnuz",
+    19: "float8e5m2",
+    20: "float8e5m2fnuz",
+    21: "uint4",
+    22: "int4",
+    23: "float4e2m1",
+}
 _NUMPY_NAMES = {"float32": "float", "float64": "double", "object": "string", "str": "string"}
 
 
@@ -109,8 +126,9 @@ def _walk(
         weights.add(t.values.name)
     for n in graph.node:
         name = n.name or (names.get((n.op_type, n.output[0]), "") if n.output else "")
-        nodes.append(GraphNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output),
-                               _attrs(n)))  # fmt: skip
+        nodes.append(
+            GraphNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output), _attrs(n))
+        )
         for a in n.attribute:
             for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
                 _walk(body, nodes, tensors, weights, names)
@@ -186,6 +204,11 @@ def shapes(
     frozen = tuple(nodes)
     for tensor, typed in _outputs(frozen, data).items():
         tensors.setdefault(tensor, typed)
-    return ShapesReply(data=data, report=report, nodes=frozen, tensors=tensors,
-                       initializers=frozenset(weights),
-                       peaks=[k.result() for k in kernels])  # fmt: skip
+    return ShapesReply(
+        data=data,
+        report=report,
+        nodes=frozen,
+        tensors=tensors,
+        initializers=frozenset(weights),
+        peaks=[k.result() for k in kernels],
+    )

@@ -55,8 +55,13 @@ def footprint(
             pickle.dump(dict(feeds), f)
         for r in range(repeats):
             for k, (path, name, config) in enumerate(items):
-                ask = {"model_path": path, "name": name, "config": config,
-                       "feeds_file": str(feeds_file), "runs": runs}  # fmt: skip
+                ask = {
+                    "model_path": path,
+                    "name": name,
+                    "config": config,
+                    "feeds_file": str(feeds_file),
+                    "runs": runs,
+                }
                 out[k].append(_one(folder, ask, k))
                 progress(r * len(items) + k + 1, total)
     return out

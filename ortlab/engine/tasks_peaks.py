@@ -22,8 +22,15 @@ from ortlab.core.errors import RunError
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import Progress, release_after_reply
 
-__all__ = ["GEMM_N", "STREAM_ELEMENTS", "PeakKernel", "PeakRuns", "PeaksReply", "peak_kernels",
-           "peaks"]  # fmt: skip
+__all__ = [
+    "GEMM_N",
+    "STREAM_ELEMENTS",
+    "PeakKernel",
+    "PeakRuns",
+    "PeaksReply",
+    "peak_kernels",
+    "peaks",
+]
 
 GEMM_N = 1024
 """The GEMM is N x N times N x N: 2 N^3 = 2.1 GFLOP a run."""
@@ -73,9 +80,12 @@ def _gemm_model(dtype: str) -> tuple[bytes, dict[str, np.ndarray]]:
         node = helper.make_node("MatMul", ["a", "b"], ["y"])
         elem_in = elem_out = TensorProto.FLOAT16 if dtype == "fp16" else TensorProto.FLOAT
     graph = helper.make_graph(
-        [node], "peak", [helper.make_tensor_value_info("a", elem_in, [n, n])],
-        [helper.make_tensor_value_info("y", elem_out, [n, n])], initializer=[b],
-    )  # fmt: skip
+        [node],
+        "peak",
+        [helper.make_tensor_value_info("a", elem_in, [n, n])],
+        [helper.make_tensor_value_info("y", elem_out, [n, n])],
+        initializer=[b],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model.SerializeToString(), {"a": a}
 
@@ -84,10 +94,11 @@ def _stream_model(n: int) -> tuple[bytes, dict[str, np.ndarray]]:
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "z"], ["y"])], "stream",
+        [helper.make_node("Add", ["x", "z"], ["y"])],
+        "stream",
         [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in ("x", "z")],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
-    )  # fmt: skip
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     rng = np.random.default_rng(0)
     feeds = {v: rng.standard_normal(n).astype(np.float32) for v in ("x", "z")}
@@ -135,12 +146,16 @@ def peak_kernels(config: SessionConfig, dtypes: list[str], folder: Path) -> list
         try:
             final = folder / f"final-{dtype}.onnx"
             # no spinning: an idle pool that spins steals the cores from the next kernel's
-            sess, _ = build_session(str(path), config.with_(fallback="allow", level="all",
-                                                            allow_spinning=False),
-                                    model_name="peak", optimized_model_path=str(final))  # fmt: skip
+            sess, _ = build_session(
+                str(path),
+                config.with_(fallback="allow", level="all", allow_spinning=False),
+                model_name="peak",
+                optimized_model_path=str(final),
+            )
             if b"InsertedPrecisionFreeCast" in final.read_bytes():
-                raise RunError("this EP has no kernel at this precision: ORT runs it in "
-                               "float, between casts")  # fmt: skip
+                raise RunError(
+                    "this EP has no kernel at this precision: ORT runs it in float, between casts"
+                )
             run = functools.partial(sess.run, None, feeds)
             run()
             run()

@@ -169,5 +169,6 @@ def throughput(
         raise _run_error(err, model_name, config, feeds) from err
     finally:
         release_after_reply(own, runners)
-    return ThroughputReply(windows=windows, report=report, sessions_built=len(own),
-                           cpu_count=os.cpu_count() or 1)  # fmt: skip
+    return ThroughputReply(
+        windows=windows, report=report, sessions_built=len(own), cpu_count=os.cpu_count() or 1
+    )

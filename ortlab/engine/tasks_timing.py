@@ -74,8 +74,9 @@ def benchmark(
         raise _run_error(err, model_name, config, feeds) from err
     progress(total, total)
     ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
-    return BenchmarkReply(latencies_ns=lat, report=report, cached_session=cached, warmup=warmup,
-                          ort_ms=ort_ns / 1e6)  # fmt: skip
+    return BenchmarkReply(
+        latencies_ns=lat, report=report, cached_session=cached, warmup=warmup, ort_ms=ort_ns / 1e6
+    )
 
 
 def interleaved(
@@ -99,8 +100,9 @@ def interleaved(
         _session(path, name, cfg)  # the reference: its size says whether all of them fit
         key = (path, _fingerprint(path), cfg)
         if len(items) * _SESSION_BYTES.get(key, 0) > session_budget():
-            return _pairwise(progress, items=items, feeds=feeds, rounds=rounds, runs=runs,
-                             warmup=warmup)  # fmt: skip
+            return _pairwise(
+                progress, items=items, feeds=feeds, rounds=rounds, runs=runs, warmup=warmup
+            )
     sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
     failed: dict[int, str] = {}
     for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything

@@ -80,14 +80,15 @@ def _inline_external(model_path: str, out: str, steps: list[str]) -> str:
     from ortlab.core.onnx_util import walk_initializers
 
     head = onnx.load(model_path, load_external_data=False)
-    if not any(t.data_location == onnx.TensorProto.EXTERNAL
-               for t in walk_initializers(head.graph)):  # fmt: skip
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in walk_initializers(head.graph)):
         return ""
     del head
     model = onnx.load(model_path)  # its external data, from beside it
     onnx.save_model(model, out)
-    steps.append("external data read into one file for ORT's quantizer (the variant keeps "
-                 "its weights beside it, as the original does)")  # fmt: skip
+    steps.append(
+        "external data read into one file for ORT's quantizer (the variant keeps "
+        "its weights beside it, as the original does)"
+    )
     return out
 
 
@@ -101,8 +102,14 @@ def _data_beside(out_path: str, steps: list[str]) -> None:
     location = Path(out_path).name + ".data"
     model = onnx.load(out_path)
     (Path(out_path).parent / location).unlink(missing_ok=True)  # onnx appends to it
-    onnx.save_model(model, out_path, save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=location, size_threshold=1024)  # fmt: skip
+    onnx.save_model(
+        model,
+        out_path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=location,
+        size_threshold=1024,
+    )
     steps.append(f"weights written beside the variant as external data ({location})")
 
 
@@ -141,9 +148,12 @@ def _label(settings: dict[str, Any]) -> str:
 
 
 def _convert(
-    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    source: str,
+    out_path: str,
+    settings: dict[str, Any],
+    samples: list[dict[str, Any]],
     steps: list[str],
-) -> None:  # fmt: skip
+) -> None:
     import onnx
 
     mode = settings["mode"]
@@ -153,21 +163,26 @@ def _convert(
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         model = convert_float_to_float16(
-            onnx.load(source), keep_io_types=settings["keep_io_types"],
+            onnx.load(source),
+            keep_io_types=settings["keep_io_types"],
             op_block_list=settings["op_block_list"] or None,
-        )  # fmt: skip
+        )
         onnx.save_model(model, out_path)
-        steps.append("fp16: onnxruntime.transformers.float16.convert_float_to_float16"
-                     f" (keep_io_types={settings['keep_io_types']})")  # fmt: skip
+        steps.append(
+            "fp16: onnxruntime.transformers.float16.convert_float_to_float16"
+            f" (keep_io_types={settings['keep_io_types']})"
+        )
     elif mode == "dynamic":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         quantize_dynamic(
-            source, out_path, op_types_to_quantize=settings["op_types"] or None,
+            source,
+            out_path,
+            op_types_to_quantize=settings["op_types"] or None,
             per_channel=settings["per_channel"],
             weight_type=getattr(QuantType, settings["weight_type"]),
             nodes_to_exclude=settings.get("nodes_to_exclude") or None,
-        )  # fmt: skip
+        )
         steps.append("quantize_dynamic")
     else:
         _static(source, out_path, settings, samples, steps)
@@ -185,10 +200,13 @@ def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]
             "the onnx-ir package (pip install onnx-ir); ortlab declares it as a dependency."
         ) from err
     quantizer = MatMulNBitsQuantizer(
-        onnx.load(source), bits=4, block_size=int(settings["block_size"]),
-        is_symmetric=bool(settings["symmetric"]), accuracy_level=settings["accuracy_level"],
+        onnx.load(source),
+        bits=4,
+        block_size=int(settings["block_size"]),
+        is_symmetric=bool(settings["symmetric"]),
+        accuracy_level=settings["accuracy_level"],
         nodes_to_exclude=settings.get("nodes_to_exclude") or None,
-    )  # fmt: skip
+    )
     quantizer.process()
     packed = sum(n.op_type == "MatMulNBits" for n in quantizer.model.model.graph.node)
     if not packed:
@@ -197,9 +215,11 @@ def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]
             "nodes whose second input is an initializer with K divisible into blocks)."
         )
     quantizer.model.save_model_to_file(out_path, use_external_data_format=False)
-    steps.append(f"matmul_nbits_quantizer: {packed} MatMul weights to 4 bits, blocks of "
-                 f"{settings['block_size']}, accuracy_level="
-                 f"{settings['accuracy_level']}")  # fmt: skip
+    steps.append(
+        f"matmul_nbits_quantizer: {packed} MatMul weights to 4 bits, blocks of "
+        f"{settings['block_size']}, accuracy_level="
+        f"{settings['accuracy_level']}"
+    )
 
 
 def _opset_for_quantization(model_path: str, out: str, mode: str, steps: list[str]) -> str:
@@ -245,9 +265,12 @@ def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
 
 
 def _static(
-    source: str, out_path: str, settings: dict[str, Any], samples: list[dict[str, Any]],
+    source: str,
+    out_path: str,
+    settings: dict[str, Any],
+    samples: list[dict[str, Any]],
     steps: list[str],
-) -> None:  # fmt: skip
+) -> None:
     from onnxruntime.quantization import (
         CalibrationMethod,
         QuantFormat,
@@ -255,30 +278,45 @@ def _static(
         quantize_static,
     )
 
-    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
-              "percentile": CalibrationMethod.Percentile}[settings["method"]]  # fmt: skip
+    method = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }[settings["method"]]
     fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
     extra: dict[str, Any] = {}
     wide = settings.get("promote_16bit") or []
     if wide:
         if fmt != QuantFormat.QDQ:
             raise QuantizationError("promote_16bit needs format='qdq' (16-bit QDQ pairs).")
-        extra = {"TensorQuantOverrides": {t: [{"quant_type": QuantType.QUInt16}] for t in wide},
-                 "UseQDQContribOps": True}  # fmt: skip
+        extra = {
+            "TensorQuantOverrides": {t: [{"quant_type": QuantType.QUInt16}] for t in wide},
+            "UseQDQContribOps": True,
+        }
     quantize_static(
-        source, out_path, _Reader(samples), quant_format=fmt,
-        op_types_to_quantize=settings["op_types"] or None, per_channel=settings["per_channel"],
+        source,
+        out_path,
+        _Reader(samples),
+        quant_format=fmt,
+        op_types_to_quantize=settings["op_types"] or None,
+        per_channel=settings["per_channel"],
         activation_type=getattr(QuantType, settings["activation_type"]),
-        weight_type=getattr(QuantType, settings["weight_type"]), calibrate_method=method,
-        nodes_to_exclude=settings.get("nodes_to_exclude") or None, extra_options=extra,
-    )  # fmt: skip
+        weight_type=getattr(QuantType, settings["weight_type"]),
+        calibrate_method=method,
+        nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+        extra_options=extra,
+    )
     steps.append(
         f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
         f"{len(samples)} samples"
-        + (f"; {len(settings['nodes_to_exclude'])} nodes left in float"
-           if settings.get("nodes_to_exclude") else "")
-        + (f"; {len(wide)} tensors at 16 bits" if wide else "") + ")"
-    )  # fmt: skip
+        + (
+            f"; {len(settings['nodes_to_exclude'])} nodes left in float"
+            if settings.get("nodes_to_exclude")
+            else ""
+        )
+        + (f"; {len(wide)} tensors at 16 bits" if wide else "")
+        + ")"
+    )
 
 
 ACTIVATIONS_BYTES = 256 << 20
@@ -443,9 +481,14 @@ def transformer_optimize(
     try:
         with capture_output() as cap:
             optimized = _optimize_or_explain(
-                optimize_model, model_path, model_type=model_type, num_heads=num_heads,
-                hidden_size=hidden_size, opt_level=opt_level, use_gpu=use_gpu,
-            )  # fmt: skip
+                optimize_model,
+                model_path,
+                model_type=model_type,
+                num_heads=num_heads,
+                hidden_size=hidden_size,
+                opt_level=opt_level,
+                use_gpu=use_gpu,
+            )
             stats = optimized.get_fused_operator_statistics()
             fully = (
                 optimized.is_fully_optimized()

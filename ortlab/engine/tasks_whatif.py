@@ -54,10 +54,15 @@ def fixed_model(model_path: str, shapes: Mapping[str, list[int]]) -> str:
 
     st = Path(model_path).stat()
     key = hashlib.sha256(
-        repr((str(Path(model_path).resolve()), st.st_size, st.st_mtime_ns, sorted(
-            (k, list(v)) for k, v in shapes.items()
-        ))).encode()
-    ).hexdigest()[:24]  # fmt: skip
+        repr(
+            (
+                str(Path(model_path).resolve()),
+                st.st_size,
+                st.st_mtime_ns,
+                sorted((k, list(v)) for k, v in shapes.items()),
+            )
+        ).encode()
+    ).hexdigest()[:24]
     out = cache.subdir("fixed-shapes") / f"{key}.onnx"
     if out.exists():
         return str(out)
@@ -96,13 +101,27 @@ def _compile(
     with cache.temp_dir("whatif-compile-") as folder:
         request, answer = folder / "request.json", folder / "answer.json"
         dump, basic = folder / "context.onnx", folder / "basic.onnx"
-        request.write_text(json.dumps({
-            "model_path": model_path, "ep": ep, "module": module, "options": dict(options),
-            "context_path": str(dump), "basic_path": str(basic), "max_devices": max_devices,
-        }))  # fmt: skip
+        request.write_text(
+            json.dumps(
+                {
+                    "model_path": model_path,
+                    "ep": ep,
+                    "module": module,
+                    "options": dict(options),
+                    "context_path": str(dump),
+                    "basic_path": str(basic),
+                    "max_devices": max_devices,
+                }
+            )
+        )
         try:
-            out = run_child([sys.executable, str(_CHILD), str(request), str(answer)], answer,
-                            cwd=folder, timeout=_COMPILE_TIMEOUT_S, what="the compile")  # fmt: skip
+            out = run_child(
+                [sys.executable, str(_CHILD), str(request), str(answer)],
+                answer,
+                cwd=folder,
+                timeout=_COMPILE_TIMEOUT_S,
+                what="the compile",
+            )
         except ChildFailed as err:
             return _died(str(err))
         out["error"] = clean_ort_message(_LOG_PREFIX.sub("", out["error"])) if out["error"] else ""
@@ -113,8 +132,7 @@ def _compile(
 
 
 def _died(why: str) -> dict[str, Any]:
-    return {"assignment": [], "active": [], "log": [], "final": None, "error": why,
-            "seconds": 0.0}  # fmt: skip
+    return {"assignment": [], "active": [], "log": [], "final": None, "error": why, "seconds": 0.0}
 
 
 def _plugin(ep: str, install: str) -> tuple[Any, str]:
@@ -129,8 +147,9 @@ def _plugin(ep: str, install: str) -> tuple[Any, str]:
 
 def _qnn(model_path: str, options: Mapping[str, str]) -> dict[str, Any]:
     ep = "QNNExecutionProvider"
-    plugin, why = _plugin(ep, "pip install onnxruntime-qnn --no-deps (its dependency would "
-                              "replace your onnxruntime)")  # fmt: skip
+    plugin, why = _plugin(
+        ep, "pip install onnxruntime-qnn --no-deps (its dependency would replace your onnxruntime)"
+    )
     if plugin is None:
         return {"unknown": f"QNN: {why}"}
     if not plugin_devices(ep):
@@ -198,10 +217,12 @@ def _check(model: Any, target: str) -> dict[str, Any]:
         if not checker.is_op_supported(proto):
             why.append(f"op not supported: {proto.domain or 'ai.onnx'}:{proto.op_type}")
         dynamic = [
-            i for i in proto.input
-            if i and i not in initializers
+            i
+            for i in proto.input
+            if i
+            and i not in initializers
             and not (i in value_info and uc.is_fixed_size_tensor(value_info[i]))
-        ]  # fmt: skip
+        ]
         if dynamic:
             why.append(f"dynamic shape: input {dynamic[0]!r} has no fixed shape")
         ranks = [
@@ -264,8 +285,10 @@ def _session_here(model_path: str, ep: str, feeds: Mapping[str, Any]) -> dict[st
     if ep not in sess.get_providers():
         said = [ln.strip() for ln in cap.lines() if "[E:" in ln or "[W:" in ln or "EP Error" in ln]
         why = clean_ort_message(_LOG_PREFIX.sub("", said[0])) if said else "it did not load"
-        return {"unknown": f"{ep} does not load here ({why}): ortlab cannot predict its "
-                           "partition without the device"}  # fmt: skip
+        return {
+            "unknown": f"{ep} does not load here ({why}): ortlab cannot predict its "
+            "partition without the device"
+        }
     try:
         sess.run(None, prepare_feeds(feeds))
         error = ""

@@ -21,8 +21,14 @@ import numpy as np
 from ortlab.core.errors import ProfileParseError
 from ortlab.core.onnx_util import CONTROL_FLOW
 
-__all__ = ["ProfileData", "nested_events", "parse_profile", "parse_profile_file",
-           "self_durations", "types_text"]  # fmt: skip
+__all__ = [
+    "ProfileData",
+    "nested_events",
+    "parse_profile",
+    "parse_profile_file",
+    "self_durations",
+    "types_text",
+]
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -298,8 +304,7 @@ def per_run_grid(d: ProfileData) -> np.ndarray:
     runs = np.asarray(d.ev_run, dtype=np.int64)
     n_nodes = len(d.node)
     n_runs = max(len(d.run_us), int(runs.max()) + 1 if runs.size else 1, 1)
-    grid = np.bincount(ids * n_runs + runs, weights=self_durations(d),
-                       minlength=n_nodes * n_runs)  # fmt: skip
+    grid = np.bincount(ids * n_runs + runs, weights=self_durations(d), minlength=n_nodes * n_runs)
     return grid.reshape(n_nodes, n_runs)
 
 

@@ -33,8 +33,15 @@ _KERNEL_REFUSED = re.compile(
 _FORCED = re.compile(r"Force fallback to CPU execution for node: (.*?)(?: because .*)?\s*$")
 _FORCED_BY_OPTION = re.compile(r"Force CPU execution for node: (.*?)\s*$")
 
-_KERNEL_EP_NAMES = {"CUDA": "CUDA", "ROCM": "ROCm", "WEBGPU": "WebGPU", "JS": "WebGPU (JS)",
-                    "DML": "DirectML", "MIGRAPHX": "MIGraphX", "CANN": "CANN"}  # fmt: skip
+_KERNEL_EP_NAMES = {
+    "CUDA": "CUDA",
+    "ROCM": "ROCm",
+    "WEBGPU": "WebGPU",
+    "JS": "WebGPU (JS)",
+    "DML": "DirectML",
+    "MIGRAPHX": "MIGraphX",
+    "CANN": "CANN",
+}
 
 
 def parse_ort_fallbacks(lines: Iterable[str]) -> dict[str, str]:

@@ -16,8 +16,18 @@ PROVIDER_COLORS = {
     "CoreMLExecutionProvider": "#9D755D",
     "QNNExecutionProvider": "#E45756",
 }
-CATEGORICAL = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B",
-               "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"]  # fmt: skip
+CATEGORICAL = [
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#E45756",
+    "#72B7B2",
+    "#EECA3B",
+    "#B279A2",
+    "#FF9DA6",
+    "#9D755D",
+    "#BAB0AC",
+]
 """Colours by name for what has no fixed one (other EPs, op types)."""
 
 

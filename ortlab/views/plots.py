@@ -29,8 +29,12 @@ __all__ = ["benchmark_figure", "history_figure", "profile_figure"]
 
 # A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
 # and validate, which a Lab refresh (five figures) would feel.
-_AXIS = {"gridcolor": "#EBF0F8", "linecolor": "#EBF0F8", "zerolinecolor": "#EBF0F8",
-         "automargin": True}  # fmt: skip
+_AXIS = {
+    "gridcolor": "#EBF0F8",
+    "linecolor": "#EBF0F8",
+    "zerolinecolor": "#EBF0F8",
+    "automargin": True,
+}
 _TEMPLATE = {
     "layout": {
         "paper_bgcolor": "white",
@@ -92,18 +96,37 @@ def _memory(p: ProfileResult) -> go.Figure:
     # numpy arrays, not lists: plotly checks a list item by item (~5x slower for 700 nodes)
     names = _texts(f"{o} {n}" for o, n in zip(t["op_type"], t["node"], strict=True))
     x = np.arange(len(t))
-    for col, label, dash in (("in_use_bytes", "allocated", None), ("peak_bytes", "peak so far",
-                             "dot"), ("arena_bytes", "arena held", "dash")):  # fmt: skip
+    for col, label, dash in (
+        ("in_use_bytes", "allocated", None),
+        ("peak_bytes", "peak so far", "dot"),
+        ("arena_bytes", "arena held", "dash"),
+    ):
         hover = "%{text}<br>%{y:.2f} MB<extra>" + label + "</extra>"
-        fig.add_scatter(x=x, y=t[col].to_numpy() / 1e6, mode="lines", name=label,
-                        line={"dash": dash, "shape": "hv"}, text=names,
-                        hovertemplate=hover)  # fmt: skip
-    fig.add_bar(x=x, y=t["output_bytes"].clip(lower=0).to_numpy() / 1e6,
-                name="node's outputs", marker_color="#bbb", opacity=0.6, text=names,
-                textposition="none",
-                hovertemplate="%{text}<br>outputs %{y:.3f} MB<extra></extra>")  # fmt: skip
-    return _layout(fig, f"{esc(p.model)}: memory over one run (CPU allocator, as ORT recorded it)",
-                   xaxis_title="nodes in execution order", yaxis_title="MB")  # fmt: skip
+        fig.add_scatter(
+            x=x,
+            y=t[col].to_numpy() / 1e6,
+            mode="lines",
+            name=label,
+            line={"dash": dash, "shape": "hv"},
+            text=names,
+            hovertemplate=hover,
+        )
+    fig.add_bar(
+        x=x,
+        y=t["output_bytes"].clip(lower=0).to_numpy() / 1e6,
+        name="node's outputs",
+        marker_color="#bbb",
+        opacity=0.6,
+        text=names,
+        textposition="none",
+        hovertemplate="%{text}<br>outputs %{y:.3f} MB<extra></extra>",
+    )
+    return _layout(
+        fig,
+        f"{esc(p.model)}: memory over one run (CPU allocator, as ORT recorded it)",
+        xaxis_title="nodes in execution order",
+        yaxis_title="MB",
+    )
 
 
 def _texts(items: Any, limit: int = 200) -> np.ndarray:
@@ -145,9 +168,13 @@ def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[
     values: a parent even one rounding step short of its children drops them)."""
     nodes = p.by_node()
     tree: dict[str, dict[str, list[tuple[str, float]]]] = {}
-    for provider, op, node, us in zip(nodes["provider"].tolist(), nodes["op_type"].tolist(),
-                                      nodes["node"].tolist(), nodes["us_per_run"].tolist(),
-                                      strict=True):  # fmt: skip
+    for provider, op, node, us in zip(
+        nodes["provider"].tolist(),
+        nodes["op_type"].tolist(),
+        nodes["node"].tolist(),
+        nodes["us_per_run"].tolist(),
+        strict=True,
+    ):
         tree.setdefault(str(provider), {}).setdefault(op, []).append((node, float(us)))
     ids, labels, parents, values = [], [], [], []
 
@@ -196,11 +223,15 @@ def _treemap(p: ProfileResult) -> go.Figure:
     ids, labels, parents, values = _hierarchy(p)
     fig = go.Figure(
         go.Treemap(
-            ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
+            ids=ids,
+            labels=labels,
+            parents=parents,
+            values=values,
+            branchvalues="total",
             maxdepth=3,
             hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     return _layout(fig, f"{esc(p.model)}: provider → op type → node", height=520)
 
 
@@ -266,22 +297,44 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
         fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
         fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")
         return _layout(
-            fig, f"{esc(b.model)} [{label}]: latency per run", xaxis_title="run",
-            yaxis_title="ms", height=320,
-        )  # fmt: skip
+            fig,
+            f"{esc(b.model)} [{label}]: latency per run",
+            xaxis_title="run",
+            yaxis_title="ms",
+            height=320,
+        )
     if kind != "distribution":
         raise ValueError(f"Unknown benchmark plot {kind!r}; choose 'distribution' or 'runs'.")
     fig = go.Figure(go.Histogram(x=ms, nbinsx=min(60, max(10, ms.size // 4)), name="runs"))
     marks = (("p50", s.p50_ms, "solid"), ("p90", s.p90_ms, "dash"), ("p99", s.p99_ms, "dot"))
     # shapes and annotations in one go: add_vline() costs ~25 ms per line
     fig.update_layout(
-        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": v, "x1": v, "y0": 0,
-                 "y1": 1, "line": {"dash": dash, "color": "#444", "width": 1}}
-                for _, v, dash in marks],
-        annotations=[{"x": v, "xref": "x", "y": 1 - 0.08 * i, "yref": "paper",
-                      "text": f"{name} {v:.3f} ms", "showarrow": False, "xanchor": "left"}
-                     for i, (name, v, _) in enumerate(marks)],
-    )  # fmt: skip
+        shapes=[
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": v,
+                "x1": v,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": dash, "color": "#444", "width": 1},
+            }
+            for _, v, dash in marks
+        ],
+        annotations=[
+            {
+                "x": v,
+                "xref": "x",
+                "y": 1 - 0.08 * i,
+                "yref": "paper",
+                "text": f"{name} {v:.3f} ms",
+                "showarrow": False,
+                "xanchor": "left",
+            }
+            for i, (name, v, _) in enumerate(marks)
+        ],
+    )
     return _layout(
         fig,
         f"{esc(b.model)} [{label}]: latency over {s.count} runs",
@@ -316,9 +369,14 @@ def compare_figure(c: Any) -> go.Figure:
         " (synthetic inputs)" if c.synthetic else ""
     )
     return _layout(
-        fig, title, xaxis_title="time ratio to the original (< 1 is faster)",
-        yaxis_title="1 - cosine (log)", yaxis_type="log", yaxis_dtick=1, height=420,
-    )  # fmt: skip
+        fig,
+        title,
+        xaxis_title="time ratio to the original (< 1 is faster)",
+        yaxis_title="1 - cosine (log)",
+        yaxis_type="log",
+        yaxis_dtick=1,
+        height=420,
+    )
 
 
 def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
@@ -331,16 +389,26 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
         raise ValueError(f"Unknown doctor plot {kind!r}; choose candidates, threads or pareto.")
     t = d.candidates() if kind != "threads" else d.threads()
     t = t[t["key"] != "baseline"] if kind != "threads" else t
-    labels = [esc(f"{k} ({s})" if kind == "candidates" else k) for k, s in
-              zip(t["key"], t.get("stage", t["key"]), strict=True)]  # fmt: skip
+    labels = [
+        esc(f"{k} ({s})" if kind == "candidates" else k)
+        for k, s in zip(t["key"], t.get("stage", t["key"]), strict=True)
+    ]
     if kind == "pareto":
         err = [max(1 - (1.0 if np.isnan(c) else c), 1e-9) for c in t["cosine"]]
-        fig = go.Figure(go.Scatter(
-            x=t["ratio"], y=err, mode="markers+text", text=labels, textposition="top center",
-            marker={"size": [8 + 3 * np.sqrt(mb) for mb in t["file_mb"]],
-                    "color": ["#E45756" if p else "#4C78A8" for p in t["pareto"]]},
-            hovertemplate="%{text}<br>time ×%{x:.3f}<br>1 - cosine %{y:.2e}<extra></extra>",
-        ))  # fmt: skip
+        fig = go.Figure(
+            go.Scatter(
+                x=t["ratio"],
+                y=err,
+                mode="markers+text",
+                text=labels,
+                textposition="top center",
+                marker={
+                    "size": [8 + 3 * np.sqrt(mb) for mb in t["file_mb"]],
+                    "color": ["#E45756" if p else "#4C78A8" for p in t["pareto"]],
+                },
+                hovertemplate="%{text}<br>time ×%{x:.3f}<br>1 - cosine %{y:.2e}<extra></extra>",
+            )
+        )
         fig.add_vline(x=1.0, line_dash="dot")
         return _layout(
             fig,
@@ -351,21 +419,40 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
             yaxis_dtick=1,
             height=420,
         )  # decades only: minor labels are 9 px
-    colors = ["#54A24B" if hi < 1 - NOISE_BAND else "#E45756" if lo > 1 + NOISE_BAND else "#BAB0AC"
-              for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]  # fmt: skip
-    fig = go.Figure(go.Bar(
-        y=labels, x=t["ratio"], orientation="h", marker_color=colors,
-        error_x={"type": "data", "symmetric": False, "array": t["ci_high"] - t["ratio"],
-                 "arrayminus": t["ratio"] - t["ci_low"]},
-        hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
-    ))  # fmt: skip
+    colors = [
+        "#54A24B" if hi < 1 - NOISE_BAND else "#E45756" if lo > 1 + NOISE_BAND else "#BAB0AC"
+        for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            y=labels,
+            x=t["ratio"],
+            orientation="h",
+            marker_color=colors,
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": t["ci_high"] - t["ratio"],
+                "arrayminus": t["ratio"] - t["ci_low"],
+            },
+            hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
+        )
+    )
     fig.add_vline(x=1.0, line_dash="dot")
     if t.empty:
-        fig.add_annotation(text="nothing measured within the budget (see the findings)",
-                           showarrow=False, x=1.0, y=0.5, yref="paper")  # fmt: skip
-    title = ("intra-op threads and spinning: time ratio to the baseline" if kind == "threads"
-             else "each candidate: time ratio to the baseline, interval ≥ 95 % "
-                  "(green faster, red slower, grey within noise)")  # fmt: skip
+        fig.add_annotation(
+            text="nothing measured within the budget (see the findings)",
+            showarrow=False,
+            x=1.0,
+            y=0.5,
+            yref="paper",
+        )
+    title = (
+        "intra-op threads and spinning: time ratio to the baseline"
+        if kind == "threads"
+        else "each candidate: time ratio to the baseline, interval ≥ 95 % "
+        "(green faster, red slower, grey within noise)"
+    )
     return _layout(
         fig,
         f"{esc(d.model)}: {title}",
@@ -382,19 +469,37 @@ def optimization_figure(o: Any) -> go.Figure:
 
     titles = ("nodes after optimization", "time ratio to the first level (interval ≥ 95 %)")
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
-    fig.add_trace(go.Bar(x=[lv.level for lv in o.levels], y=[lv.nodes for lv in o.levels],
-                         marker_color="#4C78A8", name="nodes"), row=1, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=[lv.level for lv in o.levels],
+            y=[lv.nodes for lv in o.levels],
+            marker_color="#4C78A8",
+            name="nodes",
+        ),
+        row=1,
+        col=1,
+    )
     rows = o.latency_rows
     if rows:
-        fig.add_trace(go.Scatter(
-            x=[r.level for r in rows], y=[r.paired.ratio for r in rows], mode="markers",
-            marker={"size": 10, "color": "#F58518"}, name="time ratio",
-            error_y={"type": "data", "symmetric": False,
-                     "array": [r.paired.high - r.paired.ratio for r in rows],
-                     "arrayminus": [r.paired.ratio - r.paired.low for r in rows]},
-            customdata=[[esc(r.paired.verdict, 300)] for r in rows],
-            hovertemplate="%{customdata[0]}<extra></extra>",
-        ), row=1, col=2)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[r.level for r in rows],
+                y=[r.paired.ratio for r in rows],
+                mode="markers",
+                marker={"size": 10, "color": "#F58518"},
+                name="time ratio",
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [r.paired.high - r.paired.ratio for r in rows],
+                    "arrayminus": [r.paired.ratio - r.paired.low for r in rows],
+                },
+                customdata=[[esc(r.paired.verdict, 300)] for r in rows],
+                hovertemplate="%{customdata[0]}<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
         fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
     return _layout(
         fig, f"{esc(o.model)}: what each optimization level does", height=340, showlegend=False
@@ -411,17 +516,24 @@ def _bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw
 def model_figure(s: Any) -> Any:
     """The op-type histogram of a ModelSummary (subgraphs included)."""
     ops = list(s.op_types.items())[:30]
-    return _bars(f"{esc(s.name)}: op types", [k for k, _ in ops], [v for _, v in ops],
-                 "op type", "nodes")  # fmt: skip
+    return _bars(
+        f"{esc(s.name)}: op types", [k for k, _ in ops], [v for _, v in ops], "op type", "nodes"
+    )
 
 
 def session_report_figure(r: Any) -> Any:
     """Requested providers: loaded (green) or not (red), with ORT's reason on hover."""
     why = {m.provider: m.reason for m in r.missing}
     colors = ["#E45756" if p in why else "#54A24B" for p in r.requested]
-    return _bars("requested execution providers", r.requested, [1] * len(r.requested),
-                 "provider", "", marker_color=colors,
-                 hovertext=[why.get(p, "loaded") for p in r.requested])  # fmt: skip
+    return _bars(
+        "requested execution providers",
+        r.requested,
+        [1] * len(r.requested),
+        "provider",
+        "",
+        marker_color=colors,
+        hovertext=[why.get(p, "loaded") for p in r.requested],
+    )
 
 
 def placement_figure(pl: Any) -> Any:
@@ -442,14 +554,19 @@ def error_figure(e: Any) -> Any:
     """SQNR per tensor in graph order: where the quantization error grows."""
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Scatter(
-        x=list(range(len(e.tensors))), y=[t.sqnr_db for t in e.tensors], mode="lines+markers",
-        text=[f"{t.node} ({t.op_type})" for t in e.tensors],
-        hovertemplate="%{text}<br>%{y:.1f} dB<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=list(range(len(e.tensors))),
+            y=[t.sqnr_db for t in e.tensors],
+            mode="lines+markers",
+            text=[f"{t.node} ({t.op_type})" for t in e.tensors],
+            hovertemplate="%{text}<br>%{y:.1f} dB<extra></extra>",
+        )
+    )
     title = f"{esc(e.model)} vs {esc(e.variant)}: SQNR per tensor"
-    return _layout(fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB",
-                   height=380)  # fmt: skip
+    return _layout(
+        fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB", height=380
+    )
 
 
 def config_comparison_figure(c: Any) -> Any:
@@ -457,17 +574,26 @@ def config_comparison_figure(c: Any) -> Any:
     import plotly.graph_objects as go
 
     rows = c.rows
-    fig = go.Figure(go.Scatter(
-        x=[r.paired.ratio for r in rows], y=[r.label for r in rows], mode="markers",
-        error_x={"type": "data", "symmetric": False,
-                 "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
-                 "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows]},
-        text=[r.paired.verdict for r in rows], hovertemplate="%{text}<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=[r.paired.ratio for r in rows],
+            y=[r.label for r in rows],
+            mode="markers",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
+                "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows],
+            },
+            text=[r.paired.verdict for r in rows],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
     fig.add_vline(x=1.0, line_dash="dot")
     title = f"{esc(c.model)}: time ratio to the first config"
-    return _layout(fig, title, xaxis_title="time ratio (< 1 is faster)",
-                   height=120 + 40 * len(rows))  # fmt: skip
+    return _layout(
+        fig, title, xaxis_title="time ratio (< 1 is faster)", height=120 + 40 * len(rows)
+    )
 
 
 def diff_figure(d: Any, top: int = 25) -> Any:
@@ -476,21 +602,33 @@ def diff_figure(d: Any, top: int = 25) -> Any:
 
     t = d.to_pandas()
     t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
-              for v in t["verdict"]]  # fmt: skip
-    fig = go.Figure(go.Bar(
-        x=t["delta_us"], y=[esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"],
-                                                                strict=True)],
-        orientation="h", marker_color=colors,
-        error_x={"type": "data", "symmetric": False,
-                 "array": (t["high"] - t["delta_us"]).clip(lower=0),
-                 "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=t["verdict"], textposition="none",
-        hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
-    ))  # fmt: skip
+    colors = [
+        "#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999" for v in t["verdict"]
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=t["delta_us"],
+            y=[esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)],
+            orientation="h",
+            marker_color=colors,
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (t["high"] - t["delta_us"]).clip(lower=0),
+                "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0),
+            },
+            text=t["verdict"],
+            textposition="none",
+            hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        )
+    )
     title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
-    return _layout(fig, title, xaxis_title="µs per run (interval: distribution-free, 95 %+)",
-                   height=160 + 22 * max(len(t), 1))  # fmt: skip
+    return _layout(
+        fig,
+        title,
+        xaxis_title="µs per run (interval: distribution-free, 95 %+)",
+        height=160 + 22 * max(len(t), 1),
+    )
 
 
 def ablation_figure(a: Any) -> Any:
@@ -498,19 +636,29 @@ def ablation_figure(a: Any) -> Any:
     import plotly.graph_objects as go
 
     rows = [r for r in a.rows if r.off]
-    fig = go.Figure(go.Scatter(
-        x=[r.paired.ratio for r in rows], y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
-        mode="markers",
-        error_x={"type": "data", "symmetric": False,
-                 "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
-                 "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows]},
-        text=[f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
-        hovertemplate="%{text}<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=[r.paired.ratio for r in rows],
+            y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
+            mode="markers",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
+                "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows],
+            },
+            text=[f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
     fig.add_vline(x=1.0, line_dash="dot")
     title = f"{esc(a.model)}: time without each transformer / with all"
-    return _layout(fig, title, xaxis_title="time ratio (> 1: the transformer helps)",
-                   height=120 + 40 * max(len(rows), 1))  # fmt: skip
+    return _layout(
+        fig,
+        title,
+        xaxis_title="time ratio (> 1: the transformer helps)",
+        height=120 + 40 * max(len(rows), 1),
+    )
 
 
 def footprint_figure(r: Any) -> Any:
@@ -524,22 +672,33 @@ def footprint_figure(r: Any) -> Any:
     for what, color in (("peak", "#4C78A8"), ("held", "#F58518")):
         vals = [getattr(row, f"{what}_bytes") for row in r.rows]
         med = [float(np.median(v)) / mib if v else float("nan") for v in vals]
-        fig.add_trace(go.Bar(
-            name=f"{what} (MB)", x=[esc(row.setting) for row in r.rows], y=med,
-            marker_color=color,
-            error_y={"type": "data", "symmetric": False,
-                     "array": [max(v) / mib - m if v else 0
-                               for v, m in zip(vals, med, strict=True)],
-                     "arrayminus": [m - min(v) / mib if v else 0
-                                    for v, m in zip(vals, med, strict=True)]},
-            text=[esc(row.verdict(), 300) for row in r.rows], textposition="none",
-            hovertemplate="%{x}: %{y:.1f} MB<br>%{text}<extra></extra>",
-        ))  # fmt: skip
-    fig.add_hline(y=r.weights_bytes / mib, line_dash="dot",
-                  annotation_text="the model's weights")  # fmt: skip
-    return _layout(fig, f"{esc(r.model)}: resident memory the session adds, per setting",
-                   yaxis_title="MB (1024², as in the tables)", barmode="group",
-                   height=380)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                name=f"{what} (MB)",
+                x=[esc(row.setting) for row in r.rows],
+                y=med,
+                marker_color=color,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [max(v) / mib - m if v else 0 for v, m in zip(vals, med, strict=True)],
+                    "arrayminus": [
+                        m - min(v) / mib if v else 0 for v, m in zip(vals, med, strict=True)
+                    ],
+                },
+                text=[esc(row.verdict(), 300) for row in r.rows],
+                textposition="none",
+                hovertemplate="%{x}: %{y:.1f} MB<br>%{text}<extra></extra>",
+            )
+        )
+    fig.add_hline(y=r.weights_bytes / mib, line_dash="dot", annotation_text="the model's weights")
+    return _layout(
+        fig,
+        f"{esc(r.model)}: resident memory the session adds, per setting",
+        yaxis_title="MB (1024², as in the tables)",
+        barmode="group",
+        height=380,
+    )
 
 
 def transformer_figure(t: Any) -> Any:
@@ -556,15 +715,22 @@ def whatif_figure(w: Any) -> Any:
     t = w.summary()
     labels = [f"{r.target} ({r.evidence})" for r in t.itertuples()]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=t["on_target"], name="on target",
-                         marker_color="#F58518"))  # fmt: skip
-    fig.add_trace(go.Bar(x=labels, y=t["on_cpu"], name="CPU",
-                         marker_color=provider_color("CPUExecutionProvider")))  # fmt: skip
-    fig.add_trace(go.Bar(x=labels, y=t["removed"], name="removed before partitioning",
-                         marker_color="#BAB0AC"))  # fmt: skip
+    fig.add_trace(go.Bar(x=labels, y=t["on_target"], name="on target", marker_color="#F58518"))
+    fig.add_trace(
+        go.Bar(
+            x=labels, y=t["on_cpu"], name="CPU", marker_color=provider_color("CPUExecutionProvider")
+        )
+    )
+    fig.add_trace(
+        go.Bar(x=labels, y=t["removed"], name="removed before partitioning", marker_color="#BAB0AC")
+    )
     fig.update_layout(barmode="stack")
-    return _layout(fig, f"{esc(w.model)}: where it would run (predicted)",
-                   yaxis_title="original nodes", height=380)  # fmt: skip
+    return _layout(
+        fig,
+        f"{esc(w.model)}: where it would run (predicted)",
+        yaxis_title="original nodes",
+        height=380,
+    )
 
 
 def history_figure(t: Any) -> Any:
@@ -572,17 +738,37 @@ def history_figure(t: Any) -> Any:
     processes' load in the hover (``t``: ``History.to_pandas()``)."""
     import plotly.graph_objects as go
 
-    err = {"type": "data", "symmetric": False, "array": t["p50_high_ms"] - t["p50_ms"],
-           "arrayminus": t["p50_ms"] - t["p50_low_ms"], "thickness": 1}  # fmt: skip
-    load = [f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
-            for c in t["other_cores"]]  # fmt: skip
-    fig = go.Figure(go.Scatter(x=t["run"], y=t["p50_ms"], mode="lines+markers", error_y=err,
-                               text=[esc(x) for x in t["label"]], customdata=load,
-                               hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
-                               "other processes: %{customdata} cores"))  # fmt: skip
-    fig.update_layout(title="p50 latency across runs (bars: the median's ≥95 % interval; "
-                      "runs are not interleaved)", xaxis_title="run", yaxis_title="ms",
-                      template=template(), height=300)  # fmt: skip
+    err = {
+        "type": "data",
+        "symmetric": False,
+        "array": t["p50_high_ms"] - t["p50_ms"],
+        "arrayminus": t["p50_ms"] - t["p50_low_ms"],
+        "thickness": 1,
+    }
+    load = [
+        f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
+        for c in t["other_cores"]
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=t["run"],
+            y=t["p50_ms"],
+            mode="lines+markers",
+            error_y=err,
+            text=[esc(x) for x in t["label"]],
+            customdata=load,
+            hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
+            "other processes: %{customdata} cores",
+        )
+    )
+    fig.update_layout(
+        title="p50 latency across runs (bars: the median's ≥95 % interval; "
+        "runs are not interleaved)",
+        xaxis_title="run",
+        yaxis_title="ms",
+        template=template(),
+        height=300,
+    )
     if len(t):  # whole run numbers only (never 1, 1.2 … 2)
         lo, hi = float(t["run"].min()) - 0.5, float(t["run"].max()) + 0.5
         fig.update_xaxes(tickmode="linear", tick0=1, dtick=max(1, len(t) // 10), range=[lo, hi])

@@ -229,14 +229,22 @@ def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
         ("IR version", str(s.ir_version)),
         ("opsets", opsets),
         ("producer", s.producer or "—"),
-        ("nodes", f"{s.node_count:,}" + (
-            f" ({s.node_count_total:,} with {s.subgraph_count} control-flow subgraphs)"
-            if s.node_count_total != s.node_count else ""
-        )),
-        ("initializers", f"{s.initializer_count:,} ({fmt_bytes(s.initializer_bytes)}"
-         + (f", {fmt_bytes(s.external_data_bytes)} external" if s.external_data_bytes else "")
-         + ")"),
-    ]  # fmt: skip
+        (
+            "nodes",
+            f"{s.node_count:,}"
+            + (
+                f" ({s.node_count_total:,} with {s.subgraph_count} control-flow subgraphs)"
+                if s.node_count_total != s.node_count
+                else ""
+            ),
+        ),
+        (
+            "initializers",
+            f"{s.initializer_count:,} ({fmt_bytes(s.initializer_bytes)}"
+            + (f", {fmt_bytes(s.external_data_bytes)} external" if s.external_data_bytes else "")
+            + ")",
+        ),
+    ]
     if s.initializers_as_inputs:
         rows.append(
             (
@@ -287,8 +295,9 @@ def creation_stages(r: SessionReport, top: int = 3) -> str:
     timestamps; '' when the session was built without INFO logging."""
     if not r.stages_ms:
         return ""
-    slow = [(k, v) for k, v in sorted(r.transformer_ms.items(), key=lambda kv: -kv[1])[:top]
-            if v >= 0.5]  # fmt: skip
+    slow = [
+        (k, v) for k, v in sorted(r.transformer_ms.items(), key=lambda kv: -kv[1])[:top] if v >= 0.5
+    ]
     parts = []
     for stage, ms in r.stages_ms.items():
         extra = ""
@@ -327,9 +336,15 @@ def _report_html(r: SessionReport) -> str:
 def _stats_rows(b: BenchmarkResult) -> list[tuple[str, float]]:
     s = b.stats
     return [
-        ("p50", s.p50_ms), ("p90", s.p90_ms), ("p95", s.p95_ms), ("p99", s.p99_ms),
-        ("mean", s.mean_ms), ("std", s.std_ms), ("min", s.min_ms), ("max", s.max_ms),
-    ]  # fmt: skip
+        ("p50", s.p50_ms),
+        ("p90", s.p90_ms),
+        ("p95", s.p95_ms),
+        ("p99", s.p99_ms),
+        ("mean", s.mean_ms),
+        ("std", s.std_ms),
+        ("min", s.min_ms),
+        ("max", s.max_ms),
+    ]
 
 
 def p50_text(b: BenchmarkResult) -> str:
@@ -337,8 +352,10 @@ def p50_text(b: BenchmarkResult) -> str:
     low, high, coverage = b.p50_interval
     if math.isnan(coverage):
         return f"p50 {b.stats.p50_ms:.3f} ms (too few runs for an interval: 6 or more)"
-    return (f"p50 {b.stats.p50_ms:.3f} ms [{low:.3f}, {high:.3f}] ({coverage:.1%} interval of "
-            "the median run, distribution-free)")  # fmt: skip
+    return (
+        f"p50 {b.stats.p50_ms:.3f} ms [{low:.3f}, {high:.3f}] ({coverage:.1%} interval of "
+        "the median run, distribution-free)"
+    )
 
 
 def load_text(b: BenchmarkResult) -> str:
@@ -409,10 +426,16 @@ def profile_node_rows(
     fused = fused or {}
     headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]
     rows = [
-        [kernel_label(r.node, fused.get(r.node, ())), r.op_type, r.provider,
-         float(r.us_per_run), f"{r.share:.1%}", float(r.total_us)]
+        [
+            kernel_label(r.node, fused.get(r.node, ())),
+            r.op_type,
+            r.provider,
+            float(r.us_per_run),
+            f"{r.share:.1%}",
+            float(r.total_us),
+        ]
         for r in t.itertuples()
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
@@ -474,41 +497,65 @@ def _conditions_html(p: ProfileResult) -> str:
 
 
 def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["provider", "nodes", "node share", "partitions", "µs/run (median run)",
-               "time share", "outputs/run"]  # fmt: skip
+    headers = [
+        "provider",
+        "nodes",
+        "node share",
+        "partitions",
+        "µs/run (median run)",
+        "time share",
+        "outputs/run",
+    ]
     rows = [
-        [r.provider, int(r.nodes), f"{r.node_share:.0%}", int(r.partitions),
-         float(r.us_per_run), f"{r.time_share:.0%}", fmt_bytes(r.output_bytes)]
+        [
+            r.provider,
+            int(r.nodes),
+            f"{r.node_share:.0%}",
+            int(r.partitions),
+            float(r.us_per_run),
+            f"{r.time_share:.0%}",
+            fmt_bytes(r.output_bytes),
+        ]
         for r in pl.summary().itertuples()
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
 def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
     headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run (median run)"]
     rows = [
-        [p.partition, p.provider + (" (compiled)" if p.compiled else ""), len(p.original_nodes),
-         ", ".join(p.inputs[:4]) + (" …" if len(p.inputs) > 4 else ""),
-         ", ".join(p.outputs[:4]) + (" …" if len(p.outputs) > 4 else ""), float(p.us_per_run)]
+        [
+            p.partition,
+            p.provider + (" (compiled)" if p.compiled else ""),
+            len(p.original_nodes),
+            ", ".join(p.inputs[:4]) + (" …" if len(p.inputs) > 4 else ""),
+            ", ".join(p.outputs[:4]) + (" …" if len(p.outputs) > 4 else ""),
+            float(p.us_per_run),
+        ]
         for p in pl.partition_rows[:limit]
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
 def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
     headers = ["tensor", "from", "to", "bytes"]
     rows = [
-        [b.tensor, f"{b.producer} ({b.producer_provider.removesuffix('ExecutionProvider')})",
-         f"{b.consumer} ({b.consumer_provider.removesuffix('ExecutionProvider')})", b.bytes]
+        [
+            b.tensor,
+            f"{b.producer} ({b.producer_provider.removesuffix('ExecutionProvider')})",
+            f"{b.consumer} ({b.consumer_provider.removesuffix('ExecutionProvider')})",
+            b.bytes,
+        ]
         for b in pl.boundary_rows[:limit]
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
 def _placement_reason_rows(pl: Any, limit: int = 12) -> tuple[list[str], list[list[Any]]]:
     headers = ["why", "nodes", "e.g.", "fix"]
-    rows = [[r.reason, int(r.nodes), r.examples, r.fix]
-            for r in pl.reasons().head(limit).itertuples()]  # fmt: skip
+    rows = [
+        [r.reason, int(r.nodes), r.examples, r.fix] for r in pl.reasons().head(limit).itertuples()
+    ]
     return headers, rows
 
 

@@ -9,16 +9,24 @@ from typing import Any
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
 
-__all__ = ["cost_figure", "cost_html", "cost_text", "roofline_figure", "roofline_html",
-           "roofline_text"]  # fmt: skip
+__all__ = [
+    "cost_figure",
+    "cost_html",
+    "cost_text",
+    "roofline_figure",
+    "roofline_html",
+    "roofline_text",
+]
 
 
 def _head(c: Any) -> str:
     flops, moved = c.total_flops, c.total_bytes
     intensity = f"{flops / moved:.1f} FLOP/byte" if moved else "no bytes"
-    return (f"{c.model}: {fmt_flops(flops)} and {fmt_bytes(moved)} moved per run "
-            f"({intensity}) over {len(c.rows)} nodes; computed from shapes, "
-            "not measured")  # fmt: skip
+    return (
+        f"{c.model}: {fmt_flops(flops)} and {fmt_bytes(moved)} moved per run "
+        f"({intensity}) over {len(c.rows)} nodes; computed from shapes, "
+        "not measured"
+    )
 
 
 def _intensity(v: float) -> str:
@@ -28,37 +36,66 @@ def _intensity(v: float) -> str:
 def _node_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = c.nodes.head(top)
     head = ["node", "op", "FLOPs", "bytes", "FLOP/byte", "calls", "dtype", "note"]
-    rows = [[r.node, r.op_type, fmt_flops(r.flops), fmt_bytes(r.bytes), _intensity(r.intensity),
-             f"{r.calls:g}", r.dtype, r.note] for r in frame.itertuples()]  # fmt: skip
+    rows = [
+        [
+            r.node,
+            r.op_type,
+            fmt_flops(r.flops),
+            fmt_bytes(r.bytes),
+            _intensity(r.intensity),
+            f"{r.calls:g}",
+            r.dtype,
+            r.note,
+        ]
+        for r in frame.itertuples()
+    ]
     return head, rows
 
 
 def _op_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = c.by_op_type.head(top)
     head = ["op type", "nodes", "FLOPs", "share of FLOPs", "bytes", "FLOP/byte"]
-    rows = [[r.op_type, r.nodes, fmt_flops(r.flops),
-             "" if math.isnan(r.flops_share) else f"{r.flops_share:.1%}", fmt_bytes(r.bytes),
-             _intensity(r.intensity)] for r in frame.itertuples()]  # fmt: skip
+    rows = [
+        [
+            r.op_type,
+            r.nodes,
+            fmt_flops(r.flops),
+            "" if math.isnan(r.flops_share) else f"{r.flops_share:.1%}",
+            fmt_bytes(r.bytes),
+            _intensity(r.intensity),
+        ]
+        for r in frame.itertuples()
+    ]
     return head, rows
 
 
 def cost_text(c: Any, top: int = 15) -> str:
-    return "\n".join([
-        safe_text(_head(c), 400), "", f"Nodes with the most FLOPs (top {top}):",
-        table_text(*_node_rows(c, top)), "", "Per op type:", table_text(*_op_rows(c, top)),
-        "", *(safe_text(n, 400) for n in c.notes),
-        safe_text(f"Shapes: {c.feeds}" + (" (synthetic inputs)" if c.synthetic else ""), 1000),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            safe_text(_head(c), 400),
+            "",
+            f"Nodes with the most FLOPs (top {top}):",
+            table_text(*_node_rows(c, top)),
+            "",
+            "Per op type:",
+            table_text(*_op_rows(c, top)),
+            "",
+            *(safe_text(n, 400) for n in c.notes),
+            safe_text(f"Shapes: {c.feeds}" + (" (synthetic inputs)" if c.synthetic else ""), 1000),
+        ]
+    )
 
 
 def cost_html(c: Any, top: int = 15) -> str:
     return (
         f"{_STYLE}<div><b>{esc(_head(c), 400)}</b></div>"
-        + f"<div>Nodes with the most FLOPs (top {top})</div>" + table_html(*_node_rows(c, top))
-        + "<div>Per op type</div>" + table_html(*_op_rows(c, top))
+        + f"<div>Nodes with the most FLOPs (top {top})</div>"
+        + table_html(*_node_rows(c, top))
+        + "<div>Per op type</div>"
+        + table_html(*_op_rows(c, top))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in c.notes)
         + inputs_html("Shapes counted at", c.feeds, c.synthetic)
-    )  # fmt: skip
+    )
 
 
 def cost_figure(c: Any, top: int = 12) -> Any:
@@ -70,18 +107,36 @@ def cost_figure(c: Any, top: int = 12) -> Any:
     frame = c.by_op_type.head(top)
     ops = [esc(o) for o in frame["op_type"]]
     fig = go.Figure()
-    fig.add_trace(go.Bar(name="GFLOP", x=ops, y=frame["flops"] / 1e9, marker_color="#4C78A8",
-                         offsetgroup=0,
-                         hovertemplate="%{x}: %{y:.3g} GFLOP<extra>computed</extra>"))  # fmt: skip
-    fig.add_trace(go.Bar(name="MB moved", x=ops, y=frame["bytes"] / 1e6, yaxis="y2",
-                         marker_color="#F58518", offsetgroup=1,
-                         hovertemplate="%{x}: %{y:.3g} MB<extra>computed</extra>"))  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            name="GFLOP",
+            x=ops,
+            y=frame["flops"] / 1e9,
+            marker_color="#4C78A8",
+            offsetgroup=0,
+            hovertemplate="%{x}: %{y:.3g} GFLOP<extra>computed</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            name="MB moved",
+            x=ops,
+            y=frame["bytes"] / 1e6,
+            yaxis="y2",
+            marker_color="#F58518",
+            offsetgroup=1,
+            hovertemplate="%{x}: %{y:.3g} MB<extra>computed</extra>",
+        )
+    )
     return _layout(
-        fig, f"{esc(c.model)}: work per op type per run (computed from shapes, not measured)",
+        fig,
+        f"{esc(c.model)}: work per op type per run (computed from shapes, not measured)",
         yaxis={"title": "GFLOP"},
         yaxis2={"title": "MB read + written", "overlaying": "y", "side": "right"},
-        barmode="group", height=380, legend={"orientation": "h", "y": -0.2},
-    )  # fmt: skip
+        barmode="group",
+        height=380,
+        legend={"orientation": "h", "y": -0.2},
+    )
 
 
 # ---------------------------------------------------------------- roofline
@@ -92,11 +147,15 @@ def _roof_head(r: Any) -> str:
 
     verdict = (
         "near this machine's limits: little left to gain here without less work (int8, a "
-        "smaller model)" if r.near_limits else
-        f"{r.time_share(0, FAR_UNDER):.0%} of node time is in nodes under a tenth of their bound"
-    )  # fmt: skip
-    return (f"{r.model}: {r.time_share(NEAR):.0%} of node time runs at half its bound or more; "
-            f"{verdict}")  # fmt: skip
+        "smaller model)"
+        if r.near_limits
+        else f"{r.time_share(0, FAR_UNDER):.0%} of node time is in nodes under a tenth of their "
+        "bound"
+    )
+    return (
+        f"{r.model}: {r.time_share(NEAR):.0%} of node time runs at half its bound or more; "
+        f"{verdict}"
+    )
 
 
 def _rate(value: float, dtype: str) -> str:
@@ -116,38 +175,68 @@ def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
 
 def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = r.nodes.head(top)
-    head = ["node", "op", "time µs", "share", "FLOP/byte", "achieved", "bound at",
-            "of bound", "bound"]  # fmt: skip
+    head = [
+        "node",
+        "op",
+        "time µs",
+        "share",
+        "FLOP/byte",
+        "achieved",
+        "bound at",
+        "of bound",
+        "bound",
+    ]
     rows = []
     for x in frame.itertuples():
         memory_only = not x.flops or math.isnan(x.flops)
-        achieved = fmt_bandwidth(x.achieved_bytes) if memory_only else fmt_flops(
-            x.achieved_flops, "/s")  # fmt: skip
-        bound_at = fmt_bandwidth(x.attainable) if memory_only else fmt_flops(
-            x.attainable, "/s")  # fmt: skip
+        achieved = (
+            fmt_bandwidth(x.achieved_bytes) if memory_only else fmt_flops(x.achieved_flops, "/s")
+        )
+        bound_at = fmt_bandwidth(x.attainable) if memory_only else fmt_flops(x.attainable, "/s")
         fraction = "" if math.isnan(x.achieved_fraction) else f"{x.achieved_fraction:.0%}"
-        rows.append([x.node, x.op_type, fmt_us(x.us), f"{x.share:.1%}", _intensity(x.intensity),
-                     achieved, bound_at, fraction, x.bound])  # fmt: skip
+        rows.append(
+            [
+                x.node,
+                x.op_type,
+                fmt_us(x.us),
+                f"{x.share:.1%}",
+                _intensity(x.intensity),
+                achieved,
+                bound_at,
+                fraction,
+                x.bound,
+            ]
+        )
     return head, rows
 
 
 def roofline_text(r: Any, top: int = 15) -> str:
-    return "\n".join([
-        safe_text(_roof_head(r), 400), "", "Ceilings (measured with ORT on this EP):",
-        table_text(*_peak_rows(r)), "", f"Slowest nodes (top {top}):",
-        table_text(*_roof_rows(r, top)), "", *(safe_text(n, 400) for n in r.notes),
-        safe_text(f"Shapes: {r.feeds}" + (" (synthetic inputs)" if r.synthetic else ""), 1000),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            safe_text(_roof_head(r), 400),
+            "",
+            "Ceilings (measured with ORT on this EP):",
+            table_text(*_peak_rows(r)),
+            "",
+            f"Slowest nodes (top {top}):",
+            table_text(*_roof_rows(r, top)),
+            "",
+            *(safe_text(n, 400) for n in r.notes),
+            safe_text(f"Shapes: {r.feeds}" + (" (synthetic inputs)" if r.synthetic else ""), 1000),
+        ]
+    )
 
 
 def roofline_html(r: Any, top: int = 15) -> str:
     return (
         f"{_STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
-        + "<div>Ceilings (measured with ORT on this EP)</div>" + table_html(*_peak_rows(r))
-        + f"<div>Slowest nodes (top {top})</div>" + table_html(*_roof_rows(r, top))
+        + "<div>Ceilings (measured with ORT on this EP)</div>"
+        + table_html(*_peak_rows(r))
+        + f"<div>Slowest nodes (top {top})</div>"
+        + table_html(*_roof_rows(r, top))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
         + inputs_html("Measured with", r.feeds, r.synthetic)
-    )  # fmt: skip
+    )
 
 
 def roofline_figure(r: Any) -> Any:
@@ -168,13 +257,19 @@ def roofline_figure(r: Any) -> Any:
             if p.dtype in ("memory", "cache") or p.error or math.isnan(slope):
                 continue
             ridge = p.best / slope
-            fig.add_trace(go.Scatter(
-                x=[lo, ridge, hi], y=[lo * slope, p.best, p.best], mode="lines",
-                name=f"roof: {p.what}, {where} {fmt_bandwidth(slope)}",
-                line={"dash": dash, "color": "#444" if p.dtype == "fp32" else "#999"},
-                hovertemplate=(f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
-                               f"{fmt_bandwidth(slope)}<extra>measured</extra>"),
-            ))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[lo, ridge, hi],
+                    y=[lo * slope, p.best, p.best],
+                    mode="lines",
+                    name=f"roof: {p.what}, {where} {fmt_bandwidth(slope)}",
+                    line={"dash": dash, "color": "#444" if p.dtype == "fp32" else "#999"},
+                    hovertemplate=(
+                        f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
+                        f"{fmt_bandwidth(slope)}<extra>measured</extra>"
+                    ),
+                )
+            )
     top = frame.groupby("op_type")["share"].sum().sort_values(ascending=False)
     keep = set(top.index[:8])  # more colours than this repeat: the rest are one grey group
     frame = frame.assign(group=[o if o in keep else "other ops" for o in frame["op_type"]])
@@ -182,24 +277,44 @@ def roofline_figure(r: Any) -> Any:
         group = frame[frame["group"] == op]
         if group.empty:
             continue
-        fig.add_trace(go.Scatter(
-            x=group["intensity"], y=group["achieved_flops"], mode="markers", name=esc(op),
-            marker={"size": [6 + 40 * s**0.5 for s in group["share"]], "opacity": 0.7,
-                    **({"color": "#aaa"} if op == "other ops" else {})},
-            text=[esc(f"{n} ({o})") for n, o in zip(group["node"], group["op_type"],
-                                                     strict=True)],
-            customdata=list(zip(group["share"], group["achieved_fraction"], strict=True)),
-            hovertemplate=("%{text}<br>%{x:.1f} FLOP/byte, %{y:.3s}FLOP/s<br>"
-                           "%{customdata[0]:.1%} of time, %{customdata[1]:.0%} of its bound"
-                           "<extra></extra>"),
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=group["intensity"],
+                y=group["achieved_flops"],
+                mode="markers",
+                name=esc(op),
+                marker={
+                    "size": [6 + 40 * s**0.5 for s in group["share"]],
+                    "opacity": 0.7,
+                    **({"color": "#aaa"} if op == "other ops" else {}),
+                },
+                text=[
+                    esc(f"{n} ({o})") for n, o in zip(group["node"], group["op_type"], strict=True)
+                ],
+                customdata=list(zip(group["share"], group["achieved_fraction"], strict=True)),
+                hovertemplate=(
+                    "%{text}<br>%{x:.1f} FLOP/byte, %{y:.3s}FLOP/s<br>"
+                    "%{customdata[0]:.1%} of time, %{customdata[1]:.0%} of its bound"
+                    "<extra></extra>"
+                ),
+            )
+        )
     _layout(
-        fig, f"{esc(r.model)}: nodes against this machine's roofline (measured times and peaks; "
+        fig,
+        f"{esc(r.model)}: nodes against this machine's roofline (measured times and peaks; "
         "FLOPs computed)",
-        xaxis={"type": "log", "title": "arithmetic intensity, FLOP/byte (computed)",
-               "exponentformat": "SI", "dtick": 1},  # decades only: no 9 px minor labels
-        yaxis={"type": "log", "title": "achieved FLOP/s (measured)", "exponentformat": "SI",
-               "dtick": 1},
+        xaxis={
+            "type": "log",
+            "title": "arithmetic intensity, FLOP/byte (computed)",
+            "exponentformat": "SI",
+            "dtick": 1,
+        },  # decades only: no 9 px minor labels
+        yaxis={
+            "type": "log",
+            "title": "achieved FLOP/s (measured)",
+            "exponentformat": "SI",
+            "dtick": 1,
+        },
         height=460,
-    )  # fmt: skip
+    )
     return fig.update_layout(margin={"l": 70})  # room for the log axis' title

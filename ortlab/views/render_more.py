@@ -41,12 +41,16 @@ def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
     for lv in o.levels:
         r = lat.get(lv.level)
         fusions = sum(1 for g in lv.groups if g.kind == "fused")
-        rows.append([
-            lv.level, lv.nodes, fusions,
-            float(r.p50_ms) if r else "—",
-            interval_text(r.paired.ratio, r.paired.low, r.paired.high) if r else "—",
-            _short_verdict(r.paired.verdict) if r else "not timed",
-        ])  # fmt: skip
+        rows.append(
+            [
+                lv.level,
+                lv.nodes,
+                fusions,
+                float(r.p50_ms) if r else "—",
+                interval_text(r.paired.ratio, r.paired.low, r.paired.high) if r else "—",
+                _short_verdict(r.paired.verdict) if r else "not timed",
+            ]
+        )
     return headers, rows
 
 
@@ -94,20 +98,35 @@ def optimization_html(o: Any) -> str:
 
 
 def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["variant", "MB", "size", "p50 ms", "time vs original", "cosine", "SQNR dB", "top-1",
-               "labels equal", "quantized kernels"]  # fmt: skip
+    headers = [
+        "variant",
+        "MB",
+        "size",
+        "p50 ms",
+        "time vs original",
+        "cosine",
+        "SQNR dB",
+        "top-1",
+        "labels equal",
+        "quantized kernels",
+    ]
     rows = []
     for r in c.to_pandas().itertuples():
         labels = r.labels_equal
-        rows.append([
-            r.variant, float(r.file_mb), f"{r.size_ratio:.2f}x", float(r.p50_ms),
-            interval_text(r.ratio, r.ci_low, r.ci_high, 2),
-            "—" if r.cosine is None else f"{r.cosine:.5f}",
-            "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
-            "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
-            "—" if labels is None or np.isnan(labels) else f"{labels:.1%}",
-            r.quantized_kernels or "none",
-        ])  # fmt: skip
+        rows.append(
+            [
+                r.variant,
+                float(r.file_mb),
+                f"{r.size_ratio:.2f}x",
+                float(r.p50_ms),
+                interval_text(r.ratio, r.ci_low, r.ci_high, 2),
+                "—" if r.cosine is None else f"{r.cosine:.5f}",
+                "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
+                "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",
+                "—" if labels is None or np.isnan(labels) else f"{labels:.1%}",
+                r.quantized_kernels or "none",
+            ]
+        )
     return headers, rows
 
 
@@ -202,18 +221,33 @@ def _load_html(other: float | None) -> str:
 
 
 def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
-    headers = ["node", "op", "A µs", "B µs", "B − A µs [interval]", "verdict", "vs run", "EP",
-               "kernel"]  # fmt: skip
+    headers = [
+        "node",
+        "op",
+        "A µs",
+        "B µs",
+        "B − A µs [interval]",
+        "verdict",
+        "vs run",
+        "EP",
+        "kernel",
+    ]
     t = d.to_pandas()
     t = t[t["verdict"].isin(["slower", "faster"]) | t["moved"] | t["kernel_changed"]]
     rows = [
-        [r.node, r.op_type, fmt_us(r.a_us), fmt_us(r.b_us),
-         interval_text(r.delta_us, r.low, r.high, 1, "+"), r.verdict,
-         "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
-         f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",
-         f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else ""]
+        [
+            r.node,
+            r.op_type,
+            fmt_us(r.a_us),
+            fmt_us(r.b_us),
+            interval_text(r.delta_us, r.low, r.high, 1, "+"),
+            r.verdict,
+            "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
+            f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",
+            f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else "",
+        ]
         for r in t.head(top).itertuples()
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
@@ -229,8 +263,7 @@ def _diff_head(d: Any) -> str:
 
 
 def diff_text(d: Any, top: int = 20) -> str:
-    return "\n".join([safe_text(_diff_head(d), 800), table_text(*_diff_rows(d, top)),
-                      *d.notes])  # fmt: skip
+    return "\n".join([safe_text(_diff_head(d), 800), table_text(*_diff_rows(d, top)), *d.notes])
 
 
 def diff_html(d: Any, top: int = 20) -> str:
@@ -242,21 +275,39 @@ def diff_html(d: Any, top: int = 20) -> str:
 
 
 def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
-    headers = ["switched off", "fired", "nodes (Δ)", "create ms", "its own ms", "p50 ms",
-               "ratio [interval]", "verdict", "max |Δ output|"]  # fmt: skip
+    headers = [
+        "switched off",
+        "fired",
+        "nodes (Δ)",
+        "create ms",
+        "its own ms",
+        "p50 ms",
+        "ratio [interval]",
+        "verdict",
+        "max |Δ output|",
+    ]
     rows = [
-        [r.off or "(none: baseline)", r.fired if r.off else "—", f"{r.nodes} ({r.node_change:+d})",
-         f"{r.create_ms:.0f}", "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}", r.p50_ms,
-         "—" if not r.off else interval_text(r.paired.ratio, r.paired.low, r.paired.high),
-         "—" if not r.off else r.paired.verdict, f"{r.max_abs:.3g}"]
+        [
+            r.off or "(none: baseline)",
+            r.fired if r.off else "—",
+            f"{r.nodes} ({r.node_change:+d})",
+            f"{r.create_ms:.0f}",
+            "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}",
+            r.p50_ms,
+            "—" if not r.off else interval_text(r.paired.ratio, r.paired.low, r.paired.high),
+            "—" if not r.off else r.paired.verdict,
+            f"{r.max_abs:.3g}",
+        ]
         for r in a.rows
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
 def ablation_text(a: Any) -> str:
-    head = (f"{safe_text(a.model)}: graph transformers switched off one at a time at level "
-            f"{a.level} ({a.rounds} interleaved rounds)")  # fmt: skip
+    head = (
+        f"{safe_text(a.model)}: graph transformers switched off one at a time at level "
+        f"{a.level} ({a.rounds} interleaved rounds)"
+    )
     return "\n".join([head, table_text(*_ablation_rows(a)), *a.notes])
 
 
@@ -272,15 +323,24 @@ def ablation_html(a: Any) -> str:
 
 def _footprint_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
     headers = ["setting", "peak", "held after runs", "create ms", "against the reference"]
-    rows = [[row.setting, fmt_bytes(row.peak), fmt_bytes(row.held),
-             f"{float(np.median(row.create_ms)):.0f}" if row.create_ms else "—", row.verdict()]
-            for row in r.rows]  # fmt: skip
+    rows = [
+        [
+            row.setting,
+            fmt_bytes(row.peak),
+            fmt_bytes(row.held),
+            f"{float(np.median(row.create_ms)):.0f}" if row.create_ms else "—",
+            row.verdict(),
+        ]
+        for row in r.rows
+    ]
     return headers, rows
 
 
 def _footprint_head(r: Any) -> str:
-    return (f"{r.model}: resident memory the session adds ({fmt_bytes(r.weights_bytes)} of "
-            f"weights), {r.repeats} fresh processes per setting, {r.runs} runs each")  # fmt: skip
+    return (
+        f"{r.model}: resident memory the session adds ({fmt_bytes(r.weights_bytes)} of "
+        f"weights), {r.repeats} fresh processes per setting, {r.runs} runs each"
+    )
 
 
 def footprint_text(r: Any) -> str:
@@ -318,17 +378,21 @@ def error_text(e: Any, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " (SYNTHETIC inputs)" if e.synthetic else ""
     notes = "".join(f"\nnote: {safe_text(n, 400)}" for n in e.notes)
-    return (f"{safe_text(e.model)} vs {safe_text(e.variant)}: {len(e.tensors)} tensors on "
-            f"{safe_text(e.samples)}{mark}; worst first\n" + table_text(head, rows)
-            + notes)  # fmt: skip
+    return (
+        f"{safe_text(e.model)} vs {safe_text(e.variant)}: {len(e.tensors)} tensors on "
+        f"{safe_text(e.samples)}{mark}; worst first\n" + table_text(head, rows) + notes
+    )
 
 
 def error_html(e: Any, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " <b>(synthetic inputs)</b>" if e.synthetic else ""
-    return (f"<b>{esc(e.model)}</b> vs <b>{esc(e.variant)}</b>: {len(e.tensors)} tensors on "
-            f"{esc(e.samples)}{mark}; worst first" + table_html(head, rows)
-            + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in e.notes))  # fmt: skip
+    return (
+        f"<b>{esc(e.model)}</b> vs <b>{esc(e.variant)}</b>: {len(e.tensors)} tensors on "
+        f"{esc(e.samples)}{mark}; worst first"
+        + table_html(head, rows)
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in e.notes)
+    )
 
 
 # ---------------------------------------------------------------- what-if
@@ -339,11 +403,17 @@ def _whatif_rows(w: Any) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for t in w.summary().itertuples():
         predicted = t.evidence in ("compiled", "rules", "measured")
-        rows.append([
-            t.target, t.evidence, int(t.on_target) if predicted else "-",
-            int(t.on_cpu) if predicted else "-", int(t.removed) if predicted else "-",
-            int(t.partitions) if predicted else "-", round(float(t.seconds), 2),
-        ])  # fmt: skip
+        rows.append(
+            [
+                t.target,
+                t.evidence,
+                int(t.on_target) if predicted else "-",
+                int(t.on_cpu) if predicted else "-",
+                int(t.removed) if predicted else "-",
+                int(t.partitions) if predicted else "-",
+                round(float(t.seconds), 2),
+            ]
+        )
         if t.before >= 0:
             rows[-1][2] = f"{t.before} → {int(t.on_target)}" if predicted else "-"
     return headers, rows
@@ -399,9 +469,10 @@ def providers_text(p: Providers) -> str:
         f"in this build: {', '.join(p.in_build)}",
         f"really load here: {', '.join(p.loadable)}",
         *(f"  - {safe_text(r, 400)}" for r in p.reasons),
-        "plugin EPs (select them by name: ortlab picks their devices):" if p.plugins
+        "plugin EPs (select them by name: ortlab picks their devices):"
+        if p.plugins
         else "plugin EPs: none installed (e.g. pip install --no-deps onnxruntime-qnn)",
-    ]  # fmt: skip
+    ]
     for e in p.plugins:
         where = ", ".join(e.devices) or "no device on this machine"
         state = f"failed to register: {e.error}" if e.error else f"devices: {where}"

@@ -22,17 +22,34 @@ def _interval(r: Any) -> str:
 
 def _rows(s: Any) -> tuple[list[str], list[list[Any]]]:
     eps = list(dict.fromkeys(ep for r in s.rows for ep in r.nodes_per_ep))
-    head = ["shape", "p50 ms [95 % interval]", *(f"nodes on {e.removesuffix('ExecutionProvider')}"
-                                                 for e in eps),
-            "fallbacks", "Memcpy", "peak memory",
-            *(f"{t} would take (predicted)" for t in s.targets), "error"]  # fmt: skip
+    head = [
+        "shape",
+        "p50 ms [95 % interval]",
+        *(f"nodes on {e.removesuffix('ExecutionProvider')}" for e in eps),
+        "fallbacks",
+        "Memcpy",
+        "peak memory",
+        *(f"{t} would take (predicted)" for t in s.targets),
+        "error",
+    ]
     rows = []
     for r in s.rows:
-        shares = [("" if math.isnan(v) else f"{v:.0%}") for v in
-                  (r.predicted.get(t, math.nan) for t in s.targets)]  # fmt: skip
-        rows.append([r.label, _interval(r), *(r.nodes_per_ep.get(e, 0) for e in eps),
-                     r.fallbacks, r.memcpy, fmt_bytes(r.peak_bytes) if r.peak_bytes >= 0 else "",
-                     *shares, r.error])  # fmt: skip
+        shares = [
+            ("" if math.isnan(v) else f"{v:.0%}")
+            for v in (r.predicted.get(t, math.nan) for t in s.targets)
+        ]
+        rows.append(
+            [
+                r.label,
+                _interval(r),
+                *(r.nodes_per_ep.get(e, 0) for e in eps),
+                r.fallbacks,
+                r.memcpy,
+                fmt_bytes(r.peak_bytes) if r.peak_bytes >= 0 else "",
+                *shares,
+                r.error,
+            ]
+        )
     return head, rows
 
 
@@ -42,13 +59,17 @@ def _head(s: Any) -> str:
 
 
 def sweep_text(s: Any) -> str:
-    return "\n".join([safe_text(_head(s), 400), table_text(*_rows(s)),
-                      *(safe_text(n, 400) for n in s.notes)])  # fmt: skip
+    return "\n".join(
+        [safe_text(_head(s), 400), table_text(*_rows(s)), *(safe_text(n, 400) for n in s.notes)]
+    )
 
 
 def sweep_html(s: Any) -> str:
-    return (f"{_STYLE}<div><b>{esc(_head(s), 400)}</b></div>" + table_html(*_rows(s))
-            + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in s.notes))  # fmt: skip
+    return (
+        f"{_STYLE}<div><b>{esc(_head(s), 400)}</b></div>"
+        + table_html(*_rows(s))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in s.notes)
+    )
 
 
 def sweep_figure(s: Any) -> Any:
@@ -61,29 +82,56 @@ def sweep_figure(s: Any) -> Any:
     ok = [r for r in s.rows if not r.error]
     x = [esc(r.label) for r in ok]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=x, y=[r.p50_ms for r in ok], mode="lines+markers", name="p50 ms (measured)",
-        error_y={"type": "data", "symmetric": False,
-                 "array": [0 if math.isnan(r.high_ms) else r.high_ms - r.p50_ms for r in ok],
-                 "arrayminus": [0 if math.isnan(r.low_ms) else r.p50_ms - r.low_ms
-                                for r in ok]},
-    ))  # fmt: skip
-    fig.add_trace(go.Bar(x=x, y=[max(r.peak_bytes, 0) / 1e6 for r in ok], yaxis="y2",
-                         name="peak memory MB (measured)", opacity=0.35,
-                         marker_color="#F58518"))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[r.p50_ms for r in ok],
+            mode="lines+markers",
+            name="p50 ms (measured)",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [0 if math.isnan(r.high_ms) else r.high_ms - r.p50_ms for r in ok],
+                "arrayminus": [0 if math.isnan(r.low_ms) else r.p50_ms - r.low_ms for r in ok],
+            },
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[max(r.peak_bytes, 0) / 1e6 for r in ok],
+            yaxis="y2",
+            name="peak memory MB (measured)",
+            opacity=0.35,
+            marker_color="#F58518",
+        )
+    )
     for t in s.targets:
-        fig.add_trace(go.Scatter(
-            x=x, y=[100 * r.predicted.get(t, math.nan) for r in ok], yaxis="y3",
-            mode="lines+markers", line={"dash": "dot"}, name=f"{esc(t)}: % of nodes (predicted)",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[100 * r.predicted.get(t, math.nan) for r in ok],
+                yaxis="y3",
+                mode="lines+markers",
+                line={"dash": "dot"},
+                name=f"{esc(t)}: % of nodes (predicted)",
+            )
+        )
     extra: dict[str, Any] = {}
     if s.targets:
-        extra["yaxis3"] = {"overlaying": "y", "side": "right", "range": [0, 105],
-                           "showgrid": False, "visible": False}  # fmt: skip
+        extra["yaxis3"] = {
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 105],
+            "showgrid": False,
+            "visible": False,
+        }
     return _layout(
-        fig, f"{esc(s.model)}: latency and memory per shape",
+        fig,
+        f"{esc(s.model)}: latency and memory per shape",
         yaxis={"title": "p50 latency, ms"},
-        yaxis2={"title": "peak memory, MB", "overlaying": "y", "side": "right",
-                "showgrid": False},
-        legend={"orientation": "h", "y": -0.25}, height=420, **extra,
-    )  # fmt: skip
+        yaxis2={"title": "peak memory, MB", "overlaying": "y", "side": "right", "showgrid": False},
+        legend={"orientation": "h", "y": -0.25},
+        height=420,
+        **extra,
+    )

@@ -33,16 +33,37 @@ def _ratio(p: Any) -> str:
 
 
 def _rows(t: Any, mode: str) -> tuple[list[str], list[list[Any]]]:
-    head = ["threads", "req/s", "interval", "vs first", "p50 ms", "p90 ms", "p99 ms",
-            "requests", "sessions", ""]  # fmt: skip
+    head = [
+        "threads",
+        "req/s",
+        "interval",
+        "vs first",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "requests",
+        "sessions",
+        "",
+    ]
     rows = []
     for r in t.rows:
         if r.mode != mode:
             continue
         mark = "knee" if t.knee.get(mode) == r.concurrency else ""
-        rows.append([r.concurrency, f"{r.requests_per_s:.1f}", _interval(r.low, r.high),
-                     _ratio(r.vs_first), f"{r.p50_ms:.3f}", f"{r.p90_ms:.3f}",
-                     f"{r.p99_ms:.3f}", r.requests, r.sessions, mark])  # fmt: skip
+        rows.append(
+            [
+                r.concurrency,
+                f"{r.requests_per_s:.1f}",
+                _interval(r.low, r.high),
+                _ratio(r.vs_first),
+                f"{r.p50_ms:.3f}",
+                f"{r.p90_ms:.3f}",
+                f"{r.p99_ms:.3f}",
+                r.requests,
+                r.sessions,
+                mark,
+            ]
+        )
     return head, rows
 
 
@@ -53,19 +74,27 @@ def _modes(t: Any) -> list[str]:
 def throughput_text(t: Any) -> str:
     out = [safe_text(_head(t), 400)]
     for mode in _modes(t):
-        out += ["", f"{_MODE.get(mode, mode)}:", table_text(*_rows(t, mode)),
-                safe_text(t.sentences.get(mode, ""), 600)]  # fmt: skip
+        out += [
+            "",
+            f"{_MODE.get(mode, mode)}:",
+            table_text(*_rows(t, mode)),
+            safe_text(t.sentences.get(mode, ""), 600),
+        ]
     out += ["", *(safe_text(n, 600) for n in t.notes)]
-    out.append(safe_text(f"Inputs: {t.feeds}" + (" (synthetic inputs)" if t.synthetic else ""),
-                         1000))  # fmt: skip
+    out.append(
+        safe_text(f"Inputs: {t.feeds}" + (" (synthetic inputs)" if t.synthetic else ""), 1000)
+    )
     return "\n".join(out)
 
 
 def throughput_html(t: Any) -> str:
     parts = [f"{_STYLE}<div><b>{esc(_head(t), 400)}</b></div>"]
     for mode in _modes(t):
-        parts += [f"<div>{esc(_MODE.get(mode, mode))}</div>", table_html(*_rows(t, mode)),
-                  f"<div><b>{esc(t.sentences.get(mode, ''), 600)}</b></div>"]  # fmt: skip
+        parts += [
+            f"<div>{esc(_MODE.get(mode, mode))}</div>",
+            table_html(*_rows(t, mode)),
+            f"<div><b>{esc(t.sentences.get(mode, ''), 600)}</b></div>",
+        ]
     parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in t.notes]
     parts.append(inputs_html("Measured with", t.feeds, t.synthetic))
     return "".join(parts)
@@ -89,27 +118,47 @@ def throughput_figure(t: Any, kind: str = "throughput") -> Any:
             ys = [r.requests_per_s for r in rows]
             up = [0.0 if math.isnan(r.high) else r.high - r.requests_per_s for r in rows]
             down = [0.0 if math.isnan(r.low) else r.requests_per_s - r.low for r in rows]
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines+markers", name=esc(name),
-                error_y={"type": "data", "array": up, "arrayminus": down},
-            ))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines+markers",
+                    name=esc(name),
+                    error_y={"type": "data", "array": up, "arrayminus": down},
+                )
+            )
             knee = t.knee.get(mode)
             if knee is not None:
                 at = next(r for r in rows if r.concurrency == knee)
-                fig.add_trace(go.Scatter(
-                    x=[knee], y=[at.requests_per_s], mode="markers", showlegend=False,
-                    marker={"size": 14, "symbol": "circle-open"}, name=f"knee ({esc(name)})",
-                ))  # fmt: skip
+                fig.add_trace(
+                    go.Scatter(
+                        x=[knee],
+                        y=[at.requests_per_s],
+                        mode="markers",
+                        showlegend=False,
+                        marker={"size": 14, "symbol": "circle-open"},
+                        name=f"knee ({esc(name)})",
+                    )
+                )
         else:
             for label, attr in (("p50", "p50_ms"), ("p99", "p99_ms")):
-                fig.add_trace(go.Scatter(
-                    x=xs, y=[getattr(r, attr) for r in rows], mode="lines+markers",
-                    name=f"{esc(name)} {label}",
-                ))  # fmt: skip
-    ytitle = "requests/s (median over rounds, measured)" if kind == "throughput" else (
-        "latency ms (measured)")  # fmt: skip
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=[getattr(r, attr) for r in rows],
+                        mode="lines+markers",
+                        name=f"{esc(name)} {label}",
+                    )
+                )
+    ytitle = (
+        "requests/s (median over rounds, measured)"
+        if kind == "throughput"
+        else ("latency ms (measured)")
+    )
     return _layout(
-        fig, f"{esc(t.model)}: {kind} against concurrency",
+        fig,
+        f"{esc(t.model)}: {kind} against concurrency",
         xaxis={"title": "concurrent requests (threads)", "type": "log", "dtick": math.log10(2)},
-        yaxis={"title": ytitle}, height=380,
-    )  # fmt: skip
+        yaxis={"title": ytitle},
+        height=380,
+    )

@@ -27,21 +27,37 @@ def _head(r: Any) -> str:
 def _rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     """The nodes that changed (time, kernel or fusion), then the largest shifts."""
     a, b = r.loaded
-    headers = ["node", "op", f"{a} µs", f"{b} µs", "B − A µs [interval]", "verdict", "kernel",
-               "fusion"]  # fmt: skip
+    headers = [
+        "node",
+        "op",
+        f"{a} µs",
+        f"{b} µs",
+        "B − A µs [interval]",
+        "verdict",
+        "kernel",
+        "fusion",
+    ]
     t = r.to_pandas()
     changed = t["verdict"].isin(["slower", "faster", "only in A", "only in B"])
     changed |= t["kernel_changed"] | t["fusion_changed"].fillna(False).astype(bool)
     t = t[changed] if changed.any() else t
     rows = [
-        [x.node, x.op_type, fmt_us(x.a_us), fmt_us(x.b_us),
-         interval_text(x.delta_us, x.low, x.high, 1, "+"), x.verdict,
-         f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
-         if x.kernel_changed else _kernel(x.a_kernel, x.a_domain),
-         f"{x.a_status} [{x.a_group or 'alone'}] → {x.b_status} [{x.b_group or 'alone'}]"
-         if x.fusion_changed else ""]
+        [
+            x.node,
+            x.op_type,
+            fmt_us(x.a_us),
+            fmt_us(x.b_us),
+            interval_text(x.delta_us, x.low, x.high, 1, "+"),
+            x.verdict,
+            f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
+            if x.kernel_changed
+            else _kernel(x.a_kernel, x.a_domain),
+            f"{x.a_status} [{x.a_group or 'alone'}] → {x.b_status} [{x.b_group or 'alone'}]"
+            if x.fusion_changed
+            else "",
+        ]
         for x in t.head(top).itertuples()
-    ]  # fmt: skip
+    ]
     return headers, rows
 
 
@@ -52,8 +68,7 @@ def _kernel(op: str, domain: Any) -> str:
 def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
     a, b = r.loaded
     headers = ["inserted kernel", f"{a} count", f"{b} count", f"{a} µs", f"{b} µs"]
-    rows = [[k.op_type, k.a_count, k.b_count, fmt_us(k.a_us), fmt_us(k.b_us)]
-            for k in r.inserted]  # fmt: skip
+    rows = [[k.op_type, k.a_count, k.b_count, fmt_us(k.a_us), fmt_us(k.b_us)] for k in r.inserted]
     return headers, rows
 
 
@@ -84,24 +99,42 @@ def versions_figure(r: Any, top: int = 25) -> Any:
 
     t = r.to_pandas()
     t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = ["#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999"
-              for v in t["verdict"]]  # fmt: skip
-    mark = [" *" if k or f else "" for k, f in zip(t["kernel_changed"], t["fusion_changed"],
-                                                   strict=True)]  # fmt: skip
+    colors = [
+        "#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999" for v in t["verdict"]
+    ]
+    mark = [
+        " *" if k or f else ""
+        for k, f in zip(t["kernel_changed"], t["fusion_changed"], strict=True)
+    ]
     names = [esc(f"{n} ({o}){m}") for n, o, m in zip(t["node"], t["op_type"], mark, strict=True)]
-    hover = [esc(f"{v}; kernel {ka} → {kb}") for v, ka, kb in
-             zip(t["verdict"], t["a_kernel"], t["b_kernel"], strict=True)]  # fmt: skip
-    fig = go.Figure(go.Bar(
-        x=t["delta_us"], y=names, orientation="h", marker_color=colors,
-        error_x={"type": "data", "symmetric": False,
-                 "array": (t["high"] - t["delta_us"]).clip(lower=0),
-                 "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0)},
-        text=hover, textposition="none",  # the hover's words, never drawn across the bars
-        hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
-    ))  # fmt: skip
+    hover = [
+        esc(f"{v}; kernel {ka} → {kb}")
+        for v, ka, kb in zip(t["verdict"], t["a_kernel"], t["b_kernel"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=t["delta_us"],
+            y=names,
+            orientation="h",
+            marker_color=colors,
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (t["high"] - t["delta_us"]).clip(lower=0),
+                "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0),
+            },
+            text=hover,
+            textposition="none",  # the hover's words, never drawn across the bars
+            hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        )
+    )
     a, b = r.loaded
     title = (
         f"{esc(r.model)}: onnxruntime {esc(a)} → {esc(b)}, per node (* kernel or fusion changed)"
     )
-    return _layout(fig, title, xaxis_title="µs per run, B − A (interval: distribution-free, 95 %+)",
-                   height=160 + 22 * max(len(t), 1))  # fmt: skip
+    return _layout(
+        fig,
+        title,
+        xaxis_title="µs per run, B − A (interval: distribution-free, 95 %+)",
+        height=160 + 22 * max(len(t), 1),
+    )

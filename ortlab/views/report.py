@@ -72,9 +72,11 @@ for (const block of document.querySelectorAll("script.ortlab-figure")) {
 
 
 def doctor_text(d: Any) -> str:
-    lines = [f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
-             f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
-             f"{d.elapsed_s:.0f} s ({d.rounds} rounds x {d.runs} runs, interleaved)"]  # fmt: skip
+    lines = [
+        f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
+        f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
+        f"{d.elapsed_s:.0f} s ({d.rounds} rounds x {d.runs} runs, interleaved)"
+    ]
     for i, f in enumerate(d.findings, 1):
         lines += [
             f"{i}. [{f.severity}] {safe_text(f.title, 300)}",
@@ -104,9 +106,17 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         )
         or "<li>No findings: nothing the doctor checks for is wrong with this session.</li>"
     )
-    cand = [[m.key, m.label, m.p50_ms, interval_text(m.paired.ratio, m.paired.low, m.paired.high),
-             "—" if m.cosine != m.cosine else f"{m.cosine:.5f}", m.stage]
-            for m in d.measured]  # fmt: skip
+    cand = [
+        [
+            m.key,
+            m.label,
+            m.p50_ms,
+            interval_text(m.paired.ratio, m.paired.low, m.paired.high),
+            "—" if m.cosine != m.cosine else f"{m.cosine:.5f}",
+            m.stage,
+        ]
+        for m in d.measured
+    ]
     notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
     snippet = d.best.snippet() if model_file is None else best_snippet(d.best, model_file)
     return (
@@ -130,9 +140,11 @@ def best_snippet(best: Any, model_file: str) -> str:
     path: str = model_file
     if best.variant != "original":
         path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"
-        head.append(f"# {path}: the model variant {best.variant!r} of {model_file} (it stays in "
-                    f"ortlab's cache on the machine that measured it); rebuild it from "
-                    f"{model_file} with:")  # fmt: skip
+        head.append(
+            f"# {path}: the model variant {best.variant!r} of {model_file} (it stays in "
+            f"ortlab's cache on the machine that measured it); rebuild it from "
+            f"{model_file} with:"
+        )
         head += [f"#   {step}" for step in best.steps] or ["#   (steps not recorded)"]
     return "\n".join(head) + "\n" + str(best.session_config.snippet(path))
 
@@ -177,9 +189,11 @@ def _model_section(m: Any) -> str:
     if sum(len(v) for _, v in meta) <= _META_INLINE_CHARS:
         return model_summary_html(summary) + table
     # long metadata (an OCR model's whole character set) folds: it is not what a reader needs
-    return (model_summary_html(summary) + "<details><summary>metadata the model carries "
-            f"({len(meta)} entries, {sum(len(v) for _, v in meta):,} characters)</summary>"
-            f"{table}</details>")  # fmt: skip
+    return (
+        model_summary_html(summary) + "<details><summary>metadata the model carries "
+        f"({len(meta)} entries, {sum(len(v) for _, v in meta):,} characters)</summary>"
+        f"{table}</details>"
+    )
 
 
 def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> str:
@@ -190,14 +204,19 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
     if profile is not None:
         ops = profile.by_op_type().head(3)
         top = ", ".join(f"<b>{esc(r.op_type)}</b> {r.share:.0%}" for r in ops.itertuples())
-        parts.append(f"<div><b>Where the time goes</b> (share of the median run's node time, "
-                     f"profiling on, {profile.runs} runs): {top}</div>")  # fmt: skip
+        parts.append(
+            f"<div><b>Where the time goes</b> (share of the median run's node time, "
+            f"profiling on, {profile.runs} runs): {top}</div>"
+        )
     if benchmark is not None:  # the Benchmark section's own sentences
-        parts.append(f"<div><b>Latency</b> (profiling off, {benchmark.stats.count} runs): "
-                     f"{esc(p50_text(benchmark))}; {esc(load_text(benchmark))}</div>")  # fmt: skip
+        parts.append(
+            f"<div><b>Latency</b> (profiling off, {benchmark.stats.count} runs): "
+            f"{esc(p50_text(benchmark))}; {esc(load_text(benchmark))}</div>"
+        )
     if doctor is not None:
-        found = "".join(f"<li>{esc(f.title, 300)} — <i>{esc(f.gain, 300)}</i></li>"
-                        for f in doctor.findings[:6])  # fmt: skip
+        found = "".join(
+            f"<li>{esc(f.title, 300)} — <i>{esc(f.gain, 300)}</i></li>" for f in doctor.findings[:6]
+        )
         more = len(doctor.findings) - 6
         parts.append(
             f"<div><b>Findings</b> ({len(doctor.findings)}, measured gains in italics)</div>"
@@ -210,9 +229,11 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
         )
         best = doctor.best
         snippet = best_snippet(best, _model_file(model))
-        parts.append(f"<div><b>Best verified</b>: {esc(best.variant)} · "
-                     f"{esc(best.session_config.label())} — {esc(best.paired.verdict, 500)}</div>"
-                     f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>")  # fmt: skip
+        parts.append(
+            f"<div><b>Best verified</b>: {esc(best.variant)} · "
+            f"{esc(best.session_config.label())} — {esc(best.paired.verdict, 500)}</div>"
+            f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
+        )
         load = ", ".join(f"{k} {v:.2f}" for k, v in doctor.other_cpu.items())
         inputs = ("synthetic (ortlab made them)" if doctor.synthetic else "given") + (
             f": {doctor.feeds}" if doctor.feeds else ""
@@ -262,12 +283,16 @@ def _measured_on_html(
     lines = []
     if measured_here:
         what = esc(" and ".join(measured_here))
-        lines.append(f"<div>Measured on: this machine ({esc(here.get('cpu', '?'))}, onnxruntime "
-                     f"{esc(here.get('onnxruntime', '?'))}) for the {what} this report ran "
-                     "itself.</div>")  # fmt: skip
+        lines.append(
+            f"<div>Measured on: this machine ({esc(here.get('cpu', '?'))}, onnxruntime "
+            f"{esc(here.get('onnxruntime', '?'))}) for the {what} this report ran "
+            "itself.</div>"
+        )
     elif not recorded:
-        return ("<div>Measured on: not recorded in these results; the environment section "
-                "shows the machine this report was written on.</div>")  # fmt: skip
+        return (
+            "<div>Measured on: not recorded in these results; the environment section "
+            "shows the machine this report was written on.</div>"
+        )
     lines += [
         f"<div>Measured on: <b>{esc(env.get('cpu', '?'))}</b> · {esc(env.get('cpu_count', '?'))} "
         f"CPUs · onnxruntime {esc(env.get('onnxruntime', '?'))} · "
@@ -288,18 +313,28 @@ def _measured_on_html(
 
 def _environment_html(recorded: list[tuple[str, dict[str, str]]], machine: ThisMachine) -> str:
     here, here_eps = machine.environment, machine.providers
-    headers = ["", *(f"measured on ({names})" for names, _ in recorded),
-               "this machine (wrote the report)"]  # fmt: skip
+    headers = [
+        "",
+        *(f"measured on ({names})" for names, _ in recorded),
+        "this machine (wrote the report)",
+    ]
     keys = list(dict.fromkeys([*_ENV_KEYS, *(k for _, e in recorded for k in e), *here]))
     rows = []
     for k in keys:
         differ = any(k in e and e.get(k) != here.get(k) for _, e in recorded)
-        rows.append([f"⚠ {k}" if differ else k, *(e.get(k, "—") for _, e in recorded),
-                     here.get(k, "—")])  # fmt: skip
+        rows.append(
+            [f"⚠ {k}" if differ else k, *(e.get(k, "—") for _, e in recorded), here.get(k, "—")]
+        )
     pad = ["—"] * len(recorded)
     rows.append(["available EPs", *pad, ", ".join(here_eps.in_build)])
-    rows.append(["devices", *pad, "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}"
-                                            for d in here_eps.devices) or "—"])  # fmt: skip
+    rows.append(
+        [
+            "devices",
+            *pad,
+            "; ".join(f"{d.ep_name}: {d.device_type} {d.device_vendor}" for d in here_eps.devices)
+            or "—",
+        ]
+    )
     rows.append(["CPU flags", *pad, ", ".join(machine.cpu_flags) or "—"])
     return table_html(headers, rows)
 
@@ -326,8 +361,9 @@ def _timing_inputs(result: Any, own: _Inputs | None = None) -> str:
 
 
 def _doctor_inputs(d: Any) -> str:
-    accuracy = inputs_html("Accuracy (cosine)", getattr(d, "eval_data", None),
-                           getattr(d, "eval_synthetic", None))  # fmt: skip
+    accuracy = inputs_html(
+        "Accuracy (cosine)", getattr(d, "eval_data", None), getattr(d, "eval_synthetic", None)
+    )
     return _timing_inputs(d) + accuracy
 
 
@@ -351,8 +387,11 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
         return ""
     with warnings.catch_warnings():  # a profile of fused nodes: the graph says what it lacks
         warnings.simplefilter("ignore")
-        g = graph_data(model, placement=placement) if placement is not None else graph_data(
-            model, profile=profile)  # fmt: skip
+        g = (
+            graph_data(model, placement=placement)
+            if placement is not None
+            else graph_data(model, profile=profile)
+        )
     return state_block(pack(g), "time" if g.has_time else "provider", list(g.expanded))
 
 
@@ -376,11 +415,23 @@ def _result_section(result: Any) -> tuple[str, str]:
 def _timing_sections(compare: Any, benchmark: Any, history: Any) -> list[tuple[str, str]]:
     out = []
     if compare is not None:
-        out.append(("Quantization comparison", compare_html(compare) + _compare_inputs(compare)
-                    + _figure_html(plots.compare_figure(compare))))  # fmt: skip
+        out.append(
+            (
+                "Quantization comparison",
+                compare_html(compare)
+                + _compare_inputs(compare)
+                + _figure_html(plots.compare_figure(compare)),
+            )
+        )
     if benchmark is not None:
-        out.append(("Benchmark", benchmark_html(benchmark) + _timing_inputs(benchmark)
-                    + _figure_html(benchmark.plot())))  # fmt: skip
+        out.append(
+            (
+                "Benchmark",
+                benchmark_html(benchmark)
+                + _timing_inputs(benchmark)
+                + _figure_html(benchmark.plot()),
+            )
+        )
     if history is not None and len(history):
         cols = [c for c in history.columns if c != "config"]
         out.append(("History", table_html(cols, history[cols].values.tolist())))
@@ -420,53 +471,79 @@ def report_html(
     sections.append(("Model", _model_section(model)))
     after_model = len(sections)  # the graph goes here, once its state is known
     if doctor is not None:
-        sections.append(("Doctor: findings and verified fixes",
-                         doctor_html(doctor, _model_file(model)) + _doctor_inputs(doctor)
-                         + _figure_html(doctor.plot("candidates"))
-                         + _figure_html(doctor.plot("threads"))
-                         + _figure_html(doctor.plot("pareto"))))  # fmt: skip
+        sections.append(
+            (
+                "Doctor: findings and verified fixes",
+                doctor_html(doctor, _model_file(model))
+                + _doctor_inputs(doctor)
+                + _figure_html(doctor.plot("candidates"))
+                + _figure_html(doctor.plot("threads"))
+                + _figure_html(doctor.plot("pareto")),
+            )
+        )
     if placement is not None:
-        sections.append(("Placement: where each node runs", placement_html(placement)
-                         + _timing_inputs(placement)))  # fmt: skip
+        sections.append(
+            (
+                "Placement: where each node runs",
+                placement_html(placement) + _timing_inputs(placement),
+            )
+        )
     elif profile is not None and profile.report is not None:
         sections.append(("Placement", _report_html(profile.report)))
     whatif = whatif if whatif is not None else getattr(doctor, "whatif", None)
     if whatif is not None:
         sections.append(("Where would it run? (predicted, not measured)", whatif_html(whatif)))
     if optimization is not None:
-        sections.append(("Graph optimization levels", optimization_html(optimization)
-                         + _timing_inputs(optimization, own.get("optimization"))
-                         + _figure_html(optimization.plot())))  # fmt: skip
+        sections.append(
+            (
+                "Graph optimization levels",
+                optimization_html(optimization)
+                + _timing_inputs(optimization, own.get("optimization"))
+                + _figure_html(optimization.plot()),
+            )
+        )
     if profile is not None:
         kinds = ["op_type", "sunburst", "timeline"]
         if (profile.memory()["in_use_bytes"] > 0).any():  # ORT recorded memory per node
             kinds.append("memory")
         figs = "".join(_figure_html(profile.plot(k)) for k in kinds)
-        sections.append(("Profile: where the time goes",
-                         profile_html(profile, fused=fused_map(placement, profile))
-                         + _timing_inputs(profile, own.get("profile")) + figs))  # fmt: skip
+        sections.append(
+            (
+                "Profile: where the time goes",
+                profile_html(profile, fused=fused_map(placement, profile))
+                + _timing_inputs(profile, own.get("profile"))
+                + figs,
+            )
+        )
     roof = getattr(doctor, "roofline", None)
     sections += [_result_section(r) for r in ([roof] if roof is not None else []) + list(extra)]
     sections += _timing_sections(compare, benchmark, history)
     graph_state = _graph_state(model, placement, profile)
     if graph_state:
-        sections.insert(after_model,
-                        ("Graph: where each node runs and where its time goes",
-                            "<div id='ortlab-root'></div>"
-                            "<div><i>Click a node for its details, a group to open it; f fits, "
-                            "/ searches.</i></div>"))  # fmt: skip
+        sections.insert(
+            after_model,
+            (
+                "Graph: where each node runs and where its time goes",
+                "<div id='ortlab-root'></div>"
+                "<div><i>Click a node for its details, a group to open it; f fits, "
+                "/ searches.</i></div>",
+            ),
+        )
     machine = machine if machine is not None else this_machine()
     here = machine.environment
     recorded = _recorded({"doctor": doctor, "benchmark": benchmark})
     sections.append(("Environment", _environment_html(recorded, machine)))
     heading = title or f"ortlab report: {model.name}"
     nav = " · ".join(f"<a href='#s{i}'>{esc(name)}</a>" for i, (name, _) in enumerate(sections))
-    body = "".join(f"<section id='s{i}'><h2>{esc(name)}</h2>{html}</section>"
-                   for i, (name, html) in enumerate(sections))  # fmt: skip
+    body = "".join(
+        f"<section id='s{i}'><h2>{esc(name)}</h2>{html}</section>"
+        for i, (name, html) in enumerate(sections)
+    )
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     plotly_js = get_plotlyjs()
-    hashes = [csp_hash(plotly_js), csp_hash(_LOADER)] + ([csp_hash(page_module())]
-                                                         if graph_state else [])  # fmt: skip
+    hashes = [csp_hash(plotly_js), csp_hash(_LOADER)] + (
+        [csp_hash(page_module())] if graph_state else []
+    )
     csp = _CSP.format(hashes=" ".join(hashes))
     top = f"<h1>{esc(heading)}</h1><div>generated {stamp} by ortlab · {nav}</div>"
     return (
@@ -512,13 +589,31 @@ def report(
     ``version_diff``…); the doctor's roofline is shown when it measured one."""
 
     m = load(model)
-    got = gather(m, doctor, config=config, feeds=feeds, profile=profile, placement=placement,
-                 optimization=optimization, compute=compute, levels=levels,
-                 progress=progress)  # fmt: skip
-    text = report_html(m, doctor, profile=got.profile, placement=got.placement,
-                       optimization=got.optimization, compare=compare, benchmark=benchmark,
-                       history=history, whatif=whatif, measured_here=got.measured_here,
-                       extra=extra)  # fmt: skip
+    got = gather(
+        m,
+        doctor,
+        config=config,
+        feeds=feeds,
+        profile=profile,
+        placement=placement,
+        optimization=optimization,
+        compute=compute,
+        levels=levels,
+        progress=progress,
+    )
+    text = report_html(
+        m,
+        doctor,
+        profile=got.profile,
+        placement=got.placement,
+        optimization=got.optimization,
+        compare=compare,
+        benchmark=benchmark,
+        history=history,
+        whatif=whatif,
+        measured_here=got.measured_here,
+        extra=extra,
+    )
     out = Path(path)
     out.write_text(text, encoding="utf-8")
     return out

@@ -40,19 +40,24 @@ def config_snippet(
     lines += [f"so.register_custom_ops_library({lib!r})" for lib in spec.libraries]
     if spec.policy:  # the policy chooses among every EP registered, plugins included
         for module in plugin_modules():
-            lines += [f"import {module}",
-                      f"ort.register_execution_provider_library({module}.get_ep_name(), "
-                      f"{module}.get_library_path())"]  # fmt: skip
-        lines.append("so.set_provider_selection_policy("
-                     f"ort.OrtExecutionProviderDevicePolicy.{spec.policy})")  # fmt: skip
+            lines += [
+                f"import {module}",
+                f"ort.register_execution_provider_library({module}.get_ep_name(), "
+                f"{module}.get_library_path())",
+            ]
+        lines.append(
+            f"so.set_provider_selection_policy(ort.OrtExecutionProviderDevicePolicy.{spec.policy})"
+        )
         lines.append(f"sess = ort.InferenceSession({model_path!r}, so)")
     elif spec.devices:
         lines += _by_device(spec.devices)
         lines.append(f"sess = ort.InferenceSession({model_path!r}, so)")
     else:
         if spec.providers == "auto":
-            provs = ("ort.get_available_providers()  # ortlab 'auto' keeps those that really "
-                     "load: see the session report's providers")  # fmt: skip
+            provs = (
+                "ort.get_available_providers()  # ortlab 'auto' keeps those that really "
+                "load: see the session report's providers"
+            )
         else:
             provs = "[" + ", ".join(repr(p) for p in spec.providers) + "]"
         lines.append(f"sess = ort.InferenceSession({model_path!r}, so, providers={provs})")
@@ -66,9 +71,12 @@ def _by_device(choices: list[DeviceChoice]) -> list[str]:
     """Register each plugin EP's library, then select devices as ortlab's session does."""
     lines = [""]
     for module in dict.fromkeys(ch.module for ch in choices if ch.module):
-        lines += [f"import {module}", "",
-                  f"ort.register_execution_provider_library({module}.get_ep_name(), "
-                  f"{module}.get_library_path())"]  # fmt: skip
+        lines += [
+            f"import {module}",
+            "",
+            f"ort.register_execution_provider_library({module}.get_ep_name(), "
+            f"{module}.get_library_path())",
+        ]
     lines += [
         "",
         "",

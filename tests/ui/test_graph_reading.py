@@ -106,8 +106,10 @@ def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
     m = ortlab.examples.load("nan_guard_cnn")
     pl = _replay({"/sanitize/IsNaN": "refused"})
     _open(page, ortlab.graph(m, placement=pl).to_html(tmp_path / "g.html"))
-    cases = (("/features/0/Conv", ("pads", "[1, 1, 1, 1]")),
-             ("/sanitize/IsNaN", ("why here", "op not supported: IsNaN")))  # fmt: skip
+    cases = (
+        ("/features/0/Conv", ("pads", "[1, 1, 1, 1]")),
+        ("/sanitize/IsNaN", ("why here", "op not supported: IsNaN")),
+    )
     for name, expected in cases:
         page.fill(".ortlab-search", name)
         page.press(".ortlab-search", "Enter")  # centres it
@@ -118,8 +120,10 @@ def test_click_opens_details_with_attributes(page: Any, tmp_path: Path) -> None:
         assert details.get_attribute("data-node") == name
         rows = details.evaluate(_ROWS)  # the panel's tables: section -> [[key, value]]
         key, value = expected
-        assert any(k == key and v.startswith(value)
-                   for k, v in rows.get("attributes", []) + rows["placement"]), rows  # fmt: skip
+        assert any(
+            k == key and v.startswith(value)
+            for k, v in rows.get("attributes", []) + rows["placement"]
+        ), rows
         assert rows["placement"][0][0] == "EP" and rows["placement"][0][1].endswith("Provider")
         assert any(re.fullmatch(r"float\[.*\]", v) for _, v in rows["inputs"]), rows["inputs"]
     page.locator(".ortlab-graph").press("Escape")
@@ -142,5 +146,8 @@ def test_selected_from_python_opens_its_group(page: Any, tmp_path: Path) -> None
     page.wait_for_function(  # its block was opened: more items than the first picture
         """(n) => { const m = /· (\\d+) shown/.exec(
                       document.querySelector('.ortlab-status').textContent);
-                    return m && +m[1] > n; }""", arg=first, timeout=30_000)  # fmt: skip
+                    return m && +m[1] > n; }""",
+        arg=first,
+        timeout=30_000,
+    )
     assert page.errors == []

@@ -56,10 +56,11 @@ def _astral_model() -> onnx.ModelProto:
         nodes.append(helper.make_node("Relu", [prev], [f"{name}:out{i}"], name=name))
         prev = f"{name}:out{i}"
     graph = helper.make_graph(
-        nodes, "astral",
+        nodes,
+        "astral",
         [helper.make_tensor_value_info("in 🙂", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
-    )  # fmt: skip
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -69,16 +70,26 @@ def _every_column(g: GraphData) -> GraphData:
     nodes = []
     for i, n in enumerate(g.nodes):
         odd = bool(i % 2)
-        nodes.append(dataclasses.replace(
-            n, delta_us=-1.5 * i if i % 3 else None, diff_verdict="slower" if odd else "",
-            predicted=odd, sqnr_db=float("inf") if i == 1 else 20.0 + i if odd else None,
-            output_bytes=4096 * i if odd else -1, partition=i % 2 - 1,
-            status="fused" if odd else "", optimized=[n.name, "fused_1"] if odd else [],
-            achieved_fraction=0.05 * i if odd else None, roof_bound="memory" if odd else "",
-            roof_ceiling="20.1 GB/s" if i % 3 == 1 else "",
-        ))  # fmt: skip
-    groups = [dataclasses.replace(gr, achieved_fraction=0.25 if i % 2 else None)
-              for i, gr in enumerate(g.groups)]  # fmt: skip
+        nodes.append(
+            dataclasses.replace(
+                n,
+                delta_us=-1.5 * i if i % 3 else None,
+                diff_verdict="slower" if odd else "",
+                predicted=odd,
+                sqnr_db=float("inf") if i == 1 else 20.0 + i if odd else None,
+                output_bytes=4096 * i if odd else -1,
+                partition=i % 2 - 1,
+                status="fused" if odd else "",
+                optimized=[n.name, "fused_1"] if odd else [],
+                achieved_fraction=0.05 * i if odd else None,
+                roof_bound="memory" if odd else "",
+                roof_ceiling="20.1 GB/s" if i % 3 == 1 else "",
+            )
+        )
+    groups = [
+        dataclasses.replace(gr, achieved_fraction=0.25 if i % 2 else None)
+        for i, gr in enumerate(g.groups)
+    ]
     return dataclasses.replace(g, nodes=nodes, groups=groups)
 
 
@@ -168,8 +179,15 @@ def test_the_graph_colours_an_ep_as_the_charts_do(page: Any, tmp_path: Path) -> 
     blank = tmp_path / "blank.html"
     blank.write_text("<!doctype html><title>colours</title>", encoding="utf-8")
     page.goto(blank.as_uri())
-    names = ["CPUExecutionProvider", "QNNExecutionProvider", "VitisAIExecutionProvider",
-             "MIGraphXExecutionProvider", "MyEP\U0001F680", "", "ÉpÉ"]  # fmt: skip
+    names = [
+        "CPUExecutionProvider",
+        "QNNExecutionProvider",
+        "VitisAIExecutionProvider",
+        "MIGraphXExecutionProvider",
+        "MyEP\U0001f680",
+        "",
+        "ÉpÉ",
+    ]
     got = page.evaluate(_COLORS, [module_sources()["overlays"], palette(), names])
     assert got == [provider_color(n) for n in names]
     hashed = {hash_color(n) for n in names[2:]}

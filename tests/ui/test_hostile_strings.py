@@ -40,8 +40,12 @@ F = TensorProto.FLOAT
 def _model(edit: Callable[[onnx.ModelProto], None]) -> onnx.ModelProto:
     """y = x + x, named plainly; ``edit`` puts the payload into one field."""
     node = helper.make_node("Add", ["x", "x"], ["y"], name="add")
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 4])],
-                              [helper.make_tensor_value_info("y", F, [1, 4])])  # fmt: skip
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4])],
+        [helper.make_tensor_value_info("y", F, [1, 4])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     edit(model)
@@ -64,8 +68,12 @@ def _set_domain(model: onnx.ModelProto) -> None:
 
 
 def _subgraph(model: onnx.ModelProto) -> None:
-    body = helper.make_graph([helper.make_node("Identity", ["x"], ["t"], name=PAYLOAD)], PAYLOAD,
-                             [], [helper.make_tensor_value_info("t", F, [1, 4])])  # fmt: skip
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["t"], name=PAYLOAD)],
+        PAYLOAD,
+        [],
+        [helper.make_tensor_value_info("t", F, [1, 4])],
+    )
     model.graph.node[0].attribute.append(helper.make_attribute("body", body))
 
 
@@ -120,8 +128,9 @@ FIELDS = {
 @pytest.fixture(params=["page-csp", "csp-bypassed"])
 def hostile_page(request: Any, browser: Any) -> Iterator[Any]:
     """A page that records dialogs, errors and every request it makes."""
-    context = browser.new_context(viewport={"width": 1100, "height": 700},
-                                  bypass_csp=request.param == "csp-bypassed")  # fmt: skip
+    context = browser.new_context(
+        viewport={"width": 1100, "height": 700}, bypass_csp=request.param == "csp-bypassed"
+    )
     page = context.new_page()
     page.dialogs, page.errors, page.requests = [], [], []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
@@ -184,8 +193,9 @@ def test_report_page(field: str, hostile_page: Any, tmp_path: Path) -> None:
     # results as the model's strings reach them: ORT names nodes and ops after the model
     profile = profile_result(model=m.name, node=PAYLOAD, op_type=PAYLOAD)
     bench = benchmark_result(model=m.name, feeds=f"{PAYLOAD}: float32[1, 4]")
-    path = ortlab.report(m, compute=False, profile=profile, benchmark=bench,
-                         path=tmp_path / "report.html")  # fmt: skip
+    path = ortlab.report(
+        m, compute=False, profile=profile, benchmark=bench, path=tmp_path / "report.html"
+    )
     _static_checks(path.read_text(encoding="utf-8"))
     page.goto(path.as_uri())
     page.wait_for_function(
@@ -222,8 +232,11 @@ def test_widget_state_carries_model_strings_as_data() -> None:
     folder = Path(ortlab.__file__).parent / "views" / "graph"
     source = "\n".join(f.read_text(encoding="utf-8") for f in sorted(folder.glob("*.js")))
     source = re.sub(r"^\s*//.*$", "", source, flags=re.M)  # its header names innerHTML
-    sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|"
-                       r"new Function", source)  # fmt: skip
+    sinks = re.findall(
+        r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|"
+        r"new Function",
+        source,
+    )
     assert sinks == [], f"the graph view's modules write markup: {sinks}"
 
 
@@ -231,8 +244,16 @@ def test_widget_state_carries_model_strings_as_data() -> None:
 def lab_export(tmp_path_factory: Any) -> Path:
     """The Lab's export of a model whose runnable fields all carry the payload (the Lab runs
     it, so op types and domains stay real)."""
-    runnable = ("graph_name", "node_name", "input_tensor", "output_tensor", "model_doc_string",
-                "graph_doc_string", "producer_name", "metadata_value")  # fmt: skip
+    runnable = (
+        "graph_name",
+        "node_name",
+        "input_tensor",
+        "output_tensor",
+        "model_doc_string",
+        "graph_doc_string",
+        "producer_name",
+        "metadata_value",
+    )
 
     def edit(m: onnx.ModelProto) -> None:
         for name in runnable:

@@ -100,10 +100,15 @@ def test_lab_switches_execution_provider_in_the_page(
     spec = data / "kernels" / "ortlab-openvino"
     spec.mkdir(parents=True)
     root.mkdir()
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(OPENVINO_PY), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "ortlab (OpenVINO)", "language": "python",
-    }))  # fmt: skip
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(OPENVINO_PY), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "ortlab (OpenVINO)",
+                "language": "python",
+            }
+        )
+    )
     cells = [
         f"import os; os.environ['ORTLAB_CACHE_DIR'] = {os.environ['ORTLAB_CACHE_DIR']!r}",
         "import ortlab\nlab = ortlab.Lab(ortlab.examples.load('nan_guard_cnn'), runs=10)\nlab",

@@ -24,8 +24,18 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 SIZES = [(1280, 800), (1920, 1080)]
 DIMS = {"?": 48, "p2o.DynamicDimension.1": 320}
-TABS = ["Overview", "Graph", "Placement", "Profile", "Benchmark", "Optimization",
-        "Quantization", "Limits", "Doctor", "History"]  # fmt: skip
+TABS = [
+    "Overview",
+    "Graph",
+    "Placement",
+    "Profile",
+    "Benchmark",
+    "Optimization",
+    "Quantization",
+    "Limits",
+    "Doctor",
+    "History",
+]
 
 _PROBLEMS = """() => {
   const lab = document.querySelector('.ortlab-lab');
@@ -82,9 +92,10 @@ def _open_tab(page: Any, name: str) -> None:
 
 def _wait_text(page: Any, text: str, timeout: float = 240_000) -> None:
     page.wait_for_function(
-        "t => document.querySelector('.ortlab-lab').innerText.includes(t)", arg=text,
+        "t => document.querySelector('.ortlab-lab').innerText.includes(t)",
+        arg=text,
         timeout=timeout,
-    )  # fmt: skip
+    )
 
 
 def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: Path) -> None:

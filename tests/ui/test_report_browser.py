@@ -34,8 +34,9 @@ def test_report_renders_charts_and_keeps_model_strings_inert(
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: requests.append(r.url))
     page.goto(path.as_uri())
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
-                           timeout=60_000)  # fmt: skip
+    page.wait_for_function(
+        "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6", timeout=60_000
+    )
     charts = page.locator(".js-plotly-plot").count()
     graph = page.locator(".ortlab-status", has_text="layout")  # the embedded graph view, laid
     graph.wait_for(timeout=60_000)  # out under the report's own CSP (blob: modules and worker)

@@ -60,8 +60,20 @@ def _column(values: list[Any], default: Any) -> list[Any] | None:
     return values if any(v != default for v in values) else None
 
 
-_PACKED_AS_IS = ("model", "providers", "expanded", "has_time", "has_quant", "has_memory",
-                 "has_diff", "has_roofline", "notes", "constants", "inputs", "outputs")  # fmt: skip
+_PACKED_AS_IS = (
+    "model",
+    "providers",
+    "expanded",
+    "has_time",
+    "has_quant",
+    "has_memory",
+    "has_diff",
+    "has_roofline",
+    "notes",
+    "constants",
+    "inputs",
+    "outputs",
+)
 
 
 def pack(g: GraphData) -> dict[str, Any]:
@@ -73,17 +85,35 @@ def pack(g: GraphData) -> dict[str, Any]:
     nodes, groups = g.nodes, g.groups
     strings = _Strings(
         vocabulary=(
-            *(x for n in nodes for x in (n.op_type, n.domain, n.provider, n.status, n.reason,
-                                         n.diff_verdict, n.time_source, n.roof_bound,
-                                         n.roof_ceiling, *n.attrs)),
-            *(p for gr in groups for p in gr.providers), *g.tensors.values(),
+            *(
+                x
+                for n in nodes
+                for x in (
+                    n.op_type,
+                    n.domain,
+                    n.provider,
+                    n.status,
+                    n.reason,
+                    n.diff_verdict,
+                    n.time_source,
+                    n.roof_bound,
+                    n.roof_ceiling,
+                    *n.attrs,
+                )
+            ),
+            *(p for gr in groups for p in gr.providers),
+            *g.tensors.values(),
         ),
         names=(
-            *(x for n in nodes for x in (n.name, *n.optimized, *n.inputs, *n.outputs,
-                                         *n.attrs.values())),
-            *(x for gr in groups for x in (gr.id, gr.label, gr.parent)), *g.tensors,
+            *(
+                x
+                for n in nodes
+                for x in (n.name, *n.optimized, *n.inputs, *n.outputs, *n.attrs.values())
+            ),
+            *(x for gr in groups for x in (gr.id, gr.label, gr.parent)),
+            *g.tensors,
         ),
-    )  # fmt: skip
+    )
     ix = strings.index
     group_ix = {gr.id: i for i, gr in enumerate(groups)}
     return {

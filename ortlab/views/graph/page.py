@@ -11,8 +11,16 @@ from typing import Any
 
 from ortlab.views.render import csp_hash, esc, inline_script, script_json
 
-__all__ = ["MODULES", "STATE_ID", "dagre_source", "entry_source", "module_sources",
-           "page_module", "state_block", "write_html"]  # fmt: skip
+__all__ = [
+    "MODULES",
+    "STATE_ID",
+    "dagre_source",
+    "entry_source",
+    "module_sources",
+    "page_module",
+    "state_block",
+    "write_html",
+]
 
 _JS = Path(__file__).parent  # the ES modules live beside this file
 COLOR_MODES = ("provider", "op_type", "time", "quant_error", "memory", "diff", "roofline")

@@ -112,8 +112,10 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
             import difflib
 
             close = difflib.get_close_matches(name, [n.name for n in self.graph_data.nodes], 3)
-            raise KeyError(f"{name!r} is not a node of this graph"
-                           + (f"; did you mean {close[:3]}?" if close else ""))  # fmt: skip
+            raise KeyError(
+                f"{name!r} is not a node of this graph"
+                + (f"; did you mean {close[:3]}?" if close else "")
+            )
         self.selected = msgspec.to_builtins(node)
 
     def overview(self) -> Any:

@@ -248,8 +248,7 @@ class History:
                 continue
             load = ""
             if lo.other_cores is not None and hi.other_cores is not None:
-                load = (f"; other processes used {lo.other_cores:.2f} and {hi.other_cores:.2f} "
-                        "cores")  # fmt: skip
+                load = f"; other processes used {lo.other_cores:.2f} and {hi.other_cores:.2f} cores"
             out.append(
                 f"runs {lo.run} and {hi.run} ran the same settings ({label}) but their median "
                 f"runs differ beyond both intervals ({lo.p50_ms:.3f} vs {hi.p50_ms:.3f} ms{load}): "

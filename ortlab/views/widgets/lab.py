@@ -130,11 +130,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._build_controls(runs)
         self._build_tabs(tab)
         worker = ortlab.engine.worker.get_worker
-        self.jobs = Jobs(self._sync, self.controls, self.tab_controls.status, self._guess_hint,
-                         lambda flag: worker().cancel_on(flag))  # fmt: skip
+        self.jobs = Jobs(
+            self._sync,
+            self.controls,
+            self.tab_controls.status,
+            self._guess_hint,
+            lambda flag: worker().cancel_on(flag),
+        )
         """The job in flight, its cancel flag and the last job's error."""
-        super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs,
-                          self.notice])  # fmt: skip
+        super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
         self._show("Overview", *self._overview())
         warm_up(self.model)
@@ -145,8 +149,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _build_controls(self, runs: int) -> None:
         # the EPs measured in the worker: the Lab's kernel runs no ORT session
-        self.controls = c = LabControls(self.model, self.feeds, self._dims_given, runs,
-                                        ortlab.providers())  # fmt: skip
+        self.controls = c = LabControls(
+            self.model, self.feeds, self._dims_given, runs, ortlab.providers()
+        )
         self._hold = False
         self._offer_optimizers(tuple(self._base.disabled_optimizers))
         for control in c.settings:
@@ -207,8 +212,18 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     # ------------------------------------------------------------------ tabs
 
     def _build_tabs(self, first: str) -> None:
-        names = ["Overview", "Graph", "Placement", "Profile", "Benchmark", "Optimization",
-                 "Quantization", "Limits", "Doctor", "History"]  # fmt: skip
+        names = [
+            "Overview",
+            "Graph",
+            "Placement",
+            "Profile",
+            "Benchmark",
+            "Optimization",
+            "Quantization",
+            "Limits",
+            "Doctor",
+            "History",
+        ]
         if first not in names:
             raise ValueError(f"tab={first!r}: choose one of {', '.join(names)}.")
         self.panes = {n: w.Output() for n in names}
@@ -220,20 +235,33 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         for i, n in enumerate(names):
             self.tabs.set_title(i, n)
         self.tabs.selected_index = names.index(first)
-        self.tabs.observe(lambda _: self._draw_waiting(self._tab_on_screen()),
-                          names="selected_index")  # fmt: skip
+        self.tabs.observe(
+            lambda _: self._draw_waiting(self._tab_on_screen()), names="selected_index"
+        )
         self.tab_controls = t = TabControls(self._qnn_given)
         jobs = [  # the button, the job, the results it replaces, its tab, its name there
-            (t.opt_button, self._optimization, "optimization", "Optimization",
-             "the optimization diff"),
-            (t.quant_button, self._quantization, "comparison", "Quantization",
-             "the quantization comparison"),
+            (
+                t.opt_button,
+                self._optimization,
+                "optimization",
+                "Optimization",
+                "the optimization diff",
+            ),
+            (
+                t.quant_button,
+                self._quantization,
+                "comparison",
+                "Quantization",
+                "the quantization comparison",
+            ),
             (t.doctor_button, self._doctor, "doctor_result", "Doctor", "the doctor"),
             (t.compare_button, self._compare_runs, "run_diff", "History", "the comparison"),
             (t.whatif_button, self._whatif, "whatif_result", "Placement", "the what-if"),
-            *[(b, functools.partial(self._limits, k), k, "Limits", LIMITS_WHAT[k])
-              for k, b in t.limits_buttons.items()],
-        ]  # fmt: skip
+            *[
+                (b, functools.partial(self._limits, k), k, "Limits", LIMITS_WHAT[k])
+                for k, b in t.limits_buttons.items()
+            ],
+        ]
         for button, *job in jobs:
             button.on_click(lambda _, job=job: self._background(*job))
         t.apply_button.on_click(lambda _: self.apply_best())
@@ -252,12 +280,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The Overview: the last run's headline (what is slow, what to try), then the model."""
         if getattr(self, "_ort_info", None) is None:
             eps = ortlab.providers()
-            devs = ", ".join(f"{d.ep_name} on {d.device_type} ({d.device_vendor})"
-                             for d in eps.devices)  # fmt: skip
+            devs = ", ".join(
+                f"{d.ep_name} on {d.device_type} ({d.device_vendor})" for d in eps.devices
+            )
             self._ort_info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
         last = self.history.records[-1].label if len(self.history) else ""
-        head = Headline(self.benchmark_result, self.profile_result, self.placement,
-                        self.doctor_result, last)  # fmt: skip
+        head = Headline(
+            self.benchmark_result, self.profile_result, self.placement, self.doctor_result, last
+        )
         return [head, self.model.summary, self._ort_info]
 
     def _show(self, pane: str, *items: Any) -> None:
@@ -320,8 +350,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The last job's error (shown in the Lab too), or None when it succeeded."""
         return self.jobs.last_error
 
-    def _background(self, job: Callable[[], Any], results: str = "", tab: str = "",
-                    what: str = "") -> None:  # fmt: skip
+    def _background(
+        self, job: Callable[[], Any], results: str = "", tab: str = "", what: str = ""
+    ) -> None:
         """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
         replaces, to say whether a failure keeps previous ones; ``tab`` the tab whose status
         line follows it, as ``what``."""
@@ -342,10 +373,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def choice(self) -> Choice:
         """What the controls say, for the widget-free runner (:class:`LabRunner`)."""
-        return Choice(config=self.config, variant=str(self.variant.value),
-                      per_channel=self.per_channel.value, transformers=self.transformers.value,
-                      dims=None if self.feeds is not None else self._dims(),
-                      runs=self.runs.value)  # fmt: skip
+        return Choice(
+            config=self.config,
+            variant=str(self.variant.value),
+            per_channel=self.per_channel.value,
+            transformers=self.transformers.value,
+            dims=None if self.feeds is not None else self._dims(),
+            runs=self.runs.value,
+        )
 
     def _run_once(self) -> None:
         choice, shapes = self.choice(), self._shapes()
@@ -466,8 +501,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
         where one runs without the device), shown under the measured placement."""
         target = self.target.value
-        w_ = ortlab.whatif(self.model, [target], progress=self._progress(f"what if {target}"),
-                           qnn_options=self._qnn_options(), **self._inputs())  # fmt: skip
+        w_ = ortlab.whatif(
+            self.model,
+            [target],
+            progress=self._progress(f"what if {target}"),
+            qnn_options=self._qnn_options(),
+            **self._inputs(),
+        )
         for old in self._whatif_shown:  # a widget lives in the kernel until closed
             if isinstance(old, w.DOMWidget):
                 old.close()
@@ -502,22 +542,39 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._announce("building static QDQ (calibration)")
         variants.append(ortlab.quantize(m, mode="static", calibration_size=8, **inputs))
         self._announce("timing the variants")
-        cmp = ortlab.compare(m, variants, self.config, progress=self._progress("variants"),
-                             **inputs)  # fmt: skip
+        cmp = ortlab.compare(
+            m, variants, self.config, progress=self._progress("variants"), **inputs
+        )
         self._announce("the per-tensor error")
         err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
         self.comparison = cmp
-        self._show("Quantization", self.tab_controls.quant_bar, cmp, cmp.plot(),
-                   self.tab_controls.worst_label,
-                   err.worst(10))  # fmt: skip
+        self._show(
+            "Quantization",
+            self.tab_controls.quant_bar,
+            cmp,
+            cmp.plot(),
+            self.tab_controls.worst_label,
+            err.worst(10),
+        )
 
     def _doctor(self) -> None:
-        d = ortlab.doctor(self.model, self.config, budget_s=self.budget.value,
-                          progress=self._progress("doctor"), **self._inputs())  # fmt: skip
+        d = ortlab.doctor(
+            self.model,
+            self.config,
+            budget_s=self.budget.value,
+            progress=self._progress("doctor"),
+            **self._inputs(),
+        )
         self.doctor_result = d
         self.apply_button.disabled = False
-        self._show("Doctor", self.tab_controls.doctor_bar, d, d.plot("candidates"),
-                   d.plot("threads"), d.plot("pareto"))  # fmt: skip
+        self._show(
+            "Doctor",
+            self.tab_controls.doctor_bar,
+            d,
+            d.plot("candidates"),
+            d.plot("threads"),
+            d.plot("pareto"),
+        )
         self._show_when_seen("Overview", self._overview)  # its headline names the best
 
     def apply_best(self) -> None:
@@ -559,9 +616,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The Lab's state as plain HTML (no script, no network): :func:`snapshot_html` of
         the last run's results."""
         failed = bool(self.error.value)
-        return snapshot_html(self.model.name, self.config.label(), self.history,
-                             benchmark=self.benchmark_result, placement=self.placement,
-                             profile=self.profile_result, failed=failed)  # fmt: skip
+        return snapshot_html(
+            self.model.name,
+            self.config.label(),
+            self.history,
+            benchmark=self.benchmark_result,
+            placement=self.placement,
+            profile=self.profile_result,
+            failed=failed,
+        )
 
     def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Write the Lab's state (last run's placement, profile and benchmark; optimization
@@ -574,15 +637,28 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             if path
             else Path.cwd() / f"ortlab-report-{safe_filename(self.model.name)}.html"
         )
-        out = report(self.model, self.doctor_result, path=target, compute=False,
-                     placement=self.placement, profile=self.profile_result,
-                     optimization=self.optimization, compare=self.comparison,
-                     benchmark=self.benchmark_result, history=self.history.to_pandas(),
-                     extra=[r for r in (self.roofline, self.cost, self.throughput, self.sweep,
-                                        self.version_diff) if r is not None])  # fmt: skip
+        out = report(
+            self.model,
+            self.doctor_result,
+            path=target,
+            compute=False,
+            placement=self.placement,
+            profile=self.profile_result,
+            optimization=self.optimization,
+            compare=self.comparison,
+            benchmark=self.benchmark_result,
+            history=self.history.to_pandas(),
+            extra=[
+                r
+                for r in (self.roofline, self.cost, self.throughput, self.sweep, self.version_diff)
+                if r is not None
+            ],
+        )
         self.report_path = out
-        self.notice.value = (f"report written: <a href='{esc(out.name)}' target='_blank'>"
-                             f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)")  # fmt: skip
+        self.notice.value = (
+            f"report written: <a href='{esc(out.name)}' target='_blank'>"
+            f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)"
+        )
         return out
 
     def _show_snippet(self, run: int | None = None) -> None:

@@ -27,10 +27,28 @@ __all__ = ["LabControls", "TabControls"]
 class LabControls:
     """The widgets of the Lab's settings (``lab.level`` is ``lab.controls.level``)."""
 
-    NAMES = ("provider_boxes", "level", "intra", "inter", "mode", "spinning", "io_binding",
-             "variant", "per_channel", "transformers", "optimizers", "dims", "runs",
-             "run_button", "cancel_button", "progress", "snippet_button", "report_button",
-             "error", "notice")  # fmt: skip
+    NAMES = (
+        "provider_boxes",
+        "level",
+        "intra",
+        "inter",
+        "mode",
+        "spinning",
+        "io_binding",
+        "variant",
+        "per_channel",
+        "transformers",
+        "optimizers",
+        "dims",
+        "runs",
+        "run_button",
+        "cancel_button",
+        "progress",
+        "snippet_button",
+        "report_button",
+        "error",
+        "notice",
+    )
     """The controls a Lab exposes as its own attributes."""
 
     def __init__(
@@ -64,11 +82,12 @@ class LabControls:
         )
         self.transformers = w.Checkbox(False, description="transformers optimizer", indent=False)
         self.optimizers = w.SelectMultiple(
-            options=[], rows=4,
+            options=[],
+            rows=4,
             tooltip="ORT's graph transformers, those that changed this graph first; the selected "
             "ones are switched off (ctrl/shift-click for several)",
             layout=w.Layout(width="calc(100% - 4px)"),  # its 2 px margins inside the column
-        )  # fmt: skip
+        )
         self.optimizers.add_class("ortlab-optimizers")
         self.dims = self._dims_box(dims_given)
         self.runs = w.IntSlider(runs, min=5, max=500, step=5, description="runs")
@@ -89,16 +108,36 @@ class LabControls:
     @property
     def settings(self) -> list[Any]:
         """The controls whose change re-runs (the dims box: on Enter, or leaving it)."""
-        return [self.level, self.intra, self.inter, self.mode, self.spinning, self.io_binding,
-                self.variant, self.per_channel, self.transformers, self.optimizers, self.dims,
-                self.runs, *self.provider_boxes.values()]  # fmt: skip
+        return [
+            self.level,
+            self.intra,
+            self.inter,
+            self.mode,
+            self.spinning,
+            self.io_binding,
+            self.variant,
+            self.per_channel,
+            self.transformers,
+            self.optimizers,
+            self.dims,
+            self.runs,
+            *self.provider_boxes.values(),
+        ]
 
     def _layout(self) -> w.VBox:
         """Three columns above full-width tabs: the graph and charts get the width. Each control
         fills its column (ipywidgets' fixed 300 px overflowed a column at 1280x800 and cut the
         boxes); the dims, whose names can be long, get a row of their own."""
-        for control in (self.level, self.mode, self.intra, self.inter, self.spinning,
-                        self.variant, self.runs, self.progress):  # fmt: skip
+        for control in (
+            self.level,
+            self.mode,
+            self.intra,
+            self.inter,
+            self.spinning,
+            self.variant,
+            self.runs,
+            self.progress,
+        ):
             control.layout.width = "98%"
             control.style.description_width = "70px"
         boxes = [
@@ -111,28 +150,56 @@ class LabControls:
             box.layout.width = "98%"
         self.dims.layout.width = "calc(100% - 6px)"  # its 2 px margins stay inside the Lab
         self.dims.style.description_width = "70px"
-        for button in (self.run_button, self.cancel_button, self.snippet_button,
-                       self.report_button):  # fmt: skip
+        for button in (
+            self.run_button,
+            self.cancel_button,
+            self.snippet_button,
+            self.report_button,
+        ):
             button.layout.width = "auto"
         column = w.Layout(width="33%", min_width="240px")
-        return w.VBox([
-            w.HBox(
-                [
-                    w.VBox([w.HTML("<b>execution providers</b>"),
-                            w.VBox(list(self.provider_boxes.values())), self.level, self.mode],
-                           layout=column),
-                    w.VBox([self.intra, self.inter, self.spinning, self.variant,
-                            self.per_channel, self.io_binding, self.transformers],
-                           layout=column),
-                    w.VBox([w.HTML("ORT optimizers to switch off"), self.optimizers,
-                            self.runs, w.HBox([self.run_button, self.cancel_button]),
-                            self.progress, w.HBox([self.snippet_button, self.report_button])],
-                           layout=column),
-                ],
-                layout=w.Layout(flex_flow="row wrap"),
-            ),
-            self.dims,
-        ])  # fmt: skip
+        return w.VBox(
+            [
+                w.HBox(
+                    [
+                        w.VBox(
+                            [
+                                w.HTML("<b>execution providers</b>"),
+                                w.VBox(list(self.provider_boxes.values())),
+                                self.level,
+                                self.mode,
+                            ],
+                            layout=column,
+                        ),
+                        w.VBox(
+                            [
+                                self.intra,
+                                self.inter,
+                                self.spinning,
+                                self.variant,
+                                self.per_channel,
+                                self.io_binding,
+                                self.transformers,
+                            ],
+                            layout=column,
+                        ),
+                        w.VBox(
+                            [
+                                w.HTML("ORT optimizers to switch off"),
+                                self.optimizers,
+                                self.runs,
+                                w.HBox([self.run_button, self.cancel_button]),
+                                self.progress,
+                                w.HBox([self.snippet_button, self.report_button]),
+                            ],
+                            layout=column,
+                        ),
+                    ],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+                self.dims,
+            ]
+        )
 
     def _dims_box(self, given: Mapping[str, int]) -> w.Text:
         """The dims box: editable symbolic dims (Enter re-runs), or the feeds' shapes, read-only."""
@@ -236,10 +303,25 @@ class TabControls:
     pickers, and the Placement tab's what-if target and QNN chip. Widgets shown on every
     refresh are made once here: a widget lives in the kernel until closed."""
 
-    NAMES = ("opt_button", "quant_button", "budget", "doctor_button", "apply_button",
-             "top_nodes", "run_a", "run_b", "compare_button", "run_snippet_button",
-             "comparison_out", "target", "qnn_chip", "whatif_button", "limits_buttons",
-             "sweep_dims", "versions")  # fmt: skip
+    NAMES = (
+        "opt_button",
+        "quant_button",
+        "budget",
+        "doctor_button",
+        "apply_button",
+        "top_nodes",
+        "run_a",
+        "run_b",
+        "compare_button",
+        "run_snippet_button",
+        "comparison_out",
+        "target",
+        "qnn_chip",
+        "whatif_button",
+        "limits_buttons",
+        "sweep_dims",
+        "versions",
+    )
     """The controls a Lab exposes as its own attributes."""
 
     def __init__(self, qnn_given: Mapping[str, Any]) -> None:
@@ -250,30 +332,40 @@ class TabControls:
             description="Run optimization diff (all levels)", layout=w.Layout(width="auto")
         )
         self.opt_bar = w.VBox([self.opt_button, s["Optimization"]])
-        self.quant_button = w.Button(description="Compare original / fp16 / dynamic / static QDQ",
-                                     layout=w.Layout(width="auto"))  # fmt: skip
+        self.quant_button = w.Button(
+            description="Compare original / fp16 / dynamic / static QDQ",
+            layout=w.Layout(width="auto"),
+        )
         self.quant_bar = w.VBox([self.quant_button, s["Quantization"]])
         self.limits_buttons = {
             what: w.Button(description=text, layout=w.Layout(width="auto", flex="0 0 auto"))
             for what, text in LIMITS_JOBS.items()
-        }  # fmt: skip
-        self.sweep_dims = w.Text(placeholder="batch=1,2,4; sequence=64,128", description="shapes",
-                                 layout=w.Layout(width="340px"))  # fmt: skip
-        self.versions = w.Text(value="1.31.1,1.32.0", description="versions",
-                               layout=w.Layout(width="260px"))  # fmt: skip
+        }
+        self.sweep_dims = w.Text(
+            placeholder="batch=1,2,4; sequence=64,128",
+            description="shapes",
+            layout=w.Layout(width="340px"),
+        )
+        self.versions = w.Text(
+            value="1.31.1,1.32.0", description="versions", layout=w.Layout(width="260px")
+        )
         b = self.limits_buttons
-        self.limits_bar = w.VBox([
-            w.HBox([b["roofline"], b["cost"], b["throughput"]]),
-            w.HBox([self.sweep_dims, b["sweep"], b["perfetto"]]),
-            w.HBox([self.versions, b["version_diff"]]),
-            s["Limits"],
-        ])  # fmt: skip
+        self.limits_bar = w.VBox(
+            [
+                w.HBox([b["roofline"], b["cost"], b["throughput"]]),
+                w.HBox([self.sweep_dims, b["sweep"], b["perfetto"]]),
+                w.HBox([self.versions, b["version_diff"]]),
+                s["Limits"],
+            ]
+        )
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
-        self.doctor_button = w.Button(description="Run the doctor", button_style="info",
-                                      layout=w.Layout(width="auto"))  # fmt: skip
+        self.doctor_button = w.Button(
+            description="Run the doctor", button_style="info", layout=w.Layout(width="auto")
+        )
         self.apply_button = w.Button(description="Apply best", disabled=True)
-        self.doctor_bar = w.VBox([w.HBox([self.budget, self.doctor_button, self.apply_button]),
-                                  s["Doctor"]])  # fmt: skip
+        self.doctor_bar = w.VBox(
+            [w.HBox([self.budget, self.doctor_button, self.apply_button]), s["Doctor"]]
+        )
         self.top_nodes = w.Select(
             options=[], rows=12, description="top nodes", layout=w.Layout(width="calc(100% - 4px)")
         )
@@ -289,26 +381,38 @@ class TabControls:
         self.run_snippet_button = w.Button(
             description="Snippet of run A", layout=w.Layout(width="auto", flex="0 0 auto")
         )
-        self.history_bar = w.VBox([w.HBox([self.run_a, self.run_b, self.compare_button,
-                                           self.run_snippet_button],
-                                          layout=w.Layout(flex_flow="row wrap")),
-                                   s["History"]])  # fmt: skip
+        self.history_bar = w.VBox(
+            [
+                w.HBox(
+                    [self.run_a, self.run_b, self.compare_button, self.run_snippet_button],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+                s["History"],
+            ]
+        )
         self.comparison_out = w.Output()
         self.history_caption, self.history_warning = w.HTML(), w.HTML()
         tip = "an accelerator that is not here: its predicted partition and why nodes fall back"
-        self.target = w.Dropdown(options=list(DEFAULT_TARGETS), value=DEFAULT_TARGETS[0],
-                                 description="what if", tooltip=tip)  # fmt: skip
+        self.target = w.Dropdown(
+            options=list(DEFAULT_TARGETS),
+            value=DEFAULT_TARGETS[0],
+            description="what if",
+            tooltip=tip,
+        )
         chip = {**DEFAULT_QNN_OPTIONS, **{str(k): str(v) for k, v in qnn_given.items()}}
         self.qnn_chip = w.Text(
-            value=", ".join(f"{k}={v}" for k, v in chip.items()), description="QNN chip",
+            value=", ".join(f"{k}={v}" for k, v in chip.items()),
+            description="QNN chip",
             tooltip="QNN provider options for the qnn prediction (htp_arch=73, soc_model=60 "
-            "is a Snapdragon 8 Gen 2)", layout=w.Layout(width="270px"),
-        )  # fmt: skip
+            "is a Snapdragon 8 Gen 2)",
+            layout=w.Layout(width="270px"),
+        )
         self.whatif_button = w.Button(
             description="Predict its placement", layout=w.Layout(width="auto")
         )
-        self.whatif_bar = w.VBox([w.HBox([self.target, self.qnn_chip, self.whatif_button]),
-                                  s["Placement"]])  # fmt: skip
+        self.whatif_bar = w.VBox(
+            [w.HBox([self.target, self.qnn_chip, self.whatif_button]), s["Placement"]]
+        )
 
     def profile_items(self, prof: Any) -> list[Any]:
         """What the Profile tab shows: the list of the top nodes first (what is slow, to pick
@@ -319,8 +423,14 @@ class TabControls:
             "call does not move them). Pick one to select, in the Graph tab, the node that "
             "carries its time."
         )
-        return [self.top_label, self.top_nodes, prof.plot("op_type"), prof.plot("provider"),
-                prof.plot("timeline"), prof.plot("memory")]  # fmt: skip
+        return [
+            self.top_label,
+            self.top_nodes,
+            prof.plot("op_type"),
+            prof.plot("provider"),
+            prof.plot("timeline"),
+            prof.plot("memory"),
+        ]
 
     def offer_runs(self, history: Any) -> None:
         """The History tab's run pickers (kept current on every run), the last two picked."""
@@ -342,10 +452,17 @@ class TabControls:
         shown = history.screen_table(30)  # lab.history.to_pandas() has every run and column
         self.history_caption.value = (
             f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
-            if len(t) > len(shown) else ""
-        )  # fmt: skip
-        return [self.history_bar, self.comparison_out, self.history_warning, history_figure(t),
-                self.history_caption, shown]  # fmt: skip
+            if len(t) > len(shown)
+            else ""
+        )
+        return [
+            self.history_bar,
+            self.comparison_out,
+            self.history_warning,
+            history_figure(t),
+            self.history_caption,
+            shown,
+        ]
 
     def qnn_options(self) -> dict[str, str]:
         """The QNN chip box as provider options ("htp_arch=73, soc_model=60")."""
@@ -354,8 +471,10 @@ class TabControls:
             key, eq, value = part.partition("=")
             if not eq or not key.strip() or not value.strip():
                 if part.strip():
-                    raise ValueError(f"QNN chip: expected key=value pairs such as htp_arch=73, "
-                                     f"soc_model=60, got {part.strip()!r}")  # fmt: skip
+                    raise ValueError(
+                        f"QNN chip: expected key=value pairs such as htp_arch=73, "
+                        f"soc_model=60, got {part.strip()!r}"
+                    )
                 continue
             out[key.strip()] = value.strip()
         return out

@@ -70,8 +70,9 @@ class Jobs:
         self.thread = threading.Thread(target=self.guarded, args=(job, kept, status), daemon=True)
         self.thread.start()
 
-    def guarded(self, job: Callable[[], Any], kept: bool = False,
-                status: TabStatus | None = None) -> None:  # fmt: skip
+    def guarded(
+        self, job: Callable[[], Any], kept: bool = False, status: TabStatus | None = None
+    ) -> None:
         """Run ``job`` and show how it ended; never raises (``last_error`` keeps the error)."""
         c = self.controls
         self.cancelled.clear()
@@ -161,8 +162,10 @@ def choose_sync(sync: bool | None, synchronous: bool | None = None) -> bool:
     ("1" or "0") if set, else synchronous outside a Jupyter kernel (a script's ``Lab(…)``
     returns after its first run, with its History row) and in the background inside one."""
     if sync is not None and synchronous is not None and sync != synchronous:
-        raise OrtlabError(f"Lab(sync={sync}, synchronous={synchronous}): synchronous is the "
-                          "former name of sync; pass one of them.")  # fmt: skip
+        raise OrtlabError(
+            f"Lab(sync={sync}, synchronous={synchronous}): synchronous is the "
+            "former name of sync; pass one of them."
+        )
     given = sync if sync is not None else synchronous
     if given is not None:
         return bool(given)

@@ -90,9 +90,11 @@ def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
         raise OrtlabError("No run to export yet: press Run, then save its trace.")
     out = Path.cwd() / f"ortlab-trace-{safe_filename(lab.model.name)}.json"
     lab.placement.profile.to_perfetto(out, placement=lab.placement, model=lab.model)
-    note = (f"<div>Perfetto trace of the last run written: <b>{esc(out)}</b> "
-            f"({out.stat().st_size / 1e6:.1f} MB). Open it at ui.perfetto.dev or "
-            "chrome://tracing (File: open trace file).</div>")  # fmt: skip
+    note = (
+        f"<div>Perfetto trace of the last run written: <b>{esc(out)}</b> "
+        f"({out.stat().st_size / 1e6:.1f} MB). Open it at ui.perfetto.dev or "
+        "chrome://tracing (File: open trace file).</div>"
+    )
     return out, [w.HTML(note)]
 
 
@@ -111,15 +113,15 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     elif what == "cost":
         result = cost(path, config=config, progress=progress, **inputs)
     elif what == "throughput":
-        result = throughput(path, config, concurrency=[1, 2, 4], progress=progress,
-                                   **inputs)  # fmt: skip
+        result = throughput(path, config, concurrency=[1, 2, 4], progress=progress, **inputs)
     elif what == "sweep":
         result = sweep(path, _sweep_dims(shapes), config, progress=progress)
     else:
         pair = [v.strip() for v in versions.split(",") if v.strip()]
         if len(pair) != 2:
-            raise OrtlabError(f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 "
-                              f"(got {versions!r}).")  # fmt: skip
+            raise OrtlabError(
+                f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 (got {versions!r})."
+            )
         result = version_diff(path, config, versions=pair, progress=progress, **inputs)
     return result, [result.plot(), result]
 
@@ -162,11 +164,29 @@ def _warm_figure() -> None:
 
     one, text = np.ones(1), np.array(["a"])
     fig = go.Figure()
-    fig.add_bar(x=pd.Series(one), y=text, base=one, orientation="h", name="a", customdata=text,
-                text=text, marker_color="#bbb", opacity=0.6, hovertemplate="%{x}")  # fmt: skip
-    fig.add_scatter(x=one, y=one, mode="lines+markers", name="a", text=text,
-                    line={"dash": "dot", "shape": "hv"}, marker={"size": 4},
-                    error_x={"type": "data", "array": [0.1]}, hovertemplate="%{y}")  # fmt: skip
+    fig.add_bar(
+        x=pd.Series(one),
+        y=text,
+        base=one,
+        orientation="h",
+        name="a",
+        customdata=text,
+        text=text,
+        marker_color="#bbb",
+        opacity=0.6,
+        hovertemplate="%{x}",
+    )
+    fig.add_scatter(
+        x=one,
+        y=one,
+        mode="lines+markers",
+        name="a",
+        text=text,
+        line={"dash": "dot", "shape": "hv"},
+        marker={"size": 4},
+        error_x={"type": "data", "array": [0.1]},
+        hovertemplate="%{y}",
+    )
     fig.add_trace(go.Histogram(x=one, nbinsx=10, name="a"))
     fig.add_trace(
         go.Sunburst(
@@ -180,11 +200,19 @@ def _warm_figure() -> None:
         )
     )
     fig.add_trace(go.Treemap(ids=["a"], labels=["a"], parents=[""], values=[1]))
-    fig.update_layout(title={"text": "warm-up", "x": 0.01}, template=template(),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay", height=300,
-                      xaxis_title="x", yaxis_title="y", legend_title="l", showlegend=False,
-                      shapes=[{"type": "line", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
-                      annotations=[{"x": 1, "y": 1, "text": "a", "showarrow": False}])  # fmt: skip
+    fig.update_layout(
+        title={"text": "warm-up", "x": 0.01},
+        template=template(),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        barmode="overlay",
+        height=300,
+        xaxis_title="x",
+        yaxis_title="y",
+        legend_title="l",
+        showlegend=False,
+        shapes=[{"type": "line", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
+        annotations=[{"x": 1, "y": 1, "text": "a", "showarrow": False}],
+    )
     fig.add_vline(x=1.0, line_dash="dot")
     mime_bundle(fig)
 
@@ -301,12 +329,17 @@ def snapshot_html(
     ]
     if profile is not None:  # the Profile tab's and the report's table of the slowest nodes
         rows = profile_node_rows(profile, 10, carriers_first(placement, profile))
-        parts += [f"<h4>Slowest nodes</h4><div>over {profile.runs} profiled runs</div>",
-                  table_html(*rows)]  # fmt: skip
-    t = history.to_pandas()[["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms",
-                             "other_cores", "providers"]].tail(10)  # fmt: skip
-    parts += ["<h4>History</h4>", t.to_html(index=False, float_format="{:.3f}".format,
-                                            classes="ortlab-t", border=0)]  # fmt: skip
+        parts += [
+            f"<h4>Slowest nodes</h4><div>over {profile.runs} profiled runs</div>",
+            table_html(*rows),
+        ]
+    t = history.to_pandas()[
+        ["run", "label", "p50_ms", "p50_low_ms", "p50_high_ms", "other_cores", "providers"]
+    ].tail(10)
+    parts += [
+        "<h4>History</h4>",
+        t.to_html(index=False, float_format="{:.3f}".format, classes="ortlab-t", border=0),
+    ]
     return "<div class='ortlab-lab-snapshot'>" + "".join(parts) + "</div>"
 
 
@@ -329,10 +362,13 @@ def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
 
     fused = carriers_first(placement, prof)
     return [
-        (f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
-         f" · {r.share:.1%}", r.node)
+        (
+            f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
+            f" · {r.share:.1%}",
+            r.node,
+        )
         for r in median_shares(prof).head(25).itertuples()
-    ]  # fmt: skip
+    ]
 
 
 def carriers_first(placement: Any, profile: Any) -> dict[str, tuple[str, ...]]:
@@ -356,5 +392,7 @@ def guess_hint(err: Exception, auto_dims: dict[str, int]) -> str:
     if not isinstance(err, RunError) or "guessed" in str(err) or not auto_dims:
         return ""
     guessed = "; ".join(f"{n}={v}" for n, v in auto_dims.items())
-    return (f" These dims were chosen by ortlab ({guessed}), not given: type the model's real "
-            "sizes in the dims box (or Lab(model, dims=…)).")  # fmt: skip
+    return (
+        f" These dims were chosen by ortlab ({guessed}), not given: type the model's real "
+        "sizes in the dims box (or Lab(model, dims=…))."
+    )

@@ -50,8 +50,9 @@ class TabStatus:
         self.line.add_class("ortlab-status")
         self.error = w.HTML()
         self.error.add_class("ortlab-error")
-        self.cancel_button = w.Button(description="Cancel", layout=w.Layout(width="auto",
-                                      display="none"))  # fmt: skip
+        self.cancel_button = w.Button(
+            description="Cancel", layout=w.Layout(width="auto", display="none")
+        )
         self.box = w.VBox([w.HBox([self.line, self.cancel_button]), self.error])
         self.state = "idle"
         self.what = ""
@@ -97,8 +98,9 @@ class TabStatus:
         self._render()
         if live:
             self._stop = stop = threading.Event()
-            self._timer = threading.Thread(target=self._tick, args=(stop,), daemon=True,
-                                           name=f"ortlab-status-{self.tab}")  # fmt: skip
+            self._timer = threading.Thread(
+                target=self._tick, args=(stop,), daemon=True, name=f"ortlab-status-{self.tab}"
+            )
             self._timer.start()
 
     def step(self, text: str) -> None:

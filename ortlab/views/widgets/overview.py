@@ -96,8 +96,11 @@ class Headline:
 
     def _repr_html_(self) -> str:
         if self.benchmark is None or self.profile is None or self.placement is None:
-            said = "the last run failed (its error is above the tabs)" if self.failed else (
-                "no run yet")  # fmt: skip
+            said = (
+                "the last run failed (its error is above the tabs)"
+                if self.failed
+                else ("no run yet")
+            )
             return f"<div class='ortlab-headline'><i>{said}</i>{self._best()}</div>"
         return (
             "<div class='ortlab-headline' style='margin-bottom:8px'>"

@@ -36,8 +36,15 @@ def main() -> None:
         return original(path, skip_runs=skip_runs)
 
     tasks.parse_profile_file = keep  # type: ignore[assignment]
-    out = tasks.placement(lambda *_: None, model_path=str(m.path), model_name=m.name,
-                          config=cfg, feeds=feeds, runs=3, warmup=1)  # fmt: skip
+    out = tasks.placement(
+        lambda *_: None,
+        model_path=str(m.path),
+        model_name=m.name,
+        config=cfg,
+        feeds=feeds,
+        runs=3,
+        warmup=1,
+    )
     fixture = {
         "onnxruntime": VERSION,
         "warmup": 1,
