@@ -233,17 +233,9 @@ def _task_functions() -> list[Any]:
     import inspect
 
     found = []
-    for name in (
-        "tasks",
-        "tasks_timing",
-        "tasks_transform",
-        "tasks_whatif",
-        "tasks_memory",
-        "tasks_throughput",
-        "providers",
-        "runtime",
-        "examples",
-    ):
+    engine = ROOT / "ortlab" / "engine"
+    task_modules = sorted(p.stem for p in engine.glob("tasks*.py"))  # found, not listed
+    for name in (*task_modules, "providers", "runtime", "examples"):
         module = importlib.import_module(f"ortlab.engine.{name}")
         for fn_name, fn in vars(module).items():
             if fn_name.startswith("_") or not inspect.isfunction(fn):
@@ -300,6 +292,26 @@ def test_every_task_replies_with_a_typed_record() -> None:
         f"{f.__module__}.{f.__name__}" for f in tasks if _loose(typing.get_type_hints(f)["return"])
     ]
     assert loose == []
+    # and every record a task sends back is defined in engine.replies, the one home of replies
+    from ortlab.engine import replies
+
+    elsewhere = [
+        f"{f.__module__}.{f.__name__} -> {r.__module__}.{r.__qualname__}"
+        for f in tasks
+        for r in _records(typing.get_type_hints(f)["return"])
+        if r.__module__ != replies.__name__ and r.__module__.startswith("ortlab.engine")
+    ]
+    assert elsewhere == [], elsewhere
+    assert {"shapes", "peaks", "throughput"} <= names, "tasks_cost, tasks_peaks, tasks_throughput"
+
+
+def _records(hint: Any) -> list[type]:
+    """The dataclasses a return annotation names, at any depth (dict values, list items)."""
+    import typing
+
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return [hint]
+    return [r for a in typing.get_args(hint) if a is not Ellipsis for r in _records(a)]
 
 
 def test_the_reply_rule_sees_a_dict_read_by_key() -> None:

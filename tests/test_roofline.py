@@ -142,7 +142,7 @@ def test_ceilings_keep_the_best_of_every_measurement() -> None:
     """A peak is the most the machine did: a later, slower measurement (a busy moment) never
     lowers it, a faster one raises it, and a failed one never replaces a measured one."""
     from ortlab.analysis import ceilings
-    from ortlab.engine.tasks_peaks import PeakRuns
+    from ortlab.engine.replies import PeakRuns
 
     cfg = ortlab.SessionConfig(intra_op_threads=3)  # settings no other test measures
     ceilings.record(cfg, [PeakRuns("fp32 GEMM", "fp32", 2e9, [0.02, 0.01, 0.04])])
@@ -174,7 +174,7 @@ def test_a_ceiling_a_busy_moment_halved_is_measured_again(cnn: Path) -> None:
     """A ceiling measured far too low (as on a machine busy at that moment) puts nodes above the
     roof; the roofline measures the ceilings again, keeps the best, and the nodes come down."""
     from ortlab.analysis import ceilings
-    from ortlab.engine.tasks_peaks import PeakRuns
+    from ortlab.engine.replies import PeakRuns
 
     cfg = ortlab.SessionConfig(level="all", intra_op_threads=1)
     ceilings.record(

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
-from ortlab.engine.tasks_peaks import PeakRuns
+from ortlab.engine.replies import PeakRuns
 
 __all__ = ["ALL_PEAKS", "Peak", "forget", "known", "record", "settings_key"]
 

@@ -24,7 +24,7 @@ from ortlab.core.result import Result, table
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import run_model_task
-from ortlab.engine.tasks_cost import GraphNode, ShapesReply
+from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.trace import types_text
 
 __all__ = ["CostResult", "CostRow", "cost", "cost_rows"]

@@ -28,7 +28,8 @@ from ortlab.core.result import Result, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
 from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import run_model_task
-from ortlab.engine.tasks_throughput import MODES, ThroughputReply
+from ortlab.engine.replies import ThroughputReply
+from ortlab.engine.tasks_throughput import MODES
 
 __all__ = ["ConcurrencyError", "LevelRow", "ThroughputResult", "find_knee", "throughput"]
 

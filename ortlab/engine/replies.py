@@ -1,12 +1,14 @@
 """What the worker's model tasks send back, as typed records: the caller reads fields mypy
-checks, not keys in a dict. Each travels pickled over the worker's connection."""
+checks, not keys in a dict. Each travels pickled over the worker's connection. Every task's
+reply type lives here (a test reads every task module's return types and finds them here)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ortlab.core.onnx_util import Attr
 from ortlab.core.runtime import Device
 from ortlab.engine.plugins import PluginEP
 from ortlab.engine.session import SessionReport
@@ -15,17 +17,23 @@ from ortlab.engine.trace import ProfileData
 __all__ = [
     "BenchmarkReply",
     "FootprintSample",
+    "GraphNode",
     "InterleavedReply",
     "OutputsReply",
+    "PeakRuns",
+    "PeaksReply",
     "PlacementReply",
     "PluginInfo",
     "ProfileReply",
     "QuantizeReply",
     "SavedLevel",
+    "ShapesReply",
     "TargetEvidence",
     "TensorStats",
+    "ThroughputReply",
     "TransformerReply",
     "WhatIfReply",
+    "Window",
 ]
 
 FinalNodes = list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]]
@@ -194,3 +202,80 @@ class WhatIfReply:
     path: str
     targets: dict[str, TargetEvidence]
     ort_version: str
+
+
+@dataclass(frozen=True)
+class PeakRuns:
+    """One peak's measurement: what ran, the work of one run, and each run's seconds."""
+
+    what: str
+    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM', 'fp32 stream (Add)' or 'fp32 in-cache (Add)'."""
+    dtype: str
+    """The precision it stands for (fp32, int8, fp16), 'memory' (DRAM) or 'cache'."""
+    work: float
+    """FLOPs (a GEMM) or bytes (the stream) one run does."""
+    seconds: list[float]
+    error: str = ""
+    """Why it could not be measured (this EP has no such kernel…); then ``seconds`` is empty."""
+
+
+@dataclass(frozen=True)
+class PeaksReply:
+    runs: list[PeakRuns]
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A node of the graph ORT ran: its name as the profile names it, and what a cost formula
+    reads (input/output tensor names, scalar and list attributes)."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: tuple[tuple[str, Attr], ...]
+
+
+@dataclass(frozen=True)
+class ShapesReply:
+    """The profiled run, the graph ORT ran, and (dtype, dims) per tensor name."""
+
+    data: ProfileData
+    report: SessionReport
+    nodes: tuple[GraphNode, ...]
+    tensors: dict[str, tuple[str, tuple[int, ...]]]
+    """Per tensor name: ORT's dtype name ('float', 'float16', 'uint8'…) and its dims."""
+    initializers: frozenset[str]
+    """The tensors that are weights (initializers of the graph ORT ran)."""
+    peaks: list[PeakRuns] = field(default_factory=list)
+    """With ``peaks``: the peak kernels' runs, just before the model's."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One timed window of one (mode, concurrency) item in one round."""
+
+    mode: str
+    concurrency: int
+    round: int
+    completed: int
+    """Requests that finished in the window (every one its threads started)."""
+    window_ns: int
+    """From the threads' release to the last request's end."""
+    latencies_ns: list[int]
+    """Every request's own time, all threads together."""
+    sessions: int
+    """Distinct sessions the window's threads ran (1 when shared, c per thread)."""
+
+
+@dataclass(frozen=True)
+class ThroughputReply:
+    """``tasks_throughput.throughput``: every window, the shared session's report, how many
+    sessions the per-thread mode built, and the worker machine's core count."""
+
+    windows: list[Window]
+    report: SessionReport
+    sessions_built: int
+    """Sessions built for the per-thread mode (the largest concurrency; 0 without it)."""
+    cpu_count: int

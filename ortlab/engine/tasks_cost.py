@@ -10,7 +10,6 @@ profile), the feeds, or an initializer of the saved optimized model (its dims, n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,40 +21,13 @@ from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample
 from ortlab.core.onnx_util import Attr, attr_values
-from ortlab.engine.session import SessionReport, build_session
+from ortlab.engine.replies import GraphNode, ShapesReply
+from ortlab.engine.session import build_session
 from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
-from ortlab.engine.tasks_peaks import PeakKernel, PeakRuns, peak_kernels
+from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["GraphNode", "ShapesReply", "onnx_dtype_name", "shapes"]
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """A node of the graph ORT ran: its name as the profile names it, and what a cost formula
-    reads (input/output tensor names, scalar and list attributes)."""
-
-    name: str
-    op_type: str
-    domain: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    attrs: tuple[tuple[str, Attr], ...]
-
-
-@dataclass(frozen=True)
-class ShapesReply:
-    """The profiled run, the graph ORT ran, and (dtype, dims) per tensor name."""
-
-    data: ProfileData
-    report: SessionReport
-    nodes: tuple[GraphNode, ...]
-    tensors: dict[str, tuple[str, tuple[int, ...]]]
-    """Per tensor name: ORT's dtype name ('float', 'float16', 'uint8'…) and its dims."""
-    initializers: frozenset[str]
-    """The tensors that are weights (initializers of the graph ORT ran)."""
-    peaks: list[PeakRuns] = field(default_factory=list)
-    """With ``peaks``: the peak kernels' runs, just before the model's."""
+__all__ = ["onnx_dtype_name", "shapes"]
 
 
 _ONNX_NAMES = {

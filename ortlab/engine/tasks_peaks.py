@@ -19,6 +19,7 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError
+from ortlab.engine.replies import PeakRuns, PeaksReply
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import Progress, release_after_reply
 
@@ -26,8 +27,6 @@ __all__ = [
     "GEMM_N",
     "STREAM_ELEMENTS",
     "PeakKernel",
-    "PeakRuns",
-    "PeaksReply",
     "peak_kernels",
     "peaks",
 ]
@@ -39,26 +38,6 @@ STREAM_ELEMENTS = 16 * 1024 * 1024
 CACHE_ELEMENTS = 256 * 1024
 """fp32 elements per tensor of the in-cache Add: 1 MB each (3 MB in all, inside a server or
 desktop CPU's last-level cache)."""
-
-
-@dataclass(frozen=True)
-class PeakRuns:
-    """One peak's measurement: what ran, the work of one run, and each run's seconds."""
-
-    what: str
-    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM', 'fp32 stream (Add)' or 'fp32 in-cache (Add)'."""
-    dtype: str
-    """The precision it stands for (fp32, int8, fp16), 'memory' (DRAM) or 'cache'."""
-    work: float
-    """FLOPs (a GEMM) or bytes (the stream) one run does."""
-    seconds: list[float]
-    error: str = ""
-    """Why it could not be measured (this EP has no such kernel…); then ``seconds`` is empty."""
-
-
-@dataclass(frozen=True)
-class PeaksReply:
-    runs: list[PeakRuns]
 
 
 def _gemm_model(dtype: str) -> tuple[bytes, dict[str, np.ndarray]]:

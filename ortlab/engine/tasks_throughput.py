@@ -8,12 +8,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, SessionCreationError
-from ortlab.engine.session import SessionReport, build_session
+from ortlab.engine.replies import ThroughputReply, Window
+from ortlab.engine.session import build_session
 from ortlab.engine.tasks import (
     _SESSION_BYTES,
     Progress,
@@ -27,39 +27,10 @@ from ortlab.engine.tasks import (
     release_after_reply,
 )
 
-__all__ = ["MODES", "ThroughputReply", "Window", "sessions_fit", "throughput"]
+__all__ = ["MODES", "sessions_fit", "throughput"]
 
 MODES = ("shared", "per_thread")
 """``shared``: c threads run one session; ``per_thread``: each thread runs its own session."""
-
-
-@dataclass(frozen=True)
-class Window:
-    """One timed window of one (mode, concurrency) item in one round."""
-
-    mode: str
-    concurrency: int
-    round: int
-    completed: int
-    """Requests that finished in the window (every one its threads started)."""
-    window_ns: int
-    """From the threads' release to the last request's end."""
-    latencies_ns: list[int]
-    """Every request's own time, all threads together."""
-    sessions: int
-    """Distinct sessions the window's threads ran (1 when shared, c per thread)."""
-
-
-@dataclass(frozen=True)
-class ThroughputReply:
-    """``tasks_throughput.throughput``: every window, the shared session's report, how many
-    sessions the per-thread mode built, and the worker machine's core count."""
-
-    windows: list[Window]
-    report: SessionReport
-    sessions_built: int
-    """Sessions built for the per-thread mode (the largest concurrency; 0 without it)."""
-    cpu_count: int
 
 
 def sessions_fit(per_session: int, count: int, free: int) -> str | None:
