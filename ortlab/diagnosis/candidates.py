@@ -33,7 +33,7 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.rules import attention_shaped
 
 if TYPE_CHECKING:
-    from ortlab.diagnosis.search import Search
+    from ortlab.diagnosis.ledger import Ledger
 
 __all__ = [
     "applicable_quantization",
@@ -95,7 +95,7 @@ def variant_config(cfg: SessionConfig) -> SessionConfig:
 
 
 def variant_candidates(
-    search: Search,
+    search: Ledger,
     seen: Observed,
     user_variants: Sequence[Any],
     *,

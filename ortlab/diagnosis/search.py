@@ -1,5 +1,7 @@
 """The doctor's search: observe the session, build candidate fixes, time them interleaved with
-the baseline (screen, prune, measure survivors), combine the winners and verify the combination.
+the baseline (screen, prune, measure survivors), score the variants' accuracy and fix the
+inaccurate int8 ones, then combine the winners and verify the combination
+(:mod:`ortlab.diagnosis.verify`); the rows go to the ledger (:mod:`ortlab.diagnosis.ledger`).
 
 Stages, each in the worker and each bounded by the budget:
 
@@ -11,8 +13,9 @@ Stages, each in the worker and each bounded by the budget:
    :data:`ortlab.core.stats.MIN_ROUNDS`); candidates whose whole interval is slower than the noise
    band are pruned; the survivors get more rounds (paired per round, so rounds from both calls
    pool);
-4. combine: the fastest significant setting per dimension plus the best accurate variant, timed
-   again against the baseline with the two best single changes.
+4. combine (:mod:`ortlab.diagnosis.verify`): the fastest significant setting per dimension
+   plus the best accurate variant, timed again against the baseline with the two best single
+   changes.
 
 A candidate that fails — its variant cannot be built (ORT's quantizer raises ``ValueError``,
 ``AssertionError``…), its session cannot be built or its first run fails in the worker — is
@@ -23,7 +26,6 @@ others go on.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.memory import footprint, memory_settings
-from ortlab.analysis.metrics import degenerate_notes, lowest_cosine
+from ortlab.analysis.metrics import degenerate_notes
 from ortlab.analysis.optimization import initializer_input_blocker
 from ortlab.analysis.placement import placement
 from ortlab.analysis.quant_error import QuantFix, quantization_error
@@ -39,15 +41,13 @@ from ortlab.analysis.quantization import calibration_data
 from ortlab.analysis.roofline import profile_with_roofline
 from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
-from ortlab.core.config import LEVEL_ORDER, SessionConfig
-from ortlab.core.errors import OrtlabError
+from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.model import Model
-from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio, plan_rounds
+from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
 from ortlab.diagnosis.best import Best, best_of
 from ortlab.diagnosis.budget import (
     MEMORY_REPEATS,
-    Budgeted,
     fit_screen,
     memory_need_s,
     memory_plan,
@@ -56,12 +56,10 @@ from ortlab.diagnosis.candidates import (
     setting_candidates,
     variant_candidates,
     variant_config,
-    winning_settings,
 )
 from ortlab.diagnosis.facts import (
     QUANTIZED,
     Candidate,
-    CandidateFailure,
     CandidateKey,
     FixTried,
     Kind,
@@ -69,17 +67,14 @@ from ortlab.diagnosis.facts import (
     Observed,
     TransformerFusion,
     baseline_ms,
-    candidate_key,
     measured_row,
     with_cosine,
 )
-from ortlab.engine import tasks
-from ortlab.engine.calls import Via, measure_interleaved
-from ortlab.engine.calls import run as run_task
+from ortlab.diagnosis.ledger import Item
+from ortlab.diagnosis.verify import FinalStage
 
 __all__ = ["Search", "physical_cores"]
 
-Item = Candidate
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
 _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 16 bits"))
@@ -94,38 +89,10 @@ def physical_cores() -> int:
     return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
-class Search(Budgeted):
-    """State of one doctor run (kept off the result: models, feeds, timing plan)."""
-
-    def __init__(
-        self,
-        m: Model,
-        *,
-        cfg: SessionConfig,
-        feeds: Any,
-        budget_s: float,
-        min_cosine: float,
-        progress: Any,
-        timeout: float | None,
-        t0: float,
-        max_rounds: int = 8,
-    ) -> None:
-        self.m, self.cfg, self.feeds = m, cfg, feeds
-        self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
-        self.progress, self.timeout = progress, timeout
-        self.max_rounds = max_rounds
-        self.notes: list[str] = []
-        self.profile: Any = None
-        self.rounds = 0
-        self.runs = 3
-        self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
-        self.latencies: dict[str, list[int]] = {}
-        self.failures: list[CandidateFailure] = []
-        self.measured: dict[str, Measured] = {}
-        """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
-        self.quant_fixes: dict[str, FixTried] = {}
-        self.skipped: list[str] = []
-        self.need_s = 0.0
+class Search(FinalStage):
+    """The doctor's stages over one run's ledger (:class:`~ortlab.diagnosis.ledger.Ledger`):
+    observe, memory, candidates, screen, accuracy, quantization fixes, explain; the final
+    combination is :class:`~ortlab.diagnosis.verify.FinalStage`'s."""
 
     # -- observe ----------------------------------------------------------------
 
@@ -252,26 +219,6 @@ class Search(Budgeted):
 
     # -- measuring --------------------------------------------------------------
 
-    def _plan(self, n_items: int, seen: Observed, share: float, what: str) -> tuple[int, int]:
-        """Runs per measurement and rounds (at most ``max_rounds``) that fit ``share`` of the
-        remaining budget. Runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds; when
-        even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
-        and a note says its candidates get no verdict."""
-        per_run = max(baseline_ms(seen, self.measured), 0.01) / 1e3
-        build = seen.report.create_ms / 1e3
-        available = max(self.left() * share - n_items * build, 0.0)
-        runs, rounds = plan_rounds(n_items, per_run, available, self.max_rounds)
-        if rounds < MIN_ROUNDS:
-            spent = self.budget_s - self.left()
-            needed = spent + n_items * (build + MIN_ROUNDS * runs * per_run) / share
-            self.skip(
-                f"verdicts in {what}: {max(self.left(), 0):.1f} s left had no room for "
-                f"{MIN_ROUNDS} rounds, the fewest a 95 % verdict needs; it ran {rounds}, so its "
-                "candidates get 'not enough rounds for a verdict'",
-                needed,
-            )
-        return runs, rounds
-
     def _fit(self, items: list[Item], seen: Observed, share: float) -> list[Item]:
         """The candidates that get a verdict's rounds in ``share`` of what is left (see
         :func:`~ortlab.diagnosis.budget.fit_screen`); the others are said once, as skipped."""
@@ -284,38 +231,6 @@ class Search(Budgeted):
             what = f"{', '.join(out)} not timed ({len(kept)} of {len(items)} fit the screen)"
             self.skip(what, self.budget_s - self.left() + len(items) * each / share)
         return kept
-
-    def _time(
-        self, items: list[Item], rounds: int, runs: int, desc: str
-    ) -> tuple[np.ndarray, list[Item]]:
-        """Median ms per round (rows) and candidate (columns) of the candidates that ran, and
-        those candidates. The ones the worker could not build or run (its ``failed``) are
-        recorded as failures and left out."""
-        out = measure_interleaved(
-            [(mm, c) for _, mm, c, _ in items],
-            self.feeds,
-            rounds=rounds,
-            runs=runs,
-            desc=desc,
-            context=f"of {self.m.name!r} ({len(items)} candidates)",
-            progress=self.progress,
-            timeout=self.call_timeout(),
-        )
-        failed = out.failed
-        if 0 in failed:  # the worker raises for the reference itself; never compare without it
-            raise OrtlabError(f"The reference {items[0][0]!r} failed while timing: {failed[0]}")
-        for k, msg in sorted(failed.items()):
-            key, mm, c, _ = items[k]
-            code = f"ortlab.benchmark(model, SessionConfig.from_json({c.to_json()!r}))"
-            what = f"candidate {key} ({self._variant(mm)} · {c.label()})"
-            self.failures.append(CandidateFailure(what, msg, "timing", code))
-        ran = [k for k in range(len(items)) if k not in failed]
-        med = out.medians_ms[:, ran]  # one column per item, NaN where one failed
-        lat = [out.latencies_ns[k] for k in ran]
-        kept = [items[k] for k in ran]
-        for (key, *_), times in zip(kept, lat, strict=True):
-            self.latencies.setdefault(key, []).extend(times)
-        return med, kept
 
     def screen(self, items: list[Item], seen: Observed) -> list[Item]:
         """Stage 1: every candidate, MIN_ROUNDS rounds; stage 2: the survivors, more rounds.
@@ -369,14 +284,6 @@ class Search(Budgeted):
                 against=items[b][0],
                 variant=self._variant(mm),
             )
-
-    def _accurate(self, v: Measured) -> bool:
-        """Output cosine >= min_cosine; NaN means the same model under other settings (not
-        compared in the screen; the final combination is)."""
-        return math.isnan(v.cosine) or v.cosine >= self.min_cosine
-
-    def _variant(self, mm: Model) -> str:
-        return "original" if mm is self.m else mm.name
 
     def _ref_index(self, items: list[Item]) -> int:
         ref = self.variant_config()
@@ -467,148 +374,6 @@ class Search(Budgeted):
         err = quantization_error(self.m, q, feeds=self.feeds, limit=4, timeout=self.call_timeout())
         return err.fix(n=QUANT_FIX_NODES, timeout=self.call_timeout())
 
-    def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
-        out: list[dict[str, np.ndarray]] = run_task(
-            tasks.outputs_many,
-            Via(
-                desc="doctor: outputs",
-                context=f"of {mm.name!r}",
-                progress=False,
-                timeout=self.call_timeout(),
-            ),
-            model_path=str(mm.path),
-            model_name=mm.name,
-            config=c.with_(io_binding=False),
-            samples=self.samples.samples,
-            seeded=bool(self.m.random_ops),
-        )
-        return out
-
-    def _cosine(self, key: str) -> float:
-        """The lowest output cosine of ``key`` against the baseline's outputs."""
-        return lowest_cosine(self.outputs["baseline"], self.outputs[key])
-
-    def combine(self, items: list[Item], seen: Observed) -> None:
-        """Stage 3: the winners of each dimension together, re-measured with the best singles."""
-        meas = self.measured
-        # Promising, not only significant: the screen's point estimate says faster. The final
-        # stage re-measures every combination against the baseline, and only what is
-        # significantly faster there can become the best.
-        ok = {
-            k: v
-            for k, v in meas.items()
-            if k != "baseline"
-            and v.paired.ratio < 1 - NOISE_BAND
-            and not v.paired.low >= 1  # NaN (too few rounds for an interval) stays promising
-            and self._accurate(v)
-        }
-        if not ok:
-            self.notes.append("no candidate was faster than the baseline in the screen")
-            return
-        changes = winning_settings(ok, self.cfg)
-        model_items = [(k, v) for k, v in ok.items() if CandidateKey.parse(k).is_variant]
-        by_key = {key: (mm, steps) for key, mm, _, steps in items}
-        combined_cfg = self.cfg.with_(**changes)
-        finals: list[Item] = [Candidate(Kind.BASELINE.value, self.m, self.cfg, [])]
-        if changes:
-            finals.append(Candidate(Kind.SETTINGS.value, self.m, combined_cfg, []))
-        if model_items:
-            vkey, _ = min(model_items, key=lambda kv: kv[1].paired.ratio)
-            mm, steps = by_key[vkey]
-            level = max(combined_cfg.level, "extended", key=LEVEL_ORDER.index)
-            finals.append(
-                Candidate(Kind.COMBINED.value, mm, combined_cfg.with_(level=level), steps)
-            )
-        for key, _ in sorted(ok.items(), key=lambda kv: kv[1].paired.ratio)[:2]:
-            mm, steps = by_key[key]
-            parsed = CandidateKey.parse(key)
-            final = candidate_key(parsed.kind, parsed.arg, final=True)
-            finals.append(
-                Candidate(final, mm, next(it.config for it in items if it.key == key), steps)
-            )
-        unique: dict[tuple[str, SessionConfig], Item] = {}
-        for it in finals:
-            unique.setdefault((str(it[1].path), it[2]), it)
-        finals = list(unique.values())
-        if len(finals) < 2:
-            return
-        if self.left() < 0:
-            self.skip(
-                "the combination of the screen's winners, not verified (the time budget was "
-                "used up): the screen's verdicts stand"
-            )
-            return
-        self._verify(finals, seen)
-
-    def _verify(self, finals: list[Item], seen: Observed) -> None:
-        """Time the final candidates against the baseline (column 0) and record them with
-        their output cosine; one whose outputs cannot be computed is a failure."""
-        runs, rounds = self._plan(len(finals), seen, 0.6, "the combination")
-        med, finals = self._time(finals, rounds, runs, "doctor: verify the combination")
-        # per candidate, its rounds and the baseline's rounds of the same calls (extensions
-        # time the baseline with the undecided candidates only)
-        cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
-        self._settle(finals, cols, runs, seen)
-        for key, mm, c, steps in finals[1:]:
-            v = paired_ratio(*cols[key])
-            p50 = float(np.median(cols[key][1]))
-            outputs = self.outputs.get(key) or self.guarded(
-                f"candidate {key} ({self._variant(mm)} · {c.label()})",
-                "accuracy",
-                functools.partial(self._outputs, mm, c),
-            )
-            if outputs is None:
-                continue
-            self.outputs[key] = outputs
-            row = measured_row(
-                key,
-                mm,
-                c,
-                steps,
-                v,
-                p50=p50,
-                stage="final",
-                against="baseline",
-                variant=self._variant(mm),
-            )
-            self.measured[key] = with_cosine(row, self._cosine(key))
-
-    def _settle(
-        self,
-        finals: list[Item],
-        cols: dict[str, tuple[list[float], list[float]]],
-        runs: int,
-        seen: Observed,
-    ) -> None:
-        """While the budget allows, more interleaved rounds for the candidates whose interval
-        is too wide to decide: it still allows a gain beyond the noise band and does not show
-        one (a 0.69x [0.35, 1.30] is not "no faster"). Rounds add up per candidate, paired
-        with the baseline's rounds of the same calls."""
-        added: dict[str, int] = {}  # said once, however many extensions it took
-        try:
-            for _ in range(_MAX_EXTENSIONS):
-                open_ = [it for it in finals[1:] if paired_ratio(*cols[it[0]]).undecided]
-                if not open_:
-                    return
-                items = [finals[0], *open_]
-                per_round = len(items) * runs * max(baseline_ms(seen, self.measured), 0.01) / 1e3
-                rounds = min(int(self.left() * 0.9 / max(per_round, 1e-6)), 4 * MIN_ROUNDS)
-                if rounds < 2:
-                    undecided = ", ".join(it[0] for it in open_)
-                    self.skip(f"more rounds for {undecided}, undecided after the combination")
-                    return
-                more, ran = self._time(items, rounds, runs, "doctor: more rounds where undecided")
-                if len(ran) != len(items):
-                    return  # a candidate failed this time: what was measured stands
-                for k, it in enumerate(ran[1:], start=1):
-                    cols[it[0]][0].extend(more[:, 0])
-                    cols[it[0]][1].extend(more[:, k])
-                    added[it[0]] = added.get(it[0], 0) + rounds
-        finally:
-            if added:
-                said = "; ".join(f"{n} more rounds for {k}" for k, n in added.items())
-                self.notes.append(f"{said}: their intervals were too wide to decide")
-
     def explain_slow(self, items: list[Item]) -> list[Any]:
         """Profile each slower model variant so the rules can say why it is slower (a variant
         that cannot be profiled is a failure, and the others are still explained): the
@@ -658,7 +423,3 @@ def _base(items: list[Item], k: int, ref: int) -> int:
     """Model variants compare with the original at the variant config; the rest with the
     baseline."""
     return ref if items[k].parsed.is_variant else 0
-
-
-_MAX_EXTENSIONS = 3
-"""Extensions of the combination stage for undecided candidates (each up to 24 rounds)."""

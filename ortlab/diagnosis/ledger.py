@@ -1,0 +1,159 @@
+"""The doctor's ledger: the state of one doctor run (the model, its feeds, the candidates'
+measured rows, their latencies and outputs) and how a row is measured — timing plans that fit
+the budget, interleaved timing with the baseline, the outputs of a candidate and their cosine
+with the baseline's.
+
+The stages (:class:`~ortlab.diagnosis.search.Search`, and the final one,
+:class:`~ortlab.diagnosis.verify.FinalStage`) write their rows here; a candidate the worker
+cannot build or run while timing becomes a
+:class:`~ortlab.diagnosis.facts.CandidateFailure`, and the others go on.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ortlab.analysis.metrics import lowest_cosine
+from ortlab.analysis.quantization import Calibration
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OrtlabError
+from ortlab.core.model import Model
+from ortlab.core.stats import MIN_ROUNDS, plan_rounds
+from ortlab.diagnosis.budget import Budgeted
+from ortlab.diagnosis.facts import (
+    Candidate,
+    CandidateFailure,
+    FixTried,
+    Measured,
+    Observed,
+    baseline_ms,
+)
+from ortlab.engine import tasks
+from ortlab.engine.calls import Via, measure_interleaved
+from ortlab.engine.calls import run as run_task
+
+__all__ = ["Item", "Ledger"]
+
+Item = Candidate
+
+
+class Ledger(Budgeted):
+    """State of one doctor run (kept off the result: models, feeds, timing plan), and the
+    measuring every stage shares."""
+
+    samples: Calibration
+    """The evaluation samples every output is computed on (set by the accuracy stage)."""
+
+    def __init__(
+        self,
+        m: Model,
+        *,
+        cfg: SessionConfig,
+        feeds: Any,
+        budget_s: float,
+        min_cosine: float,
+        progress: Any,
+        timeout: float | None,
+        t0: float,
+        max_rounds: int = 8,
+    ) -> None:
+        self.m, self.cfg, self.feeds = m, cfg, feeds
+        self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
+        self.progress, self.timeout = progress, timeout
+        self.max_rounds = max_rounds
+        self.notes: list[str] = []
+        self.profile: Any = None
+        self.rounds = 0
+        self.runs = 3
+        self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
+        self.latencies: dict[str, list[int]] = {}
+        self.failures: list[CandidateFailure] = []
+        self.measured: dict[str, Measured] = {}
+        """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
+        self.quant_fixes: dict[str, FixTried] = {}
+        self.skipped: list[str] = []
+        self.need_s = 0.0
+
+    def _plan(self, n_items: int, seen: Observed, share: float, what: str) -> tuple[int, int]:
+        """Runs per measurement and rounds (at most ``max_rounds``) that fit ``share`` of the
+        remaining budget. Runs are cut before rounds, as a verdict needs MIN_ROUNDS rounds; when
+        even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
+        and a note says its candidates get no verdict."""
+        per_run = max(baseline_ms(seen, self.measured), 0.01) / 1e3
+        build = seen.report.create_ms / 1e3
+        available = max(self.left() * share - n_items * build, 0.0)
+        runs, rounds = plan_rounds(n_items, per_run, available, self.max_rounds)
+        if rounds < MIN_ROUNDS:
+            spent = self.budget_s - self.left()
+            needed = spent + n_items * (build + MIN_ROUNDS * runs * per_run) / share
+            self.skip(
+                f"verdicts in {what}: {max(self.left(), 0):.1f} s left had no room for "
+                f"{MIN_ROUNDS} rounds, the fewest a 95 % verdict needs; it ran {rounds}, so its "
+                "candidates get 'not enough rounds for a verdict'",
+                needed,
+            )
+        return runs, rounds
+
+    def _time(
+        self, items: list[Item], rounds: int, runs: int, desc: str
+    ) -> tuple[np.ndarray, list[Item]]:
+        """Median ms per round (rows) and candidate (columns) of the candidates that ran, and
+        those candidates. The ones the worker could not build or run (its ``failed``) are
+        recorded as failures and left out."""
+        out = measure_interleaved(
+            [(mm, c) for _, mm, c, _ in items],
+            self.feeds,
+            rounds=rounds,
+            runs=runs,
+            desc=desc,
+            context=f"of {self.m.name!r} ({len(items)} candidates)",
+            progress=self.progress,
+            timeout=self.call_timeout(),
+        )
+        failed = out.failed
+        if 0 in failed:  # the worker raises for the reference itself; never compare without it
+            raise OrtlabError(f"The reference {items[0][0]!r} failed while timing: {failed[0]}")
+        for k, msg in sorted(failed.items()):
+            key, mm, c, _ = items[k]
+            code = f"ortlab.benchmark(model, SessionConfig.from_json({c.to_json()!r}))"
+            what = f"candidate {key} ({self._variant(mm)} · {c.label()})"
+            self.failures.append(CandidateFailure(what, msg, "timing", code))
+        ran = [k for k in range(len(items)) if k not in failed]
+        med = out.medians_ms[:, ran]  # one column per item, NaN where one failed
+        lat = [out.latencies_ns[k] for k in ran]
+        kept = [items[k] for k in ran]
+        for (key, *_), times in zip(kept, lat, strict=True):
+            self.latencies.setdefault(key, []).extend(times)
+        return med, kept
+
+    def _accurate(self, v: Measured) -> bool:
+        """Output cosine >= min_cosine; NaN means the same model under other settings (not
+        compared in the screen; the final combination is)."""
+        return math.isnan(v.cosine) or v.cosine >= self.min_cosine
+
+    def _variant(self, mm: Model) -> str:
+        return "original" if mm is self.m else mm.name
+
+    def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
+        out: list[dict[str, np.ndarray]] = run_task(
+            tasks.outputs_many,
+            Via(
+                desc="doctor: outputs",
+                context=f"of {mm.name!r}",
+                progress=False,
+                timeout=self.call_timeout(),
+            ),
+            model_path=str(mm.path),
+            model_name=mm.name,
+            config=c.with_(io_binding=False),
+            samples=self.samples.samples,
+            seeded=bool(self.m.random_ops),
+        )
+        return out
+
+    def _cosine(self, key: str) -> float:
+        """The lowest output cosine of ``key`` against the baseline's outputs."""
+        return lowest_cosine(self.outputs["baseline"], self.outputs[key])
