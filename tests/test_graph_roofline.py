@@ -104,24 +104,34 @@ def test_without_a_placement_fused_kernels_map_to_nothing(
 
 
 def _row(node: str, us: float, fraction: float, bound: str = "compute") -> RoofRow:
-    return RoofRow(
+    """A row whose counts give ``fraction`` of its bound in ``us`` (the row derives it): a
+    compute-bound node's FLOPs, a memory-bound node's bytes (intensity under the ridge), or
+    nothing to bound (``bound=''``)."""
+    peak, bandwidth, seconds = 1e11, 1e10, us / 1e6
+    if bound == "compute":  # 1 byte moved: far right of the ridge
+        flops, moved = fraction * peak * seconds, 1.0
+    elif bound == "memory":  # 0.1 FLOP a byte: left of the ridge (10 FLOP/byte)
+        moved = fraction * bandwidth * seconds
+        flops = 0.1 * moved
+    else:
+        flops, moved = math.nan, 0.0
+    row = RoofRow(
         node,
         "Conv",
         "CPUExecutionProvider",
         us,
         0.1,
-        1e6,
-        1e4,
+        flops,
+        moved,
         "fp32",
         "compute",
-        1e11,
-        1e10,
-        0.0,
-        0.0,
-        1e11,
-        fraction,
-        bound,
+        peak,
+        bandwidth,
     )
+    assert row.bound == bound and (
+        math.isnan(fraction) or row.achieved_fraction == pytest.approx(fraction)
+    )
+    return row
 
 
 def test_a_node_in_several_kernels_shows_their_time_weighted_mean() -> None:
@@ -151,7 +161,8 @@ def test_a_node_in_several_kernels_shows_their_time_weighted_mean() -> None:
     assert marks["a"].fraction == pytest.approx((0.2 * 30 + 0.6 * 10) / 40)
     assert marks["a"].bound == "compute" and marks["a"].ceiling == "" and marks["a"].kernels == 2
     assert "b" not in marks, "a kernel with nothing to bound (NaN) gives no fraction"
-    assert marks["c"].fraction == 0.6 and marks["c"].ceiling == "100 GFLOP/s"
+    # k2 is memory-bound at 0.1 FLOP a byte: its ceiling is 0.1 x 10 GB/s, not the GEMM's
+    assert marks["c"].fraction == pytest.approx(0.6) and marks["c"].ceiling == "1 GFLOP/s"
     assert notes[0].startswith("2 of 3 nodes")
 
 

@@ -23,25 +23,14 @@ PEAKS = [
 
 
 def _row(node: str, op: str, share: float, fraction: float, *, us: float = 500.0) -> RoofRow:
-    flops = 1e8
-    return RoofRow(
-        node,
-        op,
-        "CPUExecutionProvider",
-        us,
-        share,
-        flops,
-        1e6,
-        "fp32",
-        "compute",
-        100e9,
-        20e9,
-        flops / (us / 1e6),
-        1e6 / (us / 1e6),
-        100e9,
-        fraction,
-        "compute",
+    """A compute-bound row at ``fraction`` of the 100 GFLOP/s ceiling: its FLOPs are what
+    that fraction does in ``us`` (the row derives its fraction from them)."""
+    flops = fraction * 100e9 * us / 1e6
+    row = RoofRow(
+        node, op, "CPUExecutionProvider", us, share, flops, 1e3, "fp32", "compute", 100e9, 20e9
     )
+    assert row.bound == "compute" and row.achieved_fraction == pytest.approx(fraction)
+    return row
 
 
 def _roof(rows: list[RoofRow]) -> RooflineResult:

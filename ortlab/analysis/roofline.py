@@ -69,17 +69,52 @@ class RoofRow:
     bandwidth: float
     """The bytes/s ceiling for this node: in-cache when one call's bytes fit the last-level
     cache, else DRAM's."""
-    achieved_flops: float
-    achieved_bytes: float
-    attainable: float
-    """FLOP/s the roofline allows at this node's intensity (bytes/s for a data-only node)."""
-    achieved_fraction: float
-    bound: str
-    """'compute', 'memory' or '' (no FLOPs and no bytes: nothing to bound)."""
+
+    # What follows is derived from the fields above, never stored: a row cannot contradict
+    # itself (a stored fraction of 0.8 beside the times and counts of 2.0).
 
     @property
     def intensity(self) -> float:
         return self.flops / self.bytes if self.bytes > 0 else math.nan
+
+    @property
+    def _seconds(self) -> float:
+        return self.us / 1e6
+
+    @property
+    def achieved_flops(self) -> float:
+        flops = 0.0 if math.isnan(self.flops) else self.flops
+        return flops / self._seconds if self._seconds > 0 else math.nan
+
+    @property
+    def achieved_bytes(self) -> float:
+        return self.bytes / self._seconds if self._seconds > 0 else math.nan
+
+    @property
+    def bound(self) -> str:
+        """'compute', 'memory' or '' (no FLOPs and no bytes: nothing to bound)."""
+        flops = 0.0 if math.isnan(self.flops) else self.flops
+        if flops > 0 and self.bytes > 0:
+            ridge = flops / self.bytes * self.bandwidth
+            return "compute" if ridge >= self.peak_flops else "memory"
+        return "memory" if self.bytes > 0 else ""
+
+    @property
+    def attainable(self) -> float:
+        """FLOP/s the roofline allows at this node's intensity (bytes/s for a data-only node)."""
+        flops = 0.0 if math.isnan(self.flops) else self.flops
+        if flops > 0 and self.bytes > 0:
+            return min(self.peak_flops, flops / self.bytes * self.bandwidth)
+        return self.bandwidth if self.bytes > 0 else math.nan
+
+    @property
+    def achieved_fraction(self) -> float:
+        """Achieved over attainable: FLOP/s for a node that computes, bytes/s for one that
+        only moves data; NaN with nothing to bound."""
+        flops = 0.0 if math.isnan(self.flops) else self.flops
+        if flops > 0 and self.bytes > 0:
+            return self.achieved_flops / self.attainable
+        return self.achieved_bytes / self.bandwidth if self.bytes > 0 else math.nan
 
 
 @dataclass(frozen=True)
@@ -180,19 +215,6 @@ class RooflineResult(Result):
 
 
 def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> RoofRow:
-    seconds = us / 1e6
-    flops = 0.0 if math.isnan(c.flops) else c.flops
-    achieved_f = flops / seconds if seconds > 0 else math.nan
-    achieved_b = c.bytes / seconds if seconds > 0 else math.nan
-    if flops > 0 and c.bytes > 0:
-        ridge = flops / c.bytes * bandwidth
-        attainable = min(peak, ridge)
-        bound = "compute" if ridge >= peak else "memory"
-        fraction = achieved_f / attainable
-    elif c.bytes > 0:  # moves data only: against the bandwidth
-        attainable, bound, fraction = bandwidth, "memory", achieved_b / bandwidth
-    else:
-        attainable, bound, fraction = math.nan, "", math.nan
     return RoofRow(
         c.node,
         c.op_type,
@@ -205,11 +227,6 @@ def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> 
         c.kind,
         peak,
         bandwidth,
-        achieved_f,
-        achieved_b,
-        attainable,
-        fraction,
-        bound,
     )
 
 
