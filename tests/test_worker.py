@@ -290,3 +290,24 @@ def test_a_session_that_cannot_fit_is_refused_with_the_numbers(tmp_path: Path) -
         f.truncate(psutil.virtual_memory().total)
     with pytest.raises(ortlab.SessionCreationError, match=r"GiB of memory is free"):
         tasks._session(str(path), "big", ortlab.SessionConfig())
+
+
+def test_a_comparison_timed_in_pairs_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pairwise timing reaches the result the user reads: compare_configs in a fresh worker
+    whose session budget forces pairs carries the note, in its text too; within the budget
+    there is no such note."""
+    from ortlab.engine import worker as worker_module
+    from ortlab.engine.calls import PAIRWISE
+
+    mlp = ortlab.examples.load("mlp")
+    configs = [{"level": "all"}, {"level": "disabled"}, {"level": "basic"}]
+    monkeypatch.setenv("ORTLAB_SESSION_BUDGET_MB", "0.001")
+    worker_module.get_worker().stop()  # the next call starts a worker that reads the budget
+    try:
+        pairs = ortlab.compare_configs(mlp, configs, rounds=6, runs=3, progress=False)
+    finally:
+        monkeypatch.delenv("ORTLAB_SESSION_BUDGET_MB")
+        worker_module.get_worker().stop()
+    assert PAIRWISE in pairs.notes and "timed in pairs" in pairs.to_text()
+    together = ortlab.compare_configs(mlp, configs, rounds=6, runs=3, progress=False)
+    assert PAIRWISE not in together.notes

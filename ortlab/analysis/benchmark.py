@@ -163,6 +163,8 @@ class ConfigComparison(Result):
     """Per config, ORT's session report (None where the session could not be built)."""
     other_cores: float | None = None
     """Cores other processes used while the rounds ran (``core.machine.load_sentence``)."""
+    notes: list[str] = field(default_factory=list)
+    """How the rounds ran where it changes their reading (timed in pairs, …)."""
 
     def to_pandas(self) -> Any:
         """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
@@ -247,6 +249,7 @@ def compare_configs(
         runs=runs,
         reports=timed.reports,
         other_cores=timed.other_cores,
+        notes=list(timed.notes),
     )
 
 

@@ -181,6 +181,7 @@ def compare(
         f"accuracy measured on {evald.source}",
         f"timed with {f.shapes_text()}",
         load_sentence(timed.other_cores),
+        *timed.notes,
     ]
     notes += [base.random_note()] if base.random_ops else []
     notes += _reference_notes(rows[0])

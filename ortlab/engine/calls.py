@@ -248,6 +248,13 @@ def run_model_task(
     return m, cfg, f, cast("R", out)
 
 
+PAIRWISE = (
+    "timed in pairs: the sessions together would not fit in memory, so the reference ran with "
+    "one candidate at a time, each pair interleaved for every round (each ratio is its own "
+    "pair's; a candidate's p50 is scaled to the first pair's reference)"
+)
+
+
 @dataclass(frozen=True)
 class Interleaved:
     """(model, config) items timed interleaved in one worker (A B C, C B A …, so drift hits
@@ -267,6 +274,8 @@ class Interleaved:
     runs: int
     other_cores: float | None = None
     """Cores other processes used on average while the rounds ran (None: not measured)."""
+    notes: tuple[str, ...] = ()
+    """How the rounds ran, where it changes how to read them (pairwise, see PAIRWISE)."""
 
     def verdicts(self, labels: Sequence[str]) -> dict[int, tuple[Verdict, str]]:
         """Per item that ran, its paired verdict against the first and the sentence."""
@@ -327,4 +336,5 @@ def measure_interleaved(
         rounds=len(medians),
         runs=runs,
         other_cores=None if math.isnan(load) else round(load, 2),
+        notes=(PAIRWISE,) if out.pairwise else (),
     )

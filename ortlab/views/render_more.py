@@ -1,8 +1,8 @@
 """Renderers of the analyses beyond the first screen: optimization levels, the quantization
 comparison, config comparisons, run diffs, ablation, memory footprints, transformer fusion,
 quantization error, what-if, and the providers onnxruntime has here. Pure functions, no UI
-library; model strings through :func:`~ortlab.views.render.esc` and
-:func:`~ortlab.views.render.safe_text`, as in :mod:`ortlab.views.render`.
+library; model strings through :func:`~ortlab.views.html.esc` and
+:func:`~ortlab.views.html.safe_text`, as in :mod:`ortlab.views.render`.
 """
 
 from __future__ import annotations
@@ -15,20 +15,10 @@ from ortlab.core.eps import label as ep_label
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_bytes, fmt_us
-from ortlab.views.render import (
-    _STYLE,
-    _report_html,
-    esc,
-    inputs_html,
-    report_lines,
-    safe_text,
-    table_html,
-    table_text,
-)
+from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
     from ortlab.core.runtime import Providers
-    from ortlab.core.sessionreport import SessionReport
 
 
 # ---------------------------------------------------------------- optimization
@@ -86,7 +76,7 @@ def optimization_html(o: Any) -> str:
         if lv.fired
     )
     return (
-        f"{_STYLE}<div><b>{esc(o.model)}</b> · {o.original_nodes} original nodes</div>"
+        f"{STYLE}<div><b>{esc(o.model)}</b> · {o.original_nodes} original nodes</div>"
         + blockers
         + table_html(*_opt_rows(o))
         + fired
@@ -171,7 +161,7 @@ def compare_html(c: Any) -> str:
     )
     notes = "".join(f"<li>{esc(n, 1000)}</li>" for n in c.notes)
     return (
-        f"{_STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
+        f"{STYLE}<div><b>{esc(c.model)}</b> · variants · errors on {esc(c.eval_data)}</div>"
         + warn
         + table_html(*_compare_rows(c))
         + f"<div style='font-size:11px;color:#555;max-width:900px'>{esc(METRICS_LEGEND)}</div>"
@@ -181,14 +171,6 @@ def compare_html(c: Any) -> str:
 
 
 # ---------------------------------------------------------------- the other result types
-
-
-def session_report_text(r: SessionReport) -> str:
-    return "\n".join([repr(r), *(f"  {line}" for line in report_lines(r))])
-
-
-def session_report_html(r: SessionReport) -> str:
-    return _report_html(r)
 
 
 def _config_row(r: Any) -> list[Any]:
@@ -202,6 +184,7 @@ def config_comparison_text(c: Any) -> str:
         f"{safe_text(c.model)}\n"
         + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
         + f"\n{load_sentence(c.other_cores)}"
+        + "".join(f"\nnote: {safe_text(n, 600)}" for n in c.notes)
     )
 
 
@@ -211,6 +194,7 @@ def config_comparison_html(c: Any) -> str:
         f"<b>{esc(c.model)}</b>"
         + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
         + _load_html(c.other_cores)
+        + "".join(f"<div><i>{esc(n, 600)}</i></div>" for n in c.notes)
     )
 
 
@@ -268,7 +252,7 @@ def diff_text(d: Any, top: int = 20) -> str:
 
 def diff_html(d: Any, top: int = 20) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(_diff_head(d), 800)}</b></div>"
+        f"{STYLE}<div><b>{esc(_diff_head(d), 800)}</b></div>"
         + table_html(*_diff_rows(d, top))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in d.notes)
     )
@@ -313,7 +297,7 @@ def ablation_text(a: Any) -> str:
 
 def ablation_html(a: Any) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(a.model)}</b> · one transformer off at a time · level "
+        f"{STYLE}<div><b>{esc(a.model)}</b> · one transformer off at a time · level "
         f"{esc(a.level)} · {a.rounds} interleaved rounds</div>"
         + table_html(*_ablation_rows(a))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in a.notes)
@@ -349,7 +333,7 @@ def footprint_text(r: Any) -> str:
 
 def footprint_html(r: Any) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(_footprint_head(r), 400)}</b></div>"
+        f"{STYLE}<div><b>{esc(_footprint_head(r), 400)}</b></div>"
         + table_html(*_footprint_rows(r))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
         + inputs_html("Run with", r.feeds, r.synthetic)
@@ -450,7 +434,7 @@ def whatif_html(w: Any, top: int = 20) -> str:
     notes = "".join(f"<div>{esc(n, 600)}</div>" for n in [*_whatif_target_notes(w), *w.notes])
     before = " · on target: before → after fixing the shapes" if w.before else ""
     return (
-        f"{_STYLE}<div><b>{esc(w.model)}</b> · what-if (predicted, not measured) at "
+        f"{STYLE}<div><b>{esc(w.model)}</b> · what-if (predicted, not measured) at "
         f"{esc(w.feeds, 300)}{before}</div>"
         + table_html(*_whatif_rows(w))
         + "<div><b>Why nodes fall back</b></div>"
