@@ -121,7 +121,7 @@ def test_graph_modules_are_small_hashed_and_write_no_markup(tmp_path: Path) -> N
     import re
 
     from ortlab.views.graph import widget as gv
-    from ortlab.views.render import csp_hash
+    from ortlab.views.html import csp_hash
 
     folder = Path(gv.__file__).parent
     files = [folder / "index.js", *(folder / f"{name}.js" for name in gv.MODULES)]

@@ -292,7 +292,7 @@ def test_users_own_file_is_named_by_its_file_name(tmp_path: Path) -> None:
 def test_script_json_is_inert_in_a_script_element_and_means_the_same() -> None:
     import json
 
-    from ortlab.views.render import script_json
+    from ortlab.views.html import script_json
 
     value = {"name": "</script><!--<script>\u2028\u2029&", "t": [1.5, float("nan")]}
     text = script_json(value)
@@ -303,7 +303,7 @@ def test_script_json_is_inert_in_a_script_element_and_means_the_same() -> None:
 def test_inline_scripts_are_allowed_by_hash_only(tmp_path: Path) -> None:
     from plotly.offline import get_plotlyjs
 
-    from ortlab.views.render import csp_hash, inline_script
+    from ortlab.views.html import csp_hash, inline_script
 
     m = ortlab.load(models.add([1, 4]))
     html = report_html(m, profile=profile_result())
@@ -378,7 +378,7 @@ def test_report_shows_cost_and_roofline_sections_labelled() -> None:
     cost = ortlab.cost(m, progress=False)
     roof = ortlab.roofline(m, runs=3, progress=False)
     html = report_html(m, extra=[cost, roof])
-    from ortlab.views.render import esc
+    from ortlab.views.html import esc
     from ortlab.views.report import SECTION_TITLES
 
     for kind in ("CostResult", "RooflineResult"):

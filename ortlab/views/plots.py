@@ -7,284 +7,23 @@ HTML.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.analysis.diff import TIMED_VERDICTS
-from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import NOISE_BAND
 from ortlab.views.colors import provider_color
-from ortlab.views.render import esc
+from ortlab.views.figure import layout, template
+from ortlab.views.html import esc
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from ortlab.analysis.benchmark import BenchmarkResult
-    from ortlab.analysis.profiling import ProfileResult
 
-__all__ = ["benchmark_figure", "history_figure", "profile_figure"]
-
-# A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
-# and validate, which a Lab refresh (five figures) would feel.
-_AXIS = {
-    "gridcolor": "#EBF0F8",
-    "linecolor": "#EBF0F8",
-    "zerolinecolor": "#EBF0F8",
-    "automargin": True,
-}
-_TEMPLATE = {
-    "layout": {
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "font": {"color": "#2a3f5f"},
-        "colorway": ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3"],
-        "xaxis": _AXIS,
-        "yaxis": _AXIS,
-        "hoverlabel": {"align": "left"},
-        # text plotly would shrink to fit a bar or a sunburst sector is hidden below 10 px
-        # (the hover still names it): no label a person cannot read
-        "uniformtext": {"minsize": 10, "mode": "hide"},
-    }
-}
-
-
-@functools.cache
-def template() -> Any:
-    """The figures' template, validated once (a dict would be re-validated per figure)."""
-    import plotly.graph_objects as go
-
-    return go.layout.Template(_TEMPLATE)
-
-
-def _layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
-    fig.update_layout(
-        title={"text": title, "x": 0.01},
-        template=template(),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        modebar={"orientation": "v"},  # down the right edge: never over a long title
-        **kw,
-    )
-    return fig
-
-
-def profile_figure(p: ProfileResult, kind: str = "op_type", **kwargs: Any) -> go.Figure:
-    builders = {
-        "op_type": _op_type_bar,
-        "provider": _sunburst,
-        "sunburst": _sunburst,
-        "treemap": _treemap,
-        "top": _top_nodes,
-        "timeline": _timeline,
-        "memory": _memory,
-    }
-    if kind not in builders:
-        raise ValueError(f"Unknown profile plot {kind!r}; choose from {', '.join(builders)}.")
-    return builders[kind](p, **kwargs)
-
-
-def _memory(p: ProfileResult) -> go.Figure:
-    """Memory over one run, node by node in execution order: what the EP's allocator had
-    allocated when each node ran, its peak so far, and what its arena held (MB)."""
-    import plotly.graph_objects as go
-
-    t = p.memory()
-    t = t[t["in_use_bytes"] >= 0]
-    fig = go.Figure()
-    # numpy arrays, not lists: plotly checks a list item by item (~5x slower for 700 nodes)
-    names = _texts(f"{o} {n}" for o, n in zip(t["op_type"], t["node"], strict=True))
-    x = np.arange(len(t))
-    for col, label, dash in (
-        ("in_use_bytes", "allocated", None),
-        ("peak_bytes", "peak so far", "dot"),
-        ("arena_bytes", "arena held", "dash"),
-    ):
-        hover = "%{text}<br>%{y:.2f} MB<extra>" + label + "</extra>"
-        fig.add_scatter(
-            x=x,
-            y=t[col].to_numpy() / 1e6,
-            mode="lines",
-            name=label,
-            line={"dash": dash, "shape": "hv"},
-            text=names,
-            hovertemplate=hover,
-        )
-    fig.add_bar(
-        x=x,
-        y=t["output_bytes"].clip(lower=0).to_numpy() / 1e6,
-        name="node's outputs",
-        marker_color="#bbb",
-        opacity=0.6,
-        text=names,
-        textposition="none",
-        hovertemplate="%{text}<br>outputs %{y:.3f} MB<extra></extra>",
-    )
-    return _layout(
-        fig,
-        f"{esc(p.model)}: memory over one run (CPU allocator, as ORT recorded it)",
-        xaxis_title="nodes in execution order",
-        yaxis_title="MB",
-    )
-
-
-def _texts(items: Any, limit: int = 200) -> np.ndarray:
-    """Escaped strings as a numpy array: plotly copies an array in one go where it checks a
-    list item by item."""
-    return np.array([esc(x, limit) for x in items], dtype=str)
-
-
-def _op_type_bar(p: ProfileResult, top: int = 25) -> go.Figure:
-    import plotly.graph_objects as go
-
-    t = p.by_op_type().head(top).iloc[::-1]
-    fig = go.Figure()
-    for provider in dict.fromkeys(t["provider"]):
-        sub = t[t["provider"] == provider]
-        fig.add_bar(
-            y=[esc(x) for x in sub["op_type"]],
-            x=sub["us_per_run"],
-            orientation="h",
-            name=esc(ep_label(provider)),
-            marker_color=provider_color(provider),
-            customdata=np.stack([sub["nodes"], sub["share"] * 100], axis=-1),
-            hovertemplate="%{y}: %{x:,.0f} µs in the median run<br>%{customdata[0]} nodes, "
-            "%{customdata[1]:.1f}% of the median run's node time<extra>%{fullData.name}</extra>",
-        )
-    return _layout(
-        fig,
-        f"{esc(p.model)}: time per op type (µs in the median run, profiling on)",
-        barmode="stack",
-        height=max(300, 22 * len(t) + 120),
-        xaxis_title="µs per run",
-        legend_title="provider",
-    )
-
-
-def _hierarchy(p: ProfileResult) -> tuple[list[str], list[str], list[str], list[float]]:
-    """Provider -> op type -> node sectors, in order of first appearance. A parent's value is
-    the sum of its children's, added in the order the browser adds them ("total" branch
-    values: a parent even one rounding step short of its children drops them)."""
-    nodes = p.by_node()
-    tree: dict[str, dict[str, list[tuple[str, float]]]] = {}
-    for provider, op, node, us in zip(
-        nodes["provider"].tolist(),
-        nodes["op_type"].tolist(),
-        nodes["node"].tolist(),
-        nodes["us_per_run"].tolist(),
-        strict=True,
-    ):
-        tree.setdefault(str(provider), {}).setdefault(op, []).append((node, float(us)))
-    ids, labels, parents, values = [], [], [], []
-
-    def add(key: str, text: str, parent: str, value: float) -> int:
-        ids.append(key)
-        labels.append(text)
-        parents.append(parent)
-        values.append(value)
-        return len(values) - 1
-
-    for provider, by_op in tree.items():
-        pid = f"p:{provider}"
-        at_p = add(pid, esc(ep_label(provider)), "", 0.0)
-        for op_type, rows in by_op.items():
-            oid = f"{pid}/o:{op_type}"
-            at_o = add(oid, esc(op_type), pid, 0.0)
-            for node, us in rows:
-                add(f"{oid}/n:{node}", esc(node, 80), oid, us)
-                values[at_o] += us
-            values[at_p] += values[at_o]
-    return ids, labels, parents, values
-
-
-def _sunburst(p: ProfileResult) -> go.Figure:
-    import plotly.graph_objects as go
-
-    ids, labels, parents, values = _hierarchy(p)
-    fig = go.Figure(
-        go.Sunburst(
-            ids=np.array(ids, dtype=str),
-            labels=np.array(labels, dtype=str),
-            parents=np.array(parents, dtype=str),
-            values=np.array(values),
-            branchvalues="total",
-            maxdepth=2,
-            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%} of node "
-            "time<extra></extra>",
-        )
-    )
-    return _layout(fig, f"{esc(p.model)}: provider → op type → node (click to zoom)", height=520)
-
-
-def _treemap(p: ProfileResult) -> go.Figure:
-    import plotly.graph_objects as go
-
-    ids, labels, parents, values = _hierarchy(p)
-    fig = go.Figure(
-        go.Treemap(
-            ids=ids,
-            labels=labels,
-            parents=parents,
-            values=values,
-            branchvalues="total",
-            maxdepth=3,
-            hovertemplate="%{label}<br>%{value:,.0f} µs total<br>%{percentRoot:.1%}<extra></extra>",
-        )
-    )
-    return _layout(fig, f"{esc(p.model)}: provider → op type → node", height=520)
-
-
-def _top_nodes(p: ProfileResult, n: int = 20) -> go.Figure:
-    import plotly.graph_objects as go
-
-    t = p.top_nodes(n).iloc[::-1]
-    fig = go.Figure(
-        go.Bar(
-            y=[esc(x, 60) for x in t["node"]],
-            x=t["us_per_run"],
-            orientation="h",
-            marker_color=[provider_color(x) for x in t["provider"]],
-            customdata=np.stack(
-                [[esc(x) for x in t["op_type"]], t["share"] * 100, t["provider"]], axis=-1
-            ),
-            hovertemplate="%{y} (%{customdata[0]}, %{customdata[2]})<br>%{x:,.0f} µs in the "
-            "median run, %{customdata[1]:.1f}% of its node time<extra></extra>",
-        )
-    )
-    return _layout(
-        fig,
-        f"{esc(p.model)}: slowest {len(t)} nodes (median µs per call)",
-        height=max(300, 22 * len(t) + 120),
-        xaxis_title="µs",
-    )
-
-
-def _timeline(p: ProfileResult, run: int = 0) -> go.Figure:
-    import plotly.graph_objects as go
-
-    t = p.timeline(run)
-    fig = go.Figure()
-    for op_type in dict.fromkeys(t["op_type"]):
-        sub = t[t["op_type"] == op_type]
-        fig.add_bar(
-            base=sub["start_us"].to_numpy(),
-            x=sub["dur_us"].to_numpy(),
-            y=_texts(ep_label(x) for x in sub["provider"]),
-            orientation="h",
-            name=esc(op_type),
-            customdata=_texts(sub["node"], 80),
-            hovertemplate="%{customdata}<br>start %{base:.0f} µs, %{x:,.0f} µs"
-            "<extra>%{fullData.name}</extra>",
-        )
-    return _layout(
-        fig,
-        f"{esc(p.model)}: timeline of run {run} (µs from run start, profiling on)",
-        barmode="overlay",
-        height=300,
-        xaxis_title="µs",
-        legend_title="op type",
-    )
+__all__ = ["benchmark_figure", "history_figure"]
 
 
 def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figure:
@@ -296,7 +35,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
     if kind == "runs":
         fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
         fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")
-        return _layout(
+        return layout(
             fig,
             f"{esc(b.model)} [{label}]: latency per run",
             xaxis_title="run",
@@ -335,7 +74,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
             for i, (name, v, _) in enumerate(marks)
         ],
     )
-    return _layout(
+    return layout(
         fig,
         f"{esc(b.model)} [{label}]: latency over {s.count} runs",
         xaxis_title="ms",
@@ -368,7 +107,7 @@ def compare_figure(c: Any) -> go.Figure:
     title = f"{esc(c.model)}: time vs error vs size" + (
         " (synthetic inputs)" if c.synthetic else ""
     )
-    return _layout(
+    return layout(
         fig,
         title,
         xaxis_title="time ratio to the original (< 1 is faster)",
@@ -410,7 +149,7 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
             )
         )
         fig.add_vline(x=1.0, line_dash="dot")
-        return _layout(
+        return layout(
             fig,
             f"{esc(d.model)}: time vs output error (red: Pareto set)",
             xaxis_title="time ratio to baseline (< 1 is faster)",
@@ -453,7 +192,7 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
         else "each candidate: time ratio to the baseline, interval ≥ 95 % "
         "(green faster, red slower, grey within noise)"
     )
-    return _layout(
+    return layout(
         fig,
         f"{esc(d.model)}: {title}",
         xaxis_title="time ratio (< 1 is faster)",
@@ -501,7 +240,7 @@ def optimization_figure(o: Any) -> go.Figure:
             col=2,
         )
         fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
-    return _layout(
+    return layout(
         fig, f"{esc(o.model)}: what each optimization level does", height=340, showlegend=False
     )
 
@@ -510,7 +249,7 @@ def _bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw
     import plotly.graph_objects as go
 
     fig = go.Figure(go.Bar(x=x, y=y, **kw))
-    return _layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
+    return layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
 
 
 def model_figure(s: Any) -> Any:
@@ -547,7 +286,7 @@ def placement_figure(pl: Any) -> Any:
     colors = [provider_color(p) for p in t["provider"]]
     fig.add_trace(go.Bar(x=t["provider"], y=t["nodes"], marker_color=colors), 1, 1)
     fig.add_trace(go.Bar(x=t["provider"], y=t["us_per_run"], marker_color=colors), 1, 2)
-    return _layout(fig, f"{esc(pl.model)}: where each node runs", showlegend=False, height=380)
+    return layout(fig, f"{esc(pl.model)}: where each node runs", showlegend=False, height=380)
 
 
 def error_figure(e: Any) -> Any:
@@ -564,9 +303,7 @@ def error_figure(e: Any) -> Any:
         )
     )
     title = f"{esc(e.model)} vs {esc(e.variant)}: SQNR per tensor"
-    return _layout(
-        fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB", height=380
-    )
+    return layout(fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB", height=380)
 
 
 def config_comparison_figure(c: Any) -> Any:
@@ -591,9 +328,7 @@ def config_comparison_figure(c: Any) -> Any:
     )
     fig.add_vline(x=1.0, line_dash="dot")
     title = f"{esc(c.model)}: time ratio to the first config"
-    return _layout(
-        fig, title, xaxis_title="time ratio (< 1 is faster)", height=120 + 40 * len(rows)
-    )
+    return layout(fig, title, xaxis_title="time ratio (< 1 is faster)", height=120 + 40 * len(rows))
 
 
 def diff_figure(d: Any, top: int = 25) -> Any:
@@ -623,7 +358,7 @@ def diff_figure(d: Any, top: int = 25) -> Any:
         )
     )
     title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
-    return _layout(
+    return layout(
         fig,
         title,
         xaxis_title="µs per run (interval: distribution-free, 95 %+)",
@@ -653,7 +388,7 @@ def ablation_figure(a: Any) -> Any:
     )
     fig.add_vline(x=1.0, line_dash="dot")
     title = f"{esc(a.model)}: time without each transformer / with all"
-    return _layout(
+    return layout(
         fig,
         title,
         xaxis_title="time ratio (> 1: the transformer helps)",
@@ -692,7 +427,7 @@ def footprint_figure(r: Any) -> Any:
             )
         )
     fig.add_hline(y=r.weights_bytes / mib, line_dash="dot", annotation_text="the model's weights")
-    return _layout(
+    return layout(
         fig,
         f"{esc(r.model)}: resident memory the session adds, per setting",
         yaxis_title="MB (1024², as in the tables)",
@@ -725,7 +460,7 @@ def whatif_figure(w: Any) -> Any:
         go.Bar(x=labels, y=t["removed"], name="removed before partitioning", marker_color="#BAB0AC")
     )
     fig.update_layout(barmode="stack")
-    return _layout(
+    return layout(
         fig,
         f"{esc(w.model)}: where it would run (predicted)",
         yaxis_title="original nodes",

@@ -31,13 +31,14 @@ from ortlab.core.sessionreport import SessionReport
 from ortlab.diagnosis.doctor import DoctorResult
 from ortlab.views import (
     plots,
+    profile_figures,
     render,
     render_cost,
+    render_doctor,
     render_more,
     render_sweep,
     render_throughput,
     render_versions,
-    report,
     snippet,
 )
 
@@ -45,8 +46,8 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (ModelSummary, "html", render.model_summary_html),
     (ModelSummary, "text", render.model_summary_text),
     (ModelSummary, "plot", plots.model_figure),
-    (SessionReport, "html", render_more.session_report_html),
-    (SessionReport, "text", render_more.session_report_text),
+    (SessionReport, "html", render.session_report_html),
+    (SessionReport, "text", render.session_report_text),
     (SessionReport, "plot", plots.session_report_figure),
     (BenchmarkResult, "html", render.benchmark_html),
     (BenchmarkResult, "text", render.benchmark_text),
@@ -56,7 +57,7 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (ConfigComparison, "plot", plots.config_comparison_figure),
     (ProfileResult, "html", render.profile_html),
     (ProfileResult, "text", render.profile_text),
-    (ProfileResult, "plot", plots.profile_figure),
+    (ProfileResult, "plot", profile_figures.profile_figure),
     (PlacementResult, "html", render.placement_html),
     (PlacementResult, "text", render.placement_text),
     (PlacementResult, "plot", plots.placement_figure),
@@ -99,8 +100,8 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (WhatIfResult, "html", render_more.whatif_html),
     (WhatIfResult, "text", render_more.whatif_text),
     (WhatIfResult, "plot", plots.whatif_figure),
-    (DoctorResult, "html", report.doctor_html),
-    (DoctorResult, "text", report.doctor_text),
+    (DoctorResult, "html", render_doctor.doctor_html),
+    (DoctorResult, "text", render_doctor.doctor_text),
     (DoctorResult, "plot", plots.doctor_figure),
     (SessionConfig, "snippet", snippet.config_snippet),
 ]

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
-from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
+from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = [
     "cost_figure",
@@ -88,7 +88,7 @@ def cost_text(c: Any, top: int = 15) -> str:
 
 def cost_html(c: Any, top: int = 15) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(_head(c), 400)}</b></div>"
+        f"{STYLE}<div><b>{esc(_head(c), 400)}</b></div>"
         + f"<div>Nodes with the most FLOPs (top {top})</div>"
         + table_html(*_node_rows(c, top))
         + "<div>Per op type</div>"
@@ -102,7 +102,7 @@ def cost_figure(c: Any, top: int = 12) -> Any:
     """FLOPs and bytes per op type (two bars each; bytes on their own axis)."""
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import _layout
+    from ortlab.views.figure import layout
 
     frame = c.by_op_type.head(top)
     ops = [esc(o) for o in frame["op_type"]]
@@ -128,7 +128,7 @@ def cost_figure(c: Any, top: int = 12) -> Any:
             hovertemplate="%{x}: %{y:.3g} MB<extra>computed</extra>",
         )
     )
-    return _layout(
+    return layout(
         fig,
         f"{esc(c.model)}: work per op type per run (computed from shapes, not measured)",
         yaxis={"title": "GFLOP"},
@@ -229,7 +229,7 @@ def roofline_text(r: Any, top: int = 15) -> str:
 
 def roofline_html(r: Any, top: int = 15) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
+        f"{STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
         + "<div>Ceilings (measured with ORT on this EP)</div>"
         + table_html(*_peak_rows(r))
         + f"<div>Slowest nodes (top {top})</div>"
@@ -245,7 +245,7 @@ def roofline_figure(r: Any) -> Any:
     of time and coloured by op type."""
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import _layout
+    from ortlab.views.figure import layout
 
     frame = r.nodes
     frame = frame[(frame["flops"] > 0) & (frame["bytes"] > 0) & (frame["us"] > 0)]
@@ -299,7 +299,7 @@ def roofline_figure(r: Any) -> Any:
                 ),
             )
         )
-    _layout(
+    layout(
         fig,
         f"{esc(r.model)}: nodes against this machine's roofline (measured times and peaks; "
         "FLOPs computed)",

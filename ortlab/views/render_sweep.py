@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ortlab.core.units import fmt_bytes
-from ortlab.views.render import _STYLE, esc, safe_text, table_html, table_text
+from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 __all__ = ["sweep_figure", "sweep_html", "sweep_text"]
 
@@ -66,7 +66,7 @@ def sweep_text(s: Any) -> str:
 
 def sweep_html(s: Any) -> str:
     return (
-        f"{_STYLE}<div><b>{esc(_head(s), 400)}</b></div>"
+        f"{STYLE}<div><b>{esc(_head(s), 400)}</b></div>"
         + table_html(*_rows(s))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in s.notes)
     )
@@ -77,7 +77,7 @@ def sweep_figure(s: Any) -> Any:
     axis; dotted lines: each target's predicted share of nodes."""
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import _layout
+    from ortlab.views.figure import layout
 
     ok = [r for r in s.rows if not r.error]
     x = [esc(r.label) for r in ok]
@@ -126,7 +126,7 @@ def sweep_figure(s: Any) -> Any:
             "showgrid": False,
             "visible": False,
         }
-    return _layout(
+    return layout(
         fig,
         f"{esc(s.model)}: latency and memory per shape",
         yaxis={"title": "p50 latency, ms"},

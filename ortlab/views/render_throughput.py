@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
+from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["throughput_figure", "throughput_html", "throughput_text"]
 
@@ -88,7 +88,7 @@ def throughput_text(t: Any) -> str:
 
 
 def throughput_html(t: Any) -> str:
-    parts = [f"{_STYLE}<div><b>{esc(_head(t), 400)}</b></div>"]
+    parts = [f"{STYLE}<div><b>{esc(_head(t), 400)}</b></div>"]
     for mode in _modes(t):
         parts += [
             f"<div>{esc(_MODE.get(mode, mode))}</div>",
@@ -105,7 +105,7 @@ def throughput_figure(t: Any, kind: str = "throughput") -> Any:
     ``latency``: p50 and p99 against concurrency, per mode."""
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import _layout
+    from ortlab.views.figure import layout
 
     if kind not in ("throughput", "latency"):
         raise ValueError(f"kind must be 'throughput' or 'latency', not {kind!r}")
@@ -155,7 +155,7 @@ def throughput_figure(t: Any, kind: str = "throughput") -> Any:
         if kind == "throughput"
         else ("latency ms (measured)")
     )
-    return _layout(
+    return layout(
         fig,
         f"{esc(t.model)}: {kind} against concurrency",
         xaxis={"title": "concurrent requests (threads)", "type": "log", "dtick": math.log10(2)},

@@ -7,7 +7,7 @@ from typing import Any
 from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
-from ortlab.views.render import _STYLE, esc, inputs_html, safe_text, table_html, table_text
+from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
 
@@ -81,7 +81,7 @@ def versions_text(r: Any, top: int = 20) -> str:
 
 def versions_html(r: Any, top: int = 20) -> str:
     out = (
-        f"{_STYLE}<div><b>{esc(_head(r), 800)}</b></div>"
+        f"{STYLE}<div><b>{esc(_head(r), 800)}</b></div>"
         + inputs_html("Node times", r.feeds, r.synthetic)
         + table_html(*_rows(r, top))
     )
@@ -95,7 +95,7 @@ def versions_figure(r: Any, top: int = 25) -> Any:
     nodes whose kernel or fusion changed marked."""
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import _layout
+    from ortlab.views.figure import layout
 
     t = r.to_pandas()
     t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
@@ -132,7 +132,7 @@ def versions_figure(r: Any, top: int = 25) -> Any:
     title = (
         f"{esc(r.model)}: onnxruntime {esc(a)} → {esc(b)}, per node (* kernel or fusion changed)"
     )
-    return _layout(
+    return layout(
         fig,
         title,
         xaxis_title="µs per run, B − A (interval: distribution-free, 95 %+)",

@@ -1,9 +1,10 @@
 """The HTML report: one self-contained file (plotly bundled, no network) with the model summary,
 placement, optimization diff, profile charts, quantization comparison, the doctor's findings
-and the environment the results were measured on. Also the doctor's own text/HTML renderers.
+and the environment the results were measured on (the doctor's own renderers are
+:mod:`ortlab.views.render_doctor`).
 
-Every string from the model goes through :func:`ortlab.views.render.esc` (HTML) or
-:func:`ortlab.views.render.script_json` (figure data, in non-executed JSON blocks). The page's
+Every string from the model goes through :func:`ortlab.views.html.esc` (HTML) or
+:func:`ortlab.views.html.script_json` (figure data, in non-executed JSON blocks). The page's
 Content-Security-Policy allows no network and exactly two scripts, by their sha256 hashes:
 plotly.js and the loader that draws the figures; a missed escape could not run. Paths to
 ortlab's cache and the home directory are never shown: the report travels.
@@ -14,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,32 +23,32 @@ from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.stats import interval_text
 from ortlab.views import plots
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import page_module, state_block
-from ortlab.views.render import (
-    _STYLE,
-    _report_html,
-    benchmark_html,
+from ortlab.views.html import (
     csp_hash,
     esc,
-    fused_map,
     inline_script,
     inputs_html,
+    redact_paths,
+    script_json,
+    table_html,
+)
+from ortlab.views.render import (
+    benchmark_html,
+    fused_map,
     load_text,
     model_summary_html,
     p50_text,
     placement_html,
     profile_html,
-    redact_paths,
-    safe_text,
-    script_json,
-    table_html,
+    session_report_html,
 )
-from ortlab.views.render_more import compare_html, footprint_html, optimization_html, whatif_html
+from ortlab.views.render_doctor import best_snippet, doctor_html
+from ortlab.views.render_more import compare_html, optimization_html, whatif_html
 
-__all__ = ["best_snippet", "doctor_html", "doctor_text", "report", "report_html"]
+__all__ = ["report", "report_html"]
 
 _CSP = (
     "default-src 'none'; script-src {hashes} blob:; worker-src blob:; style-src 'unsafe-inline'; "
@@ -66,87 +66,6 @@ for (const block of document.querySelectorAll("script.ortlab-figure")) {
   Plotly.newPlot(div, fig.data, fig.layout, { displaylogo: false, responsive: true });
 }
 """
-
-
-# ---------------------------------------------------------------------- doctor renderers
-
-
-def doctor_text(d: Any) -> str:
-    lines = [
-        f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
-        f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
-        f"{d.elapsed_s:.0f} s ({d.rounds} rounds x {d.runs} runs, interleaved)"
-    ]
-    for i, f in enumerate(d.findings, 1):
-        lines += [
-            f"{i}. [{f.severity}] {safe_text(f.title, 300)}",
-            f"   evidence: {safe_text(f.evidence, 2000)}",
-            f"   fix: {safe_text(f.fix, 2000)}",
-            f"   gain: {safe_text(f.gain, 500)}",
-            f"   code: {safe_text(f.code, 500)}",
-        ]
-    best = d.best
-    lines.append(f"BEST: {best.variant} · {best.session_config.label()} — {best.paired.verdict}")
-    if d.stages:
-        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
-    lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
-    return "\n".join(lines)
-
-
-def doctor_html(d: Any, model_file: str | None = None) -> str:
-    """The doctor's findings, best and candidates. With ``model_file`` (the report) the best's
-    snippet loads that file name instead of the path on the measuring machine."""
-    items = (
-        "".join(
-            f"<li><b>[{esc(f.severity)}] {esc(f.title, 300)}</b>"
-            f"<div>Evidence: {esc(f.evidence, 2000)}</div><div>Fix: {esc(f.fix, 2000)}</div>"
-            f"<div>Measured: <b>{esc(f.gain, 500)}</b></div>"
-            f"<pre style='margin:2px 0;background:#f6f6f6'>{esc(f.code, 1000)}</pre></li>"
-            for f in d.findings
-        )
-        or "<li>No findings: nothing the doctor checks for is wrong with this session.</li>"
-    )
-    cand = [
-        [
-            m.key,
-            m.label,
-            m.p50_ms,
-            interval_text(m.paired.ratio, m.paired.low, m.paired.high),
-            "—" if m.cosine != m.cosine else f"{m.cosine:.5f}",
-            m.stage,
-        ]
-        for m in d.measured
-    ]
-    notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
-    snippet = d.best.snippet() if model_file is None else best_snippet(d.best, model_file)
-    return (
-        f"{_STYLE}<div class='ortlab-doctor'><div><b>{esc(d.model)}</b> · baseline p50 "
-        f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
-        f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
-        f"<div><b>Best verified</b>: {esc(d.best.variant)} · "
-        f"{esc(d.best.session_config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
-        f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
-        + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
-        + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
-        + notes
-        + "</div>"
-    )
-
-
-def best_snippet(best: Any, model_file: str) -> str:
-    """The best configuration as plain onnxruntime loading ``model_file`` (a name the reader
-    knows); a model variant gets its own file name and a comment saying how to rebuild it."""
-    head = [f"# ortlab doctor: best verified configuration ({best.paired.verdict})"]
-    path: str = model_file
-    if best.variant != "original":
-        path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"
-        head.append(
-            f"# {path}: the model variant {best.variant!r} of {model_file} (it stays in "
-            f"ortlab's cache on the machine that measured it); rebuild it from "
-            f"{model_file} with:"
-        )
-        head += [f"#   {step}" for step in best.steps] or ["#   (steps not recorded)"]
-    return "\n".join(head) + "\n" + str(best.session_config.snippet(path))
 
 
 # ---------------------------------------------------------------------- the report
@@ -489,7 +408,7 @@ def report_html(
             )
         )
     elif profile is not None and profile.report is not None:
-        sections.append(("Placement", _report_html(profile.report)))
+        sections.append(("Placement", session_report_html(profile.report)))
     whatif = whatif if whatif is not None else getattr(doctor, "whatif", None)
     if whatif is not None:
         sections.append(("Where would it run? (predicted, not measured)", whatif_html(whatif)))

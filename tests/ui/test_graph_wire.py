@@ -20,7 +20,7 @@ from ortlab.analysis.graphdata import GraphData, graph_data
 from ortlab.views.colors import hash_color, palette, provider_color
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import module_sources
-from ortlab.views.render import script_json
+from ortlab.views.html import script_json
 from tests import corpus, models
 
 pytestmark = pytest.mark.ui

@@ -9,7 +9,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from ortlab.views.render import csp_hash, esc, inline_script, script_json
+from ortlab.views.html import csp_hash, esc, inline_script, script_json
 
 __all__ = [
     "MODULES",

@@ -9,7 +9,7 @@ from typing import Any
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.stats import interval_text
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 
 __all__ = ["History", "RunRecord"]
 

@@ -31,7 +31,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import resolve_dims, validate_feeds
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls

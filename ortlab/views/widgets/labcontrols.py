@@ -18,7 +18,7 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 from ortlab.views.widgets.labstatus import JOB_TABS, TabStatus
 
 __all__ = ["LabControls", "TabControls"]

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 from ortlab.views.widgets.labstatus import TabStatus, error_html
 
 __all__ = ["Jobs"]

@@ -22,7 +22,7 @@ from ortlab.analysis.sweep import sweep
 from ortlab.analysis.throughput import throughput
 from ortlab.analysis.versions import version_diff
 from ortlab.core.errors import OrtlabError
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 
 __all__ = [
     "LIMITS_INTRO",
@@ -160,7 +160,7 @@ def _warm_figure() -> None:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from ortlab.views.plots import template
+    from ortlab.views.figure import template
 
     one, text = np.ones(1), np.array(["a"])
     fig = go.Figure()
@@ -309,7 +309,8 @@ def snapshot_html(
     """A Lab's state as plain HTML (no script, no network): the settings and shapes of the
     last run, its latency with interval and load, where its nodes ran, the slowest nodes, and
     the History. Each figure is the one its tab shows (the same renderers)."""
-    from ortlab.views.render import esc, profile_node_rows, table_html
+    from ortlab.views.html import esc, table_html
+    from ortlab.views.render import profile_node_rows
 
     head = (
         f"<div><b>ortlab Lab</b> · {esc(model_name)} · a static snapshot of the last "

@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ortlab.views.render import esc
+from ortlab.views.html import esc
 
 __all__ = ["JOB_TABS", "LIMITS_WHAT", "TabStatus", "error_html"]
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
-from ortlab.views.render import esc, kernel_label, load_text, p50_text
+from ortlab.views.html import esc
+from ortlab.views.render import kernel_label, load_text, p50_text
 from ortlab.views.widgets.labparts import carriers_first
 
 __all__ = ["Headline"]
