@@ -25,6 +25,7 @@ import numpy as np
 
 from ortlab.analysis.graphmap import KERNELS_FOR
 from ortlab.core.eps import MEMCPY_OPS, label
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine.trace import ProfileData, types_text
 
 if TYPE_CHECKING:
@@ -378,7 +379,7 @@ def write_perfetto(
             if placement is not None
             else "none: pass placement= (ortlab.placement) for them",
             "memory": "per EP, after each node of the last measured run, as ORT recorded it",
-            "times": "µs, profiling on (about 5 µs of overhead per node)",
+            "times": f"µs, profiling on ({PROFILER_OVERHEAD})",
         },
     )
     text = json.dumps(doc, ensure_ascii=True, allow_nan=False, separators=(",", ":"))

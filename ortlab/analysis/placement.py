@@ -40,6 +40,7 @@ from ortlab.core.eps import MEMCPY_OPS, label, split_device
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model, ModelLike
 from ortlab.core.onnx_util import elem_bits
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.replies import PlacementReply
@@ -212,7 +213,7 @@ def join_placement(
         notes=[
             "Per-node times are the profiled time of the final node a node became part of, "
             "split evenly across its original nodes; a compiled EP subgraph is timed as a "
-            "whole. Profiling adds ~5 µs per executed node."
+            f"whole. {PROFILER_OVERHEAD}."
         ],
     )
 

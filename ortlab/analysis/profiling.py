@@ -1,7 +1,8 @@
 """ORT's profiler, run in the worker, and the :class:`ProfileResult` tables over its trace
 (parsed by :mod:`ortlab.engine.trace`).
 
-Times measured with profiling on include ORT's per-node profiling overhead (~5 µs/node): use
+Times measured with profiling on include ORT's per-node profiling overhead
+(``core.runtime.PROFILER_US_PER_NODE``): use
 them for *shares* and per-node comparisons; take latency from :func:`ortlab.benchmark`.
 """
 
@@ -21,6 +22,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
 from ortlab.engine.calls import run_model_task
 from ortlab.engine.session import SessionReport
@@ -412,7 +414,7 @@ def profile(
         warmup=warmup,
     )
     notes = [
-        "Times are measured with ORT's profiler on (about 5 µs of overhead per node): use them "
+        f"Times are measured with ORT's profiler on ({PROFILER_OVERHEAD}): use them "
         "for shares and comparisons between nodes; ortlab.benchmark gives latency.",
         *f.notes,
     ]

@@ -29,6 +29,7 @@ from ortlab.core.inputs import Feeds
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_flops
 from ortlab.engine import tasks_cost, tasks_peaks
 from ortlab.engine.calls import as_config, call, run_model_task
@@ -307,8 +308,8 @@ def roofline(
             )
     notes += [
         f"Times: {prof.conditions}.",
-        "Node times are measured (the median run's own time, ORT's profiler on: about 5 µs "
-        "per node of overhead, which weighs on tiny nodes); FLOPs and bytes are "
+        f"Node times are measured (the median run's own time; {PROFILER_OVERHEAD}); FLOPs and "
+        "bytes are "
         f"{COUNTED}; ceilings are measured with ORT on this EP and settings, before a model's "
         "runs, and each is the best measured in this Python session (" + _measured(peaks) + ").",
         *f.notes,

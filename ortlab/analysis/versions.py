@@ -28,6 +28,7 @@ from ortlab.core.errors import VersionInstallError
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks, venvs
 from ortlab.engine.calls import Via, check_report, prepare, run
 from ortlab.engine.worker import Worker
@@ -298,8 +299,7 @@ def version_diff(
             f"{rounds} sessions per version, profiled in turns "
             f"({' '.join('AB'[k] for k in order[:8])}{' …' if len(order) > 8 else ''}), "
             f"{runs} profiled runs each after {warmup} warm-up runs; a node's time is the "
-            "median of its sessions' median runs, profiled (ORT's profiler adds ~5 µs per "
-            "node).",
+            f"median of its sessions' median runs, profiled ({PROFILER_OVERHEAD}).",
             said_load,
             *d.notes,
         ],
