@@ -22,7 +22,14 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
-from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, load_sentence, other_cores
+from ortlab.core.machine import (
+    BUSY_CORES,
+    cpu_sample,
+    environment,
+    load_sentence,
+    other_cores,
+    physical_cores,
+)
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
@@ -264,11 +271,14 @@ def _mode_rows(
 
 
 def _notes(reply: ThroughputReply, cfg: SessionConfig, levels: list[int]) -> list[str]:
-    cores, intra = reply.cpu_count, cfg.intra_op_threads
+    cores, intra = physical_cores(), cfg.intra_op_threads
     per_run = cores if intra == 0 else intra
-    setting = f"intra_op_threads={intra}" + (" (ORT's default: one per core)" if intra == 0 else "")
+    setting = f"intra_op_threads={intra}" + (
+        " (ORT's default: one per physical core)" if intra == 0 else ""
+    )
     notes = [
-        f"This machine has {cores} cores; each session runs with {setting}, so "
+        f"This machine has {cores} physical cores ({reply.cpu_count} logical CPUs); each "
+        f"session runs with {setting}, so "
         f"{max(levels)} concurrent requests ask for up to {max(levels) * per_run} "
         "intra-op threads."
     ]

@@ -25,6 +25,7 @@ __all__ = [
     "environment",
     "load_sentence",
     "other_cores",
+    "physical_cores",
 ]
 
 _SPEED_FLAGS = frozenset(
@@ -116,6 +117,16 @@ class CpuSample:
     busy_s: float
     own_s: float
     cpus: int
+
+
+@functools.cache
+def physical_cores() -> int:
+    """The physical cores: what ORT's default intra-op pool sizes itself to (one thread per
+    physical core), and so what the doctor's thread sweep, the throughput's oversubscription
+    note and every thread advice count; logical CPUs where psutil cannot tell."""
+    import psutil
+
+    return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
 def cpu_sample(ps: Any = None) -> CpuSample:

@@ -26,7 +26,6 @@ others go on.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +42,7 @@ from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import unfixed_dims
+from ortlab.core.machine import physical_cores
 from ortlab.core.model import Model
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
 from ortlab.diagnosis.best import Best, best_of
@@ -73,7 +73,7 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.ledger import Item
 from ortlab.diagnosis.verify import FinalStage
 
-__all__ = ["Search", "physical_cores"]
+__all__ = ["Search"]
 
 QUANT_FIX_NODES = 5
 """The worst nodes (lowest SQNR) an int8 fix spares."""
@@ -81,12 +81,6 @@ _FIX_KINDS = (("spare", "left in float"), ("16bit", "their outputs quantized to 
 """The variants ``ErrorResult.fix`` makes, in its order: key tag, how the nodes are spared."""
 WHATIF_TARGETS = {t: TARGETS[t] for t in DEFAULT_TARGETS}
 """What-if targets by the EP they predict."""
-
-
-def physical_cores() -> int:
-    import psutil
-
-    return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
 class Search(FinalStage):
