@@ -285,3 +285,25 @@ def test_precisions_bodies_and_contrib_kernels(name: str) -> None:
         assert not math.isnan(r.bytes), r
         if r.ort_bytes >= 0 and r.op_type not in ("Shape", "Size") and r.kind != "control":
             assert r.bytes == pytest.approx(r.ort_bytes * r.calls), r
+
+
+def test_element_sizes_have_one_table_that_agrees_with_numpy() -> None:
+    """The one table of element sizes (by ORT's dtype names, as profiles write them) against
+    numpy's itemsize for every type numpy has, and the sub-byte types ONNX packs."""
+    from onnx import TensorProto, helper
+
+    from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name
+
+    for t in (
+        TensorProto.FLOAT,
+        TensorProto.DOUBLE,
+        TensorProto.FLOAT16,
+        TensorProto.INT8,
+        TensorProto.UINT8,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.BOOL,
+    ):
+        assert DTYPE_BYTES[dtype_name(t)] == np.dtype(helper.tensor_dtype_to_np_dtype(t)).itemsize
+    assert DTYPE_BYTES["int4"] == DTYPE_BYTES["uint4"] == 0.5 and DTYPE_BYTES["bfloat16"] == 2
+    assert dtype_name(TensorProto.FLOAT) == "float" and "string" not in DTYPE_BYTES

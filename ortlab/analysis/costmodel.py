@@ -15,33 +15,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DTYPE_BYTES", "NodeCost", "Tensor", "compute_dtype", "node_cost"]
+from ortlab.core.onnx_util import DTYPE_BYTES
+
+__all__ = ["NodeCost", "Tensor", "compute_dtype", "node_cost"]
 
 Tensor = tuple[str, tuple[int, ...]]
 """(ORT dtype name, dims)."""
 
-DTYPE_BYTES = {
-    "float": 4.0,
-    "double": 8.0,
-    "float16": 2.0,
-    "bfloat16": 2.0,
-    "int8": 1.0,
-    "uint8": 1.0,
-    "int16": 2.0,
-    "uint16": 2.0,
-    "int32": 4.0,
-    "uint32": 4.0,
-    "int64": 8.0,
-    "uint64": 8.0,
-    "bool": 1.0,
-    "float8e4m3fn": 1.0,
-    "float8e4m3fnuz": 1.0,
-    "float8e5m2": 1.0,
-    "float8e5m2fnuz": 1.0,
-    "int4": 0.5,
-    "uint4": 0.5,
-    "float4e2m1": 0.5,
-}
 
 _PRECISION = {
     "float": "fp32",

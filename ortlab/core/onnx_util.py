@@ -57,6 +57,14 @@ def elem_bits(elem_type: int) -> int:
         return 0
 
 
+DTYPE_BYTES: dict[str, float] = {
+    dtype_name(t): elem_bits(t) / 8 for t in TensorProto.DataType.values() if elem_bits(t) > 0
+}
+"""Bytes per element by ORT's dtype name ('float': 4, 'float16': 2, 'int4': 0.5, …): the one
+table of element sizes, derived from ONNX's own types (strings, whose size depends on the
+data, have none)."""
+
+
 def tensor_nbytes(tensor: TensorProto) -> int:
     """Bytes of an initializer's data, without loading external data."""
     if tensor.data_location == TensorProto.EXTERNAL:

@@ -20,45 +20,17 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample
-from ortlab.core.onnx_util import Attr, attr_values
+from ortlab.core.onnx_util import Attr, attr_values, dtype_name
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
 from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["onnx_dtype_name", "shapes"]
+__all__ = ["shapes"]
 
 
-_ONNX_NAMES = {
-    1: "float",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    8: "string",
-    9: "bool",
-    10: "float16",
-    11: "double",
-    12: "uint32",
-    13: "uint64",
-    16: "bfloat16",
-    17: "float8e4m3fn",
-    18: "float8e4m3fnuz",
-    19: "float8e5m2",
-    20: "float8e5m2fnuz",
-    21: "uint4",
-    22: "int4",
-    23: "float4e2m1",
-}
 _NUMPY_NAMES = {"float32": "float", "float64": "double", "object": "string", "str": "string"}
-
-
-def onnx_dtype_name(elem_type: int) -> str:
-    """ORT's name for an ONNX element type (the names its profile writes)."""
-    return _ONNX_NAMES.get(elem_type, f"type{elem_type}")
 
 
 def _attrs(node: Any) -> tuple[tuple[str, Attr], ...]:
@@ -91,10 +63,10 @@ def _walk(
     import onnx
 
     for t in graph.initializer:
-        tensors[t.name] = (onnx_dtype_name(t.data_type), tuple(int(d) for d in t.dims))
+        tensors[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
         weights.add(t.name)
     for t in graph.sparse_initializer:
-        tensors[t.values.name] = (onnx_dtype_name(t.values.data_type), tuple(t.dims))
+        tensors[t.values.name] = (dtype_name(t.values.data_type), tuple(t.dims))
         weights.add(t.values.name)
     for n in graph.node:
         name = n.name or (names.get((n.op_type, n.output[0]), "") if n.output else "")
