@@ -100,8 +100,10 @@ def test_the_ceilings_agree_with_plain_onnxruntime_and_physics(
 ) -> None:
     peak = roof.peak_flops("fp32")
     plain = _plain_gemm_rate(tasks_peaks.GEMM_N)
-    # the same kernel: equal but for a busy machine's noise (a unit or work error is 1000x)
-    assert plain / 10 < peak < plain * 10
+    # the same kernel, best of its runs each side: equal but for a busy machine's noise (the
+    # session keeps its best ceiling; here the plain loop may meet a busier moment, or an idle
+    # one the ceiling did not); a unit or work error would be 1000x
+    assert plain / 3 < peak < plain * 3, (plain, peak)
     # no CPU core does more than 2 AVX-512 FMA a cycle (64 fp32 FLOPs) at 6 GHz
     assert peak < (os.cpu_count() or 1) * 64 * 6e9
     assert roof.bandwidth < 2e12  # no socket streams 2 TB/s from DRAM
