@@ -324,3 +324,15 @@ def test_a_profile_on_a_busy_machine_says_so(mlp: ortlab.Model) -> None:
     assert "shares inflated" in text and "shares inflated" in html
     again = ProfileResult.from_json(p.to_json())
     assert again.data.other_cores == p.data.other_cores and again.busy
+
+
+def test_every_verb_that_profiles_makes_the_same_profile_result(mlp: ortlab.Model) -> None:
+    """ProfileResult has one maker (profiling.profile_result): the profile, the placement
+    join's and the roofline's carry the same notes and inputs, so no view says a profile's
+    conditions three ways."""
+    p = ortlab.profile(mlp, runs=3, progress=False)
+    pl = ortlab.placement(mlp, runs=3, progress=False).profile
+    roof = ortlab.roofline(mlp, runs=3, progress=False).profile
+    assert pl is not None and roof is not None
+    assert p.notes == pl.notes == roof.notes and p.feeds == pl.feeds == roof.feeds
+    assert p.synthetic == pl.synthetic == roof.synthetic is True

@@ -33,7 +33,7 @@ from ortlab.analysis.placementresult import (
     PartitionRow,
     PlacementResult,
 )
-from ortlab.analysis.profiling import ProfileData, ProfileResult
+from ortlab.analysis.profiling import ProfileData, profile_result
 from ortlab.analysis.reasons import node_reason
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
@@ -480,15 +480,7 @@ def from_reply(m: Model, cfg: SessionConfig, f: Feeds, out: PlacementReply) -> P
         probes=out.probes,
     )
     shapes, synthetic = f.describe(), f.synthetic
-    prof = ProfileResult(
-        model=m.name,
-        config=cfg.to_dict(),
-        data=out.data,
-        report=out.report,
-        notes=joined.notes[:1],
-        feeds=shapes,
-        synthetic=synthetic,
-    )
+    prof = profile_result(m.name, cfg, out.data, out.report, f)
     ran = {k: list(v) for k, v in f.shapes().items()}
     return dataclasses.replace(
         joined, profile=prof, feeds=shapes, synthetic=synthetic, ort_ms=out.ort_ms, input_shapes=ran

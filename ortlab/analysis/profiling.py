@@ -39,6 +39,7 @@ from ortlab.engine.trace import (
 
 if TYPE_CHECKING:
     from ortlab.analysis.placementresult import PlacementResult
+    from ortlab.core.inputs import Feeds
 
 __all__ = [
     "ProfileData",
@@ -47,6 +48,7 @@ __all__ = [
     "parse_profile",
     "parse_profile_file",
     "profile",
+    "profile_result",
     "self_durations",
 ]
 
@@ -413,16 +415,25 @@ def profile(
         runs=runs,
         warmup=warmup,
     )
+    return profile_result(m.name, cfg, out.data, out.report, f)
+
+
+def profile_result(
+    name: str, cfg: SessionConfig, data: ProfileData, report: SessionReport | None, f: Feeds
+) -> ProfileResult:
+    """THE way a ProfileResult is made from a worker's profiled runs (``profile``, the
+    placement join's and the roofline's profiles): the same conditions and notes whichever
+    verb profiled."""
     notes = [
         f"Times are measured with ORT's profiler on ({PROFILER_OVERHEAD}): use them "
         "for shares and comparisons between nodes; ortlab.benchmark gives latency.",
         *f.notes,
     ]
     return ProfileResult(
-        model=m.name,
+        model=name,
         config=cfg.to_dict(),
-        data=out.data,
-        report=out.report,
+        data=data,
+        report=report,
         notes=notes,
         feeds=f.describe(),
         synthetic=f.synthetic,

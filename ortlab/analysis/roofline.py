@@ -22,7 +22,7 @@ from typing import Any
 from ortlab.analysis import ceilings
 from ortlab.analysis.ceilings import Peak
 from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
-from ortlab.analysis.profiling import ProfileResult, profile
+from ortlab.analysis.profiling import ProfileResult, profile, profile_result
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.inputs import Feeds
@@ -265,14 +265,7 @@ def roofline(
     )
     ceilings.record(cfg, reply.peaks)
     costs, notes = cost_rows(reply)
-    prof = ProfileResult(
-        model=m.name,
-        config=cfg.to_dict(),
-        data=reply.data,
-        report=reply.report,
-        feeds=f.describe(),
-        synthetic=f.synthetic,
-    )
+    prof = profile_result(m.name, cfg, reply.data, reply.report, f)
     result, rows = _against_ceilings(m.name, cfg, costs=costs, prof=prof, runs=runs, f=f)
     if any(r.achieved_fraction > ABOVE for r in rows):  # a busy moment, or a wrong count
         reply_peaks = call(
