@@ -399,9 +399,11 @@ def test_what_if_target_shows_the_predicted_placement(lab) -> None:
     the partition at the Lab's shapes; the Placement tab shows it, with reasons and a graph."""
     import pytest
 
+    from ortlab.views.widgets.tabjobs import run_whatif
+
     pytest.importorskip("onnxruntime_qnn")
     lab.target.value = "nnapi"
-    lab._whatif()
+    run_whatif(lab)  # what its button starts, in the test's thread
     w = lab.whatif_result
     assert isinstance(w, ortlab.WhatIfResult) and w.targets[0].target == "nnapi"
     shown = lab.shown["Placement"]
@@ -739,7 +741,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     def boom(*_a, **_k):
         raise ortlab.RunError("the doctor's worker call failed")
 
-    monkeypatch.setattr(ortlab, "doctor", boom)
+    monkeypatch.setattr("ortlab.views.widgets.tabjobs.doctor", boom)
     lab.doctor_button.click()
     status = lab.tab_controls.status["Doctor"]
     assert status.state == "failed" and "failed after" in status.line.value
@@ -762,7 +764,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     assert limits.state == "done" and limits.error.value == "" and lab.last_error is None
 
     lab.level.value = "basic"  # two runs to compare
-    monkeypatch.setattr(ortlab, "diff", boom)
+    monkeypatch.setattr("ortlab.views.widgets.tabjobs.diff", boom)
     lab.compare_button.click()
     history = lab.tab_controls.status["History"]
     assert history.state == "failed" and "worker call failed" in history.error.value
@@ -787,7 +789,7 @@ def test_a_tab_says_its_job_runs_with_progress_and_seconds_then_how_it_ended(
         gate.wait(60)
         return result
 
-    monkeypatch.setattr(ortlab, "optimization_diff", slow)
+    monkeypatch.setattr("ortlab.views.widgets.tabjobs.optimization_diff", slow)
     lab.opt_button.click()
     status = lab.tab_controls.status["Optimization"]
     assert status.state == "running" and status.text.startswith("running the optimization diff")
@@ -811,7 +813,7 @@ def test_a_tab_says_its_job_runs_with_progress_and_seconds_then_how_it_ended(
         gate.wait(60)
         raise ortlab.OrtlabError("no fp16 today")
 
-    monkeypatch.setattr(ortlab, "to_fp16", building)
+    monkeypatch.setattr("ortlab.views.widgets.tabjobs.to_fp16", building)
     lab.quant_button.click()
     quant = lab.tab_controls.status["Quantization"]
     assert entered.wait(60)

@@ -3,13 +3,13 @@
 Every change re-runs in the worker (placement with profiling, then a benchmark with profiling
 off) on a background thread, so the notebook never freezes (:mod:`labjobs`); a progress bar and
 a Cancel button show while it runs (Cancel stops the refresh at whatever step it is in); a tab's
-own job (the doctor, a Limits job…) says so on that tab's status line; a failed job shows its
-error inside the Lab and keeps the previous results, if any. Each run becomes a row of
-``lab.history``; the Overview leads with its answer to what is slow (:mod:`overview`).
-``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs, unnamed dims);
-otherwise the dims box sets the symbolic dims and shows the ones used. Charts are the plot
-layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only wires them
-together.
+own job (:mod:`tabjobs`: the doctor, a Limits job…) says so on that tab's status line; a
+failed job shows its error inside the Lab and keeps the previous results, if any. Each run
+becomes a row of ``lab.history``; the Overview leads with its answer to what is slow
+(:mod:`overview`). ``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs,
+unnamed dims); otherwise the dims box sets the symbolic dims and shows the ones used. Charts
+are the plot layer's plotly figures, tables the results' own DataFrames/HTML: the Lab only
+wires them together.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.views.html import esc
-from ortlab.views.report import report
 from ortlab.views.widgets.history import History, RunRecord
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
 from ortlab.views.widgets.labjobs import Jobs, choose_sync
@@ -43,10 +42,8 @@ from ortlab.views.widgets.labparts import (
     Shown,
     carriers_first,
     guess_hint,
-    limits_job,
     optimizer_options,
     ort_seconds,
-    safe_filename,
     set_outputs,
     snapshot_html,
     top_node_options,
@@ -54,6 +51,16 @@ from ortlab.views.widgets.labparts import (
 )
 from ortlab.views.widgets.labstatus import LIMITS_WHAT
 from ortlab.views.widgets.overview import Headline
+from ortlab.views.widgets.tabjobs import (
+    compare_runs,
+    run_doctor,
+    run_limits,
+    run_optimization,
+    run_quantization,
+    run_whatif,
+    show_snippet,
+    write_report,
+)
 
 __all__ = ["Lab"]
 
@@ -158,7 +165,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             control.observe(lambda _: None if self._hold else self.run(), names="value")
         c.run_button.on_click(lambda _: self.run())
         c.cancel_button.on_click(lambda _: self.cancel())
-        c.snippet_button.on_click(lambda _: self._show_snippet())
+        c.snippet_button.on_click(lambda _: show_snippet(self))
         c.report_button.on_click(lambda _: self._background(self.export_report))
 
     def __getattr__(self, name: str) -> Any:
@@ -239,34 +246,36 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             lambda _: self._draw_waiting(self._tab_on_screen()), names="selected_index"
         )
         self.tab_controls = t = TabControls(self._qnn_given)
-        jobs = [  # the button, the job, the results it replaces, its tab, its name there
+        # the button, the job (a function of the Lab), the results it replaces, its tab, its name
+        jobs: list[tuple[Any, Callable[..., None], str, str, str]] = [
             (
                 t.opt_button,
-                self._optimization,
+                run_optimization,
                 "optimization",
                 "Optimization",
                 "the optimization diff",
             ),
             (
                 t.quant_button,
-                self._quantization,
+                run_quantization,
                 "comparison",
                 "Quantization",
                 "the quantization comparison",
             ),
-            (t.doctor_button, self._doctor, "doctor_result", "Doctor", "the doctor"),
-            (t.compare_button, self._compare_runs, "run_diff", "History", "the comparison"),
-            (t.whatif_button, self._whatif, "whatif_result", "Placement", "the what-if"),
+            (t.doctor_button, run_doctor, "doctor_result", "Doctor", "the doctor"),
+            (t.compare_button, compare_runs, "run_diff", "History", "the comparison"),
+            (t.whatif_button, run_whatif, "whatif_result", "Placement", "the what-if"),
             *[
-                (b, functools.partial(self._limits, k), k, "Limits", LIMITS_WHAT[k])
+                (b, functools.partial(run_limits, what=k), k, "Limits", LIMITS_WHAT[k])
                 for k, b in t.limits_buttons.items()
             ],
         ]
-        for button, *job in jobs:
-            button.on_click(lambda _, job=job: self._background(*job))
+        for button, job, *about in jobs:
+            start = functools.partial(self._background, functools.partial(job, self), *about)
+            button.on_click(lambda _, start=start: start())
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
-        t.run_snippet_button.on_click(lambda _: self._show_snippet(t.run_a.value))
+        t.run_snippet_button.on_click(lambda _: show_snippet(self, t.run_a.value))
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
         self._whatif_shown: list[Any] = []
@@ -479,104 +488,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _history_items(self) -> list[Any]:
         return self.tab_controls.history_items(self.history)
 
-    def _compare_runs(self) -> None:
-        a, b = self.run_a.value, self.run_b.value
-        if a is None or b is None:
-            return
-        items: list[Any] = self.history.comparison(a, b)  # the table, and where it disagrees
-        ra, rb = self.history.run(a), self.history.run(b)
-        if ra.placement is not None and rb.placement is not None:  # per node, on the graph
-            d = ortlab.diff(ra.placement, rb.placement, labels=(f"run {a}", f"run {b}"))
-            self.run_diff = d
-            same = ra.model_path == rb.model_path  # the model's own name, not its file's
-            model = ortlab.load(ra.model_path, name=self.model.name) if same else self.model
-            items += [d, d.plot(), ortlab.graph(model, placement=rb.placement, diff=d)]
-        self.shown["History comparison"] = items
-        set_outputs(self.comparison_out, items)
-
-    def _qnn_options(self) -> dict[str, str]:
-        return self.tab_controls.qnn_options()
-
-    def _whatif(self) -> None:
-        """The chosen accelerator's predicted partition at the Lab's shapes (its compiler
-        where one runs without the device), shown under the measured placement."""
-        target = self.target.value
-        w_ = ortlab.whatif(
-            self.model,
-            [target],
-            progress=self._progress(f"what if {target}"),
-            qnn_options=self._qnn_options(),
-            **self._inputs(),
-        )
-        for old in self._whatif_shown:  # a widget lives in the kernel until closed
-            if isinstance(old, w.DOMWidget):
-                old.close()
-        self.whatif_result = w_
-        self._whatif_shown = [w_, w_.reasons()]
-        if w_.targets[0].evidence in ("compiled", "rules", "measured"):
-            self._whatif_shown.append(ortlab.graph(self.model, placement=w_[target]))
-        measured = [self.placement] if self.placement is not None else []
-        self._show("Placement", self.tab_controls.whatif_bar, *measured, *self._whatif_shown)
-
-    def _optimization(self) -> None:
-        opt = ortlab.optimization_diff(
-            self.model,
-            config=self.config.with_(providers=["cpu"]),
-            progress=self._progress("levels"),
-            **self._inputs(),
-        )
-        self.optimization = opt
-        self._show("Optimization", self.tab_controls.opt_bar, opt, opt.plot(), opt.counts.T)
-
-    def _limits(self, what: str) -> None:
-        result, items = limits_job(what, self)
-        setattr(self, what, result)
-        self._show("Limits", self.tab_controls.limits_bar, *items)
-
-    def _quantization(self) -> None:
-        m, inputs = self.model, self._inputs()
-        self._announce("building fp16")  # said on the tab: this takes a while, silently
-        variants = [ortlab.to_fp16(m)]
-        self._announce("building dynamic int8")
-        variants.append(ortlab.quantize(m, mode="dynamic"))
-        self._announce("building static QDQ (calibration)")
-        variants.append(ortlab.quantize(m, mode="static", calibration_size=8, **inputs))
-        self._announce("timing the variants")
-        cmp = ortlab.compare(
-            m, variants, self.config, progress=self._progress("variants"), **inputs
-        )
-        self._announce("the per-tensor error")
-        err = ortlab.quantization_error(m, variants[2], **inputs)  # at the timed shapes
-        self.comparison = cmp
-        self._show(
-            "Quantization",
-            self.tab_controls.quant_bar,
-            cmp,
-            cmp.plot(),
-            self.tab_controls.worst_label,
-            err.worst(10),
-        )
-
-    def _doctor(self) -> None:
-        d = ortlab.doctor(
-            self.model,
-            self.config,
-            budget_s=self.budget.value,
-            progress=self._progress("doctor"),
-            **self._inputs(),
-        )
-        self.doctor_result = d
-        self.apply_button.disabled = False
-        self._show(
-            "Doctor",
-            self.tab_controls.doctor_bar,
-            d,
-            d.plot("candidates"),
-            d.plot("threads"),
-            d.plot("pareto"),
-        )
-        self._show_when_seen("Overview", self._overview)  # its headline names the best
-
     def apply_best(self) -> None:
         """Set the Lab to exactly the doctor's best verified configuration and run it: its
         model file (the variant the doctor measured, per-channel and all), providers and
@@ -631,46 +542,4 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory. The Limits tab's results
         (roofline, cost, throughput, sweep, versions) are sections of their own."""
-        self.wait()  # a job in flight (the first run of a Lab) is in the report
-        target = (
-            Path(path)
-            if path
-            else Path.cwd() / f"ortlab-report-{safe_filename(self.model.name)}.html"
-        )
-        out = report(
-            self.model,
-            self.doctor_result,
-            path=target,
-            compute=False,
-            placement=self.placement,
-            profile=self.profile_result,
-            optimization=self.optimization,
-            compare=self.comparison,
-            benchmark=self.benchmark_result,
-            history=self.history.to_pandas(),
-            extra=[
-                r
-                for r in (self.roofline, self.cost, self.throughput, self.sweep, self.version_diff)
-                if r is not None
-            ],
-        )
-        self.report_path = out
-        self.notice.value = (
-            f"report written: <a href='{esc(out.name)}' target='_blank'>"
-            f"{esc(out)}</a> ({out.stat().st_size / 1e6:.1f} MB)"
-        )
-        return out
-
-    def _show_snippet(self, run: int | None = None) -> None:
-        """Plain-onnxruntime Python for the current settings or for run ``run``: the model
-        file that run used (an int8 run names the int8 file) and its settings."""
-        if run is None:
-            cfg, path, shapes = self.config, str(self.model_path), ""
-            if self.history.records and self.history.records[-1].model_path == path:
-                shapes = self.history.records[-1].shapes
-        else:
-            record = self.history.run(run)
-            cfg, path, shapes = record.config, record.model_path, record.shapes
-        code = cfg.snippet(path) + (f"\n# ortlab ran it with {shapes}" if shapes else "")
-        title = "plain onnxruntime" + ("" if run is None else f" (run {run})")
-        self.notice.value = f"<b>{title}</b><pre>{esc(code, 20000)}</pre>"
+        return write_report(self, path)
