@@ -70,3 +70,23 @@ def test_levels_differ_per_node_as_the_joins_say(runs: tuple[ortlab.PlacementRes
 def test_diff_needs_measured_placements() -> None:
     with pytest.raises(TypeError, match="two ortlab.placement"):
         ortlab.diff("a", "b")  # type: ignore[arg-type]
+
+
+def test_verdict_colours_have_one_home() -> None:
+    """A verdict is one colour in every chart and on the graph (views.colors.VERDICT_COLORS,
+    carried to the graph's JS in its palette): the words and sentences map to it."""
+    from ortlab.views.colors import VERDICT_COLORS, palette, verdict_color
+
+    assert verdict_color("slower") == VERDICT_COLORS["slower"]
+    assert (
+        verdict_color("all is 1.39x faster than disabled: time ratio …")
+        == (VERDICT_COLORS["faster"])
+    )
+    for quiet in (
+        "no measurable difference",
+        "within noise",
+        "basic is faster than disabled, perhaps by no more than the ±2% noise",
+        "too few runs",
+    ):
+        assert verdict_color(quiet) == VERDICT_COLORS["neither"], quiet
+    assert palette()["verdicts"] == VERDICT_COLORS

@@ -5,7 +5,15 @@ EP without a fixed colour gets one from its name by the same hash in Python and 
 
 from __future__ import annotations
 
-__all__ = ["CATEGORICAL", "PROVIDER_COLORS", "hash_color", "palette", "provider_color"]
+__all__ = [
+    "CATEGORICAL",
+    "PROVIDER_COLORS",
+    "VERDICT_COLORS",
+    "hash_color",
+    "palette",
+    "provider_color",
+    "verdict_color",
+]
 
 PROVIDER_COLORS = {
     "CPUExecutionProvider": "#4C78A8",
@@ -29,6 +37,21 @@ CATEGORICAL = [
     "#BAB0AC",
 ]
 """Colours by name for what has no fixed one (other EPs, op types)."""
+VERDICT_COLORS = {"faster": "#2166AC", "slower": "#B2182B", "neither": "#BAB0AC"}
+"""A comparison's verdict, the same in every chart and on the graph: blue faster, red slower,
+grey for no measurable difference, within noise or no verdict."""
+
+
+def verdict_color(verdict: str) -> str:
+    """The colour of a verdict word or sentence ('faster', 'x is 1.3x slower than y: …'); a
+    sentence that says the gain may be noise ('perhaps by no more than') is grey."""
+    text = verdict.lower()
+    if "perhaps" in text or "no measurable" in text:
+        return VERDICT_COLORS["neither"]
+    for word in ("faster", "slower"):
+        if word in text:
+            return VERDICT_COLORS[word]
+    return VERDICT_COLORS["neither"]
 
 
 def hash_color(text: str) -> str:
@@ -48,5 +71,10 @@ def provider_color(provider: str) -> str:
 
 
 def palette() -> dict[str, object]:
-    """What the graph view's JS colours with: ``{"providers": …, "categorical": …}``."""
-    return {"providers": dict(PROVIDER_COLORS), "categorical": list(CATEGORICAL)}
+    """What the graph view's JS colours with: ``{"providers": …, "categorical": …,
+    "verdicts": …}``."""
+    return {
+        "providers": dict(PROVIDER_COLORS),
+        "categorical": list(CATEGORICAL),
+        "verdicts": dict(VERDICT_COLORS),
+    }

@@ -14,7 +14,7 @@ import numpy as np
 
 from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import NOISE_BAND
-from ortlab.views.colors import provider_color
+from ortlab.views.colors import VERDICT_COLORS, provider_color, verdict_color
 from ortlab.views.figure import layout, template
 from ortlab.views.html import esc
 
@@ -159,7 +159,11 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
             height=420,
         )  # decades only: minor labels are 9 px
     colors = [
-        "#54A24B" if hi < 1 - NOISE_BAND else "#E45756" if lo > 1 + NOISE_BAND else "#BAB0AC"
+        VERDICT_COLORS["faster"]
+        if hi < 1 - NOISE_BAND
+        else VERDICT_COLORS["slower"]
+        if lo > 1 + NOISE_BAND
+        else VERDICT_COLORS["neither"]
         for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
     ]
     fig = go.Figure(
@@ -190,7 +194,7 @@ def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
         "intra-op threads and spinning: time ratio to the baseline"
         if kind == "threads"
         else "each candidate: time ratio to the baseline, interval ≥ 95 % "
-        "(green faster, red slower, grey within noise)"
+        "(blue faster, red slower, grey within noise)"
     )
     return layout(
         fig,
@@ -337,9 +341,7 @@ def diff_figure(d: Any, top: int = 25) -> Any:
 
     t = d.to_pandas()
     t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = [
-        "#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999" for v in t["verdict"]
-    ]
+    colors = [verdict_color(v) for v in t["verdict"]]
     fig = go.Figure(
         go.Bar(
             x=t["delta_us"],

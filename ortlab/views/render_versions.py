@@ -7,6 +7,7 @@ from typing import Any
 from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
+from ortlab.views.colors import verdict_color
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
@@ -99,9 +100,7 @@ def versions_figure(r: Any, top: int = 25) -> Any:
 
     t = r.to_pandas()
     t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = [
-        "#B2182B" if v == "slower" else "#2166AC" if v == "faster" else "#999" for v in t["verdict"]
-    ]
+    colors = [verdict_color(v) for v in t["verdict"]]
     mark = [
         " *" if k or f else ""
         for k, f in zip(t["kernel_changed"], t["fusion_changed"], strict=True)

@@ -8,6 +8,7 @@ export const COLOR_MODES = ["provider", "op_type", "time", "quant_error", "memor
 // The palette comes from Python with the graph (views/colors.py, its one home): `useColors`.
 let PALETTE = {};
 let CATEGORICAL = ["#999999"];
+let VERDICTS = { faster: "#2166AC", slower: "#B2182B", neither: "#BAB0AC" };
 const NO_DATA = "#e8e8e8";
 
 // Take the palette the graph carries (the wire form's `colors`); a graph without one (an old
@@ -16,6 +17,11 @@ export function useColors(colors) {
   if (!colors) return;
   PALETTE = colors.providers || PALETTE;
   CATEGORICAL = colors.categorical?.length ? colors.categorical : CATEGORICAL;
+  VERDICTS = colors.verdicts || VERDICTS;
+}
+
+function rgb(hex) {  // "#B2182B" -> [178, 24, 43]
+  return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
 }
 
 // The same hash as colors.py hash_color: h * 31 + the first UTF-16 unit of each code point.
@@ -60,7 +66,7 @@ export function colorOf(item, mode, stats) {
     if (item.delta_us === null || item.delta_us === undefined) return NO_DATA;
     if (item.diff_verdict !== "slower" && item.diff_verdict !== "faster") return "#f7f7f7";
     const t = Math.sqrt(Math.min(1, Math.abs(item.delta_us) / (stats.maxDelta || 1)));
-    const end = item.delta_us > 0 ? [178, 24, 43] : [33, 102, 172];
+    const end = rgb(item.delta_us > 0 ? VERDICTS.slower : VERDICTS.faster);
     return `rgb(${end.map((v) => Math.round(247 + (v - 247) * t)).join(",")})`;
   }
   if (mode === "memory") {
@@ -97,8 +103,8 @@ function legendEntries(d, mode) {
     return [...new Set(d.nodes.map((n) => n.op_type))].slice(0, 16).map((o) => [o, hashColor(o)]);
   }
   if (mode === "diff") {
-    return [["slower (B − A > 0)", "rgb(178,24,43)"], ["no measurable difference", "#f7f7f7"],
-      ["faster", "rgb(33,102,172)"], ["not in both runs", NO_DATA]];
+    return [["slower (B − A > 0)", VERDICTS.slower], ["no measurable difference", "#f7f7f7"],
+      ["faster", VERDICTS.faster], ["not in both runs", NO_DATA]];
   }
   if (mode === "memory") {
     let max = 0;
