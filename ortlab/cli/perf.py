@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ortlab
+from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.cli.args import (
     _config,
     _feeds,
@@ -69,8 +70,8 @@ def _version_diff_parser(sub: Any) -> None:
     p.add_argument(
         "--versions",
         type=_versions_arg,
-        default="1.31.1,1.32.0",
-        help="two onnxruntime versions, A,B (default 1.31.1,1.32.0)",
+        default=",".join(DEFAULT_VERSIONS),
+        help="two onnxruntime versions, A,B",
     )
     p.add_argument(
         "--rounds",

@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as w
 
 from ortlab.analysis.labrun import BEST, VARIANTS
+from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import alias as _short
@@ -347,7 +348,7 @@ class TabControls:
             layout=w.Layout(width="340px"),
         )
         self.versions = w.Text(
-            value="1.31.1,1.32.0", description="versions", layout=w.Layout(width="260px")
+            value=",".join(DEFAULT_VERSIONS), description="versions", layout=w.Layout(width="260px")
         )
         b = self.limits_buttons
         self.limits_bar = w.VBox(
