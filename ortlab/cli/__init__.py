@@ -46,7 +46,7 @@ from ortlab.core.version import __version__
 from ortlab.engine.providers import providers
 from ortlab.engine.session import warn_if_fallback
 from ortlab.views.html import safe_text
-from ortlab.views.render_more import providers_text
+from ortlab.views.render_accelerators import providers_text
 
 __all__ = ["main"]
 

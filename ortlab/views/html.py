@@ -1,5 +1,6 @@
 """The HTML and terminal-text kit every renderer shares: escaping, tables, the one style,
-data inside ``<script>``, path redaction and the inputs line. Pure functions, no UI library.
+data inside ``<script>``, path redaction, the inputs line and the load line. Pure functions, no
+UI library.
 
 Every string that comes from a model (node, tensor, op, domain and metadata names) goes through
 :func:`esc` for HTML and :func:`safe_text` for terminals: it is shown as text, never interpreted
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ortlab.core.cache import cache_dir
+from ortlab.core.machine import BUSY_CORES, load_sentence
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MAX_CELL = 200
@@ -104,6 +106,12 @@ def inputs_html(what: str, shapes: str | None, synthetic: bool | None) -> str:
     where = f"shapes {esc(shapes, 1000)}" if shapes else "shapes not recorded in this result"
     cls = "ortlab-inputs ortlab-warn" if synthetic else "ortlab-inputs"
     return f'<div class="{cls}">{esc(what)}: measured on {kind} · {where}</div>'
+
+
+def load_html(other: float | None) -> str:
+    """The load sentence (``core.machine.load_sentence``), in the warning colour when busy."""
+    cls = ' class="ortlab-warn"' if other is not None and other > BUSY_CORES else ""
+    return f"<div{cls}>{esc(load_sentence(other))}</div>"
 
 
 def redact_paths(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ortlab.core.stats import interval_text
 from ortlab.views.html import STYLE, esc, safe_text, table_html
-from ortlab.views.render_more import footprint_html
+from ortlab.views.render_memory import footprint_html
 
 __all__ = ["best_snippet", "doctor_html", "doctor_text"]
 

@@ -45,8 +45,10 @@ from ortlab.views.render import (
     profile_html,
     session_report_html,
 )
+from ortlab.views.render_accelerators import whatif_html
 from ortlab.views.render_doctor import best_snippet, doctor_html
-from ortlab.views.render_more import compare_html, optimization_html, whatif_html
+from ortlab.views.render_optimization import optimization_html
+from ortlab.views.render_quantization import compare_html
 
 __all__ = ["report", "report_html"]
 

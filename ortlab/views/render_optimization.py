@@ -1,0 +1,140 @@
+"""Renderers of graph optimization: the levels side by side, the ablation (one graph transformer
+off at a time) and the transformer fusion. Pure functions, no UI library; model strings through
+:func:`~ortlab.views.html.esc` and :func:`~ortlab.views.html.safe_text`, as in
+:mod:`ortlab.views.render`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortlab.core.machine import load_sentence
+from ortlab.core.stats import interval_text
+from ortlab.views.html import (
+    STYLE,
+    esc,
+    inputs_html,
+    load_html,
+    safe_text,
+    table_html,
+    table_text,
+)
+
+
+def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
+    lat = {r.level: r for r in o.latency_rows}
+    headers = ["level", "nodes", "fusions", "p50 ms", "vs first level", "verdict"]
+    rows = []
+    for lv in o.levels:
+        r = lat.get(lv.level)
+        fusions = sum(1 for g in lv.groups if g.kind == "fused")
+        rows.append(
+            [
+                lv.level,
+                lv.nodes,
+                fusions,
+                float(r.p50_ms) if r else "—",
+                interval_text(r.paired.ratio, r.paired.low, r.paired.high) if r else "—",
+                _short_verdict(r.paired.verdict) if r else "not timed",
+            ]
+        )
+    return headers, rows
+
+
+def _short_verdict(text: str) -> str:
+    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon; 'basic
+    vs disabled: no measurable difference, …' -> 'no measurable difference' (the verdict, not
+    the names the row already shows)."""
+    head, _, rest = text.partition(":")
+    if " vs " in head and rest:
+        return rest.strip().split(",", maxsplit=1)[0].split(" (", maxsplit=1)[0]
+    return head
+
+
+def optimization_text(o: Any) -> str:
+    parts = [
+        f"Graph optimization of {safe_text(o.model)}: {o.original_nodes} original nodes",
+        table_text(*_opt_rows(o)),
+    ]
+    for lv in o.levels:
+        if lv.fired:
+            parts.append(f"{lv.level}: fired " + ", ".join(f"{k}" for k in lv.fired))
+    parts += [f"BLOCKER: {safe_text(b, 2000)}" for b in o.blockers]
+    if o.latency_rows:
+        parts.append(load_sentence(o.other_cores))
+    return "\n".join(parts)
+
+
+def optimization_html(o: Any) -> str:
+    blockers = "".join(f'<div class="ortlab-warn">⚠ {esc(b, 2000)}</div>' for b in o.blockers)
+    fired = "".join(
+        f"<div><b>{esc(lv.level)}</b>: {esc(', '.join(lv.fired), 2000)}</div>"
+        for lv in o.levels
+        if lv.fired
+    )
+    return (
+        f"{STYLE}<div><b>{esc(o.model)}</b> · {o.original_nodes} original nodes</div>"
+        + blockers
+        + table_html(*_opt_rows(o))
+        + fired
+        + (load_html(o.other_cores) if o.latency_rows else "")
+    )
+
+
+def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
+    headers = [
+        "switched off",
+        "fired",
+        "nodes (Δ)",
+        "create ms",
+        "its own ms",
+        "p50 ms",
+        "ratio [interval]",
+        "verdict",
+        "max |Δ output|",
+    ]
+    rows = [
+        [
+            r.off or "(none: baseline)",
+            r.fired if r.off else "—",
+            f"{r.nodes} ({r.node_change:+d})",
+            f"{r.create_ms:.0f}",
+            "—" if r.own_ms != r.own_ms else f"{r.own_ms:.1f}",
+            r.p50_ms,
+            "—" if not r.off else interval_text(r.paired.ratio, r.paired.low, r.paired.high),
+            "—" if not r.off else r.paired.verdict,
+            f"{r.max_abs:.3g}",
+        ]
+        for r in a.rows
+    ]
+    return headers, rows
+
+
+def ablation_text(a: Any) -> str:
+    head = (
+        f"{safe_text(a.model)}: graph transformers switched off one at a time at level "
+        f"{a.level} ({a.rounds} interleaved rounds)"
+    )
+    return "\n".join([head, table_text(*_ablation_rows(a)), *a.notes])
+
+
+def ablation_html(a: Any) -> str:
+    return (
+        f"{STYLE}<div><b>{esc(a.model)}</b> · one transformer off at a time · level "
+        f"{esc(a.level)} · {a.rounds} interleaved rounds</div>"
+        + table_html(*_ablation_rows(a))
+        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in a.notes)
+        + inputs_html("Timed and compared", a.feeds, a.synthetic)
+    )
+
+
+def transformer_text(t: Any) -> str:
+    lines = [repr(t)]
+    lines += [f"  {k}: {v}" for k, v in t.found.items()]
+    if t.reason:
+        lines.append(f"  why attention did not fuse: {t.reason}")
+    return "\n".join(lines)
+
+
+def transformer_html(t: Any) -> str:
+    return f"<pre>{esc(transformer_text(t), 20000)}</pre>"
