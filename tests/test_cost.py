@@ -229,6 +229,18 @@ def _onnx_tool_macs(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, tuple
     return out
 
 
+def _check_bytes_against_orts(r: ortlab.CostRow) -> None:
+    """A node whose inputs ORT listed in full: our bytes are ORT's (its inputs and outputs),
+    except Shape and Size (they read no data) and the indexing ops, which read the indices and
+    the rows they touch: at most their whole inputs, and at least their indices and output."""
+    if r.ort_bytes < 0 or r.op_type in ("Shape", "Size") or r.kind == "control":
+        return
+    if r.op_type in ("Gather", "GatherElements", "GatherND", "Slice"):
+        assert r.bytes_written <= r.bytes <= r.ort_bytes * r.calls + 1e-6, r
+    else:
+        assert r.bytes == pytest.approx(r.ort_bytes * r.calls), r
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["resnet50_legacy", "ppocrv4_rec", "minilm_l3"])
 def test_conv_and_matmul_flops_equal_onnx_tools_count(name: str) -> None:
@@ -247,10 +259,8 @@ def test_conv_and_matmul_flops_equal_onnx_tools_count(name: str) -> None:
         assert row.flops == 2 * macs - (out if with_bias else 0), (node, row, macs)
         checked += 1
     assert checked >= 10
-    # every node whose inputs ORT listed in full: our bytes are ORT's (Shape reads no data)
     for r in c.rows:
-        if r.ort_bytes >= 0 and r.op_type not in ("Shape", "Size") and r.kind != "control":
-            assert r.bytes == pytest.approx(r.ort_bytes * r.calls), r
+        _check_bytes_against_orts(r)
     assert not math.isnan(c.total_flops) and not c.unknown
 
 
@@ -283,8 +293,7 @@ def test_precisions_bodies_and_contrib_kernels(name: str) -> None:
         assert any(r.op_type == "LSTM" and r.flops > 0 for r in c.rows)
     for r in c.rows:
         assert not math.isnan(r.bytes), r
-        if r.ort_bytes >= 0 and r.op_type not in ("Shape", "Size") and r.kind != "control":
-            assert r.bytes == pytest.approx(r.ort_bytes * r.calls), r
+        _check_bytes_against_orts(r)
 
 
 def test_element_sizes_have_one_table_that_agrees_with_numpy() -> None:
@@ -307,3 +316,68 @@ def test_element_sizes_have_one_table_that_agrees_with_numpy() -> None:
         assert DTYPE_BYTES[dtype_name(t)] == np.dtype(helper.tensor_dtype_to_np_dtype(t)).itemsize
     assert DTYPE_BYTES["int4"] == DTYPE_BYTES["uint4"] == 0.5 and DTYPE_BYTES["bfloat16"] == 2
     assert dtype_name(TensorProto.FLOAT) == "float" and "string" not in DTYPE_BYTES
+
+
+def test_an_embedding_lookup_reads_the_rows_it_gathers() -> None:
+    """Gather over a 30522 x 768 table for 8 ids reads the 8 ids and the 8 rows it copies,
+    counted by hand (it counted the whole 93.8 MB table before); GatherElements and Slice read
+    what they touch too."""
+    table, ids, rows = ("float", (30522, 768)), ("int64", (1, 8)), ("float", (1, 8, 768))
+    g = node_cost("Gather", [table, ids], [rows])
+    assert g.bytes_read == 8 * 8 + 8 * 768 * 4 and g.bytes_written == 8 * 768 * 4
+    assert g.flops == 0 and g.kind == "data"
+    s = node_cost(
+        "Slice",
+        [("float", (1, 4096, 64)), ("int64", (1,)), ("int64", (1,)), ("int64", (1,))],
+        [("float", (1, 33, 64))],
+    )
+    assert s.bytes_read == 3 * 8 + 33 * 64 * 4
+
+
+@pytest.mark.parametrize(("new", "past"), [(32, 0), (1, 32)], ids=["prefill", "decode"])
+def test_group_query_attention_counted_by_hand(new: int, past: int) -> None:
+    """A genai-style GQA (8 query heads, 2 KV heads of 64, rotary caches of 4096 positions):
+    QK^T and AV are 2 x (2 x S x (P + S) x 512) FLOPs plus 5 per score and head; it reads its
+    inputs, the past K/V, and the cos/sin rows of its S positions, not the whole caches."""
+    heads, kv, size, max_len = 8, 2, 64, 4096
+    q = ("float", (1, new, heads * size))
+    k = v = ("float", (1, new, kv * size))
+    past_k = past_v = ("float", (1, kv, past, size))
+    seqlens, total = ("int32", (1,)), ("int32", ())
+    cos = sin = ("float", (max_len, size // 2))
+    out = ("float", (1, new, heads * size))
+    present = ("float", (1, kv, past + new, size))
+    c = node_cost(
+        "GroupQueryAttention",
+        [q, k, v, past_k, past_v, seqlens, total, cos, sin],
+        [out, present, present],
+        {"num_heads": heads, "kv_num_heads": kv},
+    )
+    total_len = past + new
+    assert c.flops == 4 * new * total_len * heads * size + 5 * heads * new * total_len
+    f32 = 4
+    inputs = (new * heads * size + 2 * new * kv * size + 2 * kv * past * size) * f32 + 4 + 4
+    rotary = 2 * new * (size // 2) * f32  # cos and sin rows of the S positions
+    assert c.bytes_read == inputs + rotary
+    assert c.bytes_written == (new * heads * size + 2 * kv * total_len * size) * f32
+
+
+def test_matmul_nbits_counted_by_hand_and_set_against_its_precision() -> None:
+    """int4 MatMulNBits, K=256, N=128, blocks of 32: 2·M·N·K FLOPs; it reads A, the packed
+    weights (N·K·4/8 bytes), the scales; at accuracy level 4 it multiplies in int8."""
+    a, out = ("float", (1, 1, 256)), ("float", (1, 1, 128))
+    packed, scales = ("uint8", (128, 8, 16)), ("float", (128 * 8,))
+    attrs = {"K": 256, "N": 128, "bits": 4, "block_size": 32}
+    c = node_cost("MatMulNBits", [a, packed, scales], [out], attrs, "com.microsoft")
+    assert c.flops == 2 * 1 * 128 * 256 and c.kind == "compute"
+    assert c.bytes_read == 256 * 4 + 128 * 256 * 4 / 8 + 128 * 8 * 4 and c.dtype == "fp32"
+    int8 = node_cost("MatMulNBits", [a, packed, scales], [out], {**attrs, "accuracy_level": 4})
+    assert int8.dtype == "int8" and int8.flops == c.flops
+
+
+def test_rotary_embedding_has_a_formula_and_reads_its_positions_rows() -> None:
+    x, ids = ("float", (1, 4, 512)), ("int64", (1, 4))
+    cache = ("float", (4096, 32))
+    c = node_cost("RotaryEmbedding", [x, ids, cache, cache], [x], domain="com.microsoft")
+    assert c.flops == 3 * 4 * 512 and c.kind == "elementwise"
+    assert c.bytes_read == 4 * 512 * 4 + 4 * 8 + 2 * 4 * 32 * 4

@@ -193,3 +193,31 @@ def test_a_ceiling_a_busy_moment_halved_is_measured_again(cnn: Path) -> None:
     assert r.peak_flops("fp32") > 1e9, "the absurd ceiling was replaced by a measurement"
     assert any("measured again" in n for n in r.notes)
     assert max(row.achieved_fraction for row in r.rows if row.kind == "compute") < 50
+
+
+def test_an_op_without_a_formula_is_bound_unknown_and_in_no_verdict() -> None:
+    """A node ortlab cannot count (no formula: FLOPs NaN, kind 'unknown') is never called
+    memory-bound nor counted near or far from a roof: the verdicts read only counted nodes."""
+    from ortlab.analysis.roofline import NEAR, RooflineResult, RoofRow
+
+    unknown = RoofRow(
+        "rot",
+        "RotaryThing",
+        "CPUExecutionProvider",
+        900.0,
+        0.9,
+        math.nan,
+        4e6,
+        "fp32",
+        "unknown",
+        1e11,
+        1e10,
+    )
+    counted = RoofRow(
+        "mm", "MatMul", "CPUExecutionProvider", 100.0, 0.1, 1e7, 1e3, "fp32", "compute", 1e11, 1e10
+    )
+    assert unknown.bound == "unknown" and math.isnan(unknown.achieved_fraction)
+    roof = RooflineResult(model="m", config={}, peaks=[], rows=[unknown, counted], runs=1)
+    assert roof.time_share(0) == pytest.approx(0.1)  # only the counted node has a fraction
+    assert not roof.near_limits and roof.time_share(NEAR) <= 0.1
+    assert "unknown" in set(roof.nodes["bound"])

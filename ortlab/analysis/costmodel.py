@@ -6,7 +6,12 @@ output element; an elementwise op costs a fixed number of FLOPs per output eleme
 below: a transcendental counts one); data movement (Reshape, Transpose, Gather…) costs none.
 Bytes are every input read once plus every output written once, weights included, at the
 tensors' dtypes: the traffic a kernel cannot avoid, not what its caches see. A metadata op
-(Shape, Size) reads no data.
+(Shape, Size) reads no data. An indexing op (Gather, GatherElements, GatherND, Slice) reads
+what it touches, not its whole input: its indices and the rows it copies (the output's
+elements), so an embedding lookup of 8 ids reads 8 rows, not the 30522 x 768 table; likewise
+a rotary embedding (RotaryEmbedding, GroupQueryAttention's cos/sin caches) reads the cache rows
+of the positions it rotates. A node ortlab has no formula for is 'unknown': its FLOPs are NaN
+and the roofline leaves it out of its verdicts.
 """
 
 from __future__ import annotations
@@ -127,6 +132,7 @@ _PER_ELEMENT = {
     "SkipLayerNormalization": 9,
     "SimplifiedLayerNormalization": 5,
     "SkipSimplifiedLayerNormalization": 6,
+    "RotaryEmbedding": 3,
     "InstanceNormalization": 8,
     "GroupNorm": 8,
     "GroupNormalization": 8,
@@ -508,6 +514,54 @@ _FAMILIES: tuple[tuple[frozenset[str], str, Formula], ...] = (
 """Op families: the ops, their kind, their formula (op, inputs, first output, attributes)."""
 
 
+_INDEXING = {"Gather": 1, "GatherElements": 1, "GatherND": 1, "Slice": 1}
+"""Indexing ops, and the input their index inputs start at (the data input is 0)."""
+_ROTARY_CACHES = {"RotaryEmbedding": (2, 3), "GroupQueryAttention": (7, 8)}
+"""Ops that read cos/sin caches (max positions x rotary dim / 2) at these inputs."""
+
+
+def _touched(op: str, ins: Sequence[Tensor | None], outs: Sequence[Tensor | None]) -> float | None:
+    """Bytes an indexing or rotary op reads, where that is less than its whole inputs: the
+    index inputs and the rows copied (an indexing op), or the cache rows of the positions
+    rotated (one row per query position); None for every other op."""
+    out = _at(outs, 0)
+    if op in _INDEXING and out is not None and _at(ins, 0) is not None:
+        indices = sum(_nbytes(t) for t in ins[_INDEXING[op] :] if t is not None)
+        rows = _size(out) * DTYPE_BYTES.get(ins[0][0], math.nan)  # type: ignore[index]
+        return indices + min(rows, _nbytes(ins[0]))  # a row read twice is read from cache
+    if op in _ROTARY_CACHES:
+        q = _at(ins, 0)
+        caches = [_at(ins, k) for k in _ROTARY_CACHES[op]]
+        if q is None or len(q[1]) < 2 or any(c is None or len(c[1]) != 2 for c in caches):
+            return None
+        ids = _at(ins, 1) if op == "RotaryEmbedding" else None
+        if ids is not None and _size(ids) > 1:  # position_ids (B, S)
+            positions = _size(ids)
+        elif op == "RotaryEmbedding" and len(q[1]) == 4:  # (B, N, S, H)
+            positions = float(q[1][0] * q[1][2])
+        else:  # (B, S, hidden): one cache row per position
+            positions = float(q[1][0] * q[1][1])
+        others = sum(
+            _nbytes(t) for k, t in enumerate(ins) if t is not None and k not in _ROTARY_CACHES[op]
+        )
+        used = sum(
+            min(positions, c[1][0]) * c[1][1] * DTYPE_BYTES.get(c[0], math.nan)
+            for c in caches
+            if c is not None
+        )
+        return others + used
+    return None
+
+
+def _precision(op: str, ins: Sequence[Tensor | None], attrs: Mapping[str, object]) -> str:
+    """The precision a node computes in: its first input's, except MatMulNBits at accuracy
+    level 4, which quantizes its float activations to int8 and multiplies in int8 (the MLAS
+    kernels ORT runs on the CPU): set against the int8 ceiling, not the fp32 one."""
+    if op == "MatMulNBits" and int(attrs.get("accuracy_level", 0)) == 4:  # type: ignore[call-overload]
+        return "int8"
+    return compute_dtype(ins)
+
+
 def node_cost(
     op_type: str,
     ins: Sequence[Tensor | None],
@@ -518,8 +572,15 @@ def node_cost(
     """The cost of one call of an ``op_type`` node whose inputs and outputs have these
     (dtype, dims) (None: absent optional input, or a shape nobody recorded)."""
     attrs = attrs or {}
-    dtype = compute_dtype(ins)
-    read = 0.0 if op_type in _METADATA else sum(_nbytes(t) for t in ins if t is not None)
+    dtype = _precision(op_type, ins, attrs)
+    touched = _touched(op_type, ins, outs)
+    read = (
+        0.0
+        if op_type in _METADATA
+        else touched
+        if touched is not None
+        else sum(_nbytes(t) for t in ins if t is not None)
+    )
     written = sum(_nbytes(t) for t in outs if t is not None)
     if op_type in _CONTROL:
         note = "its body's nodes are counted on their own rows"

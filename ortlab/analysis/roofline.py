@@ -93,7 +93,10 @@ class RoofRow:
 
     @property
     def bound(self) -> str:
-        """'compute', 'memory' or '' (no FLOPs and no bytes: nothing to bound)."""
+        """'compute', 'memory', 'unknown' (an op ortlab has no formula for: never set against
+        a roof, never in a verdict) or '' (no FLOPs and no bytes: nothing to bound)."""
+        if self.kind == "unknown":
+            return "unknown"
         flops = 0.0 if math.isnan(self.flops) else self.flops
         if flops > 0 and self.bytes > 0:
             ridge = flops / self.bytes * self.bandwidth
@@ -103,6 +106,8 @@ class RoofRow:
     @property
     def attainable(self) -> float:
         """FLOP/s the roofline allows at this node's intensity (bytes/s for a data-only node)."""
+        if self.kind == "unknown":
+            return math.nan
         flops = 0.0 if math.isnan(self.flops) else self.flops
         if flops > 0 and self.bytes > 0:
             return min(self.peak_flops, flops / self.bytes * self.bandwidth)
@@ -111,7 +116,9 @@ class RoofRow:
     @property
     def achieved_fraction(self) -> float:
         """Achieved over attainable: FLOP/s for a node that computes, bytes/s for one that
-        only moves data; NaN with nothing to bound."""
+        only moves data; NaN with nothing to bound or no formula."""
+        if self.kind == "unknown":
+            return math.nan
         flops = 0.0 if math.isnan(self.flops) else self.flops
         if flops > 0 and self.bytes > 0:
             return self.achieved_flops / self.attainable
@@ -292,6 +299,14 @@ def roofline(
             "after it was re-measured: either ORT's kernel for them beats the plain 1024-square "
             "GEMM and streaming Add the ceilings are measured with, or their counted FLOPs or "
             "bytes are too high (ortlab.cost shows the count per node)."
+        )
+    unknown = [r for r in rows if r.bound == "unknown"]
+    if unknown:
+        ops = ", ".join(sorted({r.op_type for r in unknown}))
+        notes.append(
+            f"{len(unknown)} node(s) ({sum(r.share for r in unknown):.0%} of node time: {ops}) "
+            "have no cost formula in ortlab: bound 'unknown', left out of every verdict here "
+            "(never counted as memory-bound)."
         )
     peaks = result.peaks
     for p in peaks:
