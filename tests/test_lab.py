@@ -268,7 +268,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
     """Five runs; node b takes 2 µs except one stalled 1000 µs call. Totals would give b 94 %
     of node time; medians give 2 / 12."""
     from ortlab.analysis.profiling import ProfileData, ProfileResult
-    from ortlab.views.widgets.labparts import median_shares
+    from ortlab.views.widgets.pickers import median_shares
 
     runs = 5
     ev_node = [0, 1] * runs
@@ -294,7 +294,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
 
 
 def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
-    from ortlab.views.widgets.labparts import median_shares
+    from ortlab.views.widgets.pickers import median_shares
 
     t = median_shares(lab.profile_result)
     first = t.iloc[0]
@@ -448,7 +448,7 @@ def test_switching_one_optimizer_off_in_the_lab() -> None:
 
 
 def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Model) -> None:
-    from ortlab.views.widgets.labparts import WAITING as _WAITING
+    from ortlab.views.widgets.laboutputs import WAITING as _WAITING
 
     lab = ortlab.Lab(mlp, synchronous=True, runs=10, tab="Graph")
     waiting = [p for p, out in lab.panes.items() if out.outputs == (_WAITING,)]
@@ -753,7 +753,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     assert isinstance(lab.last_error, ortlab.RunError)
     assert "Doctor tab" in lab.error.value and "Traceback" not in lab.error.value
 
-    monkeypatch.setattr("ortlab.views.widgets.labparts.cost", boom)
+    monkeypatch.setattr("ortlab.views.widgets.tabjobs.cost", boom)
     lab.limits_buttons["cost"].click()
     limits = lab.tab_controls.status["Limits"]
     assert limits.state == "failed" and "worker call failed" in limits.error.value

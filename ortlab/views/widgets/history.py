@@ -11,7 +11,7 @@ from ortlab.core.machine import BUSY_CORES
 from ortlab.core.stats import interval_text
 from ortlab.views.html import esc
 
-__all__ = ["History", "RunRecord"]
+__all__ = ["History", "RunRecord", "ort_seconds"]
 
 _COLUMNS = [
     "run",
@@ -266,3 +266,11 @@ class History:
 
     def __len__(self) -> int:
         return len(self.records)
+
+
+def ort_seconds(pl: Any, b: Any) -> float:
+    """ORT's own time in a refresh, as the worker timed its calls: both session builds (the
+    benchmark's only if not reused), every run of both, warm-up included, and end_profiling."""
+    if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state
+        return float("nan")
+    return float(pl.ort_ms + b.ort_ms) / 1e3

@@ -32,26 +32,17 @@ from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import resolve_dims, validate_feeds
 from ortlab.views.html import esc
-from ortlab.views.widgets.history import History, RunRecord
+from ortlab.views.widgets.history import History, RunRecord, ort_seconds
+from ortlab.views.widgets.kernelnodes import carriers_first
 from ortlab.views.widgets.labcontrols import LabControls, TabControls
 from ortlab.views.widgets.labjobs import Jobs, choose_sync
-from ortlab.views.widgets.labparts import (
-    LIMITS_INTRO,
-    TAB_STYLE,
-    WAITING,
-    Shown,
-    carriers_first,
-    guess_hint,
-    optimizer_options,
-    ort_seconds,
-    set_outputs,
-    snapshot_html,
-    top_node_options,
-    warm_up,
-)
-from ortlab.views.widgets.labstatus import LIMITS_WHAT
+from ortlab.views.widgets.laboutputs import TAB_STYLE, WAITING, Shown, set_outputs
+from ortlab.views.widgets.labsnapshot import snapshot_html
+from ortlab.views.widgets.labstatus import LIMITS_WHAT, guess_hint
 from ortlab.views.widgets.overview import Headline
+from ortlab.views.widgets.pickers import optimizer_options, top_node_options
 from ortlab.views.widgets.tabjobs import (
+    LIMITS_INTRO,
     compare_runs,
     run_doctor,
     run_limits,
@@ -61,6 +52,7 @@ from ortlab.views.widgets.tabjobs import (
     show_snippet,
     write_report,
 )
+from ortlab.views.widgets.warmup import warm_up
 
 __all__ = ["Lab"]
 

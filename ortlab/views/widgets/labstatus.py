@@ -20,12 +20,26 @@ import ipywidgets as w
 
 from ortlab.views.html import esc
 
-__all__ = ["JOB_TABS", "LIMITS_WHAT", "TabStatus", "error_html"]
+__all__ = ["JOB_TABS", "LIMITS_WHAT", "TabStatus", "error_html", "guess_hint"]
 
 JOB_TABS = ("Placement", "Optimization", "Quantization", "Limits", "Doctor", "History")
 """The tabs whose buttons start work of their own, each with a status line."""
 
 _COLOURS = {"running": "#06c", "done": "#555", "failed": "#a40", "cancelled": "#555"}
+
+
+def guess_hint(err: Exception, auto_dims: dict[str, int]) -> str:
+    """For a run that failed at shapes ortlab guessed (any tab's verb): which dims were
+    guessed and how to set them, unless the error says it already."""
+    from ortlab.core.errors import RunError
+
+    if not isinstance(err, RunError) or "guessed" in str(err) or not auto_dims:
+        return ""
+    guessed = "; ".join(f"{n}={v}" for n, v in auto_dims.items())
+    return (
+        f" These dims were chosen by ortlab ({guessed}), not given: type the model's real "
+        "sizes in the dims box (or Lab(model, dims=…))."
+    )
 
 
 def error_html(err: BaseException, hint: str, detail: str, kept: bool) -> str:

@@ -15,7 +15,7 @@ from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
 from ortlab.views.html import esc
 from ortlab.views.render import kernel_label, load_text, p50_text
-from ortlab.views.widgets.labparts import carriers_first
+from ortlab.views.widgets.kernelnodes import carriers_first
 
 __all__ = ["Headline"]
 

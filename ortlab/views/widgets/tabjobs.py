@@ -14,28 +14,37 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ortlab.analysis.compare import compare
+from ortlab.analysis.cost import cost
 from ortlab.analysis.diff import diff
 from ortlab.analysis.graphdata import graph_data
 from ortlab.analysis.optimization import optimization_diff
 from ortlab.analysis.quant_error import quantization_error
 from ortlab.analysis.quantization import quantize, to_fp16
+from ortlab.analysis.roofline import roofline
+from ortlab.analysis.sweep import sweep
+from ortlab.analysis.throughput import throughput
+from ortlab.analysis.versions import version_diff
 from ortlab.analysis.whatif import whatif
+from ortlab.core.errors import OrtlabError
 from ortlab.core.model import load
 from ortlab.diagnosis.doctor import doctor
 from ortlab.views.html import esc
 from ortlab.views.report import report
-from ortlab.views.widgets.labparts import limits_job, safe_filename, set_outputs
+from ortlab.views.widgets.laboutputs import set_outputs
 
 if TYPE_CHECKING:
     from ortlab.views.widgets.lab import Lab
 
 __all__ = [
+    "LIMITS_INTRO",
     "compare_runs",
+    "limits_job",
     "run_doctor",
     "run_limits",
     "run_optimization",
     "run_quantization",
     "run_whatif",
+    "safe_filename",
     "show_snippet",
     "write_report",
 ]
@@ -108,6 +117,75 @@ def run_doctor(lab: Lab) -> None:
     lab._show_when_seen("Overview", lab._overview)  # its headline names the best
 
 
+LIMITS_INTRO = (
+    "<div style='max-width:900px'>Is each node near what this machine can do? The <b>roofline</b> "
+    "measures this machine's peaks with ORT under the current settings (a large GEMM per "
+    "precision, streaming Adds) and sets each node's measured time against the FLOPs and bytes "
+    "its shapes imply (<b>cost</b>: computed). <b>Throughput</b>: requests/s with 1, 2 and 4 at "
+    "once. <b>Sweep</b>: latency, placement and memory per shape. <b>Versions</b>: the model "
+    "under two onnxruntime versions, node by node (each installed once from PyPI).</div>"
+)
+
+
+def _sweep_dims(text: str) -> dict[str, list[int]]:
+    """``batch=1,2,4; sequence=64,128`` as sweep dims (an ortlab error says what is wrong)."""
+    dims: dict[str, list[int]] = {}
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        name, _, values = part.partition("=")
+        try:
+            dims[name.strip()] = [int(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            dims[name.strip()] = []
+        if not name.strip() or not dims[name.strip()]:
+            raise OrtlabError(f"shapes: {part!r} is not name=int,int,… (e.g. batch=1,2,4).")
+    if not dims:
+        raise OrtlabError("shapes: type the dims to sweep, e.g. batch=1,2,4; sequence=64,128.")
+    return dims
+
+
+def _perfetto(lab: Any) -> tuple[Path, list[Any]]:
+    """The last run's profile as a Perfetto trace in the working directory (slices named after
+    the model's nodes through the run's placement join), like the HTML report button."""
+    if lab.placement is None or lab.placement.profile is None:
+        raise OrtlabError("No run to export yet: press Run, then save its trace.")
+    out = Path.cwd() / f"ortlab-trace-{safe_filename(lab.model.name)}.json"
+    lab.placement.profile.to_perfetto(out, placement=lab.placement, model=lab.model)
+    note = (
+        f"<div>Perfetto trace of the last run written: <b>{esc(out)}</b> "
+        f"({out.stat().st_size / 1e6:.1f} MB). Open it at ui.perfetto.dev or "
+        "chrome://tracing (File: open trace file).</div>"
+    )
+    return out, [w.HTML(note)]
+
+
+def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
+    """Run one of the Limits tab's jobs at the Lab's settings and inputs: the result, and
+    what the tab shows (its figure, then the result's own table: one home for each number).
+    Each job runs the Model the run used (its own name in every title, not its file's stem)
+    under the Lab's config: the cost counts the graph the roofline beside it times."""
+    path, config, inputs, progress = lab._current, lab.config, lab._inputs(), lab._progress(what)
+    shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
+    result: Any
+    if what == "perfetto":
+        return _perfetto(lab)
+    if what == "roofline":
+        result = roofline(path, config, runs=10, progress=progress, **inputs)
+    elif what == "cost":
+        result = cost(path, config=config, progress=progress, **inputs)
+    elif what == "throughput":
+        result = throughput(path, config, concurrency=[1, 2, 4], progress=progress, **inputs)
+    elif what == "sweep":
+        result = sweep(path, _sweep_dims(shapes), config, progress=progress)
+    else:
+        pair = [v.strip() for v in versions.split(",") if v.strip()]
+        if len(pair) != 2:
+            raise OrtlabError(
+                f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 (got {versions!r})."
+            )
+        result = version_diff(path, config, versions=pair, progress=progress, **inputs)
+    return result, [result.plot(), result]
+
+
 def run_limits(lab: Lab, what: str) -> None:
     """A Limits tab's button: ``what`` is the Lab's attribute its result replaces (roofline,
     cost, throughput, sweep, version_diff, perfetto)."""
@@ -156,6 +234,10 @@ def compare_runs(lab: Lab) -> None:
         items += [d, d.plot(), _graph(model, rb.placement, diff=d)]
     lab.shown["History comparison"] = items
     set_outputs(t.comparison_out, items)
+
+
+def safe_filename(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
 
 
 def write_report(lab: Lab, path: str | os.PathLike[str] | None = None) -> Any:

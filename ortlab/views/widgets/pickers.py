@@ -1,0 +1,45 @@
+"""The options of the Lab's pickers: the optimizers box (the transformers to switch off) and the
+Profile tab's slowest nodes, from the per-node medians and shares they show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortlab.views.widgets.kernelnodes import carriers_first
+
+__all__ = ["median_shares", "optimizer_options", "top_node_options"]
+
+
+def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The optimizers box: ``chosen`` switched off (ORT then does not list them), then the
+    transformers the last session ran (``report``), those that changed the graph first (with
+    how often)."""
+    fired = sorted(report.fired.items(), key=lambda kv: (-kv[1], kv[0])) if report else []
+    quiet = sorted(set(report.transformers) - set(report.fired) - set(chosen)) if report else []
+    options = [(f"{n} (off)", n) for n in chosen]
+    options += [(f"{n} (fired {k}×)", n) for n, k in fired if n not in chosen]
+    return options + [(n, n) for n in quiet]
+
+
+def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
+    """The Profile tab's slowest nodes (25), each kernel named by the original nodes it
+    computes (the one that carries its time first), with its median time and share
+    (``ProfileResult.by_node``'s, as everywhere)."""
+    from ortlab.views.render import kernel_label
+
+    fused = carriers_first(placement, prof)
+    return [
+        (
+            f"{kernel_label(r.node, fused.get(r.node, []))} · {r.op_type} · {r.median_us:.0f} µs"
+            f" · {r.share:.1%}",
+            r.node,
+        )
+        for r in median_shares(prof).head(25).itertuples()
+    ]
+
+
+def median_shares(prof: Any) -> Any:
+    """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
+    (the node's median run, profiling on; share of the median run), slowest first."""
+    t = prof.by_node()
+    return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
