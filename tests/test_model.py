@@ -254,3 +254,16 @@ def test_zoo_examples_give_finite_unsaturated_outputs(name: str) -> None:
     out = sess.run(None, dict(m.example_inputs()))[0]
     assert np.isfinite(out).all()
     assert out.max() < 0.99, "softmax must not be saturated (weights should be well scaled)"
+
+
+def test_one_grammar_of_dims() -> None:
+    """The CLI, the Lab's dims box and its sweep box read dims with one parser."""
+    from ortlab.core.dimtext import parse_dims
+
+    assert parse_dims("batch=1, sequence=128") == {"batch": 1, "sequence": 128}
+    assert parse_dims("batch=1; sequence=128") == {"batch": 1, "sequence": 128}
+    assert parse_dims("") == {}
+    assert parse_dims("past=0,128,512; batch=1", many=True) == {"past": [0, 128, 512], "batch": [1]}
+    for bad, many in (("batch=x", False), ("=1", False), ("batch", False), ("b=1,a", True)):
+        with pytest.raises(ortlab.FeedError, match="is not name="):
+            parse_dims(bad, many=many)  # type: ignore[call-overload]

@@ -14,6 +14,7 @@ from typing import Any
 import ortlab
 from ortlab.analysis.whatif import DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, canonical_level, canonical_provider
+from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError
 from ortlab.core.inputs import validate_feeds
 from ortlab.engine import examples
@@ -32,17 +33,11 @@ def _model(spec: str) -> Any:
 
 
 def _dims_arg(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        name, sep, value = part.partition("=")
-        if not sep or not name.strip() or not value.strip().isdigit():
-            raise argparse.ArgumentTypeError(
-                f"expects name=int[,name=int] (e.g. batch=1,sequence=128), got {part.strip()!r}"
-            )
-        out[name.strip()] = int(value)
-    return out
+    """``--dims batch=1,sequence=128``: the one grammar (``core.dimtext.parse_dims``)."""
+    try:
+        return parse_dims(text)
+    except FeedError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _targets_arg(text: str) -> list[str]:

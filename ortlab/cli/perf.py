@@ -22,6 +22,8 @@ from ortlab.cli.args import (
     _session_args,
 )
 from ortlab.core.config import LEVELS
+from ortlab.core.dimtext import parse_dims
+from ortlab.core.errors import FeedError
 
 
 def _throughput_parser(sub: Any) -> None:
@@ -111,16 +113,14 @@ def _roofline(args: argparse.Namespace) -> None:
 
 
 def _sweep_arg(text: str) -> tuple[str, list[int]]:
-    name, sep, values = text.partition("=")
+    """``--dim batch=1,2,4`` (one dim each): the one grammar (``core.dimtext.parse_dims``)."""
     try:
-        parsed = [int(v) for v in values.split(",") if v.strip()]
-    except ValueError:
-        parsed = []
-    if not sep or not name.strip() or not parsed or min(parsed) < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected NAME=V1,V2,… with positive integers, e.g. batch=1,2,4"
-        )
-    return name.strip(), parsed
+        parsed = parse_dims(text, many=True)
+    except FeedError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    if len(parsed) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: one dim per --dim, e.g. --dim batch=1,2,4")
+    return next(iter(parsed.items()))
 
 
 def _sweep(args: argparse.Namespace) -> None:
