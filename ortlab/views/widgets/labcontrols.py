@@ -14,8 +14,8 @@ from ortlab.analysis.labrun import BEST, VARIANTS
 from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.analysis.whatif import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, SessionConfig
+from ortlab.core.dimtext import parse_dims
 from ortlab.core.eps import alias as _short
-from ortlab.core.errors import OrtlabError
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
@@ -276,14 +276,8 @@ class LabControls:
         ortlab ``chosen`` that the box still shows: passed on, they would read "(given)"."""
         if self.feeds is not None:
             return None
-        out = {}
-        for part in self.dims.value.split(","):
-            name, _, value = part.partition("=")
-            if name.strip() and value.strip():
-                if not value.strip().isdigit():
-                    raise OrtlabError(f"dims: {part!r} is not name=integer (e.g. batch=1).")
-                if (chosen or {}).get(name.strip()) != int(value):
-                    out[name.strip()] = int(value)
+        typed = parse_dims(self.dims.value)  # the one grammar of dims
+        out = {n: v for n, v in typed.items() if (chosen or {}).get(n) != v}
         return out or None
 
 

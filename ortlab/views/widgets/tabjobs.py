@@ -25,6 +25,7 @@ from ortlab.analysis.sweep import sweep
 from ortlab.analysis.throughput import throughput
 from ortlab.analysis.versions import version_diff
 from ortlab.analysis.whatif import whatif
+from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import load
 from ortlab.diagnosis.doctor import doctor
@@ -128,16 +129,8 @@ LIMITS_INTRO = (
 
 
 def _sweep_dims(text: str) -> dict[str, list[int]]:
-    """``batch=1,2,4; sequence=64,128`` as sweep dims (an ortlab error says what is wrong)."""
-    dims: dict[str, list[int]] = {}
-    for part in (p.strip() for p in text.split(";") if p.strip()):
-        name, _, values = part.partition("=")
-        try:
-            dims[name.strip()] = [int(v) for v in values.split(",") if v.strip()]
-        except ValueError:
-            dims[name.strip()] = []
-        if not name.strip() or not dims[name.strip()]:
-            raise OrtlabError(f"shapes: {part!r} is not name=int,int,… (e.g. batch=1,2,4).")
+    """``batch=1,2,4; sequence=64,128`` as sweep dims (the one grammar, ``parse_dims``)."""
+    dims = parse_dims(text, many=True)
     if not dims:
         raise OrtlabError("shapes: type the dims to sweep, e.g. batch=1,2,4; sequence=64,128.")
     return dims
