@@ -267,3 +267,4 @@ def test_one_grammar_of_dims() -> None:
     for bad, many in (("batch=x", False), ("=1", False), ("batch", False), ("b=1,a", True)):
         with pytest.raises(ortlab.FeedError, match="is not name="):
             parse_dims(bad, many=many)  # type: ignore[call-overload]
+    assert parse_dims("batch=, sequence=16") == {"sequence": 16}  # a blank dim is not given
