@@ -344,3 +344,15 @@ def test_every_module_is_small_and_says_what_it_owns() -> None:
             skipped.append(str(path.relative_to(ROOT)))
     assert unformatted == 0, "ruff format would change the package: run ruff format ortlab"
     assert too_long == [] and silent == [] and skipped == [], (too_long, silent, skipped)
+
+
+def test_views_reach_the_engine_through_no_attribute() -> None:
+    """The import contract sees imports, not ``ortlab.engine.worker.get_worker()`` reached
+    through the top-level package: no view names the engine at all (the Lab asks
+    ``analysis.labrun`` to start the worker and to cancel a call)."""
+    found = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "ortlab" / "views").rglob("*.py"))
+        if "ortlab.engine" in p.read_text(encoding="utf-8")
+    ]
+    assert found == []

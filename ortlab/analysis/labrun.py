@@ -11,7 +11,9 @@ engine (the dims a model runs at); scripts and tests can drive the runs directly
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +26,18 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.model import Model, load
 from ortlab.engine.calls import fitted_dims
+from ortlab.engine.worker import get_worker
 
-__all__ = ["BEST", "INT8_VARIANTS", "VARIANTS", "Choice", "LabRun", "LabRunner"]
+__all__ = [
+    "BEST",
+    "INT8_VARIANTS",
+    "VARIANTS",
+    "Choice",
+    "LabRun",
+    "LabRunner",
+    "cancel_on",
+    "start_worker",
+]
 
 VARIANTS = ("none", "dynamic int8", "static QDQ", "static QOperator", "fp16", "int4 weight-only")
 INT8_VARIANTS = ("dynamic int8", "static QDQ", "static QOperator")
@@ -63,6 +75,18 @@ class LabRun:
     choice: Choice
     placement: PlacementResult
     benchmark: BenchmarkResult
+
+
+def start_worker() -> None:
+    """Start the worker in the background (onnxruntime's import overlaps the caller's own
+    start-up): the Lab's seam to the engine, so the views import no engine."""
+    get_worker().start_in_background()
+
+
+def cancel_on(flag: threading.Event) -> AbstractContextManager[Any]:
+    """The worker's context in which setting ``flag`` stops the call in flight (a Lab's
+    Cancel)."""
+    return get_worker().cancel_on(flag)
 
 
 def _quiet(_what: str) -> None:

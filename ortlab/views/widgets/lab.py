@@ -25,7 +25,7 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
-from ortlab.analysis.labrun import BEST, Choice, LabRunner
+from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
@@ -91,7 +91,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     ) -> None:
         # the worker's start-up (onnxruntime's import) overlaps the Lab's own (widgets, the
         # warm-up), so the first run finds it ready
-        ortlab.engine.worker.get_worker().start_in_background()
+        start_worker()
         self.model = ortlab.load(model)
         self._qnn_given = dict(qnn_options or {})
         if feeds is not None and dims:
@@ -128,13 +128,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.report_path: Any = None
         self._build_controls(runs)
         self._build_tabs(tab)
-        worker = ortlab.engine.worker.get_worker
         self.jobs = Jobs(
             self._sync,
             self.controls,
             self.tab_controls.status,
             self._guess_hint,
-            lambda flag: worker().cancel_on(flag),
+            cancel_on,
         )
         """The job in flight, its cancel flag and the last job's error."""
         super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs, self.notice])
