@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -242,3 +243,17 @@ def busy_core() -> Iterator[None]:
         yield
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def facts_of(**kw: Any) -> Any:
+    """The doctor's Facts from flat keywords, as a test writes them: those of the first stage
+    go to its ``Observed`` (``profiled_ms`` defaults to ``baseline_ms``), the rest to Facts."""
+    import dataclasses
+
+    from ortlab.diagnosis.facts import Facts, Observed
+
+    seen = {f.name for f in dataclasses.fields(Observed)}
+    observed = {k: v for k, v in kw.items() if k in seen}
+    observed.setdefault("profiled_ms", kw.get("baseline_ms", 1.0))
+    rest = {k: v for k, v in kw.items() if k not in seen}
+    return Facts(seen=Observed(**observed), **rest)

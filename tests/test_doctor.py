@@ -37,6 +37,7 @@ from ortlab.diagnosis.facts import (
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
+from tests.models import facts_of
 from tests.test_placement import _replay
 
 CPU = "CPUExecutionProvider"
@@ -97,7 +98,7 @@ def _facts(**kw: Any) -> Facts:
         "cores": 2,
     }
     base.update(kw)
-    return Facts(**base)
+    return facts_of(**base)
 
 
 def _observed(**kw: Any) -> Observed:
@@ -579,7 +580,8 @@ def test_facts_are_assembled_once_from_the_stages() -> None:
     base = _m("baseline", 1.0, 1.0, 1.0, p50=9.5)
     after = Facts.assemble(seen, measured={"baseline": base}, **parts)
     assert (before.baseline_ms, after.baseline_ms) == (12.0, 9.5)
-    assert after.profiled_ms == 12.0 and after.transformer_fused == {"Attention": 2}
+    assert after.seen is seen  # what the first stage saw is held, not copied field by field
+    assert after.seen.profiled_ms == 12.0 and after.transformer_fused == {"Attention": 2}
     with pytest.raises(dataclasses.FrozenInstanceError):
         after.baseline_ms = 1.0  # type: ignore[misc]
 

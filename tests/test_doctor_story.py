@@ -28,6 +28,7 @@ from ortlab.diagnosis.facts import (
     counted,
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
+from tests.models import facts_of
 
 CPU, CUDA = "CPUExecutionProvider", "CUDAExecutionProvider"
 BERT_OPS = {"MatMul": 16, "Softmax": 2, "Add": 30, "LayerNormalization": 5, "Gelu": 2}
@@ -82,7 +83,7 @@ def _facts(measured: dict[str, Measured], **kw: Any) -> Facts:
         "baseline_ms": 10.0,
         "cores": 2,
     }
-    return Facts(**{**base, "measured": measured, **kw})
+    return facts_of(**{**base, "measured": measured, **kw})
 
 
 def _accurate(m: Measured) -> bool:

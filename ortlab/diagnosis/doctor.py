@@ -402,7 +402,7 @@ def _result(
             "timed: the timings, thread and spinning advice above all, describe a busy machine; "
             "re-run the doctor idle to confirm them"
         )
-    best, dropped = loaded_only(search.best(facts.measured), facts.report.active)
+    best, dropped = loaded_only(search.best(facts.measured), facts.seen.report.active)
     if dropped:  # never a verified configuration with an EP nothing was measured on
         search.notes.append(dropped)
     if search.budget_note():  # what the budget left out, said once, last
@@ -421,10 +421,10 @@ def _result(
         elapsed_s=time.perf_counter() - t0,
         environment=env,
         profile=search.profile,
-        placement=facts.placement,
-        whatif=facts.predicted_fixed or facts.predicted,
+        placement=facts.seen.placement,
+        whatif=facts.seen.predicted_fixed or facts.seen.predicted,
         memory=facts.footprint,
-        roofline=facts.roofline,
+        roofline=facts.seen.roofline,
         notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,

@@ -286,36 +286,20 @@ class TransformerFusion:
 @dataclass(frozen=True)
 class Facts:
     """Everything the rules read, assembled once by :func:`ortlab.doctor` when its stages are
-    done (:meth:`assemble`); tests build it by hand."""
+    done (:meth:`assemble`): what the first stage saw (``seen``, read as ``f.seen.report``…)
+    and what the later stages measured; tests build it by hand."""
 
-    model_name: str
-    requested: SessionConfig
-    report: SessionReport
-    op_counts: dict[str, int]
+    seen: Observed
+    """The baseline session as the first stage saw it (report, op counts, profile shares…)."""
     baseline_ms: float
     """The baseline's median run in the screen (profiling off), or the profiled median when
     the screen did not time it."""
-    symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
-    """Input name → its symbolic dim names (after free_dimension_overrides)."""
-    op_time_share: dict[str, float] = field(default_factory=dict)
-    """Op type → share of node time in the profile of the baseline."""
-    profiled_ms: float | None = None
-    """Median model_run with ORT's profiler on."""
-    placement: Any = None
-    """A PlacementResult when an accelerator EP loaded (else None)."""
-    initializer_blocker: str | None = None
     attention_reason: str | None = None
     """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
     transformer_fused: dict[str, int] = field(default_factory=dict)
     measured: dict[str, Measured] = field(default_factory=dict)
     variant_signals: list[Any] = field(default_factory=list)
     """``ortlab.analysis.variants.Signal`` objects explaining slower variants."""
-    cores: int = 1
-    min_cosine: float = 0.999
-    predicted: Any = None
-    """A WhatIfResult for requested NPU EPs that do not run here (as exported)."""
-    predicted_fixed: Any = None
-    """The same at the timed shapes (when the model has symbolic dims)."""
     failures: list[CandidateFailure] = field(default_factory=list)
     other_cpu: dict[str, float] = field(default_factory=dict)
     """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
@@ -325,11 +309,6 @@ class Facts:
     """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
     footprint: Any = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
-    allocator: dict[str, float] = field(default_factory=dict)
-    """ORT's own allocator over the baseline's last profiled run: arena_bytes (held by the
-    arena at the end), peak_bytes (peak in use)."""
-    roofline: Any = None
-    """A RooflineResult of the baseline: node times against the machine's measured peaks."""
 
     @classmethod
     def assemble(
@@ -348,31 +327,17 @@ class Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
         return cls(
-            model_name=seen.model_name,
-            requested=seen.requested,
-            report=seen.report,
-            op_counts=seen.op_counts,
+            seen=seen,
             baseline_ms=baseline_ms(seen, measured),
-            symbolic_inputs=seen.symbolic_inputs,
-            op_time_share=seen.op_time_share,
-            profiled_ms=seen.profiled_ms,
-            placement=seen.placement,
-            initializer_blocker=seen.initializer_blocker,
             attention_reason=fusion.attention_reason,
             transformer_fused=fusion.fused,
             measured=measured,
             variant_signals=variant_signals,
-            cores=seen.cores,
-            min_cosine=seen.min_cosine,
-            predicted=seen.predicted,
-            predicted_fixed=seen.predicted_fixed,
             failures=failures,
             other_cpu=other_cpu,
             logical_cpus=logical_cpus,
             quant_fixes=quant_fixes,
             footprint=footprint,
-            allocator=seen.allocator,
-            roofline=seen.roofline,
         )
 
 
@@ -485,12 +450,12 @@ def measured_gain(measured: Mapping[str, Measured], key: str, baseline_ms: float
     return c.gain(baseline_ms) if c is not None else {"gain": "not measured"}
 
 
-def ran_op_types(f: Facts | Observed) -> set[str]:
+def ran_op_types(seen: Observed) -> set[str]:
     """The op types ORT ran for the baseline (its optimized graph: the profile's op types and
     the placement's), without their domain; empty when neither was recorded."""
-    ops = set(f.op_time_share)
-    if f.placement is not None:
-        ops |= {str(r.op_type) for r in f.placement.optimized_rows}
+    ops = set(seen.op_time_share)
+    if seen.placement is not None:
+        ops |= {str(r.op_type) for r in seen.placement.optimized_rows}
     return {o.rsplit(".", 1)[-1] for o in ops}
 
 

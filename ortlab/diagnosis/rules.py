@@ -40,13 +40,13 @@ __all__ = ["RULES", "run_rules"]
 
 def ep_fallback(f: Facts) -> list[Finding]:
     out = []
-    for issue in f.report.missing:
-        loaded = [label(p) for p in f.report.active]
+    for issue in f.seen.report.missing:
+        loaded = [label(p) for p in f.seen.report.active]
         out.append(
             Finding(
                 rule="ep_fallback",
                 title=f"{label(issue.provider)} did not load: the model runs on {loaded}",
-                evidence=f"requested {[label(p) for p in f.report.requested]}; "
+                evidence=f"requested {[label(p) for p in f.seen.report.requested]}; "
                 + (
                     issue.reason
                     if issue.reason.startswith("ORT said")
@@ -64,7 +64,7 @@ def ep_fallback(f: Facts) -> list[Finding]:
 
 
 def ep_islands(f: Facts) -> list[Finding]:
-    pl = f.placement
+    pl = f.seen.placement
     if pl is None:
         return []
     parts = pl.partition_rows
@@ -123,14 +123,14 @@ def ep_islands(f: Facts) -> list[Finding]:
 
 
 def optimization_level(f: Facts) -> list[Finding]:
-    if f.requested.level in ("extended", "layout", "all"):
+    if f.seen.requested.level in ("extended", "layout", "all"):
         return []
     return [
         Finding(
             rule="optimization_level",
-            title=f"graph optimization level is '{f.requested.level}'",
+            title=f"graph optimization level is '{f.seen.requested.level}'",
             evidence=f"the session was built with GraphOptimizationLevel "
-            f"'{f.requested.level}': constant folding, fusions (Conv+BN, Gelu, attention, "
+            f"'{f.seen.requested.level}': constant folding, fusions (Conv+BN, Gelu, attention, "
             "LayerNorm) and layout changes beyond it are off",
             fix="build the session with level 'all' (ORT_ENABLE_ALL), or 'extended' for "
             "portable saved models",
@@ -149,8 +149,8 @@ def unfused_transformer(f: Facts) -> list[Finding]:
     """Attention-shaped, and neither the model nor what ORT ran (the baseline's profile or
     placement of the optimized graph) has a fused attention: ORT's session-time fusions may
     still have fused SkipLayerNormalization or BiasGelu, and the evidence says so."""
-    ops = f.op_counts
-    ran = ran_op_types(f)
+    ops = f.seen.op_counts
+    ran = ran_op_types(f.seen)
     if not attention_shaped(ops) or FUSED_TRANSFORMER_OPS & set(ops) or ATTENTION_OPS & ran:
         return []
     fused = ", ".join(f"{n} {k}" for k, n in f.transformer_fused.items() if n) or "nothing"
@@ -190,14 +190,14 @@ def unfused_transformer(f: Facts) -> list[Finding]:
 
 
 def initializer_inputs(f: Facts) -> list[Finding]:
-    if not f.initializer_blocker:
+    if not f.seen.initializer_blocker:
         return []
     key = candidate_key(Kind.VARIANT, "no-initializer-inputs")
     return [
         Finding(
             rule="initializer_inputs",
             title="initializers are listed as graph inputs",
-            evidence=f.initializer_blocker,
+            evidence=f.seen.initializer_blocker,
             fix="remove the initializers from the graph inputs (export with "
             "keep_initializers_as_inputs=False), so ORT may constant-fold and fuse them",
             code="fixed = ortlab.without_initializer_inputs(model)",
@@ -217,18 +217,18 @@ def thread_settings(f: Facts) -> list[Finding]:
     curve = "; ".join(
         f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.paired.ratio:.2f}x)" for m in sweep
     )
-    req = f.requested.intra_op_threads
+    req = f.seen.requested.intra_op_threads
     caveat = load_caveat(f)
     under_load = f"; {caveat}" if caveat else ""
     out = []
-    if req > f.cores:
+    if req > f.seen.cores:
         out.append(
             Finding(
                 rule="threads",
-                title=f"intra_op_threads={req} is more than the {f.cores} physical cores",
+                title=f"intra_op_threads={req} is more than the {f.seen.cores} physical cores",
                 evidence=f"threads contend for cores; measured curve: {curve}{under_load}",
                 fix="use at most one intra-op thread per physical core (0 lets ORT choose)",
-                code=f"SessionConfig(intra_op_threads={f.cores})",
+                code=f"SessionConfig(intra_op_threads={f.seen.cores})",
                 gain="see the thread curve",
             )
         )
@@ -258,7 +258,7 @@ def thread_settings(f: Facts) -> list[Finding]:
             "allow_spinning=False, which frees cores between runs"
             if best.holds
             else f"keep the thread settings asked for: {setting} is not a verified gain",
-            code=f"SessionConfig({config_args(m.config, f.requested)})",
+            code=f"SessionConfig({config_args(m.config, f.seen.requested)})",
             severity="warning" if best.holds else "info",
             **best.gain(f.baseline_ms),
         )
@@ -272,7 +272,7 @@ def _best_fix(f: Facts, tried: FixTried) -> Counted | None:
     fixes = [c for k in tried.variants if (c := counted(f.measured, k)) is not None]
     if not fixes:
         return None
-    good = [c for c in fixes if c.row.cosine >= f.min_cosine]
+    good = [c for c in fixes if c.row.cosine >= f.seen.min_cosine]
     if good:
         return min(good, key=lambda c: c.row.paired.ratio)
     return max(fixes, key=lambda c: c.row.cosine)
@@ -299,9 +299,11 @@ def quantization(f: Facts) -> list[Finding]:
             "int4": "MatMul carries most of the time; weight-only int4 (MatMulNBits) stores its "
             "weights in 4 bits, activations stay float",
         }.get(kind, "Conv carries most of the time; static QDQ per-channel keeps int8 end to end")
-        accurate = m.cosine >= f.min_cosine
+        accurate = m.cosine >= f.seen.min_cosine
         cost = f"output cosine {m.cosine:.4f} against fp32 on the evaluation samples" + (
-            "" if accurate else f" — below {f.min_cosine}, so the doctor did not pick it as best"
+            ""
+            if accurate
+            else f" — below {f.seen.min_cosine}, so the doctor did not pick it as best"
         )
         static = "mode='static', format='qdq', per_channel=True, calibration=samples"
         args = f"mode={kind!r}" if kind in ("dynamic", "int4") else static
@@ -321,11 +323,11 @@ def quantization(f: Facts) -> list[Finding]:
                 f"cosine {best.row.cosine:.4f}, {best.verdict()}, size "
                 f"{best.row.file_bytes:,} bytes"
             )
-            reaches = best.row.cosine >= f.min_cosine
+            reaches = best.row.cosine >= f.seen.min_cosine
             fix = f"serve {best.row.variant}: it spares the nodes where int8 loses the most" + (
                 ""
                 if reaches
-                else f", though its cosine is still below {f.min_cosine}: "
+                else f", though its cosine is still below {f.seen.min_cosine}: "
                 "spare more nodes (fix(n=…)) or calibrate with real samples"
             )
             code += (
@@ -378,7 +380,7 @@ def slow_variant(f: Facts) -> list[Finding]:
 
 def io_binding(f: Facts) -> list[Finding]:
     said = counted(f.measured, Kind.IOBINDING.value)
-    if said is None or not said.holds or f.requested.io_binding:
+    if said is None or not said.holds or f.seen.requested.io_binding:
         return []  # a gain that did not hold: the thread and level findings say the rest
     return [
         Finding(
@@ -395,17 +397,17 @@ def io_binding(f: Facts) -> list[Finding]:
 
 
 def _wants(f: Facts, *eps: str) -> bool:
-    req = f.requested.providers
+    req = f.seen.requested.providers
     return req != "auto" and any(e in req for e in eps)
 
 
 def trt_dynamic_shapes(f: Facts) -> list[Finding]:
     trt = ("TensorrtExecutionProvider", "NvTensorRTRTXExecutionProvider")
-    if not _wants(f, *trt) or not f.symbolic_inputs:
+    if not _wants(f, *trt) or not f.seen.symbolic_inputs:
         return []
-    dims = "; ".join(f"{k}: {', '.join(v)}" for k, v in f.symbolic_inputs.items())
-    shapes = ",".join(f"{k}:1x..." for k in f.symbolic_inputs)
-    loaded = any(p in f.report.active for p in trt)
+    dims = "; ".join(f"{k}: {', '.join(v)}" for k, v in f.seen.symbolic_inputs.items())
+    shapes = ",".join(f"{k}:1x..." for k in f.seen.symbolic_inputs)
+    loaded = any(p in f.seen.report.active for p in trt)
     return [
         Finding(
             rule="trt_dynamic_shapes",
@@ -425,10 +427,10 @@ def trt_dynamic_shapes(f: Facts) -> list[Finding]:
 def cuda_graph(f: Facts) -> list[Finding]:
     if not _wants(f, "CUDAExecutionProvider"):
         return []
-    if CONTROL_FLOW & set(f.op_counts) or f.symbolic_inputs:
+    if CONTROL_FLOW & set(f.seen.op_counts) or f.seen.symbolic_inputs:
         return []
     said = counted(f.measured, Kind.CUDA_GRAPH.value)
-    loaded = "CUDAExecutionProvider" in f.report.active
+    loaded = "CUDAExecutionProvider" in f.seen.report.active
     gain = (
         said.gain(f.baseline_ms)
         if said
@@ -450,9 +452,9 @@ def cuda_graph(f: Facts) -> list[Finding]:
 
 
 def profiling_overhead(f: Facts) -> list[Finding]:
-    if f.profiled_ms is None or f.baseline_ms <= 0:
+    if f.seen.profiled_ms is None or f.baseline_ms <= 0:
         return []
-    factor = f.profiled_ms / f.baseline_ms
+    factor = f.seen.profiled_ms / f.baseline_ms
     if factor < 1.25 or f.baseline_ms > SMALL_MODEL_MS * 5:
         return []
     return [
@@ -460,7 +462,7 @@ def profiling_overhead(f: Facts) -> list[Finding]:
             rule="profiling_overhead",
             title=f"the profiler inflates this model's run time {factor:.1f}x",
             evidence=f"a run takes {f.baseline_ms:.3f} ms without the profiler and "
-            f"{f.profiled_ms:.3f} ms with it: per-node event recording dominates a model this "
+            f"{f.seen.profiled_ms:.3f} ms with it: per-node event recording dominates a model this "
             "small, so the profile's absolute times overstate every op",
             fix="read latency from ortlab.benchmark (profiler off); use the profile only for "
             "relative shares, or profile a larger batch",

@@ -53,7 +53,7 @@ def _evidence(roof: Any, rows: list[Any]) -> str:
 
 def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
     """(fix, code, measured gain) for the nodes far under their bound."""
-    level = f.requested.level
+    level = f.seen.requested.level
     convs = [r for r in far if r.op_type in ("Conv", "FusedConv") and "nchwc" not in r.node]
     if convs and level not in ("layout", "all"):
         return (
@@ -77,11 +77,11 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
             gain,
         )
     compute = [r for r in far if r.bound == "compute"]
-    if compute and 0 < f.requested.intra_op_threads < f.cores:
+    if compute and 0 < f.seen.requested.intra_op_threads < f.seen.cores:
         return (
-            f"threads: compute-bound kernels run on {f.requested.intra_op_threads} of "
-            f"{f.cores} cores",
-            f"SessionConfig(intra_op_threads={f.cores})",
+            f"threads: compute-bound kernels run on {f.seen.requested.intra_op_threads} of "
+            f"{f.seen.cores} cores",
+            f"SessionConfig(intra_op_threads={f.seen.cores})",
             {"gain": "see the thread curve"},
         )
     quant = [c for q in QUANTIZED if (c := counted(f.measured, candidate_key(Kind.VARIANT, q)))]
@@ -95,7 +95,7 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
 
 
 def machine_limits(f: Facts) -> list[Finding]:
-    roof = f.roofline
+    roof = f.seen.roofline
     if roof is None or not roof.rows:
         return []
     rows = sorted(roof.rows, key=lambda r: r.share, reverse=True)

@@ -24,12 +24,12 @@ def npu_partition(f: Facts) -> list[Finding]:
     """A requested NPU EP that does not run here: its predicted partition, the reasons nodes
     fall back (grouped), and what fixing the input shapes gains — every number from the EP's
     own compiler or op lists (``ortlab.whatif``), labelled as a prediction."""
-    if f.predicted is None:
+    if f.seen.predicted is None:
         return []
     out = []
-    fixed = f.predicted_fixed.summary() if f.predicted_fixed is not None else None
-    reasons = f.predicted.reasons()
-    for s in f.predicted.summary().itertuples():
+    fixed = f.seen.predicted_fixed.summary() if f.seen.predicted_fixed is not None else None
+    reasons = f.seen.predicted.reasons()
+    for s in f.seen.predicted.summary().itertuples():
         if s.evidence not in ("compiled", "rules"):
             continue
         total = int(s.on_target) + int(s.on_cpu)
@@ -67,10 +67,10 @@ def memory(f: Facts) -> list[Finding]:
         return []
     ref = fp.reference
     ort_view = ""
-    if f.allocator.get("arena_bytes", -1) >= 0 and f.allocator.get("peak_bytes", -1) >= 0:
+    if f.seen.allocator.get("arena_bytes", -1) >= 0 and f.seen.allocator.get("peak_bytes", -1) >= 0:
         ort_view = (
-            f"; ORT's allocator: the arena holds {fmt_bytes(f.allocator['arena_bytes'])}"
-            f" after a run, {fmt_bytes(f.allocator['peak_bytes'])} in use at its peak"
+            f"; ORT's allocator: the arena holds {fmt_bytes(f.seen.allocator['arena_bytes'])}"
+            f" after a run, {fmt_bytes(f.seen.allocator['peak_bytes'])} in use at its peak"
         )
     evidence = (
         f"the session adds {fmt_bytes(ref.peak)} resident at its peak and holds "
@@ -117,7 +117,7 @@ def memory(f: Facts) -> list[Finding]:
                 else ""
             )
             + f": {best.verdict()}; {cost}",
-            code=f"SessionConfig({config_args(best.config, f.requested)})",
+            code=f"SessionConfig({config_args(best.config, f.seen.requested)})",
             gain=f"{best.verdict()}; {cost}",
             ratio=timed.paired.ratio if timed else None,
             low=timed.paired.low if timed else None,
