@@ -106,15 +106,17 @@ def graph(
     share of its bound (``color_by='roofline'``; pass ``placement=`` of the same config to map
     fused kernels back to their nodes); else by time when measured on one EP, by provider when
     nodes ran on two or more."""
+    from ortlab.core import gcpause
     from ortlab.views.graph.widget import GraphView
 
     if isinstance(diff, VersionDiffResult):
         diff = diff.as_diff()
 
-    data = graph_data(
-        model, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
-    )
-    return GraphView(data, **options)
+    with gcpause.held():  # a big graph is many small objects, all kept (see core.gcpause)
+        data = graph_data(
+            model, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
+        )
+        return GraphView(data, **options)
 
 
 def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> GraphDiff:

@@ -11,24 +11,36 @@ levels open from the top while the picture keeps to COLLAPSE_ABOVE items.
 from __future__ import annotations
 
 import math
-import weakref
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
-from ortlab.analysis.costmodel import Tensor, node_cost
-from ortlab.core.onnx_util import attr_values, dtype_name, inferred_graph, value_info_shape
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ortlab.analysis.graphdata import GraphGroup, GraphNode
-    from ortlab.core.model import Model
+    from ortlab.analysis.graphdata import GraphGroup
 
-__all__ = ["COLLAPSE_ABOVE", "chunk_siblings", "flops_at", "initial_expanded", "regroup"]
+__all__ = ["COLLAPSE_ABOVE", "BlockNode", "chunk_siblings", "initial_expanded", "regroup"]
 
 COLLAPSE_ABOVE = 60
 """Graphs with more nodes start with scope groups collapsed, opened level by level while at
 most this many items are visible: a 2,000-node graph fitted flat is an unreadable line."""
+
+
+class BlockNode(Protocol):
+    """What the block cutter reads of a node (a :class:`~ortlab.analysis.graphdata.GraphNode`
+    or the lighter record ``graph_data`` cuts before it builds them)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def us_per_run(self) -> float: ...
+    @property
+    def inputs(self) -> Sequence[str]: ...
+    @property
+    def outputs(self) -> Sequence[str]: ...
 
 
 def initial_expanded(groups: list[GraphGroup], total: int, extra: int = 0) -> list[str]:
@@ -77,7 +89,7 @@ def _visible_count(groups: list[GraphGroup], expanded: set[str], total: int) -> 
     return total - hidden + shown_collapsed
 
 
-def _live_counts(nodes: list[GraphNode], ignore: set[str]) -> list[int]:
+def _live_counts(nodes: list[BlockNode], ignore: set[str]) -> list[int]:
     """live[i]: tensors produced at or before position i and read after it, not counting
     ``ignore`` (broadcast tensors, which are live everywhere and would forbid every cut)."""
     n = len(nodes)
@@ -180,48 +192,16 @@ _DATA_MOVEMENT_OPS = frozenset(
 """Ops that compute nothing a person looks for (shapes, casts, copies): named last."""
 
 
-_FLOPS: weakref.WeakKeyDictionary[Model, dict[tuple[object, ...], dict[str, float]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def flops_at(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, float]:
-    """FLOPs of one call of every main-graph node at these input shapes, from ONNX shape
-    inference and :func:`ortlab.analysis.costmodel.node_cost` (NaN where a shape is unknown or
-    no formula exists): what names a block when nothing was measured. A figure for ranking a
-    block's ops, not one shown: ``ortlab.cost`` counts from the shapes a run really had."""
-    key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
-    cache = _FLOPS.setdefault(m, {})
-    if key in cache:
-        return cache[key]
-    graph = inferred_graph(m.proto, input_shapes)
-    known: dict[str, Tensor] = {}
-    for vi in [*graph.input, *graph.output, *graph.value_info]:
-        shape = value_info_shape(vi)
-        if shape is not None and all(isinstance(d, int) for d in shape):
-            known[vi.name] = (dtype_name(vi.type.tensor_type.elem_type), tuple(shape))  # type: ignore[arg-type]
-    for t in m.proto.graph.initializer:
-        known[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
-    out: dict[str, float] = {}
-    for op, raw in m.node_protos:
-        if op.parent:  # body nodes: inference does not type their tensors here
-            continue
-        ins = [known.get(t) if t else None for t in raw.input]
-        outs = [known.get(t) if t else None for t in raw.output]
-        out[op.name] = node_cost(op.op_type, ins, outs, attr_values(raw), op.domain).flops
-    cache[key] = out
-    return out
-
-
-def _structure(nodes: list[GraphNode]) -> tuple[tuple[str, int], ...]:
+def _structure(nodes: list[BlockNode]) -> tuple[tuple[str, int], ...]:
     """What a block is made of (every op type and how many): equal structures repeat."""
     return tuple(sorted(Counter(n.op_type for n in nodes).items()))
 
 
-def _block_name(nodes: list[GraphNode], flops: Mapping[str, float] | None = None) -> str:
+def _block_name(nodes: list[BlockNode], flops: Mapping[str, float] | None = None) -> str:
     """A block's name: the ops that do its work, heaviest first, by measured time when the
-    nodes have one, else by FLOPs (``flops``, per node name; see :func:`flops_at`) when every
-    compute op in it could be counted, else by class: compute ops (Conv, MatMul, …) before
+    nodes have one, else by FLOPs (``flops``, per node name; see
+    :func:`ortlab.analysis.graphtypes.flops_at`) when every compute op in it could be counted,
+    else by class: compute ops (Conv, MatMul, …) before
     element-wise ones before data movement (Cast, Reshape, …), most frequent first within a
     class; data movement names a block only when it holds nothing else ("data movement: Cast
     x4", with a multiplication sign)."""
@@ -259,7 +239,7 @@ def _block_name(nodes: list[GraphNode], flops: Mapping[str, float] | None = None
 
 
 def _blocks(
-    nodes: list[GraphNode],
+    nodes: list[BlockNode],
     ignore: set[str],
     prefix: str = "",
     flops: Mapping[str, float] | None = None,
@@ -296,13 +276,14 @@ def _blocks(
     return out
 
 
-def chunk_siblings(nodes: list[GraphNode]) -> list[GraphNode]:
-    """A container with more than COLLAPSE_ABOVE child groups (200 ``layer.N`` scopes of one
-    encoder) gets a level of runs between them: "layer.0 … layer.8 (9 groups)"."""
+def chunk_siblings(groups: list[str]) -> list[str]:
+    """Each node's group (``groups``, in node order) once a container with more than
+    COLLAPSE_ABOVE child groups (200 ``layer.N`` scopes of one encoder) gets a level of runs
+    between them: "layer.0 … layer.8 (9 groups)"."""
     children: dict[str, dict[str, None]] = defaultdict(dict)  # ordered sets
     seen: set[str] = set()
-    for n in nodes:
-        path = n.group
+    for group in groups:
+        path = group
         while path and path not in seen:
             seen.add(path)
             parent = path.rsplit("/", 1)[0]
@@ -321,32 +302,33 @@ def chunk_siblings(nodes: list[GraphNode]) -> list[GraphNode]:
             for c in run:
                 remap[c] = f"{container}/{name}/{c.rsplit('/', 1)[1]}"
     if not remap:
-        return nodes
+        return groups
     out = []
-    for n in nodes:
-        path, rest = n.group, ""
+    for group in groups:
+        path, rest = group, ""
         while path and path not in remap:  # the innermost remapped ancestor wins
             path, tail = path.rsplit("/", 1)
             rest = f"/{tail}{rest}"
-        out.append(replace(n, group=remap[path] + rest) if path else n)
+        out.append(remap[path] + rest if path else group)
     return out
 
 
 def regroup(
-    nodes: list[GraphNode], ignore: set[str], flops: Mapping[str, float] | None = None
-) -> list[GraphNode]:
-    """Every container (the root, a scope, an If/Loop body) whose own nodes are more than
-    COLLAPSE_ABOVE items is cut into blocks, so no picture shows a flat wall of nodes:
-    exports without name scopes (Paddle ``p2o.*``, tf2onnx) and huge single scopes alike.
-    Blocks are named by measured time, else by ``flops`` (:func:`flops_at`)."""
+    nodes: Sequence[BlockNode], ignore: set[str], flops: Mapping[str, float] | None = None
+) -> list[str]:
+    """Each node's group, in node order, once every container (the root, a scope, an If/Loop
+    body) whose own nodes are more than COLLAPSE_ABOVE items is cut into blocks, so no picture
+    shows a flat wall of nodes: exports without name scopes (Paddle ``p2o.*``, tf2onnx) and
+    huge single scopes alike. Blocks are named by measured time, else by ``flops``
+    (:func:`ortlab.analysis.graphtypes.flops_at`)."""
     own: dict[str, list[int]] = defaultdict(list)
     for k, n in enumerate(nodes):
         own[n.group].append(k)
-    out = list(nodes)
+    out = [n.group for n in nodes]
     for container, members in own.items():
         if len(members) <= COLLAPSE_ABOVE:
             continue
         paths = _blocks([nodes[k] for k in members], ignore, flops=flops)
         for k, path in zip(members, paths, strict=True):
-            out[k] = replace(nodes[k], group=container + path)
+            out[k] = container + path
     return out

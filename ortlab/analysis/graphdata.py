@@ -12,26 +12,23 @@ layout engine and hide the structure.
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import onnx
 from onnx import numpy_helper
 
-from ortlab.analysis.graphblocks import chunk_siblings, flops_at, initial_expanded, regroup
+from ortlab.analysis.graphblocks import chunk_siblings, initial_expanded, regroup
 from ortlab.analysis.graphroof import RoofMark, roof_marks
+from ortlab.analysis.graphtypes import flops_at, run_types, tensor_types
+from ortlab.core import gcpause
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.inputs import default_shapes
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.onnx_util import dtype_name, inferred_graph, value_info_shape, walk_nodes
+from ortlab.core.onnx_util import dtype_name, walk_nodes
 from ortlab.core.result import Result
-from ortlab.engine.trace import types_text
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["GraphData", "graph_data", "overview", "tensor_types"]
 
@@ -241,81 +238,6 @@ def _constant_type(node: onnx.NodeProto) -> str:
     return "? (constant)"
 
 
-_TYPES: weakref.WeakKeyDictionary[Model, dict[tuple[Any, ...], dict[str, str]]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Each loaded model's tensor types (a Lab refresh draws the same model again and again)."""
-
-
-def tensor_types(
-    m: Model, input_shapes: Mapping[str, Sequence[int]] | None = None
-) -> dict[str, str]:
-    """Tensor name -> 'dtype[shape]' (ONNX shape inference; weights marked '(initializer)'),
-    worked out once per loaded model and input shapes. With ``input_shapes`` (a run's), the
-    tensors inference can follow at those inputs are concrete; the others keep their declared
-    type."""
-    return {**_types_at(m, ()), **(_types_at(m, _shape_key(input_shapes)) if input_shapes else {})}
-
-
-def _shape_key(input_shapes: Mapping[str, Sequence[int]]) -> tuple[Any, ...]:
-    return tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
-
-
-def _types_at(m: Model, key: tuple[Any, ...]) -> dict[str, str]:
-    """The declared types (``key`` empty), or only the concrete ones at those input shapes:
-    cached per model and shapes."""
-    cache = _TYPES.setdefault(m, {})
-    if key not in cache:
-        cache[key] = _tensor_types(m.proto, dict(key) or None)
-    return cache[key]
-
-
-def _tensor_types(
-    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
-) -> dict[str, str]:
-    """dtype[shape] of every tensor ONNX shape inference can type (weights not needed); at
-    ``input_shapes``, only the tensors it gives a concrete shape."""
-    out = {}
-    graph = inferred_graph(model, input_shapes)
-    for vi in [*graph.input, *graph.output, *graph.value_info]:
-        shape = value_info_shape(vi)
-        if input_shapes and (shape is None or not all(isinstance(d, int) for d in shape)):
-            continue  # not followed at the run's shapes: the declared type stays
-        dims = (
-            "?"
-            if shape is None
-            else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-        )
-        out[vi.name] = f"{dtype_name(vi.type.tensor_type.elem_type)}{dims}"
-    if not input_shapes:
-        for t in graph.initializer:
-            out[t.name] = f"{dtype_name(t.data_type)}{list(t.dims)} (initializer)"
-    return out
-
-
-def _run_types(
-    m: Model, placement: Any, nodes: list[GraphNode], constants: dict[str, str]
-) -> dict[str, str]:
-    """Tensor types for the view: at a placement's input shapes (ONNX inference), and where
-    inference cannot follow them (a Reshape to a computed shape), the shapes the kernel ORT ran
-    under that node's own name wrote (the profile's output types)."""
-    shapes = getattr(placement, "input_shapes", None)
-    if not shapes:
-        return {**_types_at(m, ()), **constants}
-    concrete = _types_at(m, _shape_key(shapes))
-    types = {**_types_at(m, ()), **concrete}
-    data = placement.profile.data if placement.profile is not None else None
-    written = dict(zip(data.node, data.output_types, strict=True)) if data is not None else {}
-    for n in nodes:
-        outs = [t for t in n.outputs if t]
-        ran = written.get(n.name, ())
-        if len(ran) == len(outs):
-            types.update(
-                {t: types_text((ty,)) for t, ty in zip(outs, ran, strict=True) if t not in concrete}
-            )
-    return {**types, **constants}
-
-
 def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
     rows = {r.node: r for r in placement.node_rows} if placement is not None else {}
     sq: dict[str, float] = {}
@@ -383,7 +305,7 @@ def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
             "shown. Pass placement=ortlab.placement(model, config) instead: it maps every "
             "optimized node back to the original nodes it came from.",
             OrtlabWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of graph_data
         )
 
 
@@ -395,6 +317,60 @@ def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
         "roof_bound": mark.bound,
         "roof_ceiling": mark.ceiling,
     }
+
+
+class _Draft(NamedTuple):
+    """A node as the block cutter reads it (:class:`~ortlab.analysis.graphblocks.BlockNode`),
+    before its GraphNode is built once, in its final group."""
+
+    name: str
+    op_type: str
+    group: str
+    us_per_run: float
+    inputs: list[str]
+    outputs: list[str]
+
+
+def _node(
+    i: int,
+    draft: _Draft,
+    group: str,
+    *,
+    op: Any,
+    raw: onnx.NodeProto,
+    row: Any,
+    provider: str,
+    total_time: float,
+    sq: dict[str, float],
+    changes: dict[str, tuple[float | None, str]],
+    roof: dict[str, RoofMark],
+) -> GraphNode:
+    us = draft.us_per_run
+    return GraphNode(
+        id=i,
+        name=op.name,
+        op_type=op.op_type,
+        domain=op.domain,
+        group=group,
+        provider=provider,
+        us_per_run=us,
+        share=us / total_time if total_time else 0.0,
+        status=row.status if row else "",
+        optimized=list(row.optimized) if row else [],
+        group_us_per_run=row.group_us_per_run if row else us,
+        time_source=row.time_source if row else ("measured" if us else ""),
+        partition=row.partition if row else -1,
+        sqnr_db=sq.get(op.name),
+        inputs=draft.inputs,
+        outputs=draft.outputs,
+        attrs={a.name: _attr_text(a) for a in raw.attribute},
+        reason=row.reason if row else "",
+        output_bytes=row.output_bytes if row else -1,
+        delta_us=changes[op.name][0] if op.name in changes else None,
+        diff_verdict=changes[op.name][1] if op.name in changes else "",
+        predicted=bool(row and row.time_source.startswith("predicted")),
+        **_roof_fields(roof.get(op.name)),
+    )
 
 
 def graph_data(
@@ -411,7 +387,20 @@ def graph_data(
     when neither is), a quantization error, a diff and a roofline (each node's
     ``achieved_fraction``: :mod:`ortlab.analysis.graphroof`)."""
 
-    m = load(model)
+    with gcpause.held():  # ~10 objects a node, all kept: young collections only promote them
+        return _graph_data(
+            load(model),
+            placement=placement,
+            profile=profile,
+            error=error,
+            diff=diff,
+            roofline=roofline,
+        )
+
+
+def _graph_data(
+    m: Model, *, placement: Any, profile: Any, error: Any, diff: Any, roofline: Any
+) -> GraphData:
     graph = m.proto.graph
     if roofline is not None and placement is None and profile is None:
         profile = roofline.profile
@@ -433,57 +422,52 @@ def graph_data(
         prof_time = {r.node: (r.provider, r.self_us / runs) for r in t.itertuples()}
         _warn_unmatched(set(prof_time), {n.name for n, _ in walk_nodes(graph)})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
-    nodes: list[GraphNode] = []
+    kept: list[tuple[Any, onnx.NodeProto, Any, str]] = []  # op, proto, row, provider
+    drafts: list[_Draft] = []
+    group_of: dict[str, str] = {}  # a node name -> its group (the last so named so far)
     body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
     constants: dict[str, str] = {}
     for op, raw in m.node_protos:
         if op.op_type == "Constant" and not op.domain and len(op.outputs) == 1:
             constants[op.outputs[0]] = _constant_type(raw)  # folded into its consumers
             continue
-        i = len(nodes)
         row = rows.get(op.name)
         scope = _scope(raw.name)  # an unnamed body node's generated name is not a scope
         group = "/" + "/".join(scope) if scope else ""
         if op.parent:  # an If/Loop/Scan body: a group of its own inside its owner's group
             owner, tag = op.parent.rsplit("/", 1)  # attribute names hold no '/'
             if op.parent not in body_group:
-                outer = next(n.group for n in reversed(nodes) if n.name == owner)
+                outer = group_of[owner]
                 body_group[op.parent] = f"{outer}/{owner.replace('/', '∕')} ▸ {tag}"
             group = body_group[op.parent] + group
+        group_of[op.name] = group
         provider, us = (row.provider, row.us_per_run) if row else prof_time.get(op.name, ("", 0.0))
-        nodes.append(
-            GraphNode(
-                id=i,
-                name=op.name,
-                op_type=op.op_type,
-                domain=op.domain,
-                group=group,
-                provider=provider,
-                us_per_run=us,
-                share=us / total_time if total_time else 0.0,
-                status=row.status if row else "",
-                optimized=list(row.optimized) if row else [],
-                group_us_per_run=row.group_us_per_run if row else us,
-                time_source=row.time_source if row else ("measured" if us else ""),
-                partition=row.partition if row else -1,
-                sqnr_db=sq.get(op.name),
-                inputs=list(op.inputs),
-                outputs=list(op.outputs),
-                attrs={a.name: _attr_text(a) for a in raw.attribute},
-                reason=row.reason if row else "",
-                output_bytes=row.output_bytes if row else -1,
-                delta_us=changes[op.name][0] if op.name in changes else None,
-                diff_verdict=changes[op.name][1] if op.name in changes else "",
-                predicted=bool(row and row.time_source.startswith("predicted")),
-                **_roof_fields(roof.get(op.name)),
-            )
-        )
-    fanout = Counter(t for n in nodes for t in dict.fromkeys(n.inputs) if t)
+        kept.append((op, raw, row, provider))
+        drafts.append(_Draft(op.name, op.op_type, group, us, list(op.inputs), list(op.outputs)))
+    fanout = Counter(t for n in drafts for t in dict.fromkeys(n.inputs) if t)
     flops = None  # nothing measured: blocks are named by FLOPs at the run's or guessed shapes
     if not total_time:
         flops = flops_at(m, getattr(placement, "input_shapes", None) or default_shapes(m))
     ghosts = {t for t, c in fanout.items() if c > GHOST_FANOUT}
-    nodes = chunk_siblings(regroup(nodes, ghosts, flops))
+    groups_of = chunk_siblings(regroup(drafts, ghosts, flops))
+    nodes = [
+        _node(
+            i,
+            draft,
+            group,
+            op=op,
+            raw=raw,
+            row=row,
+            provider=provider,
+            total_time=total_time,
+            sq=sq,
+            changes=changes,
+            roof=roof,
+        )
+        for i, (draft, group, (op, raw, row, provider)) in enumerate(
+            zip(drafts, groups_of, kept, strict=True)
+        )
+    ]
     producer = {t: n.id for n in nodes for t in n.outputs if t}
     consumers: dict[str, list[int]] = defaultdict(list)
     for n in nodes:
@@ -514,7 +498,7 @@ def graph_data(
         nodes=nodes,
         edges=edges,
         groups=groups,
-        tensors=_run_types(m, placement, nodes, constants),
+        tensors=run_types(m, placement, nodes, constants),
         providers=providers,
         expanded=initial_expanded(groups, len(nodes), len(inputs) + len(graph.output)),
         has_time=bool(total_time),

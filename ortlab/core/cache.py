@@ -134,15 +134,30 @@ def write_atomic(path: Path, data: bytes) -> Path:
     return path
 
 
+_DIGEST_CHARS = 24
+
+
 def content_path(data: bytes, folder: str = "models", suffix: str = ".onnx") -> Path:
     """A content-addressed file in the cache holding ``data`` (written once)."""
-    digest = hashlib.sha256(data).hexdigest()[:24]
+    digest = hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS]
     path = subdir(folder) / f"{digest}{suffix}"
     if not path.exists() or path.stat().st_size != len(data):
         write_atomic(path, data)
     else:
         os.utime(path)  # used again: last to be evicted
     return path
+
+
+def is_content_path(path: Path) -> bool:
+    """Whether ``path`` is a file :func:`content_path` hands out: named by its content's
+    digest, so the path alone identifies the content (its mtime changes whenever it is handed
+    out again)."""
+    stem = path.stem
+    return (
+        len(stem) == _DIGEST_CHARS
+        and all(c in "0123456789abcdef" for c in stem)
+        and path.parent.parent == cache_dir()
+    )
 
 
 @contextlib.contextmanager
