@@ -1143,3 +1143,36 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     note = b.budget_note()  # both, once, with the one piece of advice
     assert note.count("raise budget_s") == 1
     assert note.endswith("left out by the 10 s budget: raise budget_s to measure them")
+
+
+@pytest.mark.parametrize("providers", [["qnn", "cpu"], ["cpu"]])
+def test_the_baseline_is_profiled_once(
+    monkeypatch: pytest.MonkeyPatch, providers: list[str]
+) -> None:
+    """The doctor's first stage profiles the baseline in one session: with an EP that compiles
+    (no roofline can count its kernels) the placement join's own profile is the profile; with
+    the CPU alone the roofline's profile is, and no placement runs."""
+    from ortlab.diagnosis import search as search_module
+
+    calls: list[str] = []
+    real_placement, real_roof = search_module.placement, search_module.profile_with_roofline
+
+    def counted_placement(*a: Any, **k: Any) -> Any:
+        calls.append("placement")
+        return real_placement(*a, **k)
+
+    def counted_roof(*a: Any, **k: Any) -> Any:
+        calls.append("profile")
+        return real_roof(*a, **k)
+
+    monkeypatch.setattr(search_module, "placement", counted_placement)
+    monkeypatch.setattr(search_module, "profile_with_roofline", counted_roof)
+    m = ortlab.load(ortlab.examples.mlp())
+    s = _search(m=m)
+    s.cfg = SessionConfig(providers=providers, fallback="allow")
+    s.feeds = dict(m.example_inputs())
+    seen = s.observe()
+    assert len(calls) == 1, calls
+    assert s.profile.report is not None and seen.profiled_ms > 0
+    if "qnn" in providers:
+        assert calls == ["placement"] and seen.roofline is None

@@ -41,6 +41,7 @@ from ortlab.analysis.roofline import profile_with_roofline
 from ortlab.analysis.variants import explain_variant
 from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
 from ortlab.core.config import SessionConfig
+from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.machine import physical_cores
 from ortlab.core.model import Model
@@ -94,16 +95,24 @@ class Search(FinalStage):
         """Profile the baseline; the placement join when an accelerator EP loaded; the what-if
         partition of a requested NPU EP that did not load here."""
         m, cfg = self.m, self.cfg
-        prof, roof = profile_with_roofline(
-            m, cfg, self.feeds, runs=5, warmup=2, timeout=self.call_timeout()
-        )
+        pl = None
+        if compiling(cfg.providers, cfg.policy):  # no roofline: the placement's profile is it
+            pl = placement(m, cfg, self.feeds, runs=5, progress=False, timeout=self.call_timeout())
+            assert pl.profile is not None  # a measured placement keeps its profile
+            prof, roof = pl.profile, None
+        else:
+            prof, roof = profile_with_roofline(
+                m, cfg, self.feeds, runs=5, warmup=2, timeout=self.call_timeout()
+            )
         self.profile = prof
         report = prof.report
         assert report is not None  # profile() always attaches the session's report
         shares = prof.by_op_type().groupby("op_type")["share"].sum().to_dict()
-        pl = None
-        if any(p != "CPUExecutionProvider" for p in report.active):
+        accelerated = any(p != "CPUExecutionProvider" for p in report.active)
+        if pl is None and accelerated:  # the roofline's session cannot be the placement's
             pl = placement(m, cfg, self.feeds, runs=3, progress=False, timeout=self.call_timeout())
+        elif not accelerated:
+            pl = None  # one EP ran it all: no join to read
         mem = prof.memory()
         allocator = (
             {
