@@ -128,3 +128,15 @@ def test_round_trip_and_cli(bert: ortlab.SweepResult, capsys: pytest.CaptureFixt
     assert "sequence=8" in out and "sequence=16" in out and "p50 ms [95 % interval]" in out
     assert main(["sweep", "bert_tiny", "--dim", "sequence=a"]) == 2
     assert "'sequence=a' is not name=int,int" in capsys.readouterr().err
+
+
+def test_progress_true_shows_a_bar_and_a_callback_counts_the_shapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``progress=True`` draws a bar per shape (it drew nothing); a callable hears each shape."""
+    mlp = ortlab.examples.path("mlp")
+    s = ortlab.sweep(mlp, {"batch": [1, 2]}, runs=3, progress=True)
+    assert len(s.rows) == 2 and "sweep" in capsys.readouterr().err
+    heard: list[tuple[int, int]] = []
+    ortlab.sweep(mlp, {"batch": [1, 2, 3]}, runs=3, progress=lambda d, t: heard.append((d, t)))
+    assert heard == [(1, 3), (2, 3), (3, 3)]

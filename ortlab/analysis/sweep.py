@@ -210,6 +210,11 @@ def sweep(
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t.strip()]
     rows: list[SweepRow] = []
+    bar = None
+    if progress is True:  # a bar per shape, as every verb shows one (progress=False: none)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(points), desc=f"sweep {m.name}", unit="shape", leave=False)
     report = progress if callable(progress) else None
     for i, point in enumerate(points):
         try:
@@ -227,6 +232,10 @@ def sweep(
             )
         if report is not None:
             report(i + 1, len(points))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     notes = [
         f"Latency: the median of {runs} runs per shape (profiling off) with its 95 % interval "
         "from order statistics of those runs; shapes are measured one after another, not "
