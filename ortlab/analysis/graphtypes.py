@@ -162,10 +162,14 @@ def flops_at(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, f
 def _flops(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, float]:
     graph = inferred_graph(m.proto, input_shapes)
     known: dict[str, Tensor] = {}
+    names: dict[int, str] = {}  # element type -> its name
     for vi in [*graph.input, *graph.output, *graph.value_info]:
         shape = value_info_shape(vi)
         if shape is not None and all(isinstance(d, int) for d in shape):
-            known[vi.name] = (dtype_name(vi.type.tensor_type.elem_type), tuple(shape))  # type: ignore[arg-type]
+            elem = vi.type.tensor_type.elem_type
+            if elem not in names:
+                names[elem] = dtype_name(elem)
+            known[vi.name] = (names[elem], shape)  # type: ignore[assignment]
     for t in m.proto.graph.initializer:
         known[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
     out: dict[str, float] = {}
@@ -173,10 +177,10 @@ def _flops(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, flo
     for op, raw in m.node_protos:
         if op.parent:  # body nodes: inference does not type their tensors here
             continue
-        ins = tuple(known.get(t) if t else None for t in raw.input)
-        outs = tuple(known.get(t) if t else None for t in raw.output)
-        attrs = attr_values(raw)
-        key = (op.op_type, op.domain, ins, outs, tuple(attrs.items()))
+        ins = tuple([known.get(t) if t else None for t in op.inputs])
+        outs = tuple([known.get(t) if t else None for t in op.outputs])
+        attrs = attr_values(raw) if raw.attribute else {}
+        key = (op.op_type, op.domain, ins, outs, *attrs.items())
         if key not in counted:
             counted[key] = node_cost(op.op_type, ins, outs, attrs, op.domain).flops
         out[op.name] = counted[key]
