@@ -158,8 +158,9 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         "own_ms",
         "p50_ms",
         "ratio",
-        "low",
-        "high",
+        "ci_low",
+        "ci_high",
+        "confidence",
         "verdict",
         "max_abs",
         "cosine",
@@ -179,5 +180,14 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         latency_rows=lat,
         rounds_ms=[],
     )
-    assert o.to_pandas().columns.tolist() == ["level", "p50_ms", "ratio", "low", "high", "verdict"]
+    assert o.to_pandas().columns.tolist() == [
+        "level",
+        "p50_ms",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "confidence",
+        "verdict",
+    ]
+    assert o.to_pandas().loc[0, "confidence"] == v.confidence  # the interval's own coverage
     assert OptimizationResult.from_json(o.to_json()).latency_rows == lat

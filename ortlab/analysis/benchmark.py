@@ -13,7 +13,13 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import LatencyStats, Paired, latency_stats, median_with_interval
+from ortlab.core.stats import (
+    LatencyStats,
+    Paired,
+    latency_stats,
+    median_with_interval,
+    spread,
+)
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
@@ -167,7 +173,7 @@ class ConfigComparison(Result):
     """How the rounds ran where it changes their reading (timed in pairs, …)."""
 
     def to_pandas(self) -> Any:
-        """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, verdict."""
+        """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, confidence, verdict."""
         import pandas as pd
 
         return pd.DataFrame(
@@ -176,10 +182,7 @@ class ConfigComparison(Result):
                     "label": r.label,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
-                    "ratio": r.paired.ratio,
-                    "ci_low": r.paired.low,
-                    "ci_high": r.paired.high,
-                    "verdict": r.paired.verdict,
+                    **spread(r.paired),
                 }
                 for r in self.rows
             ]

@@ -21,7 +21,7 @@ from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.core.machine import cpu_flags, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
-from ortlab.core.stats import Paired, against_first
+from ortlab.core.stats import Paired, against_first, spread
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
@@ -66,10 +66,7 @@ class CompareResult(Result):
                     "size_ratio": r.size_ratio,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
-                    "ratio": r.paired.ratio,
-                    "ci_low": r.paired.low,
-                    "ci_high": r.paired.high,
-                    "verdict": r.paired.verdict,
+                    **spread(r.paired),
                     "cosine": first.get("cosine"),
                     "sqnr_db": first.get("sqnr_db"),
                     "max_abs": first.get("max_abs"),

@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "MIN_ROUNDS",
     "NOISE_BAND",
+    "PAIRED_COLUMNS",
     "LatencyStats",
     "Paired",
     "Verdict",
@@ -33,6 +34,7 @@ __all__ = [
     "paired_ratio",
     "plan_rounds",
     "shift_interval",
+    "spread",
 ]
 
 NOISE_BAND = 0.02
@@ -231,8 +233,9 @@ class Paired:
     its interval, the verdict sentence ortlab prints, and the rounds it came from. Every row
     that compares against a reference (compare_configs, the optimization levels, the ablation,
     the variants, the doctor's candidates and its best) holds one instead of its own copy of
-    these fields; its tables spread it into the columns ``ratio``, ``low``, ``high``,
-    ``verdict`` (see :func:`paired_columns`)."""
+    these fields; every table spreads it by :func:`paired_columns` into ``ratio``,
+    ``ci_low``, ``ci_high``, ``confidence``, ``verdict`` (``ci_`` for the ratio's interval:
+    ``low``/``high`` name other intervals, a requests/s or a µs shift)."""
 
     ratio: float
     """Median of the per-round ratios (row / reference); < 1 is faster. NaN when not timed."""
@@ -243,10 +246,14 @@ class Paired:
     """The sentence ('baseline' for the reference itself, 'failed: …' when it did not run)."""
     rounds: int = 0
     """The interleaved rounds the ratio is the median of (0 when not timed)."""
+    confidence: float = float("nan")
+    """The interval's actual coverage (e.g. 0.969 for 6 rounds); NaN without an interval."""
 
     @classmethod
     def of(cls, verdict: Verdict, text: str) -> Paired:
-        return cls(verdict.ratio, verdict.low, verdict.high, text, verdict.rounds)
+        return cls(
+            verdict.ratio, verdict.low, verdict.high, text, verdict.rounds, verdict.confidence
+        )
 
     @classmethod
     def untimed(cls, text: str) -> Paired:
@@ -255,14 +262,23 @@ class Paired:
         return cls(nan, nan, nan, text)
 
 
+PAIRED_COLUMNS = ("ratio", "ci_low", "ci_high", "confidence", "verdict")
+"""The columns a :class:`Paired` spreads into, in every table."""
+
+
+def spread(p: Paired) -> dict[str, Any]:
+    """THE spread of a :class:`Paired` into table columns (``PAIRED_COLUMNS``)."""
+    return dict(zip(PAIRED_COLUMNS, (p.ratio, p.low, p.high, p.confidence, p.verdict), strict=True))
+
+
 def paired_columns(row: Any) -> dict[str, Any]:
     """A dataclass row as a table row: its fields in order, a :class:`Paired` spread in place
-    into ``ratio``, ``low``, ``high``, ``verdict`` (the columns the tables always had)."""
+    (:func:`spread`)."""
     out: dict[str, Any] = {}
     for f in fields(row):
         value = getattr(row, f.name)
         if isinstance(value, Paired):
-            out.update(ratio=value.ratio, low=value.low, high=value.high, verdict=value.verdict)
+            out.update(spread(value))
         else:
             out[f.name] = value
     return out

@@ -31,7 +31,7 @@ from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
-from ortlab.core.stats import MIN_ROUNDS
+from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis.best import Best, loaded_only
 from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.facts import (
@@ -152,10 +152,7 @@ class DoctorResult(Result):
                     "variant": m.variant,
                     "stage": m.stage,
                     "p50_ms": m.p50_ms,
-                    "ratio": m.paired.ratio,
-                    "ci_low": m.paired.low,
-                    "ci_high": m.paired.high,
-                    "verdict": m.paired.verdict,
+                    **spread(m.paired),
                     "cosine": m.cosine,
                     "file_mb": m.file_bytes / 1e6,
                     "pareto": m.key in front,
@@ -205,10 +202,7 @@ _CANDIDATE_COLUMNS = (
     "variant",
     "stage",
     "p50_ms",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "verdict",
+    *PAIRED_COLUMNS,
     "cosine",
     "file_mb",
     "pareto",
