@@ -105,7 +105,7 @@ def test_benchmark_resnet50_levels_agree_with_plain_onnxruntime(resnet50: ortlab
 def test_latency_stats_exact() -> None:
     s = latency_stats([1_000_000, 2_000_000, 3_000_000, 4_000_000])
     assert (s.count, s.min_ms, s.max_ms, s.mean_ms, s.p50_ms) == (4, 1.0, 4.0, 2.5, 2.5)
-    assert s.throughput_per_s == pytest.approx(400.0)
+    assert s.runs_per_s == pytest.approx(400.0)
     assert np.isnan(latency_stats([]).p50_ms)
 
 

@@ -54,8 +54,9 @@ class LatencyStats:
     p95_ms: float
     p99_ms: float
     max_ms: float
-    throughput_per_s: float
-    """Runs per second, from the mean latency (one run after another)."""
+    runs_per_s: float = float("nan")
+    """Runs per second one after another (1000 / mean ms): not a throughput, which
+    ``ortlab.throughput`` measures as requests completed per window under concurrency."""
 
 
 def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
@@ -75,7 +76,7 @@ def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
         p95_ms=float(p95),
         p99_ms=float(p99),
         max_ms=float(ms.max()),
-        throughput_per_s=1e3 / mean if mean > 0 else float("nan"),
+        runs_per_s=1e3 / mean if mean > 0 else float("nan"),
     )
 
 

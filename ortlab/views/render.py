@@ -177,7 +177,8 @@ def benchmark_text(b: BenchmarkResult) -> str:
         p50_text(b),
         load_text(b),
         table_text(["stat", "ms"], _stats_rows(b)),
-        f"throughput: {s.throughput_per_s:,.1f} runs/s",
+        f"{s.runs_per_s:,.1f} runs/s one after another (1000 / mean; requests/s under "
+        "concurrency: ortlab.throughput)",
         f"feeds: {safe_text(b.feeds, 500)}",
         *report_lines(b.report),
     ]
@@ -188,7 +189,7 @@ def benchmark_html(b: BenchmarkResult) -> str:
     s = b.stats
     return (
         f"{STYLE}<div><b>{esc(b.model)}</b> · {esc(b.session_config.label())} · {s.count} "
-        f"runs (+{b.warmup} warm-up) · {s.throughput_per_s:,.1f} runs/s · profiling off</div>"
+        f"runs (+{b.warmup} warm-up) · {s.runs_per_s:,.1f} runs/s · profiling off</div>"
         f"<div><b>{esc(p50_text(b))}</b></div>"
         f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"
         + table_html(["stat", "ms"], _stats_rows(b))
