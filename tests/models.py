@@ -257,3 +257,35 @@ def facts_of(**kw: Any) -> Any:
     observed.setdefault("profiled_ms", kw.get("baseline_ms", 1.0))
     rest = {k: v for k, v in kw.items() if k not in seen}
     return Facts(seen=Observed(**observed), **rest)
+
+
+def measured(
+    key: str,
+    ratio: float,
+    low: float,
+    high: float,
+    *,
+    stage: str = "screen",
+    config: Any = None,
+    cosine: float = float("nan"),
+    p50: float = 10.0,
+    variant: str = "original",
+) -> Any:
+    """A doctor's measured row as a test writes it: its ratio with an interval of 10 rounds
+    (97.9 % coverage), from which the row derives whether it is significant."""
+    from ortlab.core.config import SessionConfig
+    from ortlab.core.stats import Paired
+    from ortlab.diagnosis.facts import Measured
+
+    return Measured(
+        key=key,
+        label=f"cpu · all · {key}",
+        variant=variant,
+        model_path="m.onnx",
+        config=(config or SessionConfig()).to_dict(),
+        p50_ms=p50,
+        paired=Paired(ratio, low, high, f"verdict of {key}", 10, 0.979),
+        cosine=cosine,
+        file_bytes=1000,
+        stage=stage,
+    )

@@ -37,7 +37,7 @@ from ortlab.diagnosis.facts import (
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
-from tests.models import facts_of
+from tests.models import facts_of, measured
 from tests.test_placement import _replay
 
 CPU = "CPUExecutionProvider"
@@ -61,31 +61,7 @@ def _report(
     )
 
 
-def _m(
-    key: str,
-    ratio: float,
-    low: float,
-    high: float,
-    *,
-    p50: float = 10.0,
-    cosine: float = math.nan,
-    variant: str = "original",
-    config: SessionConfig | None = None,
-) -> Measured:
-    return Measured(
-        key=key,
-        label=f"cpu · all · {key}",
-        variant=variant,
-        model_path="m.onnx",
-        config=(config or SessionConfig()).to_dict(),
-        p50_ms=p50,
-        paired=Paired(ratio, low, high, f"verdict of {key}", 10),
-        significant=high < 1 - NOISE_BAND or low > 1 + NOISE_BAND,
-        cosine=cosine,
-        file_bytes=1000,
-        stage="screen",
-        confidence=0.979,
-    )
+_m = measured  # the one test maker of a measured row (tests.models)
 
 
 def _facts(**kw: Any) -> Facts:

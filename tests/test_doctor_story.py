@@ -15,7 +15,7 @@ import pytest
 
 import ortlab
 from ortlab.core.config import SessionConfig
-from ortlab.core.stats import NOISE_BAND, Paired
+from ortlab.core.stats import Paired
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.best import Best, best_of, loaded_only
 from ortlab.diagnosis.budget import fit_screen
@@ -28,7 +28,7 @@ from ortlab.diagnosis.facts import (
     counted,
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
-from tests.models import facts_of
+from tests.models import facts_of, measured
 
 CPU, CUDA = "CPUExecutionProvider", "CUDAExecutionProvider"
 BERT_OPS = {"MatMul": 16, "Softmax": 2, "Add": 30, "LayerNormalization": 5, "Gelu": 2}
@@ -46,32 +46,7 @@ def _report(active: tuple[str, ...] = (CPU,), requested: tuple[str, ...] = (CPU,
     )
 
 
-def _m(
-    key: str,
-    ratio: float,
-    low: float,
-    high: float,
-    *,
-    stage: str = "screen",
-    config: SessionConfig | None = None,
-    cosine: float = math.nan,
-    p50: float = 10.0,
-    variant: str = "original",
-) -> Measured:
-    return Measured(
-        key=key,
-        label=f"cpu · all · {key}",
-        variant=variant,
-        model_path="m.onnx",
-        config=(config or SessionConfig()).to_dict(),
-        p50_ms=p50,
-        paired=Paired(ratio, low, high, f"verdict of {key}", 10),
-        significant=high < 1 - NOISE_BAND or low > 1 + NOISE_BAND,
-        cosine=cosine,
-        file_bytes=1000,
-        stage=stage,
-        confidence=0.98,
-    )
+_m = measured  # the one test maker of a measured row (tests.models)
 
 
 def _facts(measured: dict[str, Measured], **kw: Any) -> Facts:

@@ -90,7 +90,6 @@ def _measured(key: str, ratio: float, variant: str, path: str, stage: str = "scr
         config=SessionConfig(level="all").to_dict(),
         p50_ms=1.0 * ratio,
         paired=Paired(ratio, ratio - 0.05, ratio + 0.05, f"{key}: time ratio {ratio:.2f}"),
-        significant=ratio != 1.0,
         cosine=0.9995,
         file_bytes=4096,
         stage=stage,

@@ -256,6 +256,15 @@ class Paired:
             verdict.ratio, verdict.low, verdict.high, text, verdict.rounds, verdict.confidence
         )
 
+    def as_verdict(self) -> Verdict:
+        """The :class:`Verdict` it keeps (at the one noise band): what its interval says."""
+        return Verdict(self.ratio, self.low, self.high, self.confidence, self.rounds, NOISE_BAND)
+
+    @property
+    def significant(self) -> bool:
+        """Its interval lies beyond the noise band on one side of 1 (``Verdict.significant``)."""
+        return self.as_verdict().significant
+
     @classmethod
     def untimed(cls, text: str) -> Paired:
         """A row with no time: NaN ratio and bounds, the reason as its verdict."""

@@ -155,8 +155,8 @@ class Measured:
     p50_ms: float
     paired: Paired
     """Paired time ratio to the baseline (median of per-round ratios; < 1 is faster), its
-    interval, the verdict ('baseline' for the baseline itself) and the rounds behind it."""
-    significant: bool
+    interval, the verdict ('baseline' for the baseline itself), the rounds behind it and the
+    interval's coverage: what ``significant`` and ``confidence`` read."""
     cosine: float
     """Lowest output cosine similarity against the baseline's outputs (1.0 = same)."""
     file_bytes: int
@@ -164,9 +164,16 @@ class Measured:
     """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
     steps: list[str] = field(default_factory=list)
     """How the model variant was made."""
-    confidence: float = float("nan")
-    """The interval's actual coverage (order statistics of ``paired.rounds`` ratios); NaN when
-    the rounds were too few for a 95 % interval (its bounds are NaN then too)."""
+
+    @property
+    def significant(self) -> bool:
+        """The interval lies beyond the noise band (``Paired.significant``)."""
+        return self.paired.significant
+
+    @property
+    def confidence(self) -> float:
+        """The interval's actual coverage; NaN when the rounds were too few for one."""
+        return self.paired.confidence
 
     @property
     def faster(self) -> bool:
@@ -501,12 +508,10 @@ def measured_row(
         config=c.with_(fallback="warn").to_dict(),
         p50_ms=p50,
         paired=Paired.of(v, "baseline" if key == "baseline" else v.text(against, label)),
-        significant=v.significant,
         cosine=float("nan"),
         file_bytes=mm.path.stat().st_size,
         stage=stage,
         steps=list(steps),
-        confidence=v.confidence,
     )
 
 

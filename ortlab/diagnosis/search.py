@@ -45,7 +45,7 @@ from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.machine import physical_cores
 from ortlab.core.model import Model
-from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Verdict, paired_ratio
+from ortlab.core.stats import MIN_ROUNDS, paired_ratio
 from ortlab.diagnosis.best import Best, best_of
 from ortlab.diagnosis.budget import (
     MEMORY_REPEATS,
@@ -399,7 +399,7 @@ class Search(FinalStage):
     def _explain(self, key: str, mm: Model, c: SessionConfig) -> list[Any]:
         meas = self.measured[key]
         p = meas.paired
-        v = Verdict(p.ratio, p.low, p.high, meas.confidence, p.rounds, NOISE_BAND)
+        v = p.as_verdict()
         return list(
             explain_variant(
                 self.m,
