@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
-from ortlab.core.machine import BUSY_CORES, cpu_sample, environment, other_cores
+from ortlab.core.machine import BUSY_CORES, environment, measured_load
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
 from ortlab.core.stats import (
@@ -110,20 +109,19 @@ def benchmark(
     ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
     once that much time has been measured. A progress bar shows unless ``progress=False``.
     """
-    before = cpu_sample()
-    m, cfg, f, out = run_model_task(
-        tasks_timing.benchmark,
-        model,
-        config,
-        feeds,
-        dims=dims,
-        progress=progress,
-        timeout=timeout,
-        runs=runs,
-        warmup=warmup,
-        duration_s=duration_s,
-    )
-    load = other_cores(before, cpu_sample())
+    with measured_load() as load:
+        m, cfg, f, out = run_model_task(
+            tasks_timing.benchmark,
+            model,
+            config,
+            feeds,
+            dims=dims,
+            progress=progress,
+            timeout=timeout,
+            runs=runs,
+            warmup=warmup,
+            duration_s=duration_s,
+        )
     lat = out.latencies_ns
     notes = list(f.notes)
     if out.cached_session:
@@ -139,7 +137,7 @@ def benchmark(
         environment=environment(),
         notes=notes,
         ort_ms=out.ort_ms,
-        other_cores=None if math.isnan(load) else round(load, 2),
+        other_cores=load.cores,
     )
 
 

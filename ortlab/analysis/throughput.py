@@ -24,10 +24,9 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.machine import (
     BUSY_CORES,
-    cpu_sample,
     environment,
     load_sentence,
-    other_cores,
+    measured_load,
     physical_cores,
 )
 from ortlab.core.model import ModelLike
@@ -324,24 +323,23 @@ def throughput(
             f"rounds must be >= 1, duration_s > 0 and warmup_s >= 0 (got rounds={rounds}, "
             f"duration_s={duration_s}, warmup_s={warmup_s})"
         )
-    before = cpu_sample()
-    m, cfg, f, reply = run_model_task(
-        tasks_throughput.throughput,
-        model,
-        config,
-        feeds,
-        dims=dims,
-        progress=progress,
-        timeout=timeout,
-        concurrency=levels,
-        modes=wanted,
-        rounds=rounds,
-        duration_s=duration_s,
-        warmup_s=warmup_s,
-    )
-    load = other_cores(before, cpu_sample())
-    said_load = load_sentence(None if math.isnan(load) else load, reply.cpu_count)
-    if load > BUSY_CORES:  # spinning pools then fight the other processes for the cores
+    with measured_load() as load:
+        m, cfg, f, reply = run_model_task(
+            tasks_throughput.throughput,
+            model,
+            config,
+            feeds,
+            dims=dims,
+            progress=progress,
+            timeout=timeout,
+            concurrency=levels,
+            modes=wanted,
+            rounds=rounds,
+            duration_s=duration_s,
+            warmup_s=warmup_s,
+        )
+    said_load = load_sentence(load.cores, reply.cpu_count)
+    if load.cores is not None and load.cores > BUSY_CORES:  # spinning pools fight for cores
         said_load += (
             "; threads that spin (allow_spinning, ORT's default) lose most to a busy machine: "
             "requests/s here can be a fraction of an idle machine's"

@@ -4,11 +4,13 @@ that make int8/fp16/bf16 fast), core counts, versions. Read once per process fro
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import platform
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ __all__ = [
     "cpu_sample",
     "environment",
     "load_sentence",
+    "measured_load",
     "other_cores",
     "physical_cores",
 ]
@@ -175,6 +178,27 @@ def load_sentence(other: float | None, cpus: int | str | None = None) -> str:
             "machine (re-run when it is idle to confirm)"
         )
     return text
+
+
+@dataclass
+class Load:
+    """Other processes' cores over a :func:`measured_load` block (None until it ends, or when
+    no time passed)."""
+
+    cores: float | None = None
+
+
+@contextlib.contextmanager
+def measured_load() -> Iterator[Load]:
+    """THE load around a call from the caller's side (this process and its worker are its own
+    tree, so only other processes count): ``with measured_load() as load: …``, then
+    ``load.cores``, rounded to 0.01 core as every result stores it."""
+    load, before = Load(), cpu_sample()
+    try:
+        yield load
+    finally:
+        cores = other_cores(before, cpu_sample())
+        load.cores = None if math.isnan(cores) else round(cores, 2)
 
 
 def other_cores(before: CpuSample, after: CpuSample) -> float:

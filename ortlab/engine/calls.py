@@ -3,7 +3,6 @@ show a progress bar."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
-from ortlab.core.machine import cpu_sample, other_cores
+from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.stats import Verdict, against_first
 from ortlab.engine import tasks, tasks_timing
@@ -298,16 +297,15 @@ def measure_interleaved(
     against its own config (a requested EP that did not load warns or raises as that config's
     ``fallback`` says), each distinct miss said once (ten variants under one config that all
     lost CUDA are one warning)."""
-    before = cpu_sample()
-    out = run(
-        tasks_timing.interleaved,
-        Via(desc=desc, context=context, progress=progress, timeout=timeout),
-        items=[(str(m.path), m.name, c) for m, c in items],
-        feeds=dict(feeds),
-        rounds=rounds,
-        runs=runs,
-    )
-    load = other_cores(before, cpu_sample())
+    with measured_load() as load:
+        out = run(
+            tasks_timing.interleaved,
+            Via(desc=desc, context=context, progress=progress, timeout=timeout),
+            items=[(str(m.path), m.name, c) for m, c in items],
+            feeds=dict(feeds),
+            rounds=rounds,
+            runs=runs,
+        )
     reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):
@@ -335,6 +333,6 @@ def measure_interleaved(
         failed=failed,
         rounds=len(medians),
         runs=runs,
-        other_cores=None if math.isnan(load) else round(load, 2),
+        other_cores=load.cores,
         notes=(PAIRWISE,) if out.pairwise else (),
     )
