@@ -337,33 +337,45 @@ def config_comparison_figure(c: Any) -> Any:
 
 def diff_figure(d: Any, top: int = 25) -> Any:
     """B - A per node with its interval, the largest changes (red slower, blue faster)."""
+    t = timed_shifts(d.to_pandas(), top)
+    names = [esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)]
+    title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
+    return shift_figure(t, names, list(t["verdict"]), title, "µs per run")
+
+
+def timed_shifts(t: Any, top: int) -> Any:
+    """The ``top`` largest timed shifts of a per-node diff table, bottom up for a bar chart."""
+    return t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
+
+
+def shift_figure(t: Any, names: list[str], hover: list[str], title: str, axis: str) -> Any:
+    """Each node's shift B - A (``t``: a per-node diff table, ``delta_us``/``low``/``high``/
+    ``verdict``) as a bar with its interval, coloured by its verdict; ``hover`` says why (the
+    words are hover-only, never drawn across the bars). The run diff's figure and the version
+    diff's."""
     import plotly.graph_objects as go
 
-    t = d.to_pandas()
-    t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = [verdict_color(v) for v in t["verdict"]]
     fig = go.Figure(
         go.Bar(
             x=t["delta_us"],
-            y=[esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)],
+            y=names,
             orientation="h",
-            marker_color=colors,
+            marker_color=[verdict_color(v) for v in t["verdict"]],
             error_x={
                 "type": "data",
                 "symmetric": False,
                 "array": (t["high"] - t["delta_us"]).clip(lower=0),
                 "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0),
             },
-            text=t["verdict"],
+            text=hover,
             textposition="none",
             hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
         )
     )
-    title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
     return layout(
         fig,
         title,
-        xaxis_title="µs per run (interval: distribution-free, 95 %+)",
+        xaxis_title=f"{axis} (interval: distribution-free, 95 %+)",
         height=160 + 22 * max(len(t), 1),
     )
 

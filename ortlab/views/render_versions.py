@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
-from ortlab.views.colors import verdict_color
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
@@ -94,13 +92,9 @@ def versions_html(r: Any, top: int = 20) -> str:
 def versions_figure(r: Any, top: int = 25) -> Any:
     """B - A per node with its interval, the largest shifts (red slower, blue faster), the
     nodes whose kernel or fusion changed marked."""
-    import plotly.graph_objects as go
+    from ortlab.views.plots import shift_figure, timed_shifts
 
-    from ortlab.views.figure import layout
-
-    t = r.to_pandas()
-    t = t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
-    colors = [verdict_color(v) for v in t["verdict"]]
+    t = timed_shifts(r.to_pandas(), top)
     mark = [
         " *" if k or f else ""
         for k, f in zip(t["kernel_changed"], t["fusion_changed"], strict=True)
@@ -110,30 +104,8 @@ def versions_figure(r: Any, top: int = 25) -> Any:
         esc(f"{v}; kernel {ka} → {kb}")
         for v, ka, kb in zip(t["verdict"], t["a_kernel"], t["b_kernel"], strict=True)
     ]
-    fig = go.Figure(
-        go.Bar(
-            x=t["delta_us"],
-            y=names,
-            orientation="h",
-            marker_color=colors,
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": (t["high"] - t["delta_us"]).clip(lower=0),
-                "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0),
-            },
-            text=hover,
-            textposition="none",  # the hover's words, never drawn across the bars
-            hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
-        )
-    )
     a, b = r.loaded
     title = (
         f"{esc(r.model)}: onnxruntime {esc(a)} → {esc(b)}, per node (* kernel or fusion changed)"
     )
-    return layout(
-        fig,
-        title,
-        xaxis_title="µs per run, B − A (interval: distribution-free, 95 %+)",
-        height=160 + 22 * max(len(t), 1),
-    )
+    return shift_figure(t, names, hover, title, "µs per run, B − A")
