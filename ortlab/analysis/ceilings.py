@@ -11,6 +11,7 @@ a busy moment gave (139 against 65 GFLOP/s ten minutes apart, before this home).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Iterable
@@ -77,13 +78,8 @@ def record(config: SessionConfig, runs: Iterable[PeakRuns]) -> None:
             if old is None:
                 seen[p.dtype] = p
                 continue
-            count = old.measured + 1
-            if old.error or (not p.error and p.best > old.best):
-                seen[p.dtype] = Peak(p.what, p.dtype, p.best, p.median, p.runs, p.error, count)
-            else:
-                seen[p.dtype] = Peak(
-                    old.what, old.dtype, old.best, old.median, old.runs, old.error, count
-                )
+            kept = p if old.error or (not p.error and p.best > old.best) else old
+            seen[p.dtype] = dataclasses.replace(kept, measured=old.measured + 1)
 
 
 def known(config: SessionConfig, dtypes: Iterable[str] = ALL_PEAKS) -> list[Peak] | None:
