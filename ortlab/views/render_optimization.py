@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortlab.core.machine import load_sentence
-from ortlab.core.stats import interval_text
+from ortlab.core.stats import Paired, interval_text
 from ortlab.views.html import (
     STYLE,
     esc,
@@ -35,20 +35,24 @@ def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
                 fusions,
                 float(r.p50_ms) if r else "—",
                 interval_text(r.paired.ratio, r.paired.low, r.paired.high) if r else "—",
-                _short_verdict(r.paired.verdict) if r else "not timed",
+                _short_verdict(r.paired) if r else "not timed",
             ]
         )
     return headers, rows
 
 
-def _short_verdict(text: str) -> str:
-    """'all is 1.52x faster than disabled: time ratio …' -> the part before the colon; 'basic
-    vs disabled: no measurable difference, …' -> 'no measurable difference' (the verdict, not
-    the names the row already shows)."""
-    head, _, rest = text.partition(":")
-    if " vs " in head and rest:
-        return rest.strip().split(",", maxsplit=1)[0].split(" (", maxsplit=1)[0]
-    return head
+def _short_verdict(p: Paired) -> str:
+    """The verdict in a table cell, read from the comparison, not from its sentence: 'no
+    measurable difference' or 'not enough rounds' from its interval, else the sentence before
+    its colon ('all is 1.52x faster than disabled'); the reference and a failure as said."""
+    v = p.as_verdict()
+    if p.verdict == "baseline" or p.verdict.startswith("failed"):
+        return p.verdict
+    if not v.enough:
+        return "not enough rounds for a verdict"
+    if v.holds_one:
+        return "no measurable difference"
+    return p.verdict.partition(":")[0]
 
 
 def optimization_text(o: Any) -> str:
