@@ -1152,3 +1152,22 @@ def test_the_baseline_is_profiled_once(
     assert s.profile.report is not None and seen.profiled_ms > 0
     if "qnn" in providers:
         assert calls == ["placement"] and seen.roofline is None
+
+
+def test_a_quantization_finding_that_quotes_its_fix_says_so_in_its_title() -> None:
+    """An inaccurate int8 variant, faster, and its fix (worst nodes at 16 bits) within noise:
+    the finding quotes the fix's measurement, so its title names the fix and what held for it
+    (the report read "q: faster" beside the fix's "no measurable difference")."""
+    from ortlab.diagnosis.facts import FixTried, Kind, candidate_key, counted
+
+    q = _m("variant:quant-static", 0.60, 0.55, 0.66, cosine=0.95, variant="q")
+    fix_key = candidate_key(Kind.VARIANT, "quant-static-fix16")
+    fix = _m(fix_key, 0.90, 0.70, 1.05, cosine=0.9995, variant="q fixed")
+    f = _facts(
+        measured={"baseline": _m("baseline", 1.0, 1.0, 1.0), q.key: q, fix_key: fix},
+        quant_fixes={q.key: FixTried(["conv1"], {fix_key: "their outputs quantized to 16 bits"})},
+    )
+    [finding] = _rules(f, "quantization")
+    held = counted(f.measured, fix_key)
+    assert held is not None and finding.ratio == held.row.paired.ratio
+    assert finding.title == f"q: faster, accuracy cost shown; the fix (q fixed): {held.word()}"

@@ -313,6 +313,7 @@ def quantization(f: Facts) -> list[Finding]:
             "(calibrate static quantization with real samples)"
         )
         gain = said.gain(f.baseline_ms)
+        title = f"{m.variant}: {said.word()}, accuracy cost shown"
         tried = f.quant_fixes.get(key)
         best = _best_fix(f, tried) if tried is not None and not accurate else None
         nodes = tried.nodes if tried is not None else []
@@ -334,13 +335,14 @@ def quantization(f: Facts) -> list[Finding]:
                 f"\nfix = ortlab.quantization_error(model, q).fix(n={len(nodes)})\n"
                 "ortlab.compare(model, [q, *fix.variants])  # the Pareto chart"
             )
-            gain = best.gain(f.baseline_ms)
+            gain = best.gain(f.baseline_ms)  # the gain quoted is the fix's: the title says so
+            title += f"; the fix ({best.row.variant}): {best.word()}"
         elif key in f.quant_fixes:
             cost += "; sparing its worst nodes could not be measured (see the notes)"
         out.append(
             Finding(
                 rule="quantization",
-                title=f"{m.variant}: {said.word()}, accuracy cost shown",
+                title=title,
                 evidence=f"{why}; size {m.file_bytes:,} bytes; {cost}",
                 fix=fix,
                 code=code,
