@@ -1,0 +1,672 @@
+#!/usr/bin/env python3
+"""Make the tiny LLM decoder corpus in tests/data/decoders/ with the real exporters (issue 39).
+
+Not run by CI: the exporters need torch and transformers. Run it by hand with Python 3.11:
+
+    python3 scripts/make_decoders.py      # scratch venvs, exports, checks, README + reference.json
+
+It builds two scratch virtualenvs outside the repository (under $ORTLAB_DECODERS_CACHE, else
+$XDG_CACHE_HOME/ortlab-decoders, else ~/.cache/ortlab-decoders), because onnxruntime-genai
+0.18.0's model builder imports names that exist only in transformers 5.x while optimum-onnx 0.1.0
+(the ONNX exporter that left optimum in 2.x) requires transformers < 4.58:
+
+  * "genai":   torch (CPU), transformers 5, onnx, onnx-ir, onnxruntime, onnxruntime-genai 0.18.0
+  * "optimum": torch (CPU), transformers 4.57, optimum 2.1, optimum-onnx 0.1.0, onnx, onnxruntime
+
+Then each step runs in the venv it needs (the script re-runs itself there with --stage):
+
+  hf       (optimum) random-initialised tiny Llama and GPT-2 from configs in code (fixed seed, no
+           hub download), a minimal offline WordLevel tokenizer (the genai builder insists on
+           one), saved with save_pretrained under the cache's hf/, and torch's own greedy tokens;
+  genai    (genai)   `python -m onnxruntime_genai.models.builder -i hf/llama -o genai_int4 -p int4
+           -e cpu`, and again with `-p fp32` -> genai_int4/, genai_fp32/;
+  optimum  (optimum) the tiny GPT-2 exported without and with past inputs and merged by
+           optimum.onnx.merge_decoders (the whole graph in an If on use_cache_branch)
+           -> optimum_gpt2_merged/; the tiny Llama by optimum-onnx's default with-past export
+           (one model.onnx with past/present pairs, the genai folders' weights) -> optimum_llama/;
+  verify   (genai)   plain onnxruntime runs a prefill, a decode step and a 16-token greedy loop on
+           every model; onnxruntime-genai's generator runs greedy on the genai folders; both must
+           agree (and agree with torch where the weights are the same); writes README.md and
+           reference.json beside the folders.
+
+Only what a user of each exporter ships is kept (model, external data, configs, the genai
+tokenizer); the HF checkpoints and the venvs stay in the cache. The output is byte-reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_DEFAULT = ROOT / "tests" / "data" / "decoders"
+
+SEED = 0
+PROMPT = [1, 2, 3, 4, 5, 6, 7, 8]
+NEW_TOKENS = 16
+
+# The tiny models' shapes, distinct where they can be (batch 1, KV heads 2, heads 4, head size
+# 16, hidden 64) so that a swapped axis shows. initializer_range 0.2, not HF's 0.02: at 0.02 the
+# Llama's logits are nearly flat (top-1 beats top-2 by 0.003 at worst over the greedy steps; 0.08
+# at 0.2), and the GPT-2, whose lm_head is wte, repeats the last prompt token for ever (8, 8, ...),
+# which would hide a wrong past.
+LLAMA = {
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 512,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+    "initializer_range": 0.2,
+}
+GPT2 = {
+    "vocab_size": 1000,
+    "n_positions": 256,
+    "n_embd": 64,
+    "n_layer": 2,
+    "n_head": 4,
+    "n_inner": 256,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "initializer_range": 0.2,
+}
+
+# torch: this machine's pip has a local CPU wheel (torch==2.13.0+cpu); elsewhere the CPU index,
+# and plain PyPI (which pulls the CUDA libraries: large, but it works) as the last resort.
+TORCH_TRIES = [
+    ["torch==2.13.0+cpu"],
+    ["--index-url", "https://download.pytorch.org/whl/cpu", "torch==2.13.0"],
+    ["torch==2.13.0"],
+]
+VENVS = {
+    "genai": [
+        "transformers==5.24.0",
+        "onnx==1.23.2",
+        "onnx-ir==1.1.0",  # the builder imports it but does not depend on it
+        "safetensors",
+        "onnxruntime==1.31.1",
+        "onnxruntime-genai==0.18.0",
+    ],
+    "optimum": [
+        "transformers==4.57.6",
+        "optimum==2.1.0",
+        "optimum-onnx==0.1.0",
+        "onnx==1.23.2",
+        "onnxruntime==1.31.1",
+        "tokenizers",
+        "safetensors",
+        # optimum's tied-weight deduplication needs accelerate (GPT-2's lm_head is wte): without
+        # it the merged GPT-2 carries the 1000x64 table twice (878 KB -> 1.13 MB).
+        "accelerate==1.15.0",
+    ],
+}
+STAGE_VENV = {"hf": "optimum", "genai": "genai", "optimum": "optimum", "verify": "genai"}
+VERSION_NAMES = ["torch", "transformers", "onnx", "onnx-ir", "onnxruntime", "onnxruntime-genai",
+                 "optimum", "optimum-onnx", "accelerate"]  # fmt: skip
+
+GENAI_RUNS = {"genai_int4": "int4", "genai_fp32": "fp32"}
+OPTIMUM_CONFIGS = ("config.json", "generation_config.json")
+HOW = {
+    "genai_int4": (
+        "onnxruntime-genai's model builder, int4 for CPU, its defaults (block_size 32, "
+        "accuracy_level 4, symmetric, RTN; lm_head quantized too, embedding kept fp32)",
+        "python -m onnxruntime_genai.models.builder -i <hf>/llama -o genai_int4 -p int4 -e cpu "
+        "-c <scratch>",
+    ),
+    "genai_fp32": (
+        "onnxruntime-genai's model builder, fp32 for CPU",
+        "python -m onnxruntime_genai.models.builder -i <hf>/llama -o genai_fp32 -p fp32 -e cpu "
+        "-c <scratch>",
+    ),
+    "optimum_gpt2_merged": (
+        "optimum-onnx's main_export twice (without, then with past inputs) and "
+        "optimum.onnx.merge_decoders, the merge that optimum 1.x's `--legacy` made "
+        "(optimum-onnx kept the function but no option that calls it)",
+        "main_export(<hf>/gpt2, a, task='text-generation-with-past', custom_onnx_configs="
+        "{'model': GPT2OnnxConfig(cfg, task='text-generation', use_past=True, "
+        "use_past_in_inputs=False)}); main_export(<hf>/gpt2, b, task='text-generation-with-past'); "
+        "merge_decoders(a/model.onnx, b/model.onnx, save_path='decoder_model_merged.onnx')",
+    ),
+    "optimum_llama": (
+        "optimum-onnx's main_export, default text-generation-with-past (one model; prefill "
+        "feeds an empty past)",
+        "optimum-cli export onnx --model <hf>/llama --task text-generation-with-past <out> "
+        "(= main_export(<hf>/llama, <out>, task='text-generation-with-past'))",
+    ),
+}
+
+
+def log(*parts) -> None:
+    print("make_decoders:", *parts, flush=True)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("ORTLAB_DECODERS_CACHE"):
+        return Path(os.environ["ORTLAB_DECODERS_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser()
+    return Path(base) / "ortlab-decoders"
+
+
+def run(cmd: list, **kw) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+# ------------------------------------------------------------------------- the venvs (outer)
+
+
+def ensure_venv(name: str) -> Path:
+    venv = cache_dir() / f"venv-{name}"
+    python = venv / "bin" / "python"
+    want = hashlib.sha256(json.dumps([TORCH_TRIES, VENVS[name]]).encode()).hexdigest()
+    stamp = venv / ".made-by-make_decoders"
+    if python.exists() and stamp.exists() and stamp.read_text() == want:
+        return python
+    if venv.exists():
+        shutil.rmtree(venv)
+    run([sys.executable, "-m", "venv", venv])
+    for attempt in TORCH_TRIES:
+        try:
+            run([python, "-m", "pip", "install", "--quiet", *attempt])
+            break
+        except subprocess.CalledProcessError:
+            log(f"torch install {attempt} failed, trying the next route")
+    else:
+        raise SystemExit("make_decoders: no route to a torch wheel")
+    run([python, "-m", "pip", "install", "--quiet", *VENVS[name]])
+    stamp.write_text(want)
+    return python
+
+
+def outer(args) -> None:
+    pythons = {name: ensure_venv(name) for name in VENVS}
+    out = Path(args.out).resolve()
+    for stage in ("hf", "genai", "optimum", "verify"):
+        if not args.only or stage in args.only:
+            run([pythons[STAGE_VENV[stage]], __file__, "--stage", stage, "--out", out])
+
+
+# ------------------------------------------------------------------------- stage: hf
+
+
+def make_tokenizer(path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"w{i}": i for i in range(3, LLAMA["vocab_size"])})
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<unk>"}
+    PreTrainedTokenizerFast(tokenizer_object=tok, **specials).save_pretrained(path)
+
+
+def torch_greedy(model) -> list[int]:
+    """Greedy in torch with its own KV cache: an oracle independent of every exporter."""
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor([PROMPT]), use_cache=True)
+        got: list[int] = []
+        for _ in range(NEW_TOKENS):
+            got.append(int(out.logits[0, -1].argmax()))
+            ids = torch.tensor([[got[-1]]])
+            out = model(ids, past_key_values=out.past_key_values, use_cache=True)
+    return got
+
+
+def stage_hf(_args) -> None:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    hf = cache_dir() / "hf"
+    if hf.exists():
+        shutil.rmtree(hf)
+    sources = (
+        ("llama", LlamaForCausalLM, LlamaConfig, LLAMA),
+        ("gpt2", GPT2LMHeadModel, GPT2Config, GPT2),
+    )
+    for name, model_cls, config_cls, config in sources:
+        torch.manual_seed(SEED)
+        model = model_cls(config_cls(**config)).eval()
+        model.generation_config.do_sample = False
+        model.save_pretrained(hf / name, safe_serialization=True)
+        make_tokenizer(hf / name)
+        (hf / name / "torch_greedy.json").write_text(json.dumps(torch_greedy(model)))
+        log(f"{name}: {sum(p.numel() for p in model.parameters()):,} parameters")
+
+
+# ------------------------------------------------------------------------- stage: genai
+
+
+def stage_genai(args) -> None:
+    scratch = cache_dir() / "builder-cache"
+    for name, precision in GENAI_RUNS.items():
+        dest = Path(args.out) / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        hf = cache_dir() / "hf" / "llama"
+        builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
+        run([*builder, "-i", hf, "-o", dest, "-p", precision, "-e", "cpu", "-c", scratch])
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- stage: optimum
+
+
+def stage_optimum(args) -> None:
+    from optimum.exporters.onnx import main_export
+    from optimum.exporters.onnx.model_configs import GPT2OnnxConfig
+    from optimum.onnx import merge_decoders
+    from transformers import AutoConfig
+
+    out = Path(args.out)
+    hf = cache_dir() / "hf"
+    task = "text-generation-with-past"
+
+    # GPT-2, merged. optimum-onnx has no `--legacy` (decoder_model + decoder_with_past_model +
+    # decoder_model_merged) and exports one model.onnx with past inputs; for a supported
+    # architecture main_export ignores fn_get_submodels, so each half is exported as 'model' with
+    # its export config and the two are merged by the function optimum's post-processing uses:
+    # an If on use_cache_branch, then = with_past, else = no_past, weights in the outer graph.
+    config = AutoConfig.from_pretrained(hf / "gpt2")
+    no_past = GPT2OnnxConfig(
+        config, task="text-generation", use_past=True, use_past_in_inputs=False
+    )
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        main_export(str(hf / "gpt2"), tmp / "a", task=task, custom_onnx_configs={"model": no_past})
+        main_export(str(hf / "gpt2"), tmp / "b", task=task)
+        merged = tmp / "decoder_model_merged.onnx"
+        merge_decoders(tmp / "a" / "model.onnx", tmp / "b" / "model.onnx", save_path=merged)
+        for config_name in OPTIMUM_CONFIGS:
+            shutil.copy2(tmp / "b" / config_name, tmp / config_name)
+        keep(tmp, out / "optimum_gpt2_merged", [merged.name, *OPTIMUM_CONFIGS])
+
+    # Llama, optimum-onnx's default with-past export: one model.onnx with past/present pairs.
+    with tempfile.TemporaryDirectory() as name:
+        main_export(str(hf / "llama"), name, task=task)
+        keep(Path(name), out / "optimum_llama", ["model.onnx", *OPTIMUM_CONFIGS])
+
+
+def keep(src: Path, dest: Path, names: list[str]) -> None:
+    log(f"{dest.name}: the exporter wrote {sorted(p.name for p in src.iterdir())}, keeping {names}")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in names:
+        shutil.copy2(src / name, dest / name)
+        data = src / (name + "_data")  # optimum's external data, were there any
+        if data.exists():
+            shutil.copy2(data, dest / data.name)
+
+
+# ------------------------------------------------------------------------- stage: verify
+
+
+def model_file(folder: Path) -> Path:
+    genai = folder / "genai_config.json"
+    if genai.exists():
+        return folder / json.loads(genai.read_text())["model"]["decoder"]["filename"]
+    for name in ("decoder_model_merged.onnx", "model.onnx"):
+        if (folder / name).exists():
+            return folder / name
+    raise FileNotFoundError(folder)
+
+
+def kv_dims(folder: Path) -> dict[str, int]:
+    """KV heads and head size, from genai_config.json or config.json."""
+    genai = folder / "genai_config.json"
+    if genai.exists():
+        d = json.loads(genai.read_text())["model"]["decoder"]
+        return {"kv": d["num_key_value_heads"], "hs": d["head_size"]}
+    c = json.loads((folder / "config.json").read_text())
+    heads = c.get("num_attention_heads", c.get("n_head"))
+    hidden = c.get("hidden_size", c.get("n_embd"))
+    return {"kv": c.get("num_key_value_heads", heads), "hs": c.get("head_dim") or hidden // heads}
+
+
+def feeds_for(sess, ids: list[int], past: dict, past_len: int, head: dict[str, int]) -> dict:
+    """Feeds by role: ids [1, S], a mask of past + new, positions continuing the past."""
+    import numpy as np
+
+    dtypes = {
+        "tensor(float)": np.float32,
+        "tensor(float16)": np.float16,
+        "tensor(int64)": np.int64,
+        "tensor(int32)": np.int32,
+        "tensor(bool)": np.bool_,
+    }
+    s = len(ids)
+    feeds = {}
+    for i in sess.get_inputs():
+        dt = dtypes[i.type]
+        if i.name == "input_ids":
+            feeds[i.name] = np.array([ids], dtype=dt)
+        elif i.name == "attention_mask":
+            feeds[i.name] = np.ones((1, past_len + s), dtype=dt)
+        elif i.name == "position_ids":
+            feeds[i.name] = np.arange(past_len, past_len + s, dtype=dt)[None, :]
+        elif i.name == "use_cache_branch":
+            feeds[i.name] = np.array([past_len > 0], dtype=dt)
+        elif i.name.startswith("past_key_values.") and past:
+            feeds[i.name] = past[i.name]
+        elif i.name.startswith("past_key_values."):
+            # genai declares the head size as 'kv_cache_dim': read it from the config
+            kv, hs = (
+                d if isinstance(d, int) else head[k]
+                for k, d in [("kv", i.shape[1]), ("hs", i.shape[3])]
+            )
+            feeds[i.name] = np.zeros((1, kv, 0, hs), dtype=dt)
+        else:
+            raise KeyError(f"unexpected input {i.name}")
+    return feeds
+
+
+def ort_greedy(folder: Path) -> tuple:
+    """Plain onnxruntime: prefill, then decode steps feeding present back as past."""
+    import numpy as np
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(model_file(folder)), providers=["CPUExecutionProvider"])
+    head = kv_dims(folder)
+    names = [o.name for o in sess.get_outputs()]
+    past: dict = {}
+    past_len, ids, tokens, shapes, margin = 0, list(PROMPT), [], {}, float("inf")
+    for step in range(NEW_TOKENS):
+        feeds = feeds_for(sess, ids, past, past_len, head)
+        outs = dict(zip(names, sess.run(None, feeds), strict=True))
+        if step < 2:
+            shapes["prefill" if step == 0 else "decode"] = {
+                "inputs": {k: [list(v.shape), str(v.dtype)] for k, v in feeds.items()},
+                "outputs": {k: [list(v.shape), str(v.dtype)] for k, v in outs.items()},
+            }
+        last = outs["logits"][0, -1]
+        second, first = np.sort(last)[-2:]
+        margin = min(margin, float(first - second))
+        tokens.append(int(np.argmax(last)))
+        past_len += len(ids)
+        past = {
+            k.replace("present", "past_key_values"): v for k, v in outs.items() if k != "logits"
+        }
+        ids = [tokens[-1]]
+    return sess, tokens, shapes, margin
+
+
+def genai_greedy(folder: Path) -> list[int]:
+    import onnxruntime_genai as og
+
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(PROMPT) + NEW_TOKENS)
+    gen = og.Generator(model, params)
+    gen.append_tokens(PROMPT)
+    tokens = []
+    while not gen.is_done():
+        gen.generate_next_token()
+        tokens.append(int(gen.get_next_tokens()[0]))
+    return tokens
+
+
+def describe(folder: Path) -> dict:
+    import onnx
+
+    path = model_file(folder)
+    m = onnx.load(str(path), load_external_data=False)
+    info: dict = {
+        "model": path.name,
+        "opset": {o.domain or "ai.onnx": o.version for o in m.opset_import},
+        "producer": f"{m.producer_name} {m.producer_version}".strip(),
+        "ops": dict(Counter(n.op_type for n in m.graph.node).most_common()),
+        "files": {p.name: p.stat().st_size for p in sorted(folder.iterdir())},
+        "external_data": sorted(
+            {e.value for t in m.graph.initializer for e in t.external_data if e.key == "location"}
+        ),
+        "outer_initializers": len(m.graph.initializer),
+        "attributes": {},
+    }
+    for n in m.graph.node:
+        if n.op_type in ("MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization"):
+            a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}
+            a = {k: v.decode() if isinstance(v, bytes) else v for k, v in sorted(a.items())}
+            variants = info["attributes"].setdefault(n.op_type, [])
+            if a not in variants:
+                variants.append(a)
+        for a in n.attribute:
+            if a.type != onnx.AttributeProto.GRAPH:
+                continue
+            names = Counter(x.name for x in a.g.node)
+            info.setdefault("subgraphs", {})[f"{n.name}.{a.name}"] = {
+                "op": n.op_type,
+                "condition": n.input[0],
+                "graph_name": a.g.name,
+                "nodes": len(a.g.node),
+                "initializers": len(a.g.initializer),
+                "ops": dict(Counter(x.op_type for x in a.g.node).most_common()),
+                "repeated_node_names": {k: c for k, c in names.items() if c > 1},
+            }
+    if "subgraphs" in info:
+        branches = [
+            {x.name for x in a.g.node} for n in m.graph.node for a in n.attribute if a.g.node
+        ]
+        info["node_names_in_both_branches"] = len(set.intersection(*branches))
+    return info
+
+
+def versions() -> dict:
+    code = (
+        "import json, importlib.metadata as m\nr = {}\n"
+        f"for n in {VERSION_NAMES!r}:\n    try: r[n] = m.version(n)\n    except Exception: pass\n"
+        "print(json.dumps(r))"
+    )
+    got = {}
+    for venv in VENVS:
+        py = cache_dir() / f"venv-{venv}" / "bin" / "python"
+        done = subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True)
+        got[venv] = json.loads(done.stdout)
+    return got
+
+
+def stage_verify(args) -> None:
+    out = Path(args.out)
+    ref: dict = {
+        "prompt": PROMPT,
+        "new_tokens": NEW_TOKENS,
+        "seed": SEED,
+        "versions": versions(),
+        "llama_config": LLAMA,
+        "gpt2_config": GPT2,
+        "models": {},
+    }
+    problems = []
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        info = describe(folder)
+        sess, tokens, shapes, margin = ort_greedy(folder)
+        info["inputs"] = [[i.name, i.type, i.shape] for i in sess.get_inputs()]
+        info["outputs"] = [[o.name, o.type, o.shape] for o in sess.get_outputs()]
+        info["feeds"] = shapes
+        info["ort_greedy_tokens"] = tokens
+        info["greedy_min_logit_margin"] = round(margin, 5)
+        torch_ref = cache_dir() / "hf" / ("gpt2" if "gpt2" in folder.name else "llama")
+        if "int4" not in folder.name:  # the same weights as the torch model: the same tokens
+            info["torch_greedy_tokens"] = json.loads((torch_ref / "torch_greedy.json").read_text())
+            if info["torch_greedy_tokens"] != tokens:
+                problems.append(f"{folder.name}: torch {info['torch_greedy_tokens']} != {tokens}")
+        if (folder / "genai_config.json").exists():
+            info["genai_greedy_tokens"] = genai_greedy(folder)
+            if info["genai_greedy_tokens"] != tokens:
+                problems.append(f"{folder.name}: genai {info['genai_greedy_tokens']} != {tokens}")
+        ref["models"][folder.name] = info
+        log(f"verified {folder.name}: {tokens}")
+    (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
+    (out / "README.md").write_text(readme(ref))
+    if problems:
+        raise SystemExit("make_decoders: the greedy tokens disagree:\n" + "\n".join(problems))
+
+
+# ------------------------------------------------------------------------- README
+
+
+def fmt_ops(ops: dict, top: int = 99) -> str:
+    return ", ".join(f"{k} {c}" for k, c in list(ops.items())[:top])
+
+
+def fmt_io(items: list) -> str:
+    return "; ".join(
+        f"`{name}` {t.removeprefix('tensor(').rstrip(')')} {s}" for name, t, s in items
+    )
+
+
+def model_section(name: str, info: dict, ref: dict) -> list[str]:
+    what, cmd = HOW.get(name, ("?", "?"))
+    size = sum(info["files"].values())
+    files = ", ".join(f"`{k}` ({s:,} B)" for k, s in info["files"].items())
+    external = ", ".join(info["external_data"]) or "none"
+    opsets = ", ".join(f"{k} {v}" for k, v in info["opset"].items())
+    lines = [
+        f"### `{name}/`: {size:,} bytes",
+        "",
+        f"- Exporter: {what}.",
+        f"- Command: `{cmd}`",
+        f"- Files: {files}",
+        f"- `{info['model']}`: producer `{info['producer']}`, opsets {opsets},"
+        f" external data: {external}",
+        f"- Ops (outer graph): {fmt_ops(info['ops'])}",
+    ]
+    for op, variants in info["attributes"].items():
+        shown = " | ".join(", ".join(f"{k}={v}" for k, v in a.items()) for a in variants)
+        lines.append(f"- `{op}` attributes: {shown}")
+    for key, sg in info.get("subgraphs", {}).items():
+        rep = sg["repeated_node_names"]
+        lines.append(
+            f"- `{sg['op']}` on `{sg['condition']}`, body `{key}` (graph `{sg['graph_name']}`):"
+            f" {sg['nodes']} nodes, {sg['initializers']} initializers,"
+            f" {'repeated node names ' + str(rep) if rep else 'no node name repeated'};"
+            f" ops {fmt_ops(sg['ops'], 12)}, ..."
+        )
+    if "subgraphs" in info:
+        lines.append(
+            f"- The outer graph holds the {info['outer_initializers']} weight initializers both"
+            f" branches read; {info['node_names_in_both_branches']} node names occur in both"
+            " branches (each branch's names are unique within it)"
+        )
+    lines += [
+        f"- Inputs: {fmt_io(info['inputs'])}",
+        f"- Outputs: {fmt_io(info['outputs'])}",
+    ]
+    for phase, sh in info["feeds"].items():
+        feeds = ", ".join(f"`{k}` {v[1]} {v[0]}" for k, v in sh["inputs"].items())
+        lines.append(f"- {phase.capitalize()} feeds plain onnxruntime ran: {feeds}")
+    lines.append(
+        f"- Greedy, plain onnxruntime loop, prompt {ref['prompt']}, {ref['new_tokens']} new tokens:"
+        f" **{info['ort_greedy_tokens']}** (smallest top-1 minus top-2 logit on the way"
+        f" {info['greedy_min_logit_margin']:g})"
+    )
+    if "torch_greedy_tokens" in info:
+        same = "the same" if info["torch_greedy_tokens"] == info["ort_greedy_tokens"] else "OTHER"
+        lines.append(
+            f"- Torch greedy loop (its own KV cache) on the source checkpoint: {same} tokens"
+        )
+    if "genai_greedy_tokens" in info:
+        same = "the same" if info["genai_greedy_tokens"] == info["ort_greedy_tokens"] else "OTHER"
+        lines.append(
+            "- onnxruntime-genai's generator (greedy, max_length"
+            f" {len(ref['prompt']) + ref['new_tokens']}, from token ids): {same} tokens"
+        )
+    return [*lines, ""]
+
+
+def readme(ref: dict) -> str:
+    g, o = ref["versions"]["genai"], ref["versions"]["optimum"]
+    llama, gpt2 = ref["llama_config"], ref["gpt2_config"]
+    total = sum(sum(i["files"].values()) for i in ref["models"].values())
+    lines = [
+        "# Tiny LLM decoders made by the real exporters (issue 39)",
+        "",
+        "Made by `python3 scripts/make_decoders.py` (not run by CI: it builds its own venvs with",
+        "torch and transformers outside the repository; its output is byte-reproducible). The",
+        f"models are random-initialised from configs in code (torch seed {ref['seed']}, no hub",
+        "download): the weights mean nothing, the graphs are what the exporters make of real",
+        "checkpoints. `reference.json` holds all of this machine-readable (op counts, attributes,",
+        "inputs and outputs, the feeds that ran, greedy tokens, versions).",
+        "",
+        f"Versions: onnxruntime-genai {g['onnxruntime-genai']}'s builder with transformers"
+        f" {g['transformers']}, torch {g['torch']}, onnx {g['onnx']}, onnx-ir {g['onnx-ir']};"
+        f" optimum {o['optimum']} + optimum-onnx {o['optimum-onnx']} with transformers"
+        f" {o['transformers']}, torch {o['torch']}, accelerate {o.get('accelerate', '?')};"
+        f" checked with onnxruntime {g['onnxruntime']}.",
+        "",
+        "## Source models",
+        "",
+        f"- **Llama** (`LlamaForCausalLM`; `genai_int4`, `genai_fp32` and `optimum_llama` carry the"
+        f" same weights): {llama['num_hidden_layers']} layers, hidden {llama['hidden_size']},"
+        f" {llama['num_attention_heads']} heads, {llama['num_key_value_heads']} KV heads (GQA),"
+        f" head size {llama['head_dim']}, intermediate {llama['intermediate_size']}, vocab"
+        f" {llama['vocab_size']}, max positions {llama['max_position_embeddings']}, rope theta"
+        f" {llama['rope_theta']:g}, untied lm_head, bos {llama['bos_token_id']}, eos"
+        f" {llama['eos_token_id']}, pad {llama['pad_token_id']}.",
+        f"- **GPT-2** (`GPT2LMHeadModel`; `optimum_gpt2_merged`): {gpt2['n_layer']} layers, n_embd"
+        f" {gpt2['n_embd']}, {gpt2['n_head']} heads (no GQA: KV heads = heads), head size"
+        f" {gpt2['n_embd'] // gpt2['n_head']}, inner {gpt2['n_inner']}, vocab {gpt2['vocab_size']},"
+        f" n_positions {gpt2['n_positions']}, lm_head tied to wte, bos {gpt2['bos_token_id']}, eos"
+        f" {gpt2['eos_token_id']}.",
+        "- Both with initializer_range 0.2 (HF's 0.02 gives near-flat logits, and a GPT-2 that",
+        "  repeats its last prompt token). A WordLevel tokenizer (`<unk>`, `<s>`, `</s>`,",
+        "  `w3`..`w999`) made offline, because the genai builder insists on one; the genai folders",
+        "  carry it, but tests should feed token ids.",
+        "",
+        "Feeds by role: `input_ids` [1, S]; `attention_mask` [1, P + S] ones, whatever length the",
+        "export declares (the merged GPT-2 declares `sequence_length`, from its no-past half);",
+        "`position_ids` [1, S] = P .. P+S-1 where the model has it; `past_key_values.N.key/value`",
+        "[1, KV heads, P, head size] with P = 0 in prefill (genai declares the head size",
+        "`kv_cache_dim`: read it from `genai_config.json`); `use_cache_branch` [1] bool = P > 0",
+        "(the merged model still wants its past inputs in prefill, empty). Each `present.N.*`",
+        "output is the next step's `past_key_values.N.*`.",
+        "",
+        f"## Folders ({total:,} bytes in all)",
+        "",
+    ]
+    for name, info in ref["models"].items():
+        lines += model_section(name, info, ref)
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--out", default=str(OUT_DEFAULT), help="where the model folders go")
+    ap.add_argument("--only", nargs="*", choices=list(STAGE_VENV), help="run only these stages")
+    ap.add_argument("--stage", choices=list(STAGE_VENV), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    stages = {
+        "hf": stage_hf,
+        "genai": stage_genai,
+        "optimum": stage_optimum,
+        "verify": stage_verify,
+    }
+    if args.stage:
+        stages[args.stage](args)
+    else:
+        outer(args)
+
+
+if __name__ == "__main__":
+    main()
