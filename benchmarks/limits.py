@@ -126,7 +126,7 @@ def verbs(rounds: int) -> tuple[list[dict[str, Any]], str]:
             resnet, concurrency=[1, 2], modes=["shared"], duration_s=0.5, progress=False
         ),
         "sweep bert_tiny (3 shapes, 30 runs)": lambda: ortlab.sweep(
-            bert, {"sequence": [16, 64, 128]}, progress=False
+            bert, dims={"sequence": [16, 64, 128]}, progress=False
         ),
         "to_perfetto resnet50 (20 runs)": lambda: prof.to_perfetto(folder / "r.json", model=resnet),
     }

@@ -45,7 +45,8 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
     from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.versions import VersionDiffResult, version_diff
-    from ortlab.analysis.whatif import WhatIfResult, whatif
+    from ortlab.analysis.whatif import whatif
+    from ortlab.analysis.whatifresult import WhatIfResult
     from ortlab.core.config import SessionConfig
     from ortlab.core.errors import (
         ExternalDataError,

@@ -282,7 +282,7 @@ def measured(
         label=f"cpu · all · {key}",
         variant=variant,
         model_path="m.onnx",
-        config=(config or SessionConfig()).to_dict(),
+        config=config or SessionConfig(),
         p50_ms=p50,
         paired=Paired(ratio, low, high, f"verdict of {key}", 10, 0.979),
         cosine=cosine,

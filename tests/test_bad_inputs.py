@@ -26,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ortlab
 from ortlab.analysis.graphdata import graph_data
 from ortlab.analysis.graphmap import graph_nodes
+from ortlab.core.config import SessionConfig
 from ortlab.core.errors import (
     ExternalDataError,
     FeedError,
@@ -537,7 +538,7 @@ def test_profile_without_node_events() -> None:
     """A trace of an all-constant-folded model has runs but no node events: empty tables."""
     runs = [{"cat": "Session", "name": "model_run", "ts": 10 * k, "dur": 5} for k in range(3)]
     result = ortlab.ProfileResult(
-        model="m", config={}, data=ortlab.parse_profile(json.dumps(runs)), notes=["-"]
+        model="m", config=SessionConfig(), data=ortlab.parse_profile(json.dumps(runs)), notes=["-"]
     )
     assert result.runs == 3
     for table in (result.by_node(), result.by_op_type(), result.by_provider()):
@@ -546,7 +547,9 @@ def test_profile_without_node_events() -> None:
 
 
 def test_profile_result_without_notes_renders() -> None:
-    result = ortlab.ProfileResult(model="m", config={}, data=ortlab.parse_profile_file(GOLDEN))
+    result = ortlab.ProfileResult(
+        model="m", config=SessionConfig(), data=ortlab.parse_profile_file(GOLDEN)
+    )
     assert "<table" in result._repr_html_()
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ortlab
+from ortlab.core.run import Run
 from ortlab.core.stats import latency_stats, paired_ratio
 from tests import models
 
@@ -32,7 +33,7 @@ def test_benchmark_json_round_trip(mlp: ortlab.Model) -> None:
     b = ortlab.benchmark(mlp, ortlab.SessionConfig(level="basic"), runs=5, progress=False)
     again = ortlab.BenchmarkResult.from_json(b.to_json())
     assert again == b
-    assert again.session_config.level == "basic"
+    assert again.config.level == "basic"
     assert "p50" in repr(again) and "<table" in again._repr_html_()
 
 
@@ -162,9 +163,8 @@ def test_interleaved_timing_says_each_fallback_once_and_pairs_against_the_first(
     feeds = mlp.example_inputs()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        t = measure_interleaved(
-            items, feeds, rounds=6, runs=3, desc="", context="", progress=False, timeout=None
-        )
+        at = Run(mlp, cuda, feeds, runs=3, progress=False)
+        t = measure_interleaved(items, at, rounds=6, desc="", context="")
     said = [w for w in seen if issubclass(w.category, ortlab.ProviderFallbackWarning)]
     assert len(said) == 1 and "CUDAExecutionProvider" in str(said[0].message)
     assert t.medians_ms.shape == (6, 3) and np.isfinite(t.medians_ms).all()
@@ -176,13 +176,10 @@ def test_interleaved_timing_says_each_fallback_once_and_pairs_against_the_first(
     with pytest.raises(ortlab.ProviderFallbackError):  # the policy of each item's config
         measure_interleaved(
             [(mlp, cuda.with_(fallback="error")), *items[1:]],
-            feeds,
+            at.with_(runs=1),
             rounds=2,
-            runs=1,
             desc="",
             context="",
-            progress=False,
-            timeout=None,
         )
 
 

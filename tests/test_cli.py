@@ -25,7 +25,7 @@ def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["bench", "mlp", "--providers", "cpu", "--level", "all", "--runs", "7", "--json"])
     assert code == 0
     b = ortlab.BenchmarkResult.from_json(capsys.readouterr().out)
-    assert b.stats.count == 7 and b.session_config.level == "all"
+    assert b.stats.count == 7 and b.config.level == "all"
 
 
 def test_bench_text_with_dims(capsys: pytest.CaptureFixture[str]) -> None:

@@ -119,7 +119,9 @@ def _mlp(path: Path) -> Path:
 
 
 def test_mlp_counted_by_hand_and_bytes_equal_orts_record(tmp_path: Path) -> None:
-    c = ortlab.cost(_mlp(tmp_path / "mlp.onnx"), dims={"batch": 4}, progress=False)
+    c = ortlab.cost(
+        _mlp(tmp_path / "mlp.onnx"), {"level": "disabled"}, dims={"batch": 4}, progress=False
+    )
     rows = {r.node: r for r in c.rows}
     assert set(rows) == {"mm", "bias", "relu", "gemm", "softmax"}
     expect = {
@@ -155,8 +157,8 @@ def test_under_a_config_rows_are_the_kernels_ort_runs(tmp_path: Path) -> None:
     """At level 'all' ORT fuses MatMul+Add into a Gemm-like kernel: the rows are its kernels
     (their names from ORT's own profile), and the matmul work is the same."""
     path = _mlp(tmp_path / "mlp.onnx")
-    own = ortlab.cost(path, dims={"batch": 4}, progress=False)
-    fused = ortlab.cost(path, dims={"batch": 4}, config={"level": "all"}, progress=False)
+    own = ortlab.cost(path, {"level": "disabled"}, dims={"batch": 4}, progress=False)
+    fused = ortlab.cost(path, dims={"batch": 4}, progress=False)  # as every verb: level all
     prof = ortlab.profile(
         path, {"level": "all"}, dims={"batch": 4}, runs=1, warmup=0, progress=False
     )
@@ -185,7 +187,7 @@ def test_loop_body_counts_each_iteration(tmp_path: Path) -> None:
     loop = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)
     path = tmp_path / "loop.onnx"
     onnx.save(make([loop], [vi("x", F, [8])], [vi("y", F, [8])], inits), path)
-    c = ortlab.cost(path, progress=False)
+    c = ortlab.cost(path, {"level": "disabled"}, progress=False)
     step = next(r for r in c.rows if r.node == "step")
     assert step.calls == 6 and step.flops == 6 * 8
     assert next(r for r in c.rows if r.node == "loop").kind == "control"
@@ -198,8 +200,11 @@ def test_cli_cost(capsys: pytest.CaptureFixture[str]) -> None:
     assert "computed from shapes, not measured" in out and "Per op type" in out
     assert main(["cost", "mlp", "--json"]) == 0
     c = ortlab.CostResult.from_json(capsys.readouterr().out)
-    assert c.config["level"] == "disabled" and c.total_flops > 0
+    assert c.config == ortlab.SessionConfig() and c.total_flops > 0, "the config every verb runs"
     assert json.loads(c.to_json())["ortlab"] == "CostResult"
+    assert main(["cost", "mlp", "--level", "disabled", "--json"]) == 0
+    own = ortlab.CostResult.from_json(capsys.readouterr().out)
+    assert own.config.level == "disabled" and len(own.rows) > len(c.rows), "the model's own nodes"
 
 
 def test_a_compiling_ep_is_refused_clearly(tmp_path: Path) -> None:
@@ -245,7 +250,7 @@ def _check_bytes_against_orts(r: ortlab.CostRow) -> None:
 @pytest.mark.parametrize("name", ["resnet50_legacy", "ppocrv4_rec", "minilm_l3"])
 def test_conv_and_matmul_flops_equal_onnx_tools_count(name: str) -> None:
     feeds = corpus.feeds(name)
-    c = ortlab.cost(corpus.path(name), feeds=feeds, progress=False)
+    c = ortlab.cost(corpus.path(name), {"level": "disabled"}, feeds, progress=False)
     ours = {r.node: r for r in c.rows}
     theirs = _onnx_tool_macs(corpus.path(name), feeds)
     checked = 0
@@ -269,7 +274,10 @@ def test_resnet50_is_the_published_count() -> None:
     """ResNet-50 at 224x224 is quoted at ~4.1 GMACs (He et al. 2016: 3.8e9 multiply-adds
     without the shortcut projections' and FC's share): 2 FLOPs each."""
     c = ortlab.cost(
-        corpus.path("resnet50_legacy"), feeds=corpus.feeds("resnet50_legacy"), progress=False
+        corpus.path("resnet50_legacy"),
+        {"level": "disabled"},
+        corpus.feeds("resnet50_legacy"),
+        progress=False,
     )
     conv = c.by_op_type.set_index("op_type").loc["Conv", "flops"]
     assert 2 * 4.0e9 < conv < 2 * 4.2e9
@@ -278,7 +286,7 @@ def test_resnet50_is_the_published_count() -> None:
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["slovorez_fp16", "knn_zipmap", "silero_vad", "ddddocr_int8"])
 def test_precisions_bodies_and_contrib_kernels(name: str) -> None:
-    c = ortlab.cost(corpus.path(name), feeds=corpus.feeds(name), progress=False)
+    c = ortlab.cost(corpus.path(name), {"level": "disabled"}, corpus.feeds(name), progress=False)
     dtypes = {r.dtype for r in c.rows if r.kind == "compute"}
     if name == "slovorez_fp16":  # the CPU EP has no fp16 Conv: ORT casts around it
         assert dtypes == {"fp32"} and any(r.op_type == "Cast" and r.dtype == "fp16" for r in c.rows)

@@ -23,6 +23,8 @@ import pytest
 import ortlab
 from ortlab.analysis.compare import Signal
 from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import Feeds
+from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
@@ -429,7 +431,7 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
 
     caveat = load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
     threads = ortlab.Best(
-        SessionConfig(intra_op_threads=1).to_dict(),
+        SessionConfig(intra_op_threads=1),
         "original",
         "m.onnx",
         [],
@@ -439,7 +441,7 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
     flagged = _with_caveat(threads, SessionConfig(), caveat)
     assert flagged.paired.verdict == f"threads:1 is 2.00x faster; {caveat}"
     assert caveat in flagged.snippet() and "1.4 of 2 cores" in caveat
-    level = dataclasses.replace(threads, config=SessionConfig(level="basic").to_dict())
+    level = dataclasses.replace(threads, config=SessionConfig(level="basic"))
     assert _with_caveat(level, SessionConfig(), caveat) == level  # not about threads
     assert _with_caveat(threads, SessionConfig(), "") == threads  # an idle machine
 
@@ -452,13 +454,9 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
 
     model = m or ortlab.load(ortlab.examples.mlp())
     return Search(
-        model,
-        cfg=SessionConfig(),
-        feeds={},
+        Run(model, SessionConfig(), Feeds({}), progress=False),
         budget_s=budget_s,
         min_cosine=0.999,
-        progress=False,
-        timeout=None,
         t0=time.perf_counter(),
     )
 
@@ -707,7 +705,7 @@ def test_doctor_records_how_busy_the_machine_was(conv_doctor: ortlab.DoctorResul
 
 def test_best_snippet_runs_with_plain_onnxruntime(conv_doctor: ortlab.DoctorResult) -> None:
     best = conv_doctor.best
-    assert isinstance(best.session_config, SessionConfig)
+    assert isinstance(best.config, SessionConfig)
     code = best.snippet()
     assert "import ortlab" not in code
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=120)
@@ -745,7 +743,7 @@ def test_a_best_without_interval_round_trips_and_renders(
     again = ortlab.DoctorResult.from_json(d.to_json())
     assert math.isnan(again.best.paired.low) and math.isnan(again.best.paired.high)
     assert again.best.paired.verdict == why and again.best.paired.ratio == 1.0
-    assert f"BEST: original · {again.best.session_config.label()} — {why}" in again.to_text()
+    assert f"BEST: original · {again.best.config.label()} — {why}" in again.to_text()
     assert why in again._repr_html_() and why in again.best.snippet() and why in repr(again)
     assert ortlab.report(
         ortlab.examples.conv_bn_relu(), again, path=tmp_path / "r.html", compute=False
@@ -947,7 +945,7 @@ def _footprint(**changes: tuple[list[float], list[float]]) -> Any:
 
     mb = 1e6
     rows = [
-        FootprintRow(s, {}, [h * mb for h in held], [p * mb for p in peak], [5.0] * 4)
+        FootprintRow(s, SessionConfig(), [h * mb for h in held], [p * mb for p in peak], [5.0] * 4)
         for s, (held, peak) in changes.items()
     ]
     rows = [rows[0], *(_against(rows[0], r) for r in rows[1:])]
@@ -1032,13 +1030,9 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
             return np.column_stack([pattern[it[0]] for it in items]), list(items)
 
     s = Scripted(
-        mlp,
-        cfg=SessionConfig(),
-        feeds={},
+        Run(mlp, SessionConfig(), Feeds({}), progress=False),
         budget_s=60.0,
         min_cosine=0.999,
-        progress=False,
-        timeout=None,
         t0=_time.perf_counter(),
     )
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]

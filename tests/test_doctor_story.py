@@ -15,6 +15,8 @@ import pytest
 
 import ortlab
 from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import Feeds
+from ortlab.core.run import Run
 from ortlab.core.stats import Paired
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.best import Best, best_of, loaded_only
@@ -209,14 +211,13 @@ def test_unfused_transformer_reads_what_ort_ran() -> None:
 def test_a_best_never_keeps_a_provider_that_did_not_load() -> None:
     cfg = SessionConfig(["cuda", "cpu"], provider_options={"cuda": {"device_id": "0"}})
     nan = math.nan
-    best = Best(cfg.to_dict(), "original", "m.onnx", [], Paired(1.0, nan, nan, "none"), 1.0)
+    best = Best(cfg, "original", "m.onnx", [], Paired(1.0, nan, nan, "none"), 1.0)
     kept, note = loaded_only(best, [CPU])
-    assert kept.config["providers"] == [CPU] and kept.config["provider_options"] == {}
-    assert kept.session_config.providers == (CPU,)
+    assert kept.config.providers == (CPU,) and kept.config.provider_options == ()
     assert "CUDA" in note and "did not load" in note
     same, none = loaded_only(best, [CUDA, CPU])
     assert same == best and none == ""
-    auto = dataclasses.replace(best, config=SessionConfig("auto").to_dict())
+    auto = dataclasses.replace(best, config=SessionConfig("auto"))
     assert loaded_only(auto, [CPU]) == (auto, "")
 
 
@@ -255,13 +256,9 @@ def test_an_int4_model_gets_no_int8_candidate(int4_model: ortlab.Model) -> None:
     from ortlab.diagnosis.search import Search
 
     s = Search(
-        int4_model,
-        cfg=SessionConfig(),
-        feeds={},
+        Run(int4_model, SessionConfig(), Feeds({}), progress=False),
         budget_s=600.0,
         min_cosine=0.999,
-        progress=False,
-        timeout=None,
         t0=time.perf_counter(),
     )
     ops = dict(int4_model.summary.op_types)
@@ -297,7 +294,7 @@ def test_the_best_lists_only_providers_that_loaded(cuda_doctor: ortlab.DoctorRes
     d = cuda_doctor
     assert d.profile is not None and d.profile.report is not None
     active = set(d.profile.report.active)
-    assert set(d.best.session_config.providers) <= active, (d.best.config, active)
+    assert set(d.best.config.providers) <= active, (d.best.config, active)
     if CUDA not in active:
         assert any("leaves out CUDA" in n for n in d.notes), d.notes
     measured = {m.key: m for m in d.measured}

@@ -26,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
 from ortlab.analysis.profiling import ProfileData, ProfileResult
+from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, OrtlabWarning, ProfileParseError
 from ortlab.core.inputs import positional_guesses, validate_feeds
 from tests import models
@@ -427,7 +428,7 @@ def _check_profile(data: ProfileData) -> None:
     assert all(0 <= k < n for k in data.ev_node)
     assert all(0 <= r < max(len(data.run_us), 1) for r in data.ev_run)
     assert events <= data.events_total
-    result = ProfileResult(model="fuzz", config={}, data=data, notes=["fuzzed"])
+    result = ProfileResult(model="fuzz", config=SessionConfig(), data=data, notes=["fuzzed"])
     for table in (result.by_node(), result.by_op_type(), result.by_provider(), result.timeline(0)):
         assert table is not None
     result.to_text()

@@ -323,7 +323,7 @@ def test_a_graph_never_run_names_blocks_by_flops(name: str) -> None:
     m = corpus.load(name)
     g = graph_data(m)
     assert not any(n.us_per_run for n in g.nodes)
-    cost = ortlab.cost(m, feeds=m.example_inputs(), progress=False)
+    cost = ortlab.cost(m, {"level": "disabled"}, m.example_inputs(), progress=False)
     flops = {r.node: r.flops for r in cost.rows}
     blocks = [gr for gr in g.groups if gr.label.startswith("block ") and gr.label.count(":") == 1]
     checked = 0

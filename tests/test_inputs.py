@@ -6,6 +6,7 @@ from onnx import TensorProto
 
 import ortlab
 from ortlab.core.errors import FeedError
+from ortlab.core.run import ModelJob
 from ortlab.engine.tasks import outputs as run_outputs
 from tests import models
 
@@ -38,11 +39,7 @@ def test_synthesized_feeds_run_for_every_dtype(dtype: str) -> None:
     feeds = m.example_inputs(dims={"batch": 3}, seed=1)
     assert feeds["x"].shape == (3, 4)
     out = run_outputs(
-        lambda *_: None,
-        model_path=str(m.path),
-        model_name=m.name,
-        config=ortlab.SessionConfig(),
-        feeds=feeds,
+        lambda *_: None, ModelJob(str(m.path), m.name, ortlab.SessionConfig(), feeds)
     ).outputs["y"]
     assert out.shape == (3, 4)
     if dtype == "STRING":
@@ -153,7 +150,7 @@ def test_a_guessed_image_size_the_model_refuses_is_refitted() -> None:
     onnxruntime is the independent check of what runs."""
     import onnxruntime as ort
 
-    from ortlab.engine.calls import fitted_dims, prepare
+    from ortlab.engine.calls import edge, fitted_dims
     from tests import corpus
 
     m = corpus.load("ppocrv4_rec")
@@ -166,7 +163,7 @@ def test_a_guessed_image_size_the_model_refuses_is_refitted() -> None:
             return False
         return True
 
-    f = prepare(m, None, None)[2]
+    f = edge(m, None, None).inputs
     height = f.dims["?"]
     assert height.value == 48 and "224 did not run" in height.why and "32..64" in height.why
     assert not runs(224) and runs(48), "plain onnxruntime agrees"

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import ortlab
+from ortlab.core.config import SessionConfig
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ def test_controls_rerun_and_history_compares(lab) -> None:
     one, three = lab.history.run(1), lab.history.run(3)
     assert cmp.loc[3, "run 3"] == three.placement.profile.median_run_ms
     assert cmp.loc[4, "run 1"] == one.other_cores
-    assert lab.shown["Benchmark"][0].session_config.intra_op_threads == 1
+    assert lab.shown["Benchmark"][0].config.intra_op_threads == 1
 
 
 def test_variant_control_builds_and_runs_it(lab) -> None:
@@ -127,7 +128,7 @@ def test_doctor_tab_and_apply_best(lab) -> None:
     lab.apply_button.click()
     assert lab.error.value == ""
     assert len(lab.history) == runs + 1  # one run for the whole change, not one per control
-    assert lab.config == d.best.session_config.with_(fallback="allow")  # the Lab shows fallbacks
+    assert lab.config == d.best.config.with_(fallback="allow")  # the Lab shows fallbacks
     assert lab.model_path == Path(d.best.model_path)
     assert lab.history.records[-1].model_path == d.best.model_path
 
@@ -159,7 +160,7 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
         enable_mem_pattern=False,
     )
     best = Best(
-        cfg.to_dict(),
+        cfg,
         q.name,
         str(q.path),
         list(q.variant.steps),
@@ -287,7 +288,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
         ev_dur_us=durs,
         run_us=[12.0] * runs,
     )
-    t = median_shares(ProfileResult(model="m", config={}, data=data))
+    t = median_shares(ProfileResult(model="m", config=SessionConfig(), data=data))
     assert t["node"].tolist() == ["a", "b"]
     assert t["median_us"].tolist() == [10.0, 2.0]
     assert t["share"].tolist() == pytest.approx([10 / 12, 2 / 12])
@@ -308,15 +309,19 @@ def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
 def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
     """Cancel pressed after placement's worker call returned and before the benchmark's began
     (the next call used to clear the worker's flag): the benchmark must not run."""
-    real_placement, benchmarks = ortlab.placement, []
+    from ortlab.analysis.placement import placement_run
+
+    benchmarks: list[object] = []
 
     def placement_then_cancel(*args, **kwargs):
-        out = real_placement(*args, **kwargs)
+        out = placement_run(*args, **kwargs)
         lab.cancel_button.click()
         return out
 
-    monkeypatch.setattr("ortlab.analysis.labrun.placement", placement_then_cancel)
-    monkeypatch.setattr("ortlab.analysis.labrun.benchmark", lambda *a, **_k: benchmarks.append(a))
+    monkeypatch.setattr("ortlab.analysis.labrun.placement_run", placement_then_cancel)
+    monkeypatch.setattr(
+        "ortlab.analysis.labrun.benchmark_run", lambda *a, **_k: benchmarks.append(a)
+    )
     lab.level.value = "basic"
     assert benchmarks == [] and len(lab.history) == 1
     assert lab.error.value == "<i>cancelled: previous results kept</i>"
@@ -458,7 +463,7 @@ def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Mo
     lab.tabs.selected_index = list(lab.panes).index("Profile")  # opened: drawn now
     figures = lab.shown["Profile"][2:]
     assert lab.panes["Profile"].outputs != (_WAITING,) and len(figures) == 4
-    assert "disabled" in lab.shown["Benchmark"][0].session_config.label()  # the latest run
+    assert "disabled" in lab.shown["Benchmark"][0].config.label()  # the latest run
     assert lab.panes["Benchmark"].outputs != (_WAITING,), "looking a tab up draws it"
     # the Graph tab, left behind by the second run, draws that run's placement when opened
     statuses = {r.node: r.status for r in lab.placement.node_rows}
@@ -638,17 +643,17 @@ def test_limits_tab_measures_the_roofline_of_the_current_settings(
     lab.limits_buttons["roofline"].click()
     roof = lab.roofline
     assert lab.error.value == "" and isinstance(roof, ortlab.RooflineResult)
-    assert roof.config["level"] == "basic" and lab.shown["Limits"][-1] is roof
+    assert roof.config.level == "basic" and lab.shown["Limits"][-1] is roof
     assert {r.node for r in roof.rows} == set(roof.profile.by_node()["node"])
     lab.limits_buttons["cost"].click()
     assert isinstance(lab.cost, ortlab.CostResult) and lab.shown["Limits"][-1] is lab.cost
     # the cost counts the graph the roofline beside it timed: the Lab's settings, its model
-    assert lab.cost.total_flops > 0 and lab.cost.config["level"] == "basic"
+    assert lab.cost.total_flops > 0 and lab.cost.config.level == "basic"
     assert lab.cost.model == roof.model == lab.model.name
     lab.sweep_dims.value = "batch=1,2"
     lab.limits_buttons["sweep"].click()
     assert [r.dims for r in lab.sweep.rows] == [{"batch": 1}, {"batch": 2}]
-    assert lab.sweep.config["level"] == "basic"
+    assert lab.sweep.config.level == "basic"
     lab.sweep_dims.value = "batch=one"
     lab.limits_buttons["sweep"].click()
     status = lab.tab_controls.status["Limits"]  # the error where the button is
@@ -725,7 +730,7 @@ def test_overview_names_the_doctors_verified_best(lab) -> None:
     cfg = ortlab.SessionConfig(intra_op_threads=1)
     v = paired_ratio(np.ones(8), np.full(8, 0.81) + np.linspace(-0.04, 0.05, 8))
     verdict = v.text("baseline", cfg.label())
-    best = Best(cfg.to_dict(), "original", str(lab.model.path), [], Paired.of(v, verdict), 1.0)
+    best = Best(cfg, "original", str(lab.model.path), [], Paired.of(v, verdict), 1.0)
     d = SimpleNamespace(best=best, findings=[])
     html = Headline(lab.benchmark_result, lab.profile_result, lab.placement, d)._repr_html_()
     said = re.search(r"verified best</b>: (.*?)<small>", html).group(1)

@@ -29,7 +29,7 @@ def test_a_choice_runs_its_variant_built_once_at_its_settings(mlp: ortlab.Model)
     ops = {n.op_type for n in onnx.load(str(done.model.path)).graph.node}
     assert "DynamicQuantizeLinear" in ops and done.model.path != mlp.path
     ort.InferenceSession(str(done.model.path), providers=["CPUExecutionProvider"])
-    assert done.placement.config == cfg.to_dict() and done.benchmark.config == cfg.to_dict()
+    assert done.placement.config == cfg and done.benchmark.config == cfg
     assert done.benchmark.stats.count == 7
     assert runner.variant_model(choice) is done.model  # built once
     per_channel = Choice(config=cfg, variant="dynamic int8", per_channel=True)

@@ -16,6 +16,7 @@ import ortlab
 from ortlab.analysis.perfetto import _lanes, flow_events, node_names, perfetto_trace
 from ortlab.analysis.profiling import ProfileData, ProfileResult
 from ortlab.cli import main
+from ortlab.core.config import SessionConfig
 from ortlab.core.eps import label
 from tests import models
 
@@ -196,7 +197,7 @@ def test_flows_connect_existing_slices_across_eps() -> None:
 def test_model_strings_survive_as_data(tmp_path: Path) -> None:
     weird = "<script>alert(\"x\")</script>\n'q' \\ \u2028 µ"
     d = _hand_made(weird)
-    res = ProfileResult(model=weird, config={"level": "all"}, data=d)
+    res = ProfileResult(model=weird, config=SessionConfig(level="all"), data=d)
     doc = _load(res.to_perfetto(tmp_path / "w.json"))
     names = {e["name"] for e in _slices(doc)}
     assert weird in names and doc["metadata"]["model"] == weird

@@ -14,6 +14,7 @@ from ortlab.analysis.graphmap import OpNode, graph_nodes
 from ortlab.analysis.placement import join_placement
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import parse_profile_file
+from ortlab.core.config import SessionConfig
 from ortlab.engine.session import SessionReport
 
 FIXTURES = Path(__file__).parent / "data" / "placement"
@@ -36,7 +37,7 @@ def _replay(probes: dict[str, str] | None = None) -> PlacementResult:
     )
     return join_placement(
         model=m.name,
-        config={},
+        config=SessionConfig(),
         original=graph_nodes(g),
         initializers=[t.name for t in g.initializer],
         graph_inputs=[i.name for i in g.input],

@@ -9,6 +9,7 @@ import pytest
 
 import ortlab
 from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file
+from ortlab.core.config import SessionConfig
 from ortlab.core.errors import ProfileParseError
 
 GOLDEN = Path(__file__).parent / "data" / "profiles" / "ort-1.31.1_mlp_cpu_4runs.json"
@@ -125,7 +126,11 @@ def test_compiled_subgraph_events_are_nodes() -> None:
 
 def _result() -> ProfileResult:
     return ProfileResult(
-        model="mlp", config={}, data=parse_profile_file(GOLDEN), report=None, notes=["profiling on"]
+        model="mlp",
+        config=SessionConfig(),
+        data=parse_profile_file(GOLDEN),
+        report=None,
+        notes=["profiling on"],
     )
 
 
@@ -153,7 +158,7 @@ def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
                     },
                 }
             )
-    p = ProfileResult(model="m", config={}, data=parse_profile(json.dumps(events)))
+    p = ProfileResult(model="m", config=SessionConfig(), data=parse_profile(json.dumps(events)))
     nodes = p.by_node()
     assert nodes["node"].tolist() == ["steady", "stalls"]
     assert nodes["us_per_run"].tolist() == [230.0, 57.0]
@@ -304,7 +309,7 @@ def test_node_coverage_agrees_with_the_raw_trace() -> None:
         for e in inside:
             per_node.setdefault(e["name"], []).append(e["dur"])
     node_sum = sum(float(np.median(v)) for v in per_node.values())
-    p = ProfileResult(model="mlp", config={}, data=parse_profile_file(GOLDEN))
+    p = ProfileResult(model="mlp", config=SessionConfig(), data=parse_profile_file(GOLDEN))
     assert p.median_run_ms == pytest.approx(med_run / 1e3)
     assert p.node_coverage == pytest.approx(node_sum / med_run)
     assert 0 < p.node_coverage <= 1

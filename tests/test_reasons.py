@@ -20,6 +20,7 @@ import ortlab
 from ortlab.analysis.graphmap import OpNode, graph_nodes
 from ortlab.analysis.placement import join_placement
 from ortlab.analysis.reasons import category, fix_for, parse_ort_fallbacks
+from ortlab.core.config import SessionConfig
 from ortlab.engine.session import ProviderIssue, SessionReport, why_lines
 from ortlab.engine.trace import ProfileData
 
@@ -114,7 +115,7 @@ def _join(report: SessionReport) -> ortlab.PlacementResult:
     )
     return join_placement(
         model="cuda_like",
-        config={},
+        config=SessionConfig(),
         original=graph_nodes(g),
         initializers=[t.name for t in g.initializer],
         graph_inputs=[i.name for i in g.input],

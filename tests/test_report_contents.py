@@ -60,7 +60,7 @@ def profile_result(model: str = "g", node: str = "add", op_type: str = "Add") ->
     notes = ["Times are measured with ORT's profiler on (about 5 µs of overhead per node)."]
     return ProfileResult(
         model=model,
-        config=SessionConfig().to_dict(),
+        config=SessionConfig(),
         data=data,
         report=session_report(),
         notes=notes,
@@ -71,7 +71,7 @@ def benchmark_result(model: str = "g", feeds: str = FEEDS) -> BenchmarkResult:
     ns = [1_000_000 + 10_000 * i for i in range(20)]
     return BenchmarkResult(
         model=model,
-        config=SessionConfig().to_dict(),
+        config=SessionConfig(),
         latencies_ns=ns,
         stats=latency_stats(ns),
         warmup=2,
@@ -87,7 +87,7 @@ def _measured(key: str, ratio: float, variant: str, path: str, stage: str = "scr
         label=key,
         variant=variant,
         model_path=path,
-        config=SessionConfig(level="all").to_dict(),
+        config=SessionConfig(level="all"),
         p50_ms=1.0 * ratio,
         paired=Paired(ratio, ratio - 0.05, ratio + 0.05, f"{key}: time ratio {ratio:.2f}"),
         cosine=0.9995,
@@ -109,7 +109,7 @@ def doctor_result(model: str = "g", environment: dict[str, str] | None = None) -
         _measured("combined", 0.5, "int8-dynamic", variant_path, stage="final"),
     ]
     best = Best(
-        config=SessionConfig(level="all").to_dict(),
+        config=SessionConfig(level="all"),
         variant="int8-dynamic",
         model_path=variant_path,
         steps=["quant_pre_process", "quantize_dynamic"],
@@ -127,7 +127,7 @@ def doctor_result(model: str = "g", environment: dict[str, str] | None = None) -
     return DoctorResult(
         model=model,
         model_path=original,
-        requested=SessionConfig().to_dict(),
+        requested=SessionConfig(),
         findings=[finding],
         measured=measured,
         best=best,
@@ -238,7 +238,7 @@ def test_compare_section_says_synthetic_and_eval_data() -> None:
     m = ortlab.load(models.add([1, 4]))
     c = CompareResult(
         model="g",
-        config=SessionConfig().to_dict(),
+        config=SessionConfig(),
         rows=[row("fp32", 1.0), row("int8", 0.5)],
         signals=[],
         eval_data="8 synthetic samples (random inputs)",

@@ -16,6 +16,7 @@ import pytest
 
 import ortlab
 from ortlab.cli import main
+from ortlab.core.config import SessionConfig
 from ortlab.engine import tasks_peaks
 from tests.models import silu_cnn
 
@@ -224,7 +225,9 @@ def test_an_op_without_a_formula_is_bound_unknown_and_in_no_verdict() -> None:
         "mm", "MatMul", "CPUExecutionProvider", 100.0, 0.1, 1e7, 1e3, "fp32", "compute", 1e11, 1e10
     )
     assert unknown.bound == "unknown" and math.isnan(unknown.achieved_fraction)
-    roof = RooflineResult(model="m", config={}, peaks=[], rows=[unknown, counted], runs=1)
+    roof = RooflineResult(
+        model="m", config=SessionConfig(), peaks=[], rows=[unknown, counted], runs=1
+    )
     assert roof.time_share(0) == pytest.approx(0.1)  # only the counted node has a fraction
     assert not roof.near_limits and roof.time_share(NEAR) <= 0.1
     assert "unknown" in set(roof.nodes["bound"])

@@ -34,7 +34,7 @@ def _row(node: str, op: str, share: float, fraction: float, *, us: float = 500.0
 
 
 def _roof(rows: list[RoofRow]) -> RooflineResult:
-    return RooflineResult(model="m", config={}, peaks=PEAKS, rows=rows, runs=5)
+    return RooflineResult(model="m", config=SessionConfig(), peaks=PEAKS, rows=rows, runs=5)
 
 
 def test_near_the_limits_says_settings_have_nothing_left() -> None:

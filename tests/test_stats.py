@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from ortlab.core.config import SessionConfig
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, min_rounds, paired_ratio
 
 # Every round count ortlab's verbs use by default or can reach: the doctor's screen (6), its
@@ -148,7 +149,7 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         AblationRow("", 3, 10, 0, 5.0, math.nan, 10.0, Paired.of(v, "baseline"), 0.0, 1.0),
         AblationRow("Fuse", 3, 13, 3, 4.0, 1.0, 8.0, Paired.untimed("failed: x"), 0.1, 0.9),
     ]
-    a = AblationResult(model="m", config={}, level="all", rows=rows, rounds=6)
+    a = AblationResult(model="m", config=SessionConfig(), level="all", rows=rows, rounds=6)
     assert a.to_pandas().columns.tolist() == [
         "off",
         "fired",
@@ -172,7 +173,7 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
     lat = [LatencyRow("disabled", 10.0, Paired.of(v, "baseline"))]
     o = OptimizationResult(
         model="m",
-        config={},
+        config=SessionConfig(),
         original_nodes=1,
         original_op_types={},
         original_ops={},

@@ -25,7 +25,7 @@ from tests.models import make, vi
 def bert() -> ortlab.SweepResult:
     return ortlab.sweep(
         ortlab.examples.path("bert_tiny"),
-        {"sequence": [8, 32], "batch": [1, 4]},
+        dims={"sequence": [8, 32], "batch": [1, 4]},
         targets=["nnapi"],
         runs=12,
         progress=False,
@@ -84,7 +84,7 @@ def test_a_shape_the_model_refuses_is_a_row_with_its_error(tmp_path: Path) -> No
     )
     path = tmp_path / "even.onnx"
     onnx.save(model, path)
-    s = ortlab.sweep(path, {"n": [4, 5, 6]}, runs=6, progress=False)
+    s = ortlab.sweep(path, dims={"n": [4, 5, 6]}, runs=6, progress=False)
     ok = {r.dims["n"]: r for r in s.rows}
     assert not ok[4].error and not ok[6].error and ok[4].runs == 6
     assert ok[5].error and math.isnan(ok[5].p50_ms) and "Reshape" in ok[5].error
@@ -105,7 +105,7 @@ def test_a_shape_the_model_refuses_is_a_row_with_its_error(tmp_path: Path) -> No
 )
 def test_bad_dims_are_refused(dims: dict, match: str) -> None:
     with pytest.raises(SweepError, match=match):
-        ortlab.sweep(ortlab.examples.path("mlp"), dims, progress=False)
+        ortlab.sweep(ortlab.examples.path("mlp"), dims=dims, progress=False)
 
 
 def test_round_trip_and_cli(bert: ortlab.SweepResult, capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,8 +135,8 @@ def test_progress_true_shows_a_bar_and_a_callback_counts_the_shapes(
 ) -> None:
     """``progress=True`` draws a bar per shape (it drew nothing); a callable hears each shape."""
     mlp = ortlab.examples.path("mlp")
-    s = ortlab.sweep(mlp, {"batch": [1, 2]}, runs=3, progress=True)
+    s = ortlab.sweep(mlp, dims={"batch": [1, 2]}, runs=3, progress=True)
     assert len(s.rows) == 2 and "sweep" in capsys.readouterr().err
     heard: list[tuple[int, int]] = []
-    ortlab.sweep(mlp, {"batch": [1, 2, 3]}, runs=3, progress=lambda d, t: heard.append((d, t)))
+    ortlab.sweep(mlp, dims={"batch": [1, 2, 3]}, runs=3, progress=lambda d, t: heard.append((d, t)))
     assert heard == [(1, 3), (2, 3), (3, 3)]

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.analysis.whatif import WhatIfError, category, fix_for, parse_qnn_log
+from ortlab.analysis.reasons import category, fix_for
+from ortlab.analysis.whatifresult import WhatIfError
 from ortlab.cli import main
+from ortlab.engine.verdicts import parse_qnn_log
 from tests import corpus
 
 DATA = Path(__file__).parent / "data" / "whatif"

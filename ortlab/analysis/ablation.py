@@ -24,13 +24,14 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
+from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
     check_report,
+    edge,
     measure_interleaved,
-    prepare,
 )
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
@@ -67,7 +68,7 @@ class AblationResult(Result):
     """``table`` / ``to_pandas()``: one row per transformer switched off, baseline first."""
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     level: str
     rows: list[AblationRow]
     rounds: int
@@ -110,36 +111,18 @@ def ablate_optimizers(
     """Switch off each transformer that fired at ``level`` (or those in ``only``), one at a
     time: nodes, session-creation time, paired latency and output difference against the
     session with all of them."""
-    m, cfg, f = prepare(model, config, feeds, dims)
-    cfg = cfg.with_(level=level)
+    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    run = run.with_(config=run.config.with_(level=level))
     with cache.temp_dir("ablation-") as folder:  # the graphs are counted, then deleted
-        return _ablate(
-            m,
-            cfg,
-            f,
-            folder,
-            level=level,
-            only=only,
-            rounds=rounds,
-            runs=runs,
-            progress=progress,
-            timeout=timeout,
-        )
+        return _ablate(run, folder, level=level, only=only, rounds=rounds)
 
 
 def _ablate(
-    m: Any,
-    cfg: SessionConfig,
-    f: Any,
-    folder: Path,
-    *,
-    level: str,
-    only: Sequence[str] | None,
-    rounds: int,
-    runs: int,
-    progress: bool | Callable[[int, int], None],
-    timeout: float | None,
+    run: Run, folder: Path, *, level: str, only: Sequence[str] | None, rounds: int
 ) -> AblationResult:
+    m, cfg, f = run.model, run.config, run.inputs
+    progress, timeout = run.progress, run.timeout
+
     def optimized(c: SessionConfig, tag: str) -> SavedLevel:
         return run_task(
             tasks.optimize_levels,
@@ -177,13 +160,10 @@ def _ablate(
     configs = [cfg, *offs]
     timed = measure_interleaved(
         [(m, c) for c in configs],
-        f,
+        run,
         rounds=rounds,
-        runs=runs,
         desc=f"ablation {m.name}",
         context=f"of {m.name!r}",
-        progress=progress,
-        timeout=timeout,
     )
     labels = [f"with all at {level}", *(f"without {n}" for n in names)]
     ms = timed.medians_ms
@@ -221,7 +201,7 @@ def _ablate(
         )
     return AblationResult(
         model=m.name,
-        config=cfg.to_dict(),
+        config=cfg,
         level=level,
         rows=rows,
         rounds=rounds,

@@ -12,6 +12,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, environment, measured_load
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
+from ortlab.core.run import Run
 from ortlab.core.stats import (
     LatencyStats,
     Paired,
@@ -22,8 +23,8 @@ from ortlab.core.stats import (
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     as_config,
+    edge,
     measure_interleaved,
-    prepare,
     run_model_task,
 )
 from ortlab.engine.session import SessionReport
@@ -40,8 +41,7 @@ class BenchmarkResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
-    """The SessionConfig as a dict (``SessionConfig.from_json`` rebuilds it)."""
+    config: SessionConfig
     latencies_ns: list[int]
     """Every measured run, in order (warm-up excluded)."""
     stats: LatencyStats
@@ -58,10 +58,6 @@ class BenchmarkResult(Result):
     other_cores: float | None = None
     """Cores other processes used on average during the call (of ``environment['cpu_count']``):
     the machine's load while these runs were timed. None when not measured."""
-
-    @property
-    def session_config(self) -> SessionConfig:
-        return SessionConfig.from_json(self.config)
 
     @property
     def p50_interval(self) -> tuple[float, float, float]:
@@ -86,7 +82,7 @@ class BenchmarkResult(Result):
     def __repr__(self) -> str:
         s = self.stats
         return (
-            f"<BenchmarkResult {self.model!r} [{self.session_config.label()}]: p50 "
+            f"<BenchmarkResult {self.model!r} [{self.config.label()}]: p50 "
             f"{s.p50_ms:.3f} ms, p90 {s.p90_ms:.3f} ms, mean {s.mean_ms:.3f} ± {s.std_ms:.3f} ms "
             f"over {s.count} runs; {self.report.summary()}>"
         )
@@ -109,31 +105,41 @@ def benchmark(
     ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
     once that much time has been measured. A progress bar shows unless ``progress=False``.
     """
+    run = edge(
+        model,
+        config,
+        feeds,
+        dims=dims,
+        runs=runs,
+        warmup=warmup,
+        progress=progress,
+        timeout=timeout,
+    )
+    return benchmark_run(run, duration_s=duration_s)
+
+
+def benchmark_run(run: Run, *, duration_s: float | None = None) -> BenchmarkResult:
+    """:func:`benchmark`'s body, for a :class:`Run` resolved already."""
     with measured_load() as load:
-        m, cfg, f, out = run_model_task(
+        out = run_model_task(
             tasks_timing.benchmark,
-            model,
-            config,
-            feeds,
-            dims=dims,
-            progress=progress,
-            timeout=timeout,
-            runs=runs,
-            warmup=warmup,
+            run,
+            runs=run.runs,
+            warmup=run.warmup,
             duration_s=duration_s,
         )
     lat = out.latencies_ns
-    notes = list(f.notes)
+    notes = list(run.inputs.notes)
     if out.cached_session:
         notes.append("reused a session built earlier in this worker (creation time is from then)")
     return BenchmarkResult(
-        model=m.name,
-        config=cfg.to_dict(),
+        model=run.model.name,
+        config=run.config,
         latencies_ns=lat,
         stats=latency_stats(lat),
-        warmup=warmup,
+        warmup=run.warmup,
         report=out.report,
-        feeds=f.describe(),
+        feeds=run.inputs.describe(),
         environment=environment(),
         notes=notes,
         ort_ms=out.ort_ms,
@@ -144,7 +150,7 @@ def benchmark(
 @dataclass(frozen=True)
 class ConfigRow:
     label: str
-    config: dict[str, Any]
+    config: SessionConfig
     p50_ms: float
     p90_ms: float
     paired: Paired
@@ -212,17 +218,15 @@ def compare_configs(
 
     if len(configs) < 2:
         raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
-    m, _, f = prepare(model, configs[0], feeds, dims)
+    run = edge(model, configs[0], feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    m = run.model
     cfgs = [as_config(c) for c in configs]
     timed = measure_interleaved(
         [(m, c) for c in cfgs],
-        f,
+        run,
         rounds=rounds,
-        runs=runs,
         desc=f"compare {m.name}",
         context=f"of {m.name!r} ({len(cfgs)} configs)",
-        progress=progress,
-        timeout=timeout,
     )
     labels = [c.label() for c in cfgs]
     failed = timed.failed
@@ -237,7 +241,7 @@ def compare_configs(
         rows.append(
             ConfigRow(
                 label=labels[k],
-                config=c.to_dict(),
+                config=c,
                 p50_ms=s.p50_ms,
                 p90_ms=s.p90_ms,
                 paired=Paired.of(v, text),
@@ -256,4 +260,4 @@ def compare_configs(
 
 def _failed_row(label: str, config: SessionConfig, why: str) -> ConfigRow:
     nan = float("nan")
-    return ConfigRow(label, config.to_dict(), nan, nan, Paired.untimed(f"failed: {why}"))
+    return ConfigRow(label, config, nan, nan, Paired.untimed(f"failed: {why}"))

@@ -25,8 +25,8 @@ from ortlab.core.stats import Paired, against_first, spread
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
+    edge,
     measure_interleaved,
-    prepare,
 )
 from ortlab.engine.calls import run as run_task
 
@@ -36,7 +36,7 @@ __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 @dataclass(frozen=True)
 class CompareResult(Result):
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     rows: list[VariantRow]
     signals: list[Signal]
     eval_data: str
@@ -108,20 +108,14 @@ def compare(
     synthesized at the shapes of ``feeds`` (or ``dims``). A variant whose session cannot be
     built or run gets a row saying so; the others are still compared."""
 
-    base, cfg, f = prepare(model, config, feeds, dims)
+    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    base, cfg, f = run.model, run.config, run.inputs
     models = [base] + [load(v) for v in variants]
     labels = [f"original ({precision_label(base)})"]
     labels += [getattr(v.variant, "label", None) or v.name for v in models[1:]]
     context = f"of {base.name!r} variants with {cfg.label()}"
     timed = measure_interleaved(
-        [(m, cfg) for m in models],
-        f,
-        rounds=rounds,
-        runs=runs,
-        desc="compare",
-        context=context,
-        progress=progress,
-        timeout=timeout,
+        [(m, cfg) for m in models], run, rounds=rounds, desc="compare", context=context
     )
     failed = dict(timed.failed)
     evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
@@ -143,10 +137,7 @@ def compare(
             profiles[k] = run_task(
                 tasks.profile,
                 Via("profile", context, timeout=timeout),
-                model_path=str(m.path),
-                model_name=m.name,
-                config=cfg,
-                feeds=dict(f),
+                job=run.with_(model=m).job,
                 runs=3,
                 warmup=1,
             ).data
@@ -185,7 +176,7 @@ def compare(
     notes += list(dict.fromkeys(n for r in rows for n in r.scoring))
     return CompareResult(
         model=base.name,
-        config=cfg.to_dict(),
+        config=cfg,
         rows=rows,
         signals=variant_signals(
             [models[k] for k in live],

@@ -23,7 +23,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_cost
-from ortlab.engine.calls import run_model_task
+from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.trace import types_text
 
@@ -73,7 +73,7 @@ class CostResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     rows: list[CostRow]
     feeds: str = ""
     synthetic: bool | None = None
@@ -263,23 +263,22 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
 
 def cost(
     model: ModelLike,
-    dims: Mapping[str, int] | None = None,
+    config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
     *,
-    config: SessionConfig | Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> CostResult:
     """FLOPs, bytes (read + written, weights included) and intensity per node at ``dims``
     (or the shapes of ``feeds``), **computed** from the shapes of one run, not measured.
 
-    ``config`` None counts the model's own nodes (graph optimizations disabled, CPU EP);
-    a config counts the kernels ORT runs under it (fused and re-laid-out ones included).
+    It counts the kernels ORT runs under ``config`` (fused and re-laid-out ones included), as
+    every verb runs it: the graph ``ortlab.roofline`` times under the same config. To count
+    the model's own nodes, pass ``{"level": "disabled"}``.
     """
-    cfg = SessionConfig(level="disabled") if config is None else config
-    m, used, f, reply = run_model_task(
-        tasks_cost.shapes, model, cfg, feeds, dims=dims, progress=progress, timeout=timeout
-    )
+    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    reply = run_model_task(tasks_cost.shapes, run)
     rows, notes = cost_rows(reply)
     unknown = sorted({r.op_type for r in rows if math.isnan(r.flops) and r.kind == "unknown"})
     if unknown:
@@ -291,12 +290,12 @@ def cost(
         f"Counts are {COUNTED}: the work the shapes imply, at the inputs described "
         "below; ortlab.roofline sets them against measured times."
     )
-    notes.extend(f.notes)
+    notes.extend(run.inputs.notes)
     return CostResult(
-        model=m.name,
-        config=used.to_dict(),
+        model=run.model.name,
+        config=run.config,
         rows=rows,
-        feeds=f.describe(),
-        synthetic=f.synthetic,
+        feeds=run.inputs.describe(),
+        synthetic=run.synthetic,
         notes=notes,
     )

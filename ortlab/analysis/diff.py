@@ -18,7 +18,7 @@ stands out reads as such.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,7 +308,6 @@ def diff(
 
 
 def _label(pl: PlacementResult) -> str:
-    cfg: Mapping[str, Any] = pl.config or {}
-    provs = cfg.get("providers", "")
-    provs = "+".join(alias(p) for p in provs) if isinstance(provs, list) else str(provs)
-    return f"{pl.model} · {provs} · {cfg.get('level', '?')}"
+    provs = pl.config.providers
+    provs = provs if isinstance(provs, str) else "+".join(alias(p) for p in provs)
+    return f"{pl.model} · {provs} · {pl.config.level}"

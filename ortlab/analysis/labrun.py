@@ -17,15 +17,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from ortlab.analysis.benchmark import BenchmarkResult, benchmark
-from ortlab.analysis.placement import placement
+from ortlab.analysis.benchmark import BenchmarkResult, benchmark_run
+from ortlab.analysis.placement import placement_run
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.quantization import quantize, to_fp16
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.model import Model, load
-from ortlab.engine.calls import fitted_dims
+from ortlab.engine.calls import edge, fitted_dims
 from ortlab.engine.worker import get_worker
 
 __all__ = [
@@ -115,16 +115,17 @@ class LabRunner:
         model refuses is refitted (``engine.calls.fitted_dims``)."""
         return fitted_dims(self.model, dims)
 
-    def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> dict[str, Any]:
-        """What a run's placement and benchmark take: the Lab's feeds, or feeds synthesized
-        for ``model`` (a variant may take other dtypes) at ``dims``, once for every run at
-        those dims (still marked synthetic, as ``dims=`` would make them)."""
+    def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> Feeds:
+        """What a run's placement and benchmark take: the Lab's feeds, or feeds made for
+        ``model`` (a variant may take other dtypes) at ``dims`` by the verbs' own edge (dims
+        resolved once, each with its reason; a guessed image size the model refuses refitted),
+        once for every run at those dims."""
         if self.feeds is not None:
-            return {"feeds": self.feeds}
+            return self.feeds
         key = f"{model.fingerprint()}|{dict(dims or {})!r}"
         if key not in self._synthesized:  # the last one only: an image batch can be big
-            self._synthesized = {key: model.example_inputs(dims=dims)}
-        return {"feeds": self._synthesized[key]}
+            self._synthesized = {key: edge(model, None, None, dims=dims).inputs}
+        return self._synthesized[key]
 
     def add_best(self, name: str, model: Model) -> None:
         """The doctor's own model file as the variant ``name`` (Apply best)."""
@@ -176,11 +177,9 @@ class LabRunner:
         benchmark (``choice.runs`` runs) at the same inputs. ``step`` announces each stage,
         ``progress(stage)`` gives its progress callback."""
         model = self.variant_model(choice, step)
-        inputs = self.run_inputs(model, choice.dims)  # synthesized once per dims
+        run = edge(model, choice.config, self.run_inputs(model, choice.dims))  # one Run
         step("placement")
-        pl = placement(model, choice.config, runs=5, progress=progress("placement"), **inputs)
+        pl = placement_run(run.with_(runs=5, warmup=2, progress=progress("placement")))
         step("the benchmark")
-        b = benchmark(
-            model, choice.config, runs=choice.runs, progress=progress("benchmark"), **inputs
-        )
+        b = benchmark_run(run.with_(runs=choice.runs, warmup=10, progress=progress("benchmark")))
         return LabRun(model, choice, pl, b)

@@ -28,7 +28,7 @@ from ortlab.core.result import Result, table
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
-from ortlab.engine.calls import Via, prepare
+from ortlab.engine.calls import Via, edge
 from ortlab.engine.calls import run as run_task
 
 __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
@@ -54,7 +54,7 @@ def memory_settings(cfg: SessionConfig) -> dict[str, SessionConfig]:
 class FootprintRow:
     setting: str
     """'as configured' (the reference) or the setting changed."""
-    config: dict[str, Any]
+    config: SessionConfig
     held_bytes: list[float]
     """Resident memory the session added, after its runs: one value per fresh process."""
     peak_bytes: list[float]
@@ -203,7 +203,8 @@ def footprint(
     """The resident memory a session of ``model`` adds (held after ``runs`` runs, and at its
     peak), for ``config`` and for each of ``settings`` (default: arena off, memory pattern
     off, prepacking off — see :func:`memory_settings`), each in ``repeats`` fresh processes."""
-    m, cfg, f = prepare(model, config, feeds, dims)
+    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    m, cfg, f = run.model, run.config, run.inputs
     chosen = dict(settings) if settings is not None else memory_settings(cfg)
     labels = ["as configured", *chosen]
     configs = [cfg, *chosen.values()]
@@ -227,7 +228,7 @@ def footprint(
         rows.append(
             FootprintRow(
                 setting=label,
-                config=c.to_dict(),
+                config=c,
                 held_bytes=[float(g.held_bytes) for g in ok if g.held_bytes is not None],
                 peak_bytes=[float(g.peak_bytes) for g in ok if g.peak_bytes is not None],
                 create_ms=[float(g.create_ms) for g in ok],

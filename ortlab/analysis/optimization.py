@@ -28,8 +28,8 @@ from ortlab.engine import tasks
 from ortlab.engine.calls import (
     Via,
     check_report,
+    edge,
     measure_interleaved,
-    prepare,
 )
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
@@ -66,7 +66,7 @@ class LatencyRow:
 @dataclass(frozen=True)
 class OptimizationResult(Result):
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     original_nodes: int
     original_op_types: dict[str, int]
     original_ops: dict[str, str]
@@ -211,7 +211,8 @@ def optimization_diff(
     :func:`ortlab.ablate_optimizers` switches each one off in turn); a name ORT does not run
     is an error that lists the ones it does."""
 
-    m, cfg, f = prepare(model, config, feeds, dims)
+    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    m, cfg, f = run.model, run.config, run.inputs
     if disable:
         cfg = cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, *disable])
     keys = [canonical_level(lv) for lv in levels]
@@ -256,13 +257,10 @@ def optimization_diff(
     if measure:
         timed = measure_interleaved(
             [(m, cfg.with_(level=k)) for k in keys],
-            f,
+            run,
             rounds=rounds,
-            runs=runs,
             desc=f"levels {m.name}",
             context=context,
-            progress=progress,
-            timeout=timeout,
         )
         rounds_ms = timed.medians_ms.tolist()
         load = timed.other_cores
@@ -270,7 +268,7 @@ def optimization_diff(
     blocker = initializer_input_blocker(m)
     return OptimizationResult(
         model=m.name,
-        config=cfg.to_dict(),
+        config=cfg,
         original_nodes=len(original),
         original_op_types=dict(Counter(n.op_type for n in original).most_common()),
         original_ops={n.name: n.op_type for n in original},

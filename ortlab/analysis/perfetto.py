@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.analysis.graphmap import KERNELS_FOR
+from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine.trace import ProfileData, types_text
@@ -338,7 +339,7 @@ def write_perfetto(
     path: str | os.PathLike[str],
     *,
     model_name: str,
-    config: Mapping[str, Any],
+    config: SessionConfig,
     placement: PlacementResult | None = None,
     model: ModelLike | None = None,
 ) -> Path:
@@ -357,9 +358,7 @@ def write_perfetto(
         raise ValueError(f"Refusing to write a trace to {out}: an .onnx path is a model's.")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"No folder {out.parent} to write the trace into.")
-    names = node_names(
-        data, level=str(config.get("level", "")), placement=placement, model_nodes=model_nodes
-    )
+    names = node_names(data, level=config.level, placement=placement, model_nodes=model_nodes)
     edges = (
         [(b.producer, b.consumer, b.tensor) for b in placement.boundary_rows]
         if placement is not None
@@ -372,7 +371,7 @@ def write_perfetto(
         edges=edges,
         metadata={
             "model": model_name,
-            "config": dict(config),
+            "config": config.to_dict(),
             "runs": len(data.run_us),
             "names": how,
             "flows": "tensors crossing EPs, from the placement join"

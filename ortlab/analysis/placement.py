@@ -37,12 +37,12 @@ from ortlab.analysis.profiling import ProfileData, profile_result
 from ortlab.analysis.reasons import node_reason
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
-from ortlab.core.inputs import Feeds
-from ortlab.core.model import Model, ModelLike
+from ortlab.core.model import ModelLike
 from ortlab.core.onnx_util import elem_bits
+from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
-from ortlab.engine.calls import run_model_task
+from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.replies import PlacementReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import TensorTypes, node_us_per_run
@@ -131,7 +131,7 @@ def _partitions(
 def join_placement(
     *,
     model: str,
-    config: dict[str, Any],
+    config: SessionConfig,
     original: Sequence[OpNode],
     initializers: list[str],
     graph_inputs: list[str],
@@ -446,27 +446,32 @@ def placement(
 ) -> PlacementResult:
     """Where each node of ``model`` runs under ``config``, with measured time per node."""
 
-    m, cfg, f, out = run_model_task(
-        tasks.placement,
+    run = edge(
         model,
         config,
         feeds,
         dims=dims,
-        progress=progress,
-        timeout=timeout,
         runs=runs,
         warmup=warmup,
+        progress=progress,
+        timeout=timeout,
     )
-    return from_reply(m, cfg, f, out)
+    return placement_run(run)
 
 
-def from_reply(m: Model, cfg: SessionConfig, f: Feeds, out: PlacementReply) -> PlacementResult:
-    """The placement of ``m`` from the worker's reply to ``tasks.placement`` (any worker's:
-    ``version_diff`` asks workers running other onnxruntime versions)."""
+def placement_run(run: Run) -> PlacementResult:
+    """:func:`placement`'s body, for a :class:`Run` resolved already."""
+    return from_reply(run, run_model_task(tasks.placement, run, runs=run.runs, warmup=run.warmup))
+
+
+def from_reply(run: Run, out: PlacementReply) -> PlacementResult:
+    """The placement of ``run``'s model from the worker's reply to ``tasks.placement`` (any
+    worker's: ``version_diff`` asks workers running other onnxruntime versions)."""
+    m, f = run.model, run.inputs
     graph = m.proto.graph
     joined = join_placement(
         model=m.name,
-        config=cfg.to_dict(),
+        config=run.config,
         original=m.nodes,
         initializers=[t.name for t in graph.initializer],
         graph_inputs=[i.name for i in graph.input],
@@ -480,7 +485,7 @@ def from_reply(m: Model, cfg: SessionConfig, f: Feeds, out: PlacementReply) -> P
         probes=out.probes,
     )
     shapes, synthetic = f.describe(), f.synthetic
-    prof = profile_result(m.name, cfg, out.data, out.report, f)
+    prof = profile_result(run, out.data, out.report)
     ran = {k: list(v) for k, v in f.shapes().items()}
     return dataclasses.replace(
         joined, profile=prof, feeds=shapes, synthetic=synthetic, ort_ms=out.ort_ms, input_shapes=ran

@@ -11,6 +11,7 @@ from typing import Any
 
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.reasons import group_reasons
+from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS
 from ortlab.core.result import Result, table
 from ortlab.engine.session import SessionReport
@@ -93,7 +94,7 @@ class BoundaryRow:
 @dataclass(frozen=True)
 class PlacementResult(Result):
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     report: SessionReport
     runs: int
     node_rows: list[NodeRow]

@@ -22,9 +22,10 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result
+from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
-from ortlab.engine.calls import run_model_task
+from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import (
     ProfileData,
@@ -39,7 +40,6 @@ from ortlab.engine.trace import (
 
 if TYPE_CHECKING:
     from ortlab.analysis.placementresult import PlacementResult
-    from ortlab.core.inputs import Feeds
 
 __all__ = [
     "ProfileData",
@@ -97,7 +97,7 @@ class ProfileResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     data: ProfileData
     report: SessionReport | None = None
     notes: list[str] = field(default_factory=list)
@@ -404,37 +404,40 @@ def profile(
     The trace file goes to a private folder in ortlab's cache and is deleted after parsing;
     nothing is written to the working directory.
     """
-    m, cfg, f, out = run_model_task(
-        tasks.profile,
+    run = edge(
         model,
         config,
         feeds,
         dims=dims,
-        progress=progress,
-        timeout=timeout,
         runs=runs,
         warmup=warmup,
+        progress=progress,
+        timeout=timeout,
     )
-    return profile_result(m.name, cfg, out.data, out.report, f)
+    return profile_run(run)
 
 
-def profile_result(
-    name: str, cfg: SessionConfig, data: ProfileData, report: SessionReport | None, f: Feeds
-) -> ProfileResult:
+def profile_run(run: Run) -> ProfileResult:
+    """:func:`profile`'s body, for a :class:`Run` resolved already."""
+    out = run_model_task(tasks.profile, run, runs=run.runs, warmup=run.warmup)
+    return profile_result(run, out.data, out.report)
+
+
+def profile_result(run: Run, data: ProfileData, report: SessionReport | None) -> ProfileResult:
     """THE way a ProfileResult is made from a worker's profiled runs (``profile``, the
     placement join's and the roofline's profiles): the same conditions and notes whichever
     verb profiled."""
     notes = [
         f"Times are measured with ORT's profiler on ({PROFILER_OVERHEAD}): use them "
         "for shares and comparisons between nodes; ortlab.benchmark gives latency.",
-        *f.notes,
+        *run.inputs.notes,
     ]
     return ProfileResult(
-        model=name,
-        config=cfg.to_dict(),
+        model=run.model.name,
+        config=run.config,
         data=data,
         report=report,
         notes=notes,
-        feeds=f.describe(),
-        synthetic=f.synthetic,
+        feeds=run.inputs.describe(),
+        synthetic=run.synthetic,
     )

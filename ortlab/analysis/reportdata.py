@@ -18,7 +18,7 @@ from ortlab.core.machine import cpu_flags
 from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
 from ortlab.core.stats import MIN_ROUNDS
-from ortlab.engine.calls import as_config, prepare
+from ortlab.engine.calls import as_config, edge
 from ortlab.engine.providers import providers
 
 __all__ = ["ReportInputs", "ThisMachine", "gather", "this_machine"]
@@ -74,7 +74,7 @@ def gather(
         todo_levels = optimization is None and not set(chosen) & set(COMPILING_EPS)
         if todo_join or todo_profile or todo_levels:
             # the feeds profile and optimization_diff build: said next to their figures
-            _, _, f = prepare(m, cfg, feeds)
+            f = edge(m, cfg, feeds).inputs
             inputs = (f.describe(), f.synthetic)
         if todo_join:  # one profiled session: the per-node join (graph) and the profile
             placement = run_placement(m, cfg, feeds, runs=10, progress=progress)

@@ -25,14 +25,14 @@ from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
 from ortlab.analysis.profiling import ProfileResult, profile, profile_result
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
-from ortlab.core.inputs import Feeds
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
+from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_flops
 from ortlab.engine import tasks_cost, tasks_peaks
-from ortlab.engine.calls import as_config, call, run_model_task
+from ortlab.engine.calls import call, edge, run_model_task
 
 __all__ = [
     "FAR_UNDER",
@@ -136,7 +136,7 @@ class RooflineResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     peaks: list[Peak]
     rows: list[RoofRow]
     runs: int
@@ -257,23 +257,33 @@ def roofline(
     (spinning off), run in the same worker just before the model's runs: in between them, the
     session's spinning thread pool would take the cores and halve the GEMM's FLOP/s.
     """
-    cfg0 = as_config(config)
-    m, cfg, f, reply = run_model_task(
-        tasks_cost.shapes,
+    run = edge(
         model,
         config,
         feeds,
         dims=dims,
-        progress=progress,
-        timeout=timeout,
         runs=runs,
         warmup=warmup,
-        peaks=() if ceilings.known(cfg0) else ("fp32", "int8", "fp16"),
+        progress=progress,
+        timeout=timeout,
+    )
+    return roofline_run(run)
+
+
+def roofline_run(run: Run) -> RooflineResult:
+    """:func:`roofline`'s body, for a :class:`Run` resolved already."""
+    cfg, timeout = run.config, run.timeout
+    reply = run_model_task(
+        tasks_cost.shapes,
+        run,
+        runs=run.runs,
+        warmup=run.warmup,
+        peaks=() if ceilings.known(cfg) else ("fp32", "int8", "fp16"),
     )
     ceilings.record(cfg, reply.peaks)
     costs, notes = cost_rows(reply)
-    prof = profile_result(m.name, cfg, reply.data, reply.report, f)
-    result, rows = _against_ceilings(m.name, cfg, costs=costs, prof=prof, runs=runs, f=f)
+    prof = profile_result(run, reply.data, reply.report)
+    result, rows = _against_ceilings(run, costs=costs, prof=prof)
     if any(r.achieved_fraction > ABOVE for r in rows):  # a busy moment, or a wrong count
         reply_peaks = call(
             tasks_peaks.peaks,
@@ -284,7 +294,7 @@ def roofline(
             timeout=timeout,
         )
         ceilings.record(cfg, reply_peaks.runs)
-        result, rows = _against_ceilings(m.name, cfg, costs=costs, prof=prof, runs=runs, f=f)
+        result, rows = _against_ceilings(run, costs=costs, prof=prof)
         notes.append(
             "Nodes ran above the ceilings first measured: the ceilings were measured "
             "again and the best of each kept (a busy moment slows a peak kernel)."
@@ -320,7 +330,7 @@ def roofline(
         "bytes are "
         f"{COUNTED}; ceilings are measured with ORT on this EP and settings, before a model's "
         "runs, and each is the best measured in this Python session (" + _measured(peaks) + ").",
-        *f.notes,
+        *run.inputs.notes,
     ]
     return dataclasses.replace(result, rows=rows, notes=notes)
 
@@ -333,24 +343,19 @@ def _measured(peaks: list[Peak]) -> str:
 
 
 def _against_ceilings(
-    name: str,
-    cfg: SessionConfig,
-    *,
-    costs: list[CostRow],
-    prof: ProfileResult,
-    runs: int,
-    f: Feeds,
+    run: Run, *, costs: list[CostRow], prof: ProfileResult
 ) -> tuple[RooflineResult, list[RoofRow]]:
-    """The result (its ceilings: this session's best for ``cfg``'s settings) and its rows."""
+    """The result (its ceilings: this session's best for the run's settings) and its rows."""
+    cfg, f = run.config, run.inputs
     used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory", "cache"}
     peaks = [p for p in ceilings.known(cfg) or [] if p.dtype in used]
     times = prof.by_node().set_index("node")
     result = RooflineResult(
-        model=name,
-        config=cfg.to_dict(),
+        model=run.model.name,
+        config=cfg,
         peaks=peaks,
         rows=[],
-        runs=runs,
+        runs=run.runs,
         feeds=f.describe(),
         synthetic=f.synthetic,
         profile=prof,

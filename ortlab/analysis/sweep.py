@@ -70,7 +70,7 @@ class SweepResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     swept: dict[str, list[int]]
     rows: list[SweepRow]
     targets: list[str] = field(default_factory=list)
@@ -190,9 +190,9 @@ def _measure(
 
 def sweep(
     model: ModelLike,
-    dims: Mapping[str, Sequence[int]],
     config: SessionConfig | Mapping[str, Any] | None = None,
     *,
+    dims: Mapping[str, Sequence[int]],
     targets: Sequence[str] = (),
     runs: int = 30,
     progress: bool | Callable[[int, int], None] = True,
@@ -203,7 +203,9 @@ def sweep(
     ``dims={"batch": [1, 2, 4, 8]}``; with ``targets`` (qnn, nnapi, coreml…), the share of
     nodes each accelerator would take at each shape (predicted, as ``ortlab.whatif``).
 
-    A shape the model refuses is a row with its error; the others are still measured.
+    A shape the model refuses is a row with its error; the others are still measured. It
+    takes the verbs' order (model, config, then keywords); it has no ``feeds=``: feeds fix
+    every shape, and a sweep changes them.
     """
     points = _points(dims)
     m = load(model)
@@ -250,7 +252,7 @@ def sweep(
     swept = {k: sorted({p[k] for p in points}) for k in points[0]}
     return SweepResult(
         model=m.name,
-        config=cfg.to_dict(),
+        config=cfg,
         swept=swept,
         rows=rows,
         targets=list(targets),

@@ -33,7 +33,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
 from ortlab.engine import tasks_throughput
-from ortlab.engine.calls import run_model_task
+from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.replies import ThroughputReply
 from ortlab.engine.tasks_throughput import MODES
 
@@ -87,7 +87,7 @@ class ThroughputResult(Result):
     """
 
     model: str
-    config: dict[str, Any]
+    config: SessionConfig
     rows: list[LevelRow]
     knee: dict[str, int | None]
     """Per mode, the highest concurrency whose requests/s is measurably above the level before
@@ -104,10 +104,6 @@ class ThroughputResult(Result):
     synthetic: bool | None = None
     notes: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def session_config(self) -> SessionConfig:
-        return SessionConfig.from_json(self.config)
 
     def to_pandas(self) -> Any:
         """The :attr:`levels` table: mode, concurrency, requests_per_s, low, high, p50_ms,
@@ -323,15 +319,12 @@ def throughput(
             f"rounds must be >= 1, duration_s > 0 and warmup_s >= 0 (got rounds={rounds}, "
             f"duration_s={duration_s}, warmup_s={warmup_s})"
         )
+    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    m, cfg, f = run.model, run.config, run.inputs
     with measured_load() as load:
-        m, cfg, f, reply = run_model_task(
+        reply = run_model_task(
             tasks_throughput.throughput,
-            model,
-            config,
-            feeds,
-            dims=dims,
-            progress=progress,
-            timeout=timeout,
+            run,
             concurrency=levels,
             modes=wanted,
             rounds=rounds,
@@ -352,7 +345,7 @@ def throughput(
         rows.extend(got)
     return ThroughputResult(
         model=m.name,
-        config=cfg.to_dict(),
+        config=cfg,
         rows=rows,
         knee=knee,
         sentences=sentences,

@@ -24,13 +24,14 @@ import numpy as np
 from ortlab.analysis.diff import DiffResult, diff
 from ortlab.analysis.placement import from_reply
 from ortlab.analysis.placementresult import PlacementResult
+from ortlab.core.config import SessionConfig
 from ortlab.core.errors import VersionInstallError
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks, venvs
-from ortlab.engine.calls import Via, check_report, prepare, run
+from ortlab.engine.calls import Via, check_report, edge, run
 from ortlab.engine.worker import Worker
 
 __all__ = ["InsertedKernel", "NodeFusion", "VersionDiffResult", "version_diff"]
@@ -85,7 +86,7 @@ class VersionDiffResult(Result):
     rounds: int
     """Sessions per version, profiled in turns A B B A …"""
     runs_per_round: int
-    config: dict[str, Any] = field(default_factory=dict)
+    config: SessionConfig = field(default_factory=SessionConfig)
     feeds: str = ""
     synthetic: bool | None = None
     notes: list[str] = field(default_factory=list)
@@ -240,7 +241,8 @@ def version_diff(
         raise ValueError(
             f"rounds and runs must be >= 1 and warmup >= 0 (got {rounds}, {runs}, {warmup})."
         )
-    m, cfg, f = prepare(model, config, feeds, dims)
+    at = edge(model, config, feeds, dims=dims, runs=runs, warmup=warmup, timeout=timeout)
+    m, cfg, f = at.model, at.config, at.inputs
     workers: list[Worker] = []
     try:
         for v in versions:
@@ -257,16 +259,13 @@ def version_diff(
                     context=f"of {m.name!r} with onnxruntime {versions[k]}",
                     timeout=timeout,
                 ),
-                model_path=str(m.path),
-                model_name=m.name,
-                config=cfg,
-                feeds=dict(f),
+                job=at.job,
                 runs=runs,
                 warmup=warmup,
             )
             if not sides[k]:
                 check_report(out.report, cfg, m)
-            sides[k].append(from_reply(m, cfg, f, out))
+            sides[k].append(from_reply(at, out))
             bar(done + 1, len(order))
     finally:
         for w in workers:
@@ -292,7 +291,7 @@ def version_diff(
         inserted=_inserted(sides[0], sides[1]),
         rounds=rounds,
         runs_per_round=runs,
-        config=cfg.to_dict(),
+        config=cfg,
         feeds=f.describe(),
         synthetic=f.synthetic,
         notes=[

@@ -39,7 +39,6 @@ def _why_slow_parsers(sub: Any) -> None:
     """cost, roofline, sweep: whether the time is reasonable, and how it scales."""
     p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
     _session_args(p)
-    p.set_defaults(level=None)  # no --level: the model's own nodes (optimizations disabled)
     p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
     p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
     _session_args(p)
@@ -89,11 +88,7 @@ def _cost(args: argparse.Namespace) -> None:
 
     m = _model(args.model)
     c = ortlab.cost(
-        m,
-        args.dims,
-        _feeds(args.feeds, m),
-        config=None if args.level is None else _config(args),
-        progress=_progress(args),
+        m, _config(args), _feeds(args.feeds, m), dims=args.dims, progress=_progress(args)
     )
     print(c.to_json() if args.json else c.to_text(top=args.top))
 
@@ -128,7 +123,7 @@ def _sweep(args: argparse.Namespace) -> None:
     m = _model(args.model)
     cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
     s = ortlab.sweep(
-        m, dict(args.dim), cfg, targets=args.targets, runs=args.runs, progress=_progress(args)
+        m, cfg, dims=dict(args.dim), targets=args.targets, runs=args.runs, progress=_progress(args)
     )
     print(s.to_json() if args.json else s.to_text())
 

@@ -420,13 +420,15 @@ def example_inputs(
     seed: int = 0,
     *,
     like: Mapping[str, Any] | None = None,
+    choices: Mapping[str, DimChoice] | None = None,
 ) -> Feeds:
-    """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name; ``like``
+    """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name (``choices``:
+    dims already resolved, each with its reason, used as they are); ``like``
     (feeds) fixes every input's shape to that feed's, unnamed dims included, so samples made
     for calibration or accuracy match the shapes the model is timed at. When ``like`` holds the
     caller's own feeds, their non-float inputs (token ids, masks, a sample rate) are copied:
     random values would change what the model computes (a branch, a table lookup)."""
-    choices = resolve_dims(model, dims)
+    choices = dict(choices) if choices is not None else resolve_dims(model, dims)
     shapes = {k: np.shape(v) for k, v in like.items()} if like is not None else None
     rng = np.random.default_rng(seed)
     arrays: dict[str, Any] = {}

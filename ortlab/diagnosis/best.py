@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import label, split_device
@@ -21,7 +20,7 @@ __all__ = ["Best", "best_of", "loaded_only"]
 class Best:
     """The best verified configuration: a SessionConfig plus the model file to load."""
 
-    config: dict[str, Any]
+    config: SessionConfig
     variant: str
     model_path: str
     steps: list[str]
@@ -33,19 +32,15 @@ class Best:
     """The candidate it is (:func:`~ortlab.diagnosis.facts.counted` of it is its row); '' for
     the baseline."""
 
-    @property
-    def session_config(self) -> SessionConfig:
-        return SessionConfig.from_json(self.config)
-
     def snippet(self) -> str:
         """Python that builds this session with plain onnxruntime."""
         head = [f"# ortlab doctor: best verified configuration ({self.paired.verdict})"]
         if self.variant != "original":
             head.append(f"# model variant {self.variant!r}, made by: " + "; ".join(self.steps))
-        return "\n".join(head) + "\n" + self.session_config.snippet(self.model_path)
+        return "\n".join(head) + "\n" + self.config.snippet(self.model_path)
 
     def __repr__(self) -> str:
-        return f"<Best {self.variant} · {self.session_config.label()}: {self.paired.verdict}>"
+        return f"<Best {self.variant} · {self.config.label()}: {self.paired.verdict}>"
 
 
 def best_of(
@@ -61,7 +56,7 @@ def best_of(
     nan = float("nan")
     if "baseline" not in measured:  # a stage failed before the baseline was timed
         why = "the doctor stopped before it timed the baseline: nothing was compared"
-        return Best(cfg.to_dict(), "original", model_path, [], Paired(1.0, nan, nan, why), 1.0)
+        return Best(cfg, "original", model_path, [], Paired(1.0, nan, nan, why), 1.0)
     keys = dict.fromkeys(CandidateKey.parse(k).base for k in measured if k != "baseline")
     found = [c for k in keys if (c := counted(measured, k)) is not None]
     pool = [c for c in found if c.holds and accurate(c.row)]
@@ -84,8 +79,8 @@ def loaded_only(best: Best, active: Sequence[str]) -> tuple[Best, str]:
     """``best`` without the providers that did not load here (``active``: the session report's
     loaded EPs), and the note that says which were dropped ('' when none was): a configuration
     the doctor calls verified was measured without them."""
-    providers = best.config.get("providers")
-    if not isinstance(providers, list):  # "auto": ORT picks from what loads
+    providers = best.config.providers
+    if isinstance(providers, str):  # "auto": ORT picks from what loads
         return best, ""
     loaded = {split_device(p)[0] for p in active}
     kept = [p for p in providers if split_device(p)[0] in loaded]
@@ -93,22 +88,14 @@ def loaded_only(best: Best, active: Sequence[str]) -> tuple[Best, str]:
     if not dropped:
         return best, ""
     kept = kept or ["CPUExecutionProvider"]
-    options = best.config.get("provider_options") or {}
-    config = {
-        **best.config,
-        "providers": kept,
-        "provider_options": _options_of(options, {split_device(p)[0] for p in kept}),
-    }
+    keep = {split_device(p)[0] for p in kept}
+    config = best.config.with_(
+        providers=kept,
+        provider_options={k: dict(v) for k, v in best.config.provider_options if k in keep},
+    )
     names = ", ".join(label(p) for p in dropped)
     note = (
         f"the best configuration leaves out {names}: it did not load here, so nothing was "
         f"measured with it; the best was measured on {', '.join(label(p) for p in kept)}"
     )
     return dataclasses.replace(best, config=config), note
-
-
-def _options_of(options: Any, keep: set[str]) -> Any:
-    """The provider options of the providers in ``keep`` (as a dict or as pairs)."""
-    if isinstance(options, Mapping):
-        return {k: v for k, v in options.items() if k in keep}
-    return [o for o in options if o[0] in keep]

@@ -237,14 +237,13 @@ def applicable_quantization(
 def winning_settings(ok: dict[str, Measured], cfg: SessionConfig) -> dict[str, Any]:
     """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
     changes: dict[str, Any] = {}
-    base = cfg.to_dict()
     for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
         group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
         if group:
             best = min(group, key=lambda v: v.paired.ratio)
             for name in ("level", "intra_op_threads", "allow_spinning"):
-                if best.config[name] != base[name]:
-                    changes[name] = best.config[name]
+                if getattr(best.config, name) != getattr(cfg, name):
+                    changes[name] = getattr(best.config, name)
     if Kind.IOBINDING.value in ok:
         changes["io_binding"] = True
     return changes

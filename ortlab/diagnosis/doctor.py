@@ -25,7 +25,7 @@ from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.roofline import RooflineResult
-from ortlab.analysis.whatif import WhatIfResult
+from ortlab.analysis.whatifresult import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
@@ -46,7 +46,7 @@ from ortlab.diagnosis.facts import (
 )
 from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import Search
-from ortlab.engine.calls import as_config, prepare
+from ortlab.engine.calls import as_config, edge
 
 if TYPE_CHECKING:
     from ortlab.diagnosis.search import Search
@@ -64,7 +64,7 @@ class DoctorResult(Result):
 
     model: str
     model_path: str
-    requested: dict[str, Any]
+    requested: SessionConfig
     findings: list[Finding]
     measured: list[Measured]
     best: Best
@@ -190,7 +190,7 @@ class DoctorResult(Result):
     def __repr__(self) -> str:
         return (
             f"<DoctorResult {self.model!r}: {len(self.findings)} findings; best "
-            f"{self.best.variant} · {self.best.session_config.label()} "
+            f"{self.best.variant} · {self.best.config.label()} "
             f"({self.best.paired.verdict}); "
             f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
         )
@@ -288,15 +288,12 @@ def doctor(
     cfg = as_config(config)
     if providers is not None:
         cfg = cfg.with_(providers=providers)
-    m, cfg, f = prepare(model, cfg.with_(fallback="allow"), feeds, dims)
+    run = edge(model, cfg.with_(fallback="allow"), feeds, dims=dims, progress=progress)
+    cfg = run.config
     search = Search(
-        m,
-        cfg=cfg,
-        feeds=f,
+        run.with_(timeout=timeout),
         budget_s=budget_s,
         min_cosine=min_cosine,
-        progress=progress,
-        timeout=timeout,
         t0=t0,
         max_rounds=max(int(rounds), MIN_ROUNDS),
     )
@@ -404,7 +401,7 @@ def _result(
     return DoctorResult(
         model=search.m.name,
         model_path=str(search.m.path),
-        requested=search.cfg.with_(fallback="warn").to_dict(),
+        requested=search.cfg.with_(fallback="warn"),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
         best=_with_caveat(best, search.cfg, caveat),
@@ -435,8 +432,7 @@ _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "exe
 def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:
     """The best's verdict (and so its snippet) says it was measured under load when it changes
     threads or spinning."""
-    req = requested.to_dict()
-    if caveat and any(best.config.get(k) != req.get(k) for k in _THREAD_FIELDS):
+    if caveat and any(getattr(best.config, k) != getattr(requested, k) for k in _THREAD_FIELDS):
         said = dataclasses.replace(best.paired, verdict=f"{best.paired.verdict}; {caveat}")
         return dataclasses.replace(best, paired=said)
     return best

@@ -151,7 +151,7 @@ class Measured:
     variant: str
     """'original' or the model variant's name."""
     model_path: str
-    config: dict[str, Any]
+    config: SessionConfig
     p50_ms: float
     paired: Paired
     """Paired time ratio to the baseline (median of per-round ratios; < 1 is faster), its
@@ -505,7 +505,7 @@ def measured_row(
         label=label,
         variant=variant,
         model_path=str(mm.path),
-        config=c.with_(fallback="warn").to_dict(),
+        config=c.with_(fallback="warn"),
         p50_ms=p50,
         paired=Paired.of(v, "baseline" if key == "baseline" else v.text(against, label)),
         cosine=float("nan"),

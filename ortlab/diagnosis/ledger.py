@@ -21,6 +21,7 @@ from ortlab.analysis.quantization import Calibration
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model
+from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, plan_rounds
 from ortlab.diagnosis.budget import Budgeted
 from ortlab.diagnosis.facts import (
@@ -49,20 +50,19 @@ class Ledger(Budgeted):
 
     def __init__(
         self,
-        m: Model,
+        run: Run,
         *,
-        cfg: SessionConfig,
-        feeds: Any,
         budget_s: float,
         min_cosine: float,
-        progress: Any,
-        timeout: float | None,
         t0: float,
         max_rounds: int = 8,
     ) -> None:
-        self.m, self.cfg, self.feeds = m, cfg, feeds
+        self.run = run
+        """The doctor's model, its baseline config (fallback allowed), the inputs every
+        candidate runs at, its progress and its per-call timeout."""
+        self.m, self.cfg, self.feeds = run.model, run.config, run.inputs
         self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
-        self.progress, self.timeout = progress, timeout
+        self.progress, self.timeout = run.progress, run.timeout
         self.max_rounds = max_rounds
         self.notes: list[str] = []
         self.profile: Any = None
@@ -105,13 +105,10 @@ class Ledger(Budgeted):
         recorded as failures and left out."""
         out = measure_interleaved(
             [(mm, c) for _, mm, c, _ in items],
-            self.feeds,
+            self.run.with_(runs=runs, timeout=self.call_timeout()),
             rounds=rounds,
-            runs=runs,
             desc=desc,
             context=f"of {self.m.name!r} ({len(items)} candidates)",
-            progress=self.progress,
-            timeout=self.call_timeout(),
         )
         failed = out.failed
         if 0 in failed:  # the worker raises for the reference itself; never compare without it

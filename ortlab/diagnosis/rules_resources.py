@@ -4,8 +4,6 @@ in fresh processes) and a requested NPU EP's predicted partition. Pure functions
 
 from __future__ import annotations
 
-from typing import Any
-
 from ortlab.core.config import SessionConfig
 from ortlab.core.units import fmt_bytes
 from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted
@@ -13,10 +11,12 @@ from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted
 __all__ = ["config_args", "memory", "npu_partition"]
 
 
-def config_args(config: dict[str, Any], base: SessionConfig) -> str:
+def config_args(config: SessionConfig, base: SessionConfig) -> str:
     """The settings of ``config`` that differ from ``base``, as SessionConfig arguments."""
     ref = base.to_dict()
-    changed = [f"{k}={v!r}" for k, v in config.items() if ref.get(k) != v and k != "fallback"]
+    changed = [
+        f"{k}={v!r}" for k, v in config.to_dict().items() if ref.get(k) != v and k != "fallback"
+    ]
     return ", ".join(changed)
 
 

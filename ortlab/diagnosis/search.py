@@ -39,7 +39,8 @@ from ortlab.analysis.quant_error import QuantFix, quantization_error
 from ortlab.analysis.quantization import calibration_data
 from ortlab.analysis.roofline import profile_with_roofline
 from ortlab.analysis.variants import explain_variant
-from ortlab.analysis.whatif import DEFAULT_TARGETS, TARGETS, whatif
+from ortlab.analysis.whatif import whatif
+from ortlab.analysis.whatifresult import DEFAULT_TARGETS, TARGETS
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims

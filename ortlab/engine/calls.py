@@ -6,15 +6,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
-from ortlab.core.inputs import DimChoice, Feeds, resolve_dims, validate_feeds
+from ortlab.core.inputs import DimChoice, example_inputs, resolve_dims, validate_feeds
 from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.run import ModelJob, Progress, Run
 from ortlab.core.stats import Verdict, against_first
 from ortlab.engine import tasks, tasks_timing
 from ortlab.engine.session import SessionReport, warn_if_fallback
@@ -34,22 +35,30 @@ def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig
     )
 
 
-def prepare(
+def edge(
     model: ModelLike,
     config: SessionConfig | Mapping[str, Any] | None,
     feeds: Mapping[str, Any] | None,
+    *,
     dims: Mapping[str, int] | None = None,
+    runs: int = 1,
+    warmup: int = 0,
+    progress: bool | Progress = True,
+    timeout: float | None = None,
     seed: int = 0,
-) -> tuple[Model, SessionConfig, Feeds]:
+) -> Run:
+    """The public edge: what a verb was given, resolved once into a :class:`Run` — the model
+    loaded and checked runnable, the config a :class:`SessionConfig`, the inputs the caller's
+    feeds (validated) or feeds made at dims resolved once (:func:`fitted_dims`, each dim with
+    its reason)."""
     m = load(model)
     cfg = as_config(config)
     m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
     if feeds is not None:
-        return m, cfg, validate_feeds(m, feeds)
-    choices = fitted_dims(m, dims)
-    f = m.example_inputs(dims={n: c.value for n, c in choices.items()}, seed=seed)
-    f.dims.update({n: c for n, c in choices.items() if n in f.dims})  # how each was chosen
-    return m, cfg, f
+        inputs = validate_feeds(m, feeds)
+    else:
+        inputs = example_inputs(m, seed=seed, choices=fitted_dims(m, dims))
+    return Run(m, cfg, inputs, runs=runs, warmup=warmup, progress=progress, timeout=timeout)
 
 
 IMAGE_SIZES = (32, 48, 64, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512, 640)
@@ -111,10 +120,7 @@ def _runs(model: Model, dims: Mapping[str, int]) -> bool:
         run(
             tasks.outputs,
             Via(desc="dims"),
-            model_path=str(model.path),
-            model_name=model.name,
-            config=SessionConfig(),
-            feeds=dict(feeds),
+            job=ModelJob(str(model.path), model.name, SessionConfig(), feeds),
         )
     except RunError:
         return False
@@ -128,7 +134,6 @@ def default_timeout() -> float | None:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -206,45 +211,46 @@ def check_report(report: SessionReport | None, config: SessionConfig, model: Mod
         warn_if_fallback(report, config, model.name)
 
 
+class ModelReply(Protocol):
+    """What every model task replies with: its session's report, among the rest."""
+
+    @property
+    def report(self) -> SessionReport | None: ...
+
+
+Reply = TypeVar("Reply", bound=ModelReply)
+
+
 def run_model_task(
-    task: Callable[..., R],
-    model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None,
-    feeds: Mapping[str, Any] | None,
-    *,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
-    **extra: Any,
-) -> tuple[Model, SessionConfig, Feeds, R]:
-    """The common path of benchmark/profile/placement: normalise, run ``task`` on the model
-    under the config with the feeds (plus ``extra`` task arguments) in the worker, and surface
-    a provider fallback recorded in its session report."""
-    runs, warmup = extra.get("runs", 1), extra.get("warmup", 0)
-    if runs < 1 or warmup < 0:
-        raise ValueError(f"runs must be >= 1 and warmup >= 0 (got runs={runs}, warmup={warmup})")
-    m, cfg, f = prepare(model, config, feeds, dims)
+    task: Callable[Concatenate[Progress, ModelJob, P], Reply],
+    run: Run,
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> Reply:
+    """``task(progress, run.job, **kwargs)`` in the worker for ``run`` (its progress, its
+    timeout), typed by the task's own signature; a provider fallback its session report
+    records is surfaced (a warning, or an error as the config's ``fallback`` says), and a
+    failure at guessed shapes says which dims were guessed."""
+    if args:
+        raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
+    m, cfg = run.model, run.config
     try:
         out = call(
             task,
-            {
-                "model_path": str(m.path),
-                "model_name": m.name,
-                "config": cfg,
-                "feeds": dict(f),
-                **extra,
-            },
-            desc=f"{task.__name__} {m.name}",
-            context=f"of {m.name!r} with {cfg.label()}",
-            progress=progress,
-            timeout=timeout,
+            {"job": run.job, **kwargs},
+            desc=f"{task_name(task).rpartition(':')[2]} {m.name}",
+            context=run.context,
+            progress=run.progress,
+            timeout=run.timeout,
         )
     except RunError as err:
-        if not f.guessed():
+        if not run.inputs.guessed():
             raise
-        raise RunError(f"{err} {f.guessed()}") from err
-    check_report(getattr(out, "report", None), cfg, m)  # every model task's reply has one
-    return m, cfg, f, cast("R", out)
+        raise RunError(f"{err} {run.inputs.guessed()}") from err
+    reply = cast("Reply", out)
+    check_report(reply.report, cfg, m)
+    return reply
 
 
 PAIRWISE = (
@@ -283,28 +289,26 @@ class Interleaved:
 
 def measure_interleaved(
     items: Sequence[tuple[Model, SessionConfig]],
-    feeds: Mapping[str, Any],
+    base: Run,
     *,
     rounds: int,
-    runs: int,
     desc: str,
     context: str,
-    progress: bool | Callable[[int, int], None],
-    timeout: float | None,
 ) -> Interleaved:
-    """Time ``items`` interleaved in the worker, ``rounds`` rounds of ``runs`` runs each, the
-    first item the reference. The one fallback policy: every item's session report is checked
-    against its own config (a requested EP that did not load warns or raises as that config's
-    ``fallback`` says), each distinct miss said once (ten variants under one config that all
-    lost CUDA are one warning)."""
+    """Time ``items`` interleaved in the worker at ``base``'s inputs, ``rounds`` rounds of
+    ``base.runs`` runs each (``base``'s progress and timeout), the first item the reference.
+    The one fallback policy: every item's session report is checked against its own config
+    (a requested EP that did not load warns or raises as that config's ``fallback`` says),
+    each distinct miss said once (ten variants under one config that all lost CUDA are one
+    warning)."""
     with measured_load() as load:
         out = run(
             tasks_timing.interleaved,
-            Via(desc=desc, context=context, progress=progress, timeout=timeout),
+            Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout),
             items=[(str(m.path), m.name, c) for m, c in items],
-            feeds=dict(feeds),
+            feeds=dict(base.inputs),
             rounds=rounds,
-            runs=runs,
+            runs=base.runs,
         )
     reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
@@ -332,7 +336,7 @@ def measure_interleaved(
         reports=reports,
         failed=failed,
         rounds=len(medians),
-        runs=runs,
+        runs=base.runs,
         other_cores=load.cores,
         notes=(PAIRWISE,) if out.pairwise else (),
     )

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+
+import numpy as np
 
 from ortlab.core.onnx_util import Attr
 from ortlab.core.runtime import Device
@@ -67,15 +68,17 @@ class PlacementReply:
 
     report: SessionReport
     data: ProfileData
-    assignment: list[Any]
-    """ORT's assignment API: per EP, its nodes."""
-    placements: Any
-    """The verbose "Node placements" log, parsed."""
+    assignment: list[tuple[str, list[tuple[str, str, str]]]]
+    """ORT's assignment API: per EP, its nodes (name, op_type, domain)."""
+    placements: dict[str, str]
+    """The verbose "Node placements" log, parsed: node name -> EP."""
     final: FinalNodes
     """The final graph's nodes (name, op_type, domain, inputs, outputs, provider)."""
     final_source: str
     """'EPContext dump' or 'optimized model'."""
-    probes: Any
+    probes: dict[str, str]
+    """Nodes probed one at a time on the EP that did not take them: name -> 'taken' or
+    'refused' (:func:`ortlab.engine.probe.probe_nodes`)."""
     ort_ms: float
 
 
@@ -96,7 +99,8 @@ class InterleavedReply:
 class OutputsReply:
     """``tasks.outputs``: one run's outputs by output name, and the session's report."""
 
-    outputs: dict[str, Any]
+    outputs: dict[str, np.ndarray]
+    """As numpy arrays (a sequence or map output as ``to_numpy`` gives it)."""
     report: SessionReport
 
 
@@ -172,11 +176,11 @@ class TargetEvidence:
     ``error`` when the compile or run failed. None marks what the evidence does not have."""
 
     unknown: str = ""
-    assignment: list[Any] | None = None
+    assignment: list[tuple[str, list[tuple[str, str]]]] | None = None
     """Per EP, its nodes: (ep, [(node, op_type), ...])."""
     active: list[str] | None = None
     log: list[str] | None = None
-    final: list[Any] | None = None
+    final: FinalNodes | None = None
     """The partitioned graph's nodes (name, op_type, domain, inputs, outputs, parent)."""
     error: str = ""
     measured: bool = False

@@ -28,6 +28,7 @@ from ortlab.core.errors import (
 )
 from ortlab.core.graph import graph_nodes
 from ortlab.core.machine import CpuSample, cpu_sample, other_cores
+from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.capture import capture_output
 from ortlab.engine.probe import probe_nodes
 from ortlab.engine.replies import (
@@ -42,7 +43,6 @@ from ortlab.engine.session import auto_providers as choose
 from ortlab.engine.trace import ProfileData, parse_profile_file
 from ortlab.engine.verdicts import verdict_names
 
-Progress = Callable[[int, int], None]
 _SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
 _MAX_SESSIONS = 6
 
@@ -282,15 +282,13 @@ def _run_error(
 
 def profile(
     progress: Progress,
+    job: ModelJob,
     *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
     runs: int = 20,
     warmup: int = 3,
 ) -> ProfileReply:
     """Run with ORT's profiler on; the trace is parsed here and its file deleted."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
 
     with cache.temp_dir("profile-") as folder:
         since = cpu_sample()
@@ -334,13 +332,10 @@ def with_load(data: ProfileData, since: CpuSample) -> ProfileData:
 
 def outputs(
     progress: Progress,
-    *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
+    job: ModelJob,
 ) -> OutputsReply:
     """One run; the outputs by name."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     sess, report, _ = _session(model_path, model_name, config)
     try:
         values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
@@ -401,16 +396,14 @@ def _graph_tuples(path: Path) -> list[tuple[str, str, str, tuple[str, ...], tupl
 
 def placement(
     progress: Progress,
+    job: ModelJob,
     *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
     runs: int = 5,
     warmup: int = 2,
 ) -> PlacementReply:
     """One session, three placement sources: assignment info, the profile's providers and the
     verbose placement log; plus the final graph (EPContext dump or optimized model)."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     import onnxruntime as ort
 
     requested = list(config.providers) if config.providers != "auto" else []

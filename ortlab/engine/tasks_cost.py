@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 
 from ortlab.core import cache
-from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample
 from ortlab.core.onnx_util import Attr, attr_values, dtype_name
+from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import Progress, _side_weights, profiled_runs, release_after_reply
+from ortlab.engine.tasks import _side_weights, profiled_runs, release_after_reply
 from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 
@@ -95,11 +95,8 @@ def _outputs(nodes: tuple[GraphNode, ...], data: ProfileData) -> dict[str, Any]:
 
 def shapes(
     progress: Progress,
+    job: ModelJob,
     *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
     runs: int = 1,
     warmup: int = 0,
     peaks: tuple[str, ...] = (),
@@ -109,6 +106,7 @@ def shapes(
     kernels of :mod:`ortlab.engine.tasks_peaks` run ``runs`` rounds in the same worker just
     before the model's runs: after them, the session's spinning thread pool would take the
     cores from the peak kernels (measured: half the GEMM's FLOP/s)."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     import onnx
 
     compiled = compiling(config.providers, config.policy)

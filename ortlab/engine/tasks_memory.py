@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import pickle
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
+from ortlab.core.run import Progress
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.replies import FootprintSample
 
 __all__ = ["footprint"]
 
-Progress = Callable[[int, int], None]
 _TIMEOUT_S = 600.0
 
 

@@ -19,9 +19,10 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError
+from ortlab.core.run import Progress
 from ortlab.engine.replies import PeakRuns, PeaksReply
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import Progress, release_after_reply
+from ortlab.engine.tasks import release_after_reply
 
 __all__ = [
     "GEMM_N",

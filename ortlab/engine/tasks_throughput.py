@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, SessionCreationError
+from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import ThroughputReply, Window
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import (
     _SESSION_BYTES,
-    Progress,
     _check_fits,
     _fingerprint,
     _model_files,
@@ -88,11 +87,8 @@ def _window(runs: list[Callable[[], Any]], duration_ns: int) -> tuple[int, int, 
 
 def throughput(
     progress: Progress,
+    job: ModelJob,
     *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
     concurrency: list[int],
     modes: list[str],
     rounds: int = 6,
@@ -102,6 +98,7 @@ def throughput(
     """Time every (mode, concurrency) item for ``duration_s`` per round, in rounds (forward,
     then reversed, …); one unrecorded ``warmup_s`` window per item first. The per-thread mode
     builds as many sessions as the largest concurrency, refused when they would not fit."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     import psutil
 
     shared, report, _ = _session(model_path, model_name, config)

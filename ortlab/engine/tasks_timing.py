@@ -14,12 +14,12 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, error_text
+from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchmarkReply, InterleavedReply
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import (
     _REPORT_EVERY_NS,
     _SESSION_BYTES,
-    Progress,
     _fingerprint,
     _run_error,
     _runner,
@@ -33,16 +33,14 @@ __all__ = ["benchmark", "interleaved"]
 
 def benchmark(
     progress: Progress,
+    job: ModelJob,
     *,
-    model_path: str,
-    model_name: str,
-    config: SessionConfig,
-    feeds: Mapping[str, Any],
     runs: int = 100,
     warmup: int = 10,
     duration_s: float | None = None,
 ) -> BenchmarkReply:
     """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
+    model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     sess, report, cached = _session(model_path, model_name, config)
     prepared = prepare_feeds(feeds)
     run = _runner(sess, prepared, config.io_binding)

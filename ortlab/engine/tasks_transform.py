@@ -11,10 +11,11 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
 from ortlab.core.onnx_util import seed_random_ops
+from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
 from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
-from ortlab.engine.tasks import Progress, prepare_feeds
+from ortlab.engine.tasks import prepare_feeds
 
 
 class _Reader:

@@ -20,13 +20,14 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ortlab.core import cache
 from ortlab.core.errors import error_text
 from ortlab.core.graph import graph_node_protos
+from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.plugins import plugin_devices, registered
@@ -35,7 +36,6 @@ from ortlab.engine.session import clean_ort_message
 
 __all__ = ["fixed_model", "whatif"]
 
-Progress = Callable[[int, int], None]
 _COMPILE_TIMEOUT_S = 600.0
 _CHILD = Path(__file__).with_name("_compile_child.py")
 _LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")

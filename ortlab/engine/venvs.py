@@ -23,12 +23,13 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
 from ortlab.core import cache
 from ortlab.core.errors import VersionInstallError
+from ortlab.core.run import Progress
 
 __all__ = ["DEPENDENCIES", "env_dir", "installed", "interpreter", "venv_root"]
 
@@ -39,8 +40,6 @@ PINNED = ("numpy", "onnx", "msgspec", "psutil", "protobuf", "ml_dtypes")
 MARKER = ".ortlab-ready"
 PIP_TIMEOUT_S = 900.0
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([._-]?(a|b|rc|dev|post)[0-9]*)*$")
-
-Progress = Callable[[int, int], None]
 
 
 def venv_root() -> Path:

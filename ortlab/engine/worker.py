@@ -39,11 +39,11 @@ from ortlab.core.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
+from ortlab.core.run import Progress
 from ortlab.engine.children import child_env
 
 __all__ = ["InProcessWorker", "Worker", "get_worker", "in_worker", "set_isolation", "task_name"]
 
-Progress = Callable[[int, int], None]
 _START_TIMEOUT_S = 60.0
 
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ortlab-spawn")

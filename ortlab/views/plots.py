@@ -31,7 +31,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
 
     ms = np.asarray(b.latencies_ns, dtype=np.float64) / 1e6
     s = b.stats
-    label = esc(b.session_config.label())
+    label = esc(b.config.label())
     if kind == "runs":
         fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
         fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")

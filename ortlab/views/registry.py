@@ -23,7 +23,7 @@ from ortlab.analysis.sweep import SweepResult
 from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.transformer_opt import TransformerOptResult
 from ortlab.analysis.versions import VersionDiffResult
-from ortlab.analysis.whatif import WhatIfResult
+from ortlab.analysis.whatifresult import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
 from ortlab.core.model import ModelSummary

@@ -172,7 +172,7 @@ def load_text(b: BenchmarkResult) -> str:
 def benchmark_text(b: BenchmarkResult) -> str:
     s = b.stats
     lines = [
-        f"Benchmark {safe_text(b.model)} [{b.session_config.label()}]: {s.count} runs after "
+        f"Benchmark {safe_text(b.model)} [{b.config.label()}]: {s.count} runs after "
         f"{b.warmup} warm-up, profiling off",
         p50_text(b),
         load_text(b),
@@ -188,7 +188,7 @@ def benchmark_text(b: BenchmarkResult) -> str:
 def benchmark_html(b: BenchmarkResult) -> str:
     s = b.stats
     return (
-        f"{STYLE}<div><b>{esc(b.model)}</b> · {esc(b.session_config.label())} · {s.count} "
+        f"{STYLE}<div><b>{esc(b.model)}</b> · {esc(b.config.label())} · {s.count} "
         f"runs (+{b.warmup} warm-up) · {s.runs_per_s:,.1f} runs/s · profiling off</div>"
         f"<div><b>{esc(p50_text(b))}</b></div>"
         f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"

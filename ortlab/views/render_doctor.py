@@ -30,7 +30,7 @@ def doctor_text(d: Any) -> str:
             f"   code: {safe_text(f.code, 500)}",
         ]
     best = d.best
-    lines.append(f"BEST: {best.variant} · {best.session_config.label()} — {best.paired.verdict}")
+    lines.append(f"BEST: {best.variant} · {best.config.label()} — {best.paired.verdict}")
     if d.stages:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
@@ -68,7 +68,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
         f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
         f"<div><b>Best verified</b>: {esc(d.best.variant)} · "
-        f"{esc(d.best.session_config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
+        f"{esc(d.best.config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
         + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
@@ -90,4 +90,4 @@ def best_snippet(best: Any, model_file: str) -> str:
             f"{model_file} with:"
         )
         head += [f"#   {step}" for step in best.steps] or ["#   (steps not recorded)"]
-    return "\n".join(head) + "\n" + str(best.session_config.snippet(path))
+    return "\n".join(head) + "\n" + str(best.config.snippet(path))

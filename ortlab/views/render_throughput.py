@@ -15,7 +15,7 @@ _MODE = {"shared": "threads share one session", "per_thread": "one session per t
 
 def _head(t: Any) -> str:
     return (
-        f"{t.model} [{t.session_config.label()}]: requests/s per concurrency level, "
+        f"{t.model} [{t.config.label()}]: requests/s per concurrency level, "
         f"{t.rounds} rounds of {t.duration_s:g} s windows per level, interleaved (measured)"
     )
 

@@ -152,7 +152,7 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
         snippet = best_snippet(best, _model_file(model))
         parts.append(
             f"<div><b>Best verified</b>: {esc(best.variant)} · "
-            f"{esc(best.session_config.label())} — {esc(best.paired.verdict, 500)}</div>"
+            f"{esc(best.config.label())} — {esc(best.paired.verdict, 500)}</div>"
             f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         )
         load = ", ".join(f"{k} {v:.2f}" for k, v in doctor.other_cpu.items())

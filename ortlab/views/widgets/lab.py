@@ -487,7 +487,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if d is None:
             raise OrtlabError("Run the doctor first (Doctor tab): there is no best yet.")
         best = d.best
-        c = best.session_config
+        c = best.config
         if c.providers == "auto" or not set(c.providers) <= set(self.provider_boxes):
             raise OrtlabError(
                 f"The doctor's best uses providers {c.providers!r}; the Lab offers "

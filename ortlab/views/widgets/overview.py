@@ -91,7 +91,7 @@ class Headline:
         first = f"<br>first finding: {esc(d.findings[0].title)}" if d.findings else ""
         return (
             f"<div><b>Doctor's verified best</b>: {esc(what)} · "
-            f"{esc(best.session_config.label())} — {esc(p.verdict, 600)}{esc(cosine)} "
+            f"{esc(best.config.label())} — {esc(p.verdict, 600)}{esc(cosine)} "
             f"<small>(Apply best in the Doctor tab runs it here)</small>{first}</div>"
         )
 

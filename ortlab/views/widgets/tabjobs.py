@@ -164,11 +164,11 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     if what == "roofline":
         result = roofline(path, config, runs=10, progress=progress, **inputs)
     elif what == "cost":
-        result = cost(path, config=config, progress=progress, **inputs)
+        result = cost(path, config, progress=progress, **inputs)
     elif what == "throughput":
         result = throughput(path, config, concurrency=[1, 2, 4], progress=progress, **inputs)
     elif what == "sweep":
-        result = sweep(path, _sweep_dims(shapes), config, progress=progress)
+        result = sweep(path, config, dims=_sweep_dims(shapes), progress=progress)
     else:
         pair = [v.strip() for v in versions.split(",") if v.strip()]
         if len(pair) != 2:

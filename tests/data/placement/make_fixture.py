@@ -16,6 +16,7 @@ from pathlib import Path
 import onnxruntime as ort
 
 import ortlab
+from ortlab.core.run import ModelJob
 from ortlab.engine.calls import tasks
 
 HERE = Path(__file__).parent
@@ -38,10 +39,7 @@ def main() -> None:
     tasks.parse_profile_file = keep  # type: ignore[assignment]
     out = tasks.placement(
         lambda *_: None,
-        model_path=str(m.path),
-        model_name=m.name,
-        config=cfg,
-        feeds=feeds,
+        ModelJob(str(m.path), m.name, cfg, feeds),
         runs=3,
         warmup=1,
     )

@@ -1,0 +1,75 @@
+"""One measurement's inputs, resolved once at the public edge.
+
+A verb (``ortlab.benchmark``, ``profile``, ``placement`` …) is a thin wrapper: it builds a
+:class:`Run` from what the user passed (a model or a path, a config or a dict, feeds or dims)
+exactly once, and everything after — the verb's body, the worker task, the result — reads that
+one value. The model task in the worker gets the picklable part, a :class:`ModelJob`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import Feeds
+from ortlab.core.model import Model
+
+__all__ = ["ModelJob", "Progress", "Run"]
+
+Progress = Callable[[int, int], None]
+"""A progress callback: ``(done, total)``."""
+
+
+@dataclass(frozen=True)
+class ModelJob:
+    """What a model task in the worker is given: the model's file and name, the session
+    config and the feeds (arrays; ``Feeds`` keeps how its dims were chosen across pickling)."""
+
+    model_path: str
+    model_name: str
+    config: SessionConfig
+    feeds: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One verb call's resolved inputs: the loaded model, its :class:`SessionConfig`, the inputs
+    (the caller's feeds, or feeds made at dims resolved once, each dim with its reason in
+    ``inputs.dims``), how many timed runs after how many warm-up runs, and how the call shows
+    and bounds itself (progress, timeout)."""
+
+    model: Model
+    config: SessionConfig
+    inputs: Feeds
+    runs: int = 1
+    warmup: int = 0
+    progress: bool | Progress = True
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.runs < 1 or self.warmup < 0:
+            raise ValueError(
+                f"runs must be >= 1 and warmup >= 0 (got runs={self.runs}, warmup={self.warmup})"
+            )
+
+    @property
+    def job(self) -> ModelJob:
+        """The worker's part of this run."""
+        return ModelJob(str(self.model.path), self.model.name, self.config, self.inputs)
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether ortlab made the inputs (seeded random arrays) rather than the caller."""
+        return self.inputs.synthetic
+
+    @property
+    def context(self) -> str:
+        """How an error names this run: ``of 'resnet50' with CPU, level all``."""
+        return f"of {self.model.name!r} with {self.config.label()}"
+
+    def with_(self, **changes: Any) -> Run:
+        """This run with some fields changed (a config, a quiet progress)."""
+        return dataclasses.replace(self, **changes)
