@@ -12,10 +12,11 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
-# Plugin execution providers for the tests (`dev`): installed with --no-deps, because their
-# dependency on the `onnxruntime` wheel would replace onnxruntime-gpu's module (a pip extra
-# cannot say --no-deps, so they are not an extra). They stay optional for users.
-plugins=(onnxruntime-ep-openvino==1.8.1 onnxruntime-qnn==2.7.0)
+# Plugin execution providers for the tests (`dev`), and onnxruntime-genai (the reference
+# generator the decoder tests compare ortlab's greedy tokens with): installed with --no-deps,
+# because their dependency on the `onnxruntime` wheel would replace onnxruntime-gpu's module
+# (a pip extra cannot say --no-deps, so they are not an extra). They stay optional for users.
+plugins=(onnxruntime-ep-openvino==1.8.1 onnxruntime-qnn==2.7.0 onnxruntime-genai==0.18.0)
 stamp="$venv/.ortlab-installed${extras:+-$extras}"
 want="$( (cat "$root/pyproject.toml"; printf '%s\n' "${plugins[@]}") | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
