@@ -131,7 +131,7 @@ def test_model_without_a_graph() -> None:
     ("where", "message"),
     [
         ("missing", r"does not exist\. Check the path, or use ortlab.examples.names\(\)"),
-        ("folder", "is a folder, not an ONNX file; pass the .onnx file in it"),
+        ("folder", "is a folder, and neither an onnxruntime-genai folder"),
         ("nul", "Cannot read the model file .*: the path contains a NUL byte. Check the path"),
         ("too-long", "Cannot read the model file .*File name too long. Check the path"),
     ],

@@ -8,6 +8,7 @@ model's folder before ORT ever sees them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections import Counter
@@ -21,7 +22,10 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto
 
 from ortlab.core import cache
-from ortlab.core.errors import ExternalDataError, InvalidModelError, UnsupportedModelError
+from ortlab.core.decoder import MODEL_FILES, DecoderInfo, decoder_file, detect_decoder
+from ortlab.core.decoderinputs import decoder_feeds
+from ortlab.core.errors import InvalidModelError, UnsupportedModelError
+from ortlab.core.externaldata import check_external_data, reject_external
 from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
 from ortlab.core.onnx_util import (
@@ -102,6 +106,9 @@ class ModelSummary(Result):
     defects: list[str] = field(default_factory=list)
     """Those of ``problems`` that are defects of the graph itself (duplicate node names, a
     cycle): found once, here, and read by every ``check_runnable``."""
+    decoder: str = ""
+    """For an LLM decoder with a KV cache, :meth:`DecoderInfo.line
+    <ortlab.core.decoder.DecoderInfo.line>` ("decoder with KV cache: 2 layers, …"); else ''."""
 
     def __repr__(self) -> str:
         return (
@@ -190,6 +197,12 @@ class Model:
             "seeded by name: both draw the same numbers while the shapes they draw agree"
         )
 
+    @functools.cached_property
+    def decoder(self) -> DecoderInfo | None:
+        """What makes this model an LLM decoder with a KV cache (layers, heads, head size, the
+        past -> present pairs, …, and where each fact came from), or None for other models."""
+        return detect_decoder(self.proto, self.path)
+
     def fingerprint(self) -> str:
         """Identifies the model file's content for caches (path, size, mtime)."""
         st = self.path.stat()
@@ -205,6 +218,8 @@ class Model:
         """Synthesized feeds for every graph input (see :func:`ortlab.core.inputs.example_inputs`);
         ``like=feeds`` makes them at those feeds' shapes."""
 
+        if self.decoder is not None and like is None:  # inputs by role: always valid
+            return decoder_feeds(self, self.decoder, dims, seed)
         return example_inputs(self, dims=dims, seed=seed, like=like)
 
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
@@ -249,7 +264,7 @@ def load(
     if isinstance(model, bytes | bytearray | memoryview):
         data = bytes(model)
         proto = _parse(data, "the bytes given")
-        _reject_external(proto, "bytes")
+        reject_external(proto, "bytes")
         path = cache.content_path(data)
         return _finish(proto, path, "bytes", name or proto.graph.name or "model")
     if isinstance(model, str | os.PathLike):
@@ -261,6 +276,19 @@ def load(
 
 def _load_path(path: Path, name: str | None) -> Model:
     path = path.absolute()  # the worker runs tools in a private cwd: relative paths would break
+    if _is_folder(path):  # an onnxruntime-genai or optimum folder: its model file
+        found = decoder_file(path)
+        if found is None:
+            held = sorted(p.name for p in path.glob("*.onnx"))[:10]
+            raise InvalidModelError(
+                f"{path} is a folder, and neither an onnxruntime-genai folder (genai_config.json "
+                f"naming its model) nor an optimum folder (config.json with one of "
+                f"{', '.join(MODEL_FILES)}). It holds "
+                + (f"these .onnx files: {', '.join(held)}" if held else "no .onnx file")
+                + ": pass the .onnx file to load."
+            )
+        name = name or path.name
+        path = found
     size, head = _read_head(path)
     _reject_other_formats(head, str(path))
     try:
@@ -272,6 +300,15 @@ def _load_path(path: Path, name: str | None) -> Model:
     _check_is_model(proto, str(path))
     check_external_data(proto, path.parent)
     return _finish(proto, path, "path", name or path.stem)
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (a path the system cannot even look up is not: reading it
+    says why)."""
+    try:
+        return "\0" not in str(path) and path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _read_head(path: Path) -> tuple[int, bytes]:
@@ -314,7 +351,7 @@ def _load_proto(proto: onnx.ModelProto, name: str | None) -> Model:
         onnx.save_model(copy, str(path), save_as_external_data=True, location="model.onnx.data")
         reloaded = onnx.load(str(path), load_external_data=False)
         return _finish(reloaded, path, "proto", name or proto.graph.name or "model")
-    _reject_external(proto, "an in-memory ModelProto")
+    reject_external(proto, "an in-memory ModelProto")
     data = proto.SerializeToString()
     path = cache.content_path(data)
     light = onnx.ModelProto()
@@ -375,96 +412,14 @@ def _check_is_model(proto: onnx.ModelProto, where: str) -> None:
         )
 
 
-def _reject_external(proto: onnx.ModelProto, where: str) -> None:
-    external = [
-        t.name for t in walk_initializers(proto.graph) if t.data_location == TensorProto.EXTERNAL
-    ]
-    if external:
-        raise ExternalDataError(
-            f"The model given as {where} refers to external data files ({len(external)} "
-            f"tensors, e.g. {external[0]!r}) that ortlab cannot locate without the model's "
-            "folder. Load it by path instead: ortlab.load('path/to/model.onnx')."
-        )
-
-
-def check_external_data(proto: onnx.ModelProto, folder: Path) -> int:
-    """Verify every external-data reference stays inside ``folder`` and exists; returns bytes."""
-    root = folder.resolve()
-    total = 0
-    sizes: dict[Path, int] = {}
-    for tensor in walk_initializers(proto.graph):
-        if tensor.data_location != TensorProto.EXTERNAL:
-            continue
-        info = {e.key: e.value for e in tensor.external_data}
-        location = info.get("location", "")
-        where = f"tensor {tensor.name!r} refers to external data {location[:300]!r}"
-        target = _external_target(root, location, where)
-        if target not in sizes:
-            sizes[target] = target.stat().st_size
-        offset = _external_int(info, "offset", where)
-        length = _external_int(info, "length", where) or tensor_nbytes(tensor)
-        if offset + length > sizes[target]:
-            raise ExternalDataError(
-                f"Truncated external data: {where}, bytes {offset}..{offset + length}, but "
-                f"{target.name} has only {sizes[target]} bytes. Copy the data file again."
-            )
-        total += length
-    return total
-
-
-def _external_target(root: Path, location: str, where: str) -> Path:
-    """The data file of one reference: inside ``root``, existing, a regular file."""
-    if not location or Path(location).is_absolute() or location.startswith(("/", "\\")):
-        raise ExternalDataError(
-            f"Refusing to load: {where}, an absolute or empty path. External data must be a "
-            f"relative path inside the model's folder {root}."
-        )
-    try:
-        if "\0" in location:
-            raise ValueError("the path contains a NUL byte")
-        target = (root / location).resolve()
-        inside = target.is_relative_to(root)
-        is_file, is_dir = (target.is_file(), target.is_dir()) if inside else (False, False)
-    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: a symlink loop (<3.13)
-        reason = getattr(err, "strerror", None) or str(err)
-        raise ExternalDataError(
-            f"Unusable external data path: {where}: {reason}. The model file is damaged or was "
-            "edited by hand; re-export it, or put the data file next to the model under a "
-            "plain relative name."
-        ) from err
-    if not inside:
-        raise ExternalDataError(
-            f"Refusing to load: {where}, which resolves to {target}, outside the model's "
-            f"folder {root}. A model must not read files outside its own folder; move the "
-            "data file next to the model and fix its location."
-        )
-    if is_dir:
-        raise ExternalDataError(
-            f"Unusable external data: {where}, but {target} is a folder, not a data file. "
-            "Point the location at the data file that came with the model."
-        )
-    if not is_file:
-        raise ExternalDataError(
-            f"Missing external data: {where}, but {target} does not exist. Copy the data "
-            "file(s) that came with the model into the same folder as the .onnx file."
-        )
-    return target
-
-
-def _external_int(info: Mapping[str, str], key: str, where: str) -> int:
-    text = info.get(key, "") or "0"
-    if not (text.isascii() and text.isdigit()):  # negative, a word, a float, "²": damaged
-        raise ExternalDataError(
-            f"Corrupt external data reference: {where} with {key}={text[:40]!r}, which is not "
-            "a byte count (an integer >= 0). The model file is damaged or was edited by hand; "
-            "re-export it."
-        )
-    return int(text)
-
-
 def _finish(proto: onnx.ModelProto, path: Path, source: str, name: str) -> Model:
     summary = summarize(proto, path, name)
-    return Model(proto=proto, path=path, source=source, summary=summary)
+    model = Model(proto=proto, path=path, source=source, summary=summary)
+    if model.decoder is not None:  # said in one line wherever the model is described
+        object.__setattr__(
+            model, "summary", dataclasses.replace(summary, decoder=model.decoder.line())
+        )
+    return model
 
 
 def summarize(proto: onnx.ModelProto, path: Path, name: str) -> ModelSummary:

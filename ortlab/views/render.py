@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in s.opsets.items())
-    rows = [
+    rows = [("kind", s.decoder)] if s.decoder else []
+    rows += [
         ("file", f"{s.path} ({fmt_bytes(s.file_bytes)})"),
         ("IR version", str(s.ir_version)),
         ("opsets", opsets),

@@ -1,0 +1,290 @@
+"""What makes a model an LLM decoder with a KV cache, read once: the past -> present pairs,
+the heads and head size, the vocabulary, and where each fact came from.
+
+Three sources, best first: onnxruntime-genai's ``genai_config.json`` beside the model (its
+builder writes it), a Hugging Face ``config.json`` (optimum's exports keep it), else the graph
+alone (the past inputs' shapes, GroupQueryAttention's attributes, the logits' last dim). A model
+whose inputs hold no past key/value pairs matched by present outputs is not a decoder (None).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from ortlab.core.onnx_util import DTYPE_BYTES, walk_nodes
+
+__all__ = ["DecoderInfo", "KVPair", "decoder_file", "detect_decoder"]
+
+_PAST = re.compile(r"past[^0-9]*?(\d+)\D*?(key|value)", re.IGNORECASE)
+_PRESENT = re.compile(r"present[^0-9]*?(\d+)\D*?(key|value)", re.IGNORECASE)
+MODEL_FILES = ("decoder_model_merged.onnx", "model.onnx", "decoder_with_past_model.onnx")
+"""The model files an optimum folder may hold, the one ortlab loads first."""
+
+
+@dataclass(frozen=True)
+class KVPair:
+    """One layer's cache: the past inputs and the present outputs they become."""
+
+    layer: int
+    past_key: str
+    past_value: str
+    present_key: str
+    present_value: str
+
+
+@dataclass(frozen=True)
+class DecoderInfo:
+    """A decoder's shape as inputs are made for it and its cache is counted."""
+
+    layers: int
+    heads: int | None
+    """Query heads (None: nothing says)."""
+    kv_heads: int
+    head_size: int
+    vocab: int | None
+    max_length: int | None
+    """The longest sequence (past + new) it is made for, where its config says."""
+    pairs: tuple[KVPair, ...]
+    input_ids: str
+    mask: str | None
+    """The attention mask input (past + new tokens long, whatever its declared dim)."""
+    positions: str | None
+    use_cache_branch: str | None
+    """The boolean input of an optimum merged decoder (True: the branch with a past)."""
+    kv_dtype: str
+    """ORT's dtype name of the cache ('float', 'float16')."""
+    weights: str
+    """'int4 MatMulNBits (block 32, accuracy level 4)', 'fp32 MatMul', …"""
+    source: str
+    """Where the numbers came from: 'genai_config.json', 'config.json' or 'graph'."""
+    attention: str = ""
+    """The attention op that reads the cache ('GroupQueryAttention', …; '' for plain ops)."""
+    share_buffer: bool = False
+    """genai_config's ``past_present_share_buffer``: the past is allocated at max_length."""
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Cache bytes one more token adds, by formula: 2 (key and value) * layers * KV heads
+        * head size * the cache's element size."""
+        size = DTYPE_BYTES.get(self.kv_dtype, 4.0)
+        return int(2 * self.layers * self.kv_heads * self.head_size * size)
+
+    def line(self) -> str:
+        """The one line that says what the model is, wherever it is described: 'decoder with
+        KV cache: 2 layers, 4 heads / 2 KV heads x 16, int4 MatMulNBits (block 32 …)'."""
+        heads = f"{self.heads} heads / " if self.heads else ""
+        return (
+            f"decoder with KV cache: {self.layers} layers, {heads}{self.kv_heads} KV heads × "
+            f"{self.head_size}, {self.weights}"
+        )
+
+    @property
+    def past_inputs(self) -> tuple[str, ...]:
+        return tuple(n for p in self.pairs for n in (p.past_key, p.past_value))
+
+    @property
+    def present_outputs(self) -> tuple[str, ...]:
+        return tuple(n for p in self.pairs for n in (p.present_key, p.present_value))
+
+
+def decoder_file(folder: Path) -> Path | None:
+    """The model file of an onnxruntime-genai or optimum folder, or None when the folder is
+    neither (the caller says what it holds)."""
+    genai = folder / "genai_config.json"
+    if genai.is_file():
+        name = _read_json(genai).get("model", {}).get("decoder", {}).get("filename")
+        if isinstance(name, str) and (folder / name).is_file():
+            return folder / name
+    if (folder / "config.json").is_file():
+        for name in MODEL_FILES:
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
+    """The decoder ``proto`` is (its configs read from ``path``'s folder), or None."""
+    graph = proto.graph
+    inits = {t.name for t in graph.initializer}
+    inputs = {v.name: v for v in graph.input if v.name not in inits}
+    outputs = {v.name: v for v in graph.output}
+    pasts = _by_layer(inputs, _PAST)
+    presents = _by_layer(outputs, _PRESENT)
+    layers = sorted(set(pasts) & set(presents))
+    if not layers or not all(len(pasts[i]) == 2 and len(presents[i]) == 2 for i in layers):
+        return None
+    pairs = tuple(
+        KVPair(i, pasts[i]["key"], pasts[i]["value"], presents[i]["key"], presents[i]["value"])
+        for i in layers
+    )
+    first = inputs[pairs[0].past_key]
+    shape = _dims(first)
+    kv_dtype = _dtype(first)
+    ids = _named(inputs, ("input_ids",)) or next(
+        (n for n, v in inputs.items() if _dtype(v).startswith("int") and not _PAST.search(n)),
+        "",
+    )
+    folder = path.parent
+    genai = _read_json(folder / "genai_config.json").get("model", {})
+    hf = _read_json(folder / "config.json")
+    search = _read_json(folder / "genai_config.json").get("search", {})
+    ops = _attention_attrs(graph)
+    if genai.get("decoder"):
+        dec = genai["decoder"]
+        source = "genai_config.json"
+        heads = _int(dec.get("num_attention_heads"))
+        kv_heads = _int(dec.get("num_key_value_heads")) or heads
+        head_size = _int(dec.get("head_size"))
+        vocab = _int(genai.get("vocab_size"))
+        max_length = _int(search.get("max_length")) or _int(genai.get("context_length"))
+    elif hf:
+        source = "config.json"
+        heads = _int(hf.get("num_attention_heads", hf.get("n_head")))
+        kv_heads = _int(hf.get("num_key_value_heads")) or heads
+        hidden = _int(hf.get("hidden_size", hf.get("n_embd")))
+        head_size = _int(hf.get("head_dim")) or (hidden // heads if hidden and heads else None)
+        vocab = _int(hf.get("vocab_size"))
+        max_length = _int(hf.get("max_position_embeddings", hf.get("n_positions")))
+    else:
+        source = "graph"
+        heads = ops.get("num_heads")
+        kv_heads = ops.get("kv_num_heads") or heads
+        head_size = None
+        vocab = _logits_vocab(outputs)
+        max_length = None
+    # the graph's fixed dims are the truth a config can only repeat
+    kv_heads = shape[1] if len(shape) == 4 and isinstance(shape[1], int) else kv_heads
+    head_size = shape[3] if len(shape) == 4 and isinstance(shape[3], int) else head_size
+    if head_size is None:
+        head_size = _head_size_from_weights(graph, heads)
+    if not kv_heads or not head_size:
+        return None  # a past whose shape nothing explains: not a cache ortlab can make
+    return DecoderInfo(
+        layers=len(pairs),
+        heads=heads,
+        kv_heads=int(kv_heads),
+        head_size=int(head_size),
+        vocab=vocab or _logits_vocab(outputs),
+        max_length=max_length,
+        pairs=pairs,
+        input_ids=ids,
+        mask=_named(inputs, ("attention_mask",)),
+        positions=_named(inputs, ("position_ids",)),
+        use_cache_branch=_named(inputs, ("use_cache_branch",)),
+        kv_dtype=kv_dtype,
+        weights=_weights(graph, kv_dtype),
+        source=source,
+        attention=_attention_op(graph),
+        share_buffer=bool(search.get("past_present_share_buffer", False)),
+    )
+
+
+def _by_layer(values: Mapping[str, Any], pattern: re.Pattern[str]) -> dict[int, dict[str, str]]:
+    out: dict[int, dict[str, str]] = {}
+    for name in values:
+        m = pattern.search(name)
+        if m:
+            out.setdefault(int(m.group(1)), {})[m.group(2).lower()] = name
+    return out
+
+
+def _dims(v: onnx.ValueInfoProto) -> list[int | str | None]:
+    dims: list[int | str | None] = []
+    for d in v.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return dims
+
+
+def _dtype(v: onnx.ValueInfoProto) -> str:
+    from ortlab.core.onnx_util import dtype_name
+
+    return dtype_name(v.type.tensor_type.elem_type)
+
+
+def _named(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
+    return next((n for n in names if n in values), None)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _attention_attrs(graph: onnx.GraphProto) -> dict[str, int]:
+    """num_heads / kv_num_heads of the first GroupQueryAttention or MultiHeadAttention."""
+    for node, _ in walk_nodes(graph):
+        if node.op_type in ("GroupQueryAttention", "MultiHeadAttention", "Attention"):
+            return {
+                a.name: int(a.i) for a in node.attribute if a.name in ("num_heads", "kv_num_heads")
+            }
+    return {}
+
+
+def _attention_op(graph: onnx.GraphProto) -> str:
+    return next(
+        (
+            n.op_type
+            for n, _ in walk_nodes(graph)
+            if n.op_type in ("GroupQueryAttention", "MultiHeadAttention", "Attention")
+        ),
+        "",
+    )
+
+
+def _logits_vocab(outputs: Mapping[str, onnx.ValueInfoProto]) -> int | None:
+    logits = outputs.get("logits")
+    dims = _dims(logits) if logits is not None else []
+    return dims[-1] if dims and isinstance(dims[-1], int) else None
+
+
+def _head_size_from_weights(graph: onnx.GraphProto, heads: int | None) -> int | None:
+    """hidden / heads, the hidden size read from the embedding table's second dim."""
+    if not heads:
+        return None
+    for t in graph.initializer:
+        if len(t.dims) == 2 and t.dims[0] > t.dims[1] and t.dims[1] % heads == 0:
+            return int(t.dims[1]) // heads
+    return None
+
+
+def _weights(graph: onnx.GraphProto, kv_dtype: str) -> str:
+    """How the weights are stored, as a person names it."""
+    for node, _ in walk_nodes(graph):
+        if node.op_type == "MatMulNBits":
+            attrs = {a.name: int(a.i) for a in node.attribute}
+            bits, block = attrs.get("bits", 4), attrs.get("block_size")
+            level = attrs.get("accuracy_level")
+            extra = ", ".join(
+                x
+                for x in (
+                    f"block {block}" if block else "",
+                    f"accuracy level {level}" if level is not None else "",
+                )
+                if x
+            )
+            return f"int{bits} MatMulNBits" + (f" ({extra})" if extra else "")
+    ops = {n.op_type for n, _ in walk_nodes(graph)}
+    if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "QLinearMatMul", "MatMulIntegerToFloat"}:
+        return "int8 MatMul"
+    return {"float": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(kv_dtype, kv_dtype) + (
+        " weights"
+    )
