@@ -520,7 +520,10 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
                 f"(fix: feeds[{name!r}] = feeds[{name!r}].astype(np.{_np_name(want)}))"
             )
         if info.shape is not None:
-            problems += _shape_problems(name, info, arr.shape, symbols)
+            # a decoder's mask is past + new long whatever its export declared (optimum's
+            # merged GPT-2 names it with the new tokens' dim): its own dims, not shared
+            mask = model.decoder is not None and name == model.decoder.mask
+            problems += _shape_problems(name, info, arr.shape, {} if mask else symbols)
     if problems:
         lines = "\n  ".join(problems)
         wanted = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in model.inputs)

@@ -56,6 +56,8 @@ def edge(
     m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
     if feeds is not None:
         inputs = validate_feeds(m, feeds)
+    elif m.decoder is not None:  # inputs by role (prompt, past): valid for every step
+        inputs = m.example_inputs(dims, seed)
     else:
         inputs = example_inputs(m, seed=seed, choices=fitted_dims(m, dims))
     return Run(m, cfg, inputs, runs=runs, warmup=warmup, progress=progress, timeout=timeout)

@@ -1,0 +1,159 @@
+"""Inputs by role for an LLM decoder: a prefill (``prompt=32``: no past) or a decode step
+(``prompt=1, past=32``), always valid — ids in the vocabulary, a mask of past + new ones,
+positions that continue the past, a cache of the model's own KV heads and head size, and an
+optimum merged decoder's ``use_cache_branch`` set to the phase.
+
+The roles come in through ``dims`` like any dim (``{"prompt": 1, "past": 128}``; the model's
+own names for them are read as the same roles: ``sequence_length`` is the prompt,
+``past_sequence_length`` the past), so the CLI, the Lab's dims box and every verb take them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.core.errors import FeedError, OrtlabWarning
+
+if TYPE_CHECKING:
+    from ortlab.core.decoder import DecoderInfo
+    from ortlab.core.inputs import DimChoice, Feeds
+    from ortlab.core.model import Model
+
+__all__ = ["ROLES", "decoder_feeds", "role_symbols"]
+
+ROLES = ("batch", "prompt", "past")
+"""The dims a decoder's inputs are made from: sequences, new tokens, tokens already cached."""
+DEFAULT_PAST = 128
+"""The context a guessed decode step runs after."""
+
+
+def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
+    """The model's own symbolic dims that carry a role: {symbol: role or a derived value's
+    name ('total', 'kv_heads', 'head_size')}."""
+    by_name = {t.name: t for t in model.inputs}
+    out: dict[str, str] = {}
+
+    def mark(name: str | None, axis: int, role: str) -> None:
+        shape = by_name[name].shape if name in by_name else None
+        if shape and len(shape) > axis and isinstance(shape[axis], str):
+            out.setdefault(str(shape[axis]), role)
+
+    mark(info.input_ids, 0, "batch")
+    mark(info.input_ids, 1, "prompt")
+    first = info.pairs[0].past_key
+    mark(first, 0, "batch")
+    mark(first, 1, "kv_heads")
+    mark(first, 2, "past")
+    mark(first, 3, "head_size")
+    mark(info.mask, 1, "total")  # a mask declared past + new long (genai's)
+    return out
+
+
+def decoder_feeds(
+    model: Model,
+    info: DecoderInfo,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> Feeds:
+    """Seeded, valid inputs for one step of ``info``'s decoder (see the module docstring)."""
+    from ortlab.core.inputs import DimChoice, Feeds, example_inputs, resolve_dims
+
+    symbols = role_symbols(model, info)
+    given: dict[str, int] = {}
+    unknown = []
+    for name, value in (dims or {}).items():
+        role = name if name in ROLES else symbols.get(name)
+        if role in ROLES:
+            given[role] = int(value)
+        else:
+            unknown.append(name)
+    if unknown:
+        warnings.warn(
+            f"dims= names {sorted(unknown)}: {model.name!r} is a decoder, whose inputs are made "
+            f"from {', '.join(ROLES)} (prompt=32 is a prefill, prompt=1, past=128 a decode "
+            "step); the others follow from them: ignored.",
+            OrtlabWarning,
+            stacklevel=4,
+        )
+    roles = _roles(info, given)
+    batch, prompt, past = (roles[r].value for r in ROLES)
+    derived = {"total": past + prompt, "kv_heads": info.kv_heads, "head_size": info.head_size}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choices = resolve_dims(model, None)
+    for sym, role in symbols.items():
+        value = roles[role].value if role in roles else derived[role]
+        why = roles[role].why if role in roles else f"the decoder's {role.replace('_', ' ')}"
+        choices[sym] = DimChoice(sym, value, why)
+    base = example_inputs(model, seed=seed, choices=choices)
+    rng = np.random.default_rng(seed + 1)
+    arrays: dict[str, Any] = dict(base)
+    ids_dtype = np.asarray(base[info.input_ids]).dtype if info.input_ids in base else np.int64
+    vocab = info.vocab or 1000
+    arrays[info.input_ids] = rng.integers(0, vocab, size=(batch, prompt)).astype(ids_dtype)
+    if info.mask and info.mask in base:
+        arrays[info.mask] = np.ones((batch, past + prompt), dtype=base[info.mask].dtype)
+    if info.positions and info.positions in base:
+        pos = np.arange(past, past + prompt, dtype=base[info.positions].dtype)
+        arrays[info.positions] = np.broadcast_to(pos, (batch, prompt)).copy()
+    for name in info.past_inputs:
+        if name in base:
+            dtype = base[name].dtype
+            shape = (batch, info.kv_heads, past, info.head_size)
+            arrays[name] = (rng.standard_normal(shape) * 0.5).astype(dtype)
+    if info.use_cache_branch and info.use_cache_branch in base:
+        arrays[info.use_cache_branch] = np.array([past > 0], dtype=bool)
+    phase = "a prefill" if past == 0 else "one decode step"
+    ours = (*info.past_inputs, *([info.mask] if info.mask else []))
+    notes = [n for n in base.notes if not n.startswith(ours)]
+    notes.append(
+        f"decoder inputs: {phase} of {prompt} token(s) after {past} cached, batch {batch} "
+        f"(random ids below {vocab}, mask of {past + prompt} ones, a random cache of "
+        f"{info.kv_heads} KV heads x {info.head_size}): synthetic"
+    )
+    return Feeds(arrays, {**choices, **roles}, notes, synthetic=True)
+
+
+def _roles(info: DecoderInfo, given: Mapping[str, int]) -> dict[str, DimChoice]:
+    """batch, prompt and past with their reasons; a point past the model's max length is
+    refused."""
+    from ortlab.core.inputs import DimChoice
+
+    longest = info.max_length
+    batch = given.get("batch", 1)
+    out = {"batch": DimChoice("batch", batch, "given" if "batch" in given else "one sequence")}
+    if "prompt" in given or "past" in given:
+        prompt = given.get("prompt", 1)
+        past = given.get("past", 0)
+        why_prompt = "given" if "prompt" in given else "one decode step (past= given)"
+        why_past = (
+            "given"
+            if "past" in given
+            else "a prefill: nothing cached (set past= for a decode step)"
+        )
+    else:
+        prompt, why_prompt = (
+            1,
+            "guessed: one decode step (set prompt= and past=; prompt=32 alone is a prefill)",
+        )
+        past = DEFAULT_PAST if longest is None else min(DEFAULT_PAST, longest - 1)
+        why_past = f"guessed: {past} tokens already cached"
+    if prompt < 1:
+        raise FeedError(f"prompt={prompt}: a step runs at least one new token (prompt >= 1).")
+    if longest is not None and past + prompt > longest:
+        raise FeedError(
+            f"past={past} + prompt={prompt} is {past + prompt} tokens, beyond the "
+            f"{longest} this decoder is made for ({info.source}): use fewer."
+        )
+    if info.attention == "GroupQueryAttention" and batch > 1 and prompt > 1 and past > 0:
+        raise FeedError(  # ORT's own rule (its kernel refuses such a step)
+            f"batch={batch}, prompt={prompt}, past={past}: GroupQueryAttention runs several new "
+            "tokens after a past only for one sequence (batch=1); use batch=1, or prompt=1."
+        )
+    out["prompt"] = DimChoice("prompt", prompt, why_prompt)
+    out["past"] = DimChoice("past", past, why_past)
+    return out
