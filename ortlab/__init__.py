@@ -32,6 +32,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.compare import CompareResult, compare
     from ortlab.analysis.cost import CostResult, cost
     from ortlab.analysis.diff import DiffResult, diff
+    from ortlab.analysis.generate import GenerationResult, generate
     from ortlab.analysis.graphdata import GraphData, graph_data
     from ortlab.analysis.memory import FootprintResult, footprint
     from ortlab.analysis.optimization import OptimizationResult, optimization_diff
@@ -48,6 +49,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.whatif import whatif
     from ortlab.analysis.whatifresult import WhatIfResult
     from ortlab.core.config import SessionConfig
+    from ortlab.core.decoder import DecoderInfo
     from ortlab.core.errors import (
         ExternalDataError,
         FeedError,
@@ -156,6 +158,7 @@ __all__ = [
     "ConcurrencyError",
     "ConfigComparison",
     "CostResult",
+    "DecoderInfo",
     "DiffResult",
     "DoctorResult",
     "ErrorResult",
@@ -164,6 +167,7 @@ __all__ = [
     "Feeds",
     "Finding",
     "FootprintResult",
+    "GenerationResult",
     "GraphData",
     "GraphView",
     "InvalidModelError",
@@ -211,6 +215,7 @@ __all__ = [
     "doctor",
     "examples",
     "footprint",
+    "generate",
     "graph",
     "graph_data",
     "graph_diff",

@@ -1,5 +1,5 @@
-"""The command line's "why is it slow" verbs: cost, roofline, sweep, throughput and
-version-diff (their parsers and what each runs)."""
+"""The command line's "why is it slow" verbs: cost, roofline, sweep, throughput, generate
+and version-diff (their parsers and what each runs)."""
 
 from __future__ import annotations
 
@@ -144,6 +144,31 @@ def _throughput(args: argparse.Namespace) -> None:
     print(t.to_json() if args.json else t.to_text())
 
 
+def _generate_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "generate",
+        help="an LLM decoder token by token: TTFT, prefill and decode tokens/s, the KV cache",
+    )
+    _session_args(p)
+    p.add_argument("--prompt", type=_int_arg(1), default=128, help="prompt tokens (the prefill)")
+    p.add_argument("--new", type=_int_arg(1), default=64, help="tokens to generate")
+    p.add_argument("--runs", type=_int_arg(1), default=3, help="generations (6+ for intervals)")
+
+
+def _generate(args: argparse.Namespace) -> None:
+    m = _model(args.model)
+    g = ortlab.generate(
+        m,
+        _config(args),
+        _feeds(args.feeds, m),
+        prompt=args.prompt,
+        new_tokens=args.new,
+        runs=args.runs,
+        progress=_progress(args),
+    )
+    print(g.to_json() if args.json else g.to_text())
+
+
 def _versions_arg(text: str) -> list[str]:
     versions = [v.strip() for v in text.split(",") if v.strip()]
     if len(versions) != 2:
@@ -174,6 +199,7 @@ def add_parsers(sub: Any) -> None:
     """The subcommands of this module."""
     _why_slow_parsers(sub)
     _throughput_parser(sub)
+    _generate_parser(sub)
     _version_diff_parser(sub)
 
 
@@ -182,5 +208,6 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "roofline": _roofline,
     "sweep": _sweep,
     "throughput": _throughput,
+    "generate": _generate,
     "version-diff": _version_diff,
 }

@@ -283,3 +283,19 @@ class ThroughputReply:
     sessions_built: int
     """Sessions built for the per-thread mode (the largest concurrency; 0 without it)."""
     cpu_count: int
+
+
+@dataclass(frozen=True)
+class GenerateReply:
+    """``tasks_generate.generate``: per run and step the ``sess.run`` time (ns; step 0 is the
+    prefill), the greedy tokens (the same every run), the present outputs' bytes after each
+    step of the first run, the process's resident memory before and after it, the session's
+    report and the cores other processes used meanwhile."""
+
+    steps_ns: list[list[int]]
+    tokens: list[int]
+    present_bytes: list[int]
+    rss_before: int
+    rss_after: int
+    report: SessionReport
+    other_cores: float | None = None

@@ -13,6 +13,7 @@ from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.compare import CompareResult
 from ortlab.analysis.cost import CostResult
 from ortlab.analysis.diff import DiffResult
+from ortlab.analysis.generate import GenerationResult
 from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.optimization import OptimizationResult
 from ortlab.analysis.placementresult import PlacementResult
@@ -37,6 +38,7 @@ from ortlab.views import (
     render_comparison,
     render_cost,
     render_doctor,
+    render_generate,
     render_memory,
     render_optimization,
     render_quantization,
@@ -86,6 +88,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (SweepResult, "html", render_sweep.sweep_html),
     (SweepResult, "text", render_sweep.sweep_text),
     (SweepResult, "plot", render_sweep.sweep_figure),
+    (GenerationResult, "html", render_generate.generate_html),
+    (GenerationResult, "text", render_generate.generate_text),
+    (GenerationResult, "plot", render_generate.generate_figure),
     (ThroughputResult, "html", render_throughput.throughput_html),
     (ThroughputResult, "text", render_throughput.throughput_text),
     (ThroughputResult, "plot", render_throughput.throughput_figure),

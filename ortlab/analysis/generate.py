@@ -1,0 +1,223 @@
+"""``ortlab.generate``: an LLM decoder as people run it — a prefill, then token by token with
+the KV cache — timed per step: time to first token, prefill and decode tokens/s, time per
+token against the cache's length, and the cache's bytes by formula beside the present
+outputs' real sizes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import FeedError
+from ortlab.core.machine import load_sentence
+from ortlab.core.model import ModelLike, load
+from ortlab.core.result import Result, table
+from ortlab.core.stats import median_with_interval
+from ortlab.engine import tasks_generate
+from ortlab.engine.calls import edge, run_model_task
+
+__all__ = ["GenerationResult", "generate"]
+
+
+@dataclass(frozen=True)
+class GenerationResult(Result):
+    """Greedy generations of one decoder, each step timed (profiling off). Times in ms.
+
+    ``plot()``: time per token against the cache's length (the prefill marked).
+    """
+
+    model: str
+    config: SessionConfig
+    prompt: int
+    """Prompt tokens (the prefill's length)."""
+    new_tokens: int
+    """Tokens generated per run: the prefill gives the first, each decode step one more."""
+    batch: int
+    steps_ms: list[list[float]]
+    """Per run, per step: the ``sess.run`` time (step 0 is the prefill)."""
+    tokens: list[int]
+    """The greedy tokens of the first sequence (the same every run)."""
+    kv_bytes_per_token: int
+    """By formula: 2 x layers x KV heads x head size x element size (x batch)."""
+    present_bytes: list[int]
+    """The present outputs' bytes after each step of the first run (measured)."""
+    rss_growth_bytes: int
+    """The worker's resident memory after the first generation minus before it."""
+    decoder: str
+    """The decoder's one line (``Model.summary.decoder``)."""
+    feeds: str = ""
+    synthetic: bool | None = None
+    other_cores: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return len(self.steps_ms)
+
+    @property
+    def ttft_ms(self) -> tuple[float, float, float]:
+        """Time to first token (the prefill's run): ``(median over runs, low, high)``, the
+        interval from order statistics (NaN with fewer than 6 runs)."""
+        return _interval([r[0] for r in self.steps_ms])
+
+    @property
+    def prefill_tokens_per_s(self) -> tuple[float, float, float]:
+        """Prompt tokens per second of the prefill: ``(median over runs, low, high)``."""
+        return _interval([1e3 * self.prompt * self.batch / r[0] for r in self.steps_ms])
+
+    @property
+    def decode_tokens_per_s(self) -> tuple[float, float, float]:
+        """Tokens per second of the decode steps (all but the prefill), each run's tokens over
+        its decode time: ``(median over runs, low, high)``; NaN with one new token."""
+        if self.new_tokens < 2:
+            return math.nan, math.nan, math.nan
+        return _interval(
+            [1e3 * (len(r) - 1) * self.batch / sum(r[1:]) for r in self.steps_ms if sum(r[1:])]
+        )
+
+    @table
+    def per_token(self) -> Any:
+        """One row per step: step, phase, past_length (tokens cached before it), ms (median
+        over runs), low_ms, high_ms (the range over runs)."""
+        import pandas as pd
+
+        ms = np.asarray(self.steps_ms, dtype=np.float64)
+        return pd.DataFrame(
+            {
+                "step": np.arange(ms.shape[1]),
+                "phase": ["prefill"] + ["decode"] * (ms.shape[1] - 1),
+                "past_length": [0] + [self.prompt + k for k in range(ms.shape[1] - 1)],
+                "ms": np.median(ms, axis=0),
+                "low_ms": ms.min(axis=0),
+                "high_ms": ms.max(axis=0),
+            }
+        )
+
+    def to_pandas(self) -> Any:
+        """The :attr:`per_token` table."""
+        return self.per_token
+
+    @property
+    def kv_cache(self) -> dict[str, float]:
+        """The cache: bytes per token by formula and as the present outputs grew (measured),
+        and its size at prompt + new tokens (formula) and after the last step (measured)."""
+        grown = np.diff(self.present_bytes) if len(self.present_bytes) > 1 else np.array([])
+        return {
+            "bytes_per_token": float(self.kv_bytes_per_token),
+            "measured_bytes_per_token": float(np.median(grown)) if grown.size else math.nan,
+            "peak_bytes": float(self.kv_bytes_per_token * (self.prompt + self.new_tokens - 1)),
+            "measured_peak_bytes": float(self.present_bytes[-1]) if self.present_bytes else 0.0,
+            "rss_growth_bytes": float(self.rss_growth_bytes),
+        }
+
+    def __repr__(self) -> str:
+        dec, ttft = self.decode_tokens_per_s[0], self.ttft_ms[0]
+        return (
+            f"<GenerationResult {self.model!r}: prompt {self.prompt}, {self.new_tokens} new "
+            f"tokens x {self.runs} runs; TTFT {ttft:.2f} ms, decode {dec:.1f} tokens/s>"
+        )
+
+
+def _interval(values: list[float]) -> tuple[float, float, float]:
+    mid, low, high, _ = median_with_interval(values)
+    return mid, low, high
+
+
+def generate(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    prompt: int = 128,
+    new_tokens: int = 64,
+    runs: int = 3,
+    batch: int = 1,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> GenerationResult:
+    """``runs`` greedy generations of ``new_tokens`` tokens after a ``prompt``-token prompt, in
+    plain onnxruntime in the worker (present -> past each step, as onnxruntime-genai's
+    generator does without buffer sharing): TTFT, prefill and decode tokens/s with their
+    intervals over runs, time per token against the cache's length, the tokens, and the KV
+    cache. ``feeds`` may give the prompt's ``input_ids`` ([batch, prompt]); else they are
+    random ids in the vocabulary (synthetic, seeded)."""
+    m = load(model)
+    info = m.decoder
+    if info is None:
+        raise FeedError(
+            f"{m.name!r} is not a decoder with a KV cache (no past_key_values.* inputs matched "
+            "by present.* outputs): ortlab.generate runs decoders; ortlab.benchmark times a "
+            "single run of any model."
+        )
+    if new_tokens < 1 or prompt < 1 or runs < 1:
+        raise ValueError(
+            f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"
+        )
+    given = None
+    if feeds is not None:
+        ids = np.asarray(feeds[info.input_ids]) if info.input_ids in feeds else None
+        if ids is None or ids.ndim != 2:
+            raise FeedError(
+                f"generate's feeds give the prompt: {{{info.input_ids!r}: array [batch, prompt]}}; "
+                "the mask, positions and cache are built each step."
+            )
+        batch, prompt = ids.shape
+        given = ids
+    if info.max_length is not None and prompt + new_tokens > info.max_length:
+        raise FeedError(
+            f"prompt {prompt} + {new_tokens} new tokens is beyond the {info.max_length} tokens "
+            f"{m.name!r} is made for ({info.source}): generate fewer."
+        )
+    run = edge(
+        m,
+        config,
+        None,
+        dims={"prompt": prompt, "past": 0, "batch": batch},
+        runs=runs,
+        progress=progress,
+        timeout=timeout,
+    )
+    if given is not None:
+        inputs = dict(run.inputs)
+        inputs[info.input_ids] = given.astype(np.asarray(inputs[info.input_ids]).dtype)
+        run = run.with_(inputs=type(run.inputs)(inputs, run.inputs.dims, [], synthetic=False))
+    reply = run_model_task(
+        tasks_generate.generate, run, decoder=info, new_tokens=new_tokens, runs=runs
+    )
+    notes = [
+        f"Each step's time is its sess.run (profiling off); the prefill is step 0; decode "
+        f"tokens/s are each run's {new_tokens - 1} decode tokens over their time, the median "
+        "over runs with an interval from order statistics (6 runs or more).",
+        "The cache is passed from present to past each step (no buffer sharing): "
+        + (
+            "this model's genai_config asks for past_present_share_buffer, which "
+            "onnxruntime-genai uses; ortlab copies, as a plain loop does."
+            if info.share_buffer
+            else "as onnxruntime-genai's generator does for this model."
+        ),
+        load_sentence(reply.other_cores),
+    ]
+    if run.synthetic:
+        notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
+    return GenerationResult(
+        model=m.name,
+        config=run.config,
+        prompt=prompt,
+        new_tokens=new_tokens,
+        batch=batch,
+        steps_ms=[[t / 1e6 for t in r] for r in reply.steps_ns],
+        tokens=reply.tokens,
+        kv_bytes_per_token=info.kv_bytes_per_token * batch,
+        present_bytes=reply.present_bytes,
+        rss_growth_bytes=reply.rss_after - reply.rss_before,
+        decoder=info.line(),
+        feeds=f"input_ids [{batch}, {prompt}]",
+        synthetic=run.synthetic,
+        other_cores=reply.other_cores,
+        notes=notes,
+    )

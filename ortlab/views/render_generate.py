@@ -1,0 +1,109 @@
+"""Renderers of ``ortlab.generate``: the headline (TTFT, prefill and decode tokens/s with their
+intervals), the KV cache by formula beside its measured size, time per token against the
+cache's length; text, HTML and a figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ortlab.core.units import fmt_bytes
+from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+__all__ = ["generate_figure", "generate_html", "generate_text"]
+
+
+def _value(triple: tuple[float, float, float], digits: int, unit: str) -> str:
+    mid, low, high = triple
+    if math.isnan(mid):
+        return "—"
+    band = "" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{mid:.{digits}f} {unit}{band}"
+
+
+def _head(g: Any) -> str:
+    return (
+        f"{g.model} [{g.config.label()}]: prompt {g.prompt} tokens, {g.new_tokens} new, "
+        f"batch {g.batch}, {g.runs} runs (measured, profiling off) · {g.decoder}"
+    )
+
+
+def _rows(g: Any) -> list[list[str]]:
+    kv = g.kv_cache
+    measured = kv["measured_bytes_per_token"]
+    return [
+        ["time to first token", _value(g.ttft_ms, 3, "ms"), "the prefill's run"],
+        ["prefill", _value(g.prefill_tokens_per_s, 0, "tokens/s"), "prompt tokens / TTFT"],
+        ["decode", _value(g.decode_tokens_per_s, 1, "tokens/s"), "after the first token"],
+        [
+            "KV cache per token",
+            f"{fmt_bytes(kv['bytes_per_token'])} (formula)",
+            "present outputs grew by "
+            + (fmt_bytes(measured) if not math.isnan(measured) else "—")
+            + " per token (measured)",
+        ],
+        [
+            f"KV cache at {g.prompt + g.new_tokens - 1} tokens",
+            f"{fmt_bytes(kv['peak_bytes'])} (formula)",
+            f"{fmt_bytes(kv['measured_peak_bytes'])} in the last present outputs (measured)",
+        ],
+    ]
+
+
+def generate_text(g: Any) -> str:
+    out = [safe_text(_head(g), 600), "", table_text(["", "median [95 % interval]", ""], _rows(g))]
+    out += ["", "tokens: " + " ".join(str(t) for t in g.tokens[:64])]
+    out += ["", *(safe_text(n, 600) for n in g.notes)]
+    return "\n".join(out)
+
+
+def generate_html(g: Any) -> str:
+    parts = [
+        f"{STYLE}<div><b>{esc(_head(g), 600)}</b></div>",
+        table_html(["", "median [95 % interval]", ""], _rows(g)),
+        f"<div>tokens: {esc(' '.join(str(t) for t in g.tokens[:64]), 800)}</div>",
+    ]
+    parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in g.notes]
+    parts.append(inputs_html("Measured with", g.feeds, g.synthetic))
+    return "".join(parts)
+
+
+def generate_figure(g: Any) -> Any:
+    """Time per token (median over runs, the range over runs as a band) against the tokens
+    cached before it; the prefill as its own marker at 0."""
+    import plotly.graph_objects as go
+
+    from ortlab.views.figure import layout
+
+    t = g.per_token
+    dec = t[t["phase"] == "decode"]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=list(dec["past_length"]),
+            y=list(dec["ms"]),
+            mode="lines+markers",
+            name="decode step (median)",
+            error_y={
+                "type": "data",
+                "array": list(dec["high_ms"] - dec["ms"]),
+                "arrayminus": list(dec["ms"] - dec["low_ms"]),
+            },
+        )
+    )
+    pre = t[t["phase"] == "prefill"]
+    fig.add_trace(
+        go.Scatter(
+            x=[0],
+            y=list(pre["ms"]),
+            mode="markers",
+            marker={"size": 12, "symbol": "diamond"},
+            name=f"prefill ({g.prompt} tokens)",
+        )
+    )
+    return layout(
+        fig,
+        f"{esc(g.model)}: time per token against the tokens cached (bars: range over runs)",
+        xaxis_title="tokens cached before the step",
+        yaxis_title="ms per step",
+    )

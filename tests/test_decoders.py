@@ -1,0 +1,200 @@
+"""LLM decoders with a KV cache (issue 39), on tiny decoders made by the real exporters
+(tests/data/decoders, scripts/make_decoders.py): onnxruntime-genai's builder (int4, fp32),
+optimum's merged GPT-2 (its graph in an If on use_cache_branch) and optimum's Llama. Checked
+against independent sources: the exporters' own configs, plain onnxruntime running every input
+ortlab invents, onnxruntime-genai's generator and torch's greedy tokens (reference.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import ortlab
+from ortlab.cli import main
+from ortlab.core.errors import FeedError, InvalidModelError
+
+HERE = Path(__file__).parent / "data" / "decoders"
+NAMES = ("genai_int4", "genai_fp32", "optimum_gpt2_merged", "optimum_llama")
+REFERENCE = json.loads((HERE / "reference.json").read_text())
+PROMPT = np.asarray([REFERENCE["prompt"]], dtype=np.int64)
+
+
+def _session(m: ortlab.Model) -> Any:
+    return ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_decoder_folder_loads_and_says_what_it_is(name: str) -> None:
+    """The folder loads its model; DecoderInfo equals what the exporter's own config says
+    (genai_config.json or config.json, read here independently)."""
+    m = ortlab.load(HERE / name)
+    d = m.decoder
+    assert d is not None and m.name == name
+    genai = HERE / name / "genai_config.json"
+    if genai.exists():
+        cfg = json.loads(genai.read_text())["model"]
+        dec = cfg["decoder"]
+        want = (dec["num_hidden_layers"], dec["num_attention_heads"])
+        want += (dec["num_key_value_heads"], dec["head_size"], cfg["vocab_size"])
+        assert d.source == "genai_config.json"
+        assert d.attention == "GroupQueryAttention"
+    else:
+        hf = json.loads((HERE / name / "config.json").read_text())
+        heads = hf.get("num_attention_heads", hf.get("n_head"))
+        hidden = hf.get("hidden_size", hf.get("n_embd"))
+        want = (hf.get("num_hidden_layers", hf.get("n_layer")), heads)
+        want += (hf.get("num_key_value_heads", heads), hidden // heads, hf["vocab_size"])
+        assert d.source == "config.json"
+    assert (d.layers, d.heads, d.kv_heads, d.head_size, d.vocab) == want
+    assert (d.use_cache_branch is not None) == (name == "optimum_gpt2_merged")
+    assert ("int4 MatMulNBits" in d.weights) == (name == "genai_int4")
+    line = m.summary.decoder
+    assert line.startswith(f"decoder with KV cache: {d.layers} layers, {d.heads} heads / ")
+    assert line in m.summary.to_text() and "kind" in m.summary._repr_html_()
+
+
+def test_other_models_are_not_decoders_and_a_plain_folder_says_what_it_holds(
+    tmp_path: Path,
+) -> None:
+    assert ortlab.examples.load("mlp").decoder is None
+    assert ortlab.examples.load("bert_tiny").decoder is None
+    (tmp_path / "a.onnx").write_bytes(ortlab.examples.path("mlp").read_bytes())
+    with pytest.raises(InvalidModelError, match=r"a\.onnx.*pass the \.onnx file"):
+        ortlab.load(tmp_path)
+    with pytest.raises(FeedError, match="not a decoder"):
+        ortlab.generate(ortlab.examples.load("mlp"), progress=False)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "dims", [None, {"prompt": 8}, {"prompt": 1, "past": 8}, {"prompt": 3, "past": 40}]
+)
+def test_plain_onnxruntime_runs_every_input_ortlab_invents(name: str, dims: Any) -> None:
+    """Prefill and decode steps: ids in the vocabulary, a mask of past + new ones, positions
+    continuing the past, the cache at the model's KV heads and head size, use_cache_branch set
+    to the phase; onnxruntime runs them and its present outputs are past + new long."""
+    m = ortlab.load(HERE / name)
+    d = m.decoder
+    assert d is not None
+    f = m.example_inputs(dims=dims)
+    past, prompt = f.dims["past"].value, f.dims["prompt"].value
+    if dims is None:
+        assert "guessed" in f.dims["past"].why and prompt == 1 and past > 0
+    else:
+        assert f.dims["prompt"].why == "given" and prompt == dims["prompt"]
+    ids = f[d.input_ids]
+    assert ids.shape == (1, prompt) and ids.min() >= 0 and ids.max() < d.vocab
+    if d.mask:
+        assert f[d.mask].shape == (1, past + prompt) and (f[d.mask] == 1).all()
+    if d.positions:
+        assert f[d.positions].tolist() == [list(range(past, past + prompt))]
+    if d.use_cache_branch:
+        assert f[d.use_cache_branch].tolist() == [past > 0]
+    s = _session(m)
+    outs = dict(zip([o.name for o in s.get_outputs()], s.run(None, dict(f)), strict=True))
+    for p in d.pairs:
+        assert outs[p.present_key].shape == (1, d.kv_heads, past + prompt, d.head_size)
+    assert outs["logits"].shape[:2] == (1, prompt)
+    assert any("synthetic" in n for n in f.notes)
+
+
+def test_a_decode_mask_of_past_plus_new_is_accepted_whatever_the_export_declared() -> None:
+    """optimum's merged GPT-2 declares the mask with the new tokens' dim; a decode step's mask
+    is past + new long: plain onnxruntime runs it, so every ortlab verb must take it."""
+    m = ortlab.load(HERE / "optimum_gpt2_merged")
+    d = m.decoder
+    assert d is not None
+    mask = next(t for t in m.inputs if t.name == d.mask)
+    assert mask.shape == next(t for t in m.inputs if t.name == d.input_ids).shape, "premise"
+    feeds = {k: np.asarray(v) for k, v in m.example_inputs(dims={"prompt": 1, "past": 32}).items()}
+    _session(m).run(None, feeds)  # plain onnxruntime: fine
+    b = ortlab.benchmark(m, feeds=feeds, runs=3, warmup=1, progress=False)
+    assert b.stats.count == 3 and "[1, 33]" in b.feeds
+
+
+def test_steps_ort_refuses_are_refused_with_the_reason() -> None:
+    m = ortlab.load(HERE / "genai_int4")
+    with pytest.raises(FeedError, match="GroupQueryAttention"):
+        m.example_inputs(dims={"prompt": 4, "past": 8, "batch": 2})
+    with pytest.raises(FeedError, match="beyond the 512"):
+        m.example_inputs(dims={"prompt": 8, "past": 510})
+    f = m.example_inputs(dims={"prompt": 1, "past": 8, "batch": 3})  # batched decode: fine
+    _session(m).run(None, dict(f))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_generate_gives_the_reference_generators_greedy_tokens(name: str) -> None:
+    """The tokens equal torch's greedy loop on the source checkpoint and onnxruntime-genai's
+    generator (recorded when the models were made), and the cache grows by the formula."""
+    ref = REFERENCE["models"][name]
+    want = ref.get("torch_greedy_tokens") or ref["genai_greedy_tokens"]
+    g = ortlab.generate(
+        HERE / name, feeds={"input_ids": PROMPT}, new_tokens=len(want), runs=2, progress=False
+    )
+    assert g.tokens == want and g.synthetic is False
+    d = ortlab.load(HERE / name).decoder
+    assert d is not None
+    formula = 2 * d.layers * d.kv_heads * d.head_size * 4  # fp32 cache
+    kv = g.kv_cache
+    assert kv["bytes_per_token"] == formula == kv["measured_bytes_per_token"]
+    assert kv["measured_peak_bytes"] == formula * (PROMPT.shape[1] + len(want) - 1)
+    t = g.per_token
+    assert list(t["past_length"]) == [0, *range(PROMPT.shape[1], PROMPT.shape[1] + len(want) - 1)]
+    assert (t["low_ms"] <= t["ms"]).all() and (t["ms"] <= t["high_ms"]).all()
+    assert list(t["phase"]).count("prefill") == 1
+
+
+@pytest.mark.parametrize("name", ["genai_int4", "genai_fp32"])
+def test_generate_equals_onnxruntime_genais_generator_run_here(name: str) -> None:
+    """The reference run live: onnxruntime-genai's own generator on the same folder (installed
+    --no-deps beside onnxruntime-gpu by the project's bootstrap)."""
+    og = pytest.importorskip("onnxruntime_genai")
+    model = og.Model(str(HERE / name))
+    params = og.GeneratorParams(model)
+    new = 12
+    params.set_search_options(do_sample=False, max_length=PROMPT.shape[1] + new)
+    gen = og.Generator(model, params)
+    gen.append_tokens(PROMPT[0].tolist())
+    theirs = []
+    while not gen.is_done():
+        gen.generate_next_token()
+        theirs.append(int(gen.get_next_tokens()[0]))
+    g = ortlab.generate(HERE / name, feeds={"input_ids": PROMPT}, new_tokens=new, progress=False)
+    assert g.tokens == theirs[:new]
+
+
+def test_generate_reports_phases_with_intervals_and_round_trips(capsys: Any) -> None:
+    g = ortlab.generate(HERE / "genai_int4", prompt=16, new_tokens=6, runs=6, progress=False)
+    mid, low, high = g.decode_tokens_per_s
+    assert low <= mid <= high and mid > 0, "6 runs: a 95 % interval over runs"
+    ttft = g.ttft_ms
+    assert ttft[1] <= ttft[0] <= ttft[2]
+    per_run = [1e3 * 5 / sum(r[1:]) for r in g.steps_ms]  # each run's decode rate, by hand
+    assert mid == pytest.approx(float(np.median(per_run)))
+    assert g.synthetic and any("synthetic" in n for n in g.notes)
+    again = ortlab.GenerationResult.from_json(g.to_json())
+    assert again == g and "tokens/s" in g.to_text() and "<table" in g._repr_html_()
+    assert g.plot().data[0].x == tuple(range(16, 16 + 5))
+    assert (
+        main(
+            [
+                "generate",
+                str(HERE / "optimum_gpt2_merged"),
+                "--prompt",
+                "8",
+                "--new",
+                "3",
+                "--runs",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    cli = ortlab.GenerationResult.from_json(capsys.readouterr().out)
+    assert cli.prompt == 8 and len(cli.tokens) == 3
