@@ -198,3 +198,17 @@ def test_generate_reports_phases_with_intervals_and_round_trips(capsys: Any) -> 
     )
     cli = ortlab.GenerationResult.from_json(capsys.readouterr().out)
     assert cli.prompt == 8 and len(cli.tokens) == 3
+
+
+def test_a_sweep_over_the_past_keeps_every_point_a_valid_step() -> None:
+    """past=0 is the prefill (a size, not refused); each point's mask and positions follow
+    its past, so plain onnxruntime's present length is past + prompt at every point."""
+    m = ortlab.load(HERE / "optimum_llama")
+    s = ortlab.sweep(m, dims={"past": [0, 16, 64]}, runs=3, progress=False)
+    assert [r.dims["past"] for r in s.rows] == [0, 16, 64] and not any(r.error for r in s.rows)
+    d = m.decoder
+    assert d is not None
+    for past in (0, 16, 64):
+        f = m.example_inputs(dims={"past": past})
+        out = _session(m).run([d.pairs[0].present_key], dict(f))[0]
+        assert out.shape[2] == past + f.dims["prompt"].value

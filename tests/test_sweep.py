@@ -95,8 +95,8 @@ def test_a_shape_the_model_refuses_is_a_row_with_its_error(tmp_path: Path) -> No
     ("dims", "match"),
     [
         ({}, "dims is empty"),
-        ({"batch": [0, 1]}, "positive integers"),
-        ({"batch": "1,2"}, "positive integers"),
+        ({"batch": [-1, 1]}, "non-negative integers"),
+        ({"batch": "1,2"}, "non-negative integers"),
         (
             {"a": list(range(1, 10)), "b": list(range(1, 10))},
             f"more than a sweep measures \\({MAX_POINTS}",

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.benchmark import benchmark
-from ortlab.analysis.placement import placement
+from ortlab.analysis.benchmark import benchmark_run
+from ortlab.analysis.placement import placement_run
 from ortlab.analysis.whatif import whatif
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
 from ortlab.core.stats import median_with_interval
-from ortlab.engine.calls import as_config
+from ortlab.engine.calls import as_config, edge
 
 __all__ = ["MAX_POINTS", "SweepResult", "SweepRow", "sweep"]
 
@@ -120,8 +120,10 @@ def _points(dims: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
     lists: dict[str, list[int]] = {}
     for name, values in dims.items():
         vals = [values] if isinstance(values, int) else list(values)
-        if not vals or not all(isinstance(v, int | np.integer) and int(v) > 0 for v in vals):
-            raise SweepError(f"dims[{name!r}] must be a list of positive integers, not {values!r}")
+        if not vals or not all(isinstance(v, int | np.integer) and int(v) >= 0 for v in vals):
+            raise SweepError(  # 0 is a size: a decoder's past of 0 is its prefill
+                f"dims[{name!r}] must be a list of non-negative integers, not {values!r}"
+            )
         lists[name] = list(dict.fromkeys(int(v) for v in vals))
     count = math.prod(len(v) for v in lists.values())
     if count > MAX_POINTS:
@@ -148,9 +150,10 @@ def _measure(
     targets: Sequence[str],
     timeout: float | None,
 ) -> SweepRow:
-    b = benchmark(model, cfg, runs=runs, warmup=3, dims=point, progress=False, timeout=timeout)
+    run = edge(model, cfg, None, dims=point, progress=False, timeout=timeout)  # one Run a point
+    b = benchmark_run(run.with_(runs=runs, warmup=3))
     p50, low, high = _latency(b.latencies_ns)
-    pl = placement(model, cfg, runs=3, warmup=1, dims=point, progress=False, timeout=timeout)
+    pl = placement_run(run.with_(runs=3, warmup=1))
     per_ep: dict[str, int] = {}
     for r in pl.node_rows:
         if r.partition >= 0:
