@@ -212,3 +212,35 @@ def test_a_sweep_over_the_past_keeps_every_point_a_valid_step() -> None:
         f = m.example_inputs(dims={"past": past})
         out = _session(m).run([d.pairs[0].present_key], dict(f))[0]
         assert out.shape[2] == past + f.dims["prompt"].value
+
+
+@pytest.mark.parametrize(("past", "ran", "idle"), [(16, "then", "else"), (0, "else", "then")])
+def test_a_merged_decoder_credits_the_branch_that_ran(past: int, ran: str, idle: str) -> None:
+    """optimum's merged GPT-2 repeats its network in both branches of one If with the same
+    names. ONNX's If runs then_branch when use_cache_branch is True (a decode step: past > 0):
+    that branch's nodes hold the time, the If is kept, the other branch did not run; node
+    times add up to the profile's own node total; the graph shows the same."""
+    m = ortlab.load(HERE / "optimum_gpt2_merged")
+    prompt = 1 if past else 8
+    pl = ortlab.placement(m, dims={"prompt": prompt, "past": past}, runs=3, progress=False)
+    scope = {n.name: n.parent for n in m.nodes}
+    rows = {r.node: r for r in pl.node_rows}
+    the_if = next(n.name for n in m.nodes if n.op_type == "If")
+    assert rows[the_if].status == "kept" and rows[the_if].us_per_run > 0
+    time = {"then": 0.0, "else": 0.0}
+    for name, r in rows.items():
+        if scope[name]:
+            time[scope[name].rpartition("/")[2].split("_")[0]] += r.us_per_run
+    assert time[ran] > 0 and time[idle] == 0
+    idle_rows = [r for n, r in rows.items() if scope[n].endswith(f"{idle}_branch")]
+    assert all(r.time_source.startswith("not run") for r in idle_rows)
+    assert not any(
+        r.status == "eliminated"
+        for n, r in rows.items()
+        if scope[n].endswith(f"{ran}_branch") and r.us_per_run > 0
+    )
+    assert any(f"ran its {ran}_branch" in n for n in pl.notes)
+    total = float(pl.profile.by_node()["us_per_run"].sum())
+    assert sum(r.us_per_run for r in rows.values()) == pytest.approx(total, rel=0.02)
+    groups = {gr.label: gr.us_per_run for gr in ortlab.graph(m, placement=pl).graph_data.groups}
+    assert groups[f"{the_if} ▸ {ran}_branch"] > 0 and groups[f"{the_if} ▸ {idle}_branch"] == 0

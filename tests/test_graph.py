@@ -404,5 +404,5 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
     assert hit
     for r in hit:
         assert named[r.node] == kernel_label(r.node, r.fused_from)
-    other = dataclasses.replace(pl.profile, config={**pl.profile.config, "level": "basic"})
+    other = dataclasses.replace(pl.profile, config=pl.profile.config.with_(level="basic"))
     assert fused_map(pl, other) == {}  # another level's kernels: names are not trusted

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind, map_nodes
+from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind
+from ortlab.analysis.graphscopes import branch_names, map_scoped
 from ortlab.analysis.placementresult import (
     BoundaryRow,
     NodeRow,
@@ -147,9 +148,10 @@ def join_placement(
     """Pure: build the per-node join from the three sources (tested with stored fixtures).
     ``probes``: node → 'taken' / 'refused', whether the wanted EP claims a one-node model of
     it (:mod:`ortlab.engine.probe`), for nodes it left without a logged reason."""
-    mapping = map_nodes(original, final, initializers, graph_inputs)
+    mapping = map_scoped(original, final, initializers, graph_inputs)
     time, prof_provider, runs = _node_time(data)
-    renamed = _renamed(data, final)
+    branches = branch_names(final, data.node)  # the If branch that ran takes its nodes' time
+    renamed = {**_renamed(data, final), **branches.renamed}
     time = {renamed.get(k, k): v for k, v in time.items()}
     prof_provider = {renamed.get(k, k): v for k, v in prof_provider.items()}
     assigned = {name: ep for ep, names in assignment for name in names}
@@ -173,6 +175,7 @@ def join_placement(
         total=sum(time.values()) or 1.0,  # self times: the run's node time, once
         graph_outputs=set(graph_outputs),
         graph_inputs=set(graph_inputs),
+        idle=branches.idle,
     )
     opt_rows = [
         OptimizedRow(
@@ -213,7 +216,12 @@ def join_placement(
         notes=[
             "Per-node times are the profiled time of the final node a node became part of, "
             "split evenly across its original nodes; a compiled EP subgraph is timed as a "
-            f"whole. {PROFILER_OVERHEAD}."
+            f"whole. {PROFILER_OVERHEAD}.",
+            *(
+                f"{idle.rpartition('/')[0]!r} ran its {ran.rpartition('/')[2]} in these runs: "
+                f"the {idle.rpartition('/')[2]}'s nodes did not run (no time; 'not run' rows)"
+                for idle, ran in branches.idle.items()
+            ),
         ],
     )
 
@@ -282,6 +290,8 @@ class _Join:
     total: float
     graph_outputs: set[str]
     graph_inputs: set[str]
+    idle: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Scope (an If's branch) that did not run -> the branch that ran instead."""
 
 
 def _final_sizes(data: ProfileData) -> dict[str, tuple[int, int]]:
@@ -346,6 +356,8 @@ def _node_rows(original: Sequence[OpNode], j: _Join) -> list[NodeRow]:
         group_time = sum(j.time.get(o, 0.0) for o in opt)
         share_time = credit.get(n.name, 0.0)
         source = how.get(n.name, "measured")
+        if n.parent in j.idle:  # kept, and not run: the other branch of its If ran
+            source = f"not run: {j.idle[n.parent].rpartition('/')[2]} of its If ran"
         out_bytes, param_bytes = _group_sizes(opt, j.sizes)
         rows.append(
             NodeRow(
