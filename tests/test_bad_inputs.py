@@ -376,6 +376,10 @@ def _cycle() -> onnx.ModelProto:
     ids=["duplicate-node-names", "duplicate-in-subgraph", "duplicate-output", "cycle"],
 )
 def test_malformed_graphs(make: Callable[[], onnx.ModelProto], message: str) -> None:
+    import onnxruntime as ort
+
+    with pytest.raises(Exception, match="invalid model"):  # what ORT itself says of them
+        ort.InferenceSession(make().SerializeToString(), providers=["CPUExecutionProvider"])
     model = ortlab.load(make())  # inspectable: the summary lists the defect
     assert model.summary.problems and graph_data(model).nodes
     for _ in range(2):  # the defects are found once per Model: every call still refuses it
@@ -653,3 +657,24 @@ def test_cases_do_not_leak_files_into_the_working_directory(in_tmp_cwd: Path) ->
     with pytest.raises(InvalidModelError):
         _run(_cycle())
     assert list(in_tmp_cwd.iterdir()) == []
+
+
+def test_constant_nodes_may_share_a_name_as_onnxruntime_allows() -> None:
+    """ORT turns Constant nodes into initializers before it checks node names: two Constants
+    named alike load and run in plain onnxruntime, so ortlab must not call the model malformed
+    (never stricter than ORT)."""
+    import onnxruntime as ort
+
+    value = helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])
+    nodes = [
+        helper.make_node("Constant", [], ["a"], name="k", value=value),
+        helper.make_node("Constant", [], ["b"], name="k", value=value),
+        helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+        helper.make_node("Add", ["x", "c"], ["y"], name="out"),
+    ]
+    proto = models.make(nodes, [models.vi("x", shape=[1])], [models.vi("y", shape=[1])])
+    ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    model = ortlab.load(proto)
+    assert model.summary.defects == []
+    out = ortlab.benchmark(model, runs=2, warmup=0, progress=False)
+    assert out.stats.count == 2

@@ -244,3 +244,37 @@ def test_a_merged_decoder_credits_the_branch_that_ran(past: int, ran: str, idle:
     assert sum(r.us_per_run for r in rows.values()) == pytest.approx(total, rel=0.02)
     groups = {gr.label: gr.us_per_run for gr in ortlab.graph(m, placement=pl).graph_data.groups}
     assert groups[f"{the_if} ▸ {ran}_branch"] > 0 and groups[f"{the_if} ▸ {idle}_branch"] == 0
+
+
+def test_a_branch_that_repeats_a_node_name_loads_as_it_does_in_onnxruntime(
+    tmp_path: Path,
+) -> None:
+    """Merged decoders in the wild repeat a node name inside a branch ('Constant_338' used by 2
+    nodes in the 'with_past' body); plain onnxruntime loads and runs them, so ortlab must not
+    call them malformed. A tensor made twice in a branch ORT refuses, and so does ortlab."""
+    import onnx
+
+    src = HERE / "optimum_gpt2_merged" / "decoder_model_merged.onnx"
+
+    def edited(change: str) -> Path:
+        p = onnx.load(str(src))
+        body = next(a.g for a in p.graph.node[0].attribute if a.name == "then_branch")
+        consts = [n for n in body.node if n.op_type == "Constant"]
+        if change == "name":
+            consts[1].name = consts[0].name
+        else:
+            consts[1].output[0] = consts[0].output[0]
+        path = tmp_path / f"{change}.onnx"
+        onnx.save(p, str(path))
+        return path
+
+    same_name = edited("name")
+    ort.InferenceSession(str(same_name), providers=["CPUExecutionProvider"])  # ORT: fine
+    m = ortlab.load(same_name)
+    assert m.summary.defects == []
+    f = m.example_inputs(dims={"prompt": 1, "past": 4})
+    assert ortlab.benchmark(m, feeds=f, runs=2, warmup=0, progress=False).stats.count == 2
+    twice = edited("tensor")
+    with pytest.raises(Exception, match="invalid model"):
+        ort.InferenceSession(str(twice), providers=["CPUExecutionProvider"])
+    assert any("output of two nodes" in d for d in ortlab.load(twice).summary.defects)

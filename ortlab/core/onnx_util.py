@@ -126,9 +126,14 @@ def walk_initializers(graph: onnx.GraphProto) -> Iterator[TensorProto]:
 def graph_defects(graph: onnx.GraphProto, where: str = "the main graph") -> list[str]:
     """Structural errors ORT refuses at session creation, each with its fix: duplicate node
     names, a tensor produced by two nodes, a cycle. Checked per graph, control-flow bodies
-    included, as ORT does (a body node may share a name with an outer node)."""
+    included, as ORT does (a body node may share a name with an outer node), and never
+    stricter than ORT: a Constant node does not count among names (ORT 1.31 turns Constant
+    nodes into initializers before it checks them, so merged decoders whose branches repeat
+    'Constant_338' load and run)."""
     out: list[str] = []
-    names = Counter(n.name for n in graph.node if n.name)  # unnamed nodes are fine: ORT names them
+    names = Counter(  # unnamed nodes are fine too: ORT names them
+        n.name for n in graph.node if n.name and not (n.op_type == "Constant" and not n.domain)
+    )
     dups = [name for name, count in names.items() if count > 1]
     if dups:
         more = f" ({len(dups)} names are used twice or more)" if len(dups) > 1 else ""
