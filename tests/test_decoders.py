@@ -278,3 +278,20 @@ def test_a_branch_that_repeats_a_node_name_loads_as_it_does_in_onnxruntime(
     with pytest.raises(Exception, match="invalid model"):
         ort.InferenceSession(str(twice), providers=["CPUExecutionProvider"])
     assert any("output of two nodes" in d for d in ortlab.load(twice).summary.defects)
+
+
+def test_sizes_count_external_data() -> None:
+    """genai's fp32 decoder keeps its weights in model.onnx.data: the model and its int8
+    variant are compared by what they weigh on disk (the files, summed here by hand), so the
+    variant is smaller, as it is (the .onnx files alone say the opposite)."""
+    m = ortlab.load(HERE / "genai_fp32")
+    on_disk = sum(f.stat().st_size for f in (HERE / "genai_fp32").glob("model.onnx*"))
+    assert m.disk_bytes == on_disk and m.path.stat().st_size < on_disk / 10
+    q = ortlab.quantize(m, mode="dynamic")
+    c = ortlab.compare(m, [q], rounds=2, runs=2)
+    row = c.rows[1]
+    assert row.file_bytes == q.disk_bytes and row.size_ratio == pytest.approx(
+        q.disk_bytes / on_disk
+    )
+    assert row.size_ratio < 0.5 < q.path.stat().st_size / m.path.stat().st_size
+    assert "external data" in m.summary.to_text()

@@ -214,8 +214,8 @@ def _failed_variant(m: Model, label: str, base: Model, why: str, synthetic: bool
     return VariantRow(
         variant=label,
         path=str(m.path),
-        file_bytes=m.path.stat().st_size,
-        size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
+        file_bytes=m.disk_bytes,
+        size_ratio=m.disk_bytes / max(base.disk_bytes, 1),
         p50_ms=nan,
         p90_ms=nan,
         paired=Paired.untimed(f"failed: {why}"),

@@ -35,6 +35,7 @@ class VariantRow:
     variant: str
     path: str
     file_bytes: int
+    """On disk, external data included (``Model.disk_bytes``)."""
     size_ratio: float
     p50_ms: float
     p90_ms: float
@@ -92,8 +93,8 @@ def variant_row(
     return VariantRow(
         variant=label,
         path=str(m.path),
-        file_bytes=m.path.stat().st_size,
-        size_ratio=m.path.stat().st_size / max(base.path.stat().st_size, 1),
+        file_bytes=m.disk_bytes,
+        size_ratio=m.disk_bytes / max(base.disk_bytes, 1),
         p50_ms=stats.p50_ms,
         p90_ms=stats.p90_ms,
         paired=Paired.of(v, text),

@@ -361,7 +361,7 @@ def _quantize(args: argparse.Namespace) -> None:
                 {
                     "variant": info.label,
                     "path": str(target),
-                    "bytes": target.stat().st_size,
+                    "bytes": q.disk_bytes,
                     "steps": info.steps,
                     "calibration": info.calibration,
                     "synthetic_calibration": info.synthetic_calibration,
@@ -370,7 +370,7 @@ def _quantize(args: argparse.Namespace) -> None:
             )
         )
         return
-    size, fp32 = fmt_bytes(target.stat().st_size), fmt_bytes(m.path.stat().st_size)
+    size, fp32 = fmt_bytes(q.disk_bytes), fmt_bytes(m.disk_bytes)  # external data included
     print(f"{info.label} variant of {safe_text(m.name)}: {target} ({size}, fp32 {fp32})")
     for step in info.steps:
         print(f"  step: {step}")

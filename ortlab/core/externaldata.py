@@ -13,7 +13,7 @@ from onnx import TensorProto
 from ortlab.core.errors import ExternalDataError
 from ortlab.core.onnx_util import tensor_nbytes, walk_initializers
 
-__all__ = ["check_external_data", "reject_external"]
+__all__ = ["check_external_data", "data_files", "reject_external"]
 
 
 def reject_external(proto: onnx.ModelProto, where: str) -> None:
@@ -101,3 +101,16 @@ def _external_int(info: Mapping[str, str], key: str, where: str) -> int:
             "re-export it."
         )
     return int(text)
+
+
+def data_files(proto: onnx.ModelProto, folder: Path) -> list[Path]:
+    """The external-data files ``proto``'s tensors name that exist in ``folder``, each once:
+    with the model file, what a model weighs on disk."""
+    files: list[Path] = []
+    for t in walk_initializers(proto.graph):
+        for entry in t.external_data:
+            if entry.key == "location":
+                f = folder / entry.value
+                if f.is_file() and f not in files:
+                    files.append(f)
+    return files

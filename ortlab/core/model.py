@@ -25,7 +25,7 @@ from ortlab.core import cache
 from ortlab.core.decoder import MODEL_FILES, DecoderInfo, decoder_file, detect_decoder
 from ortlab.core.decoderinputs import decoder_feeds
 from ortlab.core.errors import InvalidModelError, UnsupportedModelError
-from ortlab.core.externaldata import check_external_data, reject_external
+from ortlab.core.externaldata import check_external_data, data_files, reject_external
 from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
 from ortlab.core.onnx_util import (
@@ -202,6 +202,13 @@ class Model:
         """What makes this model an LLM decoder with a KV cache (layers, heads, head size, the
         past -> present pairs, …, and where each fact came from), or None for other models."""
         return detect_decoder(self.proto, self.path)
+
+    @property
+    def disk_bytes(self) -> int:
+        """What the model weighs on disk: its file and the external-data files it names (a
+        variant's size beside its original's is this one number, external data included)."""
+        files = [self.path, *data_files(self.proto, self.path.parent)]
+        return sum(f.stat().st_size for f in files if f.exists())
 
     def fingerprint(self) -> str:
         """Identifies the model file's content for caches (path, size, mtime)."""

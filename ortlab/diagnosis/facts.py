@@ -160,6 +160,7 @@ class Measured:
     cosine: float
     """Lowest output cosine similarity against the baseline's outputs (1.0 = same)."""
     file_bytes: int
+    """On disk, external data included (``Model.disk_bytes``)."""
     stage: str
     """'screen' (one change at a time) or 'final' (combined settings, re-measured)."""
     steps: list[str] = field(default_factory=list)
@@ -509,7 +510,7 @@ def measured_row(
         p50_ms=p50,
         paired=Paired.of(v, "baseline" if key == "baseline" else v.text(against, label)),
         cosine=float("nan"),
-        file_bytes=mm.path.stat().st_size,
+        file_bytes=mm.disk_bytes,
         stage=stage,
         steps=list(steps),
     )

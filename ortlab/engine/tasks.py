@@ -143,15 +143,9 @@ def _model_files(path: str) -> list[Path]:
         head = onnx.load(path, load_external_data=False)
     except Exception:  # noqa: BLE001 - ORT says what is wrong with it, in its own words
         return files
-    from ortlab.core.onnx_util import walk_initializers
+    from ortlab.core.externaldata import data_files
 
-    for t in walk_initializers(head.graph):
-        for entry in t.external_data:
-            if entry.key == "location":
-                f = Path(path).parent / entry.value
-                if f.is_file() and f not in files:
-                    files.append(f)
-    return files
+    return files + data_files(head, Path(path).parent)
 
 
 def _evict(*, deferred: bool) -> None:

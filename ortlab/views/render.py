@@ -28,7 +28,16 @@ def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in s.opsets.items())
     rows = [("kind", s.decoder)] if s.decoder else []
     rows += [
-        ("file", f"{s.path} ({fmt_bytes(s.file_bytes)})"),
+        (
+            "file",
+            f"{s.path} ({fmt_bytes(s.file_bytes)}"
+            + (
+                f" + {fmt_bytes(s.external_data_bytes)} external data"
+                if s.external_data_bytes
+                else ""
+            )
+            + ")",
+        ),
         ("IR version", str(s.ir_version)),
         ("opsets", opsets),
         ("producer", s.producer or "—"),
