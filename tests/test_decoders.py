@@ -295,3 +295,22 @@ def test_sizes_count_external_data() -> None:
     )
     assert row.size_ratio < 0.5 < q.path.stat().st_size / m.path.stat().st_size
     assert "external data" in m.summary.to_text()
+
+
+def test_a_merged_decoder_is_quantized_inside_its_branches_or_refused() -> None:
+    """The whole network sits in an If: dynamic int8 quantizes inside the branches (its
+    variant holds quantized ops, counted here in the saved graph, and runs a decode step in
+    plain onnxruntime); static and int4, which onnxruntime's quantizers cannot do there, are
+    refused saying why, never a variant with nothing quantized."""
+    from ortlab.core.onnx_util import walk_nodes
+
+    m = ortlab.load(HERE / "optimum_gpt2_merged")
+    q = ortlab.quantize(m, mode="dynamic")
+    body = [n.op_type for n, depth in walk_nodes(q.proto.graph) if depth > 0]
+    assert body.count("MatMulInteger") >= 8 and "bodies included" in " ".join(q.variant.steps)
+    f = q.example_inputs(dims={"prompt": 1, "past": 8})
+    _session(q).run(None, dict(f))
+    with pytest.raises(ortlab.QuantizationError, match="static quantizer does not enter"):
+        ortlab.quantize(m, mode="static", calibration_size=2)
+    with pytest.raises(ortlab.QuantizationError, match="inside If/Loop/Scan bodies"):
+        ortlab.quantize(m, mode="int4")

@@ -47,6 +47,14 @@ def quantize(
 
     steps: list[str] = []
     mode = settings["mode"]
+    inside = _compute_in_bodies(model_path)
+    if inside and mode == "static":
+        raise QuantizationError(
+            f"{inside} of this model's MatMul/Gemm/Conv nodes sit inside If/Loop/Scan bodies "
+            "(an optimum merged decoder keeps its whole network in an If), which onnxruntime's "
+            "static quantizer does not enter: its variant would hold no quantized op. Use "
+            "mode='dynamic' (onnxruntime quantizes bodies in that mode) or mode='int4'."
+        )
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
         external = _inline_external(model_path, str(folder / "inline.onnx"), steps)
         source = external or model_path
@@ -67,6 +75,12 @@ def quantize(
             ) from err
         if external:
             _data_beside(out_path, steps)
+        if mode in ("dynamic", "static", "int4") and not _quantized_ops(out_path):
+            raise QuantizationError(
+                f"ORT's quantizer made a {_label(settings)} variant with no quantized op: "
+                "nothing it quantizes was found (op types, excluded nodes, or weights it does "
+                "not take). Steps: " + "; ".join(steps)
+            )
         check_loads(out_path, f"the {_label(settings)} variant", remove=True)
         steps.append("checked: onnxruntime opens the variant (CPU, level all)")
         progress(3, 3)
@@ -183,10 +197,49 @@ def _convert(
             per_channel=settings["per_channel"],
             weight_type=getattr(QuantType, settings["weight_type"]),
             nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+            extra_options={"EnableSubgraph": True},  # an If's branches too (merged decoders)
         )
-        steps.append("quantize_dynamic")
+        steps.append("quantize_dynamic (If/Loop/Scan bodies included)")
     else:
         _static(source, out_path, settings, samples, steps)
+
+
+_COMPUTE = frozenset({"MatMul", "Gemm", "Conv"})
+_QUANTIZED = frozenset(
+    {
+        "MatMulInteger",
+        "DynamicQuantizeLinear",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "QLinearConv",
+        "QLinearMatMul",
+        "MatMulNBits",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "ConvInteger",
+        "QGemm",
+    }
+)
+
+
+def _compute_in_bodies(path: str) -> int:
+    """MatMul/Gemm/Conv nodes inside control-flow bodies (0 for most models)."""
+    import onnx
+
+    from ortlab.core.onnx_util import walk_nodes
+
+    graph = onnx.load(path, load_external_data=False).graph
+    return sum(1 for n, depth in walk_nodes(graph) if depth > 0 and n.op_type in _COMPUTE)
+
+
+def _quantized_ops(path: str) -> int:
+    """Quantized or dequantizing ops anywhere in the model, bodies included."""
+    import onnx
+
+    from ortlab.core.onnx_util import walk_nodes
+
+    graph = onnx.load(path, load_external_data=False).graph
+    return sum(1 for n, _ in walk_nodes(graph) if n.op_type in _QUANTIZED)
 
 
 def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]) -> None:
@@ -209,11 +262,22 @@ def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]
         nodes_to_exclude=settings.get("nodes_to_exclude") or None,
     )
     quantizer.process()
-    packed = sum(n.op_type == "MatMulNBits" for n in quantizer.model.model.graph.node)
+    from ortlab.core.onnx_util import walk_nodes
+
+    graph = quantizer.model.model.graph
+    packed = sum(n.op_type == "MatMulNBits" for n, _ in walk_nodes(graph))  # bodies too
     if not packed:
+        inside = _compute_in_bodies(source)
         raise QuantizationError(
             "int4 found no MatMul with a constant weight to pack (MatMulNBits takes MatMul "
             "nodes whose second input is an initializer with K divisible into blocks)."
+            + (
+                f" {inside} MatMul/Gemm/Conv nodes sit inside If/Loop/Scan bodies, whose "
+                "weights (in the outer graph) the int4 quantizer does not take: "
+                "mode='dynamic' quantizes them."
+                if inside
+                else ""
+            )
         )
     quantizer.model.save_model_to_file(out_path, use_external_data_format=False)
     steps.append(
