@@ -314,3 +314,18 @@ def test_a_merged_decoder_is_quantized_inside_its_branches_or_refused() -> None:
         ortlab.quantize(m, mode="static", calibration_size=2)
     with pytest.raises(ortlab.QuantizationError, match="inside If/Loop/Scan bodies"):
         ortlab.quantize(m, mode="int4")
+
+
+@pytest.mark.slow
+def test_the_doctor_on_a_merged_decoder_proposes_only_what_applies() -> None:
+    """The transformers optimizer rewrites the main graph only: on a merged decoder it is not
+    a candidate (it used to fail as 'the tool failed on this model'), nor the fix a finding
+    proposes; static QDQ cannot enter the If either. What is measured runs decode steps."""
+    with pytest.raises(ortlab.OrtlabError, match="main graph only"):
+        ortlab.transformer_optimize(HERE / "optimum_gpt2_merged")
+    d = ortlab.doctor(HERE / "optimum_gpt2_merged", budget_s=40, progress=False)
+    text = d.to_text()
+    assert "transformers" not in " ".join(m.key for m in d.measured)
+    assert not [f for f in d.findings if "fails" in f.title]
+    assert "transformer_optimize(model)" not in text
+    assert "past_key_values" in d.feeds or "[1, 129]" in d.feeds

@@ -351,7 +351,7 @@ def test_the_doctor_and_a_roofline_read_the_same_ceilings(
     assert d.roofline is not None
     again = ortlab.roofline(
         ortlab.examples.load("bert_tiny"),
-        ortlab.SessionConfig.from_json(d.requested).with_(level="basic"),
+        d.requested.with_(level="basic"),
         runs=3,
         progress=False,
     )

@@ -22,6 +22,7 @@ from ortlab.analysis.graphmap import Group, graph_nodes, map_nodes
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
+from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.result import Result
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
@@ -199,6 +200,16 @@ def transformer_optimize(
             )
 
     m = load(model)
+    inside = compute_in_bodies(m.proto.graph)
+    if inside:
+        raise OrtlabError(
+            f"{m.name!r} keeps {inside} of its MatMul/Gemm/Conv nodes inside If/Loop/Scan bodies "
+            "(an optimum merged decoder holds its network in an If): onnxruntime's transformers "
+            "optimizer rewrites the main graph only, and its output would not load. Optimize "
+            "the unmerged exports (optimum's decoder_model.onnx and "
+            "decoder_with_past_model.onnx), or serve this model as it is: ORT fuses inside "
+            "the branches itself when the session is built."
+        )
     inferred_type, inferred_heads, inferred_hidden, found = infer_transformer_params(m.proto)
     mt = model_type or inferred_type
     heads = num_heads if num_heads is not None else inferred_heads

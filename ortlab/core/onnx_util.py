@@ -348,3 +348,13 @@ def inferred_graph(
         ).graph
     except Exception:  # noqa: BLE001 - inference is best effort: keep the declared types
         return light.graph
+
+
+COMPUTE_OPS = frozenset({"MatMul", "Gemm", "Conv"})
+"""The ops that carry a network's weights and most of its work."""
+
+
+def compute_in_bodies(graph: onnx.GraphProto) -> int:
+    """MatMul/Gemm/Conv nodes inside control-flow bodies (0 for most models; an optimum
+    merged decoder holds all of them in its If's branches)."""
+    return sum(1 for n, depth in walk_nodes(graph) if depth > 0 and n.op_type in COMPUTE_OPS)

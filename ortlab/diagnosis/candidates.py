@@ -17,6 +17,7 @@ from ortlab.analysis.quantization import quantize as make_quantized
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.model import Model, load, without_initializer_inputs
+from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
@@ -137,6 +138,7 @@ def variant_candidates(
         and attention_shaped(ops)
         and not FUSED_TRANSFORMER_OPS & set(ops)
         and not fused_at_session
+        and not compute_in_bodies(m.proto.graph)  # the optimizer rewrites the main graph only
     ):
 
         def optimized() -> tuple[str, Model, list[str]]:

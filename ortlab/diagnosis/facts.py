@@ -281,6 +281,8 @@ class Observed:
     predicted_fixed: Any = None
     roofline: Any = None
     """A RooflineResult of the baseline (None where the EP compiles the graph)."""
+    compute_in_bodies: int = 0
+    """MatMul/Gemm/Conv nodes inside If/Loop/Scan bodies (an optimum merged decoder's)."""
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,25 @@ def unfused_transformer(f: Facts) -> list[Finding]:
         f"nodes in the model and {ran_text}; the transformers optimizer fused {fused}"
     )
     fix = "run ORT's transformers optimizer (ortlab.transformer_optimize) and serve its model"
-    if f.attention_reason:
+    code = (
+        "opt = ortlab.transformer_optimize(model)  # then load opt.path\n"
+        "# plain: from onnxruntime.transformers import optimizer; "
+        "optimizer.optimize_model(path, model_type='bert').save_model_to_file(out)"
+    )
+    if f.seen.compute_in_bodies:  # a merged decoder: the optimizer cannot rewrite its If
+        evidence = evidence.replace("; the transformers optimizer fused nothing", "")
+        fix = (
+            f"its network sits in If/Loop bodies ({f.seen.compute_in_bodies} MatMul/Gemm "
+            "nodes: an optimum merged decoder), which ORT's transformers optimizer does not "
+            "rewrite: export the decoder unmerged (optimum's decoder_model.onnx and "
+            "decoder_with_past_model.onnx, or onnxruntime-genai's builder, which fuses "
+            "GroupQueryAttention) to fuse attention"
+        )
+        code = (
+            "# optimum-cli export onnx --model <model> --task text-generation-with-past "
+            "--no-post-process <dir>  # unmerged: then ortlab.transformer_optimize each file"
+        )
+    elif f.attention_reason:
         fix += f"; attention did not fuse because {f.attention_reason}"
     return [
         Finding(
@@ -181,9 +199,7 @@ def unfused_transformer(f: Facts) -> list[Finding]:
             title="attention is not fused" if at_session else "transformer blocks are not fused",
             evidence=evidence,
             fix=fix,
-            code="opt = ortlab.transformer_optimize(model)  # then load opt.path\n"
-            "# plain: from onnxruntime.transformers import optimizer; "
-            "optimizer.optimize_model(path, model_type='bert').save_model_to_file(out)",
+            code=code,
             **measured_gain(f.measured, candidate_key(Kind.VARIANT, "transformers"), f.baseline_ms),
         )
     ]

@@ -69,6 +69,15 @@ def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
             if level != "all"
             else {"gain": "not measured: the level is already 'all'"}
         )
+        if f.seen.compute_in_bodies:  # the transformers optimizer cannot rewrite an If
+            return (
+                "fusion: these nodes are too short for their work to matter; per-node "
+                "overhead dominates. Fewer, larger kernels help: level 'all' fuses elementwise "
+                "chains; an unmerged export (or onnxruntime-genai's builder) fuses attention, "
+                "which the transformers optimizer cannot do inside this model's If",
+                "SessionConfig(level='all')",
+                gain,
+            )
         return (
             "fusion: these nodes are too short for their work to matter; per-node overhead "
             "dominates. Fewer, larger kernels help: level 'all' fuses elementwise chains, "

@@ -46,6 +46,7 @@ from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.machine import physical_cores
 from ortlab.core.model import Model
+from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.stats import MIN_ROUNDS, paired_ratio
 from ortlab.diagnosis.best import Best, best_of
 from ortlab.diagnosis.budget import (
@@ -135,6 +136,7 @@ class Search(FinalStage):
             op_time_share={str(k): float(v) for k, v in shares.items()},
             placement=pl,
             initializer_blocker=initializer_input_blocker(m),
+            compute_in_bodies=compute_in_bodies(m.proto.graph),
             cores=physical_cores(),
             min_cosine=self.min_cosine,
             allocator=allocator,

@@ -204,7 +204,6 @@ def _convert(
         _static(source, out_path, settings, samples, steps)
 
 
-_COMPUTE = frozenset({"MatMul", "Gemm", "Conv"})
 _QUANTIZED = frozenset(
     {
         "MatMulInteger",
@@ -223,13 +222,11 @@ _QUANTIZED = frozenset(
 
 
 def _compute_in_bodies(path: str) -> int:
-    """MatMul/Gemm/Conv nodes inside control-flow bodies (0 for most models)."""
     import onnx
 
-    from ortlab.core.onnx_util import walk_nodes
+    from ortlab.core.onnx_util import compute_in_bodies
 
-    graph = onnx.load(path, load_external_data=False).graph
-    return sum(1 for n, depth in walk_nodes(graph) if depth > 0 and n.op_type in _COMPUTE)
+    return compute_in_bodies(onnx.load(path, load_external_data=False).graph)
 
 
 def _quantized_ops(path: str) -> int:
