@@ -329,3 +329,32 @@ def test_the_doctor_on_a_merged_decoder_proposes_only_what_applies() -> None:
     assert not [f for f in d.findings if "fails" in f.title]
     assert "transformer_optimize(model)" not in text
     assert "past_key_values" in d.feeds or "[1, 129]" in d.feeds
+
+
+@pytest.mark.parametrize("name", ["genai_int4", "optimum_llama"])
+def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> None:
+    """One profiled generation: step 0 is the prefill, the rest decode; each phase's node
+    times add up to its profiled run time less the gaps between nodes (at most the profiler's
+    per-node overhead each); nodes group into the decoder's own layers, read from their
+    names; the attention of layer k is in layer k."""
+    from ortlab.core.runtime import PROFILER_US_PER_NODE
+
+    g = ortlab.generate(HERE / name, prompt=8, new_tokens=5, runs=2, progress=False)
+    d = ortlab.load(HERE / name).decoder
+    assert d is not None and g.profiled_steps == 5
+    assert g.profile is not None and len(g.profile.run_us) == 5
+    t = g.by_phase()
+    run = g.phase_run_us()
+    for phase in ("prefill", "decode"):
+        rows = t[t["phase"] == phase]
+        nodes = float(rows["us_per_step"].sum())
+        assert rows["share"].sum() == pytest.approx(1.0)
+        assert nodes <= run[phase] + 1.0
+        assert run[phase] - nodes <= PROFILER_US_PER_NODE * len(rows) + 50.0, (phase, nodes)
+    layers = g.by_layer()
+    assert set(layers["layer"]) == {-1, *range(d.layers)}
+    attn = t[t["op_type"].isin(["GroupQueryAttention", "Softmax"])]
+    for row in attn.itertuples():
+        assert f"layers.{row.layer}" in row.node
+    assert list(dict.fromkeys(layers["phase"])) == ["prefill", "decode"]
+    assert "Per layer" in g.to_text() and ortlab.GenerationResult.from_json(g.to_json()) == g

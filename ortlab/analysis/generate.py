@@ -6,6 +6,7 @@ outputs' real sizes."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,11 @@ from ortlab.core.errors import FeedError
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
+from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.stats import median_with_interval
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.trace import ProfileData, per_run_grid
 
 __all__ = ["GenerationResult", "generate"]
 
@@ -50,10 +53,18 @@ class GenerationResult(Result):
     """The worker's resident memory after the first generation minus before it."""
     decoder: str
     """The decoder's one line (``Model.summary.decoder``)."""
+    layers: int = 0
+    """Transformer layers (``DecoderInfo.layers``): a node named in a layer past them (genai
+    names its final norm ``layers.<n>``) is outside the layers."""
     feeds: str = ""
     synthetic: bool | None = None
     other_cores: float | None = None
     notes: list[str] = field(default_factory=list)
+    profile: ProfileData | None = None
+    """One more generation with ORT's profiler on (times inflated by it; shares hold): run k
+    of the trace is step k (0: the prefill)."""
+    profiled_steps: int = 0
+    """Steps the profiled generation covers (all, unless its trace would pass ORT's cap)."""
 
     @property
     def runs(self) -> int:
@@ -102,6 +113,69 @@ class GenerationResult(Result):
         """The :attr:`per_token` table."""
         return self.per_token
 
+    def by_phase(self) -> Any:
+        """The profiled generation's nodes per phase: phase, node, op_type, layer, us_per_step
+        (its own time per step of the phase, mean over the phase's steps, profiling on),
+        share (of the phase's node time), calls; slowest first within each phase. A phase's
+        node times add up to its profiled run time less the gaps between nodes."""
+        import pandas as pd
+
+        d = self.profile
+        cols = ["phase", "node", "op_type", "layer", "us_per_step", "share", "calls"]
+        if d is None or not d.node:
+            return pd.DataFrame(columns=cols)
+        grid = per_run_grid(d)  # nodes x steps, each node's own time
+        frames = []
+        for phase, steps in (("prefill", [0]), ("decode", list(range(1, grid.shape[1])))):
+            if not steps:
+                continue
+            us = grid[:, steps].mean(axis=1)
+            calls = (grid[:, steps] > 0).sum(axis=1)
+            total = float(us.sum()) or 1.0
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "phase": phase,
+                        "node": d.node,
+                        "op_type": d.op_type,
+                        "layer": pd.array(
+                            [layer_of(n, self.layers) for n in d.node], dtype="Int64"
+                        ),
+                        "us_per_step": us,
+                        "share": us / total,
+                        "calls": calls,
+                    }
+                ).sort_values("us_per_step", ascending=False)
+            )
+        return pd.concat(frames, ignore_index=True)[cols]
+
+    def by_layer(self) -> Any:
+        """:meth:`by_phase` summed per transformer layer: phase, layer (-1: outside the layers
+        — embedding, final norm, head), us_per_step, share, nodes."""
+        t = self.by_phase()
+        if not len(t):
+            return t.reindex(columns=["phase", "layer", "us_per_step", "share", "nodes"])
+        t = t.assign(layer=t["layer"].fillna(-1).astype(int))
+        out = t.groupby(["phase", "layer"], sort=False).agg(
+            us_per_step=("us_per_step", "sum"), share=("share", "sum"), nodes=("node", "count")
+        )
+        out = out.reset_index()
+        first = out["phase"].map({"prefill": 0, "decode": 1})
+        return (
+            out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
+        )
+
+    def phase_run_us(self) -> dict[str, float]:
+        """The profiled generation's run time per step of each phase (µs, mean, profiling
+        on): what :meth:`by_phase`'s node times add up to, less the gaps between nodes."""
+        d = self.profile
+        if d is None or not d.run_us:
+            return {}
+        out = {"prefill": float(d.run_us[0])}
+        if len(d.run_us) > 1:
+            out["decode"] = float(np.mean(d.run_us[1:]))
+        return out
+
     @property
     def kv_cache(self) -> dict[str, float]:
         """The cache: bytes per token by formula and as the present outputs grew (measured),
@@ -123,6 +197,18 @@ class GenerationResult(Result):
         )
 
 
+_LAYER = re.compile(r"(?:layers?|blocks?|h|decoder\.layers)[._/](\d+)(?:[._/]|$)", re.IGNORECASE)
+
+
+def layer_of(node: str, layers: int = 0) -> int | None:
+    """The transformer layer a node belongs to, read from its name ('/model/layers.3/attn/…',
+    '/transformer/h.3/…', 'blocks.3'); None outside the layers (and at or past ``layers``
+    when given)."""
+    m = _LAYER.search(node)
+    k = int(m.group(1)) if m else None
+    return None if k is None or (layers and k >= layers) else k
+
+
 def _interval(values: list[float]) -> tuple[float, float, float]:
     mid, low, high, _ = median_with_interval(values)
     return mid, low, high
@@ -137,6 +223,7 @@ def generate(
     new_tokens: int = 64,
     runs: int = 3,
     batch: int = 1,
+    profile: bool = True,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> GenerationResult:
@@ -187,7 +274,12 @@ def generate(
         inputs[info.input_ids] = given.astype(np.asarray(inputs[info.input_ids]).dtype)
         run = run.with_(inputs=type(run.inputs)(inputs, run.inputs.dims, [], synthetic=False))
     reply = run_model_task(
-        tasks_generate.generate, run, decoder=info, new_tokens=new_tokens, runs=runs
+        tasks_generate.generate,
+        run,
+        decoder=info,
+        new_tokens=new_tokens,
+        runs=runs,
+        profile=profile,
     )
     notes = [
         f"Each step's time is its sess.run (profiling off); the prefill is step 0; decode "
@@ -202,6 +294,18 @@ def generate(
         ),
         load_sentence(reply.other_cores),
     ]
+    if profile:
+        window = reply.profiled_steps
+        notes.append(
+            "by_phase()/by_layer(): one more generation with ORT's profiler on, "
+            + (
+                f"its first {window} of {new_tokens} steps (a longer trace would pass the "
+                "profiler's cap of 1,000,000 events)"
+                if window < new_tokens
+                else f"all {new_tokens} steps"
+            )
+            + f"; times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold."
+        )
     if run.synthetic:
         notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
     return GenerationResult(
@@ -216,8 +320,11 @@ def generate(
         present_bytes=reply.present_bytes,
         rss_growth_bytes=reply.rss_after - reply.rss_before,
         decoder=info.line(),
+        layers=info.layers,
         feeds=f"input_ids [{batch}, {prompt}]",
         synthetic=run.synthetic,
         other_cores=reply.other_cores,
         notes=notes,
+        profile=reply.profile,
+        profiled_steps=reply.profiled_steps,
     )

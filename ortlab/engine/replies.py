@@ -299,3 +299,6 @@ class GenerateReply:
     rss_after: int
     report: SessionReport
     other_cores: float | None = None
+    profile: ProfileData | None = None
+    """One more generation with ORT's profiler on: run k of its trace is step k."""
+    profiled_steps: int = 0

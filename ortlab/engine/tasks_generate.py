@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ortlab.core import cache
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GenerateReply
 from ortlab.engine.tasks import _rss, _run_error, _session
+from ortlab.engine.trace import ProfileData
 
 __all__ = ["generate", "step_feeds"]
 
@@ -41,6 +44,11 @@ def step_feeds(
     return feeds
 
 
+PROFILE_EVENTS = 800_000
+"""Node events a profiled generation may record: ORT's profiler stops at 1,000,000, which a
+generation reaches after a few thousand tokens of a large model."""
+
+
 def generate(
     progress: Progress,
     job: ModelJob,
@@ -48,54 +56,28 @@ def generate(
     decoder: DecoderInfo,
     new_tokens: int,
     runs: int,
+    profile: bool = True,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
     (its ``input_ids``): the first step is the prefill (empty cache), each next step feeds the
     argmax token with the previous step's present outputs as its past. Times each step's
     ``sess.run`` (ns), the tokens, the present outputs' bytes after each step, and the
-    process's resident memory before and after the first generation."""
+    process's resident memory before and after the first generation. With ``profile``, one
+    more generation runs in a session with ORT's profiler on (after a two-step warm-up), over
+    as many steps as keep its trace under :data:`PROFILE_EVENTS` node events."""
     sess, report, _ = _session(job.model_path, job.model_name, job.config)
-    dtypes = {i.name: _np(i.type) for i in sess.get_inputs()}
-    out_names = [o.name for o in sess.get_outputs()]
-    logits_at = out_names.index("logits") if "logits" in out_names else 0
-    present_at = {p.past_key: out_names.index(p.present_key) for p in decoder.pairs} | {
-        p.past_value: out_names.index(p.present_value) for p in decoder.pairs
-    }
-    prompt = np.asarray(job.feeds[decoder.input_ids])
-    batch = prompt.shape[0]
-    empty = {
-        name: np.zeros((batch, decoder.kv_heads, 0, decoder.head_size), dtype=dtypes[name])
-        for name in decoder.past_inputs
-    }
+    loop = _Loop(sess, decoder, job)
     since = cpu_sample()
-    clock = time.perf_counter_ns
     steps_ns: list[list[int]] = []
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
     rss: list[int] = [_rss()]
-    total = runs * new_tokens
+    total = runs * new_tokens + (new_tokens if profile else 0)
     for r in range(runs):
-        ids, past, length = prompt, dict(empty), 0
-        times: list[int] = []
-        made: list[int] = []
-        for step in range(new_tokens):
-            feeds = step_feeds(decoder, ids, past, length, dtypes)
-            t0 = clock()
-            try:
-                outs = sess.run(None, feeds)
-            except Exception as err:
-                raise _run_error(err, job.model_name, job.config, feeds) from err
-            times.append(clock() - t0)
-            length += ids.shape[1]
-            nxt = np.asarray(outs[logits_at])[:, -1, :].argmax(axis=-1)
-            made.append(int(nxt[0]))
-            past = {name: outs[k] for name, k in present_at.items()}
-            if r == 0:
-                present_bytes.append(sum(int(v.nbytes) for v in past.values()))
-            ids = nxt.reshape(batch, 1)
-            progress(r * new_tokens + step + 1, total)
+        times, made, sizes = loop.run(new_tokens, _offset(progress, r * new_tokens, total))
         if r == 0:
             rss.append(_rss())
+            present_bytes = sizes
         steps_ns.append(times)
         tokens.append(made)
     if any(t != tokens[0] for t in tokens[1:]):
@@ -104,6 +86,11 @@ def generate(
             "the model is not deterministic on these inputs."
         )
     load = other_cores(since, cpu_sample())
+    data, window = None, 0
+    if profile:
+        nodes = _node_count(job.model_path)
+        window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1)))
+        data = _profiled(job, decoder, window, _offset(progress, runs * new_tokens, total))
     return GenerateReply(
         steps_ns=steps_ns,
         tokens=tokens[0],
@@ -112,7 +99,97 @@ def generate(
         rss_after=rss[-1],
         report=report,
         other_cores=None if np.isnan(load) else round(float(load), 2),
+        profile=data,
+        profiled_steps=window,
     )
+
+
+def _offset(progress: Progress, done: int, total: int) -> Callable[[int], None]:
+    """A generation's step counter as the call's progress (``done`` steps before it)."""
+
+    def step(k: int) -> None:
+        progress(done + k, total)
+
+    return step
+
+
+class _Loop:
+    """The greedy step loop on one session."""
+
+    def __init__(self, sess: Any, decoder: DecoderInfo, job: ModelJob) -> None:
+        self.sess, self.decoder, self.job = sess, decoder, job
+        self.dtypes = {i.name: _np(i.type) for i in sess.get_inputs()}
+        names = [o.name for o in sess.get_outputs()]
+        self.logits = names.index("logits") if "logits" in names else 0
+        self.present = {p.past_key: names.index(p.present_key) for p in decoder.pairs} | {
+            p.past_value: names.index(p.present_value) for p in decoder.pairs
+        }
+        self.prompt = np.asarray(job.feeds[decoder.input_ids])
+
+    def run(
+        self, steps: int, progress: Callable[[int], None]
+    ) -> tuple[list[int], list[int], list[int]]:
+        """One generation: per step its time (ns), the token, the present outputs' bytes."""
+        d, batch = self.decoder, self.prompt.shape[0]
+        past = {
+            name: np.zeros((batch, d.kv_heads, 0, d.head_size), dtype=self.dtypes[name])
+            for name in d.past_inputs
+        }
+        ids, length = self.prompt, 0
+        clock = time.perf_counter_ns
+        times: list[int] = []
+        made: list[int] = []
+        sizes: list[int] = []
+        for step in range(steps):
+            feeds = step_feeds(d, ids, past, length, self.dtypes)
+            t0 = clock()
+            try:
+                outs = self.sess.run(None, feeds)
+            except Exception as err:
+                raise _run_error(err, self.job.model_name, self.job.config, feeds) from err
+            times.append(clock() - t0)
+            length += ids.shape[1]
+            nxt = np.asarray(outs[self.logits])[:, -1, :].argmax(axis=-1)
+            made.append(int(nxt[0]))
+            past = {name: outs[k] for name, k in self.present.items()}
+            sizes.append(sum(int(v.nbytes) for v in past.values()))
+            ids = nxt.reshape(batch, 1)
+            progress(step + 1)
+        return times, made, sizes
+
+
+def _node_count(path: str) -> int:
+    import onnx
+
+    from ortlab.core.onnx_util import walk_nodes
+
+    return sum(1 for _ in walk_nodes(onnx.load(path, load_external_data=False).graph))
+
+
+def _profiled(
+    job: ModelJob, decoder: DecoderInfo, steps: int, progress: Callable[[int], None]
+) -> ProfileData:
+    """One generation of ``steps`` steps with ORT's profiler on, after a two-step warm-up in
+    the same session (dropped from the trace): run k of the trace is step k."""
+    from ortlab.engine.session import build_session
+    from ortlab.engine.tasks import with_load
+    from ortlab.engine.trace import parse_profile_file
+
+    with cache.temp_dir("generate-") as folder:
+        since = cpu_sample()
+        sess, _ = build_session(
+            job.model_path,
+            job.config,
+            model_name=job.model_name,
+            profile_prefix=str(folder / "ortlab"),
+        )
+        loop = _Loop(sess, decoder, job)
+        try:
+            loop.run(min(2, steps), lambda _k: None)
+            loop.run(steps, progress)
+        finally:
+            path = sess.end_profiling()
+        return with_load(parse_profile_file(path, skip_runs=min(2, steps)), since)
 
 
 def _np(onnx_type: str) -> np.dtype[Any]:

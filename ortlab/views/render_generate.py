@@ -50,8 +50,32 @@ def _rows(g: Any) -> list[list[str]]:
     ]
 
 
+def _layers(g: Any) -> tuple[list[str], list[list[str]]]:
+    """Phase x layer: each layer's share of the phase's profiled node time."""
+    t = g.by_layer()
+    phases = list(dict.fromkeys(t["phase"]))
+    layers = sorted(set(t["layer"]))
+    cell = {(r.phase, r.layer): r for r in t.itertuples()}
+    rows = []
+    for k in layers:
+        name = "outside layers" if k < 0 else f"layer {k}"
+        rows.append(
+            [name]
+            + [
+                f"{cell[(p, k)].share:.0%} ({cell[(p, k)].us_per_step:.0f} µs)"
+                if (p, k) in cell
+                else "—"
+                for p in phases
+            ]
+        )
+    return ["", *phases], rows
+
+
 def generate_text(g: Any) -> str:
     out = [safe_text(_head(g), 600), "", table_text(["", "median [95 % interval]", ""], _rows(g))]
+    if g.profile is not None:
+        out += ["", "Per layer, share of each phase's node time (profiled):"]
+        out.append(table_text(*_layers(g)))
     out += ["", "tokens: " + " ".join(str(t) for t in g.tokens[:64])]
     out += ["", *(safe_text(n, 600) for n in g.notes)]
     return "\n".join(out)
@@ -61,6 +85,14 @@ def generate_html(g: Any) -> str:
     parts = [
         f"{STYLE}<div><b>{esc(_head(g), 600)}</b></div>",
         table_html(["", "median [95 % interval]", ""], _rows(g)),
+        *(
+            [
+                "<div>Per layer, share of each phase's node time (profiled):</div>",
+                table_html(*_layers(g)),
+            ]
+            if g.profile is not None
+            else []
+        ),
         f"<div>tokens: {esc(' '.join(str(t) for t in g.tokens[:64]), 800)}</div>",
     ]
     parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in g.notes]
