@@ -7,6 +7,7 @@ ortlab invents, onnxruntime-genai's generator and torch's greedy tokens (referen
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,12 @@ def test_generate_gives_the_reference_generators_greedy_tokens(name: str) -> Non
     ref = REFERENCE["models"][name]
     want = ref.get("torch_greedy_tokens") or ref["genai_greedy_tokens"]
     g = ortlab.generate(
-        HERE / name, feeds={"input_ids": PROMPT}, new_tokens=len(want), runs=2, progress=False
+        HERE / name,
+        feeds={"input_ids": PROMPT},
+        new_tokens=len(want),
+        runs=2,
+        share_buffer=False,  # present -> past: the cache's growth is measured step by step
+        progress=False,
     )
     assert g.tokens == want and g.synthetic is False
     d = ortlab.load(HERE / name).decoder
@@ -358,3 +364,23 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
         assert f"layers.{row.layer}" in row.node
     assert list(dict.fromkeys(layers["phase"])) == ["prefill", "decode"]
     assert "Per layer" in g.to_text() and ortlab.GenerationResult.from_json(g.to_json()) == g
+
+
+@pytest.mark.parametrize("name", ["genai_int4", "genai_fp32"])
+def test_a_shared_buffer_as_genai_config_asks_gives_the_same_tokens(name: str) -> None:
+    """genai_config asks for past_present_share_buffer: by default ortlab binds one
+    max-length buffer per pair as past and present (IOBinding) and GroupQueryAttention writes
+    in place; the tokens equal the copying loop's and genai's, and the buffers are the
+    formula's bytes per token times the max length."""
+    d = ortlab.load(HERE / name).decoder
+    assert d is not None and d.share_buffer and d.max_length
+    want = REFERENCE["models"][name]["genai_greedy_tokens"]
+    g = ortlab.generate(
+        HERE / name, feeds={"input_ids": PROMPT}, new_tokens=len(want), runs=2, progress=False
+    )
+    assert g.shared_buffer == d.max_length and g.tokens == want
+    kv = g.kv_cache
+    assert kv["measured_peak_bytes"] == kv["bytes_per_token"] * d.max_length
+    assert math.isnan(kv["measured_bytes_per_token"]) and "written in place" in g.to_text()
+    with pytest.raises(FeedError, match="cannot write its cache in place"):
+        ortlab.generate(HERE / "optimum_llama", new_tokens=2, share_buffer=True, progress=False)

@@ -53,6 +53,9 @@ class GenerationResult(Result):
     """The worker's resident memory after the first generation minus before it."""
     decoder: str
     """The decoder's one line (``Model.summary.decoder``)."""
+    shared_buffer: int = 0
+    """Tokens of the one buffer per past/present pair every step wrote into (genai's
+    past_present_share_buffer); 0: the present outputs became the next past (copies)."""
     layers: int = 0
     """Transformer layers (``DecoderInfo.layers``): a node named in a layer past them (genai
     names its final norm ``layers.<n>``) is outside the layers."""
@@ -178,12 +181,15 @@ class GenerationResult(Result):
 
     @property
     def kv_cache(self) -> dict[str, float]:
-        """The cache: bytes per token by formula and as the present outputs grew (measured),
-        and its size at prompt + new tokens (formula) and after the last step (measured)."""
+        """The cache: bytes per token by formula and as the present outputs grew (measured;
+        NaN with a shared buffer, allocated once at its full length), its size at prompt +
+        new tokens (formula) and after the last step (measured: the present outputs, or the
+        shared buffers)."""
         grown = np.diff(self.present_bytes) if len(self.present_bytes) > 1 else np.array([])
+        per_token = float(np.median(grown)) if grown.size and not self.shared_buffer else math.nan
         return {
             "bytes_per_token": float(self.kv_bytes_per_token),
-            "measured_bytes_per_token": float(np.median(grown)) if grown.size else math.nan,
+            "measured_bytes_per_token": per_token,
             "peak_bytes": float(self.kv_bytes_per_token * (self.prompt + self.new_tokens - 1)),
             "measured_peak_bytes": float(self.present_bytes[-1]) if self.present_bytes else 0.0,
             "rss_growth_bytes": float(self.rss_growth_bytes),
@@ -224,15 +230,18 @@ def generate(
     runs: int = 3,
     batch: int = 1,
     profile: bool = True,
+    share_buffer: bool | None = None,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> GenerationResult:
     """``runs`` greedy generations of ``new_tokens`` tokens after a ``prompt``-token prompt, in
-    plain onnxruntime in the worker (present -> past each step, as onnxruntime-genai's
-    generator does without buffer sharing): TTFT, prefill and decode tokens/s with their
-    intervals over runs, time per token against the cache's length, the tokens, and the KV
-    cache. ``feeds`` may give the prompt's ``input_ids`` ([batch, prompt]); else they are
-    random ids in the vocabulary (synthetic, seeded)."""
+    plain onnxruntime in the worker: TTFT, prefill and decode tokens/s with their intervals
+    over runs, time per token against the cache's length, the tokens, the KV cache, and (with
+    ``profile``) a profiled generation split by phase and layer. ``feeds`` may give the
+    prompt's ``input_ids`` ([batch, prompt]); else they are random ids in the vocabulary
+    (synthetic, seeded). ``share_buffer`` None does what the model's genai_config asks
+    (past_present_share_buffer: one max-length buffer per pair, written in place through
+    IOBinding, as onnxruntime-genai does); False passes present to past each step."""
     m = load(model)
     info = m.decoder
     if info is None:
@@ -273,6 +282,17 @@ def generate(
         inputs = dict(run.inputs)
         inputs[info.input_ids] = given.astype(np.asarray(inputs[info.input_ids]).dtype)
         run = run.with_(inputs=type(run.inputs)(inputs, run.inputs.dims, [], synthetic=False))
+    can_share = info.attention == "GroupQueryAttention" and info.max_length is not None
+    if share_buffer and not can_share:
+        raise FeedError(
+            f"share_buffer=True: {m.name!r} cannot write its cache in place (that needs "
+            "GroupQueryAttention and a known max length, as onnxruntime-genai's builder makes)."
+        )
+    shared = (
+        (info.max_length or 0)
+        if can_share and share_buffer is not False and (share_buffer or info.share_buffer)
+        else 0
+    )
     reply = run_model_task(
         tasks_generate.generate,
         run,
@@ -280,17 +300,23 @@ def generate(
         new_tokens=new_tokens,
         runs=runs,
         profile=profile,
+        shared=shared,
     )
     notes = [
         f"Each step's time is its sess.run (profiling off); the prefill is step 0; decode "
         f"tokens/s are each run's {new_tokens - 1} decode tokens over their time, the median "
         "over runs with an interval from order statistics (6 runs or more).",
-        "The cache is passed from present to past each step (no buffer sharing): "
-        + (
-            "this model's genai_config asks for past_present_share_buffer, which "
-            "onnxruntime-genai uses; ortlab copies, as a plain loop does."
-            if info.share_buffer
-            else "as onnxruntime-genai's generator does for this model."
+        (
+            f"The cache is one buffer of {shared} tokens per past/present pair, bound as both "
+            "through IOBinding and written in place (past_present_share_buffer, as "
+            "onnxruntime-genai runs this model)."
+            if shared
+            else "The cache is passed from present to past each step (no buffer sharing"
+            + (
+                "; this model's genai_config asks for it: share_buffer=None does)."
+                if info.share_buffer
+                else ")."
+            )
         ),
         load_sentence(reply.other_cores),
     ]
@@ -321,6 +347,7 @@ def generate(
         rss_growth_bytes=reply.rss_after - reply.rss_before,
         decoder=info.line(),
         layers=info.layers,
+        shared_buffer=shared,
         feeds=f"input_ids [{batch}, {prompt}]",
         synthetic=run.synthetic,
         other_cores=reply.other_cores,

@@ -57,6 +57,7 @@ def generate(
     new_tokens: int,
     runs: int,
     profile: bool = True,
+    shared: int = 0,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
     (its ``input_ids``): the first step is the prefill (empty cache), each next step feeds the
@@ -64,7 +65,8 @@ def generate(
     ``sess.run`` (ns), the tokens, the present outputs' bytes after each step, and the
     process's resident memory before and after the first generation. With ``profile``, one
     more generation runs in a session with ORT's profiler on (after a two-step warm-up), over
-    as many steps as keep its trace under :data:`PROFILE_EVENTS` node events."""
+    as many steps as keep its trace under :data:`PROFILE_EVENTS` node events. ``shared``: the
+    cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
     sess, report, _ = _session(job.model_path, job.model_name, job.config)
     loop = _Loop(sess, decoder, job)
     since = cpu_sample()
@@ -74,7 +76,8 @@ def generate(
     rss: list[int] = [_rss()]
     total = runs * new_tokens + (new_tokens if profile else 0)
     for r in range(runs):
-        times, made, sizes = loop.run(new_tokens, _offset(progress, r * new_tokens, total))
+        step = _offset(progress, r * new_tokens, total)
+        times, made, sizes = loop.run(new_tokens, step, shared=shared)
         if r == 0:
             rss.append(_rss())
             present_bytes = sizes
@@ -90,7 +93,9 @@ def generate(
     if profile:
         nodes = _node_count(job.model_path)
         window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1)))
-        data = _profiled(job, decoder, window, _offset(progress, runs * new_tokens, total))
+        data = _profiled(
+            job, decoder, window, _offset(progress, runs * new_tokens, total), shared=shared
+        )
     return GenerateReply(
         steps_ns=steps_ns,
         tokens=tokens[0],
@@ -127,9 +132,12 @@ class _Loop:
         self.prompt = np.asarray(job.feeds[decoder.input_ids])
 
     def run(
-        self, steps: int, progress: Callable[[int], None]
+        self, steps: int, progress: Callable[[int], None], *, shared: int = 0
     ) -> tuple[list[int], list[int], list[int]]:
-        """One generation: per step its time (ns), the token, the present outputs' bytes."""
+        """One generation: per step its time (ns), the token, the cache's bytes (the present
+        outputs'; with ``shared``, the buffers of that many tokens every step writes into)."""
+        if shared:
+            return self._shared(steps, progress, shared)
         d, batch = self.decoder, self.prompt.shape[0]
         past = {
             name: np.zeros((batch, d.kv_heads, 0, d.head_size), dtype=self.dtypes[name])
@@ -157,6 +165,51 @@ class _Loop:
             progress(step + 1)
         return times, made, sizes
 
+    def _shared(
+        self, steps: int, progress: Callable[[int], None], longest: int
+    ) -> tuple[list[int], list[int], list[int]]:
+        """As onnxruntime-genai runs a builder model with past_present_share_buffer: one
+        buffer per past/present pair, ``longest`` tokens long, bound through IOBinding as both
+        the past input and the present output; GroupQueryAttention writes each step's keys and
+        values in place at the length the mask gives."""
+        import onnxruntime as ort
+
+        d, batch = self.decoder, self.prompt.shape[0]
+        names = [o.name for o in self.sess.get_outputs()]
+        buffers = {
+            name: ort.OrtValue.ortvalue_from_numpy(
+                np.zeros((batch, d.kv_heads, longest, d.head_size), dtype=self.dtypes[name])
+            )
+            for name in d.past_inputs
+        }
+        held = sum(int(v.numpy().nbytes) for v in buffers.values())
+        ids, length = self.prompt, 0
+        clock = time.perf_counter_ns
+        times: list[int] = []
+        made: list[int] = []
+        for step in range(steps):
+            feeds = step_feeds(d, ids, {}, length, self.dtypes)
+            binding = self.sess.io_binding()
+            for name, value in feeds.items():
+                binding.bind_cpu_input(name, value)
+            binding.bind_output(names[self.logits])  # outputs come back in binding order
+            for name, value in buffers.items():
+                binding.bind_ortvalue_input(name, value)
+                binding.bind_ortvalue_output(names[self.present[name]], value)
+            t0 = clock()
+            try:
+                self.sess.run_with_iobinding(binding)
+            except Exception as err:
+                raise _run_error(err, self.job.model_name, self.job.config, feeds) from err
+            times.append(clock() - t0)
+            length += ids.shape[1]
+            logits = binding.get_outputs()[0].numpy()
+            nxt = logits[:, -1, :].argmax(axis=-1)
+            made.append(int(nxt[0]))
+            ids = nxt.reshape(batch, 1)
+            progress(step + 1)
+        return times, made, [held] * steps
+
 
 def _node_count(path: str) -> int:
     import onnx
@@ -167,7 +220,12 @@ def _node_count(path: str) -> int:
 
 
 def _profiled(
-    job: ModelJob, decoder: DecoderInfo, steps: int, progress: Callable[[int], None]
+    job: ModelJob,
+    decoder: DecoderInfo,
+    steps: int,
+    progress: Callable[[int], None],
+    *,
+    shared: int,
 ) -> ProfileData:
     """One generation of ``steps`` steps with ORT's profiler on, after a two-step warm-up in
     the same session (dropped from the trace): run k of the trace is step k."""
@@ -185,8 +243,8 @@ def _profiled(
         )
         loop = _Loop(sess, decoder, job)
         try:
-            loop.run(min(2, steps), lambda _k: None)
-            loop.run(steps, progress)
+            loop.run(min(2, steps), lambda _k: None, shared=shared)
+            loop.run(steps, progress, shared=shared)
         finally:
             path = sess.end_profiling()
         return with_load(parse_profile_file(path, skip_runs=min(2, steps)), since)

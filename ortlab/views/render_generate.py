@@ -38,14 +38,18 @@ def _rows(g: Any) -> list[list[str]]:
         [
             "KV cache per token",
             f"{fmt_bytes(kv['bytes_per_token'])} (formula)",
-            "present outputs grew by "
+            f"one buffer of {g.shared_buffer} tokens per pair, written in place"
+            if g.shared_buffer
+            else "present outputs grew by "
             + (fmt_bytes(measured) if not math.isnan(measured) else "—")
             + " per token (measured)",
         ],
         [
             f"KV cache at {g.prompt + g.new_tokens - 1} tokens",
             f"{fmt_bytes(kv['peak_bytes'])} (formula)",
-            f"{fmt_bytes(kv['measured_peak_bytes'])} in the last present outputs (measured)",
+            f"{fmt_bytes(kv['measured_peak_bytes'])} in the shared buffers (allocated)"
+            if g.shared_buffer
+            else f"{fmt_bytes(kv['measured_peak_bytes'])} in the last present outputs (measured)",
         ],
     ]
 

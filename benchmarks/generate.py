@@ -1,0 +1,148 @@
+"""ortlab.generate against two references, interleaved in one process (A B, B A, …):
+
+1. harness overhead: its decode tokens/s against a bare greedy loop of the same ``sess.run``
+   calls written here (goal: within 3 %), ortlab in-process so both share the process;
+2. onnxruntime-genai's own generator on the same folder (goal: within 10 %): its decode
+   tokens/s from ``generate_next_token`` timed per step.
+
+On the committed tiny decoders (tests/data/decoders), whose steps take tens of µs, per-step
+overhead is the largest it can be relative to the work: a real model's steps take ms.
+
+    python benchmarks/generate.py [--rounds 12] [--new 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+import ortlab
+from benchmarks._common import record
+from ortlab.core.stats import paired_ratio
+from ortlab.engine.tasks_generate import step_feeds
+
+HERE = Path(__file__).parent.parent / "tests" / "data" / "decoders"
+PROMPT = np.arange(1, 17, dtype=np.int64).reshape(1, 16)
+
+
+def bare_decode_tokens_per_s(sess: ort.InferenceSession, d: ortlab.DecoderInfo, new: int) -> float:
+    """A plain greedy loop: prefill, then ``new - 1`` decode steps, present -> past."""
+    dtypes = {
+        i.name: np.dtype(
+            {
+                "tensor(float)": "float32",
+                "tensor(int64)": "int64",
+                "tensor(bool)": "bool",
+                "tensor(float16)": "float16",
+            }[i.type]
+        )
+        for i in sess.get_inputs()
+    }
+    names = [o.name for o in sess.get_outputs()]
+    past = {n: np.zeros((1, d.kv_heads, 0, d.head_size), dtype=dtypes[n]) for n in d.past_inputs}
+    ids, length, decode_ns = PROMPT, 0, 0
+    for step in range(new):
+        feeds = step_feeds(d, ids, past, length, dtypes)
+        t0 = time.perf_counter_ns()
+        outs = sess.run(None, feeds)
+        if step:
+            decode_ns += time.perf_counter_ns() - t0
+        got = dict(zip(names, outs, strict=True))
+        length += ids.shape[1]
+        past = {p.past_key: got[p.present_key] for p in d.pairs} | {
+            p.past_value: got[p.present_value] for p in d.pairs
+        }
+        ids = got["logits"][:, -1, :].argmax(axis=-1).reshape(1, 1)
+    return 1e9 * (new - 1) / decode_ns
+
+
+def genai_decode_tokens_per_s(model: object, new: int) -> float:
+    import onnxruntime_genai as og
+
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=PROMPT.shape[1] + new)
+    gen = og.Generator(model, params)
+    gen.append_tokens(PROMPT[0].tolist())  # the prefill runs here
+    gen.generate_next_token()  # the first generated token: still the prefill's logits
+    decode_ns, steps = 0, 0
+    while not gen.is_done():
+        t0 = time.perf_counter_ns()
+        gen.generate_next_token()
+        decode_ns += time.perf_counter_ns() - t0
+        steps += 1
+    return 1e9 * steps / decode_ns
+
+
+def measure(name: str, rounds: int, new: int) -> dict:
+    path = HERE / name
+    m = ortlab.load(path)
+    d = m.decoder
+    assert d is not None
+    feeds = {"input_ids": PROMPT}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"])
+
+    def ours() -> float:
+        g = ortlab.generate(m, feeds=feeds, new_tokens=new, runs=1, profile=False, progress=False)
+        return g.decode_tokens_per_s[0]
+
+    sides = {"ortlab": ours, "bare": lambda: bare_decode_tokens_per_s(sess, d, new)}
+    if (path / "genai_config.json").exists():
+        import onnxruntime_genai as og
+
+        gm = og.Model(str(path))
+        sides["genai"] = lambda: genai_decode_tokens_per_s(gm, new)
+    for f in sides.values():  # warm every side once
+        f()
+    got: dict[str, list[float]] = {k: [] for k in sides}
+    for r in range(rounds):
+        for k in sides if r % 2 == 0 else reversed(list(sides)):
+            got[k].append(sides[k]())
+    # time per token ratios (ortlab / reference): < 1 is faster
+    out = {"model": name, "rounds": rounds, "new_tokens": new}
+    for ref in [k for k in sides if k != "ortlab"]:
+        v = paired_ratio(1.0 / np.asarray(got[ref]), 1.0 / np.asarray(got["ortlab"]), noise=0.03)
+        out[ref] = {
+            "ortlab_tokens_per_s": float(np.median(got["ortlab"])),
+            "ref_tokens_per_s": float(np.median(got[ref])),
+            "time_ratio": v.ratio,
+            "ci95": [v.low, v.high],
+            "verdict": v.text(ref, "ortlab.generate"),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--new", type=int, default=32)
+    args = parser.parse_args()
+    ortlab.set_isolation("inprocess")  # both loops in this process
+    results = [measure(n, args.rounds, args.new) for n in ("genai_int4", "optimum_gpt2_merged")]
+    lines = [
+        f"Decode tokens/s, prompt {PROMPT.shape[1]}, {args.new} new tokens, {args.rounds} "
+        "interleaved rounds, ortlab in-process; time-per-token ratio ortlab / reference "
+        "(< 1: ortlab's steps are faster) with a 95 % interval.",
+        "",
+        "| model | reference | ortlab tok/s | reference tok/s | ratio | 95 % CI | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for ref in ("bare", "genai"):
+            if ref in r:
+                x = r[ref]
+                lines.append(
+                    f"| {r['model']} | {ref} | {x['ortlab_tokens_per_s']:.0f} | "
+                    f"{x['ref_tokens_per_s']:.0f} | {x['time_ratio']:.3f} | "
+                    f"[{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}] | {x['verdict']} |"
+                )
+    record("generate", {"results": results}, "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
