@@ -5,7 +5,7 @@
 2. onnxruntime-genai's own generator on the same folder (goal: within 10 %): its decode
    tokens/s from ``generate_next_token`` timed per step.
 
-On the committed tiny decoders (tests/data/decoders), whose steps take tens of µs, per-step
+On the bundled tiny decoders (ortlab/decoders), whose steps take tens of µs, per-step
 overhead is the largest it can be relative to the work: a real model's steps take ms.
 
     python benchmarks/generate.py [--rounds 12] [--new 32]
@@ -25,7 +25,7 @@ from benchmarks._common import record
 from ortlab.core.stats import paired_ratio
 from ortlab.engine.tasks_generate import step_feeds
 
-HERE = Path(__file__).parent.parent / "tests" / "data" / "decoders"
+HERE = Path(__file__).parent.parent / "ortlab" / "decoders"
 PROMPT = np.arange(1, 17, dtype=np.int64).reshape(1, 16)
 
 

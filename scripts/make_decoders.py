@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make the tiny LLM decoder corpus in tests/data/decoders/ with the real exporters (issue 39).
+"""Make the tiny LLM decoder corpus in ortlab/decoders/ with the real exporters (issue 39).
 
 Not run by CI: the exporters need torch and transformers. Run it by hand with Python 3.11:
 
@@ -47,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT_DEFAULT = ROOT / "tests" / "data" / "decoders"
+OUT_DEFAULT = ROOT / "ortlab" / "decoders"
 
 SEED = 0
 PROMPT = [1, 2, 3, 4, 5, 6, 7, 8]

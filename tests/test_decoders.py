@@ -1,5 +1,6 @@
 """LLM decoders with a KV cache (issue 39), on tiny decoders made by the real exporters
-(tests/data/decoders, scripts/make_decoders.py): onnxruntime-genai's builder (int4, fp32),
+(ortlab/decoders, bundled as ortlab.examples' tiny_* models; scripts/make_decoders.py):
+onnxruntime-genai's builder (int4, fp32),
 optimum's merged GPT-2 (its graph in an If on use_cache_branch) and optimum's Llama. Checked
 against independent sources: the exporters' own configs, plain onnxruntime running every input
 ortlab invents, onnxruntime-genai's generator and torch's greedy tokens (reference.json)."""
@@ -19,7 +20,7 @@ import ortlab
 from ortlab.cli import main
 from ortlab.core.errors import FeedError, InvalidModelError
 
-HERE = Path(__file__).parent / "data" / "decoders"
+HERE = Path(ortlab.__file__).parent / "decoders"
 NAMES = ("genai_int4", "genai_fp32", "optimum_gpt2_merged", "optimum_llama")
 REFERENCE = json.loads((HERE / "reference.json").read_text())
 PROMPT = np.asarray([REFERENCE["prompt"]], dtype=np.int64)
@@ -384,3 +385,16 @@ def test_a_shared_buffer_as_genai_config_asks_gives_the_same_tokens(name: str) -
     assert math.isnan(kv["measured_bytes_per_token"]) and "written in place" in g.to_text()
     with pytest.raises(FeedError, match="cannot write its cache in place"):
         ortlab.generate(HERE / "optimum_llama", new_tokens=2, share_buffer=True, progress=False)
+
+
+def test_the_decoders_are_bundled_examples(capsys: Any) -> None:
+    """The folders ship in the package as ortlab.examples' tiny_* models (a workshop needs no
+    download), loaded in place with their configs; the CLI takes their names."""
+    from ortlab.engine.examples import DECODERS
+
+    for name, (folder, _) in DECODERS.items():
+        m = ortlab.examples.load(name)
+        assert m.path.parent == HERE / folder and m.decoder is not None and m.name == name
+        assert name in ortlab.examples.names()
+    assert main(["generate", "tiny_llama_int4", "--prompt", "4", "--new", "2", "--json"]) == 0
+    assert len(ortlab.GenerationResult.from_json(capsys.readouterr().out).tokens) == 2

@@ -51,6 +51,31 @@ __all__ = [
     "residual_cnn",
 ]
 
+DECODERS = {
+    "tiny_llama_int4": (
+        "genai_int4",
+        "LLM decoder: a 2-layer Llama made by onnxruntime-genai's builder (GroupQueryAttention, "
+        "int4 MatMulNBits, KV cache; random weights)",
+    ),
+    "tiny_llama_fp32": (
+        "genai_fp32",
+        "LLM decoder: the same Llama from onnxruntime-genai's builder in fp32 (weights in "
+        "external data)",
+    ),
+    "tiny_gpt2_merged": (
+        "optimum_gpt2_merged",
+        "LLM decoder: a 2-layer GPT-2 exported and merged by optimum (the whole network in an "
+        "If on use_cache_branch)",
+    ),
+    "tiny_llama_optimum": (
+        "optimum_llama",
+        "LLM decoder: the Llama exported by optimum with past/present pairs",
+    ),
+}
+"""Tiny decoders made by the real exporters (ortlab/decoders, scripts/make_decoders.py):
+folders with their genai_config.json or config.json, loaded in place."""
+DECODER_DIR = Path(__file__).resolve().parents[1] / "decoders"
+
 # Bump when the way a model is generated or filled changes, so caches refresh.
 _VERSION = 3
 
@@ -204,16 +229,26 @@ def run_cpu(
 
 def names() -> list[str]:
     """Names accepted by :func:`load`: zoo architectures first, then generated models."""
-    return [n for n in ZOO if _zoo_file(n).exists()] + list(GENERATED)
+    return [n for n in ZOO if _zoo_file(n).exists()] + list(GENERATED) + list(DECODERS)
 
 
 def describe() -> dict[str, str]:
-    return {n: ZOO[n] if n in ZOO else GENERATED[n][0] for n in names()}
+    return {
+        n: ZOO[n] if n in ZOO else DECODERS[n][1] if n in DECODERS else GENERATED[n][0]
+        for n in names()
+    }
 
 
 def path(name: str, seed: int = 0) -> Path:
     """The cached file of example ``name``, built on first use."""
     key = name.lower().removeprefix("light_")
+    if key in DECODERS:  # a folder with its configs: its model file, in place
+        from ortlab.core.decoder import decoder_file
+
+        found = decoder_file(DECODER_DIR / DECODERS[key][0])
+        if found is None:
+            raise InvalidModelError(f"The bundled decoder {name!r} is missing from {DECODER_DIR}.")
+        return found
     if key not in ZOO and key not in GENERATED:
         raise InvalidModelError(
             f"No bundled example named {name!r}. Available: {', '.join(names())}."
