@@ -16,7 +16,7 @@ pytestmark = pytest.mark.notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
-EXPECTED = {"00", "01", "02", "03", "04", "05", "06", "07"}
+EXPECTED = {"00", "01", "02", "03", "04", "05", "06", "07", "08"}
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
