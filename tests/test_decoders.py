@@ -186,7 +186,7 @@ def test_generate_reports_phases_with_intervals_and_round_trips(capsys: Any) -> 
     assert g.synthetic and any("synthetic" in n for n in g.notes)
     again = ortlab.GenerationResult.from_json(g.to_json())
     assert again == g and "tokens/s" in g.to_text() and "<table" in g._repr_html_()
-    assert g.plot().data[0].x == tuple(range(16, 16 + 5))
+    assert g.plot().data[1].x == tuple(range(16, 16 + 5))  # [0] is the range band
     assert (
         main(
             [
@@ -398,3 +398,20 @@ def test_the_decoders_are_bundled_examples(capsys: Any) -> None:
         assert name in ortlab.examples.names()
     assert main(["generate", "tiny_llama_int4", "--prompt", "4", "--new", "2", "--json"]) == 0
     assert len(ortlab.GenerationResult.from_json(capsys.readouterr().out).tokens) == 2
+
+
+def test_a_decoders_lab_has_a_generate_tab() -> None:
+    """A decoder's Lab runs its first run at a valid decode step and has a Generate tab: the
+    prompt and new-token boxes drive ortlab.generate at the Lab's settings; the tab shows the
+    time-per-token figure and the result (TTFT, tokens/s, the phase x layer table). Other
+    models' Labs have no such tab."""
+    lab = ortlab.Lab(ortlab.examples.load("tiny_llama_int4"), synchronous=True, runs=5)
+    assert lab.error.value == "" and "Generate" in lab.panes
+    assert "[1, 129]" in lab.benchmark_result.feeds  # one decode step after 128 cached
+    lab.gen_prompt.value, lab.gen_new.value = 8, 4
+    lab.gen_button.click()
+    g = lab.generation
+    assert isinstance(g, ortlab.GenerationResult) and len(g.tokens) == 4 and g.prompt == 8
+    shown = lab.shown["Generate"]
+    assert shown[-1] is g and "Per layer" in g._repr_html_()
+    assert "Generate" not in ortlab.Lab(ortlab.examples.load("mlp"), synchronous=True).panes

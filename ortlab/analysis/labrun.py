@@ -23,6 +23,7 @@ from ortlab.analysis.placementresult import PlacementResult
 from ortlab.analysis.quantization import quantize, to_fp16
 from ortlab.analysis.transformer_opt import transformer_optimize
 from ortlab.core.config import SessionConfig
+from ortlab.core.decoderinputs import decoder_dims
 from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.model import Model, load
 from ortlab.engine.calls import edge, fitted_dims
@@ -112,7 +113,10 @@ class LabRunner:
 
     def fitted_dims(self, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
         """The dims the model runs at for the dims box's ``dims``: a guessed image size the
-        model refuses is refitted (``engine.calls.fitted_dims``)."""
+        model refuses is refitted (``engine.calls.fitted_dims``); a decoder's are its roles
+        (batch, prompt, past), what its inputs are made from."""
+        if self.model.decoder is not None:
+            return decoder_dims(self.model, self.model.decoder, dims)
         return fitted_dims(self.model, dims)
 
     def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> Feeds:

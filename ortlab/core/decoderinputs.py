@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ortlab.core.inputs import DimChoice, Feeds
     from ortlab.core.model import Model
 
-__all__ = ["ROLES", "decoder_feeds", "role_symbols"]
+__all__ = ["ROLES", "decoder_dims", "decoder_feeds", "role_symbols"]
 
 ROLES = ("batch", "prompt", "past")
 """The dims a decoder's inputs are made from: sequences, new tokens, tokens already cached."""
@@ -53,15 +53,11 @@ def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
     return out
 
 
-def decoder_feeds(
-    model: Model,
-    info: DecoderInfo,
-    dims: Mapping[str, int] | None = None,
-    seed: int = 0,
-) -> Feeds:
-    """Seeded, valid inputs for one step of ``info``'s decoder (see the module docstring)."""
-    from ortlab.core.inputs import DimChoice, Feeds, example_inputs, resolve_dims
-
+def decoder_dims(
+    model: Model, info: DecoderInfo, dims: Mapping[str, int] | None = None
+) -> dict[str, DimChoice]:
+    """batch, prompt and past for ``dims`` (by those names or the model's own symbols for
+    them), each with its reason: what a step's inputs are made from (no arrays made)."""
     symbols = role_symbols(model, info)
     given: dict[str, int] = {}
     unknown = []
@@ -79,7 +75,20 @@ def decoder_feeds(
             OrtlabWarning,
             stacklevel=4,
         )
-    roles = _roles(info, given)
+    return _roles(info, given)
+
+
+def decoder_feeds(
+    model: Model,
+    info: DecoderInfo,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> Feeds:
+    """Seeded, valid inputs for one step of ``info``'s decoder (see the module docstring)."""
+    from ortlab.core.inputs import DimChoice, Feeds, example_inputs, resolve_dims
+
+    symbols = role_symbols(model, info)
+    roles = decoder_dims(model, info, dims)
     batch, prompt, past = (roles[r].value for r in ROLES)
     derived = {"total": past + prompt, "kv_heads": info.kv_heads, "head_size": info.head_size}
     with warnings.catch_warnings():

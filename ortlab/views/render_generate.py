@@ -105,27 +105,30 @@ def generate_html(g: Any) -> str:
 
 
 def generate_figure(g: Any) -> Any:
-    """Time per token (median over runs, the range over runs as a band) against the tokens
-    cached before it; the prefill as its own marker at 0."""
+    """Time per token (median over runs) against the tokens cached before it, the range over
+    runs as a band, on a log axis (a stalled step on a busy machine stays on the chart without
+    flattening the rest); the prefill as its own marker at 0."""
     import plotly.graph_objects as go
 
     from ortlab.views.figure import layout
 
     t = g.per_token
     dec = t[t["phase"] == "decode"]
+    xs = list(dec["past_length"])
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
-            x=list(dec["past_length"]),
-            y=list(dec["ms"]),
-            mode="lines+markers",
-            name="decode step (median)",
-            error_y={
-                "type": "data",
-                "array": list(dec["high_ms"] - dec["ms"]),
-                "arrayminus": list(dec["ms"] - dec["low_ms"]),
-            },
+            x=xs + xs[::-1],
+            y=list(dec["high_ms"]) + list(dec["low_ms"])[::-1],
+            fill="toself",
+            fillcolor="rgba(31, 119, 180, 0.15)",
+            line={"width": 0},
+            hoverinfo="skip",
+            name="range over runs",
         )
+    )
+    fig.add_trace(
+        go.Scatter(x=xs, y=list(dec["ms"]), mode="lines+markers", name="decode step (median)")
     )
     pre = t[t["phase"] == "prefill"]
     fig.add_trace(
@@ -137,9 +140,23 @@ def generate_figure(g: Any) -> Any:
             name=f"prefill ({g.prompt} tokens)",
         )
     )
+    ys = [v for v in [*dec["low_ms"], *dec["high_ms"], *pre["ms"]] if v > 0]
     return layout(
         fig,
-        f"{esc(g.model)}: time per token against the tokens cached (bars: range over runs)",
+        f"{esc(g.model)}: time per token against the tokens cached",
         xaxis_title="tokens cached before the step",
-        yaxis_title="ms per step",
+        yaxis_title="ms per step (log)",
+        yaxis={"type": "log", **_ticks(min(ys, default=1.0), max(ys, default=1.0))},
     )
+
+
+def _ticks(low: float, high: float) -> dict[str, Any]:
+    """1-2-5 ticks spanning ``low``..``high``, each labelled at full size (plotly's own log
+    ticks label 2 and 5 in small digits)."""
+    vals = [
+        m * 10.0**d
+        for d in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+        for m in (1, 2, 5)
+    ]
+    vals = [v for v in vals if low / 2.5 <= v <= high * 2.5]
+    return {"tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}

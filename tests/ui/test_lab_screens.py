@@ -168,3 +168,51 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
     shown = [float(x) for x in re.findall(r"([\d.]+)\s*[µμ]s/run", panel)]
     assert any(round(x) == int(listed.group(1)) for x in shown), f"{first!r} vs {panel!r}"
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+def test_the_generate_tab_reads_at_both_sizes(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    """A decoder's Lab (the bundled genai-built Llama) in JupyterLab, a core kept busy: the
+    Generate tab's button runs a generation and the tab reads at both sizes — the headline
+    (TTFT, prefill and decode tokens/s with their intervals), the time-per-token chart, the
+    phase x layer table — with no control clipped and no sideways scrollbar."""
+    root = tmp_path / "root"
+    root.mkdir()
+    cells = [
+        f"import os; os.environ['ORTLAB_CACHE_DIR'] = {os.environ['ORTLAB_CACHE_DIR']!r}",
+        "import ortlab\nlab = ortlab.Lab(ortlab.examples.load('tiny_llama_int4'), runs=10)\nlab",
+    ]
+    write_notebook(root / "generate.ipynb", cells)
+    problems: dict[str, list[str]] = {}
+    with busy_core(), jupyterlab(root, tmp_path / "home") as handle:
+        base, token = handle.split("|")
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(f"{base}/lab/tree/generate.ipynb?token={token}")
+        run_all(page)
+        page.locator(".ortlab-lab").wait_for(timeout=120_000)
+        _open_tab(page, "History")
+        _wait_text(page, "cpu · all")
+        wait_idle(page)
+        _open_tab(page, "Generate")
+        page.locator(".ortlab-lab button", has_text="Generate (TTFT").click()
+        _wait_text(page, "Per layer, share of each phase")
+        wait_idle(page)
+        for width, height in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            _open_tab(page, "Generate")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot "
+                ".main-svg')].some(e => e.closest('.js-plotly-plot').offsetParent)",
+                timeout=60_000,
+            )
+            page.locator(".ortlab-lab").scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / f"lab_generate_{width}x{height}.png"))
+            found = page.evaluate(_PROBLEMS)
+            if found:
+                problems[f"Generate at {width}x{height}"] = found
+        text = page.locator(".ortlab-lab").inner_text()
+        context.close()
+    assert "time to first token" in text and "tokens/s" in text and "layer 0" in text
+    assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)

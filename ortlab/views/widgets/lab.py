@@ -45,6 +45,7 @@ from ortlab.views.widgets.tabjobs import (
     LIMITS_INTRO,
     compare_runs,
     run_doctor,
+    run_generate,
     run_limits,
     run_optimization,
     run_quantization,
@@ -123,6 +124,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.perfetto: Path | None = None
         """The Limits tab's last results (ortlab.roofline, cost, throughput, sweep…)."""
         self.comparison: Any = None
+        self.generation: Any = None
+        """The Generate tab's last ``ortlab.generate`` (a decoder's Lab only)."""
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
         self.report_path: Any = None
@@ -216,6 +219,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             "Placement",
             "Profile",
             "Benchmark",
+            *(["Generate"] if self.model.decoder is not None else []),
             "Optimization",
             "Quantization",
             "Limits",
@@ -254,6 +258,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                 "the quantization comparison",
             ),
             (t.doctor_button, run_doctor, "doctor_result", "Doctor", "the doctor"),
+            (t.gen_button, run_generate, "generation", "Generate", "the generation"),
             (t.compare_button, compare_runs, "run_diff", "History", "the comparison"),
             (t.whatif_button, run_whatif, "whatif_result", "Placement", "the what-if"),
             *[
@@ -275,6 +280,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._show("Quantization", t.quant_bar)
         self._show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
         self._show("Doctor", t.doctor_bar)
+        if "Generate" in self.panes:  # a decoder: prefill and decode, token by token
+            self._show("Generate", t.gen_bar)
 
     def _overview(self) -> list[Any]:
         """The Overview: the last run's headline (what is slow, what to try), then the model."""

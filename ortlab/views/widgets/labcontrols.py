@@ -316,6 +316,9 @@ class TabControls:
         "limits_buttons",
         "sweep_dims",
         "versions",
+        "gen_prompt",
+        "gen_new",
+        "gen_button",
     )
     """The controls a Lab exposes as its own attributes."""
 
@@ -352,6 +355,18 @@ class TabControls:
                 w.HBox([self.versions, b["version_diff"]]),
                 s["Limits"],
             ]
+        )
+        self.gen_prompt = w.BoundedIntText(
+            128, min=1, max=1 << 20, description="prompt", layout=w.Layout(width="180px")
+        )
+        self.gen_new = w.BoundedIntText(
+            64, min=1, max=1 << 20, description="new tokens", layout=w.Layout(width="200px")
+        )
+        self.gen_button = w.Button(
+            description="Generate (TTFT, tokens/s, per layer)", layout=w.Layout(width="auto")
+        )
+        self.gen_bar = w.VBox(
+            [w.HBox([self.gen_prompt, self.gen_new, self.gen_button]), s["Generate"]]
         )
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(

@@ -22,7 +22,15 @@ from ortlab.views.html import esc
 
 __all__ = ["JOB_TABS", "LIMITS_WHAT", "TabStatus", "error_html", "guess_hint"]
 
-JOB_TABS = ("Placement", "Optimization", "Quantization", "Limits", "Doctor", "History")
+JOB_TABS = (
+    "Placement",
+    "Generate",
+    "Optimization",
+    "Quantization",
+    "Limits",
+    "Doctor",
+    "History",
+)
 """The tabs whose buttons start work of their own, each with a status line."""
 
 _COLOURS = {"running": "#06c", "done": "#555", "failed": "#a40", "cancelled": "#555"}

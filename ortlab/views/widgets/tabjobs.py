@@ -16,6 +16,7 @@ import ipywidgets as w
 from ortlab.analysis.compare import compare
 from ortlab.analysis.cost import cost
 from ortlab.analysis.diff import diff
+from ortlab.analysis.generate import generate
 from ortlab.analysis.graphdata import graph_data
 from ortlab.analysis.optimization import optimization_diff
 from ortlab.analysis.quant_error import quantization_error
@@ -177,6 +178,22 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
             )
         result = version_diff(path, config, versions=pair, progress=progress, **inputs)
     return result, [result.plot(), result]
+
+
+def run_generate(lab: Lab) -> None:
+    """The Generate tab (a decoder's): greedy generations of the boxes' prompt and new tokens
+    at the Lab's settings, the time per token against the cache, then the result (TTFT and
+    tokens/s with intervals, the KV cache, the phase x layer shares)."""
+    t = lab.tab_controls
+    g = generate(
+        lab._current,
+        lab.config,
+        prompt=t.gen_prompt.value,
+        new_tokens=t.gen_new.value,
+        progress=lab._progress("generate"),
+    )
+    lab.generation = g
+    lab._show("Generate", t.gen_bar, g.plot(), g)
 
 
 def run_limits(lab: Lab, what: str) -> None:
