@@ -415,3 +415,15 @@ def test_a_decoders_lab_has_a_generate_tab() -> None:
     shown = lab.shown["Generate"]
     assert shown[-1] is g and "Per layer" in g._repr_html_()
     assert "Generate" not in ortlab.Lab(ortlab.examples.load("mlp"), synchronous=True).panes
+
+
+def test_the_report_has_a_generation_section_and_says_what_the_model_is() -> None:
+    """The report takes a generation like the Limits results: its own section (the headline
+    and the per-layer table, the time-per-token figure); the model's one line is in it."""
+    from ortlab.views.report import SECTION_TITLES, report_html
+
+    m = ortlab.examples.load("tiny_llama_int4")
+    g = ortlab.generate(m, prompt=8, new_tokens=4, runs=2, progress=False)
+    html = report_html(m, extra=[g])
+    assert SECTION_TITLES["GenerationResult"] in html and "Per layer" in html
+    assert "decoder with KV cache: 2 layers" in html

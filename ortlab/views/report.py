@@ -317,6 +317,7 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
 
 
 SECTION_TITLES = {
+    "GenerationResult": "Generation: the prefill, then token by token (measured)",
     "RooflineResult": "Roofline: is each node near this machine's limits?",
     "CostResult": "Cost: the work each node does (computed from shapes, not measured)",
     "ThroughputResult": "Throughput per concurrency level (measured)",

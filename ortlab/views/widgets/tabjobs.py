@@ -270,7 +270,14 @@ def write_report(lab: Lab, path: str | os.PathLike[str] | None = None) -> Any:
         history=lab.history.to_pandas(),
         extra=[
             r
-            for r in (lab.roofline, lab.cost, lab.throughput, lab.sweep, lab.version_diff)
+            for r in (
+                lab.generation,
+                lab.roofline,
+                lab.cost,
+                lab.throughput,
+                lab.sweep,
+                lab.version_diff,
+            )
             if r is not None
         ],
     )
