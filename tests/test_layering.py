@@ -171,8 +171,11 @@ def test_classes_are_classes_and_verbs_do_not_hide_modules() -> None:
     ):
         assert callable(getattr(ortlab, verb))
         assert not hasattr(getattr(ortlab, verb), "__path__")
-    layers = {p.name for p in (ROOT / "ortlab").iterdir() if p.is_dir() and p.name[0] != "_"}
+    dirs = [p for p in (ROOT / "ortlab").iterdir() if p.is_dir() and p.name[0] != "_"]
+    layers = {p.name for p in dirs if (p / "__init__.py").exists()}
     assert layers == {"core", "engine", "analysis", "diagnosis", "views", "cli"}
+    data = [p for p in dirs if p.name not in layers]  # package data (the bundled decoders)
+    assert [p.name for p in data] == ["decoders"] and not list(data[0].rglob("*.py"))
     assert not set(ortlab.__all__) & layers
 
 

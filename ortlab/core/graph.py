@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import onnx
 
+from ortlab.core.onnx_util import bodies, ort_node_name
+
 __all__ = ["OpNode", "graph_node_protos", "graph_nodes"]
 
 
@@ -24,8 +26,9 @@ class OpNode:
 
 def graph_nodes(graph: onnx.GraphProto, subgraphs: bool = False) -> list[OpNode]:
     """The main graph's nodes (with ``subgraphs``, If/Loop/Scan bodies too, after their
-    owner); unnamed nodes get a stable ``<op_type>_<index>`` name, prefixed by their body's
-    path inside a subgraph so names stay unique."""
+    owner); an unnamed node gets ORT's name for it, ``<op_type>_<index in its graph>``, and a
+    name met again (in another body, or repeated) gets ``#k`` so names stay unique
+    (:func:`ortlab.analysis.graphscopes.raw_name` removes it)."""
     return [n for n, _ in graph_node_protos(graph, subgraphs)]
 
 
@@ -45,9 +48,8 @@ def _collect(
     seen: dict[str, int],
     deep: bool,
 ) -> None:
-    prefix = f"{parent}/" if parent else ""
     for i, n in enumerate(graph.node):
-        name = n.name or f"{prefix}{n.op_type}_{i}"
+        name = ort_node_name(n, i)  # ORT's own rule, bodies too: the profile's names
         if name in seen:  # duplicate names exist in the wild: keep them distinct
             seen[name] += 1
             name = f"{name}#{seen[name]}"
@@ -57,8 +59,5 @@ def _collect(
         out.append((op, n))
         if not deep:
             continue
-        for attr in n.attribute:
-            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-            for k, body in enumerate(bodies):
-                tag = attr.name if len(bodies) == 1 else f"{attr.name}[{k}]"
-                _collect(body, f"{name}/{tag}", out, seen, deep)
+        for tag, body in bodies(n):
+            _collect(body, f"{name}/{tag}", out, seen, deep)

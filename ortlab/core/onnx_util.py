@@ -100,12 +100,29 @@ def value_info_kind(vi: onnx.ValueInfoProto) -> str:
     return str(vi.type.WhichOneof("value")) if vi.type.WhichOneof("value") else "undefined"
 
 
-def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+def bodies(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """A control-flow node's bodies with their attribute tags: ``then_branch``,
+    ``else_branch``, ``body``, or ``name[k]`` for a list of graphs. THE walk into bodies: every
+    walker below and ``core.graph``'s node naming go through it."""
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.GRAPH:
-            yield attr.g
+            yield attr.name, attr.g
         elif attr.type == onnx.AttributeProto.GRAPHS:
-            yield from attr.graphs
+            many = len(attr.graphs) > 1
+            for k, g in enumerate(attr.graphs):
+                yield (f"{attr.name}[{k}]" if many else attr.name), g
+
+
+def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    """A control-flow node's bodies (:func:`bodies` without the tags)."""
+    for _, g in bodies(node):
+        yield g
+
+
+def ort_node_name(node: onnx.NodeProto, index: int) -> str:
+    """The node's name as ORT's profiler and session know it: its own, or for an unnamed node
+    ``<op_type>_<index in its graph>`` (ORT names unnamed nodes so when it loads a graph)."""
+    return node.name or f"{node.op_type}_{index}"
 
 
 def walk_nodes(graph: onnx.GraphProto, depth: int = 0) -> Iterator[tuple[onnx.NodeProto, int]]:

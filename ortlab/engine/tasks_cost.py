@@ -19,7 +19,7 @@ from ortlab.core import cache
 from ortlab.core.eps import compiling
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample
-from ortlab.core.onnx_util import Attr, attr_values, dtype_name
+from ortlab.core.onnx_util import Attr, attr_values, dtype_name, ort_node_name, subgraphs
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.session import build_session
@@ -41,14 +41,11 @@ def _ort_names(graph: Any, out: dict[tuple[str, str], str]) -> None:
     """ORT's names for the loaded model's unnamed nodes, by (op_type, first output): the
     profiler calls one ``<op_type>_<index>``, its index in its graph as loaded. The saved
     optimized model writes nodes in topological order, so its positions are not those."""
-    import onnx
-
     for i, n in enumerate(graph.node):
         if not n.name and n.output:
-            out.setdefault((n.op_type, n.output[0]), f"{n.op_type}_{i}")
-        for a in n.attribute:
-            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                _ort_names(body, out)
+            out.setdefault((n.op_type, n.output[0]), ort_node_name(n, i))
+        for body in subgraphs(n):
+            _ort_names(body, out)
 
 
 def _walk(
@@ -60,8 +57,6 @@ def _walk(
 ) -> None:
     """Every node (bodies too; an unnamed one under ORT's name for it, or '' when that is
     not known) and every initializer's dims."""
-    import onnx
-
     for t in graph.initializer:
         tensors[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
         weights.add(t.name)
@@ -73,9 +68,8 @@ def _walk(
         nodes.append(
             GraphNode(name, n.op_type, n.domain, tuple(n.input), tuple(n.output), _attrs(n))
         )
-        for a in n.attribute:
-            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                _walk(body, nodes, tensors, weights, names)
+        for body in subgraphs(n):
+            _walk(body, nodes, tensors, weights, names)
 
 
 def _outputs(nodes: tuple[GraphNode, ...], data: ProfileData) -> dict[str, Any]:
