@@ -344,6 +344,7 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     times add up to its profiled run time less the gaps between nodes (at most the profiler's
     per-node overhead each); nodes group into the decoder's own layers, read from their
     names; the attention of layer k is in layer k."""
+    from ortlab.core.machine import BUSY_CORES
     from ortlab.core.runtime import PROFILER_US_PER_NODE
 
     g = ortlab.generate(HERE / name, prompt=8, new_tokens=5, runs=2, progress=False)
@@ -352,12 +353,17 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     assert g.profile is not None and len(g.profile.run_us) == 5
     t = g.by_phase()
     run = g.phase_run_us()
+    load = g.profile.other_cores
+    busy = load is not None and load > BUSY_CORES  # a stall between nodes: a gap, not a node
     for phase in ("prefill", "decode"):
         rows = t[t["phase"] == phase]
         nodes = float(rows["us_per_step"].sum())
         assert rows["share"].sum() == pytest.approx(1.0)
         assert nodes <= run[phase] + 1.0
-        assert run[phase] - nodes <= PROFILER_US_PER_NODE * len(rows) + 50.0, (phase, nodes)
+        if not busy:  # on an idle machine the gaps are the profiler's per-node overhead
+            assert run[phase] - nodes <= PROFILER_US_PER_NODE * len(rows) + 50.0, (phase, nodes)
+    if busy:  # on a busy one the result says the load its times were measured under
+        assert any("other processes used" in n for n in g.notes), g.notes
     layers = g.by_layer()
     assert set(layers["layer"]) == {-1, *range(d.layers)}
     attn = t[t["op_type"].isin(["GroupQueryAttention", "Softmax"])]

@@ -330,7 +330,9 @@ def generate(
                 if window < new_tokens
                 else f"all {new_tokens} steps"
             )
-            + f"; times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold."
+            + f"; times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold; "
+            + load_sentence(reply.profile.other_cores if reply.profile is not None else None)
+            + "."
         )
     if run.synthetic:
         notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
