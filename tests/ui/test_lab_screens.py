@@ -90,6 +90,31 @@ def _open_tab(page: Any, name: str) -> None:
     page.wait_for_timeout(400)
 
 
+def _look(
+    page: Any,
+    tab: str,
+    size: tuple[int, int],
+    chart: bool,
+    artifacts: Path,
+    problems: dict[str, list[str]],
+) -> None:
+    """Open ``tab`` (waiting for its chart to be drawn), screenshot it at ``size`` and record
+    what reads badly (:data:`_PROBLEMS`)."""
+    _open_tab(page, tab)
+    if chart:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot "
+            ".main-svg')].some(e => e.closest('.js-plotly-plot').offsetParent)",
+            timeout=60_000,
+        )
+    page.locator(".ortlab-lab").scroll_into_view_if_needed()
+    width, height = size
+    page.screenshot(path=str(artifacts / f"lab_{tab.lower()}_{width}x{height}.png"))
+    found = page.evaluate(_PROBLEMS)
+    if found:
+        problems[f"{tab} at {width}x{height}"] = found
+
+
 def _wait_text(page: Any, text: str, timeout: float = 240_000) -> None:
     page.wait_for_function(
         "t => document.querySelector('.ortlab-lab').innerText.includes(t)",
@@ -141,18 +166,8 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
             for tab in TABS:
-                _open_tab(page, tab)
-                if tab in ("Profile", "Benchmark", "Limits", "History"):  # a chart, drawn
-                    page.wait_for_function(
-                        "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot "
-                        ".main-svg')].some(e => e.closest('.js-plotly-plot').offsetParent)",
-                        timeout=60_000,
-                    )
-                page.locator(".ortlab-lab").scroll_into_view_if_needed()
-                page.screenshot(path=str(artifacts / f"lab_{tab.lower()}_{width}x{height}.png"))
-                found = page.evaluate(_PROBLEMS)
-                if found:
-                    problems[f"{tab} at {width}x{height}"] = found
+                chart = tab in ("Profile", "Benchmark", "Limits", "History")
+                _look(page, tab, (width, height), chart, artifacts, problems)
         # one time per node: the Profile tab's top node, picked, opens the graph on it; the
         # details panel shows the same kernel time the list shows
         _open_tab(page, "Profile")
@@ -201,17 +216,7 @@ def test_the_generate_tab_reads_at_both_sizes(
         wait_idle(page)
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
-            _open_tab(page, "Generate")
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.ortlab-lab .js-plotly-plot "
-                ".main-svg')].some(e => e.closest('.js-plotly-plot').offsetParent)",
-                timeout=60_000,
-            )
-            page.locator(".ortlab-lab").scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts / f"lab_generate_{width}x{height}.png"))
-            found = page.evaluate(_PROBLEMS)
-            if found:
-                problems[f"Generate at {width}x{height}"] = found
+            _look(page, "Generate", (width, height), True, artifacts, problems)
         text = page.locator(".ortlab-lab").inner_text()
         context.close()
     assert "time to first token" in text and "tokens/s" in text and "layer 0" in text
