@@ -2,13 +2,15 @@
 
 Lives here, by question:
 - how fast: ``benchmark`` (latency, ``compare_configs``), ``throughput`` (requests/s per
-  concurrency), ``sweep`` (latency, placement and memory per shape), ``memory`` (footprint);
+  concurrency), ``sweep`` (latency, placement and memory per shape), ``memory`` (footprint),
+  ``generate`` (an LLM decoder token by token: TTFT, tokens/s, the KV cache, by phase/layer);
 - where the time goes: ``profiling`` (ProfileResult, its one maker ``profile_result``),
   ``perfetto`` (a profile as a trace file), ``diff`` (run against run per node), ``versions``
   (two onnxruntime versions node by node);
 - where each node runs: ``placement`` with ``placementresult`` and ``graphmap`` (the per-node
-  join of original graph, final graph, EP and time), ``reasons`` (why a node is not on the
-  wanted EP), ``whatif`` (predicted placement on accelerators that are not here);
+  join of original graph, final graph, EP and time; ``graphscopes``: scope by scope, the If
+  branch that ran), ``reasons`` (why a node is not on the wanted EP), ``whatif`` with
+  ``whatifresult`` (predicted placement on accelerators that are not here);
 - what ORT's optimizers change: ``optimization``, ``ablation``, ``transformer_opt``;
 - quantization: ``quantization`` (variants), ``quant_error``, ``compare`` and ``variants``
   (their error and speed, and why one is not faster), ``metrics`` (output error);

@@ -1,7 +1,10 @@
 """The pure core: what a model, its inputs and a session config *are*, and the plain-data
 contract every result follows — no ORT session, no UI, no plotting.
 
-Lives here: ``model`` (load, check, summarize), ``inputs`` (synthesize and validate feeds),
+Lives here: ``model`` (load, check, summarize) with ``externaldata`` (the files beside it),
+``run`` (the one ``Run`` value a verb is given, built once at its edge), ``decoder`` and
+``decoderinputs`` (an LLM decoder's facts and its inputs by role), ``inputs`` (synthesize and
+validate feeds),
 ``config`` (SessionConfig), ``eps`` (execution-provider names, aliases, Memcpy and compiling
 EPs), ``machine`` (CPU facts, the environment a result was measured in), ``runtime`` (what this
 onnxruntime build accepts and the devices it sees, as data: the engine measures them in the
