@@ -120,8 +120,11 @@ def _model_section(m: Any) -> str:
 def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> str:
     """The verdict first: where the time goes (top 3 op types with shares), the findings with
     their measured gains, the best verified configuration and its snippet, and the conditions
-    (machine, load, inputs). Every figure is one the sections below show."""
+    (machine, load, inputs). Every figure is one the sections below show; an LLM decoder
+    says so first, in its one line."""
     parts: list[str] = []
+    if model.summary.decoder:
+        parts.append(f"<div><b>What it is</b>: {esc(model.summary.decoder, 300)}</div>")
     if profile is not None:
         ops = profile.by_op_type().head(3)
         top = ", ".join(f"<b>{esc(r.op_type)}</b> {r.share:.0%}" for r in ops.itertuples())
