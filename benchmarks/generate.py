@@ -24,6 +24,7 @@ import onnxruntime as ort
 
 import ortlab
 from benchmarks._common import record
+from ortlab.core.onnx_util import np_dtype
 from ortlab.core.stats import paired_ratio
 from ortlab.engine.tasks_generate import step_feeds
 
@@ -33,17 +34,7 @@ PROMPT = np.arange(1, 17, dtype=np.int64).reshape(1, 16)
 
 def bare_decode_tokens_per_s(sess: ort.InferenceSession, d: ortlab.DecoderInfo, new: int) -> float:
     """A plain greedy loop: prefill, then ``new - 1`` decode steps, present -> past."""
-    dtypes = {
-        i.name: np.dtype(
-            {
-                "tensor(float)": "float32",
-                "tensor(int64)": "int64",
-                "tensor(bool)": "bool",
-                "tensor(float16)": "float16",
-            }[i.type]
-        )
-        for i in sess.get_inputs()
-    }
+    dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
     names = [o.name for o in sess.get_outputs()]
     past = {n: np.zeros((1, d.kv_heads, 0, d.head_size), dtype=dtypes[n]) for n in d.past_inputs}
     ids, length, decode_ns = PROMPT, 0, 0

@@ -117,8 +117,17 @@ VENVS = {
     ],
 }
 STAGE_VENV = {"hf": "optimum", "genai": "genai", "optimum": "optimum", "verify": "genai"}
-VERSION_NAMES = ["torch", "transformers", "onnx", "onnx-ir", "onnxruntime", "onnxruntime-genai",
-                 "optimum", "optimum-onnx", "accelerate"]  # fmt: skip
+VERSION_NAMES = [
+    "torch",
+    "transformers",
+    "onnx",
+    "onnx-ir",
+    "onnxruntime",
+    "onnxruntime-genai",
+    "optimum",
+    "optimum-onnx",
+    "accelerate",
+]
 
 GENAI_RUNS = {"genai_int4": "int4", "genai_fp32": "fp32"}
 OPTIMUM_CONFIGS = ("config.json", "generation_config.json")

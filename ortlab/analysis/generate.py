@@ -15,6 +15,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
+from ortlab.core.inputs import Feeds
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
@@ -281,7 +282,7 @@ def generate(
     if given is not None:
         inputs = dict(run.inputs)
         inputs[info.input_ids] = given.astype(np.asarray(inputs[info.input_ids]).dtype)
-        run = run.with_(inputs=type(run.inputs)(inputs, run.inputs.dims, [], synthetic=False))
+        run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=False))
     can_share = info.attention == "GroupQueryAttention" and info.max_length is not None
     if share_buffer and not can_share:
         raise FeedError(
@@ -301,6 +302,7 @@ def generate(
         runs=runs,
         profile=profile,
         shared=shared,
+        nodes=m.summary.node_count_total,
     )
     notes = [
         f"Each step's time is its sess.run (profiling off); the prefill is step 0; decode "

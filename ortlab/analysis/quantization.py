@@ -21,6 +21,7 @@ from ortlab.core import cache
 from ortlab.core.errors import FeedError, QuantizationError
 from ortlab.core.inputs import shapes_text, validate_feeds
 from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
@@ -388,6 +389,14 @@ def _check_quantizable(model: Model, config: QuantConfig) -> None:
             f"{model.name!r} holds float16 weights ({half}); onnxruntime's quantizer takes "
             "float32 models (from float16 it writes files onnxruntime refuses). Quantize the "
             "float32 original."
+        )
+    inside = compute_in_bodies(model.proto.graph)
+    if inside and config.mode == "static":
+        raise QuantizationError(
+            f"{inside} of {model.name!r}'s MatMul/Gemm/Conv nodes sit inside If/Loop/Scan "
+            "bodies (an optimum merged decoder keeps its whole network in an If), which "
+            "onnxruntime's static quantizer does not enter: its variant would hold no "
+            "quantized op. Use mode='dynamic' (onnxruntime quantizes bodies in that mode)."
         )
     targets = set(config.op_types) or QUANTIZABLE_OPS
     if config.mode != "fp16" and not targets & set(ops):

@@ -18,7 +18,7 @@ from typing import Any
 
 import onnx
 
-from ortlab.core.onnx_util import DTYPE_BYTES, walk_nodes
+from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, walk_nodes
 
 __all__ = ["DecoderInfo", "KVPair", "decoder_file", "detect_decoder"]
 
@@ -132,10 +132,10 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         "",
     )
     folder = path.parent
-    genai = _read_json(folder / "genai_config.json").get("model", {})
+    genai_config = _read_json(folder / "genai_config.json")  # read once
+    genai, search = genai_config.get("model", {}), genai_config.get("search", {})
     hf = _read_json(folder / "config.json")
-    search = _read_json(folder / "genai_config.json").get("search", {})
-    ops = _attention_attrs(graph)
+    attention, ops = _attention(graph)
     if genai.get("decoder"):
         dec = genai["decoder"]
         source = "genai_config.json"
@@ -181,7 +181,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         kv_dtype=kv_dtype,
         weights=_weights(graph, kv_dtype),
         source=source,
-        attention=_attention_op(graph),
+        attention=attention,
         share_buffer=bool(search.get("past_present_share_buffer", False)),
     )
 
@@ -208,8 +208,6 @@ def _dims(v: onnx.ValueInfoProto) -> list[int | str | None]:
 
 
 def _dtype(v: onnx.ValueInfoProto) -> str:
-    from ortlab.core.onnx_util import dtype_name
-
     return dtype_name(v.type.tensor_type.elem_type)
 
 
@@ -229,25 +227,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _attention_attrs(graph: onnx.GraphProto) -> dict[str, int]:
-    """num_heads / kv_num_heads of the first GroupQueryAttention or MultiHeadAttention."""
+def _attention(graph: onnx.GraphProto) -> tuple[str, dict[str, int]]:
+    """The first fused attention op that reads the cache and its num_heads / kv_num_heads
+    ('', {} for a decoder built of plain ops)."""
     for node, _ in walk_nodes(graph):
         if node.op_type in ("GroupQueryAttention", "MultiHeadAttention", "Attention"):
-            return {
-                a.name: int(a.i) for a in node.attribute if a.name in ("num_heads", "kv_num_heads")
-            }
-    return {}
-
-
-def _attention_op(graph: onnx.GraphProto) -> str:
-    return next(
-        (
-            n.op_type
-            for n, _ in walk_nodes(graph)
-            if n.op_type in ("GroupQueryAttention", "MultiHeadAttention", "Attention")
-        ),
-        "",
-    )
+            heads = ("num_heads", "kv_num_heads")
+            return node.op_type, {a.name: int(a.i) for a in node.attribute if a.name in heads}
+    return "", {}
 
 
 def _logits_vocab(outputs: Mapping[str, onnx.ValueInfoProto]) -> int | None:

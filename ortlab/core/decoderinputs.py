@@ -109,11 +109,10 @@ def decoder_feeds(
     if info.positions and info.positions in base:
         pos = np.arange(past, past + prompt, dtype=base[info.positions].dtype)
         arrays[info.positions] = np.broadcast_to(pos, (batch, prompt)).copy()
-    for name in info.past_inputs:
-        if name in base:
-            dtype = base[name].dtype
-            shape = (batch, info.kv_heads, past, info.head_size)
-            arrays[name] = (rng.standard_normal(shape) * 0.5).astype(dtype)
+    shape = (batch, info.kv_heads, past, info.head_size)
+    for name in info.past_inputs:  # made at the roles' dims above; remade only where the
+        if name in base and base[name].shape != shape:  # export leaves an axis unnamed
+            arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
     if info.use_cache_branch and info.use_cache_branch in base:
         arrays[info.use_cache_branch] = np.array([past > 0], dtype=bool)
     phase = "a prefill" if past == 0 else "one decode step"

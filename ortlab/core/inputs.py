@@ -17,7 +17,7 @@ import numpy as np
 from onnx import helper
 
 from ortlab.core.errors import FeedError
-from ortlab.core.onnx_util import dtype_name
+from ortlab.core.onnx_util import dtype_name, np_dtype
 
 if TYPE_CHECKING:
     from ortlab.core.model import Model, TensorInfo
@@ -572,7 +572,7 @@ def _shape_problems(
 
 def _np_name(onnx_dtype: str) -> str:
     try:
-        return str(np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(onnx_dtype))))
+        return str(np_dtype(onnx_dtype))
     except (ValueError, KeyError, TypeError):
         return onnx_dtype
 

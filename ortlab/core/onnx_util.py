@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -63,6 +64,13 @@ DTYPE_BYTES: dict[str, float] = {
 """Bytes per element by ORT's dtype name ('float': 4, 'float16': 2, 'int4': 0.5, …): the one
 table of element sizes, derived from ONNX's own types (strings, whose size depends on the
 data, have none)."""
+
+
+def np_dtype(name: str) -> np.dtype[Any]:
+    """ORT's element type as numpy: 'float' (or 'tensor(float)', as a session's inputs say
+    it) -> float32, 'int64' -> int64, 'bool' -> bool."""
+    name = name.removeprefix("tensor(").removesuffix(")")
+    return np.dtype(helper.tensor_dtype_to_np_dtype(int(TensorProto.DataType.Value(name.upper()))))
 
 
 def tensor_nbytes(tensor: TensorProto) -> int:

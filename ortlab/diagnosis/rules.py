@@ -170,7 +170,9 @@ def unfused_transformer(f: Facts) -> list[Finding]:
     evidence = (
         f"{ops.get('MatMul', 0)} MatMul, {ops.get('Softmax', 0)} Softmax and "
         f"{ops.get('LayerNormalization', 0) + ops.get('ReduceMean', 0)} LayerNorm/ReduceMean "
-        f"nodes in the model and {ran_text}; the transformers optimizer fused {fused}"
+        f"nodes in the model and {ran_text}"
+        # the optimizer is not run on a model whose network sits in If/Loop bodies
+        + ("" if f.seen.compute_in_bodies else f"; the transformers optimizer fused {fused}")
     )
     fix = "run ORT's transformers optimizer (ortlab.transformer_optimize) and serve its model"
     code = (
@@ -179,7 +181,6 @@ def unfused_transformer(f: Facts) -> list[Finding]:
         "optimizer.optimize_model(path, model_type='bert').save_model_to_file(out)"
     )
     if f.seen.compute_in_bodies:  # a merged decoder: the optimizer cannot rewrite its If
-        evidence = evidence.replace("; the transformers optimizer fused nothing", "")
         fix = (
             f"its network sits in If/Loop bodies ({f.seen.compute_in_bodies} MatMul/Gemm "
             "nodes: an optimum merged decoder), which ORT's transformers optimizer does not "

@@ -13,6 +13,7 @@ from ortlab.core import cache
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import RunError
 from ortlab.core.machine import cpu_sample, other_cores
+from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GenerateReply
 from ortlab.engine.tasks import _rss, _run_error, _session
@@ -58,6 +59,7 @@ def generate(
     runs: int,
     profile: bool = True,
     shared: int = 0,
+    nodes: int = 1,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
     (its ``input_ids``): the first step is the prefill (empty cache), each next step feeds the
@@ -65,7 +67,8 @@ def generate(
     ``sess.run`` (ns), the tokens, the present outputs' bytes after each step, and the
     process's resident memory before and after the first generation. With ``profile``, one
     more generation runs in a session with ORT's profiler on (after a two-step warm-up), over
-    as many steps as keep its trace under :data:`PROFILE_EVENTS` node events. ``shared``: the
+    as many steps as keep its trace under :data:`PROFILE_EVENTS` node events (``nodes``: the
+    model's, bodies included, one event each per step). ``shared``: the
     cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
     sess, report, _ = _session(job.model_path, job.model_name, job.config)
     loop = _Loop(sess, decoder, job)
@@ -91,7 +94,6 @@ def generate(
     load = other_cores(since, cpu_sample())
     data, window = None, 0
     if profile:
-        nodes = _node_count(job.model_path)
         window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1)))
         data = _profiled(
             job, decoder, window, _offset(progress, runs * new_tokens, total), shared=shared
@@ -123,7 +125,7 @@ class _Loop:
 
     def __init__(self, sess: Any, decoder: DecoderInfo, job: ModelJob) -> None:
         self.sess, self.decoder, self.job = sess, decoder, job
-        self.dtypes = {i.name: _np(i.type) for i in sess.get_inputs()}
+        self.dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
         names = [o.name for o in sess.get_outputs()]
         self.logits = names.index("logits") if "logits" in names else 0
         self.present = {p.past_key: names.index(p.present_key) for p in decoder.pairs} | {
@@ -182,7 +184,7 @@ class _Loop:
             )
             for name in d.past_inputs
         }
-        held = sum(int(v.numpy().nbytes) for v in buffers.values())
+        held = sum(int(np.prod(v.shape())) * self.dtypes[n].itemsize for n, v in buffers.items())
         ids, length = self.prompt, 0
         clock = time.perf_counter_ns
         times: list[int] = []
@@ -209,14 +211,6 @@ class _Loop:
             ids = nxt.reshape(batch, 1)
             progress(step + 1)
         return times, made, [held] * steps
-
-
-def _node_count(path: str) -> int:
-    import onnx
-
-    from ortlab.core.onnx_util import walk_nodes
-
-    return sum(1 for _ in walk_nodes(onnx.load(path, load_external_data=False).graph))
 
 
 def _profiled(
@@ -248,9 +242,3 @@ def _profiled(
         finally:
             path = sess.end_profiling()
         return with_load(parse_profile_file(path, skip_runs=min(2, steps)), since)
-
-
-def _np(onnx_type: str) -> np.dtype[Any]:
-    """'tensor(int64)' -> int64, 'tensor(float16)' -> float16, 'tensor(bool)' -> bool."""
-    name = onnx_type.removeprefix("tensor(").removesuffix(")")
-    return np.dtype({"float": "float32", "double": "float64"}.get(name, name))

@@ -47,14 +47,6 @@ def quantize(
 
     steps: list[str] = []
     mode = settings["mode"]
-    inside = _compute_in_bodies(model_path)
-    if inside and mode == "static":
-        raise QuantizationError(
-            f"{inside} of this model's MatMul/Gemm/Conv nodes sit inside If/Loop/Scan bodies "
-            "(an optimum merged decoder keeps its whole network in an If), which onnxruntime's "
-            "static quantizer does not enter: its variant would hold no quantized op. Use "
-            "mode='dynamic' (onnxruntime quantizes bodies in that mode) or mode='int4'."
-        )
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
         external = _inline_external(model_path, str(folder / "inline.onnx"), steps)
         source = external or model_path
