@@ -22,7 +22,7 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
-from ortlab.analysis.compare import error_metrics
+from ortlab.analysis.quantization.compare import error_metrics
 from ortlab.core.config import SessionConfig
 from ortlab.core.stats import paired_ratio
 from ortlab.engine.calls import call

@@ -25,7 +25,7 @@ from typing import Any
 
 import ortlab
 from benchmarks._common import record
-from ortlab.analysis.graphdata import graph_data
+from ortlab.analysis.graph.data import graph_data
 from ortlab.engine.examples import bert_tiny
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import write_html

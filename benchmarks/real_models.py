@@ -267,7 +267,7 @@ def run_model(name: str) -> dict[str, Any]:
                 feeds=feeds,
                 progress=False,
             )
-        from ortlab.analysis.graphdata import graph_data
+        from ortlab.analysis.graph.data import graph_data
 
         _attempt(row, "graph", graph_data, m, placement=pl)
         np.savez(Path(tmp) / "feeds.npz", **feeds)

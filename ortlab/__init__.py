@@ -22,32 +22,32 @@ _CHILD = _os.environ.get("ORTLAB_CHILD") == "1"
 
 if TYPE_CHECKING or not _CHILD:
     from ortlab import views as _views  # registers every renderer (results show themselves)
-    from ortlab.analysis.ablation import AblationResult, ablate_optimizers
     from ortlab.analysis.benchmark import (
         BenchmarkResult,
         ConfigComparison,
         benchmark,
         compare_configs,
     )
-    from ortlab.analysis.compare import CompareResult, compare
-    from ortlab.analysis.cost import CostResult, cost
     from ortlab.analysis.diff import DiffResult, diff
-    from ortlab.analysis.generate import GenerationResult, generate
-    from ortlab.analysis.graphdata import GraphData, graph_data
+    from ortlab.analysis.generation.generate import GenerationResult, generate
+    from ortlab.analysis.graph.data import GraphData, graph_data
+    from ortlab.analysis.limits.cost import CostResult, cost
+    from ortlab.analysis.limits.roofline import RooflineResult, roofline
     from ortlab.analysis.memory import FootprintResult, footprint
-    from ortlab.analysis.optimization import OptimizationResult, optimization_diff
-    from ortlab.analysis.placement import placement
-    from ortlab.analysis.placementresult import PlacementResult
+    from ortlab.analysis.optimizers.ablation import AblationResult, ablate_optimizers
+    from ortlab.analysis.optimizers.levels import OptimizationResult, optimization_diff
+    from ortlab.analysis.optimizers.transformers import TransformerOptResult, transformer_optimize
+    from ortlab.analysis.placement.measure import placement
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.placement.whatif import whatif
+    from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
-    from ortlab.analysis.quant_error import ErrorResult, quantization_error
-    from ortlab.analysis.quantization import QuantConfig, quantize, to_fp16
-    from ortlab.analysis.roofline import RooflineResult, roofline
+    from ortlab.analysis.quantization.compare import CompareResult, compare
+    from ortlab.analysis.quantization.error import ErrorResult, quantization_error
+    from ortlab.analysis.quantization.quantize import QuantConfig, quantize, to_fp16
     from ortlab.analysis.sweep import SweepResult, sweep
     from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
-    from ortlab.analysis.transformer_opt import TransformerOptResult, transformer_optimize
     from ortlab.analysis.versions import VersionDiffResult, version_diff
-    from ortlab.analysis.whatif import whatif
-    from ortlab.analysis.whatifresult import WhatIfResult
     from ortlab.core.config import SessionConfig
     from ortlab.core.decoder import DecoderInfo
     from ortlab.core.errors import (

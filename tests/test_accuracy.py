@@ -13,8 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.analysis.compare import error_metrics
-from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.quantization.compare import error_metrics
+from ortlab.analysis.quantization.quantize import calibration_data
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.inputs import validate_feeds
 

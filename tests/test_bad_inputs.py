@@ -24,8 +24,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.analysis.graphdata import graph_data
-from ortlab.analysis.graphmap import graph_nodes
+from ortlab.analysis.graph.data import graph_data
+from ortlab.analysis.graph.mapping import graph_nodes
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import (
     ExternalDataError,

@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortlab
-from ortlab.analysis.costmodel import node_cost
+from ortlab.analysis.limits.formulas import node_cost
 from ortlab.cli import main
 from tests import corpus
 from tests.models import F, make, vi

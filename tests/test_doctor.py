@@ -21,7 +21,7 @@ import onnx
 import pytest
 
 import ortlab
-from ortlab.analysis.compare import Signal
+from ortlab.analysis.quantization.compare import Signal
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import Feeds
 from ortlab.core.run import Run
@@ -172,7 +172,7 @@ def test_unfused_transformer_with_export_advice() -> None:
 
 def test_initializer_inputs_blocker() -> None:
     m = ortlab.load(models.initializers_as_inputs())
-    from ortlab.analysis.optimization import initializer_input_blocker
+    from ortlab.analysis.optimizers.levels import initializer_input_blocker
 
     f = _facts(
         initializer_blocker=initializer_input_blocker(m),

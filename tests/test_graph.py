@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import ortlab
-from ortlab.analysis.graphdata import GHOST_FANOUT, graph_data
+from ortlab.analysis.graph.data import GHOST_FANOUT, graph_data
 from tests import corpus, models
 from tests.graphwire import node_strings, page_state
 
@@ -57,7 +57,7 @@ def test_scope_groups_and_initial_collapse(bert_tiny: ortlab.Model) -> None:
 def test_large_graphs_start_collapsed() -> None:
     big = ortlab.load(ortlab.examples.bert_tiny(layers=8))
     g = graph_data(big)
-    from ortlab.analysis.graphblocks import COLLAPSE_ABOVE, _visible_count
+    from ortlab.analysis.graph.blocks import COLLAPSE_ABOVE, _visible_count
 
     assert len(g.nodes) > 300
     assert "/encoder" in g.expanded
@@ -223,7 +223,7 @@ def test_profile_of_a_fused_graph_says_what_it_cannot_show() -> None:
 
 
 def test_a_boundary_inside_a_collapsed_group_shows_on_the_group() -> None:
-    from ortlab.analysis.graphdata import GraphEdge, GraphNode, _groups
+    from ortlab.analysis.graph.data import GraphEdge, GraphNode, _groups
 
     cpu, ov = "CPUExecutionProvider", "OpenVINOExecutionProvider"
     nodes = [
@@ -296,7 +296,7 @@ def test_first_picture_of_every_real_model(name: str) -> None:
     outputs counted), the nodes all accounted for, and every block named after the work it
     holds (recounted from its members: a block with a Conv or MatMul is never named after the
     Mul or Cast it has more of)."""
-    from ortlab.analysis.graphblocks import COLLAPSE_ABOVE
+    from ortlab.analysis.graph.blocks import COLLAPSE_ABOVE
 
     g = graph_data(corpus.load(name))
     ov = g.overview()
@@ -371,7 +371,7 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
             most = max(by_op.values())  # a fused kernel's time is split evenly: ties
             assert by_op[_first_named(gr.label)] == pytest.approx(most), (gr.label, by_op)
         assert gr.share == pytest.approx(sum(timed.get(n.name, 0.0) for n in members) / total)
-    from ortlab.analysis.graphdata import tensor_types
+    from ortlab.analysis.graph.data import tensor_types
 
     inferred = tensor_types(m, pl.input_shapes)  # ONNX inference alone, at the run's inputs
     kernels = pl.profile.by_node().set_index("node")["output_shapes"]

@@ -12,9 +12,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import ortlab
-from ortlab.analysis.graphdata import graph_data
-from ortlab.analysis.graphroof import roof_marks
-from ortlab.analysis.roofline import RoofRow
+from ortlab.analysis.graph.data import graph_data
+from ortlab.analysis.graph.roof import roof_marks
+from ortlab.analysis.limits.roofline import RoofRow
 from ortlab.core.errors import OrtlabWarning
 from ortlab.views.graph.widget import GraphView, default_color
 from tests import models

@@ -6,7 +6,7 @@ import pytest
 from onnx import helper
 
 import ortlab
-from ortlab.analysis.graphmap import OpNode, graph_nodes, map_nodes
+from ortlab.analysis.graph.mapping import OpNode, graph_nodes, map_nodes
 from tests import models
 
 

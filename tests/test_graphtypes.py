@@ -1,4 +1,4 @@
-"""The graph view's tensor types and FLOPs (ortlab.analysis.graphtypes) are worked out once per
+"""The graph view's tensor types and FLOPs (ortlab.analysis.graph.inferred) are worked out once per
 model file: a new ``ortlab.load`` of the same file reuses them, another file does not."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import onnx
 
 import ortlab
-from ortlab.analysis import graphtypes
+from ortlab.analysis.graph import inferred as graphtypes
 from ortlab.core import cache
 from ortlab.core.inputs import default_shapes
 from tests import models

@@ -309,7 +309,7 @@ def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
 def test_cancel_between_two_steps_stops_the_refresh(lab, monkeypatch) -> None:
     """Cancel pressed after placement's worker call returned and before the benchmark's began
     (the next call used to clear the worker's flag): the benchmark must not run."""
-    from ortlab.analysis.placement import placement_run
+    from ortlab.analysis.placement.measure import placement_run
 
     benchmarks: list[object] = []
 

@@ -18,7 +18,7 @@ import onnx
 import pytest
 
 import ortlab
-from ortlab.analysis.graphdata import graph_data
+from ortlab.analysis.graph.data import graph_data
 from ortlab.cli import main
 from ortlab.engine.worker import get_worker
 

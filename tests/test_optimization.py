@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.analysis.optimization import OptimizationResult
+from ortlab.analysis.optimizers.levels import OptimizationResult
 from ortlab.core.errors import SessionConfigError
 from tests import models
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.analysis.graphmap import OpNode, graph_nodes
-from ortlab.analysis.placement import join_placement
-from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.graph.mapping import OpNode, graph_nodes
+from ortlab.analysis.placement.measure import join_placement
+from ortlab.analysis.placement.result import PlacementResult
 from ortlab.analysis.profiling import parse_profile_file
 from ortlab.core.config import SessionConfig
 from ortlab.engine.session import SessionReport

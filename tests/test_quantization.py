@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import ortlab
-from ortlab.analysis.quantization import QuantConfig, QuantizationError, calibration_data
+from ortlab.analysis.quantization.quantize import QuantConfig, QuantizationError, calibration_data
 from tests import models
 
 
@@ -144,7 +144,7 @@ def test_the_baseline_row_says_what_its_weights_are(mlp: ortlab.Model) -> None:
     q = ortlab.quantize(mlp, mode="dynamic")
     c = ortlab.compare(q, [mlp], rounds=6, runs=3)
     assert c.to_pandas()["variant"].tolist()[0] == "original (int8)"
-    from ortlab.analysis.quantization import precision_label
+    from ortlab.analysis.quantization.quantize import precision_label
 
     assert precision_label(mlp) == "fp32" and precision_label(ortlab.to_fp16(mlp)) == "fp16"
     for text in (c.to_text(), c._repr_html_()):
@@ -154,7 +154,7 @@ def test_the_baseline_row_says_what_its_weights_are(mlp: ortlab.Model) -> None:
 def test_top1_is_scored_for_few_classes_and_top5_only_for_ten_or_more() -> None:
     """A 4-class classifier gets top-1 agreement (it showed "—"); top-5 of 4 classes would
     always agree, so it is not given."""
-    from ortlab.analysis.metrics import error_metrics
+    from ortlab.analysis.quantization.metrics import error_metrics
 
     rng = np.random.default_rng(0)
     ref = rng.standard_normal((50, 4))
@@ -169,7 +169,7 @@ def test_top1_is_scored_for_few_classes_and_top5_only_for_ten_or_more() -> None:
 def test_quantization_error_types_the_model_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """It ran ONNX shape inference of the whole model once per tensor (421 times on picodet:
     6.7 s before the measuring began, outside every timeout); once is enough."""
-    from ortlab.analysis import quant_error
+    from ortlab.analysis.quantization import error as quant_error
 
     calls = []
     real = quant_error.inferred_graph

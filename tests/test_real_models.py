@@ -26,7 +26,7 @@ import onnxruntime as ort
 import pytest
 
 import ortlab
-from ortlab.analysis.quantization import calibration_data
+from ortlab.analysis.quantization.quantize import calibration_data
 from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
 from ortlab.engine.worker import get_worker
 from tests import corpus
@@ -591,7 +591,7 @@ def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> Non
     quantization error table), two seeded runs agree exactly, and the audio, whose length
     the int8 variant computes a few frames longer, is said to be unscorable (it was a raw
     ValueError in compare), never scored as accurate."""
-    from ortlab.analysis.metrics import lowest_cosine
+    from ortlab.analysis.quantization.metrics import lowest_cosine
     from ortlab.engine import tasks, tasks_transform
     from ortlab.engine.calls import Via, run
 

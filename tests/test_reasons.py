@@ -17,9 +17,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import ortlab
-from ortlab.analysis.graphmap import OpNode, graph_nodes
-from ortlab.analysis.placement import join_placement
-from ortlab.analysis.reasons import category, fix_for, parse_ort_fallbacks
+from ortlab.analysis.graph.mapping import OpNode, graph_nodes
+from ortlab.analysis.placement.measure import join_placement
+from ortlab.analysis.placement.reasons import category, fix_for, parse_ort_fallbacks
 from ortlab.core.config import SessionConfig
 from ortlab.engine.session import ProviderIssue, SessionReport, why_lines
 from ortlab.engine.trace import ProfileData

@@ -217,7 +217,7 @@ def test_results_that_do_not_record_inputs_say_so() -> None:
 
 
 def test_compare_section_says_synthetic_and_eval_data() -> None:
-    from ortlab.analysis.compare import CompareResult, VariantRow
+    from ortlab.analysis.quantization.compare import CompareResult, VariantRow
 
     def row(name: str, ratio: float) -> VariantRow:
         return VariantRow(

@@ -101,7 +101,7 @@ def test_the_ceilings_agree_with_plain_onnxruntime_and_physics(cnn: Path) -> Non
     now (the session's ceilings are forgotten first: a ceiling kept from an idle moment set
     against a plain loop on a busy one differed 3.6x), the plain one just before and just after,
     its best kept as the ceiling keeps its best."""
-    from ortlab.analysis import ceilings
+    from ortlab.analysis.limits import ceilings
 
     ceilings.forget()
     before = _plain_gemm_rate(tasks_peaks.GEMM_N)
@@ -150,7 +150,7 @@ def test_cli_roofline(cnn: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_ceilings_keep_the_best_of_every_measurement() -> None:
     """A peak is the most the machine did: a later, slower measurement (a busy moment) never
     lowers it, a faster one raises it, and a failed one never replaces a measured one."""
-    from ortlab.analysis import ceilings
+    from ortlab.analysis.limits import ceilings
     from ortlab.engine.replies import PeakRuns
 
     cfg = ortlab.SessionConfig(intra_op_threads=3)  # settings no other test measures
@@ -183,7 +183,7 @@ def test_two_rooflines_read_the_same_ceilings(cnn: Path) -> None:
 def test_a_ceiling_a_busy_moment_halved_is_measured_again(cnn: Path) -> None:
     """A ceiling measured far too low (as on a machine busy at that moment) puts nodes above the
     roof; the roofline measures the ceilings again, keeps the best, and the nodes come down."""
-    from ortlab.analysis import ceilings
+    from ortlab.analysis.limits import ceilings
     from ortlab.engine.replies import PeakRuns
 
     cfg = ortlab.SessionConfig(level="all", intra_op_threads=1)
@@ -206,7 +206,7 @@ def test_a_ceiling_a_busy_moment_halved_is_measured_again(cnn: Path) -> None:
 def test_an_op_without_a_formula_is_bound_unknown_and_in_no_verdict() -> None:
     """A node ortlab cannot count (no formula: FLOPs NaN, kind 'unknown') is never called
     memory-bound nor counted near or far from a roof: the verdicts read only counted nodes."""
-    from ortlab.analysis.roofline import NEAR, RooflineResult, RoofRow
+    from ortlab.analysis.limits.roofline import NEAR, RooflineResult, RoofRow
 
     unknown = RoofRow(
         "rot",

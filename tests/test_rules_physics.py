@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ortlab
-from ortlab.analysis.roofline import Peak, RooflineResult, RoofRow
+from ortlab.analysis.limits.roofline import Peak, RooflineResult, RoofRow
 from ortlab.core.config import SessionConfig
 from ortlab.diagnosis.facts import Kind, candidate_key
 from ortlab.diagnosis.rules_physics import machine_limits

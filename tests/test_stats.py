@@ -140,8 +140,8 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
     """The rows that compare against a reference hold one Paired; their tables spread it back
     into the columns they always had (ratio, low, high, verdict, in place) and their JSON
     round-trips, NaN bounds of an untimed row included."""
-    from ortlab.analysis.ablation import AblationResult, AblationRow
-    from ortlab.analysis.optimization import LatencyRow, OptimizationResult
+    from ortlab.analysis.optimizers.ablation import AblationResult, AblationRow
+    from ortlab.analysis.optimizers.levels import LatencyRow, OptimizationResult
     from ortlab.core.stats import Paired
 
     v = paired_ratio([10.0] * 6, [8.0, 8.1, 7.9, 8.0, 8.2, 7.8])

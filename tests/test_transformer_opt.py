@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 import ortlab
-from ortlab.analysis.transformer_opt import infer_transformer_params
+from ortlab.analysis.optimizers.transformers import infer_transformer_params
 
 
 def test_parameters_inferred_from_the_graph(bert_tiny: ortlab.Model) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import ortlab
-from ortlab.analysis.reasons import category, fix_for
-from ortlab.analysis.whatifresult import WhatIfError
+from ortlab.analysis.placement.reasons import category, fix_for
+from ortlab.analysis.placement.whatifresult import WhatIfError
 from ortlab.cli import main
 from ortlab.engine.verdicts import parse_qnn_log
 from tests import corpus
@@ -362,7 +362,7 @@ def test_ort_warnings_that_say_falling_back_are_not_a_failed_compile() -> None:
 def test_a_prediction_is_drawn_as_one_on_the_graph() -> None:
     """Nodes whose provider comes from a prediction are flagged for the view (drawn hatched,
     with a legend line); a measured placement's are not."""
-    from ortlab.analysis.graphdata import graph_data
+    from ortlab.analysis.graph.data import graph_data
 
     m = ortlab.examples.load("resnet50")
     w = ortlab.whatif(m, targets=["nnapi"], progress=False)

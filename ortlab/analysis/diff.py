@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.eps import alias
 from ortlab.core.result import Result, table
 from ortlab.core.stats import NOISE_BAND, shift_interval

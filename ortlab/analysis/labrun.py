@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortlab.analysis.benchmark import BenchmarkResult, benchmark_run
-from ortlab.analysis.placement import placement_run
-from ortlab.analysis.placementresult import PlacementResult
-from ortlab.analysis.quantization import quantize, to_fp16
-from ortlab.analysis.transformer_opt import transformer_optimize
+from ortlab.analysis.optimizers.transformers import transformer_optimize
+from ortlab.analysis.placement.measure import placement_run
+from ortlab.analysis.placement.result import PlacementResult
+from ortlab.analysis.quantization.quantize import quantize, to_fp16
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoderinputs import decoder_dims
 from ortlab.core.inputs import DimChoice, Feeds

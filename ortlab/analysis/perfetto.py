@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ortlab.analysis.graphmap import KERNELS_FOR
+from ortlab.analysis.graph.mapping import KERNELS_FOR
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine.trace import ProfileData, types_text
 
 if TYPE_CHECKING:
-    from ortlab.analysis.placementresult import PlacementResult
+    from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.model import ModelLike
 
 __all__ = ["Naming", "flow_events", "node_names", "perfetto_trace", "write_perfetto"]

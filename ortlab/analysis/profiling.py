@@ -39,7 +39,7 @@ from ortlab.engine.trace import (
 )
 
 if TYPE_CHECKING:
-    from ortlab.analysis.placementresult import PlacementResult
+    from ortlab.analysis.placement.result import PlacementResult
 
 __all__ = [
     "ProfileData",

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.benchmark import environment
-from ortlab.analysis.optimization import optimization_diff
-from ortlab.analysis.placement import placement as run_placement
+from ortlab.analysis.optimizers.levels import optimization_diff
+from ortlab.analysis.placement.measure import placement as run_placement
 from ortlab.analysis.profiling import profile as run_profile
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import COMPILING_EPS

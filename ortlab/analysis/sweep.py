@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.benchmark import benchmark_run
-from ortlab.analysis.placement import placement_run
-from ortlab.analysis.whatif import whatif
+from ortlab.analysis.placement.measure import placement_run
+from ortlab.analysis.placement.whatif import whatif
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load

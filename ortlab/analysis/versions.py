@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.diff import DiffResult, diff
-from ortlab.analysis.placement import from_reply
-from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.placement.measure import from_reply
+from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import VersionInstallError
 from ortlab.core.machine import load_sentence

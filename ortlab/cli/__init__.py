@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import ortlab
-from ortlab.analysis.whatifresult import DEFAULT_TARGETS
+from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.cli import perf
 from ortlab.cli.args import (
     _config,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ortlab
-from ortlab.analysis.whatifresult import DEFAULT_TARGETS
+from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, canonical_level, canonical_provider
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError

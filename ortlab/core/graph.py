@@ -28,7 +28,7 @@ def graph_nodes(graph: onnx.GraphProto, subgraphs: bool = False) -> list[OpNode]
     """The main graph's nodes (with ``subgraphs``, If/Loop/Scan bodies too, after their
     owner); an unnamed node gets ORT's name for it, ``<op_type>_<index in its graph>``, and a
     name met again (in another body, or repeated) gets ``#k`` so names stay unique
-    (:func:`ortlab.analysis.graphscopes.raw_name` removes it)."""
+    (:func:`ortlab.analysis.graph.scopes.raw_name` removes it)."""
     return [n for n, _ in graph_node_protos(graph, subgraphs)]
 
 

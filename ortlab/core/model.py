@@ -143,8 +143,8 @@ class Model:
     """'path', 'bytes', 'proto' or 'example:<name>'."""
     summary: ModelSummary = field(repr=False)
     variant: Any = field(default=None, repr=False)
-    """For quantized/fp16 variants: an :class:`ortlab.analysis.quantization.VariantInfo` (how it
-    was made)."""
+    """For quantized/fp16 variants: an
+    :class:`ortlab.analysis.quantization.quantize.VariantInfo` (how it was made)."""
 
     @property
     def name(self) -> str:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.memory import memory_settings
-from ortlab.analysis.quantization import QuantConfig, float16_weights, quantized_ops
-from ortlab.analysis.quantization import quantize as make_quantized
-from ortlab.analysis.transformer_opt import transformer_optimize
+from ortlab.analysis.optimizers.transformers import transformer_optimize
+from ortlab.analysis.quantization.quantize import QuantConfig, float16_weights, quantized_ops
+from ortlab.analysis.quantization.quantize import quantize as make_quantized
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.onnx_util import compute_in_bodies
@@ -34,7 +34,8 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.rules import attention_shaped
 
 if TYPE_CHECKING:
-    from ortlab.diagnosis.ledger import Ledger
+    from ortlab.core.inputs import Feeds
+    from ortlab.diagnosis.budget import Budgeted
 
 __all__ = [
     "applicable_quantization",
@@ -96,27 +97,32 @@ def variant_config(cfg: SessionConfig) -> SessionConfig:
 
 
 def variant_candidates(
-    search: Ledger,
+    m: Model,
     seen: Observed,
     user_variants: Sequence[Any],
     *,
+    budget: Budgeted,
+    feeds: Feeds,
+    notes: list[str],
     quantize: bool,
     transformers: bool,
 ) -> tuple[list[tuple[str, Model, list[str]]], TransformerFusion]:
-    """The model variants worth building, each built under the search's guard and budget:
+    """The variants of ``m`` worth building, each built under ``budget``'s guard and limits:
     the initializer-input fix, the transformers optimizer for attention-shaped models, the
-    quantizations the op-time shares call for, and the user's own variants; and what the
-    transformers optimizer fused (or why it could not fuse attention)."""
+    quantizations the op-time shares call for (calibrated at ``feeds``' shapes), and the user's
+    own variants; and what the transformers optimizer fused (or why it could not fuse
+    attention). Why a wanted variant does not apply goes to ``notes`` (not a candidate, so not
+    a failure)."""
 
-    m, out = search.m, []
+    out: list[tuple[str, Model, list[str]]] = []
 
     def attempt(what: str, build: Callable[[], tuple[str, Model, list[str]]], code: str) -> None:
-        if search.build_left() < 0:  # timing the candidates keeps the other half
-            search.skip(
+        if budget.build_left() < 0:  # timing the candidates keeps the other half
+            budget.skip(
                 f"{what} (not built: building variants has half the budget; run it alone: {code})"
             )
             return
-        built = search.guarded(what, "build", build, code)
+        built = budget.guarded(what, "build", build, code)
         if built is not None:
             out.append(built)
 
@@ -143,7 +149,7 @@ def variant_candidates(
 
         def optimized() -> tuple[str, Model, list[str]]:
             nonlocal fusion
-            r = transformer_optimize(m, progress=False, timeout=search.build_timeout())
+            r = transformer_optimize(m, progress=False, timeout=budget.build_timeout())
             fusion = TransformerFusion(
                 {k: v for k, v in r.fused_operators.items() if v}, r.reason or None
             )
@@ -160,11 +166,11 @@ def variant_candidates(
     wanted = wanted_quantization(seen.op_time_share, seen.op_counts) if quantize else []
     wanted, why = applicable_quantization(m, wanted)
     if why:  # not a candidate, so not a failure: one note says why none was tried
-        search.notes.append(why)
+        notes.append(why)
 
     def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
         # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)
-        q = make_quantized(m, qc, feeds=search.feeds, timeout=search.build_timeout())
+        q = make_quantized(m, qc, feeds=feeds, timeout=budget.build_timeout())
         key = candidate_key(Kind.VARIANT, f"quant-{kind}")
         return key, q, list(q.variant.steps) if q.variant else []
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.benchmark import environment
+from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.analysis.memory import FootprintResult
-from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.placement.result import PlacementResult
+from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
-from ortlab.analysis.roofline import RooflineResult
-from ortlab.analysis.whatifresult import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores

@@ -309,7 +309,7 @@ class Facts:
     transformer_fused: dict[str, int] = field(default_factory=dict)
     measured: dict[str, Measured] = field(default_factory=dict)
     variant_signals: list[Any] = field(default_factory=list)
-    """``ortlab.analysis.variants.Signal`` objects explaining slower variants."""
+    """``ortlab.analysis.quantization.variants.Signal`` objects explaining slower variants."""
     failures: list[CandidateFailure] = field(default_factory=list)
     other_cpu: dict[str, float] = field(default_factory=dict)
     """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import lowest_cosine
-from ortlab.analysis.quantization import Calibration
+from ortlab.analysis.quantization.metrics import lowest_cosine
+from ortlab.analysis.quantization.quantize import Calibration
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model

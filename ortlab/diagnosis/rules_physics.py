@@ -8,7 +8,7 @@ import math
 import statistics
 from typing import Any
 
-from ortlab.analysis.roofline import FAR_UNDER, NEAR
+from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.diagnosis.facts import (
     QUANTIZED,

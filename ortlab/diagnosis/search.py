@@ -31,16 +31,16 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.analysis.limits.roofline import profile_with_roofline
 from ortlab.analysis.memory import footprint, memory_settings
-from ortlab.analysis.metrics import degenerate_notes
-from ortlab.analysis.optimization import initializer_input_blocker
-from ortlab.analysis.placement import placement
-from ortlab.analysis.quant_error import QuantFix, quantization_error
-from ortlab.analysis.quantization import calibration_data
-from ortlab.analysis.roofline import profile_with_roofline
-from ortlab.analysis.variants import explain_variant
-from ortlab.analysis.whatif import whatif
-from ortlab.analysis.whatifresult import DEFAULT_TARGETS, TARGETS
+from ortlab.analysis.optimizers.levels import initializer_input_blocker
+from ortlab.analysis.placement.measure import placement
+from ortlab.analysis.placement.whatif import whatif
+from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS, TARGETS
+from ortlab.analysis.quantization.error import QuantFix, quantization_error
+from ortlab.analysis.quantization.metrics import degenerate_notes
+from ortlab.analysis.quantization.quantize import calibration_data
+from ortlab.analysis.quantization.variants import explain_variant
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
@@ -216,7 +216,14 @@ class Search(FinalStage):
         items = setting_candidates(self.m, self.cfg, seen, footprint)
         ref = variant_config(self.cfg)
         built, fusion = variant_candidates(
-            self, seen, user_variants, quantize=quantize, transformers=transformers
+            self.m,
+            seen,
+            user_variants,
+            budget=self,
+            feeds=self.feeds,
+            notes=self.notes,
+            quantize=quantize,
+            transformers=transformers,
         )
         return items + [Candidate(k, variant, ref, steps) for k, variant, steps in built], fusion
 
@@ -383,7 +390,7 @@ class Search(FinalStage):
     def explain_slow(self, items: list[Item]) -> list[Any]:
         """Profile each slower model variant so the rules can say why it is slower (a variant
         that cannot be profiled is a failure, and the others are still explained): the
-        ``ortlab.analysis.variants.Signal`` objects."""
+        ``ortlab.analysis.quantization.variants.Signal`` objects."""
         slow = [
             (key, mm, c)
             for key, mm, c, _ in items

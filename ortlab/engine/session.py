@@ -48,7 +48,7 @@ WHY_LINE = re.compile(
     r"Force CPU execution for node|OrtNodeUnit|REASON\s*:|Operator type: .* Node name: "
 )
 """Log lines that say why a node is (not) on an EP: kept whole in ``SessionReport.why_log``
-for :mod:`ortlab.analysis.reasons` to parse."""
+for :mod:`ortlab.analysis.placement.reasons` to parse."""
 _INIT_AS_INPUT = re.compile(r"Initializer (\S+) appears in graph inputs")
 
 

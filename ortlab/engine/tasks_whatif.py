@@ -9,7 +9,7 @@
   predict with (the caller says so).
 
 The task replies with a typed record (``replies.WhatIfReply``, one ``TargetEvidence`` per
-target); the parsing of logs and the per-node join live in :mod:`ortlab.analysis.whatif`.
+target); the parsing of logs and the per-node join live in :mod:`ortlab.analysis.placement.whatif`.
 Everything that touches ORT's registries stays in this process.
 """
 

@@ -7,7 +7,7 @@
 - QNN's validation lines: ``Validation FAILED for 1 nodes in OrtNodeUnit … Node name: N …
   REASON : …``.
 
-The session keeps these lines (``SessionReport.why_log``); :mod:`ortlab.analysis.reasons`
+The session keeps these lines (``SessionReport.why_log``); :mod:`ortlab.analysis.placement.reasons`
 turns the verdicts into grouped reasons with fixes, and the placement task uses them to know
 which nodes still need a probe.
 """

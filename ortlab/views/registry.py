@@ -8,23 +8,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ortlab.analysis.ablation import AblationResult
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
-from ortlab.analysis.compare import CompareResult
-from ortlab.analysis.cost import CostResult
 from ortlab.analysis.diff import DiffResult
-from ortlab.analysis.generate import GenerationResult
+from ortlab.analysis.generation.generate import GenerationResult
+from ortlab.analysis.limits.cost import CostResult
+from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.analysis.memory import FootprintResult
-from ortlab.analysis.optimization import OptimizationResult
-from ortlab.analysis.placementresult import PlacementResult
+from ortlab.analysis.optimizers.ablation import AblationResult
+from ortlab.analysis.optimizers.levels import OptimizationResult
+from ortlab.analysis.optimizers.transformers import TransformerOptResult
+from ortlab.analysis.placement.result import PlacementResult
+from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
-from ortlab.analysis.quant_error import ErrorResult
-from ortlab.analysis.roofline import RooflineResult
+from ortlab.analysis.quantization.compare import CompareResult
+from ortlab.analysis.quantization.error import ErrorResult
 from ortlab.analysis.sweep import SweepResult
 from ortlab.analysis.throughput import ThroughputResult
-from ortlab.analysis.transformer_opt import TransformerOptResult
 from ortlab.analysis.versions import VersionDiffResult
-from ortlab.analysis.whatifresult import WhatIfResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
 from ortlab.core.model import ModelSummary

@@ -143,7 +143,7 @@ def cost_figure(c: Any, top: int = 12) -> Any:
 
 
 def _roof_head(r: Any) -> str:
-    from ortlab.analysis.roofline import FAR_UNDER, NEAR
+    from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR
 
     verdict = (
         "near this machine's limits: little left to gain here without less work (int8, a "

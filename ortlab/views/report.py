@@ -305,7 +305,7 @@ def _graph_state(model: Model, placement: Any, profile: Any) -> str:
     without either."""
     import warnings
 
-    from ortlab.analysis.graphdata import graph_data
+    from ortlab.analysis.graph.data import graph_data
 
     if placement is None and profile is None:
         return ""

@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ortlab
-from ortlab.analysis.graphdata import GraphData, graph_data
+from ortlab.analysis.graph.data import GraphData, graph_data
 from ortlab.views.colors import hash_color, palette, provider_color
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import module_sources

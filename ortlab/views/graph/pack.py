@@ -1,4 +1,4 @@
-"""The graph's wire form: :class:`~ortlab.analysis.graphdata.GraphData` packed into columns of
+"""The graph's wire form: :class:`~ortlab.analysis.graph.data.GraphData` packed into columns of
 indices into one front-coded table of strings, which wire.js unpacks in the browser (one
 format, written here and read there)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ortlab.analysis.graphdata import GHOST_FANOUT, GraphData
+from ortlab.analysis.graph.data import GHOST_FANOUT, GraphData
 from ortlab.views.colors import palette
 
 __all__ = ["PACKED_FORMAT", "pack"]

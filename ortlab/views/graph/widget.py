@@ -16,7 +16,7 @@ import anywidget
 import msgspec
 import traitlets
 
-from ortlab.analysis.graphdata import GraphData, overview
+from ortlab.analysis.graph.data import GraphData, overview
 from ortlab.core.errors import OrtlabWarning
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import (

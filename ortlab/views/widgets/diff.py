@@ -8,7 +8,7 @@ from typing import Any
 
 import ipywidgets
 
-from ortlab.analysis.graphdata import graph_data
+from ortlab.analysis.graph.data import graph_data
 from ortlab.views.graph.widget import GraphView
 
 __all__ = ["GraphDiff", "graph_diff"]

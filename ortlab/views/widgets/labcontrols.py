@@ -11,8 +11,8 @@ from typing import Any
 import ipywidgets as w
 
 from ortlab.analysis.labrun import BEST, VARIANTS
+from ortlab.analysis.placement.whatifresult import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.analysis.versions import DEFAULT_VERSIONS
-from ortlab.analysis.whatifresult import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.eps import alias as _short

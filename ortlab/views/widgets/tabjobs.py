@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from ortlab.analysis.compare import compare
-from ortlab.analysis.cost import cost
 from ortlab.analysis.diff import diff
-from ortlab.analysis.generate import generate
-from ortlab.analysis.graphdata import graph_data
-from ortlab.analysis.optimization import optimization_diff
-from ortlab.analysis.quant_error import quantization_error
-from ortlab.analysis.quantization import quantize, to_fp16
-from ortlab.analysis.roofline import roofline
+from ortlab.analysis.generation.generate import generate
+from ortlab.analysis.graph.data import graph_data
+from ortlab.analysis.limits.cost import cost
+from ortlab.analysis.limits.roofline import roofline
+from ortlab.analysis.optimizers.levels import optimization_diff
+from ortlab.analysis.placement.whatif import whatif
+from ortlab.analysis.quantization.compare import compare
+from ortlab.analysis.quantization.error import quantization_error
+from ortlab.analysis.quantization.quantize import quantize, to_fp16
 from ortlab.analysis.sweep import sweep
 from ortlab.analysis.throughput import throughput
 from ortlab.analysis.versions import version_diff
-from ortlab.analysis.whatif import whatif
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import load

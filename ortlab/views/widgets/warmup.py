@@ -25,7 +25,7 @@ def warm_up(model: Any) -> None:
     Done here, before the first run, not on a thread during it: nothing of ortlab's may take
     a core while ORT's runs are being timed. Only a head start: a failure here changes
     nothing (each step is done again, and reports its error, where it is needed)."""
-    from ortlab.analysis.graphdata import tensor_types
+    from ortlab.analysis.graph.data import tensor_types
     from ortlab.views.graph.page import dagre_source, module_sources
 
     for step in (_warm_figure, lambda: tensor_types(model), dagre_source, module_sources):

@@ -23,7 +23,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ortlab.analysis.graphmap import NodeMapping, OpNode, map_nodes
+from ortlab.analysis.graph.mapping import NodeMapping, OpNode, map_nodes
 
 __all__ = ["BranchNames", "branch_names", "map_scoped", "raw_name"]
 
@@ -41,7 +41,7 @@ def map_scoped(
     initializers: Iterable[str] = (),
     graph_inputs: Iterable[str] = (),
 ) -> NodeMapping:
-    """:func:`~ortlab.analysis.graphmap.map_nodes` scope by scope (see the module docstring);
+    """:func:`~ortlab.analysis.graph.mapping.map_nodes` scope by scope (see the module docstring);
     the plain mapping for a graph without control-flow bodies. Nodes of a scope the other
     graph lacks (ORT renamed the If that owns it) are mapped together, as without scopes."""
     inits, inputs = list(initializers), list(graph_inputs)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortlab.analysis.graphmap import graph_nodes
-from ortlab.analysis.quantization import SavedCalibration, calibration_data
+from ortlab.analysis.graph.mapping import graph_nodes
+from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_data
 from ortlab.core.inputs import validate_feeds
 from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
@@ -59,7 +59,7 @@ class ErrorResult(Result):
         those nodes left in float (``nodes_to_exclude``), and for static QDQ one with their
         output tensors quantized to 16 bits instead of 8. Compare them with the float model
         and the full variant: ``ortlab.compare(m, [q, *fix.variants])``."""
-        from ortlab.analysis.quantization import QuantConfig, quantize
+        from ortlab.analysis.quantization.quantize import QuantConfig, quantize
 
         if not self.settings or not self.model_path:
             raise ValueError(

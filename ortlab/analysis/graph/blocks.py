@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ortlab.analysis.graphdata import GraphGroup
+    from ortlab.analysis.graph.data import GraphGroup
 
 __all__ = ["COLLAPSE_ABOVE", "BlockNode", "chunk_siblings", "initial_expanded", "regroup"]
 
@@ -26,7 +26,7 @@ most this many items are visible: a 2,000-node graph fitted flat is an unreadabl
 
 
 class BlockNode(Protocol):
-    """What the block cutter reads of a node (a :class:`~ortlab.analysis.graphdata.GraphNode`
+    """What the block cutter reads of a node (a :class:`~ortlab.analysis.graph.data.GraphNode`
     or the lighter record ``graph_data`` cuts before it builds them)."""
 
     @property
@@ -200,7 +200,7 @@ def _structure(nodes: list[BlockNode]) -> tuple[tuple[str, int], ...]:
 def _block_name(nodes: list[BlockNode], flops: Mapping[str, float] | None = None) -> str:
     """A block's name: the ops that do its work, heaviest first, by measured time when the
     nodes have one, else by FLOPs (``flops``, per node name; see
-    :func:`ortlab.analysis.graphtypes.flops_at`) when every compute op in it could be counted,
+    :func:`ortlab.analysis.graph.inferred.flops_at`) when every compute op in it could be counted,
     else by class: compute ops (Conv, MatMul, …) before
     element-wise ones before data movement (Cast, Reshape, …), most frequent first within a
     class; data movement names a block only when it holds nothing else ("data movement: Cast
@@ -320,7 +320,7 @@ def regroup(
     body) whose own nodes are more than COLLAPSE_ABOVE items is cut into blocks, so no picture
     shows a flat wall of nodes: exports without name scopes (Paddle ``p2o.*``, tf2onnx) and
     huge single scopes alike. Blocks are named by measured time, else by ``flops``
-    (:func:`ortlab.analysis.graphtypes.flops_at`)."""
+    (:func:`ortlab.analysis.graph.inferred.flops_at`)."""
     own: dict[str, list[int]] = defaultdict(list)
     for k, n in enumerate(nodes):
         own[n.group].append(k)

@@ -18,7 +18,7 @@ from typing import Any
 import onnx
 from onnx import numpy_helper
 
-from ortlab.analysis.graphmap import Group, graph_nodes, map_nodes
+from ortlab.analysis.graph.mapping import Group, graph_nodes, map_nodes
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load

@@ -13,7 +13,7 @@ Each target's prediction says what it rests on (``evidence``):
 - ``failed``: the EP's compile failed (ORT's Python wrapper then retries on CPU and says "EP
   Error … Falling back"): reported as a failure, never as a prediction.
 
-The per-node join is :func:`ortlab.analysis.placement.join_placement` on the graph that was
+The per-node join is :func:`ortlab.analysis.placement.measure.join_placement` on the graph that was
 partitioned (QNN's EPContext dump, mapped back to the original nodes by tensor names), so
 ``w["qnn"]`` is a :class:`PlacementResult` the graph view colours; its rows say
 ``time_source="predicted: no time"``.
@@ -25,11 +25,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ortlab.analysis.graphmap import OpNode
-from ortlab.analysis.placement import join_placement
-from ortlab.analysis.placementresult import PlacementResult
-from ortlab.analysis.reasons import category, node_reason
-from ortlab.analysis.whatifresult import (
+from ortlab.analysis.graph.mapping import OpNode
+from ortlab.analysis.placement.measure import join_placement
+from ortlab.analysis.placement.reasons import category, node_reason
+from ortlab.analysis.placement.result import PlacementResult
+from ortlab.analysis.placement.whatifresult import (
     CPU,
     DEFAULT_QNN_OPTIONS,
     DEFAULT_TARGETS,

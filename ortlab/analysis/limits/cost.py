@@ -3,7 +3,7 @@ run of the model really had — computed from shapes, not measured.
 
 One profiled run in the worker records every tensor's shape as ORT ran it (so dims follow the
 model's own logic: a detector's 8400 boxes, a Loop's iterations), and the formulas in
-:mod:`ortlab.analysis.costmodel` turn them into counts. At the default level ('disabled') the
+:mod:`ortlab.analysis.limits.formulas` turn them into counts. At the default level ('disabled') the
 rows are the model's own nodes; under a config (``config={"level": "all"}``) they are the
 kernels ORT runs (FusedConv, NCHWc Conv, FusedMatMul…), which is what ``ortlab.roofline`` reads.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.costmodel import NodeCost, Tensor, node_cost
+from ortlab.analysis.limits.formulas import NodeCost, Tensor, node_cost
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table

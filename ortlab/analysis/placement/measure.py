@@ -9,9 +9,9 @@ Three sources, which disagree on purpose (see ARCHITECTURE.md):
 
 The final graph comes from the same session (an EPContext dump when a compiling EP such as
 OpenVINO or TensorRT is involved, else ORT's optimized model), so profile event names match its
-nodes exactly. :mod:`ortlab.analysis.graphmap` maps it back to the original nodes by tensor
+nodes exactly. :mod:`ortlab.analysis.graph.mapping` maps it back to the original nodes by tensor
 names, which expands compiled subgraphs into their member nodes. The result's types live in
-:mod:`ortlab.analysis.placementresult`.
+:mod:`ortlab.analysis.placement.result`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from ortlab.analysis.graphmap import NodeMapping, OpNode, _UnionFind
-from ortlab.analysis.graphscopes import branch_names, map_scoped
-from ortlab.analysis.placementresult import (
+from ortlab.analysis.graph.mapping import NodeMapping, OpNode, _UnionFind
+from ortlab.analysis.graph.scopes import branch_names, map_scoped
+from ortlab.analysis.placement.reasons import node_reason
+from ortlab.analysis.placement.result import (
     BoundaryRow,
     NodeRow,
     OptimizedRow,
@@ -35,7 +36,6 @@ from ortlab.analysis.placementresult import (
     PlacementResult,
 )
 from ortlab.analysis.profiling import ProfileData, profile_result
-from ortlab.analysis.reasons import node_reason
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label, split_device
 from ortlab.core.model import ModelLike

@@ -1,6 +1,6 @@
-"""``ortlab.roofline``: is each node near what this machine can do? Measured node times set against
-the work the shapes imply (:mod:`ortlab.analysis.cost`) and the machine's peaks measured with ORT
-itself on this EP (:mod:`ortlab.engine.tasks_peaks`).
+"""``ortlab.roofline``: is each node near what this machine can do? Measured node times set
+against the work the shapes imply (:mod:`ortlab.analysis.limits.cost`) and the machine's peaks
+measured with ORT itself on this EP (:mod:`ortlab.engine.tasks_peaks`).
 
 Per node: achieved FLOP/s and bytes/s (its FLOPs and bytes over its time: the median run's own
 time with profiling on, the one node time ortlab shows everywhere), the attainable bound
@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortlab.analysis import ceilings
-from ortlab.analysis.ceilings import Peak
-from ortlab.analysis.cost import COUNTED, CostRow, cost_rows
+from ortlab.analysis.limits import ceilings
+from ortlab.analysis.limits.ceilings import Peak
+from ortlab.analysis.limits.cost import COUNTED, CostRow, cost_rows
 from ortlab.analysis.profiling import ProfileResult, profile, profile_result
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling

@@ -2,7 +2,7 @@
 
 Per level: ORT's optimized model (saved to ortlab's cache, never next to the user's file), node
 count, op-type histogram, the graph transformers that fired (ORT's INFO log), and the many-to-
-many mapping optimized <-> original nodes (:mod:`ortlab.analysis.graphmap`). Latency per level
+many mapping optimized <-> original nodes (:mod:`ortlab.analysis.graph.mapping`). Latency per level
 is measured interleaved in one worker (A B C D, D C B A, …) and compared with ``disabled`` as a
 paired ratio with a bootstrap interval."""
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.graphmap import Group, OpNode, graph_nodes, map_nodes
+from ortlab.analysis.graph.mapping import Group, OpNode, graph_nodes, map_nodes
 from ortlab.core import cache
 from ortlab.core.config import LEVELS, SessionConfig, canonical_level
 from ortlab.core.eps import COMPILING_EPS

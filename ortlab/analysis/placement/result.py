@@ -1,6 +1,6 @@
 """The placement join as a result: one row per original node (:class:`NodeRow`), per final-graph
 node (:class:`OptimizedRow`), per EP partition and per EP boundary, gathered in
-:class:`PlacementResult` with its tables. :mod:`ortlab.analysis.placement` computes it.
+:class:`PlacementResult` with its tables. :mod:`ortlab.analysis.placement.measure` computes it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ortlab.analysis.placement.reasons import group_reasons
 from ortlab.analysis.profiling import ProfileResult
-from ortlab.analysis.reasons import group_reasons
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS
 from ortlab.core.result import Result, table
@@ -43,8 +43,8 @@ class NodeRow:
     time_source: str
     reason: str = ""
     """Why the node is not on the EP the session wanted first (ORT's or the EP's words, see
-    :mod:`ortlab.analysis.reasons`); '' when it is, when only the CPU was asked for, and for
-    nodes ORT removed before partitioning (``status`` says so)."""
+    :mod:`ortlab.analysis.placement.reasons`); '' when it is, when only the CPU was asked for,
+    and for nodes ORT removed before partitioning (``status`` says so)."""
     output_bytes: int = -1
     """Bytes of the outputs of the final node(s) it became part of, as ORT's profiler
     recorded them (-1: not recorded, e.g. folded away or a compiled subgraph's member)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import output_errors
+from ortlab.analysis.quantization.metrics import output_errors
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ortlab.analysis.costmodel import Tensor, node_cost
+from ortlab.analysis.limits.formulas import Tensor, node_cost
 from ortlab.core import cache
 from ortlab.core.onnx_util import attr_values, dtype_name, inferred_graph, value_info_shape
 from ortlab.engine.trace import types_text
@@ -152,7 +152,7 @@ def run_types(
 
 def flops_at(m: Model, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, float]:
     """FLOPs of one call of every main-graph node at these input shapes, from ONNX shape
-    inference and :func:`ortlab.analysis.costmodel.node_cost` (NaN where a shape is unknown or
+    inference and :func:`ortlab.analysis.limits.formulas.node_cost` (NaN where a shape is unknown or
     no formula exists): what names a block when nothing was measured. A figure for ranking a
     block's ops, not one shown: ``ortlab.cost`` counts from the shapes a run really had.
     Cached per model and shapes (callers must not change it)."""

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import error_metrics, sqnr_db
-from ortlab.analysis.quantization import calibration_data, precision_label
-from ortlab.analysis.variants import Signal, VariantRow, variant_row, variant_signals
+from ortlab.analysis.quantization.metrics import error_metrics, sqnr_db
+from ortlab.analysis.quantization.quantize import calibration_data, precision_label
+from ortlab.analysis.quantization.variants import Signal, VariantRow, variant_row, variant_signals
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.core.machine import cpu_flags, load_sentence

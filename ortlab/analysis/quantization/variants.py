@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.metrics import output_errors
-from ortlab.analysis.quantization import QUANTIZED_OPS
+from ortlab.analysis.quantization.metrics import output_errors
+from ortlab.analysis.quantization.quantize import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
 from ortlab.core.stats import NOISE_BAND, Paired, Verdict, latency_stats

@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 import onnx
 from onnx import numpy_helper
 
-from ortlab.analysis.graphblocks import chunk_siblings, initial_expanded, regroup
-from ortlab.analysis.graphroof import RoofMark, roof_marks
-from ortlab.analysis.graphtypes import flops_at, run_types, tensor_types
+from ortlab.analysis.graph.blocks import chunk_siblings, initial_expanded, regroup
+from ortlab.analysis.graph.inferred import flops_at, run_types, tensor_types
+from ortlab.analysis.graph.roof import RoofMark, roof_marks
 from ortlab.core import gcpause
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.inputs import default_shapes
@@ -74,7 +74,7 @@ class GraphNode:
     view draws such nodes hatched, and shows no time for them."""
     achieved_fraction: float | None = None
     """Its kernel's ``RoofRow.achieved_fraction`` (``ortlab.roofline``; the time-weighted mean
-    over several kernels, see :mod:`ortlab.analysis.graphroof`); None without one."""
+    over several kernels, see :mod:`ortlab.analysis.graph.roof`); None without one."""
     roof_bound: str = ""
     """'compute' or 'memory': what bounds that kernel ('' without a fraction)."""
     roof_ceiling: str = ""
@@ -320,7 +320,7 @@ def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
 
 
 class _Draft(NamedTuple):
-    """A node as the block cutter reads it (:class:`~ortlab.analysis.graphblocks.BlockNode`),
+    """A node as the block cutter reads it (:class:`~ortlab.analysis.graph.blocks.BlockNode`),
     before its GraphNode is built once, in its final group."""
 
     name: str
@@ -385,7 +385,7 @@ def graph_data(
     """Build the view's data from a model and, optionally, a placement (EP, time, fusion), a
     profile (time by node name, used when no placement is given; a roofline's own profile
     when neither is), a quantization error, a diff and a roofline (each node's
-    ``achieved_fraction``: :mod:`ortlab.analysis.graphroof`)."""
+    ``achieved_fraction``: :mod:`ortlab.analysis.graph.roof`)."""
 
     with gcpause.held():  # ~10 objects a node, all kept: young collections only promote them
         return _graph_data(

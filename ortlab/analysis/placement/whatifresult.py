@@ -1,6 +1,6 @@
 """The what-if result: each target's predicted placement (a :class:`PlacementResult` per
 target), what the prediction rests on, and the reasons nodes fall back; the constants that
-name the targets and QNN's default chip. ``ortlab.whatif`` (:mod:`ortlab.analysis.whatif`)
+name the targets and QNN's default chip. ``ortlab.whatif`` (:mod:`ortlab.analysis.placement.whatif`)
 measures it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortlab.analysis.placementresult import PlacementResult
-from ortlab.analysis.reasons import group_reasons
+from ortlab.analysis.placement.reasons import group_reasons
+from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.errors import OrtlabError
 from ortlab.core.result import Result, table
 
