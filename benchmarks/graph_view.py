@@ -1,6 +1,7 @@
 """Graph view performance in headless Chromium, next to Netron on the same files.
 
-Cases: transformer-shaped models of ~1k, 10k and 50k nodes (scoped names), the flat ResNet-50,
+Cases: transformer-shaped models of ~1k, 10k and 50k nodes (scoped names), the 10k one with flat
+names (`MatMul_12`: no scopes to group by), the flat ResNet-50,
 a real Paddle export without scopes (PicoDet, 1,493 nodes of which 878 Constant; from the
 test corpus), the same with every group open, and a flat 10,000-node chain whose every node
 reads one broadcast tensor.
@@ -69,6 +70,14 @@ def model_with(nodes: int) -> ortlab.Model:
     return ortlab.load(bert_tiny(layers=layers, hidden=16, heads=2, vocab=50))
 
 
+def flat_model_with(nodes: int) -> ortlab.Model:
+    """The same transformer with its scopes gone (``MatMul_12``: a flat export's names)."""
+    proto = bert_tiny(layers=max(1, nodes // 50), hidden=16, heads=2, vocab=50)
+    for i, n in enumerate(proto.graph.node):
+        n.name = f"{n.op_type}_{i}"
+    return ortlab.load(proto)
+
+
 def expand_to(page: Any, node: str) -> dict[str, Any]:
     """Search a deep node and press Enter: its scopes open and are laid out on demand."""
     root = page.locator(".ortlab-graph")
@@ -123,6 +132,7 @@ def main() -> None:
         for n in map(int, args.sizes.split(","))
     ]
     cases += [
+        ("transformer ~10000, flat names", lambda: flat_model_with(10000), False, ""),
         ("resnet50 (flat, no scopes)", lambda: ortlab.examples.load("resnet50"), False, ""),
         ("PicoDet (Paddle, no scopes)", lambda: corpus.load("picodet_layout"), False, "picodet"),
         ("PicoDet, every group open", lambda: corpus.load("picodet_layout"), True, ""),

@@ -209,6 +209,25 @@ def test_repeated_blocks_where_scopes_are_missing(resnet50: ortlab.Model) -> Non
     assert all(n.group for n in g.nodes)
 
 
+def test_a_flat_10k_node_export_opens_on_a_readable_first_picture() -> None:
+    """Issue 38: a 10,015-node transformer whose names carry no scopes (``MatMul_12``) opens
+    on at most COLLAPSE_ABOVE items, every node in one of them, each block named after the
+    ops that do its work and the repeated layers found."""
+    from ortlab.analysis.graph.blocks import COLLAPSE_ABOVE
+    from ortlab.engine.examples import bert_tiny
+
+    proto = bert_tiny(layers=200, hidden=16, heads=2, vocab=50)
+    for i, n in enumerate(proto.graph.node):
+        n.name = f"{n.op_type}_{i}"
+    g = graph_data(ortlab.load(proto))
+    ov = g.overview()
+    assert len(ov) <= COLLAPSE_ABOVE, len(ov)
+    assert ov["nodes"].sum() == len(g.nodes) == len(proto.graph.node)
+    blocks = ov[ov["kind"] == "group"]["name"].tolist()
+    assert all("MatMul" in b for b in blocks), blocks[:3]
+    assert sum(", like block" in b for b in blocks) >= len(blocks) // 2, blocks
+
+
 def test_profile_of_a_fused_graph_says_what_it_cannot_show() -> None:
 
     m = ortlab.load(ortlab.examples.mlp())
