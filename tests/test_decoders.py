@@ -373,6 +373,76 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     assert "Per layer" in g.to_text() and ortlab.GenerationResult.from_json(g.to_json()) == g
 
 
+def test_the_roofline_per_phase_counts_each_weight_multiplication_by_hand() -> None:
+    """Each MatMulNBits of the int4 decoder, per phase: FLOPs 2·M·N·K and bytes read (the
+    packed weights, scales and zero points as the file stores them, the activations) plus
+    written, hand-counted from the model's initializers at M = prompt (prefill) and M = 1
+    (decode); its time is the one by_phase shows; its FLOP/s ceiling is the GEMM peak at its
+    precision (int8 at accuracy_level 4), DRAM's in the table beside the ceiling it meets; a
+    decode step's weight multiplication is bandwidth-bound."""
+    import onnx
+    from onnx import numpy_helper
+
+    prompt, new = 12, 6
+    g = ortlab.generate(HERE / "genai_int4", prompt=prompt, new_tokens=new, runs=1, progress=False)
+    proto = onnx.load(str(ortlab.load(HERE / "genai_int4").path))
+    sizes = {i.name: numpy_helper.to_array(i).nbytes for i in proto.graph.initializer}
+    nbits = {n.name: n for n in proto.graph.node if n.op_type == "MatMulNBits"}
+    table, phases = g.phase_roofline, g.by_phase()
+    assert [r.phase for r in g.roofs] == ["prefill", "decode"]
+    assert g.roofs[1].past == prompt + (new - 2) // 2
+    peaks = {p.dtype: p.best for p in g.peaks}
+    for row in table[table["op_type"] == "MatMulNBits"].itertuples():
+        node = nbits[row.node]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        n, k = attrs["N"], attrs["K"]
+        m = prompt if row.phase == "prefill" else 1
+        weights = sum(sizes[i] for i in node.input[1:] if i)
+        assert row.flops == 2 * m * n * k, row.node
+        assert row.bytes == weights + 4 * m * k + 4 * m * n, row.node
+        same = phases[(phases["phase"] == row.phase) & (phases["node"] == row.node)]
+        assert row.us_per_step == float(same["us_per_step"].iloc[0])
+        precision = "int8" if attrs.get("accuracy_level") == 4 else "fp32"
+        assert row.peak_flops == peaks[precision]
+        assert row.dram_fraction == pytest.approx(
+            row.bytes / row.us_per_step * 1e6 / peaks["memory"]
+        )
+        if row.phase == "decode":
+            assert row.bound == "memory", row
+    assert set(table[table["op_type"] == "MatMulNBits"]["node"]) == set(nbits)
+    for w in g.weights.itertuples():  # per phase: the nodes' work over their summed time
+        rows = table[(table["phase"] == w.phase) & (table["op_type"] == w.op_type)]
+        assert w.nodes == len(rows) and w.us_per_step == pytest.approx(rows["us_per_step"].sum())
+        rate = rows["bytes"].sum() / w.us_per_step * 1e6 / peaks["memory"]
+        if w.phase == "prefill":
+            rate = rows["flops"].sum() / w.us_per_step * 1e6 / w.peak_flops
+        assert w.fraction == pytest.approx(rate)
+    assert "Weight multiplications against this machine's ceilings" in g.to_text()
+    decode = g.roofline("decode")
+    assert {r.node for r in decode.rows} <= set(phases[phases["phase"] == "decode"]["node"])
+    assert "decode" in repr(decode)
+    with pytest.raises(KeyError, match="prefill, decode"):
+        g.roofline("verify")
+    assert ortlab.GenerationResult.from_json(g.to_json()) == g
+
+
+def test_weight_multiplications_are_those_with_a_weight() -> None:
+    """GPT-2 (optimum, merged): per layer its 4 Conv1D projections (Gemm) and the tied
+    lm_head MatMul multiply by a weight; the attention's Q·Kᵀ and scores·V MatMuls, two
+    activations, are not weight multiplications, in either branch of the If."""
+    g = ortlab.generate(
+        HERE / "optimum_gpt2_merged", prompt=8, new_tokens=3, runs=1, progress=False
+    )
+    for phase in ("prefill", "decode"):
+        rows = g.phase_roofline[g.phase_roofline["phase"] == phase]
+        assert (rows["op_type"] == "Gemm").sum() == 4 * 2, rows
+        matmuls = rows[rows["op_type"] == "MatMul"]["node"].tolist()
+        assert len(matmuls) == 1 and "lm_head" in matmuls[0], matmuls
+        every = g.by_phase()
+        attention = every[(every["phase"] == phase) & every["node"].str.contains("attn/MatMul")]
+        assert len(attention) >= 4 and not set(attention["node"]) & set(rows["node"])
+
+
 @pytest.mark.parametrize("name", ["genai_int4", "genai_fp32"])
 def test_a_shared_buffer_as_genai_config_asks_gives_the_same_tokens(name: str) -> None:
     """genai_config asks for past_present_share_buffer: by default ortlab binds one
@@ -420,7 +490,35 @@ def test_a_decoders_lab_has_a_generate_tab() -> None:
     assert isinstance(g, ortlab.GenerationResult) and len(g.tokens) == 4 and g.prompt == 8
     shown = lab.shown["Generate"]
     assert shown[-1] is g and "Per layer" in g._repr_html_()
+    # the slowest nodes of each phase, as by_phase() has them; one picked is selected in the graph
+    picker = lab.tab_controls.gen_nodes
+    assert picker in shown
+    t = g.by_phase()
+    decode = [v for _, v in picker.options if v.startswith("decode\t")]
+    slowest = t[t["phase"] == "decode"]["node"].iloc[0]
+    assert decode[0] == f"decode\t{slowest}"
+    picker.value = decode[0]
+    assert lab.graph.selected["name"] == slowest
+    assert list(lab.panes)[lab.tabs.selected_index] == "Graph"
     assert "Generate" not in ortlab.Lab(ortlab.examples.load("mlp"), synchronous=True).panes
+
+
+def test_a_merged_decoders_generate_tab_picks_the_branch_that_ran() -> None:
+    """optimum's merged GPT-2 repeats each node name in both branches of its If: a prefill
+    row picked selects the node in the branch without a past (else_branch), a decode row its
+    twin in the branch with one (then_branch) — read from the graph's own groups."""
+    lab = ortlab.Lab(ortlab.examples.load("tiny_gpt2_merged"), synchronous=True, runs=3)
+    lab.gen_prompt.value, lab.gen_new.value = 6, 3
+    lab.gen_button.click()
+    picker = lab.tab_controls.gen_nodes
+    groups = {n.name: n.group for n in lab.graph.graph_data.nodes}
+    for phase, branch in (("prefill", "else_branch"), ("decode", "then_branch")):
+        rows = [v for _, v in picker.options if v.startswith(phase) and "/mlp/" in v]
+        assert rows, picker.options
+        picker.value = rows[0]
+        chosen = lab.graph.selected["name"]
+        assert chosen.split("#")[0] == rows[0].split("\t")[1]
+        assert f"▸ {branch}" in groups[chosen], (phase, chosen, groups[chosen])
 
 
 def test_the_report_has_a_generation_section_and_says_what_the_model_is() -> None:

@@ -76,6 +76,13 @@ class DecoderInfo:
         size = DTYPE_BYTES.get(self.kv_dtype, 4.0)
         return int(2 * self.layers * self.kv_heads * self.head_size * size)
 
+    def branch_of(self, phase: str) -> str | None:
+        """The body of the merged decoder's If that runs in ``phase`` ('then_branch': the one
+        with a past, in decode; 'else_branch' in the prefill); None without such an If."""
+        if not self.use_cache_branch:
+            return None
+        return "then_branch" if phase == "decode" else "else_branch"
+
     def line(self) -> str:
         """The one line that says what the model is, wherever it is described: 'decoder with
         KV cache: 2 layers, 4 heads / 2 KV heads x 16, int4 MatMulNBits (block 32 …)'."""

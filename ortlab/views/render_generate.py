@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ortlab.core.units import fmt_bytes
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["generate_figure", "generate_html", "generate_text"]
@@ -75,11 +75,41 @@ def _layers(g: Any) -> tuple[list[str], list[list[str]]]:
     return ["", *phases], rows
 
 
+WEIGHTS_CAPTION = (
+    "Weight multiplications against this machine's ceilings (profiled time per step; work "
+    "computed from shapes; ceilings measured with ORT). Decode reads every weight once per "
+    "token: bandwidth against DRAM's. The prefill multiplies the whole prompt: FLOP/s against "
+    "the GEMM peak:"
+)
+
+
+def _weights(g: Any) -> tuple[list[str], list[list[str]]]:
+    """Per phase and weight op: time per step, what it achieved, the ceiling, the fraction."""
+    rows = []
+    for r in g.weights.itertuples():
+        decode = r.phase == "decode"
+        rows.append(
+            [
+                r.phase,
+                f"{r.nodes} {r.op_type}",
+                f"{r.us_per_step:.0f} µs",
+                fmt_bandwidth(r.achieved_bytes) if decode else fmt_flops(r.achieved_flops, "/s"),
+                f"DRAM {fmt_bandwidth(r.dram_bandwidth)}"
+                if decode
+                else f"{r.dtype} GEMM {fmt_flops(r.peak_flops, '/s')}",
+                f"{r.fraction:.1%}" if not math.isnan(r.fraction) else "—",
+            ]
+        )
+    return ["phase", "nodes", "time per step", "achieved", "ceiling", "of it"], rows
+
+
 def generate_text(g: Any) -> str:
     out = [safe_text(_head(g), 600), "", table_text(["", "median [95 % interval]", ""], _rows(g))]
     if g.profile is not None:
         out += ["", "Per layer, share of each phase's node time (profiled):"]
         out.append(table_text(*_layers(g)))
+    if g.roofs:
+        out += ["", WEIGHTS_CAPTION, table_text(*_weights(g))]
     out += ["", "tokens: " + " ".join(str(t) for t in g.tokens[:64])]
     out += ["", *(safe_text(n, 600) for n in g.notes)]
     return "\n".join(out)
@@ -97,6 +127,7 @@ def generate_html(g: Any) -> str:
             if g.profile is not None
             else []
         ),
+        *([f"<div>{esc(WEIGHTS_CAPTION)}</div>", table_html(*_weights(g))] if g.roofs else []),
         f"<div>tokens: {esc(' '.join(str(t) for t in g.tokens[:64]), 800)}</div>",
     ]
     parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in g.notes]

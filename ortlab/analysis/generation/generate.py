@@ -5,6 +5,7 @@ outputs' real sizes."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -13,10 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.analysis.generation.phases import (
+    PhaseRoof,
+    dram_fraction,
+    phase_roofs,
+    roofline_of,
+    weights_summary,
+)
+from ortlab.analysis.limits.ceilings import Peak
+from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.inputs import Feeds
-from ortlab.core.machine import load_sentence
+from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
@@ -69,6 +79,13 @@ class GenerationResult(Result):
     of the trace is step k (0: the prefill)."""
     profiled_steps: int = 0
     """Steps the profiled generation covers (all, unless its trace would pass ORT's cap)."""
+    roofs: list[PhaseRoof] = field(default_factory=list)
+    """The roofline per phase (:mod:`ortlab.analysis.generation.phases`): prefill, decode."""
+    peaks: list[Peak] = field(default_factory=list)
+    """The ceilings the phases are set against (measured with ORT under the same settings)."""
+    cache_bytes: int = 0
+    """The last-level cache's size (a call whose bytes fit it is set against the in-cache
+    bandwidth)."""
 
     @property
     def runs(self) -> int:
@@ -180,6 +197,69 @@ class GenerationResult(Result):
             out["decode"] = float(np.mean(d.run_us[1:]))
         return out
 
+    def roofline(self, phase: str = "decode") -> RooflineResult:
+        """One phase's nodes against this machine's ceilings, as a roofline (its ``nodes``
+        table, ``plot()`` and verdicts): ``us`` is the node's time per step of the phase."""
+        found = next((r for r in self.roofs if r.phase == phase), None)
+        if found is None:
+            have = ", ".join(r.phase for r in self.roofs) or "none (generate(profile=True))"
+            raise KeyError(f"no roofline for phase {phase!r}; this generation has: {have}")
+        return roofline_of(
+            found,
+            model=self.model,
+            config=self.config,
+            peaks=self.peaks,
+            cache_bytes=self.cache_bytes,
+        )
+
+    @table
+    def phase_roofline(self) -> Any:
+        """The weight multiplications (MatMulNBits, MatMul, Gemm… with an initializer input)
+        per phase against their ceiling: phase, node, op_type, layer, us_per_step (as
+        :meth:`by_phase`), flops, bytes, achieved_flops, peak_flops (the GEMM peak at its
+        precision), achieved_bytes, bandwidth (the ceiling its bytes meet: in-cache when one
+        call fits the last-level cache, else DRAM), dram_fraction (achieved bytes/s over
+        DRAM's peak), achieved_fraction (of the roofline's bound), bound. In decode read the
+        bandwidth columns, in prefill the FLOP/s ones."""
+        import pandas as pd
+
+        dram = next((p.best for p in self.peaks if p.dtype == "memory"), math.nan)
+        rows = [
+            {
+                "phase": roof.phase,
+                "node": r.node,
+                "op_type": r.op_type,
+                "layer": layer_of(r.node, self.layers),
+                "us_per_step": r.us,
+                "flops": r.flops,
+                "bytes": r.bytes,
+                "achieved_flops": r.achieved_flops,
+                "peak_flops": r.peak_flops,
+                "achieved_bytes": r.achieved_bytes,
+                "bandwidth": r.bandwidth,
+                "dram_fraction": dram_fraction(r, dram),
+                "achieved_fraction": r.achieved_fraction,
+                "bound": r.bound,
+            }
+            for roof in self.roofs
+            for r in roof.weight_rows()
+        ]
+        cols = ["phase", "node", "op_type", "layer", "us_per_step", "flops", "bytes"]
+        cols += ["achieved_flops", "peak_flops", "achieved_bytes", "bandwidth", "dram_fraction"]
+        frame = pd.DataFrame(rows, columns=[*cols, "achieved_fraction", "bound"])
+        return frame.astype({"layer": "Int64"}).sort_values(
+            ["phase", "us_per_step"], ascending=[False, False], ignore_index=True
+        )
+
+    @table
+    def weights(self) -> Any:
+        """The weight multiplications per phase and op type, their work over their time
+        against the ceiling that phase meets: ``fraction`` of DRAM's bandwidth in decode, of
+        the GEMM peak at their precision in the prefill (columns: phase, op_type, nodes,
+        us_per_step, flops, bytes, achieved_flops, peak_flops, achieved_bytes,
+        dtype, dram_bandwidth, fraction). Per node: :attr:`phase_roofline`."""
+        return weights_summary(self.roofs, self.peaks)
+
     @property
     def kv_cache(self) -> dict[str, float]:
         """The cache: bytes per token by formula and as the present outputs grew (measured;
@@ -238,11 +318,12 @@ def generate(
     """``runs`` greedy generations of ``new_tokens`` tokens after a ``prompt``-token prompt, in
     plain onnxruntime in the worker: TTFT, prefill and decode tokens/s with their intervals
     over runs, time per token against the cache's length, the tokens, the KV cache, and (with
-    ``profile``) a profiled generation split by phase and layer. ``feeds`` may give the
-    prompt's ``input_ids`` ([batch, prompt]); else they are random ids in the vocabulary
-    (synthetic, seeded). ``share_buffer`` None does what the model's genai_config asks
-    (past_present_share_buffer: one max-length buffer per pair, written in place through
-    IOBinding, as onnxruntime-genai does); False passes present to past each step."""
+    ``profile``) a profiled generation split by phase and layer, with the roofline per
+    phase. ``feeds`` may give the prompt's ``input_ids`` ([batch, prompt]); else they are
+    random ids in the vocabulary (synthetic, seeded). ``share_buffer`` None does what the
+    model's genai_config asks (past_present_share_buffer: one max-length buffer per pair,
+    written in place through IOBinding, as onnxruntime-genai does); False passes present to
+    past each step."""
     m = load(model)
     info = m.decoder
     if info is None:
@@ -338,7 +419,7 @@ def generate(
         )
     if run.synthetic:
         notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
-    return GenerationResult(
+    result = GenerationResult(
         model=m.name,
         config=run.config,
         prompt=prompt,
@@ -358,4 +439,21 @@ def generate(
         notes=notes,
         profile=reply.profile,
         profiled_steps=reply.profiled_steps,
+    )
+    if reply.profile is None:
+        return result
+    roofs, peaks, more = phase_roofs(
+        m,
+        run,
+        result.by_phase(),
+        prompt=prompt,
+        batch=batch,
+        profiled_steps=reply.profiled_steps,
+    )
+    return dataclasses.replace(
+        result,
+        roofs=roofs,
+        peaks=peaks,
+        cache_bytes=last_level_cache_bytes(),
+        notes=[*notes, *more],
     )

@@ -13,7 +13,7 @@ layout engine and hide the structure.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,6 +23,7 @@ from onnx import numpy_helper
 from ortlab.analysis.graph.blocks import chunk_siblings, initial_expanded, regroup
 from ortlab.analysis.graph.inferred import flops_at, run_types, tensor_types
 from ortlab.analysis.graph.roof import RoofMark, roof_marks
+from ortlab.analysis.graph.scopes import raw_name
 from ortlab.core import gcpause
 from ortlab.core.errors import OrtlabWarning
 from ortlab.core.inputs import default_shapes
@@ -30,10 +31,23 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, walk_nodes
 from ortlab.core.result import Result
 
-__all__ = ["GraphData", "graph_data", "overview", "tensor_types"]
+__all__ = ["BODY", "GraphData", "graph_data", "in_branch", "overview", "tensor_types"]
+
+BODY = " ▸"
+"""Between an If/Loop/Scan and its body's attribute in a body's group ('optimum::if ▸
+then_branch')."""
 
 GHOST_FANOUT = 8
 """Tensors with more consumers than this are drawn as ghost stubs."""
+
+
+def in_branch(nodes: Sequence[GraphNode], name: str, branch: str) -> str:
+    """The node named ``name`` (ortlab's ``#k`` suffix aside) in an If's body ``branch``
+    ('then_branch', 'else_branch'): the twin that ran where both branches hold the name;
+    ``name`` itself when no node of that body has it."""
+    raw = raw_name(name)
+    tag = f"{BODY} {branch}"
+    return next((n.name for n in nodes if raw_name(n.name) == raw and tag in n.group), name)
 
 
 @dataclass(frozen=True)
@@ -438,7 +452,7 @@ def _graph_data(
             owner, tag = op.parent.rsplit("/", 1)  # attribute names hold no '/'
             if op.parent not in body_group:
                 outer = group_of[owner]
-                body_group[op.parent] = f"{outer}/{owner.replace('/', '∕')} ▸ {tag}"
+                body_group[op.parent] = f"{outer}/{owner.replace('/', '∕')}{BODY} {tag}"
             group = body_group[op.parent] + group
         group_of[op.name] = group
         provider, us = (row.provider, row.us_per_run) if row else prof_time.get(op.name, ("", 0.0))

@@ -160,10 +160,12 @@ class RooflineResult(Result):
 
     def peak_bytes(self, call_bytes: float) -> float:
         """The bytes/s ceiling for a call moving ``call_bytes``: in-cache when they fit the
-        last-level cache (and the in-cache ceiling was measured), else DRAM's."""
+        last-level cache (and the in-cache ceiling was measured), else DRAM's. A cache is
+        never slower than DRAM: an in-cache measurement below DRAM's (the small kernel's
+        per-call overhead, on a VM slice of a big shared cache) gives way to DRAM's."""
         cache = self.cache_bandwidth
         fits = 0 < call_bytes <= self.cache_bytes and not math.isnan(cache)
-        return cache if fits else self.bandwidth
+        return max(cache, self.bandwidth) if fits else self.bandwidth
 
     def peak_flops(self, dtype: str) -> float:
         """The FLOP/s ceiling for a precision (fp32's when that one was not measured)."""

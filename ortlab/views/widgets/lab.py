@@ -25,6 +25,7 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
+from ortlab.analysis.graph.data import in_branch
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
@@ -271,6 +272,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             button.on_click(lambda _, start=start: start())
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
+        t.gen_nodes.observe(self._on_generation_node, names="value")
         t.run_snippet_button.on_click(lambda _: show_snippet(self, t.run_a.value))
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
@@ -473,8 +475,26 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         name = change["new"]
         if self._hold or not name or self.placement is None:
             return
+        self._pick_node(name)
+
+    def _on_generation_node(self, change: Any) -> None:
+        """A Generate-tab row picked ('phase<TAB>node'): the same node selected in the graph,
+        in a merged decoder the one in the If's branch that runs in that phase."""
+        if self._hold or not change["new"] or self.placement is None:
+            return
+        phase, name = change["new"].split("\t", 1)
+        info = self.model.decoder
+        self._pick_node(name, branch=info.branch_of(phase) if info else None)
+
+    def _pick_node(self, name: str, branch: str | None = None) -> None:
+        """Select, in the Graph tab, the original node(s) kernel ``name`` computes (its time's
+        carrier first; in ``branch`` of an If whose bodies repeat the names) and show the
+        tab; a notice when none is in the original graph."""
         originals = carriers_first(self.placement, self.profile_result).get(name) or [name]
-        rows = {n.name: n for n in self.graph.graph_data.nodes}
+        nodes = self.graph.graph_data.nodes
+        if branch:
+            originals = [in_branch(nodes, n, branch) for n in originals]
+        rows = {n.name: n for n in nodes}
         picked = [n for n in originals if n in rows]
         if not picked:
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"

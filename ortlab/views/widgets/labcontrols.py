@@ -319,6 +319,7 @@ class TabControls:
         "gen_prompt",
         "gen_new",
         "gen_button",
+        "gen_nodes",
     )
     """The controls a Lab exposes as its own attributes."""
 
@@ -380,6 +381,11 @@ class TabControls:
             options=[], rows=12, description="top nodes", layout=w.Layout(width="calc(100% - 4px)")
         )
         self.top_nodes.add_class("ortlab-top-nodes")
+        self.gen_nodes = w.Select(
+            options=[], rows=10, description="nodes", layout=w.Layout(width="calc(100% - 4px)")
+        )
+        self.gen_nodes.add_class("ortlab-gen-nodes")
+        self.gen_label = w.HTML()
         self.top_label = w.HTML()
         self.worst_label = w.HTML("<b>Where the static QDQ error concentrates</b> (worst tensors)")
         self.run_a = w.Dropdown(options=[], description="run A")
@@ -441,6 +447,18 @@ class TabControls:
             prof.plot("timeline"),
             prof.plot("memory"),
         ]
+
+    def generate_items(self, g: Any) -> list[Any]:
+        """What the Generate tab shows: the time per token, the slowest nodes of each phase
+        (to pick in the graph), then the result."""
+        self.gen_label.value = (
+            "<b>Slowest nodes per step</b> of each phase (the profiled generation: "
+            "GenerationResult.by_phase, profiling on). Pick one to select it in the Graph tab."
+        )
+        items: list[Any] = [g.plot()]
+        if g.profile is not None:
+            items += [self.gen_label, self.gen_nodes]
+        return [*items, g]
 
     def offer_runs(self, history: Any) -> None:
         """The History tab's run pickers (kept current on every run), the last two picked."""

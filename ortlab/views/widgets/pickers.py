@@ -7,7 +7,7 @@ from typing import Any
 
 from ortlab.views.widgets.kernelnodes import carriers_first
 
-__all__ = ["median_shares", "optimizer_options", "top_node_options"]
+__all__ = ["generation_node_options", "median_shares", "optimizer_options", "top_node_options"]
 
 
 def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -43,3 +43,21 @@ def median_shares(prof: Any) -> Any:
     (the node's median run, profiling on; share of the median run), slowest first."""
     t = prof.by_node()
     return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
+
+
+def generation_node_options(g: Any, per_phase: int = 12) -> list[tuple[str, str]]:
+    """The Generate tab's slowest nodes, ``per_phase`` of each phase, with their time per step
+    and share of the phase (``GenerationResult.by_phase``'s, as the table shows them); the
+    value is the node's name, the same node in either phase."""
+    t = g.by_phase()
+    out: list[tuple[str, str]] = []
+    for phase in dict.fromkeys(t["phase"]):
+        rows = t[(t["phase"] == phase) & (t["us_per_step"] > 0)].head(per_phase)
+        out += [
+            (
+                f"{phase} · {r.node} · {r.op_type} · {r.us_per_step:.1f} µs/step · {r.share:.1%}",
+                f"{phase}\t{r.node}",
+            )
+            for r in rows.itertuples()
+        ]
+    return out

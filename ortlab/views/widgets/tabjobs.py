@@ -33,6 +33,7 @@ from ortlab.diagnosis.doctor import doctor
 from ortlab.views.html import esc
 from ortlab.views.report import report
 from ortlab.views.widgets.laboutputs import set_outputs
+from ortlab.views.widgets.pickers import generation_node_options
 
 if TYPE_CHECKING:
     from ortlab.views.widgets.lab import Lab
@@ -193,7 +194,11 @@ def run_generate(lab: Lab) -> None:
         progress=lab._progress("generate"),
     )
     lab.generation = g
-    lab._show("Generate", t.gen_bar, g.plot(), g)
+    lab._hold = True
+    t.gen_nodes.options = generation_node_options(g)
+    t.gen_nodes.value = None
+    lab._hold = False
+    lab._show("Generate", t.gen_bar, *t.generate_items(g))
 
 
 def run_limits(lab: Lab, what: str) -> None:

@@ -1,0 +1,236 @@
+"""The roofline per phase of a generation: each node's time per step in the prefill and in
+decode (the profiled generation's, the one node time :meth:`GenerationResult.by_phase` shows)
+against the work the phase's shapes imply and this machine's measured ceilings.
+
+The two phases are different machines' problems. The prefill multiplies a whole prompt by each
+weight (MatMulNBits at M = prompt: FLOP/s against the GEMM peak at its precision); a decode step
+multiplies one token by each weight, so every weight byte is read for 2 FLOPs per row
+(MatMulNBits at M = 1: bandwidth against DRAM's, or the cache's when the weights fit it).
+
+Counts are made at one step's shapes: the prefill's (past 0), and a decode step at the mean
+past length of the profiled decode steps (the attention's work grows linearly with the past, so
+the mean step's count is the mean of the steps' counts; the weights' do not change).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortlab.analysis.limits import ceilings
+from ortlab.analysis.limits.ceilings import Peak
+from ortlab.analysis.limits.cost import cost_rows
+from ortlab.analysis.limits.roofline import RooflineResult, RoofRow
+from ortlab.core.config import SessionConfig
+from ortlab.core.eps import compiling
+from ortlab.core.machine import last_level_cache_bytes
+from ortlab.core.model import Model
+from ortlab.core.run import Run
+from ortlab.engine import tasks_cost, tasks_peaks
+from ortlab.engine.calls import call, edge, run_model_task
+
+__all__ = [
+    "WEIGHT_OPS",
+    "PhaseRoof",
+    "decode_past",
+    "dram_fraction",
+    "phase_roofs",
+    "roofline_of",
+    "weights_summary",
+]
+
+WEIGHT_OPS = frozenset({"MatMulNBits", "MatMul", "Gemm", "FusedMatMul", "MatMulInteger"})
+"""The ops that multiply by a weight (when one of their inputs is an initializer): what a
+decoder's time is mostly made of."""
+
+PRECISIONS = ("fp32", "int8")
+"""The GEMM peaks a decoder's nodes are set against (MatMulNBits computes in int8 at
+accuracy_level 4, in fp32 otherwise on the CPU EP)."""
+
+
+@dataclass(frozen=True)
+class PhaseRoof:
+    """One phase's nodes against the ceilings: the rows of a roofline whose ``us`` is the
+    node's time per step of the phase (profiling on) and ``share`` its share of the phase."""
+
+    phase: str
+    past: int
+    """The cache's length the counts were made at: 0 in the prefill; in decode, the mean past
+    length of the profiled decode steps (rounded)."""
+    rows: list[RoofRow]
+    weighted: list[str] = field(default_factory=list)
+    """The nodes that multiply by a weight: a WEIGHT_OPS node with an initializer input (an
+    attention's Q·Kᵀ MatMul is not one)."""
+
+    def weight_rows(self) -> list[RoofRow]:
+        names = set(self.weighted)
+        return [r for r in self.rows if r.node in names]
+
+
+def decode_past(prompt: int, profiled_steps: int) -> int:
+    """The mean past length of the profiled decode steps: step ``j`` (1 … steps - 1) runs
+    with ``prompt + j - 1`` tokens cached."""
+    return prompt + max(profiled_steps - 2, 0) // 2
+
+
+def _peaks(config: SessionConfig, timeout: float | None) -> list[Peak]:
+    """This session's ceilings for ``config``'s settings, measured now if never before."""
+    wanted = (*PRECISIONS, "memory", "cache")
+    found = ceilings.known(config, wanted)
+    if found is None:
+        reply = call(
+            tasks_peaks.peaks,
+            {"config": config, "dtypes": list(PRECISIONS), "runs": 10},
+            desc="peaks",
+            context=f"of this machine with {config.label()}",
+            progress=False,
+            timeout=timeout,
+        )
+        ceilings.record(config, reply.runs)
+        found = ceilings.known(config, wanted) or []
+    return found
+
+
+def phase_roofs(
+    m: Model,
+    run: Run,
+    by_phase: Any,
+    *,
+    prompt: int,
+    batch: int,
+    profiled_steps: int,
+) -> tuple[list[PhaseRoof], list[Peak], list[str]]:
+    """Each phase of ``by_phase`` (the profiled generation's table) against the counts at that
+    phase's shapes (one profiled run each, in the worker) and the measured ceilings; and notes.
+    An EP that compiles parts of the graph hides its kernels' work: no rows, a note."""
+    cfg = run.config
+    if compiling(cfg.providers, cfg.policy):
+        return (
+            [],
+            [],
+            [
+                "No roofline per phase: an EP compiles parts of the graph into "
+                "kernels whose work ortlab cannot count."
+            ],
+        )
+    peaks = _peaks(cfg, run.timeout)
+    lookup = RooflineResult(
+        model=m.name,
+        config=cfg,
+        peaks=peaks,
+        rows=[],
+        runs=1,
+        cache_bytes=last_level_cache_bytes(),
+    )
+    roofs, notes = [], []
+    past = decode_past(prompt, profiled_steps)
+    for phase, dims in (
+        ("prefill", {"prompt": prompt, "past": 0, "batch": batch}),
+        ("decode", {"prompt": 1, "past": past, "batch": batch}),
+    ):
+        times = by_phase[(by_phase["phase"] == phase) & (by_phase["us_per_step"] > 0)]
+        if not len(times):
+            continue
+        at = edge(m, cfg, None, dims=dims, progress=False, timeout=run.timeout)
+        reply = run_model_task(tasks_cost.shapes, at)
+        costs, _ = cost_rows(reply)
+        weighted = [
+            n.name
+            for n in reply.nodes
+            if n.op_type in WEIGHT_OPS and any(i in reply.initializers for i in n.inputs)
+        ]
+        timed = times.set_index("node")
+        rows = [
+            RoofRow(
+                c.node,
+                c.op_type,
+                c.provider,
+                float(timed.at[c.node, "us_per_step"]),
+                float(timed.at[c.node, "share"]),
+                c.flops,
+                c.bytes,
+                c.dtype,
+                c.kind,
+                lookup.peak_flops(c.dtype),
+                lookup.peak_bytes(c.bytes / max(c.calls, 1.0)),
+            )
+            for c in costs
+            if c.node in timed.index
+        ]
+        roofs.append(PhaseRoof(phase, dims["past"], rows, weighted))
+    notes.append(
+        f"Roofline per phase: node times per step of each phase (profiling on) against the "
+        f"work counted at one step's shapes (the prefill's, and a decode step with {past} "
+        "tokens cached, the mean of the profiled decode steps) and this machine's ceilings "
+        "measured with ORT under the same settings."
+    )
+    return roofs, peaks, notes
+
+
+def roofline_of(
+    roof: PhaseRoof, *, model: str, config: SessionConfig, peaks: list[Peak], cache_bytes: int
+) -> RooflineResult:
+    """One phase as a :class:`RooflineResult` (its table, plot and verdicts)."""
+    return RooflineResult(
+        model=f"{model} ({roof.phase})",
+        config=config,
+        peaks=peaks,
+        rows=roof.rows,
+        runs=1,
+        feeds=f"one {roof.phase} step, {roof.past} tokens cached",
+        notes=[
+            f"Node times: the profiled generation's time per {roof.phase} step (profiling on); "
+            "FLOPs and bytes computed from that step's shapes; ceilings measured."
+        ],
+        cache_bytes=cache_bytes,
+    )
+
+
+def dram_fraction(row: RoofRow, dram: float) -> float:
+    """A node's achieved bytes/s over DRAM's measured peak (NaN without bytes or a peak)."""
+    got = row.achieved_bytes
+    return got / dram if dram > 0 and not math.isnan(got) else math.nan
+
+
+def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak]) -> Any:
+    """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
+    summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
+    summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth, and
+    ``fraction``: of DRAM's bandwidth in decode (a step reads every weight once), of the GEMM
+    peak in the prefill."""
+    import pandas as pd
+
+    dram = next((p.best for p in peaks if p.dtype == "memory"), math.nan)
+    out = []
+    for roof in roofs:
+        groups: dict[tuple[str, str], list[RoofRow]] = {}
+        for r in roof.weight_rows():
+            groups.setdefault((r.op_type, r.dtype), []).append(r)
+        for (op, dtype), rows in groups.items():
+            us = sum(r.us for r in rows)
+            flops = sum(0.0 if math.isnan(r.flops) else r.flops for r in rows)
+            moved = sum(r.bytes for r in rows)
+            got_flops = flops / us * 1e6 if us > 0 else math.nan
+            got_bytes = moved / us * 1e6 if us > 0 else math.nan
+            peak = rows[0].peak_flops
+            fraction = got_bytes / dram if roof.phase == "decode" else got_flops / peak
+            out.append(
+                {
+                    "phase": roof.phase,
+                    "op_type": op,
+                    "nodes": len(rows),
+                    "us_per_step": us,
+                    "flops": flops,
+                    "bytes": moved,
+                    "achieved_flops": got_flops,
+                    "dtype": dtype,
+                    "peak_flops": peak,
+                    "achieved_bytes": got_bytes,
+                    "dram_bandwidth": dram,
+                    "fraction": fraction,
+                }
+            )
+    cols = ["phase", "op_type", "nodes", "us_per_step", "flops", "bytes", "achieved_flops"]
+    cols += ["dtype", "peak_flops", "achieved_bytes", "dram_bandwidth", "fraction"]
+    return pd.DataFrame(out, columns=cols)
