@@ -127,7 +127,7 @@ def generate_html(g: Any) -> str:
             if g.profile is not None
             else []
         ),
-        *([f"<div>{esc(WEIGHTS_CAPTION)}</div>", table_html(*_weights(g))] if g.roofs else []),
+        *([f"<div>{esc(WEIGHTS_CAPTION, 600)}</div>", table_html(*_weights(g))] if g.roofs else []),
         f"<div>tokens: {esc(' '.join(str(t) for t in g.tokens[:64]), 800)}</div>",
     ]
     parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in g.notes]

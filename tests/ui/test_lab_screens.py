@@ -191,7 +191,8 @@ def test_the_generate_tab_reads_at_both_sizes(
     """A decoder's Lab (the bundled genai-built Llama) in JupyterLab, a core kept busy: the
     Generate tab's button runs a generation and the tab reads at both sizes — the headline
     (TTFT, prefill and decode tokens/s with their intervals), the time-per-token chart, the
-    phase x layer table — with no control clipped and no sideways scrollbar."""
+    phase x layer table, the weight multiplications against the ceilings, the list of each
+    phase's slowest nodes — with no control clipped and no sideways scrollbar."""
     root = tmp_path / "root"
     root.mkdir()
     cells = [
@@ -217,7 +218,15 @@ def test_the_generate_tab_reads_at_both_sizes(
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
             _look(page, "Generate", (width, height), True, artifacts, problems)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.get_by_text("Weight multiplications against").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "lab_generate_result_1280x800.png"))
         text = page.locator(".ortlab-lab").inner_text()
+        options = page.locator(".ortlab-gen-nodes option").all_text_contents()
+        listed = [o.replace("\xa0", " ") for o in options]  # the widget keeps spaces
         context.close()
+    assert listed and all(o.startswith(("prefill · ", "decode · ")) for o in listed), listed
     assert "time to first token" in text and "tokens/s" in text and "layer 0" in text
+    assert "Weight multiplications against this machine's ceilings" in text
+    assert "Slowest nodes per step" in text
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
