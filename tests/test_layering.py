@@ -224,9 +224,9 @@ def test_worker_tasks_are_called_by_reference() -> None:
                 by_name.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value!r}")
     assert by_name == []
     from ortlab.engine import tasks_timing
-    from ortlab.engine.worker import _resolve, task_name
+    from ortlab.engine.worker import resolve_task, task_name
 
-    assert _resolve(task_name(tasks_timing.interleaved)) is tasks_timing.interleaved
+    assert resolve_task(task_name(tasks_timing.interleaved)) is tasks_timing.interleaved
 
 
 def _task_functions() -> list[Any]:

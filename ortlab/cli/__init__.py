@@ -26,17 +26,17 @@ import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.cli import perf
 from ortlab.cli.args import (
-    _config,
-    _feeds,
-    _int_arg,
-    _levels_arg,
-    _model,
-    _option_arg,
-    _progress,
-    _seconds_arg,
-    _session_args,
-    _shapes_args,
-    _targets_arg,
+    add_session_args,
+    add_shapes_args,
+    int_arg,
+    levels_arg,
+    load_feeds,
+    load_model,
+    option_arg,
+    seconds_arg,
+    session_config,
+    targets_arg,
+    wants_progress,
 )
 from ortlab.core import cache
 from ortlab.core.config import LEVELS
@@ -53,14 +53,14 @@ __all__ = ["main"]
 
 def _doctor_parsers(sub: Any) -> None:
     p = sub.add_parser("doctor", help="find what slows the session down; every fix measured")
-    _session_args(p)
-    p.add_argument("--budget", type=_seconds_arg, default=120, help="seconds to spend measuring")
+    add_session_args(p)
+    p.add_argument("--budget", type=seconds_arg, default=120, help="seconds to spend measuring")
     p.add_argument("--no-quantize", action="store_true", help="do not try int8 variants")
     p.add_argument("-o", "--output", help="also write the JSON result to this file")
     p = sub.add_parser("report", help="self-contained HTML report (runs the doctor first)")
-    _session_args(p)
+    add_session_args(p)
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
-    p.add_argument("--budget", type=_seconds_arg, default=60, help="the doctor's time budget (s)")
+    p.add_argument("--budget", type=seconds_arg, default=60, help="the doctor's time budget (s)")
     p.add_argument("--no-doctor", action="store_true", help="profile and levels only")
     p.add_argument(
         "--targets",
@@ -77,8 +77,8 @@ def _quantize_parser(sub: Any) -> None:
     p.add_argument("--per-channel", action="store_true")
     p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"])
     p.add_argument("--calibration", help="folder of .npy/.npz samples (default: synthetic)")
-    p.add_argument("--samples", type=_int_arg(1), default=16, help="calibration samples to use")
-    p.add_argument("--block-size", type=_int_arg(16), default=32, help="int4: weights per block")
+    p.add_argument("--samples", type=int_arg(1), default=16, help="calibration samples to use")
+    p.add_argument("--block-size", type=int_arg(16), default=32, help="int4: weights per block")
     p.add_argument(
         "--accuracy-level",
         type=int,
@@ -86,7 +86,7 @@ def _quantize_parser(sub: Any) -> None:
         default=None,
         help="int4: MatMulNBits compute type (4: int8 activations)",
     )
-    _shapes_args(p)  # the shapes of synthesized calibration samples (the shapes you run at)
+    add_shapes_args(p)  # the shapes of synthesized calibration samples (the shapes you run at)
     p.add_argument("-o", "--output", help="where to write the variant (never the input)")
     p.add_argument("--json", action="store_true")
 
@@ -101,17 +101,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("bench", help="latency benchmark, profiling off")
-    _session_args(p)
-    p.add_argument("--runs", type=_int_arg(1), default=100)
-    p.add_argument("--warmup", type=_int_arg(0), default=10)
+    add_session_args(p)
+    p.add_argument("--runs", type=int_arg(1), default=100)
+    p.add_argument("--warmup", type=int_arg(0), default=10)
     p.add_argument(
-        "--duration", type=_seconds_arg, default=None, help="stop after this many seconds"
+        "--duration", type=seconds_arg, default=None, help="stop after this many seconds"
     )
     p = sub.add_parser("profile", help="per-node / per-op / per-EP time from ORT's profiler")
-    _session_args(p)
-    p.add_argument("--runs", type=_int_arg(1), default=20)
-    p.add_argument("--warmup", type=_int_arg(0), default=3)
-    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the top-nodes table")
+    add_session_args(p)
+    p.add_argument("--runs", type=int_arg(1), default=20)
+    p.add_argument("--warmup", type=int_arg(0), default=3)
+    p.add_argument("--top", type=int_arg(1), default=15, help="rows in the top-nodes table")
     p.add_argument(
         "--perfetto",
         metavar="OUT.json",
@@ -121,13 +121,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     perf.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
-    _session_args(p)
-    p.add_argument("--runs", type=_int_arg(1), default=5)
+    add_session_args(p)
+    p.add_argument("--runs", type=int_arg(1), default=5)
     p = sub.add_parser("optimize", help="what each optimization level changes, and its latency")
-    _session_args(p)
-    p.add_argument("--levels", type=_levels_arg, default=",".join(LEVELS))
-    p.add_argument("--rounds", type=_int_arg(1), default=8, help="interleaved timing rounds")
-    p.add_argument("--runs", type=_int_arg(1), default=10, help="runs per level per round")
+    add_session_args(p)
+    p.add_argument("--levels", type=levels_arg, default=",".join(LEVELS))
+    p.add_argument("--rounds", type=int_arg(1), default=8, help="interleaved timing rounds")
+    p.add_argument("--runs", type=int_arg(1), default=10, help="runs per level per round")
     p.add_argument("--no-timing", action="store_true", help="only the graph diff")
     _quantize_parser(sub)
     _doctor_parsers(sub)
@@ -137,19 +137,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
         "--targets",
-        type=_targets_arg,
+        type=targets_arg,
         default=",".join(DEFAULT_TARGETS),
         help=f"comma-separated: {', '.join(DEFAULT_TARGETS)} (or any EP alias)",
     )
     p.add_argument(
         "--qnn-option",
         action="append",
-        type=_option_arg,
+        type=option_arg,
         default=[],
         metavar="KEY=VALUE",
         help="a QNN provider option, e.g. htp_arch=73 (repeatable)",
     )
-    _shapes_args(p)
+    add_shapes_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p = sub.add_parser("providers", help="EPs in this build, which really load, real devices")
     p.add_argument("--json", action="store_true")
@@ -180,22 +180,22 @@ def _say_defaults(p: argparse.ArgumentParser) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> None:
-    m = _model(args.model)
+    m = load_model(args.model)
     print(m.summary.to_json(indent=2) if args.json else m.summary.to_text())
 
 
 def _bench(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     b = ortlab.benchmark(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         runs=args.runs,
         warmup=args.warmup,
         duration_s=args.duration,
         dims=args.dims,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(b.to_json(indent=2) if args.json else b.to_text())
 
@@ -204,18 +204,18 @@ def _profile(args: argparse.Namespace) -> None:
 
     from ortlab.views.render import fused_map
 
-    m = _model(args.model)
+    m = load_model(args.model)
     # The placement join runs the same profiled runs and maps every kernel of ORT's final
     # graph to the model's nodes it computes: the table names kernels as the Lab, the graph
     # and the report do ("p2o.Conv.12 + 2 more (kernel r169_nchwc)"), not ORT's "r169_nchwc".
     pl = ortlab.placement(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         runs=args.runs,
         warmup=args.warmup,
         dims=args.dims,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     assert pl.profile is not None
     p = pl.profile
@@ -230,47 +230,47 @@ def _profile(args: argparse.Namespace) -> None:
 
 def _place(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     pl = ortlab.placement(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         runs=args.runs,
         dims=args.dims,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(pl.to_json(indent=2) if args.json else pl.to_text())
 
 
 def _optimize(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     opt = ortlab.optimization_diff(
         m,
         args.levels,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         rounds=args.rounds,
         runs=args.runs,
         dims=args.dims,
         measure=not args.no_timing,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(opt.to_json() if args.json else opt.to_text())
 
 
 def _doctor(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
-    cfg = _config(args)
+    m = load_model(args.model)
+    cfg = session_config(args)
     d = ortlab.doctor(
         m,
         cfg,
-        _feeds(args.feeds, m),
+        load_feeds(args.feeds, m),
         dims=args.dims,
         budget_s=args.budget,
         quantize=not args.no_quantize,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     _warn_fallback(d, cfg, m)
     if args.output:
@@ -280,21 +280,21 @@ def _doctor(args: argparse.Namespace) -> None:
 
 def _report(args: argparse.Namespace) -> None:
 
-    m, cfg = _model(args.model), _config(args)
-    feeds = _feeds(args.feeds, m)
+    m, cfg = load_model(args.model), session_config(args)
+    feeds = load_feeds(args.feeds, m)
     d = profile = None
     if not args.no_doctor:
         d = ortlab.doctor(
-            m, cfg, feeds, dims=args.dims, budget_s=args.budget, progress=_progress(args)
+            m, cfg, feeds, dims=args.dims, budget_s=args.budget, progress=wants_progress(args)
         )
         _warn_fallback(d, cfg, m)
     if feeds is None and args.dims:  # the report's own profile and levels: the same shapes
         feeds = m.example_inputs(dims=args.dims)
     if d is None:  # profiled here (as report() would) so that a fallback is said
-        profile = ortlab.profile(m, cfg, feeds, runs=10, progress=_progress(args))
+        profile = ortlab.profile(m, cfg, feeds, runs=10, progress=wants_progress(args))
     w = None
     if args.targets:
-        w = ortlab.whatif(m, args.targets, feeds=feeds, progress=_progress(args))
+        w = ortlab.whatif(m, args.targets, feeds=feeds, progress=wants_progress(args))
     out = ortlab.report(
         m,
         d,
@@ -303,7 +303,7 @@ def _report(args: argparse.Namespace) -> None:
         feeds=feeds,
         profile=profile,
         whatif=w,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     size = out.stat().st_size
     if args.json:
@@ -325,7 +325,7 @@ def _warn_fallback(d: Any, cfg: Any, m: Any) -> None:
 def _quantize(args: argparse.Namespace) -> None:
     import shutil
 
-    m = _model(args.model)
+    m = load_model(args.model)
     cfg = ortlab.QuantConfig(
         mode=args.mode,
         format=args.format,
@@ -336,7 +336,7 @@ def _quantize(args: argparse.Namespace) -> None:
         block_size=args.block_size,
         accuracy_level=args.accuracy_level,
     )
-    q = ortlab.quantize(m, cfg, dims=args.dims, feeds=_feeds(args.feeds, m))
+    q = ortlab.quantize(m, cfg, dims=args.dims, feeds=load_feeds(args.feeds, m))
     target = q.path
     if args.output:
         target = Path(args.output)
@@ -413,15 +413,15 @@ def _providers(as_json: bool) -> None:
 
 def _whatif(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
-    targets = args.targets if isinstance(args.targets, list) else _targets_arg(args.targets)
+    m = load_model(args.model)
+    targets = args.targets if isinstance(args.targets, list) else targets_arg(args.targets)
     w = ortlab.whatif(
         m,
         targets,
         dims=args.dims,
-        feeds=_feeds(args.feeds, m),
+        feeds=load_feeds(args.feeds, m),
         qnn_options=dict(args.qnn_option),
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(w.to_json(indent=2) if args.json else w.to_text())
 

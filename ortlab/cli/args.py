@@ -20,7 +20,7 @@ from ortlab.core.inputs import validate_feeds
 from ortlab.engine import examples
 
 
-def _model(spec: str) -> Any:
+def load_model(spec: str) -> Any:
 
     if Path(spec).exists() or spec not in examples.names():
         return ortlab.load(spec)
@@ -40,7 +40,7 @@ def _dims_arg(text: str) -> dict[str, int]:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
-def _targets_arg(text: str) -> list[str]:
+def targets_arg(text: str) -> list[str]:
     from ortlab.core.eps import PROVIDER_ALIASES
 
     names = [t.strip().lower() for t in text.split(",") if t.strip()]
@@ -53,14 +53,14 @@ def _targets_arg(text: str) -> list[str]:
     return names
 
 
-def _option_arg(text: str) -> tuple[str, str]:
+def option_arg(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip() or not value.strip():
         raise argparse.ArgumentTypeError(f"expects key=value (e.g. htp_arch=73), got {text!r}")
     return key.strip(), value.strip()
 
 
-def _providers_arg(text: str) -> list[str] | str:
+def providers_arg(text: str) -> list[str] | str:
 
     if text.strip().lower() == "auto":
         return "auto"
@@ -75,7 +75,7 @@ def _providers_arg(text: str) -> list[str] | str:
     return names
 
 
-def _level_arg(text: str) -> str:
+def level_arg(text: str) -> str:
 
     try:
         return canonical_level(text)
@@ -83,14 +83,14 @@ def _level_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
-def _levels_arg(text: str) -> list[str]:
-    levels = [_level_arg(lv) for lv in text.split(",") if lv.strip()]
+def levels_arg(text: str) -> list[str]:
+    levels = [level_arg(lv) for lv in text.split(",") if lv.strip()]
     if not levels:
         raise argparse.ArgumentTypeError("give at least one level, e.g. disabled,all")
     return levels
 
 
-def _int_arg(low: int) -> Callable[[str], int]:
+def int_arg(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -104,7 +104,7 @@ def _int_arg(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _seconds_arg(text: str) -> float:
+def seconds_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -114,7 +114,7 @@ def _seconds_arg(text: str) -> float:
     return value
 
 
-def _levels_int_arg(text: str) -> list[int]:
+def levels_int_arg(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -124,7 +124,7 @@ def _levels_int_arg(text: str) -> list[int]:
     return sorted(set(values))
 
 
-def _config(args: argparse.Namespace) -> Any:
+def session_config(args: argparse.Namespace) -> Any:
 
     return ortlab.SessionConfig(
         providers=args.providers,
@@ -138,7 +138,7 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
-def _feeds(path: str | None, m: Any) -> Any:
+def load_feeds(path: str | None, m: Any) -> Any:
     """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
     if path is None:
         return None
@@ -181,7 +181,7 @@ def _feeds(path: str | None, m: Any) -> Any:
 # ---------------------------------------------------------------------- the parser
 
 
-def _shapes_args(p: argparse.ArgumentParser) -> None:
+def add_shapes_args(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--dims", type=_dims_arg, help="symbolic dims, e.g. batch=1,sequence=128")
     group.add_argument(
@@ -192,25 +192,25 @@ def _shapes_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _session_args(p: argparse.ArgumentParser) -> None:
+def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
         "--providers",
-        type=_providers_arg,
+        type=providers_arg,
         default=["cpu"],
         help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'",
     )
-    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
+    p.add_argument("--level", type=level_arg, default="all", help=" | ".join(LEVELS))
     p.add_argument(
-        "--threads", type=_int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
+        "--threads", type=int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
     )
-    p.add_argument("--inter-threads", type=_int_arg(0), default=0, help="inter-op threads")
+    p.add_argument("--inter-threads", type=int_arg(0), default=0, help="inter-op threads")
     p.add_argument("--mode", default="sequential", choices=["sequential", "parallel"])
     p.add_argument("--spinning", choices=["on", "off"], default=None, help="intra-op spinning")
     p.add_argument("--io-binding", action="store_true", help="run through IOBinding")
-    _shapes_args(p)
+    add_shapes_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _progress(args: argparse.Namespace) -> bool:
+def wants_progress(args: argparse.Namespace) -> bool:
     return not args.json and sys.stderr.isatty()

@@ -10,16 +10,16 @@ from typing import Any
 import ortlab
 from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.cli.args import (
-    _config,
-    _feeds,
-    _int_arg,
-    _level_arg,
-    _levels_int_arg,
-    _model,
-    _progress,
-    _providers_arg,
-    _seconds_arg,
-    _session_args,
+    add_session_args,
+    int_arg,
+    level_arg,
+    levels_int_arg,
+    load_feeds,
+    load_model,
+    providers_arg,
+    seconds_arg,
+    session_config,
+    wants_progress,
 )
 from ortlab.core.config import LEVELS
 from ortlab.core.dimtext import parse_dims
@@ -28,22 +28,22 @@ from ortlab.core.errors import FeedError
 
 def _throughput_parser(sub: Any) -> None:
     p = sub.add_parser("throughput", help="requests/s and latency per concurrency level")
-    _session_args(p)
-    p.add_argument("--concurrency", type=_levels_int_arg, default=[1, 2, 4], help="e.g. 1,2,4")
+    add_session_args(p)
+    p.add_argument("--concurrency", type=levels_int_arg, default=[1, 2, 4], help="e.g. 1,2,4")
     p.add_argument("--modes", default="shared,per_thread", help="shared,per_thread")
-    p.add_argument("--rounds", type=_int_arg(1), default=6, help="interleaved rounds")
-    p.add_argument("--duration", type=_seconds_arg, default=0.5, help="seconds per window")
+    p.add_argument("--rounds", type=int_arg(1), default=6, help="interleaved rounds")
+    p.add_argument("--duration", type=seconds_arg, default=0.5, help="seconds per window")
 
 
 def _why_slow_parsers(sub: Any) -> None:
     """cost, roofline, sweep: whether the time is reasonable, and how it scales."""
     p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
-    _session_args(p)
-    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the tables")
+    add_session_args(p)
+    p.add_argument("--top", type=int_arg(1), default=15, help="rows in the tables")
     p = sub.add_parser("roofline", help="each node's measured time against this machine's peaks")
-    _session_args(p)
-    p.add_argument("--runs", type=_int_arg(1), default=20)
-    p.add_argument("--top", type=_int_arg(1), default=15, help="rows in the node table")
+    add_session_args(p)
+    p.add_argument("--runs", type=int_arg(1), default=20)
+    p.add_argument("--top", type=int_arg(1), default=15, help="rows in the node table")
     p = sub.add_parser("sweep", help="latency, placement and memory per input shape")
     p.add_argument("model", help="path to a .onnx file, or a bundled example name")
     p.add_argument(
@@ -54,10 +54,10 @@ def _why_slow_parsers(sub: Any) -> None:
         metavar="NAME=V,V,..",
         help="a dim and its values (repeat for more dims: every combination runs)",
     )
-    p.add_argument("--providers", type=_providers_arg, default=["cpu"])
-    p.add_argument("--level", type=_level_arg, default="all", help=" | ".join(LEVELS))
+    p.add_argument("--providers", type=providers_arg, default=["cpu"])
+    p.add_argument("--level", type=level_arg, default="all", help=" | ".join(LEVELS))
     p.add_argument("--targets", default="", help="what-if targets to predict (qnn,nnapi,…)")
-    p.add_argument("--runs", type=_int_arg(3), default=30, help="timed runs per shape")
+    p.add_argument("--runs", type=int_arg(3), default=30, help="timed runs per shape")
     p.add_argument("--json", action="store_true")
 
 
@@ -67,7 +67,7 @@ def _version_diff_parser(sub: Any) -> None:
         help="the model under two onnxruntime versions, per node "
         "(each version installed once from PyPI into ortlab's cache)",
     )
-    _session_args(p)
+    add_session_args(p)
     p.add_argument(
         "--versions",
         type=_versions_arg,
@@ -76,33 +76,37 @@ def _version_diff_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--rounds",
-        type=_int_arg(1),
+        type=int_arg(1),
         default=6,
         help="sessions per version, profiled in turns A B B A ...",
     )
-    p.add_argument("--runs", type=_int_arg(1), default=5, help="profiled runs per session")
-    p.add_argument("--top", type=_int_arg(1), default=20, help="rows in the node table")
+    p.add_argument("--runs", type=int_arg(1), default=5, help="profiled runs per session")
+    p.add_argument("--top", type=int_arg(1), default=20, help="rows in the node table")
 
 
 def _cost(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     c = ortlab.cost(
-        m, _config(args), _feeds(args.feeds, m), dims=args.dims, progress=_progress(args)
+        m,
+        session_config(args),
+        load_feeds(args.feeds, m),
+        dims=args.dims,
+        progress=wants_progress(args),
     )
     print(c.to_json() if args.json else c.to_text(top=args.top))
 
 
 def _roofline(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     r = ortlab.roofline(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         dims=args.dims,
         runs=args.runs,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
@@ -120,26 +124,31 @@ def _sweep_arg(text: str) -> tuple[str, list[int]]:
 
 def _sweep(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
     s = ortlab.sweep(
-        m, cfg, dims=dict(args.dim), targets=args.targets, runs=args.runs, progress=_progress(args)
+        m,
+        cfg,
+        dims=dict(args.dim),
+        targets=args.targets,
+        runs=args.runs,
+        progress=wants_progress(args),
     )
     print(s.to_json() if args.json else s.to_text())
 
 
 def _throughput(args: argparse.Namespace) -> None:
-    m = _model(args.model)
+    m = load_model(args.model)
     t = ortlab.throughput(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         args.concurrency,
         modes=args.modes.split(","),
         rounds=args.rounds,
         duration_s=args.duration,
         dims=args.dims,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(t.to_json() if args.json else t.to_text())
 
@@ -149,22 +158,22 @@ def _generate_parser(sub: Any) -> None:
         "generate",
         help="an LLM decoder token by token: TTFT, prefill and decode tokens/s, the KV cache",
     )
-    _session_args(p)
-    p.add_argument("--prompt", type=_int_arg(1), default=128, help="prompt tokens (the prefill)")
-    p.add_argument("--new", type=_int_arg(1), default=64, help="tokens to generate")
-    p.add_argument("--runs", type=_int_arg(1), default=3, help="generations (6+ for intervals)")
+    add_session_args(p)
+    p.add_argument("--prompt", type=int_arg(1), default=128, help="prompt tokens (the prefill)")
+    p.add_argument("--new", type=int_arg(1), default=64, help="tokens to generate")
+    p.add_argument("--runs", type=int_arg(1), default=3, help="generations (6+ for intervals)")
 
 
 def _generate(args: argparse.Namespace) -> None:
-    m = _model(args.model)
+    m = load_model(args.model)
     g = ortlab.generate(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         prompt=args.prompt,
         new_tokens=args.new,
         runs=args.runs,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(g.to_json() if args.json else g.to_text())
 
@@ -180,17 +189,17 @@ def _versions_arg(text: str) -> list[str]:
 
 def _version_diff(args: argparse.Namespace) -> None:
 
-    m = _model(args.model)
+    m = load_model(args.model)
     versions = args.versions if isinstance(args.versions, list) else _versions_arg(args.versions)
     r = ortlab.version_diff(
         m,
-        _config(args),
-        _feeds(args.feeds, m),
+        session_config(args),
+        load_feeds(args.feeds, m),
         versions=versions,
         rounds=args.rounds,
         runs=args.runs,
         dims=args.dims,
-        progress=_progress(args),
+        progress=wants_progress(args),
     )
     print(r.to_json() if args.json else r.to_text(top=args.top))
 

@@ -64,7 +64,7 @@ def main() -> None:
     from ortlab.core.cache import private_cwd
     from ortlab.engine import tasks_timing  # noqa: F401 - a Lab's first run times at once
     from ortlab.engine.tasks import release_deferred  # the tasks module, imported here
-    from ortlab.engine.worker import _resolve
+    from ortlab.engine.worker import resolve_task
 
     _preload()
     conn.send(("ready",))  # the parent's start() returns on this: calls are served from now
@@ -83,7 +83,7 @@ def main() -> None:
 
         try:
             with private_cwd():  # ORT's tools write into the cwd: never the user's folder
-                result = _resolve(task)(progress=progress, **kwargs)
+                result = resolve_task(task)(progress=progress, **kwargs)
         except BaseException as err:  # noqa: BLE001 - every error goes back to the caller
             tb = traceback.format_exc()
             try:

@@ -14,10 +14,10 @@ from onnx import TensorProto, helper
 from ortlab.core.runtime import Device, RuntimeLimits
 from ortlab.engine.plugins import device_type
 
-__all__ = ["measure_devices", "measure_limits"]
+__all__ = ["measure_devices", "measure_limits", "probe_model"]
 
 
-def _probe_model(ir_version: int, opset: int) -> bytes:
+def probe_model(ir_version: int, opset: int) -> bytes:
     """One Identity node: the smallest model a trial session can load."""
     node = helper.make_node("Identity", ["x"], ["y"])
     graph = helper.make_graph(
@@ -52,9 +52,9 @@ def measure_limits(progress: Any = None) -> RuntimeLimits:  # noqa: ARG001 - tas
     for schema in pybind.get_all_operator_schema():
         schema_max[schema.domain] = max(schema_max.get(schema.domain, 1), schema.since_version)
     top_opset = max(schema_max.get("", 1), onnx.defs.onnx_opset_version())
-    max_opset = next((v for v in range(top_opset, 0, -1) if _loads(_probe_model(7, v))), top_opset)
+    max_opset = next((v for v in range(top_opset, 0, -1) if _loads(probe_model(7, v))), top_opset)
     max_ir = next(
-        (v for v in range(onnx.IR_VERSION + 1, 2, -1) if _loads(_probe_model(v, 13))),
+        (v for v in range(onnx.IR_VERSION + 1, 2, -1) if _loads(probe_model(v, 13))),
         onnx.IR_VERSION,
     )
     per_domain = dict(schema_max)

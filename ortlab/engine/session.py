@@ -37,7 +37,7 @@ from ortlab.core.options import Enum, ort_options
 from ortlab.core.sessionreport import ProviderIssue, SessionReport
 from ortlab.engine.capture import capture_output
 from ortlab.engine.plugins import PluginEP, plugin_devices, registered
-from ortlab.engine.runtime import _probe_model, measure_devices
+from ortlab.engine.runtime import measure_devices, probe_model
 
 __all__ = ["ProviderIssue", "SessionReport", "build_session", "clean_ort_message"]
 
@@ -459,7 +459,7 @@ def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
     available = list(ort.get_available_providers())
     chosen: list[str] = []
     reasons: list[str] = []
-    probe = _probe_model(8, 13)
+    probe = probe_model(8, 13)
     for ep in AUTO_ORDER:
         if ep not in available:
             continue

@@ -42,7 +42,15 @@ from ortlab.core.errors import (
 from ortlab.core.run import Progress
 from ortlab.engine.children import child_env
 
-__all__ = ["InProcessWorker", "Worker", "get_worker", "in_worker", "set_isolation", "task_name"]
+__all__ = [
+    "InProcessWorker",
+    "Worker",
+    "get_worker",
+    "in_worker",
+    "resolve_task",
+    "set_isolation",
+    "task_name",
+]
 
 _START_TIMEOUT_S = 60.0
 
@@ -53,7 +61,7 @@ Lab job's thread, which ends with the job, was killed after every run and starte
 the next (~0.35 s each time). This thread lives as long as the process."""
 
 
-def _resolve(task: str) -> Callable[..., Any]:
+def resolve_task(task: str) -> Callable[..., Any]:
     """``'profile'`` -> ortlab.engine.tasks.profile; ``'pkg.mod:func'`` -> that function."""
     import importlib
 
@@ -81,7 +89,7 @@ class InProcessWorker:
         try:
             # the worker's work, done here: a Lab's hold on the collector lifted as if waiting
             with private_cwd(), gcpause.waiting():  # ORT's tools write into the cwd
-                return _resolve(task)(progress=progress or (lambda _d, _t: None), **kwargs)
+                return resolve_task(task)(progress=progress or (lambda _d, _t: None), **kwargs)
         finally:
             release_deferred()  # in-process, the caller waits for the teardown too
 
@@ -481,7 +489,7 @@ def in_worker(
     function or its ``module:function`` name."""
     task = task_name(task)
     if os.environ.get("ORTLAB_CHILD") == "1":
-        return _resolve(task)(progress=lambda _d, _t: None, **kwargs)
+        return resolve_task(task)(progress=lambda _d, _t: None, **kwargs)
     return get_worker().call(task, kwargs, timeout=timeout, context=context)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ortlab.core.graph import OpNode, graph_node_protos, graph_nodes
 
-__all__ = ["NodeMapping", "OpNode", "graph_node_protos", "graph_nodes", "map_nodes"]
+__all__ = ["NodeMapping", "OpNode", "UnionFind", "graph_node_protos", "graph_nodes", "map_nodes"]
 
 
 KERNELS_FOR: dict[str, frozenset[str]] = {
@@ -113,7 +113,10 @@ class _Context:
         self.position = {name: i for i, name in enumerate(self.order)}
 
 
-class _UnionFind:
+class UnionFind:
+    """Disjoint sets of node names: ``find(x)`` is the root of ``x``'s set (paths compressed),
+    ``union(a, b)`` joins two sets."""
+
     def __init__(self, items: Iterable[str]) -> None:
         self.parent = {x: x for x in items}
 
@@ -228,7 +231,7 @@ def _joined_by_new_tensors(
     optimized: Sequence[OpNode], orig_tensors: set[str]
 ) -> list[list[OpNode]]:
     """Optimized nodes connected through tensors the original graph does not have."""
-    uf = _UnionFind(n.name for n in optimized)
+    uf = UnionFind(n.name for n in optimized)
     producer_p = {t: n.name for n in optimized for t in n.outputs if t}
     for n in optimized:
         for t in n.inputs:

@@ -84,7 +84,9 @@ class OptimizationResult(Result):
     synthetic: bool | None = None
     """True when ortlab synthesized those inputs (seeded random values); None if unknown."""
 
-    def _level(self, level: str) -> LevelResult:
+    def level(self, level: str) -> LevelResult:
+        """The measured level named ``level`` (any of its aliases); KeyError if it was not
+        measured."""
         key = canonical_level(level)
         for lv in self.levels:
             if lv.level == key:
@@ -105,7 +107,7 @@ class OptimizationResult(Result):
         original (the original nodes it replaced), n_original, original_ops."""
         import pandas as pd
 
-        lv = self._level(level)
+        lv = self.level(level)
         opt_ops = _op_lookup(lv)
         rows = [
             {
@@ -128,14 +130,14 @@ class OptimizationResult(Result):
         """The graph transformers that modified the graph at ``level`` (transformer, times)."""
         import pandas as pd
 
-        lv = self._level(level)
+        lv = self.level(level)
         return pd.DataFrame(list(lv.fired.items()), columns=["transformer", "times"])
 
     def mapping(self, level: str) -> Any:
         """Per original node: node, status, optimized (nodes it became part of at ``level``)."""
         import pandas as pd
 
-        lv = self._level(level)
+        lv = self.level(level)
         owner: dict[str, list[str]] = {}
         for g in lv.groups:
             for o in g.original:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from ortlab.analysis.graph.mapping import NodeMapping, OpNode, _UnionFind
+from ortlab.analysis.graph.mapping import NodeMapping, OpNode, UnionFind
 from ortlab.analysis.graph.scopes import branch_names, map_scoped
 from ortlab.analysis.placement.reasons import node_reason
 from ortlab.analysis.placement.result import (
@@ -112,7 +112,7 @@ def _partitions(
 ) -> dict[str, int]:
     """Connected same-EP regions of the final graph; every compiled node is its own."""
 
-    uf = _UnionFind(n.name for n in final)
+    uf = UnionFind(n.name for n in final)
     producer = {t: n.name for n in final for t in n.outputs if t}
     for n in final:
         if n.name in compiled:

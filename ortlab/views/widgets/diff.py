@@ -34,7 +34,7 @@ class GraphDiff(ipywidgets.VBox):  # type: ignore[misc,unused-ignore]  # untyped
     """``left``/``right`` are GraphViews; their selections drive each other's highlight."""
 
     def __init__(self, opt: Any, a: str, b: str) -> None:
-        la, lb = opt._level(a), opt._level(b)
+        la, lb = opt.level(a), opt.level(b)
         self.left = GraphView(graph_data(la.path))
         self.right = GraphView(graph_data(lb.path))
         self.links = {

@@ -111,7 +111,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._sync = choose_sync(sync, synchronous)
         self.runner = LabRunner(self.model, self.feeds)
         """The runs, without widgets: variants built once, inputs synthesized once per dims."""
-        self._current: Any = self.model
+        self.current_model: Any = self.model
+        """The Model the current run uses: a variant's when one is selected (the tab jobs'
+        model)."""
         # Settings no control shows (provider options, memory flags, config entries…): Apply
         # best sets them from the doctor's config; the controls override the rest.
         self._base = SessionConfig(fallback="allow")
@@ -142,7 +144,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         """The job in flight, its cancel flag and the last job's error."""
         super().__init__([w.HTML(TAB_STYLE), self.controls.box, self.error, self.tabs, self.notice])
         self.add_class("ortlab-lab")
-        self._show("Overview", *self._overview())
+        self.show("Overview", *self.overview())
         warm_up(self.model)
         if run_on_start:
             self.run()
@@ -154,10 +156,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.controls = c = LabControls(
             self.model, self.feeds, self._dims_given, runs, ortlab.providers()
         )
-        self._hold = False
+        self.hold_runs = False
+        """While True, a control's change is not a request to re-run (the Lab or a tab job
+        setting a control's value or options)."""
         self._offer_optimizers(tuple(self._base.disabled_optimizers))
         for control in c.settings:
-            control.observe(lambda _: None if self._hold else self.run(), names="value")
+            control.observe(lambda _: None if self.hold_runs else self.run(), names="value")
         c.run_button.on_click(lambda _: self.run())
         c.cancel_button.on_click(lambda _: self.cancel())
         c.snippet_button.on_click(lambda _: show_snippet(self))
@@ -182,12 +186,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     @property
     def model_path(self) -> Path:
         """The model file the current run uses (a variant's file when one is selected)."""
-        return Path(self._current.path)
+        return Path(self.current_model.path)
 
     def _dims(self) -> dict[str, int] | None:
         return self.controls.dims_values(self._auto_dims)  # the user's: ortlab's are guessed
 
-    def _inputs(self) -> dict[str, Any]:
+    def inputs(self) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
         return self.runner.inputs(None if self.feeds is not None else self._dims())
 
@@ -204,11 +208,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         }
         text = ",".join(f"{c.name}={c.value}" for c in used.values())
         if text != self.dims.value:
-            self._hold = True  # showing the values used is not a request to re-run
+            self.hold_runs = True  # showing the values used is not a request to re-run
             try:
                 self.dims.value = text
             finally:
-                self._hold = False
+                self.hold_runs = False
         return f"dims {text}" if text else ""
 
     # ------------------------------------------------------------------ tabs
@@ -276,16 +280,17 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         t.run_snippet_button.on_click(lambda _: show_snippet(self, t.run_a.value))
         self.whatif_result: Any = None
         """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
-        self._whatif_shown: list[Any] = []
-        self._show("Placement", t.whatif_bar)
-        self._show("Optimization", t.opt_bar)
-        self._show("Quantization", t.quant_bar)
-        self._show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
-        self._show("Doctor", t.doctor_bar)
+        self.whatif_shown: list[Any] = []
+        """What the Placement tab shows of the last what-if, under the measured placement."""
+        self.show("Placement", t.whatif_bar)
+        self.show("Optimization", t.opt_bar)
+        self.show("Quantization", t.quant_bar)
+        self.show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
+        self.show("Doctor", t.doctor_bar)
         if "Generate" in self.panes:  # a decoder: prefill and decode, token by token
-            self._show("Generate", t.gen_bar)
+            self.show("Generate", t.gen_bar)
 
-    def _overview(self) -> list[Any]:
+    def overview(self) -> list[Any]:
         """The Overview: the last run's headline (what is slow, what to try), then the model."""
         if getattr(self, "_ort_info", None) is None:
             eps = ortlab.providers()
@@ -299,7 +304,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         )
         return [head, self.model.summary, self._ort_info]
 
-    def _show(self, pane: str, *items: Any) -> None:
+    def show(self, pane: str, *items: Any) -> None:
         """Replace a tab's content. Runs happen on a background thread, where ``with out:``
         capture does not work (the thread has no parent message): write the Output widget's
         outputs directly, which is thread-safe."""
@@ -308,7 +313,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         dict.__setitem__(self.shown, pane, list(items))
         set_outputs(self.panes[pane], items)
 
-    def _show_when_seen(self, pane: str, make: Callable[[], list[Any]]) -> None:
+    def show_when_seen(self, pane: str, make: Callable[[], list[Any]]) -> None:
         """Replace a tab's content with what ``make()`` returns: now if the tab is on screen,
         else when it is opened (until then it says so instead of showing the last run)."""
         with self._waiting_lock:
@@ -325,7 +330,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             make = self._waiting.pop(pane, None) if pane else None
         if make is None:
             return False
-        self._show(pane, *make())  # type: ignore[arg-type]  # pane is set when make is
+        self.show(pane, *make())  # type: ignore[arg-type]  # pane is set when make is
         return True
 
     def _tab_on_screen(self) -> str | None:
@@ -371,10 +376,14 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     def _step(self, what: str) -> None:
         self.jobs.step(what)
 
-    def _announce(self, what: str) -> None:
+    def announce(self, what: str) -> None:
+        """A step of the job in flight (Cancel stops it here), said on its tab's status line
+        and on the progress bar above the tabs."""
         self.jobs.announce(what)
 
-    def _progress(self, label: str) -> Callable[[int, int], None]:
+    def progress_for(self, label: str) -> Callable[[int, int], None]:
+        """A ``progress(done, total)`` callback for a library call of the job, as ``label``: the
+        bar above the tabs and the job's tab."""
         return self.jobs.progress(label)
 
     def _guess_hint(self, err: Exception) -> str:
@@ -393,26 +402,26 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def _run_once(self) -> None:
         choice, shapes = self.choice(), self._shapes()
-        self._current = self.runner.variant_model(choice, self._announce)
+        self.current_model = self.runner.variant_model(choice, self.announce)
         built = time.perf_counter()  # variants are built once and cached: not a toggle's cost
         with gcpause.held():  # no full collections mid-refresh (see ortlab.core.gcpause)
             self._refresh(choice, shapes, built)
 
     def _refresh(self, choice: Choice, shapes: str, built: float) -> None:
-        done = self.runner.run(choice, step=self._step, progress=self._progress)
+        done = self.runner.run(choice, step=self._step, progress=self.progress_for)
         model, cfg, pl, b = done.model, choice.config, done.placement, done.benchmark
         self._step("showing the results")
         prof = pl.profile
         assert prof is not None  # placement() keeps the profile it timed the join with
         self.placement, self.profile_result, self.benchmark_result = pl, prof, b
         self._offer_optimizers(tuple(self.optimizers.value))
-        self._show_when_seen("Graph", lambda: [self._new_graph(model, pl)])
-        self._show_when_seen(
-            "Placement", lambda: [self.tab_controls.whatif_bar, pl, *self._whatif_shown]
+        self.show_when_seen("Graph", lambda: [self._new_graph(model, pl)])
+        self.show_when_seen(
+            "Placement", lambda: [self.tab_controls.whatif_bar, pl, *self.whatif_shown]
         )
         self._top_nodes_list(prof)
-        self._show_when_seen("Profile", lambda: self.tab_controls.profile_items(prof))
-        self._show_when_seen("Benchmark", lambda: [b, b.plot()])
+        self.show_when_seen("Profile", lambda: self.tab_controls.profile_items(prof))
+        self.show_when_seen("Benchmark", lambda: [b, b.plot()])
         low, high, _ = b.p50_interval
         record = RunRecord(
             run=len(self.history) + 1,
@@ -435,9 +444,9 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             placement=pl,
         )
         self.history.add(record)
-        self._show_when_seen("Overview", self._overview)
+        self.show_when_seen("Overview", self.overview)
         self.tab_controls.offer_runs(self.history)
-        self._show_when_seen("History", self._history_items)
+        self.show_when_seen("History", self._history_items)
 
     def _new_graph(self, model: Any, pl: Any) -> Any:
         old, self._graph = self._graph, ortlab.graph(model, placement=pl)
@@ -453,34 +462,34 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         options = optimizer_options(r, chosen)
         if options == list(self.optimizers.options) and chosen == self.optimizers.value:
             return
-        held, self._hold = self._hold, True  # new options are not a request to re-run
+        held, self.hold_runs = self.hold_runs, True  # new options are not a request to re-run
         try:
             self.optimizers.options = options
             self.optimizers.value = chosen
         finally:
-            self._hold = held
+            self.hold_runs = held
 
     def _top_nodes_list(self, prof: Any) -> None:
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
-        self._hold = True
+        self.hold_runs = True
         self.top_nodes.options = top_node_options(prof, self.placement)
         self.top_nodes.value = None
-        self._hold = False
+        self.hold_runs = False
 
     def _on_top_node(self, change: Any) -> None:
         """A top-nodes row picked: in the graph, highlight the original nodes its kernel
         computes and select the one that carries its time (the Conv of a Conv+Relu kernel, not
         the Relu fused into it), and show the Graph tab."""
         name = change["new"]
-        if self._hold or not name or self.placement is None:
+        if self.hold_runs or not name or self.placement is None:
             return
         self._pick_node(name)
 
     def _on_generation_node(self, change: Any) -> None:
         """A Generate-tab row picked ('phase<TAB>node'): the same node selected in the graph,
         in a merged decoder the one in the If's branch that runs in that phase."""
-        if self._hold or not change["new"] or self.placement is None:
+        if self.hold_runs or not change["new"] or self.placement is None:
             return
         phase, name = change["new"].split("\t", 1)
         info = self.model.decoder
@@ -524,13 +533,13 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if best.variant != "original" or Path(best.model_path) != Path(self.model.path):
             variant = BEST + best.variant
             self.runner.add_best(variant, ortlab.load(best.model_path, name=best.variant))
-        self._hold = True
+        self.hold_runs = True
         try:
             self._base = c.with_(fallback="allow")
             self.controls.set_to(c, variant)
             self._offer_optimizers(tuple(c.disabled_optimizers))
         finally:
-            self._hold = False
+            self.hold_runs = False
         self.run()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

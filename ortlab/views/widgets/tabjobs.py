@@ -65,29 +65,29 @@ def run_optimization(lab: Lab) -> None:
     opt = optimization_diff(
         lab.model,
         config=lab.config.with_(providers=["cpu"]),
-        progress=lab._progress("levels"),
-        **lab._inputs(),
+        progress=lab.progress_for("levels"),
+        **lab.inputs(),
     )
     lab.optimization = opt
-    lab._show("Optimization", lab.tab_controls.opt_bar, opt, opt.plot(), opt.counts.T)
+    lab.show("Optimization", lab.tab_controls.opt_bar, opt, opt.plot(), opt.counts.T)
 
 
 def run_quantization(lab: Lab) -> None:
     """The Quantization tab: fp16, dynamic int8 and static QDQ timed against the model, and
     the static variant's per-tensor error."""
-    m, inputs = lab.model, lab._inputs()
-    lab._announce("building fp16")  # said on the tab: this takes a while, silently
+    m, inputs = lab.model, lab.inputs()
+    lab.announce("building fp16")  # said on the tab: this takes a while, silently
     variants = [to_fp16(m)]
-    lab._announce("building dynamic int8")
+    lab.announce("building dynamic int8")
     variants.append(quantize(m, mode="dynamic"))
-    lab._announce("building static QDQ (calibration)")
+    lab.announce("building static QDQ (calibration)")
     variants.append(quantize(m, mode="static", calibration_size=8, **inputs))
-    lab._announce("timing the variants")
-    cmp = compare(m, variants, lab.config, progress=lab._progress("variants"), **inputs)
-    lab._announce("the per-tensor error")
+    lab.announce("timing the variants")
+    cmp = compare(m, variants, lab.config, progress=lab.progress_for("variants"), **inputs)
+    lab.announce("the per-tensor error")
     err = quantization_error(m, variants[2], **inputs)  # at the timed shapes
     lab.comparison = cmp
-    lab._show(
+    lab.show(
         "Quantization",
         lab.tab_controls.quant_bar,
         cmp,
@@ -104,12 +104,12 @@ def run_doctor(lab: Lab) -> None:
         lab.model,
         lab.config,
         budget_s=lab.tab_controls.budget.value,
-        progress=lab._progress("doctor"),
-        **lab._inputs(),
+        progress=lab.progress_for("doctor"),
+        **lab.inputs(),
     )
     lab.doctor_result = d
     lab.tab_controls.apply_button.disabled = False
-    lab._show(
+    lab.show(
         "Doctor",
         lab.tab_controls.doctor_bar,
         d,
@@ -117,7 +117,7 @@ def run_doctor(lab: Lab) -> None:
         d.plot("threads"),
         d.plot("pareto"),
     )
-    lab._show_when_seen("Overview", lab._overview)  # its headline names the best
+    lab.show_when_seen("Overview", lab.overview)  # its headline names the best
 
 
 LIMITS_INTRO = (
@@ -158,7 +158,8 @@ def limits_job(what: str, lab: Any) -> tuple[Any, list[Any]]:
     what the tab shows (its figure, then the result's own table: one home for each number).
     Each job runs the Model the run used (its own name in every title, not its file's stem)
     under the Lab's config: the cost counts the graph the roofline beside it times."""
-    path, config, inputs, progress = lab._current, lab.config, lab._inputs(), lab._progress(what)
+    path, config, inputs = lab.current_model, lab.config, lab.inputs()
+    progress = lab.progress_for(what)
     shapes, versions = lab.tab_controls.sweep_dims.value, lab.tab_controls.versions.value
     result: Any
     if what == "perfetto":
@@ -187,18 +188,18 @@ def run_generate(lab: Lab) -> None:
     tokens/s with intervals, the KV cache, the phase x layer shares)."""
     t = lab.tab_controls
     g = generate(
-        lab._current,
+        lab.current_model,
         lab.config,
         prompt=t.gen_prompt.value,
         new_tokens=t.gen_new.value,
-        progress=lab._progress("generate"),
+        progress=lab.progress_for("generate"),
     )
     lab.generation = g
-    lab._hold = True
+    lab.hold_runs = True
     t.gen_nodes.options = generation_node_options(g)
     t.gen_nodes.value = None
-    lab._hold = False
-    lab._show("Generate", t.gen_bar, *t.generate_items(g))
+    lab.hold_runs = False
+    lab.show("Generate", t.gen_bar, *t.generate_items(g))
 
 
 def run_limits(lab: Lab, what: str) -> None:
@@ -206,7 +207,7 @@ def run_limits(lab: Lab, what: str) -> None:
     cost, throughput, sweep, version_diff, perfetto)."""
     result, items = limits_job(what, lab)
     setattr(lab, what, result)
-    lab._show("Limits", lab.tab_controls.limits_bar, *items)
+    lab.show("Limits", lab.tab_controls.limits_bar, *items)
 
 
 def run_whatif(lab: Lab) -> None:
@@ -217,19 +218,19 @@ def run_whatif(lab: Lab) -> None:
     w_ = whatif(
         lab.model,
         [target],
-        progress=lab._progress(f"what if {target}"),
+        progress=lab.progress_for(f"what if {target}"),
         qnn_options=t.qnn_options(),
-        **lab._inputs(),
+        **lab.inputs(),
     )
-    for old in lab._whatif_shown:  # a widget lives in the kernel until closed
+    for old in lab.whatif_shown:  # a widget lives in the kernel until closed
         if isinstance(old, w.DOMWidget):
             old.close()
     lab.whatif_result = w_
-    lab._whatif_shown = [w_, w_.reasons()]
+    lab.whatif_shown = [w_, w_.reasons()]
     if w_.targets[0].evidence in ("compiled", "rules", "measured"):
-        lab._whatif_shown.append(_graph(lab.model, w_[target]))
+        lab.whatif_shown.append(_graph(lab.model, w_[target]))
     measured = [lab.placement] if lab.placement is not None else []
-    lab._show("Placement", t.whatif_bar, *measured, *lab._whatif_shown)
+    lab.show("Placement", t.whatif_bar, *measured, *lab.whatif_shown)
 
 
 def compare_runs(lab: Lab) -> None:
