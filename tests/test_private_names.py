@@ -17,8 +17,7 @@ Every module under ``ortlab/`` is parsed with :mod:`ast` (nothing is imported) a
 
 ``self._x`` and ``cls._x`` are a class's own and never a finding. Anything a module needs from
 another is public there: renamed without the underscore (and in ``__all__`` where the module
-has one). The engine task modules' imports of ``ortlab.engine.tasks``'s privates are the one
-exception while they are renamed (:data:`PENDING_ENGINE`); that list only shrinks.
+has one).
 """
 
 from __future__ import annotations
@@ -27,27 +26,6 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
-
-# renamed in the engine task work of issue 38
-PENDING_ENGINE = {
-    "ortlab/engine/tasks_cost.py: from ortlab.engine.tasks import _side_weights",
-    "ortlab/engine/tasks_generate.py: from ortlab.engine.tasks import _rss",
-    "ortlab/engine/tasks_generate.py: from ortlab.engine.tasks import _run_error",
-    "ortlab/engine/tasks_generate.py: from ortlab.engine.tasks import _session",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _SESSION_BYTES",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _check_fits",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _fingerprint",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _model_files",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _run_error",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _runner",
-    "ortlab/engine/tasks_throughput.py: from ortlab.engine.tasks import _session",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _REPORT_EVERY_NS",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _SESSION_BYTES",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _fingerprint",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _run_error",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _runner",
-    "ortlab/engine/tasks_timing.py: from ortlab.engine.tasks import _session",
-}
 
 
 def _private(name: str) -> bool:
@@ -143,23 +121,8 @@ def _findings() -> dict[str, list[int]]:
 
 
 def test_no_private_name_crosses_a_module() -> None:
-    offenders = [
-        f"{key} (line {', '.join(map(str, lines))})"
-        for key, lines in _findings().items()
-        if key not in PENDING_ENGINE
-    ]
+    offenders = [f"{key} (line {', '.join(map(str, lines))})" for key, lines in _findings().items()]
     assert offenders == [], "make these public in their module:\n" + "\n".join(offenders)
-
-
-def test_pending_engine_list_holds_only_engine_task_imports_still_there() -> None:
-    """The allow-list is the engine task modules' imports of ``ortlab.engine.tasks`` only, and
-    an entry whose name was renamed leaves it (the list only shrinks)."""
-    for entry in PENDING_ENGINE:
-        path, what = entry.split(": ", 1)
-        assert path.startswith("ortlab/engine/tasks_"), entry
-        assert what.startswith("from ortlab.engine.tasks import _"), entry
-    gone = sorted(PENDING_ENGINE - set(_findings()))
-    assert gone == [], "renamed: remove from PENDING_ENGINE:\n" + "\n".join(gone)
 
 
 def test_the_check_sees_each_kind_and_passes_the_allowed() -> None:

@@ -302,3 +302,31 @@ class GenerateReply:
     profile: ProfileData | None = None
     """One more generation with ORT's profiler on: run k of its trace is step k."""
     profiled_steps: int = 0
+
+
+@dataclass(frozen=True)
+class GenerationPair:
+    """One candidate generating against the baseline, interleaved (A B, B A, …): per round
+    each one's prefill time and its decode steps' total time (ns), and each one's greedy
+    tokens."""
+
+    base_prefill_ns: list[int]
+    base_decode_ns: list[int]
+    prefill_ns: list[int]
+    decode_ns: list[int]
+    base_tokens: list[int]
+    tokens: list[int]
+    report: SessionReport
+
+
+@dataclass(frozen=True)
+class GenerationsReply:
+    """``tasks_generate.interleaved``: one :class:`GenerationPair` per candidate (None where
+    its session could not be built or its first generation failed: ``failed`` says why), and
+    the cores other processes used meanwhile."""
+
+    pairs: list[GenerationPair | None]
+    report: SessionReport
+    """The baseline's session."""
+    failed: dict[int, str] = field(default_factory=dict)
+    other_cores: float | None = None

@@ -62,15 +62,15 @@ def release_deferred() -> None:
     _RELEASE_AFTER_REPLY.clear()
 
 
-_REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
+REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
 
 
-def _fingerprint(path: str) -> str:
+def file_fingerprint(path: str) -> str:
     st = Path(path).stat()
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-_SESSION_BYTES: dict[Any, int] = {}
+SESSION_BYTES: dict[Any, int] = {}
 """Per cached session, the worker's resident growth when it was built (its weights, prepacked
 kernels and plan): what the cache's memory bound counts."""
 SMALL_SESSIONS_BYTES = 512 << 20
@@ -84,40 +84,40 @@ def session_budget() -> int:
     env = os.environ.get("ORTLAB_SESSION_BUDGET_MB")
     if env:
         return int(float(env) * 2**20)
-    return max(2 * max(_SESSION_BYTES.values(), default=0), SMALL_SESSIONS_BYTES)
+    return max(2 * max(SESSION_BYTES.values(), default=0), SMALL_SESSIONS_BYTES)
 
 
-def _rss() -> int:
+def rss_bytes() -> int:
     import psutil
 
     return int(psutil.Process().memory_info().rss)
 
 
-def _session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
-    key = (path, _fingerprint(path), config)
+def open_session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
+    key = (path, file_fingerprint(path), config)
     if key in _SESSIONS:
         _SESSIONS.move_to_end(key)
         sess, report = _SESSIONS[key]
         return sess, report, True
-    _check_fits(path, name)
-    before = _rss()
+    check_fits(path, name)
+    before = rss_bytes()
     sess, report = build_session(path, config, model_name=name)
     _SESSIONS[key] = (sess, report)
-    _SESSION_BYTES[key] = max(_rss() - before, 0)
+    SESSION_BYTES[key] = max(rss_bytes() - before, 0)
     while len(_SESSIONS) > _MAX_SESSIONS:
         _evict(deferred=True)
-    while len(_SESSIONS) > 1 and sum(_SESSION_BYTES.values()) > session_budget():
+    while len(_SESSIONS) > 1 and sum(SESSION_BYTES.values()) > session_budget():
         _evict(deferred=False)  # memory first: dropped now, not after the reply
     return sess, report, False
 
 
-def _check_fits(path: str, name: str) -> None:
+def check_fits(path: str, name: str) -> None:
     """Refuse, with the numbers, a session that cannot fit in the memory free now: its
     weights (external data included) are held at least twice while ORT builds it (the file's
     and the kernels' prepacked copies). Cached sessions are dropped first to make room."""
     import psutil
 
-    weights = sum(f.stat().st_size for f in _model_files(path))
+    weights = sum(f.stat().st_size for f in model_files(path))
     while True:
         free = psutil.virtual_memory().available
         if 2 * weights <= 0.9 * free or not _SESSIONS:
@@ -132,7 +132,7 @@ def _check_fits(path: str, name: str) -> None:
         )
 
 
-def _model_files(path: str) -> list[Path]:
+def model_files(path: str) -> list[Path]:
     """The model file and the external-data files beside it that it names."""
     import onnx
 
@@ -151,7 +151,7 @@ def _model_files(path: str) -> list[Path]:
 def _evict(*, deferred: bool) -> None:
     """Drop the least recently used cached session."""
     key, entry = _SESSIONS.popitem(last=False)
-    _SESSION_BYTES.pop(key, None)
+    SESSION_BYTES.pop(key, None)
     if deferred:
         release_after_reply(entry)
     else:
@@ -224,7 +224,7 @@ def to_numpy(value: Any) -> Any:
     return arr
 
 
-def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
+def make_runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
     if needs_ort_values(sess) and not io_binding:
         import onnxruntime as ort
 
@@ -261,7 +261,7 @@ def _runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], 
     return bound
 
 
-def _run_error(
+def run_error(
     err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]
 ) -> RunError:
     desc = ", ".join(
@@ -305,13 +305,13 @@ def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all neede
 ) -> ProfileData:
     """``warmup + runs`` runs of a session built with profiling on; its trace, parsed (warm-up
     runs dropped), while its folder still exists, with the load since ``since``."""
-    run = _runner(sess, prepare_feeds(feeds), config.io_binding)
+    run = make_runner(sess, prepare_feeds(feeds), config.io_binding)
     try:
         for i in range(warmup + runs):
             run()
             progress(i + 1, warmup + runs)
     except Exception as err:
-        raise _run_error(err, model_name, config, feeds) from err
+        raise run_error(err, model_name, config, feeds) from err
     finally:
         path = sess.end_profiling()
     return with_load(parse_profile_file(path, skip_runs=warmup), since)
@@ -330,11 +330,11 @@ def outputs(
 ) -> OutputsReply:
     """One run; the outputs by name."""
     model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
-    sess, report, _ = _session(model_path, model_name, config)
+    sess, report, _ = open_session(model_path, model_name, config)
     try:
-        values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
+        values = [to_numpy(v) for v in make_runner(sess, prepare_feeds(feeds), False)()]
     except Exception as err:
-        raise _run_error(err, model_name, config, feeds) from err
+        raise run_error(err, model_name, config, feeds) from err
     progress(1, 1)
     names = [o.name for o in sess.get_outputs()]
     return OutputsReply(outputs=dict(zip(names, values, strict=True)), report=report)
@@ -367,7 +367,7 @@ def ort_version(progress: Progress) -> str:  # noqa: ARG001 - task signature
     return str(ort.__version__)
 
 
-def _side_weights(data_file: str) -> dict[str, str]:
+def side_weights(data_file: str) -> dict[str, str]:
     """Session entries that write a saved optimized model's weights to ``data_file`` next to
     it, so the model itself stays small and quick to read back."""
     return {
@@ -405,7 +405,7 @@ def placement(
     with cache.temp_dir("placement-") as folder:
         entries = {"session.record_ep_graph_assignment_info": "1"}
         if not compiled:
-            entries.update(_side_weights("final.onnx.data"))
+            entries.update(side_weights("final.onnx.data"))
         if compiled:
             entries.update(
                 {
@@ -435,7 +435,7 @@ def placement(
                 ort_ns += clock() - t0
                 progress(i + 1, warmup + runs)
         except Exception as err:
-            raise _run_error(err, model_name, config, feeds) from err
+            raise run_error(err, model_name, config, feeds) from err
         finally:
             t0 = clock()
             with capture_output():  # a verbose session logs its end_profiling to fd 2
@@ -506,7 +506,7 @@ def optimize_levels(
             model_name=model_name,
             log_severity=1,
             optimized_model_path=str(target),
-            extra_entries=_side_weights(f"{level}.onnx.data"),
+            extra_entries=side_weights(f"{level}.onnx.data"),
         )
         out[level] = SavedLevel(path=str(target), report=report, final=_graph_tuples(target))
         progress(i + 1, len(levels))
@@ -526,9 +526,9 @@ def outputs_many(
     unseeded random ops): on a copy whose random ops are seeded by name, so two models
     compared this way draw the same numbers (a cached session's draws have moved on)."""
     if not seeded:
-        sess, _, _ = _session(model_path, model_name, config)
+        sess, _, _ = open_session(model_path, model_name, config)
         return _outputs_of(sess, model_name, config, samples, progress)
-    _check_fits(model_path, model_name)
+    check_fits(model_path, model_name)
     with cache.temp_dir("seeded-") as folder:
         sess, _ = build_session(_seeded_copy(model_path, folder), config, model_name=model_name)
         return _outputs_of(sess, model_name, config, samples, progress)
@@ -544,7 +544,7 @@ def _seeded_copy(model_path: str, folder: Path) -> str:
     model = onnx.load(model_path)
     seed_random_ops(model.graph)
     path = folder / "model.onnx"
-    external = sum(1 for _ in _model_files(model_path)) > 1
+    external = sum(1 for _ in model_files(model_path)) > 1
     onnx.save_model(
         model,
         str(path),
@@ -566,9 +566,9 @@ def _outputs_of(
     out = []
     for i, feeds in enumerate(samples):
         try:
-            values = [to_numpy(v) for v in _runner(sess, prepare_feeds(feeds), False)()]
+            values = [to_numpy(v) for v in make_runner(sess, prepare_feeds(feeds), False)()]
         except Exception as err:
-            raise _run_error(err, model_name, config, feeds) from err
+            raise run_error(err, model_name, config, feeds) from err
         out.append(dict(zip(names, values, strict=True)))
         progress(i + 1, len(samples))
     return out

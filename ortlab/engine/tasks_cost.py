@@ -23,7 +23,7 @@ from ortlab.core.onnx_util import Attr, attr_values, dtype_name, ort_node_name, 
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import _side_weights, profiled_runs, release_after_reply
+from ortlab.engine.tasks import profiled_runs, release_after_reply, side_weights
 from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 
@@ -118,7 +118,7 @@ def shapes(
             model_name=model_name,
             profile_prefix=str(folder / "profile"),
             optimized_model_path=str(folder / "final.onnx"),
-            extra_entries=_side_weights("final.onnx.data"),
+            extra_entries=side_weights("final.onnx.data"),
         )
         kernels: list[PeakKernel] = peak_kernels(config, list(peaks), folder) if peaks else []
         for _ in range(runs):  # before the model's first run: its pool does not spin yet

@@ -10,16 +10,17 @@ from typing import Any
 import numpy as np
 
 from ortlab.core import cache
+from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
-from ortlab.core.errors import RunError
+from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
-from ortlab.engine.replies import GenerateReply
-from ortlab.engine.tasks import _rss, _run_error, _session
+from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
+from ortlab.engine.tasks import open_session, rss_bytes, run_error
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["generate", "step_feeds"]
+__all__ = ["generate", "interleaved", "step_feeds"]
 
 
 def step_feeds(
@@ -70,19 +71,19 @@ def generate(
     as many steps as keep its trace under :data:`PROFILE_EVENTS` node events (``nodes``: the
     model's, bodies included, one event each per step). ``shared``: the
     cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
-    sess, report, _ = _session(job.model_path, job.model_name, job.config)
+    sess, report, _ = open_session(job.model_path, job.model_name, job.config)
     loop = _Loop(sess, decoder, job)
     since = cpu_sample()
     steps_ns: list[list[int]] = []
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
-    rss: list[int] = [_rss()]
+    rss: list[int] = [rss_bytes()]
     total = runs * new_tokens + (new_tokens if profile else 0)
     for r in range(runs):
         step = _offset(progress, r * new_tokens, total)
         times, made, sizes = loop.run(new_tokens, step, shared=shared)
         if r == 0:
-            rss.append(_rss())
+            rss.append(rss_bytes())
             present_bytes = sizes
         steps_ns.append(times)
         tokens.append(made)
@@ -108,6 +109,67 @@ def generate(
         other_cores=None if np.isnan(load) else round(float(load), 2),
         profile=data,
         profiled_steps=window,
+    )
+
+
+def interleaved(
+    progress: Progress,
+    job: ModelJob,
+    *,
+    decoder: DecoderInfo,
+    items: list[tuple[str, str, SessionConfig, int]],
+    new_tokens: int,
+    rounds: int,
+) -> GenerationsReply:
+    """Each candidate in ``items`` (model path, name, config, shared buffer length) against
+    ``job``'s model and config (the baseline, its ``shared`` the first item's), in pairs: after
+    one warm-up generation each, ``rounds`` rounds of one greedy generation of ``new_tokens``
+    tokens after ``job``'s prompt each, in the orders A B, B A, … (drift cancels). Two sessions
+    at a time: the pair's. A candidate that cannot be built or run is a ``failed`` entry; the
+    others go on. The baseline's failure raises."""
+    base_shared = items[0][3] if items else 0
+    since = cpu_sample()
+    sess, base_report, _ = open_session(job.model_path, job.model_name, job.config)
+    base = _Loop(sess, decoder, job)
+    base.run(min(2, new_tokens), lambda _k: None, shared=base_shared)
+    pairs: list[GenerationPair | None] = []
+    failed: dict[int, str] = {}
+    total = max(len(items) - 1, 1) * rounds
+    for k, (path, name, config, shared) in enumerate(items[1:], start=1):
+        try:
+            other, report, _ = open_session(path, name, config)
+            loop = _Loop(other, decoder, job)
+            loop.run(min(2, new_tokens), lambda _k: None, shared=shared)
+        except Exception as err:  # noqa: BLE001 - one candidate fails, not the comparison
+            failed[k] = error_text(err)
+            pairs.append(None)
+            continue
+        times: dict[int, list[list[int]]] = {0: [], 1: []}
+        made: dict[int, list[int]] = {}
+        for r in range(rounds):
+            for side in (0, 1) if r % 2 == 0 else (1, 0):
+                runner, length = (base, base_shared) if side == 0 else (loop, shared)
+                steps, tokens, _ = runner.run(new_tokens, lambda _k: None, shared=length)
+                times[side].append(steps)
+                made.setdefault(side, tokens)
+            progress((k - 1) * rounds + r + 1, total)
+        pairs.append(
+            GenerationPair(
+                base_prefill_ns=[s[0] for s in times[0]],
+                base_decode_ns=[sum(s[1:]) for s in times[0]],
+                prefill_ns=[s[0] for s in times[1]],
+                decode_ns=[sum(s[1:]) for s in times[1]],
+                base_tokens=made[0],
+                tokens=made[1],
+                report=report,
+            )
+        )
+    load = other_cores(since, cpu_sample())
+    return GenerationsReply(
+        pairs=pairs,
+        report=base_report,
+        failed=failed,
+        other_cores=None if np.isnan(load) else round(float(load), 2),
     )
 
 
@@ -156,7 +218,7 @@ class _Loop:
             try:
                 outs = self.sess.run(None, feeds)
             except Exception as err:
-                raise _run_error(err, self.job.model_name, self.job.config, feeds) from err
+                raise run_error(err, self.job.model_name, self.job.config, feeds) from err
             times.append(clock() - t0)
             length += ids.shape[1]
             nxt = np.asarray(outs[self.logits])[:, -1, :].argmax(axis=-1)
@@ -202,7 +264,7 @@ class _Loop:
             try:
                 self.sess.run_with_iobinding(binding)
             except Exception as err:
-                raise _run_error(err, self.job.model_name, self.job.config, feeds) from err
+                raise run_error(err, self.job.model_name, self.job.config, feeds) from err
             times.append(clock() - t0)
             length += ids.shape[1]
             logits = binding.get_outputs()[0].numpy()

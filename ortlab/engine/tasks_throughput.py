@@ -15,15 +15,15 @@ from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import ThroughputReply, Window
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import (
-    _SESSION_BYTES,
-    _check_fits,
-    _fingerprint,
-    _model_files,
-    _run_error,
-    _runner,
-    _session,
+    SESSION_BYTES,
+    check_fits,
+    file_fingerprint,
+    make_runner,
+    model_files,
+    open_session,
     prepare_feeds,
     release_after_reply,
+    run_error,
 )
 
 __all__ = ["MODES", "sessions_fit", "throughput"]
@@ -101,24 +101,24 @@ def throughput(
     model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
     import psutil
 
-    shared, report, _ = _session(model_path, model_name, config)
+    shared, report, _ = open_session(model_path, model_name, config)
     prepared = prepare_feeds(feeds)
     top = max(concurrency)
     own: list[Any] = []
     if "per_thread" in modes:
-        key = (model_path, _fingerprint(model_path), config)
-        weights = sum(f.stat().st_size for f in _model_files(model_path))
-        per_session = max(_SESSION_BYTES.get(key, 0), 2 * weights)
+        key = (model_path, file_fingerprint(model_path), config)
+        weights = sum(f.stat().st_size for f in model_files(model_path))
+        per_session = max(SESSION_BYTES.get(key, 0), 2 * weights)
         why = sessions_fit(per_session, top, psutil.virtual_memory().available)
         if why is not None:
             raise SessionCreationError(f"{model_name!r}: {why}")
         for _ in range(top):
-            _check_fits(model_path, model_name)
+            check_fits(model_path, model_name)
             own.append(build_session(model_path, config, model_name=model_name)[0])
     io = config.io_binding
     runners = {
-        "shared": [_runner(shared, prepared, io) for _ in range(top)],
-        "per_thread": [_runner(s, prepared, io) for s in own],
+        "shared": [make_runner(shared, prepared, io) for _ in range(top)],
+        "per_thread": [make_runner(s, prepared, io) for s in own],
     }
     items = [(m, c) for m in MODES if m in modes for c in concurrency]
     windows: list[Window] = []
@@ -134,7 +134,7 @@ def throughput(
     except Exception as err:
         if isinstance(err, (FeedError, OrtlabError)):
             raise
-        raise _run_error(err, model_name, config, feeds) from err
+        raise run_error(err, model_name, config, feeds) from err
     finally:
         release_after_reply(own, runners)
     return ThroughputReply(

@@ -18,13 +18,13 @@ from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchmarkReply, InterleavedReply
 from ortlab.engine.session import SessionReport, build_session
 from ortlab.engine.tasks import (
-    _REPORT_EVERY_NS,
-    _SESSION_BYTES,
-    _fingerprint,
-    _run_error,
-    _runner,
-    _session,
+    REPORT_EVERY_NS,
+    SESSION_BYTES,
+    file_fingerprint,
+    make_runner,
+    open_session,
     prepare_feeds,
+    run_error,
     session_budget,
 )
 
@@ -41,9 +41,9 @@ def benchmark(
 ) -> BenchmarkReply:
     """Warm up, then time ``runs`` runs (or until ``duration_s``), profiling off."""
     model_path, model_name, config, feeds = job.model_path, job.model_name, job.config, job.feeds
-    sess, report, cached = _session(model_path, model_name, config)
+    sess, report, cached = open_session(model_path, model_name, config)
     prepared = prepare_feeds(feeds)
-    run = _runner(sess, prepared, config.io_binding)
+    run = make_runner(sess, prepared, config.io_binding)
     clock = time.perf_counter_ns
     total = warmup + runs
     warm_ns = 0
@@ -55,7 +55,7 @@ def benchmark(
             progress(i + 1, total)
         lat: list[int] = []
         stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
-        next_report = clock() + _REPORT_EVERY_NS
+        next_report = clock() + REPORT_EVERY_NS
         for i in range(runs):
             t0 = clock()
             run()
@@ -63,13 +63,13 @@ def benchmark(
             lat.append(t1 - t0)
             if t1 >= next_report:
                 progress(warmup + i + 1, total)
-                next_report = t1 + _REPORT_EVERY_NS
+                next_report = t1 + REPORT_EVERY_NS
             if stop_at is not None and t1 >= stop_at:
                 break
     except Exception as err:
         if isinstance(err, FeedError):
             raise
-        raise _run_error(err, model_name, config, feeds) from err
+        raise run_error(err, model_name, config, feeds) from err
     progress(total, total)
     ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
     return BenchmarkReply(
@@ -95,9 +95,9 @@ def interleaved(
     """
     if len(items) > 2:
         path, name, cfg = items[0]
-        _session(path, name, cfg)  # the reference: its size says whether all of them fit
-        key = (path, _fingerprint(path), cfg)
-        if len(items) * _SESSION_BYTES.get(key, 0) > session_budget():
+        open_session(path, name, cfg)  # the reference: its size says whether all of them fit
+        key = (path, file_fingerprint(path), cfg)
+        if len(items) * SESSION_BYTES.get(key, 0) > session_budget():
             return _pairwise(
                 progress, items=items, feeds=feeds, rounds=rounds, runs=runs, warmup=warmup
             )
@@ -105,15 +105,15 @@ def interleaved(
     failed: dict[int, str] = {}
     for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
         try:
-            sess, report, _ = _session(path, name, cfg)
-            run = _runner(sess, prepare_feeds(feeds), cfg.io_binding)
+            sess, report, _ = open_session(path, name, cfg)
+            run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
             for _ in range(warmup):
                 run()
         except Exception as err:
             if k == 0:
                 if isinstance(err, OrtlabError):
                     raise
-                raise _run_error(err, name, cfg, feeds) from err
+                raise run_error(err, name, cfg, feeds) from err
             failed[k] = error_text(err)
             sessions.append(None)
             continue
@@ -168,8 +168,8 @@ def _pairwise(
 
     clock = time.perf_counter_ns
     path, name, cfg = items[0]
-    ref, ref_report, _ = _session(path, name, cfg)
-    run_ref = _runner(ref, prepare_feeds(feeds), cfg.io_binding)
+    ref, ref_report, _ = open_session(path, name, cfg)
+    run_ref = make_runner(ref, prepare_feeds(feeds), cfg.io_binding)
     medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
     every: list[list[int]] = [[] for _ in items]
     reports: list[SessionReport | None] = [ref_report] + [None] * (len(items) - 1)
@@ -178,7 +178,7 @@ def _pairwise(
     for k, (c_path, c_name, c_cfg) in enumerate(items[1:], start=1):
         try:  # not cached: it is dropped before the next candidate is built
             sess, reports[k] = build_session(c_path, c_cfg, model_name=c_name)
-            run = _runner(sess, prepare_feeds(feeds), c_cfg.io_binding)
+            run = make_runner(sess, prepare_feeds(feeds), c_cfg.io_binding)
             for _ in range(warmup):
                 run()
                 run_ref()
