@@ -413,7 +413,11 @@ def test_the_roofline_per_phase_counts_each_weight_multiplication_by_hand() -> N
     for w in g.weights.itertuples():  # per phase: the nodes' work over their summed time
         rows = table[(table["phase"] == w.phase) & (table["op_type"] == w.op_type)]
         assert w.nodes == len(rows) and w.us_per_step == pytest.approx(rows["us_per_step"].sum())
-        rate = rows["bytes"].sum() / w.us_per_step * 1e6 / peaks["memory"]
+        moved = rows["bytes"].sum()
+        fits = moved <= g.cache_bytes  # a step's weights in the last-level cache: its ceiling
+        assert w.bandwidth == (max(peaks["cache"], peaks["memory"]) if fits else peaks["memory"])
+        assert w.dram_fraction == pytest.approx(moved / w.us_per_step * 1e6 / peaks["memory"])
+        rate = moved / w.us_per_step * 1e6 / w.bandwidth
         if w.phase == "prefill":
             rate = rows["flops"].sum() / w.us_per_step * 1e6 / w.peak_flops
         assert w.fraction == pytest.approx(rate)
@@ -513,7 +517,7 @@ def test_a_merged_decoders_generate_tab_picks_the_branch_that_ran() -> None:
     picker = lab.tab_controls.gen_nodes
     groups = {n.name: n.group for n in lab.graph.graph_data.nodes}
     for phase, branch in (("prefill", "else_branch"), ("decode", "then_branch")):
-        rows = [v for _, v in picker.options if v.startswith(phase) and "/mlp/" in v]
+        rows = [v for _, v in picker.options if v.startswith(phase) and "/transformer/" in v]
         assert rows, picker.options
         picker.value = rows[0]
         chosen = lab.graph.selected["name"]

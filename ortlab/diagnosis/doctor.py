@@ -44,6 +44,7 @@ from ortlab.diagnosis.facts import (
     busy_cores,
     load_caveat,
 )
+from ortlab.diagnosis.generation import GenerationFacts, generation_stage
 from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import Search
 from ortlab.engine.calls import as_config, edge
@@ -84,6 +85,9 @@ class DoctorResult(Result):
     roofline: RooflineResult | None = None
     """The baseline's node times against this machine's measured peaks (None where an EP
     compiles the graph); its profile is :attr:`profile`."""
+    generation: GenerationFacts | None = None
+    """For an LLM decoder: its profiled baseline generation (phases, layers, the roofline per
+    phase) and each candidate measured in generation against it (:meth:`generation_trials`)."""
     """The session's resident memory and each memory setting's, in fresh processes (the
     memory finding rests on it); None with ``memory=False``."""
     notes: list[str] = field(default_factory=list)
@@ -178,6 +182,18 @@ class DoctorResult(Result):
             if not dominated:
                 out.append(self.measured[i])
         return out
+
+    def generation_trials(self) -> Any:
+        """For an LLM decoder, each candidate measured in generation: key, label,
+        decode_tokens_per_s, decode ratio with its interval and verdict, ttft_ms with its
+        ratio and verdict, tokens_kept of tokens (empty for other models)."""
+        from ortlab.diagnosis.generation import TRIAL_COLUMNS
+
+        if self.generation is None:
+            import pandas as pd
+
+            return pd.DataFrame(columns=list(TRIAL_COLUMNS))
+        return self.generation.table()
 
     def threads(self) -> Any:
         """The intra-op threads / spinning sweep as a curve: setting, p50_ms, ratio, CI."""
@@ -310,10 +326,15 @@ def doctor(
     fp: Any = None
     fusion = TransformerFusion()
     signals: list[Any] = []
+    generation: GenerationFacts | None = None
 
     def measure_memory() -> None:
         nonlocal fp
         fp = search.memory()
+
+    def generate_trials() -> None:
+        nonlocal generation
+        generation = generation_stage(search, cores=seen.cores, logical=stages.cpus or 1)
 
     def build() -> None:
         nonlocal items, fusion
@@ -335,6 +356,7 @@ def doctor(
 
     plan: list[tuple[str, Callable[[], Any]]] = [
         *([("memory", measure_memory)] if memory else []),
+        *([("generation", generate_trials)] if search.m.decoder is not None else []),
         ("build variants", build),
         ("screen", screen),
         ("accuracy", lambda: search.accuracy(items, eval_data)),
@@ -342,6 +364,25 @@ def doctor(
         ("combine", lambda: search.combine(items, seen)),
         ("explain", explain),
     ]
+    _run_plan(plan, search, stages)
+    facts = Facts.assemble(
+        seen,
+        measured=dict(search.measured),
+        fusion=fusion,
+        footprint=fp,
+        quant_fixes=dict(search.quant_fixes),
+        variant_signals=signals,
+        failures=list(search.failures),
+        other_cpu=dict(stages.load),
+        logical_cpus=stages.cpus,
+        generation=generation,
+    )
+    return _result(search, facts, stages, budget_s=budget_s, t0=t0)
+
+
+def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages: _Stages) -> None:
+    """Each stage in turn; the budget or an ortlab error ends the plan there (what the stages
+    before it measured is kept), a cancel from the user ends the doctor."""
     for name, stage in plan:
         try:
             stage()
@@ -364,18 +405,6 @@ def doctor(
             stages.done(name)
             break
         stages.done(name)
-    facts = Facts.assemble(
-        seen,
-        measured=dict(search.measured),
-        fusion=fusion,
-        footprint=fp,
-        quant_fixes=dict(search.quant_fixes),
-        variant_signals=signals,
-        failures=list(search.failures),
-        other_cpu=dict(stages.load),
-        logical_cpus=stages.cpus,
-    )
-    return _result(search, facts, stages, budget_s=budget_s, t0=t0)
 
 
 def _result(
@@ -416,7 +445,8 @@ def _result(
         whatif=facts.seen.predicted_fixed or facts.seen.predicted,
         memory=facts.footprint,
         roofline=facts.seen.roofline,
-        notes=search.notes,
+        generation=facts.generation,
+        notes=[*search.notes, *(facts.generation.notes if facts.generation else [])],
         stages=stages.seconds,
         other_cpu=stages.load,
         feeds=search.feeds.describe(),

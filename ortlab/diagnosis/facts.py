@@ -65,7 +65,7 @@ ATTENTION_OPS = frozenset({"Attention", "MultiHeadAttention", "GroupQueryAttenti
 """The fused attention ops (a model or ORT's optimized graph with one has attention fused)."""
 SMALL_MODEL_MS = 2.0
 """Below this latency per run, fixed per-run costs (input copies, profiler events) matter."""
-TIMING_STAGES = ("screen", "combine")
+TIMING_STAGES = ("screen", "combine", "generation")
 
 
 class Kind(str, Enum):
@@ -80,6 +80,7 @@ class Kind(str, Enum):
     CPU_ONLY = "cpu-only"
     CUDA_GRAPH = "cuda-graph"
     MEMORY = "memory"
+    SHARE_BUFFER = "share-buffer"
     VARIANT = "variant"
     SETTINGS = "settings"
     COMBINED = "combined"
@@ -319,6 +320,9 @@ class Facts:
     """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
     footprint: Any = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
+    generation: Any = None
+    """For an LLM decoder: a :class:`~ortlab.diagnosis.generation.GenerationFacts` (the
+    candidates measured in generation), None otherwise or when not measured."""
 
     @classmethod
     def assemble(
@@ -333,6 +337,7 @@ class Facts:
         failures: list[CandidateFailure],
         other_cpu: dict[str, float],
         logical_cpus: int,
+        generation: Any = None,
     ) -> Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
@@ -348,6 +353,7 @@ class Facts:
             logical_cpus=logical_cpus,
             quant_fixes=quant_fixes,
             footprint=footprint,
+            generation=generation,
         )
 
 

@@ -30,6 +30,7 @@ from ortlab.diagnosis.facts import (
     measured_gain,
     ran_op_types,
 )
+from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
 from ortlab.diagnosis.rules_physics import machine_limits
 from ortlab.diagnosis.rules_resources import config_args, memory, npu_partition
 
@@ -542,6 +543,8 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     memory,
     candidate_failures,
     machine_limits,
+    decoder_phases,
+    decoder_trials,
 )
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 

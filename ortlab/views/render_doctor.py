@@ -9,10 +9,41 @@ import re
 from typing import Any
 
 from ortlab.core.stats import interval_text
-from ortlab.views.html import STYLE, esc, safe_text, table_html
+from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 from ortlab.views.render_memory import footprint_html
 
 __all__ = ["best_snippet", "doctor_html", "doctor_text"]
+
+
+GENERATION_HEAD = ["candidate", "decode tokens/s: baseline → it", "decode time ratio [CI]"]
+GENERATION_HEAD += ["TTFT ms: baseline → it", "TTFT ratio [CI]", "greedy tokens kept"]
+
+
+def _generation_rows(d: Any) -> list[list[str]]:
+    """A decoder's candidates measured in generation, each beside the baseline rounds it was
+    interleaved with (one measurement: the pair's)."""
+    gen = d.generation
+    if gen is None:
+        return []
+    return [
+        [
+            t.label,
+            f"{t.base_decode_tokens_per_s:.0f} → {t.decode_tokens_per_s:.0f}",
+            interval_text(t.decode.ratio, t.decode.low, t.decode.high),
+            f"{t.base_ttft_ms:.3f} → {t.ttft_ms:.3f}",
+            interval_text(t.ttft.ratio, t.ttft.low, t.ttft.high),
+            f"{t.tokens_kept} of {t.tokens}",
+        ]
+        for t in gen.trials
+    ]
+
+
+def _generation_caption(d: Any) -> str:
+    gen = d.generation
+    return (
+        f"Measured in generation ({gen.prompt}-token prompt, {gen.new_tokens} new tokens, "
+        f"{gen.rounds} rounds interleaved with the baseline; ratios < 1 are faster):"
+    )
 
 
 def doctor_text(d: Any) -> str:
@@ -31,6 +62,8 @@ def doctor_text(d: Any) -> str:
         ]
     best = d.best
     lines.append(f"BEST: {best.variant} · {best.config.label()} — {best.paired.verdict}")
+    if d.generation is not None:
+        lines += [_generation_caption(d), table_text(GENERATION_HEAD, _generation_rows(d))]
     if d.stages:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
@@ -71,6 +104,12 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         f"{esc(d.best.config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
+        + (
+            f"<div><b>{esc(_generation_caption(d))}</b></div>"
+            + table_html(GENERATION_HEAD, _generation_rows(d))
+            if d.generation is not None
+            else ""
+        )
         + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
         + notes
         + "</div>"

@@ -78,8 +78,8 @@ def _layers(g: Any) -> tuple[list[str], list[list[str]]]:
 WEIGHTS_CAPTION = (
     "Weight multiplications against this machine's ceilings (profiled time per step; work "
     "computed from shapes; ceilings measured with ORT). Decode reads every weight once per "
-    "token: bandwidth against DRAM's. The prefill multiplies the whole prompt: FLOP/s against "
-    "the GEMM peak:"
+    "token: bandwidth against DRAM's, or the cache's when a step's weights fit it. The prefill "
+    "multiplies the whole prompt: FLOP/s against the GEMM peak:"
 )
 
 
@@ -94,7 +94,7 @@ def _weights(g: Any) -> tuple[list[str], list[list[str]]]:
                 f"{r.nodes} {r.op_type}",
                 f"{r.us_per_step:.0f} µs",
                 fmt_bandwidth(r.achieved_bytes) if decode else fmt_flops(r.achieved_flops, "/s"),
-                f"DRAM {fmt_bandwidth(r.dram_bandwidth)}"
+                f"{r.ceiling} {fmt_bandwidth(r.bandwidth)}"
                 if decode
                 else f"{r.dtype} GEMM {fmt_flops(r.peak_flops, '/s')}",
                 f"{r.fraction:.1%}" if not math.isnan(r.fraction) else "—",

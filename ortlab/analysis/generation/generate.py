@@ -254,11 +254,13 @@ class GenerationResult(Result):
     @table
     def weights(self) -> Any:
         """The weight multiplications per phase and op type, their work over their time
-        against the ceiling that phase meets: ``fraction`` of DRAM's bandwidth in decode, of
-        the GEMM peak at their precision in the prefill (columns: phase, op_type, nodes,
-        us_per_step, flops, bytes, achieved_flops, peak_flops, achieved_bytes,
-        dtype, dram_bandwidth, fraction). Per node: :attr:`phase_roofline`."""
-        return weights_summary(self.roofs, self.peaks)
+        against the ceiling that phase meets: ``fraction`` of the bandwidth in decode (in-cache
+        when a step's weights fit the last-level cache, else DRAM's; ``dram_fraction`` beside
+        it), of the GEMM peak at their precision in the prefill (columns: phase, op_type,
+        nodes, us_per_step, flops, bytes, achieved_flops, dtype, peak_flops, achieved_bytes,
+        dram_bandwidth, bandwidth, ceiling, fraction, dram_fraction). Per node:
+        :attr:`phase_roofline`."""
+        return weights_summary(self.roofs, self.peaks, self.cache_bytes)
 
     @property
     def kv_cache(self) -> dict[str, float]:

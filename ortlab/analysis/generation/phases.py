@@ -193,15 +193,19 @@ def dram_fraction(row: RoofRow, dram: float) -> float:
     return got / dram if dram > 0 and not math.isnan(got) else math.nan
 
 
-def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak]) -> Any:
+def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak], cache_bytes: int) -> Any:
     """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
     summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
-    summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth, and
-    ``fraction``: of DRAM's bandwidth in decode (a step reads every weight once), of the GEMM
-    peak in the prefill."""
+    summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth,
+    bandwidth and ceiling (the bytes/s their step's bytes meet: 'in-cache' when they fit the
+    last-level cache of ``cache_bytes``, else 'DRAM'), ``fraction`` (of that bandwidth in
+    decode, where a step reads every weight once; of the GEMM peak in the prefill) and
+    dram_fraction (achieved bytes/s over DRAM's)."""
     import pandas as pd
 
-    dram = next((p.best for p in peaks if p.dtype == "memory"), math.nan)
+    found = {p.dtype: p.best for p in peaks if not p.error}
+    dram = found.get("memory", math.nan)
+    cache = max(found.get("cache", math.nan), dram)
     out = []
     for roof in roofs:
         groups: dict[tuple[str, str], list[RoofRow]] = {}
@@ -213,8 +217,9 @@ def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak]) -> Any:
             moved = sum(r.bytes for r in rows)
             got_flops = flops / us * 1e6 if us > 0 else math.nan
             got_bytes = moved / us * 1e6 if us > 0 else math.nan
+            fits = 0 < moved <= cache_bytes and not math.isnan(cache)
+            bandwidth = cache if fits else dram
             peak = rows[0].peak_flops
-            fraction = got_bytes / dram if roof.phase == "decode" else got_flops / peak
             out.append(
                 {
                     "phase": roof.phase,
@@ -228,9 +233,14 @@ def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak]) -> Any:
                     "peak_flops": peak,
                     "achieved_bytes": got_bytes,
                     "dram_bandwidth": dram,
-                    "fraction": fraction,
+                    "bandwidth": bandwidth,
+                    "ceiling": "in-cache" if fits else "DRAM",
+                    "fraction": got_bytes / bandwidth
+                    if roof.phase == "decode"
+                    else got_flops / peak,
+                    "dram_fraction": got_bytes / dram,
                 }
             )
     cols = ["phase", "op_type", "nodes", "us_per_step", "flops", "bytes", "achieved_flops"]
-    cols += ["dtype", "peak_flops", "achieved_bytes", "dram_bandwidth", "fraction"]
-    return pd.DataFrame(out, columns=cols)
+    cols += ["dtype", "peak_flops", "achieved_bytes", "dram_bandwidth", "bandwidth", "ceiling"]
+    return pd.DataFrame(out, columns=[*cols, "fraction", "dram_fraction"])

@@ -1,0 +1,391 @@
+"""The doctor on an LLM decoder (:attr:`Model.decoder`): what a decoder user can change,
+measured as the model is run — a prefill, then token by token with the KV cache — in greedy
+generations interleaved with the baseline's (A B, B A, …), not in one run.
+
+The candidates: intra-op threads and spinning (decode steps are short: a spinning pool or too
+many threads cost more than the work), the KV cache written in place or copied each step (where
+the model can do both), and, from an fp32 decoder, int4 weight-only variants at two block sizes
+with MatMulNBits computing in int8 (``accuracy_level=4``). A variant that cannot apply (int4 of
+an int4 model, weights inside an If's branches) is never a candidate: a note says why.
+
+Each candidate gets a decode verdict (time per token) and a TTFT verdict (the prefill), each
+with its interval over rounds; a variant also says how many of the baseline's greedy tokens it
+reproduces (from the first: greedy decoding diverges for good at the first different token).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.analysis.generation.generate import GenerationResult, generate
+from ortlab.analysis.quantization.quantize import QuantConfig, quantize
+from ortlab.core.config import SessionConfig
+from ortlab.core.decoder import DecoderInfo
+from ortlab.core.model import Model
+from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
+from ortlab.diagnosis.facts import Kind, candidate_key
+from ortlab.diagnosis.rules_resources import config_args
+from ortlab.engine import tasks_generate
+from ortlab.engine.calls import edge, run_model_task
+
+if TYPE_CHECKING:
+    from ortlab.diagnosis.ledger import Ledger
+
+__all__ = ["TRIAL_COLUMNS", "GenerationFacts", "GenerationTrial", "generation_stage"]
+
+TRIAL_COLUMNS = (
+    "key",
+    "label",
+    "decode_tokens_per_s",
+    "decode_ratio",
+    "decode_low",
+    "decode_high",
+    "decode_verdict",
+    "ttft_ms",
+    "ttft_ratio",
+    "ttft_verdict",
+    "tokens_kept",
+    "tokens",
+)
+
+SHARE = 0.4
+"""Of the budget left when the stage starts: what the generations may take."""
+
+
+@dataclass(frozen=True)
+class GenerationTrial:
+    """One candidate generating against the baseline, interleaved."""
+
+    key: str
+    label: str
+    variant: str
+    config: SessionConfig
+    shared_buffer: int
+    """Tokens of the one buffer per past/present pair (0: present copied to past each step)."""
+    decode: Paired
+    """Time per decode token, candidate / baseline, per round, with its interval."""
+    ttft: Paired
+    """Time to first token (the prefill), candidate / baseline."""
+    decode_ms: float
+    """The candidate's time per decode token (median over rounds)."""
+    base_decode_ms: float
+    ttft_ms: float
+    base_ttft_ms: float
+    tokens_kept: int
+    """Of the baseline's greedy tokens, how many the candidate generates too, from the first."""
+    tokens: int
+    code: str
+    base_ttft_rounds: list[float] = field(default_factory=list)
+    """The baseline's time to first token in each round of this pair, ms."""
+    base_decode_rounds: list[float] = field(default_factory=list)
+    """The baseline's time per decode token in each round of this pair, ms."""
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return 1e3 / self.decode_ms if self.decode_ms > 0 else math.nan
+
+    @property
+    def base_decode_tokens_per_s(self) -> float:
+        return 1e3 / self.base_decode_ms if self.base_decode_ms > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class GenerationFacts:
+    """The stage's measurements: the profiled baseline generation (its phases, layers and the
+    roofline per phase) and each candidate's trial."""
+
+    prompt: int
+    new_tokens: int
+    rounds: int
+    baseline: GenerationResult
+    trials: list[GenerationTrial] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    other_cores: float | None = None
+    base_ttft_ms: float = math.nan
+    """The baseline's time to first token: the median over every round it ran in the trials
+    (else over the profiled-off runs of :attr:`baseline`)."""
+    base_decode_ms: float = math.nan
+    """The baseline's time per decode token, measured as :attr:`base_ttft_ms`."""
+    measured: str = ""
+    """Where the two come from, in words."""
+
+    def table(self) -> Any:
+        """One row per trial: key, label, decode_tokens_per_s, decode ratio with its interval
+        and verdict, ttft_ms with its ratio and verdict, tokens_kept of tokens."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                [
+                    t.key,
+                    t.label,
+                    t.decode_tokens_per_s,
+                    t.decode.ratio,
+                    t.decode.low,
+                    t.decode.high,
+                    t.decode.verdict,
+                    t.ttft_ms,
+                    t.ttft.ratio,
+                    t.ttft.verdict,
+                    t.tokens_kept,
+                    t.tokens,
+                ]
+                for t in self.trials
+            ],
+            columns=list(TRIAL_COLUMNS),
+        )
+
+
+@dataclass(frozen=True)
+class _Spec:
+    key: str
+    label: str
+    config: SessionConfig
+    shared: int
+    code: str
+    build: Callable[[], Model] | None = None
+    """A variant's maker (None: the baseline's model under other settings)."""
+
+
+def _sizes(info: DecoderInfo) -> tuple[int, int]:
+    """The prompt and new tokens the stage generates: a short chat turn, within the model."""
+    longest = info.max_length or 4096
+    prompt = max(1, min(64, longest // 4))
+    return prompt, max(2, min(32, longest - prompt))
+
+
+def decoder_specs(
+    m: Model, info: DecoderInfo, cfg: SessionConfig, *, cores: int, logical: int, shared: int
+) -> tuple[list[_Spec], list[str]]:
+    """The candidates worth generating with, most likely to matter first, and notes on what
+    does not apply."""
+    out: list[_Spec] = []
+    notes: list[str] = []
+    if cfg.allow_spinning is not False:
+        spin = cfg.with_(allow_spinning=False)
+        out.append(
+            _Spec(
+                candidate_key(Kind.SPIN, "off"),
+                "spinning off",
+                spin,
+                shared,
+                f"SessionConfig({config_args(spin, cfg)})",
+            )
+        )
+    for n in sorted({1, max(cores // 2, 1), cores, logical}):
+        if n != cfg.intra_op_threads:
+            c = cfg.with_(intra_op_threads=n)
+            out.append(
+                _Spec(
+                    candidate_key(Kind.THREADS, str(n)),
+                    f"intra_op_threads={n}",
+                    c,
+                    shared,
+                    f"SessionConfig({config_args(c, cfg)})",
+                )
+            )
+    if info.attention == "GroupQueryAttention" and info.max_length:
+        flip = 0 if shared else info.max_length
+        out.append(
+            _Spec(
+                candidate_key(Kind.SHARE_BUFFER, "on" if flip else "off"),
+                "KV cache written in place (one buffer per pair)"
+                if flip
+                else "KV cache copied from present to past each step",
+                cfg,
+                flip,
+                f"ortlab.generate(model, share_buffer={bool(flip)})",
+            )
+        )
+    if info.weights.startswith("fp32") and not compute_in_bodies(m.proto.graph):
+        for block in (32, 128):
+            qc = QuantConfig(mode="int4", block_size=block, accuracy_level=4)
+            out.append(
+                _Spec(
+                    candidate_key(Kind.VARIANT, f"int4-b{block}"),
+                    f"int4 weight-only, block {block}, int8 compute (accuracy_level 4)",
+                    cfg,
+                    shared,
+                    f"ortlab.quantize(model, mode='int4', block_size={block}, accuracy_level=4)",
+                    build=_quantizer(m, qc),
+                )
+            )
+    elif info.weights.startswith("fp32"):
+        notes.append(
+            "No int4 variant: this decoder's weight multiplications sit inside an If's branches "
+            "(an optimum merged export), which ORT's int4 quantizer does not rewrite; export "
+            "without the merge (or with onnxruntime-genai's builder) to quantize it."
+        )
+    else:
+        notes.append(
+            f"No int4 variant: the weights are {info.weights} already; block size and "
+            "accuracy level are chosen when quantizing from the fp32 model "
+            "(ortlab.quantize(fp32_model, mode='int4', block_size=…, accuracy_level=4))."
+        )
+    return out, notes
+
+
+def _quantizer(m: Model, qc: QuantConfig) -> Callable[[], Model]:
+    def build() -> Model:
+        return quantize(m, qc)
+
+    return build
+
+
+def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationFacts | None:
+    """The baseline's profiled generation, then each candidate interleaved with it, within
+    :data:`SHARE` of what is left of the budget; None when the model is not a decoder or the
+    baseline could not generate (a failure says why)."""
+    m, cfg = ledger.m, ledger.cfg
+    info = m.decoder
+    if info is None:
+        return None
+    prompt, new = _sizes(info)
+    base = ledger.guarded(
+        "the baseline's generation",
+        "generation",
+        lambda: generate(
+            m,
+            cfg,
+            prompt=prompt,
+            new_tokens=new,
+            runs=3,
+            progress=False,
+            timeout=ledger.call_timeout(),
+        ),
+        f"ortlab.generate(model, prompt={prompt}, new_tokens={new})",
+    )
+    if base is None:
+        return None
+    specs, notes = decoder_specs(
+        m, info, cfg, cores=cores, logical=logical, shared=base.shared_buffer
+    )
+    one = sum(base.steps_ms[-1]) / 1e3 + 0.01  # one generation (a warm one), s
+    started = time.perf_counter()
+    room = max(ledger.left() * SHARE, 0.0)
+    rounds = min(ledger.max_rounds, int(room / max(len(specs), 1) / (2 * one)) - 1)
+    if rounds < MIN_ROUNDS:
+        fit = int(room / (2 * one * (MIN_ROUNDS + 1)))
+        left_out = [s.label for s in specs[fit:]]
+        if left_out:
+            ledger.skip(
+                f"generation trials of {', '.join(left_out)}",
+                ledger.budget_s + len(left_out) * 2 * one * (MIN_ROUNDS + 1) / SHARE,
+            )
+        specs, rounds = specs[:fit], MIN_ROUNDS
+    built: list[tuple[_Spec, Model]] = []
+    for s in specs:
+        if s.build is None:
+            built.append((s, m))
+            continue
+        made = ledger.guarded(f"the {s.label} variant", "build", s.build, s.code)
+        if made is not None:
+            built.append((s, made))
+    trials: list[GenerationTrial] = []
+    other: float | None = None
+    if built:
+        run = edge(
+            m,
+            cfg,
+            None,
+            dims={"prompt": prompt, "past": 0, "batch": 1},
+            progress=ledger.progress,
+            timeout=ledger.call_timeout(),
+        )
+        reply = run_model_task(
+            tasks_generate.interleaved,
+            run,
+            decoder=info,
+            items=[
+                (str(m.path), m.name, cfg, base.shared_buffer),
+                *[(str(v.path), v.name, s.config, s.shared) for s, v in built],
+            ],
+            new_tokens=new,
+            rounds=rounds,
+        )
+        other = reply.other_cores
+        for (s, v), pair in zip(built, reply.pairs, strict=True):
+            if pair is None:
+                continue
+            trials.append(_trial(s, v, pair, new))
+        for k, why in reply.failed.items():
+            s = built[k - 1][0]
+            ledger.failures.append(_failure(s, why))
+    notes.append(
+        f"Generation trials: {prompt}-token prompt (synthetic ids), {new} new tokens, "
+        f"{rounds} rounds per candidate, each round one generation of the baseline and one of "
+        f"the candidate in turn (A B, B A, …), {time.perf_counter() - started:.1f} s."
+    )
+    ttft, per_token, said = _baseline_times(trials, base)
+    return GenerationFacts(
+        prompt=prompt,
+        new_tokens=new,
+        rounds=rounds,
+        baseline=base,
+        trials=trials,
+        notes=notes,
+        other_cores=other,
+        base_ttft_ms=ttft,
+        base_decode_ms=per_token,
+        measured=said,
+    )
+
+
+def _baseline_times(
+    trials: list[GenerationTrial], base: GenerationResult
+) -> tuple[float, float, str]:
+    """The baseline's TTFT and time per decode token (ms), and where they come from: every
+    round it ran in the trials, else its own profiled-off generations."""
+    if trials:
+        ttft = float(np.median([x for t in trials for x in t.base_ttft_rounds]))
+        per_token = float(np.median([x for t in trials for x in t.base_decode_rounds]))
+        n = sum(len(t.base_ttft_rounds) for t in trials)
+        return ttft, per_token, f"median of the baseline's {n} generations beside the candidates"
+    per_token = float(np.median([sum(r[1:]) / max(len(r) - 1, 1) for r in base.steps_ms]))
+    return base.ttft_ms[0], per_token, f"median of {base.runs} generations"
+
+
+def _trial(s: _Spec, v: Model, pair: Any, new: int) -> GenerationTrial:
+    per = max(new - 1, 1)
+    base_dec = [t / per / 1e6 for t in pair.base_decode_ns]
+    dec = [t / per / 1e6 for t in pair.decode_ns]
+    base_ttft = [t / 1e6 for t in pair.base_prefill_ns]
+    ttft = [t / 1e6 for t in pair.prefill_ns]
+    dv = paired_ratio(base_dec, dec)
+    tv = paired_ratio(base_ttft, ttft)
+    kept = 0
+    for a, b in zip(pair.base_tokens, pair.tokens, strict=False):
+        if a != b:
+            break
+        kept += 1
+    return GenerationTrial(
+        key=s.key,
+        label=s.label,
+        variant=v.name,
+        config=s.config,
+        shared_buffer=s.shared,
+        decode=Paired.of(dv, dv.text("the baseline", s.label) + " (time per decode token)"),
+        ttft=Paired.of(tv, tv.text("the baseline", s.label) + " (time to first token)"),
+        decode_ms=float(np.median(dec)),
+        base_decode_ms=float(np.median(base_dec)),
+        ttft_ms=float(np.median(ttft)),
+        base_ttft_ms=float(np.median(base_ttft)),
+        tokens_kept=kept,
+        tokens=len(pair.base_tokens),
+        code=s.code,
+        base_ttft_rounds=base_ttft,
+        base_decode_rounds=base_dec,
+    )
+
+
+def _failure(s: _Spec, why: str) -> Any:
+    from ortlab.diagnosis.facts import CandidateFailure
+
+    return CandidateFailure(f"generation with {s.label}", why, "timing", s.code)

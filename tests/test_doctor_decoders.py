@@ -1,0 +1,164 @@
+"""The doctor on LLM decoders (issue 39, item 5): by phase, with what a decoder user can change
+measured in generation (decode tokens/s and TTFT, interleaved with the baseline), never a
+variant that cannot apply. Checked against ortlab.generate run separately, the model's own
+weights and the verdicts' own rounds."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ortlab
+from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
+from ortlab.diagnosis.facts import Facts
+from ortlab.diagnosis.generation import GenerationFacts, GenerationTrial
+from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
+
+HERE = Path(ortlab.__file__).parent / "decoders"
+
+
+@pytest.fixture(scope="module")
+def int4_doctor() -> ortlab.DoctorResult:
+    return ortlab.doctor(HERE / "genai_int4", budget_s=60, memory=False, progress=False)
+
+
+def test_a_decoders_doctor_measures_its_settings_in_generation(
+    int4_doctor: ortlab.DoctorResult,
+) -> None:
+    """genai's int4 decoder: spinning, the thread counts and the KV cache's buffer sharing
+    are each generated with, interleaved with the baseline, for a verdict's rounds; settings
+    leave the greedy tokens as they are (the same tokens ortlab.generate makes on its own with
+    the cache copied); no int8 or int4 variant of an int4 model is proposed."""
+    d = int4_doctor
+    gen = d.generation
+    assert gen is not None and gen.rounds >= MIN_ROUNDS
+    keys = {t.key for t in gen.trials}
+    assert {"share-buffer:off", "threads:1"} <= keys, keys
+    copied = ortlab.generate(
+        HERE / "genai_int4",
+        prompt=gen.prompt,
+        new_tokens=gen.new_tokens,
+        runs=1,
+        profile=False,
+        share_buffer=False,
+        progress=False,
+    )
+    for t in gen.trials:
+        assert t.decode.rounds == t.ttft.rounds == gen.rounds
+        assert len(t.base_decode_rounds) == gen.rounds
+        assert t.tokens_kept == t.tokens == gen.new_tokens, t.key  # settings keep the text
+        assert not t.key.startswith("variant:")
+    assert gen.baseline.tokens == copied.tokens  # the in-place cache's tokens, independently
+    assert not any("int8" in m.key or "quant" in m.key for m in d.measured)
+    assert any("No int4 variant: the weights are int4" in n for n in d.notes)
+    table = d.generation_trials()
+    assert list(table["key"]) == [t.key for t in gen.trials]
+
+
+def test_a_decoders_doctor_says_where_a_generation_goes(int4_doctor: ortlab.DoctorResult) -> None:
+    """The phase finding's numbers are the stage's own: the decode share of the generation
+    from the baseline's TTFT and time per token, the tokens/s from the same, and the
+    weight multiplications' bandwidth from the profiled generation's roofline per phase."""
+    d = int4_doctor
+    gen = d.generation
+    assert gen is not None
+    f = next(x for x in d.findings if x.rule == "decoder_phases")
+    decode = gen.base_decode_ms * (gen.new_tokens - 1)
+    share = decode / (decode + gen.base_ttft_ms)
+    assert f.title.startswith(f"Decode is {share:.0%} of generating {gen.new_tokens} tokens")
+    assert f"{1e3 / gen.base_decode_ms:.0f} tokens/s" in f.evidence
+    decode_row = gen.baseline.weights.query("phase == 'decode'").iloc[0]
+    assert f"{decode_row.fraction:.0%} of" in f.evidence and "MatMulNBits" in f.evidence
+    text = d.to_text()
+    assert "Measured in generation" in text and "KV cache copied" in text
+    assert ortlab.DoctorResult.from_json(d.to_json()).generation == gen
+
+
+@pytest.mark.slow
+def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> None:
+    """From genai's fp32 decoder the doctor builds int4 weight-only variants at block 32 and
+    128 with int8 compute (their MatMulNBits carry those attributes, read from the built
+    files) and generates with them, saying how many greedy tokens each keeps; optimum's
+    merged GPT-2 keeps its weights inside the If, which the int4 quantizer cannot rewrite:
+    no int4 candidate, a note says why."""
+    import onnx
+
+    d = ortlab.doctor(HERE / "genai_fp32", budget_s=90, memory=False, progress=False)
+    gen = d.generation
+    assert gen is not None
+    found = {t.key: t for t in gen.trials}
+    assert {"variant:int4-b32", "variant:int4-b128"} <= set(found), set(found)
+    for block in (32, 128):
+        t = found[f"variant:int4-b{block}"]
+        assert 0 <= t.tokens_kept <= t.tokens
+        built = ortlab.quantize(
+            HERE / "genai_fp32", mode="int4", block_size=block, accuracy_level=4
+        )
+        assert built.name == t.variant
+        attrs = [
+            {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+            for n in built.proto.graph.node
+            if n.op_type == "MatMulNBits"
+        ]
+        assert attrs and all(a["block_size"] == block and a["accuracy_level"] == 4 for a in attrs)
+    merged = ortlab.doctor(HERE / "optimum_gpt2_merged", budget_s=40, memory=False, progress=False)
+    assert merged.generation is not None
+    assert not any(t.key.startswith("variant:int4") for t in merged.generation.trials)
+    assert any("inside an If's branches" in n for n in merged.notes)
+
+
+def _trial(decode: float, *, kept: int, tokens: int = 16) -> GenerationTrial:
+    """A trial whose 8 rounds give decode ratio ``decode`` (± 1 %) and TTFT ratio 1."""
+    base = [1.0] * 8
+    cand = [decode * (1 + 0.01 * ((-1) ** k)) for k in range(8)]
+    dv, tv = paired_ratio(base, cand), paired_ratio(base, base)
+    return GenerationTrial(
+        key="spin:off",
+        label="spinning off",
+        variant="m",
+        config=ortlab.SessionConfig(allow_spinning=False),
+        shared_buffer=0,
+        decode=Paired.of(dv, dv.text("the baseline", "spinning off")),
+        ttft=Paired.of(tv, tv.text("the baseline", "spinning off")),
+        decode_ms=float(np.median(cand)),
+        base_decode_ms=1.0,
+        ttft_ms=1.0,
+        base_ttft_ms=1.0,
+        tokens_kept=kept,
+        tokens=tokens,
+        code="SessionConfig(allow_spinning=False)",
+        base_ttft_rounds=base,
+        base_decode_rounds=base,
+    )
+
+
+def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
+    int4_doctor: ortlab.DoctorResult,
+) -> None:
+    """A trial significantly faster in decode is a finding quoting its own verdict and the
+    milliseconds a generation saves; one that changes the greedy text says from which token
+    and is only 'info'; one within noise is no finding."""
+    gen = int4_doctor.generation
+    assert gen is not None
+    facts = Facts(seen=None, baseline_ms=1.0)  # type: ignore[arg-type]  # the rules read generation only
+    for decode, kept, want in ((0.5, 16, "warning"), (0.5, 3, "info"), (1.0, 16, None)):
+        trial = _trial(decode, kept=kept)
+        g = dataclasses.replace(gen, trials=[trial], new_tokens=17)
+        found = decoder_trials(dataclasses.replace(facts, generation=g))
+        if want is None:
+            assert found == []
+            continue
+        (f,) = found
+        assert (
+            f.severity == want and f.ratio == trial.decode.ratio and f.gain == trial.decode.verdict
+        )
+        assert f.title.startswith("spinning off: decode 2.00x faster in generation")
+        assert f.saved_ms == pytest.approx((1.0 - trial.decode_ms) * 16)
+        if kept < 16:
+            assert f"changes the generated text from token {kept + 1} of 16" in f.evidence
+    assert decoder_phases(dataclasses.replace(facts, generation=None)) == []
+    assert math.isfinite(gen.base_decode_ms) and isinstance(gen, GenerationFacts)
