@@ -536,3 +536,36 @@ def test_the_report_has_a_generation_section_and_says_what_the_model_is() -> Non
     assert SECTION_TITLES["GenerationResult"] in html and "Per layer" in html
     summary = html[html.index("Summary") :]
     assert summary.index("<b>What it is</b>: decoder with KV cache: 2 layers") < 2000
+
+
+def test_a_generations_worker_stays_near_one_session_and_its_cache() -> None:
+    """A 64-token generation in a fresh worker (onnxruntime imported first): the worker's peak
+    resident memory (VmHWM, read from /proc) grows by less than 2x one session's peak as
+    ortlab.footprint measures it in fresh processes, plus the KV cache's measured peak; and
+    three more generations on the same session raise that peak by less than the cache
+    again (nothing is kept from one generation to the next)."""
+    import psutil
+
+    from ortlab.engine.worker import get_worker
+
+    def peak(pid: int) -> int:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmHWM")
+
+    m = ortlab.load(HERE / "genai_fp32")
+    session = ortlab.footprint(m, settings={}, repeats=2, progress=False).reference.peak
+    get_worker().stop()
+    worker = get_worker()
+    ortlab.benchmark(ortlab.examples.load("mlp"), runs=2, progress=False)  # imports onnxruntime
+    pid = worker.pid
+    assert pid is not None
+    idle = psutil.Process(pid).memory_info().rss
+    g = ortlab.generate(m, prompt=8, new_tokens=64, runs=1, profile=False, progress=False)
+    first = peak(pid)
+    kv = g.kv_cache["measured_peak_bytes"]  # genai's buffers: the formula x max length
+    assert m.decoder is not None and kv == g.kv_bytes_per_token * m.decoder.max_length
+    assert first - idle < 2 * session + kv, (first - idle, session, kv)
+    ortlab.generate(m, prompt=8, new_tokens=64, runs=3, profile=False, progress=False)
+    assert peak(pid) - first < max(kv, 1 << 20), (peak(pid) - first, kv)
