@@ -188,7 +188,7 @@ def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) 
     median is what the binomial distribution says (checked with scipy, not ortlab's own sum)."""
     from scipy.stats import binom
 
-    from ortlab.views.render import benchmark_text
+    from ortlab.views.benchmark import benchmark_text
 
     b = ortlab.benchmark(mlp, runs=40, warmup=3, progress=False)
     low, high, coverage = b.p50_interval
@@ -209,7 +209,7 @@ def test_the_machines_load_is_measured_while_it_is_timed(mlp: ortlab.Model) -> N
     result says its times are from a busy machine."""
 
     from ortlab.core.machine import BUSY_CORES
-    from ortlab.views.render import benchmark_text
+    from ortlab.views.benchmark import benchmark_text
     from tests.models import busy_core
 
     with busy_core():  # ORT gets one core, the burner the other

@@ -404,7 +404,7 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
     assert checked >= 20, checked
     assert g.tensors["x"] == "float[1, 3, 48, 320]"
     # the Lab's top-nodes list names each kernel by the original nodes it computes
-    from ortlab.views.render import kernel_label
+    from ortlab.views.profile import kernel_label
 
     originals = {n.name for n in g.nodes}
     renamed = [r for r in pl.optimized_rows if r.node not in originals and r.fused_from]
@@ -413,7 +413,7 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
         label = kernel_label(r.node, r.fused_from)
         assert label.split(" ")[0] in originals and f"(kernel {r.node})" in label, label
     # and so does the slowest-nodes table of the report and the Lab's snapshot (one home)
-    from ortlab.views.render import fused_map, profile_node_rows
+    from ortlab.views.profile import fused_map, profile_node_rows
 
     _, rows = profile_node_rows(pl.profile, 200, fused_map(pl, pl.profile))
     named = {

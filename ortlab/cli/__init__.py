@@ -45,8 +45,8 @@ from ortlab.core.units import fmt_bytes
 from ortlab.core.version import __version__
 from ortlab.engine.providers import providers
 from ortlab.engine.session import warn_if_fallback
+from ortlab.views.accelerators import providers_text
 from ortlab.views.html import safe_text
-from ortlab.views.render_accelerators import providers_text
 
 __all__ = ["main"]
 
@@ -202,7 +202,7 @@ def _bench(args: argparse.Namespace) -> None:
 
 def _profile(args: argparse.Namespace) -> None:
 
-    from ortlab.views.render import fused_map
+    from ortlab.views.profile import fused_map
 
     m = load_model(args.model)
     # The placement join runs the same profiled runs and maps every kernel of ORT's final

@@ -1,4 +1,5 @@
-"""What every figure shares: the template (validated once) and the common layout. Plotly is
+"""The figure kit every room shares: the template (validated once), the common layout, a plain
+bar chart, and the per-node shift chart the run diff and the version diff draw. Plotly is
 imported inside the functions: importing this module loads no plotting library."""
 
 from __future__ import annotations
@@ -6,10 +7,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from ortlab.analysis.diff import TIMED_VERDICTS
+from ortlab.views.colors import verdict_color
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["layout", "template"]
+__all__ = ["bars", "layout", "shift_figure", "template", "timed_shifts"]
 
 # A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
 # and validate, which a Lab refresh (five figures) would feel.
@@ -54,3 +58,48 @@ def layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
         **kw,
     )
     return fig
+
+
+def bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw: Any) -> Any:
+    """A bar chart of ``y`` over ``x`` with the common layout (``kw`` goes to ``go.Bar``)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=x, y=y, **kw))
+    return layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
+
+
+def timed_shifts(t: Any, top: int) -> Any:
+    """The ``top`` largest timed shifts of a per-node diff table, bottom up for a bar chart."""
+    return t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
+
+
+def shift_figure(t: Any, names: list[str], hover: list[str], title: str, axis: str) -> Any:
+    """Each node's shift B - A (``t``: a per-node diff table, ``delta_us``/``low``/``high``/
+    ``verdict``) as a bar with its interval, coloured by its verdict; ``hover`` says why (the
+    words are hover-only, never drawn across the bars). The run diff's figure and the version
+    diff's."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(
+        go.Bar(
+            x=t["delta_us"],
+            y=names,
+            orientation="h",
+            marker_color=[verdict_color(v) for v in t["verdict"]],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (t["high"] - t["delta_us"]).clip(lower=0),
+                "arrayminus": (t["delta_us"] - t["low"]).clip(lower=0),
+            },
+            text=hover,
+            textposition="none",
+            hovertemplate="%{y}: %{x:+,.0f} µs per run (%{text})<extra></extra>",
+        )
+    )
+    return layout(
+        fig,
+        title,
+        xaxis_title=f"{axis} (interval: distribution-free, 95 %+)",
+        height=160 + 22 * max(len(t), 1),
+    )

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file (plotly bundled, no network) with the model summary,
 placement, optimization diff, profile charts, quantization comparison, the doctor's findings
 and the environment the results were measured on (the doctor's own renderers are
-:mod:`ortlab.views.render_doctor`).
+:mod:`ortlab.views.doctor`).
 
 Every string from the model goes through :func:`ortlab.views.html.esc` (HTML) or
 :func:`ortlab.views.html.script_json` (figure data, in non-executed JSON blocks). The page's
@@ -23,7 +23,9 @@ from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.views import plots
+from ortlab.views.accelerators import whatif_html
+from ortlab.views.benchmark import benchmark_html, load_text, p50_text
+from ortlab.views.doctor import best_snippet, doctor_html
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import page_module, state_block
 from ortlab.views.html import (
@@ -35,20 +37,12 @@ from ortlab.views.html import (
     script_json,
     table_html,
 )
-from ortlab.views.render import (
-    benchmark_html,
-    fused_map,
-    load_text,
-    model_summary_html,
-    p50_text,
-    placement_html,
-    profile_html,
-    session_report_html,
-)
-from ortlab.views.render_accelerators import whatif_html
-from ortlab.views.render_doctor import best_snippet, doctor_html
-from ortlab.views.render_optimization import optimization_html
-from ortlab.views.render_quantization import compare_html
+from ortlab.views.model import model_summary_html
+from ortlab.views.optimization import optimization_html
+from ortlab.views.placement import placement_html
+from ortlab.views.profile import fused_map, profile_html
+from ortlab.views.quantization import compare_figure, compare_html
+from ortlab.views.session import session_report_html
 
 __all__ = ["report", "report_html"]
 
@@ -345,7 +339,7 @@ def _timing_sections(compare: Any, benchmark: Any, history: Any) -> list[tuple[s
                 "Quantization comparison",
                 compare_html(compare)
                 + _compare_inputs(compare)
-                + _figure_html(plots.compare_figure(compare)),
+                + _figure_html(compare_figure(compare)),
             )
         )
     if benchmark is not None:

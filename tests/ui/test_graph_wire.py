@@ -174,7 +174,7 @@ _COLORS = """async ([source, colors, names]) => {
 
 def test_the_graph_colours_an_ep_as_the_charts_do(page: Any, tmp_path: Path) -> None:
     """One palette: overlays.js, given the palette the graph carries, colours every EP as
-    plots.py does, the known ones and those coloured by a hash of their name (names beyond
+    the figures do, the known ones and those coloured by a hash of their name (names beyond
     U+FFFF included: the hash reads UTF-16 units, as JavaScript does)."""
     blank = tmp_path / "blank.html"
     blank.write_text("<!doctype html><title>colours</title>", encoding="utf-8")

@@ -56,7 +56,7 @@ def module_sources() -> dict[str, str]:
 # No network and no inline script but the page's own: the module script is allowed by its
 # sha256 hash, blob: is the entry module, the modules it imports and the layout worker, all
 # made from the texts in the state block; styles are inline. Every model string is JSON data
-# escaped by render.script_json, in a data block that never runs.
+# escaped by html.script_json, in a data block that never runs.
 _CSP = (
     "default-src 'none'; script-src {hash} blob:; worker-src blob:; style-src 'unsafe-inline'; "
     "base-uri 'none'; form-action 'none'"
@@ -119,7 +119,7 @@ def state_block(
 ) -> str:
     """The data block :func:`page_module` renders from: ``data`` (``pack(graph)``),
     the view state, layout code and renderer, as inert JSON (every model string escaped by
-    render.script_json, so not even a missed escape could end the element or run)."""
+    html.script_json, so not even a missed escape could end the element or run)."""
     state = {
         "data": data,
         "color_by": color_by,

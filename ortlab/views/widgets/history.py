@@ -9,9 +9,10 @@ from typing import Any
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.stats import interval_text
+from ortlab.views.figure import template
 from ortlab.views.html import esc
 
-__all__ = ["History", "RunRecord", "ort_seconds"]
+__all__ = ["History", "RunRecord", "history_figure", "ort_seconds"]
 
 _COLUMNS = [
     "run",
@@ -274,3 +275,45 @@ def ort_seconds(pl: Any, b: Any) -> float:
     if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state
         return float("nan")
     return float(pl.ort_ms + b.ort_ms) / 1e3
+
+
+def history_figure(t: Any) -> Any:
+    """The Lab's History: p50 per run with the median's interval as error bars and the other
+    processes' load in the hover (``t``: ``History.to_pandas()``)."""
+    import plotly.graph_objects as go
+
+    err = {
+        "type": "data",
+        "symmetric": False,
+        "array": t["p50_high_ms"] - t["p50_ms"],
+        "arrayminus": t["p50_ms"] - t["p50_low_ms"],
+        "thickness": 1,
+    }
+    load = [
+        f"{c:.2f}" if isinstance(c, float) and math.isfinite(c) else "not measured"
+        for c in t["other_cores"]
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=t["run"],
+            y=t["p50_ms"],
+            mode="lines+markers",
+            error_y=err,
+            text=[esc(x) for x in t["label"]],
+            customdata=load,
+            hovertemplate="run %{x}: p50 %{y:.3f} ms<br>%{text}<br>"
+            "other processes: %{customdata} cores",
+        )
+    )
+    fig.update_layout(
+        title="p50 latency across runs (bars: the median's ≥95 % interval; "
+        "runs are not interleaved)",
+        xaxis_title="run",
+        yaxis_title="ms",
+        template=template(),
+        height=300,
+    )
+    if len(t):  # whole run numbers only (never 1, 1.2 … 2)
+        lo, hi = float(t["run"].min()) - 0.5, float(t["run"].max()) + 0.5
+        fig.update_xaxes(tickmode="linear", tick0=1, dtick=max(1, len(t) // 10), range=[lo, hi])
+    return fig

@@ -12,7 +12,7 @@ def carriers_first(placement: Any, profile: Any) -> dict[str, tuple[str, ...]]:
     """Per kernel, the original nodes it computes (:func:`fused_map`), the one that carries
     its time in the placement join first (``NodeRow.us_per_run``): the Conv of a Conv+Relu
     kernel, not the Relu "fused into" it with no time of its own."""
-    from ortlab.views.render import fused_map
+    from ortlab.views.profile import fused_map
 
     fused = fused_map(placement, profile)
     if not fused:

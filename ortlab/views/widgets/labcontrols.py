@@ -470,7 +470,7 @@ class TabControls:
     def history_items(self, history: Any) -> list[Any]:
         """What the History tab shows: the run pickers, the A/B comparison, a warning where
         the same settings swung between runs, the p50 figure and the last 30 runs."""
-        from ortlab.views.plots import history_figure
+        from ortlab.views.widgets.history import history_figure
 
         t = history.to_pandas()
         self.history_warning.value = "".join(

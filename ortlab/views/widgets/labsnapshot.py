@@ -24,7 +24,7 @@ def snapshot_html(
     last run, its latency with interval and load, where its nodes ran, the slowest nodes, and
     the History. Each figure is the one its tab shows (the same renderers)."""
     from ortlab.views.html import esc, table_html
-    from ortlab.views.render import profile_node_rows
+    from ortlab.views.profile import profile_node_rows
 
     head = (
         f"<div><b>ortlab Lab</b> · {esc(model_name)} · a static snapshot of the last "

@@ -13,8 +13,9 @@ from typing import Any
 
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
+from ortlab.views.benchmark import load_text, p50_text
 from ortlab.views.html import esc
-from ortlab.views.render import kernel_label, load_text, p50_text
+from ortlab.views.profile import kernel_label
 from ortlab.views.widgets.kernelnodes import carriers_first
 
 __all__ = ["Headline"]

@@ -25,7 +25,7 @@ def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
     """The Profile tab's slowest nodes (25), each kernel named by the original nodes it
     computes (the one that carries its time first), with its median time and share
     (``ProfileResult.by_node``'s, as everywhere)."""
-    from ortlab.views.render import kernel_label
+    from ortlab.views.profile import kernel_label
 
     fused = carriers_first(placement, prof)
     return [

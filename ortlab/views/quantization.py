@@ -1,17 +1,21 @@
-"""Renderers of quantization: the variants compared (size, time, accuracy, kernels, and why a
-variant disappoints) and the quantization error tensor by tensor. Pure functions, no UI
-library; model strings through :func:`~ortlab.views.html.esc` and
-:func:`~ortlab.views.html.safe_text`, as in :mod:`ortlab.views.render`.
+"""Quantization's room: the variants compared (size, time, accuracy, kernels, and why a variant
+disappoints) and the quantization error tensor by tensor, each as text, HTML and a figure.
+Pure functions, no UI library; model strings through :func:`~ortlab.views.html.esc` and
+:func:`~ortlab.views.html.safe_text`; plotly imported inside the figures.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.core.stats import interval_text
+from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 
 def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
@@ -122,3 +126,54 @@ def error_html(e: Any, top: int = 15) -> str:
         + table_html(head, rows)
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in e.notes)
     )
+
+
+def compare_figure(c: Any) -> go.Figure:
+    """Latency ratio (x) vs output error (y, 1 - cosine, log) with marker size = file size."""
+    import plotly.graph_objects as go
+
+    t = c.to_pandas()
+    err = [max(1 - (x if x is not None else 1.0), 1e-9) for x in t["cosine"]]
+    fig = go.Figure(
+        go.Scatter(
+            x=t["ratio"],
+            y=err,
+            mode="markers+text",
+            text=[esc(v) for v in t["variant"]],
+            textposition="top center",
+            marker={"size": [8 + 30 * s for s in t["size_ratio"]], "opacity": 0.7},
+            customdata=np.stack([t["file_mb"], t["p50_ms"]], axis=-1),
+            hovertemplate="%{text}<br>time ×%{x:.2f}<br>1 - cosine %{y:.2e}<br>"
+            "%{customdata[0]:.1f} MB, p50 %{customdata[1]:.2f} ms<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(c.model)}: time vs error vs size" + (
+        " (synthetic inputs)" if c.synthetic else ""
+    )
+    return layout(
+        fig,
+        title,
+        xaxis_title="time ratio to the original (< 1 is faster)",
+        yaxis_title="1 - cosine (log)",
+        yaxis_type="log",
+        yaxis_dtick=1,
+        height=420,
+    )
+
+
+def error_figure(e: Any) -> Any:
+    """SQNR per tensor in graph order: where the quantization error grows."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(
+        go.Scatter(
+            x=list(range(len(e.tensors))),
+            y=[t.sqnr_db for t in e.tensors],
+            mode="lines+markers",
+            text=[f"{t.node} ({t.op_type})" for t in e.tensors],
+            hovertemplate="%{text}<br>%{y:.1f} dB<extra></extra>",
+        )
+    )
+    title = f"{esc(e.model)} vs {esc(e.variant)}: SQNR per tensor"
+    return layout(fig, title, xaxis_title="tensor (graph order)", yaxis_title="SQNR dB", height=380)

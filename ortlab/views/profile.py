@@ -1,10 +1,14 @@
-"""The profile's figures: time per op type, the provider → op type → node hierarchy (sunburst,
-treemap), the slowest nodes, one run's timeline and memory over one run, each from a
-:class:`~ortlab.analysis.profiling.ProfileResult`. Figures are returned, never shown; plotly is
-imported inside the functions and model strings are HTML-escaped before they reach it."""
+"""The profile's room: its text and HTML (time per op type, the slowest nodes, a kernel named by
+the original nodes it computes) and its figures (time per op type, the provider → op type →
+node hierarchy as sunburst and treemap, the slowest nodes, one run's timeline and memory over
+one run), each from a :class:`~ortlab.analysis.profiling.ProfileResult`. Pure functions, no UI
+library; model strings through :func:`~ortlab.views.html.esc` and
+:func:`~ortlab.views.html.safe_text`; figures are returned, never shown, plotly imported inside
+the functions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,14 +16,125 @@ import numpy as np
 from ortlab.core.eps import label as ep_label
 from ortlab.views.colors import provider_color
 from ortlab.views.figure import layout
-from ortlab.views.html import esc
+from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
+from ortlab.views.session import report_lines, session_report_html
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from ortlab.analysis.profiling import ProfileResult
 
-__all__ = ["profile_figure"]
+__all__ = [
+    "conditions_html",
+    "fused_map",
+    "kernel_label",
+    "profile_figure",
+    "profile_html",
+    "profile_node_rows",
+    "profile_text",
+]
+
+
+# ---------------------------------------------------------------- text and HTML
+
+
+def kernel_label(kernel: str, originals: Sequence[str]) -> str:
+    """A kernel of ORT's final graph named by the original nodes it computes (what the graph
+    view and Netron show): ``p2o.Conv.12 + 2 more (kernel r169_nchwc)``; a kernel that is
+    an original node of its own keeps its name."""
+    rest = [n for n in originals if n != kernel]
+    if not rest:
+        return kernel
+    if kernel in originals:
+        return f"{kernel} (+{len(rest)} fused)"
+    more = f" + {len(rest) - 1} more" if len(rest) > 1 else ""
+    return f"{rest[0]}{more} (kernel {kernel})"
+
+
+def fused_map(placement: Any, profile: ProfileResult) -> dict[str, tuple[str, ...]]:
+    """Per kernel of ``profile``, the original nodes it computes, from a placement join of the
+    same session settings (empty when there is none, or its settings differ: kernel names
+    depend on the optimization level)."""
+    if placement is None or getattr(placement, "config", None) != profile.config:
+        return {}
+    return {r.node: r.fused_from for r in placement.optimized_rows}
+
+
+def profile_node_rows(
+    p: ProfileResult, top: int, fused: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[str], list[list[Any]]]:
+    """The table of the slowest nodes (the Profile tab's, the Lab snapshot's, the report's
+    and the CLI's): a kernel is named by the original nodes it computes when ``fused``
+    (:func:`fused_map`) knows them."""
+    t = p.by_node().head(top)
+    fused = fused or {}
+    headers = ["node", "op_type", "provider", "µs/run (median run)", "share", "total µs"]
+    rows = [
+        [
+            kernel_label(r.node, fused.get(r.node, ())),
+            r.op_type,
+            r.provider,
+            float(r.us_per_run),
+            f"{r.share:.1%}",
+            float(r.total_us),
+        ]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
+    t = p.by_op_type()
+    headers = ["op_type", "provider", "nodes", "µs/run (median run)", "share"]
+    rows = [
+        [r.op_type, r.provider, int(r.nodes), float(r.us_per_run), f"{r.share:.1%}"]
+        for r in t.itertuples()
+    ]
+    return headers, rows
+
+
+def profile_text(
+    p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    parts = [
+        f"Profile {safe_text(p.model)}: {len(p.data.node)} nodes, session init "
+        f"{p.data.session_init_us / 1e3:.1f} ms",
+        f"Times: {p.conditions}",
+        "",
+        "By op type:",
+        table_text(*_op_rows(p)),
+        "",
+        f"Top {top} nodes:",
+        table_text(*profile_node_rows(p, top, fused)),
+    ]
+    if p.report is not None:
+        parts += ["", *report_lines(p.report)]
+    parts += ["", *(f"note: {n}" for n in p.notes[:1])]
+    return "\n".join(parts)
+
+
+def profile_html(
+    p: ProfileResult, top: int = 15, fused: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    return (
+        f"{STYLE}<div><b>{esc(p.model)}</b> · {len(p.data.node)} nodes · "
+        f"session init {p.data.session_init_us / 1e3:.1f} ms</div>"
+        + conditions_html(p)
+        + table_html(*_op_rows(p))
+        + table_html(*profile_node_rows(p, top, fused))
+        + (session_report_html(p.report) if p.report else "")
+        + "".join(f"<div><i>{esc(n, 500)}</i></div>" for n in p.notes[:1])
+    )
+
+
+def conditions_html(p: ProfileResult) -> str:
+    """The profile's conditions line (``ProfileResult.conditions``), in the warning colour when
+    the machine was busy."""
+    cls = ' class="ortlab-warn"' if p.busy else ""
+    return f"<div{cls}>Times: {esc(p.conditions, 600)}</div>"
+
+
+# ---------------------------------------------------------------- figures
 
 
 def profile_figure(p: ProfileResult, kind: str = "op_type", **kwargs: Any) -> go.Figure:

@@ -1,7 +1,7 @@
-"""Renderers of comparisons between runs: configs timed against the first (interleaved, paired)
-and one run diffed against another node by node. Pure functions, no UI library; model strings
-through :func:`~ortlab.views.html.esc` and :func:`~ortlab.views.html.safe_text`, as in
-:mod:`ortlab.views.render`.
+"""The run diff's room: one run diffed against another node by node (``ortlab.diff``) as text,
+HTML and a figure. Pure functions, no UI library; model strings through
+:func:`~ortlab.views.html.esc` and :func:`~ortlab.views.html.safe_text`; plotly imported inside
+the figure (:func:`~ortlab.views.figure.shift_figure`, which the version diff's figure shares).
 """
 
 from __future__ import annotations
@@ -9,35 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from ortlab.core.eps import label as ep_label
-from ortlab.core.machine import load_sentence
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
-from ortlab.views.html import STYLE, esc, load_html, safe_text, table_html, table_text
+from ortlab.views.figure import shift_figure, timed_shifts
+from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
-
-def _config_row(r: Any) -> list[Any]:
-    p = r.paired
-    return [r.label, r.p50_ms, interval_text(p.ratio, p.low, p.high), p.verdict]
-
-
-def config_comparison_text(c: Any) -> str:
-    rows = [_config_row(r) for r in c.rows]
-    return (
-        f"{safe_text(c.model)}\n"
-        + table_text(["config", "p50 ms", "ratio", "verdict"], rows)
-        + f"\n{load_sentence(c.other_cores)}"
-        + "".join(f"\nnote: {safe_text(n, 600)}" for n in c.notes)
-    )
-
-
-def config_comparison_html(c: Any) -> str:
-    rows = [_config_row(r) for r in c.rows]
-    return (
-        f"<b>{esc(c.model)}</b>"
-        + table_html(["config", "p50 ms", "ratio", "verdict"], rows)
-        + load_html(c.other_cores)
-        + "".join(f"<div><i>{esc(n, 600)}</i></div>" for n in c.notes)
-    )
+__all__ = ["diff_figure", "diff_html", "diff_text"]
 
 
 def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
@@ -92,3 +69,11 @@ def diff_html(d: Any, top: int = 20) -> str:
         + table_html(*_diff_rows(d, top))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in d.notes)
     )
+
+
+def diff_figure(d: Any, top: int = 25) -> Any:
+    """B - A per node with its interval, the largest changes (red slower, blue faster)."""
+    t = timed_shifts(d.to_pandas(), top)
+    names = [esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)]
+    title = f"{esc(d.label_a)} → {esc(d.label_b)}: per node, B − A"
+    return shift_figure(t, names, list(t["verdict"]), title, "µs per run")

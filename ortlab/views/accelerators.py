@@ -1,13 +1,15 @@
-"""Renderers of where a model can run: the what-if (predicted placement on accelerators that are
-not here, and why nodes fall back) and the providers onnxruntime has here. Pure functions, no
-UI library; model strings through :func:`~ortlab.views.html.esc` and
-:func:`~ortlab.views.html.safe_text`, as in :mod:`ortlab.views.render`.
+"""Where a model can run: the what-if (predicted placement on accelerators that are not here, and
+why nodes fall back) as text, HTML and a figure, and the providers onnxruntime has here as
+text. Pure functions, no UI library; model strings through :func:`~ortlab.views.html.esc` and
+:func:`~ortlab.views.html.safe_text`; plotly imported inside the figure.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ortlab.views.colors import provider_color
+from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -92,3 +94,29 @@ def providers_text(p: Providers) -> str:
         lines.append(f"  - {safe_text(e.name)} ({safe_text(e.module)} {e.version}): {state}")
     lines.append("devices: " + ", ".join(f"{d.ep_name} on {d.device_type}" for d in p.devices))
     return "\n".join(lines)
+
+
+def whatif_figure(w: Any) -> Any:
+    """Predicted nodes on each target vs on the CPU (stacked bars); targets with no
+    prediction (unknown, failed) are listed with an empty bar."""
+    import plotly.graph_objects as go
+
+    t = w.summary()
+    labels = [f"{r.target} ({r.evidence})" for r in t.itertuples()]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=labels, y=t["on_target"], name="on target", marker_color="#F58518"))
+    fig.add_trace(
+        go.Bar(
+            x=labels, y=t["on_cpu"], name="CPU", marker_color=provider_color("CPUExecutionProvider")
+        )
+    )
+    fig.add_trace(
+        go.Bar(x=labels, y=t["removed"], name="removed before partitioning", marker_color="#BAB0AC")
+    )
+    fig.update_layout(barmode="stack")
+    return layout(
+        fig,
+        f"{esc(w.model)}: where it would run (predicted)",
+        yaxis_title="original nodes",
+        height=380,
+    )

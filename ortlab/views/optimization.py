@@ -1,15 +1,16 @@
-"""Renderers of graph optimization: the levels side by side, the ablation (one graph transformer
-off at a time) and the transformer fusion. Pure functions, no UI library; model strings through
-:func:`~ortlab.views.html.esc` and :func:`~ortlab.views.html.safe_text`, as in
-:mod:`ortlab.views.render`.
+"""Graph optimization's room: the levels side by side, the ablation (one graph transformer off at
+a time) and the transformer fusion, each as text, HTML and a figure. Pure functions, no UI
+library; model strings through :func:`~ortlab.views.html.esc` and
+:func:`~ortlab.views.html.safe_text`; plotly imported inside the figures.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.machine import load_sentence
 from ortlab.core.stats import Paired, interval_text
+from ortlab.views.figure import bars, layout
 from ortlab.views.html import (
     STYLE,
     esc,
@@ -19,6 +20,9 @@ from ortlab.views.html import (
     table_html,
     table_text,
 )
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 
 def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
@@ -142,3 +146,83 @@ def transformer_text(t: Any) -> str:
 
 def transformer_html(t: Any) -> str:
     return f"<pre>{esc(transformer_text(t), 20000)}</pre>"
+
+
+def optimization_figure(o: Any) -> go.Figure:
+    """Per optimization level: nodes left (bars) and time ratio to the first level with CI."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    titles = ("nodes after optimization", "time ratio to the first level (interval ≥ 95 %)")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
+    fig.add_trace(
+        go.Bar(
+            x=[lv.level for lv in o.levels],
+            y=[lv.nodes for lv in o.levels],
+            marker_color="#4C78A8",
+            name="nodes",
+        ),
+        row=1,
+        col=1,
+    )
+    rows = o.latency_rows
+    if rows:
+        fig.add_trace(
+            go.Scatter(
+                x=[r.level for r in rows],
+                y=[r.paired.ratio for r in rows],
+                mode="markers",
+                marker={"size": 10, "color": "#F58518"},
+                name="time ratio",
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [r.paired.high - r.paired.ratio for r in rows],
+                    "arrayminus": [r.paired.ratio - r.paired.low for r in rows],
+                },
+                customdata=[[esc(r.paired.verdict, 300)] for r in rows],
+                hovertemplate="%{customdata[0]}<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
+        fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
+    return layout(
+        fig, f"{esc(o.model)}: what each optimization level does", height=340, showlegend=False
+    )
+
+
+def ablation_figure(a: Any) -> Any:
+    """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
+    import plotly.graph_objects as go
+
+    rows = [r for r in a.rows if r.off]
+    fig = go.Figure(
+        go.Scatter(
+            x=[r.paired.ratio for r in rows],
+            y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
+            mode="markers",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
+                "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows],
+            },
+            text=[f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    title = f"{esc(a.model)}: time without each transformer / with all"
+    return layout(
+        fig,
+        title,
+        xaxis_title="time ratio (> 1: the transformer helps)",
+        height=120 + 40 * max(len(rows), 1),
+    )
+
+
+def transformer_figure(t: Any) -> Any:
+    """Fused operators the transformers optimizer produced."""
+    ops = [(k, v) for k, v in t.fused_operators.items() if v]
+    return bars("fused operators", [k for k, _ in ops], [v for _, v in ops], "operator", "count")

@@ -6,6 +6,7 @@ from typing import Any
 
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
+from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
@@ -92,8 +93,6 @@ def versions_html(r: Any, top: int = 20) -> str:
 def versions_figure(r: Any, top: int = 25) -> Any:
     """B - A per node with its interval, the largest shifts (red slower, blue faster), the
     nodes whose kernel or fusion changed marked."""
-    from ortlab.views.plots import shift_figure, timed_shifts
-
     t = timed_shifts(r.to_pandas(), top)
     mark = [
         " *" if k or f else ""

@@ -1,18 +1,26 @@
-"""The doctor's renderers: its findings, measured gains, best verified configuration and
-candidates as terminal text and HTML, and the best configuration as plain-onnxruntime code
-(:func:`best_snippet`, which the report shows too). Pure functions, no UI library; every model
-string through :func:`~ortlab.views.html.esc` or :func:`~ortlab.views.html.safe_text`."""
+"""The doctor's room: its findings, measured gains, best verified configuration and candidates
+as terminal text and HTML, its figures (candidates, threads, Pareto), and the best
+configuration as plain-onnxruntime code (:func:`best_snippet`, which the report shows too).
+Pure functions, no UI library; every model string through :func:`~ortlab.views.html.esc` or
+:func:`~ortlab.views.html.safe_text`; plotly imported inside the figure."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ortlab.core.stats import interval_text
+import numpy as np
+
+from ortlab.core.stats import NOISE_BAND, interval_text
+from ortlab.views.colors import VERDICT_COLORS
+from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
-from ortlab.views.render_memory import footprint_html
+from ortlab.views.memory import footprint_html
 
-__all__ = ["best_snippet", "doctor_html", "doctor_text"]
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+__all__ = ["best_snippet", "doctor_figure", "doctor_html", "doctor_text"]
 
 
 GENERATION_HEAD = ["candidate", "decode tokens/s: baseline → it", "decode time ratio [CI]"]
@@ -130,3 +138,90 @@ def best_snippet(best: Any, model_file: str) -> str:
         )
         head += [f"#   {step}" for step in best.steps] or ["#   (steps not recorded)"]
     return "\n".join(head) + "\n" + str(best.config.snippet(path))
+
+
+def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
+    """'candidates': time ratio to the baseline with its interval (>= 95 %) per candidate;
+    'threads': the intra-op threads / spinning sweep; 'pareto': time vs output error, marker
+    area = size."""
+    import plotly.graph_objects as go
+
+    if kind not in ("candidates", "threads", "pareto"):
+        raise ValueError(f"Unknown doctor plot {kind!r}; choose candidates, threads or pareto.")
+    t = d.candidates() if kind != "threads" else d.threads()
+    t = t[t["key"] != "baseline"] if kind != "threads" else t
+    labels = [
+        esc(f"{k} ({s})" if kind == "candidates" else k)
+        for k, s in zip(t["key"], t.get("stage", t["key"]), strict=True)
+    ]
+    if kind == "pareto":
+        err = [max(1 - (1.0 if np.isnan(c) else c), 1e-9) for c in t["cosine"]]
+        fig = go.Figure(
+            go.Scatter(
+                x=t["ratio"],
+                y=err,
+                mode="markers+text",
+                text=labels,
+                textposition="top center",
+                marker={
+                    "size": [8 + 3 * np.sqrt(mb) for mb in t["file_mb"]],
+                    "color": ["#E45756" if p else "#4C78A8" for p in t["pareto"]],
+                },
+                hovertemplate="%{text}<br>time ×%{x:.3f}<br>1 - cosine %{y:.2e}<extra></extra>",
+            )
+        )
+        fig.add_vline(x=1.0, line_dash="dot")
+        return layout(
+            fig,
+            f"{esc(d.model)}: time vs output error (red: Pareto set)",
+            xaxis_title="time ratio to baseline (< 1 is faster)",
+            yaxis_title="1 - cosine (log)",
+            yaxis_type="log",
+            yaxis_dtick=1,
+            height=420,
+        )  # decades only: minor labels are 9 px
+    colors = [
+        VERDICT_COLORS["faster"]
+        if hi < 1 - NOISE_BAND
+        else VERDICT_COLORS["slower"]
+        if lo > 1 + NOISE_BAND
+        else VERDICT_COLORS["neither"]
+        for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            y=labels,
+            x=t["ratio"],
+            orientation="h",
+            marker_color=colors,
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": t["ci_high"] - t["ratio"],
+                "arrayminus": t["ratio"] - t["ci_low"],
+            },
+            hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    if t.empty:
+        fig.add_annotation(
+            text="nothing measured within the budget (see the findings)",
+            showarrow=False,
+            x=1.0,
+            y=0.5,
+            yref="paper",
+        )
+    title = (
+        "intra-op threads and spinning: time ratio to the baseline"
+        if kind == "threads"
+        else "each candidate: time ratio to the baseline, interval ≥ 95 % "
+        "(blue faster, red slower, grey within noise)"
+    )
+    return layout(
+        fig,
+        f"{esc(d.model)}: {title}",
+        xaxis_title="time ratio (< 1 is faster)",
+        height=max(260, 28 * len(labels) + 90),
+        yaxis={"autorange": "reversed"},
+    )
