@@ -233,3 +233,24 @@ def test_an_op_without_a_formula_is_bound_unknown_and_in_no_verdict() -> None:
     assert roof.time_share(0) == pytest.approx(0.1)  # only the counted node has a fraction
     assert not roof.near_limits and roof.time_share(NEAR) <= 0.1
     assert "unknown" in set(roof.nodes["bound"])
+
+
+def test_an_embedding_lookup_sits_under_its_roof() -> None:
+    """genai's int4 decoder at a decode step: its embedding Gather moves the id, the one row it
+    copies and that row out (counted by hand from the table's width), not the whole table,
+    so it is a memory-bound row under the bandwidth ceiling (it sat at 6,799-13,899 % of it
+    when the whole table counted)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from ortlab.analysis.limits.roofline import ABOVE
+
+    folder = Path(ortlab.__file__).parent / "decoders" / "genai_int4"
+    r = ortlab.roofline(folder, dims={"prompt": 1, "past": 16}, runs=5, progress=False)
+    proto = onnx.load(str(ortlab.load(folder).path))
+    gather = next(n for n in proto.graph.node if n.op_type == "Gather" and "embed" in n.name)
+    table = next(i for i in proto.graph.initializer if i.name == gather.input[0])
+    width = numpy_helper.to_array(table).shape[1]
+    row = next(x for x in r.rows if x.node == gather.name)
+    assert row.bytes == 8 + 2 * width * 4, (row.bytes, width)  # int64 id, the row in and out
+    assert row.bound == "memory" and row.achieved_fraction < ABOVE
