@@ -111,11 +111,14 @@ def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> N
     assert any("inside an If's branches" in n for n in merged.notes)
 
 
-def _trial(decode: float, *, kept: int, tokens: int = 16) -> GenerationTrial:
-    """A trial whose 8 rounds give decode ratio ``decode`` (± 1 %) and TTFT ratio 1."""
+def _trial(
+    decode: float, *, kept: int, tokens: int = 16, ttft: float = 1.0, base_ttft: float = 1.0
+) -> GenerationTrial:
+    """A trial whose 8 rounds give decode ratio ``decode`` and TTFT ratio ``ttft`` (± 1 %)."""
     base = [1.0] * 8
     cand = [decode * (1 + 0.01 * ((-1) ** k)) for k in range(8)]
-    dv, tv = paired_ratio(base, cand), paired_ratio(base, base)
+    first = [ttft * (1 + 0.01 * ((-1) ** k)) for k in range(8)]
+    dv, tv = paired_ratio(base, cand), paired_ratio(base, first)
     return GenerationTrial(
         key="spin:off",
         label="spinning off",
@@ -126,8 +129,8 @@ def _trial(decode: float, *, kept: int, tokens: int = 16) -> GenerationTrial:
         ttft=Paired.of(tv, tv.text("the baseline", "spinning off")),
         decode_ms=float(np.median(cand)),
         base_decode_ms=1.0,
-        ttft_ms=1.0,
-        base_ttft_ms=1.0,
+        ttft_ms=base_ttft * ttft,
+        base_ttft_ms=base_ttft,
         tokens_kept=kept,
         tokens=tokens,
         code="SessionConfig(allow_spinning=False)",
@@ -160,5 +163,11 @@ def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
         assert f.saved_ms == pytest.approx((1.0 - trial.decode_ms) * 16)
         if kept < 16:
             assert f"changes the generated text from token {kept + 1} of 16" in f.evidence
+    # a faster prefill alone: a finding when the prefill takes a millisecond or more, not when
+    # it is a sub-millisecond step that thread wake-ups move
+    for base_ttft, found in ((5.0, 1), (0.2, 0)):
+        g = dataclasses.replace(gen, trials=[_trial(1.0, kept=16, ttft=0.5, base_ttft=base_ttft)])
+        out = decoder_trials(dataclasses.replace(facts, generation=g))
+        assert len(out) == found and all("time to first token 2.00x" in f.title for f in out)
     assert decoder_phases(dataclasses.replace(facts, generation=None)) == []
     assert math.isfinite(gen.base_decode_ms) and isinstance(gen, GenerationFacts)

@@ -324,6 +324,12 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         f"the candidate in turn (A B, B A, …), {time.perf_counter() - started:.1f} s."
     )
     ttft, per_token, said = _baseline_times(trials, base)
+    if ttft < 1.0:
+        notes.append(
+            f"The prefill takes {ttft:.2f} ms here: thread wake-ups and cache state are a "
+            "visible share of so short a step, so its TTFT verdicts describe this machine's "
+            "scheduling as much as the model (none becomes a finding on its own)."
+        )
     return GenerationFacts(
         prompt=prompt,
         new_tokens=new,
