@@ -433,7 +433,7 @@ def _result(
         requested=search.cfg.with_(fallback="warn"),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_with_caveat(best, search.cfg, caveat),
+        best=_in_generation(_with_caveat(best, search.cfg, caveat), search.cfg, facts.generation),
         baseline_ms=facts.baseline_ms,
         rounds=search.rounds,
         runs=search.runs,
@@ -457,6 +457,33 @@ def _result(
 
 
 _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
+
+
+def _in_generation(
+    best: Best, requested: SessionConfig, generation: GenerationFacts | None
+) -> Best:
+    """A decoder's best is verified on one decode step; where its thread settings were also
+    generated with (a trial with the same threads and spinning), its verdict says how that
+    trial did in generation too, beside it: one story, both measurements named."""
+    if generation is None or best.variant != "original":
+        return best
+    changed = [k for k in _THREAD_FIELDS if getattr(best.config, k) != getattr(requested, k)]
+    if not changed:
+        return best
+    same = [
+        t
+        for t in generation.trials
+        if not t.key.startswith("variant:")
+        and all(getattr(t.config, k) == getattr(best.config, k) for k in _THREAD_FIELDS)
+        and t.shared_buffer == generation.baseline.shared_buffer
+    ]
+    if not same:
+        return best
+    said = (
+        f"{best.paired.verdict} (on the timed inputs: one decode step); in generation with "
+        f"the same thread settings ({same[0].label}): {same[0].decode.verdict}"
+    )
+    return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
 
 
 def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:

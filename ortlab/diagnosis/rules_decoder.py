@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ortlab.analysis.limits.roofline import NEAR
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.diagnosis.facts import Facts, Finding, load_caveat
 
@@ -15,10 +16,6 @@ TTFT_FLOOR_MS = 1.0
 """A prefill shorter than this is no finding on its own: a first step under a millisecond is
 a visible share thread wake-ups and cache state (identical sessions measured here differ by
 ±65 µs steps from round to round), and not what a user waits for."""
-
-FAR_FROM_BANDWIDTH = 0.3
-"""Decode's weight multiplications under this share of DRAM's bandwidth are not limited by
-memory: per-step overhead is."""
 
 
 def decoder_phases(f: Facts) -> list[Finding]:
@@ -55,7 +52,7 @@ def decoder_phases(f: Facts) -> list[Finding]:
                 f"{fmt_bandwidth(row.bandwidth)}"
             )
             if not math.isnan(row.fraction):
-                bound = "memory" if row.fraction >= FAR_FROM_BANDWIDTH else "overhead"
+                bound = "memory" if row.fraction >= NEAR else "overhead"
         else:
             parts.append(
                 f"the prefill's {row.nodes} {row.op_type} compute at "
@@ -83,7 +80,8 @@ def decoder_phases(f: Facts) -> list[Finding]:
             fix=fix,
             code=f"ortlab.generate(model, prompt={gen.prompt}, new_tokens={gen.new_tokens})"
             ".weights",
-            gain="measured (one generation, profiling off; node shares profiling on)",
+            gain=f"measured: the times {gen.measured}, profiling off; the node shares and the "
+            "weights' rates from one profiled generation",
             severity="info",
         )
     ]
