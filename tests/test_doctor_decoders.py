@@ -92,18 +92,12 @@ def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> N
     assert gen is not None
     found = {t.key: t for t in gen.trials}
     assert {"variant:int4-b32", "variant:int4-b128"} <= set(found), set(found)
-    fields = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
-    same = [
-        t
-        for t in gen.trials
-        if not t.key.startswith("variant:")
-        and t.shared_buffer == gen.baseline.shared_buffer
-        and all(getattr(t.config, k) == getattr(d.best.config, k) for k in fields)
-    ]
-    moved = any(getattr(d.best.config, k) != getattr(d.requested, k) for k in fields)
-    if d.best.variant == "original" and moved and same:
-        # the best, verified on one decode step, says how its threads did in generation
-        assert same[0].decode.verdict in d.best.paired.verdict
+    if d.best.key not in ("", "baseline"):
+        # one story: the best, verified on one decode step, was generated with too, and its
+        # verdict says how it did there
+        (mine,) = [t for t in gen.trials if t.key == "best"]
+        assert mine.config == d.best.config and mine.decode.rounds == gen.rounds
+        assert f"in generation: {mine.decode.verdict}" in d.best.paired.verdict
     for block in (32, 128):
         t = found[f"variant:int4-b{block}"]
         assert 0 <= t.tokens_kept <= t.tokens

@@ -29,7 +29,7 @@ from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
-from ortlab.core.model import ModelLike
+from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis.best import Best, loaded_only
@@ -44,7 +44,7 @@ from ortlab.diagnosis.facts import (
     busy_cores,
     load_caveat,
 )
-from ortlab.diagnosis.generation import GenerationFacts, generation_stage
+from ortlab.diagnosis.generation import GenerationFacts, best_in_generation, generation_stage
 from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import Search
 from ortlab.engine.calls import as_config, edge
@@ -365,6 +365,8 @@ def doctor(
         ("explain", explain),
     ]
     _run_plan(plan, search, stages)
+    if generation is not None:  # one story: the search's best is generated with too
+        generation = _best_generated(search, generation)
     facts = Facts.assemble(
         seen,
         measured=dict(search.measured),
@@ -459,16 +461,33 @@ def _result(
 _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
 
 
+def _best_generated(search: Search, generation: GenerationFacts) -> GenerationFacts:
+    """The search's best, when it is not the baseline, generated against the baseline."""
+    best = search.best(dict(search.measured))
+    if best.key in ("", "baseline") or (best.variant == "original" and best.config == search.cfg):
+        return generation
+    model = search.m if best.variant == "original" else load(best.model_path, name=best.variant)
+    label = f"{best.variant} · {best.config.label()}"
+    return best_in_generation(search, generation, model, best.config, label)
+
+
 def _in_generation(
     best: Best, requested: SessionConfig, generation: GenerationFacts | None
 ) -> Best:
     """A decoder's best is verified on one decode step; where its thread settings were also
     generated with (a trial with the same threads and spinning), its verdict says how that
     trial did in generation too, beside it: one story, both measurements named."""
-    if generation is None or best.variant != "original":
+    if generation is None:
         return best
+    mine = [t for t in generation.trials if t.key == "best" and t.config == best.config]
+    if mine:
+        said = (
+            f"{best.paired.verdict} (on the timed inputs: one decode step); in generation: "
+            f"{mine[0].decode.verdict}"
+        )
+        return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
     changed = [k for k in _THREAD_FIELDS if getattr(best.config, k) != getattr(requested, k)]
-    if not changed:
+    if best.variant != "original" or not changed:
         return best
     same = [
         t

@@ -15,6 +15,7 @@ reproduces (from the first: greedy decoding diverges for good at the first diffe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -38,7 +39,13 @@ from ortlab.engine.calls import edge, run_model_task
 if TYPE_CHECKING:
     from ortlab.diagnosis.ledger import Ledger
 
-__all__ = ["TRIAL_COLUMNS", "GenerationFacts", "GenerationTrial", "generation_stage"]
+__all__ = [
+    "TRIAL_COLUMNS",
+    "GenerationFacts",
+    "GenerationTrial",
+    "best_in_generation",
+    "generation_stage",
+]
 
 TRIAL_COLUMNS = (
     "key",
@@ -288,36 +295,9 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         made = ledger.guarded(f"the {s.label} variant", "build", s.build, s.code)
         if made is not None:
             built.append((s, made))
-    trials: list[GenerationTrial] = []
-    other: float | None = None
-    if built:
-        run = edge(
-            m,
-            cfg,
-            None,
-            dims={"prompt": prompt, "past": 0, "batch": 1},
-            progress=ledger.progress,
-            timeout=ledger.call_timeout(),
-        )
-        reply = run_model_task(
-            tasks_generate.interleaved,
-            run,
-            decoder=info,
-            items=[
-                (str(m.path), m.name, cfg, base.shared_buffer),
-                *[(str(v.path), v.name, s.config, s.shared) for s, v in built],
-            ],
-            new_tokens=new,
-            rounds=rounds,
-        )
-        other = reply.other_cores
-        for (s, v), pair in zip(built, reply.pairs, strict=True):
-            if pair is None:
-                continue
-            trials.append(_trial(s, v, pair, new))
-        for k, why in reply.failed.items():
-            s = built[k - 1][0]
-            ledger.failures.append(_failure(s, why))
+    trials, other = _pairs(
+        ledger, built, prompt=prompt, new=new, rounds=rounds, shared=base.shared_buffer
+    )
     notes.append(
         f"Generation trials: {prompt}-token prompt (synthetic ids), {new} new tokens, "
         f"{rounds} rounds per candidate, each round one generation of the baseline and one of "
@@ -342,6 +322,80 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         base_decode_ms=per_token,
         measured=said,
     )
+
+
+def _pairs(
+    ledger: Ledger,
+    built: list[tuple[_Spec, Model]],
+    *,
+    prompt: int,
+    new: int,
+    rounds: int,
+    shared: int,
+) -> tuple[list[GenerationTrial], float | None]:
+    """Each built candidate generating against the baseline (its ``shared`` cache), in pairs
+    in the worker; a candidate that fails there is a failure, the others go on."""
+    m, cfg = ledger.m, ledger.cfg
+    assert m.decoder is not None
+    if not built:
+        return [], None
+    run = edge(
+        m,
+        cfg,
+        None,
+        dims={"prompt": prompt, "past": 0, "batch": 1},
+        progress=ledger.progress,
+        timeout=ledger.call_timeout(),
+    )
+    reply = run_model_task(
+        tasks_generate.interleaved,
+        run,
+        decoder=m.decoder,
+        items=[
+            (str(m.path), m.name, cfg, shared),
+            *[(str(v.path), v.name, s.config, s.shared) for s, v in built],
+        ],
+        new_tokens=new,
+        rounds=rounds,
+    )
+    trials = [
+        _trial(s, v, pair, new)
+        for (s, v), pair in zip(built, reply.pairs, strict=True)
+        if pair is not None
+    ]
+    for k, why in reply.failed.items():
+        ledger.failures.append(_failure(built[k - 1][0], why))
+    return trials, reply.other_cores
+
+
+def best_in_generation(
+    ledger: Ledger, gen: GenerationFacts, best: Model, config: SessionConfig, label: str
+) -> GenerationFacts:
+    """The search's best (verified on one decode step) generated against the baseline too, as
+    the trial keyed ``best``, when the budget leaves it the stage's rounds; else a note."""
+    one = sum(gen.baseline.steps_ms[-1]) / 1e3 + 0.01
+    need = 2 * one * (gen.rounds + 1)
+    if ledger.left() < need:
+        ledger.skip("the best in generation", ledger.budget_s + need)
+        return gen
+    spec = _Spec(
+        "best", f"the best of the search ({label})", config, gen.baseline.shared_buffer, ""
+    )
+    got = ledger.guarded(
+        "the best in generation",
+        "generation",
+        lambda: _pairs(
+            ledger,
+            [(spec, best)],
+            prompt=gen.prompt,
+            new=gen.new_tokens,
+            rounds=gen.rounds,
+            shared=gen.baseline.shared_buffer,
+        ),
+    )
+    if got is None or not got[0]:
+        return gen
+    return dataclasses.replace(gen, trials=[*gen.trials, *got[0]])
 
 
 def _baseline_times(
