@@ -16,6 +16,7 @@ import numpy as np
 
 from ortlab.analysis.generation.phases import (
     PhaseRoof,
+    ceiling_lookup,
     dram_fraction,
     phase_roofs,
     roofline_of,
@@ -197,6 +198,11 @@ class GenerationResult(Result):
             out["decode"] = float(np.mean(d.run_us[1:]))
         return out
 
+    def ceilings(self) -> RooflineResult:
+        """The ceilings the phases are set against, as a roofline with no rows (its
+        ``peak_flops(dtype)``, ``peak_bytes(call_bytes)``, ``bandwidth``)."""
+        return ceiling_lookup(self.config, self.peaks, self.cache_bytes)
+
     def roofline(self, phase: str = "decode") -> RooflineResult:
         """One phase's nodes against this machine's ceilings, as a roofline (its ``nodes``
         table, ``plot()`` and verdicts): ``us`` is the node's time per step of the phase."""
@@ -223,7 +229,7 @@ class GenerationResult(Result):
         bandwidth columns, in prefill the FLOP/s ones."""
         import pandas as pd
 
-        dram = next((p.best for p in self.peaks if p.dtype == "memory"), math.nan)
+        dram = self.ceilings().bandwidth
         rows = [
             {
                 "phase": roof.phase,
@@ -260,7 +266,9 @@ class GenerationResult(Result):
         nodes, us_per_step, flops, bytes, achieved_flops, dtype, peak_flops, achieved_bytes,
         dram_bandwidth, bandwidth, ceiling, fraction, dram_fraction). Per node:
         :attr:`phase_roofline`."""
-        return weights_summary(self.roofs, self.peaks, self.cache_bytes)
+        return weights_summary(
+            self.roofs, ceiling_lookup(self.config, self.peaks, self.cache_bytes)
+        )
 
     @property
     def kv_cache(self) -> dict[str, float]:

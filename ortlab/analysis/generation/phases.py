@@ -14,6 +14,7 @@ the mean step's count is the mean of the steps' counts; the weights' do not chan
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,12 +28,13 @@ from ortlab.core.eps import compiling
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import Model
 from ortlab.core.run import Run
-from ortlab.engine import tasks_cost, tasks_peaks
-from ortlab.engine.calls import call, edge, run_model_task
+from ortlab.engine import tasks_cost
+from ortlab.engine.calls import edge, run_model_task
 
 __all__ = [
     "WEIGHT_OPS",
     "PhaseRoof",
+    "ceiling_lookup",
     "decode_past",
     "dram_fraction",
     "phase_roofs",
@@ -74,22 +76,12 @@ def decode_past(prompt: int, profiled_steps: int) -> int:
     return prompt + max(profiled_steps - 2, 0) // 2
 
 
-def _peaks(config: SessionConfig, timeout: float | None) -> list[Peak]:
-    """This session's ceilings for ``config``'s settings, measured now if never before."""
-    wanted = (*PRECISIONS, "memory", "cache")
-    found = ceilings.known(config, wanted)
-    if found is None:
-        reply = call(
-            tasks_peaks.peaks,
-            {"config": config, "dtypes": list(PRECISIONS), "runs": 10},
-            desc="peaks",
-            context=f"of this machine with {config.label()}",
-            progress=False,
-            timeout=timeout,
-        )
-        ceilings.record(config, reply.runs)
-        found = ceilings.known(config, wanted) or []
-    return found
+def ceiling_lookup(config: SessionConfig, peaks: list[Peak], cache_bytes: int) -> RooflineResult:
+    """A roofline with no rows over ``peaks``: the one place a node's ceilings are looked up
+    (:meth:`RooflineResult.peak_flops`, :meth:`RooflineResult.peak_bytes`)."""
+    return RooflineResult(
+        model="", config=config, peaks=peaks, rows=[], runs=1, cache_bytes=cache_bytes
+    )
 
 
 def phase_roofs(
@@ -114,15 +106,11 @@ def phase_roofs(
                 "kernels whose work ortlab cannot count."
             ],
         )
-    peaks = _peaks(cfg, run.timeout)
-    lookup = RooflineResult(
-        model=m.name,
-        config=cfg,
-        peaks=peaks,
-        rows=[],
-        runs=1,
-        cache_bytes=last_level_cache_bytes(),
-    )
+    wanted = (*PRECISIONS, "memory", "cache")
+    if ceilings.known(cfg, wanted) is None:
+        ceilings.measure(cfg, PRECISIONS, timeout=run.timeout)
+    peaks = ceilings.known(cfg, wanted) or []
+    lookup = ceiling_lookup(cfg, peaks, last_level_cache_bytes())
     roofs, notes = [], []
     past = decode_past(prompt, profiled_steps)
     for phase, dims in (
@@ -172,18 +160,15 @@ def roofline_of(
     roof: PhaseRoof, *, model: str, config: SessionConfig, peaks: list[Peak], cache_bytes: int
 ) -> RooflineResult:
     """One phase as a :class:`RooflineResult` (its table, plot and verdicts)."""
-    return RooflineResult(
+    return dataclasses.replace(
+        ceiling_lookup(config, peaks, cache_bytes),
         model=f"{model} ({roof.phase})",
-        config=config,
-        peaks=peaks,
         rows=roof.rows,
-        runs=1,
         feeds=f"one {roof.phase} step, {roof.past} tokens cached",
         notes=[
             f"Node times: the profiled generation's time per {roof.phase} step (profiling on); "
             "FLOPs and bytes computed from that step's shapes; ceilings measured."
         ],
-        cache_bytes=cache_bytes,
     )
 
 
@@ -193,19 +178,17 @@ def dram_fraction(row: RoofRow, dram: float) -> float:
     return got / dram if dram > 0 and not math.isnan(got) else math.nan
 
 
-def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak], cache_bytes: int) -> Any:
+def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Any:
     """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
     summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
     summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth,
-    bandwidth and ceiling (the bytes/s their step's bytes meet: 'in-cache' when they fit the
-    last-level cache of ``cache_bytes``, else 'DRAM'), ``fraction`` (of that bandwidth in
-    decode, where a step reads every weight once; of the GEMM peak in the prefill) and
-    dram_fraction (achieved bytes/s over DRAM's)."""
+    bandwidth and ceiling (the bytes/s their step's bytes meet, as ``lookup`` chooses it for a
+    node: 'in-cache' when they fit the last-level cache, else 'DRAM'), ``fraction`` (of that
+    bandwidth in decode, where a step reads every weight once; of the GEMM peak in the
+    prefill) and dram_fraction (achieved bytes/s over DRAM's)."""
     import pandas as pd
 
-    found = {p.dtype: p.best for p in peaks if not p.error}
-    dram = found.get("memory", math.nan)
-    cache = max(found.get("cache", math.nan), dram)
+    dram = lookup.bandwidth
     out = []
     for roof in roofs:
         groups: dict[tuple[str, str], list[RoofRow]] = {}
@@ -217,8 +200,7 @@ def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak], cache_bytes: int)
             moved = sum(r.bytes for r in rows)
             got_flops = flops / us * 1e6 if us > 0 else math.nan
             got_bytes = moved / us * 1e6 if us > 0 else math.nan
-            fits = 0 < moved <= cache_bytes and not math.isnan(cache)
-            bandwidth = cache if fits else dram
+            bandwidth = lookup.peak_bytes(moved)
             peak = rows[0].peak_flops
             out.append(
                 {
@@ -234,7 +216,7 @@ def weights_summary(roofs: list[PhaseRoof], peaks: list[Peak], cache_bytes: int)
                     "achieved_bytes": got_bytes,
                     "dram_bandwidth": dram,
                     "bandwidth": bandwidth,
-                    "ceiling": "in-cache" if fits else "DRAM",
+                    "ceiling": "in-cache" if bandwidth > dram else "DRAM",
                     "fraction": got_bytes / bandwidth
                     if roof.phase == "decode"
                     else got_flops / peak,

@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from ortlab.core.config import SessionConfig
+from ortlab.engine import tasks_peaks
+from ortlab.engine.calls import call
 from ortlab.engine.replies import PeakRuns
 
-__all__ = ["ALL_PEAKS", "Peak", "forget", "known", "record", "settings_key"]
+__all__ = ["ALL_PEAKS", "Peak", "forget", "known", "measure", "record", "settings_key"]
 
 ALL_PEAKS = ("fp32", "int8", "fp16", "memory", "cache")
 """Every ceiling a roofline may need: a GEMM per precision, DRAM and in-cache bandwidth."""
@@ -89,6 +91,22 @@ def known(config: SessionConfig, dtypes: Iterable[str] = ALL_PEAKS) -> list[Peak
         seen = _SEEN.get(settings_key(config), {})
         found = [seen.get(d) for d in dtypes]
     return None if any(p is None for p in found) else [p for p in found if p is not None]
+
+
+def measure(
+    config: SessionConfig, dtypes: Iterable[str], *, runs: int = 10, timeout: float | None
+) -> None:
+    """Measure the GEMM peaks of ``dtypes`` and both bandwidths now, in the worker under
+    ``config``'s settings, and fold them in (:func:`record`)."""
+    reply = call(
+        tasks_peaks.peaks,
+        {"config": config, "dtypes": list(dtypes), "runs": runs},
+        desc="peaks",
+        context=f"of this machine with {config.label()}",
+        progress=False,
+        timeout=timeout,
+    )
+    record(config, reply.runs)
 
 
 def forget() -> None:

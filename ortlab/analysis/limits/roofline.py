@@ -31,8 +31,8 @@ from ortlab.core.result import Result, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_flops
-from ortlab.engine import tasks_cost, tasks_peaks
-from ortlab.engine.calls import call, edge, run_model_task
+from ortlab.engine import tasks_cost
+from ortlab.engine.calls import edge, run_model_task
 
 __all__ = [
     "FAR_UNDER",
@@ -287,15 +287,7 @@ def roofline_run(run: Run) -> RooflineResult:
     prof = profile_result(run, reply.data, reply.report)
     result, rows = _against_ceilings(run, costs=costs, prof=prof)
     if any(r.achieved_fraction > ABOVE for r in rows):  # a busy moment, or a wrong count
-        reply_peaks = call(
-            tasks_peaks.peaks,
-            {"config": cfg, "dtypes": ["fp32", "int8", "fp16"], "runs": 10},
-            desc="peaks",
-            context=f"of this machine with {cfg.label()}",
-            progress=False,
-            timeout=timeout,
-        )
-        ceilings.record(cfg, reply_peaks.runs)
+        ceilings.measure(cfg, ("fp32", "int8", "fp16"), timeout=timeout)
         result, rows = _against_ceilings(run, costs=costs, prof=prof)
         notes.append(
             "Nodes ran above the ceilings first measured: the ceilings were measured "
