@@ -82,14 +82,14 @@ class DoctorResult(Result):
     """For a requested NPU EP that does not run here: its predicted partition (at the timed
     shapes when the model's are dynamic), which the npu_partition finding rests on."""
     memory: FootprintResult | None = None
+    """The session's resident memory and each memory setting's, in fresh processes (the
+    memory finding rests on it); None with ``memory=False``."""
     roofline: RooflineResult | None = None
     """The baseline's node times against this machine's measured peaks (None where an EP
     compiles the graph); its profile is :attr:`profile`."""
     generation: GenerationFacts | None = None
     """For an LLM decoder: its profiled baseline generation (phases, layers, the roofline per
     phase) and each candidate measured in generation against it (:meth:`generation_trials`)."""
-    """The session's resident memory and each memory setting's, in fresh processes (the
-    memory finding rests on it); None with ``memory=False``."""
     notes: list[str] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
@@ -365,8 +365,9 @@ def doctor(
         ("explain", explain),
     ]
     _run_plan(plan, search, stages)
+    best = search.best(dict(search.measured))
     if generation is not None:  # one story: the search's best is generated with too
-        generation = _best_generated(search, generation)
+        generation = _best_generated(search, generation, best)
     facts = Facts.assemble(
         seen,
         measured=dict(search.measured),
@@ -379,7 +380,7 @@ def doctor(
         logical_cpus=stages.cpus,
         generation=generation,
     )
-    return _result(search, facts, stages, budget_s=budget_s, t0=t0)
+    return _result(search, facts, stages, best, budget_s=budget_s, t0=t0)
 
 
 def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages: _Stages) -> None:
@@ -410,7 +411,7 @@ def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages:
 
 
 def _result(
-    search: Search, facts: Facts, stages: _Stages, *, budget_s: float, t0: float
+    search: Search, facts: Facts, stages: _Stages, best: Best, *, budget_s: float, t0: float
 ) -> DoctorResult:
     env = environment()
     if stages.load:
@@ -424,7 +425,7 @@ def _result(
             "timed: the timings, thread and spinning advice above all, describe a busy machine; "
             "re-run the doctor idle to confirm them"
         )
-    best, dropped = loaded_only(search.best(facts.measured), facts.seen.report.active)
+    best, dropped = loaded_only(best, facts.seen.report.active)
     if dropped:  # never a verified configuration with an EP nothing was measured on
         search.notes.append(dropped)
     if search.budget_note():  # what the budget left out, said once, last
@@ -435,7 +436,7 @@ def _result(
         requested=search.cfg.with_(fallback="warn"),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_in_generation(_with_caveat(best, search.cfg, caveat), search.cfg, facts.generation),
+        best=_in_generation(_with_caveat(best, search.cfg, caveat), facts.generation),
         baseline_ms=facts.baseline_ms,
         rounds=search.rounds,
         runs=search.runs,
@@ -448,7 +449,7 @@ def _result(
         memory=facts.footprint,
         roofline=facts.seen.roofline,
         generation=facts.generation,
-        notes=[*search.notes, *(facts.generation.notes if facts.generation else [])],
+        notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,
         feeds=search.feeds.describe(),
@@ -461,9 +462,8 @@ def _result(
 _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
 
 
-def _best_generated(search: Search, generation: GenerationFacts) -> GenerationFacts:
+def _best_generated(search: Search, generation: GenerationFacts, best: Best) -> GenerationFacts:
     """The search's best, when it is not the baseline, generated against the baseline."""
-    best = search.best(dict(search.measured))
     if best.key in ("", "baseline") or (best.variant == "original" and best.config == search.cfg):
         return generation
     model = search.m if best.variant == "original" else load(best.model_path, name=best.variant)
@@ -471,36 +471,15 @@ def _best_generated(search: Search, generation: GenerationFacts) -> GenerationFa
     return best_in_generation(search, generation, model, best.config, label)
 
 
-def _in_generation(
-    best: Best, requested: SessionConfig, generation: GenerationFacts | None
-) -> Best:
-    """A decoder's best is verified on one decode step; where its thread settings were also
-    generated with (a trial with the same threads and spinning), its verdict says how that
-    trial did in generation too, beside it: one story, both measurements named."""
-    if generation is None:
-        return best
-    mine = [t for t in generation.trials if t.key == "best" and t.config == best.config]
-    if mine:
-        said = (
-            f"{best.paired.verdict} (on the timed inputs: one decode step); in generation: "
-            f"{mine[0].decode.verdict}"
-        )
-        return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
-    changed = [k for k in _THREAD_FIELDS if getattr(best.config, k) != getattr(requested, k)]
-    if best.variant != "original" or not changed:
-        return best
-    same = [
-        t
-        for t in generation.trials
-        if not t.key.startswith("variant:")
-        and all(getattr(t.config, k) == getattr(best.config, k) for k in _THREAD_FIELDS)
-        and t.shared_buffer == generation.baseline.shared_buffer
-    ]
-    if not same:
+def _in_generation(best: Best, generation: GenerationFacts | None) -> Best:
+    """A decoder's best is verified on one decode step and then generated with (the trial
+    keyed ``best``): its verdict says both, one story with each measurement named."""
+    mine = [t for t in generation.trials if t.key == "best"] if generation else []
+    if not mine:
         return best
     said = (
-        f"{best.paired.verdict} (on the timed inputs: one decode step); in generation with "
-        f"the same thread settings ({same[0].label}): {same[0].decode.verdict}"
+        f"{best.paired.verdict} (on the timed inputs: one decode step); in generation: "
+        f"{mine[0].decode.verdict}"
     )
     return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
 

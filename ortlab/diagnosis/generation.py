@@ -16,6 +16,7 @@ reproduces (from the first: greedy decoding diverges for good at the first diffe
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -31,7 +32,8 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
-from ortlab.diagnosis.facts import Kind, candidate_key
+from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
+from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import edge, run_model_task
@@ -80,19 +82,35 @@ class GenerationTrial:
     """Time per decode token, candidate / baseline, per round, with its interval."""
     ttft: Paired
     """Time to first token (the prefill), candidate / baseline."""
-    decode_ms: float
-    """The candidate's time per decode token (median over rounds)."""
-    base_decode_ms: float
-    ttft_ms: float
-    base_ttft_ms: float
     tokens_kept: int
     """Of the baseline's greedy tokens, how many the candidate generates too, from the first."""
     tokens: int
     code: str
-    base_ttft_rounds: list[float] = field(default_factory=list)
-    """The baseline's time to first token in each round of this pair, ms."""
+    decode_rounds: list[float] = field(default_factory=list)
+    """The candidate's time per decode token in each round, ms."""
+    ttft_rounds: list[float] = field(default_factory=list)
+    """The candidate's time to first token in each round, ms."""
     base_decode_rounds: list[float] = field(default_factory=list)
     """The baseline's time per decode token in each round of this pair, ms."""
+    base_ttft_rounds: list[float] = field(default_factory=list)
+    """The baseline's time to first token in each round of this pair, ms."""
+
+    @property
+    def decode_ms(self) -> float:
+        """The candidate's time per decode token: the median over rounds."""
+        return _median(self.decode_rounds)
+
+    @property
+    def base_decode_ms(self) -> float:
+        return _median(self.base_decode_rounds)
+
+    @property
+    def ttft_ms(self) -> float:
+        return _median(self.ttft_rounds)
+
+    @property
+    def base_ttft_ms(self) -> float:
+        return _median(self.base_ttft_rounds)
 
     @property
     def decode_tokens_per_s(self) -> float:
@@ -113,7 +131,6 @@ class GenerationFacts:
     rounds: int
     baseline: GenerationResult
     trials: list[GenerationTrial] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     other_cores: float | None = None
     base_ttft_ms: float = math.nan
     """The baseline's time to first token: the median over every round it ran in the trials
@@ -221,7 +238,7 @@ def decoder_specs(
                     cfg,
                     shared,
                     f"ortlab.quantize(model, mode='int4', block_size={block}, accuracy_level=4)",
-                    build=_quantizer(m, qc),
+                    build=functools.partial(quantize, m, qc),
                 )
             )
     elif info.weights.startswith("fp32"):
@@ -237,13 +254,6 @@ def decoder_specs(
             "(ortlab.quantize(fp32_model, mode='int4', block_size=…, accuracy_level=4))."
         )
     return out, notes
-
-
-def _quantizer(m: Model, qc: QuantConfig) -> Callable[[], Model]:
-    def build() -> Model:
-        return quantize(m, qc)
-
-    return build
 
 
 def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationFacts | None:
@@ -274,7 +284,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
     specs, notes = decoder_specs(
         m, info, cfg, cores=cores, logical=logical, shared=base.shared_buffer
     )
-    one = sum(base.steps_ms[-1]) / 1e3 + 0.01  # one generation (a warm one), s
+    one = _one_s(base)
     started = time.perf_counter()
     room = max(ledger.left() * SHARE, 0.0)
     rounds = min(ledger.max_rounds, int(room / max(len(specs), 1) / (2 * one)) - 1)
@@ -304,19 +314,19 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         f"the candidate in turn (A B, B A, …), {time.perf_counter() - started:.1f} s."
     )
     ttft, per_token, said = _baseline_times(trials, base)
-    if ttft < 1.0:
+    if ttft < TTFT_FLOOR_MS:
         notes.append(
             f"The prefill takes {ttft:.2f} ms here: thread wake-ups and cache state are a "
             "visible share of so short a step, so its TTFT verdicts describe this machine's "
             "scheduling as much as the model (none becomes a finding on its own)."
         )
+    ledger.notes.extend(notes)  # said once, with the other stages' notes
     return GenerationFacts(
         prompt=prompt,
         new_tokens=new,
         rounds=rounds,
         baseline=base,
         trials=trials,
-        notes=notes,
         other_cores=other,
         base_ttft_ms=ttft,
         base_decode_ms=per_token,
@@ -351,10 +361,8 @@ def _pairs(
         tasks_generate.interleaved,
         run,
         decoder=m.decoder,
-        items=[
-            (str(m.path), m.name, cfg, shared),
-            *[(str(v.path), v.name, s.config, s.shared) for s, v in built],
-        ],
+        shared=shared,
+        items=[(str(v.path), v.name, s.config, s.shared) for s, v in built],
         new_tokens=new,
         rounds=rounds,
     )
@@ -364,7 +372,10 @@ def _pairs(
         if pair is not None
     ]
     for k, why in reply.failed.items():
-        ledger.failures.append(_failure(built[k - 1][0], why))
+        spec = built[k][0]
+        ledger.failures.append(
+            CandidateFailure(f"generation with {spec.label}", why, "timing", spec.code)
+        )
     return trials, reply.other_cores
 
 
@@ -373,7 +384,7 @@ def best_in_generation(
 ) -> GenerationFacts:
     """The search's best (verified on one decode step) generated against the baseline too, as
     the trial keyed ``best``, when the budget leaves it the stage's rounds; else a note."""
-    one = sum(gen.baseline.steps_ms[-1]) / 1e3 + 0.01
+    one = _one_s(gen.baseline)
     need = 2 * one * (gen.rounds + 1)
     if ledger.left() < need:
         ledger.skip("the best in generation", ledger.budget_s + need)
@@ -396,6 +407,11 @@ def best_in_generation(
     if got is None or not got[0]:
         return gen
     return dataclasses.replace(gen, trials=[*gen.trials, *got[0]])
+
+
+def _one_s(base: GenerationResult) -> float:
+    """Seconds one generation takes (the baseline's last, a warm one), for the budget."""
+    return sum(base.steps_ms[-1]) / 1e3 + 0.01
 
 
 def _baseline_times(
@@ -433,19 +449,15 @@ def _trial(s: _Spec, v: Model, pair: Any, new: int) -> GenerationTrial:
         shared_buffer=s.shared,
         decode=Paired.of(dv, dv.text("the baseline", s.label) + " (time per decode token)"),
         ttft=Paired.of(tv, tv.text("the baseline", s.label) + " (time to first token)"),
-        decode_ms=float(np.median(dec)),
-        base_decode_ms=float(np.median(base_dec)),
-        ttft_ms=float(np.median(ttft)),
-        base_ttft_ms=float(np.median(base_ttft)),
         tokens_kept=kept,
         tokens=len(pair.base_tokens),
         code=s.code,
-        base_ttft_rounds=base_ttft,
+        decode_rounds=dec,
+        ttft_rounds=ttft,
         base_decode_rounds=base_dec,
+        base_ttft_rounds=base_ttft,
     )
 
 
-def _failure(s: _Spec, why: str) -> Any:
-    from ortlab.diagnosis.facts import CandidateFailure
-
-    return CandidateFailure(f"generation with {s.label}", why, "timing", s.code)
+def _median(values: list[float]) -> float:
+    return float(np.median(values)) if values else math.nan

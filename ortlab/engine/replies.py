@@ -322,8 +322,8 @@ class GenerationPair:
 @dataclass(frozen=True)
 class GenerationsReply:
     """``tasks_generate.interleaved``: one :class:`GenerationPair` per candidate (None where
-    its session could not be built or its first generation failed: ``failed`` says why), and
-    the cores other processes used meanwhile."""
+    its session could not be built or its first generation failed: ``failed``, by the
+    candidate's index, says why), and the cores other processes used meanwhile."""
 
     pairs: list[GenerationPair | None]
     report: SessionReport

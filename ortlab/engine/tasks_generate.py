@@ -117,29 +117,30 @@ def interleaved(
     job: ModelJob,
     *,
     decoder: DecoderInfo,
+    shared: int,
     items: list[tuple[str, str, SessionConfig, int]],
     new_tokens: int,
     rounds: int,
 ) -> GenerationsReply:
     """Each candidate in ``items`` (model path, name, config, shared buffer length) against
-    ``job``'s model and config (the baseline, its ``shared`` the first item's), in pairs: after
-    one warm-up generation each, ``rounds`` rounds of one greedy generation of ``new_tokens``
-    tokens after ``job``'s prompt each, in the orders A B, B A, … (drift cancels). Two sessions
-    at a time: the pair's. A candidate that cannot be built or run is a ``failed`` entry; the
-    others go on. The baseline's failure raises."""
-    base_shared = items[0][3] if items else 0
+    ``job``'s model and config (the baseline, its cache ``shared`` as :func:`generate` takes
+    it), in pairs: after one warm-up generation each, ``rounds`` rounds of one greedy
+    generation of ``new_tokens`` tokens after ``job``'s prompt each, in the orders A B, B A, …
+    (drift cancels). Two sessions at a time: the pair's. A candidate that cannot be built or
+    run is a ``failed`` entry (its index in ``items``); the others go on. The baseline's
+    failure raises."""
     since = cpu_sample()
     sess, base_report, _ = open_session(job.model_path, job.model_name, job.config)
     base = _Loop(sess, decoder, job)
-    base.run(min(2, new_tokens), lambda _k: None, shared=base_shared)
+    base.run(min(2, new_tokens), lambda _k: None, shared=shared)
     pairs: list[GenerationPair | None] = []
     failed: dict[int, str] = {}
-    total = max(len(items) - 1, 1) * rounds
-    for k, (path, name, config, shared) in enumerate(items[1:], start=1):
+    total = max(len(items), 1) * rounds
+    for k, (path, name, config, length) in enumerate(items):
         try:
             other, report, _ = open_session(path, name, config)
             loop = _Loop(other, decoder, job)
-            loop.run(min(2, new_tokens), lambda _k: None, shared=shared)
+            loop.run(min(2, new_tokens), lambda _k: None, shared=length)
         except Exception as err:  # noqa: BLE001 - one candidate fails, not the comparison
             failed[k] = error_text(err)
             pairs.append(None)
@@ -148,11 +149,11 @@ def interleaved(
         made: dict[int, list[int]] = {}
         for r in range(rounds):
             for side in (0, 1) if r % 2 == 0 else (1, 0):
-                runner, length = (base, base_shared) if side == 0 else (loop, shared)
-                steps, tokens, _ = runner.run(new_tokens, lambda _k: None, shared=length)
+                runner, cache = (base, shared) if side == 0 else (loop, length)
+                steps, tokens, _ = runner.run(new_tokens, lambda _k: None, shared=cache)
                 times[side].append(steps)
                 made.setdefault(side, tokens)
-            progress((k - 1) * rounds + r + 1, total)
+            progress(k * rounds + r + 1, total)
         pairs.append(
             GenerationPair(
                 base_prefill_ns=[s[0] for s in times[0]],
