@@ -1,8 +1,10 @@
-"""Profile parsing throughput on a large real trace (goal: >= 1 M node events/s).
+"""Profile parsing throughput on large real traces (goal: >= 1 M node events/s).
 
-Makes a real ORT 1.31 trace of the bundled ResNet-50 with >= 100 k node events (level
-'disabled' keeps all 176 nodes, so ~600 profiled runs), kept in ortlab's cache between runs of
-this script. Then, interleaved in one process, it times
+Makes two real ORT 1.31 traces with >= 100 k node events each, kept in ortlab's cache between
+runs of this script: the bundled ResNet-50 (level 'disabled' keeps all 176 nodes, so ~600
+profiled runs; ~925 bytes an event) and decode steps of the tiny genai int4 decoder in
+``ortlab/decoders`` (one token after a past of 32, two intra-op threads, as a generation's
+decode steps run; ~870 bytes an event). Then, interleaved in one process, it times
 
 - ortlab: ``parse_profile_file`` + ``by_node()`` + ``by_op_type()``;
 - ORT's own ``onnxruntime.transformers.profile_result_processor``: ``load_profile_json`` +
@@ -18,10 +20,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -30,24 +34,38 @@ import ortlab
 from benchmarks._common import record
 from ortlab.analysis.profiling import ProfileResult, parse_profile_file
 from ortlab.core import cache
+from ortlab.core.config import SessionConfig
 from ortlab.core.stats import paired_ratio
 
+DECODER = Path(__file__).resolve().parents[1] / "ortlab" / "decoders" / "genai_int4"
 
-def make_trace(min_events: int) -> Path:
-    target = cache.subdir("bench") / f"resnet50_disabled_{min_events}.json"
+
+def make_trace(min_events: int, which: str) -> Path:
+    target = cache.subdir("bench") / f"{which}_{min_events}.json"
+    if which == "resnet50":  # the name earlier runs cached it under
+        target = cache.subdir("bench") / f"resnet50_disabled_{min_events}.json"
     if target.exists():
         return target
-    m = ortlab.examples.load("resnet50")
-    feeds = dict(m.example_inputs())
-    with cache.temp_dir("trace-") as folder:
-        so = ort.SessionOptions()
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    if which == "resnet50":
+        m = ortlab.examples.load("resnet50")
+        feeds = dict(m.example_inputs())
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        so.enable_profiling = True
+    else:
+        m = ortlab.load(DECODER)
+        feeds = dict(m.example_inputs({"prompt": 1, "past": 32}))
+        so.intra_op_num_threads = 2
+    with cache.temp_dir("trace-") as folder:
         so.profile_file_prefix = str(folder / "trace")
         sess = ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"])
-        nodes = len(m.proto.graph.node)
+        sess.run(None, feeds)
+        one_run = json.loads(Path(sess.end_profiling()).read_bytes())
+        nodes = sum(e["cat"] == "Node" for e in one_run)
+        so.profile_file_prefix = str(folder / "full")
+        sess = ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"])
         runs = -(-min_events // nodes)
-        print(f"profiling {runs} runs of ResNet-50 ({nodes} nodes) for the trace …", flush=True)
+        print(f"profiling {runs} runs of {which} ({nodes} node events each) …", flush=True)
         for _ in range(runs):
             sess.run(None, feeds)
         shutil.move(sess.end_profiling(), target)
@@ -56,7 +74,7 @@ def make_trace(min_events: int) -> Path:
 
 def ortlab_side(path: Path) -> int:
     data = parse_profile_file(path)
-    result = ProfileResult(model="resnet50", config={}, data=data)
+    result = ProfileResult(model=path.stem, config=SessionConfig(), data=data)
     result.by_node()
     result.by_op_type()
     return len(data.ev_node)
@@ -78,16 +96,10 @@ def timed(fn: Callable[[Path], int], path: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
-    path = make_trace(args.events)
-    size_mb = path.stat().st_size / 1e6
+def measure(path: Path, rounds: int) -> dict[str, Any]:
     ours, theirs = [], []
     events = 0
-    for i in range(args.rounds):
+    for i in range(rounds):
         for side in ("ortlab", "ort") if i % 2 == 0 else ("ort", "ortlab"):
             if side == "ortlab":
                 dt, events = timed(ortlab_side, path)
@@ -95,34 +107,46 @@ def main() -> None:
             else:
                 theirs.append(timed(ort_side, path)[0])
     verdict = paired_ratio(theirs, ours)
-    rate = events / float(np.median(ours))
-    data = {
-        "trace_mb": size_mb,
+    return {
+        "trace_mb": path.stat().st_size / 1e6,
+        "bytes_per_event": path.stat().st_size / events,
         "node_events": events,
-        "rounds": args.rounds,
         "ortlab_s": float(np.median(ours)),
         "ort_processor_s": float(np.median(theirs)),
-        "ortlab_events_per_s": rate,
+        "ortlab_events_per_s": events / float(np.median(ours)),
         "ratio_ortlab_over_ort": verdict.ratio,
         "ci95": [verdict.low, verdict.high],
         "verdict": verdict.text("onnxruntime.transformers.profile_result_processor", "ortlab"),
     }
-    md = "\n".join(
-        [
-            f"Real ORT trace of ResNet-50: {events:,} node events, {size_mb:.0f} MB; "
-            f"{args.rounds} interleaved rounds, medians.",
-            "",
-            "| parser | seconds | node events/s |",
-            "|---|---|---|",
-            f"| ortlab (parse + by_node + by_op_type) | {data['ortlab_s']:.3f} | {rate:,.0f} |",
-            "| ORT profile_result_processor (load + node + group) | "
-            f"{data['ort_processor_s']:.3f} | "
-            f"{events / data['ort_processor_s']:,.0f} |",
-            "",
-            f"{data['verdict']}",
-        ]
-    )
-    record("profile_parse", data, md)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    data: dict[str, Any] = {"rounds": args.rounds}
+    lines = [
+        f"Real ORT traces of >= {args.events:,} node events; {args.rounds} interleaved rounds "
+        "each, medians. ortlab = parse_profile_file + by_node + by_op_type; ORT = "
+        "profile_result_processor's load + node + group (the same tables).",
+        "",
+        "| trace | node events | MB | bytes/event | ortlab s | ortlab node events/s "
+        "| ORT s | ORT node events/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for which, label in (("resnet50", "ResNet-50"), ("decoder", "genai int4 decode steps")):
+        row = measure(make_trace(args.events, which), args.rounds)
+        data[which] = row
+        lines.append(
+            f"| {label} | {row['node_events']:,} | {row['trace_mb']:.0f} | "
+            f"{row['bytes_per_event']:.0f} | {row['ortlab_s']:.3f} | "
+            f"{row['ortlab_events_per_s']:,.0f} | {row['ort_processor_s']:.3f} | "
+            f"{row['node_events'] / row['ort_processor_s']:,.0f} |"
+        )
+        verdicts.append(f"{label}: {row['verdict']}")
+    record("profile_parse", data, "\n".join([*lines, "", *verdicts]))
 
 
 if __name__ == "__main__":

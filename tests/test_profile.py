@@ -341,3 +341,74 @@ def test_every_verb_that_profiles_makes_the_same_profile_result(mlp: ortlab.Mode
     assert pl is not None and roof is not None
     assert p.notes == pl.notes == roof.notes and p.feeds == pl.feeds == roof.feeds
     assert p.synthetic == pl.synthetic == roof.synthetic is True
+
+
+def _read_with_json(events: list[dict], skip: int) -> dict[str, list]:
+    """The trace read independently, event by event with the json module: node events in
+    file order, each with its node's and thread's first-appearance index and its run."""
+    runs = sorted(
+        (e["ts"], e["dur"]) for e in events if e["cat"] == "Session" and e["name"] == "model_run"
+    )[skip:]
+    nodes: dict[str, int] = {}
+    threads: dict[object, int] = {}
+    out: dict[str, list] = {k: [] for k in ("node", "run", "start", "dur", "thread")}
+    for e in events:
+        if e["cat"] != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        node = nodes.setdefault(e["name"].removesuffix("_kernel_time"), len(nodes))
+        thread = threads.setdefault(e["tid"], len(threads))
+        before = [i for i, (start, _) in enumerate(runs) if start <= e["ts"]]
+        if not before or e["ts"] > runs[before[-1]][0] + runs[before[-1]][1]:
+            continue  # a warm-up run's event
+        run = before[-1]
+        for key, value in zip(
+            out, (node, run, e["ts"] - runs[run][0], e["dur"], thread), strict=True
+        ):
+            out[key].append(value)
+    out["names"], out["threads"] = list(nodes), [str(t) for t in threads]
+    return out
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "memory-mapped"])
+def test_event_columns_equal_the_trace_read_with_json(
+    mlp: ortlab.Model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool
+) -> None:
+    """A real trace (two intra-op threads, seven runs) parsed from its bytes, its text and its
+    file (read, or memory-mapped as big traces are) gives exactly the node, run, start,
+    duration and thread of every node event that the json module reads; the arrays every
+    table reads are those lists, and a pickled ProfileData carries the lists only."""
+    import pickle
+
+    import onnxruntime as ort
+
+    from ortlab.engine import trace
+
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.intra_op_num_threads = 2
+    so.profile_file_prefix = str(tmp_path / "trace")
+    sess = ort.InferenceSession(str(mlp.path), so, providers=["CPUExecutionProvider"])
+    feeds = dict(mlp.example_inputs())
+    for _ in range(7):
+        sess.run(None, feeds)
+    path = Path(sess.end_profiling())
+    if mapped:
+        monkeypatch.setattr(trace, "MAP_FROM_BYTES", 0)
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # a BOM, as an editor saves
+    for skip in (0, 2):
+        want = _read_with_json(json.loads(path.read_text("utf-8-sig")), skip)
+        for data in (parse_profile_file(path, skip), parse_profile(path.read_bytes(), skip)):
+            assert data.node == want["names"] and data.threads == want["threads"]
+            assert data.ev_node == want["node"] and data.ev_run == want["run"]
+            assert data.ev_start_us == want["start"] and data.ev_dur_us == want["dur"]
+            assert data.ev_thread == want["thread"]
+            assert len(data.run_us) == 7 - skip
+            for column, values in zip(
+                data.events,
+                (data.ev_node, data.ev_run, data.ev_start_us, data.ev_dur_us),
+                strict=True,
+            ):
+                assert column.tolist() == values and not column.flags.writeable
+            again = pickle.loads(pickle.dumps(data))
+            assert again == data and "events" not in again.__dict__
+            assert again.events.node.tolist() == data.ev_node

@@ -112,15 +112,9 @@ class ProfileResult(Result):
     def runs(self) -> int:
         return len(self.data.run_us)
 
-    @functools.cached_property
+    @property
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        d = self.data
-        return (
-            np.asarray(d.ev_node, dtype=np.int64),
-            np.asarray(d.ev_run, dtype=np.int64),
-            np.asarray(d.ev_start_us, dtype=np.float64),
-            np.asarray(d.ev_dur_us, dtype=np.float64),
-        )
+        return self.data.events
 
     @functools.cached_property
     def _self_us(self) -> np.ndarray:
