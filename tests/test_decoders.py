@@ -105,6 +105,26 @@ def test_plain_onnxruntime_runs_every_input_ortlab_invents(name: str, dims: Any)
     assert any("synthetic" in n for n in f.notes)
 
 
+def test_prompt_and_past_as_keywords_make_the_same_inputs_as_dims() -> None:
+    """``example_inputs(prompt=32)`` / ``(prompt=1, past=32)`` as the README writes them: the
+    same arrays and dims as ``dims=``; a model that is no decoder, a role given twice with two
+    values, or roles beside ``like=`` are refused with what to do instead."""
+    m = ortlab.load(HERE / "genai_int4")
+    for roles in ({"prompt": 32}, {"prompt": 1, "past": 32}, {"prompt": 1, "past": 8, "batch": 2}):
+        by_keyword, by_dims = m.example_inputs(**roles), m.example_inputs(dims=roles)
+        assert by_keyword.keys() == by_dims.keys()
+        assert all(np.array_equal(by_keyword[k], by_dims[k]) for k in by_dims)
+        assert by_keyword.describe() == by_dims.describe()
+    same = m.example_inputs(dims={"past": 32}, prompt=1)
+    assert same.dims["past"].value == 32 and same.dims["prompt"].value == 1
+    with pytest.raises(FeedError, match="past is given twice, 16 in dims= and past=32"):
+        m.example_inputs(dims={"past": 16}, past=32)
+    with pytest.raises(FeedError, match="like="):
+        m.example_inputs(like=dict(same), prompt=1)
+    with pytest.raises(FeedError, match=r"prompt=, past=: mlp is not an LLM decoder.*dims="):
+        ortlab.examples.load("mlp").example_inputs(prompt=1, past=4)
+
+
 def test_a_decode_mask_of_past_plus_new_is_accepted_whatever_the_export_declared() -> None:
     """optimum's merged GPT-2 declares the mask with the new tokens' dim; a decode step's mask
     is past + new long: plain onnxruntime runs it, so every ortlab verb must take it."""

@@ -24,7 +24,7 @@ from onnx import TensorProto
 from ortlab.core import cache
 from ortlab.core.decoder import MODEL_FILES, DecoderInfo, decoder_file, detect_decoder
 from ortlab.core.decoderinputs import decoder_feeds
-from ortlab.core.errors import InvalidModelError, UnsupportedModelError
+from ortlab.core.errors import FeedError, InvalidModelError, UnsupportedModelError
 from ortlab.core.externaldata import check_external_data, data_files, reject_external
 from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
@@ -221,12 +221,33 @@ class Model:
         seed: int = 0,
         *,
         like: Mapping[str, Any] | None = None,
+        prompt: int | None = None,
+        past: int | None = None,
+        batch: int | None = None,
     ) -> Feeds:
         """Synthesized feeds for every graph input (see :func:`ortlab.core.inputs.example_inputs`);
-        ``like=feeds`` makes them at those feeds' shapes."""
-
+        ``like=feeds`` makes them at those feeds' shapes. For an LLM decoder, inputs by role:
+        ``example_inputs(prompt=32)`` is a prefill (nothing cached), ``example_inputs(prompt=1,
+        past=32)`` a decode step (the same as ``dims={"prompt": 1, "past": 32}``)."""
+        roles = {
+            k: v for k, v in (("batch", batch), ("prompt", prompt), ("past", past)) if v is not None
+        }
+        if roles and self.decoder is None:
+            raise FeedError(
+                f"{', '.join(f'{k}=' for k in roles)}: {self.name} is not an LLM decoder with a KV "
+                "cache (Model.decoder is None), so its inputs have no prompt or past. Give its "
+                "symbolic dims by name instead, e.g. example_inputs(dims={'batch': 1}); "
+                "Model.inputs lists them."
+            )
+        given = dict(dims or {})
+        clash = [k for k in roles if given.get(k, roles[k]) != roles[k]]
+        if clash:
+            k = clash[0]
+            raise FeedError(f"{k} is given twice, {given[k]} in dims= and {k}={roles[k]}: once.")
+        if roles and like is not None:
+            raise FeedError("like= makes inputs at the given feeds' shapes: no prompt=/past= too.")
         if self.decoder is not None and like is None:  # inputs by role: always valid
-            return decoder_feeds(self, self.decoder, dims, seed)
+            return decoder_feeds(self, self.decoder, {**given, **roles} or None, seed)
         return example_inputs(self, dims=dims, seed=seed, like=like)
 
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
