@@ -41,6 +41,10 @@ def test_stored_without_outputs(path: Path) -> None:
         if cell["cell_type"] == "code" and (cell["outputs"] or cell["execution_count"] is not None)
     ]
     assert dirty == [], f"{path.name}: cells {dirty} keep outputs; clear them before committing"
+    ids = [cell.get("id") for cell in book["cells"]]
+    missing = [i for i, cell_id in enumerate(ids) if not cell_id]
+    assert missing == [], f"{path.name}: cells {missing} have no id (nbformat 4.5 wants one)"
+    assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
 
 
 def _the_page_shows_the_lab_offline(book: object) -> None:
