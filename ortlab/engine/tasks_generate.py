@@ -46,6 +46,9 @@ def step_feeds(
     return feeds
 
 
+WARMUP_STEPS = 2
+"""Untimed steps of one generation before the timed (or profiled) ones, in the same session:
+the prefill and one decode step, each kind's first run."""
 PROFILE_EVENTS = 800_000
 """Node events a profiled generation may record: ORT's profiler stops at 1,000,000, which a
 generation reaches after a few thousand tokens of a large model."""
@@ -63,11 +66,12 @@ def generate(
     nodes: int = 1,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
-    (its ``input_ids``): the first step is the prefill (empty cache), each next step feeds the
+    (its ``input_ids``), after an untimed one of :data:`WARMUP_STEPS` steps: the first step is
+    the prefill (empty cache), each next step feeds the
     argmax token with the previous step's present outputs as its past. Times each step's
     ``sess.run`` (ns), the tokens, the present outputs' bytes after each step, and the
     process's resident memory before and after the first generation. With ``profile``, one
-    more generation runs in a session with ORT's profiler on (after a two-step warm-up), over
+    more generation runs in a session with ORT's profiler on (after its own warm-up), over
     as many steps as keep its trace under :data:`PROFILE_EVENTS` node events (``nodes``: the
     model's, bodies included, one event each per step). ``shared``: the
     cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
@@ -79,6 +83,9 @@ def generate(
     present_bytes: list[int] = []
     rss: list[int] = [rss_bytes()]
     total = runs * new_tokens + (new_tokens if profile else 0)
+    # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
+    # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
+    loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     for r in range(runs):
         step = _offset(progress, r * new_tokens, total)
         times, made, sizes = loop.run(new_tokens, step, shared=shared)
@@ -284,8 +291,9 @@ def _profiled(
     *,
     shared: int,
 ) -> ProfileData:
-    """One generation of ``steps`` steps with ORT's profiler on, after a two-step warm-up in
-    the same session (dropped from the trace): run k of the trace is step k."""
+    """One generation of ``steps`` steps with ORT's profiler on, after a warm-up of
+    :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run k of the
+    trace is step k."""
     from ortlab.engine.session import build_session
     from ortlab.engine.tasks import with_load
     from ortlab.engine.trace import parse_profile_file
@@ -300,8 +308,8 @@ def _profiled(
         )
         loop = _Loop(sess, decoder, job)
         try:
-            loop.run(min(2, steps), lambda _k: None, shared=shared)
+            loop.run(min(WARMUP_STEPS, steps), lambda _k: None, shared=shared)
             loop.run(steps, progress, shared=shared)
         finally:
             path = sess.end_profiling()
-        return with_load(parse_profile_file(path, skip_runs=min(2, steps)), since)
+        return with_load(parse_profile_file(path, skip_runs=min(WARMUP_STEPS, steps)), since)

@@ -396,7 +396,8 @@ def generate(
         nodes=m.summary.node_count_total,
     )
     notes = [
-        f"Each step's time is its sess.run (profiling off); the prefill is step 0; decode "
+        f"Each step's time is its sess.run (profiling off), in a session warmed by an untimed "
+        f"{tasks_generate.WARMUP_STEPS}-step generation; the prefill is step 0; decode "
         f"tokens/s are each run's {new_tokens - 1} decode tokens over their time, the median "
         "over runs with an interval from order statistics (6 runs or more).",
         (
