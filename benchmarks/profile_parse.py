@@ -42,13 +42,11 @@ DECODER = Path(__file__).resolve().parents[1] / "ortlab" / "decoders" / "genai_i
 
 def make_trace(min_events: int, which: str) -> Path:
     target = cache.subdir("bench") / f"{which}_{min_events}.json"
-    if which == "resnet50":  # the name earlier runs cached it under
-        target = cache.subdir("bench") / f"resnet50_disabled_{min_events}.json"
     if target.exists():
         return target
     so = ort.SessionOptions()
     so.enable_profiling = True
-    if which == "resnet50":
+    if which == "resnet50_disabled":
         m = ortlab.examples.load("resnet50")
         feeds = dict(m.example_inputs())
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -136,7 +134,10 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|",
     ]
     verdicts = []
-    for which, label in (("resnet50", "ResNet-50"), ("decoder", "genai int4 decode steps")):
+    for which, label in (
+        ("resnet50_disabled", "ResNet-50"),
+        ("genai_int4_decode", "genai int4 decode steps"),
+    ):
         row = measure(make_trace(args.events, which), args.rounds)
         data[which] = row
         lines.append(

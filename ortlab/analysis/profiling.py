@@ -116,7 +116,7 @@ class ProfileResult(Result):
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.data.events
 
-    @functools.cached_property
+    @property
     def _self_us(self) -> np.ndarray:
         """Per event, its own time (control-flow nodes without their bodies)."""
         return self_durations(self.data)

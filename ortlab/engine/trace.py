@@ -189,7 +189,9 @@ class ProfileData:
         return {k: v for k, v in self.__dict__.items() if k not in _CACHED}
 
 
-_CACHED = frozenset({"events", "own_us"})
+_CACHED = frozenset(  # the cached properties: views of the fields, rebuilt on demand
+    k for k, v in vars(ProfileData).items() if isinstance(v, functools.cached_property)
+)
 
 
 def _frozen(arrays: EventArrays) -> EventArrays:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ortlab.core.machine import load_sentence
 from ortlab.core.stats import interval_text
-from ortlab.views.figure import layout
+from ortlab.views.figure import layout, ratio_figure
 from ortlab.views.html import STYLE, esc, load_html, safe_text, table_html, table_text
 from ortlab.views.session import report_lines, session_report_html
 
@@ -184,24 +184,11 @@ def config_comparison_html(c: Any) -> str:
 
 def config_comparison_figure(c: Any) -> Any:
     """Time ratio to the first config with its interval."""
-    import plotly.graph_objects as go
-
     rows = c.rows
-    fig = go.Figure(
-        go.Scatter(
-            x=[r.paired.ratio for r in rows],
-            y=[r.label for r in rows],
-            mode="markers",
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
-                "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows],
-            },
-            text=[r.paired.verdict for r in rows],
-            hovertemplate="%{text}<extra></extra>",
-        )
+    return ratio_figure(
+        f"{esc(c.model)}: time ratio to the first config",
+        [r.paired for r in rows],
+        [r.label for r in rows],
+        [r.paired.verdict for r in rows],
+        "time ratio (< 1 is faster)",
     )
-    fig.add_vline(x=1.0, line_dash="dot")
-    title = f"{esc(c.model)}: time ratio to the first config"
-    return layout(fig, title, xaxis_title="time ratio (< 1 is faster)", height=120 + 40 * len(rows))

@@ -1,10 +1,12 @@
 """The figure kit every room shares: the template (validated once), the common layout, a plain
-bar chart, and the per-node shift chart the run diff and the version diff draw. Plotly is
+bar chart, time ratios with their intervals, and the per-node shift chart the run diff and the
+version diff draw. Plotly is
 imported inside the functions: importing this module loads no plotting library."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.diff import TIMED_VERDICTS
@@ -13,7 +15,15 @@ from ortlab.views.colors import verdict_color
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["bars", "layout", "shift_figure", "template", "timed_shifts"]
+__all__ = [
+    "bars",
+    "interval_error",
+    "layout",
+    "ratio_figure",
+    "shift_figure",
+    "template",
+    "timed_shifts",
+]
 
 # A small template in the spirit of plotly_white: the named one costs ~40 ms per figure to copy
 # and validate, which a Lab refresh (five figures) would feel.
@@ -66,6 +76,38 @@ def bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw:
 
     fig = go.Figure(go.Bar(x=x, y=y, **kw))
     return layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
+
+
+def interval_error(paired: Sequence[Any]) -> dict[str, Any]:
+    """Plotly error bars from each paired ratio (``ratio``, ``low``, ``high``) out to its
+    interval's ends (never negative)."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [max(p.high - p.ratio, 0) for p in paired],
+        "arrayminus": [max(p.ratio - p.low, 0) for p in paired],
+    }
+
+
+def ratio_figure(
+    title: str, paired: Sequence[Any], labels: list[str], hover: list[str], xaxis: str
+) -> Any:
+    """Time ratios with their intervals, a row per label, against a dotted line at 1 (the
+    config comparison's figure and the ablation's)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(
+        go.Scatter(
+            x=[p.ratio for p in paired],
+            y=labels,
+            mode="markers",
+            error_x=interval_error(paired),
+            text=hover,
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
+    fig.add_vline(x=1.0, line_dash="dot")
+    return layout(fig, title, xaxis_title=xaxis, height=120 + 40 * max(len(labels), 1))
 
 
 def timed_shifts(t: Any, top: int) -> Any:

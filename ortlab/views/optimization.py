@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortlab.core.machine import load_sentence
 from ortlab.core.stats import Paired, interval_text
-from ortlab.views.figure import bars, layout
+from ortlab.views.figure import bars, interval_error, layout, ratio_figure
 from ortlab.views.html import (
     STYLE,
     esc,
@@ -174,12 +174,7 @@ def optimization_figure(o: Any) -> go.Figure:
                 mode="markers",
                 marker={"size": 10, "color": "#F58518"},
                 name="time ratio",
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [r.paired.high - r.paired.ratio for r in rows],
-                    "arrayminus": [r.paired.ratio - r.paired.low for r in rows],
-                },
+                error_y=interval_error([r.paired for r in rows]),
                 customdata=[[esc(r.paired.verdict, 300)] for r in rows],
                 hovertemplate="%{customdata[0]}<extra></extra>",
             ),
@@ -194,31 +189,13 @@ def optimization_figure(o: Any) -> go.Figure:
 
 def ablation_figure(a: Any) -> Any:
     """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
-    import plotly.graph_objects as go
-
     rows = [r for r in a.rows if r.off]
-    fig = go.Figure(
-        go.Scatter(
-            x=[r.paired.ratio for r in rows],
-            y=[f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
-            mode="markers",
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [max(r.paired.high - r.paired.ratio, 0) for r in rows],
-                "arrayminus": [max(r.paired.ratio - r.paired.low, 0) for r in rows],
-            },
-            text=[f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
-            hovertemplate="%{text}<extra></extra>",
-        )
-    )
-    fig.add_vline(x=1.0, line_dash="dot")
-    title = f"{esc(a.model)}: time without each transformer / with all"
-    return layout(
-        fig,
-        title,
-        xaxis_title="time ratio (> 1: the transformer helps)",
-        height=120 + 40 * max(len(rows), 1),
+    return ratio_figure(
+        f"{esc(a.model)}: time without each transformer / with all",
+        [r.paired for r in rows],
+        [f"−{r.off} ({r.node_change:+d} nodes)" for r in rows],
+        [f"{r.paired.verdict}; max |Δ output| {r.max_abs:.3g}" for r in rows],
+        "time ratio (> 1: the transformer helps)",
     )
 
 
