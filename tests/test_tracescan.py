@@ -143,6 +143,11 @@ def test_the_compiled_reader_reads_ort_layout_and_nothing_else() -> None:
     }
     for what, text in off_layout.items():
         assert tracescan.scan(text) is None, what
+    short = [{**events[1], "args": {}, "ts": 20 + i} for i in range(5000)]  # ~120 bytes a line
+    raw_short = ort_trace(short)
+    assert len(raw_short) // 256 + 64 < len(short)  # more than the first try's arrays hold
+    lines_short = tracescan.scan(raw_short)
+    assert lines_short is not None and lines_short.ts.tolist() == [e["ts"] for e in short]
     wrapped = trace.parse_profile(off_layout["wrapped"])
     assert wrapped == data  # the other reader, the same profile
     with pytest.raises(ProfileParseError, match="truncated"):

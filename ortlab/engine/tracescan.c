@@ -86,7 +86,8 @@ static int grow(table *t) {
 }
 
 /* the code of the string buf[start, end): its index among the distinct strings (offsets and
- * lengths in `at` / `len`), which it joins when new; -1 when the table cannot grow */
+ * lengths in `at` / `len`, room for 2 * cap), which it joins when new; -1 when the table
+ * cannot grow */
 static int64_t code_of(table *t, const uint8_t *buf, const uint8_t *start, const uint8_t *end,
                        int64_t *at, int32_t *len, int64_t *count, int64_t cap) {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -99,7 +100,7 @@ static int64_t code_of(table *t, const uint8_t *buf, const uint8_t *start, const
         if (t->hash[j] == h && len[c] == n && memcmp(buf + at[c], start, (size_t)n) == 0) return c;
         j = (j + 1) & (t->size - 1);
     }
-    if (*count >= cap || n > INT32_MAX) return -1;
+    if (*count >= 2 * cap || n > INT32_MAX) return -1;
     t->hash[j] = h;
     t->code[j] = (int32_t)*count;
     at[*count] = start - buf;
@@ -109,10 +110,10 @@ static int64_t code_of(table *t, const uint8_t *buf, const uint8_t *start, const
 
 /* Reads the trace buf[0, n). Per event (up to cap): the codes of its name and cat, its tid, dur
  * and ts, and the offsets [args_at, args_end) of its args object. The distinct strings go to
- * str_at / str_len (*n_strings of them). Returns the number of events, or a negative number
- * where the trace is not in ORT's one-event-per-line layout (-1: no "[" line, -2: text after
- * "]", -3: more events than cap, -4: a header not in the layout, -5: no line end, -6: a line not
- * ending in "}}" or "}},", -7: out of memory, or more distinct strings than cap). */
+ * str_at / str_len (*n_strings of them; room for 2 * cap, a name and a cat per event). Returns
+ * the number of events, or a negative number where the trace is not in ORT's one-event-per-line
+ * layout (-1: no "[" line, -2: text after "]", -3: more events than cap, -4: a header not in the
+ * layout, -5: no line end, -6: a line not ending in "}}" or "}},", -7: out of memory). */
 int64_t ortlab_scan(const uint8_t *buf, int64_t n, int64_t cap, int32_t *name, int32_t *cat,
                     int64_t *tid, int64_t *dur, int64_t *ts, int64_t *args_at, int64_t *args_end,
                     int64_t *str_at, int32_t *str_len, int64_t *n_strings) {

@@ -70,14 +70,33 @@ def scan(raw: bytes | memoryview | mmap.mmap) -> Lines | None:
     if lib is None:
         return None
     buf = np.frombuffer(raw, dtype=np.uint8)
-    cap = buf.size // _MIN_LINE + 16
-    name, cat, str_len = (np.empty(cap, dtype=np.int32) for _ in range(3))
-    tid, dur, ts, args_at, args_end, str_at = (np.empty(cap, dtype=np.int64) for _ in range(6))
+    for min_line in (_LINE_GUESS, _MIN_LINE):  # a second try only for a trace of short lines
+        try:
+            lines = _read(lib, buf, buf.size // min_line + 16)
+        except MemoryError:  # the arrays for the events: msgspec needs less to say why
+            return None
+        if lines != _MORE_EVENTS:
+            return lines if isinstance(lines, Lines) else None
+    return None
+
+
+_LINE_GUESS = 256
+"""Bytes per event the first try sizes its arrays for (ORT's node events are ~900; a trace of
+shorter lines is read again with arrays for :data:`_MIN_LINE`)."""
+_MORE_EVENTS = -3
+"""``ortlab_scan``'s result when the trace holds more events than the arrays."""
+
+
+def _read(lib: ctypes.CDLL, buf: np.ndarray, cap: int) -> Lines | int:
+    """The events, or ``ortlab_scan``'s negative result."""
+    name, cat = (np.empty(cap, dtype=np.int32) for _ in range(2))
+    tid, dur, ts, args_at, args_end = (np.empty(cap, dtype=np.int64) for _ in range(5))
+    str_at, str_len = np.empty(2 * cap, dtype=np.int64), np.empty(2 * cap, dtype=np.int32)
     n_strings = np.zeros(1, dtype=np.int64)
     out = (name, cat, tid, dur, ts, args_at, args_end, str_at, str_len, n_strings)
-    count = lib.ortlab_scan(buf.ctypes.data, buf.size, cap, *(a.ctypes.data for a in out))
+    count = int(lib.ortlab_scan(buf.ctypes.data, buf.size, cap, *(a.ctypes.data for a in out)))
     if count < 0:
-        return None
+        return count
     k = int(n_strings[0])
     try:
         strings = [
@@ -85,7 +104,7 @@ def scan(raw: bytes | memoryview | mmap.mmap) -> Lines | None:
             for a, n in zip(str_at[:k].tolist(), str_len[:k].tolist(), strict=True)
         ]
     except UnicodeDecodeError:  # the JSON decoder says where and why
-        return None
+        return -1
     return Lines(
         strings,
         name[:count].astype(np.int64),
