@@ -4,14 +4,14 @@ ORT 1.31 writes a profile with one event per line and every line's header in one
 header holds all a node event's per-run facts (name, category, thread, start, duration) and the
 ``args`` after it hold 90 % of the bytes. A JSON decoder must tokenize every byte of those args
 to step over them (~0.07 s of a 100k-event trace's ~0.15 s with msgspec); ``tracescan.c`` reads
-the headers and jumps to each line's end with ``memchr``, ~0.015 s for the same trace. Any line
+the headers and jumps to each line's end with ``memchr``, ~0.02 s for the same trace. Any line
 out of that layout (another ORT version's, a string with escapes, a float time) makes
 :func:`scan` return None, and the parser decodes the whole trace with msgspec: both readers give
 the same columns (``tests/test_tracescan.py`` checks it on real traces and generated ones).
 
 The C file is compiled with the machine's C compiler (``$CC``, else ``cc``, ``gcc`` or
 ``clang``) into ortlab's cache, named by the hash of its source, the first time a trace is
-parsed (~0.3 s, once per machine); without a compiler, or with ``ORTLAB_NATIVE=0``, every trace
+parsed (~0.1 s, once per machine); without a compiler, or with ``ORTLAB_NATIVE=0``, every trace
 takes the msgspec path. :func:`status` says which path this process takes and why.
 """
 
@@ -131,7 +131,7 @@ def _library() -> ctypes.CDLL | None:
     try:
         path = _build()
     except (OSError, subprocess.SubprocessError) as err:
-        _built[0] = f"the C compiler failed ({err}); profiles still parse, ~3x slower"
+        _built[0] = f"the C compiler failed ({err}); profiles still parse, ~4x slower"
         return None
     if path is None:
         return None
@@ -154,7 +154,7 @@ def _build() -> Path | None:
         return None
     compiler = _compiler()
     if compiler is None:
-        _built[0] = "no C compiler ($CC, cc, gcc or clang) on PATH; profiles parse ~3x slower"
+        _built[0] = "no C compiler ($CC, cc, gcc or clang) on PATH; profiles parse ~4x slower"
         return None
     source = SOURCE.read_bytes()
     key = hashlib.sha256(
