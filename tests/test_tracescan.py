@@ -158,9 +158,9 @@ def test_the_compiled_reader_reads_ort_layout_and_nothing_else() -> None:
 def fresh_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """An empty cache and no reader loaded yet in this process; restored afterwards."""
     monkeypatch.setenv("ORTLAB_CACHE_DIR", str(tmp_path / "cache"))
-    tracescan._library.cache_clear()
+    tracescan._loaded.cache_clear()
     yield
-    tracescan._library.cache_clear()
+    tracescan._loaded.cache_clear()
 
 
 @needs_compiler
@@ -170,7 +170,7 @@ def test_the_reader_is_compiled_once_into_the_cache(monkeypatch: pytest.MonkeyPa
     built = list((tracescan.cache.cache_dir() / "native").iterdir())
     assert len(built) == 1 and built[0].name.startswith("tracescan-")
     assert str(built[0]) in tracescan.status()
-    tracescan._library.cache_clear()  # a new process: found in the cache, not compiled again
+    tracescan._loaded.cache_clear()  # a new process: found in the cache, not compiled again
 
     def compile_again(*args: object, **_: object) -> None:
         raise AssertionError(f"compiled again: {args}")

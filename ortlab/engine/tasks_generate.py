@@ -139,7 +139,7 @@ def interleaved(
     since = cpu_sample()
     sess, base_report, _ = open_session(job.model_path, job.model_name, job.config)
     base = _Loop(sess, decoder, job)
-    base.run(min(2, new_tokens), lambda _k: None, shared=shared)
+    base.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     pairs: list[GenerationPair | None] = []
     failed: dict[int, str] = {}
     total = max(len(items), 1) * rounds
@@ -147,7 +147,7 @@ def interleaved(
         try:
             other, report, _ = open_session(path, name, config)
             loop = _Loop(other, decoder, job)
-            loop.run(min(2, new_tokens), lambda _k: None, shared=length)
+            loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=length)
         except Exception as err:  # noqa: BLE001 - one candidate fails, not the comparison
             failed[k] = error_text(err)
             pairs.append(None)

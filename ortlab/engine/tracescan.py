@@ -119,52 +119,52 @@ def _read(lib: ctypes.CDLL, buf: np.ndarray, cap: int) -> Lines | int:
 
 def status() -> str:
     """Which reader this process's traces take, and why."""
-    lib = _library()
-    return f"compiled reader ({_built[0]})" if lib is not None else f"msgspec only: {_built[0]}"
+    lib, why = _loaded()
+    return f"compiled reader ({why})" if lib is not None else f"msgspec only: {why}"
 
 
-_built: list[str] = ["not built yet"]
+def _library() -> ctypes.CDLL | None:
+    return _loaded()[0]
 
 
 @functools.cache
-def _library() -> ctypes.CDLL | None:
+def _loaded() -> tuple[ctypes.CDLL | None, str]:
+    """The compiled reader, loaded once per process, and its path or why there is none."""
     try:
         path = _build()
     except (OSError, subprocess.SubprocessError) as err:
-        _built[0] = f"the C compiler failed ({err}); profiles still parse, ~4x slower"
-        return None
-    if path is None:
-        return None
+        return None, f"the C compiler failed ({err}); profiles still parse, ~4x slower"
+    if isinstance(path, str):
+        return None, path
     try:
         lib = ctypes.CDLL(str(path))
     except OSError as err:
-        _built[0] = f"{path.name} does not load ({err})"
-        return None
+        return None, f"{path.name} does not load ({err})"
     ptr, i64 = ctypes.c_void_p, ctypes.c_int64
     lib.ortlab_scan.restype = i64
     lib.ortlab_scan.argtypes = [ptr, i64, i64, *[ptr] * 10]
-    _built[0] = str(path)
-    return lib
+    return lib, str(path)
 
 
-def _build() -> Path | None:
-    """The compiled reader's path in the cache, compiled first if this source is new here."""
+def _build() -> Path | str:
+    """The compiled reader's path in the cache, compiled first if this source is new here; or
+    why there is none. Finding it writes nothing (the cache is pruned only to compile)."""
     if os.environ.get("ORTLAB_NATIVE", "1") == "0":
-        _built[0] = "ORTLAB_NATIVE=0"
-        return None
+        return "ORTLAB_NATIVE=0"
     compiler = _compiler()
     if compiler is None:
-        _built[0] = "no C compiler ($CC, cc, gcc or clang) on PATH; profiles parse ~4x slower"
-        return None
+        return "no C compiler ($CC, cc, gcc or clang) on PATH; profiles parse ~4x slower"
     source = SOURCE.read_bytes()
     key = hashlib.sha256(
         b"\0".join([source, " ".join(compiler).encode(), platform.machine().encode()])
     ).hexdigest()[:16]
-    target = cache.subdir("native") / f"tracescan-{key}{_SUFFIX}"
-    if target.exists():
-        return target
+    name = f"tracescan-{key}{_SUFFIX}"
+    found = cache.cache_dir() / "native" / name
+    if found.exists():
+        return found
+    target = cache.subdir("native") / name
     with cache.temp_dir("native-") as folder:
-        built = folder / target.name
+        built = folder / name
         done = subprocess.run(
             [*compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)],
             capture_output=True,
@@ -174,8 +174,7 @@ def _build() -> Path | None:
         )
         if done.returncode != 0 or not built.exists():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            _built[0] = f"{compiler[0]} could not compile {SOURCE.name}: {tail[0]}"
-            return None
+            return f"{compiler[0]} could not compile {SOURCE.name}: {tail[0]}"
         built.replace(target)  # atomic: a process beside this one loads all of it or none
     return target
 
