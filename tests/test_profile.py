@@ -352,9 +352,13 @@ def _read_with_json(events: list[dict], skip: int) -> dict[str, list]:
     nodes: dict[str, int] = {}
     threads: dict[object, int] = {}
     out: dict[str, list] = {k: [] for k in ("node", "run", "start", "dur", "thread")}
+    out["op_type"], out["provider"] = [], []
     for e in events:
         if e["cat"] != "Node" or not e["name"].endswith("_kernel_time"):
             continue
+        if e["name"].removesuffix("_kernel_time") not in nodes:  # a node's first event's args
+            out["op_type"].append(e["args"].get("op_name", "?"))
+            out["provider"].append(e["args"].get("provider", "?"))
         node = nodes.setdefault(e["name"].removesuffix("_kernel_time"), len(nodes))
         thread = threads.setdefault(e["tid"], len(threads))
         before = [i for i, (start, _) in enumerate(runs) if start <= e["ts"]]
@@ -362,23 +366,32 @@ def _read_with_json(events: list[dict], skip: int) -> dict[str, list]:
             continue  # a warm-up run's event
         run = before[-1]
         for key, value in zip(
-            out, (node, run, e["ts"] - runs[run][0], e["dur"], thread), strict=True
+            ("node", "run", "start", "dur", "thread"),
+            (node, run, e["ts"] - runs[run][0], e["dur"], thread),
+            strict=True,
         ):
             out[key].append(value)
     out["names"], out["threads"] = list(nodes), [str(t) for t in threads]
     return out
 
 
+@pytest.mark.parametrize("model", ["mlp", "genai_int4", "optimum_gpt2_merged"])
 @pytest.mark.parametrize("reader", ["compiled", "msgspec"])
 @pytest.mark.parametrize("mapped", [False, True], ids=["read", "memory-mapped"])
 def test_event_columns_equal_the_trace_read_with_json(
-    mlp: ortlab.Model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool, reader: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mapped: bool,
+    reader: str,
+    model: str,
 ) -> None:
-    """A real trace (two intra-op threads, seven runs) parsed from its bytes, its text and its
-    file (read, or memory-mapped as big traces are), by the compiled line reader or by
-    msgspec, gives exactly the node, run, start, duration and thread of every node event that
-    the json module reads; the arrays every table reads are those lists, and a pickled
-    ProfileData carries the lists only."""
+    """A real trace (two intra-op threads, seven runs; of the MLP, and of a decode step of the
+    decoders genai's builder and optimum exported, the merged GPT-2's nodes inside its If)
+    parsed from its bytes, its text and its file (read, or memory-mapped as big traces are),
+    by the compiled line reader or by msgspec, gives exactly the node, run, start, duration
+    and thread of every node event that the json module reads; the arrays every table reads
+    are those lists, and a pickled ProfileData carries the lists only."""
     import pickle
 
     import onnxruntime as ort
@@ -390,12 +403,17 @@ def test_event_columns_equal_the_trace_read_with_json(
     elif tracescan._library() is None:
         pytest.skip(f"no compiled reader here: {tracescan.status()}")
 
+    if model == "mlp":
+        m: ortlab.Model = request.getfixturevalue("mlp")
+        feeds = dict(m.example_inputs())
+    else:
+        m = ortlab.load(Path(ortlab.__file__).parent / "decoders" / model)
+        feeds = dict(m.example_inputs(prompt=1, past=8))
     so = ort.SessionOptions()
     so.enable_profiling = True
     so.intra_op_num_threads = 2
     so.profile_file_prefix = str(tmp_path / "trace")
-    sess = ort.InferenceSession(str(mlp.path), so, providers=["CPUExecutionProvider"])
-    feeds = dict(mlp.example_inputs())
+    sess = ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"])
     for _ in range(7):
         sess.run(None, feeds)
     path = Path(sess.end_profiling())
@@ -411,6 +429,7 @@ def test_event_columns_equal_the_trace_read_with_json(
             assert data.ev_node == want["node"] and data.ev_run == want["run"]
             assert data.ev_start_us == want["start"] and data.ev_dur_us == want["dur"]
             assert data.ev_thread == want["thread"]
+            assert data.op_type == want["op_type"] and data.provider == want["provider"]
             assert len(data.run_us) == 7 - skip
             for column, values in zip(
                 data.events,
