@@ -102,6 +102,8 @@ VENVS = {
         "safetensors",
         "onnxruntime==1.31.1",
         "onnxruntime-genai==0.18.0",
+        # torch.onnx.export(dynamo=True) translates through onnxscript (not a torch dependency)
+        "onnxscript==0.7.2",
     ],
     "optimum": [
         "transformers==4.57.6",
@@ -116,7 +118,13 @@ VENVS = {
         "accelerate==1.15.0",
     ],
 }
-STAGE_VENV = {"hf": "optimum", "genai": "genai", "optimum": "optimum", "verify": "genai"}
+STAGE_VENV = {
+    "hf": "optimum",
+    "genai": "genai",
+    "optimum": "optimum",
+    "dynamo": "genai",
+    "verify": "genai",
+}
 VERSION_NAMES = [
     "torch",
     "transformers",
@@ -124,6 +132,7 @@ VERSION_NAMES = [
     "onnx-ir",
     "onnxruntime",
     "onnxruntime-genai",
+    "onnxscript",
     "optimum",
     "optimum-onnx",
     "accelerate",
@@ -132,6 +141,16 @@ VERSION_NAMES = [
 GENAI_RUNS = {"genai_int4": "int4", "genai_fp32": "fp32"}
 OPTIMUM_CONFIGS = ("config.json", "generation_config.json")
 HOW = {
+    "dynamo_llama": (
+        "torch.onnx.export(dynamo=True) of the tiny Llama behind a flat forward (input_ids, "
+        "attention_mask, position_ids, past_key_values.N.key/value in; logits, present.N.* out; "
+        "a transformers DynamicCache built inside), dynamic batch, sequence and past; only "
+        "model.onnx, as the exporter writes it: no config beside it, node names with no layer "
+        "index (node_MatMul_41), the module path in node metadata",
+        "torch.onnx.export(Flat(LlamaForCausalLM.from_pretrained(<hf>/llama)), (ids, mask, pos, "
+        "*past), 'model.onnx', dynamo=True, input_names=[...], output_names=[...], "
+        "dynamic_shapes={...}, external_data=False)",
+    ),
     "genai_int4": (
         "onnxruntime-genai's model builder, int4 for CPU, its defaults (block_size 32, "
         "accuracy_level 4, symmetric, RTN; lm_head quantized too, embedding kept fp32)",
@@ -206,7 +225,7 @@ def ensure_venv(name: str) -> Path:
 def outer(args) -> None:
     pythons = {name: ensure_venv(name) for name in VENVS}
     out = Path(args.out).resolve()
-    for stage in ("hf", "genai", "optimum", "verify"):
+    for stage in STAGE_VENV:
         if not args.only or stage in args.only:
             run([pythons[STAGE_VENV[stage]], __file__, "--stage", stage, "--out", out])
 
@@ -314,6 +333,91 @@ def stage_optimum(args) -> None:
         keep(Path(name), out / "optimum_llama", ["model.onnx", *OPTIMUM_CONFIGS])
 
 
+# ------------------------------------------------------------------------- stage: dynamo
+
+
+def stage_dynamo(args) -> None:
+    """torch.onnx.export(dynamo=True): the exporter torch recommends since 2.9, whose node names
+    carry no layer index (ortlab must read a node's layer from the graph)."""
+    import torch
+    from transformers import LlamaForCausalLM
+    from transformers.cache_utils import DynamicCache
+
+    hf = cache_dir() / "hf" / "llama"
+    model = LlamaForCausalLM.from_pretrained(hf).eval()
+    config = model.config
+    layers = config.num_hidden_layers
+
+    class Flat(torch.nn.Module):
+        """The decoder with its cache as flat tensors, as ONNX runtimes feed it."""
+
+        def __init__(self, llm) -> None:
+            super().__init__()
+            self.llm = llm
+
+        def forward(self, input_ids, attention_mask, position_ids, *past):
+            cache = DynamicCache(config=config)
+            for i in range(layers):
+                cache.update(past[2 * i], past[2 * i + 1], i)
+            out = self.llm(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            present = []
+            for layer in out.past_key_values.layers:
+                present += [layer.keys, layer.values]
+            return (out.logits, *present)
+
+    torch.manual_seed(SEED)
+    batch, seq, past_len = 1, 4, 3
+    shape = (batch, config.num_key_value_heads, past_len, config.head_dim)
+    args_ = (
+        torch.randint(3, config.vocab_size, (batch, seq)),
+        torch.ones(batch, past_len + seq, dtype=torch.int64),
+        torch.arange(past_len, past_len + seq).unsqueeze(0),
+        *(torch.randn(shape) for _ in range(2 * layers)),
+    )
+    kv = [f"{i}.{part}" for i in range(layers) for part in ("key", "value")]
+    b = torch.export.Dim("batch_size", max=64)
+    s = torch.export.Dim("sequence_length", max=4096)
+    p = torch.export.Dim("past_sequence_length", max=4096)
+    dynamic = {
+        "input_ids": {0: b, 1: s},
+        "attention_mask": {0: b, 1: torch.export.Dim.DYNAMIC},
+        "position_ids": {0: b, 1: s},
+        "past": tuple({0: b, 2: p} for _ in kv),
+    }
+    dest = Path(args.out) / "dynamo_llama"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    torch.onnx.export(
+        Flat(model).eval(),
+        args_,
+        str(dest / "model.onnx"),
+        dynamo=True,
+        input_names=["input_ids", "attention_mask", "position_ids"]
+        + [f"past_key_values.{k}" for k in kv],
+        output_names=["logits"] + [f"present.{k}" for k in kv],
+        dynamic_shapes=dynamic,
+        external_data=False,
+    )
+    # the stack traces in node metadata name this machine's paths: keep the module path only
+    import onnx
+
+    m = onnx.load(str(dest / "model.onnx"))
+    keep_keys = {"namespace", "pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"}
+    for node in m.graph.node:
+        kept = [(e.key, e.value) for e in node.metadata_props if e.key in keep_keys]
+        del node.metadata_props[:]
+        for key, value in kept:
+            node.metadata_props.add(key=key, value=value)
+    onnx.save(m, str(dest / "model.onnx"))
+
+
 def keep(src: Path, dest: Path, names: list[str]) -> None:
     log(f"{dest.name}: the exporter wrote {sorted(p.name for p in src.iterdir())}, keeping {names}")
     if dest.exists():
@@ -340,8 +444,11 @@ def model_file(folder: Path) -> Path:
 
 
 def kv_dims(folder: Path) -> dict[str, int]:
-    """KV heads and head size, from genai_config.json or config.json."""
+    """KV heads and head size, from genai_config.json or config.json ({}: the inputs' fixed
+    dims say them)."""
     genai = folder / "genai_config.json"
+    if not genai.exists() and not (folder / "config.json").exists():
+        return {}
     if genai.exists():
         d = json.loads(genai.read_text())["model"]["decoder"]
         return {"kv": d["num_key_value_heads"], "hs": d["head_size"]}
@@ -669,6 +776,7 @@ def main() -> None:
         "hf": stage_hf,
         "genai": stage_genai,
         "optimum": stage_optimum,
+        "dynamo": stage_dynamo,
         "verify": stage_verify,
     }
     if args.stage:

@@ -362,8 +362,8 @@ def test_the_doctor_on_a_merged_decoder_proposes_only_what_applies() -> None:
 def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> None:
     """One profiled generation: step 0 is the prefill, the rest decode; each phase's node
     times add up to its profiled run time less the gaps between nodes (at most the profiler's
-    per-node overhead each); nodes group into the decoder's own layers, read from their
-    names; the attention of layer k is in layer k."""
+    per-node overhead each); nodes group into the decoder's own layers, read from the
+    graph's structure; the attention of layer k (so named by its exporter) is in layer k."""
     from ortlab.core.machine import BUSY_CORES
     from ortlab.core.runtime import PROFILER_US_PER_NODE
 

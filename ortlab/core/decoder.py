@@ -173,6 +173,8 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         head_size = _head_size_from_weights(graph, heads)
     if not kv_heads or not head_size:
         return None  # a past whose shape nothing explains: not a cache ortlab can make
+    if heads is None:
+        heads = _heads_from_projections(graph, pairs[0], int(kv_heads), int(head_size))
     return DecoderInfo(
         layers=len(pairs),
         heads=heads,
@@ -258,6 +260,53 @@ def _head_size_from_weights(graph: onnx.GraphProto, heads: int | None) -> int | 
         if len(t.dims) == 2 and t.dims[0] > t.dims[1] and t.dims[1] % heads == 0:
             return int(t.dims[1]) // heads
     return None
+
+
+def _heads_from_projections(
+    graph: onnx.GraphProto, pair: KVPair, kv_heads: int, head_size: int
+) -> int | None:
+    """Query heads from the weights, where no config says them: the key projection is the
+    first weight multiplication upstream of the first layer's present key; the query
+    projection reads the same activation beside it, and its output width over the head size
+    is the heads (a fused QKV projection: its width less the key and value heads')."""
+    inits = {t.name: t for t in graph.initializer}
+    producer = {t: n for n in graph.node for t in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for n in graph.node:
+        for t in n.input:
+            consumers.setdefault(t, []).append(n)
+    seen: set[str] = set()
+    todo = [pair.present_key]
+    key_proj = None
+    while todo and key_proj is None:
+        node = producer.get(todo.pop(0))
+        if node is None or node.name in seen:
+            continue
+        seen.add(node.name)
+        if _out_width(node, inits) is not None:
+            key_proj = node
+        else:
+            todo += [t for t in node.input if t in producer]
+    if key_proj is None:
+        return None
+    x = next((t for t in key_proj.input if t not in inits), None)
+    widths = [w for n in consumers.get(x or "", []) if (w := _out_width(n, inits)) is not None]
+    fused = len(widths) == 1  # one projection makes query, key and value
+    heads = widths[0] // head_size - 2 * kv_heads if fused else max(widths) // head_size
+    return heads if heads >= kv_heads and heads % kv_heads == 0 else None
+
+
+def _out_width(node: onnx.NodeProto, inits: Mapping[str, onnx.TensorProto]) -> int | None:
+    """The output features of a weight multiplication (None for any other node)."""
+    if node.op_type == "MatMulNBits":
+        return next((int(a.i) for a in node.attribute if a.name == "N"), None)
+    if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
+        return None
+    w = inits.get(node.input[1])
+    if w is None or len(w.dims) != 2:
+        return None
+    trans_b = any(a.name == "transB" and a.i for a in node.attribute)
+    return int(w.dims[0] if trans_b else w.dims[1])
 
 
 def _weights(graph: onnx.GraphProto, kv_dtype: str) -> str:

@@ -28,6 +28,7 @@ from ortlab.core.errors import FeedError, InvalidModelError, UnsupportedModelErr
 from ortlab.core.externaldata import check_external_data, data_files, reject_external
 from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
+from ortlab.core.layers import LayerMap, layer_map
 from ortlab.core.onnx_util import (
     STANDARD_DOMAINS,
     dtype_name,
@@ -202,6 +203,19 @@ class Model:
         """What makes this model an LLM decoder with a KV cache (layers, heads, head size, the
         past -> present pairs, …, and where each fact came from), or None for other models."""
         return detect_decoder(self.proto, self.path)
+
+    @functools.cached_property
+    def layers(self) -> LayerMap | None:
+        """Each node's transformer layer read from the graph's structure (the cache it uses,
+        the exporter's module path, the weights it reads, the residual stream;
+        :mod:`ortlab.core.layers`), None for a model that is no decoder."""
+        info = self.decoder
+        if info is None:
+            return None
+        pairs = [
+            (p.layer, p.past_key, p.past_value, p.present_key, p.present_value) for p in info.pairs
+        ]
+        return layer_map(self.proto.graph, pairs)
 
     @property
     def disk_bytes(self) -> int:

@@ -71,9 +71,15 @@ DECODERS = {
         "optimum_llama",
         "LLM decoder: the Llama exported by optimum with past/present pairs",
     ),
+    "tiny_llama_dynamo": (
+        "dynamo_llama",
+        "LLM decoder: the Llama exported by torch.onnx.export(dynamo=True), model.onnx alone "
+        "(no config; node names carry no layer index: layers and heads come from the graph)",
+    ),
 }
 """Tiny decoders made by the real exporters (ortlab/decoders, scripts/make_decoders.py):
-folders with their genai_config.json or config.json, loaded in place."""
+folders with their genai_config.json or config.json (dynamo's: its model.onnx alone), loaded
+in place."""
 DECODER_DIR = Path(__file__).resolve().parents[1] / "decoders"
 
 # Bump when the way a model is generated or filled changes, so caches refresh.
@@ -245,7 +251,8 @@ def path(name: str, seed: int = 0) -> Path:
     if key in DECODERS:  # a folder with its configs: its model file, in place
         from ortlab.core.decoder import decoder_file
 
-        found = decoder_file(DECODER_DIR / DECODERS[key][0])
+        folder = DECODER_DIR / DECODERS[key][0]
+        found = decoder_file(folder) or next(iter(sorted(folder.glob("*.onnx"))), None)
         if found is None:
             raise InvalidModelError(f"The bundled decoder {name!r} is missing from {DECODER_DIR}.")
         return found

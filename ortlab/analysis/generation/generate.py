@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.inputs import Feeds
+from ortlab.core.layers import layer_from_name
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
@@ -69,8 +69,16 @@ class GenerationResult(Result):
     """Tokens of the one buffer per past/present pair every step wrote into (genai's
     past_present_share_buffer); 0: the present outputs became the next past (copies)."""
     layers: int = 0
-    """Transformer layers (``DecoderInfo.layers``): a node named in a layer past them (genai
-    names its final norm ``layers.<n>``) is outside the layers."""
+    """Transformer layers (``DecoderInfo.layers``)."""
+    node_layers: dict[str, int | None] = field(default_factory=dict)
+    """Each profiled node's layer (None: outside the layers), read from the graph's structure
+    (:attr:`ortlab.Model.layers`); empty in a result saved before it existed, whose nodes' names
+    are read instead."""
+    layer_sources: dict[str, str] = field(default_factory=dict)
+    """How each profiled node's layer was found: 'cache' (it uses that layer's KV cache),
+    'metadata' (the exporter's module path), 'weights' (the initializers it reads),
+    'residual' (its place along the residual stream), 'graph' (between anchored nodes),
+    'name' (a hint where the structure leaves the choice); 'fused: …' for a node ORT made."""
     feeds: str = ""
     synthetic: bool | None = None
     other_cores: float | None = None
@@ -136,14 +144,16 @@ class GenerationResult(Result):
         return self.per_token
 
     def by_phase(self) -> Any:
-        """The profiled generation's nodes per phase: phase, node, op_type, layer, us_per_step
+        """The profiled generation's nodes per phase: phase, node, op_type, layer (from the
+        graph's structure; layer_source says how: :attr:`layer_sources`), us_per_step
         (its own time per step of the phase, mean over the phase's steps, profiling on),
         share (of the phase's node time), calls; slowest first within each phase. A phase's
         node times add up to its profiled run time less the gaps between nodes."""
         import pandas as pd
 
         d = self.profile
-        cols = ["phase", "node", "op_type", "layer", "us_per_step", "share", "calls"]
+        cols = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share"]
+        cols.append("calls")
         if d is None or not d.node:
             return pd.DataFrame(columns=cols)
         grid = per_run_grid(d)  # nodes x steps, each node's own time
@@ -160,9 +170,8 @@ class GenerationResult(Result):
                         "phase": phase,
                         "node": d.node,
                         "op_type": d.op_type,
-                        "layer": pd.array(
-                            [layer_of(n, self.layers) for n in d.node], dtype="Int64"
-                        ),
+                        "layer": pd.array([self.layer(n) for n in d.node], dtype="Int64"),
+                        "layer_source": [self.layer_sources.get(n, "name") for n in d.node],
                         "us_per_step": us,
                         "share": us / total,
                         "calls": calls,
@@ -186,6 +195,12 @@ class GenerationResult(Result):
         return (
             out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
         )
+
+    def layer(self, node: str) -> int | None:
+        """A profiled node's transformer layer (None: outside the layers)."""
+        if node in self.node_layers:
+            return self.node_layers[node]
+        return layer_from_name(node, self.layers)
 
     def phase_run_us(self) -> dict[str, float]:
         """The profiled generation's run time per step of each phase (µs, mean, profiling
@@ -235,7 +250,7 @@ class GenerationResult(Result):
                 "phase": roof.phase,
                 "node": r.node,
                 "op_type": r.op_type,
-                "layer": layer_of(r.node, self.layers),
+                "layer": self.layer(r.node),
                 "us_per_step": r.us,
                 "flops": r.flops,
                 "bytes": r.bytes,
@@ -292,18 +307,6 @@ class GenerationResult(Result):
             f"<GenerationResult {self.model!r}: prompt {self.prompt}, {self.new_tokens} new "
             f"tokens x {self.runs} runs; TTFT {ttft:.2f} ms, decode {dec:.1f} tokens/s>"
         )
-
-
-_LAYER = re.compile(r"(?:layers?|blocks?|h|decoder\.layers)[._/](\d+)(?:[._/]|$)", re.IGNORECASE)
-
-
-def layer_of(node: str, layers: int = 0) -> int | None:
-    """The transformer layer a node belongs to, read from its name ('/model/layers.3/attn/…',
-    '/transformer/h.3/…', 'blocks.3'); None outside the layers (and at or past ``layers``
-    when given)."""
-    m = _LAYER.search(node)
-    k = int(m.group(1)) if m else None
-    return None if k is None or (layers and k >= layers) else k
 
 
 def _interval(values: list[float]) -> tuple[float, float, float]:
@@ -453,6 +456,14 @@ def generate(
     )
     if reply.profile is None:
         return result
+    found = m.layers
+    if found is not None:
+        names = reply.profile.node
+        result = dataclasses.replace(
+            result,
+            node_layers={n: found.of(n) for n in names},
+            layer_sources={n: found.source_of(n) for n in names},
+        )
     roofs, peaks, more = phase_roofs(
         m,
         run,
