@@ -161,7 +161,9 @@ def _generate_parser(sub: Any) -> None:
     add_session_args(p)
     p.add_argument("--prompt", type=int_arg(1), default=128, help="prompt tokens (the prefill)")
     p.add_argument("--new", type=int_arg(1), default=64, help="tokens to generate")
-    p.add_argument("--runs", type=int_arg(1), default=3, help="generations (6+ for intervals)")
+    p.add_argument(
+        "--runs", type=int_arg(1), default=6, help="generations (6 or more give intervals)"
+    )
 
 
 def _generate(args: argparse.Namespace) -> None:

@@ -79,14 +79,23 @@ class Result:
         data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_numpy_to_builtin)
         return data
 
+    def headline(self) -> dict[str, Any] | None:
+        """The figures a person reads first, derived from the data (a decoder's TTFT and
+        tokens/s with their intervals): written beside the data in :meth:`to_json` for
+        dashboards and scripts, never read back. None: the type has none."""
+        return None
+
     def to_json(self, indent: int | None = None) -> str:
 
-        envelope = {
+        envelope: dict[str, Any] = {
             "ortlab": type(self).__name__,
             "schema": SCHEMA,
             "ortlab_version": __version__,
-            "data": self.to_dict(),
         }
+        head = self.headline()
+        if head is not None:
+            envelope["headline"] = head
+        envelope["data"] = self.to_dict()
         return json.dumps(envelope, indent=indent, allow_nan=True)
 
     @classmethod

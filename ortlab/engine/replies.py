@@ -287,12 +287,14 @@ class ThroughputReply:
 
 @dataclass(frozen=True)
 class GenerateReply:
-    """``tasks_generate.generate``: per run and step the ``sess.run`` time (ns; step 0 is the
-    prefill), the greedy tokens (the same every run), the present outputs' bytes after each
-    step of the first run, the process's resident memory before and after it, the session's
-    report and the cores other processes used meanwhile."""
+    """``tasks_generate.generate``: per run and step the whole step's time as a generator runs
+    it (ns; step 0 is the prefill) and the model's ``sess.run`` within it, the greedy tokens
+    (the same every run), the present outputs' bytes after each step of the first run, the
+    process's resident memory before and after it, the session's report and the cores other
+    processes used meanwhile."""
 
     steps_ns: list[list[int]]
+    run_ns: list[list[int]]
     tokens: list[int]
     present_bytes: list[int]
     rss_before: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,35 +80,42 @@ def generate(
     loop = _Loop(sess, decoder, job)
     since = cpu_sample()
     steps_ns: list[list[int]] = []
+    run_ns: list[list[int]] = []
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
     rss: list[int] = [rss_bytes()]
-    total = runs * new_tokens + (new_tokens if profile else 0)
+    window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1))) if profile else 0
+    total = runs * new_tokens + window
     # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     for r in range(runs):
-        step = _offset(progress, r * new_tokens, total)
-        times, made, sizes = loop.run(new_tokens, step, shared=shared)
+        step = _offset(progress, r * new_tokens, total, new_tokens)
+        done = loop.run(new_tokens, step, shared=shared)
         if r == 0:
             rss.append(rss_bytes())
-            present_bytes = sizes
-        steps_ns.append(times)
-        tokens.append(made)
+            present_bytes = done.cache_bytes
+        steps_ns.append(done.step_ns)
+        run_ns.append(done.run_ns)
+        tokens.append(done.tokens)
     if any(t != tokens[0] for t in tokens[1:]):
         raise RunError(
             f"Greedy generation of {job.model_name!r} gave different tokens from run to run: "
             "the model is not deterministic on these inputs."
         )
     load = other_cores(since, cpu_sample())
-    data, window = None, 0
+    data = None
     if profile:
-        window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1)))
         data = _profiled(
-            job, decoder, window, _offset(progress, runs * new_tokens, total), shared=shared
+            job,
+            decoder,
+            window,
+            _offset(progress, runs * new_tokens, total, window),
+            shared=shared,
         )
     return GenerateReply(
         steps_ns=steps_ns,
+        run_ns=run_ns,
         tokens=tokens[0],
         present_bytes=present_bytes,
         rss_before=rss[0],
@@ -157,9 +165,9 @@ def interleaved(
         for r in range(rounds):
             for side in (0, 1) if r % 2 == 0 else (1, 0):
                 runner, cache = (base, shared) if side == 0 else (loop, length)
-                steps, tokens, _ = runner.run(new_tokens, lambda _k: None, shared=cache)
-                times[side].append(steps)
-                made.setdefault(side, tokens)
+                done = runner.run(new_tokens, lambda _k: None, shared=cache)
+                times[side].append(done.step_ns)
+                made.setdefault(side, done.tokens)
             progress(k * rounds + r + 1, total)
         pairs.append(
             GenerationPair(
@@ -181,106 +189,185 @@ def interleaved(
     )
 
 
-def _offset(progress: Progress, done: int, total: int) -> Callable[[int], None]:
-    """A generation's step counter as the call's progress (``done`` steps before it)."""
+REPORT_EVERY_NS = 1_000_000_000
+"""A generation says how far it got at the end of each run and at most once a second within
+one: a message per token crossed the worker's pipe between timed steps (and woke the caller,
+its server and a browser to relay it), slowing a fast decoder by ~14 % (issue 46)."""
+
+
+def _offset(progress: Progress, done: int, total: int, steps: int) -> Callable[[int], None]:
+    """A generation's step counter as the call's progress (``done`` steps before it, ``steps``
+    in this run): reported at the run's end and at most every :data:`REPORT_EVERY_NS`."""
+    last = time.perf_counter_ns()
 
     def step(k: int) -> None:
-        progress(done + k, total)
+        nonlocal last
+        now = time.perf_counter_ns()
+        if k == steps or now - last >= REPORT_EVERY_NS:
+            last = now
+            progress(done + k, total)
 
     return step
 
 
 class _Loop:
-    """The greedy step loop on one session."""
+    """The greedy step loop on one session, as a generator runs it: one IOBinding per
+    generation, each step rebinding only what changes (the new ids, the mask, the positions,
+    the cache's tensors) and writing the logits into an array bound once per shape, so a step
+    costs what the model does plus a few binding calls (before: a binding built per step and
+    the logits copied out, ~55 µs a token on the tiny int4 decoder, issue 46)."""
 
     def __init__(self, sess: Any, decoder: DecoderInfo, job: ModelJob) -> None:
         self.sess, self.decoder, self.job = sess, decoder, job
         self.dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
-        names = [o.name for o in sess.get_outputs()]
-        self.logits = names.index("logits") if "logits" in names else 0
-        self.present = {p.past_key: names.index(p.present_key) for p in decoder.pairs} | {
-            p.past_value: names.index(p.present_value) for p in decoder.pairs
+        outputs = sess.get_outputs()
+        self.names = [o.name for o in outputs]
+        self.logits = self.names.index("logits") if "logits" in self.names else 0
+        logits = outputs[self.logits]
+        self.logits_dtype = np_dtype(logits.type)
+        vocab = logits.shape[-1] if logits.shape else None
+        self.vocab = vocab if isinstance(vocab, int) else decoder.vocab
+        self.present = {p.past_key: p.present_key for p in decoder.pairs} | {
+            p.past_value: p.present_value for p in decoder.pairs
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids])
+        self._logits: dict[int, tuple[np.ndarray, Any]] = {}
 
-    def run(
-        self, steps: int, progress: Callable[[int], None], *, shared: int = 0
-    ) -> tuple[list[int], list[int], list[int]]:
-        """One generation: per step its time (ns), the token, the cache's bytes (the present
-        outputs'; with ``shared``, the buffers of that many tokens every step writes into)."""
-        if shared:
-            return self._shared(steps, progress, shared)
-        d, batch = self.decoder, self.prompt.shape[0]
-        past = {
-            name: np.zeros((batch, d.kv_heads, 0, d.head_size), dtype=self.dtypes[name])
-            for name in d.past_inputs
-        }
-        ids, length = self.prompt, 0
-        clock = time.perf_counter_ns
-        times: list[int] = []
-        made: list[int] = []
-        sizes: list[int] = []
-        for step in range(steps):
-            feeds = step_feeds(d, ids, past, length, self.dtypes)
-            t0 = clock()
-            try:
-                outs = self.sess.run(None, feeds)
-            except Exception as err:
-                raise run_error(err, self.job.model_name, self.job.config, feeds) from err
-            times.append(clock() - t0)
-            length += ids.shape[1]
-            nxt = np.asarray(outs[self.logits])[:, -1, :].argmax(axis=-1)
-            made.append(int(nxt[0]))
-            past = {name: outs[k] for name, k in self.present.items()}
-            sizes.append(sum(int(v.nbytes) for v in past.values()))
-            ids = nxt.reshape(batch, 1)
-            progress(step + 1)
-        return times, made, sizes
+    def _logits_for(self, new: int) -> tuple[np.ndarray, Any] | None:
+        """The array the logits of a step of ``new`` tokens are written into, and its
+        OrtValue (shared memory: read with no copy); a decode step's is kept for the next, a
+        prefill's (prompt x vocabulary) is the step's own. None when the vocabulary is
+        unknown (ORT allocates)."""
+        if not self.vocab:
+            return None
+        if new in self._logits:
+            return self._logits[new]
+        import onnxruntime as ort
 
-    def _shared(
-        self, steps: int, progress: Callable[[int], None], longest: int
-    ) -> tuple[list[int], list[int], list[int]]:
-        """As onnxruntime-genai runs a builder model with past_present_share_buffer: one
-        buffer per past/present pair, ``longest`` tokens long, bound through IOBinding as both
-        the past input and the present output; GroupQueryAttention writes each step's keys and
-        values in place at the length the mask gives."""
+        array = np.empty((self.prompt.shape[0], new, self.vocab), dtype=self.logits_dtype)
+        made = (array, ort.OrtValue.ortvalue_from_numpy(array))
+        if new == 1:
+            self._logits[new] = made
+        return made
+
+    def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> _Generation:
+        """One generation, each step timed whole as a generator runs it (its feeds, the run,
+        the logits' argmax and the next step's ids and cache: onnxruntime-genai's quantity)
+        and the model's own run within it; the tokens and the cache's bytes after each step
+        (the present outputs'; with ``shared``, the buffers of that many tokens every step
+        writes into: past_present_share_buffer, as onnxruntime-genai runs a builder model,
+        GroupQueryAttention writing each step's keys and values in place)."""
         import onnxruntime as ort
 
         d, batch = self.decoder, self.prompt.shape[0]
-        names = [o.name for o in self.sess.get_outputs()]
-        buffers = {
+        binding = self.sess.io_binding()
+        past: dict[str, Any] = {
             name: ort.OrtValue.ortvalue_from_numpy(
-                np.zeros((batch, d.kv_heads, longest, d.head_size), dtype=self.dtypes[name])
+                np.zeros((batch, d.kv_heads, shared, d.head_size), dtype=self.dtypes[name])
             )
             for name in d.past_inputs
         }
-        held = sum(int(np.prod(v.shape())) * self.dtypes[n].itemsize for n, v in buffers.items())
-        ids, length = self.prompt, 0
-        clock = time.perf_counter_ns
-        times: list[int] = []
-        made: list[int] = []
-        for step in range(steps):
-            feeds = step_feeds(d, ids, {}, length, self.dtypes)
-            binding = self.sess.io_binding()
-            for name, value in feeds.items():
-                binding.bind_cpu_input(name, value)
-            binding.bind_output(names[self.logits])  # outputs come back in binding order
-            for name, value in buffers.items():
+        held = sum(_nbytes(v) for v in past.values())
+        if shared:  # one buffer per pair, bound once as both past and present
+            for name, value in past.items():
                 binding.bind_ortvalue_input(name, value)
-                binding.bind_ortvalue_output(names[self.present[name]], value)
+                binding.bind_ortvalue_output(self.present[name], value)
+        ids, length = self.prompt, 0
+        steady = _Decode(self, binding, batch, self.prompt.shape[1] + steps)
+        bound = None
+        clock = time.perf_counter_ns
+        out = _Generation()
+        for step in range(steps):
+            start = clock()
+            if step == 0:  # the prefill: its own feeds
+                feeds = step_feeds(d, ids, {}, length, self.dtypes)
+                for name, value in feeds.items():
+                    binding.bind_cpu_input(name, value)
+            else:  # a decode step: the same arrays, rewritten in place
+                feeds = steady.feed(ids, length)
+            logits = self._logits_for(ids.shape[1])
+            if logits is None:
+                binding.bind_output(self.names[self.logits])
+            elif logits[1] is not bound:  # bound once per shape: the prefill's, then decode's
+                binding.bind_ortvalue_output(self.names[self.logits], logits[1])
+                bound = logits[1]
+            if not shared:
+                for name, value in past.items():
+                    binding.bind_ortvalue_input(name, value)
+                    binding.bind_output(self.present[name])
             t0 = clock()
             try:
                 self.sess.run_with_iobinding(binding)
             except Exception as err:
                 raise run_error(err, self.job.model_name, self.job.config, feeds) from err
-            times.append(clock() - t0)
+            t1 = clock()
             length += ids.shape[1]
-            logits = binding.get_outputs()[0].numpy()
-            nxt = logits[:, -1, :].argmax(axis=-1)
-            made.append(int(nxt[0]))
+            got = None if logits is not None and shared else binding.get_outputs()
+            scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
+            nxt = scores[:, -1, :].argmax(axis=-1) if batch > 1 else scores[0, -1].argmax()[None]
+            if not shared:  # the present outputs become the next step's past
+                past = dict(zip(past, got[1:], strict=True))  # type: ignore[index]
+                held = sum(_nbytes(v) for v in past.values())
             ids = nxt.reshape(batch, 1)
+            out.step_ns.append(clock() - start)
+            out.run_ns.append(t1 - t0)
+            out.tokens.append(int(nxt[0]))
+            out.cache_bytes.append(held)
             progress(step + 1)
-        return times, made, [held] * steps
+        return out
+
+
+class _Decode:
+    """A decode step's inputs, bound once and rewritten in place (IOBinding reads a bound
+    array's memory at each run): the new token's ids and its position; the mask, whose
+    length grows, is a view of one buffer of ones (batch 1) rebound each step."""
+
+    def __init__(self, loop: _Loop, binding: Any, batch: int, longest: int) -> None:
+        d, dtypes = loop.decoder, loop.dtypes
+        self.decoder, self.binding, self.bound = d, binding, False
+        self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
+        self.positions = np.zeros((batch, 1), dtype=dtypes[d.positions]) if d.positions else None
+        self.ones = np.ones((batch, longest), dtype=dtypes[d.mask]) if d.mask else None
+        self.branch = np.array([True]) if d.use_cache_branch else None
+
+    def feed(self, ids: np.ndarray, length: int) -> dict[str, np.ndarray]:
+        """Bind the step after ``length`` cached tokens whose new ids are ``ids``; returns
+        the feeds (for an error's message)."""
+        d = self.decoder
+        self.ids[...] = ids
+        feeds = {d.input_ids: self.ids}
+        if self.positions is not None and d.positions:
+            self.positions.fill(length)
+            feeds[d.positions] = self.positions
+        if self.branch is not None and d.use_cache_branch:
+            feeds[d.use_cache_branch] = self.branch
+        if not self.bound:
+            for name, value in feeds.items():
+                self.binding.bind_cpu_input(name, value)
+            self.bound = True
+        if self.ones is not None and d.mask:
+            mask = self.ones[:, : length + 1]
+            if self.ones.shape[0] > 1:
+                mask = np.ascontiguousarray(mask)
+            self.binding.bind_cpu_input(d.mask, mask)
+            feeds[d.mask] = mask
+        return feeds
+
+
+def _nbytes(value: Any) -> int:
+    """An OrtValue's bytes, from its shape and element type (no copy)."""
+    return int(np.prod(value.shape())) * np_dtype(value.data_type()).itemsize
+
+
+@dataclass
+class _Generation:
+    """One generation's steps: each whole (ns), the model's run within it (ns), the token it
+    made and the cache's bytes after it."""
+
+    step_ns: list[int] = field(default_factory=list)
+    run_ns: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    cache_bytes: list[int] = field(default_factory=list)
 
 
 def _profiled(

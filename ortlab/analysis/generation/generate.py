@@ -54,7 +54,9 @@ class GenerationResult(Result):
     """Tokens generated per run: the prefill gives the first, each decode step one more."""
     batch: int
     steps_ms: list[list[float]]
-    """Per run, per step: the ``sess.run`` time (step 0 is the prefill)."""
+    """Per run, per step: the whole step as a generator runs it — its feeds (ids, mask,
+    positions), the model's run, the argmax over the logits and the next step's cache —
+    onnxruntime-genai's quantity (step 0 is the prefill)."""
     tokens: list[int]
     """The greedy tokens of the first sequence (the same every run)."""
     kv_bytes_per_token: int
@@ -65,6 +67,9 @@ class GenerationResult(Result):
     """The worker's resident memory after the first generation minus before it."""
     decoder: str
     """The decoder's one line (``Model.summary.decoder``)."""
+    model_ms: list[list[float]] = field(default_factory=list)
+    """Per run, per step: the model's own ``sess.run`` within the step (empty in a result
+    saved before it was measured)."""
     shared_buffer: int = 0
     """Tokens of the one buffer per past/present pair every step wrote into (genai's
     past_present_share_buffer); 0: the present outputs became the next past (copies)."""
@@ -107,6 +112,18 @@ class GenerationResult(Result):
         return _interval([r[0] for r in self.steps_ms])
 
     @property
+    def model_ttft_ms(self) -> tuple[float, float, float]:
+        """The prefill's ``sess.run`` alone (the model's time, without the step around it):
+        ``(median over runs, low, high)``."""
+        return _interval([r[0] for r in self.model_ms]) if self.model_ms else _NAN3
+
+    @property
+    def model_decode_tokens_per_s(self) -> tuple[float, float, float]:
+        """Decode tokens/s of the model's ``sess.run`` alone: what the model can do, beside
+        :attr:`decode_tokens_per_s`, what a generator gets (the whole step)."""
+        return _decode_rate(self.model_ms, self.new_tokens, self.batch)
+
+    @property
     def prefill_tokens_per_s(self) -> tuple[float, float, float]:
         """Prompt tokens per second of the prefill: ``(median over runs, low, high)``."""
         return _interval([1e3 * self.prompt * self.batch / r[0] for r in self.steps_ms])
@@ -115,11 +132,7 @@ class GenerationResult(Result):
     def decode_tokens_per_s(self) -> tuple[float, float, float]:
         """Tokens per second of the decode steps (all but the prefill), each run's tokens over
         its decode time: ``(median over runs, low, high)``; NaN with one new token."""
-        if self.new_tokens < 2:
-            return math.nan, math.nan, math.nan
-        return _interval(
-            [1e3 * (len(r) - 1) * self.batch / sum(r[1:]) for r in self.steps_ms if sum(r[1:])]
-        )
+        return _decode_rate(self.steps_ms, self.new_tokens, self.batch)
 
     @table
     def per_token(self) -> Any:
@@ -301,12 +314,52 @@ class GenerationResult(Result):
             "rss_growth_bytes": float(self.rss_growth_bytes),
         }
 
+    def headline(self) -> dict[str, Any]:
+        """TTFT and decode tokens/s (the whole step, as a generator runs it), the prefill's
+        tokens/s and the model's own sess.run figures, each ``{"median", "low", "high"}``
+        (the interval from order statistics over runs; null below 6 runs), with what they
+        are."""
+
+        def three(v: tuple[float, float, float]) -> dict[str, float | None]:
+            return {
+                k: None if math.isnan(x) else round(x, 4)
+                for k, x in zip(("median", "low", "high"), v, strict=True)
+            }
+
+        return {
+            "ttft_ms": three(self.ttft_ms),
+            "decode_tokens_per_s": three(self.decode_tokens_per_s),
+            "prefill_tokens_per_s": three(self.prefill_tokens_per_s),
+            "model_ttft_ms": three(self.model_ttft_ms),
+            "model_decode_tokens_per_s": three(self.model_decode_tokens_per_s),
+            "prompt": self.prompt,
+            "new_tokens": self.new_tokens,
+            "batch": self.batch,
+            "runs": self.runs,
+            "what": "median over runs of whole steps as a generator runs them (feeds, run, "
+            "argmax, cache), profiling off; model_*: the model's sess.run alone",
+            "other_cores": self.other_cores,
+        }
+
     def __repr__(self) -> str:
         dec, ttft = self.decode_tokens_per_s[0], self.ttft_ms[0]
         return (
             f"<GenerationResult {self.model!r}: prompt {self.prompt}, {self.new_tokens} new "
             f"tokens x {self.runs} runs; TTFT {ttft:.2f} ms, decode {dec:.1f} tokens/s>"
         )
+
+
+_NAN3 = (math.nan, math.nan, math.nan)
+
+
+def _decode_rate(
+    steps_ms: list[list[float]], new_tokens: int, batch: int
+) -> tuple[float, float, float]:
+    """Each run's decode tokens (all steps but the prefill, x batch) over their time: the
+    median over runs with its interval; NaN with one new token."""
+    if new_tokens < 2 or not steps_ms:
+        return _NAN3
+    return _interval([1e3 * (len(r) - 1) * batch / sum(r[1:]) for r in steps_ms if sum(r[1:])])
 
 
 def _interval(values: list[float]) -> tuple[float, float, float]:
@@ -321,7 +374,7 @@ def generate(
     *,
     prompt: int = 128,
     new_tokens: int = 64,
-    runs: int = 3,
+    runs: int = 6,
     batch: int = 1,
     profile: bool = True,
     share_buffer: bool | None = None,
@@ -399,10 +452,13 @@ def generate(
         nodes=m.summary.node_count_total,
     )
     notes = [
-        f"Each step's time is its sess.run (profiling off), in a session warmed by an untimed "
-        f"{tasks_generate.WARMUP_STEPS}-step generation; the prefill is step 0; decode "
-        f"tokens/s are each run's {new_tokens - 1} decode tokens over their time, the median "
-        "over runs with an interval from order statistics (6 runs or more).",
+        f"Each step is timed whole as a generator runs it (its feeds, sess.run, the argmax "
+        "over the logits, the next step's cache: onnxruntime-genai's quantity), profiling "
+        f"off, in a session warmed by an untimed {tasks_generate.WARMUP_STEPS}-step "
+        f"generation; the prefill is step 0; decode tokens/s are each run's {new_tokens - 1} "
+        "decode tokens over their time, the median over runs with an interval from order "
+        "statistics (6 runs or more). The model's own sess.run within the steps: "
+        "model_ttft_ms, model_decode_tokens_per_s.",
         (
             f"The cache is one buffer of {shared} tokens per past/present pair, bound as both "
             "through IOBinding and written in place (past_present_share_buffer, as "
@@ -440,6 +496,7 @@ def generate(
         new_tokens=new_tokens,
         batch=batch,
         steps_ms=[[t / 1e6 for t in r] for r in reply.steps_ns],
+        model_ms=[[t / 1e6 for t in r] for r in reply.run_ns],
         tokens=reply.tokens,
         kv_bytes_per_token=info.kv_bytes_per_token * batch,
         present_bytes=reply.present_bytes,

@@ -1,0 +1,118 @@
+"""What a generation's figures are (issue 46 items 5, 8, 9): each step timed whole as a
+generator runs it with the model's own run inside it, the headline a dashboard reads, no
+message per token through the worker's pipe, and the caller's own CPU not counted as the
+machine's load."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pytest
+
+import ortlab
+from ortlab.cli import main
+from ortlab.core import machine
+
+HERE = Path(ortlab.__file__).parent / "decoders"
+
+
+@pytest.mark.parametrize("name", ["genai_int4", "optimum_gpt2_merged"])
+def test_a_step_is_timed_whole_with_the_models_run_inside_it(name: str) -> None:
+    """Each step's whole time (feeds, binding, run, argmax, next cache) holds its sess.run;
+    the headline's figures are the properties', and the model's own tokens/s is at least the
+    whole step's; six runs by default, so every interval is a number."""
+    g = ortlab.generate(HERE / name, prompt=8, new_tokens=6, profile=False, progress=False)
+    assert g.runs == 6
+    assert np.shape(g.steps_ms) == np.shape(g.model_ms) == (6, 6)
+    assert (np.asarray(g.steps_ms) >= np.asarray(g.model_ms)).all()
+    for figure in (g.ttft_ms, g.decode_tokens_per_s, g.model_decode_tokens_per_s):
+        assert not any(math.isnan(x) for x in figure)
+        assert figure[1] <= figure[0] <= figure[2]
+    assert g.model_decode_tokens_per_s[0] >= g.decode_tokens_per_s[0]
+    head = json.loads(g.to_json())["headline"]
+    assert head["ttft_ms"]["median"] == pytest.approx(g.ttft_ms[0], rel=1e-3)
+    assert head["decode_tokens_per_s"]["low"] == pytest.approx(g.decode_tokens_per_s[1], rel=1e-3)
+    assert head["model_decode_tokens_per_s"]["high"] == pytest.approx(
+        g.model_decode_tokens_per_s[2], rel=1e-3
+    )
+    assert head["runs"] == 6 and "whole steps" in head["what"]
+    assert ortlab.GenerationResult.from_json(g.to_json()) == g  # the headline is not data
+
+
+def test_the_cli_json_carries_the_headline(capsys: Any) -> None:
+    assert main(["generate", "tiny_llama_int4", "--prompt", "4", "--new", "3", "--json"]) == 0
+    head = json.loads(capsys.readouterr().out)["headline"]
+    assert head["runs"] == 6 and head["ttft_ms"]["low"] is not None
+    assert set(head) >= {"ttft_ms", "decode_tokens_per_s", "model_ttft_ms", "prompt"}
+
+
+def test_no_message_per_token_crosses_the_workers_pipe() -> None:
+    """Progress at each run's end (and at most once a second within one): a 60-token
+    generation of 3 runs and a profiled one reports a handful of times, not 240, and ends at
+    its total."""
+    calls: list[tuple[int, int]] = []
+    started = time.perf_counter()
+    g = ortlab.generate(
+        HERE / "genai_int4",
+        prompt=8,
+        new_tokens=60,
+        runs=3,
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    took = time.perf_counter() - started
+    assert g.tokens and calls
+    assert calls[-1][0] == calls[-1][1] == 3 * 60 + g.profiled_steps
+    assert len(calls) <= 4 + math.ceil(took), calls
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls)
+
+
+def _detached_busy_process() -> int:
+    """A process that spins for a while and is not this one's descendant (as a worker's
+    caller is not the worker's): a shell starts it in the background and exits."""
+    code = "import time\nt = time.time() + 4\nwhile time.time() < t: pass"
+    out = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -c "{code}" >/dev/null 2>&1 & echo $!'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip())
+
+
+def test_a_workers_caller_is_not_counted_as_other_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In ortlab's worker (ORTLAB_WORKER_PARENT names its caller), the caller's CPU counts as
+    the measurement's own: over one window the load figure drops by the cores the caller
+    used, read independently through psutil, and not by more (its children are not
+    subtracted: one of them is the worker itself)."""
+    pid = _detached_busy_process()
+    try:
+        caller = psutil.Process(pid)
+        assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
+        time.sleep(0.3)
+
+        def both() -> tuple[machine.CpuSample, machine.CpuSample]:
+            monkeypatch.setenv("ORTLAB_WORKER_PARENT", str(pid))
+            with_caller = machine.cpu_sample()
+            monkeypatch.delenv("ORTLAB_WORKER_PARENT")
+            return with_caller, machine.cpu_sample()
+
+        c0 = caller.cpu_times()
+        (w0, p0), t0 = both(), time.perf_counter()
+        time.sleep(1.0)
+        (w1, p1), t1 = both(), time.perf_counter()
+        c1 = caller.cpu_times()
+        cores = ((c1.user + c1.system) - (c0.user + c0.system)) / (t1 - t0)
+        assert cores > 0.5, "premise: the caller was busy"
+        excluded = machine.other_cores(p0, p1) - machine.other_cores(w0, w1)
+        assert excluded == pytest.approx(cores, abs=0.15)
+    finally:
+        os.kill(pid, 9)
