@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -267,7 +268,7 @@ class _Loop:
             )
             for name in d.past_inputs
         }
-        held = sum(_nbytes(v) for v in past.values())
+        held = _cache_bytes(past, self.dtypes)
         if shared:  # one buffer per pair, bound once as both past and present
             for name, value in past.items():
                 binding.bind_ortvalue_input(name, value)
@@ -307,7 +308,7 @@ class _Loop:
             nxt = scores[:, -1, :].argmax(axis=-1) if batch > 1 else scores[0, -1].argmax()[None]
             if not shared:  # the present outputs become the next step's past
                 past = dict(zip(past, got[1:], strict=True))  # type: ignore[index]
-                held = sum(_nbytes(v) for v in past.values())
+                held = _cache_bytes(past, self.dtypes)
             ids = nxt.reshape(batch, 1)
             out.step_ns.append(clock() - start)
             out.run_ns.append(t1 - t0)
@@ -354,9 +355,9 @@ class _Decode:
         return feeds
 
 
-def _nbytes(value: Any) -> int:
-    """An OrtValue's bytes, from its shape and element type (no copy)."""
-    return int(np.prod(value.shape())) * np_dtype(value.data_type()).itemsize
+def _cache_bytes(past: dict[str, Any], dtypes: dict[str, np.dtype[Any]]) -> int:
+    """The cache's bytes: each OrtValue's shape by its input's element size (no copy)."""
+    return sum(math.prod(v.shape()) * dtypes[name].itemsize for name, v in past.items())
 
 
 @dataclass

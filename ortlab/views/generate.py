@@ -31,10 +31,22 @@ def _head(g: Any) -> str:
 def _rows(g: Any) -> list[list[str]]:
     kv = g.kv_cache
     measured = kv["measured_bytes_per_token"]
+    model = [
+        [
+            "model's own run",
+            _value(g.model_decode_tokens_per_s, 1, "tokens/s"),
+            f"decode, sess.run alone (TTFT {_value(g.model_ttft_ms, 3, 'ms')})",
+        ]
+    ]
     return [
-        ["time to first token", _value(g.ttft_ms, 3, "ms"), "the prefill's run"],
+        ["time to first token", _value(g.ttft_ms, 3, "ms"), "the prefill's whole step"],
         ["prefill", _value(g.prefill_tokens_per_s, 0, "tokens/s"), "prompt tokens / TTFT"],
-        ["decode", _value(g.decode_tokens_per_s, 1, "tokens/s"), "after the first token"],
+        [
+            "decode",
+            _value(g.decode_tokens_per_s, 1, "tokens/s"),
+            "whole steps after the first token, as a generator runs them",
+        ],
+        *(model if g.model_ms else []),
         [
             "KV cache per token",
             f"{fmt_bytes(kv['bytes_per_token'])} (formula)",
