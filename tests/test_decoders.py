@@ -360,9 +360,10 @@ def test_the_doctor_on_a_merged_decoder_proposes_only_what_applies() -> None:
 
 @pytest.mark.parametrize("name", ["genai_int4", "optimum_llama"])
 def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> None:
-    """One profiled generation: step 0 is the prefill, the rest decode; each phase's node
-    times add up to its profiled run time less the gaps between nodes (at most the profiler's
-    per-node overhead each); nodes group into the decoder's own layers, read from the
+    """Three profiled generations: step 0 of each is the prefill, the rest decode; each
+    phase's node times (each node's median over the phase's steps) add up to about its
+    profiled run time (the median) less the gaps between nodes (the profiler's per-node
+    overhead each, within twice its measured figure); nodes group into the decoder's own layers, read from the
     graph's structure; the attention of layer k (so named by its exporter) is in layer k."""
     from ortlab.core.machine import BUSY_CORES
     from ortlab.core.runtime import PROFILER_US_PER_NODE
@@ -370,7 +371,8 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     g = ortlab.generate(HERE / name, prompt=8, new_tokens=5, runs=2, progress=False)
     d = ortlab.load(HERE / name).decoder
     assert d is not None and g.profiled_steps == 5
-    assert g.profile is not None and len(g.profile.run_us) == 5
+    assert g.profiled_reps == 3
+    assert g.profile is not None and len(g.profile.run_us) == 5 * 3
     t = g.by_phase()
     run = g.phase_run_us()
     load = g.profile.other_cores
@@ -379,9 +381,9 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
         rows = t[t["phase"] == phase]
         nodes = float(rows["us_per_step"].sum())
         assert rows["share"].sum() == pytest.approx(1.0)
-        assert nodes <= run[phase] + 1.0
+        assert nodes <= 1.1 * run[phase] + 1.0  # a sum of medians, against the median sum
         if not busy:  # on an idle machine the gaps are the profiler's per-node overhead
-            assert run[phase] - nodes <= PROFILER_US_PER_NODE * len(rows) + 50.0, (phase, nodes)
+            assert run[phase] - nodes <= 2 * PROFILER_US_PER_NODE * len(rows) + 50.0, (phase, nodes)
     if busy:  # on a busy one the result says the load its times were measured under
         assert any("other processes used" in n for n in g.notes), g.notes
     layers = g.by_layer()

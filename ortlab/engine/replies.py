@@ -302,8 +302,10 @@ class GenerateReply:
     report: SessionReport
     other_cores: float | None = None
     profile: ProfileData | None = None
-    """One more generation with ORT's profiler on: run k of its trace is step k."""
+    """More generations with ORT's profiler on: run k of its trace is step k % profiled_steps
+    of generation k // profiled_steps."""
     profiled_steps: int = 0
+    profiled_reps: int = 0
 
 
 @dataclass(frozen=True)

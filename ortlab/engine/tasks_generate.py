@@ -51,6 +51,9 @@ def step_feeds(
 WARMUP_STEPS = 2
 """Untimed steps of one generation before the timed (or profiled) ones, in the same session:
 the prefill and one decode step, each kind's first run."""
+PROFILED_REPS = 3
+"""Profiled generations per call: a phase's split is each node's median over them (and over
+decode steps), so one stalled step is not the model's physics (issue 46)."""
 PROFILE_EVENTS = 800_000
 """Node events a profiled generation may record: ORT's profiler stops at 1,000,000, which a
 generation reaches after a few thousand tokens of a large model."""
@@ -85,8 +88,10 @@ def generate(
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
     rss: list[int] = [rss_bytes()]
-    window = max(1, min(new_tokens, PROFILE_EVENTS // max(nodes, 1))) if profile else 0
-    total = runs * new_tokens + window
+    window = (
+        max(1, min(new_tokens, PROFILE_EVENTS // max(nodes * PROFILED_REPS, 1))) if profile else 0
+    )
+    total = runs * new_tokens + window * PROFILED_REPS
     # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
@@ -111,7 +116,7 @@ def generate(
             job,
             decoder,
             window,
-            _offset(progress, runs * new_tokens, total, window),
+            lambda rep: _offset(progress, runs * new_tokens + rep * window, total, window),
             shared=shared,
         )
     return GenerateReply(
@@ -125,6 +130,7 @@ def generate(
         other_cores=None if np.isnan(load) else round(float(load), 2),
         profile=data,
         profiled_steps=window,
+        profiled_reps=PROFILED_REPS if profile else 0,
     )
 
 
@@ -375,13 +381,14 @@ def _profiled(
     job: ModelJob,
     decoder: DecoderInfo,
     steps: int,
-    progress: Callable[[int], None],
+    progress: Callable[[int], Callable[[int], None]],
     *,
     shared: int,
 ) -> ProfileData:
-    """One generation of ``steps`` steps with ORT's profiler on, after a warm-up of
-    :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run k of the
-    trace is step k."""
+    """:data:`PROFILED_REPS` generations of ``steps`` steps with ORT's profiler on, after a
+    warm-up of :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run
+    k of the trace is step k % steps of generation k // steps. ``progress(rep)`` is that
+    generation's step counter."""
     from ortlab.engine.session import build_session
     from ortlab.engine.tasks import with_load
     from ortlab.engine.trace import parse_profile_file
@@ -397,7 +404,8 @@ def _profiled(
         loop = _Loop(sess, decoder, job)
         try:
             loop.run(min(WARMUP_STEPS, steps), lambda _k: None, shared=shared)
-            loop.run(steps, progress, shared=shared)
+            for rep in range(PROFILED_REPS):
+                loop.run(steps, progress(rep), shared=shared)
         finally:
             path = sess.end_profiling()
         return with_load(parse_profile_file(path, skip_runs=min(WARMUP_STEPS, steps)), since)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.analysis.generation import split
 from ortlab.analysis.generation.phases import (
     PhaseRoof,
     ceiling_lookup,
@@ -34,7 +35,7 @@ from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.stats import median_with_interval
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import edge, run_model_task
-from ortlab.engine.trace import ProfileData, per_run_grid
+from ortlab.engine.trace import ProfileData
 
 __all__ = ["GenerationResult", "generate"]
 
@@ -89,10 +90,13 @@ class GenerationResult(Result):
     other_cores: float | None = None
     notes: list[str] = field(default_factory=list)
     profile: ProfileData | None = None
-    """One more generation with ORT's profiler on (times inflated by it; shares hold): run k
-    of the trace is step k (0: the prefill)."""
+    """More generations with ORT's profiler on (times inflated by it; shares hold): run k of
+    the trace is step k % profiled_steps (0: the prefill) of generation k // profiled_steps."""
     profiled_steps: int = 0
-    """Steps the profiled generation covers (all, unless its trace would pass ORT's cap)."""
+    """Steps each profiled generation covers (all, unless the trace would pass ORT's cap)."""
+    profiled_reps: int = 1
+    """Profiled generations: a phase's split is each node's median over them and over the
+    phase's steps, profiled steps far from their unprofiled time left out (:meth:`outliers`)."""
     roofs: list[PhaseRoof] = field(default_factory=list)
     """The roofline per phase (:mod:`ortlab.analysis.generation.phases`): prefill, decode."""
     peaks: list[Peak] = field(default_factory=list)
@@ -157,57 +161,17 @@ class GenerationResult(Result):
         return self.per_token
 
     def by_phase(self) -> Any:
-        """The profiled generation's nodes per phase: phase, node, op_type, layer (from the
-        graph's structure; layer_source says how: :attr:`layer_sources`), us_per_step
-        (its own time per step of the phase, mean over the phase's steps, profiling on),
-        share (of the phase's node time), calls; slowest first within each phase. A phase's
-        node times add up to its profiled run time less the gaps between nodes."""
-        import pandas as pd
-
-        d = self.profile
-        cols = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share"]
-        cols.append("calls")
-        if d is None or not d.node:
-            return pd.DataFrame(columns=cols)
-        grid = per_run_grid(d)  # nodes x steps, each node's own time
-        frames = []
-        for phase, steps in (("prefill", [0]), ("decode", list(range(1, grid.shape[1])))):
-            if not steps:
-                continue
-            us = grid[:, steps].mean(axis=1)
-            calls = (grid[:, steps] > 0).sum(axis=1)
-            total = float(us.sum()) or 1.0
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "phase": phase,
-                        "node": d.node,
-                        "op_type": d.op_type,
-                        "layer": pd.array([self.layer(n) for n in d.node], dtype="Int64"),
-                        "layer_source": [self.layer_sources.get(n, "name") for n in d.node],
-                        "us_per_step": us,
-                        "share": us / total,
-                        "calls": calls,
-                    }
-                ).sort_values("us_per_step", ascending=False)
-            )
-        return pd.concat(frames, ignore_index=True)[cols]
+        """The profiled generations' nodes per phase: phase, node, op_type, layer (from the
+        graph's structure; layer_source says how: :attr:`layer_sources`), us_per_step (its
+        own time per step of the phase: the median over the profiled generations' prefills,
+        or over their decode steps; profiling on), share (of the phase's node time), calls;
+        slowest first within each phase (:mod:`ortlab.analysis.generation.split`)."""
+        return split.by_phase(self)
 
     def by_layer(self) -> Any:
         """:meth:`by_phase` summed per transformer layer: phase, layer (-1: outside the layers
         — embedding, final norm, head), us_per_step, share, nodes."""
-        t = self.by_phase()
-        if not len(t):
-            return t.reindex(columns=["phase", "layer", "us_per_step", "share", "nodes"])
-        t = t.assign(layer=t["layer"].fillna(-1).astype(int))
-        out = t.groupby(["phase", "layer"], sort=False).agg(
-            us_per_step=("us_per_step", "sum"), share=("share", "sum"), nodes=("node", "count")
-        )
-        out = out.reset_index()
-        first = out["phase"].map({"prefill": 0, "decode": 1})
-        return (
-            out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
-        )
+        return split.by_layer(self)
 
     def layer(self, node: str) -> int | None:
         """A profiled node's transformer layer (None: outside the layers)."""
@@ -216,15 +180,16 @@ class GenerationResult(Result):
         return layer_from_name(node, self.layers)
 
     def phase_run_us(self) -> dict[str, float]:
-        """The profiled generation's run time per step of each phase (µs, mean, profiling
-        on): what :meth:`by_phase`'s node times add up to, less the gaps between nodes."""
-        d = self.profile
-        if d is None or not d.run_us:
-            return {}
-        out = {"prefill": float(d.run_us[0])}
-        if len(d.run_us) > 1:
-            out["decode"] = float(np.mean(d.run_us[1:]))
-        return out
+        """The profiled generations' run time per step of each phase (µs, the median over the
+        phase's kept steps, profiling on): about what :meth:`by_phase`'s node times add up to,
+        less the gaps between nodes."""
+        return split.phase_run_us(self)
+
+    def outliers(self) -> list[tuple[str, int, int, float, float]]:
+        """Profiled steps far from the same step unprofiled, left out of the split:
+        (phase, profiled generation, step, profiled µs, unprofiled µs)
+        (:func:`ortlab.analysis.generation.split.outliers`)."""
+        return split.outliers(self)
 
     def ceilings(self) -> RooflineResult:
         """The ceilings the phases are set against, as a roofline with no rows (its
@@ -476,14 +441,17 @@ def generate(
     if profile:
         window = reply.profiled_steps
         notes.append(
-            "by_phase()/by_layer(): one more generation with ORT's profiler on, "
+            f"by_phase()/by_layer(): {reply.profiled_reps} more generations with ORT's "
+            "profiler on, "
             + (
-                f"its first {window} of {new_tokens} steps (a longer trace would pass the "
+                f"their first {window} of {new_tokens} steps (a longer trace would pass the "
                 "profiler's cap of 1,000,000 events)"
                 if window < new_tokens
                 else f"all {new_tokens} steps"
             )
-            + f"; times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold; "
+            + "; each node's time is its median over them (the prefill's) and over their "
+            "decode steps; "
+            + f"times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold; "
             + load_sentence(reply.profile.other_cores if reply.profile is not None else None)
             + "."
         )
@@ -510,9 +478,24 @@ def generate(
         notes=notes,
         profile=reply.profile,
         profiled_steps=reply.profiled_steps,
+        profiled_reps=reply.profiled_reps,
     )
     if reply.profile is None:
         return result
+    far = result.outliers()
+    if far:
+        worst = max(far, key=lambda o: o[3] / max(o[4], 1.0))
+        result = dataclasses.replace(
+            result,
+            notes=[
+                *result.notes,
+                f"{len(far)} profiled step(s) ran far from their unprofiled time (the worst: "
+                f"{worst[0]} step {worst[2]} of profiled generation {worst[1]}, "
+                f"{worst[3]:,.0f} µs against {worst[4]:,.0f} µs unprofiled, beyond the "
+                "profiler's overhead): left out of by_phase()/by_layer() and the rooflines "
+                "(see outliers()).",
+            ],
+        )
     found = m.layers
     if found is not None:
         names = reply.profile.node

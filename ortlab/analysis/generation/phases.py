@@ -71,7 +71,7 @@ class PhaseRoof:
 
 
 def decode_past(prompt: int, profiled_steps: int) -> int:
-    """The mean past length of the profiled decode steps: step ``j`` (1 … steps - 1) runs
+    """The middle past length of the profiled decode steps: step ``j`` (1 … steps - 1) runs
     with ``prompt + j - 1`` tokens cached."""
     return prompt + max(profiled_steps - 2, 0) // 2
 

@@ -1,0 +1,121 @@
+"""A generation's profiled time split by phase and layer (``GenerationResult.by_phase``,
+``by_layer``): each node's median over several profiled generations' prefills and over their
+decode steps, with profiled steps far from their unprofiled time left out, so one stalled step
+is never shown as the model's physics (issue 46)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.core.runtime import PROFILER_US_PER_NODE
+from ortlab.engine.trace import per_run_grid
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.generate import GenerationResult
+
+__all__ = ["by_layer", "by_phase", "outliers", "phase_run_us", "phase_runs"]
+
+COLUMNS = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share", "calls"]
+
+
+def by_phase(g: GenerationResult) -> Any:
+    """One row per phase and profiled node (``GenerationResult.by_phase``)."""
+    import pandas as pd
+
+    d = g.profile
+    if d is None or not d.node:
+        return pd.DataFrame(columns=COLUMNS)
+    grid = per_run_grid(d)  # nodes x profiled steps, each node's own time
+    layer = pd.array([g.layer(n) for n in d.node], dtype="Int64")
+    source = [g.layer_sources.get(n, "name") for n in d.node]
+    frames = []
+    for phase, steps in phase_runs(g).items():
+        if not steps:
+            continue
+        us = np.median(grid[:, steps], axis=1)
+        calls = (grid[:, steps] > 0).sum(axis=1)
+        total = float(us.sum()) or 1.0
+        frames.append(
+            pd.DataFrame(
+                {
+                    "phase": phase,
+                    "node": d.node,
+                    "op_type": d.op_type,
+                    "layer": layer,
+                    "layer_source": source,
+                    "us_per_step": us,
+                    "share": us / total,
+                    "calls": calls,
+                }
+            ).sort_values("us_per_step", ascending=False)
+        )
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def by_layer(g: GenerationResult) -> Any:
+    """:func:`by_phase` summed per layer (-1: outside the layers)."""
+    t = by_phase(g)
+    if not len(t):
+        return t.reindex(columns=["phase", "layer", "us_per_step", "share", "nodes"])
+    t = t.assign(layer=t["layer"].fillna(-1).astype(int))
+    out = t.groupby(["phase", "layer"], sort=False).agg(
+        us_per_step=("us_per_step", "sum"), share=("share", "sum"), nodes=("node", "count")
+    )
+    out = out.reset_index()
+    first = out["phase"].map({"prefill": 0, "decode": 1})
+    return out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
+
+
+def phase_run_us(g: GenerationResult) -> dict[str, float]:
+    """Each phase's profiled run time per step: the median over its kept steps (µs)."""
+    d = g.profile
+    if d is None or not d.run_us:
+        return {}
+    return {
+        phase: float(np.median([d.run_us[k] for k in runs]))
+        for phase, runs in phase_runs(g).items()
+        if runs
+    }
+
+
+def outliers(g: GenerationResult) -> list[tuple[str, int, int, float, float]]:
+    """Profiled steps far from the same step unprofiled: (phase, profiled generation, step,
+    profiled µs, unprofiled µs) for each whose run exceeds the unprofiled median at that step
+    by more than twice the profiler's overhead (measured here: the median excess over all
+    profiled steps, at least :data:`PROFILER_US_PER_NODE` per executed node) plus the
+    unprofiled time itself and 50 µs."""
+    d = g.profile
+    if d is None or not d.run_us or not g.profiled_steps:
+        return []
+    ms = np.asarray(g.model_ms or g.steps_ms, dtype=np.float64)
+    unprofiled = np.median(ms, axis=0) * 1e3  # µs per step index
+    executed = (per_run_grid(d) > 0).sum(axis=0)
+    steps = [k % g.profiled_steps for k in range(len(d.run_us))]
+    excess = [us - unprofiled[j] for us, j in zip(d.run_us, steps, strict=True) if j < len(ms[0])]
+    typical = float(np.median(excess)) if excess else 0.0
+    out = []
+    for k, us in enumerate(d.run_us):
+        rep, step = divmod(k, g.profiled_steps)
+        if step >= len(unprofiled):
+            continue
+        overhead = max(typical, PROFILER_US_PER_NODE * float(executed[k]))
+        if us - unprofiled[step] > 2 * overhead + unprofiled[step] + 50.0:
+            phase = "prefill" if step == 0 else "decode"
+            out.append((phase, rep, step, float(us), float(unprofiled[step])))
+    return out
+
+
+def phase_runs(g: GenerationResult) -> dict[str, list[int]]:
+    """The profiled runs each phase's split reads: the prefill's and the decode steps' of every
+    profiled generation, outliers left out unless a phase has nothing else."""
+    d = g.profile
+    if d is None or not d.run_us:
+        return {}
+    window = g.profiled_steps or len(d.run_us)
+    far = {rep * window + step for _, rep, step, _, _ in outliers(g)}
+    runs: dict[str, list[int]] = {"prefill": [], "decode": []}
+    for k in range(len(d.run_us)):
+        runs["prefill" if k % window == 0 else "decode"].append(k)
+    return {phase: [k for k in ks if k not in far] or ks for phase, ks in runs.items()}
