@@ -22,7 +22,7 @@ from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsRepl
 from ortlab.engine.tasks import open_session, rss_bytes, run_error
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["generate", "interleaved", "step_feeds"]
+__all__ = ["GreedyLoop", "generate", "interleaved", "step_feeds"]
 
 
 def step_feeds(
@@ -81,7 +81,7 @@ def generate(
     model's, bodies included, one event each per step). ``shared``: the
     cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
     sess, report, _ = open_session(job.model_path, job.model_name, job.config)
-    loop = _Loop(sess, decoder, job)
+    loop = GreedyLoop(sess, decoder, job)
     since = cpu_sample()
     steps_ns: list[list[int]] = []
     run_ns: list[list[int]] = []
@@ -153,7 +153,7 @@ def interleaved(
     failure raises."""
     since = cpu_sample()
     sess, base_report, _ = open_session(job.model_path, job.model_name, job.config)
-    base = _Loop(sess, decoder, job)
+    base = GreedyLoop(sess, decoder, job)
     base.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     pairs: list[GenerationPair | None] = []
     failed: dict[int, str] = {}
@@ -161,7 +161,7 @@ def interleaved(
     for k, (path, name, config, length) in enumerate(items):
         try:
             other, report, _ = open_session(path, name, config)
-            loop = _Loop(other, decoder, job)
+            loop = GreedyLoop(other, decoder, job)
             loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=length)
         except Exception as err:  # noqa: BLE001 - one candidate fails, not the comparison
             failed[k] = error_text(err)
@@ -217,14 +217,16 @@ def _offset(progress: Progress, done: int, total: int, steps: int) -> Callable[[
     return step
 
 
-class _Loop:
+class GreedyLoop:
     """The greedy step loop on one session, as a generator runs it: one IOBinding per
     generation, each step rebinding only what changes (the new ids, the mask, the positions,
     the cache's tensors) and writing the logits into an array bound once per shape, so a step
     costs what the model does plus a few binding calls (before: a binding built per step and
     the logits copied out, ~55 µs a token on the tiny int4 decoder, issue 46)."""
 
-    def __init__(self, sess: Any, decoder: DecoderInfo, job: ModelJob) -> None:
+    def __init__(
+        self, sess: Any, decoder: DecoderInfo, job: ModelJob, prompt: np.ndarray | None = None
+    ) -> None:
         self.sess, self.decoder, self.job = sess, decoder, job
         self.dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
         outputs = sess.get_outputs()
@@ -237,7 +239,7 @@ class _Loop:
         self.present = {p.past_key: p.present_key for p in decoder.pairs} | {
             p.past_value: p.present_value for p in decoder.pairs
         }
-        self.prompt = np.asarray(job.feeds[decoder.input_ids])
+        self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, Any]] = {}
 
     def _logits_for(self, new: int) -> tuple[np.ndarray, Any] | None:
@@ -257,39 +259,59 @@ class _Loop:
             self._logits[new] = made
         return made
 
-    def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> _Generation:
-        """One generation, each step timed whole as a generator runs it (its feeds, the run,
-        the logits' argmax and the next step's ids and cache: onnxruntime-genai's quantity)
-        and the model's own run within it; the tokens and the cache's bytes after each step
-        (the present outputs'; with ``shared``, the buffers of that many tokens every step
-        writes into: past_present_share_buffer, as onnxruntime-genai runs a builder model,
-        GroupQueryAttention writing each step's keys and values in place)."""
+    def _empty_cache(self, binding: Any, batch: int, shared: int) -> dict[str, Any]:
+        """The past inputs of a first step (no token cached; with ``shared``, one buffer per
+        pair that long, bound once as both past and present)."""
         import onnxruntime as ort
 
-        d, batch = self.decoder, self.prompt.shape[0]
-        binding = self.sess.io_binding()
+        d = self.decoder
         past: dict[str, Any] = {
             name: ort.OrtValue.ortvalue_from_numpy(
                 np.zeros((batch, d.kv_heads, shared, d.head_size), dtype=self.dtypes[name])
             )
             for name in d.past_inputs
         }
-        held = _cache_bytes(past, self.dtypes)
-        if shared:  # one buffer per pair, bound once as both past and present
+        if shared:
             for name, value in past.items():
                 binding.bind_ortvalue_input(name, value)
                 binding.bind_ortvalue_output(self.present[name], value)
+        return past
+
+    def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> _Generation:
+        """One generation of ``steps`` steps after the prompt (:meth:`run_steps`)."""
+        plan: list[np.ndarray | None] = [self.prompt, *([None] * (steps - 1))]
+        return self.run_steps(plan, progress, shared=shared)
+
+    def run_steps(
+        self, plan: list[np.ndarray | None], progress: Callable[[int], None], *, shared: int = 0
+    ) -> _Generation:
+        """One generation from an empty cache, a step per item of ``plan``: ids to feed
+        ([batch, new]: a prompt, or a chunk on top of what is cached) or None (the argmax of
+        the step before, a decode step). Each step is timed whole as a generator runs it (its
+        feeds, the run, the logits' argmax and the next step's ids and cache:
+        onnxruntime-genai's quantity) and the model's own run within it; the tokens and the
+        cache's bytes after each step (the present outputs'; with ``shared``, the buffers of
+        that many tokens every step writes into: past_present_share_buffer, as
+        onnxruntime-genai runs a builder model, GroupQueryAttention writing each step's keys
+        and values in place)."""
+        d, batch = self.decoder, self.prompt.shape[0]
+        longest = sum(1 if ids is None else ids.shape[1] for ids in plan)
+        binding = self.sess.io_binding()
+        past = self._empty_cache(binding, batch, shared)
+        held = _cache_bytes(past, self.dtypes)
         ids, length = self.prompt, 0
-        steady = _Decode(self, binding, batch, self.prompt.shape[1] + steps)
+        steady = _Decode(self, binding, batch, longest)
         bound = None
         clock = time.perf_counter_ns
         out = _Generation()
-        for step in range(steps):
+        for step, given in enumerate(plan):
             start = clock()
-            if step == 0:  # the prefill: its own feeds
+            if given is not None:  # a prompt or a chunk: its own feeds
+                ids = given
                 feeds = step_feeds(d, ids, {}, length, self.dtypes)
                 for name, value in feeds.items():
                     binding.bind_cpu_input(name, value)
+                steady.bound = False
             else:  # a decode step: the same arrays, rewritten in place
                 feeds = steady.feed(ids, length)
             logits = self._logits_for(ids.shape[1])
@@ -329,7 +351,7 @@ class _Decode:
     array's memory at each run): the new token's ids and its position; the mask, whose
     length grows, is a view of one buffer of ones (batch 1) rebound each step."""
 
-    def __init__(self, loop: _Loop, binding: Any, batch: int, longest: int) -> None:
+    def __init__(self, loop: GreedyLoop, binding: Any, batch: int, longest: int) -> None:
         d, dtypes = loop.decoder, loop.dtypes
         self.decoder, self.binding, self.bound = d, binding, False
         self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
@@ -401,7 +423,7 @@ def _profiled(
             model_name=job.model_name,
             profile_prefix=str(folder / "ortlab"),
         )
-        loop = _Loop(sess, decoder, job)
+        loop = GreedyLoop(sess, decoder, job)
         try:
             loop.run(min(WARMUP_STEPS, steps), lambda _k: None, shared=shared)
             for rep in range(PROFILED_REPS):
