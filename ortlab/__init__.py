@@ -29,6 +29,7 @@ if TYPE_CHECKING or not _CHILD:
         compare_configs,
     )
     from ortlab.analysis.diff import DiffResult, diff
+    from ortlab.analysis.generation.bench import LLMBenchResult, llm_bench
     from ortlab.analysis.generation.generate import GenerationResult, generate
     from ortlab.analysis.graph.data import GraphData, graph_data
     from ortlab.analysis.limits.cost import CostResult, cost
@@ -171,6 +172,7 @@ __all__ = [
     "GraphData",
     "GraphView",
     "InvalidModelError",
+    "LLMBenchResult",
     "Lab",
     "Model",
     "ModelSummary",
@@ -219,6 +221,7 @@ __all__ = [
     "graph",
     "graph_data",
     "graph_diff",
+    "llm_bench",
     "load",
     "netron",
     "optimization_diff",

@@ -363,8 +363,9 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     """Three profiled generations: step 0 of each is the prefill, the rest decode; each
     phase's node times (each node's median over the phase's steps) add up to about its
     profiled run time (the median) less the gaps between nodes (the profiler's per-node
-    overhead each, within twice its measured figure); nodes group into the decoder's own layers, read from the
-    graph's structure; the attention of layer k (so named by its exporter) is in layer k."""
+    overhead each, within twice its measured figure); nodes group into the decoder's own
+    layers, read from the graph's structure; the attention of layer k (so named by its
+    exporter) is in layer k."""
     from ortlab.core.machine import BUSY_CORES
     from ortlab.core.runtime import PROFILER_US_PER_NODE
 

@@ -73,7 +73,7 @@ def placeholders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_readme_names_its_blocks() -> None:
     """The blocks this test runs are the ones it says: if the README grows a block, this test
     is where it gets run."""
-    assert len(_blocks("python")) == 7
+    assert len(_blocks("python")) == 8
     bash = _blocks("bash")
     assert bash[0].startswith("./run") and bash[1].startswith("pip install") and len(bash) == 3
 
@@ -94,6 +94,8 @@ def test_the_python_examples_run(placeholders: Path) -> None:
     assert isinstance(b, ortlab.BenchmarkResult) and b.stats.count == 200
     assert isinstance(p, ortlab.ProfileResult) and p.runs == 20
     assert isinstance(d, ortlab.DoctorResult)
+    lb = namespace["lb"]
+    assert isinstance(lb, ortlab.LLMBenchResult) and len(lb.rows) == 6
     assert (placeholders / "report.html").stat().st_size > 0  # the doctor block's report
     assert sorted(x.name for x in placeholders.iterdir()) == [
         "feeds.npz",

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
-from ortlab.cli import perf
+from ortlab.cli import llmbench, perf
 from ortlab.cli.args import (
     add_session_args,
     add_shapes_args,
@@ -120,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "node names from the placement join of the same session)",
     )
     perf.add_parsers(sub)
+    llmbench.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     add_session_args(p)
     p.add_argument("--runs", type=int_arg(1), default=5)
@@ -440,6 +441,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "report": _report,
     "whatif": _whatif,
     **perf.HANDLERS,
+    **llmbench.HANDLERS,
 }
 
 

@@ -334,3 +334,30 @@ class GenerationsReply:
     """The baseline's session."""
     failed: dict[int, str] = field(default_factory=dict)
     other_cores: float | None = None
+
+
+@dataclass(frozen=True)
+class BenchCell:
+    """``tasks_bench.bench``: one llama-bench test at one depth and batch — per repetition its
+    timed steps' whole time and their ``sess.run`` within (ns), and per profiled repetition
+    the trace runs of those steps."""
+
+    n_prompt: int
+    n_gen: int
+    n_depth: int
+    n_batch: int
+    samples_ns: list[int]
+    model_ns: list[int]
+    profiled_runs: list[list[int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LLMBenchReply:
+    """``tasks_bench.bench``: every cell on one session (one thread setting), the session's
+    report, the cores other processes used while the cells were timed, and the trace of the
+    profiled repetitions (None without)."""
+
+    cells: list[BenchCell]
+    report: SessionReport
+    other_cores: float | None = None
+    profile: ProfileData | None = None

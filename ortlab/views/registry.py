@@ -10,6 +10,7 @@ from typing import Any
 
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.diff import DiffResult
+from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.limits.cost import CostResult
 from ortlab.analysis.limits.roofline import RooflineResult
@@ -37,6 +38,7 @@ from ortlab.views import (
     diff,
     doctor,
     generate,
+    llmbench,
     memory,
     model,
     optimization,
@@ -93,6 +95,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (GenerationResult, "html", generate.generate_html),
     (GenerationResult, "text", generate.generate_text),
     (GenerationResult, "plot", generate.generate_figure),
+    (LLMBenchResult, "html", llmbench.llm_bench_html),
+    (LLMBenchResult, "text", llmbench.llm_bench_text),
+    (LLMBenchResult, "plot", llmbench.llm_bench_figure),
     (ThroughputResult, "html", throughput.throughput_html),
     (ThroughputResult, "text", throughput.throughput_text),
     (ThroughputResult, "plot", throughput.throughput_figure),

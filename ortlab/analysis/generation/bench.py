@@ -1,0 +1,461 @@
+"""``ortlab.llm_bench``: the benchmark matrix LLM users read, as llama.cpp's ``llama-bench``
+prints it — ``pp<N>`` (a prompt of N tokens processed) and ``tg<N>`` (N tokens generated one
+at a time), each after ``depth`` tokens already cached, over threads and batch, repeated —
+with llama-bench's own field names, so the scripts and dashboards that read its JSON read
+ortlab's. Beyond it: each cell's time split by node, layer and op (profiled repetitions), the
+model's own ``sess.run`` beside the whole step."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import FeedError
+from ortlab.core.machine import cpu_model, load_sentence, physical_cores
+from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.result import Result, table
+from ortlab.core.runtime import PROFILER_OVERHEAD
+from ortlab.core.version import __version__
+from ortlab.engine import tasks_bench
+from ortlab.engine.calls import as_config, edge, run_model_task
+from ortlab.engine.replies import BenchCell, LLMBenchReply
+from ortlab.engine.trace import ProfileData, per_run_grid
+
+__all__ = ["BenchRow", "LLMBenchResult", "NodeTime", "llm_bench"]
+
+PROFILE_REPS = 3
+"""Profiled repetitions per cell: each node's time is its median over them."""
+
+
+@dataclass(frozen=True)
+class NodeTime:
+    """One node's part of a cell: its time (µs per step of a pp test, per token of a tg test:
+    the median over the profiled repetitions and a tg test's steps, profiling on) and share."""
+
+    node: str
+    op_type: str
+    layer: int | None
+    us: float
+    share: float
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One test of the matrix, llama-bench's row: what it ran and each repetition's time."""
+
+    test: str
+    """'pp512' (a prompt of 512 tokens in one step) or 'tg128' (128 tokens one at a time)."""
+    n_prompt: int
+    n_gen: int
+    n_depth: int
+    """Tokens cached before the test (filled first, untimed)."""
+    n_threads: int
+    """Intra-op threads (ORT's default: the physical cores)."""
+    n_batch: int
+    """Sequences processed together (ortlab's batch role; llama-bench's -b chunks a prompt,
+    which an ONNX decoder runs in one step)."""
+    samples_ns: list[int]
+    """Each repetition's time: the test's steps timed whole as a generator runs them."""
+    model_ns: list[int] = field(default_factory=list)
+    """Each repetition's ``sess.run`` within those steps."""
+    split: list[NodeTime] = field(default_factory=list)
+    """The cell's time by node (profiled; empty without profiling)."""
+
+    @property
+    def tokens(self) -> int:
+        return (self.n_prompt or self.n_gen) * self.n_batch
+
+    @property
+    def samples_ts(self) -> list[float]:
+        return [1e9 * self.tokens / ns for ns in self.samples_ns if ns > 0]
+
+    @property
+    def avg_ts(self) -> float:
+        """Mean tokens/s over repetitions (llama-bench's avg_ts)."""
+        return _mean(self.samples_ts)
+
+    @property
+    def stddev_ts(self) -> float:
+        """Their sample standard deviation (llama-bench's stddev_ts; 0 for one sample)."""
+        return _stdev(self.samples_ts)
+
+    @property
+    def avg_ns(self) -> float:
+        return _mean([float(x) for x in self.samples_ns])
+
+    @property
+    def stddev_ns(self) -> float:
+        return _stdev([float(x) for x in self.samples_ns])
+
+    @property
+    def model_ts(self) -> float:
+        """Mean tokens/s of the model's own sess.run within the steps."""
+        return _mean([1e9 * self.tokens / ns for ns in self.model_ns if ns > 0])
+
+    @property
+    def label(self) -> str:
+        """llama-bench's test column: 'pp512', 'tg128 @ d2048'."""
+        return self.test + (f" @ d{self.n_depth}" if self.n_depth else "")
+
+
+@dataclass(frozen=True)
+class LLMBenchResult(Result):
+    """``llm_bench``: one row per test, depth, threads and batch (:attr:`rows`), printable as
+    llama-bench prints it (:meth:`to_llama_bench`: md, csv, json, jsonl); each cell's time by
+    layer and op (:meth:`split`, :meth:`by_layer`).
+
+    ``plot()``: tg tokens/s against depth and pp tokens/s against prompt length."""
+
+    model: str
+    config: SessionConfig
+    decoder: str
+    rows: list[BenchRow]
+    repetitions: int
+    params: int
+    """The model's parameters (initializer elements)."""
+    size_bytes: int
+    """Its files on disk (external data included)."""
+    cpu: str = ""
+    profile_reps: int = 0
+    synthetic: bool = True
+    other_cores: list[float | None] = field(default_factory=list)
+    """Per thread setting, the cores other processes used while its cells were timed."""
+    notes: list[str] = field(default_factory=list)
+    ortlab_version: str = __version__
+    ort_version: str = ""
+
+    @table
+    def table(self) -> Any:
+        """One row per cell: test, n_prompt, n_gen, n_depth, n_threads, n_batch, avg_ts,
+        stddev_ts, model_ts (sess.run alone), avg_ns, stddev_ns, repetitions."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "test": r.label,
+                    "n_prompt": r.n_prompt,
+                    "n_gen": r.n_gen,
+                    "n_depth": r.n_depth,
+                    "n_threads": r.n_threads,
+                    "n_batch": r.n_batch,
+                    "avg_ts": r.avg_ts,
+                    "stddev_ts": r.stddev_ts,
+                    "model_ts": r.model_ts,
+                    "avg_ns": r.avg_ns,
+                    "stddev_ns": r.stddev_ns,
+                    "repetitions": len(r.samples_ns),
+                }
+                for r in self.rows
+            ]
+        )
+
+    def to_pandas(self) -> Any:
+        """The :attr:`table`."""
+        return self.table
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per row with llama-bench's JSON field names (its ``-o json``), and
+        ortlab's extras prefixed ``ortlab_``."""
+        return [
+            {
+                "build_commit": f"ortlab {self.ortlab_version}",
+                "cpu_info": self.cpu,
+                "backends": ",".join(
+                    p.removesuffix("ExecutionProvider") for p in (self.config.providers or ("CPU",))
+                ),
+                "model_filename": self.model,
+                "model_type": self.decoder,
+                "model_size": self.size_bytes,
+                "model_n_params": self.params,
+                "n_batch": r.n_batch,
+                "n_threads": r.n_threads,
+                "n_prompt": r.n_prompt,
+                "n_gen": r.n_gen,
+                "n_depth": r.n_depth,
+                "avg_ns": round(r.avg_ns),
+                "stddev_ns": round(r.stddev_ns),
+                "avg_ts": r.avg_ts,
+                "stddev_ts": r.stddev_ts,
+                "samples_ns": list(r.samples_ns),
+                "samples_ts": r.samples_ts,
+                "ortlab_model_avg_ts": r.model_ts,
+                "ortlab_onnxruntime": self.ort_version,
+                "ortlab_synthetic": self.synthetic,
+            }
+            for r in self.rows
+        ]
+
+    def to_llama_bench(self, fmt: str = "md") -> str:
+        """The matrix as llama-bench writes it: ``md`` (its table: model, size, params,
+        backend, threads, n_batch, test, t/s as mean ± standard deviation), ``csv``, ``json``
+        (a list of records, :meth:`records`) or ``jsonl`` (one record a line)."""
+        import csv
+        import io
+        import json
+
+        records = self.records()
+        if fmt == "json":
+            return json.dumps(records, indent=2, allow_nan=True)
+        if fmt == "jsonl":
+            return "\n".join(json.dumps(r, allow_nan=True) for r in records)
+        if fmt == "csv":
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else [])
+            writer.writeheader()
+            for r in records:
+                writer.writerow(
+                    {k: " ".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
+                )
+            return out.getvalue().rstrip("\n")
+        if fmt == "md":
+            return _markdown(self)
+        raise ValueError(f"to_llama_bench: fmt is md, csv, json or jsonl (got {fmt!r})")
+
+    def split(self) -> Any:
+        """Each cell's profiled time by node: test, n_depth, n_threads, n_batch, node,
+        op_type, layer (from the graph's structure; None outside the layers), us (per step
+        of a pp test, per token of a tg test), share; slowest first within a cell."""
+        import pandas as pd
+
+        cols = ["test", "n_depth", "n_threads", "n_batch", "node", "op_type", "layer", "us"]
+        rows = [
+            {
+                "test": r.test,
+                "n_depth": r.n_depth,
+                "n_threads": r.n_threads,
+                "n_batch": r.n_batch,
+                "node": n.node,
+                "op_type": n.op_type,
+                "layer": n.layer,
+                "us": n.us,
+                "share": n.share,
+            }
+            for r in self.rows
+            for n in sorted(r.split, key=lambda x: -x.us)
+        ]
+        frame = pd.DataFrame(rows, columns=[*cols, "share"])
+        return frame.astype({"layer": "Int64"})
+
+    def by_layer(self) -> Any:
+        """:meth:`split` summed per cell and layer (-1: outside the layers): test, n_depth,
+        n_threads, n_batch, layer, us, share."""
+        t = self.split()
+        keys = ["test", "n_depth", "n_threads", "n_batch", "layer"]
+        if not len(t):
+            return t.reindex(columns=[*keys, "us", "share"])
+        t = t.assign(layer=t["layer"].fillna(-1).astype(int))
+        out = t.groupby(keys, sort=False, as_index=False)[["us", "share"]].sum()
+        order = {(r.test, r.n_depth, r.n_threads, r.n_batch): k for k, r in enumerate(self.rows)}
+        cell = [order[c] for c in out[keys[:4]].itertuples(index=False, name=None)]
+        out = out.assign(_cell=cell).sort_values(["_cell", "layer"], ignore_index=True)
+        return out.drop(columns="_cell")
+
+    def by_op(self) -> Any:
+        """:meth:`split` summed per cell and op type: test, n_depth, n_threads, n_batch,
+        op_type, us, share; slowest first within a cell."""
+        t = self.split()
+        keys = ["test", "n_depth", "n_threads", "n_batch", "op_type"]
+        if not len(t):
+            return t.reindex(columns=[*keys, "us", "share"])
+        out = t.groupby(keys, sort=False, as_index=False)[["us", "share"]].sum()
+        return out.sort_values([*keys[:4], "us"], ascending=[True] * 4 + [False])
+
+    def __repr__(self) -> str:
+        return f"<LLMBenchResult {self.model!r}: {len(self.rows)} cells>"
+
+
+def _markdown(r: LLMBenchResult) -> str:
+    """llama-bench's markdown table (with n_batch and, where any, the depth in the test)."""
+    from ortlab.core.units import fmt_bytes
+
+    head = ["model", "size", "params", "backend", "threads", "n_batch", "test", "t/s"]
+    backend = ",".join(
+        p.removesuffix("ExecutionProvider").upper() for p in (r.config.providers or ("CPU",))
+    )
+    params = f"{r.params / 1e6:.2f} M" if r.params < 1e9 else f"{r.params / 1e9:.2f} B"
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join(["---"] * 5 + ["---:"] * 3) + " |",
+    ]
+    for row in r.rows:
+        cells = [r.model, fmt_bytes(r.size_bytes), params, backend, str(row.n_threads)]
+        cells += [str(row.n_batch), row.label, f"{row.avg_ts:.2f} ± {row.stddev_ts:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return float(statistics.fmean(xs)) if xs else math.nan
+
+
+def _stdev(xs: Sequence[float]) -> float:
+    return float(statistics.stdev(xs)) if len(xs) > 1 else 0.0
+
+
+def llm_bench(
+    model: ModelLike,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    *,
+    prompt: Sequence[int] = (512,),
+    new_tokens: Sequence[int] = (128,),
+    depth: Sequence[int] = (0,),
+    threads: Sequence[int] | None = None,
+    batch: Sequence[int] = (1,),
+    repetitions: int = 5,
+    profile: bool = True,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> LLMBenchResult:
+    """llama-bench's matrix on an ONNX decoder: for every depth, thread count and batch, a
+    ``pp<p>`` test per prompt length (the prompt processed in one step) and a ``tg<n>`` test
+    per new-token count (n steps of one token, greedy), each after ``depth`` tokens were
+    cached (untimed), timed ``repetitions`` times after a warm-up, whole steps as a generator
+    runs them (llama-bench's t/s), the model's ``sess.run`` beside; with ``profile``, three
+    more profiled repetitions of each cell split its time by node, layer and op. Random ids
+    in the vocabulary (synthetic, seeded). ``threads``: intra-op thread counts (None: the
+    config's)."""
+    m = load(model)
+    info = m.decoder
+    if info is None:
+        raise FeedError(
+            f"{m.name!r} is not a decoder with a KV cache: llm_bench measures prompt "
+            "processing and token generation of LLM decoders; ortlab.benchmark times any model."
+        )
+    base = as_config(config)
+    sizes = {"prompt": prompt, "new_tokens": new_tokens, "depth": depth, "batch": batch}
+    for name, values in sizes.items():
+        if not values or any(int(v) < (0 if name == "depth" else 1) for v in values):
+            raise ValueError(
+                f"llm_bench: {name} must be a non-empty list of counts >= 1 "
+                f"(depth >= 0); got {list(values)}"
+            )
+    if repetitions < 1:
+        raise ValueError(f"llm_bench: repetitions must be >= 1 (got {repetitions})")
+    cells = [tasks_bench.Cell(p, 0, d, b) for d in depth for b in batch for p in prompt] + [
+        tasks_bench.Cell(0, n, d, b) for d in depth for b in batch for n in new_tokens
+    ]
+    longest = max(c.tokens() for c in cells)
+    if info.max_length is not None and longest > info.max_length:
+        raise FeedError(
+            f"A cell of {longest} tokens (depth + prompt or new tokens) is beyond the "
+            f"{info.max_length} tokens {m.name!r} is made for ({info.source}): ask less."
+        )
+    shared = (
+        info.max_length
+        if info.attention == "GroupQueryAttention" and info.share_buffer and info.max_length
+        else 0
+    )
+    settings = list(threads) if threads else [base.intra_op_threads]
+    reps = PROFILE_REPS if profile else 0
+    rows: list[BenchRow] = []
+    loads: list[float | None] = []
+    version = ""
+    for t in settings:
+        cfg = dataclasses.replace(base, intra_op_threads=int(t))
+        run = edge(
+            m,
+            cfg,
+            None,
+            dims={"prompt": 1, "past": 0, "batch": 1},
+            progress=progress,
+            timeout=timeout,
+        )
+        reply: LLMBenchReply = run_model_task(
+            tasks_bench.bench,
+            run,
+            decoder=info,
+            cells=cells,
+            repetitions=repetitions,
+            profile_reps=reps,
+            shared=shared,
+            nodes=m.summary.node_count_total,
+        )
+        version = reply.report.ort_version
+        loads.append(reply.other_cores)
+        n_threads = int(t) or physical_cores()
+        rows += [_row(c, n_threads, m, reply.profile) for c in reply.cells]
+    notes = [
+        "Each test's time is its steps timed whole as a generator runs them (feeds, sess.run, "
+        "the argmax, the next cache), after one untimed warm-up and the depth's tokens cached "
+        f"untimed; t/s is the mean over {repetitions} repetitions ± their standard deviation, "
+        "as llama-bench prints it; ortlab_model_avg_ts is the model's own sess.run.",
+        "Prompts and depths are random ids in the vocabulary (synthetic, seeded); tg tests "
+        "generate greedily.",
+        *(
+            load_sentence(x) + f" (threads {s or physical_cores()})"
+            for x, s in zip(loads, settings, strict=True)
+        ),
+    ]
+    if profile:
+        notes.append(
+            f"split(), by_layer(), by_op(): {reps} more profiled repetitions of each cell, each "
+            "node's time its median over them (and over a tg test's steps); "
+            f"{PROFILER_OVERHEAD}."
+        )
+    return LLMBenchResult(
+        model=m.name,
+        config=base,
+        decoder=info.line(),
+        rows=rows,
+        repetitions=repetitions,
+        params=_params(m),
+        size_bytes=m.disk_bytes,
+        cpu=cpu_model(),
+        profile_reps=reps,
+        other_cores=loads,
+        notes=notes,
+        ort_version=version,
+    )
+
+
+def _row(cell: BenchCell, threads: int, m: Model, profile: ProfileData | None) -> BenchRow:
+    test = f"pp{cell.n_prompt}" if cell.n_prompt else f"tg{cell.n_gen}"
+    return BenchRow(
+        test=test,
+        n_prompt=cell.n_prompt,
+        n_gen=cell.n_gen,
+        n_depth=cell.n_depth,
+        n_threads=threads,
+        n_batch=cell.n_batch,
+        samples_ns=cell.samples_ns,
+        model_ns=cell.model_ns,
+        split=_split(cell, m, profile),
+    )
+
+
+def _split(cell: BenchCell, m: Model, profile: ProfileData | None) -> list[NodeTime]:
+    """Each node's median over the cell's profiled repetitions (and a tg test's steps)."""
+    if profile is None or not cell.profiled_runs or not profile.node:
+        return []
+    grid = per_run_grid(profile)
+    columns = [k for rep in cell.profiled_runs for k in rep if k < grid.shape[1]]
+    if not columns:
+        return []
+    us = np.median(grid[:, columns], axis=1)
+    total = float(us.sum()) or 1.0
+    layers = m.layers
+    return [
+        NodeTime(
+            node,
+            op,
+            layers.of(node) if layers is not None else None,
+            float(t),
+            float(t) / total,
+        )
+        for node, op, t in zip(profile.node, profile.op_type, us, strict=True)
+        if t > 0
+    ]
+
+
+def _params(m: Model) -> int:
+    from ortlab.core.onnx_util import walk_initializers
+
+    return sum(math.prod(t.dims) for t in walk_initializers(m.proto.graph))

@@ -1,0 +1,125 @@
+"""Renderers of ``ortlab.llm_bench``: llama-bench's table (t/s as mean ± standard deviation,
+the model's own run beside), each cell's time by layer, and the figures llama-bench users
+draw — tg tokens/s against depth, pp tokens/s against prompt length."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.bench import LLMBenchResult
+
+__all__ = ["llm_bench_figure", "llm_bench_html", "llm_bench_text"]
+
+HEAD = ["test", "threads", "n_batch", "t/s (mean ± sd)", "model's run t/s", "reps"]
+
+
+def _rows(r: LLMBenchResult) -> list[list[str]]:
+    return [
+        [
+            row.label,
+            str(row.n_threads),
+            str(row.n_batch),
+            f"{row.avg_ts:,.2f} ± {row.stddev_ts:,.2f}",
+            f"{row.model_ts:,.2f}",
+            str(len(row.samples_ns)),
+        ]
+        for row in r.rows
+    ]
+
+
+def _layers(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
+    """Cell x layer: each layer's share of the cell's profiled time."""
+    t = r.by_layer()
+    if not len(t):
+        return [], []
+    layers = sorted(set(t["layer"]))
+    keys = ["test", "n_depth", "n_threads", "n_batch"]
+    cells = list(dict.fromkeys(t[keys].itertuples(index=False, name=None)))
+    share = {
+        (*row[:4], row[4]): row[5]
+        for row in t[[*keys, "layer", "share"]].itertuples(index=False, name=None)
+    }
+    head = ["", *("outside layers" if k < 0 else f"layer {k}" for k in layers)]
+    rows = [
+        [f"{test}{f' @ d{depth}' if depth else ''} · t{threads} · b{batch}"]
+        + [
+            f"{share[(test, depth, threads, batch, k)]:.0%}"
+            if (test, depth, threads, batch, k) in share
+            else "—"
+            for k in layers
+        ]
+        for test, depth, threads, batch in cells
+    ]
+    return head, rows
+
+
+def _title(r: LLMBenchResult) -> str:
+    return (
+        f"{r.model} [{r.config.label()}] · {r.decoder} · {r.repetitions} repetitions per test, "
+        "whole steps as a generator runs them"
+    )
+
+
+def llm_bench_text(r: LLMBenchResult) -> str:
+    out = [safe_text(_title(r), 600), "", table_text(HEAD, _rows(r))]
+    head, rows = _layers(r)
+    if rows:
+        out += ["", "Share of each test's profiled time by layer:", table_text(head, rows)]
+    out += ["", *(safe_text(n, 600) for n in r.notes)]
+    return "\n".join(out)
+
+
+def llm_bench_html(r: LLMBenchResult) -> str:
+    parts = [f"{STYLE}<div><b>{esc(_title(r), 600)}</b></div>", table_html(HEAD, _rows(r))]
+    head, rows = _layers(r)
+    if rows:
+        parts += [
+            "<div>Share of each test's profiled time by layer:</div>",
+            table_html(head, rows),
+        ]
+    parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in r.notes]
+    return "".join(parts)
+
+
+def llm_bench_figure(r: LLMBenchResult, kind: str | None = None) -> Any:
+    """``kind`` 'tg' (default): tg tokens/s against depth, a line per test, threads and
+    batch, error bars one standard deviation; 'pp': pp tokens/s against prompt length, a line
+    per depth, threads and batch."""
+    import plotly.graph_objects as go
+
+    from ortlab.views.figure import layout
+
+    gen = (kind or "tg") == "tg"
+    lines: dict[str, list[tuple[int, float, float]]] = {}
+    for row in r.rows:
+        if bool(row.n_gen) != gen:
+            continue
+        name = (
+            f"{row.test} · t{row.n_threads} · b{row.n_batch}"
+            if gen
+            else f"depth {row.n_depth} · t{row.n_threads} · b{row.n_batch}"
+        )
+        x = row.n_depth if gen else row.n_prompt
+        lines.setdefault(name, []).append((x, row.avg_ts, row.stddev_ts))
+    fig = go.Figure()
+    for name, points in lines.items():
+        points.sort()
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in points],
+                y=[p[1] for p in points],
+                error_y={"type": "data", "array": [p[2] for p in points]},
+                mode="lines+markers",
+                name=esc(name),
+            )
+        )
+    what = "token generation against the tokens cached" if gen else "prompt processing"
+    return layout(
+        fig,
+        f"{esc(r.model)}: {what} (mean ± sd over {r.repetitions} repetitions)",
+        xaxis_title="depth (tokens cached before the test)" if gen else "prompt tokens",
+        yaxis_title="tokens/s",
+    )

@@ -1,0 +1,160 @@
+"""``ortlab.llm_bench`` (issue 46 item 4): llama-bench's matrix — rows as it writes them, its
+JSON field names, its statistics — and what the cells really ran, checked against the cache a
+plain plan leaves (the formula's bytes at depth + test tokens) and the trace's own totals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import ortlab
+from ortlab.cli import main
+from ortlab.cli.llmbench import int_list
+from ortlab.core.errors import FeedError
+from ortlab.engine.tasks_bench import Cell
+from ortlab.engine.tasks_generate import GreedyLoop
+
+HERE = Path(ortlab.__file__).parent / "decoders"
+LLAMA_BENCH_FIELDS = {
+    "n_prompt",
+    "n_gen",
+    "n_depth",
+    "n_threads",
+    "n_batch",
+    "avg_ts",
+    "stddev_ts",
+    "samples_ts",
+    "samples_ns",
+    "avg_ns",
+    "stddev_ns",
+    "model_filename",
+    "model_n_params",
+}
+
+
+def test_the_matrix_is_llama_benchs() -> None:
+    """pp rows have n_gen 0, tg rows n_prompt 0, one per depth, thread count and batch; t/s
+    is the mean of each repetition's tokens over its time, ± their sample standard
+    deviation (llama-bench's stdev); the model's own run is inside each whole step."""
+    r = ortlab.llm_bench(
+        HERE / "genai_int4",
+        prompt=(8, 16),
+        new_tokens=(4,),
+        depth=(0, 32),
+        threads=(1,),
+        repetitions=3,
+        progress=False,
+    )
+    assert [row.label for row in r.rows] == [
+        "pp8",
+        "pp16",
+        "pp8 @ d32",
+        "pp16 @ d32",
+        "tg4",
+        "tg4 @ d32",
+    ]
+    for row in r.rows:
+        assert (row.n_prompt == 0) != (row.n_gen == 0) and row.n_threads == 1
+        assert len(row.samples_ns) == len(row.model_ns) == 3
+        assert all(m <= s for m, s in zip(row.model_ns, row.samples_ns, strict=True))
+        ts = [1e9 * (row.n_prompt or row.n_gen) / ns for ns in row.samples_ns]
+        assert row.samples_ts == pytest.approx(ts)
+        assert row.avg_ts == pytest.approx(statistics.fmean(ts))
+        assert row.stddev_ts == pytest.approx(statistics.stdev(ts))
+    records = json.loads(r.to_llama_bench("json"))
+    assert set(records[0]) >= LLAMA_BENCH_FIELDS and len(records) == 6
+    assert records[2]["n_depth"] == 32 and records[4]["n_prompt"] == 0
+    assert [json.loads(x) for x in r.to_llama_bench("jsonl").splitlines()] == records
+    md = r.to_llama_bench("md").splitlines()
+    assert md[0] == "| model | size | params | backend | threads | n_batch | test | t/s |"
+    assert "| pp8 @ d32 |" in md[4] and " ± " in md[4]
+    assert r.to_llama_bench("csv").splitlines()[0].startswith("build_commit,")
+    assert ortlab.LLMBenchResult.from_json(r.to_json()) == r
+    assert "t/s (mean ± sd)" in r.to_text() and r.plot("pp") is not None and r.plot() is not None
+
+
+@pytest.mark.parametrize(
+    ("cell", "cached"),
+    [
+        (Cell(8, 0, 0, 1), 8),
+        (Cell(8, 0, 32, 1), 40),
+        (Cell(0, 4, 0, 1), 4),
+        (Cell(0, 4, 32, 1), 36),
+    ],
+)
+def test_a_cell_fills_the_cache_to_its_depth_first(cell: Cell, cached: int) -> None:
+    """A cell's plan, run by the loop every cell runs, leaves depth + test tokens in the
+    cache: the present outputs of its last step hold the formula's bytes for that many (plain
+    onnxruntime session, optimum's Llama: the cache is passed present -> past)."""
+    m = ortlab.load(HERE / "optimum_llama")
+    d = m.decoder
+    assert d is not None
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    plan, first = cell.plan(np.random.default_rng(0), int(d.vocab or 2))
+    assert first == (1 if cell.n_depth else 0)
+    assert sum(1 if p is None else p.shape[1] for p in plan[first:]) == cell.n_prompt + cell.n_gen
+
+    job = SimpleNamespace(feeds={d.input_ids: plan[0]}, model_name=m.name, config=None)
+    g = GreedyLoop(sess, d, job).run_steps(plan, lambda _k: None)  # type: ignore[arg-type]
+    assert g.cache_bytes[-1] == d.kv_bytes_per_token * cached
+
+
+def test_each_cells_split_adds_up_and_reads_layers_from_the_graph() -> None:
+    """Every node of a cell's split has the layer the model's structure gives it; shares add
+    up to 1; a tg cell's per-token split is not its pp cell's."""
+    m = ortlab.load(HERE / "dynamo_llama" / "model.onnx")
+    r = ortlab.llm_bench(m, prompt=(16,), new_tokens=(4,), repetitions=2, progress=False)
+    layers = m.layers
+    assert layers is not None
+    for row in r.rows:
+        assert row.split and sum(n.share for n in row.split) == pytest.approx(1.0)
+        for n in row.split:
+            assert n.layer == layers.of(n.node)
+    t = r.by_layer()
+    assert set(t["layer"]) == {-1, 0, 1}
+    assert t.groupby("test")["share"].sum().tolist() == pytest.approx([1.0, 1.0])
+    ops = r.by_op()
+    assert "MatMul" in set(ops["op_type"])
+
+
+def test_refusals_say_what_to_do() -> None:
+    with pytest.raises(FeedError, match="not a decoder"):
+        ortlab.llm_bench(ortlab.examples.load("mlp"), progress=False)
+    with pytest.raises(FeedError, match="beyond the 512 tokens"):
+        ortlab.llm_bench(HERE / "genai_int4", prompt=(256,), depth=(512,), progress=False)
+    with pytest.raises(ValueError, match="repetitions"):
+        ortlab.llm_bench(HERE / "genai_int4", repetitions=0, progress=False)
+
+
+def test_llama_benchs_lists_and_ranges() -> None:
+    assert int_list("128,512") == [128, 512]
+    assert int_list("1-4") == [1, 2, 3, 4]
+    assert int_list("1-8+3") == [1, 4, 7]
+    assert int_list("128-1024*2") == [128, 256, 512, 1024]
+    for bad in ("4-1", "1-8*1", "x", "0-4*2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            int_list(bad)
+
+
+def test_the_cli_speaks_llama_benchs_grammar(capsys: Any) -> None:
+    args = ["llm-bench", "tiny_llama_int4", "-p", "8", "-n", "2", "-d", "0,16"]
+    assert main([*args, "-r", "2", "-t", "1", "-o", "jsonl", "--no-profile"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["n_prompt"], x["n_gen"], x["n_depth"]) for x in lines] == [
+        (8, 0, 0),
+        (8, 0, 16),
+        (0, 2, 0),
+        (0, 2, 16),
+    ]
+    assert all(x["n_threads"] == 1 and len(x["samples_ns"]) == 2 for x in lines)
+    assert main([*args, "-r", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| model |") and "by layer" in out
