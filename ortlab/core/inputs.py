@@ -9,6 +9,7 @@ feeds run the model the way real data would.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import helper
 
-from ortlab.core.errors import FeedError
+from ortlab.core.errors import FeedError, OrtlabWarning
 from ortlab.core.onnx_util import dtype_name, np_dtype
 
 if TYPE_CHECKING:
@@ -506,6 +507,7 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
         problems.append(f"unknown {extra}")
     arrays: dict[str, Any] = {}
     symbols: dict[str, tuple[int, str]] = {}
+    disagree: list[str] = []
     for name, value in feeds.items():
         if name not in expected:
             continue
@@ -523,7 +525,19 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
             # a decoder's mask is past + new long whatever its export declared (optimum's
             # merged GPT-2 names it with the new tokens' dim): its own dims, not shared
             mask = model.decoder is not None and name == model.decoder.mask
-            problems += _shape_problems(name, info, arr.shape, {} if mask else symbols)
+            problems += _shape_problems(name, info, arr.shape, {} if mask else symbols, disagree)
+    if disagree and not problems:  # plain onnxruntime runs these: say so, refuse nothing
+        warnings.warn(
+            "Feeds of "
+            + repr(model.name)
+            + " disagree on a dim the export names alike: "
+            + "; ".join(disagree)
+            + ". onnxruntime checks fixed dims only and runs them (a Whisper decoder's empty "
+            "cross-attention past shares its dim name with the encoder's frames on purpose); "
+            "the results are what the model computes at these shapes.",
+            OrtlabWarning,
+            stacklevel=3,
+        )
     if problems:
         lines = "\n  ".join(problems)
         wanted = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in model.inputs)
@@ -544,9 +558,14 @@ def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
 
 
 def _shape_problems(
-    name: str, info: TensorInfo, shape: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+    name: str,
+    info: TensorInfo,
+    shape: tuple[int, ...],
+    symbols: dict[str, tuple[int, str]],
+    disagree: list[str],
 ) -> list[str]:
-    """Rank and fixed-dim mismatches; records symbolic dims to check they agree across inputs."""
+    """Rank and fixed-dim mismatches (onnxruntime refuses them); symbolic dims recorded, and
+    inputs that give one name two values listed in ``disagree`` (onnxruntime runs them)."""
     assert info.shape is not None
     if len(shape) != len(info.shape):
         return [
@@ -562,9 +581,9 @@ def _shape_problems(
             )
         elif isinstance(d, str):
             if d in symbols and symbols[d][0] != got:
-                problems.append(
-                    f"{name!r}: dim {axis} ({d!r}) is {got} but {symbols[d][1]!r} has {d}="
-                    f"{symbols[d][0]}; inputs sharing a symbolic dim must agree"
+                disagree.append(
+                    f"{name!r} dim {axis} ({d!r}) is {got} where {symbols[d][1]!r} has "
+                    f"{symbols[d][0]}"
                 )
             symbols.setdefault(d, (got, name))
     return problems
