@@ -16,7 +16,7 @@ import ortlab
 from ortlab.analysis.quantization.compare import error_metrics
 from ortlab.analysis.quantization.quantize import calibration_data
 from ortlab.core.errors import OrtlabWarning
-from ortlab.core.inputs import validate_feeds
+from ortlab.core.feedcheck import validate_feeds
 
 F = TensorProto.FLOAT
 

@@ -28,7 +28,8 @@ import ortlab
 from ortlab.analysis.profiling import ProfileData, ProfileResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, OrtlabWarning, ProfileParseError
-from ortlab.core.inputs import positional_guesses, validate_feeds
+from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.inputs import positional_guesses
 from tests import models
 
 LONG = int(os.environ.get("ORTLAB_FUZZ_EXAMPLES", "0"))

@@ -6,6 +6,7 @@ from onnx import TensorProto
 
 import ortlab
 from ortlab.core.errors import FeedError
+from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.run import ModelJob
 from ortlab.engine.tasks import outputs as run_outputs
 from tests import models
@@ -98,7 +99,7 @@ def test_validation_names_every_problem(bert_tiny: ortlab.Model) -> None:
     good = bert_tiny.example_inputs(dims={"sequence": 8})
     bad = {"input_ids": good["input_ids"].astype(np.int32), "extra": np.zeros(1)}
     with pytest.raises(FeedError) as info:
-        ortlab.core.inputs.validate_feeds(bert_tiny, bad)
+        validate_feeds(bert_tiny, bad)
     text = str(info.value)
     assert "missing ['attention_mask']" in text
     assert "unknown ['extra']" in text
@@ -109,13 +110,9 @@ def test_validation_names_every_problem(bert_tiny: ortlab.Model) -> None:
 
 def test_validation_rank_and_fixed_dims(resnet50: ortlab.Model) -> None:
     with pytest.raises(FeedError, match=r"rank 3 \[3, 224, 224\], expected rank 4"):
-        ortlab.core.inputs.validate_feeds(
-            resnet50, {"gpu_0/data_0": np.zeros((3, 224, 224), np.float32)}
-        )
+        validate_feeds(resnet50, {"gpu_0/data_0": np.zeros((3, 224, 224), np.float32)})
     with pytest.raises(FeedError, match="dim 2 is 200, expected 224"):
-        ortlab.core.inputs.validate_feeds(
-            resnet50, {"gpu_0/data_0": np.zeros((1, 3, 200, 224), np.float32)}
-        )
+        validate_feeds(resnet50, {"gpu_0/data_0": np.zeros((1, 3, 200, 224), np.float32)})
 
 
 def test_validation_warns_when_symbolic_dims_disagree(bert_tiny: ortlab.Model) -> None:
@@ -126,22 +123,22 @@ def test_validation_warns_when_symbolic_dims_disagree(bert_tiny: ortlab.Model) -
         "attention_mask": np.ones((1, 9), np.int64),
     }
     with pytest.warns(ortlab.OrtlabWarning, match="disagree on a dim the export names alike"):
-        ortlab.core.inputs.validate_feeds(bert_tiny, feeds)
+        validate_feeds(bert_tiny, feeds)
 
 
 def test_validation_not_a_dict(mlp: ortlab.Model) -> None:
     with pytest.raises(FeedError, match="must be a dict"):
-        ortlab.core.inputs.validate_feeds(mlp, [np.zeros((1, 256))])  # type: ignore[arg-type]
+        validate_feeds(mlp, [np.zeros((1, 256))])  # type: ignore[arg-type]
 
 
 def test_bool_and_string_inputs_validate() -> None:
     m = ortlab.load(models.identity(TensorProto.BOOL))
-    ok = ortlab.core.inputs.validate_feeds(m, {"x": np.zeros((2, 4), bool)})
+    ok = validate_feeds(m, {"x": np.zeros((2, 4), bool)})
     assert ok["x"].dtype == bool
     s = ortlab.load(models.identity(TensorProto.STRING))
-    ortlab.core.inputs.validate_feeds(s, {"x": np.array([["a"] * 4] * 2)})
+    validate_feeds(s, {"x": np.array([["a"] * 4] * 2)})
     with pytest.raises(FeedError, match="dtype float, expected string"):
-        ortlab.core.inputs.validate_feeds(s, {"x": np.zeros((2, 4), np.float32)})
+        validate_feeds(s, {"x": np.zeros((2, 4), np.float32)})
 
 
 @pytest.mark.corpus

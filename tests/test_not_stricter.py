@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 import ortlab
 from ortlab.core.errors import FeedError
-from ortlab.core.inputs import validate_feeds
+from ortlab.core.feedcheck import validate_feeds
 from tests import corpus
 
 

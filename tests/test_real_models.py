@@ -215,7 +215,7 @@ def test_accuracy_is_measured_at_the_timed_shapes(name: str) -> None:
     row = cmp.rows[1]
     if row.error:
         pytest.fail(f"the variant failed: {row.error}")
-    like = ortlab.core.inputs.validate_feeds(m, feeds)
+    like = ortlab.core.feedcheck.validate_feeds(m, feeds)
     samples = calibration_data(m, None, limit=8, seed=100, like=like).samples
     for s in samples:  # the timed shapes, not the synthesizer's defaults
         assert {k: np.shape(v) for k, v in s.items()} == {k: np.shape(v) for k, v in feeds.items()}
@@ -534,7 +534,7 @@ def test_samples_like_the_feeds_keep_their_scale_state_and_scalars() -> None:
     """Silero VAD: its audio chunk is perturbed within its own range (not redrawn from
     N(0, 1)); its recurrent state and its int64 sample rate are copied. Each sample says how
     it was made."""
-    from ortlab.core.inputs import validate_feeds
+    from ortlab.core.feedcheck import validate_feeds
 
     m = corpus.load("silero_vad")
     feeds = corpus.feeds("silero_vad")
@@ -564,7 +564,7 @@ def test_a_tts_speed_is_kept_in_samples_and_is_one_without_feeds() -> None:
     frames at 0.026 and for nonsense below 0. Samples like the user's feeds copy it and the
     phoneme ids, so plain onnxruntime gives every sample the given feeds' output shapes; and
     without feeds the speed is 1.0 (said), not a random sign."""
-    from ortlab.core.inputs import validate_feeds
+    from ortlab.core.feedcheck import validate_feeds
 
     m = corpus.load("hibari_tts")
     feeds = corpus.feeds("hibari_tts")

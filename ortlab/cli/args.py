@@ -16,7 +16,7 @@ from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, canonical_level, canonical_provider
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError
-from ortlab.core.inputs import validate_feeds
+from ortlab.core.feedcheck import validate_feeds
 from ortlab.engine import examples
 
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
-from ortlab.core.inputs import DimChoice, example_inputs, resolve_dims, validate_feeds
+from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.inputs import DimChoice, example_inputs, resolve_dims
 from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import ModelJob, Progress, Run

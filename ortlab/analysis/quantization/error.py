@@ -10,7 +10,7 @@ from typing import Any
 
 from ortlab.analysis.graph.mapping import graph_nodes
 from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_data
-from ortlab.core.inputs import validate_feeds
+from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result

@@ -19,7 +19,8 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import FeedError, QuantizationError
-from ortlab.core.inputs import shapes_text, validate_feeds
+from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.inputs import shapes_text
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.engine import tasks_transform

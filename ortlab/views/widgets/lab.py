@@ -31,7 +31,8 @@ from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
 from ortlab.core.errors import OrtlabError
-from ortlab.core.inputs import resolve_dims, validate_feeds
+from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.inputs import resolve_dims
 from ortlab.views.html import esc
 from ortlab.views.widgets.history import History, RunRecord, ort_seconds
 from ortlab.views.widgets.kernelnodes import carriers_first
