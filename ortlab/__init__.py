@@ -31,6 +31,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.diff import DiffResult, diff
     from ortlab.analysis.generation.bench import LLMBenchResult, llm_bench
     from ortlab.analysis.generation.generate import GenerationResult, generate
+    from ortlab.analysis.generation.quality import KLDResult, kl_divergence
     from ortlab.analysis.graph.data import GraphData, graph_data
     from ortlab.analysis.limits.cost import CostResult, cost
     from ortlab.analysis.limits.roofline import RooflineResult, roofline
@@ -172,6 +173,7 @@ __all__ = [
     "GraphData",
     "GraphView",
     "InvalidModelError",
+    "KLDResult",
     "LLMBenchResult",
     "Lab",
     "Model",
@@ -221,6 +223,7 @@ __all__ = [
     "graph",
     "graph_data",
     "graph_diff",
+    "kl_divergence",
     "llm_bench",
     "load",
     "netron",

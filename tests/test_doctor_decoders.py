@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ortlab
+from ortlab.analysis.generation.quality import KLDRow
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.diagnosis.facts import Facts
 from ortlab.diagnosis.generation import GenerationFacts, GenerationTrial
@@ -100,6 +101,10 @@ def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> N
     for block in (32, 128):
         t = found[f"variant:int4-b{block}"]
         assert 0 <= t.tokens_kept <= t.tokens
+        # its divergence from the fp32 model, as ortlab.kl_divergence measures it (checked
+        # against plain onnxruntime in test_kld.py), shown beside its speed
+        assert t.quality is not None and len(t.quality.kl) == 256
+        assert t.quality.mean > 0 and 0 <= t.quality.top1 <= 1
         built = ortlab.quantize(
             HERE / "genai_fp32", mode="int4", block_size=block, accuracy_level=4
         )
@@ -117,7 +122,13 @@ def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> N
 
 
 def _trial(
-    decode: float, *, kept: int, tokens: int = 16, ttft: float = 1.0, base_ttft: float = 1.0
+    decode: float,
+    *,
+    kept: int,
+    tokens: int = 16,
+    ttft: float = 1.0,
+    base_ttft: float = 1.0,
+    variant: str = "genai_int4",
 ) -> GenerationTrial:
     """A trial whose 8 rounds give decode ratio ``decode`` and TTFT ratio ``ttft`` (± 1 %)."""
     base = [1.0] * 8
@@ -127,7 +138,7 @@ def _trial(
     return GenerationTrial(
         key="spin:off",
         label="spinning off",
-        variant="m",
+        variant=variant,
         config=ortlab.SessionConfig(allow_spinning=False),
         shared_buffer=0,
         decode=Paired.of(dv, dv.text("the baseline", "spinning off")),
@@ -172,5 +183,13 @@ def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
         g = dataclasses.replace(gen, trials=[_trial(1.0, kept=16, ttft=0.5, base_ttft=base_ttft)])
         out = decoder_trials(dataclasses.replace(facts, generation=g))
         assert len(out) == found and all("time to first token 2.00x" in f.title for f in out)
+    # a variant of another model is proposed only with its divergence from the model shown
+    other = _trial(0.5, kept=16, variant="genai_int4_int4")
+    g = dataclasses.replace(gen, trials=[other], new_tokens=17)
+    assert decoder_trials(dataclasses.replace(facts, generation=g)) == []
+    row = KLDRow("genai_int4_int4", [0.01, 0.03, 0.02], [True, True, False])
+    g = dataclasses.replace(gen, trials=[dataclasses.replace(other, quality=row)], new_tokens=17)
+    (f,) = decoder_trials(dataclasses.replace(facts, generation=g))
+    assert row.sentence() in f.evidence and "top-1 agreement 66.7%" in f.evidence
     assert decoder_phases(dataclasses.replace(facts, generation=None)) == []
     assert math.isfinite(gen.base_decode_ms) and isinstance(gen, GenerationFacts)

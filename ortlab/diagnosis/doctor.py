@@ -186,7 +186,8 @@ class DoctorResult(Result):
     def generation_trials(self) -> Any:
         """For an LLM decoder, each candidate measured in generation: key, label,
         decode_tokens_per_s, decode ratio with its interval and verdict, ttft_ms with its
-        ratio and verdict, tokens_kept of tokens (empty for other models)."""
+        ratio and verdict, tokens_kept of tokens, and a variant's KL divergence from the model
+        (kld_mean, kld_p99, nats) and top-1 agreement (empty for other models)."""
         from ortlab.diagnosis.generation import TRIAL_COLUMNS
 
         if self.generation is None:

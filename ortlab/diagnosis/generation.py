@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ortlab.analysis.generation.generate import GenerationResult, generate
+from ortlab.analysis.generation.quality import KLDRow, kl_divergence
 from ortlab.analysis.quantization.quantize import QuantConfig, quantize
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
@@ -62,6 +63,9 @@ TRIAL_COLUMNS = (
     "ttft_verdict",
     "tokens_kept",
     "tokens",
+    "kld_mean",
+    "kld_p99",
+    "top1",
 )
 
 SHARE = 0.4
@@ -94,6 +98,10 @@ class GenerationTrial:
     """The baseline's time per decode token in each round of this pair, ms."""
     base_ttft_rounds: list[float] = field(default_factory=list)
     """The baseline's time to first token in each round of this pair, ms."""
+    quality: KLDRow | None = None
+    """A variant's next-token divergence from the baseline model (KL per position, top-1
+    agreement over a teacher-forced stream); None for settings of the same model, or where it
+    could not be measured (the variant is then not proposed)."""
 
     @property
     def decode_ms(self) -> float:
@@ -160,6 +168,9 @@ class GenerationFacts:
                     t.ttft.verdict,
                     t.tokens_kept,
                     t.tokens,
+                    t.quality.mean if t.quality else math.nan,
+                    t.quality.p99 if t.quality else math.nan,
+                    t.quality.top1 if t.quality else math.nan,
                 ]
                 for t in self.trials
             ],
@@ -308,6 +319,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
     trials, other = _pairs(
         ledger, built, prompt=prompt, new=new, rounds=rounds, shared=base.shared_buffer
     )
+    trials = _with_quality(ledger, built, trials)
     notes.append(
         f"Generation trials: {prompt}-token prompt (synthetic ids), {new} new tokens, "
         f"{rounds} rounds per candidate, each round one generation of the baseline and one of "
@@ -377,6 +389,36 @@ def _pairs(
             CandidateFailure(f"generation with {spec.label}", why, "timing", spec.code)
         )
     return trials, reply.other_cores
+
+
+KLD_TOKENS = 256
+"""Teacher-forced positions a variant's next-token divergence is measured over."""
+
+
+def _with_quality(
+    ledger: Ledger, built: list[tuple[_Spec, Model]], trials: list[GenerationTrial]
+) -> list[GenerationTrial]:
+    """Each variant's trial with its KL divergence from the baseline model (one task for all
+    of them, within the budget); settings of the baseline's own model keep None."""
+    m = ledger.m
+    variants = {v.name: v for s, v in built if s.build is not None and v is not m}
+    if not variants:
+        return trials
+    got = ledger.guarded(
+        "the variants' next-token divergence",
+        "accuracy",
+        lambda: kl_divergence(
+            m,
+            list(variants.values()),
+            ledger.cfg,
+            length=KLD_TOKENS,
+            progress=ledger.progress,
+            timeout=ledger.call_timeout(),
+        ),
+        f"ortlab.kl_divergence(model, variant, length={KLD_TOKENS})",
+    )
+    rows = {r.variant: r for r in got.rows} if got is not None else {}
+    return [dataclasses.replace(t, quality=rows.get(t.variant)) for t in trials]
 
 
 def best_in_generation(

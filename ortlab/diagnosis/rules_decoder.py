@@ -90,7 +90,8 @@ def decoder_phases(f: Facts) -> list[Finding]:
 def decoder_trials(f: Facts) -> list[Finding]:
     """Each candidate whose decode (or, for a prefill of TTFT_FLOOR_MS or more, its time to
     first token) was significantly faster than the baseline's in interleaved generations; a
-    variant that changes the greedy tokens says so."""
+    variant (int4 of an fp32 decoder) only with its KL divergence from the model shown, and
+    saying whether it changes the greedy tokens."""
     gen = f.generation
     if gen is None:
         return []
@@ -104,12 +105,17 @@ def decoder_trials(f: Facts) -> list[Finding]:
         if not faster:
             continue
         what, p = faster[0]
+        variant = t.variant != gen.baseline.model
+        if variant and t.quality is None:
+            continue  # a variant is proposed only with its divergence from the model shown
         kept = (
             f"; it generates the baseline's {t.tokens} greedy tokens"
             if t.tokens_kept == t.tokens
             else f"; it changes the generated text from token {t.tokens_kept + 1} of "
             f"{t.tokens} (greedy decoding diverges for good there): check its answers"
         )
+        if t.quality is not None:
+            kept += f"; {t.quality.sentence()}"
         saved = (t.base_decode_ms - t.decode_ms) * (gen.new_tokens - 1) + (
             t.base_ttft_ms - t.ttft_ms
         )

@@ -361,3 +361,24 @@ class LLMBenchReply:
     report: SessionReport
     other_cores: float | None = None
     profile: ProfileData | None = None
+
+
+@dataclass(frozen=True)
+class TokenDivergence:
+    """One variant against the reference over a token stream: per position, KL(reference ||
+    variant) of the next-token distributions (nats) and whether the top tokens agree."""
+
+    kl: list[float]
+    agree: list[bool]
+
+
+@dataclass(frozen=True)
+class DivergenceReply:
+    """``tasks_kld.divergence``: the positions read and each variant's divergence (None where
+    it failed: ``failed`` maps its index to why)."""
+
+    positions: int
+    variants: list[TokenDivergence | None]
+    report: SessionReport
+    """The reference's session."""
+    failed: dict[int, str] = field(default_factory=dict)

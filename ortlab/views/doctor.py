@@ -25,6 +25,7 @@ __all__ = ["best_snippet", "doctor_figure", "doctor_html", "doctor_text"]
 
 GENERATION_HEAD = ["candidate", "decode tokens/s: baseline → it", "decode time ratio [CI]"]
 GENERATION_HEAD += ["TTFT ms: baseline → it", "TTFT ratio [CI]", "greedy tokens kept"]
+GENERATION_HEAD += ["KLD mean / p99 (nats), top-1"]
 
 
 def _generation_rows(d: Any) -> list[list[str]]:
@@ -41,6 +42,9 @@ def _generation_rows(d: Any) -> list[list[str]]:
             f"{t.base_ttft_ms:.3f} → {t.ttft_ms:.3f}",
             interval_text(t.ttft.ratio, t.ttft.low, t.ttft.high),
             f"{t.tokens_kept} of {t.tokens}",
+            f"{t.quality.mean:.4f} / {t.quality.p99:.4f}, {t.quality.top1:.1%}"
+            if t.quality is not None
+            else "— (same model)",
         ]
         for t in gen.trials
     ]

@@ -12,6 +12,7 @@ from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.diff import DiffResult
 from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.generation.generate import GenerationResult
+from ortlab.analysis.generation.quality import KLDResult
 from ortlab.analysis.limits.cost import CostResult
 from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.analysis.memory import FootprintResult
@@ -44,6 +45,7 @@ from ortlab.views import (
     optimization,
     placement,
     profile,
+    quality,
     quantization,
     session,
     snippet,
@@ -98,6 +100,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (LLMBenchResult, "html", llmbench.llm_bench_html),
     (LLMBenchResult, "text", llmbench.llm_bench_text),
     (LLMBenchResult, "plot", llmbench.llm_bench_figure),
+    (KLDResult, "html", quality.kld_html),
+    (KLDResult, "text", quality.kld_text),
+    (KLDResult, "plot", quality.kld_figure),
     (ThroughputResult, "html", throughput.throughput_html),
     (ThroughputResult, "text", throughput.throughput_text),
     (ThroughputResult, "plot", throughput.throughput_figure),
