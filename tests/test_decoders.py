@@ -559,6 +559,26 @@ def test_the_report_has_a_generation_section_and_says_what_the_model_is() -> Non
     assert SECTION_TITLES["GenerationResult"] in html and "Per layer" in html
     summary = html[html.index("Summary") :]
     assert summary.index("<b>What it is</b>: decoder with KV cache: 2 layers") < 2000
+    # one headline for a decoder: the Summary's Generation line is the result's own, and the
+    # figures in it are the section's table's
+    from ortlab.views.generate import generation_headline
+
+    line = generation_headline(g)
+    assert f"<b>Generation</b>: {line}".replace("'", "&#x27;") in html
+    assert f"{g.ttft_ms[0]:.3f} ms" in line and f"{g.ttft_ms[0]:.3f} ms" in g.to_text()
+
+
+def test_a_decoders_report_has_its_generation_by_default(tmp_path: Path) -> None:
+    """ortlab.report on a decoder measures a generation when none is given (or reuses the
+    doctor's baseline): its section and the Summary's headline, with no extra=[...]."""
+    from ortlab.analysis.reportdata import GENERATION
+
+    m = ortlab.examples.load("tiny_llama_int4")
+    out = ortlab.report(m, path=tmp_path / "r.html", levels=("disabled", "all"))
+    html = out.read_text(encoding="utf-8")
+    assert "<b>Generation</b>: TTFT " in html and "Per layer" in html
+    assert f"prompt {GENERATION[0]}, {GENERATION[1]} new tokens" in html
+    assert html.index("<b>Generation</b>") < html.index("Per layer")
 
 
 def test_a_generations_worker_stays_near_one_session_and_its_cache() -> None:

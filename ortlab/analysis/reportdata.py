@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.benchmark import environment
+from ortlab.analysis.generation.generate import generate
 from ortlab.analysis.optimizers.levels import optimization_diff
 from ortlab.analysis.placement.measure import placement as run_placement
 from ortlab.analysis.profiling import profile as run_profile
@@ -21,7 +22,10 @@ from ortlab.core.stats import MIN_ROUNDS
 from ortlab.engine.calls import as_config, edge
 from ortlab.engine.providers import providers
 
-__all__ = ["ReportInputs", "ThisMachine", "gather", "this_machine"]
+__all__ = ["GENERATION", "ReportInputs", "ThisMachine", "gather", "this_machine"]
+
+GENERATION = (128, 32)
+"""A decoder's report generation when none is given: prompt tokens, new tokens."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,9 @@ class ReportInputs:
     measured_here: dict[str, tuple[str, bool]] = field(default_factory=dict)
     """For each result measured here ('placement', 'profile', 'optimization'): the inputs it
     ran on (shapes text, synthetic)."""
+    generation: Any = None
+    """An LLM decoder's generation (given, the doctor's baseline, or measured here): the
+    report's Generation section and its headline."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +68,24 @@ def gather(
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
+    generation: Any = None,
 ) -> ReportInputs:
     """The results given, and with ``compute`` the missing placement join (whose profile is the
-    report's profile) and optimization diff measured (the doctor's are reused)."""
+    report's profile) and optimization diff measured (the doctor's are reused); for an LLM
+    decoder, its generation (the doctor's baseline, else :data:`GENERATION` measured here)."""
     here: dict[str, tuple[str, bool]] = {}
+    doctors = getattr(doctor, "generation", None)
+    if generation is None and doctors is not None:
+        generation = doctors.baseline
+    if generation is None and compute and m.decoder is not None:
+        prompt, new = GENERATION
+        generation = generate(
+            m,
+            as_config(config if config is not None else getattr(doctor, "requested", None)),
+            prompt=min(prompt, (m.decoder.max_length or prompt + new) - new),
+            new_tokens=new,
+            progress=progress,
+        )
     if compute:
         cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
         cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
@@ -90,4 +111,4 @@ def gather(
                 m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5, progress=progress
             )
             here["optimization"] = inputs
-    return ReportInputs(profile, placement, optimization, here)
+    return ReportInputs(profile, placement, optimization, here, generation)

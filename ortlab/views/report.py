@@ -26,6 +26,7 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.views.accelerators import whatif_html
 from ortlab.views.benchmark import benchmark_html, load_text, p50_text
 from ortlab.views.doctor import best_snippet, doctor_html
+from ortlab.views.generate import generation_headline
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import page_module, state_block
 from ortlab.views.html import (
@@ -111,7 +112,9 @@ def _model_section(m: Any) -> str:
     )
 
 
-def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> str:
+def _summary_html(
+    model: Model, doctor: Any, profile: Any, benchmark: Any, generation: Any = None
+) -> str:
     """The verdict first: where the time goes (top 3 op types with shares), the findings with
     their measured gains, the best verified configuration and its snippet, and the conditions
     (machine, load, inputs). Every figure is one the sections below show; an LLM decoder
@@ -119,6 +122,8 @@ def _summary_html(model: Model, doctor: Any, profile: Any, benchmark: Any) -> st
     parts: list[str] = []
     if model.summary.decoder:
         parts.append(f"<div><b>What it is</b>: {esc(model.summary.decoder, 300)}</div>")
+    if generation is not None:  # the Generation section's own headline
+        parts.append(f"<div><b>Generation</b>: {esc(generation_headline(generation), 500)}</div>")
     if profile is not None:
         ops = profile.by_op_type().head(3)
         top = ", ".join(f"<b>{esc(r.op_type)}</b> {r.share:.0%}" for r in ops.itertuples())
@@ -384,7 +389,8 @@ def report_html(
     profile = profile if profile is not None else getattr(doctor, "profile", None)
     placement = placement if placement is not None else getattr(doctor, "placement", None)
     sections: list[tuple[str, str]] = []
-    summary = _summary_html(model, doctor, profile, benchmark)
+    generation = next((x for x in extra if type(x).__name__ == "GenerationResult"), None)
+    summary = _summary_html(model, doctor, profile, benchmark, generation)
     if summary:
         sections.append(("Summary", summary))
     sections.append(("Model", _model_section(model)))
@@ -520,6 +526,8 @@ def report(
         levels=levels,
         progress=progress,
     )
+    if got.generation is not None and not any(x is got.generation for x in extra):
+        extra = [got.generation, *extra]
     text = report_html(
         m,
         doctor,

@@ -301,7 +301,12 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             self._ort_info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
         last = self.history.records[-1].label if len(self.history) else ""
         head = Headline(
-            self.benchmark_result, self.profile_result, self.placement, self.doctor_result, last
+            self.benchmark_result,
+            self.profile_result,
+            self.placement,
+            self.doctor_result,
+            last,
+            generation=self.generation,
         )
         return [head, self.model.summary, self._ort_info]
 

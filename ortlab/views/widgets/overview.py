@@ -14,6 +14,7 @@ from typing import Any
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
 from ortlab.views.benchmark import load_text, p50_text
+from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.profile import kernel_label
 from ortlab.views.widgets.kernelnodes import carriers_first
@@ -36,6 +37,8 @@ class Headline:
     doctor: Any = None
     settings: str = ""
     failed: bool = False
+    generation: Any = None
+    """A decoder's last generation (the Generate tab's): its TTFT and tokens/s lead."""
 
     @property
     def top(self) -> Any:
@@ -79,6 +82,15 @@ class Headline:
             "profiled runs; the Placement tab has every node)</small></div>"
         )
 
+    def _generation(self) -> str:
+        g = self.generation
+        if g is None:
+            return ""
+        return (
+            f"<div><b>Generation</b>: {esc(generation_headline(g), 600)} <small>(the Generate "
+            "tab's last run)</small></div>"
+        )
+
     def _best(self) -> str:
         d = self.doctor
         if d is None:
@@ -103,9 +115,13 @@ class Headline:
                 if self.failed
                 else ("no run yet")
             )
-            return f"<div class='ortlab-headline'><i>{said}</i>{self._best()}</div>"
+            return (
+                f"<div class='ortlab-headline'><i>{said}</i>{self._generation()}"
+                f"{self._best()}</div>"
+            )
         return (
             "<div class='ortlab-headline' style='margin-bottom:8px'>"
+            + self._generation()
             + self._latency()
             + self._nodes()
             + self._split()

@@ -200,6 +200,7 @@ def run_generate(lab: Lab) -> None:
     t.gen_nodes.value = None
     lab.hold_runs = False
     lab.show("Generate", t.gen_bar, *t.generate_items(g))
+    lab.show_when_seen("Overview", lab.overview)  # its headline leads with the generation
 
 
 def run_limits(lab: Lab, what: str) -> None:
