@@ -158,3 +158,22 @@ def test_the_cli_speaks_llama_benchs_grammar(capsys: Any) -> None:
     assert main([*args, "-r", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| model |") and "by layer" in out
+
+
+def test_the_generate_tab_carries_the_matrix() -> None:
+    """A decoder's Lab runs llama-bench's matrix from the Generate tab: pp and tg at the
+    prompt and new-token boxes, at each depth of the depths box; shown with its figure, and
+    kept under the next generation."""
+    lab = ortlab.Lab(ortlab.examples.load("tiny_llama_int4"), synchronous=True, runs=3)
+    t = lab.tab_controls
+    t.gen_prompt.value, t.gen_new.value, t.bench_depths.value = 16, 4, "64, 0"
+    t.bench_button.click()
+    r = lab.llm_bench
+    assert isinstance(r, ortlab.LLMBenchResult) and lab.error.value == ""
+    assert [row.label for row in r.rows] == ["pp16", "pp16 @ d64", "tg4", "tg4 @ d64"]
+    assert r in lab.shown["Generate"]
+    t.gen_button.click()
+    assert lab.generation is not None and lab.shown["Generate"][-1] is r
+    t.bench_depths.value = "0,x"
+    t.bench_button.click()
+    assert "depths: give token counts" in lab.tab_controls.status["Generate"].error.value

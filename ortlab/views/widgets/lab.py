@@ -49,6 +49,7 @@ from ortlab.views.widgets.tabjobs import (
     run_doctor,
     run_generate,
     run_limits,
+    run_llm_bench,
     run_optimization,
     run_quantization,
     run_whatif,
@@ -130,6 +131,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.comparison: Any = None
         self.generation: Any = None
         """The Generate tab's last ``ortlab.generate`` (a decoder's Lab only)."""
+        self.llm_bench: Any = None
+        """The Generate tab's last ``ortlab.llm_bench`` matrix (a decoder's Lab only)."""
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
         self.report_path: Any = None
@@ -265,6 +268,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             ),
             (t.doctor_button, run_doctor, "doctor_result", "Doctor", "the doctor"),
             (t.gen_button, run_generate, "generation", "Generate", "the generation"),
+            (t.bench_button, run_llm_bench, "llm_bench", "Generate", "the benchmark matrix"),
             (t.compare_button, compare_runs, "run_diff", "History", "the comparison"),
             (t.whatif_button, run_whatif, "whatif_result", "Placement", "the what-if"),
             *[

@@ -320,6 +320,8 @@ class TabControls:
         "gen_new",
         "gen_button",
         "gen_nodes",
+        "bench_depths",
+        "bench_button",
     )
     """The controls a Lab exposes as its own attributes."""
 
@@ -366,8 +368,19 @@ class TabControls:
         self.gen_button = w.Button(
             description="Generate (TTFT, tokens/s, per layer)", layout=w.Layout(width="auto")
         )
+        self.bench_depths = w.Text(
+            value="0,256", description="depths", layout=w.Layout(width="220px")
+        )
+        self.bench_button = w.Button(
+            description="Benchmark matrix (llama-bench: pp, tg at each depth)",
+            layout=w.Layout(width="auto"),
+        )
         self.gen_bar = w.VBox(
-            [w.HBox([self.gen_prompt, self.gen_new, self.gen_button]), s["Generate"]]
+            [
+                w.HBox([self.gen_prompt, self.gen_new, self.gen_button]),
+                w.HBox([self.bench_depths, self.bench_button]),
+                s["Generate"],
+            ]
         )
         self.budget = w.IntSlider(60, min=10, max=600, step=10, description="budget s")
         self.doctor_button = w.Button(

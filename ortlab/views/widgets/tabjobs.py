@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ortlab.analysis.diff import diff
+from ortlab.analysis.generation.bench import llm_bench
 from ortlab.analysis.generation.generate import generate
 from ortlab.analysis.graph.data import graph_data
 from ortlab.analysis.limits.cost import cost
@@ -199,8 +200,35 @@ def run_generate(lab: Lab) -> None:
     t.gen_nodes.options = generation_node_options(g)
     t.gen_nodes.value = None
     lab.hold_runs = False
-    lab.show("Generate", t.gen_bar, *t.generate_items(g))
+    bench = [lab.llm_bench.plot(), lab.llm_bench] if lab.llm_bench is not None else []
+    lab.show("Generate", t.gen_bar, *t.generate_items(g), *bench)
     lab.show_when_seen("Overview", lab.overview)  # its headline leads with the generation
+
+
+def run_llm_bench(lab: Lab) -> None:
+    """The Generate tab's matrix: llama-bench's pp and tg tests at the boxes' prompt and new
+    tokens, at each depth in the depths box, 3 repetitions, at the Lab's settings; shown under
+    the last generation (tg tokens/s against depth, the table, each cell by layer)."""
+    t = lab.tab_controls
+    try:
+        depths = sorted({int(x) for x in t.bench_depths.value.replace(" ", "").split(",") if x})
+    except ValueError as err:
+        raise OrtlabError(
+            f"depths: give token counts separated by commas, e.g. 0,256 (got "
+            f"{t.bench_depths.value!r})."
+        ) from err
+    r = llm_bench(
+        lab.current_model,
+        lab.config,
+        prompt=(t.gen_prompt.value,),
+        new_tokens=(t.gen_new.value,),
+        depth=depths or (0,),
+        repetitions=3,
+        progress=lab.progress_for("the matrix"),
+    )
+    lab.llm_bench = r
+    shown = t.generate_items(lab.generation) if lab.generation is not None else []
+    lab.show("Generate", t.gen_bar, r.plot(), r, *shown)
 
 
 def run_limits(lab: Lab, what: str) -> None:
