@@ -44,7 +44,7 @@ def _layers(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
     }
     head = ["", *("outside layers" if k < 0 else f"layer {k}" for k in layers)]
     rows = [
-        [f"{test}{f' @ d{depth}' if depth else ''} · t{threads} · b{batch}"]
+        [f"{test}{f' @ d{depth}' if depth else ''} · {threads} threads · batch {batch}"]
         + [
             f"{share[(test, depth, threads, batch, k)]:.0%}"
             if (test, depth, threads, batch, k) in share
@@ -98,9 +98,9 @@ def llm_bench_figure(r: LLMBenchResult, kind: str | None = None) -> Any:
         if bool(row.n_gen) != gen:
             continue
         name = (
-            f"{row.test} · t{row.n_threads} · b{row.n_batch}"
+            f"{row.test} · {row.n_threads} threads · batch {row.n_batch}"
             if gen
-            else f"depth {row.n_depth} · t{row.n_threads} · b{row.n_batch}"
+            else f"depth {row.n_depth} · {row.n_threads} threads · batch {row.n_batch}"
         )
         x = row.n_depth if gen else row.n_prompt
         lines.setdefault(name, []).append((x, row.avg_ts, row.stddev_ts))

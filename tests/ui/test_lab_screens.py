@@ -192,7 +192,8 @@ def test_the_generate_tab_reads_at_both_sizes(
     Generate tab's button runs a generation and the tab reads at both sizes — the headline
     (TTFT, prefill and decode tokens/s with their intervals), the time-per-token chart, the
     phase x layer table, the weight multiplications against the ceilings, the list of each
-    phase's slowest nodes — with no control clipped and no sideways scrollbar."""
+    phase's slowest nodes — and its benchmark matrix (llama-bench's pp and tg at depths 0 and
+    256, each cell by layer) reads too, with no control clipped and no sideways scrollbar."""
     root = tmp_path / "root"
     root.mkdir()
     cells = [
@@ -224,9 +225,26 @@ def test_the_generate_tab_reads_at_both_sizes(
         text = page.locator(".ortlab-lab").inner_text()
         options = page.locator(".ortlab-gen-nodes option").all_text_contents()
         listed = [o.replace("\xa0", " ") for o in options]  # the widget keeps spaces
+        # the benchmark matrix from the same tab: llama-bench's pp and tg at two depths
+        page.locator(".ortlab-lab button", has_text="Benchmark matrix").click()
+        _wait_text(page, "t/s (mean ± sd)")
+        wait_idle(page)
+        page.get_by_text("t/s (mean ± sd)").scroll_into_view_if_needed()
+        for width, height in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(400)
+            page.screenshot(path=str(artifacts / f"lab_generate_matrix_{width}x{height}.png"))
+            found = page.evaluate(_PROBLEMS)
+            if found:
+                problems[f"Generate (matrix) at {width}x{height}"] = found
+        matrix = page.locator(".ortlab-lab").inner_text()
         context.close()
+    assert "pp128 @ d256" in matrix and "tg64 @ d256" in matrix
+    assert "Share of each test's profiled time by layer" in matrix
     assert listed and all(o.startswith(("prefill · ", "decode · ")) for o in listed), listed
     assert "time to first token" in text and "tokens/s" in text and "layer 0" in text
+    head = text[text.index("Generate (TTFT") :]
+    assert head.index("TTFT ") < head.index("time per token against"), "the headline leads"
     assert "Weight multiplications against this machine's ceilings" in text
     assert "Slowest nodes per step" in text
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)

@@ -19,6 +19,7 @@ from ortlab.core.eps import alias as _short
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
+from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.widgets.labstatus import JOB_TABS, TabStatus
 
@@ -462,13 +463,18 @@ class TabControls:
         ]
 
     def generate_items(self, g: Any) -> list[Any]:
-        """What the Generate tab shows: the time per token, the slowest nodes of each phase
-        (to pick in the graph), then the result."""
+        """What the Generate tab shows: its headline (TTFT and decode tokens/s with their
+        intervals), the time per token, the slowest nodes of each phase (to pick in the
+        graph), then the result."""
         self.gen_label.value = (
             "<b>Slowest nodes per step</b> of each phase (the profiled generation: "
             "GenerationResult.by_phase, profiling on). Pick one to select it in the Graph tab."
         )
-        items: list[Any] = [g.plot()]
+        head = w.HTML(
+            f"<div style='font-size:1.1em;margin:2px 0 4px'><b>{esc(g.model)}</b>: "
+            f"{esc(generation_headline(g), 600)}</div>"
+        )
+        items: list[Any] = [head, g.plot()]
         if g.profile is not None:
             items += [self.gen_label, self.gen_nodes]
         return [*items, g]
