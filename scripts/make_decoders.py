@@ -123,6 +123,7 @@ STAGE_VENV = {
     "genai": "genai",
     "optimum": "optimum",
     "dynamo": "genai",
+    "seq2seq": "optimum",
     "verify": "genai",
 }
 VERSION_NAMES = [
@@ -418,6 +419,105 @@ def stage_dynamo(args) -> None:
     onnx.save(m, str(dest / "model.onnx"))
 
 
+# ------------------------------------------------------------------------- stage: seq2seq
+
+WHISPER = {
+    "vocab_size": 1000,
+    "num_mel_bins": 80,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "d_model": 64,
+    "encoder_ffn_dim": 256,
+    "decoder_ffn_dim": 256,
+    "max_source_positions": 1500,
+    "max_target_positions": 128,
+    "decoder_start_token_id": 3,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+    "init_std": 0.2,
+    "begin_suppress_tokens": None,
+    "suppress_tokens": None,
+}
+SEQ2SEQ_FILES = ["encoder_model.onnx", "decoder_model_merged.onnx", *OPTIMUM_CONFIGS]
+
+
+def stage_seq2seq(args) -> None:
+    """A tiny Whisper (random weights, 1500 encoder frames as Whisper's) exported by
+    optimum-onnx's main_export with past (encoder_model.onnx + decoder_model_merged.onnx), and
+    its greedy tokens from optimum's own ORTModelForSpeechSeq2Seq.generate on the folder and
+    from a plain onnxruntime loop, both recorded in seq2seq.json (the reference ortlab's
+    encoder-decoder support is checked against)."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from optimum.exporters.onnx import main_export
+    from optimum.onnxruntime import ORTModelForSpeechSeq2Seq
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    out = Path(args.out)
+    hf = cache_dir() / "hf" / "whisper"
+    torch.manual_seed(SEED)
+    model = WhisperForConditionalGeneration(WhisperConfig(**WHISPER)).eval()
+    model.generation_config.forced_decoder_ids = None
+    model.save_pretrained(hf)
+    with tempfile.TemporaryDirectory() as name:
+        main_export(str(hf), name, task="automatic-speech-recognition-with-past")
+        keep(Path(name), out / "optimum_whisper", SEQ2SEQ_FILES)
+    folder = out / "optimum_whisper"
+    features = np.random.default_rng(SEED).standard_normal((1, 80, 3000)).astype(np.float32)
+    ort_model = ORTModelForSpeechSeq2Seq.from_pretrained(folder, use_cache=True)
+    theirs = ort_model.generate(
+        torch.from_numpy(features), max_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1
+    )[0].tolist()
+    enc = ort.InferenceSession(str(folder / "encoder_model.onnx"))
+    dec = ort.InferenceSession(str(folder / "decoder_model_merged.onnx"))
+    states = enc.run(None, {"input_features": features})[0]
+    names = [o.name for o in dec.get_outputs()]
+    past = {
+        i.name: np.zeros((1, 4, 0, 16), np.float32)
+        for i in dec.get_inputs()
+        if i.name.startswith("past_key_values.")
+    }
+    ids, tokens = [WHISPER["decoder_start_token_id"]], []
+    for step in range(NEW_TOKENS):
+        feeds = {
+            "input_ids": np.asarray([ids[-1:] if step else ids], np.int64),
+            "encoder_hidden_states": states,
+            "use_cache_branch": np.array([step > 0]),
+            **past,
+        }
+        outs = dict(zip(names, dec.run(None, feeds), strict=True))
+        tokens.append(int(outs["logits"][0, -1].argmax()))
+        ids.append(tokens[-1])
+        # the self-attention cache grows; the cross-attention one is the first step's (the
+        # merged decoder's with-past branch returns a dummy in its place)
+        past.update(
+            {
+                k.replace("present", "past_key_values"): v
+                for k, v in outs.items()
+                if k != "logits" and (step == 0 or ".encoder." not in k)
+            }
+        )
+    ref = {
+        "features": "numpy default_rng(0).standard_normal((1, 80, 3000)), float32",
+        "decoder_start": [WHISPER["decoder_start_token_id"]],
+        "new_tokens": NEW_TOKENS,
+        "optimum_generate": theirs,
+        "ort_greedy_tokens": tokens,
+        "whisper_config": WHISPER,
+    }
+    if theirs and theirs[0] == WHISPER["decoder_start_token_id"] and tokens[0] != theirs[0]:
+        theirs = theirs[1:]  # generate's sequence may open with the start token
+    ref["optimum_generate"] = theirs
+    if theirs != tokens:
+        raise SystemExit(f"make_decoders: optimum {theirs} != plain onnxruntime {tokens}")
+    (folder / "seq2seq.json").write_text(json.dumps(ref, indent=1) + "\n")
+    log(f"optimum_whisper: {tokens}")
+
+
 def keep(src: Path, dest: Path, names: list[str]) -> None:
     log(f"{dest.name}: the exporter wrote {sorted(p.name for p in src.iterdir())}, keeping {names}")
     if dest.exists():
@@ -612,6 +712,8 @@ def stage_verify(args) -> None:
     }
     problems = []
     for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        if (folder / "encoder_model.onnx").exists():
+            continue  # an encoder-decoder: stage seq2seq checked it (its seq2seq.json)
         info = describe(folder)
         sess, tokens, shapes, margin = ort_greedy(folder)
         info["inputs"] = [[i.name, i.type, i.shape] for i in sess.get_inputs()]
@@ -760,7 +862,34 @@ def readme(ref: dict) -> str:
     ]
     for name, info in ref["models"].items():
         lines += model_section(name, info, ref)
+    lines += SEQ2SEQ_README
     return "\n".join(lines)
+
+
+SEQ2SEQ_README = [
+    "",
+    "## Encoder-decoders (stage `seq2seq`)",
+    "",
+    "### `optimum_whisper/`",
+    "",
+    "- A tiny `WhisperForConditionalGeneration` (random weights, seed 0; 2 encoder and 2 decoder",
+    "  layers, d_model 64, 4 heads, vocab 1000, 80 mel bins, 1500 encoder frames as Whisper's,",
+    "  128 target positions, decoder start token 3) exported by optimum-onnx's `main_export(...,",
+    "  task='automatic-speech-recognition-with-past')`; kept: `encoder_model.onnx`,",
+    "  `decoder_model_merged.onnx` (an If on `use_cache_branch`), `config.json`,",
+    "  `generation_config.json`.",
+    "- The decoder's inputs: `input_ids`, `encoder_hidden_states` [1, 1500, 64],",
+    "  `past_key_values.N.decoder.key/value` (self-attention: grows a token a step) and",
+    "  `past_key_values.N.encoder.key/value` (cross-attention: empty in the first step, whose",
+    "  present computes it from the encoder's states; then the first step's fed back fixed: the",
+    "  with-past branch returns a dummy in its place), `use_cache_branch`.",
+    "- `seq2seq.json`: optimum's own `ORTModelForSpeechSeq2Seq.generate` on the folder (greedy,",
+    "  16 new tokens, input features `default_rng(0).standard_normal((1, 80, 3000))`) and a plain",
+    "  onnxruntime loop, which agree; not in `reference.json` (the verify stage reads",
+    "  decoder-only folders).",
+    "",
+]
+"""The encoder-decoder folder's section of README.md (its facts are seq2seq.json's)."""
 
 
 # ------------------------------------------------------------------------- main
@@ -777,6 +906,7 @@ def main() -> None:
         "genai": stage_genai,
         "optimum": stage_optimum,
         "dynamo": stage_dynamo,
+        "seq2seq": stage_seq2seq,
         "verify": stage_verify,
     }
     if args.stage:

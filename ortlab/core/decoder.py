@@ -22,8 +22,10 @@ from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, walk_nodes
 
 __all__ = ["DecoderInfo", "KVPair", "decoder_file", "detect_decoder"]
 
-_PAST = re.compile(r"past[^0-9]*?(\d+)\D*?(key|value)", re.IGNORECASE)
-_PRESENT = re.compile(r"present[^0-9]*?(\d+)\D*?(key|value)", re.IGNORECASE)
+_PAST = re.compile(r"past[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
+_PRESENT = re.compile(r"present[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
+ENCODER_FILES = ("encoder_model.onnx",)
+"""The encoder an optimum seq2seq folder holds beside its decoder."""
 MODEL_FILES = ("decoder_model_merged.onnx", "model.onnx", "decoder_with_past_model.onnx")
 """The model files an optimum folder may hold, the one ortlab loads first."""
 
@@ -68,6 +70,16 @@ class DecoderInfo:
     """The attention op that reads the cache ('GroupQueryAttention', …; '' for plain ops)."""
     share_buffer: bool = False
     """genai_config's ``past_present_share_buffer``: the past is allocated at max_length."""
+    cross_pairs: tuple[KVPair, ...] = ()
+    """An encoder-decoder's cross-attention cache: past -> present pairs whose present does
+    not grow (it holds the encoder's frames, computed in the first step, then fed back
+    fixed), told from the self-attention ``pairs`` by their dims."""
+    encoder: str = ""
+    """The encoder's file beside the decoder ('encoder_model.onnx'), '' for a decoder alone."""
+    encoder_states: str | None = None
+    """The input the encoder's output is fed to ('encoder_hidden_states')."""
+    encoder_length: int | None = None
+    """The encoder's frames, where its output declares them (Whisper: 1500)."""
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -85,12 +97,23 @@ class DecoderInfo:
 
     def line(self) -> str:
         """The one line that says what the model is, wherever it is described: 'decoder with
-        KV cache: 2 layers, 4 heads / 2 KV heads x 16, int4 MatMulNBits (block 32 …)'."""
+        KV cache: 2 layers, 4 heads / 2 KV heads x 16, int4 MatMulNBits (block 32 …)'; an
+        encoder-decoder's names its encoder and its cross-attention cache."""
         heads = f"{self.heads} heads / " if self.heads else ""
-        return (
+        text = (
             f"decoder with KV cache: {self.layers} layers, {heads}{self.kv_heads} KV heads × "
             f"{self.head_size}, {self.weights}"
         )
+        if self.cross_pairs:
+            frames = (
+                f" of the encoder's {self.encoder_length} frames" if self.encoder_length else ""
+            )
+            encoder = f" ({self.encoder} beside)" if self.encoder else ""
+            text = (
+                f"encoder-decoder{encoder}: {text}; a fixed cross-attention cache{frames} in "
+                f"{len(self.cross_pairs)} layers"
+            )
+        return text
 
     @property
     def past_inputs(self) -> tuple[str, ...]:
@@ -124,13 +147,18 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
     outputs = {v.name: v for v in graph.output}
     pasts = _by_layer(inputs, _PAST)
     presents = _by_layer(outputs, _PRESENT)
-    layers = sorted(set(pasts) & set(presents))
-    if not layers or not all(len(pasts[i]) == 2 and len(presents[i]) == 2 for i in layers):
+    found = sorted(set(pasts) & set(presents))
+    if not found or not all(len(pasts[k]) == 2 and len(presents[k]) == 2 for k in found):
         return None
-    pairs = tuple(
-        KVPair(i, pasts[i]["key"], pasts[i]["value"], presents[i]["key"], presents[i]["value"])
-        for i in layers
-    )
+    every = [
+        KVPair(k[0], pasts[k]["key"], pasts[k]["value"], presents[k]["key"], presents[k]["value"])
+        for k in found
+    ]
+    # a cache whose present is as long as its past never grows: the encoder's (cross-attention)
+    fixed = [p for p in every if _grows(inputs[p.past_key], outputs[p.present_key]) is False]
+    pairs = tuple(p for p in every if p not in fixed)
+    if not pairs:
+        return None
     first = inputs[pairs[0].past_key]
     shape = _dims(first)
     kv_dtype = _dtype(first)
@@ -143,29 +171,9 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
     genai, search = genai_config.get("model", {}), genai_config.get("search", {})
     hf = _read_json(folder / "config.json")
     attention, ops = _attention(graph)
-    if genai.get("decoder"):
-        dec = genai["decoder"]
-        source = "genai_config.json"
-        heads = _int(dec.get("num_attention_heads"))
-        kv_heads = _int(dec.get("num_key_value_heads")) or heads
-        head_size = _int(dec.get("head_size"))
-        vocab = _int(genai.get("vocab_size"))
-        max_length = _int(search.get("max_length")) or _int(genai.get("context_length"))
-    elif hf:
-        source = "config.json"
-        heads = _int(hf.get("num_attention_heads", hf.get("n_head")))
-        kv_heads = _int(hf.get("num_key_value_heads")) or heads
-        hidden = _int(hf.get("hidden_size", hf.get("n_embd")))
-        head_size = _int(hf.get("head_dim")) or (hidden // heads if hidden and heads else None)
-        vocab = _int(hf.get("vocab_size"))
-        max_length = _int(hf.get("max_position_embeddings", hf.get("n_positions")))
-    else:
-        source = "graph"
-        heads = ops.get("num_heads")
-        kv_heads = ops.get("kv_num_heads") or heads
-        head_size = None
-        vocab = _logits_vocab(outputs)
-        max_length = None
+    source, heads, kv_heads, head_size, vocab, max_length = _shape_facts(
+        genai, search, hf, ops, outputs
+    )
     # the graph's fixed dims are the truth a config can only repeat
     kv_heads = shape[1] if len(shape) == 4 and isinstance(shape[1], int) else kv_heads
     head_size = shape[3] if len(shape) == 4 and isinstance(shape[3], int) else head_size
@@ -175,6 +183,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         return None  # a past whose shape nothing explains: not a cache ortlab can make
     if heads is None:
         heads = _heads_from_projections(graph, pairs[0], int(kv_heads), int(head_size))
+    encoder, frames = _encoder_beside(path) if fixed else ("", None)
     return DecoderInfo(
         layers=len(pairs),
         heads=heads,
@@ -192,16 +201,100 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         source=source,
         attention=attention,
         share_buffer=bool(search.get("past_present_share_buffer", False)),
+        cross_pairs=tuple(fixed),
+        encoder=encoder,
+        encoder_states=_encoder_states(inputs, fixed),
+        encoder_length=frames,
     )
 
 
-def _by_layer(values: Mapping[str, Any], pattern: re.Pattern[str]) -> dict[int, dict[str, str]]:
-    out: dict[int, dict[str, str]] = {}
+def _by_layer(
+    values: Mapping[str, Any], pattern: re.Pattern[str]
+) -> dict[tuple[int, str], dict[str, str]]:
+    """{(layer, what the name says between the layer and key/value): {'key': …, 'value': …}}:
+    'past_key_values.0.decoder.key' and '.0.encoder.key' are two caches of layer 0."""
+    out: dict[tuple[int, str], dict[str, str]] = {}
     for name in values:
         m = pattern.search(name)
         if m:
-            out.setdefault(int(m.group(1)), {})[m.group(2).lower()] = name
+            out.setdefault((int(m.group(1)), m.group(2).lower()), {})[m.group(3).lower()] = name
     return out
+
+
+def _shape_facts(
+    genai: Mapping[str, Any],
+    search: Mapping[str, Any],
+    hf: Mapping[str, Any],
+    ops: Mapping[str, int],
+    outputs: Mapping[str, onnx.ValueInfoProto],
+) -> tuple[str, int | None, int | None, int | None, int | None, int | None]:
+    """(source, heads, KV heads, head size, vocabulary, max length) from the best source:
+    genai_config.json, config.json, else the graph's attention op and logits."""
+    if genai.get("decoder"):
+        dec = genai["decoder"]
+        source = "genai_config.json"
+        heads = _int(dec.get("num_attention_heads"))
+        kv_heads = _int(dec.get("num_key_value_heads")) or heads
+        head_size = _int(dec.get("head_size"))
+        vocab = _int(genai.get("vocab_size"))
+        max_length = _int(search.get("max_length")) or _int(genai.get("context_length"))
+    elif hf:
+        source = "config.json"
+        heads = _int(_first(hf, "num_attention_heads", "n_head", "decoder_attention_heads"))
+        heads = heads or _int(hf.get("num_heads"))  # T5
+        kv_heads = _int(hf.get("num_key_value_heads")) or heads
+        hidden = _int(_first(hf, "hidden_size", "n_embd", "d_model"))
+        head_size = _int(_first(hf, "head_dim", "d_kv")) or (
+            hidden // heads if hidden and heads else None
+        )
+        vocab = _int(hf.get("vocab_size"))
+        max_length = _int(
+            _first(hf, "max_position_embeddings", "n_positions", "max_target_positions")
+        )
+    else:
+        source = "graph"
+        heads = ops.get("num_heads")
+        kv_heads = ops.get("kv_num_heads") or heads
+        head_size = None
+        vocab = _logits_vocab(outputs)
+        max_length = None
+    return source, heads, kv_heads, head_size, vocab, max_length
+
+
+def _grows(past: onnx.ValueInfoProto, present: onnx.ValueInfoProto) -> bool | None:
+    """Whether the present is longer than the past it comes from (its length dim another
+    symbol or size); None where the export declares neither."""
+    a, b = _dims(past), _dims(present)
+    if len(a) != 4 or len(b) != 4 or a[2] is None or b[2] is None:
+        return None
+    return a[2] != b[2]
+
+
+def _encoder_states(inputs: Mapping[str, onnx.ValueInfoProto], fixed: list[KVPair]) -> str | None:
+    """The float input [batch, frames, hidden] whose frames dim is the cross cache's length."""
+    if not fixed:
+        return None
+    length = _dims(inputs[fixed[0].past_key])[2]
+    for name, v in inputs.items():
+        dims = _dims(v)
+        if len(dims) == 3 and dims[1] == length and _dtype(v).startswith("float"):
+            return name
+    return None
+
+
+def _encoder_beside(path: Path) -> tuple[str, int | None]:
+    """The encoder file beside a decoder and its output's frames (where declared)."""
+    for name in ENCODER_FILES:
+        found = path.parent / name
+        if found.is_file() and found != path:
+            try:
+                enc = onnx.load(str(found), load_external_data=False)
+            except Exception:  # noqa: BLE001 - an unreadable encoder is known by name only
+                return name, None
+            dims = _dims(enc.graph.output[0]) if enc.graph.output else []
+            frames = dims[1] if len(dims) == 3 and isinstance(dims[1], int) else None
+            return name, frames
+    return "", None
 
 
 def _dims(v: onnx.ValueInfoProto) -> list[int | str | None]:
@@ -218,6 +311,11 @@ def _dims(v: onnx.ValueInfoProto) -> list[int | str | None]:
 
 def _dtype(v: onnx.ValueInfoProto) -> str:
     return dtype_name(v.type.tensor_type.elem_type)
+
+
+def _first(config: Mapping[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` a config has (its exporters name one thing several ways)."""
+    return next((config[k] for k in keys if k in config), None)
 
 
 def _named(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None:

@@ -29,6 +29,8 @@ ROLES = ("batch", "prompt", "past")
 """The dims a decoder's inputs are made from: sequences, new tokens, tokens already cached."""
 DEFAULT_PAST = 128
 """The context a guessed decode step runs after."""
+DEFAULT_FRAMES = 128
+"""An encoder-decoder's encoder frames where its encoder does not declare them."""
 
 
 def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
@@ -50,6 +52,9 @@ def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
     mark(first, 2, "past")
     mark(first, 3, "head_size")
     mark(info.mask, 1, "total")  # a mask declared past + new long (genai's)
+    if info.cross_pairs:  # an encoder-decoder: the encoder's frames
+        mark(info.cross_pairs[0].past_key, 2, "frames")
+        mark(info.encoder_states, 1, "frames")
     return out
 
 
@@ -90,7 +95,13 @@ def decoder_feeds(
     symbols = role_symbols(model, info)
     roles = decoder_dims(model, info, dims)
     batch, prompt, past = (roles[r].value for r in ROLES)
-    derived = {"total": past + prompt, "kv_heads": info.kv_heads, "head_size": info.head_size}
+    frames = info.encoder_length or DEFAULT_FRAMES
+    derived = {
+        "total": past + prompt,
+        "kv_heads": info.kv_heads,
+        "head_size": info.head_size,
+        "frames": frames,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         choices = resolve_dims(model, None)
@@ -115,13 +126,26 @@ def decoder_feeds(
             arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
     if info.use_cache_branch and info.use_cache_branch in base:
         arrays[info.use_cache_branch] = np.array([past > 0], dtype=bool)
+    for p in info.cross_pairs:  # empty in the first step (its present computes it), then full
+        for name in (p.past_key, p.past_value):
+            if name in base and past == 0:
+                shape0 = list(np.shape(base[name]))
+                shape0[2] = 0
+                arrays[name] = np.zeros(shape0, dtype=base[name].dtype)
     phase = "a prefill" if past == 0 else "one decode step"
-    ours = (*info.past_inputs, *([info.mask] if info.mask else []))
+    cross = tuple(n for p in info.cross_pairs for n in (p.past_key, p.past_value))
+    ours = (*info.past_inputs, *cross, *([info.mask] if info.mask else []))
     notes = [n for n in base.notes if not n.startswith(ours)]
     notes.append(
         f"decoder inputs: {phase} of {prompt} token(s) after {past} cached, batch {batch} "
         f"(random ids below {vocab}, mask of {past + prompt} ones, a random cache of "
         f"{info.kv_heads} KV heads x {info.head_size}): synthetic"
+        + (
+            f"; the encoder's {frames} frames random (synthetic), its cross-attention cache "
+            + ("empty (the first step computes it)" if past == 0 else "random")
+            if info.cross_pairs
+            else ""
+        )
     )
     return Feeds(arrays, {**choices, **roles}, notes, synthetic=True)
 

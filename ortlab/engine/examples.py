@@ -71,6 +71,11 @@ DECODERS = {
         "optimum_llama",
         "LLM decoder: the Llama exported by optimum with past/present pairs",
     ),
+    "tiny_whisper": (
+        "optimum_whisper",
+        "encoder-decoder: a Whisper (2 + 2 layers, 1500 encoder frames) exported by optimum; "
+        "loads its decoder (decoder_model_merged.onnx), the encoder beside it",
+    ),
     "tiny_llama_dynamo": (
         "dynamo_llama",
         "LLM decoder: the Llama exported by torch.onnx.export(dynamo=True), model.onnx alone "

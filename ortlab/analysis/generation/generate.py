@@ -317,6 +317,20 @@ class GenerationResult(Result):
 _NAN3 = (math.nan, math.nan, math.nan)
 
 
+def refuse_encoder_decoder(name: str, info: Any, verb: str) -> None:
+    """A verb that runs a decoder alone token by token refuses an encoder-decoder, saying what
+    measures one today (its decoder's steps at any dims; its encoder's file on its own)."""
+    if info.cross_pairs:
+        raise FeedError(
+            f"{name!r} is an encoder-decoder ({info.line()}): {verb} runs a decoder alone, token "
+            "by token, and cannot yet run its encoder first and feed both caches. Its decoder's "
+            "steps are measured by ortlab.benchmark / profile / placement at dims={'prompt': 1, "
+            "'past': 16} (a decode step; {'prompt': 4, 'past': 0} is the first step, its "
+            "cross-attention cache empty), with the encoder's frames random; its encoder by "
+            f"ortlab.benchmark on {info.encoder or 'the encoder file'} beside it."
+        )
+
+
 def _decode_rate(
     steps_ms: list[list[float]], new_tokens: int, batch: int
 ) -> tuple[float, float, float]:
@@ -363,6 +377,7 @@ def generate(
             "by present.* outputs): ortlab.generate runs decoders; ortlab.benchmark times a "
             "single run of any model."
         )
+    refuse_encoder_decoder(m.name, info, "ortlab.generate")
     if new_tokens < 1 or prompt < 1 or runs < 1:
         raise ValueError(
             f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"

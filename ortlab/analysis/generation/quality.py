@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.analysis.generation.generate import refuse_encoder_decoder
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.model import ModelLike, load
@@ -131,6 +132,7 @@ def kl_divergence(
             f"{m.name!r} is not a decoder with a KV cache: kl_divergence compares next-token "
             "distributions; ortlab.compare and ortlab.quantization_error compare any outputs."
         )
+    refuse_encoder_decoder(m.name, info, "ortlab.kl_divergence")
     many: list[ModelLike] = (
         list(variants) if isinstance(variants, list | tuple) else [variants]  # type: ignore[list-item]
     )
