@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.core import cache
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchCell, LLMBenchReply
 from ortlab.engine.tasks import open_session
-from ortlab.engine.tasks_generate import PROFILE_EVENTS, GreedyLoop
+from ortlab.engine.tasks_generate import PROFILE_EVENTS, GreedyLoop, profiled_session
 from ortlab.engine.trace import ProfileData
 
 __all__ = ["Cell", "bench"]
@@ -146,39 +145,25 @@ def _profiled(
 ) -> tuple[ProfileData, list[list[list[int]]]]:
     """Every cell's profiled repetitions in one profiled session: the trace and, per cell and
     repetition, the trace runs of its timed steps."""
-    from ortlab.engine.session import build_session
-    from ortlab.engine.tasks import with_load
-    from ortlab.engine.trace import parse_profile_file
-
     vocab = int(decoder.vocab or 2)
     plans = [c.plan(np.random.default_rng(SEED), vocab) for c in cells]
     fills = sum(first for _, first in plans) * (reps + 1)  # the depth chunks, all profiled
     room = PROFILE_EVENTS // max(nodes, 1) - fills  # runs the trace may still hold
     keep = max(1, room // max(len(cells) * (reps + 1), 1))  # timed steps per repetition
-    with cache.temp_dir("llm-bench-") as folder:
-        since = cpu_sample()
-        sess, _ = build_session(
-            job.model_path,
-            job.config,
-            model_name=job.model_name,
-            profile_prefix=str(folder / "ortlab"),
-        )
-        at = 0  # the trace's runs so far
-        runs: list[list[list[int]]] = []
-        try:
-            for cell in cells:
-                rng = np.random.default_rng(SEED)
-                mine = []
-                for rep in range(reps + 1):  # the first is the warm-up
-                    plan, first = cell.plan(rng, vocab)
-                    prompt = next(p for p in plan if p is not None)
-                    loop = GreedyLoop(sess, decoder, job, prompt=prompt)
-                    budget = first + min(len(plan) - first, keep)
-                    loop.run_steps(plan[:budget], lambda _k: None, shared=shared)
-                    if rep:
-                        mine.append(list(range(at + first, at + budget)))
-                    at += budget
-                runs.append(mine)
-        finally:
-            path = sess.end_profiling()
-        return with_load(parse_profile_file(path), since), runs
+    at = 0  # the trace's runs so far
+    runs: list[list[list[int]]] = []
+    with profiled_session(job, "llm-bench-") as (sess, trace):
+        for cell in cells:
+            rng = np.random.default_rng(SEED)
+            mine = []
+            for rep in range(reps + 1):  # the first is the warm-up
+                plan, first = cell.plan(rng, vocab)
+                prompt = next(p for p in plan if p is not None)
+                loop = GreedyLoop(sess, decoder, job, prompt=prompt)
+                budget = first + min(len(plan) - first, keep)
+                loop.run_steps(plan[:budget], lambda _k: None, shared=shared)
+                if rep:
+                    mine.append(list(range(at + first, at + budget)))
+                at += budget
+            runs.append(mine)
+    return trace[0], runs

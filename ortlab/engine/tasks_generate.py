@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsRepl
 from ortlab.engine.tasks import open_session, rss_bytes, run_error
 from ortlab.engine.trace import ProfileData
 
-__all__ = ["GreedyLoop", "generate", "interleaved", "step_feeds"]
+__all__ = ["GreedyLoop", "generate", "interleaved", "profiled_session", "step_feeds"]
 
 
 def step_feeds(
@@ -411,11 +412,27 @@ def _profiled(
     warm-up of :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run
     k of the trace is step k % steps of generation k // steps. ``progress(rep)`` is that
     generation's step counter."""
+    warm = min(WARMUP_STEPS, steps)
+    with profiled_session(job, "generate-", skip_runs=warm) as (sess, trace):
+        loop = GreedyLoop(sess, decoder, job)
+        loop.run(warm, lambda _k: None, shared=shared)
+        for rep in range(PROFILED_REPS):
+            loop.run(steps, progress(rep), shared=shared)
+    return trace[0]
+
+
+@contextlib.contextmanager
+def profiled_session(
+    job: ModelJob, prefix: str, *, skip_runs: int = 0
+) -> Iterator[tuple[Any, list[ProfileData]]]:
+    """A session of ``job``'s model and config with ORT's profiler on, its trace in a
+    temporary folder; when the block ends the trace is parsed (its first ``skip_runs`` runs
+    dropped) with the machine's load meanwhile into the list yielded beside the session."""
     from ortlab.engine.session import build_session
     from ortlab.engine.tasks import with_load
     from ortlab.engine.trace import parse_profile_file
 
-    with cache.temp_dir("generate-") as folder:
+    with cache.temp_dir(prefix) as folder:
         since = cpu_sample()
         sess, _ = build_session(
             job.model_path,
@@ -423,11 +440,9 @@ def _profiled(
             model_name=job.model_name,
             profile_prefix=str(folder / "ortlab"),
         )
-        loop = GreedyLoop(sess, decoder, job)
+        trace: list[ProfileData] = []
         try:
-            loop.run(min(WARMUP_STEPS, steps), lambda _k: None, shared=shared)
-            for rep in range(PROFILED_REPS):
-                loop.run(steps, progress(rep), shared=shared)
+            yield sess, trace
         finally:
             path = sess.end_profiling()
-        return with_load(parse_profile_file(path, skip_runs=min(WARMUP_STEPS, steps)), since)
+        trace.append(with_load(parse_profile_file(path, skip_runs=skip_runs), since))
