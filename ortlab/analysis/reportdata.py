@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.analysis.benchmark import environment
-from ortlab.analysis.generation.generate import generate
+from ortlab.analysis.generation.generate import GenerationResult, generate
 from ortlab.analysis.optimizers.levels import optimization_diff
 from ortlab.analysis.placement.measure import placement as run_placement
 from ortlab.analysis.profiling import profile as run_profile
@@ -38,7 +38,7 @@ class ReportInputs:
     measured_here: dict[str, tuple[str, bool]] = field(default_factory=dict)
     """For each result measured here ('placement', 'profile', 'optimization'): the inputs it
     ran on (shapes text, synthetic)."""
-    generation: Any = None
+    generation: GenerationResult | None = None
     """An LLM decoder's generation (given, the doctor's baseline, or measured here): the
     report's Generation section and its headline."""
 
@@ -68,7 +68,7 @@ def gather(
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
-    generation: Any = None,
+    generation: GenerationResult | None = None,
 ) -> ReportInputs:
     """The results given, and with ``compute`` the missing placement join (whose profile is the
     report's profile) and optimization diff measured (the doctor's are reused); for an LLM

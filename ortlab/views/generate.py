@@ -5,10 +5,13 @@ cache's length; text, HTML and a figure."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.generate import GenerationResult
 
 __all__ = ["generate_figure", "generate_html", "generate_text", "generation_headline"]
 
@@ -21,7 +24,7 @@ def _value(triple: tuple[float, float, float], digits: int, unit: str) -> str:
     return f"{mid:.{digits}f} {unit}{band}"
 
 
-def generation_headline(g: Any) -> str:
+def generation_headline(g: GenerationResult) -> str:
     """THE one line of a decoder's speed, wherever it is shown (the report's Summary, the
     Overview, the Generate tab's top): 'TTFT 0.72 ms [0.69, 0.80] · decode 13,500 tokens/s
     [12,900, 14,100] (median of 6 generations, whole steps, profiling off)'."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
 from ortlab.core.cache import cache_dir
 from ortlab.core.config import SessionConfig
@@ -113,7 +114,11 @@ def _model_section(m: Any) -> str:
 
 
 def _summary_html(
-    model: Model, doctor: Any, profile: Any, benchmark: Any, generation: Any = None
+    model: Model,
+    doctor: Any,
+    profile: Any,
+    benchmark: Any,
+    generation: GenerationResult | None = None,
 ) -> str:
     """The verdict first: where the time goes (top 3 op types with shares), the findings with
     their measured gains, the best verified configuration and its snippet, and the conditions
@@ -389,7 +394,7 @@ def report_html(
     profile = profile if profile is not None else getattr(doctor, "profile", None)
     placement = placement if placement is not None else getattr(doctor, "placement", None)
     sections: list[tuple[str, str]] = []
-    generation = next((x for x in extra if type(x).__name__ == "GenerationResult"), None)
+    generation = next((x for x in extra if isinstance(x, GenerationResult)), None)
     summary = _summary_html(model, doctor, profile, benchmark, generation)
     if summary:
         sections.append(("Summary", summary))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.generation.generate import refuse_encoder_decoder
+from ortlab.analysis.generation.generate import require_decoder
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.machine import cpu_model, load_sentence, physical_cores
@@ -324,13 +324,7 @@ def llm_bench(
     in the vocabulary (synthetic, seeded). ``threads``: intra-op thread counts (None: the
     config's)."""
     m = load(model)
-    info = m.decoder
-    if info is None:
-        raise FeedError(
-            f"{m.name!r} is not a decoder with a KV cache: llm_bench measures prompt "
-            "processing and token generation of LLM decoders; ortlab.benchmark times any model."
-        )
-    refuse_encoder_decoder(m.name, info, "ortlab.llm_bench")
+    info = require_decoder(m, "ortlab.llm_bench", "ortlab.benchmark times any model.")
     base = as_config(config)
     sizes = {"prompt": prompt, "new_tokens": new_tokens, "depth": depth, "batch": batch}
     for name, values in sizes.items():

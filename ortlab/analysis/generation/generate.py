@@ -25,11 +25,12 @@ from ortlab.analysis.generation.phases import (
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
+from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import FeedError
 from ortlab.core.inputs import Feeds
 from ortlab.core.layers import layer_from_name
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
-from ortlab.core.model import ModelLike, load
+from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.stats import median_with_interval
@@ -317,18 +318,26 @@ class GenerationResult(Result):
 _NAN3 = (math.nan, math.nan, math.nan)
 
 
-def refuse_encoder_decoder(name: str, info: Any, verb: str) -> None:
-    """A verb that runs a decoder alone token by token refuses an encoder-decoder, saying what
-    measures one today (its decoder's steps at any dims; its encoder's file on its own)."""
+def require_decoder(m: Model, verb: str, instead: str) -> DecoderInfo:
+    """``m``'s decoder, for a verb that runs a decoder alone token by token; refused with what
+    to use ``instead`` when ``m`` is no decoder, and with what measures it today when it is an
+    encoder-decoder (its decoder's steps at any dims; its encoder's file on its own)."""
+    info = m.decoder
+    if info is None:
+        raise FeedError(
+            f"{m.name!r} is not a decoder with a KV cache (no past_key_values.* inputs matched "
+            f"by present.* outputs): {verb} runs decoders; {instead}"
+        )
     if info.cross_pairs:
         raise FeedError(
-            f"{name!r} is an encoder-decoder ({info.line()}): {verb} runs a decoder alone, token "
-            "by token, and cannot yet run its encoder first and feed both caches. Its decoder's "
-            "steps are measured by ortlab.benchmark / profile / placement at dims={'prompt': 1, "
-            "'past': 16} (a decode step; {'prompt': 4, 'past': 0} is the first step, its "
-            "cross-attention cache empty), with the encoder's frames random; its encoder by "
-            f"ortlab.benchmark on {info.encoder or 'the encoder file'} beside it."
+            f"{m.name!r} is an encoder-decoder ({info.line()}): {verb} runs a decoder alone, "
+            "token by token, and cannot yet run its encoder first and feed both caches. Its "
+            "decoder's steps are measured by ortlab.benchmark / profile / placement at "
+            "dims={'prompt': 1, 'past': 16} (a decode step; {'prompt': 4, 'past': 0} is the "
+            "first step, its cross-attention cache empty), with the encoder's frames random; "
+            f"its encoder by ortlab.benchmark on {info.encoder or 'the encoder file'} beside it."
         )
+    return info
 
 
 def _decode_rate(
@@ -370,14 +379,9 @@ def generate(
     written in place through IOBinding, as onnxruntime-genai does); False passes present to
     past each step."""
     m = load(model)
-    info = m.decoder
-    if info is None:
-        raise FeedError(
-            f"{m.name!r} is not a decoder with a KV cache (no past_key_values.* inputs matched "
-            "by present.* outputs): ortlab.generate runs decoders; ortlab.benchmark times a "
-            "single run of any model."
-        )
-    refuse_encoder_decoder(m.name, info, "ortlab.generate")
+    info = require_decoder(
+        m, "ortlab.generate", "ortlab.benchmark times a single run of any model."
+    )
     if new_tokens < 1 or prompt < 1 or runs < 1:
         raise ValueError(
             f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"

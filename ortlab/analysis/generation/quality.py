@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.generation.generate import refuse_encoder_decoder
+from ortlab.analysis.generation.generate import require_decoder
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.model import ModelLike, load
@@ -126,13 +126,11 @@ def kl_divergence(
     empty cache: KL(reference || variant) per position and top-1 agreement. Both run with
     ``config``."""
     m = load(model)
-    info = m.decoder
-    if info is None:
-        raise FeedError(
-            f"{m.name!r} is not a decoder with a KV cache: kl_divergence compares next-token "
-            "distributions; ortlab.compare and ortlab.quantization_error compare any outputs."
-        )
-    refuse_encoder_decoder(m.name, info, "ortlab.kl_divergence")
+    info = require_decoder(
+        m,
+        "ortlab.kl_divergence",
+        "ortlab.compare and ortlab.quantization_error compare any outputs.",
+    )
     many: list[ModelLike] = (
         list(variants) if isinstance(variants, list | tuple) else [variants]  # type: ignore[list-item]
     )

@@ -31,7 +31,7 @@ def by_phase(g: GenerationResult) -> Any:
     layer = pd.array([g.layer(n) for n in d.node], dtype="Int64")
     source = [g.layer_sources.get(n, "name") for n in d.node]
     frames = []
-    for phase, steps in phase_runs(g).items():
+    for phase, steps in phase_runs(g, grid).items():
         if not steps:
             continue
         us = np.median(grid[:, steps], axis=1)
@@ -80,18 +80,21 @@ def phase_run_us(g: GenerationResult) -> dict[str, float]:
     }
 
 
-def outliers(g: GenerationResult) -> list[tuple[str, int, int, float, float]]:
+def outliers(
+    g: GenerationResult, grid: np.ndarray | None = None
+) -> list[tuple[str, int, int, float, float]]:
     """Profiled steps far from the same step unprofiled: (phase, profiled generation, step,
     profiled µs, unprofiled µs) for each whose run exceeds the unprofiled median at that step
     by more than twice the profiler's overhead (measured here: the median excess over all
     profiled steps, at least :data:`PROFILER_US_PER_NODE` per executed node) plus the
-    unprofiled time itself and 50 µs."""
+    unprofiled time itself and 50 µs. ``grid``: the trace's (nodes x runs) own times, where
+    the caller has them."""
     d = g.profile
     if d is None or not d.run_us or not g.profiled_steps:
         return []
     ms = np.asarray(g.model_ms or g.steps_ms, dtype=np.float64)
     unprofiled = np.median(ms, axis=0) * 1e3  # µs per step index
-    executed = (per_run_grid(d) > 0).sum(axis=0)
+    executed = ((per_run_grid(d) if grid is None else grid) > 0).sum(axis=0)
     steps = [k % g.profiled_steps for k in range(len(d.run_us))]
     excess = [us - unprofiled[j] for us, j in zip(d.run_us, steps, strict=True) if j < len(ms[0])]
     typical = float(np.median(excess)) if excess else 0.0
@@ -107,14 +110,14 @@ def outliers(g: GenerationResult) -> list[tuple[str, int, int, float, float]]:
     return out
 
 
-def phase_runs(g: GenerationResult) -> dict[str, list[int]]:
+def phase_runs(g: GenerationResult, grid: np.ndarray | None = None) -> dict[str, list[int]]:
     """The profiled runs each phase's split reads: the prefill's and the decode steps' of every
     profiled generation, outliers left out unless a phase has nothing else."""
     d = g.profile
     if d is None or not d.run_us:
         return {}
     window = g.profiled_steps or len(d.run_us)
-    far = {rep * window + step for _, rep, step, _, _ in outliers(g)}
+    far = {rep * window + step for _, rep, step, _, _ in outliers(g, grid)}
     runs: dict[str, list[int]] = {"prefill": [], "decode": []}
     for k in range(len(d.run_us)):
         runs["prefill" if k % window == 0 else "decode"].append(k)

@@ -25,6 +25,7 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
+from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.graph.data import in_branch
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
 from ortlab.core import gcpause
@@ -131,7 +132,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.comparison: Any = None
         self.generation: Any = None
         """The Generate tab's last ``ortlab.generate`` (a decoder's Lab only)."""
-        self.llm_bench: Any = None
+        self.llm_bench: LLMBenchResult | None = None
         """The Generate tab's last ``ortlab.llm_bench`` matrix (a decoder's Lab only)."""
         self.run_diff: Any = None
         """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""

@@ -9,7 +9,7 @@ its result's own field and said with its conditions; nothing is recomputed here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
@@ -18,6 +18,9 @@ from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.profile import kernel_label
 from ortlab.views.widgets.kernelnodes import carriers_first
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.generate import GenerationResult
 
 __all__ = ["Headline"]
 
@@ -37,7 +40,7 @@ class Headline:
     doctor: Any = None
     settings: str = ""
     failed: bool = False
-    generation: Any = None
+    generation: GenerationResult | None = None
     """A decoder's last generation (the Generate tab's): its TTFT and tokens/s lead."""
 
     @property
