@@ -425,3 +425,25 @@ def test_the_graph_at_a_run_names_blocks_by_time_and_shows_its_shapes() -> None:
         assert named[r.node] == kernel_label(r.node, r.fused_from)
     other = dataclasses.replace(pl.profile, config=pl.profile.config.with_(level="basic"))
     assert fused_map(pl, other) == {}  # another level's kernels: names are not trusted
+
+
+def test_a_branch_reads_its_own_branchs_tensors() -> None:
+    """ONNX scopes names by graph: optimum's merged GPT-2 makes the same tensor names in its
+    then_branch and else_branch; every edge into a branch node comes from that branch or from
+    outside the If, never from the other branch (the picture was one row of unlinked boxes);
+    and the Identity nodes that hand a shared weight to each branch are folded, named."""
+    from ortlab.analysis.graph.data import graph_data
+    from ortlab.core.onnx_util import walk_nodes
+
+    m = ortlab.examples.load("tiny_gpt2_merged")
+    g = graph_data(m)
+    for e in g.edges:
+        src, dst = g.nodes[e.src], g.nodes[e.dst]
+        if dst.body and src.body:
+            assert src.body == dst.body, (e.tensor, src.body, dst.body)
+    then = [n for n in g.nodes if n.body.endswith("then_branch")]
+    inside = sum(1 for e in g.edges if g.nodes[e.dst] in then and g.nodes[e.src] in then)
+    assert inside >= len(then) - 20  # a connected network, not loose boxes
+    identities = sum(1 for node, _ in walk_nodes(m.proto.graph) if node.op_type == "Identity")
+    assert not any(n.op_type == "Identity" for n in g.nodes)
+    assert any(f"{identities} Identity nodes that pass a weight" in x for x in g.notes)

@@ -112,6 +112,16 @@ def test_browser_restores_every_column_and_astral_names(page: Any, tmp_path: Pat
     assert page.errors == []
 
 
+def test_browser_scopes_a_merged_decoders_branches_as_python_does(
+    page: Any, tmp_path: Path
+) -> None:
+    """optimum's merged GPT-2 holds its network in both If branches under the same tensor
+    names: the browser's edges (scoped by body) equal graph_data's."""
+    g = graph_data(ortlab.examples.load("tiny_gpt2_merged"))
+    assert {n.body for n in g.nodes} >= {"optimum::if/then_branch", "optimum::if/else_branch"}
+    assert _browser_unpacks(page, tmp_path, g) == _expected(g)
+
+
 _DESCRIBE = """async ([wireSource, dataSource, packed, name]) => {
     const load = (src) => import(URL.createObjectURL(new Blob([src], { type: "text/javascript" })));
     const wire = await load(wireSource), data = await load(dataSource);

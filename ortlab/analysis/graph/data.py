@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import onnx
 from onnx import numpy_helper
 
 from ortlab.analysis.graph.blocks import chunk_siblings, initial_expanded, regroup
+from ortlab.analysis.graph.drafts import BODY, Draft, drafts, scoped_producers
 from ortlab.analysis.graph.inferred import flops_at, run_types, tensor_types
 from ortlab.analysis.graph.roof import RoofMark, roof_marks
 from ortlab.analysis.graph.scopes import raw_name
@@ -33,7 +34,6 @@ from ortlab.core.result import Result
 
 __all__ = ["BODY", "GraphData", "graph_data", "in_branch", "overview", "tensor_types"]
 
-BODY = " ▸"
 """Between an If/Loop/Scan and its body's attribute in a body's group ('optimum::if ▸
 then_branch')."""
 
@@ -93,6 +93,9 @@ class GraphNode:
     """'compute' or 'memory': what bounds that kernel ('' without a fraction)."""
     roof_ceiling: str = ""
     """That kernel's attainable rate as text ('114 GFLOP/s'); '' for a mean over several."""
+    body: str = ""
+    """The If/Loop/Scan body it sits in ('<owner>/then_branch'; '' at the top): where the
+    tensors it reads are looked up first (:func:`scoped_producers`)."""
 
 
 @dataclass(frozen=True)
@@ -210,11 +213,6 @@ def overview(graph: GraphData, expanded: Iterable[str]) -> Any:
     return pd.DataFrame(rows, columns=["name", "kind", "nodes", "time_share", "providers"])
 
 
-def _scope(name: str) -> list[str]:
-    parts = [p for p in name.split("/") if p]
-    return parts[:-1] if name.startswith("/") or len(parts) > 1 else []
-
-
 def _attr_text(attr: onnx.AttributeProto) -> str:
     value = onnx.helper.get_attribute_value(attr)
     if attr.type == onnx.AttributeProto.TENSOR:
@@ -233,23 +231,6 @@ def _attr_text(attr: onnx.AttributeProto) -> str:
         )
         return text + (" …" if len(value) > 16 else "")
     return str(value)[:200]
-
-
-def _constant_type(node: onnx.NodeProto) -> str:
-    """'dtype[shape] (constant)' of a Constant node's value."""
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.TENSOR:
-            return f"{dtype_name(a.t.data_type)}{list(a.t.dims)} (constant)"
-        if a.type == onnx.AttributeProto.SPARSE_TENSOR:
-            sparse = a.sparse_tensor
-            return f"{dtype_name(sparse.values.data_type)}{list(sparse.dims)} (constant)"
-        if a.name.endswith(("s", "_ints", "_floats", "_strings")) and a.name != "value_string":
-            kind = {"value_ints": "int64", "value_floats": "float", "value_strings": "string"}
-            n = len(onnx.helper.get_attribute_value(a))
-            return f"{kind.get(a.name, '?')}[{n}] (constant)"
-        kind = {"value_int": "int64", "value_float": "float", "value_string": "string"}
-        return f"{kind.get(a.name, '?')}[] (constant)"
-    return "? (constant)"
 
 
 def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
@@ -333,21 +314,9 @@ def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
     }
 
 
-class _Draft(NamedTuple):
-    """A node as the block cutter reads it (:class:`~ortlab.analysis.graph.blocks.BlockNode`),
-    before its GraphNode is built once, in its final group."""
-
-    name: str
-    op_type: str
-    group: str
-    us_per_run: float
-    inputs: list[str]
-    outputs: list[str]
-
-
 def _node(
     i: int,
-    draft: _Draft,
+    draft: Draft,
     group: str,
     *,
     op: Any,
@@ -384,6 +353,7 @@ def _node(
         diff_verdict=changes[op.name][1] if op.name in changes else "",
         predicted=bool(row and row.time_source.startswith("predicted")),
         **_roof_fields(roof.get(op.name)),
+        body=op.parent or "",
     )
 
 
@@ -436,34 +406,13 @@ def _graph_data(
         prof_time = {r.node: (r.provider, r.self_us / runs) for r in t.itertuples()}
         _warn_unmatched(set(prof_time), {n.name for n, _ in walk_nodes(graph)})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
-    kept: list[tuple[Any, onnx.NodeProto, Any, str]] = []  # op, proto, row, provider
-    drafts: list[_Draft] = []
-    group_of: dict[str, str] = {}  # a node name -> its group (the last so named so far)
-    body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
-    constants: dict[str, str] = {}
-    for op, raw in m.node_protos:
-        if op.op_type == "Constant" and not op.domain and len(op.outputs) == 1:
-            constants[op.outputs[0]] = _constant_type(raw)  # folded into its consumers
-            continue
-        row = rows.get(op.name)
-        scope = _scope(raw.name)  # an unnamed body node's generated name is not a scope
-        group = "/" + "/".join(scope) if scope else ""
-        if op.parent:  # an If/Loop/Scan body: a group of its own inside its owner's group
-            owner, tag = op.parent.rsplit("/", 1)  # attribute names hold no '/'
-            if op.parent not in body_group:
-                outer = group_of[owner]
-                body_group[op.parent] = f"{outer}/{owner.replace('/', '∕')}{BODY} {tag}"
-            group = body_group[op.parent] + group
-        group_of[op.name] = group
-        provider, us = (row.provider, row.us_per_run) if row else prof_time.get(op.name, ("", 0.0))
-        kept.append((op, raw, row, provider))
-        drafts.append(_Draft(op.name, op.op_type, group, us, list(op.inputs), list(op.outputs)))
-    fanout = Counter(t for n in drafts for t in dict.fromkeys(n.inputs) if t)
+    kept, drafted, constants, passed = drafts(m, rows, prof_time)
+    fanout = Counter(t for n in drafted for t in dict.fromkeys(n.inputs) if t)
     flops = None  # nothing measured: blocks are named by FLOPs at the run's or guessed shapes
     if not total_time:
         flops = flops_at(m, getattr(placement, "input_shapes", None) or default_shapes(m))
     ghosts = {t for t, c in fanout.items() if c > GHOST_FANOUT}
-    groups_of = chunk_siblings(regroup(drafts, ghosts, flops))
+    groups_of = chunk_siblings(regroup(drafted, ghosts, flops))
     nodes = [
         _node(
             i,
@@ -479,28 +428,29 @@ def _graph_data(
             roof=roof,
         )
         for i, (draft, group, (op, raw, row, provider)) in enumerate(
-            zip(drafts, groups_of, kept, strict=True)
+            zip(drafted, groups_of, kept, strict=True)
         )
     ]
-    producer = {t: n.id for n in nodes for t in n.outputs if t}
-    consumers: dict[str, list[int]] = defaultdict(list)
+    producers = scoped_producers(nodes)
+    consumers: dict[tuple[int, str], list[int]] = defaultdict(list)
     for n in nodes:
         for t in n.inputs:
-            if t in producer:
-                consumers[t].append(n.id)
+            src = producers(n.id, t)
+            if src is not None:
+                consumers[(src, t)].append(n.id)
     edges = [
         GraphEdge(
-            src=producer[t],
+            src=src,
             dst=d,
             tensor=t,
             boundary=bool(
-                nodes[producer[t]].provider
+                nodes[src].provider
                 and nodes[d].provider
-                and nodes[producer[t]].provider != nodes[d].provider
+                and nodes[src].provider != nodes[d].provider
             ),
             ghost=len(dsts) > GHOST_FANOUT,
         )
-        for t, dsts in consumers.items()
+        for (src, t), dsts in consumers.items()
         for d in dsts
     ]
     groups = _groups(nodes, edges)
@@ -531,15 +481,24 @@ def _graph_data(
             ),
             *(
                 [
-                    f"{len(constants)} Constant nodes are folded into their consumers (their "
-                    "value's type and shape show in the consumer's details)"
+                    f"{len(constants) - passed} Constant nodes are folded into their consumers "
+                    "(their value's type and shape show in the consumer's details)"
                 ]
-                if constants
+                if len(constants) > passed
+                else []
+            ),
+            *(
+                [
+                    f"{passed} Identity nodes that pass a weight on unchanged (an optimum merged "
+                    "decoder's If branches return its shared initializers so) are folded into "
+                    "their consumers, the weight named in their details"
+                ]
+                if passed
                 else []
             ),
             *roof_notes,
         ],
-        constants=len(constants),
+        constants=len(constants) - passed,
         inputs=inputs,
         outputs=[o.name for o in graph.output],
     )

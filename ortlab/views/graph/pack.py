@@ -108,7 +108,14 @@ def pack(g: GraphData) -> dict[str, Any]:
             *(
                 x
                 for n in nodes
-                for x in (n.name, *n.optimized, *n.inputs, *n.outputs, *n.attrs.values())
+                for x in (
+                    n.name,
+                    n.body,
+                    *n.optimized,
+                    *n.inputs,
+                    *n.outputs,
+                    *n.attrs.values(),
+                )
             ),
             *(x for gr in groups for x in (gr.id, gr.label, gr.parent)),
             *g.tensors,
@@ -137,6 +144,7 @@ def pack(g: GraphData) -> dict[str, Any]:
             "time_source": _column([ix[n.time_source] for n in nodes], 0),
             "partition": _column([n.partition for n in nodes], -1),
             "sqnr_db": _column([n.sqnr_db for n in nodes], None),
+            "body": _column([ix[n.body] for n in nodes], 0),
             "inputs": [[ix[t] for t in n.inputs] for n in nodes],
             "outputs": [[ix[t] for t in n.outputs] for n in nodes],
             "attrs": _column([[ix[x] for kv in n.attrs.items() for x in kv] for n in nodes], []),

@@ -49,7 +49,7 @@ function unpackNodes(c, S, groupIds) {
       diff_verdict: verdict ? S[verdict[i]] : "", predicted: predicted ? Boolean(predicted[i]) : false,
       group_us_per_run: groupUs ? groupUs[i] : 0, time_source: source ? S[source[i]] : "",
       achieved_fraction: fraction ? fraction[i] : null, roof_bound: bound ? S[bound[i]] : "",
-      roof_ceiling: ceiling ? S[ceiling[i]] : "",
+      roof_ceiling: ceiling ? S[ceiling[i]] : "", body: c.body ? S[c.body[i]] : "",
     };
   }
   return nodes;
@@ -58,8 +58,11 @@ function unpackNodes(c, S, groupIds) {
 // The edges as graph_data (Python) makes them, in its order: from each tensor's producer to
 // each node reading it (once per read), in the order tensors are first read; a ghost stub when
 // more than `fanout` reads; a boundary when both ends have EPs and they differ. Worked out on
-// the string indices of the packed columns (no hashing of names).
+// the string indices of the packed columns (no hashing of names). A graph with If/Loop bodies
+// (a `body` column) looks a tensor up in the reader's own body first, then the ones around it,
+// as ONNX scopes names (scopedEdges).
 function deriveEdges(c, nodes, S, fanout) {
+  if (c.body) return scopedEdges(c, nodes, S, fanout);
   const producer = new Int32Array(S.length).fill(-1), reads = new Int32Array(S.length);
   for (let i = 0; i < c.count; i++) for (const t of c.outputs[i]) if (t) producer[t] = i;
   const order = [];  // tensors in the order first read
@@ -83,6 +86,46 @@ function deriveEdges(c, nodes, S, fanout) {
     for (let j = start[t]; j < start[t] + reads[t]; j++) {
       const b = nodes[dsts[j]].provider;
       edges[k++] = { src, dst: dsts[j], tensor, boundary: Boolean(a && b && a !== b), ghost };
+    }
+  }
+  return edges;
+}
+
+// Each tensor's producer by body (an If's then_branch and else_branch often make tensors of
+// one name: optimum's merged decoder holds its network twice), as scoped_producers in Python.
+function scopedEdges(c, nodes, S, fanout) {
+  const body = c.body, n = S.length, made = new Map(), bodyOf = new Map();
+  for (let i = 0; i < c.count; i++) {
+    bodyOf.set(S[c.name[i]], body[i]);
+    for (const t of c.outputs[i]) if (t) made.set(body[i] * n + t, i);
+  }
+  const find = (i, t) => {
+    let b = body[i];
+    for (let hops = 0; hops < 64; hops++) {
+      const got = made.get(b * n + t);
+      if (got !== undefined) return got;
+      const scope = S[b];
+      if (!scope) return -1;
+      b = bodyOf.get(scope.slice(0, scope.lastIndexOf("/"))) ?? 0;
+    }
+    return -1;
+  };
+  const reads = new Map();  // producer and tensor -> readers, in the order first read
+  for (let i = 0; i < c.count; i++) {
+    for (const t of c.inputs[i]) {
+      const src = find(i, t);
+      if (src < 0) continue;
+      const key = src * n + t;
+      const got = reads.get(key);
+      if (got) got.dsts.push(i); else reads.set(key, { src, t, dsts: [i] });
+    }
+  }
+  const edges = [];
+  for (const { src, t, dsts } of reads.values()) {
+    const a = nodes[src].provider, ghost = dsts.length > fanout, tensor = S[t];
+    for (const d of dsts) {
+      const b = nodes[d].provider;
+      edges.push({ src, dst: d, tensor, boundary: Boolean(a && b && a !== b), ghost });
     }
   }
   return edges;
