@@ -444,56 +444,140 @@ WHISPER = {
 SEQ2SEQ_FILES = ["encoder_model.onnx", "decoder_model_merged.onnx", *OPTIMUM_CONFIGS]
 
 
+T5 = {
+    "vocab_size": 1000,
+    "d_model": 64,
+    "d_kv": 16,
+    "d_ff": 256,
+    "num_layers": 2,
+    "num_decoder_layers": 2,
+    "num_heads": 4,
+    "relative_attention_num_buckets": 8,
+    "relative_attention_max_distance": 32,
+    "decoder_start_token_id": 0,
+    "pad_token_id": 0,
+    "eos_token_id": 1,
+    # transformers' default init (factor 1) makes a tiny random T5 say its pad id for ever:
+    # a reference that cannot tell a loop that works from one that does not
+    "initializer_factor": 20.0,
+}
+T5_SOURCE = 12
+"""The tiny T5's source sentence: this many ids."""
+
+
 def stage_seq2seq(args) -> None:
-    """A tiny Whisper (random weights, 1500 encoder frames as Whisper's) exported by
-    optimum-onnx's main_export with past (encoder_model.onnx + decoder_model_merged.onnx), and
-    its greedy tokens from optimum's own ORTModelForSpeechSeq2Seq.generate on the folder and
-    from a plain onnxruntime loop, both recorded in seq2seq.json (the reference ortlab's
-    encoder-decoder support is checked against)."""
+    """A tiny Whisper (random weights, 1500 encoder frames as Whisper's) and a tiny T5, each
+    exported by optimum-onnx's main_export with past (encoder_model.onnx +
+    decoder_model_merged.onnx), and their greedy tokens from optimum's own
+    ORTModelForSpeechSeq2Seq / ORTModelForSeq2SeqLM.generate on the folder and from a plain
+    onnxruntime loop, both recorded in seq2seq.json (the reference ortlab's encoder-decoder
+    support is checked against)."""
     import numpy as np
-    import onnxruntime as ort
     import torch
     from optimum.exporters.onnx import main_export
-    from optimum.onnxruntime import ORTModelForSpeechSeq2Seq
-    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    from optimum.onnxruntime import ORTModelForSeq2SeqLM, ORTModelForSpeechSeq2Seq
+    from transformers import (
+        T5Config,
+        T5ForConditionalGeneration,
+        WhisperConfig,
+        WhisperForConditionalGeneration,
+    )
 
     out = Path(args.out)
-    hf = cache_dir() / "hf" / "whisper"
-    torch.manual_seed(SEED)
-    model = WhisperForConditionalGeneration(WhisperConfig(**WHISPER)).eval()
-    model.generation_config.forced_decoder_ids = None
-    model.save_pretrained(hf)
-    with tempfile.TemporaryDirectory() as name:
-        main_export(str(hf), name, task="automatic-speech-recognition-with-past")
-        keep(Path(name), out / "optimum_whisper", SEQ2SEQ_FILES)
-    folder = out / "optimum_whisper"
-    features = np.random.default_rng(SEED).standard_normal((1, 80, 3000)).astype(np.float32)
-    ort_model = ORTModelForSpeechSeq2Seq.from_pretrained(folder, use_cache=True)
-    theirs = ort_model.generate(
-        torch.from_numpy(features), max_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1
-    )[0].tolist()
+    rng = np.random.default_rng(SEED)
+    features = rng.standard_normal((1, 80, 3000)).astype(np.float32)
+    source = np.random.default_rng(SEED).integers(2, T5["vocab_size"], (1, T5_SOURCE))
+    cases = [
+        (
+            "whisper",
+            "optimum_whisper",
+            WhisperForConditionalGeneration,
+            WhisperConfig(**WHISPER),
+            "automatic-speech-recognition-with-past",
+            ORTModelForSpeechSeq2Seq,
+            {"input_features": features},
+            "numpy default_rng(0).standard_normal((1, 80, 3000)), float32",
+            WHISPER,
+        ),
+        (
+            "t5",
+            "optimum_t5",
+            T5ForConditionalGeneration,
+            T5Config(**T5),
+            "text2text-generation-with-past",
+            ORTModelForSeq2SeqLM,
+            {"input_ids": source, "attention_mask": np.ones_like(source)},
+            f"input_ids numpy default_rng(0).integers(2, 1000, (1, {T5_SOURCE})), mask of ones",
+            T5,
+        ),
+    ]
+    for name, folder_name, cls, config, task, ort_cls, feeds, said, settings in cases:
+        torch.manual_seed(SEED)
+        model = cls(config).eval()
+        if name == "whisper":
+            model.generation_config.forced_decoder_ids = None
+        hf = cache_dir() / "hf" / name
+        model.save_pretrained(hf)
+        with tempfile.TemporaryDirectory() as tmp:
+            main_export(str(hf), tmp, task=task)
+            keep(Path(tmp), out / folder_name, SEQ2SEQ_FILES)
+        folder = out / folder_name
+        ort_model = ort_cls.from_pretrained(folder, use_cache=True)
+        theirs = ort_model.generate(
+            **{k: torch.from_numpy(v) for k, v in feeds.items()},
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,
+            do_sample=False,
+            num_beams=1,
+        )[0].tolist()
+        start = [settings["decoder_start_token_id"]]
+        tokens = seq2seq_greedy(folder, feeds, start)
+        if theirs[: len(start)] == start:
+            theirs = theirs[len(start) :]  # generate's sequence opens with the start ids
+        if theirs != tokens:
+            raise SystemExit(f"make_decoders: {name}: optimum {theirs} != onnxruntime {tokens}")
+        ref = {
+            "feeds": said,
+            "decoder_start": start,
+            "new_tokens": NEW_TOKENS,
+            "optimum_generate": theirs,
+            "ort_greedy_tokens": tokens,
+            f"{name}_config": settings,
+        }
+        (folder / "seq2seq.json").write_text(json.dumps(ref, indent=1) + "\n")
+        log(f"{folder_name}: {tokens}")
+
+
+def seq2seq_greedy(folder: Path, feeds: dict, start: list[int]) -> list[int]:
+    """A plain onnxruntime greedy loop: the encoder once, then the merged decoder token by
+    token; the self-attention cache grows from each step's present, the cross-attention
+    cache is the first step's (the with-past branch returns a dummy in its place)."""
+    import numpy as np
+    import onnxruntime as ort
+
     enc = ort.InferenceSession(str(folder / "encoder_model.onnx"))
     dec = ort.InferenceSession(str(folder / "decoder_model_merged.onnx"))
-    states = enc.run(None, {"input_features": features})[0]
+    states = enc.run(None, feeds)[0]
     names = [o.name for o in dec.get_outputs()]
+    inputs = {i.name: i for i in dec.get_inputs()}
     past = {
-        i.name: np.zeros((1, 4, 0, 16), np.float32)
-        for i in dec.get_inputs()
-        if i.name.startswith("past_key_values.")
+        n: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
+        for n, i in inputs.items()
+        if n.startswith("past_key_values.")
     }
-    ids, tokens = [WHISPER["decoder_start_token_id"]], []
+    ids, tokens = list(start), []
     for step in range(NEW_TOKENS):
-        feeds = {
-            "input_ids": np.asarray([ids[-1:] if step else ids], np.int64),
+        step_feeds = {
+            "input_ids": np.asarray([ids if step == 0 else ids[-1:]], np.int64),
             "encoder_hidden_states": states,
             "use_cache_branch": np.array([step > 0]),
             **past,
         }
-        outs = dict(zip(names, dec.run(None, feeds), strict=True))
+        if "encoder_attention_mask" in inputs:
+            step_feeds["encoder_attention_mask"] = feeds["attention_mask"]
+        outs = dict(zip(names, dec.run(None, step_feeds), strict=True))
         tokens.append(int(outs["logits"][0, -1].argmax()))
         ids.append(tokens[-1])
-        # the self-attention cache grows; the cross-attention one is the first step's (the
-        # merged decoder's with-past branch returns a dummy in its place)
         past.update(
             {
                 k.replace("present", "past_key_values"): v
@@ -501,21 +585,7 @@ def stage_seq2seq(args) -> None:
                 if k != "logits" and (step == 0 or ".encoder." not in k)
             }
         )
-    ref = {
-        "features": "numpy default_rng(0).standard_normal((1, 80, 3000)), float32",
-        "decoder_start": [WHISPER["decoder_start_token_id"]],
-        "new_tokens": NEW_TOKENS,
-        "optimum_generate": theirs,
-        "ort_greedy_tokens": tokens,
-        "whisper_config": WHISPER,
-    }
-    if theirs and theirs[0] == WHISPER["decoder_start_token_id"] and tokens[0] != theirs[0]:
-        theirs = theirs[1:]  # generate's sequence may open with the start token
-    ref["optimum_generate"] = theirs
-    if theirs != tokens:
-        raise SystemExit(f"make_decoders: optimum {theirs} != plain onnxruntime {tokens}")
-    (folder / "seq2seq.json").write_text(json.dumps(ref, indent=1) + "\n")
-    log(f"optimum_whisper: {tokens}")
+    return tokens
 
 
 def keep(src: Path, dest: Path, names: list[str]) -> None:
@@ -887,6 +957,18 @@ SEQ2SEQ_README = [
     "  16 new tokens, input features `default_rng(0).standard_normal((1, 80, 3000))`) and a plain",
     "  onnxruntime loop, which agree; not in `reference.json` (the verify stage reads",
     "  decoder-only folders).",
+    "",
+    "### `optimum_t5/`",
+    "",
+    "- A tiny `T5ForConditionalGeneration` (random weights, seed 0, initializer_factor 20: the",
+    "  default init makes a tiny T5 repeat its pad id; 2 + 2 layers, d_model 64, 4 heads x 16,",
+    "  vocab 1000, 8 relative-position buckets, decoder start token 0) exported by",
+    "  `main_export(..., task='text2text-generation-with-past')`; kept as Whisper's.",
+    "- The decoder also reads `encoder_attention_mask` [batch, source length] (the encoder's",
+    "  `attention_mask`).",
+    "- `seq2seq.json`: optimum's `ORTModelForSeq2SeqLM.generate` (greedy, 16 new tokens, source",
+    "  ids `default_rng(0).integers(2, 1000, (1, 12))`, a mask of ones) and a plain onnxruntime",
+    "  loop, which agree.",
     "",
 ]
 """The encoder-decoder folder's section of README.md (its facts are seq2seq.json's)."""

@@ -110,8 +110,122 @@ def test_the_folders_reference_is_a_plain_onnxruntime_greedy_loop() -> None:
 
 def test_verbs_that_run_a_decoder_alone_say_what_measures_an_encoder_decoder() -> None:
     m = ortlab.load(HERE)
-    for verb in (ortlab.generate, ortlab.llm_bench):
-        with pytest.raises(FeedError, match=r"encoder-decoder .*dims=\{'prompt': 1"):
-            verb(m, progress=False)
+    with pytest.raises(FeedError, match=r"encoder-decoder .*ortlab.generate runs its encoder"):
+        ortlab.llm_bench(m, progress=False)
     with pytest.raises(FeedError, match="encoder-decoder"):
         ortlab.kl_divergence(m, m, progress=False)
+
+
+T5 = Path(ortlab.__file__).parent / "decoders" / "optimum_t5"
+T5_REFERENCE = json.loads((T5 / "seq2seq.json").read_text())
+
+
+def _features() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float32)
+
+
+def _source() -> dict[str, np.ndarray]:
+    ids = np.random.default_rng(0).integers(2, 1000, (1, 12))
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+
+
+def test_generate_runs_the_encoder_once_then_both_caches() -> None:
+    """Item 2: the tokens equal optimum's ORTModelForSpeechSeq2Seq.generate (recorded) and
+    the plain loop above; TTFT is each run's encoder step plus its first decoder step; the
+    encoder is its own phase, its nodes the encoder file's."""
+    g = ortlab.generate(HERE, feeds={"input_features": _features()}, new_tokens=16, progress=False)
+    assert g.tokens == REFERENCE["optimum_generate"]
+    assert g.encoder == "encoder_model" and len(g.encoder_ms) == g.runs == 6
+    ttft = np.median([e + r[0] for e, r in zip(g.encoder_ms, g.steps_ms, strict=True)])
+    assert g.ttft_ms[0] == pytest.approx(ttft)
+    assert all(e >= m for e, m in zip(g.encoder_ms, g.encoder_model_ms, strict=True))
+    t = g.per_token
+    assert list(t["phase"][:2]) == ["encoder", "prefill"] and t["step"][0] == -1
+    phases = g.by_phase()
+    assert list(dict.fromkeys(phases["phase"])) == ["encoder", "prefill", "decode"]
+    enc = phases[phases["phase"] == "encoder"]
+    assert enc["share"].sum() == pytest.approx(1.0)
+    ops = {n.op_type for n in ortlab.load(HERE / "encoder_model.onnx").proto.graph.node}
+    assert {"Conv", "Softmax"} <= set(enc["op_type"]) and "Conv" in ops
+    head = g.headline()
+    assert head["encoder_ms"]["median"] == pytest.approx(g.encoder_step_ms[0], abs=1e-4)
+    assert "TTFT includes the encoder" in head["what"]
+    assert "encoder" in g.to_text() and "the encoder's run and the decoder's first" in g.to_text()
+
+
+def test_t5_tokens_equal_optimums_and_a_given_decoder_prompt_continues() -> None:
+    """A text encoder-decoder (its encoder's mask fed to the decoder's cross-attention): the
+    tokens equal ORTModelForSeq2SeqLM.generate's; starting from the start id and the first
+    token the reference made gives the reference's next tokens."""
+    ref = T5_REFERENCE["optimum_generate"]
+    g = ortlab.generate(T5, feeds=_source(), new_tokens=16, runs=2, profile=False, progress=False)
+    assert g.tokens == ref == T5_REFERENCE["ort_greedy_tokens"]
+    assert "decoder_prompt [0]" in g.feeds and not g.synthetic
+    start = [*T5_REFERENCE["decoder_start"], ref[0]]
+    h = ortlab.generate(
+        T5,
+        feeds=_source(),
+        decoder_prompt=start,
+        new_tokens=8,
+        runs=2,
+        profile=False,
+        progress=False,
+    )
+    assert h.tokens == ref[1:9] and h.prompt == 2
+
+
+def test_encoder_feeds_are_the_encoders_or_a_clear_error() -> None:
+    with pytest.raises(FeedError, match=r"encoder's inputs \(input_ids, attention_mask"):
+        ortlab.generate(T5, feeds={"input_features": _features()}, progress=False)
+    with pytest.raises(FeedError, match="decoder_prompt= is an encoder-decoder"):
+        ortlab.generate(
+            Path(ortlab.__file__).parent / "decoders" / "genai_int4",
+            decoder_prompt=[1],
+            progress=False,
+        )
+    g = ortlab.generate(T5, new_tokens=2, runs=1, profile=False, progress=False)
+    assert g.synthetic and "(synthetic, seeded)" in g.feeds
+
+
+def test_the_cli_generates_an_encoder_decoder(tmp_path: Path) -> None:
+    from ortlab.cli import main
+
+    np.savez(tmp_path / "src.npz", **_source())
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(
+            [
+                "generate",
+                str(T5),
+                "--feeds",
+                str(tmp_path / "src.npz"),
+                "--new",
+                "6",
+                "--runs",
+                "2",
+                "--json",
+            ]
+        )
+    data = json.loads(out.getvalue())
+    assert data["data"]["tokens"] == T5_REFERENCE["optimum_generate"][:6]
+    assert data["headline"]["encoder"] == "encoder_model"
+
+
+def test_the_doctor_generates_an_encoder_decoder_with_its_encoder() -> None:
+    """The doctor's generation stage on T5: the baseline's tokens are the reference's (the
+    encoder ran first, its synthetic source made as generate makes it), each candidate is
+    generated with the encoder too (its tokens kept: the same model), and no variant is
+    proposed without its KLD."""
+    d = ortlab.doctor(T5, budget_s=40, progress=False, quantize=False, memory=False)
+    gen = d.generation
+    assert gen is not None and gen.prompt == 1
+    assert gen.baseline.encoder == "encoder_model" and gen.baseline.encoder_ms
+    synthetic = ortlab.generate(
+        T5, new_tokens=gen.new_tokens, runs=1, profile=False, progress=False
+    )
+    assert gen.baseline.tokens == synthetic.tokens
+    assert gen.trials and all(t.tokens_kept == gen.new_tokens for t in gen.trials)
+    assert "Missing Input" not in d.to_text() and "fails" not in d.to_text()

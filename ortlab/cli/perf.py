@@ -21,6 +21,7 @@ from ortlab.cli.args import (
     session_config,
     wants_progress,
 )
+from ortlab.cli.llmbench import int_list
 from ortlab.core.config import LEVELS
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError
@@ -164,17 +165,27 @@ def _generate_parser(sub: Any) -> None:
     p.add_argument(
         "--runs", type=int_arg(1), default=6, help="generations (6 or more give intervals)"
     )
+    p.add_argument(
+        "--decoder-prompt",
+        type=int_list,
+        default=None,
+        help="an encoder-decoder's decoder start ids, e.g. 50258,50259 (default: the folder's "
+        "decoder_start_token_id); --feeds then holds the encoder's inputs",
+    )
 
 
 def _generate(args: argparse.Namespace) -> None:
     m = load_model(args.model)
+    d = m.decoder
+    takes = ortlab.load(m.path.parent / d.encoder) if d is not None and d.encoder else m
     g = ortlab.generate(
         m,
         session_config(args),
-        load_feeds(args.feeds, m),
+        load_feeds(args.feeds, takes),
         prompt=args.prompt,
         new_tokens=args.new,
         runs=args.runs,
+        decoder_prompt=args.decoder_prompt,
         progress=wants_progress(args),
     )
     print(g.to_json() if args.json else g.to_text())

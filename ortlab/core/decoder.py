@@ -80,6 +80,15 @@ class DecoderInfo:
     """The input the encoder's output is fed to ('encoder_hidden_states')."""
     encoder_length: int | None = None
     """The encoder's frames, where its output declares them (Whisper: 1500)."""
+    encoder_mask: str | None = None
+    """The decoder's input for the encoder's attention mask ([batch, frames]: T5's
+    ``encoder_attention_mask``), None where it takes none (Whisper)."""
+    encoder_layers: int | None = None
+    """An encoder-decoder's encoder layers, where its config says (``encoder_layers``, T5's
+    ``num_layers``)."""
+    decoder_start: tuple[int, ...] = ()
+    """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
+    ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -184,6 +193,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
     if heads is None:
         heads = _heads_from_projections(graph, pairs[0], int(kv_heads), int(head_size))
     encoder, frames = _encoder_beside(path) if fixed else ("", None)
+    states = _encoder_states(inputs, fixed)
     return DecoderInfo(
         layers=len(pairs),
         heads=heads,
@@ -203,8 +213,11 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         share_buffer=bool(search.get("past_present_share_buffer", False)),
         cross_pairs=tuple(fixed),
         encoder=encoder,
-        encoder_states=_encoder_states(inputs, fixed),
+        encoder_states=states,
         encoder_length=frames,
+        encoder_mask=_encoder_mask(inputs, states),
+        decoder_start=_decoder_start(folder, hf) if fixed else (),
+        encoder_layers=_int(_first(hf, "encoder_layers", "num_layers")) if fixed else None,
     )
 
 
@@ -280,6 +293,35 @@ def _encoder_states(inputs: Mapping[str, onnx.ValueInfoProto], fixed: list[KVPai
         if len(dims) == 3 and dims[1] == length and _dtype(v).startswith("float"):
             return name
     return None
+
+
+def _encoder_mask(inputs: Mapping[str, onnx.ValueInfoProto], states: str | None) -> str | None:
+    """The 2-D integer input as long as the encoder's states ([batch, frames]): the mask the
+    decoder's cross-attention reads (T5's ``encoder_attention_mask``)."""
+    if states is None:
+        return None
+    frames = _dims(inputs[states])[1]
+    for name, v in inputs.items():
+        dims = _dims(v)
+        if len(dims) == 2 and dims[1] == frames and _dtype(v).startswith(("int", "bool")):
+            return name
+    return None
+
+
+def _decoder_start(folder: Path, hf: Mapping[str, Any]) -> tuple[int, ...]:
+    """``decoder_start_token_id`` and the ``forced_decoder_ids`` right after it (positions 1,
+    2, … in order), from generation_config.json, else config.json; () where neither says."""
+    for config in (_read_json(folder / "generation_config.json"), hf):
+        start = config.get("decoder_start_token_id")
+        if isinstance(start, int):
+            ids = [start]
+            forced = config.get("forced_decoder_ids") or []
+            for position, token in sorted(f for f in forced if isinstance(f, list | tuple)):
+                if position != len(ids) or not isinstance(token, int):
+                    break
+                ids.append(token)
+            return tuple(ids)
+    return ()
 
 
 def _encoder_beside(path: Path) -> tuple[str, int | None]:

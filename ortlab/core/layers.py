@@ -158,10 +158,12 @@ class _Names:
 def layer_map(
     graph: onnx.GraphProto,
     pairs: Sequence[tuple[int, str, str, str, str]],
+    layers: int | None = None,
 ) -> LayerMap:
     """Each node's layer in a decoder whose KV ``pairs`` are (layer, past key, past value,
-    present key, present value)."""
-    layers = len(pairs)
+    present key, present value); an encoder has no cache (no pairs) and its ``layers`` from
+    its config: its nodes' layers come from the other sources."""
+    layers = len(pairs) if layers is None else layers
     init = {t.name: t for t in _initializers(graph)}
     names = _Names(
         layers=layers,

@@ -27,9 +27,11 @@ import numpy as np
 
 from ortlab.analysis.generation.generate import GenerationResult, generate
 from ortlab.analysis.generation.quality import KLDRow, kl_divergence
+from ortlab.analysis.generation.seq2seq import encoder_part, start_ids
 from ortlab.analysis.quantization.quantize import QuantConfig, quantize
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
+from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
@@ -190,9 +192,12 @@ class _Spec:
 
 
 def _sizes(info: DecoderInfo) -> tuple[int, int]:
-    """The prompt and new tokens the stage generates: a short chat turn, within the model."""
+    """The prompt and new tokens the stage generates: a short chat turn, within the model (an
+    encoder-decoder's decoder starts from its folder's start ids)."""
     longest = info.max_length or 4096
     prompt = max(1, min(64, longest // 4))
+    if info.cross_pairs:
+        prompt = max(1, len(info.decoder_start))
     return prompt, max(2, min(32, longest - prompt))
 
 
@@ -321,7 +326,13 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
     )
     trials = _with_quality(ledger, built, trials)
     notes.append(
-        f"Generation trials: {prompt}-token prompt (synthetic ids), {new} new tokens, "
+        "Generation trials: "
+        + (
+            f"the encoder on synthetic inputs, then the decoder from its {prompt} start id(s)"
+            if info.cross_pairs
+            else f"{prompt}-token prompt (synthetic ids)"
+        )
+        + f", {new} new tokens, "
         f"{rounds} rounds per candidate, each round one generation of the baseline and one of "
         f"the candidate in turn (A B, B A, …), {time.perf_counter() - started:.1f} s."
     )
@@ -369,6 +380,12 @@ def _pairs(
         progress=ledger.progress,
         timeout=ledger.call_timeout(),
     )
+    encoder = None
+    if m.decoder.cross_pairs:  # the encoder first in each generation, from the start ids
+        encoder = encoder_part(m, m.decoder, run.config, None, batch=1)
+        inputs = dict(run.inputs)
+        inputs[m.decoder.input_ids] = start_ids(m.decoder, None, 1)
+        run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=True))
     reply = run_model_task(
         tasks_generate.interleaved,
         run,
@@ -377,6 +394,7 @@ def _pairs(
         items=[(str(v.path), v.name, s.config, s.shared) for s, v in built],
         new_tokens=new,
         rounds=rounds,
+        encoder=encoder.job if encoder else None,
     )
     trials = [
         _trial(s, v, pair, new)
@@ -403,6 +421,13 @@ def _with_quality(
     m = ledger.m
     variants = {v.name: v for s, v in built if s.build is not None and v is not m}
     if not variants:
+        return trials
+    if m.decoder is not None and m.decoder.cross_pairs:
+        ledger.notes.append(
+            "The variants' next-token divergence is measured on decoders alone (its "
+            "teacher-forced stream has no encoder yet): an encoder-decoder's variant is "
+            "generated and timed but not proposed (a variant is proposed only with its KLD)."
+        )
         return trials
     got = ledger.guarded(
         "the variants' next-token divergence",

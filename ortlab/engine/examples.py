@@ -76,6 +76,11 @@ DECODERS = {
         "encoder-decoder: a Whisper (2 + 2 layers, 1500 encoder frames) exported by optimum; "
         "loads its decoder (decoder_model_merged.onnx), the encoder beside it",
     ),
+    "tiny_t5": (
+        "optimum_t5",
+        "encoder-decoder: a T5 (2 + 2 layers, relative position buckets) exported by optimum; "
+        "its decoder reads the encoder's attention mask",
+    ),
     "tiny_llama_dynamo": (
         "dynamo_llama",
         "LLM decoder: the Llama exported by torch.onnx.export(dynamo=True), model.onnx alone "

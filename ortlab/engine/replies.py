@@ -306,6 +306,12 @@ class GenerateReply:
     of generation k // profiled_steps."""
     profiled_steps: int = 0
     profiled_reps: int = 0
+    encoder_ns: list[int] = field(default_factory=list)
+    """An encoder-decoder's encoder per run, whole (its run and binding its states)."""
+    encoder_run_ns: list[int] = field(default_factory=list)
+    """The encoder's ``sess.run`` alone per run."""
+    encoder_profile: ProfileData | None = None
+    """The encoder's profiled runs (run k: profiled generation k's)."""
 
 
 @dataclass(frozen=True)

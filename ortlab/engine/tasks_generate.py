@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
+from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.tasks import open_session, rss_bytes, run_error
 from ortlab.engine.trace import ProfileData
@@ -70,6 +72,7 @@ def generate(
     profile: bool = True,
     shared: int = 0,
     nodes: int = 1,
+    encoder: ModelJob | None = None,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
     (its ``input_ids``), after an untimed one of :data:`WARMUP_STEPS` steps: the first step is
@@ -80,12 +83,15 @@ def generate(
     more generation runs in a session with ORT's profiler on (after its own warm-up), over
     as many steps as keep its trace under :data:`PROFILE_EVENTS` node events (``nodes``: the
     model's, bodies included, one event each per step). ``shared``: the
-    cache is one buffer per pair that long, past and present alike (genai's buffer sharing)."""
+    cache is one buffer per pair that long, past and present alike (genai's buffer sharing).
+    ``encoder``: an encoder-decoder's encoder and its feeds, run once at the start of each
+    generation (its times apart: ``encoder_ns``; profiled in its own session)."""
     sess, report, _ = open_session(job.model_path, job.model_name, job.config)
-    loop = GreedyLoop(sess, decoder, job)
+    loop = GreedyLoop(sess, decoder, job, encoder=_encoder_step(encoder, decoder))
     since = cpu_sample()
     steps_ns: list[list[int]] = []
     run_ns: list[list[int]] = []
+    encoder_ns: list[tuple[int, int]] = []
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
     rss: list[int] = [rss_bytes()]
@@ -105,20 +111,23 @@ def generate(
         steps_ns.append(done.step_ns)
         run_ns.append(done.run_ns)
         tokens.append(done.tokens)
+        if done.encoder is not None:
+            encoder_ns.append((done.encoder.step_ns, done.encoder.run_ns))
     if any(t != tokens[0] for t in tokens[1:]):
         raise RunError(
             f"Greedy generation of {job.model_name!r} gave different tokens from run to run: "
             "the model is not deterministic on these inputs."
         )
     load = other_cores(since, cpu_sample())
-    data = None
+    data = encoder_data = None
     if profile:
-        data = _profiled(
+        data, encoder_data = _profiled(
             job,
             decoder,
             window,
             lambda rep: _offset(progress, runs * new_tokens + rep * window, total, window),
             shared=shared,
+            encoder=encoder,
         )
     return GenerateReply(
         steps_ns=steps_ns,
@@ -132,7 +141,19 @@ def generate(
         profile=data,
         profiled_steps=window,
         profiled_reps=PROFILED_REPS if profile else 0,
+        encoder_ns=[e[0] for e in encoder_ns],
+        encoder_run_ns=[e[1] for e in encoder_ns],
+        encoder_profile=encoder_data,
     )
+
+
+def _encoder_step(encoder: ModelJob | None, decoder: DecoderInfo) -> EncoderStep | None:
+    """The encoder's cached session and feeds, as a generation's first part (None: a decoder
+    alone)."""
+    if encoder is None:
+        return None
+    sess, _, _ = open_session(encoder.model_path, encoder.model_name, encoder.config)
+    return EncoderStep(sess, dict(encoder.feeds), decoder)
 
 
 def interleaved(
@@ -144,6 +165,7 @@ def interleaved(
     items: list[tuple[str, str, SessionConfig, int]],
     new_tokens: int,
     rounds: int,
+    encoder: ModelJob | None = None,
 ) -> GenerationsReply:
     """Each candidate in ``items`` (model path, name, config, shared buffer length) against
     ``job``'s model and config (the baseline, its cache ``shared`` as :func:`generate` takes
@@ -154,7 +176,7 @@ def interleaved(
     failure raises."""
     since = cpu_sample()
     sess, base_report, _ = open_session(job.model_path, job.model_name, job.config)
-    base = GreedyLoop(sess, decoder, job)
+    base = GreedyLoop(sess, decoder, job, encoder=_encoder_step(encoder, decoder))
     base.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     pairs: list[GenerationPair | None] = []
     failed: dict[int, str] = {}
@@ -162,7 +184,8 @@ def interleaved(
     for k, (path, name, config, length) in enumerate(items):
         try:
             other, report, _ = open_session(path, name, config)
-            loop = GreedyLoop(other, decoder, job)
+            mine = dataclasses.replace(encoder, config=config) if encoder else None
+            loop = GreedyLoop(other, decoder, job, encoder=_encoder_step(mine, decoder))
             loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=length)
         except Exception as err:  # noqa: BLE001 - one candidate fails, not the comparison
             failed[k] = error_text(err)
@@ -174,7 +197,8 @@ def interleaved(
             for side in (0, 1) if r % 2 == 0 else (1, 0):
                 runner, cache = (base, shared) if side == 0 else (loop, length)
                 done = runner.run(new_tokens, lambda _k: None, shared=cache)
-                times[side].append(done.step_ns)
+                first = done.encoder.step_ns if done.encoder else 0  # part of the first token
+                times[side].append([done.step_ns[0] + first, *done.step_ns[1:]])
                 made.setdefault(side, done.tokens)
             progress(k * rounds + r + 1, total)
         pairs.append(
@@ -226,9 +250,15 @@ class GreedyLoop:
     the logits copied out, ~55 µs a token on the tiny int4 decoder, issue 46)."""
 
     def __init__(
-        self, sess: Any, decoder: DecoderInfo, job: ModelJob, prompt: np.ndarray | None = None
+        self,
+        sess: Any,
+        decoder: DecoderInfo,
+        job: ModelJob,
+        prompt: np.ndarray | None = None,
+        *,
+        encoder: EncoderStep | None = None,
     ) -> None:
-        self.sess, self.decoder, self.job = sess, decoder, job
+        self.sess, self.decoder, self.job, self.encoder = sess, decoder, job, encoder
         self.dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
         outputs = sess.get_outputs()
         self.names = [o.name for o in outputs]
@@ -239,6 +269,9 @@ class GreedyLoop:
         self.vocab = vocab if isinstance(vocab, int) else decoder.vocab
         self.present = {p.past_key: p.present_key for p in decoder.pairs} | {
             p.past_value: p.present_value for p in decoder.pairs
+        }
+        self.cross = {p.past_key: p.present_key for p in decoder.cross_pairs} | {
+            p.past_value: p.present_value for p in decoder.cross_pairs
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, Any]] = {}
@@ -278,6 +311,44 @@ class GreedyLoop:
                 binding.bind_ortvalue_output(self.present[name], value)
         return past
 
+    def _bind_outputs(
+        self, binding: Any, new: int, past: dict[str, Any], bound: Any, *, shared: int
+    ) -> tuple[tuple[np.ndarray, Any] | None, Any]:
+        """A step's logits (an array bound once per shape: the prefill's, then decode's;
+        ``bound`` is the one bound now) and, without a shared buffer, its past as inputs and
+        its presents for ORT to allocate. Returns the logits' array and what is bound."""
+        logits = self._logits_for(new)
+        if logits is None:
+            binding.bind_output(self.names[self.logits])
+        elif logits[1] is not bound:
+            binding.bind_ortvalue_output(self.names[self.logits], logits[1])
+            bound = logits[1]
+        if not shared:
+            for name, value in past.items():
+                binding.bind_ortvalue_input(name, value)
+                binding.bind_output(self.present[name])
+        return logits, bound
+
+    def _start_cross(self, binding: Any, batch: int) -> None:
+        """An encoder-decoder's first step: its cross-attention past empty (the step's present
+        computes it from the encoder's states); the present outputs bound for ORT to allocate
+        (bound last: :meth:`_keep_cross` reads them at the end of the outputs)."""
+        d = self.decoder
+        for past, present in self.cross.items():
+            empty = np.zeros((batch, d.kv_heads, 0, d.head_size), dtype=self.dtypes[past])
+            binding.bind_cpu_input(past, empty)
+            binding.bind_output(present)
+
+    def _keep_cross(self, binding: Any, got: list[Any]) -> None:
+        """After the first step: its cross-attention presents become the past of every step
+        after (the with-past branch of optimum's merged decoder returns a dummy in their
+        place, never fed back: bound afresh here, since the binding would hold the first
+        step's present as the output to write, and the next steps' dummies all have one
+        shape)."""
+        for past, value in zip(self.cross, got[-len(self.cross) :], strict=True):
+            binding.bind_ortvalue_input(past, value)
+            binding.bind_output(self.cross[past])
+
     def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> _Generation:
         """One generation of ``steps`` steps after the prompt (:meth:`run_steps`)."""
         plan: list[np.ndarray | None] = [self.prompt, *([None] * (steps - 1))]
@@ -305,6 +376,8 @@ class GreedyLoop:
         bound = None
         clock = time.perf_counter_ns
         out = _Generation()
+        if self.encoder is not None:  # once, before the decoder's first step (part of TTFT)
+            out.encoder = self.encoder.run(binding, self.dtypes)
         for step, given in enumerate(plan):
             start = clock()
             if given is not None:  # a prompt or a chunk: its own feeds
@@ -315,16 +388,9 @@ class GreedyLoop:
                 steady.bound = False
             else:  # a decode step: the same arrays, rewritten in place
                 feeds = steady.feed(ids, length)
-            logits = self._logits_for(ids.shape[1])
-            if logits is None:
-                binding.bind_output(self.names[self.logits])
-            elif logits[1] is not bound:  # bound once per shape: the prefill's, then decode's
-                binding.bind_ortvalue_output(self.names[self.logits], logits[1])
-                bound = logits[1]
-            if not shared:
-                for name, value in past.items():
-                    binding.bind_ortvalue_input(name, value)
-                    binding.bind_output(self.present[name])
+            logits, bound = self._bind_outputs(binding, ids.shape[1], past, bound, shared=shared)
+            if self.cross and step == 0:
+                self._start_cross(binding, batch)
             t0 = clock()
             try:
                 self.sess.run_with_iobinding(binding)
@@ -336,8 +402,10 @@ class GreedyLoop:
             scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
             nxt = scores[:, -1, :].argmax(axis=-1) if batch > 1 else scores[0, -1].argmax()[None]
             if not shared:  # the present outputs become the next step's past
-                past = dict(zip(past, got[1:], strict=True))  # type: ignore[index]
+                past = dict(zip(past, got[1 : 1 + len(past)], strict=True))  # type: ignore[index]
                 held = _cache_bytes(past, self.dtypes)
+            if self.cross and step == 0:
+                self._keep_cross(binding, got)  # type: ignore[arg-type]
             ids = nxt.reshape(batch, 1)
             out.step_ns.append(clock() - start)
             out.run_ns.append(t1 - t0)
@@ -398,6 +466,8 @@ class _Generation:
     run_ns: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     cache_bytes: list[int] = field(default_factory=list)
+    encoder: EncoderTimes | None = None
+    """An encoder-decoder's encoder run before the first step."""
 
 
 def _profiled(
@@ -407,18 +477,25 @@ def _profiled(
     progress: Callable[[int], Callable[[int], None]],
     *,
     shared: int,
-) -> ProfileData:
+    encoder: ModelJob | None = None,
+) -> tuple[ProfileData, ProfileData | None]:
     """:data:`PROFILED_REPS` generations of ``steps`` steps with ORT's profiler on, after a
     warm-up of :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run
     k of the trace is step k % steps of generation k // steps. ``progress(rep)`` is that
-    generation's step counter."""
+    generation's step counter. An encoder runs in its own profiled session (run k of its
+    trace: generation k's encoder)."""
     warm = min(WARMUP_STEPS, steps)
-    with profiled_session(job, "generate-", skip_runs=warm) as (sess, trace):
-        loop = GreedyLoop(sess, decoder, job)
+    with contextlib.ExitStack() as stack:
+        sess, trace = stack.enter_context(profiled_session(job, "generate-", skip_runs=warm))
+        step = None
+        if encoder is not None:
+            enc, enc_trace = stack.enter_context(profiled_session(encoder, "encoder-", skip_runs=1))
+            step = EncoderStep(enc, dict(encoder.feeds), decoder)
+        loop = GreedyLoop(sess, decoder, job, encoder=step)
         loop.run(warm, lambda _k: None, shared=shared)
         for rep in range(PROFILED_REPS):
             loop.run(steps, progress(rep), shared=shared)
-    return trace[0]
+    return trace[0], (enc_trace[0] if encoder is not None else None)
 
 
 @contextlib.contextmanager

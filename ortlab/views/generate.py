@@ -28,9 +28,10 @@ def generation_headline(g: GenerationResult) -> str:
     """THE one line of a decoder's speed, wherever it is shown (the report's Summary, the
     Overview, the Generate tab's top): 'TTFT 0.72 ms [0.69, 0.80] · decode 13,500 tokens/s
     [12,900, 14,100] (median of 6 generations, whole steps, profiling off)'."""
+    start = f"the encoder then {g.prompt} start id(s)" if g.encoder_ms else f"prompt {g.prompt}"
     return (
         f"TTFT {_value(g.ttft_ms, 3, 'ms')} · decode "
-        f"{_value(g.decode_tokens_per_s, 0, 'tokens/s')} (prompt {g.prompt}, {g.new_tokens} new "
+        f"{_value(g.decode_tokens_per_s, 0, 'tokens/s')} ({start}, {g.new_tokens} new "
         f"tokens; median of {g.runs} generations, whole steps as a generator runs them, "
         "profiling off)"
     )
@@ -53,8 +54,22 @@ def _rows(g: Any) -> list[list[str]]:
             f"decode, sess.run alone (TTFT {_value(g.model_ttft_ms, 3, 'ms')})",
         ]
     ]
+    encoder = [
+        [
+            "encoder",
+            _value(g.encoder_step_ms, 3, "ms"),
+            f"{g.encoder} once per generation, before the decoder (part of TTFT)",
+        ]
+    ]
     return [
-        ["time to first token", _value(g.ttft_ms, 3, "ms"), "the prefill's whole step"],
+        [
+            "time to first token",
+            _value(g.ttft_ms, 3, "ms"),
+            "the encoder's run and the decoder's first whole step"
+            if g.encoder_ms
+            else "the prefill's whole step",
+        ],
+        *(encoder if g.encoder_ms else []),
         ["prefill", _value(g.prefill_tokens_per_s, 0, "tokens/s"), "prompt tokens / TTFT"],
         [
             "decode",
@@ -190,17 +205,21 @@ def generate_figure(g: Any) -> Any:
     fig.add_trace(
         go.Scatter(x=xs, y=list(dec["ms"]), mode="lines+markers", name="decode step (median)")
     )
-    pre = t[t["phase"] == "prefill"]
-    fig.add_trace(
-        go.Scatter(
-            x=[0],
-            y=list(pre["ms"]),
-            mode="markers",
-            marker={"size": 12, "symbol": "diamond"},
-            name=f"prefill ({g.prompt} tokens)",
+    pre, enc = t[t["phase"] == "prefill"], t[t["phase"] == "encoder"]
+    markers = [(pre, "diamond", f"prefill ({g.prompt} tokens)")]
+    if len(enc):  # before the decoder's first step: at 0 too, its own marker
+        markers.append((enc, "square", f"encoder ({esc(g.encoder)}, once)"))
+    for rows, symbol, name in markers:
+        fig.add_trace(
+            go.Scatter(
+                x=[0],
+                y=list(rows["ms"]),
+                mode="markers",
+                marker={"size": 12, "symbol": symbol},
+                name=name,
+            )
         )
-    )
-    ys = [v for v in [*dec["low_ms"], *dec["high_ms"], *pre["ms"]] if v > 0]
+    ys = [v for v in [*dec["low_ms"], *dec["high_ms"], *pre["ms"], *enc["ms"]] if v > 0]
     return layout(
         fig,
         f"{esc(g.model)}: time per token against the tokens cached",

@@ -1,358 +1,62 @@
 """``ortlab.generate``: an LLM decoder as people run it — a prefill, then token by token with
 the KV cache — timed per step: time to first token, prefill and decode tokens/s, time per
 token against the cache's length, and the cache's bytes by formula beside the present
-outputs' real sizes."""
+outputs' real sizes. An encoder-decoder's encoder runs first (:mod:`.seq2seq`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ortlab.analysis.generation import split
-from ortlab.analysis.generation.phases import (
-    PhaseRoof,
-    ceiling_lookup,
-    dram_fraction,
-    phase_roofs,
-    roofline_of,
-    weights_summary,
+from ortlab.analysis.generation.phases import phase_roofs
+from ortlab.analysis.generation.result import GenerationResult
+from ortlab.analysis.generation.seq2seq import (
+    EncoderPart,
+    encoder_layers,
+    encoder_part,
+    seq2seq_note,
+    start_ids,
 )
-from ortlab.analysis.limits.ceilings import Peak
-from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import FeedError
 from ortlab.core.inputs import Feeds
-from ortlab.core.layers import layer_from_name
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.result import Result, table
+from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
-from ortlab.core.stats import median_with_interval
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import edge, run_model_task
-from ortlab.engine.trace import ProfileData
 
-__all__ = ["GenerationResult", "generate"]
-
-
-@dataclass(frozen=True)
-class GenerationResult(Result):
-    """Greedy generations of one decoder, each step timed (profiling off). Times in ms.
-
-    ``plot()``: time per token against the cache's length (the prefill marked).
-    """
-
-    model: str
-    config: SessionConfig
-    prompt: int
-    """Prompt tokens (the prefill's length)."""
-    new_tokens: int
-    """Tokens generated per run: the prefill gives the first, each decode step one more."""
-    batch: int
-    steps_ms: list[list[float]]
-    """Per run, per step: the whole step as a generator runs it — its feeds (ids, mask,
-    positions), the model's run, the argmax over the logits and the next step's cache —
-    onnxruntime-genai's quantity (step 0 is the prefill)."""
-    tokens: list[int]
-    """The greedy tokens of the first sequence (the same every run)."""
-    kv_bytes_per_token: int
-    """By formula: 2 x layers x KV heads x head size x element size (x batch)."""
-    present_bytes: list[int]
-    """The present outputs' bytes after each step of the first run (measured)."""
-    rss_growth_bytes: int
-    """The worker's resident memory after the first generation minus before it."""
-    decoder: str
-    """The decoder's one line (``Model.summary.decoder``)."""
-    model_ms: list[list[float]] = field(default_factory=list)
-    """Per run, per step: the model's own ``sess.run`` within the step (empty in a result
-    saved before it was measured)."""
-    shared_buffer: int = 0
-    """Tokens of the one buffer per past/present pair every step wrote into (genai's
-    past_present_share_buffer); 0: the present outputs became the next past (copies)."""
-    layers: int = 0
-    """Transformer layers (``DecoderInfo.layers``)."""
-    node_layers: dict[str, int | None] = field(default_factory=dict)
-    """Each profiled node's layer (None: outside the layers), read from the graph's structure
-    (:attr:`ortlab.Model.layers`); empty in a result saved before it existed, whose nodes' names
-    are read instead."""
-    layer_sources: dict[str, str] = field(default_factory=dict)
-    """How each profiled node's layer was found: 'cache' (it uses that layer's KV cache),
-    'metadata' (the exporter's module path), 'weights' (the initializers it reads),
-    'residual' (its place along the residual stream), 'graph' (between anchored nodes),
-    'name' (a hint where the structure leaves the choice); 'fused: …' for a node ORT made."""
-    feeds: str = ""
-    synthetic: bool | None = None
-    other_cores: float | None = None
-    notes: list[str] = field(default_factory=list)
-    profile: ProfileData | None = None
-    """More generations with ORT's profiler on (times inflated by it; shares hold): run k of
-    the trace is step k % profiled_steps (0: the prefill) of generation k // profiled_steps."""
-    profiled_steps: int = 0
-    """Steps each profiled generation covers (all, unless the trace would pass ORT's cap)."""
-    profiled_reps: int = 1
-    """Profiled generations: a phase's split is each node's median over them and over the
-    phase's steps, profiled steps far from their unprofiled time left out (:meth:`outliers`)."""
-    roofs: list[PhaseRoof] = field(default_factory=list)
-    """The roofline per phase (:mod:`ortlab.analysis.generation.phases`): prefill, decode."""
-    peaks: list[Peak] = field(default_factory=list)
-    """The ceilings the phases are set against (measured with ORT under the same settings)."""
-    cache_bytes: int = 0
-    """The last-level cache's size (a call whose bytes fit it is set against the in-cache
-    bandwidth)."""
-
-    @property
-    def runs(self) -> int:
-        return len(self.steps_ms)
-
-    @property
-    def ttft_ms(self) -> tuple[float, float, float]:
-        """Time to first token (the prefill's run): ``(median over runs, low, high)``, the
-        interval from order statistics (NaN with fewer than 6 runs)."""
-        return _interval([r[0] for r in self.steps_ms])
-
-    @property
-    def model_ttft_ms(self) -> tuple[float, float, float]:
-        """The prefill's ``sess.run`` alone (the model's time, without the step around it):
-        ``(median over runs, low, high)``."""
-        return _interval([r[0] for r in self.model_ms]) if self.model_ms else _NAN3
-
-    @property
-    def model_decode_tokens_per_s(self) -> tuple[float, float, float]:
-        """Decode tokens/s of the model's ``sess.run`` alone: what the model can do, beside
-        :attr:`decode_tokens_per_s`, what a generator gets (the whole step)."""
-        return _decode_rate(self.model_ms, self.new_tokens, self.batch)
-
-    @property
-    def prefill_tokens_per_s(self) -> tuple[float, float, float]:
-        """Prompt tokens per second of the prefill: ``(median over runs, low, high)``."""
-        return _interval([1e3 * self.prompt * self.batch / r[0] for r in self.steps_ms])
-
-    @property
-    def decode_tokens_per_s(self) -> tuple[float, float, float]:
-        """Tokens per second of the decode steps (all but the prefill), each run's tokens over
-        its decode time: ``(median over runs, low, high)``; NaN with one new token."""
-        return _decode_rate(self.steps_ms, self.new_tokens, self.batch)
-
-    @table
-    def per_token(self) -> Any:
-        """One row per step: step, phase, past_length (tokens cached before it), ms (median
-        over runs), low_ms, high_ms (the range over runs)."""
-        import pandas as pd
-
-        ms = np.asarray(self.steps_ms, dtype=np.float64)
-        return pd.DataFrame(
-            {
-                "step": np.arange(ms.shape[1]),
-                "phase": ["prefill"] + ["decode"] * (ms.shape[1] - 1),
-                "past_length": [0] + [self.prompt + k for k in range(ms.shape[1] - 1)],
-                "ms": np.median(ms, axis=0),
-                "low_ms": ms.min(axis=0),
-                "high_ms": ms.max(axis=0),
-            }
-        )
-
-    def to_pandas(self) -> Any:
-        """The :attr:`per_token` table."""
-        return self.per_token
-
-    def by_phase(self) -> Any:
-        """The profiled generations' nodes per phase: phase, node, op_type, layer (from the
-        graph's structure; layer_source says how: :attr:`layer_sources`), us_per_step (its
-        own time per step of the phase: the median over the profiled generations' prefills,
-        or over their decode steps; profiling on), share (of the phase's node time), calls;
-        slowest first within each phase (:mod:`ortlab.analysis.generation.split`)."""
-        return split.by_phase(self)
-
-    def by_layer(self) -> Any:
-        """:meth:`by_phase` summed per transformer layer: phase, layer (-1: outside the layers
-        — embedding, final norm, head), us_per_step, share, nodes."""
-        return split.by_layer(self)
-
-    def layer(self, node: str) -> int | None:
-        """A profiled node's transformer layer (None: outside the layers)."""
-        if node in self.node_layers:
-            return self.node_layers[node]
-        return layer_from_name(node, self.layers)
-
-    def phase_run_us(self) -> dict[str, float]:
-        """The profiled generations' run time per step of each phase (µs, the median over the
-        phase's kept steps, profiling on): about what :meth:`by_phase`'s node times add up to,
-        less the gaps between nodes."""
-        return split.phase_run_us(self)
-
-    def outliers(self) -> list[tuple[str, int, int, float, float]]:
-        """Profiled steps far from the same step unprofiled, left out of the split:
-        (phase, profiled generation, step, profiled µs, unprofiled µs)
-        (:func:`ortlab.analysis.generation.split.outliers`)."""
-        return split.outliers(self)
-
-    def ceilings(self) -> RooflineResult:
-        """The ceilings the phases are set against, as a roofline with no rows (its
-        ``peak_flops(dtype)``, ``peak_bytes(call_bytes)``, ``bandwidth``)."""
-        return ceiling_lookup(self.config, self.peaks, self.cache_bytes)
-
-    def roofline(self, phase: str = "decode") -> RooflineResult:
-        """One phase's nodes against this machine's ceilings, as a roofline (its ``nodes``
-        table, ``plot()`` and verdicts): ``us`` is the node's time per step of the phase."""
-        found = next((r for r in self.roofs if r.phase == phase), None)
-        if found is None:
-            have = ", ".join(r.phase for r in self.roofs) or "none (generate(profile=True))"
-            raise KeyError(f"no roofline for phase {phase!r}; this generation has: {have}")
-        return roofline_of(
-            found,
-            model=self.model,
-            config=self.config,
-            peaks=self.peaks,
-            cache_bytes=self.cache_bytes,
-        )
-
-    @table
-    def phase_roofline(self) -> Any:
-        """The weight multiplications (MatMulNBits, MatMul, Gemm… with an initializer input)
-        per phase against their ceiling: phase, node, op_type, layer, us_per_step (as
-        :meth:`by_phase`), flops, bytes, achieved_flops, peak_flops (the GEMM peak at its
-        precision), achieved_bytes, bandwidth (the ceiling its bytes meet: in-cache when one
-        call fits the last-level cache, else DRAM), dram_fraction (achieved bytes/s over
-        DRAM's peak), achieved_fraction (of the roofline's bound), bound. In decode read the
-        bandwidth columns, in prefill the FLOP/s ones."""
-        import pandas as pd
-
-        dram = self.ceilings().bandwidth
-        rows = [
-            {
-                "phase": roof.phase,
-                "node": r.node,
-                "op_type": r.op_type,
-                "layer": self.layer(r.node),
-                "us_per_step": r.us,
-                "flops": r.flops,
-                "bytes": r.bytes,
-                "achieved_flops": r.achieved_flops,
-                "peak_flops": r.peak_flops,
-                "achieved_bytes": r.achieved_bytes,
-                "bandwidth": r.bandwidth,
-                "dram_fraction": dram_fraction(r, dram),
-                "achieved_fraction": r.achieved_fraction,
-                "bound": r.bound,
-            }
-            for roof in self.roofs
-            for r in roof.weight_rows()
-        ]
-        cols = ["phase", "node", "op_type", "layer", "us_per_step", "flops", "bytes"]
-        cols += ["achieved_flops", "peak_flops", "achieved_bytes", "bandwidth", "dram_fraction"]
-        frame = pd.DataFrame(rows, columns=[*cols, "achieved_fraction", "bound"])
-        return frame.astype({"layer": "Int64"}).sort_values(
-            ["phase", "us_per_step"], ascending=[False, False], ignore_index=True
-        )
-
-    @table
-    def weights(self) -> Any:
-        """The weight multiplications per phase and op type, their work over their time
-        against the ceiling that phase meets: ``fraction`` of the bandwidth in decode (in-cache
-        when a step's weights fit the last-level cache, else DRAM's; ``dram_fraction`` beside
-        it), of the GEMM peak at their precision in the prefill (columns: phase, op_type,
-        nodes, us_per_step, flops, bytes, achieved_flops, dtype, peak_flops, achieved_bytes,
-        dram_bandwidth, bandwidth, ceiling, fraction, dram_fraction). Per node:
-        :attr:`phase_roofline`."""
-        return weights_summary(
-            self.roofs, ceiling_lookup(self.config, self.peaks, self.cache_bytes)
-        )
-
-    @property
-    def kv_cache(self) -> dict[str, float]:
-        """The cache: bytes per token by formula and as the present outputs grew (measured;
-        NaN with a shared buffer, allocated once at its full length), its size at prompt +
-        new tokens (formula) and after the last step (measured: the present outputs, or the
-        shared buffers)."""
-        grown = np.diff(self.present_bytes) if len(self.present_bytes) > 1 else np.array([])
-        per_token = float(np.median(grown)) if grown.size and not self.shared_buffer else math.nan
-        return {
-            "bytes_per_token": float(self.kv_bytes_per_token),
-            "measured_bytes_per_token": per_token,
-            "peak_bytes": float(self.kv_bytes_per_token * (self.prompt + self.new_tokens - 1)),
-            "measured_peak_bytes": float(self.present_bytes[-1]) if self.present_bytes else 0.0,
-            "rss_growth_bytes": float(self.rss_growth_bytes),
-        }
-
-    def headline(self) -> dict[str, Any]:
-        """TTFT and decode tokens/s (the whole step, as a generator runs it), the prefill's
-        tokens/s and the model's own sess.run figures, each ``{"median", "low", "high"}``
-        (the interval from order statistics over runs; null below 6 runs), with what they
-        are."""
-
-        def three(v: tuple[float, float, float]) -> dict[str, float | None]:
-            return {
-                k: None if math.isnan(x) else round(x, 4)
-                for k, x in zip(("median", "low", "high"), v, strict=True)
-            }
-
-        return {
-            "ttft_ms": three(self.ttft_ms),
-            "decode_tokens_per_s": three(self.decode_tokens_per_s),
-            "prefill_tokens_per_s": three(self.prefill_tokens_per_s),
-            "model_ttft_ms": three(self.model_ttft_ms),
-            "model_decode_tokens_per_s": three(self.model_decode_tokens_per_s),
-            "prompt": self.prompt,
-            "new_tokens": self.new_tokens,
-            "batch": self.batch,
-            "runs": self.runs,
-            "what": "median over runs of whole steps as a generator runs them (feeds, run, "
-            "argmax, cache), profiling off; model_*: the model's sess.run alone",
-            "other_cores": self.other_cores,
-        }
-
-    def __repr__(self) -> str:
-        dec, ttft = self.decode_tokens_per_s[0], self.ttft_ms[0]
-        return (
-            f"<GenerationResult {self.model!r}: prompt {self.prompt}, {self.new_tokens} new "
-            f"tokens x {self.runs} runs; TTFT {ttft:.2f} ms, decode {dec:.1f} tokens/s>"
-        )
+__all__ = ["GenerationResult", "generate", "require_decoder"]
 
 
-_NAN3 = (math.nan, math.nan, math.nan)
-
-
-def require_decoder(m: Model, verb: str, instead: str) -> DecoderInfo:
-    """``m``'s decoder, for a verb that runs a decoder alone token by token; refused with what
-    to use ``instead`` when ``m`` is no decoder, and with what measures it today when it is an
-    encoder-decoder (its decoder's steps at any dims; its encoder's file on its own)."""
+def require_decoder(
+    m: Model, verb: str, instead: str, *, encoder_decoder: bool = False
+) -> DecoderInfo:
+    """``m``'s decoder, for a verb that runs a decoder token by token; refused with what to use
+    ``instead`` when ``m`` is no decoder, and (unless the verb runs ``encoder_decoder`` models
+    too) with what measures it today when it is an encoder-decoder (``ortlab.generate``; its
+    decoder's steps at any dims; its encoder's file on its own)."""
     info = m.decoder
     if info is None:
         raise FeedError(
             f"{m.name!r} is not a decoder with a KV cache (no past_key_values.* inputs matched "
             f"by present.* outputs): {verb} runs decoders; {instead}"
         )
-    if info.cross_pairs:
+    if info.cross_pairs and not encoder_decoder:
         raise FeedError(
             f"{m.name!r} is an encoder-decoder ({info.line()}): {verb} runs a decoder alone, "
-            "token by token, and cannot yet run its encoder first and feed both caches. Its "
+            "token by token; ortlab.generate runs its encoder first and feeds both caches. Its "
             "decoder's steps are measured by ortlab.benchmark / profile / placement at "
             "dims={'prompt': 1, 'past': 16} (a decode step; {'prompt': 4, 'past': 0} is the "
             "first step, its cross-attention cache empty), with the encoder's frames random; "
             f"its encoder by ortlab.benchmark on {info.encoder or 'the encoder file'} beside it."
         )
     return info
-
-
-def _decode_rate(
-    steps_ms: list[list[float]], new_tokens: int, batch: int
-) -> tuple[float, float, float]:
-    """Each run's decode tokens (all steps but the prefill, x batch) over their time: the
-    median over runs with its interval; NaN with one new token."""
-    if new_tokens < 2 or not steps_ms:
-        return _NAN3
-    return _interval([1e3 * (len(r) - 1) * batch / sum(r[1:]) for r in steps_ms if sum(r[1:])])
-
-
-def _interval(values: list[float]) -> tuple[float, float, float]:
-    mid, low, high, _ = median_with_interval(values)
-    return mid, low, high
 
 
 def generate(
@@ -364,6 +68,7 @@ def generate(
     new_tokens: int = 64,
     runs: int = 6,
     batch: int = 1,
+    decoder_prompt: Sequence[int] | np.ndarray | None = None,
     profile: bool = True,
     share_buffer: bool | None = None,
     progress: bool | Callable[[int, int], None] = True,
@@ -377,11 +82,40 @@ def generate(
     random ids in the vocabulary (synthetic, seeded). ``share_buffer`` None does what the
     model's genai_config asks (past_present_share_buffer: one max-length buffer per pair,
     written in place through IOBinding, as onnxruntime-genai does); False passes present to
-    past each step."""
+    past each step.
+
+    An encoder-decoder (optimum's folder: encoder_model.onnx beside the merged decoder):
+    ``feeds`` are its encoder's inputs by name (else invented, synthetic), run once per
+    generation before the decoder's first step (``by_phase()``'s phase 'encoder'; TTFT
+    includes it); the decoder starts from ``decoder_prompt`` (ids) or the folder's
+    ``decoder_start_token_id``; its cross-attention cache is the first step's, its
+    self-attention cache grows. ``prompt`` is then the start ids' length."""
     m = load(model)
     info = require_decoder(
-        m, "ortlab.generate", "ortlab.benchmark times a single run of any model."
+        m,
+        "ortlab.generate",
+        "ortlab.benchmark times a single run of any model.",
+        encoder_decoder=True,
     )
+    if info.cross_pairs:
+        return seq2seq_generate(
+            m,
+            info,
+            config,
+            feeds,
+            decoder_prompt,
+            new_tokens=new_tokens,
+            runs=runs,
+            batch=batch,
+            profile=profile,
+            progress=progress,
+            timeout=timeout,
+        )
+    if decoder_prompt is not None:
+        raise FeedError(
+            f"decoder_prompt= is an encoder-decoder's; {m.name!r} is a decoder alone: give its "
+            f"prompt as feeds={{{info.input_ids!r}: ids [batch, prompt]}}."
+        )
     if new_tokens < 1 or prompt < 1 or runs < 1:
         raise ValueError(
             f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"
@@ -425,6 +159,33 @@ def generate(
         if can_share and share_buffer is not False and (share_buffer or info.share_buffer)
         else 0
     )
+    return _measure(
+        m,
+        info,
+        run,
+        new_tokens=new_tokens,
+        profile=profile,
+        shared=shared,
+        feeds_text=f"input_ids [{batch}, {prompt}]",
+    )
+
+
+def _measure(
+    m: Model,
+    info: DecoderInfo,
+    run: Run,
+    *,
+    new_tokens: int,
+    profile: bool,
+    shared: int,
+    feeds_text: str,
+    encoder: EncoderPart | None = None,
+) -> GenerationResult:
+    """The generations in the worker (``run``: the decoder's first step's feeds, its prompt
+    ids; ``encoder``: an encoder-decoder's encoder, run first in each) and the result with its
+    notes, split and rooflines."""
+    batch, prompt = np.shape(run.inputs[info.input_ids])
+    runs = run.runs
     reply = run_model_task(
         tasks_generate.generate,
         run,
@@ -433,7 +194,9 @@ def generate(
         runs=runs,
         profile=profile,
         shared=shared,
-        nodes=m.summary.node_count_total,
+        nodes=m.summary.node_count_total
+        + (encoder.model.summary.node_count_total if encoder else 0),
+        encoder=encoder.job if encoder else None,
     )
     notes = [
         f"Each step is timed whole as a generator runs it (its feeds, sess.run, the argmax "
@@ -474,7 +237,9 @@ def generate(
             + load_sentence(reply.profile.other_cores if reply.profile is not None else None)
             + "."
         )
-    if run.synthetic:
+    if encoder is not None:
+        notes.insert(1, seq2seq_note(info, encoder, run.inputs[info.input_ids]))
+    elif run.synthetic:
         notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
     result = GenerationResult(
         model=m.name,
@@ -491,14 +256,22 @@ def generate(
         decoder=info.line(),
         layers=info.layers,
         shared_buffer=shared,
-        feeds=f"input_ids [{batch}, {prompt}]",
-        synthetic=run.synthetic,
+        feeds=feeds_text,
+        synthetic=encoder.synthetic if encoder else run.synthetic,
         other_cores=reply.other_cores,
         notes=notes,
         profile=reply.profile,
         profiled_steps=reply.profiled_steps,
         profiled_reps=reply.profiled_reps,
+        encoder=encoder.job.model_name if encoder else "",
+        encoder_ms=[t / 1e6 for t in reply.encoder_ns],
+        encoder_model_ms=[t / 1e6 for t in reply.encoder_run_ns],
+        encoder_profile=reply.encoder_profile,
     )
+    if encoder is not None and reply.encoder_profile is not None:
+        result = dataclasses.replace(
+            result, encoder_layers=encoder_layers(encoder, reply.encoder_profile.node)
+        )
     if reply.profile is None:
         return result
     far = result.outliers()
@@ -537,4 +310,62 @@ def generate(
         peaks=peaks,
         cache_bytes=last_level_cache_bytes(),
         notes=[*notes, *more],
+    )
+
+
+def seq2seq_generate(
+    m: Model,
+    info: DecoderInfo,
+    config: SessionConfig | Mapping[str, Any] | None,
+    feeds: Mapping[str, Any] | None,
+    decoder_prompt: Sequence[int] | np.ndarray | None,
+    *,
+    new_tokens: int,
+    runs: int,
+    batch: int,
+    profile: bool,
+    progress: bool | Callable[[int, int], None],
+    timeout: float | None,
+) -> GenerationResult:
+    """``generate`` for an encoder-decoder: the encoder's feeds and the decoder's start ids,
+    then the generations as a decoder's (:func:`_measure`)."""
+    if new_tokens < 1 or runs < 1:
+        raise ValueError(f"new_tokens and runs must be >= 1 (got {new_tokens}, {runs})")
+    run = edge(m, config, None, dims={"prompt": 1, "past": 0, "batch": batch})
+    encoder = encoder_part(m, info, run.config, feeds, batch=batch)
+    batch = int(np.shape(next(iter(encoder.job.feeds.values())))[0]) if encoder.job.feeds else 1
+    ids = start_ids(info, decoder_prompt, batch)
+    prompt = ids.shape[1]
+    encoder = dataclasses.replace(
+        encoder,
+        start="decoder_prompt"
+        if decoder_prompt is not None
+        else "the folder's decoder_start_token_id",
+    )
+    if info.max_length is not None and prompt + new_tokens > info.max_length:
+        raise FeedError(
+            f"{prompt} start ids + {new_tokens} new tokens is beyond the {info.max_length} "
+            f"tokens {m.name!r}'s decoder is made for ({info.source}): generate fewer."
+        )
+    run = edge(
+        m,
+        run.config,
+        None,
+        dims={"prompt": prompt, "past": 0, "batch": batch},
+        runs=runs,
+        progress=progress,
+        timeout=timeout,
+    )
+    inputs = dict(run.inputs)
+    inputs[info.input_ids] = ids.astype(np.asarray(inputs[info.input_ids]).dtype)
+    run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=encoder.synthetic))
+    return _measure(
+        m,
+        info,
+        run,
+        new_tokens=new_tokens,
+        profile=profile,
+        shared=0,
+        feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
+        encoder=encoder,
     )

@@ -30,7 +30,7 @@ def by_phase(g: GenerationResult) -> Any:
     grid = per_run_grid(d)  # nodes x profiled steps, each node's own time
     layer = pd.array([g.layer(n) for n in d.node], dtype="Int64")
     source = [g.layer_sources.get(n, "name") for n in d.node]
-    frames = []
+    frames = [_encoder_rows(g)] if g.encoder_profile is not None else []
     for phase, steps in phase_runs(g, grid).items():
         if not steps:
             continue
@@ -54,6 +54,30 @@ def by_phase(g: GenerationResult) -> Any:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
+def _encoder_rows(g: GenerationResult) -> Any:
+    """An encoder-decoder's encoder: each node's median over the profiled generations' encoder
+    runs (one per generation), phase 'encoder'; layers from the encoder's graph."""
+    import pandas as pd
+
+    d = g.encoder_profile
+    assert d is not None
+    grid = per_run_grid(d)
+    us = np.median(grid, axis=1) if grid.size else np.zeros(len(d.node))
+    total = float(us.sum()) or 1.0
+    return pd.DataFrame(
+        {
+            "phase": "encoder",
+            "node": d.node,
+            "op_type": d.op_type,
+            "layer": pd.array([g.encoder_layers.get(n) for n in d.node], dtype="Int64"),
+            "layer_source": "encoder: graph, else name",
+            "us_per_step": us,
+            "share": us / total,
+            "calls": (grid > 0).sum(axis=1) if grid.size else 0,
+        }
+    ).sort_values("us_per_step", ascending=False)
+
+
 def by_layer(g: GenerationResult) -> Any:
     """:func:`by_phase` summed per layer (-1: outside the layers)."""
     t = by_phase(g)
@@ -64,7 +88,7 @@ def by_layer(g: GenerationResult) -> Any:
         us_per_step=("us_per_step", "sum"), share=("share", "sum"), nodes=("node", "count")
     )
     out = out.reset_index()
-    first = out["phase"].map({"prefill": 0, "decode": 1})
+    first = out["phase"].map({"encoder": -1, "prefill": 0, "decode": 1})
     return out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
 
 

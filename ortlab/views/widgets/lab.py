@@ -294,6 +294,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
         self.show("Doctor", t.doctor_bar)
         if "Generate" in self.panes:  # a decoder: prefill and decode, token by token
+            t.for_encoder_decoder(self.model.decoder)
             self.show("Generate", t.gen_bar)
 
     def overview(self) -> list[Any]:

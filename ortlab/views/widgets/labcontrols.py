@@ -14,6 +14,7 @@ from ortlab.analysis.labrun import BEST, VARIANTS
 from ortlab.analysis.placement.whatifresult import DEFAULT_QNN_OPTIONS, DEFAULT_TARGETS
 from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.core.config import LEVELS, SessionConfig
+from ortlab.core.decoder import DecoderInfo
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.eps import alias as _short
 from ortlab.core.inputs import Feeds
@@ -376,10 +377,12 @@ class TabControls:
             description="Benchmark matrix (llama-bench: pp, tg at each depth)",
             layout=w.Layout(width="auto"),
         )
+        self.gen_note = w.HTML()
         self.gen_bar = w.VBox(
             [
                 w.HBox([self.gen_prompt, self.gen_new, self.gen_button]),
                 w.HBox([self.bench_depths, self.bench_button]),
+                self.gen_note,
                 s["Generate"],
             ]
         )
@@ -461,6 +464,22 @@ class TabControls:
             prof.plot("timeline"),
             prof.plot("memory"),
         ]
+
+    def for_encoder_decoder(self, info: DecoderInfo | None) -> None:
+        """An encoder-decoder's Generate bar: no prompt box (the encoder's inputs are made for
+        it, the decoder starts from the folder's start ids) and no matrix (llama-bench's tests
+        are a decoder's alone), each said in a line under the buttons."""
+        if info is None or not info.cross_pairs:
+            return
+        self.gen_prompt.disabled = self.bench_button.disabled = True
+        self.bench_depths.disabled = True
+        self.gen_note.value = (
+            "<i>An encoder-decoder: each generation runs "
+            f"{esc(info.encoder or 'its encoder', 100)} once on synthetic inputs (call "
+            "ortlab.generate(model, feeds={…}) with real ones), then the decoder from the "
+            f"folder's start ids {esc(str(list(info.decoder_start)), 100)}; TTFT includes the "
+            "encoder. The benchmark matrix is a decoder-only model's.</i>"
+        )
 
     def generate_items(self, g: Any) -> list[Any]:
         """What the Generate tab shows: its headline (TTFT and decode tokens/s with their

@@ -1,0 +1,61 @@
+"""An encoder-decoder's encoder as a generation runs it: once, before the decoder's first step,
+its output bound as the decoder's ``encoder_hidden_states`` for every step after (and the
+encoder's attention mask as the decoder's, where it takes one)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ortlab.core.decoder import DecoderInfo
+
+__all__ = ["EncoderStep", "EncoderTimes"]
+
+
+@dataclass(frozen=True)
+class EncoderTimes:
+    """One encoder run: whole (its feeds, the run, binding its states for the decoder) and the
+    run alone (ns)."""
+
+    step_ns: int
+    run_ns: int
+
+
+class EncoderStep:
+    """The encoder's session and its feeds (the inputs ``generate`` was given, by the encoder's
+    own names), bound to a decoder's IOBinding by :meth:`run`."""
+
+    def __init__(self, sess: Any, feeds: dict[str, np.ndarray], decoder: DecoderInfo) -> None:
+        self.sess, self.decoder = sess, decoder
+        self.feeds = feeds
+        self.output = sess.get_outputs()[0].name
+        self.bound: tuple[np.ndarray, ...] = ()
+        self.mask = next(
+            (np.asarray(v) for k, v in feeds.items() if "mask" in k.lower() and np.ndim(v) == 2),
+            None,
+        )
+
+    def run(self, binding: Any, dtypes: dict[str, np.dtype[Any]]) -> EncoderTimes:
+        """Run the encoder on its feeds and bind its states (and mask) as the decoder's
+        inputs, timed whole and the run alone."""
+        clock = time.perf_counter_ns
+        start = clock()
+        t0 = clock()
+        states = self.sess.run([self.output], self.feeds)[0]
+        t1 = clock()
+        d = self.decoder
+        held: list[np.ndarray] = [states]  # the binding reads their memory at each run
+        if d.encoder_states:
+            binding.bind_cpu_input(d.encoder_states, states)
+        if d.encoder_mask:
+            mask = self.mask
+            if mask is None:  # the encoder takes none: every frame attended
+                mask = np.ones(states.shape[:2], dtype=np.int64)
+            mask = mask.astype(dtypes[d.encoder_mask], copy=False)
+            binding.bind_cpu_input(d.encoder_mask, mask)
+            held.append(mask)
+        self.bound = tuple(held)
+        return EncoderTimes(step_ns=clock() - start, run_ns=t1 - t0)
