@@ -84,6 +84,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.engine.providers import Providers, devices, providers
     from ortlab.engine.session import SessionReport
     from ortlab.engine.worker import set_isolation
+    from ortlab.views.frames import styled
     from ortlab.views.report import report
 
     del _views
@@ -239,6 +240,7 @@ __all__ = [
     "report",
     "roofline",
     "set_isolation",
+    "styled",
     "sweep",
     "throughput",
     "to_fp16",
