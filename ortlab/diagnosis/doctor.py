@@ -474,13 +474,14 @@ def _best_generated(search: Search, generation: GenerationFacts, best: Best) -> 
 
 def _in_generation(best: Best, generation: GenerationFacts | None) -> Best:
     """A decoder's best is verified on one decode step and then generated with (the trial
-    keyed ``best``): its verdict says both, one story with each measurement named."""
+    keyed ``best``): its verdict is the generation's, the one step's ratio said after it as
+    evidence, each measurement named."""
     mine = [t for t in generation.trials if t.key == "best"] if generation else []
     if not mine:
         return best
-    said = (
-        f"{best.paired.verdict} (on the timed inputs: one decode step); in generation: "
-        f"{mine[0].decode.verdict}"
+    said = (  # a decoder's verdict is its generation's; one step's ratio is evidence beside it
+        f"in generation: {mine[0].decode.verdict}; on one decode step (the timed inputs): "
+        f"{best.paired.verdict}"
     )
     return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
 

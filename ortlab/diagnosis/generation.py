@@ -289,8 +289,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
             cfg,
             prompt=prompt,
             new_tokens=new,
-            runs=3,
-            progress=False,
+            progress=False,  # generate's default runs: the headline's interval needs 6
             timeout=ledger.call_timeout(),
         ),
         f"ortlab.generate(model, prompt={prompt}, new_tokens={new})",
