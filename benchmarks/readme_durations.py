@@ -1,6 +1,7 @@
-"""How long the README's examples take, on the bundled ResNet-50, each in a fresh process with
-an empty cache (a first call builds every variant it needs, as a user's first call does), with
-the machine's load while it ran: what the README's table of durations quotes.
+"""How long the README's examples take, on the bundled ResNet-50 and (its LLM lines) the bundled
+Llamas and Whisper, each in a fresh process with an empty cache (a first call builds every
+variant it needs, as a user's first call does), with the machine's load while it ran: what the
+README's tables of durations quote.
 
     python -m benchmarks.readme_durations
 """
@@ -37,6 +38,25 @@ CALLS = {
     "ortlab.doctor(m) (budget 120 s)": "ortlab.doctor(m, progress=False)",
     "ortlab.Lab(m) to its first run (sync)": "ortlab.Lab(m, sync=True, runs=30)",
 }
+LLM_SETUP = (
+    "import ortlab; llm = ortlab.load(ortlab.examples.path('tiny_llama_int4').parent)\n"
+    "fp32 = ortlab.load(ortlab.examples.path('tiny_llama_fp32').parent)\n"
+    "whisper = ortlab.load(ortlab.examples.path('tiny_whisper').parent)\n"
+)
+LLM_CALLS = {
+    "ortlab.generate(llm, prompt=32, new_tokens=16)": (
+        "ortlab.generate(llm, prompt=32, new_tokens=16, progress=False)"
+    ),
+    "ortlab.llm_bench(llm, prompt=(64, 128), new_tokens=(32,), depth=(0, 256), repetitions=3)": (
+        "ortlab.llm_bench(llm, prompt=(64, 128), new_tokens=(32,), depth=(0, 256), "
+        "repetitions=3, progress=False)"
+    ),
+    "ortlab.kl_divergence(fp32, ortlab.quantize(fp32, mode='int4'))": (
+        "ortlab.kl_divergence(fp32, ortlab.quantize(fp32, mode='int4'), progress=False)"
+    ),
+    "ortlab.doctor(llm) (budget 120 s)": "ortlab.doctor(llm, progress=False)",
+    "ortlab.generate(whisper) (an encoder-decoder)": "ortlab.generate(whisper, progress=False)",
+}
 PROBE = """
 import json, time
 from ortlab.core.machine import cpu_sample, other_cores
@@ -50,8 +70,10 @@ print(json.dumps({{"seconds": seconds, "load": other_cores(before, cpu_sample())
 
 def main() -> None:
     rows = {}
-    for name, call in CALLS.items():
-        code = PROBE.format(setup=SETUP, call=call)
+    calls = [(SETUP, name, call) for name, call in CALLS.items()]
+    calls += [(LLM_SETUP, name, call) for name, call in LLM_CALLS.items()]
+    for setup, name, call in calls:
+        code = PROBE.format(setup=setup, call=call)
         with tempfile.TemporaryDirectory(prefix="ortlab-cold-") as cold:
             env = {**os.environ, "ORTLAB_CACHE_DIR": cold}
             t0 = time.perf_counter()
@@ -64,7 +86,9 @@ def main() -> None:
         print(f"{name}: {got['seconds']:.1f} s (load {got['load']:.2f})", flush=True)
     lines = [
         "Each call in a fresh process with an empty ortlab cache, on the bundled ResNet-50",
-        "(224x224, batch 1), CPU EP, default settings; 'call' is the call itself (any variant's",
+        "(224x224, batch 1; `m`), the int4 and fp32 Llamas of onnxruntime-genai's builder",
+        "(`llm`, `fp32`) and optimum's Whisper, CPU EP, default settings; 'call' is the call",
+        "itself (any variant's",
         "build included; the worker is already up: building the example started it), 'process'",
         "adds Python's start, `import ortlab` and building the example; load is other processes'",
         "cores meanwhile.",

@@ -125,6 +125,46 @@ def test_each_cells_split_adds_up_and_reads_layers_from_the_graph() -> None:
     assert "MatMul" in set(ops["op_type"])
 
 
+def test_each_cells_weights_are_the_models_own_work_against_the_ceilings() -> None:
+    """Issue 46 item 4, beyond llama-bench: each cell's weight multiplications against the
+    ceilings. Independent of ortlab's counting: a pp cell's FLOPs are 2 x prompt x N x K over
+    the file's MatMulNBits (their N and K attributes), a tg token's bytes at least their
+    packed int4 weights (the initializers they read); achieved = work / the cell's own profiled
+    time; the ceiling is what the cell's threads measured."""
+    import onnx
+
+    folder = HERE / "genai_int4"
+    m = ortlab.load(folder)
+    proto = onnx.load(str(m.path))
+    inits = {t.name: t for t in proto.graph.initializer}
+    mm = [n for n in proto.graph.node if n.op_type == "MatMulNBits"]
+    nk = [({a.name: a.i for a in n.attribute}) for n in mm]
+    packed = sum(
+        len(inits[n.input[1]].raw_data) for n in mm if n.input[1] in inits
+    )  # the int4 weights themselves
+    r = ortlab.llm_bench(
+        m, prompt=(32,), new_tokens=(8,), depth=(0, 64), repetitions=2, progress=False
+    )
+    w = r.weights
+    assert len(w) == len(r.rows) == 4 and set(w["op_type"]) == {"MatMulNBits"}
+    for row in w.itertuples():
+        assert row.nodes == len(mm)
+        cell = next(c for c in r.rows if c.label == row.test)
+        assert cell.roof is not None
+        us = sum(n.us for n in cell.split if n.op_type == "MatMulNBits")
+        assert row.us_per_step == pytest.approx(us)
+        if row.test.startswith("pp"):
+            flops = sum(2 * 32 * a["N"] * a["K"] for a in nk)
+            assert row.flops == pytest.approx(flops, rel=0.01)
+            assert row.achieved_flops == pytest.approx(flops / us * 1e6, rel=0.01)
+            assert row.fraction == pytest.approx(row.achieved_flops / row.peak_flops)
+        else:
+            assert packed <= row.bytes <= 2 * packed  # + scales, activations, outputs
+            assert row.fraction == pytest.approx(row.achieved_bytes / row.bandwidth)
+        assert r.peaks[row.n_threads]
+    assert "Each test's weight multiplications against" in r.to_text()
+
+
 def test_refusals_say_what_to_do() -> None:
     with pytest.raises(FeedError, match="not a decoder"):
         ortlab.llm_bench(ortlab.examples.load("mlp"), progress=False)
@@ -160,7 +200,7 @@ def test_the_cli_speaks_llama_benchs_grammar(capsys: Any) -> None:
     assert out.startswith("| model |") and "by layer" in out
 
 
-def test_the_generate_tab_carries_the_matrix() -> None:
+def test_the_generate_tab_carries_the_matrix(tmp_path: Path) -> None:
     """A decoder's Lab runs llama-bench's matrix from the Generate tab: pp and tg at the
     prompt and new-token boxes, at each depth of the depths box; shown with its figure, and
     kept under the next generation."""
@@ -177,3 +217,7 @@ def test_the_generate_tab_carries_the_matrix() -> None:
     t.bench_depths.value = "0,x"
     t.bench_button.click()
     assert "depths: give token counts" in lab.tab_controls.status["Generate"].error.value
+    # the report carries the tab's generation and its matrix (headline, table, weights)
+    text = Path(lab.export_report(tmp_path / "r.html")).read_text(encoding="utf-8")
+    assert "pp16 @ d64" in text and "Each test&#x27;s weight multiplications" in text
+    assert "TTFT" in text

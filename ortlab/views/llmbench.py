@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -56,6 +57,34 @@ def _layers(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+WEIGHTS_CAPTION = (
+    "Each test's weight multiplications against this machine's ceilings (profiled time; work "
+    "from the test's shapes; ceilings measured with ORT at its threads): a pp test multiplies "
+    "the whole prompt (FLOP/s against the GEMM peak), a tg token reads every weight once "
+    "(bandwidth against DRAM's, or the cache's when they fit it):"
+)
+
+
+def _weights(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
+    """Per cell and weight op: its time per step, what it achieved, the ceiling, the share."""
+    rows = []
+    for w in r.weights.itertuples():
+        pp = w.test.startswith("pp")
+        rows.append(
+            [
+                f"{w.test} · {w.n_threads} threads · batch {w.n_batch}",
+                f"{w.nodes} {w.op_type}",
+                f"{w.us_per_step:,.0f} µs",
+                fmt_flops(w.achieved_flops, "/s") if pp else fmt_bandwidth(w.achieved_bytes),
+                f"{w.dtype} GEMM {fmt_flops(w.peak_flops, '/s')}"
+                if pp
+                else f"{w.ceiling} {fmt_bandwidth(w.bandwidth)}",
+                f"{w.fraction:.1%}" if w.fraction == w.fraction else "—",
+            ]
+        )
+    return ["test", "nodes", "time per step", "achieved", "ceiling", "of it"], rows
+
+
 def _title(r: LLMBenchResult) -> str:
     return (
         f"{r.model} [{r.config.label()}] · {r.decoder} · {r.repetitions} repetitions per test, "
@@ -68,6 +97,9 @@ def llm_bench_text(r: LLMBenchResult) -> str:
     head, rows = _layers(r)
     if rows:
         out += ["", "Share of each test's profiled time by layer:", table_text(head, rows)]
+    head, rows = _weights(r)
+    if rows:
+        out += ["", WEIGHTS_CAPTION, table_text(head, rows)]
     out += ["", *(safe_text(n, 600) for n in r.notes)]
     return "\n".join(out)
 
@@ -80,6 +112,9 @@ def llm_bench_html(r: LLMBenchResult) -> str:
             "<div>Share of each test's profiled time by layer:</div>",
             table_html(head, rows),
         ]
+    head, rows = _weights(r)
+    if rows:
+        parts += [f"<div>{esc(WEIGHTS_CAPTION, 600)}</div>", table_html(head, rows)]
     parts += [f"<div><i>{esc(n, 600)}</i></div>" for n in r.notes]
     return "".join(parts)
 

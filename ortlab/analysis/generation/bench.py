@@ -17,9 +17,18 @@ from typing import Any
 import numpy as np
 
 from ortlab.analysis.generation.generate import require_decoder
+from ortlab.analysis.generation.phases import (
+    COMPILED_NOTE,
+    PhaseRoof,
+    ceiling_lookup,
+    machine_peaks,
+    step_roof,
+    weights_summary,
+)
+from ortlab.analysis.limits.ceilings import Peak
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
-from ortlab.core.machine import cpu_model, load_sentence, physical_cores
+from ortlab.core.machine import cpu_model, last_level_cache_bytes, load_sentence, physical_cores
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
@@ -68,6 +77,10 @@ class BenchRow:
     """Each repetition's ``sess.run`` within those steps."""
     split: list[NodeTime] = field(default_factory=list)
     """The cell's time by node (profiled; empty without profiling)."""
+    roof: PhaseRoof | None = None
+    """The cell's nodes against the ceilings: its time per step (per token of a tg test)
+    against the work counted at the cell's shapes (a pp test's prompt after its depth; a tg
+    test's middle step), phase 'prefill' for pp, 'decode' for tg."""
 
     @property
     def tokens(self) -> int:
@@ -131,6 +144,34 @@ class LLMBenchResult(Result):
     notes: list[str] = field(default_factory=list)
     ortlab_version: str = __version__
     ort_version: str = ""
+    peaks: dict[int, list[Peak]] = field(default_factory=dict)
+    """Per thread count, the ceilings its cells are set against (measured with ORT)."""
+    cache_bytes: int = 0
+    """The last-level cache's size (a call whose bytes fit it meets the in-cache bandwidth)."""
+
+    @table
+    def weights(self) -> Any:
+        """Each cell's weight multiplications against the ceilings it meets: test, n_depth,
+        n_threads, n_batch, then per op type and precision what
+        :meth:`GenerationResult.weights` gives (nodes, us_per_step, flops, bytes,
+        achieved_flops, dtype, peak_flops, achieved_bytes, dram_bandwidth, bandwidth, ceiling,
+        fraction: of the GEMM peak in a pp test, of the bandwidth in a tg test,
+        dram_fraction); empty without profiling."""
+        import pandas as pd
+
+        frames = []
+        for r in self.rows:
+            if r.roof is None:
+                continue
+            lookup = ceiling_lookup(self.config, self.peaks.get(r.n_threads, []), self.cache_bytes)
+            w = weights_summary([r.roof], lookup).drop(columns="phase")
+            keys = {"test": r.label, "n_depth": r.n_depth, "n_threads": r.n_threads}
+            frames.append(w.assign(**keys, n_batch=r.n_batch))
+        cols = ["test", "n_depth", "n_threads", "n_batch"]
+        if not frames:
+            return pd.DataFrame(columns=cols)
+        out = pd.concat(frames, ignore_index=True)
+        return out[[*cols, *(c for c in out.columns if c not in cols)]]
 
     @table
     def table(self) -> Any:
@@ -390,12 +431,15 @@ def llm_bench(
             for x, s in zip(loads, settings, strict=True)
         ),
     ]
+    peaks: dict[int, list[Peak]] = {}
     if profile:
         notes.append(
             f"split(), by_layer(), by_op(): {reps} more profiled repetitions of each cell, each "
             "node's time its median over them (and over a tg test's steps); "
             f"{PROFILER_OVERHEAD}."
         )
+        rows, peaks, more = _with_roofs(m, base, rows, settings, timeout)
+        notes += more
     return LLMBenchResult(
         model=m.name,
         config=base,
@@ -409,6 +453,73 @@ def llm_bench(
         other_cores=loads,
         notes=notes,
         ort_version=version,
+        peaks=peaks,
+        cache_bytes=last_level_cache_bytes(),
+    )
+
+
+def _with_roofs(
+    m: Model,
+    base: SessionConfig,
+    rows: list[BenchRow],
+    settings: list[int],
+    timeout: float | None,
+) -> tuple[list[BenchRow], dict[int, list[Peak]], list[str]]:
+    """Each profiled cell against the ceilings measured at its thread count: its nodes' time
+    against the work counted at its shapes (one run per distinct shape, in the worker)."""
+    peaks: dict[int, list[Peak]] = {}
+    out = []
+    for t in settings:
+        cfg = dataclasses.replace(base, intra_op_threads=int(t))
+        got = machine_peaks(cfg, timeout)
+        if got is None:
+            return rows, {}, [COMPILED_NOTE]
+        peaks[int(t) or physical_cores()] = got
+    lookup = {n: ceiling_lookup(base, p, last_level_cache_bytes()) for n, p in peaks.items()}
+    for r in rows:
+        if not r.split:
+            out.append(r)
+            continue
+        times = _times(r.split)
+        pp = bool(r.n_prompt)
+        dims = {
+            "prompt": r.n_prompt if pp else 1,
+            "past": r.n_depth + (0 if pp else max(r.n_gen - 1, 0) // 2),
+            "batch": r.n_batch,
+        }
+        cfg = dataclasses.replace(base, intra_op_threads=r.n_threads)
+        roof = step_roof(
+            m,
+            cfg,
+            times,
+            phase="prefill" if pp else "decode",
+            dims=dims,
+            lookup=lookup[r.n_threads],
+            timeout=timeout,
+        )
+        out.append(dataclasses.replace(r, roof=roof))
+    return (
+        out,
+        peaks,
+        [
+            "weights(): each cell's weight multiplications (profiled time per step, per token of a "
+            "tg test) against the work counted at the cell's shapes (a tg test's middle step) and "
+            "the ceilings measured with ORT at its thread count: a pp test against the GEMM peak, "
+            "a tg test against the bandwidth its weights meet (in-cache or DRAM)."
+        ],
+    )
+
+
+def _times(split: list[NodeTime]) -> Any:
+    """A cell's node times as the roofline reads them: node, us_per_step, share."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "node": [n.node for n in split],
+            "us_per_step": [n.us for n in split],
+            "share": [n.share for n in split],
+        }
     )
 
 

@@ -37,8 +37,10 @@ __all__ = [
     "ceiling_lookup",
     "decode_past",
     "dram_fraction",
+    "machine_peaks",
     "phase_roofs",
     "roofline_of",
+    "step_roof",
     "weights_summary",
 ]
 
@@ -84,6 +86,69 @@ def ceiling_lookup(config: SessionConfig, peaks: list[Peak], cache_bytes: int) -
     )
 
 
+COMPILED_NOTE = (
+    "No roofline per phase: an EP compiles parts of the graph into kernels whose work ortlab "
+    "cannot count."
+)
+
+
+def machine_peaks(cfg: SessionConfig, timeout: float | None) -> list[Peak] | None:
+    """The ceilings a decoder's steps are set against under ``cfg`` (measured once, then
+    known); None when an EP compiles parts of the graph (its kernels' work is not countable)."""
+    if compiling(cfg.providers, cfg.policy):
+        return None
+    wanted = (*PRECISIONS, "memory", "cache")
+    if ceilings.known(cfg, wanted) is None:
+        ceilings.measure(cfg, PRECISIONS, timeout=timeout)
+    return ceilings.known(cfg, wanted) or []
+
+
+def step_roof(
+    m: Model,
+    cfg: SessionConfig,
+    times: Any,
+    *,
+    phase: str,
+    dims: dict[str, int],
+    lookup: RooflineResult,
+    timeout: float | None,
+) -> PhaseRoof | None:
+    """One step's nodes (``times``: node, us_per_step, share) against the work counted at
+    ``dims`` (one profiled run at those shapes, in the worker) and ``lookup``'s ceilings;
+    ``phase`` says which ceiling its weights meet ('prefill': the GEMM peak; 'decode': the
+    bandwidth). None when no node has time."""
+    times = times[times["us_per_step"] > 0]
+    if not len(times):
+        return None
+    at = edge(m, cfg, None, dims=dims, progress=False, timeout=timeout)
+    reply = run_model_task(tasks_cost.shapes, at)
+    costs, _ = cost_rows(reply)
+    weighted = [
+        n.name
+        for n in reply.nodes
+        if n.op_type in WEIGHT_OPS and any(i in reply.initializers for i in n.inputs)
+    ]
+    timed = times.groupby("node").agg(us_per_step=("us_per_step", "sum"), share=("share", "sum"))
+    rows = [
+        RoofRow(
+            c.node,
+            c.op_type,
+            c.provider,
+            float(timed.at[c.node, "us_per_step"]),
+            float(timed.at[c.node, "share"]),
+            c.flops,
+            c.bytes,
+            c.dtype,
+            c.kind,
+            lookup.peak_flops(c.dtype),
+            lookup.peak_bytes(c.bytes / max(c.calls, 1.0)),
+        )
+        for c in costs
+        if c.node in timed.index
+    ]
+    return PhaseRoof(phase, dims["past"], rows, weighted)
+
+
 def phase_roofs(
     m: Model,
     run: Run,
@@ -97,62 +162,33 @@ def phase_roofs(
     phase's shapes (one profiled run each, in the worker) and the measured ceilings; and notes.
     An EP that compiles parts of the graph hides its kernels' work: no rows, a note."""
     cfg = run.config
-    if compiling(cfg.providers, cfg.policy):
-        return (
-            [],
-            [],
-            [
-                "No roofline per phase: an EP compiles parts of the graph into "
-                "kernels whose work ortlab cannot count."
-            ],
-        )
-    wanted = (*PRECISIONS, "memory", "cache")
-    if ceilings.known(cfg, wanted) is None:
-        ceilings.measure(cfg, PRECISIONS, timeout=run.timeout)
-    peaks = ceilings.known(cfg, wanted) or []
+    peaks = machine_peaks(cfg, run.timeout)
+    if peaks is None:
+        return [], [], [COMPILED_NOTE]
     lookup = ceiling_lookup(cfg, peaks, last_level_cache_bytes())
-    roofs, notes = [], []
+    roofs = []
     past = decode_past(prompt, profiled_steps)
     for phase, dims in (
         ("prefill", {"prompt": prompt, "past": 0, "batch": batch}),
         ("decode", {"prompt": 1, "past": past, "batch": batch}),
     ):
-        times = by_phase[(by_phase["phase"] == phase) & (by_phase["us_per_step"] > 0)]
-        if not len(times):
-            continue
-        at = edge(m, cfg, None, dims=dims, progress=False, timeout=run.timeout)
-        reply = run_model_task(tasks_cost.shapes, at)
-        costs, _ = cost_rows(reply)
-        weighted = [
-            n.name
-            for n in reply.nodes
-            if n.op_type in WEIGHT_OPS and any(i in reply.initializers for i in n.inputs)
-        ]
-        timed = times.set_index("node")
-        rows = [
-            RoofRow(
-                c.node,
-                c.op_type,
-                c.provider,
-                float(timed.at[c.node, "us_per_step"]),
-                float(timed.at[c.node, "share"]),
-                c.flops,
-                c.bytes,
-                c.dtype,
-                c.kind,
-                lookup.peak_flops(c.dtype),
-                lookup.peak_bytes(c.bytes / max(c.calls, 1.0)),
-            )
-            for c in costs
-            if c.node in timed.index
-        ]
-        roofs.append(PhaseRoof(phase, dims["past"], rows, weighted))
-    notes.append(
+        roof = step_roof(
+            m,
+            cfg,
+            by_phase[by_phase["phase"] == phase],
+            phase=phase,
+            dims=dims,
+            lookup=lookup,
+            timeout=run.timeout,
+        )
+        if roof is not None:
+            roofs.append(roof)
+    notes = [
         f"Roofline per phase: node times per step of each phase (profiling on) against the "
         f"work counted at one step's shapes (the prefill's, and a decode step with {past} "
         "tokens cached, the mean of the profiled decode steps) and this machine's ceilings "
         "measured with ORT under the same settings."
-    )
+    ]
     return roofs, peaks, notes
 
 

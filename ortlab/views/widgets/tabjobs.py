@@ -307,6 +307,7 @@ def write_report(lab: Lab, path: str | os.PathLike[str] | None = None) -> Any:
             r
             for r in (
                 lab.generation,
+                lab.llm_bench,
                 lab.roofline,
                 lab.cost,
                 lab.throughput,
