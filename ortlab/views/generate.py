@@ -13,7 +13,14 @@ from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, ta
 if TYPE_CHECKING:
     from ortlab.analysis.generation.generate import GenerationResult
 
-__all__ = ["generate_figure", "generate_html", "generate_text", "generation_headline"]
+__all__ = [
+    "WEIGHTS_HEAD",
+    "generate_figure",
+    "generate_html",
+    "generate_text",
+    "generation_headline",
+    "weight_cells",
+]
 
 
 def _value(triple: tuple[float, float, float], digits: int, unit: str) -> str:
@@ -125,24 +132,30 @@ WEIGHTS_CAPTION = (
 )
 
 
+def weight_cells(w: Any, *, per_token: bool) -> list[str]:
+    """One weights row (``GenerationResult.weights`` or ``LLMBenchResult.weights``) as shown:
+    nodes, time per step, what they achieved and the ceiling they meet (bandwidth for a step
+    that reads each weight once per token, the GEMM peak for a prompt), the share of it."""
+    return [
+        f"{w.nodes} {w.op_type}",
+        f"{w.us_per_step:,.0f} µs",
+        fmt_bandwidth(w.achieved_bytes) if per_token else fmt_flops(w.achieved_flops, "/s"),
+        f"{w.ceiling} {fmt_bandwidth(w.bandwidth)}"
+        if per_token
+        else f"{w.dtype} GEMM {fmt_flops(w.peak_flops, '/s')}",
+        f"{w.fraction:.1%}" if not math.isnan(w.fraction) else "—",
+    ]
+
+
+WEIGHTS_HEAD = ["nodes", "time per step", "achieved", "ceiling", "of it"]
+
+
 def _weights(g: Any) -> tuple[list[str], list[list[str]]]:
     """Per phase and weight op: time per step, what it achieved, the ceiling, the fraction."""
-    rows = []
-    for r in g.weights.itertuples():
-        decode = r.phase == "decode"
-        rows.append(
-            [
-                r.phase,
-                f"{r.nodes} {r.op_type}",
-                f"{r.us_per_step:.0f} µs",
-                fmt_bandwidth(r.achieved_bytes) if decode else fmt_flops(r.achieved_flops, "/s"),
-                f"{r.ceiling} {fmt_bandwidth(r.bandwidth)}"
-                if decode
-                else f"{r.dtype} GEMM {fmt_flops(r.peak_flops, '/s')}",
-                f"{r.fraction:.1%}" if not math.isnan(r.fraction) else "—",
-            ]
-        )
-    return ["phase", "nodes", "time per step", "achieved", "ceiling", "of it"], rows
+    rows = [
+        [r.phase, *weight_cells(r, per_token=r.phase == "decode")] for r in g.weights.itertuples()
+    ]
+    return ["phase", *WEIGHTS_HEAD], rows
 
 
 def generate_text(g: Any) -> str:

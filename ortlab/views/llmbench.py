@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ortlab.core.units import fmt_bandwidth, fmt_flops
+from ortlab.views.generate import WEIGHTS_HEAD, weight_cells
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -67,22 +67,14 @@ WEIGHTS_CAPTION = (
 
 def _weights(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
     """Per cell and weight op: its time per step, what it achieved, the ceiling, the share."""
-    rows = []
-    for w in r.weights.itertuples():
-        pp = w.test.startswith("pp")
-        rows.append(
-            [
-                f"{w.test} · {w.n_threads} threads · batch {w.n_batch}",
-                f"{w.nodes} {w.op_type}",
-                f"{w.us_per_step:,.0f} µs",
-                fmt_flops(w.achieved_flops, "/s") if pp else fmt_bandwidth(w.achieved_bytes),
-                f"{w.dtype} GEMM {fmt_flops(w.peak_flops, '/s')}"
-                if pp
-                else f"{w.ceiling} {fmt_bandwidth(w.bandwidth)}",
-                f"{w.fraction:.1%}" if w.fraction == w.fraction else "—",
-            ]
-        )
-    return ["test", "nodes", "time per step", "achieved", "ceiling", "of it"], rows
+    rows = [
+        [
+            f"{w.test} · {w.n_threads} threads · batch {w.n_batch}",
+            *weight_cells(w, per_token=w.test.startswith("tg")),
+        ]
+        for w in r.weights.itertuples()
+    ]
+    return ["test", *WEIGHTS_HEAD], rows
 
 
 def _title(r: LLMBenchResult) -> str:
