@@ -124,6 +124,7 @@ STAGE_VENV = {
     "optimum": "optimum",
     "dynamo": "genai",
     "seq2seq": "optimum",
+    "corpus": "genai",
     "verify": "genai",
 }
 VERSION_NAMES = [
@@ -226,8 +227,8 @@ def ensure_venv(name: str) -> Path:
 def outer(args) -> None:
     pythons = {name: ensure_venv(name) for name in VENVS}
     out = Path(args.out).resolve()
-    for stage in STAGE_VENV:
-        if not args.only or stage in args.only:
+    for stage in STAGE_VENV:  # the corpus (not committed, large) only when asked for
+        if stage in (args.only or []) or (not args.only and stage != "corpus"):
             run([pythons[STAGE_VENV[stage]], __file__, "--stage", stage, "--out", out])
 
 
@@ -293,6 +294,84 @@ def stage_genai(args) -> None:
         hf = cache_dir() / "hf" / "llama"
         builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
         run([*builder, "-i", hf, "-o", dest, "-p", precision, "-e", "cpu", "-c", scratch])
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- stage: corpus
+
+CORPUS = {
+    "phi3_longrope": (
+        "Phi3ForCausalLM",
+        "Phi3Config",
+        {
+            "vocab_size": 32064,
+            "hidden_size": 256,
+            "intermediate_size": 512,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 16384,  # a long cache, as Phi-3-mini-128k's LongRoPE
+            "original_max_position_embeddings": 4096,
+            "rope_scaling": {
+                "type": "longrope",
+                "short_factor": [1.0] * 32,
+                "long_factor": [1.25 + 0.05 * i for i in range(32)],
+            },
+            "initializer_range": 0.2,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "pad_token_id": 0,
+        },
+    ),
+    "qwen2_32k": (
+        "Qwen2ForCausalLM",
+        "Qwen2Config",
+        {
+            "vocab_size": 32000,
+            "hidden_size": 256,
+            "intermediate_size": 512,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 4096,
+            "initializer_range": 0.2,
+            "tie_word_embeddings": False,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "pad_token_id": 0,
+        },
+    ),
+}
+"""Decoders onnxruntime-genai's builder makes that are too large to commit (a 32k vocabulary:
+16 MB of fp32 embedding and head): built into the cache (``corpus_dir()``), int4 and fp32, for
+benchmarks/generate.py to hold ortlab's generator against genai's on."""
+
+
+def corpus_dir() -> Path:
+    return cache_dir() / "genai-corpus"
+
+
+def stage_corpus(_args) -> None:
+    """Each CORPUS architecture with random weights (seed 0), built by genai's builder for the
+    CPU in int4 and fp32 into corpus_dir()/<name>_<precision>."""
+    import torch
+    import transformers
+
+    out = corpus_dir()
+    scratch = cache_dir() / "builder-cache"
+    for name, (model_cls, config_cls, config) in CORPUS.items():
+        hf = cache_dir() / "hf" / name
+        torch.manual_seed(SEED)
+        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config))
+        model.eval().save_pretrained(hf, safe_serialization=True)
+        make_tokenizer(hf)
+        for precision in ("int4", "fp32"):
+            dest = out / f"{name}_{precision}"
+            if dest.exists():
+                shutil.rmtree(dest)
+            builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
+            run([*builder, "-i", hf, "-o", dest, "-p", precision, "-e", "cpu", "-c", scratch])
+            log(f"{dest.name}: {sum(f.stat().st_size for f in dest.iterdir()):,} bytes")
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -989,6 +1068,7 @@ def main() -> None:
         "optimum": stage_optimum,
         "dynamo": stage_dynamo,
         "seq2seq": stage_seq2seq,
+        "corpus": stage_corpus,
         "verify": stage_verify,
     }
     if args.stage:
