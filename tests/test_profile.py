@@ -376,32 +376,25 @@ def _read_with_json(events: list[dict], skip: int) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("model", ["mlp", "genai_int4", "optimum_gpt2_merged"])
-@pytest.mark.parametrize("reader", ["compiled", "msgspec"])
 @pytest.mark.parametrize("mapped", [False, True], ids=["read", "memory-mapped"])
 def test_event_columns_equal_the_trace_read_with_json(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     mapped: bool,
-    reader: str,
     model: str,
 ) -> None:
     """A real trace (two intra-op threads, seven runs; of the MLP, and of a decode step of the
     decoders genai's builder and optimum exported, the merged GPT-2's nodes inside its If)
     parsed from its bytes, its text and its file (read, or memory-mapped as big traces are),
-    by the compiled line reader or by msgspec, gives exactly the node, run, start, duration
+    gives exactly the node, run, start, duration
     and thread of every node event that the json module reads; the arrays every table reads
     are those lists, and a pickled ProfileData carries the lists only."""
     import pickle
 
     import onnxruntime as ort
 
-    from ortlab.engine import trace, tracescan
-
-    if reader == "msgspec":
-        monkeypatch.setattr(tracescan, "scan", lambda _raw: None)
-    elif tracescan._library() is None:
-        pytest.skip(f"no compiled reader here: {tracescan.status()}")
+    from ortlab.engine import trace
 
     if model == "mlp":
         m: ortlab.Model = request.getfixturevalue("mlp")
@@ -420,8 +413,6 @@ def test_event_columns_equal_the_trace_read_with_json(
     if mapped:
         monkeypatch.setattr(trace, "MAP_FROM_BYTES", 0)
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # a BOM, as an editor saves
-    if reader == "compiled":  # ORT's own layout: the compiled reader takes it
-        assert tracescan.scan(path.read_bytes().removeprefix(b"\xef\xbb\xbf")) is not None
     for skip in (0, 2):
         want = _read_with_json(json.loads(path.read_text("utf-8-sig")), skip)
         for data in (parse_profile_file(path, skip), parse_profile(path.read_bytes(), skip)):

@@ -95,7 +95,14 @@ def _environment() -> tuple[tuple[str, str], ...]:
         ("platform", platform.platform()),
         ("cpu", cpu_model()),
         ("cpu_count", str(os.cpu_count())),
+        ("trace reader", f"msgspec {_msgspec_version()} (as strict as JSON)"),
     )
+
+
+def _msgspec_version() -> str:
+    from importlib.metadata import version
+
+    return version("msgspec")
 
 
 def environment() -> dict[str, str]:

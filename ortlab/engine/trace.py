@@ -2,19 +2,18 @@
 
 The trace is ORT's Chrome-trace JSON: a plain array in 1.31 (``{"traceEvents": …}`` elsewhere),
 ``ts``/``dur`` in µs, ``args`` numbers stored as strings, events not sorted, ``_fence_before`` /
-``_fence_after`` events in older versions. Two readers give the same per-event columns:
-
-- :mod:`~ortlab.engine.tracescan`'s compiled reader, for a trace in ORT 1.31's own layout (one
-  event per line, a fixed header): it reads each line's header and skips its ``args`` (90 % of
-  the bytes) with ``memchr``;
-- msgspec, for any other trace: it decodes every event into small typed structs, skipping the
-  fields we do not read, and refuses what is not a profile with the reason.
+``_fence_after`` events in older versions. msgspec reads it: it decodes every event into small
+typed structs, skipping the fields we do not read, exactly as strict as JSON (a missing comma
+between events, a trailing comma, a stray brace: refused, with the reason), and refuses what is
+not a profile with the reason. (A compiled line reader once read ORT's own layout ~4x faster;
+it was compiled on first use into a writable cache and loaded from there, which no code ortlab
+runs may be: issue 47. Its speed is not worth that.)
 
 A big file is memory-mapped and read in place. The columns are then built a column at a time
 (dict lookups and numpy in C, no Python loop per event) and kept as numpy arrays beside the
 lists for every table to read; only a node's first and last event's ``args`` are decoded. A
-100k-event trace (~93 MB) parses in ~0.04 s on 2 EPYC vCPUs with the compiled reader, ~0.15 s
-with msgspec (``benchmarks/profile_parse.py``). It lives in the engine because the worker parses
+100k-event trace (~93 MB) parses in ~0.25 s on 2 EPYC vCPUs (``benchmarks/profile_parse.py``).
+It lives in the engine because the worker parses
 the trace where it was written and sends the columns, not the file; the tables over it
 (:class:`~ortlab.analysis.profiling.ProfileResult`) are an analysis.
 """
@@ -38,7 +37,6 @@ import numpy as np
 
 from ortlab.core.errors import ProfileParseError
 from ortlab.core.onnx_util import CONTROL_FLOW
-from ortlab.engine import tracescan
 
 __all__ = [
     "EventArrays",
@@ -252,9 +250,6 @@ def parse_profile(data: bytes | str | memoryview | mmap.mmap, skip_runs: int = 0
             "The profile is UTF-16 text (re-saved by Windows PowerShell or an editor?); ORT "
             "writes UTF-8 JSON. Parse the file ORT wrote, or re-save this one as UTF-8."
         )
-    lines = tracescan.scan(raw)
-    if lines is not None:  # ORT's own layout, read by its headers: no args tokenized
-        return _columns(_from_lines(lines, raw), skip_runs)
     return _columns(_from_events(_decoded(raw)), skip_runs)
 
 
@@ -309,7 +304,7 @@ def _renumbered(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, n
 
 
 class _Columns(NamedTuple):
-    """Per event of a trace, whichever reader read it (msgspec or :mod:`tracescan`)."""
+    """Per event of a trace, as msgspec read it."""
 
     strings: list[str]
     """The distinct names and categories."""
@@ -340,21 +335,6 @@ def _from_events(events: list[_Event]) -> _Columns:
         np.fromiter(map(_TS, events), np.float64, count),
         np.fromiter(map(_DUR, events), np.float64, count),
         lambda i: events[i].args,
-    )
-
-
-def _from_lines(lines: tracescan.Lines, raw: Any) -> _Columns:
-    tids, tid_code = np.unique(lines.tid, return_inverse=True)
-    at, end = lines.args_at, lines.args_end
-    return _Columns(
-        lines.strings,
-        lines.name,
-        lines.cat,
-        tid_code,
-        tids.tolist(),
-        lines.ts,
-        lines.dur,
-        lambda i: bytes(raw[at[i] : end[i]]),  # a copy: no view left on a mapped file
     )
 
 
