@@ -194,6 +194,91 @@ def silu_cnn(channels: int = 16, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def unet_block(channels: int = 32, groups: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """A diffusion UNet's block as exporters write it: a ResNet block (GroupNorm as a Reshape to
+    [batch, groups, -1], InstanceNormalization, a Reshape back; SiLU; Conv), the timestep
+    embedding (``timestep [steps]`` through a Linear, broadcast against the batch) added in, and
+    self-attention over the H x W positions. Its inputs' dims are named as a UNet's: ``batch``,
+    ``height``, ``width`` of the 4-channel latent and the timestep's ``steps`` (which its name
+    would call a sequence)."""
+    rng = np.random.default_rng(seed)
+    c = channels
+
+    def w(name: str, shape: tuple[int, ...]) -> str:
+        inits.append(
+            numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+        )
+        return name
+
+    def const(name: str, values: list[int]) -> str:
+        inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        return name
+
+    inits: list[Any] = []
+    n = helper.make_node
+    nodes = [
+        n(
+            "Conv",
+            ["sample", w("conv_in.weight", (c, 4, 3, 3))],
+            ["h0"],
+            "/conv_in/Conv",
+            pads=[1, 1, 1, 1],
+        ),
+        # GroupNorm: Reshape to [batch, groups, -1], InstanceNormalization, Reshape back
+        n("Reshape", ["h0", const("gn.shape", [0, groups, -1])], ["g0"], "/norm1/Reshape"),
+        n(
+            "InstanceNormalization",
+            ["g0", w("gn.scale", (groups,)), w("gn.bias", (groups,))],
+            ["g1"],
+            "/norm1/InstanceNormalization",
+        ),
+        n("Shape", ["h0"], ["h0_shape"], "/norm1/Shape"),
+        n("Reshape", ["g1", "h0_shape"], ["g2"], "/norm1/Reshape_1"),
+        n("Sigmoid", ["g2"], ["s0"], "/act/Sigmoid"),
+        n("Mul", ["g2", "s0"], ["a0"], "/act/Mul"),
+        n(
+            "Conv",
+            ["a0", w("conv1.weight", (c, c, 3, 3))],
+            ["h1"],
+            "/conv1/Conv",
+            pads=[1, 1, 1, 1],
+        ),
+        # the timestep embedding: [steps] -> [steps, 1] -> Linear -> [steps, c, 1, 1]
+        n("Unsqueeze", ["timestep", const("ax1", [1])], ["t0"], "/time_proj/Unsqueeze"),
+        n("MatMul", ["t0", w("time_emb.weight", (1, c))], ["t1"], "/time_embedding/MatMul"),
+        n("Unsqueeze", ["t1", const("ax23", [2, 3])], ["t2"], "/time_embedding/Unsqueeze"),
+        n("Add", ["h1", "t2"], ["h2"], "/resnet/Add"),
+        n("Add", ["h2", "h0"], ["h3"], "/resnet/Add_1"),
+        # self-attention over the H*W positions
+        n("Reshape", ["h3", const("attn.shape", [0, c, -1])], ["x0"], "/attn/Reshape"),
+        n("Transpose", ["x0"], ["x1"], "/attn/Transpose", perm=[0, 2, 1]),
+        n("MatMul", ["x1", w("q.weight", (c, c))], ["q"], "/attn/to_q/MatMul"),
+        n("MatMul", ["x1", w("k.weight", (c, c))], ["k"], "/attn/to_k/MatMul"),
+        n("MatMul", ["x1", w("v.weight", (c, c))], ["v"], "/attn/to_v/MatMul"),
+        n("Transpose", ["k"], ["kt"], "/attn/Transpose_1", perm=[0, 2, 1]),
+        n("MatMul", ["q", "kt"], ["scores"], "/attn/MatMul"),
+        n("Softmax", ["scores"], ["probs"], "/attn/Softmax", axis=-1),
+        n("MatMul", ["probs", "v"], ["o0"], "/attn/MatMul_1"),
+        n("Transpose", ["o0"], ["o1"], "/attn/Transpose_2", perm=[0, 2, 1]),
+        n("Shape", ["h3"], ["h3_shape"], "/attn/Shape"),
+        n("Reshape", ["o1", "h3_shape"], ["o2"], "/attn/Reshape_1"),
+        n("Add", ["o2", "h3"], ["out"], "/attn/Add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "unet_block",
+        [
+            helper.make_tensor_value_info(
+                "sample", TensorProto.FLOAT, ["batch", 4, "height", "width"]
+            ),
+            helper.make_tensor_value_info("timestep", TensorProto.FLOAT, ["steps"]),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def broadcast_chain(n: int = 10_000) -> onnx.ModelProto:
     """A flat chain of ``n`` Adds, every one also reading the same input ``bias``: the
     broadcast tensor that defeated the graph view's block cutter (issue 16)."""

@@ -75,12 +75,20 @@ def fitted_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimCh
     the network) replaced by the middle of the band of IMAGE_SIZES it runs at (32..64: 48),
     which the reason says. One run per size tried, on the CPU (the shapes a model takes are
     the model's), in the worker, once per model and dims (remembered); dims given are never
-    changed, and nothing changes when the guesses run."""
-    choices = resolve_dims(model, dims)
-    guessed = [c for c in choices.values() if c.why.startswith("guessed: image")]
+    changed, and nothing changes when the guesses run. Before any run, a guessed dim the graph
+    broadcasts against a batch-like one is batch-like, and guesses whose run would not fit the
+    memory free are shrunk or refused (:mod:`ortlab.engine.fitdims`)."""
+    from ortlab.engine.fitdims import fit_guesses
+
     key = (model.fingerprint(), tuple(sorted((dims or {}).items())))
-    if not guessed or key in _FITTED:
-        return dict(_FITTED.get(key, choices))
+    if key in _FITTED:
+        return dict(_FITTED[key])
+    # what the graph does with a dim decides its guess, then the guesses must fit in memory
+    choices = fit_guesses(model, resolve_dims(model, dims))
+    guessed = [c for c in choices.values() if c.why.startswith("guessed: image")]
+    if not guessed:
+        _FITTED[key] = choices
+        return dict(choices)
     values = {n: c.value for n, c in choices.items()}
     if not _runs(model, values):
         for c in guessed:

@@ -315,6 +315,28 @@ class GenerateReply:
 
 
 @dataclass(frozen=True)
+class Footprint:
+    """The least memory a run at some shapes needs, from the shapes alone."""
+
+    largest: str
+    """The largest tensor's name."""
+    largest_bytes: int
+    peak_bytes: int
+    """A lower bound of the run's peak: the weights, plus the largest node's inputs and
+    outputs alive at once."""
+
+
+@dataclass(frozen=True)
+class DimFacts:
+    """``tasks_dims.dim_facts``: the input symbols the graph unifies ({symbol: the one it
+    became}) and the footprints of the candidate dims asked for, in order, up to the first
+    that fits (None: inference could not give the shapes)."""
+
+    merges: dict[str, str]
+    footprints: list[Footprint | None]
+
+
+@dataclass(frozen=True)
 class GenerationPair:
     """One candidate generating against the baseline, interleaved (A B, B A, …): per round
     each one's prefill time and its decode steps' total time (ns), and each one's greedy
