@@ -169,7 +169,12 @@ def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
         if p.error:
             rows.append([p.what, "not measured", "", p.runs, p.error])
         else:
-            rows.append([p.what, _rate(p.best, p.dtype), _rate(p.median, p.dtype), p.runs, ""])
+            note = (
+                f"reached by node {p.reached_by} (above the measured kernel)"
+                if p.reached_by
+                else ""
+            )
+            rows.append([p.what, _rate(p.best, p.dtype), _rate(p.median, p.dtype), p.runs, note])
     return head, rows
 
 

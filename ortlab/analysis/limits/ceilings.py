@@ -25,7 +25,16 @@ from ortlab.engine import tasks_peaks
 from ortlab.engine.calls import call
 from ortlab.engine.replies import PeakRuns
 
-__all__ = ["ALL_PEAKS", "Peak", "forget", "known", "measure", "record", "settings_key"]
+__all__ = [
+    "ALL_PEAKS",
+    "Peak",
+    "forget",
+    "known",
+    "measure",
+    "raise_to",
+    "record",
+    "settings_key",
+]
 
 ALL_PEAKS = ("fp32", "int8", "fp16", "memory", "cache")
 """Every ceiling a roofline may need: a GEMM per precision, DRAM and in-cache bandwidth."""
@@ -45,6 +54,9 @@ class Peak:
     runs: int
     error: str = ""
     measured: int = 1
+    reached_by: str = ""
+    """The node whose kernel reached this ceiling where one beat the measured one (a ceiling
+    is the most this machine was seen to do); '' for a measured ceiling."""
 
 
 _LOCK = threading.Lock()
@@ -107,6 +119,20 @@ def measure(
         timeout=timeout,
     )
     record(config, reply.runs)
+
+
+def raise_to(config: SessionConfig, dtype: str, rate: float, node: str) -> Peak | None:
+    """Raise ``dtype``'s ceiling for ``config``'s settings to ``rate``, what ``node``'s kernel
+    reached, where that beats it: the ceiling is then no longer the plain kernel's measurement
+    but the most this machine was seen to do (the new Peak says which node). Returns the
+    ceiling it replaced, or None when nothing changed."""
+    with _LOCK:
+        seen = _SEEN.get(settings_key(config), {})
+        old = seen.get(dtype)
+        if old is None or old.error or not rate > old.best:
+            return None
+        seen[dtype] = dataclasses.replace(old, best=rate, reached_by=node)
+        return old
 
 
 def forget() -> None:

@@ -6,8 +6,9 @@ output element; an elementwise op costs a fixed number of FLOPs per output eleme
 below: a transcendental counts one); data movement (Reshape, Transpose, Gather…) costs none.
 Bytes are every input read once plus every output written once, weights included, at the
 tensors' dtypes: the traffic a kernel cannot avoid, not what its caches see. A metadata op
-(Shape, Size) reads no data. An indexing op (Gather, GatherElements, GatherND, Slice) reads
-what it touches, not its whole input: its indices and the rows it copies (the output's
+(Shape, Size) reads no data; an op ORT runs in place (Reshape, Squeeze, Unsqueeze, Flatten,
+Identity: :data:`ALIASING`) moves none. An indexing op (Gather, GatherElements, GatherND,
+Slice) reads what it touches, not its whole input: its indices and the rows it copies (the output's
 elements), so an embedding lookup of 8 ids reads 8 rows, not the 30522 x 768 table; likewise
 a rotary embedding (RotaryEmbedding, GroupQueryAttention's cos/sin caches) reads the cache rows
 of the positions it rotates. A node ortlab has no formula for is 'unknown': its FLOPs are NaN
@@ -20,6 +21,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ortlab.analysis.limits.opkinds import ALIASING, CONTROL, DATA, METADATA
 from ortlab.core.onnx_util import DTYPE_BYTES
 
 __all__ = ["NodeCost", "Tensor", "compute_dtype", "node_cost"]
@@ -172,79 +174,6 @@ _PER_INPUT = {
     "GlobalLpPool": 2,
 }
 
-_DATA = frozenset(
-    (
-        "Reshape",
-        "Transpose",
-        "Concat",
-        "Split",
-        "Slice",
-        "Gather",
-        "GatherElements",
-        "GatherND",
-        "Scatter",
-        "ScatterElements",
-        "ScatterND",
-        "Squeeze",
-        "Unsqueeze",
-        "Flatten",
-        "Identity",
-        "Expand",
-        "Tile",
-        "Pad",
-        "Cast",
-        "CastLike",
-        "ConstantOfShape",
-        "Range",
-        "NonZero",
-        "ReorderInput",
-        "ReorderOutput",
-        "DepthToSpace",
-        "SpaceToDepth",
-        "Dropout",
-        "OneHot",
-        "Compress",
-        "ReverseSequence",
-        "Trilu",
-        "EyeLike",
-        "MemcpyFromHost",
-        "MemcpyToHost",
-        "ZipMap",
-        "QLinearConcat",
-        "Constant",
-        "SequenceAt",
-        "SequenceConstruct",
-        "SequenceEmpty",
-        "SequenceInsert",
-        "SequenceLength",
-        "SplitToSequence",
-        "ConcatFromSequence",
-        "Col2Im",
-        "Unique",
-        "GatherBlockQuantized",
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Bernoulli",
-        "Multinomial",
-        "Optional",
-        "OptionalGetElement",
-        "OptionalHasElement",
-        "StringNormalizer",
-        "LabelEncoder",
-        "CategoryMapper",
-        "ArrayFeatureExtractor",
-        "Imputer",
-        "Binarizer",
-        "Normalizer",
-        "FeatureVectorizer",
-        "Shape",
-        "Size",
-    )
-)
-_METADATA = frozenset(("Shape", "Size"))
-_CONTROL = frozenset(("If", "Loop", "Scan"))
 _POOLS = frozenset(
     ("MaxPool", "AveragePool", "LpPool", "QLinearAveragePool", "MaxRoiPool", "RoiAlign")
 )
@@ -574,15 +503,17 @@ def node_cost(
     attrs = attrs or {}
     dtype = _precision(op_type, ins, attrs)
     touched = _touched(op_type, ins, outs)
+    if op_type in ALIASING and not domain:
+        return NodeCost(0.0, 0.0, 0.0, dtype, "data", "aliases its input in ORT: no bytes move")
     read = (
         0.0
-        if op_type in _METADATA
+        if op_type in METADATA
         else touched
         if touched is not None
         else sum(_nbytes(t) for t in ins if t is not None)
     )
     written = sum(_nbytes(t) for t in outs if t is not None)
-    if op_type in _CONTROL:
+    if op_type in CONTROL:
         note = "its body's nodes are counted on their own rows"
         return NodeCost(0.0, 0.0, 0.0, dtype, "control", note)
     for ops, kind, formula in _FAMILIES:
@@ -590,7 +521,7 @@ def node_cost(
             flops, note = formula(op_type, ins, _at(outs, 0), attrs)
             gather = kind == "elementwise" and flops == 0  # nearest-neighbour Resize
             return NodeCost(flops, read, written, dtype, "data" if gather else kind, note)
-    if op_type in _DATA:
+    if op_type in DATA:
         return NodeCost(0.0, read, written, dtype, "data")
     where = f"{domain}:{op_type}" if domain and domain != "ai.onnx" else op_type
     return NodeCost(math.nan, read, written, dtype, "unknown", f"no formula for op {where}")
