@@ -244,3 +244,27 @@ def test_an_interleaved_comparison_says_the_load_it_ran_under(mlp: ortlab.Model)
     )
     assert quiet.other_cores is not None
     assert ortlab.ConfigComparison.from_json(c.to_json()).other_cores == c.other_cores
+
+
+def test_cpu_per_run_and_idle_burn_agree_with_the_os() -> None:
+    """Issue 47 item 4: what a run costs in CPU, beside its wall time, read independently from
+    the OS (the worker's CPU times through /proc, from this process): the call's whole CPU
+    (warm-up, timed runs, the idle window) holds the timed runs' share; a session without
+    spinning keeps no core busy once idle, and a run never uses more cores than it has threads
+    plus the caller's."""
+    import psutil
+
+    from ortlab.engine.worker import get_worker
+
+    m = ortlab.examples.load("mlp")
+    ortlab.benchmark(m, {"allow_spinning": False}, runs=5, progress=False)  # the session built
+    proc = psutil.Process(get_worker().pid)
+    before = sum(proc.cpu_times()[:2])
+    b = ortlab.benchmark(m, {"allow_spinning": False}, runs=300, progress=False)
+    whole = sum(proc.cpu_times()[:2]) - before
+    timed = b.cpu_ms_per_run * b.stats.count / 1e3
+    assert 0 < timed <= whole + 0.02  # /proc ticks are 10 ms
+    assert b.cores_per_run <= (b.config.intra_op_threads or psutil.cpu_count()) + 1.0
+    assert b.idle_cores < 0.15
+    assert "ms of CPU per run over all threads" in b.to_text()
+    assert "idle after its last run" in b.to_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,17 @@ class BenchmarkResult(Result):
     other_cores: float | None = None
     """Cores other processes used on average during the call (of ``environment['cpu_count']``):
     the machine's load while these runs were timed. None when not measured."""
+    cpu_ms_per_run: float = math.nan
+    """CPU time per run over all the session's threads (the worker process's, measured over
+    the timed runs): what a run costs in CPU, beside what it takes in wall time."""
+    idle_cores: float = math.nan
+    """Cores the session kept busy in the 0.2 s after its last run (its threads spinning for
+    the next one, allow_spinning): what an idle service burns."""
+
+    @property
+    def cores_per_run(self) -> float:
+        """CPU time per run over the mean run's wall time: the cores a run keeps busy."""
+        return self.cpu_ms_per_run / self.stats.mean_ms if self.stats.mean_ms else math.nan
 
     @property
     def p50_interval(self) -> tuple[float, float, float]:
@@ -144,6 +156,8 @@ def benchmark_run(run: Run, *, duration_s: float | None = None) -> BenchmarkResu
         notes=notes,
         ort_ms=out.ort_ms,
         other_cores=load.cores,
+        cpu_ms_per_run=out.cpu_ns_per_run / 1e6,
+        idle_cores=out.idle_cores,
     )
 
 

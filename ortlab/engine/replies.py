@@ -51,6 +51,10 @@ class BenchmarkReply:
     cached_session: bool
     warmup: int
     ort_ms: float
+    cpu_ns_per_run: float = math.nan
+    """CPU time of the worker process (every thread) over the timed runs, per run."""
+    idle_cores: float = math.nan
+    """Cores the process kept busy in the moment after its last run, its own thread asleep."""
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ def benchmark(
             warm_ns += clock() - t0
             progress(i + 1, total)
         lat: list[int] = []
+        cpu0 = time.process_time_ns()  # this process, every thread: ORT's pool included
         stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
         next_report = clock() + REPORT_EVERY_NS
         for i in range(runs):
@@ -70,11 +71,32 @@ def benchmark(
         if isinstance(err, FeedError):
             raise
         raise run_error(err, model_name, config, feeds) from err
+    cpu_ns = time.process_time_ns() - cpu0
+    idle_cores = _idle_cores()
     progress(total, total)
     ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
     return BenchmarkReply(
-        latencies_ns=lat, report=report, cached_session=cached, warmup=warmup, ort_ms=ort_ns / 1e6
+        latencies_ns=lat,
+        report=report,
+        cached_session=cached,
+        warmup=warmup,
+        ort_ms=ort_ns / 1e6,
+        cpu_ns_per_run=cpu_ns / max(len(lat), 1),
+        idle_cores=idle_cores,
     )
+
+
+IDLE_WINDOW_S = 0.2
+"""How long after its last run a session's idle CPU is measured: ORT's thread pool spins
+waiting for the next run (allow_spinning), burning cores an idle service pays for."""
+
+
+def _idle_cores() -> float:
+    """The cores this process keeps busy in the :data:`IDLE_WINDOW_S` after the last run while
+    its own thread sleeps: the session's threads spinning (CPU time over wall time)."""
+    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+    time.sleep(IDLE_WINDOW_S)
+    return (time.process_time_ns() - c0) / max(time.perf_counter_ns() - t0, 1)
 
 
 def interleaved(

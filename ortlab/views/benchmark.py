@@ -67,12 +67,33 @@ def load_text(b: BenchmarkResult) -> str:
     return load_sentence(b.other_cores, b.environment.get("cpu_count"))
 
 
+def cpu_text(b: BenchmarkResult) -> str:
+    """What the runs cost in CPU beside their wall time, and what the idle session burns."""
+    if math.isnan(b.cpu_ms_per_run):
+        return ""
+    idle = (
+        f"; idle after its last run: {b.idle_cores:.2f} cores busy (its threads "
+        + (
+            "spinning for the next run: allow_spinning=False frees them)"
+            if b.idle_cores >= 0.1
+            else "asleep)"
+        )
+        if not math.isnan(b.idle_cores)
+        else ""
+    )
+    return (
+        f"CPU: {b.cpu_ms_per_run:.3f} ms of CPU per run over all threads "
+        f"({b.cores_per_run:.2f} cores while running){idle}"
+    )
+
+
 def benchmark_text(b: BenchmarkResult) -> str:
     s = b.stats
     lines = [
         f"Benchmark {safe_text(b.model)} [{b.config.label()}]: {s.count} runs after "
         f"{b.warmup} warm-up, profiling off",
         p50_text(b),
+        *([cpu_text(b)] if cpu_text(b) else []),
         load_text(b),
         table_text(["stat", "ms"], _stats_rows(b)),
         f"{s.runs_per_s:,.1f} runs/s one after another (1000 / mean; requests/s under "
@@ -89,7 +110,8 @@ def benchmark_html(b: BenchmarkResult) -> str:
         f"{STYLE}<div><b>{esc(b.model)}</b> · {esc(b.config.label())} · {s.count} "
         f"runs (+{b.warmup} warm-up) · {s.runs_per_s:,.1f} runs/s · profiling off</div>"
         f"<div><b>{esc(p50_text(b))}</b></div>"
-        f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"
+        + (f"<div>{esc(cpu_text(b))}</div>" if cpu_text(b) else "")
+        + f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"
         + table_html(["stat", "ms"], _stats_rows(b))
         + f"<div>feeds: {esc(b.feeds, 500)}</div>"
         + session_report_html(b.report)
