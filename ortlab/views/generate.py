@@ -46,7 +46,13 @@ def generation_headline(g: GenerationResult) -> str:
 
 def _head(g: Any) -> str:
     return (
-        f"{g.model} [{g.config.label()}]: prompt {g.prompt} tokens, {g.new_tokens} new, "
+        f"{g.model} [{g.config.label()}]: "
+        + (
+            f"{g.encoder} once, then {g.prompt} start id(s)"
+            if g.encoder_ms
+            else f"prompt {g.prompt} tokens"
+        )
+        + f", {g.new_tokens} new, "
         f"batch {g.batch}, {g.runs} runs (measured, profiling off) · {g.decoder}"
     )
 
