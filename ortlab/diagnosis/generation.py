@@ -27,11 +27,10 @@ import numpy as np
 
 from ortlab.analysis.generation.generate import GenerationResult, generate
 from ortlab.analysis.generation.quality import KLDRow, kl_divergence
-from ortlab.analysis.generation.seq2seq import encoder_part, start_ids
+from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
 from ortlab.analysis.quantization.quantize import QuantConfig, quantize
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
-from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
@@ -382,9 +381,7 @@ def _pairs(
     encoder = None
     if m.decoder.cross_pairs:  # the encoder first in each generation, from the start ids
         encoder = encoder_part(m, m.decoder, run.config, None, batch=1)
-        inputs = dict(run.inputs)
-        inputs[m.decoder.input_ids] = start_ids(m.decoder, None, 1)
-        run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=True))
+        run = with_ids(run, m.decoder, start_ids(m.decoder, None, 1), synthetic=True)
     reply = run_model_task(
         tasks_generate.interleaved,
         run,

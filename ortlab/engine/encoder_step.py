@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.core.decoder import DecoderInfo
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession, IOBinding
 
 __all__ = ["EncoderStep", "EncoderTimes"]
 
@@ -28,7 +31,9 @@ class EncoderStep:
     """The encoder's session and its feeds (the inputs ``generate`` was given, by the encoder's
     own names), bound to a decoder's IOBinding by :meth:`run`."""
 
-    def __init__(self, sess: Any, feeds: dict[str, np.ndarray], decoder: DecoderInfo) -> None:
+    def __init__(
+        self, sess: InferenceSession, feeds: dict[str, np.ndarray], decoder: DecoderInfo
+    ) -> None:
         self.sess, self.decoder = sess, decoder
         self.feeds = feeds
         self.output = sess.get_outputs()[0].name
@@ -38,11 +43,10 @@ class EncoderStep:
             None,
         )
 
-    def run(self, binding: Any, dtypes: dict[str, np.dtype[Any]]) -> EncoderTimes:
+    def run(self, binding: IOBinding, dtypes: dict[str, np.dtype[Any]]) -> EncoderTimes:
         """Run the encoder on its feeds and bind its states (and mask) as the decoder's
         inputs, timed whole and the run alone."""
         clock = time.perf_counter_ns
-        start = clock()
         t0 = clock()
         states = self.sess.run([self.output], self.feeds)[0]
         t1 = clock()
@@ -58,4 +62,4 @@ class EncoderStep:
             binding.bind_cpu_input(d.encoder_mask, mask)
             held.append(mask)
         self.bound = tuple(held)
-        return EncoderTimes(step_ns=clock() - start, run_ns=t1 - t0)
+        return EncoderTimes(step_ns=clock() - t0, run_ns=t1 - t0)

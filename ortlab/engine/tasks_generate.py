@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.tasks import open_session, rss_bytes, run_error
 from ortlab.engine.trace import ProfileData
+
+if TYPE_CHECKING:
+    from onnxruntime import IOBinding, OrtValue
 
 __all__ = ["GreedyLoop", "generate", "interleaved", "profiled_session", "step_feeds"]
 
@@ -312,8 +315,14 @@ class GreedyLoop:
         return past
 
     def _bind_outputs(
-        self, binding: Any, new: int, past: dict[str, Any], bound: Any, *, shared: int
-    ) -> tuple[tuple[np.ndarray, Any] | None, Any]:
+        self,
+        binding: IOBinding,
+        new: int,
+        past: dict[str, OrtValue],
+        bound: OrtValue | None,
+        *,
+        shared: int,
+    ) -> tuple[tuple[np.ndarray, OrtValue] | None, OrtValue | None]:
         """A step's logits (an array bound once per shape: the prefill's, then decode's;
         ``bound`` is the one bound now) and, without a shared buffer, its past as inputs and
         its presents for ORT to allocate. Returns the logits' array and what is bound."""
@@ -329,7 +338,7 @@ class GreedyLoop:
                 binding.bind_output(self.present[name])
         return logits, bound
 
-    def _start_cross(self, binding: Any, batch: int) -> None:
+    def _start_cross(self, binding: IOBinding, batch: int) -> None:
         """An encoder-decoder's first step: its cross-attention past empty (the step's present
         computes it from the encoder's states); the present outputs bound for ORT to allocate
         (bound last: :meth:`_keep_cross` reads them at the end of the outputs)."""
@@ -339,7 +348,7 @@ class GreedyLoop:
             binding.bind_cpu_input(past, empty)
             binding.bind_output(present)
 
-    def _keep_cross(self, binding: Any, got: list[Any]) -> None:
+    def _keep_cross(self, binding: IOBinding, got: list[OrtValue]) -> None:
         """After the first step: its cross-attention presents become the past of every step
         after (the with-past branch of optimum's merged decoder returns a dummy in their
         place, never fed back: bound afresh here, since the binding would hold the first

@@ -10,19 +10,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 
 __all__ = ["column_format", "styled"]
 
 
-def _guard(fmt: Callable[[float], str]) -> Callable[[Any], str]:
-    def show(v: Any) -> str:
+def _guard(fmt: Callable[[float], str]) -> Callable[[object], str]:
+    def show(v: object) -> str:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return "—"
-        try:
-            return fmt(float(v))
-        except (TypeError, ValueError):
-            return str(v)
+        if not isinstance(v, int | float | np.number):
+            return str(v)  # pandas' NA, a text in a numeric column
+        return fmt(float(v))
 
     return show
 
@@ -41,7 +42,7 @@ _RULES: list[tuple[Callable[[str], bool], Callable[[float], str]]] = [
 ]
 
 
-def column_format(column: str) -> Callable[[Any], str] | None:
+def column_format(column: str) -> Callable[[object], str] | None:
     """How a column of this name is shown (None: as pandas shows it)."""
     for test, fmt in _RULES:
         if test(column):

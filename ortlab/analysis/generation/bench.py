@@ -12,7 +12,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from ortlab.engine import tasks_bench
 from ortlab.engine.calls import as_config, edge, run_model_task
 from ortlab.engine.replies import BenchCell, LLMBenchReply
 from ortlab.engine.trace import ProfileData, per_run_grid
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BenchRow", "LLMBenchResult", "NodeTime", "llm_bench"]
 
@@ -510,7 +513,7 @@ def _with_roofs(
     )
 
 
-def _times(split: list[NodeTime]) -> Any:
+def _times(split: list[NodeTime]) -> pd.DataFrame:
     """A cell's node times as the roofline reads them: node, us_per_step, share."""
     import pandas as pd
 

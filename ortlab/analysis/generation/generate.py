@@ -19,17 +19,17 @@ from ortlab.analysis.generation.seq2seq import (
     encoder_part,
     seq2seq_note,
     start_ids,
+    with_ids,
 )
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import FeedError
-from ortlab.core.inputs import Feeds
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks_generate
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import as_config, edge, run_model_task
 
 __all__ = ["GenerationResult", "generate", "require_decoder"]
 
@@ -145,9 +145,7 @@ def generate(
         timeout=timeout,
     )
     if given is not None:
-        inputs = dict(run.inputs)
-        inputs[info.input_ids] = given.astype(np.asarray(inputs[info.input_ids]).dtype)
-        run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=False))
+        run = with_ids(run, info, given, synthetic=False)
     can_share = info.attention == "GroupQueryAttention" and info.max_length is not None
     if share_buffer and not can_share:
         raise FeedError(
@@ -238,7 +236,7 @@ def _measure(
             + "."
         )
     if encoder is not None:
-        notes.insert(1, seq2seq_note(info, encoder, run.inputs[info.input_ids]))
+        notes.insert(1, seq2seq_note(info, encoder, np.asarray(run.inputs[info.input_ids])))
     elif run.synthetic:
         notes.append(f"The prompt is {prompt} random ids in the vocabulary (synthetic, seeded).")
     result = GenerationResult(
@@ -331,8 +329,8 @@ def seq2seq_generate(
     then the generations as a decoder's (:func:`_measure`)."""
     if new_tokens < 1 or runs < 1:
         raise ValueError(f"new_tokens and runs must be >= 1 (got {new_tokens}, {runs})")
-    run = edge(m, config, None, dims={"prompt": 1, "past": 0, "batch": batch})
-    encoder = encoder_part(m, info, run.config, feeds, batch=batch)
+    cfg = as_config(config)
+    encoder = encoder_part(m, info, cfg, feeds, batch=batch)
     batch = int(np.shape(next(iter(encoder.job.feeds.values())))[0]) if encoder.job.feeds else 1
     ids = start_ids(info, decoder_prompt, batch)
     prompt = ids.shape[1]
@@ -349,16 +347,14 @@ def seq2seq_generate(
         )
     run = edge(
         m,
-        run.config,
+        cfg,
         None,
         dims={"prompt": prompt, "past": 0, "batch": batch},
         runs=runs,
         progress=progress,
         timeout=timeout,
     )
-    inputs = dict(run.inputs)
-    inputs[info.input_ids] = ids.astype(np.asarray(inputs[info.input_ids]).dtype)
-    run = run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=encoder.synthetic))
+    run = with_ids(run, info, ids, synthetic=encoder.synthetic)
     return _measure(
         m,
         info,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
@@ -30,6 +30,9 @@ from ortlab.core.model import Model
 from ortlab.core.run import Run
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import edge, run_model_task
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "WEIGHT_OPS",
@@ -106,7 +109,7 @@ def machine_peaks(cfg: SessionConfig, timeout: float | None) -> list[Peak] | Non
 def step_roof(
     m: Model,
     cfg: SessionConfig,
-    times: Any,
+    times: pd.DataFrame,
     *,
     phase: str,
     dims: dict[str, int],
@@ -128,14 +131,16 @@ def step_roof(
         for n in reply.nodes
         if n.op_type in WEIGHT_OPS and any(i in reply.initializers for i in n.inputs)
     ]
-    timed = times.groupby("node").agg(us_per_step=("us_per_step", "sum"), share=("share", "sum"))
+    summed = times.groupby("node")[["us_per_step", "share"]].sum()
+    us = {str(n): float(v) for n, v in zip(summed.index, summed["us_per_step"], strict=True)}
+    share = {str(n): float(v) for n, v in zip(summed.index, summed["share"], strict=True)}
     rows = [
         RoofRow(
             c.node,
             c.op_type,
             c.provider,
-            float(timed.at[c.node, "us_per_step"]),
-            float(timed.at[c.node, "share"]),
+            us[c.node],
+            share[c.node],
             c.flops,
             c.bytes,
             c.dtype,
@@ -144,7 +149,7 @@ def step_roof(
             lookup.peak_bytes(c.bytes / max(c.calls, 1.0)),
         )
         for c in costs
-        if c.node in timed.index
+        if c.node in us
     ]
     return PhaseRoof(phase, dims["past"], rows, weighted)
 

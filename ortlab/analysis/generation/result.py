@@ -94,8 +94,8 @@ class GenerationResult(Result):
     """The last-level cache's size (a call whose bytes fit it is set against the in-cache
     bandwidth)."""
     encoder: str = ""
-    """An encoder-decoder's encoder file, run once per generation before the decoder's first
-    step ('' for a decoder alone)."""
+    """An encoder-decoder's encoder (its model name: 'encoder_model'), run once per generation
+    before the decoder's first step ('' for a decoder alone)."""
     encoder_ms: list[float] = field(default_factory=list)
     """Per run: the encoder's whole step (its run and binding its states for the decoder);
     part of :attr:`ttft_ms`."""
@@ -328,7 +328,7 @@ class GenerationResult(Result):
             {
                 "encoder": self.encoder,
                 "encoder_ms": three(self.encoder_step_ms),
-                "decoder_prompt": self.feeds,
+                "feeds": self.feeds,
             }
             if self.encoder_ms
             else {}

@@ -14,12 +14,20 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import FeedError
+from ortlab.core.inputs import Feeds
 from ortlab.core.layers import layer_from_name, layer_map
 from ortlab.core.model import Model, load
-from ortlab.core.run import ModelJob
+from ortlab.core.run import ModelJob, Run
 from ortlab.engine.calls import edge
 
-__all__ = ["EncoderPart", "encoder_layers", "encoder_part", "seq2seq_note", "start_ids"]
+__all__ = [
+    "EncoderPart",
+    "encoder_layers",
+    "encoder_part",
+    "seq2seq_note",
+    "start_ids",
+    "with_ids",
+]
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ def encoder_layers(encoder: EncoderPart, nodes: Sequence[str]) -> dict[str, int 
     return out
 
 
-def seq2seq_note(info: DecoderInfo, encoder: EncoderPart, ids: Any) -> str:
+def seq2seq_note(info: DecoderInfo, encoder: EncoderPart, ids: np.ndarray) -> str:
     """What an encoder-decoder's generation ran: the encoder once per generation, then the
     decoder from its start ids with both caches."""
     start = np.asarray(ids)[0].tolist()
@@ -128,3 +136,11 @@ def seq2seq_note(info: DecoderInfo, encoder: EncoderPart, ids: Any) -> str:
         "its self-attention cache grows a token a step, its cross-attention cache is the first "
         "step's (computed from the encoder's states), fed back unchanged."
     )
+
+
+def with_ids(run: Run, info: DecoderInfo, ids: np.ndarray, *, synthetic: bool) -> Run:
+    """``run`` whose first decoder step feeds ``ids`` ([batch, k], cast to the input's dtype):
+    a given prompt, or an encoder-decoder's start ids; the other inputs stay the edge's."""
+    inputs = dict(run.inputs)
+    inputs[info.input_ids] = np.asarray(ids).astype(np.asarray(inputs[info.input_ids]).dtype)
+    return run.with_(inputs=Feeds(inputs, run.inputs.dims, [], synthetic=synthetic))

@@ -13,6 +13,8 @@ from ortlab.core.runtime import PROFILER_US_PER_NODE
 from ortlab.engine.trace import per_run_grid
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ortlab.analysis.generation.generate import GenerationResult
 
 __all__ = ["by_layer", "by_phase", "outliers", "phase_run_us", "phase_runs"]
@@ -54,7 +56,7 @@ def by_phase(g: GenerationResult) -> Any:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _encoder_rows(g: GenerationResult) -> Any:
+def _encoder_rows(g: GenerationResult) -> pd.DataFrame:
     """An encoder-decoder's encoder: each node's median over the profiled generations' encoder
     runs (one per generation), phase 'encoder'; layers from the encoder's graph."""
     import pandas as pd

@@ -7,7 +7,7 @@ own tensors first, then the graphs around it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import onnx
 
@@ -16,10 +16,16 @@ from ortlab.core.onnx_util import dtype_name, walk_nodes
 
 if TYPE_CHECKING:
     from ortlab.analysis.graph.data import GraphNode
+    from ortlab.analysis.placement.result import NodeRow
+    from ortlab.core.graph import OpNode
 
 __all__ = ["BODY", "Draft", "drafts", "scoped_producers"]
 
 BODY = " ▸"
+
+
+Kept = tuple["OpNode", onnx.NodeProto, "NodeRow | None", str]
+"""A drawn node: its op, its proto, its placement row (None without one) and its provider."""
 
 
 class Draft(NamedTuple):
@@ -35,15 +41,15 @@ class Draft(NamedTuple):
 
 
 def drafts(
-    m: Model, rows: dict[str, Any], prof_time: dict[str, tuple[str, float]]
-) -> tuple[list[tuple[Any, onnx.NodeProto, Any, str]], list[Draft], dict[str, str], int]:
+    m: Model, rows: dict[str, NodeRow], prof_time: dict[str, tuple[str, float]]
+) -> tuple[list[Kept], list[Draft], dict[str, str], int]:
     """Each drawn node (its op, proto, placement row and provider) and its draft (group, time,
     tensors); the tensors folded into their consumers with their types: Constant nodes' values
     and weights an Identity passes on unchanged (optimum's merged decoder returns every shared
     initializer from each If branch through one: 14 boxes a branch that carry no work), and how
     many such Identity nodes were folded."""
     weights = _initializer_types(m.proto.graph)
-    kept: list[tuple[Any, onnx.NodeProto, Any, str]] = []  # op, proto, row, provider
+    kept: list[Kept] = []
     made: list[Draft] = []
     group_of: dict[str, str] = {}  # a node name -> its group (the last so named so far)
     body_group: dict[str, str] = {}  # "<owner>/<attr>" -> the group its body nodes open in
