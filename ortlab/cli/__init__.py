@@ -56,6 +56,12 @@ def _doctor_parsers(sub: Any) -> None:
     add_session_args(p)
     p.add_argument("--budget", type=seconds_arg, default=120, help="seconds to spend measuring")
     p.add_argument("--no-quantize", action="store_true", help="do not try int8 variants")
+    p.add_argument(
+        "--objective",
+        choices=("latency", "cpu"),
+        default="latency",
+        help="choose the best for the shortest run (default) or the least CPU per run",
+    )
     p.add_argument("-o", "--output", help="also write the JSON result to this file")
     p = sub.add_parser("report", help="self-contained HTML report (runs the doctor first)")
     add_session_args(p)
@@ -271,6 +277,7 @@ def _doctor(args: argparse.Namespace) -> None:
         dims=args.dims,
         budget_s=args.budget,
         quantize=not args.no_quantize,
+        objective=args.objective,
         progress=wants_progress(args),
     )
     _warn_fallback(d, cfg, m)

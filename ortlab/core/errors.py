@@ -13,6 +13,7 @@ __all__ = [
     "ExternalDataError",
     "FeedError",
     "InvalidModelError",
+    "OptionError",
     "OrtlabError",
     "OrtlabWarning",
     "ProfileParseError",
@@ -52,6 +53,10 @@ class UnsupportedModelError(OrtlabError, ValueError):
 
 class FeedError(OrtlabError, ValueError):
     """Input feeds do not match the model (names, dtype, rank, fixed dims)."""
+
+
+class OptionError(OrtlabError, ValueError):
+    """A verb's option has a value it does not know (the message lists the ones it does)."""
 
 
 class SessionConfigError(OrtlabError, ValueError):

@@ -20,6 +20,7 @@ from ortlab.core.version import __version__
 
 __all__ = [
     "BUSY_CORES",
+    "IDLE_WINDOW_S",
     "CpuSample",
     "cpu_flags",
     "cpu_model",
@@ -30,6 +31,10 @@ __all__ = [
     "other_cores",
     "physical_cores",
 ]
+
+IDLE_WINDOW_S = 0.2
+"""How long after its last run a session's idle CPU is measured: ORT's thread pool spins
+waiting for the next run (allow_spinning), burning cores an idle service pays for."""
 
 _SPEED_FLAGS = frozenset(
     {
@@ -44,6 +49,10 @@ _SPEED_FLAGS = frozenset(
         "f16c",
     }
 )
+
+IDLE_WINDOW_S = 0.2
+"""How long after its last run a session's idle CPU is measured: ORT's thread pool spins
+waiting for the next run (allow_spinning), burning cores an idle service pays for."""
 
 
 @functools.cache

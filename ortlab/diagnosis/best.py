@@ -31,13 +31,21 @@ class Best:
     key: str = ""
     """The candidate it is (:func:`~ortlab.diagnosis.facts.counted` of it is its row); '' for
     the baseline."""
+    objective: str = "latency"
+    """What it was chosen for: 'latency' (``paired`` is its time ratio) or 'cpu' (``paired``
+    is its CPU-per-run ratio, its latency verdict said in the sentence)."""
 
     def snippet(self) -> str:
         """Python that builds this session with plain onnxruntime."""
-        head = [f"# ortlab doctor: best verified configuration ({self.paired.verdict})"]
+        head = [f"# ortlab doctor: {self.title()} ({self.paired.verdict})"]
         if self.variant != "original":
             head.append(f"# model variant {self.variant!r}, made by: " + "; ".join(self.steps))
         return "\n".join(head) + "\n" + self.config.snippet(self.model_path)
+
+    def title(self) -> str:
+        """'best verified configuration', and for what when it is chosen for CPU."""
+        cpu = self.objective == "cpu"
+        return "best verified configuration" + (" for CPU per run" if cpu else "")
 
     def __repr__(self) -> str:
         return f"<Best {self.variant} · {self.config.label()}: {self.paired.verdict}>"

@@ -34,6 +34,7 @@ from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis.best import Best, loaded_only
 from ortlab.diagnosis.budget import BudgetSpentError
+from ortlab.diagnosis.cpu import CPU_COLUMNS, CpuCosts, cheapest, check_objective, search_cpu
 from ortlab.diagnosis.facts import (
     CandidateFailure,
     CandidateKey,
@@ -90,6 +91,12 @@ class DoctorResult(Result):
     generation: GenerationFacts | None = None
     """For an LLM decoder: its profiled baseline generation (phases, layers, the roofline per
     phase) and each candidate measured in generation against it (:meth:`generation_trials`)."""
+    cpu: CpuCosts | None = None
+    """The CPU per run and idle cores of the baseline and each thread and spinning candidate
+    (every screened candidate with ``objective="cpu"``): :meth:`cpu_costs`."""
+    objective: str = "latency"
+    """What ``best`` was chosen for: 'latency' (the shortest run) or 'cpu' (the least CPU per
+    run)."""
     notes: list[str] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage (observe, build variants, screen, accuracy, combine, explain)."""
@@ -196,6 +203,30 @@ class DoctorResult(Result):
             return pd.DataFrame(columns=list(TRIAL_COLUMNS))
         return self.generation.table()
 
+    def cpu_costs(self) -> Any:
+        """What each candidate measured for CPU costs, beside the baseline: key, label,
+        cpu_ms_per_run (every thread), wall_ms_per_run, cores_per_run (busy while running),
+        idle_cores (in the 0.2 s after its runs), cpu_ratio to the baseline with its interval
+        (cpu_low, cpu_high) and verdict."""
+        import pandas as pd
+
+        rows = [
+            [
+                r.key,
+                r.label,
+                r.cpu_ms,
+                r.wall_ms,
+                r.cores,
+                r.idle_cores,
+                r.paired.ratio,
+                r.paired.low,
+                r.paired.high,
+                r.paired.verdict,
+            ]
+            for r in (self.cpu.rows.values() if self.cpu is not None else ())
+        ]
+        return pd.DataFrame(rows, columns=list(CPU_COLUMNS))
+
     def threads(self) -> Any:
         """The intra-op threads / spinning sweep as a curve: setting, p50_ms, ratio, CI."""
         t = self.candidates()
@@ -275,6 +306,7 @@ def doctor(
     memory: bool = True,
     eval_data: Any = None,
     dims: Mapping[str, int] | None = None,
+    objective: str = "latency",
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> DoctorResult:
@@ -298,8 +330,15 @@ def doctor(
     With ``memory`` (default) the session's resident memory is measured in fresh processes
     (``ortlab.footprint``), with the arena, the memory pattern and prepacking each switched
     off; a setting that lowers the peak by 5 % or more is timed like the other candidates and
-    becomes the memory finding, with both its saving and its time cost."""
+    becomes the memory finding, with both its saving and its time cost.
 
+    The CPU each run costs (every thread of the session) and the cores an idle session keeps
+    busy (its pool spinning) are measured for the baseline and each thread and spinning
+    candidate (``result.cpu_costs()``); a pool that spins while idle is a finding. With
+    ``objective="cpu"`` every screened candidate's CPU is measured and ``best`` is the one
+    that saves the most CPU per run beyond noise (its latency verdict said beside it)."""
+
+    check_objective(objective)
     t0 = time.perf_counter()
     stages = _Stages(t0)
     cfg = as_config(config)
@@ -328,6 +367,7 @@ def doctor(
     fusion = TransformerFusion()
     signals: list[Any] = []
     generation: GenerationFacts | None = None
+    cpu = CpuCosts()
 
     def measure_memory() -> None:
         nonlocal fp
@@ -347,6 +387,10 @@ def doctor(
         nonlocal items
         items = search.screen(items, seen)
 
+    def cpu_cost() -> None:
+        nonlocal cpu
+        cpu = search_cpu(search, seen, items, objective)
+
     def fix() -> None:
         nonlocal items
         items = search.fix_quantization(items, seen)
@@ -360,6 +404,7 @@ def doctor(
         *([("generation", generate_trials)] if search.m.decoder is not None else []),
         ("build variants", build),
         ("screen", screen),
+        ("CPU cost", cpu_cost),
         ("accuracy", lambda: search.accuracy(items, eval_data)),
         *([("quantization fix", fix)] if quantize else []),
         ("combine", lambda: search.combine(items, seen)),
@@ -367,6 +412,8 @@ def doctor(
     ]
     _run_plan(plan, search, stages)
     best = search.best(dict(search.measured))
+    if objective == "cpu":
+        best = cheapest(search, cpu)
     if generation is not None:  # one story: the search's best is generated with too
         generation = _best_generated(search, generation, best)
     facts = Facts.assemble(
@@ -380,8 +427,9 @@ def doctor(
         other_cpu=dict(stages.load),
         logical_cpus=stages.cpus,
         generation=generation,
+        cpu=cpu,
     )
-    return _result(search, facts, stages, best, budget_s=budget_s, t0=t0)
+    return _result(search, facts, stages, best, budget_s=budget_s, t0=t0, objective=objective)
 
 
 def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages: _Stages) -> None:
@@ -412,7 +460,14 @@ def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages:
 
 
 def _result(
-    search: Search, facts: Facts, stages: _Stages, best: Best, *, budget_s: float, t0: float
+    search: Search,
+    facts: Facts,
+    stages: _Stages,
+    best: Best,
+    *,
+    budget_s: float,
+    t0: float,
+    objective: str,
 ) -> DoctorResult:
     env = environment()
     if stages.load:
@@ -450,6 +505,8 @@ def _result(
         memory=facts.footprint,
         roofline=facts.seen.roofline,
         generation=facts.generation,
+        cpu=facts.cpu,
+        objective=objective,
         notes=search.notes,
         stages=stages.seconds,
         other_cpu=stages.load,

@@ -323,6 +323,9 @@ class Facts:
     generation: Any = None
     """For an LLM decoder: a :class:`~ortlab.diagnosis.generation.GenerationFacts` (the
     candidates measured in generation), None otherwise or when not measured."""
+    cpu: Any = None
+    """A :class:`~ortlab.diagnosis.cpu.CpuCosts`: CPU per run and idle cores of the baseline
+    and the thread and spinning candidates (None when not measured)."""
 
     @classmethod
     def assemble(
@@ -338,6 +341,7 @@ class Facts:
         other_cpu: dict[str, float],
         logical_cpus: int,
         generation: Any = None,
+        cpu: Any = None,
     ) -> Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
@@ -354,6 +358,7 @@ class Facts:
             quant_fixes=quant_fixes,
             footprint=footprint,
             generation=generation,
+            cpu=cpu,
         )
 
 

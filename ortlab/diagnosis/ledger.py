@@ -126,7 +126,7 @@ class Ledger(Budgeted):
             self.latencies.setdefault(key, []).extend(times)
         return med, kept
 
-    def _accurate(self, v: Measured) -> bool:
+    def accurate(self, v: Measured) -> bool:
         """Output cosine >= min_cosine; NaN means the same model under other settings (not
         compared in the screen; the final combination is)."""
         return math.isnan(v.cosine) or v.cosine >= self.min_cosine

@@ -32,7 +32,7 @@ from ortlab.diagnosis.facts import (
 )
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
 from ortlab.diagnosis.rules_physics import machine_limits
-from ortlab.diagnosis.rules_resources import config_args, memory, npu_partition
+from ortlab.diagnosis.rules_resources import config_args, idle_spin, memory, npu_partition
 
 __all__ = ["RULES", "run_rules"]
 
@@ -541,6 +541,7 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     profiling_overhead,
     npu_partition,
     memory,
+    idle_spin,
     candidate_failures,
     machine_limits,
     decoder_phases,

@@ -5,10 +5,14 @@ in fresh processes) and a requested NPU EP's predicted partition. Pure functions
 from __future__ import annotations
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.units import fmt_bytes
-from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted
+from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted, load_caveat
 
-__all__ = ["config_args", "memory", "npu_partition"]
+__all__ = ["IDLE_SPIN_CORES", "config_args", "idle_spin", "memory", "npu_partition"]
+
+IDLE_SPIN_CORES = 0.1
+"""An idle session keeping this many cores busy or more (its pool spinning) is a finding."""
 
 
 def config_args(config: SessionConfig, base: SessionConfig) -> str:
@@ -124,5 +128,57 @@ def memory(f: Facts) -> list[Finding]:
             high=timed.paired.high if timed else None,
             key=said.key if said else "",
             severity="info" if timed is not None and timed.slower else "warning",
+        )
+    ]
+
+
+def idle_spin(f: Facts) -> list[Finding]:
+    """A session whose thread pool keeps cores busy once idle (ORT's spinning): the cores it
+    burns after its runs, against the same session with spinning off, each measured in the
+    CPU stage, with what that costs in latency (the screen's verdict)."""
+    cpu = f.cpu
+    base = cpu.baseline if cpu is not None else None
+    if base is None or not base.idle_cores >= IDLE_SPIN_CORES:
+        return []
+    said = f"idle: {base.idle_cores:.2f} cores busy in the {IDLE_WINDOW_S:g} s after its runs"
+    spin = cpu.rows.get(candidate_key(Kind.SPIN, "off"))
+    timed = counted(f.measured, candidate_key(Kind.SPIN, "off"))
+    caveat = load_caveat(f)
+    if spin is None or timed is None:
+        evidence = f"{said} (median of {cpu.rounds} rounds); spinning off was not measured"
+        gain, fields = "not measured (the time budget)", {}
+    else:
+        latency = timed.verdict()
+        evidence = (
+            f"{said} → {spin.idle_cores:.2f} with spinning off (median of {cpu.rounds} "
+            f"rounds); CPU per run {base.cpu_ms:.3f} → {spin.cpu_ms:.3f} ms "
+            f"({spin.paired.verdict}); p50 {f.baseline_ms:.3f} → {timed.row.p50_ms:.3f} ms "
+            f"({latency})"
+        )
+        gain = (
+            f"{max(base.idle_cores - spin.idle_cores, 0):.2f} cores freed while idle; "
+            f"{spin.paired.verdict}; latency: {latency}"
+        )
+        fields = timed.gain(f.baseline_ms)
+        fields.pop("gain")
+    slower = timed is not None and timed.row.slower
+    return [
+        Finding(
+            rule="idle_spin",
+            title=f"idle, the session keeps {base.idle_cores:.2f} cores busy spinning"
+            + (" (measured under load)" if caveat else ""),
+            evidence=evidence + (f"; {caveat}" if caveat else ""),
+            fix="build the session with allow_spinning=False where it waits between calls "
+            "or shares the machine (a service, a notebook beside other work)"
+            + (
+                "; it costs latency: keep spinning where the last microseconds matter"
+                if slower
+                else ""
+            ),
+            code="SessionConfig(allow_spinning=False)  # onnxruntime: so.add_session_config_"
+            "entry('session.intra_op.allow_spinning', '0')",
+            gain=gain,
+            severity="info" if slower else "warning",
+            **fields,
         )
     ]

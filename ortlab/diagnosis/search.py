@@ -336,7 +336,7 @@ class Search(FinalStage):
             if it.parsed.is_variant
             and it.parsed.arg in QUANTIZED
             and it.key in self.measured
-            and not self._accurate(self.measured[it.key])
+            and not self.accurate(self.measured[it.key])
         ]
         for key, q, c, _ in low:
             if self.left() < 0:
@@ -429,7 +429,7 @@ class Search(FinalStage):
     def best(self, measured: dict[str, Measured]) -> Best:
         """The fastest accurate candidate significantly faster than the baseline
         (:func:`~ortlab.diagnosis.best.best_of`)."""
-        return best_of(measured, self.cfg, str(self.m.path), self._accurate)
+        return best_of(measured, self.cfg, str(self.m.path), self.accurate)
 
 
 def _base(items: list[Item], k: int, ref: int) -> int:

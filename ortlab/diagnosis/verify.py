@@ -49,7 +49,7 @@ class FinalStage(Ledger):
             if k != "baseline"
             and v.paired.ratio < 1 - NOISE_BAND
             and not v.paired.low >= 1  # NaN (too few rounds for an interval) stays promising
-            and self._accurate(v)
+            and self.accurate(v)
         }
         if not ok:
             self.notes.append("no candidate was faster than the baseline in the screen")

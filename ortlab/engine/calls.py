@@ -18,7 +18,7 @@ from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import ModelJob, Progress, Run
 from ortlab.core.stats import Verdict, against_first
-from ortlab.engine import tasks, tasks_timing
+from ortlab.engine import tasks, tasks_cpu, tasks_timing
 from ortlab.engine.session import SessionReport, warn_if_fallback
 from ortlab.engine.worker import InProcessWorker, Worker, get_worker, task_name
 
@@ -156,8 +156,9 @@ class Via:
     context: str = ""
     progress: bool | Progress = False
     timeout: float | None = None
-    worker: Worker | None = None
-    """The worker to call (another onnxruntime version's); None, this process's default."""
+    worker: Worker | InProcessWorker | None = None
+    """The worker to call (another onnxruntime version's, or this process for debugging);
+    None, this process's default."""
 
 
 def run(
@@ -187,7 +188,7 @@ def call(
     context: str,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
-    worker: Worker | None = None,
+    worker: Worker | InProcessWorker | None = None,
 ) -> Any:
     """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
     is the task function or its name (:func:`run` checks the arguments too); ``timeout``
@@ -350,4 +351,56 @@ def measure_interleaved(
         runs=base.runs,
         other_cores=load.cores,
         notes=(PAIRWISE,) if out.pairwise else (),
+    )
+
+
+@dataclass(frozen=True)
+class CpuRounds:
+    """(model, config) items' CPU cost measured in rounds in one worker
+    (:func:`ortlab.engine.tasks_cpu.cpu_costs`): per round (rows) and item (columns), the CPU
+    time per run over every thread, the wall time per run and the cores kept busy in the idle
+    window after the runs; NaN where an item failed."""
+
+    cpu_ms: np.ndarray
+    wall_ms: np.ndarray
+    idle_cores: np.ndarray
+    failed: dict[int, str]
+    runs: int
+    """Timed runs per item and round (one block: its CPU over them, per run)."""
+    interleaved: bool
+    """False when the sessions did not fit in memory together (each item's rounds in turn)."""
+    other_cores: float | None = None
+    """Cores other processes used on average meanwhile (None: not measured)."""
+
+
+def measure_cpu(
+    items: Sequence[tuple[Model, SessionConfig]],
+    base: Run,
+    *,
+    rounds: int,
+    runs: int,
+    desc: str,
+    context: str,
+) -> CpuRounds:
+    """The CPU cost of ``items`` at ``base``'s inputs (``base``'s progress and timeout), the
+    first item the reference; each item's session report is checked like
+    :func:`measure_interleaved`'s."""
+    with measured_load() as load:
+        out = run(
+            tasks_cpu.cpu_costs,
+            Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout),
+            items=[(str(m.path), m.name, c) for m, c in items],
+            feeds=dict(base.inputs),
+            rounds=rounds,
+            runs=runs,
+        )
+    per_run = max(out.runs, 1) * 1e6
+    return CpuRounds(
+        cpu_ms=np.asarray(out.cpu_ns, dtype=np.float64).reshape(rounds, len(items)) / per_run,
+        wall_ms=np.asarray(out.wall_ns, dtype=np.float64).reshape(rounds, len(items)) / per_run,
+        idle_cores=np.asarray(out.idle_cores, dtype=np.float64).reshape(rounds, len(items)),
+        failed={int(k): str(v) for k, v in out.failed.items()},
+        runs=out.runs,
+        interleaved=out.interleaved,
+        other_cores=load.cores,
     )

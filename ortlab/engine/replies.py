@@ -17,6 +17,7 @@ from ortlab.engine.trace import ProfileData
 
 __all__ = [
     "BenchmarkReply",
+    "CpuCostReply",
     "FootprintSample",
     "GraphNode",
     "InterleavedReply",
@@ -97,6 +98,22 @@ class InterleavedReply:
     reports: list[SessionReport | None]
     failed: dict[int, str]
     pairwise: bool = False
+
+
+@dataclass(frozen=True)
+class CpuCostReply:
+    """``tasks_cpu.cpu_costs``: per round and item, the worker's CPU time over the item's timed
+    runs (ns, every thread), their wall time (ns) and the cores the process kept busy in the
+    idle window after them (NaN where the item failed); the items that failed (index -> why)."""
+
+    cpu_ns: list[list[float]]
+    wall_ns: list[list[float]]
+    idle_cores: list[list[float]]
+    runs: int
+    failed: dict[int, str]
+    interleaved: bool = True
+    """False when the sessions did not fit in memory together: each item ran its rounds in
+    turn."""
 
 
 @dataclass(frozen=True)

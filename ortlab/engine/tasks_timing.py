@@ -14,6 +14,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, error_text
+from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchmarkReply, InterleavedReply
 from ortlab.engine.session import SessionReport, build_session
@@ -28,7 +29,7 @@ from ortlab.engine.tasks import (
     session_budget,
 )
 
-__all__ = ["benchmark", "interleaved"]
+__all__ = ["benchmark", "idle_cores", "interleaved", "warmed"]
 
 
 def benchmark(
@@ -72,7 +73,7 @@ def benchmark(
             raise
         raise run_error(err, model_name, config, feeds) from err
     cpu_ns = time.process_time_ns() - cpu0
-    idle_cores = _idle_cores()
+    idle = idle_cores()
     progress(total, total)
     ort_ns = (0 if cached else report.create_ms * 1e6) + warm_ns + sum(lat)
     return BenchmarkReply(
@@ -82,21 +83,47 @@ def benchmark(
         warmup=warmup,
         ort_ms=ort_ns / 1e6,
         cpu_ns_per_run=cpu_ns / max(len(lat), 1),
-        idle_cores=idle_cores,
+        idle_cores=idle,
     )
 
 
-IDLE_WINDOW_S = 0.2
-"""How long after its last run a session's idle CPU is measured: ORT's thread pool spins
-waiting for the next run (allow_spinning), burning cores an idle service pays for."""
-
-
-def _idle_cores() -> float:
-    """The cores this process keeps busy in the :data:`IDLE_WINDOW_S` after the last run while
-    its own thread sleeps: the session's threads spinning (CPU time over wall time)."""
+def idle_cores() -> float:
+    """The cores this process keeps busy in the :data:`~ortlab.core.machine.IDLE_WINDOW_S`
+    after the last run while its own thread sleeps: the session's threads spinning (CPU time
+    over wall time)."""
     c0, t0 = time.process_time_ns(), time.perf_counter_ns()
     time.sleep(IDLE_WINDOW_S)
     return (time.process_time_ns() - c0) / max(time.perf_counter_ns() - t0, 1)
+
+
+Built = tuple[Callable[[], Any], SessionReport]
+"""A built item: its runner (one run at the feeds) and its session's report."""
+
+
+def warmed(
+    items: list[tuple[str, str, SessionConfig]], feeds: Mapping[str, Any], warmup: int
+) -> tuple[list[Built | None], dict[int, str]]:
+    """Every item's session built and warmed up before anything is timed. An item other than
+    the first that fails is None, and ``failed`` maps its index to why (one broken candidate
+    never ends a comparison); the first is the reference: its failure raises."""
+    sessions: list[Built | None] = []
+    failed: dict[int, str] = {}
+    for k, (path, name, cfg) in enumerate(items):
+        try:
+            sess, report, _ = open_session(path, name, cfg)
+            run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
+            for _ in range(warmup):
+                run()
+        except Exception as err:
+            if k == 0:
+                if isinstance(err, OrtlabError):
+                    raise
+                raise run_error(err, name, cfg, feeds) from err
+            failed[k] = error_text(err)
+            sessions.append(None)
+            continue
+        sessions.append((run, report))
+    return sessions, failed
 
 
 def interleaved(
@@ -123,23 +150,7 @@ def interleaved(
             return _pairwise(
                 progress, items=items, feeds=feeds, rounds=rounds, runs=runs, warmup=warmup
             )
-    sessions: list[tuple[Callable[[], Any], SessionReport] | None] = []
-    failed: dict[int, str] = {}
-    for k, (path, name, cfg) in enumerate(items):  # build every session before timing anything
-        try:
-            sess, report, _ = open_session(path, name, cfg)
-            run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
-            for _ in range(warmup):
-                run()
-        except Exception as err:
-            if k == 0:
-                if isinstance(err, OrtlabError):
-                    raise
-                raise run_error(err, name, cfg, feeds) from err
-            failed[k] = error_text(err)
-            sessions.append(None)
-            continue
-        sessions.append((run, report))
+    sessions, failed = warmed(items, feeds, warmup)
     clock = time.perf_counter_ns
     medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
     every: list[list[int]] = [[] for _ in items]

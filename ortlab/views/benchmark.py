@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ortlab.core.machine import load_sentence
+from ortlab.core.machine import IDLE_WINDOW_S, load_sentence
 from ortlab.core.stats import interval_text
 from ortlab.views.figure import layout, ratio_figure
 from ortlab.views.html import STYLE, esc, load_html, safe_text, table_html, table_text
@@ -72,7 +72,8 @@ def cpu_text(b: BenchmarkResult) -> str:
     if math.isnan(b.cpu_ms_per_run):
         return ""
     idle = (
-        f"; idle after its last run: {b.idle_cores:.2f} cores busy (its threads "
+        f"; idle after its last run: {b.idle_cores:.2f} cores busy over {IDLE_WINDOW_S:g} s "
+        "(its threads "
         + (
             "spinning for the next run: allow_spinning=False frees them)"
             if b.idle_cores >= 0.1

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.stats import NOISE_BAND, interval_text
 from ortlab.views.colors import VERDICT_COLORS
 from ortlab.views.figure import layout
@@ -58,6 +59,37 @@ def _generation_caption(d: Any) -> str:
     )
 
 
+CPU_HEAD = ["candidate", "CPU ms per run", "cores while running", "idle cores after runs"]
+CPU_HEAD += ["CPU ratio [CI]", "CPU verdict"]
+
+
+def _cpu_rows(d: Any) -> list[list[str]]:
+    """Each candidate's CPU cost beside the baseline's (one CPU stage: the same rounds)."""
+    if d.cpu is None:
+        return []
+    return [
+        [
+            r.label,
+            f"{r.cpu_ms:.3f}",
+            f"{r.cores:.2f}",
+            f"{r.idle_cores:.2f}",
+            "—"
+            if r.key == "baseline"
+            else interval_text(r.paired.ratio, r.paired.low, r.paired.high),
+            r.paired.verdict.split(":")[0],
+        ]
+        for r in d.cpu.rows.values()
+    ]
+
+
+def _cpu_caption(d: Any) -> str:
+    return (
+        f"CPU cost ({d.cpu.rounds} rounds of {d.cpu.runs} runs per candidate; CPU over every "
+        f"thread of the session's process; idle: the {IDLE_WINDOW_S:g} s after its runs, "
+        "nothing running; ratios < 1 use less CPU):"
+    )
+
+
 def doctor_text(d: Any) -> str:
     lines = [
         f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
@@ -73,9 +105,12 @@ def doctor_text(d: Any) -> str:
             f"   code: {safe_text(f.code, 500)}",
         ]
     best = d.best
-    lines.append(f"BEST: {best.variant} · {best.config.label()} — {best.paired.verdict}")
+    chosen = " (for CPU per run)" if best.objective == "cpu" else ""
+    lines.append(f"BEST{chosen}: {best.variant} · {best.config.label()} — {best.paired.verdict}")
     if d.generation is not None:
         lines += [_generation_caption(d), table_text(GENERATION_HEAD, _generation_rows(d))]
+    if _cpu_rows(d):
+        lines += [_cpu_caption(d), table_text(CPU_HEAD, _cpu_rows(d))]
     if d.stages:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
@@ -112,7 +147,8 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         f"{STYLE}<div class='ortlab-doctor'><div><b>{esc(d.model)}</b> · baseline p50 "
         f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
         f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
-        f"<div><b>Best verified</b>: {esc(d.best.variant)} · "
+        f"<div><b>Best verified{' for CPU per run' if d.best.objective == 'cpu' else ''}</b>: "
+        f"{esc(d.best.variant)} · "
         f"{esc(d.best.config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
@@ -120,6 +156,11 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
             f"<div><b>{esc(_generation_caption(d))}</b></div>"
             + table_html(GENERATION_HEAD, _generation_rows(d))
             if d.generation is not None
+            else ""
+        )
+        + (
+            f"<div><b>{esc(_cpu_caption(d))}</b></div>" + table_html(CPU_HEAD, _cpu_rows(d))
+            if _cpu_rows(d)
             else ""
         )
         + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")
@@ -131,7 +172,7 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
 def best_snippet(best: Any, model_file: str) -> str:
     """The best configuration as plain onnxruntime loading ``model_file`` (a name the reader
     knows); a model variant gets its own file name and a comment saying how to rebuild it."""
-    head = [f"# ortlab doctor: best verified configuration ({best.paired.verdict})"]
+    head = [f"# ortlab doctor: {best.title()} ({best.paired.verdict})"]
     path: str = model_file
     if best.variant != "original":
         path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"

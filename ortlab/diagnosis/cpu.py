@@ -1,0 +1,285 @@
+"""The doctor's CPU stage: what the baseline and each thread and spinning candidate cost in CPU
+time per run (every thread of the process), and the cores each keeps busy once idle — the
+cost latency hides. ORT's thread pool spins after a run waiting for the next (about 40 ms of a
+core per spinning thread here); a service called a few times a second pays that spin on every
+call, and a busy-waiting pool slows whatever else runs on the machine.
+
+A stage as a function: :func:`cpu_stage` takes what it reads (the screened candidates, the
+run they were timed at, the budget) and returns a :class:`CpuCosts`; :func:`best_for_cpu`
+picks the candidate that saves the most CPU per run (``doctor(objective="cpu")``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OptionError
+from ortlab.core.machine import IDLE_WINDOW_S
+from ortlab.core.run import Run
+from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired, Verdict, paired_ratio
+from ortlab.diagnosis.best import Best
+from ortlab.diagnosis.budget import Budgeted
+from ortlab.diagnosis.facts import (
+    Candidate,
+    CandidateFailure,
+    Kind,
+    Measured,
+    Observed,
+    baseline_ms,
+)
+from ortlab.engine.calls import measure_cpu
+
+if TYPE_CHECKING:
+    from ortlab.diagnosis.search import Search
+
+__all__ = [
+    "CPU_COLUMNS",
+    "OBJECTIVES",
+    "CpuCost",
+    "CpuCosts",
+    "best_for_cpu",
+    "cheapest",
+    "check_objective",
+    "cpu_stage",
+    "cpu_verdict",
+    "search_cpu",
+]
+
+OBJECTIVES = ("latency", "cpu")
+"""What the doctor's best is chosen for: the shortest run, or the least CPU per run."""
+CPU_SHARE = 0.25
+"""The most of what is left of the budget the CPU stage may plan to take."""
+BLOCK_S = 0.05
+"""Each item's block of timed runs lasts about this long (at least 3 runs, at most MAX_RUNS)."""
+MAX_RUNS = 5000
+CPU_COLUMNS = (
+    "key",
+    "label",
+    "cpu_ms_per_run",
+    "wall_ms_per_run",
+    "cores_per_run",
+    "idle_cores",
+    "cpu_ratio",
+    "cpu_low",
+    "cpu_high",
+    "cpu_verdict",
+)
+
+
+@dataclass(frozen=True)
+class CpuCost:
+    """One candidate's CPU cost, measured in rounds beside the baseline."""
+
+    key: str
+    label: str
+    config: SessionConfig
+    cpu_ms: float
+    """CPU time per run over every thread of the session's process (median over rounds)."""
+    wall_ms: float
+    """Wall time per run in the same blocks (median over rounds): the cores it keeps busy
+    while running are ``cpu_ms / wall_ms``."""
+    idle_cores: float
+    """Cores the process kept busy in the :data:`IDLE_WINDOW_S` after its runs while nothing
+    ran (its pool spinning), median over rounds."""
+    paired: Paired
+    """CPU per run against the baseline's, per round (< 1: less CPU), its interval and the
+    sentence; 'baseline' for the baseline itself."""
+
+    @property
+    def cores(self) -> float:
+        """Cores busy while running: CPU time over wall time."""
+        return self.cpu_ms / self.wall_ms if self.wall_ms > 0 else math.nan
+
+    @property
+    def saves(self) -> bool:
+        """Its CPU per run is lower than the baseline's beyond noise (the whole interval)."""
+        return self.paired.significant and self.paired.ratio < 1
+
+
+@dataclass(frozen=True)
+class CpuCosts:
+    """What the CPU stage returns: a row per candidate measured (the baseline first), how the
+    rounds ran, and what it left out and why."""
+
+    rows: dict[str, CpuCost] = field(default_factory=dict)
+    rounds: int = 0
+    runs: int = 0
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> CpuCost | None:
+        return self.rows.get("baseline")
+
+
+def cpu_verdict(v: Verdict) -> str:
+    """The sentence for a CPU-per-run ratio with its interval: less, more, or no measurable
+    difference (the interval within the noise band), as a time verdict is said."""
+    if math.isnan(v.low):
+        return f"not enough rounds for a verdict on CPU ({v.rounds} rounds)"
+    said = f"{v.ratio:.3f}x [{v.low:.3f}, {v.high:.3f}] ({v.confidence:.1%} CI, {v.rounds} rounds)"
+    if v.high < 1 - NOISE_BAND:
+        return f"{1 / v.ratio:.2f}x less CPU per run: CPU ratio {said}"
+    if v.low > 1 + NOISE_BAND:
+        return f"{v.ratio:.2f}x more CPU per run: CPU ratio {said}"
+    return f"no measurable difference in CPU per run: CPU ratio {said}"
+
+
+_ORDER = {Kind.BASELINE: 0, Kind.SPIN: 1, Kind.THREADS: 2}
+
+
+def cpu_stage(
+    items: Sequence[Candidate],
+    measured: Mapping[str, Measured],
+    *,
+    timed_at: Callable[[int, float], Run],
+    budget: Budgeted,
+    per_run_ms: float,
+    objective: str,
+) -> CpuCosts:
+    """Measure the CPU cost of the baseline and each thread and spinning candidate (every
+    screened candidate too with ``objective="cpu"``), MIN_ROUNDS rounds, within CPU_SHARE of
+    the budget left (the thread and spinning candidates first; what does not fit is said).
+    ``timed_at(runs, timeout)`` gives the Run to measure at (the search's inputs)."""
+    wanted = [
+        c
+        for c in items
+        if c.key in measured
+        and measured[c.key].stage == "screen"
+        and (objective == "cpu" or c.parsed.kind in _ORDER)
+    ]
+    wanted.sort(key=lambda c: _ORDER.get(c.parsed.kind, 3))
+    if not wanted or wanted[0].key != "baseline":
+        return CpuCosts(skipped=["the CPU cost (the baseline was not timed)"])
+    runs = int(min(max(math.ceil(BLOCK_S * 1e3 / max(per_run_ms, 1e-3)), 3), MAX_RUNS))
+    each_s = MIN_ROUNDS * (IDLE_WINDOW_S + runs * per_run_ms / 1e3)
+    fits = int(budget.left() * CPU_SHARE / each_s)
+    skipped = []
+    if fits < 2:
+        return CpuCosts(
+            skipped=[f"the CPU cost ({len(wanted)} settings need ~{len(wanted) * each_s:.0f} s)"]
+        )
+    if fits < len(wanted):
+        skipped.append("the CPU cost of " + ", ".join(c.key for c in wanted[fits:]))
+        wanted = wanted[:fits]
+    out = measure_cpu(
+        [(c.model, c.config) for c in wanted],
+        timed_at(runs, budget.call_timeout()),
+        rounds=MIN_ROUNDS,
+        runs=runs,
+        desc=f"doctor: CPU cost of {len(wanted)} settings",
+        context=f"({len(wanted)} settings)",
+    )
+    rows: dict[str, CpuCost] = {}
+    base = out.cpu_ms[:, 0]
+    for k, c in enumerate(wanted):
+        if k in out.failed:
+            continue
+        v = paired_ratio(base, out.cpu_ms[:, k])
+        text = "baseline" if k == 0 else cpu_verdict(v)
+        rows[c.key] = CpuCost(
+            key=c.key,
+            label=measured[c.key].label,
+            config=c.config,
+            cpu_ms=float(np.median(out.cpu_ms[:, k])),
+            wall_ms=float(np.median(out.wall_ms[:, k])),
+            idle_cores=float(np.median(out.idle_cores[:, k])),
+            paired=Paired.of(v, text),
+        )
+    notes = (
+        []
+        if out.interleaved
+        else [
+            "the CPU cost was measured one setting after another (their sessions did not fit in "
+            "memory together), not interleaved"
+        ]
+    )
+    return CpuCosts(
+        rows=rows,
+        rounds=MIN_ROUNDS,
+        runs=runs,
+        notes=notes,
+        skipped=skipped,
+        failed={wanted[k].key: msg for k, msg in out.failed.items()},
+    )
+
+
+def best_for_cpu(
+    costs: CpuCosts, measured: Mapping[str, Measured], accurate: Callable[[Measured], bool]
+) -> CpuCost | None:
+    """The accurate candidate whose CPU per run is lowest among those that save CPU beyond
+    noise (None when none does)."""
+    pool = [
+        r for k, r in costs.rows.items() if k != "baseline" and r.saves and accurate(measured[k])
+    ]
+    return min(pool, key=lambda r: r.paired.ratio) if pool else None
+
+
+def check_objective(objective: str) -> None:
+    """Refuse an objective the doctor does not know, before it measures anything."""
+    if objective not in OBJECTIVES:
+        raise OptionError(
+            f"objective={objective!r} is not one the doctor knows: choose one of "
+            f"{', '.join(map(repr, OBJECTIVES))} (the shortest run, or the least CPU per run)."
+        )
+
+
+def search_cpu(search: Search, seen: Observed, items: list[Any], objective: str) -> CpuCosts:
+    """The CPU stage (:func:`~ortlab.diagnosis.cpu.cpu_stage`) at the search's inputs, what it
+    left out and what failed said where the search says its own."""
+    cpu = cpu_stage(
+        items,
+        search.measured,
+        timed_at=lambda runs, limit: search.run.with_(runs=runs, timeout=limit),
+        budget=search,
+        per_run_ms=baseline_ms(seen, search.measured),
+        objective=objective,
+    )
+    search.notes.extend(cpu.notes)
+    for what in cpu.skipped:
+        search.skip(what)
+    for key, why in cpu.failed.items():
+        search.failures.append(CandidateFailure(f"the CPU cost of {key}", why, "cpu"))
+    return cpu
+
+
+def cheapest(search: Search, cpu: CpuCosts) -> Best:
+    """``doctor(objective="cpu")``'s best: the accurate candidate that saves the most CPU per
+    run beyond noise, its CPU verdict first and its latency verdict beside it; without one,
+    the baseline, with why."""
+    won = best_for_cpu(cpu, search.measured, search.accurate)
+    nan = float("nan")
+    if won is None:
+        why = (
+            "no candidate used measurably less CPU per run than the baseline"
+            if cpu.rows
+            else "the CPU cost was not measured (see the notes)"
+        )
+        return Best(
+            search.cfg,
+            "original",
+            str(search.m.path),
+            [],
+            Paired(1.0, nan, nan, why),
+            1.0,
+            objective="cpu",
+        )
+    row = search.measured[won.key]
+    said = f"{won.paired.verdict}; latency: {row.paired.verdict}"
+    return Best(
+        row.config,
+        row.variant,
+        row.model_path,
+        row.steps,
+        replace(won.paired, verdict=said),
+        row.cosine,
+        won.key,
+        objective="cpu",
+    )
