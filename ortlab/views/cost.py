@@ -163,19 +163,52 @@ def _rate(value: float, dtype: str) -> str:
 
 
 def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
-    head = ["ceiling", "best (used)", "median", "runs", "note"]
+    head = ["ceiling", "best (used)", "median", "runs", "note", "physical (predicted)"]
+    physical = {p.dtype: p for p in getattr(r, "physical", [])}
     rows = []
     for p in r.peaks:
+        known = physical.get(p.dtype)
+        said = "" if known is None or math.isnan(known.value) else _rate(known.value, p.dtype)
         if p.error:
-            rows.append([p.what, "not measured", "", p.runs, p.error])
+            rows.append([p.what, "not measured", "", p.runs, p.error, said])
         else:
             note = (
                 f"reached by node {p.reached_by} (above the measured kernel)"
                 if p.reached_by
                 else ""
             )
-            rows.append([p.what, _rate(p.best, p.dtype), _rate(p.median, p.dtype), p.runs, note])
+            row = [p.what, _rate(p.best, p.dtype), _rate(p.median, p.dtype), p.runs, note, said]
+            rows.append(row)
     return head, rows
+
+
+_PHYSICAL_NAMES = {"fp32": "fp32 FLOP/s", "memory": "DRAM bandwidth"}
+
+
+def physical_lines(r: Any) -> list[str]:
+    """Each physical peak of ``r`` (predicted from the machine's description) with its
+    formula and how the measured ceiling compares: the share it reaches, or what a measurement
+    above it means."""
+    measured = {p.dtype: p.best for p in r.peaks if not p.error}
+    out = []
+    for p in getattr(r, "physical", []):
+        name = _PHYSICAL_NAMES.get(p.dtype, p.dtype)
+        if math.isnan(p.value):
+            out.append(f"{name}: {p.formula}")
+            continue
+        said = f"{name}: {_rate(p.value, p.dtype)} = {p.formula}"
+        best = measured.get(p.dtype, math.nan)
+        if math.isnan(best):
+            out.append(said)
+        elif best > p.value:
+            out.append(
+                f"{said}; the measured {_rate(best, p.dtype)} is {best / p.value:.2f}x above "
+                "it: the description understates this machine (a clock above the one "
+                "reported, or more units than assumed)"
+            )
+        else:
+            out.append(f"{said}; the measured ceiling reaches {best / p.value:.0%} of it")
+    return out
 
 
 def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
@@ -220,8 +253,15 @@ def roofline_text(r: Any, top: int = 15) -> str:
         [
             safe_text(_roof_head(r), 400),
             "",
-            "Ceilings (measured with ORT on this EP):",
+            "Ceilings (measured with ORT on this EP; physical: predicted from the machine's "
+            "own description):",
             table_text(*_peak_rows(r)),
+            *(
+                ["Physical peaks (predicted from the machine's description, not measured):"]
+                + [f"  {line}" for line in physical_lines(r)]
+                if physical_lines(r)
+                else []
+            ),
             "",
             f"Slowest nodes (top {top}):",
             table_text(*_roof_rows(r, top)),
@@ -235,8 +275,13 @@ def roofline_text(r: Any, top: int = 15) -> str:
 def roofline_html(r: Any, top: int = 15) -> str:
     return (
         f"{STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
-        + "<div>Ceilings (measured with ORT on this EP)</div>"
+        + "<div>Ceilings (measured with ORT on this EP; physical: predicted from the "
+        "machine's own description)</div>"
         + table_html(*_peak_rows(r))
+        + "".join(
+            f"<div><i>Physical (predicted, not measured): {esc(line, 400)}</i></div>"
+            for line in physical_lines(r)
+        )
         + f"<div>Slowest nodes (top {top})</div>"
         + table_html(*_roof_rows(r, top))
         + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
@@ -273,6 +318,18 @@ def roofline_figure(r: Any) -> Any:
                         f"{p.what}: {fmt_flops(p.best, '/s')}; {where} "
                         f"{fmt_bandwidth(slope)}<extra>measured</extra>"
                     ),
+                )
+            )
+    for phys in getattr(r, "physical", []):
+        if phys.dtype == "fp32" and not math.isnan(phys.value):
+            fig.add_trace(
+                go.Scatter(
+                    x=[lo, hi],
+                    y=[phys.value, phys.value],
+                    mode="lines",
+                    name=f"fp32 physical {fmt_flops(phys.value, '/s')} (predicted)",
+                    line={"dash": "dashdot", "color": "#c0392b", "width": 1},
+                    hovertemplate=esc(phys.formula) + "<extra>predicted, not measured</extra>",
                 )
             )
     top = frame.groupby("op_type")["share"].sum().sort_values(ascending=False)

@@ -25,6 +25,7 @@ from ortlab.analysis.limits.cost import COUNTED, CostRow, cost_rows
 from ortlab.analysis.profiling import ProfileResult, profile, profile_result
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
+from ortlab.core.hardware import PhysicalPeak, physical_peaks
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, table
@@ -147,6 +148,10 @@ class RooflineResult(Result):
     """The profiled runs the node times come from (the session's report included)."""
     cache_bytes: int = 0
     """The last-level cache's size on the machine measured (0: unknown)."""
+    physical: list[PhysicalPeak] = field(default_factory=list)
+    """The peaks the machine's own description gives (predicted: cores × FMA width × clock,
+    DRAM from its memory records), beside the measured ceilings; empty where an EP other than
+    the CPU ran the nodes."""
 
     @property
     def bandwidth(self) -> float:
@@ -370,6 +375,11 @@ def _measured(peaks: list[Peak]) -> str:
     return f"measured {times} so far"
 
 
+def _cpu_only(prof: ProfileResult) -> bool:
+    report = prof.report
+    return report is not None and list(report.active) == ["CPUExecutionProvider"]
+
+
 def _against_ceilings(
     run: Run, *, costs: list[CostRow], prof: ProfileResult
 ) -> tuple[RooflineResult, list[RoofRow]]:
@@ -388,6 +398,7 @@ def _against_ceilings(
         synthetic=f.synthetic,
         profile=prof,
         cache_bytes=last_level_cache_bytes(),
+        physical=physical_peaks() if _cpu_only(prof) else [],
     )
     rows = [  # the ceilings are the result's own: one lookup of a peak, the rows' and the table's
         _row(
