@@ -10,7 +10,7 @@ import pytest
 import ortlab
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.opkinds import ALIASING
-from tests import models
+from tests import corpus, models
 
 
 @pytest.mark.parametrize("name", ["unet_block", "resnet50"])
@@ -22,6 +22,20 @@ def test_no_node_runs_above_its_roof(name: str) -> None:
     else:
         m = ortlab.examples.load("resnet50")
         r = ortlab.roofline(m, runs=5, progress=False)
+    _roof_holds(r)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus.LIGHT)
+def test_no_node_of_a_real_model_runs_above_its_roof(name: str) -> None:
+    """Every light corpus model, at its real shapes: the same law on exports ortlab never
+    built (Paddle, tf2onnx, an int8 model, an fp16 one, classic-ML ZipMaps)."""
+    ceilings.forget()
+    r = ortlab.roofline(corpus.path(name), None, corpus.feeds(name), runs=3, progress=False)
+    _roof_holds(r)
+
+
+def _roof_holds(r: ortlab.RooflineResult) -> None:
     fractions = [x.achieved_fraction for x in r.rows if x.achieved_fraction == x.achieved_fraction]
     assert fractions and max(fractions) <= 1.0 + 1e-9
     for x in r.rows:
