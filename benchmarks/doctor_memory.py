@@ -3,7 +3,7 @@ beside the peaks of the builders it calls (ORT's quantizer, ORT's transformers o
 one plain session, each in a fresh worker.
 
 The worker's promise is about 2x one session plus what the analysis itself holds. The session
-cache is bounded (``ortlab.engine.tasks.session_budget``); what it cannot bound is a builder
+cache is bounded (``ortlab.engine.sessioncache.session_budget``); what it cannot bound is a builder
 from ORT that holds several copies of the model while it works. This records both, so the
 doctor's peak can be read as "cache + the largest builder" rather than a ratio to one session.
 

@@ -59,7 +59,7 @@ class _SlowTeardown:
 
 
 def leave_for_after_reply(progress: Callable[[int, int], None], folder: str) -> bool:  # noqa: ARG001
-    from ortlab.engine.tasks import release_after_reply
+    from ortlab.engine.sessioncache import release_after_reply
 
     release_after_reply(_SlowTeardown(folder))
     return os.path.exists(os.path.join(folder, "released"))

@@ -274,7 +274,7 @@ def test_a_session_that_cannot_fit_is_refused_with_the_numbers(tmp_path: Path) -
     import psutil
     from onnx import TensorProto, helper
 
-    from ortlab.engine import tasks
+    from ortlab.engine import sessioncache
 
     w = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
     w.data_location = TensorProto.EXTERNAL
@@ -289,7 +289,7 @@ def test_a_session_that_cannot_fit_is_refused_with_the_numbers(tmp_path: Path) -
     with (tmp_path / "weights.bin").open("wb") as f:
         f.truncate(psutil.virtual_memory().total)
     with pytest.raises(ortlab.SessionCreationError, match=r"GiB of memory is free"):
-        tasks.open_session(str(path), "big", ortlab.SessionConfig())
+        sessioncache.open_session(str(path), "big", ortlab.SessionConfig())
 
 
 def test_a_comparison_timed_in_pairs_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,8 +62,11 @@ def main() -> None:
         authkey=bytes.fromhex(os.environ["ORTLAB_WORKER_AUTHKEY"]),
     )
     from ortlab.core.cache import private_cwd
-    from ortlab.engine import tasks_timing  # noqa: F401 - a Lab's first run times at once
-    from ortlab.engine.tasks import release_deferred  # the tasks module, imported here
+    from ortlab.engine import (
+        tasks,  # noqa: F401 - the tasks module, imported here
+        tasks_timing,  # noqa: F401 - a Lab's first run times at once
+    )
+    from ortlab.engine.sessioncache import release_deferred
     from ortlab.engine.worker import resolve_task
 
     _preload()

@@ -11,7 +11,6 @@ import dataclasses
 import math
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import (
     FeedError,
     RunError,
-    SessionCreationError,
 )
 from ortlab.core.graph import graph_nodes
 from ortlab.core.machine import CpuSample, cpu_sample, other_cores
@@ -40,127 +38,22 @@ from ortlab.engine.replies import (
 )
 from ortlab.engine.session import SessionReport, build_session, clean_ort_message
 from ortlab.engine.session import auto_providers as choose
+from ortlab.engine.sessioncache import (
+    cached_count,
+    check_fits,
+    model_files,
+    open_session,
+    release_after_reply,
+)
 from ortlab.engine.trace import ProfileData, parse_profile_file
 from ortlab.engine.verdicts import verdict_names
-
-_SESSIONS: OrderedDict[tuple[str, str, SessionConfig], tuple[Any, SessionReport]] = OrderedDict()
-_MAX_SESSIONS = 6
-
-_RELEASE_AFTER_REPLY: list[Any] = []
-"""What a task is done with but whose teardown is slow: an InferenceSession frees its kernels
-and arenas when dropped (~30 ms for a 1,500-node model). The worker drops these after it has
-sent the reply (:func:`release_deferred`), so the caller does not wait for them; it reads the
-next call only afterwards, so a teardown never overlaps a timed run."""
-
-
-def release_after_reply(*objects: Any) -> None:
-    _RELEASE_AFTER_REPLY.extend(objects)
-
-
-def release_deferred() -> None:
-    """Drop what the last task left for after its reply (the worker calls this)."""
-    _RELEASE_AFTER_REPLY.clear()
-
 
 REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
 
 
-def file_fingerprint(path: str) -> str:
-    st = Path(path).stat()
-    return f"{st.st_size}:{st.st_mtime_ns}"
-
-
-SESSION_BYTES: dict[Any, int] = {}
-"""Per cached session, the worker's resident growth when it was built (its weights, prepacked
-kernels and plan): what the cache's memory bound counts."""
-SMALL_SESSIONS_BYTES = 512 << 20
-"""Sessions this small together are kept up to ``_MAX_SESSIONS``, whatever their count."""
-
-
-def session_budget() -> int:
-    """The most the cached sessions may hold together: two of the largest (the worker's promise:
-    about 2x one session plus what the analysis holds), at least 512 MB so small models keep
-    their cache. ``ORTLAB_SESSION_BUDGET_MB`` sets it (tests, small machines)."""
-    env = os.environ.get("ORTLAB_SESSION_BUDGET_MB")
-    if env:
-        return int(float(env) * 2**20)
-    return max(2 * max(SESSION_BYTES.values(), default=0), SMALL_SESSIONS_BYTES)
-
-
-def rss_bytes() -> int:
-    import psutil
-
-    return int(psutil.Process().memory_info().rss)
-
-
-def open_session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
-    key = (path, file_fingerprint(path), config)
-    if key in _SESSIONS:
-        _SESSIONS.move_to_end(key)
-        sess, report = _SESSIONS[key]
-        return sess, report, True
-    check_fits(path, name)
-    before = rss_bytes()
-    sess, report = build_session(path, config, model_name=name)
-    _SESSIONS[key] = (sess, report)
-    SESSION_BYTES[key] = max(rss_bytes() - before, 0)
-    while len(_SESSIONS) > _MAX_SESSIONS:
-        _evict(deferred=True)
-    while len(_SESSIONS) > 1 and sum(SESSION_BYTES.values()) > session_budget():
-        _evict(deferred=False)  # memory first: dropped now, not after the reply
-    return sess, report, False
-
-
-def check_fits(path: str, name: str) -> None:
-    """Refuse, with the numbers, a session that cannot fit in the memory free now: its
-    weights (external data included) are held at least twice while ORT builds it (the file's
-    and the kernels' prepacked copies). Cached sessions are dropped first to make room."""
-    import psutil
-
-    weights = sum(f.stat().st_size for f in model_files(path))
-    while True:
-        free = psutil.virtual_memory().available
-        if 2 * weights <= 0.9 * free or not _SESSIONS:
-            break
-        _evict(deferred=False)
-    if 2 * weights > 0.9 * free:
-        raise SessionCreationError(
-            f"{name!r} cannot be opened here: its weights ({weights / 2**30:.2f} GiB) need at "
-            f"least {2 * weights / 2**30:.2f} GiB while onnxruntime builds the session, and "
-            f"{free / 2**30:.2f} GiB of memory is free. Close other programs or sessions, or "
-            "use a machine with more memory."
-        )
-
-
-def model_files(path: str) -> list[Path]:
-    """The model file and the external-data files beside it that it names."""
-    import onnx
-
-    files = [Path(path)]
-    if files[0].stat().st_size > 64 << 20:  # weights inside: reading the graph costs as much
-        return files
-    try:
-        head = onnx.load(path, load_external_data=False)
-    except Exception:  # noqa: BLE001 - ORT says what is wrong with it, in its own words
-        return files
-    from ortlab.core.externaldata import data_files
-
-    return files + data_files(head, Path(path).parent)
-
-
-def _evict(*, deferred: bool) -> None:
-    """Drop the least recently used cached session."""
-    key, entry = _SESSIONS.popitem(last=False)
-    SESSION_BYTES.pop(key, None)
-    if deferred:
-        release_after_reply(entry)
-    else:
-        del entry
-
-
 def cached_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
     """How many sessions the worker holds (tests check the memory bound with it)."""
-    return len(_SESSIONS)
+    return cached_count()
 
 
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}

@@ -14,7 +14,7 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchCell, LLMBenchReply
-from ortlab.engine.tasks import open_session
+from ortlab.engine.sessioncache import open_session
 from ortlab.engine.tasks_generate import PROFILE_EVENTS, GreedyLoop, profiled_session
 from ortlab.engine.trace import ProfileData
 

@@ -23,7 +23,8 @@ from ortlab.core.onnx_util import Attr, attr_values, dtype_name, ort_node_name, 
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import profiled_runs, release_after_reply, side_weights
+from ortlab.engine.sessioncache import release_after_reply
+from ortlab.engine.tasks import profiled_runs, side_weights
 from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 

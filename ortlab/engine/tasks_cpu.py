@@ -22,14 +22,14 @@ from ortlab.core.errors import OrtlabError, error_text
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Progress
 from ortlab.engine.replies import CpuCostReply
-from ortlab.engine.tasks import (
+from ortlab.engine.sessioncache import (
     SESSION_BYTES,
     file_fingerprint,
-    make_runner,
+    keep_only,
     open_session,
-    prepare_feeds,
     session_budget,
 )
+from ortlab.engine.tasks import make_runner, prepare_feeds
 from ortlab.engine.tasks_timing import idle_cores, warmed
 
 __all__ = ["cpu_costs"]
@@ -106,6 +106,7 @@ def _rebuilt(
     it), warmed up."""
     path, name, cfg = item
     sess, _, _ = open_session(path, name, cfg)
+    keep_only(path, cfg)  # one session at a time: that is why it is rebuilt
     run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
     for _ in range(warmup):
         run()

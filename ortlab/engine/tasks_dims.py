@@ -11,7 +11,7 @@ import onnx
 from ortlab.core.run import Progress
 from ortlab.engine.graphdims import footprint_at, merged_symbols
 from ortlab.engine.replies import DimFacts
-from ortlab.engine.tasks import file_fingerprint
+from ortlab.engine.sessioncache import file_fingerprint
 
 __all__ = ["dim_facts"]
 

@@ -22,7 +22,8 @@ from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
-from ortlab.engine.tasks import open_session, rss_bytes, run_error
+from ortlab.engine.sessioncache import open_session, rss_bytes
+from ortlab.engine.tasks import run_error
 from ortlab.engine.trace import ProfileData
 
 if TYPE_CHECKING:

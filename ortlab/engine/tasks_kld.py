@@ -16,7 +16,8 @@ from ortlab.core.errors import error_text
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import DivergenceReply, TokenDivergence
-from ortlab.engine.tasks import open_session, run_error
+from ortlab.engine.sessioncache import open_session
+from ortlab.engine.tasks import run_error
 from ortlab.engine.tasks_generate import step_feeds
 
 __all__ = ["divergence"]

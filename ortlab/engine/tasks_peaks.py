@@ -22,7 +22,7 @@ from ortlab.core.errors import RunError
 from ortlab.core.run import Progress
 from ortlab.engine.replies import PeakRuns, PeaksReply
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import release_after_reply
+from ortlab.engine.sessioncache import release_after_reply
 
 __all__ = [
     "GEMM_N",

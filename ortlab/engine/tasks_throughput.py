@@ -14,17 +14,15 @@ from ortlab.core.errors import FeedError, OrtlabError, SessionCreationError
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import ThroughputReply, Window
 from ortlab.engine.session import build_session
-from ortlab.engine.tasks import (
+from ortlab.engine.sessioncache import (
     SESSION_BYTES,
     check_fits,
     file_fingerprint,
-    make_runner,
     model_files,
     open_session,
-    prepare_feeds,
     release_after_reply,
-    run_error,
 )
+from ortlab.engine.tasks import make_runner, prepare_feeds, run_error
 
 __all__ = ["MODES", "sessions_fit", "throughput"]
 

@@ -18,16 +18,16 @@ from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchmarkReply, InterleavedReply
 from ortlab.engine.session import SessionReport, build_session
-from ortlab.engine.tasks import (
-    REPORT_EVERY_NS,
+from ortlab.engine.sessioncache import (
     SESSION_BYTES,
+    count_first_runs,
     file_fingerprint,
-    make_runner,
+    keep_only,
     open_session,
-    prepare_feeds,
-    run_error,
+    rss_bytes,
     session_budget,
 )
+from ortlab.engine.tasks import REPORT_EVERY_NS, make_runner, prepare_feeds, run_error
 
 __all__ = ["benchmark", "idle_cores", "interleaved", "warmed"]
 
@@ -49,11 +49,13 @@ def benchmark(
     total = warmup + runs
     warm_ns = 0
     try:
+        grown = rss_bytes()
         for i in range(warmup):
             t0 = clock()
             run()
             warm_ns += clock() - t0
             progress(i + 1, total)
+        count_first_runs(model_path, config, rss_bytes() - grown)
         lat: list[int] = []
         cpu0 = time.process_time_ns()  # this process, every thread: ORT's pool included
         stop_at = None if duration_s is None else clock() + int(duration_s * 1e9)
@@ -112,8 +114,10 @@ def warmed(
         try:
             sess, report, _ = open_session(path, name, cfg)
             run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
-            for _ in range(warmup):
+            grown = rss_bytes()
+            for _ in range(max(warmup, 1)):
                 run()
+            count_first_runs(path, cfg, rss_bytes() - grown)
         except Exception as err:
             if k == 0:
                 if isinstance(err, OrtlabError):
@@ -143,8 +147,8 @@ def interleaved(
     candidate never ends a comparison). The first variant is the reference: its failure raises.
     """
     if len(items) > 2:
-        path, name, cfg = items[0]
-        open_session(path, name, cfg)  # the reference: its size says whether all of them fit
+        path, _, cfg = items[0]
+        warmed(items[:1], feeds, 1)  # the reference, run: its size says whether all fit
         key = (path, file_fingerprint(path), cfg)
         if len(items) * SESSION_BYTES.get(key, 0) > session_budget():
             return _pairwise(
@@ -202,6 +206,7 @@ def _pairwise(
     clock = time.perf_counter_ns
     path, name, cfg = items[0]
     ref, ref_report, _ = open_session(path, name, cfg)
+    keep_only(path, cfg)  # two sessions from here on: the reference and one candidate
     run_ref = make_runner(ref, prepare_feeds(feeds), cfg.io_binding)
     medians: list[list[float]] = [[float("nan")] * len(items) for _ in range(rounds)]
     every: list[list[int]] = [[] for _ in items]
@@ -230,6 +235,7 @@ def _pairwise(
                 medians[r][0] = got[0]
             medians[r][k] = got[k] * medians[r][0] / got[0]
         first = False
+        order = []  # it held the runner too: the candidate's session goes now, all of it
         del run, sess
         gc.collect()
         progress(k, len(items) - 1)

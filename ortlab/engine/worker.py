@@ -84,7 +84,7 @@ class InProcessWorker:
         context: str = "",  # noqa: ARG002
     ) -> Any:
 
-        from ortlab.engine.tasks import release_deferred
+        from ortlab.engine.sessioncache import release_deferred
 
         try:
             # the worker's work, done here: a Lab's hold on the collector lifted as if waiting
