@@ -77,6 +77,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
     from ortlab.core.stats import Verdict, paired_ratio
     from ortlab.core.version import __version__
+    from ortlab.core.workshop import copy_notebooks
     from ortlab.diagnosis.best import Best
     from ortlab.diagnosis.doctor import DoctorResult, doctor
     from ortlab.diagnosis.facts import Finding
@@ -214,6 +215,7 @@ __all__ = [
     "benchmark",
     "compare",
     "compare_configs",
+    "copy_notebooks",
     "cost",
     "devices",
     "diff",

@@ -43,6 +43,7 @@ from ortlab.core.config import LEVELS
 from ortlab.core.errors import OrtlabError, OrtlabWarning
 from ortlab.core.units import fmt_bytes
 from ortlab.core.version import __version__
+from ortlab.core.workshop import copy_notebooks
 from ortlab.engine.providers import providers
 from ortlab.engine.session import warn_if_fallback
 from ortlab.views.accelerators import providers_text
@@ -162,6 +163,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("examples", help="list the bundled models")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("notebooks", help="copy the workshop notebooks into a folder")
+    p.add_argument("folder", help="where to copy them (created if missing)")
+    p.add_argument("--force", action="store_true", help="replace notebooks already there")
     p = sub.add_parser("cache", help="show or empty ortlab's cache directory")
     p.add_argument("action", choices=["info", "clear"])
     for command in sub.choices.values():
@@ -398,6 +402,12 @@ def _examples(args: argparse.Namespace) -> None:
         print("\n".join(f"{k:<{width}}  {v}" for k, v in info.items()))
 
 
+def _notebooks(args: argparse.Namespace) -> None:
+    copied = copy_notebooks(args.folder, overwrite=args.force)
+    folder = copied[0].parent if copied else Path(args.folder)
+    print(f"copied {len(copied)} notebooks to {folder}; open them with: jupyter lab {folder}")
+
+
 def _cache(args: argparse.Namespace) -> None:
 
     if args.action == "clear":
@@ -442,6 +452,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "optimize": _optimize,
     "quantize": _quantize,
     "examples": _examples,
+    "notebooks": _notebooks,
     "cache": _cache,
     "providers": _providers_cmd,
     "doctor": _doctor,

@@ -30,6 +30,7 @@ __all__ = [
     "prune",
     "size_bytes",
     "subdir",
+    "sweep_tmp",
     "temp_dir",
     "write_atomic",
 ]
@@ -158,6 +159,43 @@ def is_content_path(path: Path) -> bool:
         and all(c in "0123456789abcdef" for c in stem)
         and path.parent.parent == cache_dir()
     )
+
+
+KEEP_FAILED_LOGS = 5
+"""Logs of workers that failed, kept for a post-mortem (the newest; older ones go)."""
+STALE_TMP_S = 24 * 3600
+"""A temporary folder left this long in the cache's tmp/ belongs to a worker that was killed."""
+_FAILED = ("Traceback (most recent call last)", "Fatal Python error", "Segmentation fault")
+
+
+def sweep_tmp() -> None:
+    """Remove what dead workers left in the cache's tmp/: a worker's log
+    (``worker-<parent pid>-….log``) once its parent process is gone — at once when it ended
+    cleanly, while the newest KEEP_FAILED_LOGS of those that show a failure are kept; and
+    temporary folders older than STALE_TMP_S."""
+    import psutil
+
+    tmp = subdir("tmp")
+    failed: list[Path] = []
+    now = time.time()
+    for log in tmp.glob("worker-*.log"):
+        with contextlib.suppress(OSError):
+            parent = log.name.split("-")[1]
+            alive = parent.isdigit() and psutil.pid_exists(int(parent))
+            if alive or (not parent.isdigit() and now - log.stat().st_mtime < 3600):
+                continue
+            text = log.read_text(errors="replace")
+            if any(mark in text for mark in _FAILED):
+                failed.append(log)
+            else:
+                log.unlink()
+    failed.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for log in failed[KEEP_FAILED_LOGS:]:
+        log.unlink(missing_ok=True)
+    for folder in tmp.iterdir():
+        with contextlib.suppress(OSError):
+            if folder.is_dir() and now - folder.stat().st_mtime > STALE_TMP_S:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -35,6 +35,7 @@ from ortlab.diagnosis.facts import (
 from ortlab.engine import tasks
 from ortlab.engine.calls import Via, measure_interleaved
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.tasks_timing import WARMUP_RUNS
 
 __all__ = ["Item", "Ledger"]
 
@@ -83,7 +84,7 @@ class Ledger(Budgeted):
         even the fewest runs leave fewer, ``what`` gets what fits (at least 2: one A B, one B A)
         and a note says its candidates get no verdict."""
         per_run = max(baseline_ms(seen, self.measured), 0.01) / 1e3
-        build = seen.report.create_ms / 1e3
+        build = seen.report.create_ms / 1e3 + WARMUP_RUNS * per_run  # each session warmed up
         available = max(self.left() * share - n_items * build, 0.0)
         runs, rounds = plan_rounds(n_items, per_run, available, self.max_rounds)
         if rounds < MIN_ROUNDS:

@@ -55,6 +55,9 @@ def _preload() -> None:
 
 def main() -> None:
     faulthandler.enable()
+    # Ctrl-C and a notebook's interrupt reach the whole process group: the caller decides
+    # (it cancels or stops this worker), so no half-finished task dies with a traceback here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     _limit_memory()
     conn = Client(

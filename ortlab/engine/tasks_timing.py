@@ -29,7 +29,10 @@ from ortlab.engine.sessioncache import (
 )
 from ortlab.engine.tasks import REPORT_EVERY_NS, make_runner, prepare_feeds, run_error
 
-__all__ = ["benchmark", "idle_cores", "interleaved", "warmed"]
+__all__ = ["WARMUP_RUNS", "benchmark", "idle_cores", "interleaved", "warmed"]
+
+WARMUP_RUNS = 3
+"""Warm-up runs per session before an interleaved comparison times it (a plan counts them)."""
 
 
 def benchmark(
@@ -137,7 +140,7 @@ def interleaved(
     feeds: Mapping[str, Any],
     rounds: int = 10,
     runs: int = 10,
-    warmup: int = 3,
+    warmup: int = WARMUP_RUNS,
 ) -> InterleavedReply:
     """Time several (model, config) variants in rounds, A B C then C B A …, so drift cancels.
 
@@ -148,7 +151,8 @@ def interleaved(
     """
     if len(items) > 2:
         path, _, cfg = items[0]
-        warmed(items[:1], feeds, 1)  # the reference, run: its size says whether all fit
+        warmed(items[:1], feeds, 2)  # run twice (the memory pattern allocates on the 2nd):
+        # its size then says whether all fit
         key = (path, file_fingerprint(path), cfg)
         if len(items) * SESSION_BYTES.get(key, 0) > session_budget():
             return _pairwise(

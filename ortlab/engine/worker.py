@@ -157,7 +157,10 @@ class Worker:
         family = "AF_PIPE" if sys.platform == "win32" else "AF_UNIX"
         listener = Listener(family=family, authkey=authkey)
 
-        fd, log = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=cache.subdir("tmp"))
+        cache.sweep_tmp()  # what dead workers left: their logs, their folders
+        fd, log = tempfile.mkstemp(
+            prefix=f"worker-{os.getpid()}-", suffix=".log", dir=cache.subdir("tmp")
+        )
         self._log_path = Path(log)
         env = child_env(
             ORTLAB_WORKER_ADDRESS=str(listener.address),
