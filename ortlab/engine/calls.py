@@ -159,6 +159,8 @@ class Via:
     worker: Worker | InProcessWorker | None = None
     """The worker to call (another onnxruntime version's, or this process for debugging);
     None, this process's default."""
+    unit: str = "run"
+    """What the progress bar counts (runs; a generation's tokens)."""
 
 
 def run(
@@ -176,6 +178,7 @@ def run(
         progress=via.progress,
         timeout=via.timeout,
         worker=via.worker,
+        unit=via.unit,
     )
     return cast("R", out)
 
@@ -189,6 +192,7 @@ def call(
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
     worker: Worker | InProcessWorker | None = None,
+    unit: str = "run",
 ) -> Any:
     """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
     is the task function or its name (:func:`run` checks the arguments too); ``timeout``
@@ -202,7 +206,7 @@ def call(
         return target.call(task, kwargs, timeout=timeout, context=context)
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=None, desc=desc, unit="run", leave=False)
+    bar = tqdm(total=None, desc=desc, unit=unit, leave=False)
     try:
 
         def update(done: int, total: int) -> None:
@@ -247,14 +251,22 @@ def run_model_task(
     if args:
         raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
     m, cfg = run.model, run.config
+    unit = getattr(task, "progress_unit", "run")  # a task counting other things says so
+    counted = (
+        f" ({kwargs['runs']} runs x {kwargs['new_tokens']} tokens"
+        + (", then the profiled steps)" if kwargs.get("profile") else ")")
+        if unit == "token" and "runs" in kwargs and "new_tokens" in kwargs
+        else ""
+    )
     try:
         out = call(
             task,
             {"job": run.job, **kwargs},
-            desc=f"{task_name(task).rpartition(':')[2]} {m.name}",
+            desc=f"{task_name(task).rpartition(':')[2]} {m.name}{counted}",
             context=run.context,
             progress=run.progress,
             timeout=run.timeout,
+            unit=unit,
         )
     except RunError as err:
         if not run.inputs.guessed():
