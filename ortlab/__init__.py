@@ -29,6 +29,7 @@ if TYPE_CHECKING or not _CHILD:
         compare_configs,
     )
     from ortlab.analysis.diff import DiffResult, diff
+    from ortlab.analysis.diverge import DivergenceResult, diverge
     from ortlab.analysis.generation.bench import LLMBenchResult, llm_bench
     from ortlab.analysis.generation.generate import GenerationResult, generate
     from ortlab.analysis.generation.quality import KLDResult, kl_divergence
@@ -101,7 +102,7 @@ def graph(
     model: Model | str,
     placement: PlacementResult | None = None,
     profile: ProfileResult | None = None,
-    error: ErrorResult | None = None,
+    error: ErrorResult | DivergenceResult | None = None,
     diff: DiffResult | VersionDiffResult | None = None,
     *,
     roofline: RooflineResult | None = None,
@@ -111,7 +112,9 @@ def graph(
     on first use). ``diff=ortlab.diff(a, b)`` (or an ``ortlab.version_diff``): nodes coloured
     by B - A (``color_by='diff'``); ``roofline=ortlab.roofline(model, config)``: by each node's
     share of its bound (``color_by='roofline'``; pass ``placement=`` of the same config to map
-    fused kernels back to their nodes); else by time when measured on one EP, by provider when
+    fused kernels back to their nodes); ``error=ortlab.quantization_error(...)`` or
+    ``error=ortlab.diverge(...)``: nodes coloured by their output's error (SQNR, dB) and a
+    divergence's first node highlighted; else by time when measured on one EP, by provider when
     nodes ran on two or more."""
     from ortlab.core import gcpause
     from ortlab.views.graph.widget import GraphView
@@ -123,6 +126,10 @@ def graph(
         data = graph_data(
             model, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
         )
+        if isinstance(error, DivergenceResult):  # the error is the question: colour by it
+            options.setdefault("color_by", "quant_error")
+            if error.first is not None:
+                options.setdefault("highlighted", [error.first.node])
         return GraphView(data, **options)
 
 
@@ -164,6 +171,7 @@ __all__ = [
     "CostResult",
     "DecoderInfo",
     "DiffResult",
+    "DivergenceResult",
     "DoctorResult",
     "ErrorResult",
     "ExternalDataError",
@@ -219,6 +227,7 @@ __all__ = [
     "cost",
     "devices",
     "diff",
+    "diverge",
     "doctor",
     "examples",
     "footprint",

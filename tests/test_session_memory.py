@@ -49,7 +49,7 @@ def _activations_model(path: Path) -> Path:
 def _peak() -> Iterator[list[int]]:
     """The process's resident peak above its size at entry, sampled every 2 ms: out[0]."""
     proc, out, stop = psutil.Process(), [0], threading.Event()
-    start = proc.memory_info().rss
+    start = sessioncache.rss_bytes()  # freed heap given back first: growth is real growth
 
     def watch() -> None:
         while not stop.is_set():

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
-from ortlab.cli import llmbench, perf
+from ortlab.cli import diverge, llmbench, perf
 from ortlab.cli.args import (
     add_session_args,
     add_shapes_args,
@@ -128,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     perf.add_parsers(sub)
     llmbench.add_parsers(sub)
+    diverge.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     add_session_args(p)
     p.add_argument("--runs", type=int_arg(1), default=5)
@@ -460,6 +461,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "whatif": _whatif,
     **perf.HANDLERS,
     **llmbench.HANDLERS,
+    **diverge.HANDLERS,
 }
 
 

@@ -383,3 +383,19 @@ def compute_in_bodies(graph: onnx.GraphProto) -> int:
     """MatMul/Gemm/Conv nodes inside control-flow bodies (0 for most models; an optimum
     merged decoder holds all of them in its If's branches)."""
     return sum(1 for n, depth in walk_nodes(graph) if depth > 0 and n.op_type in COMPUTE_OPS)
+
+
+def typed_inputs(proto: onnx.ModelProto, arrays: Mapping[str, Any]) -> onnx.ModelProto:
+    """``proto`` with each graph input that has an array in ``arrays`` typed as that array
+    (dtype and shape): ORT refuses a model whose inputs carry no type."""
+    import numpy as np
+    from onnx import helper
+
+    for i, vi in enumerate(list(proto.graph.input)):
+        if vi.name in arrays:
+            a = np.asarray(arrays[vi.name])
+            elem = helper.np_dtype_to_tensor_dtype(a.dtype)
+            proto.graph.input[i].CopyFrom(
+                helper.make_tensor_value_info(vi.name, elem, list(a.shape))
+            )
+    return proto

@@ -16,8 +16,10 @@ from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 
 __all__ = [
+    "AloneReply",
     "BenchmarkReply",
     "CpuCostReply",
+    "DivergeReply",
     "FootprintSample",
     "GraphNode",
     "InterleavedReply",
@@ -165,6 +167,26 @@ class TensorStats:
     mean_abs: float
     shape_mismatch: bool
     nonfinite: bool
+
+
+@dataclass(frozen=True)
+class DivergeReply:
+    """``tasks_diverge.diverge_errors``: per reference tensor the other side's error against
+    it (exposed as outputs, in groups), the final outputs' error with nothing exposed, and the
+    session runs it took."""
+
+    tensors: dict[str, TensorStats]
+    finals: dict[str, TensorStats]
+    session_runs: int
+
+
+@dataclass(frozen=True)
+class AloneReply:
+    """``tasks_diverge.alone``: the other side's node run alone on the reference's inputs,
+    against the reference's output; where those inputs were saved (``.npz`` in the cache)."""
+
+    stats: TensorStats
+    inputs_path: str
 
 
 @dataclass(frozen=True)

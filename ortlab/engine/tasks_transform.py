@@ -10,9 +10,9 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
-from ortlab.core.onnx_util import seed_random_ops
 from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
+from ortlab.engine.errorsums import ErrorSums, with_outputs
 from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
 from ortlab.engine.tasks import prepare_feeds
@@ -396,19 +396,19 @@ def tensor_errors(
     holds about ``ACTIVATIONS_BYTES`` of activations whatever the model's resolution."""
     check_loads(variant_path, "the variant")  # before any reference run: fail in seconds
     names = list(pairs)
-    sums: dict[str, _Sums] = {}
+    sums: dict[str, ErrorSums] = {}
     done, seen_bytes, seen_tensors = 0, 0, 0
     while done < len(names):
         group = names[done : done + chunk]
-        var = _with_outputs(variant_path, sorted({pairs[t] for t in group}), "the variant")
-        base = _with_outputs(base_path, group, "the float model")
+        var = with_outputs(variant_path, sorted({pairs[t] for t in group}), "the variant")
+        base = with_outputs(base_path, group, "the float model")
         for feeds in samples:
             prepared = prepare_feeds(feeds)
             ref, got = base(prepared), var(prepared)
             for t in group:
                 a, b = ref.get(t), got.get(pairs[t])
                 if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-                    sums.setdefault(t, _Sums()).add(a, b)
+                    sums.setdefault(t, ErrorSums()).add(a, b)
                     seen_bytes += a.nbytes + b.nbytes
                     seen_tensors += 1
             del ref, got
@@ -418,91 +418,6 @@ def tensor_errors(
         per_tensor = seen_bytes / max(seen_tensors, 1)
         chunk = int(min(max(ACTIVATIONS_BYTES // max(per_tensor, 1.0), 4), 256))
     return {t: s.metrics() for t, s in sums.items()}
-
-
-class _Sums:
-    """Running sums for cosine, SQNR and max/mean abs error of one tensor over samples."""
-
-    def __init__(self) -> None:
-        self.rr = self.tt = self.rt = self.noise = self.abs_sum = self.max_abs = 0.0
-        self.count = 0
-        self.shape_mismatch = self.nonfinite_ref = self.nonfinite_var = False
-
-    def add(self, ref: np.ndarray, got: np.ndarray) -> None:
-        r = np.asarray(ref, dtype=np.float64).ravel()
-        t = np.asarray(got, dtype=np.float64).ravel()
-        if r.shape != t.shape:
-            self.shape_mismatch = True
-            return
-        self.nonfinite_ref |= not bool(np.isfinite(r).all())
-        self.nonfinite_var |= not bool(np.isfinite(t).all())
-        d = r - t
-        self.rr += float(r @ r)
-        self.tt += float(t @ t)
-        self.rt += float(r @ t)
-        self.noise += float(d @ d)
-        self.abs_sum += float(np.abs(d).sum())
-        self.max_abs = max(self.max_abs, float(np.abs(d).max()) if d.size else 0.0)
-        self.count += int(r.size)
-
-    def metrics(self) -> TensorStats:
-        nan = float("nan")
-        bad = self.shape_mismatch or self.nonfinite_ref or self.nonfinite_var or not self.count
-        denom = (self.rr * self.tt) ** 0.5
-        if bad or not denom:
-            sqnr = cosine = nan
-        else:
-            cosine = self.rt / denom
-            sqnr = float("inf") if self.noise == 0 else 10 * np.log10(self.rr / self.noise)
-        return TensorStats(
-            sqnr_db=float(sqnr),
-            cosine=float(cosine),
-            max_abs=nan if bad else self.max_abs,
-            mean_abs=nan if bad else self.abs_sum / self.count,
-            shape_mismatch=self.shape_mismatch,
-            nonfinite=self.nonfinite_ref or self.nonfinite_var,
-        )
-
-
-def _with_outputs(
-    model_path: str, tensors: list[str], what: str
-) -> Callable[[dict[str, Any]], Any]:
-    """A runner of the model (optimizations off, so no fusion swallows a tensor) that also
-    returns ``tensors``; returns {name: array} for those tensors only."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import helper
-
-    model = onnx.load(model_path)
-    seed_random_ops(model.graph)  # random ops draw alike in both models, on every pass
-    have = {o.name for o in model.graph.output}
-    model.graph.output.extend(
-        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
-    )
-    with cache.temp_dir("intermediates-") as folder:
-        path = folder / "model.onnx"
-        onnx.save_model(model, str(path))
-        del model
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        try:
-            sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        except Exception as err:
-            raise QuantizationError(
-                f"onnxruntime cannot open {what} with {len(tensors)} intermediate tensors "
-                f"made outputs (needed to read them): {clean_ort_message(error_text(err))}. The "
-                "variant's final outputs can still be compared: ortlab.compare(model, "
-                "[variant])."
-            ) from err
-    names = [o.name for o in sess.get_outputs()]
-    wanted = set(tensors)
-
-    def run(feeds: dict[str, Any]) -> dict[str, np.ndarray]:
-        values = sess.run([n for n in names if n in wanted], feeds)
-        return dict(zip([n for n in names if n in wanted], values, strict=True))
-
-    return run
 
 
 def transformer_optimize(

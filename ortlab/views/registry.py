@@ -10,6 +10,7 @@ from typing import Any
 
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.diff import DiffResult
+from ortlab.analysis.diverge import DivergenceResult
 from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.generation.quality import KLDResult
@@ -37,6 +38,7 @@ from ortlab.views import (
     benchmark,
     cost,
     diff,
+    diverge,
     doctor,
     generate,
     llmbench,
@@ -115,6 +117,9 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (CompareResult, "html", quantization.compare_html),
     (CompareResult, "text", quantization.compare_text),
     (CompareResult, "plot", quantization.compare_figure),
+    (DivergenceResult, "html", diverge.diverge_html),
+    (DivergenceResult, "text", diverge.diverge_text),
+    (DivergenceResult, "plot", diverge.diverge_figure),
     (ErrorResult, "html", quantization.error_html),
     (ErrorResult, "text", quantization.error_text),
     (ErrorResult, "plot", quantization.error_figure),

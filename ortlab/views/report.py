@@ -330,6 +330,7 @@ SECTION_TITLES = {
     "ThroughputResult": "Throughput per concurrency level (measured)",
     "SweepResult": "Shape sweep (measured; accelerator shares predicted)",
     "VersionDiffResult": "Two onnxruntime versions, node by node (measured)",
+    "DivergenceResult": "Where the numbers change: the first divergent node (measured)",
 }
 """The report's section title for each result it takes in ``extra``."""
 

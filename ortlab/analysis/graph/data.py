@@ -12,6 +12,7 @@ layout engine and hide the structure.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -238,8 +239,17 @@ def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]
     sq: dict[str, float] = {}
     if error is not None:
         for t in error.tensors:
-            sq[t.node] = min(sq.get(t.node, float("inf")), t.sqnr_db)
+            sq[t.node] = min(sq.get(t.node, float("inf")), _sqnr(t))
     return rows, sq
+
+
+def _sqnr(t: Any) -> float:
+    """A tensor's error as SQNR (dB), the graph's one scale of per-tensor error: a
+    quantization error's own; a divergence's from its relative error norm (none: 120 dB)."""
+    if hasattr(t, "sqnr_db"):
+        return float(t.sqnr_db)
+    rel = float(t.relative)
+    return 120.0 if rel <= 0 else min(-20.0 * math.log10(rel), 120.0)
 
 
 def _mean_fraction(nodes: list[GraphNode]) -> float | None:

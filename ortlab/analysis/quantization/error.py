@@ -155,7 +155,7 @@ def quantization_error(
     data = calibration_data(base, calibration, limit=limit, seed=200, dims=dims, like=like)
     producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
     where, skipped = _variant_tensors(producers, var.proto.graph)
-    floats = _float_types(base)  # once: ONNX shape inference of the whole model (~15 ms a
+    floats = float_types(base)  # once: ONNX shape inference of the whole model (~15 ms a
     # call on picodet, and it ran once per tensor: 6.7 s before the measuring began)
     where = {t: v for t, v in where.items() if floats.get(t, True)}
     stats = run_task(
@@ -196,7 +196,7 @@ def quantization_error(
     )
 
 
-def _float_types(model: Any) -> dict[str, bool]:
+def float_types(model: Any) -> dict[str, bool]:
     """Tensor name -> whether ONNX shape inference types it as float (False for indices,
     shapes, masks, sequences and maps: their values are not scored; absent: unknown)."""
     import onnx

@@ -1,0 +1,351 @@
+"""Where two runs stop agreeing: every tensor both compute, in graph order, with its error; the
+error each suspect node introduces by itself (the other side's node run alone on the
+reference's inputs: the drift it inherits is not blamed on it); the first node whose own error
+passes the threshold; and a reduced repro of it in plain onnxruntime.
+
+The other side is another session config of the same model (``{"level": "disabled"}``,
+``{"providers": ["openvino", "cpu"]}``) or another model (an fp16 or int8 variant, an edited
+copy); tensors pair by name. Exposing intermediate tensors as outputs changes what ORT fuses,
+so the final outputs are compared once more with nothing exposed: a divergence the unmodified
+sessions do not show is never reported as found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ortlab.analysis.divergerepro import node_alone, write_repro
+from ortlab.analysis.quantization.error import float_types
+from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OptionError
+from ortlab.core.graph import graph_nodes
+from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.result import Result
+from ortlab.engine import tasks_diverge
+from ortlab.engine.calls import Via, edge
+from ortlab.engine.calls import run as run_task
+from ortlab.engine.replies import TensorStats
+
+__all__ = [
+    "METRICS",
+    "DivergenceResult",
+    "FinalError",
+    "FirstDivergence",
+    "TensorDivergence",
+    "diverge",
+]
+
+METRICS = {"cosine": 1e-4, "max_abs": 1e-3, "relative": 1e-2}
+"""Each metric and its default threshold: 1 - cosine, the largest absolute difference, and
+the error's norm relative to the reference's."""
+MAX_CHECKS = 8
+"""Suspect nodes run alone, earliest first, before the search gives up naming one."""
+
+
+@dataclass(frozen=True)
+class TensorDivergence:
+    """One tensor both sides compute: its producer in the reference's graph order and the
+    other side's error against the reference (``introduced``: the producer's own, run alone
+    on the reference's inputs, in the result's metric; NaN where it was not checked)."""
+
+    index: int
+    tensor: str
+    node: str
+    op_type: str
+    cosine: float
+    max_abs: float
+    relative: float
+    introduced: float = math.nan
+
+
+@dataclass(frozen=True)
+class FinalError:
+    """A final output's error with the intermediate tensors exposed and with nothing exposed
+    (the sessions as a user runs them)."""
+
+    output: str
+    exposed_cosine: float
+    plain_cosine: float
+    plain_max_abs: float
+
+
+@dataclass(frozen=True)
+class FirstDivergence:
+    """The earliest node whose own error passes the threshold."""
+
+    node: str
+    op_type: str
+    tensor: str
+    index: int
+    error: float
+    """Its output's error (the metric) in the whole run."""
+    introduced: float
+    """The error (the metric) of the node run alone on the reference's inputs."""
+    inputs: list[str]
+    other_tensor: str
+
+
+@dataclass(frozen=True)
+class DivergenceResult(Result):
+    """Per tensor in graph order, the other side's error; the final outputs' error with and
+    without exposure; the first divergence (None when none reproduces); how many session runs
+    it took. ``to_pandas()``: one row per tensor. ``save_repro(folder)``: the first divergent
+    node as a plain-onnxruntime repro that exits 1 when it reproduces. ``plot()``: the error
+    along the graph."""
+
+    model: str
+    reference: str
+    other: str
+    metric: str
+    threshold: float
+    tensors: list[TensorDivergence]
+    finals: list[FinalError]
+    first: FirstDivergence | None
+    session_runs: int
+    feeds: str
+    synthetic: bool
+    reference_path: str
+    other_path: str
+    reference_config: SessionConfig
+    other_config: SessionConfig
+    notes: list[str] = field(default_factory=list)
+    repro_inputs: str = ""
+    """Where the first divergent node's real inputs were saved (an .npz in ortlab's cache)."""
+
+    def error(self, t: TensorDivergence) -> float:
+        """``t``'s error in this result's metric."""
+        return metric_error(self.metric, t.cosine, t.max_abs, t.relative)
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+
+        cols = ["index", "tensor", "node", "op_type", "cosine", "max_abs", "relative"]
+        rows = [[getattr(t, c) for c in cols] + [self.error(t), t.introduced] for t in self.tensors]
+        frame = pd.DataFrame(rows, columns=[*cols, "error", "introduced"])
+        frame["first"] = frame["tensor"] == (self.first.tensor if self.first else None)
+        return frame
+
+    def save_repro(self, folder: str | Path) -> Path:
+        """Write the first divergent node as a reduced repro: ``reference.onnx`` and
+        ``other.onnx`` (that node alone, from each side's model), ``inputs.npz`` (its real
+        inputs, from the reference run) and ``repro.py``, plain onnxruntime, which prints the
+        metric and exits 1 when the divergence reproduces, 0 when it does not. Returns the
+        script's path."""
+        if self.first is None:
+            raise OptionError(
+                "No divergence to reduce: this result found none that reproduces "
+                "(see its notes). Nothing was written."
+            )
+        return write_repro(self, Path(folder))
+
+
+def metric_error(metric: str, cosine: float, max_abs: float, relative: float) -> float:
+    """The error a metric reads: 1 - cosine, the largest absolute difference, or the relative
+    norm."""
+    if metric == "cosine":
+        return 1.0 - cosine
+    return max_abs if metric == "max_abs" else relative
+
+
+def diverge(
+    model: ModelLike,
+    against: ModelLike | SessionConfig | Mapping[str, Any],
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    *,
+    dims: Mapping[str, int] | None = None,
+    metric: str = "cosine",
+    threshold: float | None = None,
+    progress: bool | Callable[[int, int], None] = True,
+    timeout: float | None = None,
+) -> DivergenceResult:
+    """Where ``model`` under ``config`` and ``against`` stop agreeing on the same inputs.
+
+    ``against``: a session config (a dict of the fields that change — ``{"level":
+    "disabled"}`` — or a SessionConfig) of the same model, or another model (a variant) under
+    ``config``. ``metric``: 'cosine' (1 - cosine), 'max_abs' or 'relative'; ``threshold``: the
+    error a node must introduce to be the first divergence (default per metric:
+    :data:`METRICS`)."""
+    if metric not in METRICS:
+        raise OptionError(
+            f"metric={metric!r}: choose one of {', '.join(map(repr, METRICS))} (1 - cosine, "
+            "the largest absolute difference, the relative error norm)."
+        )
+    limit = METRICS[metric] if threshold is None else float(threshold)
+    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    m, cfg = run.model, run.config
+    other, other_cfg = _other_side(m, cfg, against)
+    producers = _producers(m)
+    floats = float_types(m)
+    others = {t for n in graph_nodes(other.proto.graph) for t in n.outputs if t}
+    pairs = {t: t for t in producers if t in others and floats.get(t, True)}
+    outputs = [o.name for o in m.proto.graph.output]
+    other_outputs = [o.name for o in other.proto.graph.output]
+    finals = dict(zip(outputs, other_outputs, strict=False))
+    reference = (str(m.path), cfg)
+    side = (str(other.path), other_cfg)
+    reply = run_task(
+        tasks_diverge.diverge_errors,
+        Via(desc="diverge", context=f"of {m.name!r}", progress=progress, timeout=timeout),
+        reference=reference,
+        other=side,
+        pairs=pairs,
+        finals=finals,
+        feeds=dict(run.inputs),
+    )
+    rows = [_row(producers[t], t, s) for t, s in reply.tensors.items()]
+    rows.sort(key=lambda r: r.index)
+    result = DivergenceResult(
+        model=m.name,
+        reference=f"{m.name} · {cfg.label()}",
+        other=f"{other.name} · {other_cfg.label()}",
+        metric=metric,
+        threshold=limit,
+        tensors=rows,
+        finals=[_final(o, reply.tensors.get(o), s) for o, s in reply.finals.items()],
+        first=None,
+        session_runs=reply.session_runs,
+        feeds=run.inputs.describe(),
+        synthetic=bool(run.inputs.synthetic),
+        reference_path=str(m.path),
+        other_path=str(other.path),
+        reference_config=cfg,
+        other_config=other_cfg,
+    )
+    return _find_first(result, other, dict(run.inputs), producers, timeout=timeout)
+
+
+def _other_side(
+    m: Model, cfg: SessionConfig, against: ModelLike | SessionConfig | Mapping[str, Any]
+) -> tuple[Model, SessionConfig]:
+    if isinstance(against, SessionConfig):
+        return m, against
+    if isinstance(against, Mapping):
+        return m, cfg.with_(**dict(against))
+    return load(against), cfg
+
+
+@dataclass(frozen=True)
+class _Producer:
+    index: int
+    node: str
+    op_type: str
+    inputs: list[str]
+
+
+def _producers(m: Model) -> dict[str, _Producer]:
+    """Each tensor a top-level node computes -> its node, in graph order."""
+    out: dict[str, _Producer] = {}
+    for k, n in enumerate(graph_nodes(m.proto.graph)):
+        for t in n.outputs:
+            if t:
+                out[t] = _Producer(k, n.name, n.op_type, [i for i in n.inputs if i])
+    return out
+
+
+def _row(p: _Producer, tensor: str, s: TensorStats) -> TensorDivergence:
+    cosine = 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine  # both zero: alike
+    relative = 10 ** (-s.sqnr_db / 20) if math.isfinite(s.sqnr_db) else float(s.sqnr_db < 0)
+    return TensorDivergence(p.index, tensor, p.node, p.op_type, cosine, s.max_abs, relative)
+
+
+def _final(output: str, exposed: TensorStats | None, plain: TensorStats) -> FinalError:
+    def cos(s: TensorStats | None) -> float:
+        if s is None:
+            return math.nan
+        return 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine
+
+    return FinalError(output, cos(exposed), cos(plain), plain.max_abs)
+
+
+def _find_first(
+    result: DivergenceResult,
+    other: Model,
+    feeds: dict[str, Any],
+    producers: dict[str, _Producer],
+    *,
+    timeout: float | None,
+) -> DivergenceResult:
+    """The earliest suspect (a tensor past the threshold) whose node introduces the error
+    itself, checked alone, at most MAX_CHECKS; and the notes on what could not be said."""
+    import dataclasses
+
+    notes = list(result.notes)
+    plain = [
+        metric_error(result.metric, f.plain_cosine, f.plain_max_abs, math.nan)
+        for f in result.finals
+    ]
+    shows = any(e > result.threshold for e in plain if not math.isnan(e)) or (
+        result.metric == "relative"
+    )
+    exposed = [f for f in result.finals if abs(f.exposed_cosine - f.plain_cosine) > 1e-6]
+    if exposed:
+        notes.append(
+            "exposing the intermediate tensors changed the final outputs' error ("
+            + "; ".join(
+                f"{f.output}: cosine {f.plain_cosine:.6f} as run, {f.exposed_cosine:.6f} exposed"
+                for f in exposed[:3]
+            )
+            + "): ORT fuses differently when a tensor must be kept, so the per-tensor errors "
+            "describe the exposed sessions"
+        )
+    suspects = [t for t in result.tensors if result.error(t) > result.threshold]
+    if not shows:
+        notes.append(
+            "the final outputs agree within the threshold when nothing is exposed (the "
+            "sessions as they run): no divergence is reported"
+            + (f", though {len(suspects)} exposed tensors differ" if suspects else "")
+        )
+        return dataclasses.replace(result, notes=notes)
+    runs, checked, first = result.session_runs, {}, None
+    saved = ""
+    for t in suspects[:MAX_CHECKS]:
+        p = producers[t.tensor]
+        got = run_task(
+            tasks_diverge.alone,
+            Via(desc="diverge: one node", context=f"node {p.node!r}", timeout=timeout),
+            reference=(result.reference_path, result.reference_config),
+            other=(result.other_path, result.other_config),
+            node_inputs=p.inputs,
+            output=t.tensor,
+            other_output=t.tensor,
+            node=node_alone(str(other.path), t.tensor),
+            feeds=feeds,
+        )
+        runs += 2
+        s = got.stats
+        relative = 10 ** (-s.sqnr_db / 20) if math.isfinite(s.sqnr_db) else float(s.sqnr_db < 0)
+        introduced = metric_error(result.metric, s.cosine, s.max_abs, relative)
+        introduced = math.inf if math.isnan(introduced) else introduced
+        checked[t.tensor] = introduced
+        if introduced > result.threshold:
+            first = FirstDivergence(
+                p.node,
+                p.op_type,
+                t.tensor,
+                t.index,
+                result.error(t),
+                introduced,
+                p.inputs,
+                t.tensor,
+            )
+            saved = got.inputs_path
+            break
+    if first is None:
+        notes.append(
+            f"none of the first {len(checked)} tensors past the threshold is produced by a node "
+            "that diverges alone on the reference's inputs: the difference comes from how the "
+            "nodes run together (a fusion, a layout change between them) or accumulates below "
+            "the threshold node by node; the table shows where it starts"
+        )
+    tensors = [
+        dataclasses.replace(t, introduced=checked[t.tensor]) if t.tensor in checked else t
+        for t in result.tensors
+    ]
+    return dataclasses.replace(
+        result, tensors=tensors, first=first, session_runs=runs, notes=notes, repro_inputs=saved
+    )

@@ -1,0 +1,128 @@
+"""The first divergence as a bug report an ORT issue asks for: the node alone from each side's
+model, its real inputs, and a plain-onnxruntime script that exits 1 when the divergence
+reproduces and 0 when it does not (Polygraphy's convention), printing the metric."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onnx import helper
+
+from ortlab.core.errors import OptionError
+from ortlab.core.model import load
+from ortlab.core.onnx_util import typed_inputs
+
+if TYPE_CHECKING:
+    from ortlab.analysis.diverge import DivergenceResult
+
+__all__ = ["node_alone", "write_repro"]
+
+FILES = ("reference.onnx", "other.onnx", "inputs.npz", "repro.py")
+
+_CHECK = """
+inputs = dict(np.load(HERE / "inputs.npz"))
+a, b = reference_session(), other_session()
+x = a.run(None, {i.name: inputs[i.name] for i in a.get_inputs()})[0]
+y = b.run(None, {i.name: inputs[i.name] for i in b.get_inputs()})[0]
+r, t = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
+d = r - t
+norm = float(np.sqrt(r @ r) * np.sqrt(t @ t))
+cosine = float(r @ t) / norm if norm else (1.0 if not d.any() else 0.0)
+max_abs = float(np.abs(d).max()) if d.size else 0.0
+relative = float(np.sqrt(d @ d) / np.sqrt(r @ r)) if r.any() else float(d.any())
+error = {"cosine": 1 - cosine, "max_abs": max_abs, "relative": relative}[METRIC]
+print(f"cosine {cosine:.8f}, max abs {max_abs:.6g}, relative {relative:.6g}: {METRIC} error "
+      f"{error:.6g} {'>' if error > THRESHOLD else '<='} threshold {THRESHOLD:g}")
+sys.exit(1 if error > THRESHOLD else 0)
+"""
+
+
+def write_repro(result: DivergenceResult, folder: Path) -> Path:
+    """Write the repro of ``result.first`` into ``folder`` (see the module); refuse to write
+    over an earlier repro there."""
+    first = result.first
+    assert first is not None
+    saved = Path(result.repro_inputs) if result.repro_inputs else None
+    if saved is None or not saved.exists():
+        raise OptionError(
+            "The first divergent node's inputs are no longer in ortlab's cache (cleared, or "
+            "this result was measured on another machine): run ortlab.diverge again, then "
+            "save_repro. Nothing was written."
+        )
+    there = [f for f in FILES if (folder / f).exists()]
+    if there:
+        raise OptionError(
+            f"{folder} already holds a repro ({', '.join(there)}): nothing was written. "
+            "Choose another folder."
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    import numpy as np
+
+    with np.load(saved) as got:
+        arrays = {k: got[k] for k in got.files}
+    for name, path in (
+        ("reference.onnx", result.reference_path),
+        ("other.onnx", result.other_path),
+    ):
+        (folder / name).write_bytes(_typed(node_alone(path, first.tensor), arrays))
+    shutil.copyfile(saved, folder / "inputs.npz")
+    script = folder / "repro.py"
+    script.write_text(_script(result))
+    return script
+
+
+def node_alone(model_path: str, tensor: str) -> bytes:
+    """The node of the model at ``model_path`` that computes ``tensor``, as a model of its own:
+    its non-constant inputs as graph inputs, its constant ones (initializers) inside."""
+    m = load(model_path)
+    graph = m.proto.graph
+    node = next(n for n in graph.node if tensor in n.output)
+    weights = {t.name: t for t in graph.initializer}
+    g = helper.make_graph(
+        [node],
+        f"{node.name or node.op_type}-alone",
+        [helper.make_empty_tensor_value_info(i) for i in node.input if i and i not in weights],
+        [helper.make_empty_tensor_value_info(node.output[0])],
+        [weights[i] for i in node.input if i in weights],
+    )
+    model = helper.make_model(g, opset_imports=list(m.proto.opset_import))
+    model.ir_version = m.proto.ir_version
+    return bytes(model.SerializeToString())
+
+
+def _typed(model: bytes, arrays: dict[str, Any]) -> bytes:
+    import onnx
+
+    return bytes(typed_inputs(onnx.load_from_string(model), arrays).SerializeToString())
+
+
+def _session(name: str, file: str, snippet: str) -> str:
+    code = snippet.replace(repr(file), f"str(HERE / {file!r})")
+    return f"def {name}():\n" + textwrap.indent(code.rstrip(), "    ") + "\n    return sess\n"
+
+
+def _script(result: DivergenceResult) -> str:
+    first = result.first
+    assert first is not None
+    head = (
+        f'"""Reduced repro written by ortlab.diverge: node {first.node!r} ({first.op_type}) of '
+        f"{result.model!r}\nrun alone on its real inputs, as {result.reference} and as "
+        f"{result.other}.\nExits 1 when its output differs beyond the threshold, 0 when not."
+        '"""\n'
+    )
+    return (
+        head
+        + "\nimport sys\nfrom pathlib import Path\n\nimport numpy as np\n\n"
+        + "HERE = Path(__file__).resolve().parent\n"
+        + f"METRIC = {result.metric!r}\nTHRESHOLD = {result.threshold!r}\n\n\n"
+        + _session(
+            "reference_session", "reference.onnx", result.reference_config.snippet("reference.onnx")
+        )
+        + "\n\n"
+        + _session("other_session", "other.onnx", result.other_config.snippet("other.onnx"))
+        + "\n"
+        + _CHECK
+    )

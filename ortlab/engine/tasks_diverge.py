@@ -1,0 +1,129 @@
+"""The first-divergence tasks (run inside the worker): two sides — a (model, config) each —
+run on the same feeds; every tensor both compute compared, in groups of exposed outputs so a
+pass holds about :data:`~ortlab.engine.tasks_transform.ACTIVATIONS_BYTES` of activations;
+the final outputs compared once more with nothing exposed (exposing a tensor changes what ORT
+fuses); and one node of the other side run alone on the reference's inputs, which is the error
+that node introduces by itself."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ortlab.core import cache
+from ortlab.core.config import SessionConfig
+from ortlab.core.onnx_util import seed_random_ops, typed_inputs
+from ortlab.core.run import Progress
+from ortlab.engine.errorsums import ErrorSums, with_outputs
+from ortlab.engine.replies import AloneReply, DivergeReply, TensorStats
+from ortlab.engine.session import build_session
+from ortlab.engine.tasks import prepare_feeds
+from ortlab.engine.tasks_transform import ACTIVATIONS_BYTES
+
+__all__ = ["alone", "diverge_errors"]
+
+Side = tuple[str, SessionConfig]
+"""A model file and the session config it runs under."""
+
+
+def diverge_errors(
+    progress: Progress,
+    *,
+    reference: Side,
+    other: Side,
+    pairs: dict[str, str],
+    finals: dict[str, str],
+    feeds: Mapping[str, Any],
+    chunk: int = 64,
+) -> DivergeReply:
+    """Per reference tensor (``pairs``: reference tensor -> the other side's tensor), the other
+    side's error against it; the final outputs (``finals``, paired likewise) compared with no
+    tensor exposed; and how many session runs it took."""
+    prepared = prepare_feeds(feeds)
+    plain_ref = with_outputs(reference[0], list(finals), "the reference", reference[1])
+    plain_other = with_outputs(other[0], list(finals.values()), "the other side", other[1])
+    final = _compare(plain_ref(prepared), plain_other(prepared), finals)
+    runs = 2
+    del plain_ref, plain_other
+    names = list(pairs)
+    sums: dict[str, ErrorSums] = {}
+    done, seen_bytes, seen = 0, 0, 0
+    while done < len(names):
+        group = names[done : done + chunk]
+        ref = with_outputs(reference[0], group, "the reference", reference[1])
+        got = with_outputs(other[0], sorted({pairs[t] for t in group}), "the other", other[1])
+        a, b = ref(prepared), got(prepared)
+        runs += 2
+        for t in group:
+            x, y = a.get(t), b.get(pairs[t])
+            if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+                sums.setdefault(t, ErrorSums()).add(x, y)
+                seen_bytes += x.nbytes + y.nbytes
+                seen += 1
+        del a, b, ref, got
+        done += len(group)
+        progress(done, len(names))
+        chunk = int(min(max(ACTIVATIONS_BYTES // max(seen_bytes / max(seen, 1), 1.0), 4), 1024))
+    return DivergeReply(
+        tensors={t: s.metrics() for t, s in sums.items()}, finals=final, session_runs=runs
+    )
+
+
+def _compare(
+    ref: Mapping[str, Any], got: Mapping[str, Any], pairs: Mapping[str, str]
+) -> dict[str, TensorStats]:
+    out = {}
+    for t, u in pairs.items():
+        x, y = ref.get(t), got.get(u)
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+            s = ErrorSums()
+            s.add(x, y)
+            out[t] = s.metrics()
+    return out
+
+
+def alone(
+    progress: Progress,  # noqa: ARG001 - task signature
+    *,
+    reference: Side,
+    other: Side,
+    node_inputs: list[str],
+    output: str,
+    other_output: str,
+    node: bytes,
+    feeds: Mapping[str, Any],
+) -> AloneReply:
+    """The error one node of the other side introduces by itself: the reference runs to give
+    the node's inputs (``node_inputs``) and its output; the other side's node (``node``: a
+    one-node model of it, its weights inside, serialized) runs alone under the other side's
+    config on those very inputs; its output against the reference's. The inputs are saved
+    in the cache (a repro's ``inputs.npz``)."""
+    import onnx
+
+    prepared = prepare_feeds(feeds)
+    ref = with_outputs(reference[0], [*node_inputs, output], "the reference", reference[1])
+    values = ref(prepared)
+    del ref
+    proto = onnx.load_from_string(node)
+    seed_random_ops(proto.graph)
+    inputs = {i.name: values[i.name] for i in proto.graph.input if i.name in values}
+    typed_inputs(proto, inputs)
+    with cache.temp_dir("alone-") as folder:
+        path = folder / "node.onnx"
+        onnx.save_model(proto, str(path))
+        sess, _ = build_session(str(path), other[1], log_severity=3)
+    got = sess.run([other_output], inputs)[0]
+    s = ErrorSums()
+    s.add(values[output], np.asarray(got))
+    stats = s.metrics()
+    if math.isnan(stats.cosine) and stats.max_abs == 0:  # both zero: the same
+        stats = TensorStats(math.inf, 1.0, 0.0, 0.0, False, stats.nonfinite)
+    fd, saved = tempfile.mkstemp(prefix="node-inputs-", suffix=".npz", dir=cache.subdir("repro"))
+    with os.fdopen(fd, "wb") as f:
+        np.savez(f, **inputs)
+    return AloneReply(stats, saved)

@@ -1,0 +1,226 @@
+"""Where two runs stop agreeing (issue 49): a planted divergence in a 1,000-node model located
+exactly in a bounded number of session runs; the repro it writes reproduces in plain
+onnxruntime (exit 1) and stops when the divergence is gone (exit 0); per-tensor errors equal a
+hand-written loop over plain onnxruntime sessions (level disabled vs all; fp32 vs an fp16
+variant); sessions that agree report nothing; bad requests are refused before any work; the
+shell verb; and (marked openvino) a real EP pair end to end."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ortlab
+from ortlab.cli import main
+from ortlab.core.errors import OptionError
+
+PLANT = 601
+
+
+def _chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
+    """x -> Add(c0) -> Mul(c1) -> ... (n nodes, each with its own constant); with ``plant``
+    that node's constant has half its signs flipped (an edited copy, a broken weight)."""
+    rng = np.random.default_rng(0)
+    nodes, weights, x = [], [], "x"
+    for i in range(n):
+        op = "Add" if i % 2 == 0 else "Mul"
+        c = rng.random((1, 64)).astype(np.float32) * 0.1 + (0.0 if op == "Add" else 0.95)
+        if plant == i:
+            c[0, :32] *= -1
+        weights.append(numpy_helper.from_array(c, f"c{i}"))
+        nodes.append(helper.make_node(op, [x, f"c{i}"], [f"t{i}"], name=f"n{i}"))
+        x = f"t{i}"
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 64])],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any]:
+    tmp = tmp_path_factory.mktemp("diverge")
+    a, b = _chain(tmp / "a.onnx"), _chain(tmp / "b.onnx", plant=PLANT)
+    return a, b, ortlab.diverge(a, b, progress=False)
+
+
+def _exposed(path: Path, tensors: list[str], level: str, feeds: dict[str, Any]) -> list[Any]:
+    """The hand-written reference: plain onnxruntime with ``tensors`` made outputs."""
+    import onnxruntime as ort
+
+    model = onnx.load(path)
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
+    )
+    so = ort.SessionOptions()
+    so.graph_optimization_level = {
+        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return list(sess.run(tensors, feeds))
+
+
+def _cosine(a: Any, b: Any) -> float:
+    r, t = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    norm = float(np.sqrt(r @ r) * np.sqrt(t @ t))
+    return float(r @ t) / norm if norm else 1.0
+
+
+def test_a_planted_divergence_is_located_exactly(planted: tuple[Path, Path, Any]) -> None:
+    a, b, r = planted
+    assert r.first is not None
+    assert (r.first.node, r.first.op_type, r.first.index) == (f"n{PLANT}", "Mul", PLANT)
+    assert r.first.introduced > r.threshold and r.first.inputs == [f"t{PLANT - 1}", f"c{PLANT}"]
+    assert r.session_runs <= 12, r.session_runs
+    errors = {t.index: r.error(t) for t in r.tensors}
+    assert len(errors) == 1000
+    assert all(errors[k] == 0 for k in range(PLANT))
+    assert all(errors[k] > r.threshold for k in range(PLANT, 1000))
+    feeds = {"x": _feeds(r)}
+    mine = _cosine(*(_exposed(p, [f"t{PLANT}"], "all", feeds)[0] for p in (a, b)))
+    row = next(t for t in r.tensors if t.index == PLANT)
+    assert row.cosine == pytest.approx(mine, abs=1e-9)
+    assert r.to_pandas()["first"].sum() == 1
+    assert f"node 'n{PLANT}' (Mul" in r.to_text()
+    assert "ortlab-diverge" in r._repr_html_()
+    fig = r.plot()
+    assert any((t.name or "").startswith("first: n601") for t in fig.data)
+    back = ortlab.DivergenceResult.from_json(r.to_json())
+    assert back.first == r.first and len(back.tensors) == len(r.tensors)
+
+
+def _feeds(r: Any) -> Any:
+    """The synthetic input the result ran at (seed 0, as ortlab makes it)."""
+    m = ortlab.load(r.reference_path)
+    return m.example_inputs(seed=0)["x"]
+
+
+def test_the_repro_reproduces_in_plain_onnxruntime(
+    planted: tuple[Path, Path, Any], tmp_path: Path
+) -> None:
+    _, _, r = planted
+    script = r.save_repro(tmp_path / "repro")
+    assert sorted(p.name for p in script.parent.iterdir()) == [
+        "inputs.npz",
+        "other.onnx",
+        "reference.onnx",
+        "repro.py",
+    ]
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "cosine" in run.stdout and "> threshold" in run.stdout
+    shutil.copyfile(script.parent / "reference.onnx", script.parent / "other.onnx")  # fixed
+    again = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    with pytest.raises(OptionError, match="already holds a repro"):
+        r.save_repro(tmp_path / "repro")
+
+
+def test_level_disabled_vs_all_equals_plain_onnxruntime() -> None:
+    """On ResNet-50 the per-tensor cosines equal a loop over plain onnxruntime sessions with
+    the same tensors exposed."""
+    m = ortlab.examples.load("resnet50")
+    r = ortlab.diverge(m, {"level": "disabled"}, {"level": "all"}, progress=False)
+    feeds = m.example_inputs(seed=0)
+    picked = [t.tensor for t in r.tensors[:: max(len(r.tensors) // 6, 1)]]
+    ref = _exposed(m.path, picked, "all", feeds)
+    other = _exposed(m.path, picked, "disabled", feeds)
+    rows = {t.tensor: t for t in r.tensors}
+    for name, x, y in zip(picked, ref, other, strict=True):
+        assert rows[name].cosine == pytest.approx(_cosine(x, y), abs=1e-7), name
+    assert r.other.endswith("disabled") and len(r.finals) == 1
+
+
+def test_fp16_variant_errors_equal_plain_onnxruntime() -> None:
+    m = ortlab.examples.load("mlp")
+    half = ortlab.to_fp16(m)
+    r = ortlab.diverge(m, half, progress=False, threshold=1e-2)
+    feeds = m.example_inputs(seed=0)
+    names = [t.tensor for t in r.tensors]
+    assert names, "fp16 keeps the tensor names"
+    ref = _exposed(m.path, names, "all", feeds)
+    got = _exposed(Path(half.path), names, "all", feeds)
+    for t, x, y in zip(r.tensors, ref, got, strict=True):
+        assert t.cosine == pytest.approx(_cosine(x, y), abs=1e-7), t.tensor
+    assert max(1 - t.cosine for t in r.tensors) < 1e-3  # fp16 drifts, it does not break
+
+
+def test_sessions_that_agree_report_nothing() -> None:
+    r = ortlab.diverge(ortlab.examples.load("mlp"), {"intra_op_threads": 1}, progress=False)
+    assert r.first is None
+    assert any("agree within the threshold" in n for n in r.notes)
+    with pytest.raises(OptionError, match="No divergence"):
+        r.save_repro("unused-folder")
+    assert not Path("unused-folder").exists()
+
+
+def test_bad_requests_are_refused_before_any_work() -> None:
+    with pytest.raises(OptionError, match="'cosine', 'max_abs', 'relative'"):
+        ortlab.diverge(ortlab.examples.load("mlp"), {"level": "disabled"}, metric="psnr")
+    with pytest.raises(ortlab.SessionConfigError):
+        ortlab.diverge(ortlab.examples.load("mlp"), {"level": "fastest"}, progress=False)
+
+
+def test_the_shell_verb(planted: tuple[Path, Path, Any], tmp_path: Path, capsys: Any) -> None:
+    a, b, _ = planted
+    code = main(["diverge", str(a), "--against", str(b), "--repro", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"first divergence is node 'n{PLANT}'" in out and "repro written" in out
+    assert (tmp_path / "r" / "repro.py").exists()
+    code = main(["diverge", "mlp", "--against", "level=disabled", "--json"])
+    assert code == 0 and '"metric": "cosine"' in capsys.readouterr().out
+
+
+@pytest.mark.openvino
+def test_a_real_ep_pair_runs_end_to_end() -> None:
+    import onnxruntime as ort
+
+    if "OpenVINOExecutionProvider" not in ort.get_available_providers():
+        pytest.fail("the openvino tests must run in the .venv-openvino environment")
+    r = ortlab.diverge(
+        ortlab.examples.load("mlp"), {"providers": ["openvino", "cpu"]}, progress=False
+    )
+    assert r.tensors and all(0.99 < t.cosine <= 1.0 + 1e-9 for t in r.tensors)
+    assert "openvino" in r.other.lower()
+
+
+def test_the_graph_colours_by_the_error_and_selects_the_first(
+    planted: tuple[Path, Path, Any],
+) -> None:
+    """One scale of per-tensor error in the graph (SQNR, as quantization's): a node that adds
+    no error is at the top of it, the planted one far below, and it is the one highlighted."""
+    a, _, r = planted
+    from ortlab.analysis.graph.data import graph_data
+
+    g = ortlab.graph(str(a), error=r)
+    assert g.color_by == "quant_error" and g.highlighted == [f"n{PLANT}"]
+    sqnr = {n.name: n.sqnr_db for n in graph_data(str(a), error=r).nodes}
+    assert sqnr[f"n{PLANT - 1}"] == 120.0
+    row = next(t for t in r.tensors if t.index == PLANT)
+    assert sqnr[f"n{PLANT}"] == pytest.approx(-20 * np.log10(row.relative))
+
+
+def test_the_report_carries_it(planted: tuple[Path, Path, Any], tmp_path: Path) -> None:
+    a, _, r = planted
+    out = ortlab.report(str(a), path=tmp_path / "r.html", extra=[r])
+    page = Path(out).read_text()
+    assert "Where the numbers change: the first divergent node" in page
+    assert f"node &#x27;n{PLANT}&#x27;" in page or f"node 'n{PLANT}'" in page
