@@ -224,3 +224,34 @@ def test_the_report_carries_it(planted: tuple[Path, Path, Any], tmp_path: Path) 
     page = Path(out).read_text()
     assert "Where the numbers change: the first divergent node" in page
     assert f"node &#x27;n{PLANT}&#x27;" in page or f"node 'n{PLANT}'" in page
+
+
+def test_the_grid_says_which_cells_diverge(planted: tuple[Path, Path, Any]) -> None:
+    """The EP x level grid, run: an edited model diverges in every cell (the model itself);
+    two configs of one model that agree diverge in none. Its verdict, on hand-made grids: a
+    fusion (level all only), an EP's kernels (one EP only), one cell."""
+    from ortlab.analysis.divergematrix import MatrixCell, matrix_verdict
+
+    a, b, _ = planted
+    r = ortlab.diverge(a, b, matrix=True, progress=False)
+    assert [(c.providers, c.level) for c in r.matrix] == [("CPU", "disabled"), ("CPU", "all")]
+    assert all(c.diverges for c in r.matrix) and "other model itself" in r.matrix_verdict
+    assert "EP x level grid" in r.to_text()
+    same = ortlab.diverge(
+        ortlab.examples.load("mlp"), {"level": "disabled"}, matrix=True, progress=False
+    )
+    assert not any(c.diverges for c in same.matrix)
+    assert same.matrix_verdict.startswith("no cell")
+
+    def cells(*bad: tuple[str, str]) -> list[MatrixCell]:
+        return [
+            MatrixCell(ep, level, 0.5 if (ep, level) in bad else 1.0, 0.0, (ep, level) in bad)
+            for ep in ("CPU", "OpenVINO")
+            for level in ("disabled", "all")
+        ]
+
+    assert "a fusion" in matrix_verdict(cells(("CPU", "all"), ("OpenVINO", "all")))
+    assert "OpenVINO diverges, at every level" in matrix_verdict(
+        cells(("OpenVINO", "disabled"), ("OpenVINO", "all"))
+    )
+    assert "only CPU at level all" in matrix_verdict(cells(("CPU", "all")))

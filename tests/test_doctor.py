@@ -528,7 +528,8 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     assert "had no room for 6 rounds, the fewest a 95 % verdict needs; it ran 2" in short
     note = s.budget_note()
     assert note.startswith("verdicts in the screen: ")
-    assert note.endswith("raise budget_s to about 7 s to measure them")  # 2x6x2x0.1 s / 0.35
+    # 2 x (6 rounds x 2 runs + 3 warm-up runs) x 0.1 s / 0.35
+    assert note.endswith("raise budget_s to about 9 s to measure them")
     v = s.measured["level:all"]
     assert not v.faster and math.isnan(v.paired.low) and math.isnan(v.confidence)
     assert "not enough rounds for a verdict (need ≥ 6" in v.paired.verdict

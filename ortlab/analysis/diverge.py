@@ -12,12 +12,14 @@ sessions do not show is never reported as found.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ortlab.analysis.divergematrix import MatrixCell, grid, matrix_verdict
 from ortlab.analysis.divergerepro import node_alone, write_repro
 from ortlab.analysis.quantization.error import float_types
 from ortlab.core.config import SessionConfig
@@ -113,6 +115,11 @@ class DivergenceResult(Result):
     reference_config: SessionConfig
     other_config: SessionConfig
     notes: list[str] = field(default_factory=list)
+    matrix: list[MatrixCell] = field(default_factory=list)
+    """With ``matrix=True``: the EP x level grid, each cell's final outputs against the
+    reference cell (the first EPs at level disabled)."""
+    matrix_verdict: str = ""
+    """Which cells of the grid diverge, in words ('' without the grid)."""
     repro_inputs: str = ""
     """Where the first divergent node's real inputs were saved (an .npz in ortlab's cache)."""
 
@@ -121,6 +128,8 @@ class DivergenceResult(Result):
         return metric_error(self.metric, t.cosine, t.max_abs, t.relative)
 
     def to_pandas(self) -> Any:
+        """One row per tensor in graph order: index, tensor, node, op_type, cosine, max_abs,
+        relative, error (the metric), introduced (the node alone; NaN: not checked), first."""
         import pandas as pd
 
         cols = ["index", "tensor", "node", "op_type", "cosine", "max_abs", "relative"]
@@ -160,6 +169,7 @@ def diverge(
     dims: Mapping[str, int] | None = None,
     metric: str = "cosine",
     threshold: float | None = None,
+    matrix: bool = False,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> DivergenceResult:
@@ -169,7 +179,9 @@ def diverge(
     "disabled"}`` — or a SessionConfig) of the same model, or another model (a variant) under
     ``config``. ``metric``: 'cosine' (1 - cosine), 'max_abs' or 'relative'; ``threshold``: the
     error a node must introduce to be the first divergence (default per metric:
-    :data:`METRICS`)."""
+    :data:`METRICS`). ``matrix=True`` also runs the grid of both sides' EPs x levels disabled
+    and all (:mod:`ortlab.analysis.divergematrix`) and says which cells diverge (with the
+    relative metric, a cell is read by its cosine)."""
     if metric not in METRICS:
         raise OptionError(
             f"metric={metric!r}: choose one of {', '.join(map(repr, METRICS))} (1 - cosine, "
@@ -216,6 +228,17 @@ def diverge(
         reference_config=cfg,
         other_config=other_cfg,
     )
+    if matrix:
+        cells = grid(
+            (str(m.path), str(other.path)),
+            [cfg, other_cfg],
+            finals,
+            run.inputs,
+            error=lambda cos, worst: metric_error(metric, cos, worst, 1.0 - cos),
+            threshold=limit,
+            timeout=timeout,
+        )
+        result = dataclasses.replace(result, matrix=cells, matrix_verdict=matrix_verdict(cells))
     return _find_first(result, other, dict(run.inputs), producers, timeout=timeout)
 
 
@@ -272,8 +295,6 @@ def _find_first(
 ) -> DivergenceResult:
     """The earliest suspect (a tensor past the threshold) whose node introduces the error
     itself, checked alone, at most MAX_CHECKS; and the notes on what could not be said."""
-    import dataclasses
-
     notes = list(result.notes)
     plain = [
         metric_error(result.metric, f.plain_cosine, f.plain_max_abs, math.nan)

@@ -68,10 +68,32 @@ def _finals(d: DivergenceResult) -> list[str]:
     ]
 
 
+MATRIX_HEAD = ["EPs", "level", "worst output cosine", "max abs", "diverges"]
+
+
+def _matrix(d: DivergenceResult) -> list[list[str]]:
+    return [
+        [c.providers, c.level, f"{c.cosine:.8f}", _number(c.max_abs), "yes" if c.diverges else ""]
+        for c in d.matrix
+    ]
+
+
+def _matrix_caption(d: DivergenceResult) -> str:
+    return (
+        "The EP x level grid (each cell's final outputs, nothing exposed, against the first "
+        f"cell): {d.matrix_verdict}"
+    )
+
+
 def diverge_text(d: DivergenceResult) -> str:
     lines = [
         safe_text(headline(d), 600),
         *(safe_text(x, 400) for x in _finals(d)),
+        *(
+            [safe_text(_matrix_caption(d), 600), table_text(MATRIX_HEAD, _matrix(d))]
+            if d.matrix
+            else []
+        ),
         f"Tensors around it (of {len(d.tensors)}, graph order; introduced: the node alone on "
         "the reference's inputs):",
         table_text(HEAD, _cells(d)),
@@ -85,6 +107,11 @@ def diverge_html(d: DivergenceResult) -> str:
     return (
         f"{STYLE}<div class='ortlab-diverge'><div><b>{esc(headline(d), 600)}</b></div>"
         + "".join(f"<div>{esc(x, 400)}</div>" for x in _finals(d))
+        + (
+            f"<div>{esc(_matrix_caption(d), 600)}</div>" + table_html(MATRIX_HEAD, _matrix(d))
+            if d.matrix
+            else ""
+        )
         + f"<div>Tensors around it (of {len(d.tensors)}, graph order; introduced: the node "
         "alone on the reference's inputs)</div>"
         + table_html(HEAD, _cells(d))
