@@ -73,7 +73,7 @@ def placeholders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_readme_names_its_blocks() -> None:
     """The blocks this test runs are the ones it says: if the README grows a block, this test
     is where it gets run."""
-    assert len(_blocks("python")) == 8
+    assert len(_blocks("python")) == 9
     bash = _blocks("bash")
     assert bash[0].startswith("./run") and bash[1].startswith("pip install") and len(bash) == 3
 
