@@ -50,8 +50,10 @@ def _cells(d: DivergenceResult) -> list[list[str]]:
 def headline(d: DivergenceResult) -> str:
     """The result in one sentence: the first divergence, or why there is none."""
     what = f"{d.reference} vs {d.other} ({d.metric} error > {d.threshold:g})"
+    if d.first is None and not any(d.error(t) > d.threshold for t in d.tensors):
+        return f"{what}: they agree within the threshold on every tensor both compute"
     if d.first is None:
-        return f"{what}: no node introduces a divergence that reproduces"
+        return f"{what}: no node introduces a divergence that reproduces (see the notes)"
     f = d.first
     return (
         f"{what}: the first divergence is node {f.node!r} ({f.op_type}, #{f.index} in graph "
