@@ -139,7 +139,17 @@ def diverge_figure(d: DivergenceResult) -> object:
             hovertemplate="%{text}<br>error %{y:.3g}<extra></extra>",
         )
     )
-    fig.add_hline(y=d.threshold, line_dash="dash", annotation_text="threshold")
+    fig.add_hline(y=d.threshold, line_dash="dash")
+    fig.add_annotation(  # on a log axis an annotation's y is log10 of the value
+        x=1,
+        xref="paper",
+        y=math.log10(d.threshold),
+        yref="y",
+        text=f"threshold {d.threshold:g}",
+        showarrow=False,
+        xanchor="right",
+        yanchor="bottom",
+    )
     if d.first is not None:
         fig.add_trace(
             go.Scatter(
@@ -155,7 +165,7 @@ def diverge_figure(d: DivergenceResult) -> object:
         fig,
         title,
         xaxis_title="node (graph order)",
-        yaxis_title=f"{d.metric} error (log)",
+        yaxis_title=f"{d.metric} error (log; 0 drawn at {floor:g})",
         yaxis_type="log",
         height=380,
     )
