@@ -20,7 +20,8 @@ from ortlab.core.errors import OptionError
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.stats import Paired, paired_ratio
 from ortlab.diagnosis import rules_resources
-from ortlab.diagnosis.cpu import CpuCost, CpuCosts, best_for_cpu, cpu_verdict
+from ortlab.diagnosis.cpu import best_for_cpu, cpu_verdict
+from ortlab.diagnosis.facts import CpuCost, CpuCosts
 from ortlab.engine import tasks_cpu
 from ortlab.engine.calls import Via, run
 from ortlab.engine.worker import InProcessWorker

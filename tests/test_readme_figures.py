@@ -35,7 +35,7 @@ def test_the_fast_tier_record_counts_todays_tests() -> None:
             "--collect-only",
             "-q",
             "-m",
-            readme_figures.FAST_MARKERS[0],
+            readme_figures.FAST_SELECTION,
             "-p",
             "no:cacheprovider",
         ],

@@ -1,8 +1,8 @@
 """The worker's memory promise on a model whose activations dwarf its weights (a 1024x1024
 image network's case, issue 47 item 5): a session built in a few MB grows by its arena on its
 first run, and the session cache counts that growth; comparisons too large to hold together
-run in pairs that hold two sessions, never three. Measured in this process (the in-process
-worker) with the resident size sampled every few milliseconds."""
+run in pairs that hold two sessions, never three, measured on fresh worker processes with
+their resident size sampled every few milliseconds from this one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -20,6 +22,9 @@ from onnx import TensorProto, helper
 
 from ortlab.core.config import SessionConfig
 from ortlab.engine import sessioncache, tasks_timing
+from ortlab.engine.calls import Via, run
+from ortlab.engine.replies import InterleavedReply
+from ortlab.engine.worker import Worker
 
 SHAPE = [1, 16, 1024, 1024]
 TENSOR = int(np.prod(SHAPE)) * 4  # 64 MiB per activation
@@ -46,10 +51,10 @@ def _activations_model(path: Path) -> Path:
 
 
 @contextmanager
-def _peak() -> Iterator[list[int]]:
-    """The process's resident peak above its size at entry, sampled every 2 ms: out[0]."""
-    proc, out, stop = psutil.Process(), [0], threading.Event()
-    start = sessioncache.rss_bytes()  # freed heap given back first: growth is real growth
+def _peak(pid: int) -> Iterator[list[int]]:
+    """Process ``pid``'s resident peak above its size at entry, sampled every 2 ms: out[0]."""
+    proc, out, stop = psutil.Process(pid), [0], threading.Event()
+    start = proc.memory_info().rss
 
     def watch() -> None:
         while not stop.is_set():
@@ -65,8 +70,24 @@ def _peak() -> Iterator[list[int]]:
         t.join()
 
 
-def _noop(_done: int, _total: int) -> None:
-    return None
+@dataclass(frozen=True)
+class _Timed:
+    reply: InterleavedReply
+    peak: int
+
+
+def _worker_peak(**kwargs: Any) -> _Timed:
+    """``tasks_timing.interleaved(**kwargs)`` in a worker process of its own (no memory a
+    dropped session freed is there to reuse), and that process's resident peak."""
+    w = Worker()
+    try:
+        w.call("ping", {})
+        assert w.pid is not None
+        with _peak(w.pid) as peak:
+            reply = run(tasks_timing.interleaved, Via(worker=w), runs=1, **kwargs)
+    finally:
+        w.stop()
+    return _Timed(reply, peak[0])
 
 
 @pytest.fixture
@@ -91,19 +112,16 @@ def test_a_sessions_first_runs_count_as_its_size(model: str) -> None:
 def test_pairs_hold_two_sessions_never_three(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Five settings of a model whose sessions do not fit together: the pairwise comparison's
     peak stays near two sessions (each candidate's session is released, runner and all, before
-    the next is built), measured against one session's own peak."""
+    the next is built), measured against one session's own peak — each in a fresh worker,
+    read from this process."""
     feeds = {"x": np.ones(SHAPE, np.float32)}
-    with _peak() as one:
-        tasks_timing.interleaved(
-            _noop, items=[(model, "a", SessionConfig())], feeds=feeds, rounds=1, runs=1
-        )
-    sessioncache.clear()
-    monkeypatch.setenv("ORTLAB_SESSION_BUDGET_MB", "1")
+    one = _worker_peak(items=[(model, "a", SessionConfig())], feeds=feeds, rounds=1)
+    monkeypatch.setenv("ORTLAB_SESSION_BUDGET_MB", "1")  # the next worker's environment
     items = [(model, "a", SessionConfig(intra_op_threads=k)) for k in (0, 1, 2)]
     items += [(model, "a", SessionConfig(level=level)) for level in ("basic", "disabled")]
-    with _peak() as five:
-        out = tasks_timing.interleaved(_noop, items=items, feeds=feeds, rounds=2, runs=1)
-    assert out.pairwise and not out.failed
+    out = _worker_peak(items=items, feeds=feeds, rounds=2)
+    five = out.peak
+    assert out.reply.pairwise and not out.reply.failed
     # two sessions with their prepared feeds and outputs: 2.8x one session's peak here; three
     # sessions (a candidate's kept alive by the round's order while the next was built): 4.5x
-    assert five[0] <= 3.4 * one[0], (five[0] >> 20, one[0] >> 20)
+    assert five <= 3.4 * one.peak, (five >> 20, one.peak >> 20)

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.divergematrix import MatrixCell, grid, matrix_verdict
 from ortlab.analysis.divergerepro import node_alone, write_repro
@@ -30,7 +30,12 @@ from ortlab.core.result import Result
 from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Via, edge
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.errorsums import Side
 from ortlab.engine.replies import TensorStats
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "METRICS",
@@ -60,8 +65,15 @@ class TensorDivergence:
     op_type: str
     cosine: float
     max_abs: float
-    relative: float
+    sqnr_db: float
+    """The reference's power over the error's (dB; inf: identical): the graph's one scale of
+    per-tensor error, as quantization's."""
     introduced: float = math.nan
+
+    @property
+    def relative(self) -> float:
+        """The error's norm relative to the reference's."""
+        return relative_of(self.sqnr_db)
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,13 @@ class FinalError:
     exposed_cosine: float
     plain_cosine: float
     plain_max_abs: float
+    plain_sqnr_db: float
+
+    def plain_error(self, metric: str) -> float:
+        """The output's error in ``metric`` as the sessions run (nothing exposed)."""
+        return metric_error(
+            metric, self.plain_cosine, self.plain_max_abs, relative_of(self.plain_sqnr_db)
+        )
 
 
 @dataclass(frozen=True)
@@ -127,12 +146,13 @@ class DivergenceResult(Result):
         """``t``'s error in this result's metric."""
         return metric_error(self.metric, t.cosine, t.max_abs, t.relative)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """One row per tensor in graph order: index, tensor, node, op_type, cosine, max_abs,
-        relative, error (the metric), introduced (the node alone; NaN: not checked), first."""
+        sqnr_db, relative, error (the metric), introduced (the node alone; NaN: not
+        checked), first."""
         import pandas as pd
 
-        cols = ["index", "tensor", "node", "op_type", "cosine", "max_abs", "relative"]
+        cols = ["index", "tensor", "node", "op_type", "cosine", "max_abs", "sqnr_db", "relative"]
         rows = [[getattr(t, c) for c in cols] + [self.error(t), t.introduced] for t in self.tensors]
         frame = pd.DataFrame(rows, columns=[*cols, "error", "introduced"])
         frame["first"] = frame["tensor"] == (self.first.tensor if self.first else None)
@@ -150,6 +170,12 @@ class DivergenceResult(Result):
                 "(see its notes). Nothing was written."
             )
         return write_repro(self, Path(folder))
+
+
+def relative_of(sqnr_db: float) -> float:
+    """The relative error norm an SQNR stands for (0 when identical; 1 past a zero
+    reference)."""
+    return 10 ** (-sqnr_db / 20) if math.isfinite(sqnr_db) else float(sqnr_db < 0)
 
 
 def metric_error(metric: str, cosine: float, max_abs: float, relative: float) -> float:
@@ -198,8 +224,8 @@ def diverge(
     outputs = [o.name for o in m.proto.graph.output]
     other_outputs = [o.name for o in other.proto.graph.output]
     finals = dict(zip(outputs, other_outputs, strict=False))
-    reference = (str(m.path), cfg)
-    side = (str(other.path), other_cfg)
+    reference = Side(str(m.path), cfg, "the reference")
+    side = Side(str(other.path), other_cfg, "the other side")
     reply = run_task(
         tasks_diverge.diverge_errors,
         Via(desc="diverge", context=f"of {m.name!r}", progress=progress, timeout=timeout),
@@ -272,8 +298,7 @@ def _producers(m: Model) -> dict[str, _Producer]:
 
 def _row(p: _Producer, tensor: str, s: TensorStats) -> TensorDivergence:
     cosine = 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine  # both zero: alike
-    relative = 10 ** (-s.sqnr_db / 20) if math.isfinite(s.sqnr_db) else float(s.sqnr_db < 0)
-    return TensorDivergence(p.index, tensor, p.node, p.op_type, cosine, s.max_abs, relative)
+    return TensorDivergence(p.index, tensor, p.node, p.op_type, cosine, s.max_abs, s.sqnr_db)
 
 
 def _final(output: str, exposed: TensorStats | None, plain: TensorStats) -> FinalError:
@@ -282,13 +307,13 @@ def _final(output: str, exposed: TensorStats | None, plain: TensorStats) -> Fina
             return math.nan
         return 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine
 
-    return FinalError(output, cos(exposed), cos(plain), plain.max_abs)
+    return FinalError(output, cos(exposed), cos(plain), plain.max_abs, plain.sqnr_db)
 
 
 def _find_first(
     result: DivergenceResult,
     other: Model,
-    feeds: dict[str, Any],
+    feeds: Mapping[str, np.ndarray],
     producers: dict[str, _Producer],
     *,
     timeout: float | None,
@@ -324,13 +349,15 @@ def _find_first(
         return dataclasses.replace(result, notes=notes)
     runs, checked, first = result.session_runs, {}, None
     saved = ""
+    reference = Side(result.reference_path, result.reference_config, "the reference")
+    side = Side(result.other_path, result.other_config, "the other side")
     for t in suspects[:MAX_CHECKS]:
         p = producers[t.tensor]
         got = run_task(
             tasks_diverge.alone,
             Via(desc="diverge: one node", context=f"node {p.node!r}", timeout=timeout),
-            reference=(result.reference_path, result.reference_config),
-            other=(result.other_path, result.other_config),
+            reference=reference,
+            other=side,
             node_inputs=p.inputs,
             output=t.tensor,
             other_output=t.tensor,
@@ -339,8 +366,7 @@ def _find_first(
         )
         runs += 2
         s = got.stats
-        relative = 10 ** (-s.sqnr_db / 20) if math.isfinite(s.sqnr_db) else float(s.sqnr_db < 0)
-        introduced = metric_error(result.metric, s.cosine, s.max_abs, relative)
+        introduced = metric_error(result.metric, s.cosine, s.max_abs, relative_of(s.sqnr_db))
         introduced = math.inf if math.isnan(introduced) else introduced
         checked[t.tensor] = introduced
         if introduced > result.threshold:

@@ -15,6 +15,7 @@ from ortlab.core.eps import label
 from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.errorsums import Side
 
 __all__ = ["LEVELS", "MatrixCell", "grid", "matrix_verdict"]
 
@@ -63,8 +64,8 @@ def grid(
                 Via(
                     desc="diverge: grid", context=f"the cell {_eps(cfg)} · {level}", timeout=timeout
                 ),
-                reference=(model_paths[0], base),
-                other=(model_paths[1], cfg),
+                reference=Side(model_paths[0], base, "the reference cell"),
+                other=Side(model_paths[1], cfg, f"the cell {_eps(cfg)} · {level}"),
                 pairs={},
                 finals=finals,
                 feeds=dict(feeds),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from onnx import helper
 
@@ -16,6 +16,8 @@ from ortlab.core.model import load
 from ortlab.core.onnx_util import typed_inputs
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ortlab.analysis.diverge import DivergenceResult
 
 __all__ = ["node_alone", "write_repro"]
@@ -93,7 +95,7 @@ def node_alone(model_path: str, tensor: str) -> bytes:
     return bytes(model.SerializeToString())
 
 
-def _typed(model: bytes, arrays: dict[str, Any]) -> bytes:
+def _typed(model: bytes, arrays: dict[str, np.ndarray]) -> bytes:
     import onnx
 
     return bytes(typed_inputs(onnx.load_from_string(model), arrays).SerializeToString())

@@ -12,11 +12,12 @@ from typing import Any
 import ortlab
 from ortlab.analysis.diverge import METRICS
 from ortlab.cli.args import add_session_args, load_feeds, load_model, session_config, wants_progress
+from ortlab.core.model import Model
 
 __all__ = ["HANDLERS", "add_parsers", "against_arg"]
 
 
-def against_arg(text: str) -> Any:
+def against_arg(text: str) -> str | dict[str, object]:
     """A model (a path or a bundled name) or one ``KEY=VALUE`` of a session config: the level,
     providers (comma-separated), threads, spinning…"""
     if "=" not in text:
@@ -52,7 +53,7 @@ def add_parsers(sub: Any) -> None:
 def _diverge(args: argparse.Namespace) -> None:
     m = load_model(args.model)
     models = [a for a in args.against if isinstance(a, str)]
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for a in args.against:
         if isinstance(a, dict):
             changes.update(a)
@@ -61,7 +62,7 @@ def _diverge(args: argparse.Namespace) -> None:
             "--against takes config changes or one model, not both: compare the model first, "
             "then its config."
         )
-    against: Any = load_model(models[0]) if models else changes
+    against: Model | dict[str, object] = load_model(models[0]) if models else changes
     r = ortlab.diverge(
         m,
         against,

@@ -47,9 +47,16 @@ def physical_peaks(
     cpuinfo: str | None = None, max_khz: int | None = None, dmi: bytes | None = None
 ) -> list[PhysicalPeak]:
     """fp32 FLOP/s and DRAM bytes/s from this machine's description (or the texts given, for
-    tests): see the module's docstring."""
+    tests): see the module's docstring. This machine's are read once per process."""
+    if cpuinfo is None and max_khz is None and dmi is None:
+        return list(_this_machine())
     text = cpuinfo if cpuinfo is not None else _read_text("/proc/cpuinfo")
     return [_fp32(text, max_khz if max_khz is not None else _max_khz()), _dram(dmi)]
+
+
+@functools.cache
+def _this_machine() -> tuple[PhysicalPeak, ...]:
+    return (_fp32(_read_text("/proc/cpuinfo"), _max_khz()), _dram(None))
 
 
 def _fp32(cpuinfo: str, max_khz: int) -> PhysicalPeak:

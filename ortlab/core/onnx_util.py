@@ -385,10 +385,9 @@ def compute_in_bodies(graph: onnx.GraphProto) -> int:
     return sum(1 for n, depth in walk_nodes(graph) if depth > 0 and n.op_type in COMPUTE_OPS)
 
 
-def typed_inputs(proto: onnx.ModelProto, arrays: Mapping[str, Any]) -> onnx.ModelProto:
+def typed_inputs(proto: onnx.ModelProto, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
     """``proto`` with each graph input that has an array in ``arrays`` typed as that array
     (dtype and shape): ORT refuses a model whose inputs carry no type."""
-    import numpy as np
     from onnx import helper
 
     for i, vi in enumerate(list(proto.graph.input)):

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OptionError
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Run
@@ -28,6 +27,8 @@ from ortlab.diagnosis.budget import Budgeted
 from ortlab.diagnosis.facts import (
     Candidate,
     CandidateFailure,
+    CpuCost,
+    CpuCosts,
     Kind,
     Measured,
     Observed,
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_COLUMNS",
     "OBJECTIVES",
-    "CpuCost",
-    "CpuCosts",
     "best_for_cpu",
     "cheapest",
     "check_objective",
@@ -70,53 +69,6 @@ CPU_COLUMNS = (
     "cpu_high",
     "cpu_verdict",
 )
-
-
-@dataclass(frozen=True)
-class CpuCost:
-    """One candidate's CPU cost, measured in rounds beside the baseline."""
-
-    key: str
-    label: str
-    config: SessionConfig
-    cpu_ms: float
-    """CPU time per run over every thread of the session's process (median over rounds)."""
-    wall_ms: float
-    """Wall time per run in the same blocks (median over rounds): the cores it keeps busy
-    while running are ``cpu_ms / wall_ms``."""
-    idle_cores: float
-    """Cores the process kept busy in the :data:`IDLE_WINDOW_S` after its runs while nothing
-    ran (its pool spinning), median over rounds."""
-    paired: Paired
-    """CPU per run against the baseline's, per round (< 1: less CPU), its interval and the
-    sentence; 'baseline' for the baseline itself."""
-
-    @property
-    def cores(self) -> float:
-        """Cores busy while running: CPU time over wall time."""
-        return self.cpu_ms / self.wall_ms if self.wall_ms > 0 else math.nan
-
-    @property
-    def saves(self) -> bool:
-        """Its CPU per run is lower than the baseline's beyond noise (the whole interval)."""
-        return self.paired.significant and self.paired.ratio < 1
-
-
-@dataclass(frozen=True)
-class CpuCosts:
-    """What the CPU stage returns: a row per candidate measured (the baseline first), how the
-    rounds ran, and what it left out and why."""
-
-    rows: dict[str, CpuCost] = field(default_factory=dict)
-    rounds: int = 0
-    runs: int = 0
-    notes: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def baseline(self) -> CpuCost | None:
-        return self.rows.get("baseline")
 
 
 def cpu_verdict(v: Verdict) -> str:
@@ -231,7 +183,7 @@ def check_objective(objective: str) -> None:
         )
 
 
-def search_cpu(search: Search, seen: Observed, items: list[Any], objective: str) -> CpuCosts:
+def search_cpu(search: Search, seen: Observed, items: list[Candidate], objective: str) -> CpuCosts:
     """The CPU stage (:func:`~ortlab.diagnosis.cpu.cpu_stage`) at the search's inputs, what it
     left out and what failed said where the search says its own."""
     cpu = cpu_stage(

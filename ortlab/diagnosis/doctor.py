@@ -34,10 +34,11 @@ from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis.best import Best, loaded_only
 from ortlab.diagnosis.budget import BudgetSpentError
-from ortlab.diagnosis.cpu import CPU_COLUMNS, CpuCosts, cheapest, check_objective, search_cpu
+from ortlab.diagnosis.cpu import CPU_COLUMNS, cheapest, check_objective, search_cpu
 from ortlab.diagnosis.facts import (
     CandidateFailure,
     CandidateKey,
+    CpuCosts,
     Facts,
     Finding,
     Measured,
@@ -51,6 +52,8 @@ from ortlab.diagnosis.search import Search
 from ortlab.engine.calls import as_config, edge
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ortlab.diagnosis.search import Search
 
 __all__ = ["Best", "CpuSample", "DoctorResult", "cpu_sample", "doctor", "other_cores"]
@@ -203,7 +206,7 @@ class DoctorResult(Result):
             return pd.DataFrame(columns=list(TRIAL_COLUMNS))
         return self.generation.table()
 
-    def cpu_costs(self) -> Any:
+    def cpu_costs(self) -> pd.DataFrame:
         """What each candidate measured for CPU costs, beside the baseline: key, label,
         cpu_ms_per_run (every thread), wall_ms_per_run, cores_per_run (busy while running),
         idle_cores (in the 0.2 s after its runs), cpu_ratio to the baseline with its interval

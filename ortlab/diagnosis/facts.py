@@ -295,6 +295,53 @@ class TransformerFusion:
 
 
 @dataclass(frozen=True)
+class CpuCost:
+    """One candidate's CPU cost, measured in rounds beside the baseline."""
+
+    key: str
+    label: str
+    config: SessionConfig
+    cpu_ms: float
+    """CPU time per run over every thread of the session's process (median over rounds)."""
+    wall_ms: float
+    """Wall time per run in the same blocks (median over rounds): the cores it keeps busy
+    while running are ``cpu_ms / wall_ms``."""
+    idle_cores: float
+    """Cores the process kept busy in the :data:`~ortlab.core.machine.IDLE_WINDOW_S` after
+    its runs while nothing ran (its pool spinning), median over rounds."""
+    paired: Paired
+    """CPU per run against the baseline's, per round (< 1: less CPU), its interval and the
+    sentence; 'baseline' for the baseline itself."""
+
+    @property
+    def cores(self) -> float:
+        """Cores busy while running: CPU time over wall time."""
+        return self.cpu_ms / self.wall_ms if self.wall_ms > 0 else math.nan
+
+    @property
+    def saves(self) -> bool:
+        """Its CPU per run is lower than the baseline's beyond noise (the whole interval)."""
+        return self.paired.significant and self.paired.ratio < 1
+
+
+@dataclass(frozen=True)
+class CpuCosts:
+    """What the CPU stage returns: a row per candidate measured (the baseline first), how the
+    rounds ran, and what it left out and why."""
+
+    rows: dict[str, CpuCost] = field(default_factory=dict)
+    rounds: int = 0
+    runs: int = 0
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> CpuCost | None:
+        return self.rows.get("baseline")
+
+
+@dataclass(frozen=True)
 class Facts:
     """Everything the rules read, assembled once by :func:`ortlab.doctor` when its stages are
     done (:meth:`assemble`): what the first stage saw (``seen``, read as ``f.seen.report``…)
@@ -323,9 +370,9 @@ class Facts:
     generation: Any = None
     """For an LLM decoder: a :class:`~ortlab.diagnosis.generation.GenerationFacts` (the
     candidates measured in generation), None otherwise or when not measured."""
-    cpu: Any = None
-    """A :class:`~ortlab.diagnosis.cpu.CpuCosts`: CPU per run and idle cores of the baseline
-    and the thread and spinning candidates (None when not measured)."""
+    cpu: CpuCosts | None = None
+    """CPU per run and idle cores of the baseline and the thread and spinning candidates
+    (:func:`~ortlab.diagnosis.cpu.cpu_stage`; None when not measured)."""
 
     @classmethod
     def assemble(
@@ -341,7 +388,7 @@ class Facts:
         other_cpu: dict[str, float],
         logical_cpus: int,
         generation: Any = None,
-        cpu: Any = None,
+        cpu: CpuCosts | None = None,
     ) -> Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""

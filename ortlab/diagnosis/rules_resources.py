@@ -138,7 +138,7 @@ def idle_spin(f: Facts) -> list[Finding]:
     CPU stage, with what that costs in latency (the screen's verdict)."""
     cpu = f.cpu
     base = cpu.baseline if cpu is not None else None
-    if base is None or not base.idle_cores >= IDLE_SPIN_CORES:
+    if cpu is None or base is None or not base.idle_cores >= IDLE_SPIN_CORES:
         return []
     said = f"idle: {base.idle_cores:.2f} cores busy in the {IDLE_WINDOW_S:g} s after its runs"
     spin = cpu.rows.get(candidate_key(Kind.SPIN, "off"))

@@ -6,7 +6,6 @@ its first runs (its arena). Sessions whose teardown is slow are released after t
 
 from __future__ import annotations
 
-import functools
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -78,31 +77,12 @@ def session_budget() -> int:
 
 
 def rss_bytes() -> int:
-    """This process's resident size once freed heap pages are given back (glibc's
-    ``malloc_trim``, where the C library has it): a difference of two then measures what was
-    allocated between them, not what reusing a dropped session's freed memory hid (a session
-    built where a 1.3 GB one was freed grew the resident size by nothing)."""
+    """This process's resident size. A difference of two measures what was allocated between
+    them, less what reused memory a dropped session freed (the C library keeps small freed
+    blocks; big buffers, an arena's, go back to the system and are counted again)."""
     import psutil
 
-    _trim()
     return int(psutil.Process().memory_info().rss)
-
-
-@functools.cache
-def _libc() -> Any:
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")  # the system's C library, as the process loaded it
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:  # not glibc (macOS, musl): no trim, the plain resident size
-        return None
-
-
-def _trim() -> None:
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
 
 
 def open_session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:

@@ -26,10 +26,8 @@ from ortlab.engine.sessioncache import (
     SESSION_BYTES,
     file_fingerprint,
     keep_only,
-    open_session,
     session_budget,
 )
-from ortlab.engine.tasks import make_runner, prepare_feeds
 from ortlab.engine.tasks_timing import idle_cores, warmed
 
 __all__ = ["cpu_costs"]
@@ -48,69 +46,44 @@ def cpu_costs(
     the idle cores after them. An item other than the first whose session cannot be built or
     whose warm-up fails is left out (NaN, and ``failed`` says why); the first one's failure
     raises."""
-    together = _fit_together(items)
-    runners, failed = _built(items, feeds, warmup, keep=together)
-    live = [k for k in range(len(items)) if k not in failed]
     nan = math.nan
     cpu = [[nan] * len(items) for _ in range(rounds)]
     wall = [[nan] * len(items) for _ in range(rounds)]
     idle = [[nan] * len(items) for _ in range(rounds)]
-    order = (
-        [(r, k) for r in range(rounds) for k in (live if r % 2 == 0 else live[::-1])]
-        if together
-        else [(r, k) for k in live for r in range(rounds)]
-    )
-    time.sleep(IDLE_WINDOW_S)  # the last warm-up's pool stops spinning before any is counted
-    for step, (r, k) in enumerate(order):
-        if runners[k] is None:  # one item at a time: its session again (its rounds in a row)
-            runners = [None] * len(items)
-            runners[k] = _rebuilt(items[k], feeds, warmup)
-        run = runners[k]
-        assert run is not None
+    together = _fit_together(items)
+    failed: dict[int, str] = {}
+    steps = [0]
+
+    def measure(r: int, k: int, run: Callable[[], object]) -> None:
         cpu[r][k], wall[r][k] = _block(run, runs)
         idle[r][k] = idle_cores()
-        progress(step + 1, len(order))
+        steps[0] += 1
+        progress(steps[0], rounds * len(items))
+
+    if together:  # every session held: rounds interleaved, A B C then C B A
+        built, failed = warmed(items, feeds, warmup)
+        live = [(k, b[0]) for k, b in enumerate(built) if b is not None]
+        time.sleep(IDLE_WINDOW_S)  # the last warm-up's pool stops spinning before any counts
+        for r in range(rounds):
+            for k, run_k in live if r % 2 == 0 else live[::-1]:
+                measure(r, k, run_k)
+    else:  # one session at a time, its rounds in a row
+        for k, item in enumerate(items):
+            try:
+                (one,), _ = warmed([item], feeds, warmup)  # its own failure raises
+            except OrtlabError as err:
+                if k == 0:
+                    raise
+                failed[k] = error_text(err)
+                continue
+            keep_only(item[0], item[2])  # the cache holds this one only
+            assert one is not None
+            time.sleep(IDLE_WINDOW_S)
+            for r in range(rounds):
+                measure(r, k, one[0])
     return CpuCostReply(
         cpu_ns=cpu, wall_ns=wall, idle_cores=idle, runs=runs, failed=failed, interleaved=together
     )
-
-
-def _built(
-    items: list[tuple[str, str, SessionConfig]],
-    feeds: Mapping[str, Any],
-    warmup: int,
-    *,
-    keep: bool,
-) -> tuple[list[Callable[[], Any] | None], dict[int, str]]:
-    """Every item built and warmed up (:func:`warmed`: the first's failure raises, the others'
-    are recorded); with ``keep`` their runners, else None for each (their sessions are not
-    held together: each is built again when its turn comes)."""
-    if keep:
-        built, failed = warmed(items, feeds, warmup)
-        return [b[0] if b is not None else None for b in built], failed
-    failed = {}
-    for k, item in enumerate(items):
-        try:
-            warmed([item], feeds, warmup)
-        except OrtlabError as err:
-            if k == 0:
-                raise
-            failed[k] = error_text(err)
-    return [None] * len(items), failed
-
-
-def _rebuilt(
-    item: tuple[str, str, SessionConfig], feeds: Mapping[str, Any], warmup: int
-) -> Callable[[], Any]:
-    """The item's runner again (its session from the cache, or rebuilt when another's evicted
-    it), warmed up."""
-    path, name, cfg = item
-    sess, _, _ = open_session(path, name, cfg)
-    keep_only(path, cfg)  # one session at a time: that is why it is rebuilt
-    run = make_runner(sess, prepare_feeds(feeds), cfg.io_binding)
-    for _ in range(warmup):
-        run()
-    return run
 
 
 def _fit_together(items: list[tuple[str, str, SessionConfig]]) -> bool:
@@ -126,7 +99,7 @@ def _fit_together(items: list[tuple[str, str, SessionConfig]]) -> bool:
     return held <= session_budget()
 
 
-def _block(run: Callable[[], Any], runs: int) -> tuple[float, float]:
+def _block(run: Callable[[], object], runs: int) -> tuple[float, float]:
     """``runs`` back-to-back runs: the process's CPU time over them (every thread, ns) and
     their wall time (ns)."""
     clock, cpu_clock = time.perf_counter_ns, time.process_time_ns

@@ -1,6 +1,6 @@
 """The first-divergence tasks (run inside the worker): two sides — a (model, config) each —
 run on the same feeds; every tensor both compute compared, in groups of exposed outputs so a
-pass holds about :data:`~ortlab.engine.tasks_transform.ACTIVATIONS_BYTES` of activations;
+pass holds about :data:`~ortlab.engine.errorsums.ACTIVATIONS_BYTES` of activations;
 the final outputs compared once more with nothing exposed (exposing a tensor changes what ORT
 fuses); and one node of the other side run alone on the reference's inputs, which is the error
 that node introduces by itself."""
@@ -19,16 +19,12 @@ from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.onnx_util import seed_random_ops, typed_inputs
 from ortlab.core.run import Progress
-from ortlab.engine.errorsums import ErrorSums, with_outputs
+from ortlab.engine.errorsums import ErrorSums, Side, fold_groups, with_outputs
 from ortlab.engine.replies import AloneReply, DivergeReply, TensorStats
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import prepare_feeds
-from ortlab.engine.tasks_transform import ACTIVATIONS_BYTES
 
 __all__ = ["alone", "diverge_errors"]
-
-Side = tuple[str, SessionConfig]
-"""A model file and the session config it runs under."""
 
 
 def diverge_errors(
@@ -45,37 +41,24 @@ def diverge_errors(
     side's error against it; the final outputs (``finals``, paired likewise) compared with no
     tensor exposed; and how many session runs it took."""
     prepared = prepare_feeds(feeds)
-    plain_ref = with_outputs(reference[0], list(finals), "the reference", reference[1])
-    plain_other = with_outputs(other[0], list(finals.values()), "the other side", other[1])
+    plain_ref = with_outputs(reference.path, list(finals), reference.what, reference.config)
+    plain_other = with_outputs(other.path, list(finals.values()), other.what, other.config)
     final = _compare(plain_ref(prepared), plain_other(prepared), finals)
-    runs = 2
     del plain_ref, plain_other
-    names = list(pairs)
-    sums: dict[str, ErrorSums] = {}
-    done, seen_bytes, seen = 0, 0, 0
-    while done < len(names):
-        group = names[done : done + chunk]
-        ref = with_outputs(reference[0], group, "the reference", reference[1])
-        got = with_outputs(other[0], sorted({pairs[t] for t in group}), "the other", other[1])
-        a, b = ref(prepared), got(prepared)
-        runs += 2
-        for t in group:
-            x, y = a.get(t), b.get(pairs[t])
-            if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
-                sums.setdefault(t, ErrorSums()).add(x, y)
-                seen_bytes += x.nbytes + y.nbytes
-                seen += 1
-        del a, b, ref, got
-        done += len(group)
-        progress(done, len(names))
-        chunk = int(min(max(ACTIVATIONS_BYTES // max(seen_bytes / max(seen, 1), 1.0), 4), 1024))
-    return DivergeReply(
-        tensors={t: s.metrics() for t, s in sums.items()}, finals=final, session_runs=runs
+    tensors, runs = fold_groups(
+        progress,
+        reference,
+        other,
+        pairs,
+        [prepared],
+        chunk=chunk,
+        most=1024,
     )
+    return DivergeReply(tensors=tensors, finals=final, session_runs=runs + 2)
 
 
 def _compare(
-    ref: Mapping[str, Any], got: Mapping[str, Any], pairs: Mapping[str, str]
+    ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray], pairs: Mapping[str, str]
 ) -> dict[str, TensorStats]:
     out = {}
     for t, u in pairs.items():
@@ -106,7 +89,7 @@ def alone(
     import onnx
 
     prepared = prepare_feeds(feeds)
-    ref = with_outputs(reference[0], [*node_inputs, output], "the reference", reference[1])
+    ref = with_outputs(reference.path, [*node_inputs, output], reference.what, reference.config)
     values = ref(prepared)
     del ref
     proto = onnx.load_from_string(node)
@@ -116,7 +99,7 @@ def alone(
     with cache.temp_dir("alone-") as folder:
         path = folder / "node.onnx"
         onnx.save_model(proto, str(path))
-        sess, _ = build_session(str(path), other[1], log_severity=3)
+        sess, _ = build_session(str(path), other.config or SessionConfig(), log_severity=3)
     got = sess.run([other_output], inputs)[0]
     s = ErrorSums()
     s.add(values[output], np.asarray(got))

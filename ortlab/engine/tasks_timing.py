@@ -101,7 +101,7 @@ def idle_cores() -> float:
     return (time.process_time_ns() - c0) / max(time.perf_counter_ns() - t0, 1)
 
 
-Built = tuple[Callable[[], Any], SessionReport]
+Built = tuple[Callable[[], object], SessionReport]
 """A built item: its runner (one run at the feeds) and its session's report."""
 
 

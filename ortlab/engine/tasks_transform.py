@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
 from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
-from ortlab.engine.errorsums import ErrorSums, with_outputs
+from ortlab.engine.errorsums import Side, fold_groups
 from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
 from ortlab.engine.tasks import prepare_feeds
@@ -373,10 +371,6 @@ def _static(
     )
 
 
-ACTIVATIONS_BYTES = 256 << 20
-"""The most the intermediate tensors of one pass may take, both models together."""
-
-
 def tensor_errors(
     progress: Progress,
     *,
@@ -392,32 +386,19 @@ def tensor_errors(
     Memory stays bounded: each pass runs both models with a group of extra outputs on one
     sample, folds them into running sums and drops them (a 1.5k-node detector once grew by
     1.5 GB per sample when every activation of every sample was kept). The first group has
-    ``chunk`` tensors; each next one is sized from the bytes per tensor seen so far, so a pass
-    holds about ``ACTIVATIONS_BYTES`` of activations whatever the model's resolution."""
+    ``chunk`` tensors; each next one is sized from the bytes per tensor seen so far
+    (:func:`~ortlab.engine.errorsums.fold_groups`)."""
     check_loads(variant_path, "the variant")  # before any reference run: fail in seconds
-    names = list(pairs)
-    sums: dict[str, ErrorSums] = {}
-    done, seen_bytes, seen_tensors = 0, 0, 0
-    while done < len(names):
-        group = names[done : done + chunk]
-        var = with_outputs(variant_path, sorted({pairs[t] for t in group}), "the variant")
-        base = with_outputs(base_path, group, "the float model")
-        for feeds in samples:
-            prepared = prepare_feeds(feeds)
-            ref, got = base(prepared), var(prepared)
-            for t in group:
-                a, b = ref.get(t), got.get(pairs[t])
-                if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-                    sums.setdefault(t, ErrorSums()).add(a, b)
-                    seen_bytes += a.nbytes + b.nbytes
-                    seen_tensors += 1
-            del ref, got
-        del base, var
-        done += len(group)
-        progress(done, len(names))
-        per_tensor = seen_bytes / max(seen_tensors, 1)
-        chunk = int(min(max(ACTIVATIONS_BYTES // max(per_tensor, 1.0), 4), 256))
-    return {t: s.metrics() for t, s in sums.items()}
+    stats, _ = fold_groups(
+        progress,
+        Side(base_path, None, "the float model"),
+        Side(variant_path, None, "the variant"),
+        pairs,
+        [prepare_feeds(f) for f in samples],
+        chunk=chunk,
+        most=256,
+    )
+    return stats
 
 
 def transformer_optimize(

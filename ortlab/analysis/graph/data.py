@@ -12,7 +12,6 @@ layout engine and hide the structure.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -234,22 +233,18 @@ def _attr_text(attr: onnx.AttributeProto) -> str:
     return str(value)[:200]
 
 
+SQNR_CAP_DB = 120.0
+"""A node's error in the graph: the lowest SQNR of its outputs, at most this (an identical
+output, inf dB, reads as no error on the scale)."""
+
+
 def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
     rows = {r.node: r for r in placement.node_rows} if placement is not None else {}
     sq: dict[str, float] = {}
     if error is not None:
         for t in error.tensors:
-            sq[t.node] = min(sq.get(t.node, float("inf")), _sqnr(t))
+            sq[t.node] = min(sq.get(t.node, SQNR_CAP_DB), t.sqnr_db)
     return rows, sq
-
-
-def _sqnr(t: Any) -> float:
-    """A tensor's error as SQNR (dB), the graph's one scale of per-tensor error: a
-    quantization error's own; a divergence's from its relative error norm (none: 120 dB)."""
-    if hasattr(t, "sqnr_db"):
-        return float(t.sqnr_db)
-    rel = float(t.relative)
-    return 120.0 if rel <= 0 else min(-20.0 * math.log10(rel), 120.0)
 
 
 def _mean_fraction(nodes: list[GraphNode]) -> float | None:

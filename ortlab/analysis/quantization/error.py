@@ -11,7 +11,7 @@ from typing import Any
 from ortlab.analysis.graph.mapping import graph_nodes
 from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_data
 from ortlab.core.feedcheck import validate_feeds
-from ortlab.core.model import ModelLike, load
+from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result
 from ortlab.engine import tasks_transform
@@ -196,7 +196,7 @@ def quantization_error(
     )
 
 
-def float_types(model: Any) -> dict[str, bool]:
+def float_types(model: Model) -> dict[str, bool]:
     """Tensor name -> whether ONNX shape inference types it as float (False for indices,
     shapes, masks, sequences and maps: their values are not scored; absent: unknown)."""
     import onnx
