@@ -56,9 +56,9 @@ def test_the_cli_json_carries_the_headline(capsys: Any) -> None:
 
 
 def test_no_message_per_token_crosses_the_workers_pipe() -> None:
-    """Progress at each run's end (and at most once a second within one): a 60-token
-    generation of 3 runs and 3 profiled ones reports a handful of times, not 360, and ends at
-    its total."""
+    """Progress at most once a second and at the end: a 60-token generation of 3 runs and 3
+    profiled ones reports once a second it took and once more, not 360 times (nor once per
+    run: on a fast decoder that was ~100 messages a second), and ends at its total."""
     calls: list[tuple[int, int]] = []
     started = time.perf_counter()
     g = ortlab.generate(
@@ -71,7 +71,7 @@ def test_no_message_per_token_crosses_the_workers_pipe() -> None:
     took = time.perf_counter() - started
     assert g.tokens and calls
     assert calls[-1][0] == calls[-1][1] == 3 * 60 + g.profiled_steps * g.profiled_reps
-    assert len(calls) <= 3 + g.profiled_reps + math.ceil(took), calls
+    assert len(calls) <= 1 + math.ceil(took), calls
     assert [c[0] for c in calls] == sorted(c[0] for c in calls)
 
 

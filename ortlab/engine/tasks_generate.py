@@ -102,13 +102,12 @@ def generate(
     window = (
         max(1, min(new_tokens, PROFILE_EVENTS // max(nodes * PROFILED_REPS, 1))) if profile else 0
     )
-    total = runs * new_tokens + window * PROFILED_REPS
+    said = _Throttle(progress, runs * new_tokens + window * PROFILED_REPS)
     # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     for r in range(runs):
-        step = _offset(progress, r * new_tokens, total, new_tokens)
-        done = loop.run(new_tokens, step, shared=shared)
+        done = loop.run(new_tokens, said.offset(r * new_tokens), shared=shared)
         if r == 0:
             rss.append(rss_bytes())
             present_bytes = done.cache_bytes
@@ -129,7 +128,7 @@ def generate(
             job,
             decoder,
             window,
-            lambda rep: _offset(progress, runs * new_tokens + rep * window, total, window),
+            lambda rep: said.offset(runs * new_tokens + rep * window),
             shared=shared,
             encoder=encoder,
         )
@@ -187,7 +186,7 @@ def interleaved(
     base.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     pairs: list[GenerationPair | None] = []
     failed: dict[int, str] = {}
-    total = max(len(items), 1) * rounds
+    said = _Throttle(progress, max(len(items), 1) * rounds)
     for k, (path, name, config, length) in enumerate(items):
         try:
             other, report, _ = open_session(path, name, config)
@@ -207,7 +206,7 @@ def interleaved(
                 first = done.encoder.step_ns if done.encoder else 0  # part of the first token
                 times[side].append([done.step_ns[0] + first, *done.step_ns[1:]])
                 made.setdefault(side, done.tokens)
-            progress(k * rounds + r + 1, total)
+            said.at(k * rounds + r + 1)
         pairs.append(
             GenerationPair(
                 base_prefill_ns=[s[0] for s in times[0]],
@@ -229,24 +228,30 @@ def interleaved(
 
 
 REPORT_EVERY_NS = 1_000_000_000
-"""A generation says how far it got at the end of each run and at most once a second within
-one: a message per token crossed the worker's pipe between timed steps (and woke the caller,
-its server and a browser to relay it), slowing a fast decoder by ~14 % (issue 46)."""
+"""A generation says how far it got at most once a second (and at its end): a message per
+token crossed the worker's pipe between timed steps (and woke the caller, its server and a
+browser to relay it), slowing a fast decoder by ~14 % (issue 46)."""
 
 
-def _offset(progress: Progress, done: int, total: int, steps: int) -> Callable[[int], None]:
-    """A generation's step counter as the call's progress (``done`` steps before it, ``steps``
-    in this run): reported at the run's end and at most every :data:`REPORT_EVERY_NS`."""
-    last = time.perf_counter_ns()
+class _Throttle:
+    """A call's progress, said at most once a :data:`REPORT_EVERY_NS` and at its last step:
+    ``at(done)`` between steps. A message at each run's end still crossed the pipe ~100 times a
+    second on a fast decoder, and the caller, its server and a browser relaying each one
+    took the core the next timed run needed (the Lab's tab read 0.3-0.6x a script's)."""
 
-    def step(k: int) -> None:
-        nonlocal last
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress, self.total = progress, total
+        self.last = time.perf_counter_ns()
+
+    def at(self, done: int) -> None:
         now = time.perf_counter_ns()
-        if k == steps or now - last >= REPORT_EVERY_NS:
-            last = now
-            progress(done + k, total)
+        if done >= self.total or now - self.last >= REPORT_EVERY_NS:
+            self.last = now
+            self.progress(done, self.total)
 
-    return step
+    def offset(self, before: int) -> Callable[[int], None]:
+        """A generation's step counter (``before`` steps ahead of it) as the call's."""
+        return lambda k: self.at(before + k)
 
 
 class GreedyLoop:

@@ -120,6 +120,7 @@ def _wait_text(page: Any, text: str, timeout: float = 240_000) -> None:
         "t => document.querySelector('.ortlab-lab').innerText.includes(t)",
         arg=text,
         timeout=timeout,
+        polling=250,  # not every frame: layout of the whole Lab 60 times a second takes a core
     )
 
 
@@ -217,6 +218,7 @@ def _tab_against_script(
             " \\[[\\d,.]+, [\\d,.]+\\]/); return m && m[0] !== b; }",
             arg=before,
             timeout=240_000,
+            polling=250,  # while the worker measures: not a layout every frame on its core
         )
         wait_idle(page)
         first = page.locator(".ortlab-lab").inner_text()
@@ -232,6 +234,7 @@ def _agree(tab: list[tuple[float, ...]], script: list[tuple[float, ...]]) -> Non
     mid_script = sorted(s[0] for s in script)[len(script) // 2]
     spread = max(*(t[2] / t[1] for t in [*tab, *script]), 1.25)  # widest interval seen
     ratio = mid_tab / mid_script
+    print("AGREE", ratio, spread, tab, script)
     assert 1 / spread <= ratio <= spread, (ratio, spread, tab, script)
 
 
