@@ -320,8 +320,12 @@ def check_verdict(ratio: float, low: float, high: float, verdict: str) -> None:
 def busy_core() -> Iterator[None]:
     """Another process burning a core for the duration: started detached (through ``sh``), as
     another user's job would be, so ortlab counts it as another process and not as part of
-    the test's own process tree; running before the block starts."""
-    spin = f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
+    the test's own process tree; in a session of its own (``setsid``), as another user's
+    job is, so the scheduler's autogroups share the cores between it and this test's work
+    as they would (in this test's session it took its fair share from the test's group
+    only: a worker there got 1.3 cores, a Jupyter kernel's worker, in its own session, 1);
+    running before the block starts."""
+    spin = f"setsid {sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
     pid = int(subprocess.run(["sh", "-c", spin], check=True, capture_output=True, text=True).stdout)
     try:
         time.sleep(0.3)  # the interpreter's start-up: burning by the time the block runs

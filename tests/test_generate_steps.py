@@ -21,6 +21,7 @@ import pytest
 import ortlab
 from ortlab.cli import main
 from ortlab.core import machine
+from ortlab.engine.tasks_generate import MAX_RUNS, MIN_TIMED_NS
 
 HERE = Path(ortlab.__file__).parent / "decoders"
 
@@ -29,10 +30,14 @@ HERE = Path(ortlab.__file__).parent / "decoders"
 def test_a_step_is_timed_whole_with_the_models_run_inside_it(name: str) -> None:
     """Each step's whole time (feeds, binding, run, argmax, next cache) holds its sess.run;
     the headline's figures are the properties', and the model's own tokens/s is at least the
-    whole step's; six runs by default, so every interval is a number."""
+    whole step's; six runs by default, so every interval is a number, and more until the
+    timed runs span a second (a tiny decoder's six take milliseconds: one hiccup was half the
+    sample), as the notes say."""
     g = ortlab.generate(HERE / name, prompt=8, new_tokens=6, profile=False, progress=False)
-    assert g.runs == 6
-    assert np.shape(g.steps_ms) == np.shape(g.model_ms) == (6, 6)
+    assert g.runs >= 6 and np.shape(g.steps_ms) == np.shape(g.model_ms) == (g.runs, 6)
+    timed_s = float(np.sum(g.steps_ms)) / 1e3
+    assert g.runs == MAX_RUNS or timed_s >= MIN_TIMED_NS / 1e9 * 0.95, (g.runs, timed_s)
+    assert f"{g.runs} runs (6 asked for" in " ".join(g.notes)
     assert (np.asarray(g.steps_ms) >= np.asarray(g.model_ms)).all()
     for figure in (g.ttft_ms, g.decode_tokens_per_s, g.model_decode_tokens_per_s):
         assert not any(math.isnan(x) for x in figure)
@@ -44,14 +49,14 @@ def test_a_step_is_timed_whole_with_the_models_run_inside_it(name: str) -> None:
     assert head["model_decode_tokens_per_s"]["high"] == pytest.approx(
         g.model_decode_tokens_per_s[2], rel=1e-3
     )
-    assert head["runs"] == 6 and "whole steps" in head["what"]
+    assert head["runs"] == g.runs and "whole steps" in head["what"]
     assert ortlab.GenerationResult.from_json(g.to_json()) == g  # the headline is not data
 
 
 def test_the_cli_json_carries_the_headline(capsys: Any) -> None:
     assert main(["generate", "tiny_llama_int4", "--prompt", "4", "--new", "3", "--json"]) == 0
     head = json.loads(capsys.readouterr().out)["headline"]
-    assert head["runs"] == 6 and head["ttft_ms"]["low"] is not None
+    assert head["runs"] >= 6 and head["ttft_ms"]["low"] is not None
     assert set(head) >= {"ttft_ms", "decode_tokens_per_s", "model_ttft_ms", "prompt"}
 
 
@@ -70,7 +75,7 @@ def test_no_message_per_token_crosses_the_workers_pipe() -> None:
     )
     took = time.perf_counter() - started
     assert g.tokens and calls
-    assert calls[-1][0] == calls[-1][1] == 3 * 60 + g.profiled_steps * g.profiled_reps
+    assert calls[-1][0] == calls[-1][1] == g.runs * 60 + g.profiled_steps * g.profiled_reps
     assert len(calls) <= 1 + math.ceil(took), calls
     assert [c[0] for c in calls] == sorted(c[0] for c in calls)
 

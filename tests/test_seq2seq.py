@@ -135,7 +135,7 @@ def test_generate_runs_the_encoder_once_then_both_caches() -> None:
     encoder is its own phase, its nodes the encoder file's."""
     g = ortlab.generate(HERE, feeds={"input_features": _features()}, new_tokens=16, progress=False)
     assert g.tokens == REFERENCE["optimum_generate"]
-    assert g.encoder == "encoder_model" and len(g.encoder_ms) == g.runs == 6
+    assert g.encoder == "encoder_model" and len(g.encoder_ms) == g.runs >= 6
     ttft = np.median([e + r[0] for e, r in zip(g.encoder_ms, g.steps_ms, strict=True)])
     assert g.ttft_ms[0] == pytest.approx(ttft)
     assert all(e >= m for e, m in zip(g.encoder_ms, g.encoder_model_ms, strict=True))

@@ -58,6 +58,12 @@ def step_feeds(
 WARMUP_STEPS = 2
 """Untimed steps of one generation before the timed (or profiled) ones, in the same session:
 the prefill and one decode step, each kind's first run."""
+MIN_TIMED_NS = 1_000_000_000
+"""The timed generations go on past ``runs`` until they span a second (at most
+:data:`MAX_RUNS`): six generations of a small decoder take ~0.1 s, so one hiccup of a busy
+machine (a scheduler's slice, another process's burst) was a large part of the sample."""
+MAX_RUNS = 200
+"""The most timed generations one call makes to fill :data:`MIN_TIMED_NS`."""
 PROFILED_REPS = 3
 """Profiled generations per call: a phase's split is each node's median over them (and over
 decode steps), so one stalled step is not the model's physics (issue 46)."""
@@ -79,7 +85,8 @@ def generate(
     encoder: ModelJob | None = None,
 ) -> GenerateReply:
     """``runs`` greedy generations of ``new_tokens`` tokens after the prompt in ``job.feeds``
-    (its ``input_ids``), after an untimed one of :data:`WARMUP_STEPS` steps: the first step is
+    (its ``input_ids``), more until they span :data:`MIN_TIMED_NS`, after an untimed one of
+    :data:`WARMUP_STEPS` steps: the first step is
     the prefill (empty cache), each next step feeds the
     argmax token with the previous step's present outputs as its past. Times each step's
     ``sess.run`` (ns), the tokens, the present outputs' bytes after each step, and the
@@ -92,7 +99,6 @@ def generate(
     generation (its times apart: ``encoder_ns``; profiled in its own session)."""
     sess, report, _ = open_session(job.model_path, job.model_name, job.config)
     loop = GreedyLoop(sess, decoder, job, encoder=_encoder_step(encoder, decoder))
-    since = cpu_sample()
     steps_ns: list[list[int]] = []
     run_ns: list[list[int]] = []
     encoder_ns: list[tuple[int, int]] = []
@@ -106,7 +112,11 @@ def generate(
     # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
-    for r in range(runs):
+    since = cpu_sample()  # the load while the timed runs ran
+    began, r = time.perf_counter_ns(), 0
+    while r < runs or (time.perf_counter_ns() - began < MIN_TIMED_NS and r < MAX_RUNS):
+        if r >= runs:  # a run beyond those asked for: the bar's total grows by it
+            said.total += new_tokens
         done = loop.run(new_tokens, said.offset(r * new_tokens), shared=shared)
         if r == 0:
             rss.append(rss_bytes())
@@ -116,6 +126,7 @@ def generate(
         tokens.append(done.tokens)
         if done.encoder is not None:
             encoder_ns.append((done.encoder.step_ns, done.encoder.run_ns))
+        r += 1
     if any(t != tokens[0] for t in tokens[1:]):
         raise RunError(
             f"Greedy generation of {job.model_name!r} gave different tokens from run to run: "
@@ -128,7 +139,7 @@ def generate(
             job,
             decoder,
             window,
-            lambda rep: said.offset(runs * new_tokens + rep * window),
+            lambda rep: said.offset(r * new_tokens + rep * window),
             shared=shared,
             encoder=encoder,
         )

@@ -202,8 +202,8 @@ def _measure(
         f"off, in a session warmed by an untimed {tasks_generate.WARMUP_STEPS}-step "
         f"generation; the prefill is step 0; decode tokens/s are each run's {new_tokens - 1} "
         "decode tokens over their time, the median over runs with an interval from order "
-        "statistics (6 runs or more). The model's own sess.run within the steps: "
-        "model_ttft_ms, model_decode_tokens_per_s.",
+        f"statistics (6 runs or more): {_runs_said(len(reply.steps_ns), runs)}. The model's "
+        "own sess.run within the steps: model_ttft_ms, model_decode_tokens_per_s.",
         (
             f"The cache is one buffer of {shared} tokens per past/present pair, bound as both "
             "through IOBinding and written in place (past_present_share_buffer, as "
@@ -364,4 +364,15 @@ def seq2seq_generate(
         shared=0,
         feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
         encoder=encoder,
+    )
+
+
+def _runs_said(made: int, asked: int) -> str:
+    """How many timed generations ran, and why more than asked."""
+    if made <= asked:
+        return f"{made} runs"
+    span = tasks_generate.MIN_TIMED_NS / 1e9
+    return (
+        f"{made} runs ({asked} asked for; more until the timed runs spanned {span:g} s, so "
+        "that a hiccup of a busy machine is a run's, not the sample's)"
     )
