@@ -87,6 +87,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.engine.session import SessionReport
     from ortlab.engine.worker import set_isolation
     from ortlab.views.frames import styled
+    from ortlab.views.modelexplorer import NodeDataExport
     from ortlab.views.report import report
 
     del _views
@@ -131,6 +132,33 @@ def graph(
             if error.first is not None:
                 options.setdefault("highlighted", [error.first.node])
         return GraphView(data, **options)
+
+
+def model_explorer_data(
+    model: Model | str,
+    path: str | _os.PathLike[str],
+    figure: str = "time",
+    *,
+    placement: PlacementResult | None = None,
+    profile: ProfileResult | None = None,
+    error: ErrorResult | DivergenceResult | None = None,
+    diff: DiffResult | None = None,
+    roofline: RooflineResult | None = None,
+) -> NodeDataExport:
+    """Write one per-node figure of ``model`` as Model Explorer's node-data JSON at ``path``:
+    ``figure`` is 'time' (µs per run) or 'share' (from ``placement`` or ``profile``),
+    'provider' (``placement``), 'error' (SQNR, dB: ``error=ortlab.diverge(...)`` or a
+    quantization error), 'diff' (``diff``) or 'roofline' (``roofline``). The values are those
+    :func:`graph` draws. Open it in Model Explorer beside the model (its ONNX adapter,
+    ``model-explorer-onnx``): ``model-explorer model.onnx --node_data_paths=PATH``."""
+    from ortlab.views.modelexplorer import save_node_data
+
+    m = load(model)
+    data = graph_data(
+        m, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
+    )
+    named = {n.name for n in m.proto.graph.node if n.name}
+    return save_node_data(data, figure, m.proto.graph.name, named, path)
 
 
 def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> GraphDiff:
@@ -188,6 +216,7 @@ __all__ = [
     "Lab",
     "Model",
     "ModelSummary",
+    "NodeDataExport",
     "OptimizationResult",
     "OrtlabError",
     "OrtlabWarning",
@@ -238,6 +267,7 @@ __all__ = [
     "kl_divergence",
     "llm_bench",
     "load",
+    "model_explorer_data",
     "netron",
     "optimization_diff",
     "paired_ratio",

@@ -26,6 +26,7 @@ import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.cli import diverge, llmbench, perf
 from ortlab.cli.args import (
+    add_node_data_arg,
     add_session_args,
     add_shapes_args,
     int_arg,
@@ -37,6 +38,7 @@ from ortlab.cli.args import (
     session_config,
     targets_arg,
     wants_progress,
+    write_node_data,
 )
 from ortlab.core import cache
 from ortlab.core.config import LEVELS
@@ -126,12 +128,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the trace for ui.perfetto.dev / chrome://tracing (original "
         "node names from the placement join of the same session)",
     )
+    add_node_data_arg(p, "time (µs per run)")
     perf.add_parsers(sub)
     llmbench.add_parsers(sub)
     diverge.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     add_session_args(p)
     p.add_argument("--runs", type=int_arg(1), default=5)
+    add_node_data_arg(p, "execution provider")
     p = sub.add_parser("optimize", help="what each optimization level changes, and its latency")
     add_session_args(p)
     p.add_argument("--levels", type=levels_arg, default=",".join(LEVELS))
@@ -238,6 +242,7 @@ def _profile(args: argparse.Namespace) -> None:
             f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
             file=sys.stderr if args.json else sys.stdout,
         )
+    write_node_data(args, m, "time", placement=pl)
 
 
 def _place(args: argparse.Namespace) -> None:
@@ -252,6 +257,7 @@ def _place(args: argparse.Namespace) -> None:
         progress=wants_progress(args),
     )
     print(pl.to_json(indent=2) if args.json else pl.to_text())
+    write_node_data(args, m, "provider", placement=pl)
 
 
 def _optimize(args: argparse.Namespace) -> None:

@@ -214,3 +214,22 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
 
 def wants_progress(args: argparse.Namespace) -> bool:
     return not args.json and sys.stderr.isatty()
+
+
+def add_node_data_arg(p: argparse.ArgumentParser, figure: str) -> None:
+    """``--model-explorer OUT.json``: the verb's per-node ``figure`` as Model Explorer's node
+    data (:func:`ortlab.model_explorer_data`)."""
+    p.add_argument(
+        "--model-explorer",
+        metavar="OUT.json",
+        default=None,
+        help=f"also write each node's {figure} as Model Explorer node data (open it beside "
+        "the model: model-explorer MODEL --node_data_paths=OUT.json)",
+    )
+
+
+def write_node_data(args: argparse.Namespace, m: Any, figure: str, **results: Any) -> None:
+    """Write ``--model-explorer``'s file, if asked, and say where (stderr under ``--json``)."""
+    if getattr(args, "model_explorer", None):
+        out = ortlab.model_explorer_data(m, args.model_explorer, figure, **results)
+        print(out, file=sys.stderr if args.json else sys.stdout)

@@ -11,7 +11,15 @@ from typing import Any
 
 import ortlab
 from ortlab.analysis.diverge import METRICS
-from ortlab.cli.args import add_session_args, load_feeds, load_model, session_config, wants_progress
+from ortlab.cli.args import (
+    add_node_data_arg,
+    add_session_args,
+    load_feeds,
+    load_model,
+    session_config,
+    wants_progress,
+    write_node_data,
+)
 from ortlab.core.model import Model
 
 __all__ = ["HANDLERS", "add_parsers", "against_arg"]
@@ -48,6 +56,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--metric", choices=list(METRICS), default="cosine")
     p.add_argument("--threshold", type=float, default=None, help="the error a node must add")
     p.add_argument("--repro", help="write the first divergence's repro into this folder")
+    add_node_data_arg(p, "output error (SQNR, dB)")
 
 
 def _diverge(args: argparse.Namespace) -> None:
@@ -74,6 +83,7 @@ def _diverge(args: argparse.Namespace) -> None:
         progress=wants_progress(args),
     )
     print(r.to_json() if args.json else r.to_text())
+    write_node_data(args, m, "error", error=r)
     if args.repro and r.first is None:
         print("no repro written: no divergence reproduces (see the notes above)")
     elif args.repro:
