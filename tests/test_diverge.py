@@ -104,6 +104,73 @@ def test_a_planted_divergence_is_located_exactly(planted: tuple[Path, Path, Any]
     assert back.first == r.first and len(back.tensors) == len(r.tensors)
 
 
+QDQ_PLANT = 150
+
+
+def _orthogonal(rng: np.random.Generator) -> np.ndarray:
+    """A random rotation (32 x 32): activations keep their size through 250 blocks, inside
+    the int8 range the scales give."""
+    q, _ = np.linalg.qr(rng.normal(size=(32, 32)))
+    return q.astype(np.float32)
+
+
+def _qdq_chain(path: Path, plant: int | None = None, blocks: int = 250) -> Path:
+    """A QDQ model of 1,000 nodes: per block x -> QuantizeLinear -> DequantizeLinear (one int8
+    scale each, as a static quantizer writes them) -> MatMul (a rotation) -> Add (a small
+    bias); with ``plant`` that
+    block's scale is 8x coarser (one QDQ scale changed)."""
+    rng = np.random.default_rng(1)
+    nodes, inits, x = [], [], "x"
+    for i in range(blocks):
+        scale = np.float32(6.0 / 127) * (8 if plant == i else 1)
+        inits += [
+            numpy_helper.from_array(np.array(scale, np.float32), f"s{i}"),
+            numpy_helper.from_array(np.array(0, np.int8), f"z{i}"),
+            numpy_helper.from_array(_orthogonal(rng), f"w{i}"),
+            numpy_helper.from_array(rng.normal(0, 0.01, (32,)).astype(np.float32), f"b{i}"),
+        ]
+        nodes += [
+            helper.make_node("QuantizeLinear", [x, f"s{i}", f"z{i}"], [f"q{i}"], name=f"q{i}"),
+            helper.make_node(
+                "DequantizeLinear", [f"q{i}", f"s{i}", f"z{i}"], [f"d{i}"], name=f"dq{i}"
+            ),
+            helper.make_node("MatMul", [f"d{i}", f"w{i}"], [f"m{i}"], name=f"mm{i}"),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"),
+        ]
+        x = f"a{i}"
+    graph = helper.make_graph(
+        nodes,
+        "qdq_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [4, 32])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, path)
+    return path
+
+
+def test_a_planted_qdq_scale_is_located_exactly(tmp_path: Path) -> None:
+    """One QDQ scale 8x coarser in a copy of a 1,000-node QDQ chain: the first divergence is
+    the DequantizeLinear that reads it (its int8 input is not a float tensor to compare; run
+    alone on the reference's int8 it gives another value), found in <= 12 session runs, every
+    float tensor before it identical; and the repro reproduces."""
+    a, b = _qdq_chain(tmp_path / "a.onnx"), _qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
+    r = ortlab.diverge(a, b, progress=False)
+    assert r.first is not None, r.notes
+    assert (r.first.node, r.first.op_type) == (f"dq{QDQ_PLANT}", "DequantizeLinear")
+    assert r.first.introduced > r.threshold and f"s{QDQ_PLANT}" in r.first.inputs
+    assert r.session_runs <= 12, r.session_runs
+    before = [t for t in r.tensors if t.index < r.first.index]
+    assert before and all(r.error(t) == 0 for t in before)
+    assert all(t.op_type != "QuantizeLinear" for t in r.tensors)  # int8: not compared
+    assert r.first.region == [f"q{QDQ_PLANT}", f"dq{QDQ_PLANT}"]  # the DQ alone only rescales
+    assert f"run alone with 'q{QDQ_PLANT}'" in r.to_text()
+    script = r.save_repro(tmp_path / "repro")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+
+
 def _feeds(r: Any) -> Any:
     """The synthetic input the result ran at (seed 0, as ortlab makes it)."""
     m = ortlab.load(r.reference_path)

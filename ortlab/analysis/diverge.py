@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.divergematrix import MatrixCell, grid, matrix_verdict
-from ortlab.analysis.divergerepro import node_alone, write_repro
+from ortlab.analysis.divergerepro import region_alone, write_repro
 from ortlab.analysis.quantization.error import float_types
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OptionError
@@ -108,6 +108,10 @@ class FirstDivergence:
     """The error (the metric) of the node run alone on the reference's inputs."""
     inputs: list[str]
     other_tensor: str
+    region: list[str] = field(default_factory=list)
+    """The nodes run alone, in graph order, ``node`` last: it and the producers of its inputs
+    the comparison did not see (an integer tensor: a QuantizeLinear's int8), up to tensors it
+    did."""
 
 
 @dataclass(frozen=True)
@@ -351,17 +355,20 @@ def _find_first(
     saved = ""
     reference = Side(result.reference_path, result.reference_config, "the reference")
     side = Side(result.other_path, result.other_config, "the other side")
+    compared = [t.tensor for t in result.tensors]
     for t in suspects[:MAX_CHECKS]:
         p = producers[t.tensor]
+        mine = region_alone(result.reference_path, t.tensor, compared)
+        theirs = region_alone(str(other.path), t.tensor, compared)
         got = run_task(
             tasks_diverge.alone,
             Via(desc="diverge: one node", context=f"node {p.node!r}", timeout=timeout),
             reference=reference,
             other=side,
-            node_inputs=p.inputs,
+            node_inputs=list(dict.fromkeys([*mine.inputs, *theirs.inputs])),
             output=t.tensor,
             other_output=t.tensor,
-            node=node_alone(str(other.path), t.tensor),
+            node=theirs.model,
             feeds=feeds,
         )
         runs += 2
@@ -379,6 +386,7 @@ def _find_first(
                 introduced,
                 p.inputs,
                 t.tensor,
+                region=mine.nodes,
             )
             saved = got.inputs_path
             break

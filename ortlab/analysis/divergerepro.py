@@ -1,14 +1,18 @@
-"""The first divergence as a bug report an ORT issue asks for: the node alone from each side's
-model, its real inputs, and a plain-onnxruntime script that exits 1 when the divergence
-reproduces and 0 when it does not (Polygraphy's convention), printing the metric."""
+"""The first divergence as a bug report an ORT issue asks for: the node (with the producers of
+its inputs the comparison did not see) alone from each side's model, its real inputs, and a
+plain-onnxruntime script that exits 1 when the divergence reproduces and 0 when it does not
+(Polygraphy's convention), printing the metric."""
 
 from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import onnx
 from onnx import helper
 
 from ortlab.core.errors import OptionError
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
 
     from ortlab.analysis.diverge import DivergenceResult
 
-__all__ = ["node_alone", "write_repro"]
+__all__ = ["MAX_REGION", "Region", "region_alone", "write_repro"]
 
 FILES = ("reference.onnx", "other.onnx", "inputs.npz", "repro.py")
 
@@ -65,34 +69,75 @@ def write_repro(result: DivergenceResult, folder: Path) -> Path:
 
     with np.load(saved) as got:
         arrays = {k: got[k] for k in got.files}
+    compared = [t.tensor for t in result.tensors]
     for name, path in (
         ("reference.onnx", result.reference_path),
         ("other.onnx", result.other_path),
     ):
-        (folder / name).write_bytes(_typed(node_alone(path, first.tensor), arrays))
+        region = region_alone(path, first.tensor, compared)
+        (folder / name).write_bytes(_typed(region.model, arrays))
     shutil.copyfile(saved, folder / "inputs.npz")
     script = folder / "repro.py"
     script.write_text(_script(result))
     return script
 
 
-def node_alone(model_path: str, tensor: str) -> bytes:
-    """The node of the model at ``model_path`` that computes ``tensor``, as a model of its own:
-    its non-constant inputs as graph inputs, its constant ones (initializers) inside."""
+MAX_REGION = 16
+"""The most nodes a first divergence's region holds (its node and the producers of inputs
+that are not compared)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """The nodes of one side's model that compute a tensor from tensors the comparison saw:
+    its producer and, for each input that is neither compared (an integer tensor: a
+    QuantizeLinear's int8) nor a graph input nor a weight, that input's producer, and so on
+    back. Run on the reference's values of ``inputs``, it is the error those nodes introduce
+    together: a DequantizeLinear alone on the reference's int8 only rescales it, the
+    QuantizeLinear before it rounds."""
+
+    model: bytes
+    """The region as a model of its own: ``inputs`` in, the tensor out, its weights inside."""
+    nodes: list[str]
+    """Its nodes' names, in graph order (the tensor's producer last)."""
+    inputs: list[str]
+
+
+def region_alone(model_path: str, tensor: str, compared: Collection[str]) -> Region:
+    """The :class:`Region` of ``tensor`` in the model at ``model_path``; ``compared``: the
+    tensors the comparison holds a value of (they bound it, as graph inputs do)."""
     m = load(model_path)
     graph = m.proto.graph
-    node = next(n for n in graph.node if tensor in n.output)
+    producer = {o: n for n in graph.node for o in n.output if o}
     weights = {t.name: t for t in graph.initializer}
+    bound = set(compared) | {i.name for i in graph.input}
+    chosen: dict[int, onnx.NodeProto] = {}
+    todo = [producer[tensor]]
+    while todo and len(chosen) < MAX_REGION:
+        node = todo.pop()
+        if id(node) in chosen:
+            continue
+        chosen[id(node)] = node
+        todo += [
+            producer[i]
+            for i in node.input
+            if i and i not in weights and i not in bound and i != tensor and i in producer
+        ]
+    order = [n for n in graph.node if id(n) in chosen]
+    made = {o for n in order for o in n.output}
+    inputs = list(
+        dict.fromkeys(i for n in order for i in n.input if i and i not in weights and i not in made)
+    )
     g = helper.make_graph(
-        [node],
-        f"{node.name or node.op_type}-alone",
-        [helper.make_empty_tensor_value_info(i) for i in node.input if i and i not in weights],
-        [helper.make_empty_tensor_value_info(node.output[0])],
-        [weights[i] for i in node.input if i in weights],
+        order,
+        f"{order[-1].name or order[-1].op_type}-alone",
+        [helper.make_empty_tensor_value_info(i) for i in inputs],
+        [helper.make_empty_tensor_value_info(tensor)],
+        [weights[i] for i in dict.fromkeys(i for n in order for i in n.input) if i in weights],
     )
     model = helper.make_model(g, opset_imports=list(m.proto.opset_import))
     model.ir_version = m.proto.ir_version
-    return bytes(model.SerializeToString())
+    return Region(bytes(model.SerializeToString()), [n.name for n in order], inputs)
 
 
 def _typed(model: bytes, arrays: dict[str, np.ndarray]) -> bytes:

@@ -82,8 +82,9 @@ def alone(
     feeds: Mapping[str, Any],
 ) -> AloneReply:
     """The error one node of the other side introduces by itself: the reference runs to give
-    the node's inputs (``node_inputs``) and its output; the other side's node (``node``: a
-    one-node model of it, its weights inside, serialized) runs alone under the other side's
+    the node's inputs (``node_inputs``: those of its region on both sides) and its output;
+    the other side's node (``node``: a model of it, with the producers of inputs the
+    comparison did not see, its weights inside, serialized) runs alone under the other side's
     config on those very inputs; its output against the reference's. The inputs are saved
     in the cache (a repro's ``inputs.npz``)."""
     import onnx
@@ -94,7 +95,8 @@ def alone(
     del ref
     proto = onnx.load_from_string(node)
     seed_random_ops(proto.graph)
-    inputs = {i.name: values[i.name] for i in proto.graph.input if i.name in values}
+    kept = {k: values[k] for k in node_inputs if k in values}  # the repro's, both sides'
+    inputs = {i.name: kept[i.name] for i in proto.graph.input if i.name in kept}
     typed_inputs(proto, inputs)
     with cache.temp_dir("alone-") as folder:
         path = folder / "node.onnx"
@@ -108,5 +110,5 @@ def alone(
         stats = TensorStats(math.inf, 1.0, 0.0, 0.0, False, stats.nonfinite)
     fd, saved = tempfile.mkstemp(prefix="node-inputs-", suffix=".npz", dir=cache.subdir("repro"))
     with os.fdopen(fd, "wb") as f:
-        np.savez(f, **inputs)
+        np.savez(f, **kept)
     return AloneReply(stats, saved)

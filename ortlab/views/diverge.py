@@ -55,10 +55,17 @@ def headline(d: DivergenceResult) -> str:
     if d.first is None:
         return f"{what}: no node introduces a divergence that reproduces (see the notes)"
     f = d.first
+    before = [n for n in f.region if n != f.node]
+    alone = (
+        f"when run alone with {', '.join(map(repr, before))} (whose outputs are not compared: "
+        "not float) on the reference's inputs"
+        if before
+        else "when run alone on the reference's inputs"
+    )
     return (
         f"{what}: the first divergence is node {f.node!r} ({f.op_type}, #{f.index} in graph "
-        f"order): its output's error {f.error:.4g}, {f.introduced:.4g} when run alone on the "
-        f"reference's inputs; found in {d.session_runs} session runs"
+        f"order): its output's error {f.error:.4g}, {f.introduced:.4g} {alone}; found in "
+        f"{d.session_runs} session runs"
     )
 
 
