@@ -166,6 +166,10 @@ def test_a_planted_qdq_scale_is_located_exactly(tmp_path: Path) -> None:
     assert all(t.op_type != "QuantizeLinear" for t in r.tensors)  # int8: not compared
     assert r.first.region == [f"q{QDQ_PLANT}", f"dq{QDQ_PLANT}"]  # the DQ alone only rescales
     assert f"run alone with 'q{QDQ_PLANT}'" in r.to_text()
+    assert r.first.providers == ("CPUExecutionProvider", "CPUExecutionProvider")
+    made = [f"QuantizeLinear q{QDQ_PLANT}", f"DequantizeLinear dq{QDQ_PLANT}"]
+    assert r.first.kernels == (made, made)  # what each session made of the region, alone
+    assert "runs it on CPUExecutionProvider as QuantizeLinear" in r.to_text()
     script = r.save_repro(tmp_path / "repro")
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
     assert run.returncode == 1, run.stdout + run.stderr

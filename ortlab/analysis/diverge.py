@@ -112,6 +112,12 @@ class FirstDivergence:
     """The nodes run alone, in graph order, ``node`` last: it and the producers of its inputs
     the comparison did not see (an integer tensor: a QuantizeLinear's int8), up to tensors it
     did."""
+    providers: tuple[str, str] = ("", "")
+    """The EP that ran it on the reference's side and on the other's ('' where ORT did not
+    say), its region built alone as each side's session builds it."""
+    kernels: tuple[list[str], list[str]] = ([], [])
+    """What each side's session made of the region ('OpType name' each): a fusion shows as
+    fewer or other nodes; empty where an EP compiled it."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +376,7 @@ def _find_first(
             other_output=t.tensor,
             node=theirs.model,
             feeds=feeds,
+            reference_node=mine.model,
         )
         runs += 2
         s = got.stats
@@ -387,6 +394,8 @@ def _find_first(
                 p.inputs,
                 t.tensor,
                 region=mine.nodes,
+                providers=(got.reference_provider, got.other_provider),
+                kernels=(got.reference_kernels, got.other_kernels),
             )
             saved = got.inputs_path
             break

@@ -42,6 +42,9 @@ class SessionReport(Result):
     devices: list[Device] = field(default_factory=list)
     placements: dict[str, str] = field(default_factory=dict)
     """From ORT's verbose "Node placements" block (only when built with log_severity=0)."""
+    all_on: str = ""
+    """The EP of ORT's verbose 'All nodes placed on [EP]' line, when one EP runs every node
+    (``placements`` then lists none; only when built with log_severity=0)."""
     fired: dict[str, int] = field(default_factory=dict)
     """Graph transformers that modified the graph (only when built with log_severity<=1)."""
     transformers: list[str] = field(default_factory=list)

@@ -187,6 +187,12 @@ class AloneReply:
 
     stats: TensorStats
     inputs_path: str
+    reference_kernels: list[str] = field(default_factory=list)
+    """What the reference's session made of the region ('OpType name' each)."""
+    other_kernels: list[str] = field(default_factory=list)
+    reference_provider: str = ""
+    """The EP that ran the region's last node on the reference's side ('' unknown)."""
+    other_provider: str = ""
 
 
 @dataclass(frozen=True)

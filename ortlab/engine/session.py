@@ -106,6 +106,7 @@ def why_lines(lines: list[str]) -> list[str]:
 
 
 _PLACED_ON = re.compile(r"Node\(s\) placed on \[(\w+)\]")
+_ALL_ON = re.compile(r"All nodes placed on \[(\w+)\]")
 _PLACED_NODE = re.compile(r"^\s*(\S+) \((.*)\)\s*$")
 
 
@@ -366,6 +367,7 @@ def build_session(
         auto_reasons=auto_reasons,
         devices=measure_devices(),
         placements=parse_placements(lines),
+        all_on=next((m.group(1) for ln in lines if (m := _ALL_ON.search(ln))), ""),
         fired=parse_fired(lines),
         why_log=why_lines(lines),
         transformers=list(dict.fromkeys(m.group(1) for ln in lines if (m := _FIRED.search(ln)))),

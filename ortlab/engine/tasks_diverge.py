@@ -80,13 +80,16 @@ def alone(
     other_output: str,
     node: bytes,
     feeds: Mapping[str, Any],
+    reference_node: bytes | None = None,
 ) -> AloneReply:
     """The error one node of the other side introduces by itself: the reference runs to give
     the node's inputs (``node_inputs``: those of its region on both sides) and its output;
     the other side's node (``node``: a model of it, with the producers of inputs the
     comparison did not see, its weights inside, serialized) runs alone under the other side's
     config on those very inputs; its output against the reference's. The inputs are saved
-    in the cache (a repro's ``inputs.npz``)."""
+    in the cache (a repro's ``inputs.npz``). Each side's region (``reference_node``: the
+    reference's) is built as its session builds it: what ORT made of it (its kernels, as the
+    optimized region lists them) and the EP that ran its last node."""
     import onnx
 
     prepared = prepare_feeds(feeds)
@@ -98,11 +101,13 @@ def alone(
     kept = {k: values[k] for k in node_inputs if k in values}  # the repro's, both sides'
     inputs = {i.name: kept[i.name] for i in proto.graph.input if i.name in kept}
     typed_inputs(proto, inputs)
-    with cache.temp_dir("alone-") as folder:
-        path = folder / "node.onnx"
-        onnx.save_model(proto, str(path))
-        sess, _ = build_session(str(path), other.config or SessionConfig(), log_severity=3)
+    sess, kernels, provider = _built(proto, other.config, other_output)
     got = sess.run([other_output], inputs)[0]
+    ref_kernels, ref_on = [], ""
+    if reference_node is not None:
+        region = onnx.load_from_string(reference_node)
+        typed_inputs(region, {i.name: kept[i.name] for i in region.graph.input if i.name in kept})
+        _, ref_kernels, ref_on = _built(region, reference.config, output)
     s = ErrorSums()
     s.add(values[output], np.asarray(got))
     stats = s.metrics()
@@ -111,4 +116,27 @@ def alone(
     fd, saved = tempfile.mkstemp(prefix="node-inputs-", suffix=".npz", dir=cache.subdir("repro"))
     with os.fdopen(fd, "wb") as f:
         np.savez(f, **kept)
-    return AloneReply(stats, saved)
+    return AloneReply(stats, saved, ref_kernels, kernels, ref_on, provider)
+
+
+def _built(proto: Any, config: SessionConfig | None, output: str) -> tuple[Any, list[str], str]:
+    """A region's session under ``config``, what ORT made of it (its optimized nodes as
+    'OpType name'; none where an EP compiled it and ORT cannot write it out) and the EP that
+    ran the node computing ``output`` (ORT's verbose placement)."""
+    import onnx
+
+    cfg = config or SessionConfig()
+    with cache.temp_dir("alone-") as folder:
+        path, optimized = folder / "node.onnx", folder / "optimized.onnx"
+        onnx.save_model(proto, str(path))
+        try:
+            sess, report = build_session(
+                str(path), cfg, log_severity=0, optimized_model_path=str(optimized)
+            )
+            made = onnx.load(str(optimized), load_external_data=False)
+            kernels = [f"{n.op_type} {n.name}".strip() for n in made.graph.node]
+        except Exception:  # noqa: BLE001 - compiled by an EP: ORT cannot write it out
+            sess, report = build_session(str(path), cfg, log_severity=0)
+            kernels = []
+    producer = next((n.name for n in proto.graph.node if output in n.output), "")
+    return sess, kernels, report.placements.get(producer) or report.all_on

@@ -69,6 +69,24 @@ def headline(d: DivergenceResult) -> str:
     )
 
 
+def built(d: DivergenceResult) -> list[str]:
+    """How each side built the first divergence's region alone: its EP and what ORT made of
+    it (a fusion shows as other nodes)."""
+    f = d.first
+    if f is None:
+        return []
+    out = []
+    for side, provider, kernels in zip((d.reference, d.other), f.providers, f.kernels, strict=True):
+        made = ", ".join(kernels[:6]) + (
+            f" and {len(kernels) - 6} more" if len(kernels) > 6 else ""
+        )
+        out.append(
+            f"{side} runs it on {provider or 'an EP ORT did not name'}"
+            + (f" as {made}" if made else " (compiled: ORT cannot list its kernels)")
+        )
+    return out
+
+
 def _finals(d: DivergenceResult) -> list[str]:
     return [
         f"final output {f.output}: cosine {f.plain_cosine:.8f} as the sessions run "
@@ -97,6 +115,7 @@ def _matrix_caption(d: DivergenceResult) -> str:
 def diverge_text(d: DivergenceResult) -> str:
     lines = [
         safe_text(headline(d), 600),
+        *(safe_text(x, 400) for x in built(d)),
         *(safe_text(x, 400) for x in _finals(d)),
         *(
             [safe_text(_matrix_caption(d), 600), table_text(MATRIX_HEAD, _matrix(d))]
@@ -115,7 +134,7 @@ def diverge_text(d: DivergenceResult) -> str:
 def diverge_html(d: DivergenceResult) -> str:
     return (
         f"{STYLE}<div class='ortlab-diverge'><div><b>{esc(headline(d), 600)}</b></div>"
-        + "".join(f"<div>{esc(x, 400)}</div>" for x in _finals(d))
+        + "".join(f"<div>{esc(x, 400)}</div>" for x in [*built(d), *_finals(d)])
         + (
             f"<div>{esc(_matrix_caption(d), 600)}</div>" + table_html(MATRIX_HEAD, _matrix(d))
             if d.matrix
