@@ -273,6 +273,20 @@ def test_a_real_ep_pair_runs_end_to_end() -> None:
     assert "openvino" in r.other.lower()
 
 
+@pytest.mark.openvino
+def test_a_planted_qdq_scale_under_openvino(tmp_path: Path) -> None:
+    """The planted QDQ scale with both sides on the real OpenVINO EP: the same first node,
+    its region run on OpenVINO on each side (compiled: ORT lists no kernels)."""
+    import onnxruntime as ort
+
+    if "OpenVINOExecutionProvider" not in ort.get_available_providers():
+        pytest.fail("the openvino tests must run in the .venv-openvino environment")
+    a, b = _qdq_chain(tmp_path / "a.onnx"), _qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
+    r = ortlab.diverge(a, b, {"providers": ["openvino", "cpu"]}, progress=False)
+    assert r.first is not None and r.first.node == f"dq{QDQ_PLANT}", r.notes
+    assert r.first.providers == ("OpenVINOExecutionProvider", "OpenVINOExecutionProvider")
+
+
 def test_the_graph_colours_by_the_error_and_selects_the_first(
     planted: tuple[Path, Path, Any],
 ) -> None:
