@@ -165,7 +165,7 @@ def test_a_planted_qdq_scale_is_located_exactly(tmp_path: Path) -> None:
     assert before and all(r.error(t) == 0 for t in before)
     assert all(t.op_type != "QuantizeLinear" for t in r.tensors)  # int8: not compared
     assert r.first.region == [f"q{QDQ_PLANT}", f"dq{QDQ_PLANT}"]  # the DQ alone only rescales
-    assert f"run alone with 'q{QDQ_PLANT}'" in r.to_text()
+    assert f"run alone with 'q{QDQ_PLANT}' (the nodes before it" in r.to_text()
     assert r.first.providers == ("CPUExecutionProvider", "CPUExecutionProvider")
     made = [f"QuantizeLinear q{QDQ_PLANT}", f"DequantizeLinear dq{QDQ_PLANT}"]
     assert r.first.kernels == (made, made)  # what each session made of the region, alone
@@ -271,6 +271,31 @@ def test_a_real_ep_pair_runs_end_to_end() -> None:
     )
     assert r.tensors and all(0.99 < t.cosine <= 1.0 + 1e-9 for t in r.tensors)
     assert "openvino" in r.other.lower()
+
+
+def test_a_divergence_that_exposure_hides_is_found_by_bisection(tmp_path: Path) -> None:
+    """The heisenbug: the QDQ chain at level all against disabled. Exposing every tensor keeps
+    ORT from fusing (MatMul+Add into Gemm, requantized), so no exposed tensor's node diverges
+    alone, while the outputs as run do. The bisection exposes one tensor at a time and names
+    the earliest that passes the threshold so; its region, grown back, reproduces alone; a
+    hand-written loop over plain onnxruntime agrees (that tensor exposed alone diverges, the
+    one before it does not); the repro exits 1; the sides built the region differently."""
+    a = _qdq_chain(tmp_path / "a.onnx")
+    r = ortlab.diverge(a, {"level": "disabled"}, progress=False)
+    assert any("exposing the intermediate tensors changed" in n for n in r.notes)
+    assert r.first is not None and r.first.found_by == "bisect", r.notes
+    assert r.probes and any(p.tensor == r.first.tensor for p in r.probes)
+    assert r.first.kernels[0] != r.first.kernels[1], r.first.kernels  # a fusion on one side
+    order = [t.tensor for t in r.tensors]
+    k = order.index(r.first.tensor)
+    feeds = {"x": _feeds(r)}
+    for tensor, past in ((order[k], True), *([(order[k - 1], False)] if k else [])):
+        x, y = (_exposed(a, [tensor], level, feeds)[0] for level in ("all", "disabled"))
+        assert (1 - _cosine(x, y) > r.threshold) is past, tensor
+    assert "found by bisection" in r.to_text()
+    script = r.save_repro(tmp_path / "repro")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
 
 
 @pytest.mark.openvino

@@ -19,8 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortlab.analysis.divergefirst import (
+    Checker,
+    FirstDivergence,
+    Probe,
+    bisect,
+    metric_error,
+    relative_of,
+)
 from ortlab.analysis.divergematrix import MatrixCell, grid, matrix_verdict
-from ortlab.analysis.divergerepro import region_alone, write_repro
+from ortlab.analysis.divergerepro import write_repro
 from ortlab.analysis.quantization.error import float_types
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OptionError
@@ -95,32 +103,6 @@ class FinalError:
 
 
 @dataclass(frozen=True)
-class FirstDivergence:
-    """The earliest node whose own error passes the threshold."""
-
-    node: str
-    op_type: str
-    tensor: str
-    index: int
-    error: float
-    """Its output's error (the metric) in the whole run."""
-    introduced: float
-    """The error (the metric) of the node run alone on the reference's inputs."""
-    inputs: list[str]
-    other_tensor: str
-    region: list[str] = field(default_factory=list)
-    """The nodes run alone, in graph order, ``node`` last: it and the producers of its inputs
-    the comparison did not see (an integer tensor: a QuantizeLinear's int8), up to tensors it
-    did."""
-    providers: tuple[str, str] = ("", "")
-    """The EP that ran it on the reference's side and on the other's ('' where ORT did not
-    say), its region built alone as each side's session builds it."""
-    kernels: tuple[list[str], list[str]] = ([], [])
-    """What each side's session made of the region ('OpType name' each): a fusion shows as
-    fewer or other nodes; empty where an EP compiled it."""
-
-
-@dataclass(frozen=True)
 class DivergenceResult(Result):
     """Per tensor in graph order, the other side's error; the final outputs' error with and
     without exposure; the first divergence (None when none reproduces); how many session runs
@@ -151,6 +133,8 @@ class DivergenceResult(Result):
     """Which cells of the grid diverge, in words ('' without the grid)."""
     repro_inputs: str = ""
     """Where the first divergent node's real inputs were saved (an .npz in ortlab's cache)."""
+    probes: list[Probe] = field(default_factory=list)
+    """The bisection's steps, when it ran: each tensor exposed alone and its error."""
 
     def error(self, t: TensorDivergence) -> float:
         """``t``'s error in this result's metric."""
@@ -180,20 +164,6 @@ class DivergenceResult(Result):
                 "(see its notes). Nothing was written."
             )
         return write_repro(self, Path(folder))
-
-
-def relative_of(sqnr_db: float) -> float:
-    """The relative error norm an SQNR stands for (0 when identical; 1 past a zero
-    reference)."""
-    return 10 ** (-sqnr_db / 20) if math.isfinite(sqnr_db) else float(sqnr_db < 0)
-
-
-def metric_error(metric: str, cosine: float, max_abs: float, relative: float) -> float:
-    """The error a metric reads: 1 - cosine, the largest absolute difference, or the relative
-    norm."""
-    if metric == "cosine":
-        return 1.0 - cosine
-    return max_abs if metric == "max_abs" else relative
 
 
 def diverge(
@@ -329,7 +299,9 @@ def _find_first(
     timeout: float | None,
 ) -> DivergenceResult:
     """The earliest suspect (a tensor past the threshold) whose node introduces the error
-    itself, checked alone, at most MAX_CHECKS; and the notes on what could not be said."""
+    itself, checked alone, at most MAX_CHECKS; when none does and the sessions as they run
+    diverge, the bisection (:mod:`ortlab.analysis.divergebisect`); and the notes on what
+    could not be said."""
     notes = list(result.notes)
     plain = [
         metric_error(result.metric, f.plain_cosine, f.plain_max_abs, math.nan)
@@ -357,59 +329,34 @@ def _find_first(
             + (f", though {len(suspects)} exposed tensors differ" if suspects else "")
         )
         return dataclasses.replace(result, notes=notes)
-    runs, checked, first = result.session_runs, {}, None
-    saved = ""
-    reference = Side(result.reference_path, result.reference_config, "the reference")
-    side = Side(result.other_path, result.other_config, "the other side")
-    compared = [t.tensor for t in result.tensors]
+    check = Checker(result, other, feeds, timeout=timeout)
+    checked: dict[str, float] = {}
+    found = None
     for t in suspects[:MAX_CHECKS]:
-        p = producers[t.tensor]
-        mine = region_alone(result.reference_path, t.tensor, compared)
-        theirs = region_alone(str(other.path), t.tensor, compared)
-        got = run_task(
-            tasks_diverge.alone,
-            Via(desc="diverge: one node", context=f"node {p.node!r}", timeout=timeout),
-            reference=reference,
-            other=side,
-            node_inputs=list(dict.fromkeys([*mine.inputs, *theirs.inputs])),
-            output=t.tensor,
-            other_output=t.tensor,
-            node=theirs.model,
-            feeds=feeds,
-            reference_node=mine.model,
-        )
-        runs += 2
-        s = got.stats
-        introduced = metric_error(result.metric, s.cosine, s.max_abs, relative_of(s.sqnr_db))
-        introduced = math.inf if math.isnan(introduced) else introduced
-        checked[t.tensor] = introduced
-        if introduced > result.threshold:
-            first = FirstDivergence(
-                p.node,
-                p.op_type,
-                t.tensor,
-                t.index,
-                result.error(t),
-                introduced,
-                p.inputs,
-                t.tensor,
-                region=mine.nodes,
-                providers=(got.reference_provider, got.other_provider),
-                kernels=(got.reference_kernels, got.other_kernels),
-            )
-            saved = got.inputs_path
+        found = check.alone(t, producers[t.tensor])
+        checked[t.tensor] = found.introduced if found else check.last
+        if found is not None:
             break
-    if first is None:
+    probes: list[Probe] = []
+    if found is None:
         notes.append(
-            f"none of the first {len(checked)} tensors past the threshold is produced by a node "
-            "that diverges alone on the reference's inputs: the difference comes from how the "
-            "nodes run together (a fusion, a layout change between them) or accumulates below "
-            "the threshold node by node; the table shows where it starts"
+            f"none of the first {len(checked)} tensors past the threshold with all exposed is "
+            "produced by a node that diverges alone on the reference's inputs"
+            if checked
+            else "no tensor passes the threshold with all exposed, yet the outputs as run do"
         )
+        found, probes, said = bisect(check, producers)
+        notes.append(said)
     tensors = [
         dataclasses.replace(t, introduced=checked[t.tensor]) if t.tensor in checked else t
         for t in result.tensors
     ]
     return dataclasses.replace(
-        result, tensors=tensors, first=first, session_runs=runs, notes=notes, repro_inputs=saved
+        result,
+        tensors=tensors,
+        first=found,
+        session_runs=check.runs,
+        notes=notes,
+        repro_inputs=check.saved if found else "",
+        probes=probes,
     )

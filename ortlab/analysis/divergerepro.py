@@ -103,25 +103,27 @@ class Region:
     inputs: list[str]
 
 
-def region_alone(model_path: str, tensor: str, compared: Collection[str]) -> Region:
+def region_alone(model_path: str, tensor: str, compared: Collection[str], hops: int = 0) -> Region:
     """The :class:`Region` of ``tensor`` in the model at ``model_path``; ``compared``: the
-    tensors the comparison holds a value of (they bound it, as graph inputs do)."""
+    tensors the comparison holds a value of (they bound it, as graph inputs do), except
+    within ``hops`` nodes of ``tensor``'s producer, whose producers join it too (a fusion
+    that needs them: a DequantizeLinear before a MatMul)."""
     m = load(model_path)
     graph = m.proto.graph
     producer = {o: n for n in graph.node for o in n.output if o}
     weights = {t.name: t for t in graph.initializer}
     bound = set(compared) | {i.name for i in graph.input}
     chosen: dict[int, onnx.NodeProto] = {}
-    todo = [producer[tensor]]
+    todo = [(producer[tensor], 0)]
     while todo and len(chosen) < MAX_REGION:
-        node = todo.pop()
+        node, depth = todo.pop(0)
         if id(node) in chosen:
             continue
         chosen[id(node)] = node
         todo += [
-            producer[i]
+            (producer[i], depth + 1)
             for i in node.input
-            if i and i not in weights and i not in bound and i != tensor and i in producer
+            if i in producer and i not in weights and (depth < hops or i not in bound)
         ]
     order = [n for n in graph.node if id(n) in chosen]
     made = {o for n in order for o in n.output}

@@ -181,6 +181,15 @@ class DivergeReply:
 
 
 @dataclass(frozen=True)
+class ProbeReply:
+    """``tasks_diverge.probe``: one tensor's error with only it exposed (None where a side
+    does not compute it) and the final outputs' error in those same runs."""
+
+    stats: TensorStats | None
+    finals: dict[str, TensorStats]
+
+
+@dataclass(frozen=True)
 class AloneReply:
     """``tasks_diverge.alone``: the other side's node run alone on the reference's inputs,
     against the reference's output; where those inputs were saved (``.npz`` in the cache)."""

@@ -20,11 +20,11 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.onnx_util import seed_random_ops, typed_inputs
 from ortlab.core.run import Progress
 from ortlab.engine.errorsums import ErrorSums, Side, fold_groups, with_outputs
-from ortlab.engine.replies import AloneReply, DivergeReply, TensorStats
+from ortlab.engine.replies import AloneReply, DivergeReply, ProbeReply, TensorStats
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import prepare_feeds
 
-__all__ = ["alone", "diverge_errors"]
+__all__ = ["alone", "diverge_errors", "probe"]
 
 
 def diverge_errors(
@@ -68,6 +68,29 @@ def _compare(
             s.add(x, y)
             out[t] = s.metrics()
     return out
+
+
+def probe(
+    progress: Progress,  # noqa: ARG001 - task signature
+    *,
+    reference: Side,
+    other: Side,
+    tensor: str,
+    finals: dict[str, str],
+    feeds: Mapping[str, Any],
+) -> ProbeReply:
+    """One step of the bisection: both sides run with only ``tensor`` exposed beside the final
+    outputs (so ORT fuses everywhere else as it does unexposed); that tensor's error and the
+    final outputs'."""
+    prepared = prepare_feeds(feeds)
+    ref = with_outputs(reference.path, [tensor, *finals], reference.what, reference.config)
+    mine = ref(prepared)
+    del ref
+    got = with_outputs(other.path, [tensor, *finals.values()], other.what, other.config)
+    theirs = got(prepared)
+    del got
+    stats = _compare(mine, theirs, {tensor: tensor})
+    return ProbeReply(stats.get(tensor), _compare(mine, theirs, finals))
 
 
 def alone(

@@ -57,15 +57,20 @@ def headline(d: DivergenceResult) -> str:
     f = d.first
     before = [n for n in f.region if n != f.node]
     alone = (
-        f"when run alone with {', '.join(map(repr, before))} (whose outputs are not compared: "
-        "not float) on the reference's inputs"
+        f"when run alone with {', '.join(map(repr, before))} (the nodes before it that it "
+        "needs) on the reference's inputs"
         if before
         else "when run alone on the reference's inputs"
     )
+    how = (
+        "with only its tensor exposed, found by bisection"
+        if f.found_by == "bisect"
+        else "with every tensor exposed"
+    )
     return (
         f"{what}: the first divergence is node {f.node!r} ({f.op_type}, #{f.index} in graph "
-        f"order): its output's error {f.error:.4g}, {f.introduced:.4g} {alone}; found in "
-        f"{d.session_runs} session runs"
+        f"order): its output's error {f.error:.4g} {how}, {f.introduced:.4g} {alone}; found "
+        f"in {d.session_runs} session runs"
     )
 
 
