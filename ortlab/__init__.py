@@ -118,7 +118,7 @@ def graph(
     divergence's first node highlighted; else by time when measured on one EP, by provider when
     nodes ran on two or more."""
     from ortlab.core import gcpause
-    from ortlab.views.graph.widget import GraphView
+    from ortlab.views.graph.widget import GraphView, error_options
 
     if isinstance(diff, VersionDiffResult):
         diff = diff.as_diff()
@@ -128,9 +128,7 @@ def graph(
             model, placement=placement, profile=profile, error=error, diff=diff, roofline=roofline
         )
         if isinstance(error, DivergenceResult):  # the error is the question: colour by it
-            options.setdefault("color_by", "quant_error")
-            if error.first is not None:
-                options.setdefault("highlighted", [error.first.node])
+            options = error_options(error.first.node if error.first else None) | options
         return GraphView(data, **options)
 
 

@@ -117,6 +117,29 @@ def test_history_picks_two_runs_and_snippets_one(lab) -> None:
 
 
 @pytest.mark.slow
+def test_the_quantization_tab_says_where_the_numbers_change(lab) -> None:
+    """The accuracy view (issue 49): the Lab's model at its config against the chosen other
+    side — its per-tensor errors are ortlab.diverge's on the same model, config and inputs,
+    shown with its plot and the graph coloured by the error; the variants' comparison, once
+    run, is shown beside it."""
+    lab.diverge_against.value = "fp16"
+    lab.diverge_button.click()
+    dv = lab.divergence
+    assert lab.error.value == "" and isinstance(dv, ortlab.DivergenceResult)
+    shown = lab.shown["Quantization"]
+    assert shown[1] is dv and isinstance(shown[3], ortlab.GraphView)
+    assert shown[3].color_by == "quant_error"
+    assert dv.reference.endswith("cpu · all") and "fp16" in dv.other
+    alone = ortlab.diverge(lab.model, ortlab.to_fp16(lab.model), lab.config, progress=False)
+    assert [t.tensor for t in alone.tensors] == [t.tensor for t in dv.tensors]
+    for a, b in zip(alone.tensors, dv.tensors, strict=True):
+        assert a.cosine == pytest.approx(b.cosine, abs=1e-9), a.tensor
+    lab.diverge_against.value = "level=disabled"
+    lab.quant_button.click()
+    assert lab.comparison is not None and lab.divergence is dv  # kept, shown beside
+    assert any(x is dv for x in lab.shown["Quantization"])
+
+
 def test_doctor_tab_and_apply_best(lab) -> None:
     lab.level.value = "disabled"
     lab.budget.value = 10

@@ -154,6 +154,7 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
         for tab, button, done in [
             ("Optimization", "Run optimization diff", "original nodes"),
             ("Quantization", "Compare original", "time vs original"),
+            ("Quantization", "Where do the numbers change", "Tensors around it"),
             ("Limits", "Roofline: nodes against", "Ceilings (measured with ORT"),
             ("Doctor", "Run the doctor", "Best verified"),
         ]:

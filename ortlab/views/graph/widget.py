@@ -52,6 +52,11 @@ def default_color(graph: GraphData) -> str:
     return "time" if graph.has_time and len(graph.providers) <= 1 else "provider"
 
 
+def error_options(first: str | None) -> dict[str, Any]:
+    """A divergence's graph: coloured by each node's output error, its first node selected."""
+    return {"color_by": "quant_error", **({"highlighted": [first]} if first else {})}
+
+
 class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # untyped base
     """The model as an interactive graph: pan, zoom, hover, click; coloured by EP, op type,
     measured time, quantization error, output memory, a diff or the roofline."""

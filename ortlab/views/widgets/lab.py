@@ -25,6 +25,7 @@ from typing import Any
 import ipywidgets as w
 
 import ortlab
+from ortlab.analysis.diverge import DivergenceResult
 from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.graph.data import in_branch
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
@@ -47,6 +48,7 @@ from ortlab.views.widgets.pickers import optimizer_options, top_node_options
 from ortlab.views.widgets.tabjobs import (
     LIMITS_INTRO,
     compare_runs,
+    run_diverge,
     run_doctor,
     run_generate,
     run_limits,
@@ -130,6 +132,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.perfetto: Path | None = None
         """The Limits tab's last results (ortlab.roofline, cost, throughput, sweep…)."""
         self.comparison: Any = None
+        self.divergence: DivergenceResult | None = None
+        """The Quantization tab's last ``ortlab.diverge`` (its accuracy view)."""
         self.generation: Any = None
         """The Generate tab's last ``ortlab.generate`` (a decoder's Lab only)."""
         self.llm_bench: LLMBenchResult | None = None
@@ -267,6 +271,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                 "Quantization",
                 "the quantization comparison",
             ),
+            (t.diverge_button, run_diverge, "divergence", "Quantization", "the divergence"),
             (t.doctor_button, run_doctor, "doctor_result", "Doctor", "the doctor"),
             (t.gen_button, run_generate, "generation", "Generate", "the generation"),
             (t.bench_button, run_llm_bench, "llm_bench", "Generate", "the benchmark matrix"),

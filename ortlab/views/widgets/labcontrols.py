@@ -24,7 +24,7 @@ from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.widgets.labstatus import JOB_TABS, TabStatus
 
-__all__ = ["LabControls", "TabControls"]
+__all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
 
 
 class LabControls:
@@ -293,6 +293,15 @@ LIMITS_JOBS = {
 }
 """The Limits tab's jobs: the result attribute each fills, and its button's label."""
 
+DIVERGE_AGAINST = {
+    "level disabled (this config)": "level=disabled",
+    "level basic (this config)": "level=basic",
+    "the fp16 variant": "fp16",
+    "the static QDQ variant": "qdq",
+}
+"""The Quantization tab's other sides for ``ortlab.diverge``: the Lab's model and config
+against a level or a variant (its label -> the choice the job reads)."""
+
 
 class TabControls:
     """The widgets inside the tabs: the optimization, quantization, limits and doctor buttons (with
@@ -303,6 +312,8 @@ class TabControls:
     NAMES = (
         "opt_button",
         "quant_button",
+        "diverge_against",
+        "diverge_button",
         "budget",
         "doctor_button",
         "apply_button",
@@ -339,7 +350,22 @@ class TabControls:
             description="Compare original / fp16 / dynamic / static QDQ",
             layout=w.Layout(width="auto"),
         )
-        self.quant_bar = w.VBox([self.quant_button, s["Quantization"]])
+        self.diverge_against = w.Dropdown(
+            options=list(DIVERGE_AGAINST.items()),
+            description="against",
+            layout=w.Layout(width="300px"),
+        )
+        self.diverge_button = w.Button(
+            description="Where do the numbers change? (first divergence)",
+            layout=w.Layout(width="auto", flex="0 0 auto"),
+        )
+        self.quant_bar = w.VBox(
+            [
+                self.quant_button,
+                w.HBox([self.diverge_against, self.diverge_button]),
+                s["Quantization"],
+            ]
+        )
         self.limits_buttons = {
             what: w.Button(description=text, layout=w.Layout(width="auto", flex="0 0 auto"))
             for what, text in LIMITS_JOBS.items()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ortlab.analysis.diff import diff
+from ortlab.analysis.diverge import diverge
 from ortlab.analysis.generation.bench import llm_bench
 from ortlab.analysis.generation.generate import generate
 from ortlab.analysis.graph.data import graph_data
@@ -43,6 +44,7 @@ __all__ = [
     "LIMITS_INTRO",
     "compare_runs",
     "limits_job",
+    "run_diverge",
     "run_doctor",
     "run_limits",
     "run_optimization",
@@ -95,7 +97,33 @@ def run_quantization(lab: Lab) -> None:
         cmp.plot(),
         lab.tab_controls.worst_label,
         err.worst(10),
+        *([lab.divergence, lab.divergence.plot()] if lab.divergence is not None else []),
     )
+
+
+def run_diverge(lab: Lab) -> None:
+    """The Quantization tab's accuracy view: where the Lab's model at its config and the
+    chosen other side (a level, the fp16 or static QDQ variant) stop agreeing, tensor by
+    tensor, beside the variants' worst tensors; the graph coloured by each node's error."""
+    m, inputs, choice = lab.model, lab.inputs(), lab.tab_controls.diverge_against.value
+    against: Any
+    if choice.startswith("level="):
+        against = {"level": choice.removeprefix("level=")}
+    elif choice == "fp16":
+        lab.announce("building fp16")
+        against = to_fp16(m)
+    else:
+        lab.announce("building static QDQ (calibration)")
+        against = quantize(m, mode="static", calibration_size=8, **inputs)
+    dv = diverge(m, against, lab.config, progress=lab.progress_for("diverge"), **inputs)
+    lab.divergence = dv
+    first = dv.first.node if dv.first else None
+    from ortlab.views.graph.widget import GraphView, error_options
+
+    items = [dv, dv.plot(), GraphView(graph_data(m, error=dv), **error_options(first))]
+    if lab.comparison is not None:
+        items += [lab.comparison, lab.comparison.plot()]
+    lab.show("Quantization", lab.tab_controls.quant_bar, *items)
 
 
 def run_doctor(lab: Lab) -> None:
