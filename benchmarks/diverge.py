@@ -76,10 +76,10 @@ def fold_rates(rounds: int) -> list[dict[str, Any]]:
 
 
 def _cases(folder: Path) -> list[tuple[str, Any, Any]]:
-    from tests.test_diverge import _chain, _qdq_chain
+    from tests.test_diverge import chain, qdq_chain
 
-    a, b = _chain(folder / "a.onnx"), _chain(folder / "b.onnx", plant=601)
-    qa, qb = _qdq_chain(folder / "qa.onnx"), _qdq_chain(folder / "qb.onnx", plant=150)
+    a, b = chain(folder / "a.onnx"), chain(folder / "b.onnx", plant=601)
+    qa, qb = qdq_chain(folder / "qa.onnx"), qdq_chain(folder / "qb.onnx", plant=150)
     resnet = ortlab.examples.load("resnet50")
     return [
         ("1,000-node chain, one weight planted", a, b),

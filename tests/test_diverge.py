@@ -25,7 +25,7 @@ from ortlab.core.errors import OptionError
 PLANT = 601
 
 
-def _chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
+def chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
     """x -> Add(c0) -> Mul(c1) -> ... (n nodes, each with its own constant); with ``plant``
     that node's constant has half its signs flipped (an edited copy, a broken weight)."""
     rng = np.random.default_rng(0)
@@ -53,11 +53,11 @@ def _chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any]:
     tmp = tmp_path_factory.mktemp("diverge")
-    a, b = _chain(tmp / "a.onnx"), _chain(tmp / "b.onnx", plant=PLANT)
+    a, b = chain(tmp / "a.onnx"), chain(tmp / "b.onnx", plant=PLANT)
     return a, b, ortlab.diverge(a, b, progress=False)
 
 
-def _exposed(path: Path, tensors: list[str], level: str, feeds: dict[str, Any]) -> list[Any]:
+def exposed(path: Path, tensors: list[str], level: str, feeds: dict[str, Any]) -> list[Any]:
     """The hand-written reference: plain onnxruntime with ``tensors`` made outputs."""
     import onnxruntime as ort
 
@@ -92,7 +92,7 @@ def test_a_planted_divergence_is_located_exactly(planted: tuple[Path, Path, Any]
     assert all(errors[k] == 0 for k in range(PLANT))
     assert all(errors[k] > r.threshold for k in range(PLANT, 1000))
     feeds = {"x": _feeds(r)}
-    mine = _cosine(*(_exposed(p, [f"t{PLANT}"], "all", feeds)[0] for p in (a, b)))
+    mine = _cosine(*(exposed(p, [f"t{PLANT}"], "all", feeds)[0] for p in (a, b)))
     row = next(t for t in r.tensors if t.index == PLANT)
     assert row.cosine == pytest.approx(mine, abs=1e-9)
     assert r.to_pandas()["first"].sum() == 1
@@ -114,7 +114,7 @@ def _orthogonal(rng: np.random.Generator) -> np.ndarray:
     return q.astype(np.float32)
 
 
-def _qdq_chain(path: Path, plant: int | None = None, blocks: int = 250) -> Path:
+def qdq_chain(path: Path, plant: int | None = None, blocks: int = 250) -> Path:
     """A QDQ model of 1,000 nodes: per block x -> QuantizeLinear -> DequantizeLinear (one int8
     scale each, as a static quantizer writes them) -> MatMul (a rotation) -> Add (a small
     bias); with ``plant`` that
@@ -155,7 +155,7 @@ def test_a_planted_qdq_scale_is_located_exactly(tmp_path: Path) -> None:
     the DequantizeLinear that reads it (its int8 input is not a float tensor to compare; run
     alone on the reference's int8 it gives another value), found in <= 12 session runs, every
     float tensor before it identical; and the repro reproduces."""
-    a, b = _qdq_chain(tmp_path / "a.onnx"), _qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
+    a, b = qdq_chain(tmp_path / "a.onnx"), qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
     r = ortlab.diverge(a, b, progress=False)
     assert r.first is not None, r.notes
     assert (r.first.node, r.first.op_type) == (f"dq{QDQ_PLANT}", "DequantizeLinear")
@@ -211,8 +211,8 @@ def test_level_disabled_vs_all_equals_plain_onnxruntime() -> None:
     r = ortlab.diverge(m, {"level": "disabled"}, {"level": "all"}, progress=False)
     feeds = m.example_inputs(seed=0)
     picked = [t.tensor for t in r.tensors[:: max(len(r.tensors) // 6, 1)]]
-    ref = _exposed(m.path, picked, "all", feeds)
-    other = _exposed(m.path, picked, "disabled", feeds)
+    ref = exposed(m.path, picked, "all", feeds)
+    other = exposed(m.path, picked, "disabled", feeds)
     rows = {t.tensor: t for t in r.tensors}
     for name, x, y in zip(picked, ref, other, strict=True):
         assert rows[name].cosine == pytest.approx(_cosine(x, y), abs=1e-7), name
@@ -226,8 +226,8 @@ def test_fp16_variant_errors_equal_plain_onnxruntime() -> None:
     feeds = m.example_inputs(seed=0)
     names = [t.tensor for t in r.tensors]
     assert names, "fp16 keeps the tensor names"
-    ref = _exposed(m.path, names, "all", feeds)
-    got = _exposed(Path(half.path), names, "all", feeds)
+    ref = exposed(m.path, names, "all", feeds)
+    got = exposed(Path(half.path), names, "all", feeds)
     for t, x, y in zip(r.tensors, ref, got, strict=True):
         assert t.cosine == pytest.approx(_cosine(x, y), abs=1e-7), t.tensor
     assert max(1 - t.cosine for t in r.tensors) < 1e-3  # fp16 drifts, it does not break
@@ -280,7 +280,7 @@ def test_a_divergence_that_exposure_hides_is_found_by_bisection(tmp_path: Path) 
     the earliest that passes the threshold so; its region, grown back, reproduces alone; a
     hand-written loop over plain onnxruntime agrees (that tensor exposed alone diverges, the
     one before it does not); the repro exits 1; the sides built the region differently."""
-    a = _qdq_chain(tmp_path / "a.onnx")
+    a = qdq_chain(tmp_path / "a.onnx")
     r = ortlab.diverge(a, {"level": "disabled"}, progress=False)
     assert any("exposing the intermediate tensors changed" in n for n in r.notes)
     assert r.first is not None and r.first.found_by == "bisect", r.notes
@@ -290,7 +290,7 @@ def test_a_divergence_that_exposure_hides_is_found_by_bisection(tmp_path: Path) 
     k = order.index(r.first.tensor)
     feeds = {"x": _feeds(r)}
     for tensor, past in ((order[k], True), *([(order[k - 1], False)] if k else [])):
-        x, y = (_exposed(a, [tensor], level, feeds)[0] for level in ("all", "disabled"))
+        x, y = (exposed(a, [tensor], level, feeds)[0] for level in ("all", "disabled"))
         assert (1 - _cosine(x, y) > r.threshold) is past, tensor
     assert "found by bisection" in r.to_text()
     script = r.save_repro(tmp_path / "repro")
@@ -306,7 +306,7 @@ def test_a_planted_qdq_scale_under_openvino(tmp_path: Path) -> None:
 
     if "OpenVINOExecutionProvider" not in ort.get_available_providers():
         pytest.fail("the openvino tests must run in the .venv-openvino environment")
-    a, b = _qdq_chain(tmp_path / "a.onnx"), _qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
+    a, b = qdq_chain(tmp_path / "a.onnx"), qdq_chain(tmp_path / "b.onnx", plant=QDQ_PLANT)
     r = ortlab.diverge(a, b, {"providers": ["openvino", "cpu"]}, progress=False)
     assert r.first is not None and r.first.node == f"dq{QDQ_PLANT}", r.notes
     assert r.first.providers == ("OpenVINOExecutionProvider", "OpenVINOExecutionProvider")

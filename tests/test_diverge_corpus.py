@@ -11,35 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import pytest
-from onnx import helper
 
 import ortlab
 from tests import corpus
+from tests.test_diverge import exposed
 
 pytestmark = pytest.mark.corpus
 
 MODELS = ["minilm_l3", "ppocrv4_det", "magika", "yolov8n_nudenet"]
 FIRST_GROUP = 64  # errorsums.fold_groups's first group; the rest fit one more here
-
-
-def _run(path: Path, tensors: list[str], level: str, feeds: dict[str, Any]) -> list[Any]:
-    import onnxruntime as ort
-
-    model = onnx.load(path)
-    have = {o.name for o in model.graph.output}
-    model.graph.output.extend(
-        helper.make_empty_tensor_value_info(t) for t in tensors if t not in have
-    )
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.graph_optimization_level = {
-        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[level]
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return list(sess.run(tensors, feeds))
 
 
 def _errors(
@@ -50,7 +31,7 @@ def _errors(
     for group in (names[:FIRST_GROUP], names[FIRST_GROUP:]):
         if not group:
             continue
-        xs, ys = _run(a, group, levels[0], feeds), _run(b, group, levels[1], feeds)
+        xs, ys = exposed(a, group, levels[0], feeds), exposed(b, group, levels[1], feeds)
         for name, x, y in zip(group, xs, ys, strict=True):
             r, t = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
             norm = float(np.sqrt(r @ r) * np.sqrt(t @ t))
