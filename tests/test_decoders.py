@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -55,6 +56,23 @@ def test_a_decoder_folder_loads_and_says_what_it_is(name: str) -> None:
     assert (d.layers, d.heads, d.kv_heads, d.head_size, d.vocab) == want
     assert (d.use_cache_branch is not None) == (name == "optimum_gpt2_merged")
     assert ("int4 MatMulNBits" in d.weights) == (name == "genai_int4")
+    nbits = [
+        n
+        for n in onnx.load(m.path, load_external_data=False).graph.node
+        if n.op_type == "MatMulNBits"
+    ]
+    if nbits:  # the typed format reads the op's own attributes, the label is made from it
+        attrs = {a.name: a.i for a in nbits[0].attribute}
+        f = d.weight_format
+        assert (f.kind, f.op, f.bits, f.block) == ("int4", "MatMulNBits", 4, attrs["block_size"])
+        assert (
+            f.quantized
+            and d.weights
+            == f.label()
+            == f"int4 MatMulNBits (block {f.block}, accuracy level {f.accuracy_level})"
+        )
+    else:
+        assert d.weight_format.kind == "fp32" and not d.weight_format.quantized
     line = m.summary.decoder
     assert line.startswith(f"decoder with KV cache: {d.layers} layers, {d.heads} heads / ")
     assert line in m.summary.to_text() and "kind" in m.summary._repr_html_()

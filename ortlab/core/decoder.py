@@ -20,7 +20,7 @@ import onnx
 
 from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, walk_nodes
 
-__all__ = ["DecoderInfo", "KVPair", "decoder_file", "detect_decoder"]
+__all__ = ["DecoderInfo", "KVPair", "WeightFormat", "decoder_file", "detect_decoder"]
 
 _PAST = re.compile(r"past[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
 _PRESENT = re.compile(r"present[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
@@ -39,6 +39,39 @@ class KVPair:
     past_value: str
     present_key: str
     present_value: str
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a decoder's weights are stored: ``kind`` ('int4', 'int8', 'fp32', 'fp16', 'bf16'),
+    the op that holds them quantized ('MatMulNBits', 'MatMul'; '' for float weights), its
+    bits, block size and accuracy level where it says them."""
+
+    kind: str
+    op: str
+    bits: int
+    block: int | None = None
+    accuracy_level: int | None = None
+
+    @property
+    def quantized(self) -> bool:
+        """Stored as integers (an int4 or int8 op holds them)."""
+        return bool(self.op)
+
+    def label(self) -> str:
+        """As a person names it: 'int4 MatMulNBits (block 32, accuracy level 4)', 'int8
+        MatMul', 'fp32 weights'."""
+        if not self.op:
+            return f"{self.kind} weights"
+        extra = ", ".join(
+            x
+            for x in (
+                f"block {self.block}" if self.block else "",
+                f"accuracy level {self.accuracy_level}" if self.accuracy_level is not None else "",
+            )
+            if x
+        )
+        return f"{self.kind} {self.op}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(frozen=True)
@@ -62,8 +95,9 @@ class DecoderInfo:
     """The boolean input of an optimum merged decoder (True: the branch with a past)."""
     kv_dtype: str
     """ORT's dtype name of the cache ('float', 'float16')."""
-    weights: str
-    """'int4 MatMulNBits (block 32, accuracy level 4)', 'fp32 MatMul', …"""
+    weight_format: WeightFormat
+    """How the weights are stored (its ``label()``: 'int4 MatMulNBits (block 32, accuracy
+    level 4)', 'fp32 weights', …)."""
     source: str
     """Where the numbers came from: 'genai_config.json', 'config.json' or 'graph'."""
     attention: str = ""
@@ -89,6 +123,11 @@ class DecoderInfo:
     decoder_start: tuple[int, ...] = ()
     """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
     ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
+
+    @property
+    def weights(self) -> str:
+        """The weights' format as a person names it (``weight_format.label()``)."""
+        return self.weight_format.label()
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -207,7 +246,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         positions=_named(inputs, ("position_ids",)),
         use_cache_branch=_named(inputs, ("use_cache_branch",)),
         kv_dtype=kv_dtype,
-        weights=_weights(graph, kv_dtype),
+        weight_format=_weight_format(graph, kv_dtype),
         source=source,
         attention=attention,
         share_buffer=bool(search.get("past_present_share_buffer", False)),
@@ -449,25 +488,22 @@ def _out_width(node: onnx.NodeProto, inits: Mapping[str, onnx.TensorProto]) -> i
     return int(w.dims[0] if trans_b else w.dims[1])
 
 
-def _weights(graph: onnx.GraphProto, kv_dtype: str) -> str:
-    """How the weights are stored, as a person names it."""
+def _weight_format(graph: onnx.GraphProto, kv_dtype: str) -> WeightFormat:
+    """How the weights are stored: the first MatMulNBits' bits, block and accuracy level; an
+    int8 MatMul op; else the cache's float type (the weights'; no quantized op holds them)."""
     for node, _ in walk_nodes(graph):
         if node.op_type == "MatMulNBits":
             attrs = {a.name: int(a.i) for a in node.attribute}
-            bits, block = attrs.get("bits", 4), attrs.get("block_size")
-            level = attrs.get("accuracy_level")
-            extra = ", ".join(
-                x
-                for x in (
-                    f"block {block}" if block else "",
-                    f"accuracy level {level}" if level is not None else "",
-                )
-                if x
+            bits = attrs.get("bits", 4)
+            return WeightFormat(
+                f"int{bits}",
+                "MatMulNBits",
+                bits,
+                attrs.get("block_size"),
+                attrs.get("accuracy_level"),
             )
-            return f"int{bits} MatMulNBits" + (f" ({extra})" if extra else "")
     ops = {n.op_type for n, _ in walk_nodes(graph)}
     if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "QLinearMatMul", "MatMulIntegerToFloat"}:
-        return "int8 MatMul"
-    return {"float": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(kv_dtype, kv_dtype) + (
-        " weights"
-    )
+        return WeightFormat("int8", "MatMul", 8)
+    kind = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(kv_dtype, kv_dtype)
+    return WeightFormat(kind, "", 8 * int(DTYPE_BYTES.get(kv_dtype, 4.0)))

@@ -243,7 +243,7 @@ def decoder_specs(
                 f"ortlab.generate(model, share_buffer={bool(flip)})",
             )
         )
-    if info.weights.startswith("fp32") and not compute_in_bodies(m.proto.graph):
+    if info.weight_format.kind == "fp32" and not compute_in_bodies(m.proto.graph):
         for block in (32, 128):
             qc = QuantConfig(mode="int4", block_size=block, accuracy_level=4)
             out.append(
@@ -256,7 +256,7 @@ def decoder_specs(
                     build=functools.partial(quantize, m, qc),
                 )
             )
-    elif info.weights.startswith("fp32"):
+    elif info.weight_format.kind == "fp32":
         notes.append(
             "No int4 variant: this decoder's weight multiplications sit inside an If's branches "
             "(an optimum merged export), which ORT's int4 quantizer does not rewrite; export "
