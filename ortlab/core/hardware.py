@@ -17,10 +17,11 @@ its nominal clock: a GEMM measured above the "physical" peak says the cores ran 
 from __future__ import annotations
 
 import functools
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from ortlab.core.machine import logical_cpus
 
 __all__ = ["PhysicalPeak", "dimm_bandwidth", "physical_peaks"]
 
@@ -73,7 +74,7 @@ def _fp32(cpuinfo: str, max_khz: int) -> PhysicalPeak:
             phys = said
         elif key == "core id":
             cores.add((phys, said))
-    n_cores = len(cores) or (os.cpu_count() or 1)
+    n_cores = len(cores) or logical_cpus()
     lanes, isa = next(((n, f) for f, n in _LANES if f in flags), (1, "scalar"))
     fma = FMA_UNITS if "fma" in flags or "avx512f" in flags else 1
     per_cycle = fma * lanes * 2

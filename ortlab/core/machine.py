@@ -27,9 +27,11 @@ __all__ = [
     "cpu_sample",
     "environment",
     "load_sentence",
+    "logical_cpus",
     "measured_load",
     "other_cores",
     "physical_cores",
+    "thread_counts",
 ]
 
 IDLE_WINDOW_S = 0.2
@@ -103,7 +105,7 @@ def _environment() -> tuple[tuple[str, str], ...]:
         ("python", platform.python_version()),
         ("platform", platform.platform()),
         ("cpu", cpu_model()),
-        ("cpu_count", str(os.cpu_count())),
+        ("cpu_count", str(logical_cpus())),
         ("trace reader", f"msgspec {_msgspec_version()} (as strict as JSON)"),
     )
 
@@ -138,6 +140,19 @@ class CpuSample:
     cpus: int
 
 
+def logical_cpus() -> int:
+    """THE logical CPU count (hardware threads) wherever ortlab names one: the thread sweep's
+    largest count, the environment line, the throughput's oversubscription."""
+    return os.cpu_count() or 1
+
+
+def thread_counts(physical: int, logical: int | None = None) -> list[int]:
+    """THE intra-op thread counts the doctor tries, for a plain run and for a generation: one,
+    half the physical cores, all of them, and every logical CPU."""
+    top = logical_cpus() if logical is None else logical
+    return sorted({1, max(physical // 2, 1), physical, top})
+
+
 @functools.cache
 def physical_cores() -> int:
     """The physical cores: what ORT's default intra-op pool sizes itself to (one thread per
@@ -145,7 +160,7 @@ def physical_cores() -> int:
     note and every thread advice count; logical CPUs where psutil cannot tell."""
     import psutil
 
-    return int(psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    return int(psutil.cpu_count(logical=False) or logical_cpus())
 
 
 def cpu_sample(ps: Any = None) -> CpuSample:

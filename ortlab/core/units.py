@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_bandwidth", "fmt_bytes", "fmt_flops", "fmt_us"]
+__all__ = ["fmt_bandwidth", "fmt_bytes", "fmt_flops", "fmt_us", "tokens_per_s"]
+
+
+def tokens_per_s(tokens: float, ms: float) -> float:
+    """THE tokens per second of every figure that quotes one (a generation's prefill and
+    decode, llama-bench's pp and tg, the doctor's trials): ``tokens`` — every sequence's,
+    a batch's included — over ``ms`` milliseconds; NaN for no time."""
+    return 1e3 * tokens / ms if ms > 0 else math.nan
 
 
 def fmt_us(us: float) -> str:

@@ -16,6 +16,7 @@ from ortlab.analysis.optimizers.transformers import transformer_optimize
 from ortlab.analysis.quantization.quantize import QuantConfig, float16_weights, quantized_ops
 from ortlab.analysis.quantization.quantize import quantize as make_quantized
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
+from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.diagnosis.facts import (
@@ -59,8 +60,7 @@ def setting_candidates(
     for level in ("basic", "extended", "all"):
         if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(cfg.level):
             items.append(Candidate(candidate_key(Kind.LEVEL, level), m, cfg.with_(level=level), []))
-    logical = os.cpu_count() or 1
-    for n in sorted({1, max(seen.cores // 2, 1), seen.cores, logical}):
+    for n in thread_counts(seen.cores):
         if n != cfg.intra_op_threads:
             items.append(
                 Candidate(candidate_key(Kind.THREADS, str(n)), m, cfg.with_(intra_op_threads=n), [])

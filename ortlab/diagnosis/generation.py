@@ -31,9 +31,11 @@ from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
 from ortlab.analysis.quantization.quantize import QuantConfig, quantize
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
+from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
+from ortlab.core.units import tokens_per_s
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
@@ -123,11 +125,12 @@ class GenerationTrial:
 
     @property
     def decode_tokens_per_s(self) -> float:
-        return 1e3 / self.decode_ms if self.decode_ms > 0 else math.nan
+        """The candidate's decode tokens/s (one sequence: the doctor generates batch 1)."""
+        return tokens_per_s(1, self.decode_ms)
 
     @property
     def base_decode_tokens_per_s(self) -> float:
-        return 1e3 / self.base_decode_ms if self.base_decode_ms > 0 else math.nan
+        return tokens_per_s(1, self.base_decode_ms)
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,7 @@ def decoder_specs(
                 f"SessionConfig({config_args(spin, cfg)})",
             )
         )
-    for n in sorted({1, max(cores // 2, 1), cores, logical}):
+    for n in thread_counts(cores, logical):
         if n != cfg.intra_op_threads:
             c = cfg.with_(intra_op_threads=n)
             out.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ortlab.analysis.limits.roofline import NEAR
-from ortlab.core.units import fmt_bandwidth, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_flops, tokens_per_s
 from ortlab.diagnosis.facts import Facts, Finding, load_caveat
 
 __all__ = ["decoder_phases", "decoder_trials"]
@@ -75,8 +75,8 @@ def decoder_phases(f: Facts) -> list[Finding]:
             title=f"Decode is {share:.0%} of generating {gen.new_tokens} tokens after a "
             f"{gen.prompt}-token prompt",
             evidence=f"time to first token {ttft:.2f} ms (the prefill); decode "
-            f"{1e3 / per_token:.0f} tokens/s ({per_token:.3f} ms per token; {gen.measured}); "
-            + "; ".join(parts),
+            f"{tokens_per_s(1, per_token):.0f} tokens/s ({per_token:.3f} ms per token; "
+            f"{gen.measured}); " + "; ".join(parts),
             fix=fix,
             code=f"ortlab.generate(model, prompt={gen.prompt}, new_tokens={gen.new_tokens})"
             ".weights",

@@ -4,13 +4,13 @@ interleaved in rounds so drift hits every level."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ortlab.core.errors import FeedError, OrtlabError, SessionCreationError
+from ortlab.core.machine import logical_cpus
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import ThroughputReply, Window
 from ortlab.engine.session import build_session
@@ -136,5 +136,5 @@ def throughput(
     finally:
         release_after_reply(own, runners)
     return ThroughputReply(
-        windows=windows, report=report, sessions_built=len(own), cpu_count=os.cpu_count() or 1
+        windows=windows, report=report, sessions_built=len(own), cpu_count=logical_cpus()
     )

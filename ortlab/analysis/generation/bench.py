@@ -32,6 +32,7 @@ from ortlab.core.machine import cpu_model, last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
+from ortlab.core.units import tokens_per_s
 from ortlab.core.version import __version__
 from ortlab.engine import tasks_bench
 from ortlab.engine.calls import as_config, edge, run_model_task
@@ -91,7 +92,7 @@ class BenchRow:
 
     @property
     def samples_ts(self) -> list[float]:
-        return [1e9 * self.tokens / ns for ns in self.samples_ns if ns > 0]
+        return [tokens_per_s(self.tokens, ns / 1e6) for ns in self.samples_ns if ns > 0]
 
     @property
     def avg_ts(self) -> float:
@@ -114,7 +115,7 @@ class BenchRow:
     @property
     def model_ts(self) -> float:
         """Mean tokens/s of the model's own sess.run within the steps."""
-        return _mean([1e9 * self.tokens / ns for ns in self.model_ns if ns > 0])
+        return _mean([tokens_per_s(self.tokens, ns / 1e6) for ns in self.model_ns if ns > 0])
 
     @property
     def label(self) -> str:

@@ -24,6 +24,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.layers import layer_from_name
 from ortlab.core.result import Result, table
 from ortlab.core.stats import median_with_interval
+from ortlab.core.units import tokens_per_s
 from ortlab.engine.trace import ProfileData
 
 __all__ = ["GenerationResult"]
@@ -140,7 +141,7 @@ class GenerationResult(Result):
     @property
     def prefill_tokens_per_s(self) -> tuple[float, float, float]:
         """Prompt tokens per second of the prefill: ``(median over runs, low, high)``."""
-        return _interval([1e3 * self.prompt * self.batch / r[0] for r in self.steps_ms])
+        return _interval([tokens_per_s(self.prompt * self.batch, r[0]) for r in self.steps_ms])
 
     @property
     def decode_tokens_per_s(self) -> tuple[float, float, float]:
@@ -359,7 +360,9 @@ def _decode_rate(
     median over runs with its interval; NaN with one new token."""
     if new_tokens < 2 or not steps_ms:
         return _NAN3
-    return _interval([1e3 * (len(r) - 1) * batch / sum(r[1:]) for r in steps_ms if sum(r[1:])])
+    return _interval(
+        [tokens_per_s((len(r) - 1) * batch, sum(r[1:])) for r in steps_ms if sum(r[1:])]
+    )
 
 
 def _interval(values: list[float]) -> tuple[float, float, float]:
