@@ -57,6 +57,14 @@ def test_a_decoders_doctor_measures_its_settings_in_generation(
     assert any("No int4 variant: the weights are int4" in n for n in d.notes)
     table = d.generation_trials()
     assert list(table["key"]) == [t.key for t in gen.trials]
+    first = gen.trials[0]  # each ratio spread as every table spreads one, prefixed
+    row = table.iloc[0]
+    assert (row["decode_ratio"], row["decode_ci_low"], row["decode_ci_high"]) == (
+        first.decode.ratio,
+        first.decode.low,
+        first.decode.high,
+    )
+    assert row["ttft_verdict"] == first.ttft.verdict and "ttft_ci_low" in table
 
 
 def test_a_decoders_doctor_says_where_a_generation_goes(int4_doctor: ortlab.DoctorResult) -> None:

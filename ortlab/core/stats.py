@@ -276,9 +276,11 @@ PAIRED_COLUMNS = ("ratio", "ci_low", "ci_high", "confidence", "verdict")
 """The columns a :class:`Paired` spreads into, in every table."""
 
 
-def spread(p: Paired) -> dict[str, Any]:
-    """THE spread of a :class:`Paired` into table columns (``PAIRED_COLUMNS``)."""
-    return dict(zip(PAIRED_COLUMNS, (p.ratio, p.low, p.high, p.confidence, p.verdict), strict=True))
+def spread(p: Paired, prefix: str = "") -> dict[str, Any]:
+    """THE spread of a :class:`Paired` into table columns (``PAIRED_COLUMNS``; ``prefix``
+    names them where a row holds two: ``decode_ratio``, ``decode_ci_low``, …)."""
+    values = (p.ratio, p.low, p.high, p.confidence, p.verdict)
+    return {prefix + k: v for k, v in zip(PAIRED_COLUMNS, values, strict=True)}
 
 
 def paired_columns(row: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
-from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
+from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, Paired, paired_ratio, spread
 from ortlab.core.units import tokens_per_s
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
@@ -57,19 +57,17 @@ TRIAL_COLUMNS = (
     "key",
     "label",
     "decode_tokens_per_s",
-    "decode_ratio",
-    "decode_low",
-    "decode_high",
-    "decode_verdict",
+    *(f"decode_{c}" for c in PAIRED_COLUMNS),
     "ttft_ms",
-    "ttft_ratio",
-    "ttft_verdict",
+    *(f"ttft_{c}" for c in PAIRED_COLUMNS),
     "tokens_kept",
     "tokens",
     "kld_mean",
     "kld_p99",
     "top1",
 )
+"""The trial table's columns: each paired ratio spread as every table spreads one
+(:func:`~ortlab.core.stats.spread`), prefixed by what it times."""
 
 SHARE = 0.4
 """Of the budget left when the stage starts: what the generations may take."""
@@ -153,29 +151,27 @@ class GenerationFacts:
     """Where the two come from, in words."""
 
     def table(self) -> Any:
-        """One row per trial: key, label, decode_tokens_per_s, decode ratio with its interval
-        and verdict, ttft_ms with its ratio and verdict, tokens_kept of tokens."""
+        """One row per trial (:data:`TRIAL_COLUMNS`): key, label, decode_tokens_per_s, the
+        decode ratio spread (decode_ratio, decode_ci_low, decode_ci_high, decode_confidence,
+        decode_verdict), ttft_ms and its ratio spread the same way, tokens_kept of tokens,
+        and a variant's KL divergence."""
         import pandas as pd
 
         return pd.DataFrame(
             [
-                [
-                    t.key,
-                    t.label,
-                    t.decode_tokens_per_s,
-                    t.decode.ratio,
-                    t.decode.low,
-                    t.decode.high,
-                    t.decode.verdict,
-                    t.ttft_ms,
-                    t.ttft.ratio,
-                    t.ttft.verdict,
-                    t.tokens_kept,
-                    t.tokens,
-                    t.quality.mean if t.quality else math.nan,
-                    t.quality.p99 if t.quality else math.nan,
-                    t.quality.top1 if t.quality else math.nan,
-                ]
+                {
+                    "key": t.key,
+                    "label": t.label,
+                    "decode_tokens_per_s": t.decode_tokens_per_s,
+                    **spread(t.decode, "decode_"),
+                    "ttft_ms": t.ttft_ms,
+                    **spread(t.ttft, "ttft_"),
+                    "tokens_kept": t.tokens_kept,
+                    "tokens": t.tokens,
+                    "kld_mean": t.quality.mean if t.quality else math.nan,
+                    "kld_p99": t.quality.p99 if t.quality else math.nan,
+                    "top1": t.quality.top1 if t.quality else math.nan,
+                }
                 for t in self.trials
             ],
             columns=list(TRIAL_COLUMNS),
