@@ -1,4 +1,5 @@
-"""The wheel carries everything (issue 48 item 6): built from this tree, installed into a fresh
+"""The wheel carries everything (issue 48 item 6): the sdist built from this tree and the wheel
+built from that sdist (python -m build, as a release), installed into a fresh
 virtual environment with nothing of the source tree importable, it holds the workshop
 notebooks (byte for byte), the bundled decoders and the graph view's script; `ortlab
 notebooks DIR` copies the workshop out and refuses to overwrite it; one CLI verb and the tour
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -35,10 +37,9 @@ def _run(cmd: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the fresh environment's bin folder, the wheel)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp), str(ROOT)],
-        cwd=tmp,
-    )
+    # as a release is built: the sdist from the tree, then the wheel from the sdist (what the
+    # sdist leaves out, a wheel a user builds from it lacks)
+    _run([sys.executable, "-m", "build", "--outdir", str(tmp), str(ROOT)], cwd=tmp)
     wheel = next(tmp.glob("ortlab-*.whl"))
     env = tmp / "fresh"
     venv.create(env, with_pip=False)
@@ -61,8 +62,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return env / "bin", wheel
 
 
-def test_the_wheel_holds_the_workshop_and_the_bundled_models(installed: tuple[Path, Path]) -> None:
+def test_the_sdist_and_the_wheel_built_from_it_hold_the_workshop_and_the_bundled_models(
+    installed: tuple[Path, Path],
+) -> None:
     _, wheel = installed
+    sdist = next(wheel.parent.glob("ortlab-*.tar.gz"))
+    with tarfile.open(sdist) as tar:
+        inside = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"pyproject.toml", "README.md", "LICENSE", "notebooks/00_tour.ipynb"} <= inside
+    assert any(n.startswith("ortlab/decoders/") and n.endswith(".onnx") for n in inside)
     names = set(zipfile.ZipFile(wheel).namelist())
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert notebooks and all(f"ortlab/notebooks/{n}" in names for n in notebooks)
