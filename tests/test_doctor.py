@@ -1166,3 +1166,22 @@ def test_a_quantization_finding_that_quotes_its_fix_says_so_in_its_title() -> No
     held = counted(f.measured, fix_key)
     assert held is not None and finding.ratio == held.row.paired.ratio
     assert finding.title == f"q: faster, accuracy cost shown; the fix (q fixed): {held.word()}"
+
+
+def test_the_progress_names_each_stage_as_it_starts(mlp: ortlab.Model) -> None:
+    """Issue 48 item 6: a callback with a ``stage`` method (the Lab's bar) hears each stage's
+    name before the counts its calls report, in the order the doctor ran them (the stage
+    timings name the same stages), and ``(k, n)`` of the stages."""
+    heard: list[object] = []
+
+    def progress(done: int, total: int) -> None:
+        heard.append((done, total))
+
+    progress.stage = heard.append  # type: ignore[attr-defined]
+    d = ortlab.doctor(mlp, budget_s=10, progress=progress)
+    names = [x for x in heard if isinstance(x, str)]
+    assert names[:4] == ["memory", "build variants", "screen", "CPU cost"], names
+    timed = [k for k in d.stages if k in names]
+    assert timed == names[: len(timed)] and len(timed) >= 3
+    k = heard.index("screen")  # then the stages done of all: screen is the third
+    assert heard[k + 1] == (names.index("screen"), heard[k + 1][1]) and heard[k + 1][1] >= 6

@@ -27,16 +27,13 @@ from ortlab.analysis.placement.result import PlacementResult
 from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
-from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis.best import Best, loaded_only
-from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.cpu import CPU_COLUMNS, cheapest, check_objective, search_cpu
 from ortlab.diagnosis.facts import (
-    CandidateFailure,
     CandidateKey,
     CpuCosts,
     Facts,
@@ -49,6 +46,7 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.generation import GenerationFacts, best_in_generation, generation_stage
 from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import Search
+from ortlab.diagnosis.stages import run_plan
 from ortlab.engine.calls import as_config, edge
 
 if TYPE_CHECKING:
@@ -413,7 +411,7 @@ def doctor(
         ("combine", lambda: search.combine(items, seen)),
         ("explain", explain),
     ]
-    _run_plan(plan, search, stages)
+    run_plan(plan, search, stages.done, progress)
     best = search.best(dict(search.measured))
     if objective == "cpu":
         best = cheapest(search, cpu)
@@ -433,33 +431,6 @@ def doctor(
         cpu=cpu,
     )
     return _result(search, facts, stages, best, budget_s=budget_s, t0=t0, objective=objective)
-
-
-def _run_plan(plan: list[tuple[str, Callable[[], Any]]], search: Search, stages: _Stages) -> None:
-    """Each stage in turn; the budget or an ortlab error ends the plan there (what the stages
-    before it measured is kept), a cancel from the user ends the doctor."""
-    for name, stage in plan:
-        try:
-            stage()
-        except WorkerCancelledError:
-            raise
-        except BudgetSpentError:  # not a failure: the budget ended the search here
-            search.skip(
-                f"the {name} stage and those after it (the budget and its slack were spent)"
-            )
-            stages.done(name)
-            break
-        except OrtlabError as err:  # keep what the stages before it measured
-            search.failures.append(
-                CandidateFailure(f"the {name} stage", error_text(err, 2000), name)
-            )
-            search.notes.append(
-                f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
-                "findings above come from the stages before it"
-            )
-            stages.done(name)
-            break
-        stages.done(name)
 
 
 def _result(

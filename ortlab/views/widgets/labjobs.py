@@ -144,16 +144,22 @@ class Jobs:
         self.controls.progress.description = what.removeprefix("the ")
 
     def progress(self, label: str) -> Callable[[int, int], None]:
-        """A progress callback for ``label``: the bar above the tabs and the job's tab."""
+        """A progress callback for ``label``: the bar above the tabs and the job's tab; its
+        ``stage(name)`` makes the counts after it read as that stage's ('doctor: screen')."""
         bar, status = self.controls.progress, self.active
+        said = [label]
 
         def update(done: int, total: int) -> None:
             bar.max = max(total, 1)
             bar.value = done
-            bar.description = label
+            bar.description = said[0]
             if status is not None:
-                status.progress(label, done, total)
+                status.progress(said[0], done, total)
 
+        def stage(name: str) -> None:  # a verb of stages (the doctor) names the one starting
+            said[0] = f"{label}: {name}"
+
+        update.stage = stage  # type: ignore[attr-defined]
         return update
 
 
