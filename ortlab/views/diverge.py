@@ -92,6 +92,21 @@ def built(d: DivergenceResult) -> list[str]:
     return out
 
 
+PROBE_HEAD = ["#", "tensor exposed alone", "error", "worst final output's error"]
+
+
+def _probes(d: DivergenceResult) -> list[list[str]]:
+    return [[str(p.index), p.tensor, _number(p.error), _number(p.finals_error)] for p in d.probes]
+
+
+def _probe_caption(d: DivergenceResult) -> str:
+    return (
+        f"The bisection ({len(d.probes)} probes, graph order): each tensor exposed alone, ORT "
+        f"fusing everywhere else as it runs; its {d.metric} error against the threshold "
+        f"{d.threshold:g}"
+    )
+
+
 def _finals(d: DivergenceResult) -> list[str]:
     return [
         f"final output {f.output}: cosine {f.plain_cosine:.8f} as the sessions run "
@@ -127,8 +142,9 @@ def diverge_text(d: DivergenceResult) -> str:
             if d.matrix
             else []
         ),
-        f"Tensors around it (of {len(d.tensors)}, graph order; introduced: the node alone on "
-        "the reference's inputs):",
+        *([_probe_caption(d) + ":", table_text(PROBE_HEAD, _probes(d))] if d.probes else []),
+        f"Tensors around it (of {len(d.tensors)}, graph order, all exposed; introduced: the "
+        "node alone on the reference's inputs):",
         table_text(HEAD, _cells(d)),
         *(f"note: {safe_text(n, 800)}" for n in d.notes),
         safe_text(f"Inputs: {d.feeds}" + (" (synthetic)" if d.synthetic else ""), 600),
@@ -145,8 +161,13 @@ def diverge_html(d: DivergenceResult) -> str:
             if d.matrix
             else ""
         )
-        + f"<div>Tensors around it (of {len(d.tensors)}, graph order; introduced: the node "
-        "alone on the reference's inputs)</div>"
+        + (
+            f"<div>{esc(_probe_caption(d), 400)}</div>" + table_html(PROBE_HEAD, _probes(d))
+            if d.probes
+            else ""
+        )
+        + f"<div>Tensors around it (of {len(d.tensors)}, graph order, all exposed; introduced: "
+        "the node alone on the reference's inputs)</div>"
         + table_html(HEAD, _cells(d))
         + "".join(f"<div><i>{esc(n, 800)}</i></div>" for n in d.notes)
         + f"<div>Inputs: {esc(d.feeds, 600)}{' (synthetic)' if d.synthetic else ''}</div></div>"
