@@ -4,6 +4,7 @@ quantization error and the first divergence both measure with (runs in the worke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ from ortlab.engine.session import build_session, clean_ort_message
 
 __all__ = ["ACTIVATIONS_BYTES", "ErrorSums", "Side", "fold_groups", "with_outputs"]
 
+CHUNK = 1 << 16
+"""Elements folded at a time: three float64 chunks (1.5 MB) stay in a core's cache."""
 ACTIVATIONS_BYTES = 256 << 20
 """The most the intermediate tensors of one pass may take, both sides together."""
 
@@ -33,21 +36,34 @@ class ErrorSums:
         self.shape_mismatch = self.nonfinite_ref = self.nonfinite_var = False
 
     def add(self, ref: np.ndarray, got: np.ndarray) -> None:
-        r = np.asarray(ref, dtype=np.float64).ravel()
-        t = np.asarray(got, dtype=np.float64).ravel()
-        if r.shape != t.shape:
+        """Fold one pair of values in: float64 sums over chunks of :data:`CHUNK` elements, so
+        the float64 copies stay in the CPU's cache (whole-tensor copies made a 64 MB pair
+        4 GB of memory traffic and ran at ~0.3 GB/s); a chunk's non-finite value shows as a
+        non-finite square sum."""
+        r_all, t_all = np.asarray(ref).ravel(), np.asarray(got).ravel()
+        if r_all.shape != t_all.shape:
             self.shape_mismatch = True
             return
-        self.nonfinite_ref |= not bool(np.isfinite(r).all())
-        self.nonfinite_var |= not bool(np.isfinite(t).all())
-        d = r - t
-        self.rr += float(r @ r)
-        self.tt += float(t @ t)
-        self.rt += float(r @ t)
-        self.noise += float(d @ d)
-        self.abs_sum += float(np.abs(d).sum())
-        self.max_abs = max(self.max_abs, float(np.abs(d).max()) if d.size else 0.0)
-        self.count += int(r.size)
+        n = int(r_all.size)
+        size = min(n, CHUNK)
+        r, t, d = (np.empty(size, np.float64) for _ in range(3))
+        for start in range(0, n, CHUNK):
+            k = min(CHUNK, n - start)
+            rk, tk, dk = r[:k], t[:k], d[:k]
+            rk[...] = r_all[start : start + k]
+            tk[...] = t_all[start : start + k]
+            np.subtract(rk, tk, out=dk)
+            rr, tt = float(rk @ rk), float(tk @ tk)
+            self.nonfinite_ref |= not math.isfinite(rr)
+            self.nonfinite_var |= not math.isfinite(tt)
+            self.rr += rr
+            self.tt += tt
+            self.rt += float(rk @ tk)
+            self.noise += float(dk @ dk)
+            np.abs(dk, out=dk)
+            self.abs_sum += float(dk.sum())
+            self.max_abs = max(self.max_abs, float(dk.max()))
+        self.count += n
 
     def metrics(self) -> TensorStats:
         """The folded figures; NaN where they do not exist (shapes that differ, a non-finite
