@@ -326,6 +326,14 @@ def test_the_graph_colours_by_the_error_and_selects_the_first(
     assert sqnr[f"n{PLANT - 1}"] == 120.0
     row = next(t for t in r.tensors if t.index == PLANT)
     assert sqnr[f"n{PLANT}"] == pytest.approx(-20 * np.log10(row.relative))
+    data = graph_data(str(a), error=r)  # a collapsed block shows its worst node's error
+    assert data.groups and all(
+        g.sqnr_db
+        == min(n.sqnr_db for n in data.nodes if n.group == g.id or n.group.startswith(g.id + "/"))
+        for g in data.groups
+    )
+    planted_group = next(n.group for n in data.nodes if n.name == f"n{PLANT}")
+    assert min(g.sqnr_db for g in data.groups if planted_group.startswith(g.id)) < 0
 
 
 def test_the_report_carries_it(planted: tuple[Path, Path, Any], tmp_path: Path) -> None:

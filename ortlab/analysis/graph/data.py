@@ -127,6 +127,9 @@ class GraphGroup:
     achieved_fraction: float | None = None
     """Its nodes' roofline fractions, time-weighted (by their ``us_per_run``): the colour of
     the collapsed group; None when none of its nodes has one."""
+    sqnr_db: float | None = None
+    """The worst (lowest) output SQNR of its nodes: a collapsed group shows where the error
+    is inside it; None when none of its nodes has one."""
 
 
 @dataclass(frozen=True)
@@ -288,6 +291,7 @@ def _groups(nodes: list[GraphNode], edges: list[GraphEdge]) -> list[GraphGroup]:
                 boundaries=crossing[gid],
                 share=sum(n.share for n in inside),
                 achieved_fraction=_mean_fraction(inside),
+                sqnr_db=min((n.sqnr_db for n in inside if n.sqnr_db is not None), default=None),
             )
         )
     return out

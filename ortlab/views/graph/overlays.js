@@ -52,7 +52,13 @@ function groupColor(group, mode, stats) {
   const top = Object.entries(group.providers || {}).sort((x, y) => y[1] - x[1])[0];
   if (mode === "time") return heat(stats.maxTime ? group.us_per_run / stats.maxTime : 0);
   if (mode === "roofline") return roofHeat(group.achieved_fraction);
+  if (mode === "quant_error") return errorHeat(group.sqnr_db);  // its worst node's
   return top ? providerColor(top[0]) : "#ccc";
+}
+
+function errorHeat(sqnr) {  // 0 dB red, 40 dB and above pale
+  if (sqnr === null || sqnr === undefined) return NO_DATA;
+  return heat(1 - Math.max(0, Math.min(1, sqnr / 40)));
 }
 
 // The fill of one visible item (a node or a collapsed scope group) in colour mode `mode`;
@@ -74,10 +80,7 @@ export function colorOf(item, mode, stats) {
     return heat(stats.maxBytes ? Math.sqrt(item.output_bytes / stats.maxBytes) : 0);
   }
   if (mode === "roofline") return roofHeat(item.achieved_fraction);
-  if (mode === "quant_error") {
-    if (item.sqnr_db === null || item.sqnr_db === undefined) return NO_DATA;
-    return heat(1 - Math.max(0, Math.min(1, item.sqnr_db / 40)));  // 0 dB red, 40 dB pale
-  }
+  if (mode === "quant_error") return errorHeat(item.sqnr_db);
   return item.provider ? providerColor(item.provider) : "#d0d0d0";
 }
 

@@ -172,6 +172,7 @@ def pack(g: GraphData) -> dict[str, Any]:
             "boundaries": [gr.boundaries for gr in groups],
             "share": [gr.share for gr in groups],
             "achieved_fraction": _column([gr.achieved_fraction for gr in groups], None),
+            "sqnr_db": _column([gr.sqnr_db for gr in groups], None),
         },
         "tensors": {
             "name": [ix[t] for t in g.tensors],

@@ -144,6 +144,7 @@ export function unpack(p) {
     providers: pairs(G.providers[k], (i) => S[i], (c) => c), us_per_run: G.us_per_run[k],
     boundaries: G.boundaries[k], share: G.share[k],
     achieved_fraction: G.achieved_fraction ? G.achieved_fraction[k] : null,
+    sqnr_db: G.sqnr_db ? G.sqnr_db[k] : null,
   }));
   const nodes = unpackNodes(p.nodes, S, groupIds);
   const { strings: _s, nodes: _n, groups: _g, tensors: T, format: _f, ghost_fanout: fanout, ...meta } = p;
