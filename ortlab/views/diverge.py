@@ -219,5 +219,6 @@ def diverge_figure(d: DivergenceResult) -> object:
         xaxis_title="node (graph order)",
         yaxis_title=f"{d.metric} error (log; 0 drawn at {floor:g})",
         yaxis_type="log",
+        yaxis_dtick=1,  # a label a decade (plotly's 2 and 5 between them are 9 px)
         height=380,
     )

@@ -177,7 +177,7 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
         select = page.locator(".ortlab-lab .ortlab-top-nodes select")
         first = select.first.locator("option").first.inner_text()
         select.first.select_option(index=0)
-        details = page.locator(".ortlab-lab .ortlab-details")
+        details = page.locator(".ortlab-lab .ortlab-details >> visible=true")  # the Graph tab's
         details.wait_for(state="visible", timeout=60_000)
         panel = details.inner_text()
         context.close()
