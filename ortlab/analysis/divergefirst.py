@@ -94,10 +94,19 @@ class Probe:
 
 
 class _Producer(Protocol):
-    index: int
-    node: str
-    op_type: str
-    inputs: list[str]
+    """A tensor's producer in the reference's graph (diverge's own record of one)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def op_type(self) -> str: ...
+
+    @property
+    def inputs(self) -> list[str]: ...
 
 
 class Checker:

@@ -126,7 +126,8 @@ def alone(
     typed_inputs(proto, inputs)
     sess, kernels, provider = _built(proto, other.config, other_output)
     got = sess.run([other_output], inputs)[0]
-    ref_kernels, ref_on = [], ""
+    ref_kernels: list[str] = []
+    ref_on = ""
     if reference_node is not None:
         region = onnx.load_from_string(reference_node)
         typed_inputs(region, {i.name: kept[i.name] for i in region.graph.input if i.name in kept})

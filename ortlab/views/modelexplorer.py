@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,7 +139,7 @@ def _figure(figure: str) -> _Figure:
 
 
 def save_node_data(
-    graph: GraphData, figure: str, graph_id: str, named: set[str], path: str | Path
+    graph: GraphData, figure: str, graph_id: str, named: set[str], path: str | os.PathLike[str]
 ) -> NodeDataExport:
     """Write :func:`node_data` to ``path`` (a .json file; its folder must exist)."""
     data = node_data(graph, figure, graph_id, named)
