@@ -98,6 +98,7 @@ def test_the_python_examples_run(placeholders: Path) -> None:
     assert isinstance(lb, ortlab.LLMBenchResult) and len(lb.rows) == 6
     assert (placeholders / "report.html").stat().st_size > 0  # the doctor block's report
     assert sorted(x.name for x in placeholders.iterdir()) == [
+        "error.json",  # the divergence block's Model Explorer node data
         "feeds.npz",
         "graph.html",
         "lab.html",
