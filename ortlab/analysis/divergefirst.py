@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ortlab.analysis.divergerepro import MAX_REGION, region_alone
 from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.errorsums import Side
+from ortlab.engine.replies import TensorStats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,14 +191,14 @@ class Checker:
         return Probe(t.tensor, t.index, _error(r.metric, got.stats), _worst(r.metric, got.finals))
 
 
-def _error(metric: str, s: Any) -> float:
+def _error(metric: str, s: TensorStats | None) -> float:
     if s is None:
         return math.nan
     cosine = 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine
     return metric_error(metric, cosine, s.max_abs, relative_of(s.sqnr_db))
 
 
-def _worst(metric: str, finals: Mapping[str, Any]) -> float:
+def _worst(metric: str, finals: Mapping[str, TensorStats]) -> float:
     errors = [_error(metric, s) for s in finals.values()]
     return max((e for e in errors if not math.isnan(e)), default=math.nan)
 

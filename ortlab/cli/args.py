@@ -228,7 +228,7 @@ def add_node_data_arg(p: argparse.ArgumentParser, figure: str) -> None:
     )
 
 
-def write_node_data(args: argparse.Namespace, m: Any, figure: str, **results: Any) -> None:
+def write_node_data(args: argparse.Namespace, m: ortlab.Model, figure: str, **results: Any) -> None:
     """Write ``--model-explorer``'s file, if asked, and say where (stderr under ``--json``)."""
     if getattr(args, "model_explorer", None):
         out = ortlab.model_explorer_data(m, args.model_explorer, figure, **results)

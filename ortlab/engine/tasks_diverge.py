@@ -11,7 +11,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from ortlab.engine.errorsums import ErrorSums, Side, fold_groups, with_outputs
 from ortlab.engine.replies import AloneReply, DivergeReply, ProbeReply, TensorStats
 from ortlab.engine.session import build_session
 from ortlab.engine.tasks import prepare_feeds
+
+if TYPE_CHECKING:
+    import onnx
+    from onnxruntime import InferenceSession
 
 __all__ = ["alone", "diverge_errors", "probe"]
 
@@ -143,7 +147,9 @@ def alone(
     return AloneReply(stats, saved, ref_kernels, kernels, ref_on, provider)
 
 
-def _built(proto: Any, config: SessionConfig | None, output: str) -> tuple[Any, list[str], str]:
+def _built(
+    proto: onnx.ModelProto, config: SessionConfig | None, output: str
+) -> tuple[InferenceSession, list[str], str]:
     """A region's session under ``config``, what ORT made of it (its optimized nodes as
     'OpType name'; none where an EP compiled it and ORT cannot write it out) and the EP that
     ran the node computing ``output`` (ORT's verbose placement)."""
