@@ -132,7 +132,9 @@ def test_result_round_trips_and_renders(roof: ortlab.RooflineResult) -> None:
     )
     assert list(frame["us"]) == sorted(frame["us"], reverse=True)
     text = roof.to_text()
-    assert "Ceilings (measured with ORT on this EP;" in text and "fp32 GEMM" in text
+    assert "Ceilings (measured with ORT on this EP;" in text
+    fp32 = next(p for p in roof.peaks if p.dtype == "fp32")
+    assert fp32.what in ("fp32 GEMM", "fp32 NCHWc Conv") and fp32.what in text
     fig = roof.plot()
     dots = sum(len(t.x) for t in fig.data if t.mode == "markers")
     assert dots == sum(1 for r in roof.rows if r.flops > 0 and r.bytes > 0)
@@ -168,6 +170,32 @@ def test_ceilings_keep_the_best_of_every_measurement() -> None:
     assert best is not None and best[0].best == pytest.approx(2e9 / 0.008) and not best[0].error
     assert ceilings.known(cfg, ["fp32", "int8"]) is None
     assert ceilings.known(ortlab.SessionConfig(intra_op_threads=5), ["fp32"]) is None
+
+
+def test_fp32s_ceiling_is_the_faster_of_the_gemm_and_the_nchwc_conv(tmp_path: Path) -> None:
+    """fp32's ceiling is the best of ORT's kernels for the class: the task times a GEMM and a
+    Conv (NCHWc after ORT's layout transformer on this CPU), and the fold keeps the faster,
+    the two counting as one measurement; the Conv's work is its own arithmetic."""
+    from ortlab.analysis.limits import ceilings
+    from ortlab.engine import tasks_peaks
+
+    # settings no other test measures (one kernel each: the parallel mode changes nothing)
+    cfg = ortlab.SessionConfig(intra_op_threads=1, execution_mode="parallel")
+    kernels = tasks_peaks.peak_kernels(cfg, ["fp32"], tmp_path)
+    for _ in range(3):
+        for k in kernels:
+            k.time_once()
+    runs = [k.result() for k in kernels]
+    fp32 = [r for r in runs if r.dtype == "fp32"]
+    assert {r.what for r in fp32} == {"fp32 GEMM", "fp32 NCHWc Conv"}
+    conv = next(r for r in fp32 if "Conv" in r.what)
+    c, side = tasks_peaks.CONV_CHANNELS, tasks_peaks.CONV_SIDE
+    assert conv.work == 2 * (c * 3 * 3) * c * side * side  # a MAC per weight per output pixel
+    ceilings.record(cfg, runs)
+    (kept,) = ceilings.known(cfg, ["fp32"]) or []
+    fastest = max(fp32, key=lambda r: r.work / min(r.seconds))
+    assert kept.what == fastest.what and kept.measured == 1
+    assert kept.best == pytest.approx(fastest.work / min(fastest.seconds))
 
 
 def test_two_rooflines_read_the_same_ceilings(cnn: Path) -> None:

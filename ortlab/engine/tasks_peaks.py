@@ -1,5 +1,6 @@
 """The worker task that measures this machine's peaks with ORT itself, under the session's own
-settings: a large GEMM per precision for FLOP/s and a large elementwise Add for bytes/s.
+settings: a large GEMM per precision and, for fp32, a Conv (ORT's NCHWc kernel on a CPU with
+AVX2 or wider) for FLOP/s, and a large elementwise Add for bytes/s.
 
 The models are built here, in memory, sized past the last-level cache (the Add streams three
 64 MB tensors); each run is timed on its own, so the caller sees the spread, not one number.
@@ -34,6 +35,10 @@ __all__ = [
 
 GEMM_N = 1024
 """The GEMM is N x N times N x N: 2 N^3 = 2.1 GFLOP a run."""
+CONV_CHANNELS, CONV_SIDE = 256, 28
+"""The Conv: 256 to 256 channels, 3x3, over 28 x 28 (0.92 GFLOP a run). ORT's NCHWc Conv beat
+its own 1024-square GEMM by 1-3 % here at this shape (and at 128 x 56 and 512 x 14): fp32's
+ceiling is the best of both, so a model's Convs do not run above it."""
 STREAM_ELEMENTS = 16 * 1024 * 1024
 """fp32 elements per tensor of the Add: 64 MB each, two read and one written."""
 CACHE_ELEMENTS = 256 * 1024
@@ -68,6 +73,27 @@ def _gemm_model(dtype: str) -> tuple[bytes, dict[str, np.ndarray]]:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model.SerializeToString(), {"a": a}
+
+
+def _conv_model() -> tuple[bytes, dict[str, np.ndarray]]:
+    """A 3x3 Conv with its weights as an initializer, as a CNN's are (ORT reorders them once
+    for its NCHWc kernel at level all)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    c, side = CONV_CHANNELS, CONV_SIDE
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((c, c, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+        "peak_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, side, side])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, side, side])],
+        initializer=[w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString(), {
+        "x": rng.standard_normal((1, c, side, side)).astype(np.float32)
+    }
 
 
 def _stream_model(n: int) -> tuple[bytes, dict[str, np.ndarray]]:
@@ -112,38 +138,59 @@ def peak_kernels(config: SessionConfig, dtypes: list[str], folder: Path) -> list
     built with ``config``'s EPs and threads, warmed up twice (allocation, pre-packing)."""
     out: list[PeakKernel] = []
     wanted = [d for d in ("fp32", "int8", "fp16") if d in dtypes or d == "fp32"]
-    for dtype in [*wanted, "memory", "cache"]:
+    for dtype in [*wanted, "conv", "memory", "cache"]:
         if dtype in ("memory", "cache"):
             n = STREAM_ELEMENTS if dtype == "memory" else CACHE_ELEMENTS
             model, feeds = _stream_model(n)
             what = "fp32 stream (Add)" if dtype == "memory" else "fp32 in-cache (Add)"
             work = 3.0 * 4 * n
+        elif dtype == "conv":
+            model, feeds = _conv_model()
+            what, work = "fp32 Conv", 2.0 * CONV_CHANNELS**2 * 9 * CONV_SIDE**2
         else:
             model, feeds = _gemm_model(dtype)
             what, work = f"{dtype} GEMM", 2.0 * GEMM_N**3
-        path = folder / f"peak-{dtype}.onnx"
-        path.write_bytes(model)
-        try:
-            final = folder / f"final-{dtype}.onnx"
-            # no spinning: an idle pool that spins steals the cores from the next kernel's
-            sess, _ = build_session(
-                str(path),
-                config.with_(fallback="allow", level="all", allow_spinning=False),
-                model_name="peak",
-                optimized_model_path=str(final),
-            )
-            if b"InsertedPrecisionFreeCast" in final.read_bytes():
-                raise RunError(
-                    "this EP has no kernel at this precision: ORT runs it in float, between casts"
-                )
-            run = functools.partial(sess.run, None, feeds)
-            run()
-            run()
-        except Exception as err:  # noqa: BLE001 - the EP has no such kernel: say so, go on
-            out.append(PeakKernel(what, dtype, work, None, f"{type(err).__name__}: {err}"[:300]))
-            continue
-        out.append(PeakKernel(what, dtype, work, run))
+        out.append(_kernel(config, folder, name=dtype, what=what, work=work, built=(model, feeds)))
     return out
+
+
+def _kernel(
+    config: SessionConfig,
+    folder: Path,
+    *,
+    name: str,
+    what: str,
+    work: float,
+    built: tuple[bytes, dict[str, np.ndarray]],
+) -> PeakKernel:
+    """One kernel's session, warmed up; the Conv stands for fp32 (named NCHWc when ORT's
+    layout transformer took it)."""
+    model, feeds = built
+    dtype = "fp32" if name == "conv" else name
+    path = folder / f"peak-{name}.onnx"
+    path.write_bytes(model)
+    try:
+        final = folder / f"final-{name}.onnx"
+        # no spinning: an idle pool that spins steals the cores from the next kernel's
+        sess, _ = build_session(
+            str(path),
+            config.with_(fallback="allow", level="all", allow_spinning=False),
+            model_name="peak",
+            optimized_model_path=str(final),
+        )
+        optimized = final.read_bytes()
+        if b"InsertedPrecisionFreeCast" in optimized:
+            raise RunError(
+                "this EP has no kernel at this precision: ORT runs it in float, between casts"
+            )
+        if name == "conv" and b"com.microsoft.nchwc" in optimized:
+            what = "fp32 NCHWc Conv"
+        run = functools.partial(sess.run, None, feeds)
+        run()
+        run()
+    except Exception as err:  # noqa: BLE001 - the EP has no such kernel: say so, go on
+        return PeakKernel(what, dtype, work, None, f"{type(err).__name__}: {err}"[:300])
+    return PeakKernel(what, dtype, work, run)
 
 
 def peaks(

@@ -84,16 +84,25 @@ def _peak(p: PeakRuns) -> Peak:
 
 def record(config: SessionConfig, runs: Iterable[PeakRuns]) -> None:
     """Fold a measurement into the session's ceilings for ``config``'s settings: each keeps
-    the higher best (a measured one over one that failed)."""
+    the higher best (a measured one over one that failed). Kernels of one measurement that
+    stand for the same ceiling (fp32's GEMM and Conv) count as one measurement of it."""
+    mine: dict[str, Peak] = {}
+    for p in map(_peak, runs):
+        other = mine.get(p.dtype)
+        mine[p.dtype] = p if other is None else _better(other, p)
     with _LOCK:
         seen = _SEEN.setdefault(settings_key(config), {})
-        for p in map(_peak, runs):
-            old = seen.get(p.dtype)
-            if old is None:
-                seen[p.dtype] = p
-                continue
-            kept = p if old.error or (not p.error and p.best > old.best) else old
-            seen[p.dtype] = dataclasses.replace(kept, measured=old.measured + 1)
+        for dtype, p in mine.items():
+            old = seen.get(dtype)
+            seen[dtype] = (
+                p
+                if old is None
+                else dataclasses.replace(_better(old, p), measured=old.measured + 1)
+            )
+
+
+def _better(old: Peak, new: Peak) -> Peak:
+    return new if old.error or (not new.error and new.best > old.best) else old
 
 
 def known(config: SessionConfig, dtypes: Iterable[str] = ALL_PEAKS) -> list[Peak] | None:
