@@ -30,7 +30,7 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
-from ortlab.views.widgets.lab import Lab
+from ortlab.views.lab.lab import Lab
 
 LEVELS = ["disabled", "all", "basic", "all", "extended", "all", "layout", "all"]
 

@@ -16,7 +16,7 @@ import psutil
 import ortlab
 from benchmarks._common import record
 from ortlab.core import cache
-from ortlab.views.widgets.lab import Lab
+from ortlab.views.lab.lab import Lab
 
 
 def _files() -> int:

@@ -94,8 +94,8 @@ if TYPE_CHECKING or not _CHILD:
 
 if TYPE_CHECKING:
     from ortlab.views.graph.widget import GraphView
+    from ortlab.views.lab.lab import Lab
     from ortlab.views.widgets.diff import GraphDiff
-    from ortlab.views.widgets.lab import Lab
     from ortlab.views.widgets.netron import NetronView
 
 
@@ -173,7 +173,7 @@ def netron(model: Model | str, height: int = 700) -> NetronView:
     return _netron(model, height=height)
 
 
-_UI_CLASSES = {"Lab": "ortlab.views.widgets.lab", "GraphView": "ortlab.views.graph.widget"}
+_UI_CLASSES = {"Lab": "ortlab.views.lab.lab", "GraphView": "ortlab.views.graph.widget"}
 
 
 def __getattr__(name: str) -> Any:

@@ -3,6 +3,7 @@ the error panel with the previous results kept, history compares runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -101,7 +102,7 @@ def test_history_picks_two_runs_and_snippets_one(lab) -> None:
     assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin · dims batch=1"
     assert (lab.run_a.value, lab.run_b.value) == (1, 2)
     lab.compare_button.click()
-    from ortlab.views.widgets.history import Warnings
+    from ortlab.views.lab.history import Warnings
 
     shown = [x for x in lab.shown["History comparison"] if not isinstance(x, Warnings)]
     table, per_node, _, graph = shown
@@ -190,7 +191,7 @@ def test_apply_best_applies_exactly_the_model_and_settings_the_doctor_verified(l
         Paired(0.5, 0.4, 0.6, "faster"),
         0.9999,
     )
-    lab.doctor_result = dataclasses.replace(d, best=best)
+    lab.state = lab.state.keep(doctor=dataclasses.replace(d, best=best))
     lab.apply_button.click()
     assert lab.error.value == ""
     assert lab.config == cfg.with_(fallback="allow")
@@ -205,6 +206,38 @@ def test_export_report_of_the_lab_state(lab, tmp_path) -> None:
     text = out.read_text()
     assert "Placement: where each node runs" in text and "History" in text
     assert "Benchmark" in text and str(out) in lab.notice.value
+
+
+def test_held_controls_are_not_a_run_and_come_back_after_an_error(lab) -> None:
+    """``with lab.held():`` a control set by the Lab is not a request to re-run, and the hold
+    ends on the way out even when the block fails (it was reset without ``finally``)."""
+    runs = len(lab.history)
+    with lab.held():
+        lab.runs.value = lab.runs.value + 1
+    assert len(lab.history) == runs and not lab.hold_runs
+    with pytest.raises(ZeroDivisionError), lab.held():
+        _ = 1 / 0
+    assert not lab.hold_runs
+    lab.runs.value = lab.runs.value + 1  # not held: a change is a run
+    assert len(lab.history) == runs + 1
+
+
+def test_the_labs_results_live_in_one_state(lab) -> None:
+    """Every result is a field of one typed record the Lab swaps whole; its public names
+    read it, and a job's result is kept only through it (a failed job keeps the old)."""
+    from ortlab.views.lab.state import LabState
+
+    st = lab.state
+    assert isinstance(st, LabState)
+    assert lab.placement is st.placement and lab.benchmark_result is st.benchmark
+    assert lab.profile_result is st.profile is st.placement.profile
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        st.placement = None  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        lab.placement = None  # read-only: the state is the one place it is written
+    lab.limits_buttons["cost"].click()
+    assert lab.state is not st and lab.cost is lab.state.cost is not None
+    assert lab.state.placement is st.placement  # the rest of the state carried over
 
 
 def test_refreshes_do_not_accumulate_widgets(lab) -> None:
@@ -292,7 +325,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
     """Five runs; node b takes 2 µs except one stalled 1000 µs call. Totals would give b 94 %
     of node time; medians give 2 / 12."""
     from ortlab.analysis.profiling import ProfileData, ProfileResult
-    from ortlab.views.widgets.pickers import median_shares
+    from ortlab.views.lab.pickers import median_shares
 
     runs = 5
     ev_node = [0, 1] * runs
@@ -318,7 +351,7 @@ def test_profile_top_nodes_use_medians_throughout() -> None:
 
 
 def test_profile_tab_rows_and_caption_say_the_same_statistic(lab) -> None:
-    from ortlab.views.widgets.pickers import median_shares
+    from ortlab.views.lab.pickers import median_shares
 
     t = median_shares(lab.profile_result)
     first = t.iloc[0]
@@ -427,13 +460,16 @@ def test_what_if_target_shows_the_predicted_placement(lab) -> None:
     the partition at the Lab's shapes; the Placement tab shows it, with reasons and a graph."""
     import pytest
 
-    from ortlab.views.widgets.tabjobs import run_whatif
+    from ortlab.views.lab.tabjobs import run_whatif
 
     pytest.importorskip("onnxruntime_qnn")
     lab.target.value = "nnapi"
-    run_whatif(lab)  # what its button starts, in the test's thread
+    returned = run_whatif(lab)  # the job returns its result; the Lab's button keeps it
+    assert lab.whatif_result is None
+    lab.whatif_button.click()  # the synchronous Lab: the job, then its result kept
     w = lab.whatif_result
     assert isinstance(w, ortlab.WhatIfResult) and w.targets[0].target == "nnapi"
+    assert isinstance(returned, ortlab.WhatIfResult) and returned.targets[0].target == "nnapi"
     shown = lab.shown["Placement"]
     assert shown[0] is lab.tab_controls.whatif_bar and isinstance(shown[1], ortlab.PlacementResult)
     assert w in shown and isinstance(shown[-1], ortlab.GraphView)
@@ -476,7 +512,7 @@ def test_switching_one_optimizer_off_in_the_lab() -> None:
 
 
 def test_a_run_draws_the_tab_on_screen_and_the_others_when_opened(mlp: ortlab.Model) -> None:
-    from ortlab.views.widgets.laboutputs import WAITING as _WAITING
+    from ortlab.views.lab.outputs import WAITING as _WAITING
 
     lab = ortlab.Lab(mlp, synchronous=True, runs=10, tab="Graph")
     waiting = [p for p, out in lab.panes.items() if out.outputs == (_WAITING,)]
@@ -603,7 +639,7 @@ def test_history_shows_each_runs_interval_and_load_and_warns_when_the_machine_mo
     """Each History row carries its median run's interval and the machine's load (as its
     Benchmark tab says them); two runs of the same settings whose intervals do not meet are
     named: the machine changed, not the model (the History once swung 1 → 6 ms silently)."""
-    from ortlab.views.widgets.history import History, RunRecord
+    from ortlab.views.lab.history import History, RunRecord
 
     t = lab.history.to_pandas()
     b = lab.shown["Benchmark"][0]
@@ -748,7 +784,7 @@ def test_overview_names_the_doctors_verified_best(lab) -> None:
 
     from ortlab.core.stats import Paired, paired_ratio
     from ortlab.diagnosis.best import Best
-    from ortlab.views.widgets.overview import Headline
+    from ortlab.views.lab.overview import Headline
 
     cfg = ortlab.SessionConfig(intra_op_threads=1)
     v = paired_ratio(np.ones(8), np.full(8, 0.81) + np.linspace(-0.04, 0.05, 8))
@@ -769,7 +805,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     def boom(*_a, **_k):
         raise ortlab.RunError("the doctor's worker call failed")
 
-    monkeypatch.setattr("ortlab.views.widgets.tabjobs.doctor", boom)
+    monkeypatch.setattr("ortlab.views.lab.tabjobs.doctor", boom)
     lab.doctor_button.click()
     status = lab.tab_controls.status["Doctor"]
     assert status.state == "failed" and "failed after" in status.line.value
@@ -781,7 +817,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     assert isinstance(lab.last_error, ortlab.RunError)
     assert "Doctor tab" in lab.error.value and "Traceback" not in lab.error.value
 
-    monkeypatch.setattr("ortlab.views.widgets.tabjobs.cost", boom)
+    monkeypatch.setattr("ortlab.views.lab.limits.cost", boom)
     lab.limits_buttons["cost"].click()
     limits = lab.tab_controls.status["Limits"]
     assert limits.state == "failed" and "worker call failed" in limits.error.value
@@ -792,7 +828,7 @@ def test_a_failing_tab_job_shows_its_error_in_its_tab(lab, monkeypatch, tmp_path
     assert limits.state == "done" and limits.error.value == "" and lab.last_error is None
 
     lab.level.value = "basic"  # two runs to compare
-    monkeypatch.setattr("ortlab.views.widgets.tabjobs.diff", boom)
+    monkeypatch.setattr("ortlab.views.lab.tabjobs.diff", boom)
     lab.compare_button.click()
     history = lab.tab_controls.status["History"]
     assert history.state == "failed" and "worker call failed" in history.error.value
@@ -817,7 +853,7 @@ def test_a_tab_says_its_job_runs_with_progress_and_seconds_then_how_it_ended(
         gate.wait(60)
         return result
 
-    monkeypatch.setattr("ortlab.views.widgets.tabjobs.optimization_diff", slow)
+    monkeypatch.setattr("ortlab.views.lab.tabjobs.optimization_diff", slow)
     lab.opt_button.click()
     status = lab.tab_controls.status["Optimization"]
     assert status.state == "running" and status.text.startswith("running the optimization diff")
@@ -841,7 +877,7 @@ def test_a_tab_says_its_job_runs_with_progress_and_seconds_then_how_it_ended(
         gate.wait(60)
         raise ortlab.OrtlabError("no fp16 today")
 
-    monkeypatch.setattr("ortlab.views.widgets.tabjobs.to_fp16", building)
+    monkeypatch.setattr("ortlab.views.lab.tabjobs.to_fp16", building)
     lab.quant_button.click()
     quant = lab.tab_controls.status["Quantization"]
     assert entered.wait(60)
@@ -856,7 +892,7 @@ def test_wait_and_sync(mlp: ortlab.Model, tmp_path: Path, monkeypatch) -> None:
     """``lab.wait()`` returns once the first run of a live Lab is done (its History row is
     there, and an exported report has its benchmark); ``sync=`` is the documented name,
     ``synchronous=`` still works; a script (no kernel) runs synchronously by default."""
-    from ortlab.views.widgets.labjobs import choose_sync
+    from ortlab.views.lab.jobs import choose_sync
 
     lab = ortlab.Lab(mlp, sync=False, runs=5)
     assert lab.wait(120) and len(lab.history) == 1 and lab.last_error is None
@@ -901,7 +937,7 @@ def test_history_says_where_two_runs_disagree() -> None:
     and says nothing for two runs that agree."""
     from types import SimpleNamespace
 
-    from ortlab.views.widgets.history import History, RunRecord, Warnings
+    from ortlab.views.lab.history import History, RunRecord, Warnings
 
     def record(run: int, p50: float, profiled: float, load: float) -> RunRecord:
         prof = SimpleNamespace(median_run_ms=profiled)

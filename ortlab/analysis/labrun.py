@@ -4,7 +4,7 @@ A :class:`Choice` is the controls' state (session config, model variant, dims, r
 :class:`LabRunner` turns it into a :class:`LabRun`: the variant built once and remembered
 (per variant, per-channel, transformers optimizer and, for static int8, the shapes it was
 calibrated at), the inputs synthesized once per dims, then the placement join (profiling on)
-and the benchmark (profiling off) at those inputs. The widget (``ortlab.views.widgets.lab``)
+and the benchmark (profiling off) at those inputs. The widget (``ortlab.views.lab.lab``)
 only turns controls into choices and results into tabs, asking the runner for whatever needs the
 engine (the dims a model runs at); scripts and tests can drive the runs directly.
 """

@@ -1,6 +1,6 @@
 """The widgets: the only package that imports UI libraries (ipywidgets, anywidget, traitlets).
 
-``lab`` (the Lab) with ``history``; ``graph`` (the graph view, drawn by the ES modules in
+``graph`` (the graph view, drawn by the ES modules in
 ``graph/``... see ``graph.py``); ``diff`` (two linked graph views); ``netron`` (Netron served
 locally). Imported on first use of ``ortlab.Lab`` / ``ortlab.GraphView`` / ``ortlab.graph``.
 """

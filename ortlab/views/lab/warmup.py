@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ortlab.views.widgets.laboutputs import mime_bundle
+from ortlab.views.lab.outputs import mime_bundle
 
 __all__ = ["warm_up"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ortlab.views.widgets.kernelnodes import carriers_first
+from ortlab.views.lab.kernelnodes import carriers_first
 
 __all__ = ["generation_node_options", "median_shares", "optimizer_options", "top_node_options"]
 

@@ -16,8 +16,8 @@ from ortlab.core.units import fmt_us
 from ortlab.views.benchmark import load_text, p50_text
 from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
+from ortlab.views.lab.kernelnodes import carriers_first
 from ortlab.views.profile import kernel_label
-from ortlab.views.widgets.kernelnodes import carriers_first
 
 if TYPE_CHECKING:
     from ortlab.analysis.generation.generate import GenerationResult

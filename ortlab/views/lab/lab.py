@@ -1,9 +1,10 @@
 """The Lab: one widget to explore a model live — settings on the left, results in tabs.
 
 Every change re-runs in the worker (placement with profiling, then a benchmark with profiling
-off) on a background thread, so the notebook never freezes (:mod:`labjobs`); a progress bar and
+off) on a background thread, so the notebook never freezes (:mod:`jobs`); a progress bar and
 a Cancel button show while it runs (Cancel stops the refresh at whatever step it is in); a tab's
-own job (:mod:`tabjobs`: the doctor, a Limits job…) says so on that tab's status line; a
+own job (:mod:`tabjobs`: the doctor, a Limits job…) says so on that tab's status line and
+returns its result, which the Lab keeps in its one typed state (:mod:`state`); a
 failed job shows its error inside the Lab and keeps the previous results, if any. Each run
 becomes a row of ``lab.history``; the Overview leads with its answer to what is slow
 (:mod:`overview`). ``Lab(model, feeds=…)`` runs every tab with those arrays (state inputs,
@@ -14,19 +15,18 @@ wires them together.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 import ortlab
-from ortlab.analysis.diverge import DivergenceResult
-from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.graph.data import in_branch
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
 from ortlab.core import gcpause
@@ -36,17 +36,19 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.inputs import resolve_dims
 from ortlab.views.html import esc
-from ortlab.views.widgets.history import History, RunRecord, ort_seconds
-from ortlab.views.widgets.kernelnodes import carriers_first
-from ortlab.views.widgets.labcontrols import LabControls, TabControls
-from ortlab.views.widgets.labjobs import Jobs, choose_sync
-from ortlab.views.widgets.laboutputs import TAB_STYLE, WAITING, Shown, set_outputs
-from ortlab.views.widgets.labsnapshot import snapshot_html
-from ortlab.views.widgets.labstatus import LIMITS_WHAT, guess_hint
-from ortlab.views.widgets.overview import Headline
-from ortlab.views.widgets.pickers import optimizer_options, top_node_options
-from ortlab.views.widgets.tabjobs import (
-    LIMITS_INTRO,
+from ortlab.views.lab.controls import LabControls, TabControls
+from ortlab.views.lab.history import History, RunRecord, ort_seconds
+from ortlab.views.lab.host import LabHost
+from ortlab.views.lab.jobs import Jobs, choose_sync
+from ortlab.views.lab.kernelnodes import carriers_first
+from ortlab.views.lab.limits import LIMITS_INTRO, LIMITS_JOBS
+from ortlab.views.lab.outputs import TAB_STYLE, WAITING, Shown, set_outputs
+from ortlab.views.lab.overview import Headline
+from ortlab.views.lab.pickers import optimizer_options, top_node_options
+from ortlab.views.lab.snapshot import snapshot_html
+from ortlab.views.lab.state import LabState, StateNames
+from ortlab.views.lab.status import guess_hint
+from ortlab.views.lab.tabjobs import (
     compare_runs,
     run_diverge,
     run_doctor,
@@ -59,12 +61,12 @@ from ortlab.views.widgets.tabjobs import (
     show_snippet,
     write_report,
 )
-from ortlab.views.widgets.warmup import warm_up
+from ortlab.views.lab.warmup import warm_up
 
 __all__ = ["Lab"]
 
 
-class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
+class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
     controls say; ``lab.model_path`` the model file the current run uses. ``tab`` is the tab
     shown first ("Overview", "Graph", "Placement", "Profile", …). ``dims`` sets symbolic dims
@@ -123,24 +125,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         # best sets them from the doctor's config; the controls override the rest.
         self._base = SessionConfig(fallback="allow")
         self._graph: Any = None
-        self.placement: Any = None
-        self.profile_result: Any = None
-        self.benchmark_result: Any = None
-        self.doctor_result: Any = None
-        self.optimization: Any = None
-        self.roofline = self.cost = self.throughput = self.sweep = self.version_diff = None
-        self.perfetto: Path | None = None
-        """The Limits tab's last results (ortlab.roofline, cost, throughput, sweep…)."""
-        self.comparison: Any = None
-        self.divergence: DivergenceResult | None = None
-        """The Quantization tab's last ``ortlab.diverge`` (its accuracy view)."""
-        self.generation: Any = None
-        """The Generate tab's last ``ortlab.generate`` (a decoder's Lab only)."""
-        self.llm_bench: LLMBenchResult | None = None
-        """The Generate tab's last ``ortlab.llm_bench`` matrix (a decoder's Lab only)."""
-        self.run_diff: Any = None
-        """History's "compare A and B", per node (ortlab.diff of the two runs' placements)."""
-        self.report_path: Any = None
+        self.state = LabState()
+        """Every result the Lab's run and tab jobs produced (``lab.placement``… read it)."""
         self._build_controls(runs)
         self._build_tabs(tab)
         self.jobs = Jobs(
@@ -217,11 +203,8 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         }
         text = ",".join(f"{c.name}={c.value}" for c in used.values())
         if text != self.dims.value:
-            self.hold_runs = True  # showing the values used is not a request to re-run
-            try:
+            with self.held():  # showing the values used is not a request to re-run
                 self.dims.value = text
-            finally:
-                self.hold_runs = False
         return f"dims {text}" if text else ""
 
     # ------------------------------------------------------------------ tabs
@@ -254,9 +237,11 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self.tabs.observe(
             lambda _: self._draw_waiting(self._tab_on_screen()), names="selected_index"
         )
-        self.tab_controls = t = TabControls(self._qnn_given)
-        # the button, the job (a function of the Lab), the results it replaces, its tab, its name
-        jobs: list[tuple[Any, Callable[..., None], str, str, str]] = [
+        limits = {k: j.label for k, j in LIMITS_JOBS.items()}
+        self.tab_controls = t = TabControls(self._qnn_given, limits)
+        # the button, the job (a function of the Lab: returns its result), the state field the
+        # result replaces, its tab, its name on the tab's status line
+        jobs: list[tuple[Any, Callable[..., Any], str, str, str]] = [
             (
                 t.opt_button,
                 run_optimization,
@@ -272,25 +257,23 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
                 "the quantization comparison",
             ),
             (t.diverge_button, run_diverge, "divergence", "Quantization", "the divergence"),
-            (t.doctor_button, run_doctor, "doctor_result", "Doctor", "the doctor"),
+            (t.doctor_button, run_doctor, "doctor", "Doctor", "the doctor"),
             (t.gen_button, run_generate, "generation", "Generate", "the generation"),
             (t.bench_button, run_llm_bench, "llm_bench", "Generate", "the benchmark matrix"),
             (t.compare_button, compare_runs, "run_diff", "History", "the comparison"),
-            (t.whatif_button, run_whatif, "whatif_result", "Placement", "the what-if"),
+            (t.whatif_button, run_whatif, "whatif", "Placement", "the what-if"),
             *[
-                (b, functools.partial(run_limits, what=k), k, "Limits", LIMITS_WHAT[k])
-                for k, b in t.limits_buttons.items()
+                (t.limits_buttons[k], functools.partial(run_limits, what=k), k, "Limits", j.status)
+                for k, j in LIMITS_JOBS.items()
             ],
         ]
-        for button, job, *about in jobs:
-            start = functools.partial(self._background, functools.partial(job, self), *about)
+        for button, job, field, *about in jobs:
+            start = functools.partial(self._background, self._keeping(job, field), field, *about)
             button.on_click(lambda _, start=start: start())
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
         t.gen_nodes.observe(self._on_generation_node, names="value")
         t.run_snippet_button.on_click(lambda _: show_snippet(self, t.run_a.value))
-        self.whatif_result: Any = None
-        """The last ``ortlab.whatif`` result (the target selector in the Placement tab)."""
         self.whatif_shown: list[Any] = []
         """What the Placement tab shows of the last what-if, under the measured placement."""
         self.show("Placement", t.whatif_bar)
@@ -364,7 +347,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
 
     def run(self) -> None:
         """Re-run with the current controls (in the background unless synchronous)."""
-        self._background(self._run_once, "benchmark_result")
+        self._background(self._run_once, "benchmark")
 
     def cancel(self) -> None:
         """Stop the running job: the worker call in flight, and every step after it (the job
@@ -382,13 +365,37 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         return self.jobs.last_error
 
     def _background(
-        self, job: Callable[[], Any], results: str = "", tab: str = "", what: str = ""
+        self, job: Callable[[], Any], field: str = "", tab: str = "", what: str = ""
     ) -> None:
-        """Run ``job`` (guarded); ``results`` names the attribute holding the results the job
+        """Run ``job`` (guarded); ``field`` names the state field holding the results the job
         replaces, to say whether a failure keeps previous ones; ``tab`` the tab whose status
         line follows it, as ``what``."""
-        kept = bool(results) and getattr(self, results, None) is not None
+        kept = bool(field) and getattr(self.state, field) is not None
         self.jobs.start(job, kept, tab, what)
+
+    def _keeping(self, job: Callable[[LabHost], Any], field: str) -> Callable[[], None]:
+        """``job`` of this Lab, its result kept as the state's ``field`` (None keeps the old:
+        a job that had nothing to do); the Overview redrawn after the doctor or a generation
+        (its headline names the best, leads with the generation)."""
+
+        def run() -> None:
+            result = job(self)
+            if result is not None:
+                self.state = self.state.keep(**{field: result})
+            if field in ("doctor", "generation"):
+                self.show_when_seen("Overview", self.overview)
+
+        return run
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """While held, a control's change is not a request to re-run (the Lab or a tab job
+        setting a control's value or options); restored on the way out, error or not."""
+        was, self.hold_runs = self.hold_runs, True
+        try:
+            yield
+        finally:
+            self.hold_runs = was
 
     def _step(self, what: str) -> None:
         self.jobs.step(what)
@@ -430,7 +437,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         self._step("showing the results")
         prof = pl.profile
         assert prof is not None  # placement() keeps the profile it timed the join with
-        self.placement, self.profile_result, self.benchmark_result = pl, prof, b
+        self.state = self.state.keep(placement=pl, profile=prof, benchmark=b)
         self._offer_optimizers(tuple(self.optimizers.value))
         self.show_when_seen("Graph", lambda: [self._new_graph(model, pl)])
         self.show_when_seen(
@@ -479,20 +486,16 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         options = optimizer_options(r, chosen)
         if options == list(self.optimizers.options) and chosen == self.optimizers.value:
             return
-        held, self.hold_runs = self.hold_runs, True  # new options are not a request to re-run
-        try:
+        with self.held():  # new options are not a request to re-run
             self.optimizers.options = options
             self.optimizers.value = chosen
-        finally:
-            self.hold_runs = held
 
     def _top_nodes_list(self, prof: Any) -> None:
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
-        self.hold_runs = True
-        self.top_nodes.options = top_node_options(prof, self.placement)
-        self.top_nodes.value = None
-        self.hold_runs = False
+        with self.held():
+            self.top_nodes.options = top_node_options(prof, self.placement)
+            self.top_nodes.value = None
 
     def _on_top_node(self, change: Any) -> None:
         """A top-nodes row picked: in the graph, highlight the original nodes its kernel
@@ -550,13 +553,10 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         if best.variant != "original" or Path(best.model_path) != Path(self.model.path):
             variant = BEST + best.variant
             self.runner.add_best(variant, ortlab.load(best.model_path, name=best.variant))
-        self.hold_runs = True
-        try:
+        with self.held():
             self._base = c.with_(fallback="allow")
             self.controls.set_to(c, variant)
             self._offer_optimizers(tuple(c.disabled_optimizers))
-        finally:
-            self.hold_runs = False
         self.run()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -586,4 +586,6 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory. The Limits tab's results
         (roofline, cost, throughput, sweep, versions) are sections of their own."""
-        return write_report(self, path)
+        out = write_report(self, path)
+        self.state = self.state.keep(report_path=out)
+        return out

@@ -22,7 +22,7 @@ from ortlab.core.model import Model
 from ortlab.core.runtime import Providers
 from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
-from ortlab.views.widgets.labstatus import JOB_TABS, TabStatus
+from ortlab.views.lab.status import JOB_TABS, TabStatus
 
 __all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
 
@@ -283,16 +283,6 @@ class LabControls:
         return out or None
 
 
-LIMITS_JOBS = {
-    "roofline": "Roofline: nodes against this machine's peaks",
-    "cost": "Cost: the work per node",
-    "throughput": "Throughput at 1, 2, 4 requests",
-    "sweep": "Sweep these shapes",
-    "version_diff": "Compare these onnxruntime versions, node by node",
-    "perfetto": "Perfetto trace of the last run",
-}
-"""The Limits tab's jobs: the result attribute each fills, and its button's label."""
-
 DIVERGE_AGAINST = {
     "level disabled (this config)": "level=disabled",
     "level basic (this config)": "level=basic",
@@ -338,7 +328,8 @@ class TabControls:
     )
     """The controls a Lab exposes as its own attributes."""
 
-    def __init__(self, qnn_given: Mapping[str, Any]) -> None:
+    def __init__(self, qnn_given: Mapping[str, Any], limits: Mapping[str, str]) -> None:
+        """``limits``: each Limits job's button label by the state field its result fills."""
         self.status = {tab: TabStatus(tab) for tab in JOB_TABS}
         """Each job tab's status line and error box, under its buttons."""
         s = {tab: status.box for tab, status in self.status.items()}
@@ -368,7 +359,7 @@ class TabControls:
         )
         self.limits_buttons = {
             what: w.Button(description=text, layout=w.Layout(width="auto", flex="0 0 auto"))
-            for what, text in LIMITS_JOBS.items()
+            for what, text in limits.items()
         }
         self.sweep_dims = w.Text(
             placeholder="batch=1,2,4; sequence=64,128",
@@ -534,7 +525,7 @@ class TabControls:
     def history_items(self, history: Any) -> list[Any]:
         """What the History tab shows: the run pickers, the A/B comparison, a warning where
         the same settings swung between runs, the p50 figure and the last 30 runs."""
-        from ortlab.views.widgets.history import history_figure
+        from ortlab.views.lab.history import history_figure
 
         t = history.to_pandas()
         self.history_warning.value = "".join(

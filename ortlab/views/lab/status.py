@@ -20,7 +20,7 @@ import ipywidgets as w
 
 from ortlab.views.html import esc
 
-__all__ = ["JOB_TABS", "LIMITS_WHAT", "TabStatus", "error_html", "guess_hint"]
+__all__ = ["JOB_TABS", "TabStatus", "error_html", "guess_hint"]
 
 JOB_TABS = (
     "Placement",
@@ -167,14 +167,3 @@ class TabStatus:
 
     def _repr_html_(self) -> Any:
         return self.line.value + self.error.value
-
-
-LIMITS_WHAT = {
-    "roofline": "the roofline",
-    "cost": "the cost",
-    "throughput": "the throughput",
-    "sweep": "the shape sweep",
-    "version_diff": "the version comparison",
-    "perfetto": "the Perfetto trace",
-}
-"""Each Limits job as its tab's status line names it."""

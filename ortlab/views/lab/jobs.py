@@ -21,7 +21,7 @@ from typing import Any
 
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.views.html import esc
-from ortlab.views.widgets.labstatus import TabStatus, error_html
+from ortlab.views.lab.status import TabStatus, error_html
 
 __all__ = ["Jobs"]
 
