@@ -194,7 +194,10 @@ def test_doctor_measures_cpu_and_chooses_for_it() -> None:
     if d.best.key:
         row = d.cpu.rows[d.best.key]
         assert row.saves and d.best.paired.ratio == row.paired.ratio
-        assert "less CPU per run" in d.best.paired.verdict and "latency:" in d.best.paired.verdict
+        from ortlab.views.doctor import best_verdict
+
+        assert "less CPU per run" in d.best.paired.verdict and d.best.latency is not None
+        assert best_verdict(d.best).endswith(f"; latency: {d.best.latency.verdict}")
     else:
         assert "CPU" in d.best.paired.verdict
     text = d.to_text()

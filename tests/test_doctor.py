@@ -426,8 +426,32 @@ def test_other_processes_cpu_from_fake_counters() -> None:
     assert "combine" not in stages.load
 
 
+def test_the_bests_sentence_is_composed_by_the_view_from_its_measurements() -> None:
+    """Best carries its measurements as data (a decoder's generation, the latency beside a
+    CPU verdict, the caveat); one view function composes the sentence every view shows —
+    the doctor's text and HTML, the snippet's header, ``repr``."""
+    from ortlab.views.doctor import best_snippet, best_verdict
+
+    step = Paired(0.8, 0.7, 0.9, "1.25x faster")
+    gen = Paired(0.95, 0.9, 1.02, "no measurable difference")
+    best = ortlab.Best(SessionConfig(intra_op_threads=1), "original", "m.onnx", [], step, 1.0)
+    assert best_verdict(best) == "1.25x faster"
+    decoder = dataclasses.replace(best, generation=gen, caveat="measured busy")
+    said = best_verdict(decoder)
+    assert said == (
+        "in generation: no measurable difference; on one decode step (the timed inputs): "
+        "1.25x faster; measured busy"
+    )
+    assert said in repr(decoder) and said in best_snippet(decoder).splitlines()[0]
+    assert said in decoder.snippet()
+    cpu = dataclasses.replace(best, objective="cpu", latency=gen)
+    assert best_verdict(cpu) == "1.25x faster; latency: no measurable difference"
+    assert decoder.paired is step and cpu.paired is step  # the measurement itself untouched
+
+
 def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
     from ortlab.diagnosis.doctor import _with_caveat
+    from ortlab.views.doctor import best_verdict
 
     caveat = load_caveat(_facts(other_cpu={"screen": 1.4}, logical_cpus=2))
     threads = ortlab.Best(
@@ -439,7 +463,8 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
         1.0,
     )
     flagged = _with_caveat(threads, SessionConfig(), caveat)
-    assert flagged.paired.verdict == f"threads:1 is 2.00x faster; {caveat}"
+    assert flagged.caveat == caveat and flagged.paired == threads.paired  # data, not prose
+    assert best_verdict(flagged) == f"threads:1 is 2.00x faster; {caveat}"  # the view says it
     assert caveat in flagged.snippet() and "1.4 of 2 cores" in caveat
     level = dataclasses.replace(threads, config=SessionConfig(level="basic"))
     assert _with_caveat(level, SessionConfig(), caveat) == level  # not about threads

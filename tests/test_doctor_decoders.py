@@ -105,7 +105,11 @@ def test_an_fp32_decoders_doctor_tries_int4_and_a_merged_one_says_why_not() -> N
         # verdict says how it did there
         (mine,) = [t for t in gen.trials if t.key == "best"]
         assert mine.config == d.best.config and mine.decode.rounds == gen.rounds
-        assert f"in generation: {mine.decode.verdict}" in d.best.paired.verdict
+        from ortlab.views.doctor import best_verdict
+
+        assert d.best.generation == mine.decode  # data: the view composes the sentence
+        assert best_verdict(d.best).startswith(f"in generation: {mine.decode.verdict}; ")
+        assert best_verdict(d.best) in d.to_text()
     for block in (32, 128):
         t = found[f"variant:int4-b{block}"]
         assert 0 <= t.tokens_kept <= t.tokens

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.display import render
 from ortlab.core.eps import label, split_device
 from ortlab.core.stats import Paired
 from ortlab.diagnosis.facts import CandidateKey, Measured, counted
@@ -33,14 +34,19 @@ class Best:
     the baseline."""
     objective: str = "latency"
     """What it was chosen for: 'latency' (``paired`` is its time ratio) or 'cpu' (``paired``
-    is its CPU-per-run ratio, its latency verdict said in the sentence)."""
+    is its CPU-per-run ratio, its latency verdict in :attr:`latency`)."""
+    latency: Paired | None = None
+    """Chosen for CPU: its time ratio to the baseline, beside the CPU verdict."""
+    generation: Paired | None = None
+    """A decoder's: the same settings generating against the baseline (decode tokens/s),
+    the verdict that leads; ``paired`` is then one decode step's, evidence beside it."""
+    caveat: str = ""
+    """Why the verdict may not hold elsewhere ('' when none): it changes threads or spinning
+    and was measured while other processes kept cores busy."""
 
     def snippet(self) -> str:
-        """Python that builds this session with plain onnxruntime."""
-        head = [f"# ortlab doctor: {self.title()} ({self.paired.verdict})"]
-        if self.variant != "original":
-            head.append(f"# model variant {self.variant!r}, made by: " + "; ".join(self.steps))
-        return "\n".join(head) + "\n" + self.config.snippet(self.model_path)
+        """Python that builds this session with plain onnxruntime (the views write it)."""
+        return str(render(self, "snippet"))
 
     def title(self) -> str:
         """'best verified configuration', and for what when it is chosen for CPU."""
@@ -48,7 +54,7 @@ class Best:
         return "best verified configuration" + (" for CPU per run" if cpu else "")
 
     def __repr__(self) -> str:
-        return f"<Best {self.variant} · {self.config.label()}: {self.paired.verdict}>"
+        return f"<Best {self.variant} · {self.config.label()}: {render(self, 'text')}>"
 
 
 def best_of(

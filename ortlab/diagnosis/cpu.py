@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -224,14 +223,14 @@ def cheapest(search: Search, cpu: CpuCosts) -> Best:
             objective="cpu",
         )
     row = search.measured[won.key]
-    said = f"{won.paired.verdict}; latency: {row.paired.verdict}"
     return Best(
         row.config,
         row.variant,
         row.model_path,
         row.steps,
-        replace(won.paired, verdict=said),
+        won.paired,
         row.cosine,
         won.key,
         objective="cpu",
+        latency=row.paired,
     )

@@ -27,6 +27,7 @@ from ortlab.analysis.placement.result import PlacementResult
 from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
+from ortlab.core.display import render
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
@@ -240,7 +241,7 @@ class DoctorResult(Result):
         return (
             f"<DoctorResult {self.model!r}: {len(self.findings)} findings; best "
             f"{self.best.variant} · {self.best.config.label()} "
-            f"({self.best.paired.verdict}); "
+            f"({render(self.best, 'text')}); "
             f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
         )
 
@@ -508,19 +509,12 @@ def _in_generation(best: Best, generation: GenerationFacts | None) -> Best:
     keyed ``best``): its verdict is the generation's, the one step's ratio said after it as
     evidence, each measurement named."""
     mine = [t for t in generation.trials if t.key == "best"] if generation else []
-    if not mine:
-        return best
-    said = (  # a decoder's verdict is its generation's; one step's ratio is evidence beside it
-        f"in generation: {mine[0].decode.verdict}; on one decode step (the timed inputs): "
-        f"{best.paired.verdict}"
-    )
-    return dataclasses.replace(best, paired=dataclasses.replace(best.paired, verdict=said))
+    return dataclasses.replace(best, generation=mine[0].decode) if mine else best
 
 
 def _with_caveat(best: Best, requested: SessionConfig, caveat: str) -> Best:
     """The best's verdict (and so its snippet) says it was measured under load when it changes
     threads or spinning."""
     if caveat and any(getattr(best.config, k) != getattr(requested, k) for k in _THREAD_FIELDS):
-        said = dataclasses.replace(best.paired, verdict=f"{best.paired.verdict}; {caveat}")
-        return dataclasses.replace(best, paired=said)
+        return dataclasses.replace(best, caveat=caveat)
     return best

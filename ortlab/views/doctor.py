@@ -13,6 +13,7 @@ import numpy as np
 
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.stats import NOISE_BAND, interval_text
+from ortlab.diagnosis.best import Best
 from ortlab.views.colors import VERDICT_COLORS
 from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
@@ -21,7 +22,14 @@ from ortlab.views.memory import footprint_html
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["best_snippet", "doctor_figure", "doctor_html", "doctor_text"]
+__all__ = [
+    "best_snippet",
+    "best_text",
+    "best_verdict",
+    "doctor_figure",
+    "doctor_html",
+    "doctor_text",
+]
 
 
 GENERATION_HEAD = ["candidate", "decode tokens/s: baseline → it", "decode time ratio [CI]"]
@@ -106,7 +114,7 @@ def doctor_text(d: Any) -> str:
         ]
     best = d.best
     chosen = " (for CPU per run)" if best.objective == "cpu" else ""
-    lines.append(f"BEST{chosen}: {best.variant} · {best.config.label()} — {best.paired.verdict}")
+    lines.append(f"BEST{chosen}: {best_text(best)}")
     if d.generation is not None:
         lines += [_generation_caption(d), table_text(GENERATION_HEAD, _generation_rows(d))]
     if _cpu_rows(d):
@@ -142,14 +150,14 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
         for m in d.measured
     ]
     notes = "".join(f"<div><i>{esc(n, 2000)}</i></div>" for n in d.notes)
-    snippet = d.best.snippet() if model_file is None else best_snippet(d.best, model_file)
+    snippet = best_snippet(d.best, model_file)
     return (
         f"{STYLE}<div class='ortlab-doctor'><div><b>{esc(d.model)}</b> · baseline p50 "
         f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
         f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
         f"<div><b>Best verified{' for CPU per run' if d.best.objective == 'cpu' else ''}</b>: "
         f"{esc(d.best.variant)} · "
-        f"{esc(d.best.config.label())} — {esc(d.best.paired.verdict, 500)}</div>"
+        f"{esc(d.best.config.label())} — {esc(best_verdict(d.best), 800)}</div>"
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
         + (
@@ -169,12 +177,35 @@ def doctor_html(d: Any, model_file: str | None = None) -> str:
     )
 
 
-def best_snippet(best: Any, model_file: str) -> str:
+def best_verdict(best: Best) -> str:
+    """THE sentence for the best's verdict, composed from its measurements: a decoder's
+    generation first (one decode step's ratio as evidence after it), the latency beside a
+    CPU verdict, and the caveat of a busy machine."""
+    said = best.paired.verdict
+    if best.generation is not None:
+        said = (
+            f"in generation: {best.generation.verdict}; on one decode step (the timed "
+            f"inputs): {said}"
+        )
+    if best.latency is not None:
+        said += f"; latency: {best.latency.verdict}"
+    return f"{said}; {best.caveat}" if best.caveat else said
+
+
+def best_text(best: Best) -> str:
+    """'variant · config — verdict' in one line (``repr`` and the doctor's text)."""
+    return f"{best.variant} · {best.config.label()} — {best_verdict(best)}"
+
+
+def best_snippet(best: Best, model_file: str | None = None) -> str:
     """The best configuration as plain onnxruntime loading ``model_file`` (a name the reader
-    knows); a model variant gets its own file name and a comment saying how to rebuild it."""
-    head = [f"# ortlab doctor: {best.title()} ({best.paired.verdict})"]
-    path: str = model_file
-    if best.variant != "original":
+    knows; default the file the doctor measured); a model variant gets its own file name and
+    a comment saying how to rebuild it."""
+    head = [f"# ortlab doctor: {best.title()} ({best_verdict(best)})"]
+    path: str = model_file or best.model_path
+    if best.variant != "original" and model_file is None:
+        head.append(f"# model variant {best.variant!r}, made by: " + "; ".join(best.steps))
+    elif best.variant != "original":
         path = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(best.variant)).strip("._") + ".onnx"
         head.append(
             f"# {path}: the model variant {best.variant!r} of {model_file} (it stays in "

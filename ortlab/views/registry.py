@@ -32,6 +32,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.display import register
 from ortlab.core.model import ModelSummary
 from ortlab.core.sessionreport import SessionReport
+from ortlab.diagnosis.best import Best
 from ortlab.diagnosis.doctor import DoctorResult
 from ortlab.views import (
     accelerators,
@@ -130,6 +131,8 @@ RENDERERS: list[tuple[type, str, Callable[..., Any]]] = [
     (DoctorResult, "text", doctor.doctor_text),
     (DoctorResult, "plot", doctor.doctor_figure),
     (SessionConfig, "snippet", snippet.config_snippet),
+    (Best, "snippet", doctor.best_snippet),
+    (Best, "text", doctor.best_text),
 ]
 
 for _cls, _fmt, _fn in RENDERERS:

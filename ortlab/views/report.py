@@ -26,7 +26,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.views.accelerators import whatif_html
 from ortlab.views.benchmark import benchmark_html, load_text, p50_text
-from ortlab.views.doctor import best_snippet, doctor_html
+from ortlab.views.doctor import best_snippet, best_verdict, doctor_html
 from ortlab.views.generate import generation_headline
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import page_module, state_block
@@ -159,7 +159,7 @@ def _summary_html(
         snippet = best_snippet(best, _model_file(model))
         parts.append(
             f"<div><b>Best verified</b>: {esc(best.variant)} · "
-            f"{esc(best.config.label())} — {esc(best.paired.verdict, 500)}</div>"
+            f"{esc(best.config.label())} — {esc(best_verdict(best), 800)}</div>"
             f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         )
         load = ", ".join(f"{k} {v:.2f}" for k, v in doctor.other_cpu.items())

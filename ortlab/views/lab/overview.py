@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
 from ortlab.views.benchmark import load_text, p50_text
+from ortlab.views.doctor import best_verdict
 from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.lab.kernelnodes import carriers_first
@@ -101,13 +102,13 @@ class Headline:
                 "<div><b>What to try</b>: the Doctor tab times settings and model variants "
                 "against this one, interleaved, and keeps only what is verified faster.</div>"
             )
-        best, p = d.best, d.best.paired
+        best = d.best
         what = "the original model" if best.variant == "original" else best.variant
         cosine = "" if best.variant == "original" else f"; output cosine {best.cosine:.4f}"
         first = f"<br>first finding: {esc(d.findings[0].title)}" if d.findings else ""
         return (
             f"<div><b>Doctor's verified best</b>: {esc(what)} · "
-            f"{esc(best.config.label())} — {esc(p.verdict, 600)}{esc(cosine)} "
+            f"{esc(best.config.label())} — {esc(best_verdict(best), 800)}{esc(cosine)} "
             f"<small>(Apply best in the Doctor tab runs it here)</small>{first}</div>"
         )
 
