@@ -8,6 +8,7 @@ equals a plain onnxruntime loop written here."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import onnxruntime as ort
 import pytest
 
 import ortlab
-from ortlab.core.errors import FeedError
+from ortlab.core.errors import FeedError, UnsupportedModelError
 
 HERE = Path(ortlab.__file__).parent / "decoders" / "optimum_whisper"
 REFERENCE = json.loads((HERE / "seq2seq.json").read_text())
@@ -114,6 +115,97 @@ def test_verbs_that_run_a_decoder_alone_say_what_measures_an_encoder_decoder() -
         ortlab.llm_bench(m, progress=False)
     with pytest.raises(FeedError, match="encoder-decoder"):
         ortlab.kl_divergence(m, m, progress=False)
+
+
+def unmerged_pair(folder: Path) -> Path:
+    """Optimum's unmerged pair (``--no-post-process``: decoder_model.onnx for the first step,
+    decoder_with_past_model.onnx after it) with the encoder and configs, in ``folder``: the two
+    exported graphs the bundled merge holds as its If's branches (optimum's merge_decoders
+    embeds them whole, weights moved out), each a model again with the inputs and outputs
+    optimum writes (the with-past one without the dummy cross presents the merge added)."""
+    import onnx
+    from onnx import helper
+
+    merged = onnx.load(str(HERE / "decoder_model_merged.onnx"))
+    g = merged.graph
+    (branch_of,) = [n for n in g.node if n.op_type == "If"]
+    bodies = {a.name: a.g for a in branch_of.attribute}
+    weights = {t.name: t for t in g.initializer}
+    inputs = {v.name: v for v in g.input}
+    outputs = {v.name: v for v in g.output}
+    folder.mkdir()
+    for name, body, past in (
+        ("decoder_model.onnx", bodies["else_branch"], False),
+        ("decoder_with_past_model.onnx", bodies["then_branch"], True),
+    ):
+        kept = [o.name for o in body.output if past is False or ".encoder." not in o.name]
+        nodes, needed = [], set(kept)
+        for node in reversed(body.node):  # only what the kept outputs need
+            if needed & set(node.output):
+                nodes.insert(0, node)
+                needed |= set(node.input)
+        fed = [v for k, v in inputs.items() if k in needed and k != "use_cache_branch"]
+        graph = helper.make_graph(
+            nodes,
+            g.name,
+            fed,
+            [outputs[k] for k in kept],
+            initializer=[t for k, t in weights.items() if k in needed],
+        )
+        model = helper.make_model(graph, opset_imports=merged.opset_import)
+        model.ir_version = merged.ir_version
+        onnx.save(model, str(folder / name))
+    for other in ("encoder_model.onnx", "config.json", "generation_config.json"):
+        shutil.copy(HERE / other, folder / other)
+    return folder
+
+
+def test_optimums_unmerged_pair_is_read_and_its_generation_refused_with_the_merge(
+    tmp_path: Path,
+) -> None:
+    """A folder of optimum's unmerged pair: ortlab loads the with-past decoder and says what
+    it is (not a decoder alone: its cross cache is fed, never returned), the verbs that run a
+    loop refuse it with the merge that makes one file (a RunError 'Missing Input:
+    past_key_values.0.encoder.key' before), and each file still runs alone. The pair is a real
+    loop: plain onnxruntime, first step then with-past steps, gives optimum's tokens."""
+    pair = unmerged_pair(tmp_path / "whisper_unmerged")
+    m = ortlab.load(pair)
+    d = m.decoder
+    assert m.path.name == "decoder_with_past_model.onnx" and d is not None
+    assert (d.first_step, d.encoder) == ("decoder_model.onnx", "encoder_model.onnx")
+    assert d.line().startswith("the with-past half of optimum's unmerged pair (decoder_model")
+    assert "unmerged pair" in m.summary.decoder
+    for verb in (
+        lambda: ortlab.generate(pair, feeds={"input_features": _features()}, progress=False),
+        lambda: ortlab.llm_bench(m, progress=False),
+        lambda: ortlab.kl_divergence(m, m, progress=False),
+    ):
+        with pytest.raises(UnsupportedModelError, match=r"merge_decoders\('decoder_model.onnx'"):
+            verb()
+    assert ortlab.benchmark(m, runs=2, warmup=1, progress=False).stats.count == 2
+    # the two files in a loop, as optimum's ORTModelForSpeechSeq2Seq runs them
+    cpu = ["CPUExecutionProvider"]
+    enc = ort.InferenceSession(str(pair / "encoder_model.onnx"), providers=cpu)
+    first = ort.InferenceSession(str(pair / "decoder_model.onnx"), providers=cpu)
+    step = ort.InferenceSession(str(pair / "decoder_with_past_model.onnx"), providers=cpu)
+    states = enc.run(None, {"input_features": _features()})[0]
+    ids = np.asarray([REFERENCE["decoder_start"]], np.int64)
+    outs = dict(
+        zip(
+            [o.name for o in first.get_outputs()],
+            first.run(None, {"input_ids": ids, "encoder_hidden_states": states}),
+            strict=True,
+        )
+    )
+    tokens, past = [], {}
+    for _ in range(REFERENCE["new_tokens"]):
+        tokens.append(int(outs["logits"][0, -1].argmax()))
+        past |= {
+            k.replace("present", "past_key_values"): v for k, v in outs.items() if k != "logits"
+        }
+        feeds = {"input_ids": np.asarray([[tokens[-1]]], np.int64), **past}
+        outs = dict(zip([o.name for o in step.get_outputs()], step.run(None, feeds), strict=True))
+    assert tokens == REFERENCE["optimum_generate"]
 
 
 T5 = Path(ortlab.__file__).parent / "decoders" / "optimum_t5"

@@ -28,6 +28,9 @@ ENCODER_FILES = ("encoder_model.onnx",)
 """The encoder an optimum seq2seq folder holds beside its decoder."""
 MODEL_FILES = ("decoder_model_merged.onnx", "model.onnx", "decoder_with_past_model.onnx")
 """The model files an optimum folder may hold, the one ortlab loads first."""
+FIRST_STEP_FILE = "decoder_model.onnx"
+"""The first step's decoder of optimum's unmerged pair (``--no-post-process``), beside
+``decoder_with_past_model.onnx``."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,11 @@ class DecoderInfo:
     decoder_start: tuple[int, ...] = ()
     """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
     ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
+    first_step: str = ""
+    """Optimum's unmerged pair (``--no-post-process``): the file beside this with-past decoder
+    that runs the first step (``decoder_model.onnx``: it computes the caches this one is fed,
+    the cross-attention cache among them); '' otherwise. A generation needs both files in one
+    loop, which ortlab does not run: its verbs say so and how to merge them."""
 
     @property
     def weights(self) -> str:
@@ -160,6 +168,12 @@ class DecoderInfo:
             text = (
                 f"encoder-decoder{encoder}: {text}; a fixed cross-attention cache{frames} in "
                 f"{len(self.cross_pairs)} layers"
+            )
+        if self.first_step:
+            encoder = f", {self.encoder} beside" if self.encoder else ""
+            text = (
+                f"the with-past half of optimum's unmerged pair ({self.first_step} runs the "
+                f"first step{encoder}): {text}"
             )
         return text
 
@@ -231,7 +245,11 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         return None  # a past whose shape nothing explains: not a cache ortlab can make
     if heads is None:
         heads = _heads_from_projections(graph, pairs[0], int(kv_heads), int(head_size))
-    encoder, frames = _encoder_beside(path) if fixed else ("", None)
+    # past inputs no present answers: a with-past decoder's cross cache, which the first
+    # step's decoder (optimum's unmerged pair) computes
+    fed_only = set(pasts) - set(presents)
+    first_step = FIRST_STEP_FILE if fed_only and (path.parent / FIRST_STEP_FILE).is_file() else ""
+    encoder, frames = _encoder_beside(path) if fixed or fed_only else ("", None)
     states = _encoder_states(inputs, fixed)
     return DecoderInfo(
         layers=len(pairs),
@@ -257,6 +275,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         encoder_mask=_encoder_mask(inputs, states),
         decoder_start=_decoder_start(folder, hf) if fixed else (),
         encoder_layers=_int(_first(hf, "encoder_layers", "num_layers")) if fixed else None,
+        first_step=first_step,
     )
 
 

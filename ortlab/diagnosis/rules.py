@@ -185,13 +185,14 @@ def unfused_transformer(f: Facts) -> list[Finding]:
         fix = (
             f"its network sits in If/Loop bodies ({f.seen.compute_in_bodies} MatMul/Gemm "
             "nodes: an optimum merged decoder), which ORT's transformers optimizer does not "
-            "rewrite: export the decoder unmerged (optimum's decoder_model.onnx and "
-            "decoder_with_past_model.onnx, or onnxruntime-genai's builder, which fuses "
-            "GroupQueryAttention) to fuse attention"
+            "rewrite: export the decoder without the merge (optimum-onnx's "
+            "text-generation-with-past export writes one model.onnx with past inputs and no "
+            "If), or with onnxruntime-genai's builder, which fuses GroupQueryAttention, to "
+            "fuse attention"
         )
         code = (
-            "# optimum-cli export onnx --model <model> --task text-generation-with-past "
-            "--no-post-process <dir>  # unmerged: then ortlab.transformer_optimize each file"
+            "# optimum-cli export onnx --model <model> --task text-generation-with-past <dir>"
+            "  # one model.onnx, no If: then ortlab.transformer_optimize it"
         )
     elif f.attention_reason:
         fix += f"; attention did not fuse because {f.attention_reason}"

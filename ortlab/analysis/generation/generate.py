@@ -23,7 +23,7 @@ from ortlab.analysis.generation.seq2seq import (
 )
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
-from ortlab.core.errors import FeedError
+from ortlab.core.errors import FeedError, UnsupportedModelError
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import Run
@@ -46,6 +46,18 @@ def require_decoder(
         raise FeedError(
             f"{m.name!r} is not a decoder with a KV cache (no past_key_values.* inputs matched "
             f"by present.* outputs): {verb} runs decoders; {instead}"
+        )
+    if info.first_step:
+        raise UnsupportedModelError(
+            f"{m.name!r} is {info.line()}. {verb} runs one decoder file token by token (a "
+            "merged decoder, or one with-past model whose first step feeds an empty past); "
+            f"this folder splits the steps between {info.first_step} and {m.path.name}, "
+            "whose cross-attention cache only the first computes. Merge them once with "
+            'optimum (pip install optimum-onnx): python -c "from optimum.onnx import '
+            f"merge_decoders; merge_decoders('{info.first_step}', '{m.path.name}', "
+            "save_path='decoder_model_merged.onnx', strict=False)\" in the folder "
+            "(ortlab then loads the merged file), or export without --no-post-process. Each "
+            "file alone is measured by ortlab.benchmark / profile / placement."
         )
     if info.cross_pairs and not encoder_decoder:
         raise FeedError(

@@ -206,9 +206,9 @@ def transformer_optimize(
             f"{m.name!r} keeps {inside} of its MatMul/Gemm/Conv nodes inside If/Loop/Scan bodies "
             "(an optimum merged decoder holds its network in an If): onnxruntime's transformers "
             "optimizer rewrites the main graph only, and its output would not load. Optimize "
-            "the unmerged exports (optimum's decoder_model.onnx and "
-            "decoder_with_past_model.onnx), or serve this model as it is: ORT fuses inside "
-            "the branches itself when the session is built."
+            "an export without the merge (optimum-onnx's text-generation-with-past writes one "
+            "model.onnx with past inputs and no If), or serve this model as it is: ORT fuses "
+            "inside the branches itself when the session is built."
         )
     inferred_type, inferred_heads, inferred_hidden, found = infer_transformer_params(m.proto)
     mt = model_type or inferred_type
