@@ -49,3 +49,20 @@ def test_samples_fold_as_one_tensor_and_a_late_nan_is_seen() -> None:
     s = ErrorSums()
     s.add(a, b[:-1])
     assert s.metrics().shape_mismatch
+
+
+def test_zero_tensors_alike_are_equal_and_against_non_zero_have_no_cosine() -> None:
+    """The one home of the rule: two zero (or empty) tensors agree (cosine 1, SQNR infinite,
+    nothing apart); a zero tensor against a non-zero one has no cosine, and its error shows."""
+    zeros = np.zeros((3, 5), np.float32)
+    same = ErrorSums()
+    same.add(zeros, zeros.copy())
+    m = same.metrics()
+    assert (m.cosine, m.sqnr_db, m.max_abs) == (1.0, float("inf"), 0.0)
+    other = ErrorSums()
+    other.add(zeros, np.full_like(zeros, 0.5))
+    o = other.metrics()
+    assert np.isnan(o.cosine) and o.max_abs == 0.5 and np.isnan(o.sqnr_db)
+    empty = ErrorSums()
+    empty.add(np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32))
+    assert empty.metrics().cosine == 1.0

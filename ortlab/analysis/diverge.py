@@ -277,17 +277,12 @@ def _producers(m: Model) -> dict[str, _Producer]:
 
 
 def _row(p: _Producer, tensor: str, s: TensorStats) -> TensorDivergence:
-    cosine = 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine  # both zero: alike
-    return TensorDivergence(p.index, tensor, p.node, p.op_type, cosine, s.max_abs, s.sqnr_db)
+    return TensorDivergence(p.index, tensor, p.node, p.op_type, s.cosine, s.max_abs, s.sqnr_db)
 
 
 def _final(output: str, exposed: TensorStats | None, plain: TensorStats) -> FinalError:
-    def cos(s: TensorStats | None) -> float:
-        if s is None:
-            return math.nan
-        return 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine
-
-    return FinalError(output, cos(exposed), cos(plain), plain.max_abs, plain.sqnr_db)
+    seen = math.nan if exposed is None else exposed.cosine
+    return FinalError(output, seen, plain.cosine, plain.max_abs, plain.sqnr_db)
 
 
 def _find_first(

@@ -194,8 +194,7 @@ class Checker:
 def _error(metric: str, s: TensorStats | None) -> float:
     if s is None:
         return math.nan
-    cosine = 1.0 if math.isnan(s.cosine) and s.max_abs == 0 else s.cosine
-    return metric_error(metric, cosine, s.max_abs, relative_of(s.sqnr_db))
+    return metric_error(metric, s.cosine, s.max_abs, relative_of(s.sqnr_db))
 
 
 def _worst(metric: str, finals: Mapping[str, TensorStats]) -> float:

@@ -67,14 +67,18 @@ class ErrorSums:
 
     def metrics(self) -> TensorStats:
         """The folded figures; NaN where they do not exist (shapes that differ, a non-finite
-        value, a zero tensor's cosine). Tensors that were empty on both sides are equal."""
+        value, the cosine of a zero tensor against a non-zero one). Tensors that were empty,
+        or zero, on both sides are equal (cosine 1): the one home of that rule."""
         nan = float("nan")
         bad = self.shape_mismatch or self.nonfinite_ref or self.nonfinite_var or not self.count
         if not self.count and not (self.shape_mismatch or self.nonfinite_ref or self.nonfinite_var):
             return TensorStats(float("inf"), 1.0, 0.0, 0.0, False, False)  # empty alike: equal
         denom = (self.rr * self.tt) ** 0.5
-        if bad or not denom:
+        if bad:
             sqnr = cosine = nan
+        elif not denom:  # a zero tensor: alike only when both are (no noise between them)
+            sqnr = float("inf") if self.noise == 0 else nan
+            cosine = 1.0 if self.noise == 0 else nan
         else:
             cosine = self.rt / denom
             sqnr = float("inf") if self.noise == 0 else 10 * np.log10(self.rr / self.noise)
