@@ -7,6 +7,7 @@ what they assert does not depend on how fast (or busy) the machine is."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import Feeds
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired
-from ortlab.diagnosis import rules
+from ortlab.diagnosis import rules, search
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
 from ortlab.diagnosis.facts import (
     Candidate,
@@ -37,6 +38,7 @@ from ortlab.diagnosis.facts import (
     Observed,
     load_caveat,
 )
+from ortlab.diagnosis.outcome import Got, run_stage
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
 from tests.models import facts_of, measured
@@ -475,10 +477,11 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
 
 
 def _search(budget_s: float = 600.0, m: Any = None) -> Any:
-    from ortlab.diagnosis.search import Search
+    """The ledger a doctor's stages read: each stage below runs alone on it."""
+    from ortlab.diagnosis.ledger import Ledger
 
     model = m or ortlab.load(ortlab.examples.mlp())
-    return Search(
+    return Ledger(
         Run(model, SessionConfig(), Feeds({}), progress=False),
         budget_s=budget_s,
         min_cosine=0.999,
@@ -546,16 +549,17 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
         Candidate("level:all", s.m, SessionConfig(level="all"), []),
     ]
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
-    ran = s.screen(items, seen)
-    assert len(ran) == 2 and s.rounds == 2 and s.runs == 2
-    assert s.notes == []  # what the budget left out is said once, last: budget_note
-    (short,) = s.skipped
+    out = run_stage(search.screen, "screen", s, Got(seen, items))  # the stage alone
+    assert out.items is not None and len(out.items) == 2 and out.timing == (2, 2)
+    assert s.measured == {} and s.rounds == 0  # nothing folded: the stage returned it all
+    assert out.said.notes == []  # what the budget left out is said once, last: budget_note
+    (short,) = out.said.skipped
     assert "had no room for 6 rounds, the fewest a 95 % verdict needs; it ran 2" in short
-    note = s.budget_note()
+    note = s.budget.budget_note()
     assert note.startswith("verdicts in the screen: ")
     # 2 x (6 rounds x 2 runs + 3 warm-up runs) x 0.1 s / 0.35
     assert note.endswith("raise budget_s to about 9 s to measure them")
-    v = s.measured["level:all"]
+    v = out.rows["level:all"]
     assert not v.faster and math.isnan(v.paired.low) and math.isnan(v.confidence)
     assert "not enough rounds for a verdict (need ≥ 6" in v.paired.verdict
     assert v.paired.ratio == 0.5
@@ -602,10 +606,11 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
     monkeypatch.setattr("ortlab.diagnosis.candidates.make_quantized", broken)
     s = _search()
     seen = _observed(op_time_share={"Conv": 0.8, "MatMul": 0.1})
-    items, _ = s.candidates(seen, [], quantize=True, transformers=False)
-    keys = [k for k, *_ in items]
+    build = functools.partial(search.candidates, quantize=True, transformers=False)
+    out = run_stage(build, "build variants", s, Got(seen))
+    keys = [k for k, *_ in out.items or []]
     assert "variant:quant-static" not in keys and {"baseline", "spin:off"} <= set(keys)
-    (x,) = s.failures
+    (x,) = out.said.failures
     assert (x.what, x.message, x.stage) == (
         "static QDQ minmax per-channel",
         "AssertionError: (no message)",
@@ -621,7 +626,9 @@ def test_best_when_nothing_wins_has_no_interval() -> None:
             "level:all": _m("level:all", 0.99, 0.95, 1.03),
         }
     )
-    b = _search().best(facts.measured)
+    s = _search()
+    s.measured.update(facts.measured)  # what the stages returned, folded
+    b = search.best(s)
     assert b.variant == "original" and b.paired.ratio == 1.0
     assert math.isnan(b.paired.low) and math.isnan(b.paired.high)
     assert b.paired.verdict == "no candidate was measurably faster than the baseline"
@@ -1043,9 +1050,10 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     timing is scripted here; what is checked is the bookkeeping."""
     import time as _time
 
-    from ortlab.diagnosis.search import Search
+    from ortlab.diagnosis.ledger import Ledger
+    from ortlab.diagnosis.verify import settle
 
-    class Scripted(Search):
+    class Scripted(Ledger):
         def _time(self, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG002
             # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
             pattern = {
@@ -1064,7 +1072,7 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
     med, _ = s._time(finals, 8, 3, "")
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
-    s._settle(finals, cols, 3, _observed())
+    settle(s, finals, cols, 3, _observed())
     assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended
     assert len(cols["wide"][0]) == len(cols["wide"][1]) > 8  # extended, still paired
     assert any("more rounds for wide" in n for n in s.notes)
@@ -1097,12 +1105,11 @@ def test_a_stage_that_fails_before_the_baseline_is_timed_still_gives_a_result(
     """A stage's ortlab error stops the doctor with what it had (it once ended in KeyError
     'baseline' when the failure came before the screen timed the baseline)."""
     from ortlab.core.errors import OrtlabError
-    from ortlab.diagnosis.search import Search
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise OrtlabError("planted failure")
 
-    monkeypatch.setattr(Search, stage, fail)
+    monkeypatch.setattr(search, stage, fail)
     d = ortlab.doctor(mlp, budget_s=10, progress=False)
     assert any("planted failure" in n and "stopped at its" in n for n in d.notes)
     assert d.best.variant == "original" and "before it timed the baseline" in d.best.paired.verdict
@@ -1117,10 +1124,9 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     import time as clock
 
     from ortlab.core.errors import WorkerTimeoutError
-    from ortlab.diagnosis.budget import Budgeted, BudgetSpentError
+    from ortlab.diagnosis.budget import Budget, BudgetSpentError
 
-    b = Budgeted()
-    b.budget_s, b.timeout, b.failures, b.notes, b.skipped, b.need_s = 10.0, None, [], [], [], 0.0
+    b = Budget(10.0, clock.perf_counter())
     b.t0 = clock.perf_counter() - 5.0  # 5 s left: a call may run to 12 s (budget + 20 %)
     assert 6.5 < b.call_timeout() <= 7.0
     assert b.build_timeout() <= 2.0  # the building half ended at 5 s: 2 s at most
@@ -1128,13 +1134,13 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     with pytest.raises(BudgetSpentError):
         b.call_timeout()
     assert b.guarded("step", "build", b.call_timeout) is None
-    assert b.failures == [] and b.skipped[-1].startswith("step (not started: the budget")
+    assert b.said.failures == [] and b.skipped[-1].startswith("step (not started: the budget")
 
     def cut() -> None:
         raise WorkerTimeoutError("did not finish")
 
     assert b.guarded("static QDQ", "build", cut, "ortlab.quantize(model)") is None
-    assert b.failures == [] and b.skipped[-1].startswith("static QDQ (did not finish in the")
+    assert b.said.failures == [] and b.said.skipped[-1].startswith("static QDQ (did not finish")
     assert "run it alone: ortlab.quantize(model)" in b.skipped[-1]
     note = b.budget_note()  # both, once, with the one piece of advice
     assert note.count("raise budget_s") == 1
@@ -1167,9 +1173,13 @@ def test_the_baseline_is_profiled_once(
     s = _search(m=m)
     s.cfg = SessionConfig(providers=providers, fallback="allow")
     s.feeds = dict(m.example_inputs())
-    seen = s.observe()
+    from ortlab.diagnosis.outcome import begin
+
+    out = search.observe(s, begin(s, "observe"))  # the first stage alone
+    seen = out.observed
     assert len(calls) == 1, calls
-    assert s.profile.report is not None and seen.profiled_ms > 0
+    assert seen is not None and out.profile is not None and out.profile.report is not None
+    assert seen.profiled_ms > 0 and s.profile is None  # returned, not written
     if "qnn" in providers:
         assert calls == ["placement"] and seen.roofline is None
 

@@ -7,6 +7,7 @@ against what loaded, and an int4 model that gets no int8 candidate."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Any
@@ -253,9 +254,11 @@ def int4_model() -> ortlab.Model:
 def test_an_int4_model_gets_no_int8_candidate(int4_model: ortlab.Model) -> None:
     """MatMulNBits carries the time: the doctor used to propose dynamic int8 and list ORT's
     refusal as a warning. A candidate that cannot apply is not proposed, and not a finding."""
-    from ortlab.diagnosis.search import Search
+    from ortlab.diagnosis import search
+    from ortlab.diagnosis.ledger import Ledger
+    from ortlab.diagnosis.outcome import Got, run_stage
 
-    s = Search(
+    s = Ledger(
         Run(int4_model, SessionConfig(), Feeds({}), progress=False),
         budget_s=600.0,
         min_cosine=0.999,
@@ -271,10 +274,12 @@ def test_an_int4_model_gets_no_int8_candidate(int4_model: ortlab.Model) -> None:
         op_time_share={"MatMulNBits": 0.7, "Add": 0.1},
         cores=2,
     )
-    items, _ = s.candidates(seen, [], quantize=True, transformers=False)
-    assert not [it.key for it in items if "quant" in it.key]
-    assert s.failures == []  # not a failure either
-    assert any("already quantized" in n and "MatMulNBits" in n for n in s.notes), s.notes
+    build = functools.partial(search.candidates, quantize=True, transformers=False)
+    out = run_stage(build, "build variants", s, Got(seen))
+    assert not [it.key for it in out.items or [] if "quant" in it.key]
+    assert out.said.failures == []  # not a failure either
+    notes = out.said.notes
+    assert any("already quantized" in n and "MatMulNBits" in n for n in notes), notes
 
 
 @pytest.fixture(scope="module")

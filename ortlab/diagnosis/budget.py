@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ortlab.core.errors import (
@@ -27,8 +28,9 @@ from ortlab.diagnosis.facts import Candidate, CandidateFailure, Kind
 __all__ = [
     "BUDGET_SLACK",
     "BUILD_SHARE",
+    "Budget",
     "BudgetSpentError",
-    "Budgeted",
+    "Said",
     "fit_screen",
     "memory_need_s",
     "memory_plan",
@@ -117,22 +119,36 @@ def fit_screen(
     return [it for k, it in enumerate(items) if k in keep]
 
 
-class Budgeted:
-    """The budget half of the doctor's search: ``budget_s`` from ``t0``, the caller's own
-    ``timeout`` per call, and where failures and notes go."""
+@dataclass
+class Said:
+    """What one stage has to say besides its facts: its notes, the candidates that failed, and
+    what the budget left out (each said once in :meth:`Budget.budget_note`, with the budget
+    that would measure them, where known)."""
 
-    budget_s: float
-    t0: float
-    timeout: float | None
-    failures: list[CandidateFailure]
-    notes: list[str]
-    skipped: list[str]
-    """What the budget left out, each said once in :meth:`budget_note` (below the result)."""
-    need_s: float
-    """The budget that would have measured what was left out, where known (0: not known)."""
+    notes: list[str] = field(default_factory=list)
+    failures: list[CandidateFailure] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    need_s: float = 0.0
+
+
+class Budget:
+    """The doctor's time: ``budget_s`` from ``t0``, the caller's own ``timeout`` per call. What
+    a step the budget cut short or a candidate that failed has to say goes to :attr:`said`,
+    the stage in flight's (:func:`~ortlab.diagnosis.stages.run_plan` gives each stage its
+    own)."""
+
+    def __init__(self, budget_s: float, t0: float, timeout: float | None = None) -> None:
+        self.budget_s, self.t0, self.timeout = budget_s, t0, timeout
+        self.said = Said()
+        self.skipped: list[str] = []
+        """Everything the budget left out so far, every stage's (for :meth:`budget_note`)."""
+        self.need_s = 0.0
 
     def skip(self, what: str, need_s: float = 0.0) -> None:
         """Record something the budget left out (said once, with the others, in the last note)."""
+        if what not in self.said.skipped:
+            self.said.skipped.append(what)
+        self.said.need_s = max(self.said.need_s, need_s)
         if what not in self.skipped:
             self.skipped.append(what)
         self.need_s = max(self.need_s, need_s)
@@ -186,7 +202,7 @@ class Budgeted:
             return None
         except WorkerTimeoutError as err:
             if self.timeout is not None and time.perf_counter() - started >= self.timeout:
-                self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+                self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             else:  # the doctor's own budget stopped it
                 took = time.perf_counter() - started
                 self.skip(
@@ -196,5 +212,5 @@ class Budgeted:
             return None
         except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
             # AssertionError with no message, IndexError…); each is a finding, not the end.
-            self.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+            self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             return None

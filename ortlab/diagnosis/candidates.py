@@ -36,7 +36,7 @@ from ortlab.diagnosis.rules import attention_shaped
 
 if TYPE_CHECKING:
     from ortlab.core.inputs import Feeds
-    from ortlab.diagnosis.budget import Budgeted
+    from ortlab.diagnosis.budget import Budget
 
 __all__ = [
     "applicable_quantization",
@@ -101,7 +101,7 @@ def variant_candidates(
     seen: Observed,
     user_variants: Sequence[Any],
     *,
-    budget: Budgeted,
+    budget: Budget,
     feeds: Feeds,
     notes: list[str],
     quantize: bool,

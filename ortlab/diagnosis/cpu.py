@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired, Verdict, paired_ratio
 from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.budget import Budgeted
+from ortlab.diagnosis.budget import Budget
 from ortlab.diagnosis.facts import (
     Candidate,
     CandidateFailure,
@@ -30,13 +29,11 @@ from ortlab.diagnosis.facts import (
     CpuCosts,
     Kind,
     Measured,
-    Observed,
     baseline_ms,
 )
+from ortlab.diagnosis.ledger import Ledger
+from ortlab.diagnosis.outcome import Got, Outcome
 from ortlab.engine.calls import measure_cpu
-
-if TYPE_CHECKING:
-    from ortlab.diagnosis.search import Search
 
 __all__ = [
     "CPU_COLUMNS",
@@ -91,7 +88,7 @@ def cpu_stage(
     measured: Mapping[str, Measured],
     *,
     timed_at: Callable[[int, float], Run],
-    budget: Budgeted,
+    budget: Budget,
     per_run_ms: float,
     objective: str,
 ) -> CpuCosts:
@@ -182,30 +179,31 @@ def check_objective(objective: str) -> None:
         )
 
 
-def search_cpu(search: Search, seen: Observed, items: list[Candidate], objective: str) -> CpuCosts:
-    """The CPU stage (:func:`~ortlab.diagnosis.cpu.cpu_stage`) at the search's inputs, what it
-    left out and what failed said where the search says its own."""
+def search_cpu(ledger: Ledger, got: Got, out: Outcome, *, objective: str) -> Outcome:
+    """The CPU stage (:func:`~ortlab.diagnosis.cpu.cpu_stage`) at the doctor's inputs
+    (``out.cpu``), what it left out and what failed said as the stage's own."""
     cpu = cpu_stage(
-        items,
-        search.measured,
-        timed_at=lambda runs, limit: search.run.with_(runs=runs, timeout=limit),
-        budget=search,
-        per_run_ms=baseline_ms(seen, search.measured),
+        got.items,
+        ledger.measured,
+        timed_at=lambda runs, limit: ledger.run.with_(runs=runs, timeout=limit),
+        budget=ledger.budget,
+        per_run_ms=baseline_ms(got.seen, ledger.measured),
         objective=objective,
     )
-    search.notes.extend(cpu.notes)
+    out.said.notes.extend(cpu.notes)
     for what in cpu.skipped:
-        search.skip(what)
+        ledger.skip(what)
     for key, why in cpu.failed.items():
-        search.failures.append(CandidateFailure(f"the CPU cost of {key}", why, "cpu"))
-    return cpu
+        out.said.failures.append(CandidateFailure(f"the CPU cost of {key}", why, "cpu"))
+    out.cpu = cpu
+    return out
 
 
-def cheapest(search: Search, cpu: CpuCosts) -> Best:
+def cheapest(ledger: Ledger, cpu: CpuCosts) -> Best:
     """``doctor(objective="cpu")``'s best: the accurate candidate that saves the most CPU per
     run beyond noise, its CPU verdict first and its latency verdict beside it; without one,
     the baseline, with why."""
-    won = best_for_cpu(cpu, search.measured, search.accurate)
+    won = best_for_cpu(cpu, ledger.measured, ledger.accurate)
     nan = float("nan")
     if won is None:
         why = (
@@ -214,15 +212,15 @@ def cheapest(search: Search, cpu: CpuCosts) -> Best:
             else "the CPU cost was not measured (see the notes)"
         )
         return Best(
-            search.cfg,
+            ledger.cfg,
             "original",
-            str(search.m.path),
+            str(ledger.m.path),
             [],
             Paired(1.0, nan, nan, why),
             1.0,
             objective="cpu",
         )
-    row = search.measured[won.key]
+    row = ledger.measured[won.key]
     return Best(
         row.config,
         row.variant,

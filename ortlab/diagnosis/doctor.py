@@ -14,6 +14,7 @@ busy machine does not hold on an idle one."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
+from ortlab.diagnosis import search
 from ortlab.diagnosis.best import Best, loaded_only
 from ortlab.diagnosis.cpu import CPU_COLUMNS, cheapest, check_objective, search_cpu
 from ortlab.diagnosis.facts import (
@@ -40,20 +42,20 @@ from ortlab.diagnosis.facts import (
     Facts,
     Finding,
     Measured,
-    TransformerFusion,
     busy_cores,
     load_caveat,
 )
 from ortlab.diagnosis.generation import GenerationFacts, best_in_generation, generation_stage
+from ortlab.diagnosis.ledger import Ledger
+from ortlab.diagnosis.outcome import Got, Outcome, begin, run_stage
 from ortlab.diagnosis.rules import run_rules
-from ortlab.diagnosis.search import Search
-from ortlab.diagnosis.stages import run_plan
+from ortlab.diagnosis.search import observe
+from ortlab.diagnosis.stages import Plan, run_plan
+from ortlab.diagnosis.verify import combine
 from ortlab.engine.calls import as_config, edge
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from ortlab.diagnosis.search import Search
 
 __all__ = ["Best", "CpuSample", "DoctorResult", "cpu_sample", "doctor", "other_cores"]
 
@@ -348,94 +350,78 @@ def doctor(
         cfg = cfg.with_(providers=providers)
     run = edge(model, cfg.with_(fallback="allow"), feeds, dims=dims, progress=progress)
     cfg = run.config
-    search = Search(
+    ledger = Ledger(
         run.with_(timeout=timeout),
         budget_s=budget_s,
         min_cosine=min_cosine,
         t0=t0,
         max_rounds=max(int(rounds), MIN_ROUNDS),
     )
+    stages.done("prepare")
+    # nothing is measured before it: its failure is the doctor's
+    first = observe(ledger, begin(ledger, "observe"))
+    assert first.observed is not None  # observe's outcome always carries it
+    got = Got(first.observed)
+    got.fold(first, ledger)
     if rounds < MIN_ROUNDS:
-        search.notes.append(
+        got.notes.append(
             f"rounds={rounds} raised to {MIN_ROUNDS}: a 95 % interval needs at least "
             f"{MIN_ROUNDS} rounds"
         )
-    stages.done("prepare")
-    seen = search.observe()  # nothing is measured before it: its failure is the doctor's
     stages.done("observe")
-    # what the stages return, assembled into the Facts once they are done
-    items: list[Any] = []
-    fp: Any = None
-    fusion = TransformerFusion()
-    signals: list[Any] = []
-    generation: GenerationFacts | None = None
-    cpu = CpuCosts()
-
-    def measure_memory() -> None:
-        nonlocal fp
-        fp = search.memory()
-
-    def generate_trials() -> None:
-        nonlocal generation
-        generation = generation_stage(search, cores=seen.cores, logical=stages.cpus or 1)
-
-    def build() -> None:
-        nonlocal items, fusion
-        items, fusion = search.candidates(
-            seen, variants, footprint=fp, quantize=quantize, transformers=transformers
-        )
-
-    def screen() -> None:
-        nonlocal items
-        items = search.screen(items, seen)
-
-    def cpu_cost() -> None:
-        nonlocal cpu
-        cpu = search_cpu(search, seen, items, objective)
-
-    def fix() -> None:
-        nonlocal items
-        items = search.fix_quantization(items, seen)
-
-    def explain() -> None:
-        nonlocal signals
-        signals = search.explain_slow(items)
-
-    plan: list[tuple[str, Callable[[], Any]]] = [
-        *([("memory", measure_memory)] if memory else []),
-        *([("generation", generate_trials)] if search.m.decoder is not None else []),
-        ("build variants", build),
-        ("screen", screen),
-        ("CPU cost", cpu_cost),
-        ("accuracy", lambda: search.accuracy(items, eval_data)),
-        *([("quantization fix", fix)] if quantize else []),
-        ("combine", lambda: search.combine(items, seen)),
-        ("explain", explain),
+    decoder = ledger.m.decoder is not None
+    plan: Plan = [
+        *([("memory", search.memory)] if memory else []),
+        *([("generation", functools.partial(_generation, cpus=stages.cpus))] if decoder else []),
+        (
+            "build variants",
+            functools.partial(
+                search.candidates,
+                user_variants=variants,
+                quantize=quantize,
+                transformers=transformers,
+            ),
+        ),
+        ("screen", search.screen),
+        ("CPU cost", functools.partial(search_cpu, objective=objective)),
+        ("accuracy", functools.partial(search.accuracy, eval_data=eval_data)),
+        *([("quantization fix", search.fix_quantization)] if quantize else []),
+        ("combine", combine),
+        ("explain", search.explain_slow),
     ]
-    run_plan(plan, search, stages.done, progress)
-    best = search.best(dict(search.measured))
+    run_plan(plan, ledger, got, stages.done, progress)
+    best = search.best(ledger)
     if objective == "cpu":
-        best = cheapest(search, cpu)
-    if generation is not None:  # one story: the search's best is generated with too
-        generation = _best_generated(search, generation, best)
+        best = cheapest(ledger, got.cpu)
+    if got.generation is not None:  # one story: the search's best is generated with too
+        got.fold(
+            run_stage(functools.partial(_best_generated, best=best), "best", ledger, got), ledger
+        )
     facts = Facts.assemble(
-        seen,
-        measured=dict(search.measured),
-        fusion=fusion,
-        footprint=fp,
-        quant_fixes=dict(search.quant_fixes),
-        variant_signals=signals,
-        failures=list(search.failures),
+        got.seen,
+        measured=dict(ledger.measured),
+        fusion=got.fusion,
+        footprint=got.footprint,
+        quant_fixes=dict(got.quant_fixes),
+        variant_signals=got.signals,
+        failures=list(got.failures),
         other_cpu=dict(stages.load),
         logical_cpus=stages.cpus,
-        generation=generation,
-        cpu=cpu,
+        generation=got.generation,
+        cpu=got.cpu,
     )
-    return _result(search, facts, stages, best, budget_s=budget_s, t0=t0, objective=objective)
+    return _result(ledger, got, facts, stages, best, budget_s=budget_s, t0=t0, objective=objective)
+
+
+def _generation(ledger: Ledger, got: Got, out: Outcome, *, cpus: int) -> Outcome:
+    """The generation stage (:func:`~ortlab.diagnosis.generation.generation_stage`)."""
+    out.generation = generation_stage(ledger, cores=got.seen.cores, logical=cpus or 1)
+    return out
 
 
 def _result(
-    search: Search,
+    ledger: Ledger,
+    got: Got,
     facts: Facts,
     stages: _Stages,
     best: Best,
@@ -450,31 +436,33 @@ def _result(
         env["other processes' CPU"] = f"{per_stage} cores of {stages.cpus} logical CPUs"
     caveat = load_caveat(facts)
     busy = busy_cores(facts)
+    notes = list(got.notes)
     if caveat and busy is not None:
-        search.notes.append(
+        notes.append(
             f"other processes used {busy:.1f} of {stages.cpus} cores while the candidates were "
             "timed: the timings, thread and spinning advice above all, describe a busy machine; "
             "re-run the doctor idle to confirm them"
         )
     best, dropped = loaded_only(best, facts.seen.report.active)
     if dropped:  # never a verified configuration with an EP nothing was measured on
-        search.notes.append(dropped)
-    if search.budget_note():  # what the budget left out, said once, last
-        search.notes.append(search.budget_note())
+        notes.append(dropped)
+    if ledger.budget.budget_note():  # what the budget left out, said once, last
+        notes.append(ledger.budget.budget_note())
+    samples = ledger.samples
     return DoctorResult(
-        model=search.m.name,
-        model_path=str(search.m.path),
-        requested=search.cfg.with_(fallback="warn"),
+        model=ledger.m.name,
+        model_path=str(ledger.m.path),
+        requested=ledger.cfg.with_(fallback="warn"),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_in_generation(_with_caveat(best, search.cfg, caveat), facts.generation),
+        best=_in_generation(_with_caveat(best, ledger.cfg, caveat), facts.generation),
         baseline_ms=facts.baseline_ms,
-        rounds=search.rounds,
-        runs=search.runs,
+        rounds=ledger.rounds,
+        runs=ledger.runs,
         budget_s=budget_s,
         elapsed_s=time.perf_counter() - t0,
         environment=env,
-        profile=search.profile,
+        profile=ledger.profile,
         placement=facts.seen.placement,
         whatif=facts.seen.predicted_fixed or facts.seen.predicted,
         memory=facts.footprint,
@@ -482,26 +470,31 @@ def _result(
         generation=facts.generation,
         cpu=facts.cpu,
         objective=objective,
-        notes=search.notes,
+        notes=notes,
         stages=stages.seconds,
         other_cpu=stages.load,
-        feeds=search.feeds.describe(),
-        synthetic=search.feeds.synthetic,
-        eval_data=search.samples.source if hasattr(search, "samples") else "",
-        eval_synthetic=search.samples.synthetic if hasattr(search, "samples") else None,
+        feeds=ledger.feeds.describe(),
+        synthetic=ledger.feeds.synthetic,
+        eval_data=samples.source if samples is not None else "",
+        eval_synthetic=samples.synthetic if samples is not None else None,
     )
 
 
 _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
 
 
-def _best_generated(search: Search, generation: GenerationFacts, best: Best) -> GenerationFacts:
-    """The search's best, when it is not the baseline, generated against the baseline."""
-    if best.key in ("", "baseline") or (best.variant == "original" and best.config == search.cfg):
-        return generation
-    model = search.m if best.variant == "original" else load(best.model_path, name=best.variant)
+def _best_generated(ledger: Ledger, got: Got, out: Outcome, *, best: Best) -> Outcome:
+    """The search's best, when it is not the baseline, generated against the baseline
+    (``out.generation``: the generation facts with its trial)."""
+    generation = got.generation
+    if generation is None or best.key in ("", "baseline"):
+        return out
+    if best.variant == "original" and best.config == ledger.cfg:
+        return out
+    model = ledger.m if best.variant == "original" else load(best.model_path, name=best.variant)
     label = f"{best.variant} · {best.config.label()}"
-    return best_in_generation(search, generation, model, best.config, label)
+    out.generation = best_in_generation(ledger, generation, model, best.config, label)
+    return out
 
 
 def _in_generation(best: Best, generation: GenerationFacts | None) -> Best:

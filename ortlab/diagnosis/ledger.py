@@ -3,16 +3,18 @@ measured rows, their latencies and outputs) and how a row is measured — timing
 the budget, interleaved timing with the baseline, the outputs of a candidate and their cosine
 with the baseline's.
 
-The stages (:class:`~ortlab.diagnosis.search.Search`, and the final one,
-:class:`~ortlab.diagnosis.verify.FinalStage`) write their rows here; a candidate the worker
-cannot build or run while timing becomes a
-:class:`~ortlab.diagnosis.facts.CandidateFailure`, and the others go on.
+The stages (:mod:`~ortlab.diagnosis.search`, and the final one,
+:mod:`~ortlab.diagnosis.verify`) read it and return their rows, which ``doctor()`` folds in; a
+candidate the worker cannot build or run while timing becomes a
+:class:`~ortlab.diagnosis.facts.CandidateFailure` of the stage in flight, and the others go
+on.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,11 +25,10 @@ from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, plan_rounds
-from ortlab.diagnosis.budget import Budgeted
+from ortlab.diagnosis.budget import Budget, Said
 from ortlab.diagnosis.facts import (
     Candidate,
     CandidateFailure,
-    FixTried,
     Measured,
     Observed,
     baseline_ms,
@@ -40,14 +41,16 @@ from ortlab.engine.tasks_timing import WARMUP_RUNS
 __all__ = ["Item", "Ledger"]
 
 Item = Candidate
+T = TypeVar("T")
 
 
-class Ledger(Budgeted):
-    """State of one doctor run (kept off the result: models, feeds, timing plan), and the
-    measuring every stage shares."""
-
-    samples: Calibration
-    """The evaluation samples every output is computed on (set by the accuracy stage)."""
+class Ledger:
+    """What every stage of one doctor run reads (kept off the result: the run, the budget, the
+    candidates' rows so far, their latencies and outputs, the evaluation samples) and the
+    measuring the stages share. A stage writes none of it: it returns an
+    :class:`~ortlab.diagnosis.stages.Outcome`, which ``doctor()`` folds in here in order (its
+    rows, the baseline's profile, the screen's timing plan, the samples); what a stage has to
+    say goes to :attr:`said`, that stage's own."""
 
     def __init__(
         self,
@@ -62,21 +65,59 @@ class Ledger(Budgeted):
         """The doctor's model, its baseline config (fallback allowed), the inputs every
         candidate runs at, its progress and its per-call timeout."""
         self.m, self.cfg, self.feeds = run.model, run.config, run.inputs
-        self.budget_s, self.min_cosine, self.t0 = budget_s, min_cosine, t0
-        self.progress, self.timeout = run.progress, run.timeout
+        self.min_cosine = min_cosine
+        self.progress = run.progress
+        self.budget = Budget(budget_s, t0, run.timeout)
         self.max_rounds = max_rounds
-        self.notes: list[str] = []
         self.profile: Any = None
+        """The baseline's ProfileResult (the observe stage's)."""
         self.rounds = 0
         self.runs = 3
+        self.samples: Calibration | None = None
+        """The evaluation samples every output is computed on (the accuracy stage's)."""
         self.outputs: dict[str, list[dict[str, np.ndarray]]] = {}
         self.latencies: dict[str, list[int]] = {}
-        self.failures: list[CandidateFailure] = []
         self.measured: dict[str, Measured] = {}
-        """The candidates' rows so far: the screen's, with cosines, then the final stage's."""
-        self.quant_fixes: dict[str, FixTried] = {}
-        self.skipped: list[str] = []
-        self.need_s = 0.0
+        """The candidates' rows the stages so far returned: the screen's, with cosines, then
+        the final stage's."""
+
+    # -- what the stage in flight says, and its budget --------------------------
+
+    @property
+    def said(self) -> Said:
+        return self.budget.said
+
+    @property
+    def notes(self) -> list[str]:
+        """The stage in flight's notes."""
+        return self.budget.said.notes
+
+    @property
+    def failures(self) -> list[CandidateFailure]:
+        """The stage in flight's failures."""
+        return self.budget.said.failures
+
+    @property
+    def budget_s(self) -> float:
+        return self.budget.budget_s
+
+    def left(self) -> float:
+        return self.budget.left()
+
+    def call_timeout(self) -> float:
+        return self.budget.call_timeout()
+
+    def build_left(self) -> float:
+        return self.budget.build_left()
+
+    def build_timeout(self) -> float:
+        return self.budget.build_timeout()
+
+    def skip(self, what: str, need_s: float = 0.0) -> None:
+        self.budget.skip(what, need_s)
+
+    def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
+        return self.budget.guarded(what, stage, fn, code)
 
     def _plan(self, n_items: int, seen: Observed, share: float, what: str) -> tuple[int, int]:
         """Runs per measurement and rounds (at most ``max_rounds``) that fit ``share`` of the
@@ -118,7 +159,7 @@ class Ledger(Budgeted):
             key, mm, c, _ = items[k]
             code = f"ortlab.benchmark(model, SessionConfig.from_json({c.to_json()!r}))"
             what = f"candidate {key} ({self._variant(mm)} · {c.label()})"
-            self.failures.append(CandidateFailure(what, msg, "timing", code))
+            self.said.failures.append(CandidateFailure(what, msg, "timing", code))
         ran = [k for k in range(len(items)) if k not in failed]
         med = out.medians_ms[:, ran]  # one column per item, NaN where one failed
         lat = [out.latencies_ns[k] for k in ran]
@@ -135,7 +176,10 @@ class Ledger(Budgeted):
     def _variant(self, mm: Model) -> str:
         return "original" if mm is self.m else mm.name
 
-    def _outputs(self, mm: Model, c: SessionConfig) -> list[dict[str, np.ndarray]]:
+    def _outputs(
+        self, mm: Model, c: SessionConfig, samples: Calibration | None = None
+    ) -> list[dict[str, np.ndarray]]:
+        """``mm``'s outputs under ``c`` on ``samples`` (default: the accuracy stage's)."""
         out: list[dict[str, np.ndarray]] = run_task(
             tasks.outputs_many,
             Via(
@@ -147,10 +191,16 @@ class Ledger(Budgeted):
             model_path=str(mm.path),
             model_name=mm.name,
             config=c.with_(io_binding=False),
-            samples=self.samples.samples,
+            samples=(samples or self.eval_samples()).samples,
             seeded=bool(self.m.random_ops),
         )
         return out
+
+    def eval_samples(self) -> Calibration:
+        """The accuracy stage's samples (a stage that computes outputs runs after it)."""
+        if self.samples is None:
+            raise OrtlabError("no evaluation samples: the accuracy stage has not run")
+        return self.samples
 
     def _cosine(self, key: str) -> float:
         """The lowest output cosine of ``key`` against the baseline's outputs."""

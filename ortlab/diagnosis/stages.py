@@ -1,34 +1,38 @@
 """The doctor's stages run in order (memory, generation, build, screen, CPU cost, accuracy,
-quantization fix, combine, explain): each named to the progress as it starts, the budget or an
-ortlab error ending the plan there with what the stages before it measured kept, a cancel from
+quantization fix, combine, explain): each a function that returns its
+:class:`~ortlab.diagnosis.outcome.Outcome`, folded into the facts so far as it ends; each named
+to the progress as it starts; the budget or an ortlab error ending the plan there with what the
+stages before it measured kept (the failed stage's own notes and failures too); a cancel from
 the user ending the doctor."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
 from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.facts import CandidateFailure
-from ortlab.diagnosis.search import Search
+from ortlab.diagnosis.ledger import Ledger
+from ortlab.diagnosis.outcome import Got, Stage, begin
 
 __all__ = ["run_plan", "said_stage"]
 
-Stage = tuple[str, Callable[[], Any]]
+Plan = list[tuple[str, Stage]]
 
 
 def run_plan(
-    plan: list[Stage],
-    search: Search,
+    plan: Plan,
+    ledger: Ledger,
+    got: Got,
     done: Callable[[str], None],
     progress: bool | Callable[[int, int], None],
 ) -> None:
-    """Each stage of ``plan`` in turn; ``done(name)`` after each (its time is the stage's).
+    """Each stage of ``plan`` in turn, its outcome folded into ``got`` (and the ledger) as it
+    ends; ``done(name)`` after each (its time is the stage's).
     The progress hears each stage's name (:func:`said_stage`; ``True``: a bar of the stages,
     named as each starts, above the bars of its calls)."""
     if progress is not True:
-        _each(plan, search, done, lambda name, k, n: said_stage(progress, name, k, n))
+        _each(plan, (ledger, got), done, lambda name, k, n: said_stage(progress, name, k, n))
         return
     from tqdm.auto import tqdm
 
@@ -40,7 +44,7 @@ def run_plan(
             bar.total, bar.n = n, k
             bar.refresh()
 
-        _each(plan, search, done, tell)
+        _each(plan, (ledger, got), done, tell)
     finally:
         bar.close()
 
@@ -59,31 +63,35 @@ def said_stage(progress: bool | Callable[[int, int], None], name: str, k: int, n
 
 
 def _each(
-    plan: list[Stage],
-    search: Search,
+    plan: Plan,
+    state: tuple[Ledger, Got],
     done: Callable[[str], None],
     tell: Callable[[str, int, int], None],
 ) -> None:
+    ledger, got = state
     for k, (name, stage) in enumerate(plan):
         tell(name, k, len(plan))
+        out = begin(ledger, name)
         try:
-            stage()
+            got.fold(stage(ledger, got, out), ledger)
         except WorkerCancelledError:
             raise
         except BudgetSpentError:  # not a failure: the budget ended the search here
-            search.skip(
+            ledger.skip(
                 f"the {name} stage and those after it (the budget and its slack were spent)"
             )
+            got.fold(out, ledger)  # what it measured before
             done(name)
             break
         except OrtlabError as err:  # keep what the stages before it measured
-            search.failures.append(
+            out.said.failures.append(
                 CandidateFailure(f"the {name} stage", error_text(err, 2000), name)
             )
-            search.notes.append(
+            out.said.notes.append(
                 f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
                 "findings above come from the stages before it"
             )
+            got.fold(out, ledger)
             done(name)
             break
         done(name)
