@@ -197,7 +197,8 @@ def test_doctor_measures_cpu_and_chooses_for_it() -> None:
         from ortlab.views.doctor import best_verdict
 
         assert "less CPU per run" in d.best.paired.verdict and d.best.latency is not None
-        assert best_verdict(d.best).endswith(f"; latency: {d.best.latency.verdict}")
+        # the latency beside the CPU verdict (a busy machine's caveat may follow it)
+        assert f"{d.best.paired.verdict}; latency: {d.best.latency.verdict}" in best_verdict(d.best)
     else:
         assert "CPU" in d.best.paired.verdict
     text = d.to_text()

@@ -192,3 +192,33 @@ def test_a_run_that_fails_at_guessed_dims_says_they_were_guessed() -> None:
     text = str(info.value)
     assert "were guessed" in text and "a=224" in text and "dims=" in text, text
     assert ortlab.benchmark(m, dims={"a": 7, "b": 7}, runs=2, progress=False).stats.count == 2
+
+
+def test_a_derived_run_is_the_edges_model_at_other_dims() -> None:
+    """Run.derive: the one way a stage gets a new Run. Its inputs at other dims are the
+    edge's own at those dims (array for array), its model the same object (no second load or
+    check), another config or inputs as given; a Run made by hand cannot invent inputs."""
+    import numpy as np
+
+    from ortlab.core.inputs import Feeds
+    from ortlab.core.run import Run
+    from ortlab.engine.calls import edge
+
+    llm = ortlab.examples.load("tiny_llama_int4")
+    first = edge(llm, None, None, dims={"prompt": 4, "past": 0, "batch": 1}, progress=False)
+    at = {"prompt": 1, "past": 9, "batch": 2}
+    derived = first.derive(dims=at, config=ortlab.SessionConfig(intra_op_threads=1))
+    direct = edge(llm, None, None, dims=at, progress=False)
+    assert derived.model is first.model and derived.progress is False
+    assert derived.config == ortlab.SessionConfig(intra_op_threads=1)
+    assert set(derived.inputs) == set(direct.inputs)
+    for k, v in direct.inputs.items():
+        assert np.array_equal(derived.inputs[k], v), k
+    assert derived.inputs.dims["past"].value == 9
+    same = first.derive(runs=5)
+    assert same.inputs is first.inputs and same.runs == 5
+    with pytest.raises(ValueError, match="dims or inputs"):
+        first.derive(dims=at, inputs=first.inputs)
+    by_hand = Run(first.model, first.config, Feeds(dict(first.inputs)))
+    with pytest.raises(ValueError, match="not made by ortlab's edge"):
+        by_hand.derive(dims=at)

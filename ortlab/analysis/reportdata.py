@@ -11,8 +11,8 @@ from typing import Any
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.generation.generate import GenerationResult, generate
 from ortlab.analysis.optimizers.levels import optimization_diff
-from ortlab.analysis.placement.measure import placement as run_placement
-from ortlab.analysis.profiling import profile as run_profile
+from ortlab.analysis.placement.measure import placement_run
+from ortlab.analysis.profiling import profile_run
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.machine import cpu_flags
@@ -62,6 +62,7 @@ def gather(
     *,
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
     profile: Any = None,
     placement: Any = None,
     optimization: Any = None,
@@ -94,21 +95,21 @@ def gather(
         todo_profile = profile is None and getattr(doctor, "profile", None) is None
         todo_levels = optimization is None and not set(chosen) & set(COMPILING_EPS)
         if todo_join or todo_profile or todo_levels:
-            # the feeds profile and optimization_diff build: said next to their figures
-            f = edge(m, cfg, feeds).inputs
-            inputs = (f.describe(), f.synthetic)
+            # one Run: the inputs every section measures with, said next to their figures
+            run = edge(m, cfg, feeds, dims=dims, runs=10, progress=progress)
+            inputs = (run.inputs.describe(), run.inputs.synthetic)
         if todo_join:  # one profiled session: the per-node join (graph) and the profile
-            placement = run_placement(m, cfg, feeds, runs=10, progress=progress)
+            placement = placement_run(run.derive(warmup=2))
             here["placement"] = inputs
             if todo_profile:
                 profile, todo_profile = placement.profile, False
                 here["profile"] = inputs
         if todo_profile:
-            profile = run_profile(m, cfg, feeds, runs=10, progress=progress)
+            profile = profile_run(run.derive(warmup=3))
             here["profile"] = inputs
         if todo_levels:
             optimization = optimization_diff(
-                m, levels, cfg, feeds, rounds=MIN_ROUNDS, runs=5, progress=progress
+                m, levels, cfg, feeds, dims=dims, rounds=MIN_ROUNDS, runs=5, progress=progress
             )
             here["optimization"] = inputs
     return ReportInputs(profile, placement, optimization, here, generation)

@@ -20,6 +20,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, table
+from ortlab.core.run import Run
 from ortlab.core.stats import median_with_interval
 from ortlab.engine.calls import as_config, edge
 
@@ -141,16 +142,8 @@ def _latency(latencies_ns: Sequence[int]) -> tuple[float, float, float]:
     return mid, low, high
 
 
-def _measure(
-    model: Any,
-    cfg: Any,
-    point: dict[str, int],
-    *,
-    runs: int,
-    targets: Sequence[str],
-    timeout: float | None,
-) -> SweepRow:
-    run = edge(model, cfg, None, dims=point, progress=False, timeout=timeout)  # one Run a point
+def _measure(run: Run, point: dict[str, int], *, runs: int, targets: Sequence[str]) -> SweepRow:
+    """One shape: ``run`` is the sweep's Run at that point's dims."""
     b = benchmark_run(run.with_(runs=runs, warmup=3))
     p50, low, high = _latency(b.latencies_ns)
     pl = placement_run(run.with_(runs=3, warmup=1))
@@ -167,7 +160,7 @@ def _measure(
             peak = int(mem["peak_bytes"].iloc[-1])
     predicted: dict[str, float] = {}
     if targets:
-        w = whatif(model, targets, dims=point, progress=False, timeout=timeout)
+        w = whatif(run.model, targets, dims=point, progress=False, timeout=run.timeout)
         for t in w.targets:
             try:
                 got = w[t.target]
@@ -221,9 +214,14 @@ def sweep(
 
         bar = tqdm(total=len(points), desc=f"sweep {m.name}", unit="shape", leave=False)
     report = progress if callable(progress) else None
+    first: Run | None = None  # the edge once; every other point derives from it
     for i, point in enumerate(points):
         try:
-            rows.append(_measure(m, config, point, runs=runs, targets=targets, timeout=timeout))
+            if first is None:
+                run = first = edge(m, config, None, dims=point, progress=False, timeout=timeout)
+            else:
+                run = first.derive(dims=point)
+            rows.append(_measure(run, point, runs=runs, targets=targets))
         except OrtlabError as err:  # this shape: say why, measure the others
             rows.append(
                 SweepRow(

@@ -307,19 +307,22 @@ def _report(args: argparse.Namespace) -> None:
             m, cfg, feeds, dims=args.dims, budget_s=args.budget, progress=wants_progress(args)
         )
         _warn_fallback(d, cfg, m)
-    if feeds is None and args.dims:  # the report's own profile and levels: the same shapes
-        feeds = m.example_inputs(dims=args.dims)
     if d is None:  # profiled here (as report() would) so that a fallback is said
-        profile = ortlab.profile(m, cfg, feeds, runs=10, progress=wants_progress(args))
+        profile = ortlab.profile(
+            m, cfg, feeds, dims=args.dims, runs=10, progress=wants_progress(args)
+        )
     w = None
-    if args.targets:
-        w = ortlab.whatif(m, args.targets, feeds=feeds, progress=wants_progress(args))
+    if args.targets:  # every part at the same shapes: the dims, as each verb resolves them
+        w = ortlab.whatif(
+            m, args.targets, feeds=feeds, dims=args.dims, progress=wants_progress(args)
+        )
     out = ortlab.report(
         m,
         d,
         path=args.output,
         config=cfg,
         feeds=feeds,
+        dims=args.dims,
         profile=profile,
         whatif=w,
         progress=wants_progress(args),

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 
-__all__ = ["ModelJob", "Progress", "Run"]
+__all__ = ["InputMaker", "ModelJob", "Progress", "Run"]
 
 Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
+InputMaker = Callable[[Mapping[str, int] | None], Feeds]
+"""How the edge makes a model's inputs at dims (the model loaded and checked once)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Run:
     warmup: int = 0
     progress: bool | Progress = True
     timeout: float | None = None
+    make_inputs: InputMaker | None = field(default=None, compare=False, repr=False)
+    """How the edge made :attr:`inputs`, for :meth:`derive` at other dims (None: a Run made
+    by hand, which derives at its own inputs only)."""
 
     def __post_init__(self) -> None:
         if self.runs < 1 or self.warmup < 0:
@@ -73,3 +78,31 @@ class Run:
     def with_(self, **changes: Any) -> Run:
         """This run with some fields changed (a config, a quiet progress)."""
         return dataclasses.replace(self, **changes)
+
+    def derive(
+        self,
+        *,
+        dims: Mapping[str, int] | None = None,
+        config: SessionConfig | None = None,
+        inputs: Feeds | None = None,
+        **changes: Any,
+    ) -> Run:
+        """A new Run of the same model, the way a stage gets one: its inputs made at ``dims``
+        as the edge made these (no second load, check or resolution of what is already
+        resolved), under ``config``, or with ``inputs`` given; ``changes`` as :meth:`with_`
+        (runs, progress, timeout)."""
+        if dims is not None and inputs is not None:
+            raise ValueError("derive: give dims or inputs, not both")
+        if dims is not None:
+            if self.make_inputs is None:
+                raise ValueError(
+                    "derive(dims=…): this Run was not made by ortlab's edge, so it cannot make "
+                    "inputs at other dims; pass inputs=."
+                )
+            inputs = self.make_inputs(dims)
+        new: dict[str, Any] = dict(changes)
+        if inputs is not None:
+            new["inputs"] = inputs
+        if config is not None:
+            new["config"] = config
+        return dataclasses.replace(self, **new)

@@ -54,7 +54,7 @@ class Best:
         return "best verified configuration" + (" for CPU per run" if cpu else "")
 
     def __repr__(self) -> str:
-        return f"<Best {self.variant} · {self.config.label()}: {render(self, 'text')}>"
+        return f"<Best {render(self, 'text')}>"
 
 
 def best_of(

@@ -242,8 +242,7 @@ class DoctorResult(Result):
     def __repr__(self) -> str:
         return (
             f"<DoctorResult {self.model!r}: {len(self.findings)} findings; best "
-            f"{self.best.variant} · {self.best.config.label()} "
-            f"({render(self.best, 'text')}); "
+            f"{render(self.best, 'text')}; "
             f"{len(self.measured)} candidates in {self.elapsed_s:.0f} s>"
         )
 

@@ -40,7 +40,7 @@ from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
 from ortlab.engine import tasks_generate
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import run_model_task
 
 if TYPE_CHECKING:
     from ortlab.diagnosis.ledger import Ledger
@@ -365,14 +365,11 @@ def _pairs(
 ) -> tuple[list[GenerationTrial], float | None]:
     """Each built candidate generating against the baseline (its ``shared`` cache), in pairs
     in the worker; a candidate that fails there is a failure, the others go on."""
-    m, cfg = ledger.m, ledger.cfg
+    m = ledger.m
     assert m.decoder is not None
     if not built:
         return [], None
-    run = edge(
-        m,
-        cfg,
-        None,
+    run = ledger.run.derive(
         dims={"prompt": prompt, "past": 0, "batch": 1},
         progress=ledger.progress,
         timeout=ledger.call_timeout(),

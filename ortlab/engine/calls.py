@@ -3,6 +3,7 @@ show a progress bar."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.feedcheck import validate_feeds
-from ortlab.core.inputs import DimChoice, example_inputs, resolve_dims
+from ortlab.core.inputs import DimChoice, Feeds, example_inputs, resolve_dims
 from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import ModelJob, Progress, Run
@@ -55,13 +56,26 @@ def edge(
     m = load(model)
     cfg = as_config(config)
     m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
-    if feeds is not None:
-        inputs = validate_feeds(m, feeds)
-    elif m.decoder is not None:  # inputs by role (prompt, past): valid for every step
-        inputs = m.example_inputs(dims, seed)
-    else:
-        inputs = example_inputs(m, seed=seed, choices=fitted_dims(m, dims))
-    return Run(m, cfg, inputs, runs=runs, warmup=warmup, progress=progress, timeout=timeout)
+    make = functools.partial(_made_inputs, m, seed)
+    inputs = validate_feeds(m, feeds) if feeds is not None else make(dims)
+    return Run(
+        m,
+        cfg,
+        inputs,
+        runs=runs,
+        warmup=warmup,
+        progress=progress,
+        timeout=timeout,
+        make_inputs=make,
+    )
+
+
+def _made_inputs(m: Model, seed: int, dims: Mapping[str, int] | None) -> Feeds:
+    """``m``'s inputs at ``dims``: by role for a decoder (prompt, past: valid for every
+    step), else at the dims resolved and fitted (:func:`fitted_dims`)."""
+    if m.decoder is not None:
+        return m.example_inputs(dims, seed)
+    return example_inputs(m, seed=seed, choices=fitted_dims(m, dims))
 
 
 IMAGE_SIZES = (32, 48, 64, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512, 640)

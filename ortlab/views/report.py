@@ -499,6 +499,7 @@ def report(
     path: str | Path = "report.html",
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
     profile: Any = None,
     placement: Any = None,
     optimization: Any = None,
@@ -517,7 +518,8 @@ def report(
     (whose profile is the report's profile, and which the embedded graph view draws with EP
     and time) and optimization diff are measured (the doctor's are reused). ``extra``: more
     results shown as sections of their own (``ortlab.cost``, ``throughput``, ``sweep``,
-    ``version_diff``…); the doctor's roofline is shown when it measured one."""
+    ``version_diff``…); the doctor's roofline is shown when it measured one. What it measures
+    runs at ``feeds``, else at ``dims`` (the verbs' grammar)."""
 
     m = load(model)
     got = gather(
@@ -525,6 +527,7 @@ def report(
         doctor,
         config=config,
         feeds=feeds,
+        dims=dims,
         profile=profile,
         placement=placement,
         optimization=optimization,

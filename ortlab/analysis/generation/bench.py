@@ -31,6 +31,7 @@ from ortlab.core.errors import FeedError
 from ortlab.core.machine import cpu_model, last_level_cache_bytes, load_sentence, physical_cores
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, table
+from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import tokens_per_s
 from ortlab.core.version import __version__
@@ -399,16 +400,11 @@ def llm_bench(
     rows: list[BenchRow] = []
     loads: list[float | None] = []
     version = ""
+    first = edge(
+        m, base, None, dims={"prompt": 1, "past": 0, "batch": 1}, progress=progress, timeout=timeout
+    )
     for t in settings:
-        cfg = dataclasses.replace(base, intra_op_threads=int(t))
-        run = edge(
-            m,
-            cfg,
-            None,
-            dims={"prompt": 1, "past": 0, "batch": 1},
-            progress=progress,
-            timeout=timeout,
-        )
+        run = first.derive(config=dataclasses.replace(base, intra_op_threads=int(t)))
         reply: LLMBenchReply = run_model_task(
             tasks_bench.bench,
             run,
@@ -442,7 +438,7 @@ def llm_bench(
             "node's time its median over them (and over a tg test's steps); "
             f"{PROFILER_OVERHEAD}."
         )
-        rows, peaks, more = _with_roofs(m, base, rows, settings, timeout)
+        rows, peaks, more = _with_roofs(first, rows, settings)
         notes += more
     return LLMBenchResult(
         model=m.name,
@@ -463,14 +459,11 @@ def llm_bench(
 
 
 def _with_roofs(
-    m: Model,
-    base: SessionConfig,
-    rows: list[BenchRow],
-    settings: list[int],
-    timeout: float | None,
+    run: Run, rows: list[BenchRow], settings: list[int]
 ) -> tuple[list[BenchRow], dict[int, list[Peak]], list[str]]:
     """Each profiled cell against the ceilings measured at its thread count: its nodes' time
     against the work counted at its shapes (one run per distinct shape, in the worker)."""
+    base, timeout = run.config, run.timeout
     peaks: dict[int, list[Peak]] = {}
     out = []
     for t in settings:
@@ -493,13 +486,11 @@ def _with_roofs(
         }
         cfg = dataclasses.replace(base, intra_op_threads=r.n_threads)
         roof = step_roof(
-            m,
-            cfg,
+            run.derive(config=cfg),
             times,
             phase="prefill" if pp else "decode",
             dims=dims,
             lookup=lookup[r.n_threads],
-            timeout=timeout,
         )
         out.append(dataclasses.replace(r, roof=roof))
     return (

@@ -307,7 +307,6 @@ def _measure(
             layer_sources={n: found.source_of(n) for n in names},
         )
     roofs, peaks, more = phase_roofs(
-        m,
         run,
         result.by_phase(),
         prompt=prompt,

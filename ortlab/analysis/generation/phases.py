@@ -26,10 +26,9 @@ from ortlab.analysis.limits.roofline import RooflineResult, RoofRow
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.machine import last_level_cache_bytes
-from ortlab.core.model import Model
 from ortlab.core.run import Run
 from ortlab.engine import tasks_cost
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import run_model_task
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,23 +106,21 @@ def machine_peaks(cfg: SessionConfig, timeout: float | None) -> list[Peak] | Non
 
 
 def step_roof(
-    m: Model,
-    cfg: SessionConfig,
+    run: Run,
     times: pd.DataFrame,
     *,
     phase: str,
     dims: dict[str, int],
     lookup: RooflineResult,
-    timeout: float | None,
 ) -> PhaseRoof | None:
     """One step's nodes (``times``: node, us_per_step, share) against the work counted at
-    ``dims`` (one profiled run at those shapes, in the worker) and ``lookup``'s ceilings;
-    ``phase`` says which ceiling its weights meet ('prefill': the GEMM peak; 'decode': the
-    bandwidth). None when no node has time."""
+    ``dims`` (one profiled run of ``run``'s model and config at those shapes, in the worker)
+    and ``lookup``'s ceilings; ``phase`` says which ceiling its weights meet ('prefill': the
+    GEMM peak; 'decode': the bandwidth). None when no node has time."""
     times = times[times["us_per_step"] > 0]
     if not len(times):
         return None
-    at = edge(m, cfg, None, dims=dims, progress=False, timeout=timeout)
+    at = run.derive(dims=dims, progress=False)
     reply = run_model_task(tasks_cost.shapes, at)
     costs, _ = cost_rows(reply)
     weighted = [
@@ -155,7 +152,6 @@ def step_roof(
 
 
 def phase_roofs(
-    m: Model,
     run: Run,
     by_phase: Any,
     *,
@@ -178,13 +174,7 @@ def phase_roofs(
         ("decode", {"prompt": 1, "past": past, "batch": batch}),
     ):
         roof = step_roof(
-            m,
-            cfg,
-            by_phase[by_phase["phase"] == phase],
-            phase=phase,
-            dims=dims,
-            lookup=lookup,
-            timeout=run.timeout,
+            run, by_phase[by_phase["phase"] == phase], phase=phase, dims=dims, lookup=lookup
         )
         if roof is not None:
             roofs.append(roof)
