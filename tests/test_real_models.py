@@ -668,7 +668,11 @@ def test_a_heavy_model_keeps_half_the_doctors_budget_for_timing() -> None:
     d = ortlab.doctor(m, feeds=corpus.feeds("piper_joe"), budget_s=60, progress=False)
     assert d.memory is None
     assert any(n.startswith("the memory footprint was not measured") for n in d.notes), d.notes
-    assert d.rounds >= 2 and len(d.measured) >= 3, (d.rounds, len(d.measured))
+    # the screen timed the baseline against candidates; how many fit depends on the machine's
+    # load (CI with a core busy fitted one), and any left out are said with the budget to ask
+    assert d.rounds >= 2 and len(d.measured) >= 2, (d.rounds, len(d.measured))
+    said = any("fit the screen" in n and "raise budget_s" in n for n in d.notes)
+    assert len(d.measured) >= 3 or said, d.notes
     hang = [f for f in d.findings if "hang ORT" in f.evidence]
     assert not hang, [f.title for f in hang]
 
