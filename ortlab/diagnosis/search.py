@@ -38,7 +38,7 @@ from ortlab.analysis.memory import footprint, memory_settings
 from ortlab.analysis.optimizers.levels import initializer_input_blocker
 from ortlab.analysis.placement.measure import placement
 from ortlab.analysis.placement.whatif import whatif
-from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS, TARGETS
+from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS, TARGETS, WhatIfResult
 from ortlab.analysis.quantization.error import QuantFix, quantization_error
 from ortlab.analysis.quantization.metrics import degenerate_notes
 from ortlab.analysis.quantization.quantize import calibration_data
@@ -47,8 +47,9 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
 from ortlab.core.machine import physical_cores
-from ortlab.core.model import Model
+from ortlab.core.model import Model, ModelLike
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.sessionreport import ProviderIssue
 from ortlab.core.stats import MIN_ROUNDS, paired_ratio
 from ortlab.diagnosis.best import Best, best_of
 from ortlab.diagnosis.budget import (
@@ -187,7 +188,9 @@ def memory(ledger: Ledger, got: Got, out: Outcome) -> Outcome:  # noqa: ARG001 -
     return out
 
 
-def _predict(ledger: Ledger, missing: Sequence[Any], symbolic: bool) -> tuple[Any, Any]:
+def _predict(
+    ledger: Ledger, missing: Sequence[ProviderIssue], symbolic: bool
+) -> tuple[WhatIfResult | None, WhatIfResult | None]:
     """A requested NPU EP that does not run here (QNN, NNAPI, CoreML, OpenVINO): predict
     its partition with ``ortlab.whatif`` (its real compiler where one runs without the
     device), as exported and at the timed shapes, so the rules can say why nodes fall
@@ -220,7 +223,7 @@ def candidates(
     got: Got,
     out: Outcome,
     *,
-    user_variants: Sequence[Any] = (),
+    user_variants: Sequence[ModelLike] = (),
     quantize: bool,
     transformers: bool,
 ) -> Outcome:

@@ -13,6 +13,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
 from ortlab.views.lab.controls import TabControls
 from ortlab.views.lab.history import History
+from ortlab.views.lab.outputs import Shown
 from ortlab.views.lab.state import LabState
 
 __all__ = ["LabHost"]
@@ -30,8 +31,8 @@ class LabHost(Protocol):
     """The Lab's notice line (an ipywidgets HTML)."""
     whatif_shown: list[Any]
     """What the Placement tab shows of the last what-if, under the measured placement."""
-    shown: Any
-    """What each tab shows now (:class:`~ortlab.views.lab.outputs.Shown`)."""
+    shown: Shown
+    """What each tab shows now."""
 
     @property
     def state(self) -> LabState: ...

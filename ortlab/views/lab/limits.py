@@ -19,6 +19,7 @@ from ortlab.analysis.throughput import throughput
 from ortlab.analysis.versions import version_diff
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import OrtlabError
+from ortlab.core.result import Result
 from ortlab.views.html import esc
 from ortlab.views.lab.host import LabHost
 
@@ -33,8 +34,8 @@ LIMITS_INTRO = (
     "under two onnxruntime versions, node by node (each installed once from PyPI).</div>"
 )
 
-Shown = tuple[Any, list[Any]]
-"""A job's result and what the tab shows of it."""
+Shown = tuple[Result | Path, list[Any]]
+"""A job's result (a Perfetto trace's file) and what the tab shows of it."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def safe_filename(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
 
 
-def _shown(result: Any) -> Shown:
+def _shown(result: Result) -> Shown:
     return result, [result.plot(), result]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -22,6 +22,7 @@ from ortlab.analysis.generation.generate import generate
 from ortlab.analysis.generation.result import GenerationResult
 from ortlab.analysis.graph.data import graph_data
 from ortlab.analysis.optimizers.levels import OptimizationResult, optimization_diff
+from ortlab.analysis.placement.result import PlacementResult
 from ortlab.analysis.placement.whatif import whatif
 from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.quantization.compare import CompareResult, compare
@@ -29,6 +30,7 @@ from ortlab.analysis.quantization.error import quantization_error
 from ortlab.analysis.quantization.quantize import quantize, to_fp16
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import Model, load
+from ortlab.core.result import Result
 from ortlab.diagnosis.doctor import DoctorResult, doctor
 from ortlab.views.html import esc
 from ortlab.views.lab.host import LabHost
@@ -36,6 +38,9 @@ from ortlab.views.lab.limits import LIMITS_JOBS, safe_filename
 from ortlab.views.lab.outputs import set_outputs
 from ortlab.views.lab.pickers import generation_node_options
 from ortlab.views.report import report
+
+if TYPE_CHECKING:
+    from ortlab.views.graph.widget import GraphView
 
 __all__ = [
     "compare_runs",
@@ -52,7 +57,9 @@ __all__ = [
 ]
 
 
-def _graph(model: Model, placement: Any, diff: DiffResult | None = None) -> Any:
+def _graph(
+    model: Model, placement: PlacementResult | None, diff: DiffResult | None = None
+) -> GraphView:
     """``ortlab.graph(model, placement=…, diff=…)``: the widget library imported on first use."""
     from ortlab.views.graph.widget import GraphView
 
@@ -194,7 +201,7 @@ def run_llm_bench(lab: LabHost) -> LLMBenchResult:
     return r
 
 
-def run_limits(lab: LabHost, what: str) -> Any:
+def run_limits(lab: LabHost, what: str) -> Result | Path:
     """A Limits tab's button: ``what`` is the row of ``LIMITS_JOBS`` (the state field its
     result replaces: roofline, cost, throughput, sweep, version_diff, perfetto)."""
     result, items = LIMITS_JOBS[what].call(lab)
