@@ -59,7 +59,7 @@ WARMUP_STEPS = 2
 """Untimed steps of one generation before the timed (or profiled) ones, in the same session:
 the prefill and one decode step, each kind's first run."""
 MIN_TIMED_NS = 1_000_000_000
-"""The timed generations go on past ``runs`` until they span a second (at most
+"""The timed generations go on past ``runs`` until their timed steps add up to a second (at most
 :data:`MAX_RUNS`): six generations of a small decoder take ~0.1 s, so one hiccup of a busy
 machine (a scheduler's slice, another process's burst) was a large part of the sample."""
 MAX_RUNS = 200
@@ -113,8 +113,8 @@ def generate(
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
     since = cpu_sample()  # the load while the timed runs ran
-    began, r = time.perf_counter_ns(), 0
-    while r < runs or (time.perf_counter_ns() - began < MIN_TIMED_NS and r < MAX_RUNS):
+    timed, r = 0, 0  # the timed steps' own time: what the figures' sample is made of
+    while r < runs or (timed < MIN_TIMED_NS and r < MAX_RUNS):
         if r >= runs:  # a run beyond those asked for: the bar's total grows by it
             said.total += new_tokens
         done = loop.run(new_tokens, said.offset(r * new_tokens), shared=shared)
@@ -122,6 +122,7 @@ def generate(
             rss.append(rss_bytes())
             present_bytes = done.cache_bytes
         steps_ns.append(done.step_ns)
+        timed += sum(done.step_ns)
         run_ns.append(done.run_ns)
         tokens.append(done.tokens)
         if done.encoder is not None:
