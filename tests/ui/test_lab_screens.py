@@ -198,19 +198,30 @@ def _decode(text: str) -> tuple[float, float, float]:
     return tuple(float(x.replace(",", "")) for x in found.groups())  # type: ignore[return-value]
 
 
+_THREADS = 1
+"""Both sides of the tab-against-script check run one intra-op thread. With two threads on
+two cores and a core kept busy, the pool's threads wait for each other whenever one is
+descheduled, so a few tenths of a core of anyone's load (the browser drawing a result, the
+server relaying it, this test reading the page) swing decode up to 2x: CI once read the tab at
+0.56x the script while other processes used 0.93-1.00 cores beside the tab and 0.60-0.68
+beside the script. That is the thread pool's physics, which the check is not about; at one
+thread the harness's own cost is what remains to be seen."""
+
+
 def _tab_against_script(
     page: Any, first: str
 ) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
     """Issue 46 item 8, the model and not the harness: the tab's generation and the same
     workload from a script (this process: ortlab.generate, default prompt, new tokens and
-    runs), interleaved tab, script, tab, script, tab, script: their decode tokens/s."""
+    runs, at the tab's :data:`_THREADS`), interleaved tab, script, tab, script, tab, script:
+    their decode tokens/s."""
     import ortlab
 
     model = ortlab.examples.load("tiny_llama_int4")
     tab, script = [_decode(first)], []
     loads = [_load(first)]
     for k in range(3):
-        g = ortlab.generate(model, profile=False, progress=False)
+        g = ortlab.generate(model, {"intra_op_threads": _THREADS}, profile=False, progress=False)
         script.append(g.decode_tokens_per_s)
         loads.append(f"script: {g.other_cores}")
         if k == 2:
@@ -268,7 +279,12 @@ def test_the_generate_tab_reads_at_both_sizes(
     root.mkdir()
     cells = [
         f"import os; os.environ['ORTLAB_CACHE_DIR'] = {os.environ['ORTLAB_CACHE_DIR']!r}",
-        "import ortlab\nlab = ortlab.Lab(ortlab.examples.load('tiny_llama_int4'), runs=10)\nlab",
+        "import ortlab\n"
+        "lab = ortlab.Lab(ortlab.examples.load('tiny_llama_int4'), runs=10, run_on_start=False)\n"
+        "with lab.held():\n"
+        f"    lab.controls.intra.value = {_THREADS}\n"
+        "lab.run()\n"
+        "lab",
     ]
     write_notebook(root / "generate.ipynb", cells)
     problems: dict[str, list[str]] = {}
