@@ -161,3 +161,36 @@ def test_a_profiled_step_far_from_its_unprofiled_time_is_left_out_of_the_split()
     assert stalled.phase_run_us()["prefill"] == pytest.approx(
         float(np.median([runs[k] for k in kept]))
     )
+
+
+def test_generate_takes_its_prompt_and_batch_as_dims(capsys: Any) -> None:
+    """generate's dims as every verb's (model, config, feeds, *, dims): by role or the model's
+    own symbols for them, prompt=/batch= their shorthand; the prompt's ids are those shapes;
+    a dim said twice must agree, a past is refused (a generation starts from an empty cache),
+    and the CLI's --dims reaches the same generation."""
+    m = ortlab.examples.load("tiny_llama_int4")
+    by_role = ortlab.generate(
+        m, dims={"prompt": 5, "batch": 2}, new_tokens=2, runs=1, profile=False, progress=False
+    )
+    by_name = ortlab.generate(
+        m,
+        dims={"sequence_length": 5},
+        batch=2,
+        new_tokens=2,
+        runs=1,
+        profile=False,
+        progress=False,
+    )
+    for g in (by_role, by_name):
+        assert (g.prompt, g.batch) == (5, 2) and g.feeds == "input_ids [2, 5]"
+    assert by_role.tokens == by_name.tokens  # the same seeded prompt, the same greedy tokens
+    with pytest.raises(ortlab.FeedError, match="given twice"):
+        ortlab.generate(m, dims={"prompt": 5}, prompt=6, progress=False)
+    with pytest.raises(ortlab.FeedError, match="empty cache"):
+        ortlab.generate(m, dims={"past_sequence_length": 16}, progress=False)
+    with pytest.raises(ortlab.FeedError, match=r"\(batch, batch_size, prompt, sequence_length\)"):
+        ortlab.generate(m, dims={"heads": 4}, progress=False)
+    args = ["generate", "tiny_llama_int4", "--dims", "prompt=5,batch=2", "--new", "2"]
+    assert main([*args, "--runs", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["headline"]["prompt"], out["headline"]["batch"]) == (5, 2)

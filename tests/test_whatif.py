@@ -375,3 +375,35 @@ def test_a_prediction_is_drawn_as_one_on_the_graph() -> None:
     folder = Path(ortlab.__file__).parent / "views" / "graph"
     assert "it.predicted" in (folder / "draw.js").read_text()
     assert "n.predicted" in (folder / "overlays.js").read_text()
+
+
+def _ort_cpu_assignment(path: str, level: str) -> int:
+    """ORT's own count of the nodes it assigned in a CPU session at ``level``, built here."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return sum(len(sg.get_nodes()) for sg in sess.get_provider_graph_assignment_info())
+
+
+def test_whatif_takes_a_config_in_every_verbs_place() -> None:
+    """whatif(model, targets, config, feeds) as every verb orders them: the config's level
+    builds the predicted sessions (basic without one), each target's count equals ORT's own
+    at that level, and the result and its text say the level a config chose."""
+    m = ortlab.examples.load("bert_tiny")
+    plain = ortlab.whatif(m, ["cpu"], progress=False)
+    off = ortlab.whatif(m, ["cpu"], {"level": "disabled"}, None, progress=False)
+    assert (plain.level, off.level) == ("basic", "disabled")
+    counts = {
+        w.level: int(w.summary().set_index("target").loc["cpu", "level1_on_target"])
+        for w in (plain, off)
+    }
+    assert counts == {
+        "basic": _ort_cpu_assignment(str(m.path), "ORT_ENABLE_BASIC"),
+        "disabled": _ort_cpu_assignment(str(m.path), "ORT_DISABLE_ALL"),
+    }
+    assert counts["disabled"] == len(m.proto.graph.node) > counts["basic"]  # nothing folded
+    assert "level disabled" in off.to_text() and "level" not in plain.to_text().split("\n")[0]
+    assert ortlab.WhatIfResult.from_json(off.to_json()).level == "disabled"

@@ -26,6 +26,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.decoderinputs import decoder_dims
 from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.model import Model, load
+from ortlab.core.run import Run
 from ortlab.engine.calls import edge, fitted_dims
 from ortlab.engine.worker import get_worker
 
@@ -105,7 +106,7 @@ class LabRunner:
         self.model = model
         self.feeds = feeds
         self._variants: dict[str, Model] = {}
-        self._synthesized: dict[str, Feeds] = {}
+        self._runs: dict[str, Run] = {}
 
     def inputs(self, dims: Mapping[str, int] | None) -> dict[str, Any]:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
@@ -119,17 +120,18 @@ class LabRunner:
             return decoder_dims(self.model, self.model.decoder, dims)
         return fitted_dims(self.model, dims)
 
-    def run_inputs(self, model: Model, dims: Mapping[str, int] | None) -> Feeds:
-        """What a run's placement and benchmark take: the Lab's feeds, or feeds made for
-        ``model`` (a variant may take other dtypes) at ``dims`` by the verbs' own edge (dims
-        resolved once, each with its reason; a guessed image size the model refuses refitted),
-        once for every run at those dims."""
-        if self.feeds is not None:
-            return self.feeds
-        key = f"{model.fingerprint()}|{dict(dims or {})!r}"
-        if key not in self._synthesized:  # the last one only: an image batch can be big
-            self._synthesized = {key: edge(model, None, None, dims=dims).inputs}
-        return self._synthesized[key]
+    def base_run(self, model: Model, choice: Choice) -> Run:
+        """The one Run a Lab's run of ``model`` starts from: the verbs' own edge (the model
+        checked, the Lab's feeds validated or inputs made at ``choice.dims``, each dim resolved
+        once with its reason, a guessed image size the model refuses refitted), once per model
+        and shapes; a run at other settings derives from it (no second load, check or
+        resolution)."""
+        cfg = choice.config
+        key = f"{model.fingerprint()}|{dict(choice.dims or {})!r}|{cfg.custom_op_libraries!r}"
+        if key not in self._runs:  # the last one only: an image batch can be big
+            dims = None if self.feeds is not None else choice.dims
+            self._runs = {key: edge(model, cfg, self.feeds, dims=dims)}
+        return self._runs[key].derive(config=cfg)
 
     def add_best(self, name: str, model: Model) -> None:
         """The doctor's own model file as the variant ``name`` (Apply best)."""
@@ -181,7 +183,7 @@ class LabRunner:
         benchmark (``choice.runs`` runs) at the same inputs. ``step`` announces each stage,
         ``progress(stage)`` gives its progress callback."""
         model = self.variant_model(choice, step)
-        run = edge(model, choice.config, self.run_inputs(model, choice.dims))  # one Run
+        run = self.base_run(model, choice)
         step("placement")
         pl = placement_run(run.with_(runs=5, warmup=2, progress=progress("placement")))
         step("the benchmark")

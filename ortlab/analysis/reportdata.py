@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.generation.generate import GenerationResult, generate
@@ -22,7 +22,40 @@ from ortlab.core.stats import MIN_ROUNDS
 from ortlab.engine.calls import as_config, edge
 from ortlab.engine.providers import providers
 
-__all__ = ["GENERATION", "ReportInputs", "ThisMachine", "gather", "this_machine"]
+if TYPE_CHECKING:
+    from ortlab.analysis.optimizers.levels import OptimizationResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
+
+__all__ = [
+    "GENERATION",
+    "DoctorFacts",
+    "ReportInputs",
+    "ThisMachine",
+    "gather",
+    "this_machine",
+]
+
+
+class _Baseline(Protocol):
+    @property
+    def baseline(self) -> GenerationResult | None: ...
+
+
+class DoctorFacts(Protocol):
+    """What a report reuses of a doctor's result (``DoctorResult`` is one; the diagnosis
+    layer sits above this one): the config it was asked about, its placement join and
+    profile, and a decoder's baseline generation."""
+
+    @property
+    def requested(self) -> SessionConfig: ...
+    @property
+    def placement(self) -> PlacementResult | None: ...
+    @property
+    def profile(self) -> ProfileResult | None: ...
+    @property
+    def generation(self) -> _Baseline | None: ...
+
 
 GENERATION = (128, 32)
 """A decoder's report generation when none is given: prompt tokens, new tokens."""
@@ -32,9 +65,9 @@ GENERATION = (128, 32)
 class ReportInputs:
     """The results a report shows, the ones it measured itself included."""
 
-    profile: Any = None
-    placement: Any = None
-    optimization: Any = None
+    profile: ProfileResult | None = None
+    placement: PlacementResult | None = None
+    optimization: OptimizationResult | None = None
     measured_here: dict[str, tuple[str, bool]] = field(default_factory=dict)
     """For each result measured here ('placement', 'profile', 'optimization'): the inputs it
     ran on (shapes text, synthetic)."""
@@ -58,14 +91,14 @@ def this_machine() -> ThisMachine:
 
 def gather(
     m: Model,
-    doctor: Any = None,
+    doctor: DoctorFacts | None = None,
     *,
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
     dims: Mapping[str, int] | None = None,
-    profile: Any = None,
-    placement: Any = None,
-    optimization: Any = None,
+    profile: ProfileResult | None = None,
+    placement: PlacementResult | None = None,
+    optimization: OptimizationResult | None = None,
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
@@ -75,24 +108,25 @@ def gather(
     report's profile) and optimization diff measured (the doctor's are reused); for an LLM
     decoder, its generation (the doctor's baseline, else :data:`GENERATION` measured here)."""
     here: dict[str, tuple[str, bool]] = {}
-    doctors = getattr(doctor, "generation", None)
+    doctors = doctor.generation if doctor is not None else None
     if generation is None and doctors is not None:
         generation = doctors.baseline
+    asked = config if config is not None else (doctor.requested if doctor is not None else None)
     if generation is None and compute and m.decoder is not None:
         prompt, new = GENERATION
         generation = generate(
             m,
-            as_config(config if config is not None else getattr(doctor, "requested", None)),
+            as_config(asked),
             prompt=min(prompt, (m.decoder.max_length or prompt + new) - new),
             new_tokens=new,
             progress=progress,
         )
     if compute:
-        cfg = as_config(config if config is not None else getattr(doctor, "requested", None))
+        cfg = as_config(asked)
         cfg = cfg.with_(fallback="allow")  # a fallback is reported, not raised, in a report
         chosen = () if cfg.providers == "auto" else cfg.providers
-        todo_join = placement is None and getattr(doctor, "placement", None) is None
-        todo_profile = profile is None and getattr(doctor, "profile", None) is None
+        todo_join = placement is None and (doctor is None or doctor.placement is None)
+        todo_profile = profile is None and (doctor is None or doctor.profile is None)
         todo_levels = optimization is None and not set(chosen) & set(COMPILING_EPS)
         if todo_join or todo_profile or todo_levels:
             # one Run: the inputs every section measures with, said next to their figures

@@ -213,10 +213,10 @@ def _start(version: str, progress: bool) -> Worker:
 
 def version_diff(
     model: ModelLike,
-    config: Any = None,
+    config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
-    versions: Sequence[str] = DEFAULT_VERSIONS,
     *,
+    versions: Sequence[str] = DEFAULT_VERSIONS,
     rounds: int = 6,
     runs: int = 5,
     warmup: int = 2,

@@ -144,7 +144,7 @@ def _throughput(args: argparse.Namespace) -> None:
         m,
         session_config(args),
         load_feeds(args.feeds, m),
-        args.concurrency,
+        concurrency=args.concurrency,
         modes=args.modes.split(","),
         rounds=args.rounds,
         duration_s=args.duration,
@@ -160,7 +160,13 @@ def _generate_parser(sub: Any) -> None:
         help="an LLM decoder token by token: TTFT, prefill and decode tokens/s, the KV cache",
     )
     add_session_args(p)
-    p.add_argument("--prompt", type=int_arg(1), default=128, help="prompt tokens (the prefill)")
+    p.add_argument(
+        "--prompt",
+        type=int_arg(1),
+        default=None,
+        help="prompt tokens (the prefill; 128 unless --dims prompt=N says); --dims also "
+        "takes batch=N",
+    )
     p.add_argument("--new", type=int_arg(1), default=64, help="tokens to generate")
     p.add_argument(
         "--runs", type=int_arg(1), default=6, help="generations (6 or more give intervals)"
@@ -182,6 +188,7 @@ def _generate(args: argparse.Namespace) -> None:
         m,
         session_config(args),
         load_feeds(args.feeds, takes),
+        dims=args.dims,
         prompt=args.prompt,
         new_tokens=args.new,
         runs=args.runs,

@@ -62,10 +62,13 @@ def compile_only(ask: dict[str, Any]) -> dict[str, Any]:
     ort.register_execution_provider_library(ep, str(pkg.get_library_path()))
     devices = [d for d in ort.get_ep_devices() if d.ep_name == ep]
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.graph_optimization_level = getattr(
+        ort.GraphOptimizationLevel, ask.get("level", "ORT_ENABLE_BASIC")
+    )
     so.log_severity_level = 0
     so.add_provider_for_devices(devices[: ask.get("max_devices", len(devices))], ask["options"])
     for key, value in {
+        **ask.get("entries", {}),
         "session.record_ep_graph_assignment_info": "1",
         "ep.context_enable": "1",
         "ep.context_file_path": ask["context_path"],  # fresh: an existing file fails

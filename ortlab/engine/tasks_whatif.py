@@ -21,6 +21,7 @@ import re
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,23 @@ def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str],
     ]
 
 
+@dataclass(frozen=True)
+class Built:
+    """How each predicted session is built: ORT's GraphOptimizationLevel name and the
+    session config entries (the what-if's config)."""
+
+    level: str
+    entries: dict[str, str]
+
+
 def _compile(
-    model_path: str, ep: str, module: str, options: Mapping[str, str], max_devices: int = 99
+    model_path: str,
+    ep: str,
+    module: str,
+    options: Mapping[str, str],
+    made: Built,
+    *,
+    max_devices: int = 99,
 ) -> dict[str, Any]:
     """A compile-only session of a plugin EP in a fresh process (``_compile_child.py``):
     QNN's HTP backend keeps the first session's settings (htp_arch, soc_model) for the life of
@@ -111,6 +127,8 @@ def _compile(
                     "context_path": str(dump),
                     "basic_path": str(basic),
                     "max_devices": max_devices,
+                    "level": made.level,
+                    "entries": made.entries,
                 }
             )
         )
@@ -145,7 +163,7 @@ def _plugin(ep: str, install: str) -> tuple[Any, str]:
     return plugin, ""
 
 
-def _qnn(model_path: str, options: Mapping[str, str]) -> dict[str, Any]:
+def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> dict[str, Any]:
     ep = "QNNExecutionProvider"
     plugin, why = _plugin(
         ep, "pip install onnxruntime-qnn --no-deps (its dependency would replace your onnxruntime)"
@@ -154,12 +172,12 @@ def _qnn(model_path: str, options: Mapping[str, str]) -> dict[str, Any]:
         return {"unknown": f"QNN: {why}"}
     if not plugin_devices(ep):
         return {"unknown": "the QNN plugin lists no device here"}
-    out = _compile(model_path, ep, plugin.module, {"backend_type": "htp", **options})
+    out = _compile(model_path, ep, plugin.module, {"backend_type": "htp", **options}, made)
     out["version"] = plugin.version
     return out
 
 
-def _openvino(model_path: str) -> dict[str, Any]:
+def _openvino(model_path: str, made: Built) -> dict[str, Any]:
     ep = "OpenVINOExecutionProvider"
     plugin, why = _plugin(ep, "pip install onnxruntime-ep-openvino --no-deps")
     if plugin is None:
@@ -169,7 +187,7 @@ def _openvino(model_path: str) -> dict[str, Any]:
             "unknown": f"the OpenVINO plugin ({plugin.version}) lists no device on this "
             "machine (OpenVINO found no CPU, GPU or NPU it supports here): no prediction"
         }
-    out = _compile(model_path, ep, plugin.module, {}, max_devices=1)
+    out = _compile(model_path, ep, plugin.module, {}, made, max_devices=1)
     out["version"] = plugin.version
     return out
 
@@ -265,7 +283,9 @@ def _scan(graph: Any, value_info: dict[str, Any], initializers: set[str]) -> Non
                 _scan(attr.g, value_info, initializers)
 
 
-def _session_here(model_path: str, ep: str, feeds: Mapping[str, Any]) -> dict[str, Any]:
+def _session_here(
+    model_path: str, ep: str, feeds: Mapping[str, Any], made: Built
+) -> dict[str, Any]:
     """Any other EP: a real session and one run when it loads here, else why not."""
     import onnxruntime as ort
 
@@ -274,7 +294,9 @@ def _session_here(model_path: str, ep: str, feeds: Mapping[str, Any]) -> dict[st
     if ep not in ort.get_available_providers():
         return {"unknown": f"{ep} is not in this onnxruntime build"}
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, made.level)
+    for key, value in made.entries.items():
+        so.add_session_config_entry(key, value)
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     start = time.perf_counter()
     try:
@@ -316,23 +338,27 @@ def whatif(
     shapes: Mapping[str, list[int]] | None = None,
     feeds: Mapping[str, Any] | None = None,
     qnn_options: Mapping[str, str] | None = None,
+    level: str = "ORT_ENABLE_BASIC",
+    entries: Mapping[str, str] | None = None,
 ) -> WhatIfReply:
-    """Per (target alias, EP name): the raw evidence. With ``shapes``, on a fixed-shape copy."""
+    """Per (target alias, EP name): the raw evidence. With ``shapes``, on a fixed-shape copy;
+    each session at ``level`` (ORT's GraphOptimizationLevel name) with config ``entries``."""
     import onnxruntime as ort
 
     path = fixed_model(model_path, shapes) if shapes else model_path
     evidence: dict[str, TargetEvidence] = {}
+    made = Built(level, dict(entries or {}))
     for i, (target, ep) in enumerate(targets):
         start = time.perf_counter()
         try:
             if target == "qnn":
-                got = _qnn(path, qnn_options or {})
+                got = _qnn(path, qnn_options or {}, made)
             elif target in ("nnapi", "coreml"):
                 got = _checker(path, target)
             elif target == "openvino":
-                got = _openvino(path)
+                got = _openvino(path, made)
             else:
-                got = _session_here(path, ep, feeds or {})
+                got = _session_here(path, ep, feeds or {}, made)
         except Exception as err:  # noqa: BLE001 - one target failing never hides the others
             got = {"unknown": f"{target}: {error_text(err)}"}
         got.setdefault("seconds", time.perf_counter() - start)

@@ -13,10 +13,11 @@ from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.core.runtime import Providers
 
 
-def _whatif_rows(w: Any) -> tuple[list[str], list[list[Any]]]:
+def _whatif_rows(w: WhatIfResult) -> tuple[list[str], list[list[Any]]]:
     headers = ["target", "evidence", "on target", "on CPU", "removed", "partitions", "seconds"]
     rows = []
     for t in w.summary().itertuples():
@@ -37,7 +38,7 @@ def _whatif_rows(w: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def _whatif_reason_rows(w: Any, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
+def _whatif_reason_rows(w: WhatIfResult, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
     r = w.reasons()
     rows = [
         [x.target, x.reason, int(x.nodes), x.examples, x.fix] for x in r.head(limit).itertuples()
@@ -45,14 +46,19 @@ def _whatif_reason_rows(w: Any, limit: int = 20) -> tuple[list[str], list[list[A
     return ["target", "reason", "nodes", "examples", "fix"], rows
 
 
-def _whatif_target_notes(w: Any) -> list[str]:
+def _whatif_target_notes(w: WhatIfResult) -> list[str]:
     return [f"{t.target}: {t.reason}" for t in w.targets if t.evidence in ("unknown", "failed")]
 
 
-def whatif_text(w: Any, top: int = 20) -> str:
+def _level(w: WhatIfResult) -> str:
+    """The level the predicted sessions were built at, said when a config chose it."""
+    return f", level {w.level}" if w.level != "basic" else ""
+
+
+def whatif_text(w: WhatIfResult, top: int = 20) -> str:
     before = " (on target: before → after fixing the shapes)" if w.before else ""
     parts = [
-        f"What-if for {safe_text(w.model)} at {safe_text(w.feeds, 300)}{before}",
+        f"What-if for {safe_text(w.model)} at {safe_text(w.feeds, 300)}{_level(w)}{before}",
         table_text(*_whatif_rows(w)),
         "",
         "Why nodes fall back:",
@@ -64,12 +70,12 @@ def whatif_text(w: Any, top: int = 20) -> str:
     return "\n".join(parts)
 
 
-def whatif_html(w: Any, top: int = 20) -> str:
+def whatif_html(w: WhatIfResult, top: int = 20) -> str:
     notes = "".join(f"<div>{esc(n, 600)}</div>" for n in [*_whatif_target_notes(w), *w.notes])
     before = " · on target: before → after fixing the shapes" if w.before else ""
     return (
         f"{STYLE}<div><b>{esc(w.model)}</b> · what-if (predicted, not measured) at "
-        f"{esc(w.feeds, 300)}{before}</div>"
+        f"{esc(w.feeds, 300)}{esc(_level(w))}{before}</div>"
         + table_html(*_whatif_rows(w))
         + "<div><b>Why nodes fall back</b></div>"
         + table_html(*_whatif_reason_rows(w, top))
@@ -96,7 +102,7 @@ def providers_text(p: Providers) -> str:
     return "\n".join(lines)
 
 
-def whatif_figure(w: Any) -> Any:
+def whatif_figure(w: WhatIfResult) -> Any:
     """Predicted nodes on each target vs on the CPU (stacked bars); targets with no
     prediction (unknown, failed) are listed with an empty bar."""
     import plotly.graph_objects as go

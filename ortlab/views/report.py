@@ -17,7 +17,7 @@ import datetime as _dt
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
@@ -45,6 +45,17 @@ from ortlab.views.placement import placement_html
 from ortlab.views.profile import fused_map, profile_html
 from ortlab.views.quantization import compare_figure, compare_html
 from ortlab.views.session import session_report_html
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.optimizers.levels import OptimizationResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.placement.whatifresult import WhatIfResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.analysis.quantization.compare import CompareResult
+    from ortlab.diagnosis.doctor import DoctorResult
 
 __all__ = ["report", "report_html"]
 
@@ -342,7 +353,11 @@ def _result_section(result: Any) -> tuple[str, str]:
     return title, result._repr_html_() + _figure_html(result.plot())
 
 
-def _timing_sections(compare: Any, benchmark: Any, history: Any) -> list[tuple[str, str]]:
+def _timing_sections(
+    compare: CompareResult | None,
+    benchmark: BenchmarkResult | None,
+    history: pd.DataFrame | None,
+) -> list[tuple[str, str]]:
     out = []
     if compare is not None:
         out.append(
@@ -370,15 +385,15 @@ def _timing_sections(compare: Any, benchmark: Any, history: Any) -> list[tuple[s
 
 def report_html(
     model: Model,
-    doctor: Any = None,
+    doctor: DoctorResult | None = None,
     *,
-    profile: Any = None,
-    placement: Any = None,
-    optimization: Any = None,
-    compare: Any = None,
-    benchmark: Any = None,
-    history: Any = None,
-    whatif: Any = None,
+    profile: ProfileResult | None = None,
+    placement: PlacementResult | None = None,
+    optimization: OptimizationResult | None = None,
+    compare: CompareResult | None = None,
+    benchmark: BenchmarkResult | None = None,
+    history: pd.DataFrame | None = None,
+    whatif: WhatIfResult | None = None,
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
     machine: ThisMachine | None = None,
@@ -494,19 +509,19 @@ def report_html(
 
 def report(
     model: ModelLike,
-    doctor: Any = None,
-    *,
-    path: str | Path = "report.html",
+    doctor: DoctorResult | None = None,
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
+    *,
+    path: str | Path = "report.html",
     dims: Mapping[str, int] | None = None,
-    profile: Any = None,
-    placement: Any = None,
-    optimization: Any = None,
-    compare: Any = None,
-    benchmark: Any = None,
-    history: Any = None,
-    whatif: Any = None,
+    profile: ProfileResult | None = None,
+    placement: PlacementResult | None = None,
+    optimization: OptimizationResult | None = None,
+    compare: CompareResult | None = None,
+    benchmark: BenchmarkResult | None = None,
+    history: pd.DataFrame | None = None,
+    whatif: WhatIfResult | None = None,
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,

@@ -23,6 +23,7 @@ from ortlab.analysis.generation.seq2seq import (
 )
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
+from ortlab.core.decoderinputs import ROLES, role_symbols
 from ortlab.core.errors import FeedError, UnsupportedModelError
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
@@ -76,10 +77,11 @@ def generate(
     config: SessionConfig | Mapping[str, Any] | None = None,
     feeds: Mapping[str, Any] | None = None,
     *,
-    prompt: int = 128,
+    dims: Mapping[str, int] | None = None,
+    prompt: int | None = None,
     new_tokens: int = 64,
     runs: int = 6,
-    batch: int = 1,
+    batch: int | None = None,
     decoder_prompt: Sequence[int] | np.ndarray | None = None,
     profile: bool = True,
     share_buffer: bool | None = None,
@@ -101,7 +103,11 @@ def generate(
     generation before the decoder's first step (``by_phase()``'s phase 'encoder'; TTFT
     includes it); the decoder starts from ``decoder_prompt`` (ids) or the folder's
     ``decoder_start_token_id``; its cross-attention cache is the first step's, its
-    self-attention cache grows. ``prompt`` is then the start ids' length."""
+    self-attention cache grows. ``prompt`` is then the start ids' length.
+
+    ``dims`` as every verb takes them, by the decoder's roles (``{"prompt": 128, "batch": 1}``)
+    or the model's own names for those dims; ``prompt=`` and ``batch=`` are their shorthand
+    (128 and 1 when neither says)."""
     m = load(model)
     info = require_decoder(
         m,
@@ -109,6 +115,7 @@ def generate(
         "ortlab.benchmark times a single run of any model.",
         encoder_decoder=True,
     )
+    prompt, batch = generation_dims(m, info, dims, prompt=prompt, batch=batch)
     if info.cross_pairs:
         return seq2seq_generate(
             m,
@@ -178,6 +185,39 @@ def generate(
         shared=shared,
         feeds_text=f"input_ids [{batch}, {prompt}]",
     )
+
+
+def generation_dims(
+    m: Model,
+    info: DecoderInfo,
+    dims: Mapping[str, int] | None,
+    *,
+    prompt: int | None,
+    batch: int | None,
+) -> tuple[int, int]:
+    """A generation's prompt length and batch from ``dims`` (by role or the model's own
+    symbols for them) and the ``prompt=``/``batch=`` shorthands; one said twice must agree,
+    and a generation starts from an empty cache (no past)."""
+    said: dict[str, int] = {}
+    symbols = role_symbols(m, info)
+    for name, value in (dims or {}).items():
+        role = name if name in ROLES else symbols.get(name)
+        if role == "past":
+            raise FeedError(
+                f"dims={{{name!r}: {value}}}: a generation starts from an empty cache; the "
+                "cache's length as it grows is its own (llm_bench(depth=…) fills it first)."
+            )
+        if role not in ("prompt", "batch"):
+            known = sorted({*ROLES[:2], *(k for k, r in symbols.items() if r in ROLES[:2])})
+            raise FeedError(
+                f"dims={{{name!r}: …}}: a generation's dims are its prompt and batch "
+                f"({', '.join(known)}); the others follow from them."
+            )
+        said[role] = int(value)
+    for role, short in (("prompt", prompt), ("batch", batch)):
+        if short is not None and said.setdefault(role, short) != short:
+            raise FeedError(f"{role} is given twice, {said[role]} in dims= and {role}={short}.")
+    return said.get("prompt", 128), said.get("batch", 1)
 
 
 def _measure(

@@ -40,7 +40,7 @@ from ortlab.analysis.placement.whatifresult import (
     WhatIfRow,
     qnn_options_text,
 )
-from ortlab.core.config import SessionConfig
+from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import canonical_provider
 from ortlab.core.model import Model, ModelLike
 from ortlab.engine import tasks_whatif
@@ -220,6 +220,7 @@ def build_result(
     before: dict[str, int] | None = None,
     fixed: bool = False,
     qnn_options: Mapping[str, Any] | None = None,
+    level: str = "basic",
 ) -> WhatIfResult:
     """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
     original = m.nodes
@@ -327,15 +328,17 @@ def build_result(
         before=before or {},
         fixed=fixed,
         notes=notes,
+        level=level,
     )
 
 
 def whatif(
     model: ModelLike,
     targets: Sequence[str] = DEFAULT_TARGETS,
+    config: SessionConfig | Mapping[str, Any] | None = None,
+    feeds: Mapping[str, Any] | None = None,
     *,
     dims: Mapping[str, int] | None = None,
-    feeds: Mapping[str, Any] | None = None,
     qnn_options: Mapping[str, Any] | None = None,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
@@ -350,15 +353,20 @@ def whatif(
     fixing (``before``, ``summary()``). ``qnn_options``: QNN provider options such as
     ``htp_arch``, ``soc_model``, ``enable_htp_fp16_precision``, over ortlab's default chip
     (``DEFAULT_QNN_OPTIONS``: htp_arch=73, soc_model=60, a Snapdragon 8 Gen 2), which every
-    result names; an option set to None leaves it to QNN's own default.
+    result names; an option set to None leaves it to QNN's own default. ``config``: the
+    settings the predicted sessions are built with — its optimization level and config
+    entries (its providers are the targets'); without one, ORT's basic level, the graph ORT's
+    partitioner is handed (the usability checkers read that graph whatever the level).
     """
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t.strip()]
     if not targets:
         raise ValueError("targets is empty: name at least one of qnn, nnapi, coreml, openvino")
     pairs = list(dict.fromkeys(_target_ep(t) for t in targets))
-    at = edge(model, None, feeds, dims=dims, progress=progress, timeout=timeout)
+    at = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
     m, f = at.model, at.inputs
+    level = at.config.level if config is not None else "basic"
+    entries = {str(k): str(v) for k, v in at.config.config_entries}
     dynamic = _dynamic_inputs(m)
     fixing = dims is not None or feeds is not None
     shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
@@ -380,6 +388,8 @@ def whatif(
             feeds=dict(f),
             qnn_options=qnn,
             shapes=with_shapes,
+            level=LEVELS[level],
+            entries=entries,
         )
 
     before: dict[str, int] = {}
@@ -405,4 +415,5 @@ def whatif(
         before=before,
         fixed=fixing,
         qnn_options=qnn,
+        level=level,
     )

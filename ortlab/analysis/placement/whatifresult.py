@@ -104,6 +104,9 @@ class WhatIfResult(Result):
     fixed: bool = False
     """True when the inputs were fixed to ``feeds``' shapes (dims= or feeds= given)."""
     notes: list[str] = field(default_factory=list)
+    level: str = "basic"
+    """The optimization level the predicted sessions were built at (``whatif``'s config;
+    basic without one: the graph ORT's partitioner is handed)."""
 
     def __getitem__(self, target: str) -> PlacementResult:
         key = target.lower()
