@@ -198,6 +198,22 @@ def test_every_result_has_the_contract(cls: type) -> None:
         assert display.has(cls, fmt), f"{cls.__name__} has no {fmt} renderer"
 
 
+def test_every_renderer_names_the_result_it_renders() -> None:
+    """Each registered renderer's subject is annotated with its registered class (mypy then
+    checks each registry row against it: a renderer of another result, or a field renamed
+    under one, is a type error), never Any."""
+    import inspect
+
+    from ortlab.views.registry import RENDERERS
+
+    wrong = []
+    for cls, fmt, fn in RENDERERS:
+        subject = next(iter(inspect.signature(fn).parameters.values()))
+        if subject.annotation != cls.__name__:
+            wrong.append(f"{fn.__module__}.{fn.__name__} ({fmt}): {subject.annotation}")
+    assert not wrong, wrong
+
+
 def test_worker_tasks_are_called_by_reference() -> None:
     """The worker seam is typed: every task is called by its function (engine.calls.run checks
     the arguments against the task's signature with mypy), never by a name in a string that a

@@ -16,15 +16,21 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, TypeVar
 
-__all__ = ["FORMATS", "has", "register", "render"]
+__all__ = ["FORMATS", "Renderer", "has", "register", "render"]
+
+R = TypeVar("R")
+
+Renderer = Callable[Concatenate[R, ...], Any]
+"""A renderer of ``R``: the result first, then its options (``top=20``); what it returns is
+the format's (HTML or text ``str``, a plotly figure, a code snippet)."""
 
 FORMATS = ("html", "text", "plot", "snippet")
 _RENDERERS: dict[tuple[type, str], Callable[..., Any]] = {}
 
 
-def register(cls: type, fmt: str, fn: Callable[..., Any]) -> None:
+def register(cls: type[R], fmt: str, fn: Renderer[R]) -> None:
     """Show instances of ``cls`` (and subclasses) in ``fmt`` with ``fn(obj, **options)``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

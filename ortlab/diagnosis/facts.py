@@ -13,13 +13,21 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import Model
 from ortlab.core.sessionreport import SessionReport
-from ortlab.core.stats import NOISE_BAND, Paired, interval_text
+from ortlab.core.stats import NOISE_BAND, Paired, Verdict, interval_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.limits.roofline import RooflineResult
+    from ortlab.analysis.memory import FootprintResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.placement.whatifresult import WhatIfResult
+    from ortlab.analysis.quantization.variants import Signal
+    from ortlab.diagnosis.generation import GenerationFacts
 
 __all__ = [
     "ATTENTION_OPS",
@@ -273,14 +281,14 @@ class Observed:
     """Median model_run with ORT's profiler on."""
     symbolic_inputs: dict[str, list[str]] = field(default_factory=dict)
     op_time_share: dict[str, float] = field(default_factory=dict)
-    placement: Any = None
+    placement: PlacementResult | None = None
     initializer_blocker: str | None = None
     cores: int = 1
     min_cosine: float = 0.999
     allocator: dict[str, float] = field(default_factory=dict)
-    predicted: Any = None
-    predicted_fixed: Any = None
-    roofline: Any = None
+    predicted: WhatIfResult | None = None
+    predicted_fixed: WhatIfResult | None = None
+    roofline: RooflineResult | None = None
     """A RooflineResult of the baseline (None where the EP compiles the graph)."""
     compute_in_bodies: int = 0
     """MatMul/Gemm/Conv nodes inside If/Loop/Scan bodies (an optimum merged decoder's)."""
@@ -356,7 +364,7 @@ class Facts:
     """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
     transformer_fused: dict[str, int] = field(default_factory=dict)
     measured: dict[str, Measured] = field(default_factory=dict)
-    variant_signals: list[Any] = field(default_factory=list)
+    variant_signals: list[Signal] = field(default_factory=list)
     """``ortlab.analysis.quantization.variants.Signal`` objects explaining slower variants."""
     failures: list[CandidateFailure] = field(default_factory=list)
     other_cpu: dict[str, float] = field(default_factory=dict)
@@ -365,9 +373,9 @@ class Facts:
     """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
     quant_fixes: dict[str, FixTried] = field(default_factory=dict)
     """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
-    footprint: Any = None
+    footprint: FootprintResult | None = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
-    generation: Any = None
+    generation: GenerationFacts | None = None
     """For an LLM decoder: a :class:`~ortlab.diagnosis.generation.GenerationFacts` (the
     candidates measured in generation), None otherwise or when not measured."""
     cpu: CpuCosts | None = None
@@ -381,13 +389,13 @@ class Facts:
         *,
         measured: dict[str, Measured],
         fusion: TransformerFusion,
-        footprint: Any,
+        footprint: FootprintResult | None,
         quant_fixes: dict[str, FixTried],
-        variant_signals: list[Any],
+        variant_signals: list[Signal],
         failures: list[CandidateFailure],
         other_cpu: dict[str, float],
         logical_cpus: int,
-        generation: Any = None,
+        generation: GenerationFacts | None = None,
         cpu: CpuCosts | None = None,
     ) -> Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
@@ -552,7 +560,7 @@ def measured_row(
     mm: Model,
     c: SessionConfig,
     steps: list[str],
-    v: Any,
+    v: Verdict,
     *,
     p50: float,
     stage: str,

@@ -20,7 +20,7 @@ from ortlab.views.session import report_lines, session_report_html
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 
 __all__ = [
     "benchmark_figure",
@@ -185,7 +185,7 @@ def _config_row(r: Any) -> list[Any]:
     return [r.label, r.p50_ms, interval_text(p.ratio, p.low, p.high), p.verdict]
 
 
-def config_comparison_text(c: Any) -> str:
+def config_comparison_text(c: ConfigComparison) -> str:
     rows = [_config_row(r) for r in c.rows]
     return (
         f"{safe_text(c.model)}\n"
@@ -195,7 +195,7 @@ def config_comparison_text(c: Any) -> str:
     )
 
 
-def config_comparison_html(c: Any) -> str:
+def config_comparison_html(c: ConfigComparison) -> str:
     rows = [_config_row(r) for r in c.rows]
     return (
         f"<b>{esc(c.model)}</b>"
@@ -205,7 +205,7 @@ def config_comparison_html(c: Any) -> str:
     )
 
 
-def config_comparison_figure(c: Any) -> Any:
+def config_comparison_figure(c: ConfigComparison) -> Any:
     """Time ratio to the first config with its interval."""
     rows = c.rows
     return ratio_figure(

@@ -4,10 +4,14 @@ HTML and figures, each figure labelled as computed (FLOPs, bytes) or measured (t
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.limits.cost import CostResult
+    from ortlab.analysis.limits.roofline import RooflineResult
 
 __all__ = [
     "cost_figure",
@@ -69,7 +73,7 @@ def _op_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def cost_text(c: Any, top: int = 15) -> str:
+def cost_text(c: CostResult, top: int = 15) -> str:
     return "\n".join(
         [
             safe_text(_head(c), 400),
@@ -86,7 +90,7 @@ def cost_text(c: Any, top: int = 15) -> str:
     )
 
 
-def cost_html(c: Any, top: int = 15) -> str:
+def cost_html(c: CostResult, top: int = 15) -> str:
     return (
         f"{STYLE}<div><b>{esc(_head(c), 400)}</b></div>"
         + f"<div>Nodes with the most FLOPs (top {top})</div>"
@@ -98,7 +102,7 @@ def cost_html(c: Any, top: int = 15) -> str:
     )
 
 
-def cost_figure(c: Any, top: int = 12) -> Any:
+def cost_figure(c: CostResult, top: int = 12) -> Any:
     """FLOPs and bytes per op type (two bars each; bytes on their own axis)."""
     import plotly.graph_objects as go
 
@@ -254,7 +258,7 @@ def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def roofline_text(r: Any, top: int = 15) -> str:
+def roofline_text(r: RooflineResult, top: int = 15) -> str:
     return "\n".join(
         [
             safe_text(_roof_head(r), 400),
@@ -278,7 +282,7 @@ def roofline_text(r: Any, top: int = 15) -> str:
     )
 
 
-def roofline_html(r: Any, top: int = 15) -> str:
+def roofline_html(r: RooflineResult, top: int = 15) -> str:
     return (
         f"{STYLE}<div><b>{esc(_roof_head(r), 400)}</b></div>"
         + "<div>Ceilings (measured with ORT on this EP; physical: predicted from the "
@@ -295,7 +299,7 @@ def roofline_html(r: Any, top: int = 15) -> str:
     )
 
 
-def roofline_figure(r: Any) -> Any:
+def roofline_figure(r: RooflineResult) -> Any:
     """The roofline, log-log: a roof per measured precision (bandwidth slope, then the FLOP/s
     ceiling), one dot per node with FLOPs at (intensity, achieved FLOP/s), sized by its share
     of time and coloured by op type."""

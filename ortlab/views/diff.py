@@ -6,13 +6,16 @@ the figure (:func:`~ortlab.views.figure.shift_figure`, which the version diff's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
 from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.diff import DiffResult
 
 __all__ = ["diff_figure", "diff_html", "diff_text"]
 
@@ -59,11 +62,11 @@ def _diff_head(d: Any) -> str:
     )
 
 
-def diff_text(d: Any, top: int = 20) -> str:
+def diff_text(d: DiffResult, top: int = 20) -> str:
     return "\n".join([safe_text(_diff_head(d), 800), table_text(*_diff_rows(d, top)), *d.notes])
 
 
-def diff_html(d: Any, top: int = 20) -> str:
+def diff_html(d: DiffResult, top: int = 20) -> str:
     return (
         f"{STYLE}<div><b>{esc(_diff_head(d), 800)}</b></div>"
         + table_html(*_diff_rows(d, top))
@@ -71,7 +74,7 @@ def diff_html(d: Any, top: int = 20) -> str:
     )
 
 
-def diff_figure(d: Any, top: int = 25) -> Any:
+def diff_figure(d: DiffResult, top: int = 25) -> Any:
     """B - A per node with its interval, the largest changes (red slower, blue faster)."""
     t = timed_shifts(d.to_pandas(), top)
     names = [esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)]

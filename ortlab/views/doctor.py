@@ -22,6 +22,8 @@ from ortlab.views.memory import footprint_html
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from ortlab.diagnosis.doctor import DoctorResult
+
 __all__ = [
     "best_snippet",
     "best_text",
@@ -98,7 +100,7 @@ def _cpu_caption(d: Any) -> str:
     )
 
 
-def doctor_text(d: Any) -> str:
+def doctor_text(d: DoctorResult) -> str:
     lines = [
         f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
         f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
@@ -125,7 +127,7 @@ def doctor_text(d: Any) -> str:
     return "\n".join(lines)
 
 
-def doctor_html(d: Any, model_file: str | None = None) -> str:
+def doctor_html(d: DoctorResult, model_file: str | None = None) -> str:
     """The doctor's findings, best and candidates. With ``model_file`` (the report) the best's
     snippet loads that file name instead of the path on the measuring machine."""
     items = (
@@ -216,7 +218,7 @@ def best_snippet(best: Best, model_file: str | None = None) -> str:
     return "\n".join(head) + "\n" + str(best.config.snippet(path))
 
 
-def doctor_figure(d: Any, kind: str = "candidates") -> go.Figure:
+def doctor_figure(d: DoctorResult, kind: str = "candidates") -> go.Figure:
     """'candidates': time ratio to the baseline with its interval (>= 95 %) per candidate;
     'threads': the intra-op threads / spinning sweep; 'pareto': time vs output error, marker
     area = size."""

@@ -11,7 +11,7 @@ from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
-    from ortlab.analysis.generation.generate import GenerationResult
+    from ortlab.analysis.generation.result import GenerationResult
 
 __all__ = [
     "WEIGHTS_HEAD",
@@ -164,7 +164,7 @@ def _weights(g: Any) -> tuple[list[str], list[list[str]]]:
     return ["phase", *WEIGHTS_HEAD], rows
 
 
-def generate_text(g: Any) -> str:
+def generate_text(g: GenerationResult) -> str:
     out = [safe_text(_head(g), 600), "", safe_text(generation_headline(g), 600), ""]
     out.append(table_text(["", "median [95 % interval]", ""], _rows(g)))
     if g.profile is not None:
@@ -177,7 +177,7 @@ def generate_text(g: Any) -> str:
     return "\n".join(out)
 
 
-def generate_html(g: Any) -> str:
+def generate_html(g: GenerationResult) -> str:
     parts = [
         f"{STYLE}<div><b>{esc(_head(g), 600)}</b></div>",
         f"<div style='font-size:1.15em;margin:4px 0'>{esc(generation_headline(g), 600)}</div>",
@@ -198,7 +198,7 @@ def generate_html(g: Any) -> str:
     return "".join(parts)
 
 
-def generate_figure(g: Any) -> Any:
+def generate_figure(g: GenerationResult) -> Any:
     """Time per token (median over runs) against the tokens cached before it, the range over
     runs as a band, on a log axis (a stalled step on a busy machine stays on the chart without
     flattening the rest); the prefill as its own marker at 0."""

@@ -6,13 +6,16 @@ the figure.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.core.units import fmt_bytes
 from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.memory import FootprintResult
 
 
 def _footprint_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
@@ -37,11 +40,11 @@ def _footprint_head(r: Any) -> str:
     )
 
 
-def footprint_text(r: Any) -> str:
+def footprint_text(r: FootprintResult) -> str:
     return "\n".join([safe_text(_footprint_head(r)), table_text(*_footprint_rows(r)), *r.notes])
 
 
-def footprint_html(r: Any) -> str:
+def footprint_html(r: FootprintResult) -> str:
     return (
         f"{STYLE}<div><b>{esc(_footprint_head(r), 400)}</b></div>"
         + table_html(*_footprint_rows(r))
@@ -50,7 +53,7 @@ def footprint_html(r: Any) -> str:
     )
 
 
-def footprint_figure(r: Any) -> Any:
+def footprint_figure(r: FootprintResult) -> Any:
     """Peak and held resident memory per setting (medians; whiskers: min to max over the
     fresh processes)."""
     import plotly.graph_objects as go

@@ -91,7 +91,7 @@ def model_summary_text(s: ModelSummary) -> str:
     return "\n".join(lines)
 
 
-def model_figure(s: Any) -> Any:
+def model_figure(s: ModelSummary) -> Any:
     """The op-type histogram of a ModelSummary (subgraphs included)."""
     ops = list(s.op_types.items())[:30]
     return bars(

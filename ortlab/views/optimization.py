@@ -24,6 +24,10 @@ from ortlab.views.html import (
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from ortlab.analysis.optimizers.ablation import AblationResult
+    from ortlab.analysis.optimizers.levels import OptimizationResult
+    from ortlab.analysis.optimizers.transformers import TransformerOptResult
+
 
 def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
     lat = {r.level: r for r in o.latency_rows}
@@ -59,7 +63,7 @@ def _short_verdict(p: Paired) -> str:
     return p.verdict.partition(":")[0]
 
 
-def optimization_text(o: Any) -> str:
+def optimization_text(o: OptimizationResult) -> str:
     parts = [
         f"Graph optimization of {safe_text(o.model)}: {o.original_nodes} original nodes",
         table_text(*_opt_rows(o)),
@@ -73,7 +77,7 @@ def optimization_text(o: Any) -> str:
     return "\n".join(parts)
 
 
-def optimization_html(o: Any) -> str:
+def optimization_html(o: OptimizationResult) -> str:
     blockers = "".join(f'<div class="ortlab-warn">⚠ {esc(b, 2000)}</div>' for b in o.blockers)
     fired = "".join(
         f"<div><b>{esc(lv.level)}</b>: {esc(', '.join(lv.fired), 2000)}</div>"
@@ -118,7 +122,7 @@ def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def ablation_text(a: Any) -> str:
+def ablation_text(a: AblationResult) -> str:
     head = (
         f"{safe_text(a.model)}: graph transformers switched off one at a time at level "
         f"{a.level} ({a.rounds} interleaved rounds)"
@@ -126,7 +130,7 @@ def ablation_text(a: Any) -> str:
     return "\n".join([head, table_text(*_ablation_rows(a)), *a.notes])
 
 
-def ablation_html(a: Any) -> str:
+def ablation_html(a: AblationResult) -> str:
     return (
         f"{STYLE}<div><b>{esc(a.model)}</b> · one transformer off at a time · level "
         f"{esc(a.level)} · {a.rounds} interleaved rounds</div>"
@@ -136,7 +140,7 @@ def ablation_html(a: Any) -> str:
     )
 
 
-def transformer_text(t: Any) -> str:
+def transformer_text(t: TransformerOptResult) -> str:
     lines = [repr(t)]
     lines += [f"  {k}: {v}" for k, v in t.found.items()]
     if t.reason:
@@ -144,11 +148,11 @@ def transformer_text(t: Any) -> str:
     return "\n".join(lines)
 
 
-def transformer_html(t: Any) -> str:
+def transformer_html(t: TransformerOptResult) -> str:
     return f"<pre>{esc(transformer_text(t), 20000)}</pre>"
 
 
-def optimization_figure(o: Any) -> go.Figure:
+def optimization_figure(o: OptimizationResult) -> go.Figure:
     """Per optimization level: nodes left (bars) and time ratio to the first level with CI."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -187,7 +191,7 @@ def optimization_figure(o: Any) -> go.Figure:
     )
 
 
-def ablation_figure(a: Any) -> Any:
+def ablation_figure(a: AblationResult) -> Any:
     """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
     rows = [r for r in a.rows if r.off]
     return ratio_figure(
@@ -199,7 +203,7 @@ def ablation_figure(a: Any) -> Any:
     )
 
 
-def transformer_figure(t: Any) -> Any:
+def transformer_figure(t: TransformerOptResult) -> Any:
     """Fused operators the transformers optimizer produced."""
     ops = [(k, v) for k, v in t.fused_operators.items() if v]
     return bars("fused operators", [k for k, _ in ops], [v for _, v in ops], "operator", "count")

@@ -5,7 +5,7 @@ plotly imported inside the figure."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.units import fmt_bytes
 from ortlab.views.colors import provider_color
@@ -13,6 +13,9 @@ from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 from ortlab.views.profile import conditions_html
 from ortlab.views.session import report_lines, session_report_html
+
+if TYPE_CHECKING:
+    from ortlab.analysis.placement.result import PlacementResult
 
 __all__ = ["placement_figure", "placement_html", "placement_text"]
 
@@ -90,7 +93,7 @@ def _placement_times(pl: Any) -> str:
     return f"each node's median of {pl.runs} run(s), ORT's profiler on"
 
 
-def placement_text(pl: Any) -> str:
+def placement_text(pl: PlacementResult) -> str:
     parts = [
         f"Placement of {safe_text(pl.model)} (final graph from {pl.final_source})",
         f"Times: {_placement_times(pl)}",
@@ -112,7 +115,7 @@ def placement_text(pl: Any) -> str:
     return "\n".join(parts)
 
 
-def placement_html(pl: Any) -> str:
+def placement_html(pl: PlacementResult) -> str:
     return (
         f"{STYLE}<div><b>{esc(pl.model)}</b> · placement</div>"
         + (
@@ -134,7 +137,7 @@ def placement_html(pl: Any) -> str:
     )
 
 
-def placement_figure(pl: Any) -> Any:
+def placement_figure(pl: PlacementResult) -> Any:
     """Original nodes and measured time per execution provider."""
     from plotly.subplots import make_subplots
 

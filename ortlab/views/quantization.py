@@ -17,6 +17,9 @@ from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from ortlab.analysis.quantization.compare import CompareResult
+    from ortlab.analysis.quantization.error import ErrorResult
+
 
 def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
     headers = [
@@ -65,7 +68,7 @@ METRICS_LEGEND = (
 table, the report and the CLI)."""
 
 
-def compare_text(c: Any) -> str:
+def compare_text(c: CompareResult) -> str:
     mark = "  ACCURACY FROM SYNTHETIC INPUTS (random data): " if c.synthetic else "  "
     parts = [
         f"Variants of {safe_text(c.model)}; errors on {safe_text(c.eval_data)}",
@@ -79,7 +82,7 @@ def compare_text(c: Any) -> str:
     return "\n".join(safe_text(p, 5000) for p in parts)
 
 
-def compare_html(c: Any) -> str:
+def compare_html(c: CompareResult) -> str:
     warn = (
         '<div class="ortlab-warn">Accuracy figures come from synthetic (random) inputs.</div>'
         if c.synthetic
@@ -107,7 +110,7 @@ def _error_rows(e: Any, n: int) -> tuple[list[str], list[list[Any]]]:
     return head, [[t.tensor, t.node, t.op_type, t.sqnr_db, t.cosine, t.max_abs] for t in worst]
 
 
-def error_text(e: Any, top: int = 15) -> str:
+def error_text(e: ErrorResult, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " (SYNTHETIC inputs)" if e.synthetic else ""
     notes = "".join(f"\nnote: {safe_text(n, 400)}" for n in e.notes)
@@ -117,7 +120,7 @@ def error_text(e: Any, top: int = 15) -> str:
     )
 
 
-def error_html(e: Any, top: int = 15) -> str:
+def error_html(e: ErrorResult, top: int = 15) -> str:
     head, rows = _error_rows(e, top)
     mark = " <b>(synthetic inputs)</b>" if e.synthetic else ""
     return (
@@ -128,7 +131,7 @@ def error_html(e: Any, top: int = 15) -> str:
     )
 
 
-def compare_figure(c: Any) -> go.Figure:
+def compare_figure(c: CompareResult) -> go.Figure:
     """Latency ratio (x) vs output error (y, 1 - cosine, log) with marker size = file size."""
     import plotly.graph_objects as go
 
@@ -162,7 +165,7 @@ def compare_figure(c: Any) -> go.Figure:
     )
 
 
-def error_figure(e: Any) -> Any:
+def error_figure(e: ErrorResult) -> Any:
     """SQNR per tensor in graph order: where the quantization error grows."""
     import plotly.graph_objects as go
 

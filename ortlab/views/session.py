@@ -67,7 +67,7 @@ def session_report_text(r: SessionReport) -> str:
     return "\n".join([repr(r), *(f"  {line}" for line in report_lines(r))])
 
 
-def session_report_figure(r: Any) -> Any:
+def session_report_figure(r: SessionReport) -> Any:
     """Requested providers: loaded (green) or not (red), with ORT's reason on hover."""
     why = {m.provider: m.reason for m in r.missing}
     colors = ["#E45756" if p in why else "#54A24B" for p in r.requested]

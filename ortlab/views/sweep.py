@@ -4,10 +4,13 @@ placement, peak memory; predicted target shares) and the curve."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.units import fmt_bytes
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.sweep import SweepResult
 
 __all__ = ["sweep_figure", "sweep_html", "sweep_text"]
 
@@ -58,13 +61,13 @@ def _head(s: Any) -> str:
     return f"{s.model}: {len(s.rows)} shapes ({swept}); latency and memory measured"
 
 
-def sweep_text(s: Any) -> str:
+def sweep_text(s: SweepResult) -> str:
     return "\n".join(
         [safe_text(_head(s), 400), table_text(*_rows(s)), *(safe_text(n, 400) for n in s.notes)]
     )
 
 
-def sweep_html(s: Any) -> str:
+def sweep_html(s: SweepResult) -> str:
     return (
         f"{STYLE}<div><b>{esc(_head(s), 400)}</b></div>"
         + table_html(*_rows(s))
@@ -72,7 +75,7 @@ def sweep_html(s: Any) -> str:
     )
 
 
-def sweep_figure(s: Any) -> Any:
+def sweep_figure(s: SweepResult) -> Any:
     """Median latency per shape with its interval (error bars), peak memory on a second
     axis; dotted lines: each target's predicted share of nodes."""
     import plotly.graph_objects as go

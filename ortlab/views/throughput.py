@@ -4,9 +4,12 @@ number labelled as measured, with its interval."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.throughput import ThroughputResult
 
 __all__ = ["throughput_figure", "throughput_html", "throughput_text"]
 
@@ -71,7 +74,7 @@ def _modes(t: Any) -> list[str]:
     return list(dict.fromkeys(r.mode for r in t.rows))
 
 
-def throughput_text(t: Any) -> str:
+def throughput_text(t: ThroughputResult) -> str:
     out = [safe_text(_head(t), 400)]
     for mode in _modes(t):
         out += [
@@ -87,7 +90,7 @@ def throughput_text(t: Any) -> str:
     return "\n".join(out)
 
 
-def throughput_html(t: Any) -> str:
+def throughput_html(t: ThroughputResult) -> str:
     parts = [f"{STYLE}<div><b>{esc(_head(t), 400)}</b></div>"]
     for mode in _modes(t):
         parts += [
@@ -100,7 +103,7 @@ def throughput_html(t: Any) -> str:
     return "".join(parts)
 
 
-def throughput_figure(t: Any, kind: str = "throughput") -> Any:
+def throughput_figure(t: ThroughputResult, kind: str = "throughput") -> Any:
     """``throughput``: median requests/s against concurrency with its interval, per mode;
     ``latency``: p50 and p99 against concurrency, per mode."""
     import plotly.graph_objects as go

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
 from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
+
+if TYPE_CHECKING:
+    from ortlab.analysis.versions import VersionDiffResult
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
 
@@ -72,14 +75,14 @@ def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def versions_text(r: Any, top: int = 20) -> str:
+def versions_text(r: VersionDiffResult, top: int = 20) -> str:
     parts = [safe_text(_head(r), 800), table_text(*_rows(r, top))]
     if r.inserted:
         parts.append(table_text(*_inserted(r)))
     return "\n".join([*parts, *r.notes])
 
 
-def versions_html(r: Any, top: int = 20) -> str:
+def versions_html(r: VersionDiffResult, top: int = 20) -> str:
     out = (
         f"{STYLE}<div><b>{esc(_head(r), 800)}</b></div>"
         + inputs_html("Node times", r.feeds, r.synthetic)
@@ -90,7 +93,7 @@ def versions_html(r: Any, top: int = 20) -> str:
     return out + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
 
 
-def versions_figure(r: Any, top: int = 25) -> Any:
+def versions_figure(r: VersionDiffResult, top: int = 25) -> Any:
     """B - A per node with its interval, the largest shifts (red slower, blue faster), the
     nodes whose kernel or fusion changed marked."""
     t = timed_shifts(r.to_pandas(), top)
