@@ -12,7 +12,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, environment, measured_load
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.run import Run
 from ortlab.core.stats import (
     LatencyStats,
@@ -84,7 +84,7 @@ class BenchmarkResult(Result):
         """Other processes used more than a quarter of a core while this was timed."""
         return self.other_cores is not None and self.other_cores > BUSY_CORES
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """One row per measured run: ``run`` (0-based), ``latency_ms``."""
         import pandas as pd
 
@@ -190,7 +190,7 @@ class ConfigComparison(Result):
     notes: list[str] = field(default_factory=list)
     """How the rounds ran where it changes their reading (timed in pairs, …)."""
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, confidence, verdict."""
         import pandas as pd
 

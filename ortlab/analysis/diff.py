@@ -26,7 +26,7 @@ import numpy as np
 
 from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.eps import alias
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import NOISE_BAND, shift_interval
 
 __all__ = ["TIMED_VERDICTS", "WITHIN_NOISE", "DiffResult", "NodeDiff", "diff"]
@@ -84,12 +84,12 @@ class DiffResult(Result):
     notes: list[str] = field(default_factory=list)
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self.rows])
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """node, op_type, a_us, b_us, delta_us, low, high, verdict, a_provider, b_provider,
         moved, a_kernel, b_kernel, kernel_changed; largest |delta| first."""
         t = self.nodes

@@ -24,7 +24,7 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
@@ -128,7 +128,7 @@ class FootprintResult(Result):
     notes: list[str] = field(default_factory=list)
 
     @table
-    def table(self) -> Any:
+    def table(self) -> Table:
         import pandas as pd
 
         return pd.DataFrame(
@@ -151,7 +151,7 @@ class FootprintResult(Result):
             ]
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """setting, peak_bytes, held_bytes (medians over fresh processes), create_ms,
         peak/held change against the reference with its interval, confidence, verdict."""
         return self.table

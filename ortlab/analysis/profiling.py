@@ -21,7 +21,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
@@ -172,7 +172,7 @@ class ProfileResult(Result):
             text += "; nodes that waited for a core look slower and their shares inflated"
         return text
 
-    def by_node(self) -> Any:
+    def by_node(self) -> Table:
         """One row per node: node, op_type, provider, us_per_run (THE node time: the median
         over runs of its own time in a run, profiling on), share (of the median run: each
         node's us_per_run over their sum, so shares add up to 1), calls, median_us (per
@@ -302,17 +302,17 @@ class ProfileResult(Result):
             ["us_per_run", "total_us"], ascending=False, kind="stable"
         ).reset_index(drop=True)
 
-    def by_op_type(self) -> Any:
+    def by_op_type(self) -> Table:
         """One row per (op_type, provider): nodes, calls, us_per_run, share, total_us,
         median_per_run_us (self times: nothing counted twice, shares add up to 1)."""
         return self._grouped(["op_type", "provider"])
 
-    def by_provider(self) -> Any:
+    def by_provider(self) -> Table:
         """One row per execution provider: nodes, calls, us_per_run, share, total_us,
         median_per_run_us."""
         return self._grouped(["provider"])
 
-    def top_nodes(self, n: int = 10) -> Any:
+    def top_nodes(self, n: int = 10) -> Table:
         """The ``n`` slowest nodes by their median run (rows of :meth:`by_node`)."""
         return self.by_node().head(n)
 
@@ -366,7 +366,7 @@ class ProfileResult(Result):
             model=model,
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-node table (:meth:`by_node`): one row per node of the optimized graph."""
         return self.by_node()
 

@@ -19,7 +19,7 @@ from ortlab.analysis.placement.whatif import whatif
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.stats import median_with_interval
 from ortlab.engine.calls import as_config, edge
@@ -77,14 +77,14 @@ class SweepResult(Result):
     targets: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-shape table (:attr:`shapes`): one column per swept dim, then p50_ms,
         low_ms, high_ms, runs, nodes per EP (``nodes:<EP>``), fallbacks, memcpy, peak_bytes,
         ``predicted:<target>`` shares, error."""
         return self.shapes
 
     @table
-    def shapes(self) -> Any:
+    def shapes(self) -> Table:
         import pandas as pd
 
         records = []

@@ -30,7 +30,7 @@ from ortlab.core.machine import (
     physical_cores,
 )
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
 from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import edge, run_model_task
@@ -105,13 +105,13 @@ class ThroughputResult(Result):
     notes: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The :attr:`levels` table: mode, concurrency, requests_per_s, low, high, p50_ms,
         p90_ms, p99_ms, vs_first, vs_previous (their ratios), requests, sessions."""
         return self.levels
 
     @table
-    def levels(self) -> Any:
+    def levels(self) -> Table:
         """One row per (mode, concurrency level)."""
         import pandas as pd
 

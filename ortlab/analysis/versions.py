@@ -28,7 +28,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import VersionInstallError
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks, venvs
 from ortlab.engine.calls import Via, check_report, edge, run
@@ -96,7 +96,7 @@ class VersionDiffResult(Result):
         return self.diff
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         import pandas as pd
 
         fusion = pd.DataFrame([f.__dict__ for f in self.fusion])
@@ -107,7 +107,7 @@ class VersionDiffResult(Result):
         t["kernel_changed"] |= t["a_domain"].fillna("") != t["b_domain"].fillna("")
         return t
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """node, op_type, a_us, b_us (µs per run in each version), delta_us (B - A), low,
         high (its 95 % interval), verdict, a_kernel, b_kernel (the final graph's op types that
         computed it), kernel_changed (op type or domain), vs_run, a_status, b_status, a_group,

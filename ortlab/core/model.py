@@ -42,7 +42,7 @@ from ortlab.core.onnx_util import (
     walk_initializers,
     walk_nodes,
 )
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.runtime import limits
 from ortlab.core.units import fmt_bytes
 
@@ -121,7 +121,7 @@ class ModelSummary(Result):
             + ">"
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """One row per graph input/output: role, name, dtype, shape."""
         import pandas as pd
 

@@ -6,11 +6,10 @@ requested and active, fallbacks with ORT's reasons, its own log lines) that the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ortlab.core.eps import alias as _short
 from ortlab.core.eps import split_device
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.runtime import Device
 
 __all__ = ["ProviderIssue", "SessionReport"]
@@ -75,7 +74,7 @@ class SessionReport(Result):
                 return ep
         return next((p for p in self.active if p != cpu), "")
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """One row per requested provider: provider, loaded, reason (ORT's words when it did
         not load)."""
         import pandas as pd

@@ -31,7 +31,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.display import render
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike, load
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis import search
 from ortlab.diagnosis.best import Best, loaded_only
@@ -117,7 +117,7 @@ class DoctorResult(Result):
     """The samples output accuracy (cosine) was measured on, with their shapes."""
     eval_synthetic: bool | None = None
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
         ci_high, saved_ms, code."""
         import pandas as pd
@@ -194,7 +194,7 @@ class DoctorResult(Result):
                 out.append(self.measured[i])
         return out
 
-    def generation_trials(self) -> Any:
+    def generation_trials(self) -> Table:
         """For an LLM decoder, each candidate measured in generation: key, label,
         decode_tokens_per_s, decode ratio with its interval and verdict, ttft_ms with its
         ratio and verdict, tokens_kept of tokens, and a variant's KL divergence from the model

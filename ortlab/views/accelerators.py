@@ -13,6 +13,8 @@ from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.core.runtime import Providers
 
@@ -102,7 +104,7 @@ def providers_text(p: Providers) -> str:
     return "\n".join(lines)
 
 
-def whatif_figure(w: WhatIfResult) -> Any:
+def whatif_figure(w: WhatIfResult) -> go.Figure:
     """Predicted nodes on each target vs on the CPU (stacked bars); targets with no
     prediction (unknown, failed) are listed with an empty bar."""
     import plotly.graph_objects as go

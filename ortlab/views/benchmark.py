@@ -205,7 +205,7 @@ def config_comparison_html(c: ConfigComparison) -> str:
     )
 
 
-def config_comparison_figure(c: ConfigComparison) -> Any:
+def config_comparison_figure(c: ConfigComparison) -> go.Figure:
     """Time ratio to the first config with its interval."""
     rows = c.rows
     return ratio_figure(

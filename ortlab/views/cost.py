@@ -10,6 +10,8 @@ from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.limits.cost import CostResult
     from ortlab.analysis.limits.roofline import RooflineResult
 
@@ -23,7 +25,7 @@ __all__ = [
 ]
 
 
-def _head(c: Any) -> str:
+def _head(c: CostResult) -> str:
     flops, moved = c.total_flops, c.total_bytes
     intensity = f"{flops / moved:.1f} FLOP/byte" if moved else "no bytes"
     return (
@@ -37,7 +39,7 @@ def _intensity(v: float) -> str:
     return "" if math.isnan(v) else f"{v:.1f}"
 
 
-def _node_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+def _node_rows(c: CostResult, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = c.nodes.head(top)
     head = ["node", "op", "FLOPs", "bytes", "FLOP/byte", "calls", "dtype", "note"]
     rows = [
@@ -56,7 +58,7 @@ def _node_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def _op_rows(c: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+def _op_rows(c: CostResult, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = c.by_op_type.head(top)
     head = ["op type", "nodes", "FLOPs", "share of FLOPs", "bytes", "FLOP/byte"]
     rows = [
@@ -102,7 +104,7 @@ def cost_html(c: CostResult, top: int = 15) -> str:
     )
 
 
-def cost_figure(c: CostResult, top: int = 12) -> Any:
+def cost_figure(c: CostResult, top: int = 12) -> go.Figure:
     """FLOPs and bytes per op type (two bars each; bytes on their own axis)."""
     import plotly.graph_objects as go
 
@@ -146,7 +148,7 @@ def cost_figure(c: CostResult, top: int = 12) -> Any:
 # ---------------------------------------------------------------- roofline
 
 
-def _roof_head(r: Any) -> str:
+def _roof_head(r: RooflineResult) -> str:
     from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR
 
     verdict = (
@@ -170,7 +172,7 @@ _FP32_KERNELS = "the faster of ORT's 1024² GEMM and a 256-channel 3×3 Conv"
 """What fp32's measured ceiling is the best of (engine.tasks_peaks)."""
 
 
-def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
+def _peak_rows(r: RooflineResult) -> tuple[list[str], list[list[Any]]]:
     head = ["ceiling", "best (used)", "median", "runs", "note", "physical (predicted)"]
     physical = {p.dtype: p for p in getattr(r, "physical", [])}
     rows = []
@@ -195,7 +197,7 @@ def _peak_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
 _PHYSICAL_NAMES = {"fp32": "fp32 FLOP/s", "memory": "DRAM bandwidth"}
 
 
-def physical_lines(r: Any) -> list[str]:
+def physical_lines(r: RooflineResult) -> list[str]:
     """Each physical peak of ``r`` (predicted from the machine's description) with its
     formula and how the measured ceiling compares: the share it reaches, or what a measurement
     above it means."""
@@ -221,7 +223,7 @@ def physical_lines(r: Any) -> list[str]:
     return out
 
 
-def _roof_rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+def _roof_rows(r: RooflineResult, top: int) -> tuple[list[str], list[list[Any]]]:
     frame = r.nodes.head(top)
     head = [
         "node",
@@ -299,7 +301,7 @@ def roofline_html(r: RooflineResult, top: int = 15) -> str:
     )
 
 
-def roofline_figure(r: RooflineResult) -> Any:
+def roofline_figure(r: RooflineResult) -> go.Figure:
     """The roofline, log-log: a roof per measured precision (bandwidth slope, then the FLOP/s
     ceiling), one dot per node with FLOPs at (intensity, achieved FLOP/s), sized by its share
     of time and coloured by op type."""

@@ -15,12 +15,14 @@ from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.diff import DiffResult
 
 __all__ = ["diff_figure", "diff_html", "diff_text"]
 
 
-def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
+def _diff_rows(d: DiffResult, top: int = 20) -> tuple[list[str], list[list[Any]]]:
     headers = [
         "node",
         "op",
@@ -51,7 +53,7 @@ def _diff_rows(d: Any, top: int = 20) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def _diff_head(d: Any) -> str:
+def _diff_head(d: DiffResult) -> str:
     s = d.summary()
     return (
         f"{d.label_a} → {d.label_b}: whole run x{s['run_ratio']}; {s['slower']} nodes slower, "
@@ -74,7 +76,7 @@ def diff_html(d: DiffResult, top: int = 20) -> str:
     )
 
 
-def diff_figure(d: DiffResult, top: int = 25) -> Any:
+def diff_figure(d: DiffResult, top: int = 25) -> go.Figure:
     """B - A per node with its interval, the largest changes (red slower, blue faster)."""
     t = timed_shifts(d.to_pandas(), top)
     names = [esc(f"{n} ({o})") for n, o in zip(t["node"], t["op_type"], strict=True)]

@@ -7,7 +7,7 @@ Pure functions, no UI library; every model string through :func:`~ortlab.views.h
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from ortlab.diagnosis.doctor import DoctorResult
+    from ortlab.diagnosis.facts import CpuCosts
+    from ortlab.diagnosis.generation import GenerationFacts
 
 __all__ = [
     "best_snippet",
@@ -39,7 +41,7 @@ GENERATION_HEAD += ["TTFT ms: baseline → it", "TTFT ratio [CI]", "greedy token
 GENERATION_HEAD += ["KLD mean / p99 (nats), top-1"]
 
 
-def _generation_rows(d: Any) -> list[list[str]]:
+def _generation_rows(d: DoctorResult) -> list[list[str]]:
     """A decoder's candidates measured in generation, each beside the baseline rounds it was
     interleaved with (one measurement: the pair's)."""
     gen = d.generation
@@ -61,8 +63,7 @@ def _generation_rows(d: Any) -> list[list[str]]:
     ]
 
 
-def _generation_caption(d: Any) -> str:
-    gen = d.generation
+def _generation_caption(gen: GenerationFacts) -> str:
     return (
         f"Measured in generation ({gen.prompt}-token prompt, {gen.new_tokens} new tokens, "
         f"{gen.rounds} rounds interleaved with the baseline; ratios < 1 are faster):"
@@ -73,7 +74,7 @@ CPU_HEAD = ["candidate", "CPU ms per run", "cores while running", "idle cores af
 CPU_HEAD += ["CPU ratio [CI]", "CPU verdict"]
 
 
-def _cpu_rows(d: Any) -> list[list[str]]:
+def _cpu_rows(d: DoctorResult) -> list[list[str]]:
     """Each candidate's CPU cost beside the baseline's (one CPU stage: the same rounds)."""
     if d.cpu is None:
         return []
@@ -92,9 +93,9 @@ def _cpu_rows(d: Any) -> list[list[str]]:
     ]
 
 
-def _cpu_caption(d: Any) -> str:
+def _cpu_caption(cpu: CpuCosts) -> str:
     return (
-        f"CPU cost ({d.cpu.rounds} rounds of {d.cpu.runs} runs per candidate; CPU over every "
+        f"CPU cost ({cpu.rounds} rounds of {cpu.runs} runs per candidate; CPU over every "
         f"thread of the session's process; idle: the {IDLE_WINDOW_S:g} s after its runs, "
         "nothing running; ratios < 1 use less CPU):"
     )
@@ -118,9 +119,12 @@ def doctor_text(d: DoctorResult) -> str:
     chosen = " (for CPU per run)" if best.objective == "cpu" else ""
     lines.append(f"BEST{chosen}: {best_text(best)}")
     if d.generation is not None:
-        lines += [_generation_caption(d), table_text(GENERATION_HEAD, _generation_rows(d))]
-    if _cpu_rows(d):
-        lines += [_cpu_caption(d), table_text(CPU_HEAD, _cpu_rows(d))]
+        lines += [
+            _generation_caption(d.generation),
+            table_text(GENERATION_HEAD, _generation_rows(d)),
+        ]
+    if d.cpu is not None and _cpu_rows(d):
+        lines += [_cpu_caption(d.cpu), table_text(CPU_HEAD, _cpu_rows(d))]
     if d.stages:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.stages.items()))
     lines += [f"note: {safe_text(n, 2000)}" for n in d.notes]
@@ -163,14 +167,14 @@ def doctor_html(d: DoctorResult, model_file: str | None = None) -> str:
         f"<pre style='background:#f6f6f6'>{esc(snippet, 5000)}</pre>"
         + table_html(["key", "candidate", "p50 ms", "ratio [95% CI]", "cosine", "stage"], cand)
         + (
-            f"<div><b>{esc(_generation_caption(d))}</b></div>"
+            f"<div><b>{esc(_generation_caption(d.generation))}</b></div>"
             + table_html(GENERATION_HEAD, _generation_rows(d))
             if d.generation is not None
             else ""
         )
         + (
-            f"<div><b>{esc(_cpu_caption(d))}</b></div>" + table_html(CPU_HEAD, _cpu_rows(d))
-            if _cpu_rows(d)
+            f"<div><b>{esc(_cpu_caption(d.cpu))}</b></div>" + table_html(CPU_HEAD, _cpu_rows(d))
+            if d.cpu is not None and _cpu_rows(d)
             else ""
         )
         + (f"<div><b>Memory</b></div>{footprint_html(d.memory)}" if d.memory else "")

@@ -91,7 +91,7 @@ def interval_error(paired: Sequence[Any]) -> dict[str, Any]:
 
 def ratio_figure(
     title: str, paired: Sequence[Any], labels: list[str], hover: list[str], xaxis: str
-) -> Any:
+) -> go.Figure:
     """Time ratios with their intervals, a row per label, against a dotted line at 1 (the
     config comparison's figure and the ablation's)."""
     import plotly.graph_objects as go
@@ -115,7 +115,7 @@ def timed_shifts(t: Any, top: int) -> Any:
     return t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
 
 
-def shift_figure(t: Any, names: list[str], hover: list[str], title: str, axis: str) -> Any:
+def shift_figure(t: Any, names: list[str], hover: list[str], title: str, axis: str) -> go.Figure:
     """Each node's shift B - A (``t``: a per-node diff table, ``delta_us``/``low``/``high``/
     ``verdict``) as a bar with its interval, coloured by its verdict; ``hover`` says why (the
     words are hover-only, never drawn across the bars). The run diff's figure and the version

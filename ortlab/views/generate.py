@@ -11,6 +11,8 @@ from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.generation.result import GenerationResult
 
 __all__ = [
@@ -44,7 +46,7 @@ def generation_headline(g: GenerationResult) -> str:
     )
 
 
-def _head(g: Any) -> str:
+def _head(g: GenerationResult) -> str:
     return (
         f"{g.model} [{g.config.label()}]: "
         + (
@@ -57,7 +59,7 @@ def _head(g: Any) -> str:
     )
 
 
-def _rows(g: Any) -> list[list[str]]:
+def _rows(g: GenerationResult) -> list[list[str]]:
     kv = g.kv_cache
     measured = kv["measured_bytes_per_token"]
     model = [
@@ -109,7 +111,7 @@ def _rows(g: Any) -> list[list[str]]:
     ]
 
 
-def _layers(g: Any) -> tuple[list[str], list[list[str]]]:
+def _layers(g: GenerationResult) -> tuple[list[str], list[list[str]]]:
     """Phase x layer: each layer's share of the phase's profiled node time."""
     t = g.by_layer()
     phases = list(dict.fromkeys(t["phase"]))
@@ -156,7 +158,7 @@ def weight_cells(w: Any, *, per_token: bool) -> list[str]:
 WEIGHTS_HEAD = ["nodes", "time per step", "achieved", "ceiling", "of it"]
 
 
-def _weights(g: Any) -> tuple[list[str], list[list[str]]]:
+def _weights(g: GenerationResult) -> tuple[list[str], list[list[str]]]:
     """Per phase and weight op: time per step, what it achieved, the ceiling, the fraction."""
     rows = [
         [r.phase, *weight_cells(r, per_token=r.phase == "decode")] for r in g.weights.itertuples()
@@ -198,7 +200,7 @@ def generate_html(g: GenerationResult) -> str:
     return "".join(parts)
 
 
-def generate_figure(g: GenerationResult) -> Any:
+def generate_figure(g: GenerationResult) -> go.Figure:
     """Time per token (median over runs) against the tokens cached before it, the range over
     runs as a band, on a log axis (a stalled step on a busy machine stays on the chart without
     flattening the rest); the prefill as its own marker at 0."""

@@ -4,12 +4,14 @@ draw — tg tokens/s against depth, pp tokens/s against prompt length."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.generate import WEIGHTS_HEAD, weight_cells
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.generation.bench import LLMBenchResult
 
 __all__ = ["llm_bench_figure", "llm_bench_html", "llm_bench_text"]
@@ -111,7 +113,7 @@ def llm_bench_html(r: LLMBenchResult) -> str:
     return "".join(parts)
 
 
-def llm_bench_figure(r: LLMBenchResult, kind: str | None = None) -> Any:
+def llm_bench_figure(r: LLMBenchResult, kind: str | None = None) -> go.Figure:
     """``kind`` 'tg' (default): tg tokens/s against depth, a line per test, threads and
     batch, error bars one standard deviation; 'pp': pp tokens/s against prompt length, a line
     per depth, threads and batch."""

@@ -15,10 +15,12 @@ from ortlab.views.figure import layout
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.memory import FootprintResult
 
 
-def _footprint_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
+def _footprint_rows(r: FootprintResult) -> tuple[list[str], list[list[Any]]]:
     headers = ["setting", "peak", "held after runs", "create ms", "against the reference"]
     rows = [
         [
@@ -33,7 +35,7 @@ def _footprint_rows(r: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def _footprint_head(r: Any) -> str:
+def _footprint_head(r: FootprintResult) -> str:
     return (
         f"{r.model}: resident memory the session adds ({fmt_bytes(r.weights_bytes)} of "
         f"weights), {r.repeats} fresh processes per setting, {r.runs} runs each"
@@ -53,7 +55,7 @@ def footprint_html(r: FootprintResult) -> str:
     )
 
 
-def footprint_figure(r: FootprintResult) -> Any:
+def footprint_figure(r: FootprintResult) -> go.Figure:
     """Peak and held resident memory per setting (medians; whiskers: min to max over the
     fresh processes)."""
     import plotly.graph_objects as go

@@ -4,13 +4,15 @@ no UI library; every model string through :func:`~ortlab.views.html.esc` (HTML) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.units import fmt_bytes
 from ortlab.views.figure import bars
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.core.model import ModelSummary
 
 __all__ = ["model_figure", "model_summary_html", "model_summary_text"]
@@ -91,7 +93,7 @@ def model_summary_text(s: ModelSummary) -> str:
     return "\n".join(lines)
 
 
-def model_figure(s: ModelSummary) -> Any:
+def model_figure(s: ModelSummary) -> go.Figure:
     """The op-type histogram of a ModelSummary (subgraphs included)."""
     ops = list(s.op_types.items())[:30]
     return bars(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.optimizers.transformers import TransformerOptResult
 
 
-def _opt_rows(o: Any) -> tuple[list[str], list[list[Any]]]:
+def _opt_rows(o: OptimizationResult) -> tuple[list[str], list[list[Any]]]:
     lat = {r.level: r for r in o.latency_rows}
     headers = ["level", "nodes", "fusions", "p50 ms", "vs first level", "verdict"]
     rows = []
@@ -93,7 +93,7 @@ def optimization_html(o: OptimizationResult) -> str:
     )
 
 
-def _ablation_rows(a: Any) -> tuple[list[str], list[list[Any]]]:
+def _ablation_rows(a: AblationResult) -> tuple[list[str], list[list[Any]]]:
     headers = [
         "switched off",
         "fired",
@@ -191,7 +191,7 @@ def optimization_figure(o: OptimizationResult) -> go.Figure:
     )
 
 
-def ablation_figure(a: AblationResult) -> Any:
+def ablation_figure(a: AblationResult) -> go.Figure:
     """Time ratio without each transformer / with all, with its interval (> 1: it helps)."""
     rows = [r for r in a.rows if r.off]
     return ratio_figure(
@@ -203,7 +203,7 @@ def ablation_figure(a: AblationResult) -> Any:
     )
 
 
-def transformer_figure(t: TransformerOptResult) -> Any:
+def transformer_figure(t: TransformerOptResult) -> go.Figure:
     """Fused operators the transformers optimizer produced."""
     ops = [(k, v) for k, v in t.fused_operators.items() if v]
     return bars("fused operators", [k for k, _ in ops], [v for _, v in ops], "operator", "count")

@@ -15,12 +15,14 @@ from ortlab.views.profile import conditions_html
 from ortlab.views.session import report_lines, session_report_html
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.placement.result import PlacementResult
 
 __all__ = ["placement_figure", "placement_html", "placement_text"]
 
 
-def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
+def _placement_summary_rows(pl: PlacementResult) -> tuple[list[str], list[list[Any]]]:
     headers = [
         "provider",
         "nodes",
@@ -45,7 +47,7 @@ def _placement_summary_rows(pl: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+def _partition_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
     headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run (median run)"]
     rows = [
         [
@@ -61,7 +63,7 @@ def _partition_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]
     return headers, rows
 
 
-def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+def _boundary_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
     headers = ["tensor", "from", "to", "bytes"]
     rows = [
         [
@@ -75,7 +77,9 @@ def _boundary_rows(pl: Any, limit: int = 30) -> tuple[list[str], list[list[Any]]
     return headers, rows
 
 
-def _placement_reason_rows(pl: Any, limit: int = 12) -> tuple[list[str], list[list[Any]]]:
+def _placement_reason_rows(
+    pl: PlacementResult, limit: int = 12
+) -> tuple[list[str], list[list[Any]]]:
     headers = ["why", "nodes", "e.g.", "fix"]
     rows = [
         [r.reason, int(r.nodes), r.examples, r.fix] for r in pl.reasons().head(limit).itertuples()
@@ -83,11 +87,11 @@ def _placement_reason_rows(pl: Any, limit: int = 12) -> tuple[list[str], list[li
     return headers, rows
 
 
-def _why_title(pl: Any) -> str:
+def _why_title(pl: PlacementResult) -> str:
     return f"Why nodes are not on {pl.wanted.removesuffix('ExecutionProvider')}"
 
 
-def _placement_times(pl: Any) -> str:
+def _placement_times(pl: PlacementResult) -> str:
     if pl.profile is not None:
         return str(pl.profile.conditions)
     return f"each node's median of {pl.runs} run(s), ORT's profiler on"
@@ -137,7 +141,7 @@ def placement_html(pl: PlacementResult) -> str:
     )
 
 
-def placement_figure(pl: PlacementResult) -> Any:
+def placement_figure(pl: PlacementResult) -> go.Figure:
     """Original nodes and measured time per execution provider."""
     from plotly.subplots import make_subplots
 

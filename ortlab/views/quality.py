@@ -4,11 +4,13 @@ the per-position KL as a figure."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.generation.quality import KLDResult
 
 __all__ = ["kld_figure", "kld_html", "kld_text"]
@@ -45,7 +47,7 @@ def kld_html(r: KLDResult) -> str:
     return "".join([*parts, *(f"<div><i>{esc(n, 600)}</i></div>" for n in r.notes)])
 
 
-def kld_figure(r: KLDResult) -> Any:
+def kld_figure(r: KLDResult) -> go.Figure:
     """Each variant's per-position KL, sorted (a quantile plot): where the tail lies."""
     import plotly.graph_objects as go
 

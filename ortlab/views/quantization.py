@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.quantization.error import ErrorResult
 
 
-def _compare_rows(c: Any) -> tuple[list[str], list[list[Any]]]:
+def _compare_rows(c: CompareResult) -> tuple[list[str], list[list[Any]]]:
     headers = [
         "variant",
         "MB",
@@ -104,7 +104,7 @@ def compare_html(c: CompareResult) -> str:
     )
 
 
-def _error_rows(e: Any, n: int) -> tuple[list[str], list[list[Any]]]:
+def _error_rows(e: ErrorResult, n: int) -> tuple[list[str], list[list[Any]]]:
     worst = sorted(e.tensors, key=lambda t: t.sqnr_db)[:n]
     head = ["tensor", "node", "op", "SQNR dB", "cosine", "max |err|"]
     return head, [[t.tensor, t.node, t.op_type, t.sqnr_db, t.cosine, t.max_abs] for t in worst]
@@ -165,7 +165,7 @@ def compare_figure(c: CompareResult) -> go.Figure:
     )
 
 
-def error_figure(e: ErrorResult) -> Any:
+def error_figure(e: ErrorResult) -> go.Figure:
     """SQNR per tensor in graph order: where the quantization error grows."""
     import plotly.graph_objects as go
 

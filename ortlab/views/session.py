@@ -6,12 +6,14 @@ figure."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.figure import bars
 from ortlab.views.html import esc, safe_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.core.sessionreport import SessionReport
 
 __all__ = [
@@ -67,7 +69,7 @@ def session_report_text(r: SessionReport) -> str:
     return "\n".join([repr(r), *(f"  {line}" for line in report_lines(r))])
 
 
-def session_report_figure(r: SessionReport) -> Any:
+def session_report_figure(r: SessionReport) -> go.Figure:
     """Requested providers: loaded (green) or not (red), with ORT's reason on hover."""
     why = {m.provider: m.reason for m in r.missing}
     colors = ["#E45756" if p in why else "#54A24B" for p in r.requested]

@@ -10,6 +10,8 @@ from ortlab.core.units import fmt_bytes
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.sweep import SweepResult
 
 __all__ = ["sweep_figure", "sweep_html", "sweep_text"]
@@ -23,7 +25,7 @@ def _interval(r: Any) -> str:
     return f"{r.p50_ms:.3g} [{r.low_ms:.3g}, {r.high_ms:.3g}]"
 
 
-def _rows(s: Any) -> tuple[list[str], list[list[Any]]]:
+def _rows(s: SweepResult) -> tuple[list[str], list[list[Any]]]:
     eps = list(dict.fromkeys(ep for r in s.rows for ep in r.nodes_per_ep))
     head = [
         "shape",
@@ -56,7 +58,7 @@ def _rows(s: Any) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def _head(s: Any) -> str:
+def _head(s: SweepResult) -> str:
     swept = "; ".join(f"{k} in {v}" for k, v in s.swept.items())
     return f"{s.model}: {len(s.rows)} shapes ({swept}); latency and memory measured"
 
@@ -75,7 +77,7 @@ def sweep_html(s: SweepResult) -> str:
     )
 
 
-def sweep_figure(s: SweepResult) -> Any:
+def sweep_figure(s: SweepResult) -> go.Figure:
     """Median latency per shape with its interval (error bars), peak memory on a second
     axis; dotted lines: each target's predicted share of nodes."""
     import plotly.graph_objects as go

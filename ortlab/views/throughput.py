@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.throughput import ThroughputResult
 
 __all__ = ["throughput_figure", "throughput_html", "throughput_text"]
@@ -16,7 +18,7 @@ __all__ = ["throughput_figure", "throughput_html", "throughput_text"]
 _MODE = {"shared": "threads share one session", "per_thread": "one session per thread"}
 
 
-def _head(t: Any) -> str:
+def _head(t: ThroughputResult) -> str:
     return (
         f"{t.model} [{t.config.label()}]: requests/s per concurrency level, "
         f"{t.rounds} rounds of {t.duration_s:g} s windows per level, interleaved (measured)"
@@ -35,7 +37,7 @@ def _ratio(p: Any) -> str:
     return f"{p.ratio:.2f}x [{p.low:.2f}, {p.high:.2f}]"
 
 
-def _rows(t: Any, mode: str) -> tuple[list[str], list[list[Any]]]:
+def _rows(t: ThroughputResult, mode: str) -> tuple[list[str], list[list[Any]]]:
     head = [
         "threads",
         "req/s",
@@ -70,7 +72,7 @@ def _rows(t: Any, mode: str) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def _modes(t: Any) -> list[str]:
+def _modes(t: ThroughputResult) -> list[str]:
     return list(dict.fromkeys(r.mode for r in t.rows))
 
 
@@ -103,7 +105,7 @@ def throughput_html(t: ThroughputResult) -> str:
     return "".join(parts)
 
 
-def throughput_figure(t: ThroughputResult, kind: str = "throughput") -> Any:
+def throughput_figure(t: ThroughputResult, kind: str = "throughput") -> go.Figure:
     """``throughput``: median requests/s against concurrency with its interval, per mode;
     ``latency``: p50 and p99 against concurrency, per mode."""
     import plotly.graph_objects as go

@@ -10,12 +10,14 @@ from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from ortlab.analysis.versions import VersionDiffResult
 
 __all__ = ["versions_figure", "versions_html", "versions_text"]
 
 
-def _head(r: Any) -> str:
+def _head(r: VersionDiffResult) -> str:
     s = r.summary()
     a, b = r.loaded
     return (
@@ -27,7 +29,7 @@ def _head(r: Any) -> str:
     )
 
 
-def _rows(r: Any, top: int) -> tuple[list[str], list[list[Any]]]:
+def _rows(r: VersionDiffResult, top: int) -> tuple[list[str], list[list[Any]]]:
     """The nodes that changed (time, kernel or fusion), then the largest shifts."""
     a, b = r.loaded
     headers = [
@@ -68,7 +70,7 @@ def _kernel(op: str, domain: Any) -> str:
     return f"{op} ({domain})" if isinstance(domain, str) and domain else op
 
 
-def _inserted(r: Any) -> tuple[list[str], list[list[Any]]]:
+def _inserted(r: VersionDiffResult) -> tuple[list[str], list[list[Any]]]:
     a, b = r.loaded
     headers = ["inserted kernel", f"{a} count", f"{b} count", f"{a} µs", f"{b} µs"]
     rows = [[k.op_type, k.a_count, k.b_count, fmt_us(k.a_us), fmt_us(k.b_us)] for k in r.inserted]
@@ -93,7 +95,7 @@ def versions_html(r: VersionDiffResult, top: int = 20) -> str:
     return out + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
 
 
-def versions_figure(r: VersionDiffResult, top: int = 25) -> Any:
+def versions_figure(r: VersionDiffResult, top: int = 25) -> go.Figure:
     """B - A per node with its interval, the largest shifts (red slower, blue faster), the
     nodes whose kernel or fusion changed marked."""
     t = timed_shifts(r.to_pandas(), top)

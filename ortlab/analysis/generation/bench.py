@@ -30,7 +30,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.machine import cpu_model, last_level_cache_bytes, load_sentence, physical_cores
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import tokens_per_s
@@ -155,7 +155,7 @@ class LLMBenchResult(Result):
     """The last-level cache's size (a call whose bytes fit it meets the in-cache bandwidth)."""
 
     @table
-    def weights(self) -> Any:
+    def weights(self) -> Table:
         """Each cell's weight multiplications against the ceilings it meets: test, n_depth,
         n_threads, n_batch, then per op type and precision what
         :meth:`GenerationResult.weights` gives (nodes, us_per_step, flops, bytes,
@@ -179,7 +179,7 @@ class LLMBenchResult(Result):
         return out[[*cols, *(c for c in out.columns if c not in cols)]]
 
     @table
-    def table(self) -> Any:
+    def table(self) -> Table:
         """One row per cell: test, n_prompt, n_gen, n_depth, n_threads, n_batch, avg_ts,
         stddev_ts, model_ts (sess.run alone), avg_ns, stddev_ns, repetitions."""
         import pandas as pd
@@ -204,7 +204,7 @@ class LLMBenchResult(Result):
             ]
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The :attr:`table`."""
         return self.table
 
@@ -291,7 +291,7 @@ class LLMBenchResult(Result):
         frame = pd.DataFrame(rows, columns=[*cols, "share"])
         return frame.astype({"layer": "Int64"})
 
-    def by_layer(self) -> Any:
+    def by_layer(self) -> Table:
         """:meth:`split` summed per cell and layer (-1: outside the layers): test, n_depth,
         n_threads, n_batch, layer, us, share."""
         t = self.split()
@@ -305,7 +305,7 @@ class LLMBenchResult(Result):
         out = out.assign(_cell=cell).sort_values(["_cell", "layer"], ignore_index=True)
         return out.drop(columns="_cell")
 
-    def by_op(self) -> Any:
+    def by_op(self) -> Table:
         """:meth:`split` summed per cell and op type: test, n_depth, n_threads, n_batch,
         op_type, us, share; slowest first within a cell."""
         t = self.split()

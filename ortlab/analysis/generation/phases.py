@@ -26,6 +26,7 @@ from ortlab.analysis.limits.roofline import RooflineResult, RoofRow
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.machine import last_level_cache_bytes
+from ortlab.core.result import Table
 from ortlab.core.run import Run
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import run_model_task
@@ -209,7 +210,7 @@ def dram_fraction(row: RoofRow, dram: float) -> float:
     return got / dram if dram > 0 and not math.isnan(got) else math.nan
 
 
-def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Any:
+def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
     """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
     summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
     summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth,

@@ -16,7 +16,7 @@ from ortlab.analysis.generation.generate import require_decoder
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
 from ortlab.core.model import ModelLike, load
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.engine import tasks_kld
 from ortlab.engine.calls import as_config, edge, run_model_task
 
@@ -81,7 +81,7 @@ class KLDResult(Result):
     notes: list[str] = field(default_factory=list)
 
     @table
-    def table(self) -> Any:
+    def table(self) -> Table:
         """One row per variant: variant, kld_mean, kld_median, kld_p99, kld_max (nats),
         top1 (agreement share), positions."""
         import pandas as pd
@@ -101,7 +101,7 @@ class KLDResult(Result):
             ]
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The :attr:`table`."""
         return self.table
 

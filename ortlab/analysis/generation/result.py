@@ -22,7 +22,7 @@ from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.layers import layer_from_name
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import median_with_interval
 from ortlab.core.units import tokens_per_s
 from ortlab.engine.trace import ProfileData
@@ -150,7 +150,7 @@ class GenerationResult(Result):
         return _decode_rate(self.steps_ms, self.new_tokens, self.batch)
 
     @table
-    def per_token(self) -> Any:
+    def per_token(self) -> Table:
         """One row per step: step, phase, past_length (tokens cached before it), ms (median
         over runs), low_ms, high_ms (the range over runs). An encoder-decoder's encoder is
         step -1, phase 'encoder' (before the decoder's first step)."""
@@ -174,11 +174,11 @@ class GenerationResult(Result):
         row |= {"low_ms": float(enc.min()), "high_ms": float(enc.max())}
         return pd.concat([pd.DataFrame([row]), frame], ignore_index=True)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The :attr:`per_token` table."""
         return self.per_token
 
-    def by_phase(self) -> Any:
+    def by_phase(self) -> Table:
         """The profiled generations' nodes per phase: phase, node, op_type, layer (from the
         graph's structure; layer_source says how: :attr:`layer_sources`), us_per_step (its
         own time per step of the phase: the median over the profiled generations' prefills,
@@ -186,7 +186,7 @@ class GenerationResult(Result):
         slowest first within each phase (:mod:`ortlab.analysis.generation.split`)."""
         return split.by_phase(self)
 
-    def by_layer(self) -> Any:
+    def by_layer(self) -> Table:
         """:meth:`by_phase` summed per transformer layer: phase, layer (-1: outside the layers
         — embedding, final norm, head), us_per_step, share, nodes."""
         return split.by_layer(self)
@@ -232,7 +232,7 @@ class GenerationResult(Result):
         )
 
     @table
-    def phase_roofline(self) -> Any:
+    def phase_roofline(self) -> Table:
         """The weight multiplications (MatMulNBits, MatMul, Gemm… with an initializer input)
         per phase against their ceiling: phase, node, op_type, layer, us_per_step (as
         :meth:`by_phase`), flops, bytes, achieved_flops, peak_flops (the GEMM peak at its
@@ -271,7 +271,7 @@ class GenerationResult(Result):
         )
 
     @table
-    def weights(self) -> Any:
+    def weights(self) -> Table:
         """The weight multiplications per phase and op type, their work over their time
         against the ceiling that phase meets: ``fraction`` of the bandwidth in decode (in-cache
         when a step's weights fit the last-level cache, else DRAM's; ``dram_fraction`` beside

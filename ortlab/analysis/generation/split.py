@@ -5,10 +5,11 @@ is never shown as the model's physics (issue 46)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ortlab.core.result import Table
 from ortlab.core.runtime import PROFILER_US_PER_NODE
 from ortlab.engine.trace import per_run_grid
 
@@ -22,7 +23,7 @@ __all__ = ["by_layer", "by_phase", "outliers", "phase_run_us", "phase_runs"]
 COLUMNS = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share", "calls"]
 
 
-def by_phase(g: GenerationResult) -> Any:
+def by_phase(g: GenerationResult) -> Table:
     """One row per phase and profiled node (``GenerationResult.by_phase``)."""
     import pandas as pd
 
@@ -80,7 +81,7 @@ def _encoder_rows(g: GenerationResult) -> pd.DataFrame:
     ).sort_values("us_per_step", ascending=False)
 
 
-def by_layer(g: GenerationResult) -> Any:
+def by_layer(g: GenerationResult) -> Table:
     """:func:`by_phase` summed per layer (-1: outside the layers)."""
     t = by_phase(g)
     if not len(t):

@@ -30,7 +30,7 @@ from ortlab.core.errors import OrtlabWarning
 from ortlab.core.inputs import default_shapes
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, walk_nodes
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 
 __all__ = ["BODY", "GraphData", "graph_data", "in_branch", "overview", "tensor_types"]
 
@@ -156,7 +156,7 @@ class GraphData(Result):
     """The graph's inputs (initializers excluded): drawn as items of their own."""
     outputs: list[str] = field(default_factory=list)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """One row per node as the view draws it: name, op_type, group, provider, us_per_run,
         share, status."""
         import pandas as pd

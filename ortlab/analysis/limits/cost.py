@@ -20,7 +20,7 @@ import numpy as np
 from ortlab.analysis.limits.formulas import NodeCost, Tensor, node_cost
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import edge, run_model_task
@@ -94,13 +94,13 @@ class CostResult(Result):
         """Op types ortlab has no formula for (their FLOPs are NaN, not 0)."""
         return sorted({r.op_type for r in self.rows if r.kind == "unknown"})
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-node table (:attr:`nodes`): node, op_type, flops, bytes, intensity, calls,
         dtype, kind, provider, note, inputs, outputs; most FLOPs first."""
         return self.nodes
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         """One row per node, most FLOPs first."""
         import pandas as pd
 
@@ -141,7 +141,7 @@ class CostResult(Result):
         return frame.sort_values("flops", ascending=False, kind="stable", na_position="last")
 
     @table
-    def by_op_type(self) -> Any:
+    def by_op_type(self) -> Table:
         """FLOPs, bytes, nodes and share of the model's FLOPs per op type, most FLOPs first."""
         frame = self.nodes
         out = frame.groupby("op_type").agg(

@@ -28,7 +28,7 @@ from ortlab.core.eps import compiling
 from ortlab.core.hardware import PhysicalPeak, physical_peaks
 from ortlab.core.machine import last_level_cache_bytes
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_bandwidth, fmt_flops
@@ -190,14 +190,14 @@ class RooflineResult(Result):
         """Most node time (over 60 %) is in nodes at half their bound or more."""
         return self.time_share(NEAR) > 0.6
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-node table (:attr:`nodes`): node, op_type, us, share, flops, bytes,
         intensity, achieved_flops, achieved_bytes, attainable, achieved_fraction, bound,
         bandwidth (the bytes/s ceiling used), dtype, kind, provider; slowest first."""
         return self.nodes
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         import pandas as pd
 
         cols = [

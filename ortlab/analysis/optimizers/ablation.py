@@ -23,7 +23,7 @@ from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_columns
 from ortlab.engine import tasks
@@ -77,12 +77,12 @@ class AblationResult(Result):
     notes: list[str] = field(default_factory=list)
 
     @table
-    def table(self) -> Any:
+    def table(self) -> Table:
         import pandas as pd
 
         return pd.DataFrame([paired_columns(r) for r in self.rows])
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """off, fired, nodes, node_change, create_ms, own_ms, p50_ms, ratio, low, high, verdict,
         max_abs, cosine."""
         return self.table

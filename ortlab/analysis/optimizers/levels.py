@@ -22,7 +22,7 @@ from ortlab.core.config import LEVELS, SessionConfig, canonical_level
 from ortlab.core.eps import COMPILING_EPS
 from ortlab.core.errors import SessionConfigError
 from ortlab.core.model import ModelLike
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import Paired, against_first, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
@@ -94,7 +94,7 @@ class OptimizationResult(Result):
         raise KeyError(f"Level {level!r} was not measured; have {[x.level for x in self.levels]}")
 
     @table
-    def counts(self) -> Any:
+    def counts(self) -> Table:
         """Rows: 'original' then each level; columns: nodes, then one per op type."""
         import pandas as pd
 
@@ -147,7 +147,7 @@ class OptimizationResult(Result):
         )
 
     @table
-    def latency(self) -> Any:
+    def latency(self) -> Table:
         """Per level: p50_ms, ratio to the first level (paired, interleaved), its interval (low,
         high: coverage >= 95 %, NaN below 6 rounds), verdict."""
         import pandas as pd
@@ -158,7 +158,7 @@ class OptimizationResult(Result):
         counts = " → ".join(f"{lv.level} {lv.nodes}" for lv in self.levels)
         return f"<OptimizationResult {self.model!r}: {self.original_nodes} nodes; {counts}>"
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """Latency per level (:attr:`latency`): level, p50_ms, ratio, low, high, verdict."""
         return self.latency
 

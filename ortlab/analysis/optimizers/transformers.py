@@ -23,7 +23,7 @@ from ortlab.core import cache
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
 from ortlab.core.onnx_util import compute_in_bodies
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
@@ -69,7 +69,7 @@ class TransformerOptResult(Result):
         ]
         return pd.DataFrame(rows, columns=["optimized", "kind", "original", "n_original"])
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """Fused operators the optimizer produced: operator, count (zeros included)."""
         import pandas as pd
 

@@ -13,7 +13,7 @@ from ortlab.analysis.placement.reasons import group_reasons
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 from ortlab.engine.session import SessionReport
 
 __all__ = ["BoundaryRow", "NodeRow", "OptimizedRow", "PartitionRow", "PlacementResult"]
@@ -122,7 +122,7 @@ class PlacementResult(Result):
     # ------------------------------------------------------------------ tables
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         """Per ORIGINAL node: node, op_type, status, optimized, provider, partition,
         us_per_run, group_us_per_run, share, time_source, reason, output_bytes,
         parameter_bytes."""
@@ -131,7 +131,7 @@ class PlacementResult(Result):
         return pd.DataFrame([_listed(r) for r in self.node_rows], columns=_cols(NodeRow))
 
     @table
-    def optimized(self) -> Any:
+    def optimized(self) -> Table:
         """Per final-graph node: node, op_type, domain, provider, partition, fused_from,
         us_per_run, share, compiled, executed, reason."""
         import pandas as pd
@@ -139,7 +139,7 @@ class PlacementResult(Result):
         return pd.DataFrame([_listed(r) for r in self.optimized_rows], columns=_cols(OptimizedRow))
 
     @table
-    def partitions(self) -> Any:
+    def partitions(self) -> Table:
         """One row per EP subgraph: partition, provider, compiled, optimized_nodes,
         original_nodes (names in the original graph), inputs, outputs, us_per_run."""
         import pandas as pd
@@ -147,7 +147,7 @@ class PlacementResult(Result):
         return pd.DataFrame([r.__dict__ for r in self.partition_rows], columns=_cols(PartitionRow))
 
     @table
-    def boundaries(self) -> Any:
+    def boundaries(self) -> Table:
         """Tensors crossing from one EP to another: tensor, producer, producer_provider,
         consumer, consumer_provider, bytes."""
         import pandas as pd
@@ -155,7 +155,7 @@ class PlacementResult(Result):
         return pd.DataFrame([r.__dict__ for r in self.boundary_rows], columns=_cols(BoundaryRow))
 
     @table
-    def memcpy(self) -> Any:
+    def memcpy(self) -> Table:
         t = self.optimized
         return t[t["op_type"].isin(MEMCPY_OPS)]
 
@@ -165,7 +165,7 @@ class PlacementResult(Result):
         CPU); '' when only the CPU was asked for. ``reason`` says why a node is not on it."""
         return self.report.wanted
 
-    def reasons(self) -> Any:
+    def reasons(self) -> Table:
         """Why nodes are not on :attr:`wanted`, grouped: reason (normalised), nodes, examples,
         fix, raw (the most common sentence, as ORT or the EP said it)."""
         import pandas as pd
@@ -174,7 +174,7 @@ class PlacementResult(Result):
         groups = group_reasons(rows, self.wanted or "CPUExecutionProvider", [], fixed=False)
         return pd.DataFrame(groups, columns=["reason", "nodes", "examples", "fix", "raw"])
 
-    def summary(self) -> Any:
+    def summary(self) -> Table:
         """Per provider: original nodes, share of nodes, partitions, µs per run, share of time,
         output_bytes (what its kernels write per run, as ORT's profile recorded them: a
         fused kernel once, not once per original node)."""
@@ -217,7 +217,7 @@ class PlacementResult(Result):
             f"{self.report.summary()}>"
         )
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-original-node join (:attr:`nodes`): node, op_type, status, optimized,
         provider, partition, us_per_run, group_us_per_run, share, time_source."""
         return self.nodes

@@ -13,7 +13,7 @@ from typing import Any
 from ortlab.analysis.placement.reasons import group_reasons
 from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.errors import OrtlabError
-from ortlab.core.result import Result, table
+from ortlab.core.result import Result, Table, table
 
 __all__ = ["TargetInfo", "WhatIfError", "WhatIfResult", "WhatIfRow"]
 
@@ -121,7 +121,7 @@ class WhatIfResult(Result):
         raise WhatIfError(f"No predicted placement for {target!r} ({info.evidence}): {info.reason}")
 
     @table
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         """One row per ORIGINAL node (subgraph bodies included) and target: node, op_type,
         target, provider (predicted), partition, evidence (compiled / rules / measured /
         unknown / failed), reason ('' when the node is on the target), category (the reason
@@ -131,12 +131,12 @@ class WhatIfResult(Result):
         cols = [f.name for f in dataclasses.fields(WhatIfRow)]
         return pd.DataFrame([dataclasses.asdict(r) for r in self.rows], columns=cols)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """The per-node table (:attr:`nodes`): node, op_type, target, provider, partition,
         evidence, reason, category."""
         return self.nodes
 
-    def summary(self) -> Any:
+    def summary(self) -> Table:
         """Per target: ep, evidence, on_target / on_cpu / removed (original nodes),
         partitions, level1_on_target (ORT's or the checker's own count, in the graph ORT
         partitions), before (on target
@@ -165,7 +165,7 @@ class WhatIfResult(Result):
             )
         return pd.DataFrame(rows)
 
-    def reasons(self) -> Any:
+    def reasons(self) -> Table:
         """Why nodes fall back, grouped per target and normalised reason: target, reason,
         nodes, examples (up to 3 node names), fix, raw (the most common text as the EP or
         checker said it)."""

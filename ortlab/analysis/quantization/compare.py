@@ -20,7 +20,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, OrtlabWarning, error_text
 from ortlab.core.machine import cpu_flags, load_sentence
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.core.stats import Paired, against_first, spread
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
@@ -50,7 +50,7 @@ class CompareResult(Result):
     """True when ortlab synthesized the timing inputs (``synthetic`` is about the accuracy
     samples)."""
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to the original), ci_low, ci_high,
         verdict, cosine, sqnr_db, max_abs, top1 (first float output), labels_equal (the lowest
         exact agreement of label outputs, None without any), quantized kernels, synthetic."""

@@ -13,7 +13,7 @@ from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
-from ortlab.core.result import Result
+from ortlab.core.result import Result, Table
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
@@ -91,7 +91,7 @@ class ErrorResult(Result):
             variants.append(quantize(source, wider, timeout=timeout))
         return QuantFix(nodes=nodes, tensors=tensors, variants=variants)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> Table:
         """tensor, node, op_type, sqnr_db, cosine, max_abs — in graph order."""
         import pandas as pd
 

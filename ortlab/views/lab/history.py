@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.stats import interval_text
 from ortlab.views.figure import template
 from ortlab.views.html import esc
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
 
 __all__ = ["History", "RunRecord", "history_figure", "ort_seconds"]
 
@@ -123,7 +127,7 @@ class History:
             old = self.records[-self.keep_results - 1]
             old.benchmark = old.placement = None
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """run, label (config, variant, transformers optimizer, shapes), variant, shapes,
         model_path (the file the run used), p50_ms with its interval (p50_low_ms, p50_high_ms),
         other_cores (the machine's load while it was timed), p90_ms, mean_ms, providers, fallback,
@@ -277,7 +281,7 @@ def ort_seconds(pl: Any, b: Any) -> float:
     return float(pl.ort_ms + b.ort_ms) / 1e3
 
 
-def history_figure(t: Any) -> Any:
+def history_figure(t: Any) -> go.Figure:
     """The Lab's History: p50 per run with the median's interval as error bars and the other
     processes' load in the hover (``t``: ``History.to_pandas()``)."""
     import plotly.graph_objects as go
