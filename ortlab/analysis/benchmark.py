@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from ortlab.engine.calls import (
     run_model_task,
 )
 from ortlab.engine.session import SessionReport
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["BenchmarkResult", "ConfigComparison", "benchmark", "compare_configs", "environment"]
 
@@ -102,8 +106,8 @@ class BenchmarkResult(Result):
 
 def benchmark(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     runs: int = 100,
     warmup: int = 10,
@@ -217,7 +221,7 @@ class ConfigComparison(Result):
 def compare_configs(
     model: ModelLike,
     configs: list[SessionConfig | Mapping[str, Any]],
-    feeds: Mapping[str, Any] | None = None,
+    feeds: FeedsLike | None = None,
     *,
     rounds: int = 10,
     runs: int = 10,

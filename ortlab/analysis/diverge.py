@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
+
 __all__ = [
     "METRICS",
     "DivergenceResult",
@@ -169,8 +172,8 @@ class DivergenceResult(Result):
 def diverge(
     model: ModelLike,
     against: ModelLike | SessionConfig | Mapping[str, Any],
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
     metric: str = "cosine",

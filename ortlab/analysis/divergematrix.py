@@ -6,9 +6,9 @@ with every optimization on diverged: a fusion), made automatic."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import label
@@ -16,6 +16,9 @@ from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.errorsums import Side
+
+if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["LEVELS", "MatrixCell", "grid", "matrix_verdict"]
 
@@ -44,7 +47,7 @@ def grid(
     model_paths: tuple[str, str],
     configs: Sequence[SessionConfig],
     finals: dict[str, str],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     *,
     error: Callable[[float, float], float],
     threshold: float,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +30,10 @@ from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
 from ortlab.engine.calls import Via, edge
 from ortlab.engine.calls import run as run_task
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
 
@@ -190,8 +194,8 @@ class FootprintResult(Result):
 
 def footprint(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     settings: Mapping[str, SessionConfig] | None = None,
     repeats: int = 4,

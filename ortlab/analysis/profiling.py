@@ -40,6 +40,8 @@ from ortlab.engine.trace import (
 
 if TYPE_CHECKING:
     from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = [
     "ProfileData",
@@ -384,8 +386,8 @@ class ProfileResult(Result):
 
 def profile(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     runs: int = 20,
     warmup: int = 3,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ortlab.analysis.benchmark import environment
 from ortlab.analysis.generation.generate import GenerationResult, generate
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from ortlab.analysis.optimizers.levels import OptimizationResult
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.profiling import ProfileResult
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = [
     "GENERATION",
@@ -93,8 +95,8 @@ def gather(
     m: Model,
     doctor: DoctorFacts | None = None,
     *,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     dims: Mapping[str, int] | None = None,
     profile: ProfileResult | None = None,
     placement: PlacementResult | None = None,

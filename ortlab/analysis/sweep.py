@@ -9,7 +9,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.stats import median_with_interval
 from ortlab.engine.calls import as_config, edge
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
 
 __all__ = ["MAX_POINTS", "SweepResult", "SweepRow", "sweep"]
 
@@ -186,7 +189,7 @@ def _measure(run: Run, point: dict[str, int], *, runs: int, targets: Sequence[st
 
 def sweep(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
     *,
     dims: Mapping[str, Sequence[int]],
     targets: Sequence[str] = (),

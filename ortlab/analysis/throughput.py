@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,10 @@ from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.replies import ThroughputReply
 from ortlab.engine.tasks_throughput import MODES
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["ConcurrencyError", "LevelRow", "ThroughputResult", "find_knee", "throughput"]
 
@@ -289,8 +293,8 @@ def _notes(reply: ThroughputReply, cfg: SessionConfig, levels: list[int]) -> lis
 
 def throughput(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     concurrency: Sequence[int] = (1, 2, 4),
     modes: Sequence[str] = MODES,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,10 @@ from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks, venvs
 from ortlab.engine.calls import Via, check_report, edge, run
 from ortlab.engine.worker import Worker
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["InsertedKernel", "NodeFusion", "VersionDiffResult", "version_diff"]
 
@@ -213,8 +217,8 @@ def _start(version: str, progress: bool) -> Worker:
 
 def version_diff(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     versions: Sequence[str] = DEFAULT_VERSIONS,
     rounds: int = 6,

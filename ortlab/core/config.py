@@ -13,13 +13,20 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from ortlab.core import display
 from ortlab.core.eps import POLICIES, PROVIDER_ALIASES, alias, canonical_provider, split_device
 from ortlab.core.errors import ProviderError, SessionConfigError
 
-__all__ = ["LEVELS", "LEVEL_ORDER", "PROVIDER_ALIASES", "SessionConfig", "canonical_provider"]
+__all__ = [
+    "LEVELS",
+    "LEVEL_ORDER",
+    "PROVIDER_ALIASES",
+    "ConfigLike",
+    "SessionConfig",
+    "canonical_provider",
+]
 
 LEVELS: dict[str, str] = {  # the one home of the level order: every list of levels reads it
     "disabled": "ORT_DISABLE_ALL",
@@ -312,3 +319,10 @@ def _library_path(path: str | Any) -> str:
     if os.sep in text or (os.altsep and os.altsep in text):
         return str(Path(text).absolute())
     return text
+
+
+ConfigLike: TypeAlias = SessionConfig | Mapping[str, Any]
+"""What every verb takes as a config: a :class:`SessionConfig`, or a mapping of its field names
+to values (``{"level": "basic", "intra_op_threads": 2}``). The mapping's values are Any to the
+type checker on purpose, said here once: each field has its own type, checked (with a clear
+``SessionConfigError``) when the mapping becomes a SessionConfig."""

@@ -17,6 +17,7 @@ from ortlab.core.inputs import DimChoice, Feeds
 from ortlab.core.onnx_util import dtype_name, np_dtype
 
 if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
     from ortlab.core.model import Model, TensorInfo
 
 __all__ = ["validate_feeds"]
@@ -32,7 +33,7 @@ def _np_dtype_name(dtype: np.dtype[Any]) -> str:
         return str(dtype)
 
 
-def validate_feeds(model: Model, feeds: Mapping[str, Any]) -> Feeds:
+def validate_feeds(model: Model, feeds: FeedsLike) -> Feeds:
     """Check names, dtypes, ranks and fixed dims; returns feeds as arrays (a :class:`Feeds`)."""
     if not isinstance(feeds, Mapping):
         raise FeedError(

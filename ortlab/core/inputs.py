@@ -12,7 +12,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 from onnx import helper
@@ -22,7 +22,13 @@ from ortlab.core.errors import FeedError, OrtlabWarning
 if TYPE_CHECKING:
     from ortlab.core.model import Model, TensorInfo
 
-__all__ = ["Feeds", "example_inputs", "shapes_text", "unfixed_dims"]
+__all__ = ["Feeds", "FeedsLike", "example_inputs", "shapes_text", "unfixed_dims"]
+
+FeedsLike: TypeAlias = Mapping[str, Any]
+"""Feeds as a caller gives them: input name -> an array, or anything ``numpy.asarray`` takes (a
+list, a scalar). The values are Any to the type checker on purpose, said here once: each one's
+dtype and shape are checked against the model's input when the feeds are validated (a clear
+``FeedError``), which no static type can do."""
 
 _DIM_DEFAULTS: tuple[tuple[str, int, str], ...] = (
     (r"batch|^n$|^b$|^bs$|num_samples", 1, "batch-like"),

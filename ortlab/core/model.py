@@ -47,7 +47,7 @@ from ortlab.core.runtime import limits
 from ortlab.core.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from ortlab.core.inputs import Feeds
+    from ortlab.core.inputs import Feeds, FeedsLike
 
 __all__ = [
     "Model",
@@ -234,7 +234,7 @@ class Model:
         dims: Mapping[str, int] | None = None,
         seed: int = 0,
         *,
-        like: Mapping[str, Any] | None = None,
+        like: FeedsLike | None = None,
         prompt: int | None = None,
         past: int | None = None,
         batch: int | None = None,

@@ -57,6 +57,9 @@ from ortlab.engine.calls import as_config, edge
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
+
 __all__ = ["Best", "CpuSample", "DoctorResult", "cpu_sample", "doctor", "other_cores"]
 
 
@@ -296,8 +299,8 @@ class _Stages:
 
 def doctor(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     providers: Sequence[str] | str | None = None,
     budget_s: float = 120.0,

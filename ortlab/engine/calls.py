@@ -11,10 +11,10 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 import numpy as np
 
-from ortlab.core.config import SessionConfig
+from ortlab.core.config import ConfigLike, SessionConfig
 from ortlab.core.errors import RunError, SessionConfigError
 from ortlab.core.feedcheck import validate_feeds
-from ortlab.core.inputs import DimChoice, Feeds, example_inputs, resolve_dims
+from ortlab.core.inputs import DimChoice, Feeds, FeedsLike, example_inputs, resolve_dims
 from ortlab.core.machine import measured_load
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.run import ModelJob, Progress, Run
@@ -24,7 +24,7 @@ from ortlab.engine.session import SessionReport, warn_if_fallback
 from ortlab.engine.worker import InProcessWorker, Worker, get_worker, task_name
 
 
-def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig:
+def as_config(config: ConfigLike | None) -> SessionConfig:
     if config is None:
         return SessionConfig()
     if isinstance(config, SessionConfig):
@@ -39,8 +39,8 @@ def as_config(config: SessionConfig | Mapping[str, Any] | None) -> SessionConfig
 
 def edge(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None,
-    feeds: Mapping[str, Any] | None,
+    config: ConfigLike | None,
+    feeds: FeedsLike | None,
     *,
     dims: Mapping[str, int] | None = None,
     runs: int = 1,

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from ortlab.core.errors import (
     RunError,
 )
 from ortlab.core.graph import graph_nodes
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.machine import CpuSample, cpu_sample, other_cores
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.capture import capture_output
@@ -59,7 +60,7 @@ def cached_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}
 
 
-def prepare_feeds(feeds: Mapping[str, Any]) -> dict[str, Any]:
+def prepare_feeds(feeds: FeedsLike) -> dict[str, Any]:
     """numpy arrays ORT cannot take directly (bfloat16, float8…) become typed OrtValues."""
     import onnxruntime as ort
     from onnx import helper
@@ -154,9 +155,7 @@ def make_runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[
     return bound
 
 
-def run_error(
-    err: Exception, name: str, config: SessionConfig, feeds: Mapping[str, Any]
-) -> RunError:
+def run_error(err: Exception, name: str, config: SessionConfig, feeds: FeedsLike) -> RunError:
     desc = ", ".join(
         f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
         for k, v in feeds.items()
@@ -189,7 +188,7 @@ def profile(
 def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all needed
     sess: Any,
     config: SessionConfig,
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     model_name: str,
     runs: int,
     warmup: int,

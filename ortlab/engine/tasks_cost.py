@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,17 +28,20 @@ from ortlab.engine.tasks import profiled_runs, side_weights
 from ortlab.engine.tasks_peaks import PeakKernel, peak_kernels
 from ortlab.engine.trace import ProfileData
 
+if TYPE_CHECKING:
+    import onnx
+
 __all__ = ["shapes"]
 
 
 _NUMPY_NAMES = {"float32": "float", "float64": "double", "object": "string", "str": "string"}
 
 
-def _attrs(node: Any) -> tuple[tuple[str, Attr], ...]:
+def _attrs(node: onnx.NodeProto) -> tuple[tuple[str, Attr], ...]:
     return tuple(attr_values(node).items())
 
 
-def _ort_names(graph: Any, out: dict[tuple[str, str], str]) -> None:
+def _ort_names(graph: onnx.GraphProto, out: dict[tuple[str, str], str]) -> None:
     """ORT's names for the loaded model's unnamed nodes, by (op_type, first output): the
     profiler calls one ``<op_type>_<index>``, its index in its graph as loaded. The saved
     optimized model writes nodes in topological order, so its positions are not those."""
@@ -50,7 +53,7 @@ def _ort_names(graph: Any, out: dict[tuple[str, str], str]) -> None:
 
 
 def _walk(
-    graph: Any,
+    graph: onnx.GraphProto,
     nodes: list[GraphNode],
     tensors: dict[str, Any],
     weights: set[str],
@@ -61,9 +64,9 @@ def _walk(
     for t in graph.initializer:
         tensors[t.name] = (dtype_name(t.data_type), tuple(int(d) for d in t.dims))
         weights.add(t.name)
-    for t in graph.sparse_initializer:
-        tensors[t.values.name] = (dtype_name(t.values.data_type), tuple(t.dims))
-        weights.add(t.values.name)
+    for sp in graph.sparse_initializer:
+        tensors[sp.values.name] = (dtype_name(sp.values.data_type), tuple(sp.dims))
+        weights.add(sp.values.name)
     for n in graph.node:
         name = n.name or (names.get((n.op_type, n.output[0]), "") if n.output else "")
         nodes.append(

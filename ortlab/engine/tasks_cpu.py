@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, error_text
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Progress
 from ortlab.engine.replies import CpuCostReply
@@ -37,7 +37,7 @@ def cpu_costs(
     progress: Progress,
     *,
     items: list[tuple[str, str, SessionConfig]],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     rounds: int = 6,
     runs: int = 10,
     warmup: int = 3,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.onnx_util import seed_random_ops, typed_inputs
 from ortlab.core.run import Progress
 from ortlab.engine.errorsums import ErrorSums, Side, fold_groups, with_outputs
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import onnx
     from onnxruntime import InferenceSession
 
+
 __all__ = ["alone", "diverge_errors", "probe"]
 
 
@@ -37,7 +39,7 @@ def diverge_errors(
     other: Side,
     pairs: dict[str, str],
     finals: dict[str, str],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     chunk: int = 64,
 ) -> DivergeReply:
     """Per reference tensor (``pairs``: reference tensor -> the other side's tensor), the other
@@ -80,7 +82,7 @@ def probe(
     other: Side,
     tensor: str,
     finals: dict[str, str],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
 ) -> ProbeReply:
     """One step of the bisection: both sides run with only ``tensor`` exposed beside the final
     outputs (so ORT fuses everywhere else as it does unexposed); that tensor's error and the
@@ -105,7 +107,7 @@ def alone(
     output: str,
     other_output: str,
     node: bytes,
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     reference_node: bytes | None = None,
 ) -> AloneReply:
     """The error one node of the other side introduces by itself: the reference runs to give

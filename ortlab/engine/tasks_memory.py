@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pickle
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.replies import FootprintSample
@@ -41,7 +42,7 @@ def footprint(
     progress: Progress,
     *,
     items: Sequence[tuple[str, str, SessionConfig]],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     repeats: int,
     runs: int,
 ) -> list[list[FootprintSample]]:

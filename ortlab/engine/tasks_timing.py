@@ -7,13 +7,14 @@ clocks run around the session's ``run`` alone: progress, IPC and teardown stay o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError, OrtlabError, error_text
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.replies import BenchmarkReply, InterleavedReply
@@ -106,7 +107,7 @@ Built = tuple[Callable[[], object], SessionReport]
 
 
 def warmed(
-    items: list[tuple[str, str, SessionConfig]], feeds: Mapping[str, Any], warmup: int
+    items: list[tuple[str, str, SessionConfig]], feeds: FeedsLike, warmup: int
 ) -> tuple[list[Built | None], dict[int, str]]:
     """Every item's session built and warmed up before anything is timed. An item other than
     the first that fails is None, and ``failed`` maps its index to why (one broken candidate
@@ -137,7 +138,7 @@ def interleaved(
     progress: Progress,
     *,
     items: list[tuple[str, str, SessionConfig]],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     rounds: int = 10,
     runs: int = 10,
     warmup: int = WARMUP_RUNS,
@@ -195,7 +196,7 @@ def _pairwise(
     progress: Progress,
     *,
     items: list[tuple[str, str, SessionConfig]],
-    feeds: Mapping[str, Any],
+    feeds: FeedsLike,
     rounds: int,
     runs: int,
     warmup: int,

@@ -23,17 +23,22 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core import cache
 from ortlab.core.errors import error_text
 from ortlab.core.graph import graph_node_protos
+from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.plugins import plugin_devices, registered
 from ortlab.engine.replies import TargetEvidence, WhatIfReply
 from ortlab.engine.session import clean_ort_message
+
+if TYPE_CHECKING:
+    import onnx
+
 
 __all__ = ["fixed_model", "whatif"]
 
@@ -273,7 +278,7 @@ def _check(model: Any, target: str) -> dict[str, Any]:
     }
 
 
-def _scan(graph: Any, value_info: dict[str, Any], initializers: set[str]) -> None:
+def _scan(graph: onnx.GraphProto, value_info: dict[str, Any], initializers: set[str]) -> None:
     for v in [*graph.input, *graph.output, *graph.value_info]:
         value_info.setdefault(v.name, v)
     initializers.update(t.name for t in graph.initializer)
@@ -283,9 +288,7 @@ def _scan(graph: Any, value_info: dict[str, Any], initializers: set[str]) -> Non
                 _scan(attr.g, value_info, initializers)
 
 
-def _session_here(
-    model_path: str, ep: str, feeds: Mapping[str, Any], made: Built
-) -> dict[str, Any]:
+def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> dict[str, Any]:
     """Any other EP: a real session and one run when it loads here, else why not."""
     import onnxruntime as ort
 
@@ -336,7 +339,7 @@ def whatif(
     model_path: str,
     targets: list[tuple[str, str]],
     shapes: Mapping[str, list[int]] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    feeds: FeedsLike | None = None,
     qnn_options: Mapping[str, str] | None = None,
     level: str = "ORT_ENABLE_BASIC",
     entries: Mapping[str, str] | None = None,

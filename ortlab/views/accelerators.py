@@ -6,7 +6,7 @@ text. Pure functions, no UI library; model strings through :func:`~ortlab.views.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.colors import provider_color
 from ortlab.views.figure import layout
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ortlab.core.runtime import Providers
 
 
-def _whatif_rows(w: WhatIfResult) -> tuple[list[str], list[list[Any]]]:
+def _whatif_rows(w: WhatIfResult) -> tuple[list[str], list[list[object]]]:
     headers = ["target", "evidence", "on target", "on CPU", "removed", "partitions", "seconds"]
     rows = []
     for t in w.summary().itertuples():
@@ -40,7 +40,7 @@ def _whatif_rows(w: WhatIfResult) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
-def _whatif_reason_rows(w: WhatIfResult, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
+def _whatif_reason_rows(w: WhatIfResult, limit: int = 20) -> tuple[list[str], list[list[object]]]:
     r = w.reasons()
     rows = [
         [x.target, x.reason, int(x.nodes), x.examples, x.fix] for x in r.head(limit).itertuples()

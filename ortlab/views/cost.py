@@ -4,7 +4,7 @@ HTML and figures, each figure labelled as computed (FLOPs, bytes) or measured (t
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
@@ -39,7 +39,7 @@ def _intensity(v: float) -> str:
     return "" if math.isnan(v) else f"{v:.1f}"
 
 
-def _node_rows(c: CostResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def _node_rows(c: CostResult, top: int) -> tuple[list[str], list[list[object]]]:
     frame = c.nodes.head(top)
     head = ["node", "op", "FLOPs", "bytes", "FLOP/byte", "calls", "dtype", "note"]
     rows = [
@@ -58,7 +58,7 @@ def _node_rows(c: CostResult, top: int) -> tuple[list[str], list[list[Any]]]:
     return head, rows
 
 
-def _op_rows(c: CostResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def _op_rows(c: CostResult, top: int) -> tuple[list[str], list[list[object]]]:
     frame = c.by_op_type.head(top)
     head = ["op type", "nodes", "FLOPs", "share of FLOPs", "bytes", "FLOP/byte"]
     rows = [
@@ -172,7 +172,7 @@ _FP32_KERNELS = "the faster of ORT's 1024² GEMM and a 256-channel 3×3 Conv"
 """What fp32's measured ceiling is the best of (engine.tasks_peaks)."""
 
 
-def _peak_rows(r: RooflineResult) -> tuple[list[str], list[list[Any]]]:
+def _peak_rows(r: RooflineResult) -> tuple[list[str], list[list[object]]]:
     head = ["ceiling", "best (used)", "median", "runs", "note", "physical (predicted)"]
     physical = {p.dtype: p for p in getattr(r, "physical", [])}
     rows = []
@@ -223,7 +223,7 @@ def physical_lines(r: RooflineResult) -> list[str]:
     return out
 
 
-def _roof_rows(r: RooflineResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def _roof_rows(r: RooflineResult, top: int) -> tuple[list[str], list[list[object]]]:
     frame = r.nodes.head(top)
     head = [
         "node",

@@ -6,7 +6,7 @@ the figure (:func:`~ortlab.views.figure.shift_figure`, which the version diff's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import interval_text
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["diff_figure", "diff_html", "diff_text"]
 
 
-def _diff_rows(d: DiffResult, top: int = 20) -> tuple[list[str], list[list[Any]]]:
+def _diff_rows(d: DiffResult, top: int = 20) -> tuple[list[str], list[list[object]]]:
     headers = [
         "node",
         "op",

@@ -17,7 +17,6 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ortlab.core.cache import cache_dir
 from ortlab.core.machine import BUSY_CORES, load_sentence
@@ -46,7 +45,7 @@ def esc(value: object, limit: int = _MAX_CELL) -> str:
 _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
 
 
-def script_json(value: Any) -> str:
+def script_json(value: object) -> str:
     """``value`` as JSON that is inert inside an HTML ``<script>`` element.
 
     The one way ortlab puts data into a script: every page it writes (graph ``to_html``, the
@@ -59,7 +58,7 @@ def script_json(value: Any) -> str:
     return _SCRIPT_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -134,7 +133,7 @@ STYLE = (
 )
 
 
-def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def table_html(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     decimals = column_decimals(headers, rows)
     body = "".join(
@@ -161,7 +160,7 @@ def breakable(value: object) -> str:
     return _LONG_TOKEN.sub(lambda m: re.sub(r"([_./:,])", r"\1<wbr>", m.group(0)), text)
 
 
-def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     decimals = column_decimals(headers, rows)
     cells = [[safe_text(h) for h in headers]] + [
         [
@@ -185,23 +184,23 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _is_pct(v: Any) -> bool:
+def _is_pct(v: object) -> bool:
     """Percentages we format ourselves ("12.5%") align like numbers."""
     return isinstance(v, str) and bool(re.fullmatch(r"-?\d+(\.\d+)?%", v))
 
 
-def column_decimals(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
+def column_decimals(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int]:
     """One format per column, so one unit reads alike down a table (never ``17,701.0`` above
     ``54.000``): microseconds whole (ORT's profiler counts whole µs), else the decimals the
     column's largest value needs for about four significant digits (at most 3)."""
     out = []
     for i, h in enumerate(headers):
-        floats = [abs(r[i]) for r in rows if i < len(r) and isinstance(r[i], float)]
-        floats = [v for v in floats if math.isfinite(v)]
+        cells = [r[i] for r in rows if i < len(r)]
+        floats = [abs(v) for v in cells if isinstance(v, float) and math.isfinite(v)]
         if "µs" in h:
             out.append(0)
         elif not floats:
@@ -212,9 +211,11 @@ def column_decimals(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> li
     return out
 
 
-def _num(v: Any, decimals: int = 3) -> str:
+def _num(v: object, decimals: int = 3) -> str:
     if isinstance(v, int):
         return f"{v:,}"
+    if not isinstance(v, float):
+        return safe_text(v)
     if math.isnan(v):
         return "nan"
     return f"{v:,.{decimals}f}"

@@ -6,7 +6,7 @@ the figure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from ortlab.analysis.memory import FootprintResult
 
 
-def _footprint_rows(r: FootprintResult) -> tuple[list[str], list[list[Any]]]:
+def _footprint_rows(r: FootprintResult) -> tuple[list[str], list[list[object]]]:
     headers = ["setting", "peak", "held after runs", "create ms", "against the reference"]
-    rows = [
+    rows: list[list[object]] = [
         [
             row.setting,
             fmt_bytes(row.peak),

@@ -6,7 +6,7 @@ library; model strings through :func:`~ortlab.views.html.esc` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.machine import load_sentence
 from ortlab.core.stats import Paired, interval_text
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.optimizers.transformers import TransformerOptResult
 
 
-def _opt_rows(o: OptimizationResult) -> tuple[list[str], list[list[Any]]]:
+def _opt_rows(o: OptimizationResult) -> tuple[list[str], list[list[object]]]:
     lat = {r.level: r for r in o.latency_rows}
     headers = ["level", "nodes", "fusions", "p50 ms", "vs first level", "verdict"]
     rows = []
@@ -93,7 +93,7 @@ def optimization_html(o: OptimizationResult) -> str:
     )
 
 
-def _ablation_rows(a: AblationResult) -> tuple[list[str], list[list[Any]]]:
+def _ablation_rows(a: AblationResult) -> tuple[list[str], list[list[object]]]:
     headers = [
         "switched off",
         "fired",
@@ -105,7 +105,7 @@ def _ablation_rows(a: AblationResult) -> tuple[list[str], list[list[Any]]]:
         "verdict",
         "max |Δ output|",
     ]
-    rows = [
+    rows: list[list[object]] = [
         [
             r.off or "(none: baseline)",
             r.fired if r.off else "—",

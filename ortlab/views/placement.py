@@ -5,7 +5,7 @@ plotly imported inside the figure."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.units import fmt_bytes
 from ortlab.views.colors import provider_color
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["placement_figure", "placement_html", "placement_text"]
 
 
-def _placement_summary_rows(pl: PlacementResult) -> tuple[list[str], list[list[Any]]]:
+def _placement_summary_rows(pl: PlacementResult) -> tuple[list[str], list[list[object]]]:
     headers = [
         "provider",
         "nodes",
@@ -47,7 +47,7 @@ def _placement_summary_rows(pl: PlacementResult) -> tuple[list[str], list[list[A
     return headers, rows
 
 
-def _partition_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+def _partition_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[object]]]:
     headers = ["#", "provider", "original nodes", "inputs", "outputs", "µs/run (median run)"]
     rows = [
         [
@@ -63,7 +63,7 @@ def _partition_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], li
     return headers, rows
 
 
-def _boundary_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[Any]]]:
+def _boundary_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], list[list[object]]]:
     headers = ["tensor", "from", "to", "bytes"]
     rows = [
         [
@@ -79,7 +79,7 @@ def _boundary_rows(pl: PlacementResult, limit: int = 30) -> tuple[list[str], lis
 
 def _placement_reason_rows(
     pl: PlacementResult, limit: int = 12
-) -> tuple[list[str], list[list[Any]]]:
+) -> tuple[list[str], list[list[object]]]:
     headers = ["why", "nodes", "e.g.", "fix"]
     rows = [
         [r.reason, int(r.nodes), r.examples, r.fix] for r in pl.reasons().head(limit).itertuples()

@@ -22,6 +22,7 @@ from ortlab.views.session import report_lines, session_report_html
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.profiling import ProfileResult
 
 __all__ = [
@@ -51,7 +52,9 @@ def kernel_label(kernel: str, originals: Sequence[str]) -> str:
     return f"{rest[0]}{more} (kernel {kernel})"
 
 
-def fused_map(placement: Any, profile: ProfileResult) -> dict[str, tuple[str, ...]]:
+def fused_map(
+    placement: PlacementResult | None, profile: ProfileResult
+) -> dict[str, tuple[str, ...]]:
     """Per kernel of ``profile``, the original nodes it computes, from a placement join of the
     same session settings (empty when there is none, or its settings differ: kernel names
     depend on the optimization level)."""
@@ -62,7 +65,7 @@ def fused_map(placement: Any, profile: ProfileResult) -> dict[str, tuple[str, ..
 
 def profile_node_rows(
     p: ProfileResult, top: int, fused: Mapping[str, Sequence[str]] | None = None
-) -> tuple[list[str], list[list[Any]]]:
+) -> tuple[list[str], list[list[object]]]:
     """The table of the slowest nodes (the Profile tab's, the Lab snapshot's, the report's
     and the CLI's): a kernel is named by the original nodes it computes when ``fused``
     (:func:`fused_map`) knows them."""
@@ -83,7 +86,7 @@ def profile_node_rows(
     return headers, rows
 
 
-def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[Any]]]:
+def _op_rows(p: ProfileResult) -> tuple[list[str], list[list[object]]]:
     t = p.by_op_type()
     headers = ["op_type", "provider", "nodes", "µs/run (median run)", "share"]
     rows = [

@@ -6,7 +6,7 @@ Pure functions, no UI library; model strings through :func:`~ortlab.views.html.e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.quantization.error import ErrorResult
 
 
-def _compare_rows(c: CompareResult) -> tuple[list[str], list[list[Any]]]:
+def _compare_rows(c: CompareResult) -> tuple[list[str], list[list[object]]]:
     headers = [
         "variant",
         "MB",
@@ -104,7 +104,7 @@ def compare_html(c: CompareResult) -> str:
     )
 
 
-def _error_rows(e: ErrorResult, n: int) -> tuple[list[str], list[list[Any]]]:
+def _error_rows(e: ErrorResult, n: int) -> tuple[list[str], list[list[object]]]:
     worst = sorted(e.tensors, key=lambda t: t.sqnr_db)[:n]
     head = ["tensor", "node", "op", "SQNR dB", "cosine", "max |err|"]
     return head, [[t.tensor, t.node, t.op_type, t.sqnr_db, t.cosine, t.max_abs] for t in worst]

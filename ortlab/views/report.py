@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
 from ortlab.core.cache import cache_dir
-from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.views.accelerators import whatif_html
 from ortlab.views.benchmark import benchmark_html, load_text, p50_text
@@ -48,6 +47,7 @@ from ortlab.views.session import session_report_html
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects as go
 
     from ortlab.analysis.benchmark import BenchmarkResult
     from ortlab.analysis.optimizers.levels import OptimizationResult
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
     from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.analysis.quantization.compare import CompareResult
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
+    from ortlab.core.result import Result
     from ortlab.diagnosis.doctor import DoctorResult
 
 __all__ = ["report", "report_html"]
@@ -80,7 +83,7 @@ for (const block of document.querySelectorAll("script.ortlab-figure")) {
 # ---------------------------------------------------------------------- the report
 
 
-def _figure_html(fig: Any) -> str:
+def _figure_html(fig: go.Figure) -> str:
     """The figure as a JSON data block the loader draws (never executed itself)."""
     import plotly.io as pio
 
@@ -88,7 +91,7 @@ def _figure_html(fig: Any) -> str:
     return f'<script type="application/json" class="ortlab-figure">{script_json(data)}</script>'
 
 
-def _model_file(m: Any) -> str:
+def _model_file(m: Model) -> str:
     """The model's file name as its user knows it: their own file's name, else model.onnx
     (a model given as bytes or a proto lives in ortlab's cache under a hashed name)."""
     path = Path(m.path)
@@ -97,7 +100,7 @@ def _model_file(m: Any) -> str:
     return "model.onnx"
 
 
-def _metadata_rows(m: Any) -> list[list[str]]:
+def _metadata_rows(m: Model) -> list[list[str]]:
     """What the model says about itself beyond the summary (doc strings, metadata_props)."""
     proto = m.proto
     rows = [["model doc string", proto.doc_string], ["graph doc string", proto.graph.doc_string]]
@@ -108,7 +111,7 @@ def _metadata_rows(m: Any) -> list[list[str]]:
 _META_INLINE_CHARS = 600
 
 
-def _model_section(m: Any) -> str:
+def _model_section(m: Model) -> str:
     summary = dataclasses.replace(m.summary, path=_model_file(m))
     meta = _metadata_rows(m)
     if not meta:
@@ -126,9 +129,9 @@ def _model_section(m: Any) -> str:
 
 def _summary_html(
     model: Model,
-    doctor: Any,
-    profile: Any,
-    benchmark: Any,
+    doctor: DoctorResult | None,
+    profile: ProfileResult | None,
+    benchmark: BenchmarkResult | None,
     generation: GenerationResult | None = None,
 ) -> str:
     """The verdict first: where the time goes (top 3 op types with shares), the findings with
@@ -289,7 +292,7 @@ class _Inputs:
     synthetic: bool
 
 
-def _timing_inputs(result: Any, own: _Inputs | None = None) -> str:
+def _timing_inputs(result: Result, own: _Inputs | None = None) -> str:
     """Whether ``result``'s timings used synthetic inputs, and at which shapes: read from the
     result (``feeds``: the shapes text, ``synthetic``), else what the report itself ran."""
     shapes = getattr(result, "feeds", None)
@@ -299,14 +302,14 @@ def _timing_inputs(result: Any, own: _Inputs | None = None) -> str:
     return inputs_html("Timings", str(shapes) if shapes else None, synthetic)
 
 
-def _doctor_inputs(d: Any) -> str:
+def _doctor_inputs(d: DoctorResult) -> str:
     accuracy = inputs_html(
         "Accuracy (cosine)", getattr(d, "eval_data", None), getattr(d, "eval_synthetic", None)
     )
     return _timing_inputs(d) + accuracy
 
 
-def _compare_inputs(c: Any) -> str:
+def _compare_inputs(c: CompareResult) -> str:
     timing = inputs_html("Timings", getattr(c, "feeds", None), getattr(c, "feeds_synthetic", None))
     return timing + inputs_html("Accuracy (cosine, SQNR, top-1)", c.eval_data, c.synthetic)
 
@@ -314,7 +317,9 @@ def _compare_inputs(c: Any) -> str:
 # ---------------------------------------------------------------------- the page
 
 
-def _graph_state(model: Model, placement: Any, profile: Any) -> str:
+def _graph_state(
+    model: Model, placement: PlacementResult | None, profile: ProfileResult | None
+) -> str:
     """The graph view's state block for the report: EP and time from the placement join
     (original nodes), else time from the profile where its node names are the model's; ''
     without either."""
@@ -346,7 +351,7 @@ SECTION_TITLES = {
 """The report's section title for each result it takes in ``extra``."""
 
 
-def _result_section(result: Any) -> tuple[str, str]:
+def _result_section(result: Result) -> tuple[str, str]:
     """A result the report does not lay out itself: its own HTML and its main figure."""
     name = type(result).__name__
     title = SECTION_TITLES.get(name, name)
@@ -510,8 +515,8 @@ def report_html(
 def report(
     model: ModelLike,
     doctor: DoctorResult | None = None,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     path: str | Path = "report.html",
     dims: Mapping[str, int] | None = None,

@@ -25,7 +25,7 @@ def _interval(r: Any) -> str:
     return f"{r.p50_ms:.3g} [{r.low_ms:.3g}, {r.high_ms:.3g}]"
 
 
-def _rows(s: SweepResult) -> tuple[list[str], list[list[Any]]]:
+def _rows(s: SweepResult) -> tuple[list[str], list[list[object]]]:
     eps = list(dict.fromkeys(ep for r in s.rows for ep in r.nodes_per_ep))
     head = [
         "shape",

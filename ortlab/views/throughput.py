@@ -37,7 +37,7 @@ def _ratio(p: Any) -> str:
     return f"{p.ratio:.2f}x [{p.low:.2f}, {p.high:.2f}]"
 
 
-def _rows(t: ThroughputResult, mode: str) -> tuple[list[str], list[list[Any]]]:
+def _rows(t: ThroughputResult, mode: str) -> tuple[list[str], list[list[object]]]:
     head = [
         "threads",
         "req/s",

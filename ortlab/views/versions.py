@@ -29,7 +29,7 @@ def _head(r: VersionDiffResult) -> str:
     )
 
 
-def _rows(r: VersionDiffResult, top: int) -> tuple[list[str], list[list[Any]]]:
+def _rows(r: VersionDiffResult, top: int) -> tuple[list[str], list[list[object]]]:
     """The nodes that changed (time, kernel or fusion), then the largest shifts."""
     a, b = r.loaded
     headers = [
@@ -70,7 +70,7 @@ def _kernel(op: str, domain: Any) -> str:
     return f"{op} ({domain})" if isinstance(domain, str) and domain else op
 
 
-def _inserted(r: VersionDiffResult) -> tuple[list[str], list[list[Any]]]:
+def _inserted(r: VersionDiffResult) -> tuple[list[str], list[list[object]]]:
     a, b = r.loaded
     headers = ["inserted kernel", f"{a} count", f"{b} count", f"{a} µs", f"{b} µs"]
     rows = [[k.op_type, k.a_count, k.b_count, fmt_us(k.a_us), fmt_us(k.b_us)] for k in r.inserted]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ from ortlab.engine.trace import ProfileData, per_run_grid
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ortlab.core.config import ConfigLike
 
 __all__ = ["BenchRow", "LLMBenchResult", "NodeTime", "llm_bench"]
 
@@ -349,7 +351,7 @@ def _stdev(xs: Sequence[float]) -> float:
 
 def llm_bench(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
     *,
     prompt: Sequence[int] = (512,),
     new_tokens: Sequence[int] = (128,),

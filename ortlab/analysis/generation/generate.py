@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from ortlab.analysis.generation.seq2seq import (
     start_ids,
     with_ids,
 )
-from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.decoderinputs import ROLES, role_symbols
 from ortlab.core.errors import FeedError, UnsupportedModelError
@@ -31,6 +30,10 @@ from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import as_config, edge, run_model_task
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["GenerationResult", "generate", "require_decoder"]
 
@@ -74,8 +77,8 @@ def require_decoder(
 
 def generate(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
     prompt: int | None = None,
@@ -365,8 +368,8 @@ def _measure(
 def seq2seq_generate(
     m: Model,
     info: DecoderInfo,
-    config: SessionConfig | Mapping[str, Any] | None,
-    feeds: Mapping[str, Any] | None,
+    config: ConfigLike | None,
+    feeds: FeedsLike | None,
     decoder_prompt: Sequence[int] | np.ndarray | None,
     *,
     new_tokens: int,

@@ -6,9 +6,9 @@ the greedy tokens a variant keeps, which say little about how close the rest is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, Table, table
 from ortlab.engine import tasks_kld
 from ortlab.engine.calls import as_config, edge, run_model_task
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
 
 __all__ = ["KLDResult", "KLDRow", "kl_divergence"]
 
@@ -112,7 +115,7 @@ class KLDResult(Result):
 def kl_divergence(
     model: ModelLike,
     variants: ModelLike | Sequence[ModelLike],
-    config: SessionConfig | Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
     *,
     tokens: Sequence[int] | np.ndarray | None = None,
     length: int = 256,

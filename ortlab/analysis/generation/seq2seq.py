@@ -5,9 +5,9 @@ invented and said to be), and the ids the decoder starts from (the folder's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ortlab.core.layers import layer_from_name, layer_map
 from ortlab.core.model import Model, load
 from ortlab.core.run import ModelJob, Run
 from ortlab.engine.calls import edge
+
+if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = [
     "EncoderPart",
@@ -51,7 +54,7 @@ def encoder_part(
     m: Model,
     info: DecoderInfo,
     config: SessionConfig,
-    feeds: Mapping[str, Any] | None,
+    feeds: FeedsLike | None,
     *,
     batch: int,
 ) -> EncoderPart:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import numpy_helper
@@ -31,6 +31,14 @@ from ortlab.core.inputs import default_shapes
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import dtype_name, walk_nodes
 from ortlab.core.result import Result, Table
+
+if TYPE_CHECKING:
+    from ortlab.analysis.diff import DiffResult
+    from ortlab.analysis.diverge import DivergenceResult
+    from ortlab.analysis.limits.roofline import RooflineResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.analysis.quantization.error import ErrorResult
 
 __all__ = ["BODY", "GraphData", "graph_data", "in_branch", "overview", "tensor_types"]
 
@@ -241,7 +249,9 @@ SQNR_CAP_DB = 120.0
 output, inf dB, reads as no error on the scale)."""
 
 
-def _joins(placement: Any, error: Any) -> tuple[dict[str, Any], dict[str, float]]:
+def _joins(
+    placement: PlacementResult | None, error: ErrorResult | DivergenceResult | None
+) -> tuple[dict[str, Any], dict[str, float]]:
     rows = {r.node: r for r in placement.node_rows} if placement is not None else {}
     sq: dict[str, float] = {}
     if error is not None:
@@ -368,12 +378,12 @@ def _node(
 
 def graph_data(
     model: ModelLike,
-    placement: Any = None,
-    profile: Any = None,
-    error: Any = None,
-    diff: Any = None,
+    placement: PlacementResult | None = None,
+    profile: ProfileResult | None = None,
+    error: ErrorResult | DivergenceResult | None = None,
+    diff: DiffResult | None = None,
     *,
-    roofline: Any = None,
+    roofline: RooflineResult | None = None,
 ) -> GraphData:
     """Build the view's data from a model and, optionally, a placement (EP, time, fusion), a
     profile (time by node name, used when no placement is given; a roofline's own profile
@@ -392,7 +402,13 @@ def graph_data(
 
 
 def _graph_data(
-    m: Model, *, placement: Any, profile: Any, error: Any, diff: Any, roofline: Any
+    m: Model,
+    *,
+    placement: PlacementResult | None,
+    profile: ProfileResult | None,
+    error: ErrorResult | DivergenceResult | None,
+    diff: DiffResult | None,
+    roofline: RooflineResult | None,
 ) -> GraphData:
     graph = m.proto.graph
     if roofline is not None and placement is None and profile is None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.units import fmt_bytes, fmt_flops
+
+if TYPE_CHECKING:
+    from ortlab.analysis.limits.roofline import RooflineResult
 
 __all__ = ["RoofMark", "roof_marks"]
 
@@ -53,7 +56,7 @@ def _mark(rows: list[Any]) -> RoofMark | None:
 
 
 def roof_marks(
-    roofline: Any, placement: Any, names: Iterable[str]
+    roofline: RooflineResult, placement: Any, names: Iterable[str]
 ) -> tuple[dict[str, RoofMark], list[str]]:
     """Node name -> its :class:`RoofMark` for the model nodes ``names`` (those with one only),
     and notes saying how many nodes got a fraction and why others did not."""

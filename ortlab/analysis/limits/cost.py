@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from ortlab.engine import tasks_cost
 from ortlab.engine.calls import edge, run_model_task
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.trace import types_text
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["CostResult", "CostRow", "cost", "cost_rows"]
 
@@ -263,8 +267,8 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
 
 def cost(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
     progress: bool | Callable[[int, int], None] = True,

@@ -17,7 +17,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
@@ -34,6 +34,10 @@ from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import edge, run_model_task
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = [
     "FAR_UNDER",
@@ -247,8 +251,8 @@ def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> 
 
 def roofline(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
     runs: int = 20,
@@ -417,7 +421,7 @@ def _against_ceilings(
 def profile_with_roofline(
     model: ModelLike,
     config: SessionConfig,
-    feeds: Mapping[str, Any] | None,
+    feeds: FeedsLike | None,
     *,
     runs: int,
     warmup: int,

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,10 @@ from ortlab.engine.calls import (
 )
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["AblationResult", "AblationRow", "ablate_optimizers"]
 
@@ -97,8 +101,8 @@ class AblationResult(Result):
 
 def ablate_optimizers(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     level: str = "all",
     only: Sequence[str] | None = None,

@@ -12,7 +12,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,10 @@ from ortlab.engine.calls import (
 )
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -196,8 +200,8 @@ def initializer_input_blocker(model: Any) -> str | None:
 def optimization_diff(
     model: ModelLike,
     levels: Sequence[str] = tuple(LEVELS),
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     rounds: int = 8,
     runs: int = 10,

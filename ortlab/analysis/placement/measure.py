@@ -20,7 +20,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from onnx import TensorProto
@@ -48,6 +48,10 @@ from ortlab.engine.replies import PlacementReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import TensorTypes, node_us_per_run
 from ortlab.engine.verdicts import parse_ort_fallbacks, parse_qnn_log
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["PlacementResult", "from_reply", "join_placement", "placement"]
 
@@ -447,8 +451,8 @@ def _boundaries(
 
 def placement(
     model: ModelLike,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     runs: int = 5,
     warmup: int = 2,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.graph.mapping import OpNode
 from ortlab.analysis.placement.measure import join_placement
@@ -50,6 +50,10 @@ from ortlab.engine.replies import TargetEvidence, WhatIfReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 from ortlab.engine.verdicts import parse_qnn_log
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["whatif"]
 
@@ -335,8 +339,8 @@ def build_result(
 def whatif(
     model: ModelLike,
     targets: Sequence[str] = DEFAULT_TARGETS,
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
     qnn_options: Mapping[str, Any] | None = None,

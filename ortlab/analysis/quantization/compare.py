@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from ortlab.engine.calls import (
     measure_interleaved,
 )
 from ortlab.engine.calls import run as run_task
+
+if TYPE_CHECKING:
+    from ortlab.core.config import ConfigLike
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -92,8 +96,8 @@ class CompareResult(Result):
 def compare(
     model: ModelLike,
     variants: Sequence[ModelLike],
-    config: SessionConfig | Mapping[str, Any] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    config: ConfigLike | None = None,
+    feeds: FeedsLike | None = None,
     *,
     eval_data: Any = None,
     rounds: int = 8,

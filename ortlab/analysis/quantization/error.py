@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.graph.mapping import graph_nodes
 from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_data
@@ -17,6 +17,9 @@ from ortlab.core.result import Result, Table
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
+
+if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
 
@@ -140,7 +143,7 @@ def quantization_error(
     calibration: Any = None,
     *,
     limit: int = 8,
-    feeds: Mapping[str, Any] | None = None,
+    feeds: FeedsLike | None = None,
     dims: Mapping[str, int] | None = None,
     timeout: float | None = None,
 ) -> ErrorResult:

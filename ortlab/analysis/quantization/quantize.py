@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
+
+if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
 
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
 
@@ -257,7 +260,7 @@ def calibration_data(
     seed: int = 1,
     *,
     dims: Mapping[str, int] | None = None,
-    like: Mapping[str, Any] | None = None,
+    like: FeedsLike | None = None,
 ) -> Calibration:
     """Samples for calibration or evaluation, validated against the model.
 
@@ -314,7 +317,7 @@ def _synthesized(
     count: int,
     seed: int,
     dims: Mapping[str, int] | None,
-    like: Mapping[str, Any] | None,
+    like: FeedsLike | None,
 ) -> Calibration:
     """``count`` seeded random samples at the shapes of ``like`` (or ``dims``); the caller's
     own feeds first when ``like`` holds them."""
@@ -419,7 +422,7 @@ def quantize(
     config: QuantConfig | None = None,
     *,
     dims: Mapping[str, int] | None = None,
-    feeds: Mapping[str, Any] | None = None,
+    feeds: FeedsLike | None = None,
     timeout: float | None = None,
     **kwargs: Any,
 ) -> Model:

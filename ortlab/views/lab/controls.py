@@ -6,7 +6,7 @@ tabs; and what they say, as a SessionConfig and dims. The Lab wires them to its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -23,6 +23,10 @@ from ortlab.core.runtime import Providers
 from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.lab.status import JOB_TABS, TabStatus
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.result import GenerationResult
+    from ortlab.views.lab.history import History
 
 __all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
 
@@ -498,7 +502,7 @@ class TabControls:
             "encoder. The benchmark matrix is a decoder-only model's.</i>"
         )
 
-    def generate_items(self, g: Any) -> list[Any]:
+    def generate_items(self, g: GenerationResult) -> list[Any]:
         """What the Generate tab shows: its headline (TTFT and decode tokens/s with their
         intervals), the time per token, the slowest nodes of each phase (to pick in the
         graph), then the result."""
@@ -515,14 +519,14 @@ class TabControls:
             items += [self.gen_label, self.gen_nodes]
         return [*items, g]
 
-    def offer_runs(self, history: Any) -> None:
+    def offer_runs(self, history: History) -> None:
         """The History tab's run pickers (kept current on every run), the last two picked."""
         runs = [(f"run {r.run}: {r.label}", r.run) for r in history.records]
         self.run_a.options, self.run_b.options = runs, runs
         if len(runs) >= 2:
             self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
 
-    def history_items(self, history: Any) -> list[Any]:
+    def history_items(self, history: History) -> list[Any]:
         """What the History tab shows: the run pickers, the A/B comparison, a warning where
         the same settings swung between runs, the p50 figure and the last 30 runs."""
         from ortlab.views.lab.history import history_figure

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.placement.result import PlacementResult
+
 __all__ = ["History", "RunRecord", "history_figure", "ort_seconds"]
 
 _COLUMNS = [
@@ -273,7 +276,7 @@ class History:
         return len(self.records)
 
 
-def ort_seconds(pl: Any, b: Any) -> float:
+def ort_seconds(pl: PlacementResult, b: BenchmarkResult) -> float:
     """ORT's own time in a refresh, as the worker timed its calls: both session builds (the
     benchmark's only if not reused), every run of both, warm-up included, and end_profiling."""
     if pl.ort_ms is None or b.ort_ms is None:  # not measured: no overhead to state

@@ -3,17 +3,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
 
 __all__ = ["carriers_first"]
 
 
-def carriers_first(placement: Any, profile: Any) -> dict[str, tuple[str, ...]]:
+def carriers_first(
+    placement: PlacementResult | None, profile: ProfileResult | None
+) -> dict[str, tuple[str, ...]]:
     """Per kernel, the original nodes it computes (:func:`fused_map`), the one that carries
     its time in the placement join first (``NodeRow.us_per_run``): the Conv of a Conv+Relu
     kernel, not the Relu "fused into" it with no time of its own."""
     from ortlab.views.profile import fused_map
 
+    if placement is None or profile is None:
+        return {}
     fused = fused_map(placement, profile)
     if not fused:
         return {}

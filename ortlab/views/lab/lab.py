@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -63,6 +63,11 @@ from ortlab.views.lab.tabjobs import (
 )
 from ortlab.views.lab.warmup import warm_up
 
+if TYPE_CHECKING:
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.core.inputs import FeedsLike
+
 __all__ = ["Lab"]
 
 
@@ -89,7 +94,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         self,
         model: Any,
         *,
-        feeds: Mapping[str, Any] | None = None,
+        feeds: FeedsLike | None = None,
         dims: Mapping[str, int] | None = None,
         runs: int = 30,
         sync: bool | None = None,
@@ -472,7 +477,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         self.tab_controls.offer_runs(self.history)
         self.show_when_seen("History", self._history_items)
 
-    def _new_graph(self, model: Any, pl: Any) -> Any:
+    def _new_graph(self, model: Any, pl: PlacementResult) -> Any:
         old, self._graph = self._graph, ortlab.graph(model, placement=pl)
         if old is not None:  # a widget lives in the kernel until closed (~300 KB with dagre)
             old.layout.close()  # its Layout is a widget of its own
@@ -490,7 +495,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             self.optimizers.options = options
             self.optimizers.value = chosen
 
-    def _top_nodes_list(self, prof: Any) -> None:
+    def _top_nodes_list(self, prof: ProfileResult) -> None:
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
         with self.held():

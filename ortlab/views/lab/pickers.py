@@ -3,14 +3,22 @@ Profile tab's slowest nodes, from the per-node medians and shares they show."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.views.lab.kernelnodes import carriers_first
+
+if TYPE_CHECKING:
+    from ortlab.analysis.generation.result import GenerationResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.core.sessionreport import SessionReport
 
 __all__ = ["generation_node_options", "median_shares", "optimizer_options", "top_node_options"]
 
 
-def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, str]]:
+def optimizer_options(
+    report: SessionReport | None, chosen: tuple[str, ...]
+) -> list[tuple[str, str]]:
     """The optimizers box: ``chosen`` switched off (ORT then does not list them), then the
     transformers the last session ran (``report``), those that changed the graph first (with
     how often)."""
@@ -21,7 +29,9 @@ def optimizer_options(report: Any, chosen: tuple[str, ...]) -> list[tuple[str, s
     return options + [(n, n) for n in quiet]
 
 
-def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
+def top_node_options(
+    prof: ProfileResult, placement: PlacementResult | None
+) -> list[tuple[str, str]]:
     """The Profile tab's slowest nodes (25), each kernel named by the original nodes it
     computes (the one that carries its time first), with its median time and share
     (``ProfileResult.by_node``'s, as everywhere)."""
@@ -38,14 +48,14 @@ def top_node_options(prof: Any, placement: Any) -> list[tuple[str, str]]:
     ]
 
 
-def median_shares(prof: Any) -> Any:
+def median_shares(prof: ProfileResult) -> Any:
     """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
     (the node's median run, profiling on; share of the median run), slowest first."""
     t = prof.by_node()
     return t[["node", "op_type", "us_per_run", "share"]].rename(columns={"us_per_run": "median_us"})
 
 
-def generation_node_options(g: Any, per_phase: int = 12) -> list[tuple[str, str]]:
+def generation_node_options(g: GenerationResult, per_phase: int = 12) -> list[tuple[str, str]]:
     """The Generate tab's slowest nodes, ``per_phase`` of each phase, with their time per step
     and share of the phase (``GenerationResult.by_phase``'s, as the table shows them); the
     value is the node's name, the same node in either phase."""

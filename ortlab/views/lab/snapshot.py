@@ -3,9 +3,13 @@ without a kernel."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.views.lab.kernelnodes import carriers_first
+
+if TYPE_CHECKING:
+    from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.views.lab.history import History
 
 __all__ = ["snapshot_html"]
 
@@ -13,9 +17,9 @@ __all__ = ["snapshot_html"]
 def snapshot_html(
     model_name: str,
     settings: str,
-    history: Any,
+    history: History,
     *,
-    benchmark: Any,
+    benchmark: BenchmarkResult | None,
     placement: Any,
     profile: Any,
     failed: bool = False,
