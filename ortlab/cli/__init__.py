@@ -20,7 +20,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
@@ -51,10 +51,17 @@ from ortlab.engine.session import warn_if_fallback
 from ortlab.views.accelerators import providers_text
 from ortlab.views.html import safe_text
 
+if TYPE_CHECKING:
+    import argparse
+
+    from ortlab.core.config import SessionConfig
+    from ortlab.core.model import Model
+    from ortlab.diagnosis.doctor import DoctorResult
+
 __all__ = ["main"]
 
 
-def _doctor_parsers(sub: Any) -> None:
+def _doctor_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("doctor", help="find what slows the session down; every fix measured")
     add_session_args(p)
     p.add_argument("--budget", type=seconds_arg, default=120, help="seconds to spend measuring")
@@ -78,7 +85,7 @@ def _doctor_parsers(sub: Any) -> None:
     )
 
 
-def _quantize_parser(sub: Any) -> None:
+def _quantize_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("quantize", help="build a quantized or fp16 variant (written to -o)")
     p.add_argument("model")
     p.add_argument("--mode", default="static", choices=["static", "dynamic", "fp16", "int4"])
@@ -335,13 +342,12 @@ def _report(args: argparse.Namespace) -> None:
     print(f"wrote {out} ({size / 1e6:.1f} MB): open it in any browser")
 
 
-def _warn_fallback(d: Any, cfg: Any, m: Any) -> None:
+def _warn_fallback(d: DoctorResult, cfg: SessionConfig, m: Model) -> None:
     """The doctor measures with fallback allowed (it reports a fallback as a finding); the
     command line also says it on stderr, as every other verb does."""
 
-    report = getattr(d.profile, "report", None)
-    if report is not None:
-        warn_if_fallback(report, cfg, m.name)
+    if d.profile is not None and d.profile.report is not None:
+        warn_if_fallback(d.profile.report, cfg, m.name)
 
 
 def _quantize(args: argparse.Namespace) -> None:

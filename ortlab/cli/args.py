@@ -9,7 +9,7 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
@@ -18,6 +18,9 @@ from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.engine import examples
+
+if TYPE_CHECKING:
+    from ortlab.core.model import Model
 
 
 def load_model(spec: str) -> Any:
@@ -124,7 +127,7 @@ def levels_int_arg(text: str) -> list[int]:
     return sorted(set(values))
 
 
-def session_config(args: argparse.Namespace) -> Any:
+def session_config(args: argparse.Namespace) -> ortlab.SessionConfig:
 
     return ortlab.SessionConfig(
         providers=args.providers,
@@ -138,7 +141,7 @@ def session_config(args: argparse.Namespace) -> Any:
     )
 
 
-def load_feeds(path: str | None, m: Any) -> Any:
+def load_feeds(path: str | None, m: Model) -> Any:
     """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
     if path is None:
         return None

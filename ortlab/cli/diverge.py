@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ortlab
 from ortlab.analysis.diverge import METRICS
@@ -21,6 +21,9 @@ from ortlab.cli.args import (
     write_node_data,
 )
 from ortlab.core.model import Model
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["HANDLERS", "add_parsers", "against_arg"]
 
@@ -39,7 +42,7 @@ def against_arg(text: str) -> str | dict[str, object]:
     return {key: int(value) if value.lstrip("-").isdigit() else value}
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "diverge", help="where two configs or two models stop agreeing: the first divergent node"
     )

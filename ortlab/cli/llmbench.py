@@ -7,10 +7,13 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ortlab
 from ortlab.cli.args import add_session_args, int_arg, load_model, session_config, wants_progress
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["HANDLERS", "add_parsers", "int_list"]
 
@@ -39,7 +42,7 @@ def int_list(text: str) -> list[int]:
     return out
 
 
-def _parser(sub: Any) -> None:
+def _parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "llm-bench",
         help="llama-bench's matrix on an ONNX decoder: pp/tg tokens/s over prompt, "
@@ -81,7 +84,7 @@ def _run(args: argparse.Namespace) -> None:
         print(r.to_text().split("\n\n", 2)[-1])
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _parser(sub)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ortlab
 from ortlab.analysis.versions import DEFAULT_VERSIONS
@@ -26,8 +26,11 @@ from ortlab.core.config import LEVELS
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError
 
+if TYPE_CHECKING:
+    import argparse
 
-def _throughput_parser(sub: Any) -> None:
+
+def _throughput_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("throughput", help="requests/s and latency per concurrency level")
     add_session_args(p)
     p.add_argument("--concurrency", type=levels_int_arg, default=[1, 2, 4], help="e.g. 1,2,4")
@@ -36,7 +39,7 @@ def _throughput_parser(sub: Any) -> None:
     p.add_argument("--duration", type=seconds_arg, default=0.5, help="seconds per window")
 
 
-def _why_slow_parsers(sub: Any) -> None:
+def _why_slow_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """cost, roofline, sweep: whether the time is reasonable, and how it scales."""
     p = sub.add_parser("cost", help="FLOPs and bytes per node at the run's shapes (computed)")
     add_session_args(p)
@@ -62,7 +65,7 @@ def _why_slow_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def _version_diff_parser(sub: Any) -> None:
+def _version_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "version-diff",
         help="the model under two onnxruntime versions, per node "
@@ -154,7 +157,7 @@ def _throughput(args: argparse.Namespace) -> None:
     print(t.to_json() if args.json else t.to_text())
 
 
-def _generate_parser(sub: Any) -> None:
+def _generate_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "generate",
         help="an LLM decoder token by token: TTFT, prefill and decode tokens/s, the KV cache",
@@ -224,7 +227,7 @@ def _version_diff(args: argparse.Namespace) -> None:
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The subcommands of this module."""
     _why_slow_parsers(sub)
     _throughput_parser(sub)

@@ -13,7 +13,7 @@ import functools
 import re
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import (
@@ -38,6 +38,9 @@ from ortlab.core.sessionreport import ProviderIssue, SessionReport
 from ortlab.engine.capture import capture_output
 from ortlab.engine.plugins import PluginEP, plugin_devices, registered
 from ortlab.engine.runtime import measure_devices, probe_model
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = ["ProviderIssue", "SessionReport", "build_session", "clean_ort_message"]
 
@@ -379,7 +382,7 @@ def build_session(
 
 
 def _select_devices(
-    so: Any, requested: list[str], config: SessionConfig
+    so: ort.SessionOptions, requested: list[str], config: SessionConfig
 ) -> tuple[bool, dict[str, str]]:
     """Plugin EPs, ``ep:device`` names and policies go through ORT's device selection
     (``add_provider_for_devices`` / ``set_provider_selection_policy``): naming a plugin EP in

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from ortlab.engine.sessioncache import (
 )
 from ortlab.engine.trace import ProfileData, parse_profile_file
 from ortlab.engine.verdicts import verdict_names
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 REPORT_EVERY_NS = 100_000_000  # progress messages at most every 0.1 s, outside timed regions
 
@@ -90,7 +93,7 @@ def prepare_feeds(feeds: FeedsLike) -> dict[str, Any]:
 _NUMPY_LESS = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")
 
 
-def needs_ort_values(sess: Any) -> bool:
+def needs_ort_values(sess: ort.InferenceSession) -> bool:
     """True when an output's element type has no numpy equivalent in ORT (bfloat16, float8…):
     ``run()`` cannot return it, ``run_with_ort_values`` can."""
     return any(any(t in o.type for t in _NUMPY_LESS) for o in sess.get_outputs())
@@ -118,7 +121,9 @@ def to_numpy(value: Any) -> Any:
     return arr
 
 
-def make_runner(sess: Any, feeds: dict[str, Any], io_binding: bool) -> Callable[[], Any]:
+def make_runner(
+    sess: ort.InferenceSession, feeds: dict[str, Any], io_binding: bool
+) -> Callable[[], Any]:
     if needs_ort_values(sess) and not io_binding:
         import onnxruntime as ort
 
@@ -186,7 +191,7 @@ def profile(
 
 
 def profiled_runs(  # noqa: PLR0917 - the profiling loop's own inputs, all needed
-    sess: Any,
+    sess: ort.InferenceSession,
     config: SessionConfig,
     feeds: FeedsLike,
     model_name: str,
@@ -448,7 +453,7 @@ def _seeded_copy(model_path: str, folder: Path) -> str:
 
 
 def _outputs_of(
-    sess: Any,
+    sess: ort.InferenceSession,
     model_name: str,
     config: SessionConfig,
     samples: list[dict[str, Any]],

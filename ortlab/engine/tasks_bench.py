@@ -6,7 +6,7 @@ in a second session for each test's split by node."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ortlab.engine.replies import BenchCell, LLMBenchReply
 from ortlab.engine.sessioncache import open_session
 from ortlab.engine.tasks_generate import PROFILE_EVENTS, GreedyLoop, profiled_session
 from ortlab.engine.trace import ProfileData
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = ["Cell", "bench"]
 
@@ -118,7 +121,7 @@ def bench(
 
 
 def _once(
-    sess: Any,
+    sess: ort.InferenceSession,
     cell: Cell,
     *,
     decoder: DecoderInfo,

@@ -27,6 +27,7 @@ from ortlab.engine.tasks import run_error
 from ortlab.engine.trace import ProfileData
 
 if TYPE_CHECKING:
+    import onnxruntime as ort
     from onnxruntime import IOBinding, OrtValue
 
 __all__ = ["GreedyLoop", "generate", "interleaved", "profiled_session", "step_feeds"]
@@ -275,7 +276,7 @@ class GreedyLoop:
 
     def __init__(
         self,
-        sess: Any,
+        sess: ort.InferenceSession,
         decoder: DecoderInfo,
         job: ModelJob,
         prompt: np.ndarray | None = None,
@@ -317,7 +318,7 @@ class GreedyLoop:
             self._logits[new] = made
         return made
 
-    def _empty_cache(self, binding: Any, batch: int, shared: int) -> dict[str, Any]:
+    def _empty_cache(self, binding: ort.IOBinding, batch: int, shared: int) -> dict[str, Any]:
         """The past inputs of a first step (no token cached; with ``shared``, one buffer per
         pair that long, bound once as both past and present)."""
         import onnxruntime as ort
@@ -450,7 +451,7 @@ class _Decode:
     array's memory at each run): the new token's ids and its position; the mask, whose
     length grows, is a view of one buffer of ones (batch 1) rebound each step."""
 
-    def __init__(self, loop: GreedyLoop, binding: Any, batch: int, longest: int) -> None:
+    def __init__(self, loop: GreedyLoop, binding: ort.IOBinding, batch: int, longest: int) -> None:
         d, dtypes = loop.decoder, loop.dtypes
         self.decoder, self.binding, self.bound = d, binding, False
         self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])

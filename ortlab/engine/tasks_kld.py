@@ -6,7 +6,7 @@ KL(reference || variant) per position, in nats, and whether the two agree on the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ortlab.engine.replies import DivergenceReply, TokenDivergence
 from ortlab.engine.sessioncache import open_session
 from ortlab.engine.tasks import run_error
 from ortlab.engine.tasks_generate import step_feeds
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = ["divergence"]
 
@@ -69,7 +72,9 @@ def divergence(
     )
 
 
-def _log_probs(sess: Any, decoder: DecoderInfo, ids: np.ndarray, job: ModelJob) -> np.ndarray:
+def _log_probs(
+    sess: ort.InferenceSession, decoder: DecoderInfo, ids: np.ndarray, job: ModelJob
+) -> np.ndarray:
     """The next-token log-probabilities at every position of ``ids`` (one prefill from an
     empty cache), float64: [positions, vocabulary]."""
     dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}

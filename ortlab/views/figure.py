@@ -15,6 +15,8 @@ from ortlab.views.colors import verdict_color
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from ortlab.core.result import Table
+
 __all__ = [
     "bars",
     "interval_error",
@@ -110,12 +112,12 @@ def ratio_figure(
     return layout(fig, title, xaxis_title=xaxis, height=120 + 40 * max(len(labels), 1))
 
 
-def timed_shifts(t: Any, top: int) -> Any:
+def timed_shifts(t: Table, top: int) -> Any:
     """The ``top`` largest timed shifts of a per-node diff table, bottom up for a bar chart."""
     return t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
 
 
-def shift_figure(t: Any, names: list[str], hover: list[str], title: str, axis: str) -> go.Figure:
+def shift_figure(t: Table, names: list[str], hover: list[str], title: str, axis: str) -> go.Figure:
     """Each node's shift B - A (``t``: a per-node diff table, ``delta_us``/``low``/``high``/
     ``verdict``) as a bar with its interval, coloured by its verdict; ``hover`` says why (the
     words are hover-only, never drawn across the bars). The run diff's figure and the version

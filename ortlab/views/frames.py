@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
+
+if TYPE_CHECKING:
+    from ortlab.core.result import Table
 
 __all__ = ["column_format", "styled"]
 
@@ -50,7 +53,7 @@ def column_format(column: str) -> Callable[[object], str] | None:
     return None
 
 
-def styled(frame: Any) -> Any:
+def styled(frame: Table) -> Any:
     """``frame`` as a pandas Styler: each numeric column formatted by its name's unit
     (:func:`column_format`), the index hidden, text left-aligned."""
     import pandas as pd

@@ -20,6 +20,7 @@ from ortlab.core.units import fmt_bytes, fmt_flops
 
 if TYPE_CHECKING:
     from ortlab.analysis.limits.roofline import RooflineResult
+    from ortlab.analysis.placement.result import PlacementResult
 
 __all__ = ["RoofMark", "roof_marks"]
 
@@ -56,7 +57,7 @@ def _mark(rows: list[Any]) -> RoofMark | None:
 
 
 def roof_marks(
-    roofline: RooflineResult, placement: Any, names: Iterable[str]
+    roofline: RooflineResult, placement: PlacementResult | None, names: Iterable[str]
 ) -> tuple[dict[str, RoofMark], list[str]]:
     """Node name -> its :class:`RoofMark` for the model nodes ``names`` (those with one only),
     and notes saying how many nodes got a fraction and why others did not."""

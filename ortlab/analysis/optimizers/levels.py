@@ -35,8 +35,11 @@ from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
 
 if TYPE_CHECKING:
+    import onnx
+
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
+    from ortlab.core.model import Model
 
 __all__ = ["LevelResult", "OptimizationResult", "initializer_input_blocker", "optimization_diff"]
 
@@ -289,7 +292,7 @@ def optimization_diff(
 
 
 def _unknown_transformers(
-    m: Any,
+    m: Model,
     cfg: SessionConfig,
     names: Sequence[str],
     level: str,
@@ -316,7 +319,7 @@ def _unknown_transformers(
 
 
 def _level_result(
-    level: str, saved: SavedLevel, original: Sequence[OpNode], graph: Any
+    level: str, saved: SavedLevel, original: Sequence[OpNode], graph: onnx.GraphProto
 ) -> LevelResult:
     final = [OpNode(a, b, c, tuple(d), tuple(e), f) for a, b, c, d, e, f in saved.final]
     mapping = map_nodes(

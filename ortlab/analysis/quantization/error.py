@@ -19,6 +19,8 @@ from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 
 if TYPE_CHECKING:
+    import onnx
+
     from ortlab.core.inputs import FeedsLike
 
 __all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
@@ -222,7 +224,9 @@ def float_types(model: Model) -> dict[str, bool]:
     return out
 
 
-def _variant_tensors(producers: dict[str, Any], graph: Any) -> tuple[dict[str, str], list[str]]:
+def _variant_tensors(
+    producers: dict[str, Any], graph: onnx.GraphProto
+) -> tuple[dict[str, str], list[str]]:
     """For each original tensor, the variant tensor holding the value its consumers see.
 
     In a QDQ model that is the DequantizeLinear output after the tensor's QuantizeLinear: the

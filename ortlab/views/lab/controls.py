@@ -26,6 +26,7 @@ from ortlab.views.lab.status import JOB_TABS, TabStatus
 
 if TYPE_CHECKING:
     from ortlab.analysis.generation.result import GenerationResult
+    from ortlab.analysis.profiling import ProfileResult
     from ortlab.views.lab.history import History
 
 __all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
@@ -468,7 +469,7 @@ class TabControls:
             [w.HBox([self.target, self.qnn_chip, self.whatif_button]), s["Placement"]]
         )
 
-    def profile_items(self, prof: Any) -> list[Any]:
+    def profile_items(self, prof: ProfileResult) -> list[Any]:
         """What the Profile tab shows: the list of the top nodes first (what is slow, to pick
         in the graph), then the profile's charts."""
         self.top_label.value = (

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ortlab.analysis.benchmark import BenchmarkResult
     from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.core.result import Table
 
 __all__ = ["History", "RunRecord", "history_figure", "ort_seconds"]
 
@@ -284,7 +285,7 @@ def ort_seconds(pl: PlacementResult, b: BenchmarkResult) -> float:
     return float(pl.ort_ms + b.ort_ms) / 1e3
 
 
-def history_figure(t: Any) -> go.Figure:
+def history_figure(t: Table) -> go.Figure:
     """The Lab's History: p50 per run with the median's interval as error bars and the other
     processes' load in the hover (``t``: ``History.to_pandas()``)."""
     import plotly.graph_objects as go

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.core.inputs import FeedsLike
+    from ortlab.core.model import Model, ModelLike
 
 __all__ = ["Lab"]
 
@@ -92,7 +93,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
 
     def __init__(
         self,
-        model: Any,
+        model: ModelLike,
         *,
         feeds: FeedsLike | None = None,
         dims: Mapping[str, int] | None = None,
@@ -477,7 +478,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         self.tab_controls.offer_runs(self.history)
         self.show_when_seen("History", self._history_items)
 
-    def _new_graph(self, model: Any, pl: PlacementResult) -> Any:
+    def _new_graph(self, model: Model, pl: PlacementResult) -> Any:
         old, self._graph = self._graph, ortlab.graph(model, placement=pl)
         if old is not None:  # a widget lives in the kernel until closed (~300 KB with dagre)
             old.layout.close()  # its Layout is a widget of its own
@@ -502,7 +503,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             self.top_nodes.options = top_node_options(prof, self.placement)
             self.top_nodes.value = None
 
-    def _on_top_node(self, change: Any) -> None:
+    def _on_top_node(self, change: dict[str, Any]) -> None:
         """A top-nodes row picked: in the graph, highlight the original nodes its kernel
         computes and select the one that carries its time (the Conv of a Conv+Relu kernel, not
         the Relu fused into it), and show the Graph tab."""
@@ -511,7 +512,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             return
         self._pick_node(name)
 
-    def _on_generation_node(self, change: Any) -> None:
+    def _on_generation_node(self, change: dict[str, Any]) -> None:
         """A Generate-tab row picked ('phase<TAB>node'): the same node selected in the graph,
         in a merged decoder the one in the If's branch that runs in that phase."""
         if self.hold_runs or not change["new"] or self.placement is None:

@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 import ipywidgets as w
 
@@ -81,7 +84,7 @@ def _is_figure(item: Any) -> bool:
     return base is not None and isinstance(item, base)
 
 
-def _figure_bundle(fig: Any) -> dict[str, Any]:
+def _figure_bundle(fig: go.Figure) -> dict[str, Any]:
     """The bundle plotly's renderer gives a figure in a JupyterLab kernel ("plotly_mimetype":
     the figure as JSON, drawn by the jupyterlab-plotly extension), made here without its
     renderer module: importing that pulls in nbformat and jsonschema, whose IRI checker builds

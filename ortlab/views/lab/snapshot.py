@@ -3,12 +3,14 @@ without a kernel."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.lab.kernelnodes import carriers_first
 
 if TYPE_CHECKING:
     from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
     from ortlab.views.lab.history import History
 
 __all__ = ["snapshot_html"]
@@ -20,8 +22,8 @@ def snapshot_html(
     history: History,
     *,
     benchmark: BenchmarkResult | None,
-    placement: Any,
-    profile: Any,
+    placement: PlacementResult | None,
+    profile: ProfileResult | None,
     failed: bool = False,
 ) -> str:
     """A Lab's state as plain HTML (no script, no network): the settings and shapes of the

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ortlab.views.lab.outputs import mime_bundle
 
+if TYPE_CHECKING:
+    from ortlab.core.model import Model
+
 __all__ = ["warm_up"]
 
 
-def warm_up(model: Any) -> None:
+def warm_up(model: Model) -> None:
     """What the first run would otherwise do cold, done while the worker process starts
     (its interpreter and onnxruntime's import take ~0.45 s, and the first run waits for them):
     build and serialise one small figure of every kind the Lab shows, so that plotly's lazy
