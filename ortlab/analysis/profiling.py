@@ -216,7 +216,7 @@ class ProfileResult(Result):
             ["us_per_run", "self_us"], ascending=False, kind="stable"
         ).reset_index(drop=True)
 
-    def memory(self) -> Any:
+    def memory(self) -> Table:
         """Memory over one run, in execution order (the last measured run): node, op_type,
         provider, start_us, in_use_bytes, peak_bytes, arena_bytes, output_bytes. ``peak_bytes``
         of the last row is the run's peak as ORT's allocator saw it."""
@@ -260,7 +260,7 @@ class ProfileResult(Result):
             )
         return pd.DataFrame(rows)
 
-    def _grouped(self, keys: list[str]) -> Any:
+    def _grouped(self, keys: list[str]) -> Table:
         """Per group of nodes: nodes, calls, us_per_run (the sum of its nodes' times, so a
         group's share is the sum of its nodes' shares), share, total_us (all runs) and
         median_per_run_us (the median over runs of the group's per-run sum); slowest first by
@@ -318,7 +318,7 @@ class ProfileResult(Result):
         """The ``n`` slowest nodes by their median run (rows of :meth:`by_node`)."""
         return self.by_node().head(n)
 
-    def timeline(self, run: int = 0) -> Any:
+    def timeline(self, run: int = 0) -> Table:
         """Node events of one measured run: node, op_type, provider, start_us, dur_us."""
         import pandas as pd
 

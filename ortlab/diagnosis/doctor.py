@@ -156,7 +156,7 @@ class DoctorResult(Result):
         ]
         return pd.DataFrame(rows, columns=cols)
 
-    def candidates(self) -> Any:
+    def candidates(self) -> Table:
         """Every measured candidate: key, label, variant, stage, p50_ms, ratio, ci_low,
         ci_high, verdict, cosine, file_mb, pareto."""
         import pandas as pd

@@ -34,6 +34,7 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.result import Table
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, Paired, paired_ratio, spread
 from ortlab.core.units import tokens_per_s
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
@@ -150,7 +151,7 @@ class GenerationFacts:
     measured: str = ""
     """Where the two come from, in words."""
 
-    def table(self) -> Any:
+    def table(self) -> Table:
         """One row per trial (:data:`TRIAL_COLUMNS`): key, label, decode_tokens_per_s, the
         decode ratio spread (decode_ratio, decode_ci_low, decode_ci_high, decode_confidence,
         decode_verdict), ttft_ms and its ratio spread the same way, tokens_kept of tokens,

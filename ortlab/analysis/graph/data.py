@@ -186,7 +186,7 @@ class GraphData(Result):
         )
 
 
-def overview(graph: GraphData, expanded: Iterable[str]) -> Any:
+def overview(graph: GraphData, expanded: Iterable[str]) -> Table:
     """Items drawn with these groups ``expanded``: the same rule as the browser's data.js (a
     node shows as its outermost collapsed group)."""
     import pandas as pd

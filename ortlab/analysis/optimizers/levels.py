@@ -109,7 +109,7 @@ class OptimizationResult(Result):
         rows += [{"level": lv.level, "nodes": lv.nodes, **lv.op_types} for lv in self.levels]
         return pd.DataFrame(rows).set_index("level").fillna(0).astype(int)
 
-    def fusions(self, level: str) -> Any:
+    def fusions(self, level: str) -> Table:
         """Each fused/rewritten node at ``level``: optimized, kind, op_types (its ops),
         original (the original nodes it replaced), n_original, original_ops."""
         import pandas as pd
@@ -133,14 +133,14 @@ class OptimizationResult(Result):
             columns=["optimized", "kind", "op_types", "original", "n_original", "original_ops"],
         )
 
-    def fired(self, level: str) -> Any:
+    def fired(self, level: str) -> Table:
         """The graph transformers that modified the graph at ``level`` (transformer, times)."""
         import pandas as pd
 
         lv = self.level(level)
         return pd.DataFrame(list(lv.fired.items()), columns=["transformer", "times"])
 
-    def mapping(self, level: str) -> Any:
+    def mapping(self, level: str) -> Table:
         """Per original node: node, status, optimized (nodes it became part of at ``level``)."""
         import pandas as pd
 

@@ -13,7 +13,6 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import onnx
 from onnx import numpy_helper
@@ -53,7 +52,7 @@ class TransformerOptResult(Result):
     log: list[str] = field(default_factory=list)
 
     @property
-    def diff(self) -> Any:
+    def diff(self) -> Table:
         """Each fused node of the optimized model with the original nodes it replaced."""
         import pandas as pd
 

@@ -182,7 +182,7 @@ class WhatIfResult(Result):
             ]
         return pd.DataFrame(out, columns=["target", "reason", "nodes", "examples", "fix", "raw"])
 
-    def compare(self, other: WhatIfResult) -> Any:
+    def compare(self, other: WhatIfResult) -> Table:
         """Nodes on each target here vs in ``other`` (e.g. without vs with ``dims``)."""
         import pandas as pd
 

@@ -163,7 +163,7 @@ class History:
             columns=_COLUMNS,
         )
 
-    def screen_table(self, last: int = 30) -> Any:
+    def screen_table(self, last: int = 30) -> Table:
         """The History tab's table: the last ``last`` runs in the columns that fit the Lab at
         1280 px (the label holds the variant and the shapes; ``to_pandas`` has every column),
         the median's interval in one column, headers a person reads."""
@@ -182,7 +182,7 @@ class History:
         ]
         return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
-    def compare(self, a: int, b: int) -> Any:
+    def compare(self, a: int, b: int) -> Table:
         """Two runs side by side with deltas (not interleaved: ortlab.compare_configs gives a
         verdict with uncertainty)."""
         import pandas as pd
