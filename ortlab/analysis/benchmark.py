@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -220,7 +220,7 @@ class ConfigComparison(Result):
 
 def compare_configs(
     model: ModelLike,
-    configs: list[SessionConfig | Mapping[str, Any]],
+    configs: list[ConfigLike],
     feeds: FeedsLike | None = None,
     *,
     rounds: int = 10,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -66,6 +66,24 @@ class NodeDiff:
     """(b_us / a_us) / (B's median run time / A's): 1.0 when the node changed like the run."""
 
 
+class DiffSummary(TypedDict):
+    """A diff's counts (:meth:`DiffResult.summary`): nodes, the whole run's ratio B / A, the
+    nodes timed in both, slower, faster, the slower or faster expected by chance (None without
+    an interval coverage), flagged, moved EP, changed kernel, only in A, only in B."""
+
+    nodes: int
+    run_ratio: float
+    timed_in_both: int
+    slower: int
+    faster: int
+    by_chance_expected: float | None
+    flagged: int
+    moved_ep: int
+    kernel_changed: int
+    only_in_a: int
+    only_in_b: int
+
+
 @dataclass(frozen=True)
 class DiffResult(Result):
     """``nodes`` (``to_pandas()``): one row per original node; ``summary()``; ``plot()``."""
@@ -97,7 +115,7 @@ class DiffResult(Result):
             drop=True
         )
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> DiffSummary:
         verdicts = [r.verdict for r in self.rows]
         timed = sum(v in TIMED_VERDICTS for v in verdicts)
         flagged = sum(v in ("slower", "faster") for v in verdicts)

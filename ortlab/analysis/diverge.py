@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.analysis.divergefirst import (
     Checker,
@@ -171,7 +171,7 @@ class DivergenceResult(Result):
 
 def diverge(
     model: ModelLike,
-    against: ModelLike | SessionConfig | Mapping[str, Any],
+    against: ModelLike | ConfigLike,
     config: ConfigLike | None = None,
     feeds: FeedsLike | None = None,
     *,
@@ -252,7 +252,7 @@ def diverge(
 
 
 def _other_side(
-    m: Model, cfg: SessionConfig, against: ModelLike | SessionConfig | Mapping[str, Any]
+    m: Model, cfg: SessionConfig, against: ModelLike | ConfigLike
 ) -> tuple[Model, SessionConfig]:
     if isinstance(against, SessionConfig):
         return m, against

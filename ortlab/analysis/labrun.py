@@ -85,7 +85,7 @@ def start_worker() -> None:
     get_worker().start_in_background()
 
 
-def cancel_on(flag: threading.Event) -> AbstractContextManager[Any]:
+def cancel_on(flag: threading.Event) -> AbstractContextManager[None]:
     """The worker's context in which setting ``flag`` stops the call in flight (a Lab's
     Cancel)."""
     return get_worker().cancel_on(flag)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -155,7 +155,7 @@ def flow_events(
     edges: Sequence[tuple[str, str, str]],
     starts: np.ndarray,
     where: Sequence[tuple[int, int]],
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Flow arrows (``s`` at the producer's slice, ``f`` bound to the consumer's enclosing
     slice) for each ``(producer, consumer, tensor)`` edge between kernels of ``data.node``: in
     each run, every consumer event gets an arrow from the producer's latest event starting
@@ -165,7 +165,7 @@ def flow_events(
     for i, (k, r) in enumerate(zip(data.ev_node, data.ev_run, strict=True)):
         by_node[(k, r)].append(i)
     runs = sorted(set(data.ev_run))
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     flow_id = 0
     for producer, consumer, tensor in edges:
         p, c = index.get(producer), index.get(consumer)
@@ -207,8 +207,8 @@ def perfetto_trace(
     *,
     names: Sequence[Naming] | None = None,
     edges: Sequence[tuple[str, str, str]] = (),
-    metadata: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    metadata: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The Chrome-trace document (pure: ``data`` and names in, a JSON-ready dict out)."""
     names = list(names) if names is not None else [Naming(k, "kernel") for k in data.node]
     n_ev = len(data.ev_node)
@@ -228,7 +228,7 @@ def perfetto_trace(
     track = pid * (len(threads) + 1) + ev_thread
     lane = _lanes(starts, starts + dur, track) if n_ev else ids
     tid = ev_thread + 1 + lane * (len(threads) + 1)
-    meta: list[dict[str, Any]] = [
+    meta: list[dict[str, object]] = [
         _meta("process_name", RUNS_PID, 0, name="runs"),
         _meta("process_sort_index", RUNS_PID, 0, sort_index=0),
         _meta("thread_name", RUNS_PID, 1, name="measured runs"),
@@ -248,7 +248,7 @@ def perfetto_trace(
     slices = []
     for i, (k, r) in enumerate(zip(ids.tolist(), runs.tolist(), strict=True)):
         nm = names[k]
-        args: dict[str, Any] = {
+        args: dict[str, object] = {
             "kernel": data.node[k],
             "name_from": nm.source,
             "op_type": data.op_type[k],
@@ -298,11 +298,11 @@ def perfetto_trace(
     }
 
 
-def _meta(what: str, pid: int, tid: int, **args: Any) -> dict[str, Any]:
+def _meta(what: str, pid: int, tid: int, **args: object) -> dict[str, object]:
     return {"ph": "M", "name": what, "pid": pid, "tid": tid, "args": args}
 
 
-def _counters(data: ProfileData, starts: np.ndarray, pid: np.ndarray) -> list[dict[str, Any]]:
+def _counters(data: ProfileData, starts: np.ndarray, pid: np.ndarray) -> list[dict[str, object]]:
     """The allocator per EP after each node of the last measured run (ORT records it per node
     event; the profile keeps each node's last): bytes in use, peak so far, held by the arena."""
     n = len(data.node)

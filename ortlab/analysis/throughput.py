@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class ThroughputResult(Result):
         return f"<ThroughputResult {self.model!r}: " + "; ".join(self.sentences.values()) + ">"
 
 
-def concurrency_levels(values: Iterable[Any]) -> list[int]:
+def concurrency_levels(values: object) -> list[int]:
     """Positive integers, deduplicated and sorted; anything else is a :class:`ConcurrencyError`."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ConcurrencyError(f"concurrency must be a list of positive integers, not {values!r}")

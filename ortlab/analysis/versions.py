@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class VersionDiffResult(Result):
         order = t["delta_us"].abs().sort_values(ascending=False, na_position="last").index
         return t.reindex(order).reset_index(drop=True)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         s = self.diff.summary()
         return {
             "versions": list(self.loaded),
@@ -309,7 +309,9 @@ def version_diff(
     )
 
 
-def _bar(progress: bool | Callable[[int, int], None], total: int, desc: str) -> Any:
+def _bar(
+    progress: bool | Callable[[int, int], None], total: int, desc: str
+) -> Callable[[int, int], None]:
     if callable(progress):
         return progress
     if not progress:

@@ -20,10 +20,11 @@ from ortlab.core.feedcheck import validate_feeds
 from ortlab.engine import examples
 
 if TYPE_CHECKING:
+    from ortlab.core.inputs import Feeds
     from ortlab.core.model import Model
 
 
-def load_model(spec: str) -> Any:
+def load_model(spec: str) -> Model:
 
     if Path(spec).exists() or spec not in examples.names():
         return ortlab.load(spec)
@@ -141,7 +142,7 @@ def session_config(args: argparse.Namespace) -> ortlab.SessionConfig:
     )
 
 
-def load_feeds(path: str | None, m: Model) -> Any:
+def load_feeds(path: str | None, m: Model) -> Feeds | None:
     """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
     if path is None:
         return None

@@ -67,16 +67,19 @@ def canonical_level(level: str | int) -> str:
 
 
 Options = tuple[tuple[str, str], ...]
+OptionsLike: TypeAlias = Mapping[str, object] | Iterable[tuple[str, object]]
+"""Options as a caller gives them: a mapping or (key, value) pairs; each value is written as
+ORT reads it (``str(value)``, booleans as '1'/'0')."""
 
 
-def _freeze_options(options: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> Options:
+def _freeze_options(options: OptionsLike | None) -> Options:
     if not options:
         return ()
     items = options.items() if isinstance(options, Mapping) else options
     return tuple(sorted((str(k), _option_text(v)) for k, v in items))
 
 
-def _option_text(value: Any) -> str:
+def _option_text(value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
@@ -123,7 +126,9 @@ class SessionConfig:
         self,
         providers: Iterable[str] | str = ("cpu",),
         *,
-        provider_options: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Any]] | None = None,
+        provider_options: Mapping[str, OptionsLike]
+        | Iterable[tuple[str, OptionsLike]]
+        | None = None,
         level: str | int = "all",
         intra_op_threads: int = 0,
         inter_op_threads: int = 0,
@@ -132,7 +137,7 @@ class SessionConfig:
         enable_mem_pattern: bool = True,
         enable_cpu_mem_arena: bool = True,
         free_dimension_overrides: Mapping[str, int] | Iterable[tuple[str, int]] | None = None,
-        config_entries: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+        config_entries: OptionsLike | None = None,
         disabled_optimizers: Iterable[str] | str = (),
         custom_op_libraries: Iterable[str] = (),
         io_binding: bool = False,
@@ -213,7 +218,7 @@ class SessionConfig:
         """Provider options for ``provider`` (``'ep:device'`` names share the EP's options)."""
         return dict(dict(self.provider_options).get(split_device(provider)[0], ()))
 
-    def with_(self, **changes: Any) -> SessionConfig:
+    def with_(self, **changes: object) -> SessionConfig:
         """A copy with some fields changed (aliases accepted, as in the constructor)."""
         current = self.to_dict()
         current.update(changes)
@@ -274,7 +279,7 @@ class SessionConfig:
         return json.dumps({k: v for k, v in d.items() if k not in runtime}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | Mapping[str, Any]) -> SessionConfig:
+    def from_json(cls, text: str | Mapping[str, object]) -> SessionConfig:
         data = json.loads(text) if isinstance(text, str) else dict(text)
         unknown = set(data) - set(cls.__dataclass_fields__)
         if unknown:
@@ -312,7 +317,7 @@ def _policy(policy: str | None) -> str | None:
     return str(policy).lower()
 
 
-def _library_path(path: str | Any) -> str:
+def _library_path(path: str | os.PathLike[str]) -> str:
     """A relative library path made absolute (ORT's tools run in a private cwd); a bare name
     such as ``libmyops.so`` stays, for the dynamic loader's search path."""
     text = str(path)

@@ -280,7 +280,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
 
 
 def _by_layer(
-    values: Mapping[str, Any], pattern: re.Pattern[str]
+    values: Mapping[str, onnx.ValueInfoProto], pattern: re.Pattern[str]
 ) -> dict[tuple[int, str], dict[str, str]]:
     """{(layer, what the name says between the layer and key/value): {'key': …, 'value': …}}:
     'past_key_values.0.decoder.key' and '.0.encoder.key' are two caches of layer 0."""
@@ -413,16 +413,16 @@ def _dtype(v: onnx.ValueInfoProto) -> str:
     return dtype_name(v.type.tensor_type.elem_type)
 
 
-def _first(config: Mapping[str, Any], *keys: str) -> Any:
+def _first(config: Mapping[str, object], *keys: str) -> object:
     """The first of ``keys`` a config has (its exporters name one thing several ways)."""
     return next((config[k] for k in keys if k in config), None)
 
 
-def _named(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
+def _named(values: Mapping[str, onnx.ValueInfoProto], names: tuple[str, ...]) -> str | None:
     return next((n for n in names if n in values), None)
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 

@@ -37,7 +37,7 @@ def register(cls: type[R], fmt: str, fn: Renderer[R]) -> None:
     _RENDERERS[(cls, fmt)] = fn
 
 
-def _find(obj: object, fmt: str) -> Callable[..., Any] | None:
+def _find(obj: object, fmt: str) -> Callable[..., object] | None:
     for cls in type(obj).__mro__:
         fn = _RENDERERS.get((cls, fmt))
         if fn is not None:
@@ -45,12 +45,12 @@ def _find(obj: object, fmt: str) -> Callable[..., Any] | None:
     return None
 
 
-def has(obj_or_type: Any, fmt: str) -> bool:
+def has(obj_or_type: object, fmt: str) -> bool:
     cls = obj_or_type if isinstance(obj_or_type, type) else type(obj_or_type)
     return any((c, fmt) in _RENDERERS for c in cls.__mro__)
 
 
-def render(obj: object, fmt: str, **options: Any) -> Any:
+def render(obj: object, fmt: str, **options: object) -> Any:
     """``obj`` in ``fmt`` through its registered renderer. Without one, HTML and text fall
     back to the one-line repr; a plot or snippet raises, naming what exists."""
     fn = _find(obj, fmt)

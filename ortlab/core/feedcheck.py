@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["validate_feeds"]
 
 
-def _np_dtype_name(dtype: np.dtype[Any]) -> str:
+def _np_dtype_name(dtype: np.dtype[np.generic]) -> str:
     """The ONNX name ('float', 'double', 'float8e4m3fn'…) of a numpy dtype."""
     if dtype.kind in "OUS":
         return "string"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -56,7 +56,7 @@ class Feeds(dict[str, Any]):
 
     def __init__(
         self,
-        arrays: Mapping[str, Any],
+        arrays: Mapping[str, np.ndarray],
         dims: dict[str, DimChoice] | None = None,
         notes: list[str] | None = None,
         synthetic: bool = False,
@@ -92,11 +92,13 @@ class Feeds(dict[str, Any]):
         chosen = [f"{d.name}={d.value} ({d.why})" for d in self.dims.values()]
         return shapes_text(self, "; ") + (" | dims " + ", ".join(chosen) if chosen else "")
 
-    def __reduce__(self) -> Any:  # keep dims/notes across pickling to the worker
+    def __reduce__(  # keep dims/notes across pickling to the worker
+        self,
+    ) -> tuple[type[Feeds], tuple[dict[str, np.ndarray], dict[str, DimChoice], list[str], bool]]:
         return (Feeds, (dict(self), self.dims, self.notes, self.synthetic))
 
 
-def shapes_text(arrays: Mapping[str, Any], sep: str = ", ") -> str:
+def shapes_text(arrays: FeedsLike, sep: str = ", ") -> str:
     """``name: dtype[shape]`` of every array, joined by ``sep``."""
     return sep.join(
         f"{k}: {getattr(v, 'dtype', type(v).__name__)}{list(np.shape(v))}"
@@ -157,13 +159,13 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
     return out
 
 
-def positional_guesses(model: Model) -> dict[Any, tuple[int, str]]:
+def positional_guesses(model: Model) -> dict[str | tuple[str, int], tuple[int, str]]:
     """A guess for each dynamic dim from its place (keyed by the dim's name, or by
     ``(input, axis)`` for an unnamed one): axis 0 is a batch (1); an image's height and width
     (4-D float input with 1, 3 or 4 channels first or last) are the other spatial dim when that
     one is fixed, else 224; the second axis of a 2-D or 3-D input is a sequence (128). Every
     guess says so: the user sets dims or feeds to change it."""
-    out: dict[Any, tuple[int, str]] = {}
+    out: dict[str | tuple[str, int], tuple[int, str]] = {}
     for t in model.inputs:
         shape = list(t.shape or ())
         rank = len(shape)
@@ -173,7 +175,7 @@ def positional_guesses(model: Model) -> dict[Any, tuple[int, str]]:
         for axis, d in enumerate(shape):
             if isinstance(d, int):
                 continue
-            key: Any = d if isinstance(d, str) else (t.name, axis)
+            key: str | tuple[str, int] = d if isinstance(d, str) else (t.name, axis)
             if key in out:
                 continue
             if axis == 0:
@@ -214,7 +216,7 @@ def _gather_bound(model: Model, input_name: str) -> int | None:
 def _synth_int(
     info: TensorInfo,
     shape: list[int],
-    np_dtype: np.dtype[Any],
+    np_dtype: np.dtype[Any],  # integer (np.iinfo takes it) or ml_dtypes' int4/int2
     rng: np.random.Generator,
     model: Model,
 ) -> tuple[np.ndarray, str | None]:
@@ -342,7 +344,7 @@ def _synth_limit() -> int:
     return int(min(SYNTH_LIMIT_BYTES, psutil.virtual_memory().available // 2))
 
 
-def _work_bytes(np_dtype: np.dtype[Any], dtype: str) -> int:
+def _work_bytes(np_dtype: np.dtype[np.generic], dtype: str) -> int:
     """Peak bytes per element while synthesizing: the result plus numpy's float64/int64
     temporaries (two complex128 ones for complex types, a pointer for strings)."""
     if dtype == "string":
@@ -352,7 +354,7 @@ def _work_bytes(np_dtype: np.dtype[Any], dtype: str) -> int:
     return np_dtype.itemsize + 8
 
 
-def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[Any]:
+def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[np.generic]:
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
     except (KeyError, TypeError, ValueError) as err:
@@ -368,7 +370,7 @@ def _input_shape(
     info: TensorInfo,
     model: Model,
     choices: dict[str, DimChoice],
-    given: Mapping[str, Any] | None = None,
+    given: Mapping[str, tuple[int, ...]] | None = None,
 ) -> list[int]:
     if given and info.name in given:  # the shape of a template feed (see ``like=``)
         return [int(d) for d in given[info.name]]
@@ -421,7 +423,7 @@ def example_inputs(
     dims: Mapping[str, int] | None = None,
     seed: int = 0,
     *,
-    like: Mapping[str, Any] | None = None,
+    like: FeedsLike | None = None,
     choices: Mapping[str, DimChoice] | None = None,
 ) -> Feeds:
     """Seeded feeds for every graph input; ``dims`` sets symbolic dims by name (``choices``:
@@ -481,7 +483,9 @@ def example_inputs(
     return Feeds(arrays, choices, notes, synthetic=True)
 
 
-def unfixed_dims(model: Model, fixed: Any) -> dict[str, list[str]]:
+def unfixed_dims(
+    model: Model, fixed: Mapping[str, int] | Iterable[tuple[str, int]]
+) -> dict[str, list[str]]:
     """Per input, its symbolic dims that ``fixed`` (a config's free-dimension overrides, name
     to value) does not fix: the shapes that change from run to run."""
     pinned = dict(fixed)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from ortlab.core.runtime import ort_version
 from ortlab.core.version import __version__
@@ -140,6 +140,30 @@ class CpuSample:
     cpus: int
 
 
+class ProcessTimes(Protocol):
+    """What ortlab reads of ``psutil.Process.cpu_times()`` (``children_*`` where present)."""
+
+    @property
+    def user(self) -> float: ...
+    @property
+    def system(self) -> float: ...
+
+
+class ProcessLike(Protocol):
+    """What ortlab reads of a ``psutil.Process``."""
+
+    def cpu_times(self) -> ProcessTimes: ...
+    def children(self, recursive: bool = False) -> list[ProcessLike]: ...
+
+
+class PsutilLike(Protocol):
+    """What :func:`cpu_sample` reads of the psutil module (tests pass a fake with this API)."""
+
+    def cpu_times(self) -> object: ...
+    def cpu_count(self) -> int | None: ...
+    def Process(self, pid: int = ...) -> ProcessLike: ...  # noqa: N802 - psutil's name
+
+
 def logical_cpus() -> int:
     """THE logical CPU count (hardware threads) wherever ortlab names one: the thread sweep's
     largest count, the environment line, the throughput's oversubscription."""
@@ -163,7 +187,7 @@ def physical_cores() -> int:
     return int(psutil.cpu_count(logical=False) or logical_cpus())
 
 
-def cpu_sample(ps: Any = None) -> CpuSample:
+def cpu_sample(ps: PsutilLike | None = None) -> CpuSample:
     """Read the counters; ``ps`` is the psutil module (tests pass a fake with the same API)."""
     import psutil
 
@@ -174,7 +198,7 @@ def cpu_sample(ps: Any = None) -> CpuSample:
     return CpuSample(time.perf_counter(), float(busy), own, int(ps.cpu_count() or 1))
 
 
-def _caller_cpu_s(ps: Any) -> float:
+def _caller_cpu_s(ps: PsutilLike) -> float:
     """In ortlab's worker, the CPU seconds of the process that called it (a notebook's kernel,
     a script: ``ORTLAB_WORKER_PARENT``), its own threads only: waiting for and relaying the
     work it asked for is not other processes' load. 0 outside a worker."""
@@ -188,7 +212,7 @@ def _caller_cpu_s(ps: Any) -> float:
     return float(t.user + t.system)
 
 
-def _tree_cpu_s(proc: Any) -> float:
+def _tree_cpu_s(proc: ProcessLike) -> float:
     """CPU seconds of ``proc`` and its descendants: live ones by their own times, ended ones
     through their parent's ``children_*`` times (once waited for)."""
     import psutil

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import onnx
@@ -66,7 +65,7 @@ table of element sizes, derived from ONNX's own types (strings, whose size depen
 data, have none)."""
 
 
-def np_dtype(name: str) -> np.dtype[Any]:
+def np_dtype(name: str) -> np.dtype[np.generic]:
     """ORT's element type as numpy: 'float' (or 'tensor(float)', as a session's inputs say
     it) -> float32, 'int64' -> int64, 'bool' -> bool."""
     name = name.removeprefix("tensor(").removesuffix(")")

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import PLUGIN_EPS, POLICIES, split_device
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["DeviceChoice", "Enum", "OrtOptions", "ort_options"]
 
@@ -35,7 +38,7 @@ class Enum:
     enum: str
     name: str
 
-    def resolve(self, ort: Any) -> Any:
+    def resolve(self, ort: ModuleType) -> object:
         return getattr(getattr(ort, self.enum), self.name)
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import msgspec
 
@@ -20,8 +20,12 @@ from ortlab.core import display
 from ortlab.core.errors import OrtlabError
 from ortlab.core.version import __version__
 
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
 SCHEMA = 1
 R = TypeVar("R", bound="Result")
+S = TypeVar("S")
 
 Table: TypeAlias = Any
 """A pandas DataFrame, as every result's tables are (``nodes``, ``to_pandas()``,
@@ -31,14 +35,14 @@ every figure a caller reads would need a cast (tried: 532 errors across 21 modul
 table's docstring names its columns instead."""
 
 
-def table(build: Callable[[Any], Table]) -> Any:
+def table(build: Callable[[S], Table]) -> property:
     """A result's table as a property: built once per result, handed out as a **copy** —
     editing the frame you got never changes the result, and the next access gives the
     result's own table again (keep ``t = result.nodes`` to edit it)."""
     key = f"_table_{build.__name__}"
 
     @functools.wraps(build)
-    def get(self: Any) -> Any:
+    def get(self: S) -> Table:
         cached = self.__dict__.get(key)
         if cached is None:
             cached = build(self)
@@ -53,7 +57,7 @@ class ResultFormatError(OrtlabError, ValueError):
     """A JSON document is not the ortlab result it was read as."""
 
 
-def _numpy_to_builtin(obj: Any) -> Any:
+def _numpy_to_builtin(obj: object) -> object:
     import numpy as np
 
     if isinstance(obj, np.generic):
@@ -71,11 +75,11 @@ class Result:
     def _repr_html_(self) -> str:
         return str(display.render(self, "html"))
 
-    def to_text(self, **options: Any) -> str:
+    def to_text(self, **options: object) -> str:
         """Plain text for terminals (what the CLI prints)."""
         return str(display.render(self, "text", **options))
 
-    def plot(self, kind: str | None = None, **options: Any) -> Any:
+    def plot(self, kind: str | None = None, **options: object) -> go.Figure:
         """A plotly figure of this result; ``kind`` picks among the figures the type has (see
         its class docstring), None gives its main one."""
         if kind is not None:
@@ -86,7 +90,7 @@ class Result:
         data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_numpy_to_builtin)
         return data
 
-    def headline(self) -> dict[str, Any] | None:
+    def headline(self) -> dict[str, object] | None:
         """The figures a person reads first, derived from the data (a decoder's TTFT and
         tokens/s with their intervals): written beside the data in :meth:`to_json` for
         dashboards and scripts, never read back. None: the type has none."""

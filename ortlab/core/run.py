@@ -11,11 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11: annotations only, never imported at run time
 
 __all__ = ["InputMaker", "ModelJob", "Progress", "Run"]
 
@@ -34,6 +37,25 @@ class ModelJob:
     model_name: str
     config: SessionConfig
     feeds: Mapping[str, Any]
+
+
+class Measuring(TypedDict, total=False):
+    """How a :class:`Run` measures and shows itself: the fields :meth:`Run.derive` changes
+    besides its model, config and inputs."""
+
+    runs: int
+    warmup: int
+    progress: bool | Progress
+    timeout: float | None
+
+
+class RunChanges(Measuring, total=False):
+    """Any field of a :class:`Run`, for :meth:`Run.with_`."""
+
+    model: Model
+    config: SessionConfig
+    inputs: Feeds
+    make_inputs: InputMaker | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +97,7 @@ class Run:
         """How an error names this run: ``of 'resnet50' with CPU, level all``."""
         return f"of {self.model.name!r} with {self.config.label()}"
 
-    def with_(self, **changes: Any) -> Run:
+    def with_(self, **changes: Unpack[RunChanges]) -> Run:
         """This run with some fields changed (a config, a quiet progress)."""
         return dataclasses.replace(self, **changes)
 
@@ -85,7 +107,7 @@ class Run:
         dims: Mapping[str, int] | None = None,
         config: SessionConfig | None = None,
         inputs: Feeds | None = None,
-        **changes: Any,
+        **changes: Unpack[Measuring],
     ) -> Run:
         """A new Run of the same model, the way a stage gets one: its inputs made at ``dims``
         as the edge made these (no second load, check or resolution of what is already

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 __all__ = [
     "PROFILER_OVERHEAD",
@@ -86,7 +85,7 @@ class Providers:
     plugins: tuple[PluginEP, ...]
     devices: tuple[Device, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "onnxruntime": self.ort_version,
             "in_build": list(self.in_build),

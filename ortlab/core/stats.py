@@ -15,9 +15,12 @@ import functools
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "MIN_ROUNDS",
@@ -276,17 +279,17 @@ PAIRED_COLUMNS = ("ratio", "ci_low", "ci_high", "confidence", "verdict")
 """The columns a :class:`Paired` spreads into, in every table."""
 
 
-def spread(p: Paired, prefix: str = "") -> dict[str, Any]:
+def spread(p: Paired, prefix: str = "") -> dict[str, float | str]:
     """THE spread of a :class:`Paired` into table columns (``PAIRED_COLUMNS``; ``prefix``
     names them where a row holds two: ``decode_ratio``, ``decode_ci_low``, …)."""
-    values = (p.ratio, p.low, p.high, p.confidence, p.verdict)
+    values: tuple[float | str, ...] = (p.ratio, p.low, p.high, p.confidence, p.verdict)
     return {prefix + k: v for k, v in zip(PAIRED_COLUMNS, values, strict=True)}
 
 
-def paired_columns(row: Any) -> dict[str, Any]:
+def paired_columns(row: DataclassInstance) -> dict[str, object]:
     """A dataclass row as a table row: its fields in order, a :class:`Paired` spread in place
     (:func:`spread`)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in fields(row):
         value = getattr(row, f.name)
         if isinstance(value, Paired):

@@ -9,7 +9,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.analysis.memory import memory_settings
 from ortlab.analysis.optimizers.transformers import transformer_optimize
@@ -35,7 +35,9 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.rules import attention_shaped
 
 if TYPE_CHECKING:
+    from ortlab.analysis.memory import FootprintResult
     from ortlab.core.inputs import Feeds
+    from ortlab.core.model import ModelLike
     from ortlab.diagnosis.budget import Budget
 
 __all__ = [
@@ -49,7 +51,7 @@ __all__ = [
 
 
 def setting_candidates(
-    m: Model, cfg: SessionConfig, seen: Observed, footprint: Any = None
+    m: Model, cfg: SessionConfig, seen: Observed, footprint: FootprintResult | None = None
 ) -> list[Candidate]:
     """The baseline and the settings worth timing against it: higher optimization levels,
     intra-op threads (1, half the cores, the cores, the logical CPUs), spinning off, IO
@@ -99,7 +101,7 @@ def variant_config(cfg: SessionConfig) -> SessionConfig:
 def variant_candidates(
     m: Model,
     seen: Observed,
-    user_variants: Sequence[Any],
+    user_variants: Sequence[ModelLike],
     *,
     budget: Budget,
     feeds: Feeds,
@@ -174,7 +176,7 @@ def variant_candidates(
         key = candidate_key(Kind.VARIANT, f"quant-{kind}")
         return key, q, list(q.variant.steps) if q.variant else []
 
-    def given(v: Any) -> tuple[str, Model, list[str]]:
+    def given(v: ModelLike) -> tuple[str, Model, list[str]]:
         vm = load(v)
         key = candidate_key(Kind.VARIANT, vm.name)
         return key, vm, list(vm.variant.steps) if vm.variant else ["given"]
@@ -190,14 +192,14 @@ def variant_candidates(
 
 def wanted_quantization(
     share: dict[str, float], ops: dict[str, int] | None = None
-) -> list[tuple[str, Any]]:
+) -> list[tuple[str, QuantConfig]]:
     """Variants worth trying: static QDQ per-channel int8 when convolutions carry the time;
     dynamic int8 when MatMul/Gemm/attention do, and weight-only int4 (MatMulNBits) too when
     the model has MatMul nodes (their constant weights are what it quantizes)."""
 
     conv = sum(v for k, v in share.items() if "Conv" in k)
     matmul = sum(v for k, v in share.items() if "MatMul" in k or "Gemm" in k or "Attention" in k)
-    wanted: list[tuple[str, Any]] = []
+    wanted: list[tuple[str, QuantConfig]] = []
     if conv >= 0.4:
         qc = QuantConfig(mode="static", format="qdq", per_channel=True, calibration_size=16)
         wanted.append(("static", qc))
@@ -209,8 +211,8 @@ def wanted_quantization(
 
 
 def applicable_quantization(
-    m: Model, wanted: list[tuple[str, Any]]
-) -> tuple[list[tuple[str, Any]], str]:
+    m: Model, wanted: list[tuple[str, QuantConfig]]
+) -> tuple[list[tuple[str, QuantConfig]], str]:
     """The quantizations in ``wanted`` that can apply to ``m``, and why the others cannot ('' when
     all can): none of an already quantized model (int8 or int4 ops: another pass is not a model
     ORT runs) or of float16 weights; int4 only with a MatMul whose weight is an initializer."""
@@ -242,9 +244,9 @@ def applicable_quantization(
     return wanted, ""
 
 
-def winning_settings(ok: dict[str, Measured], cfg: SessionConfig) -> dict[str, Any]:
+def winning_settings(ok: dict[str, Measured], cfg: SessionConfig) -> dict[str, object]:
     """The fastest promising setting of each dimension (level, threads, spinning, IO)."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for kind in (Kind.LEVEL, Kind.THREADS, Kind.SPIN):
         group = [v for k, v in ok.items() if CandidateKey.parse(k).kind is kind]
         if group:
@@ -257,13 +259,13 @@ def winning_settings(ok: dict[str, Measured], cfg: SessionConfig) -> dict[str, A
     return changes
 
 
-def _quant_args(qc: Any) -> str:
+def _quant_args(qc: QuantConfig) -> str:
     if qc.mode in ("dynamic", "int4"):
         return f"mode={qc.mode!r}"
     return f"mode='static', format={qc.format!r}, per_channel={qc.per_channel!r}"
 
 
-def _describe(v: Any) -> str:
+def _describe(v: ModelLike) -> str:
     """A user variant in words: its name or file name."""
     if isinstance(v, Model):
         return v.name

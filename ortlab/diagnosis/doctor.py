@@ -234,7 +234,7 @@ class DoctorResult(Result):
         ]
         return pd.DataFrame(rows, columns=list(CPU_COLUMNS))
 
-    def threads(self) -> Any:
+    def threads(self) -> Table:
         """The intra-op threads / spinning sweep as a curve: setting, p50_ms, ratio, CI."""
         t = self.candidates()
         keep = t["key"].map(lambda k: CandidateKey.parse(k).is_sweep) | (t["key"] == "baseline")

@@ -13,13 +13,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import Model
 from ortlab.core.sessionreport import SessionReport
 from ortlab.core.stats import NOISE_BAND, Paired, Verdict, interval_text
+from ortlab.diagnosis.finding import Finding, Gain
 
 if TYPE_CHECKING:
     from ortlab.analysis.limits.roofline import RooflineResult
@@ -43,6 +44,7 @@ __all__ = [
     "Facts",
     "Finding",
     "FixTried",
+    "Gain",
     "Kind",
     "Measured",
     "Observed",
@@ -209,34 +211,6 @@ class Measured:
         if math.isnan(p.low):
             return "undecided (too few rounds for an interval)"
         return f"undecided (time ratio {interval_text(p.ratio, p.low, p.high, 2)})"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem found in the session, with its evidence, fix and (where measurable) gain."""
-
-    rule: str
-    title: str
-    evidence: str
-    fix: str
-    code: str
-    """Python that applies the fix (ortlab or plain onnxruntime)."""
-    gain: str
-    """The measured effect of the fix as ortlab's verdict sentence, or why it was not measured."""
-    ratio: float | None = None
-    """Time ratio fixed / baseline with its interval (coverage ≥ 95 %, see ``ortlab.paired_ratio``;
-    NaN bounds with too few rounds); None when not measured."""
-    low: float | None = None
-    high: float | None = None
-    saved_ms: float = 0.0
-    """Milliseconds per run the fix saves (measured); findings sort by this, most costly first."""
-    severity: str = "warning"
-    """'error' (the session is not what was asked), 'warning', or 'info'."""
-    nodes: list[str] = field(default_factory=list)
-    """Node names the finding is about (the graph view highlights them)."""
-    key: str = ""
-    """The candidate whose measurement ``gain`` and ``ratio`` quote ('' when none): what
-    :func:`counted` returns for it, the same row :func:`~ortlab.diagnosis.best.best_of` reads."""
 
 
 @dataclass(frozen=True)
@@ -481,7 +455,7 @@ class Counted:
             )
         return p.verdict
 
-    def gain(self, baseline_ms: float) -> dict[str, Any]:
+    def gain(self, baseline_ms: float) -> Gain:
         """A finding's gain fields: the verdict, the ratio and interval, the milliseconds
         saved (only when the gain holds) and the key."""
         p = self.row.paired
@@ -520,7 +494,7 @@ def counted(measured: Mapping[str, Measured], key: str) -> Counted | None:
     return Counted(base, screen, SCREENED_ONLY if finals else SCREEN)
 
 
-def measured_gain(measured: Mapping[str, Measured], key: str, baseline_ms: float) -> dict[str, Any]:
+def measured_gain(measured: Mapping[str, Measured], key: str, baseline_ms: float) -> Gain:
     """A finding's gain fields for candidate ``key``: what :func:`counted` says of it."""
     c = counted(measured, key)
     return c.gain(baseline_ms) if c is not None else {"gain": "not measured"}

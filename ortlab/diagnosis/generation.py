@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from ortlab.engine.calls import run_model_task
 
 if TYPE_CHECKING:
     from ortlab.diagnosis.ledger import Ledger
+    from ortlab.engine.replies import GenerationPair
 
 __all__ = [
     "TRIAL_COLUMNS",
@@ -488,7 +489,7 @@ def _baseline_times(
     return base.ttft_ms[0], per_token, f"median of {base.runs} generations"
 
 
-def _trial(s: _Spec, v: Model, pair: Any, new: int) -> GenerationTrial:
+def _trial(s: _Spec, v: Model, pair: GenerationPair, new: int) -> GenerationTrial:
     per = max(new - 1, 1)
     base_dec = [t / per / 1e6 for t in pair.base_decode_ns]
     dec = [t / per / 1e6 for t in pair.decode_ns]

@@ -386,6 +386,8 @@ def slow_variant(f: Facts) -> list[Finding]:
             "no known cause found in its kernels; profile both (ortlab.profile) and compare"
         )
         fixes = "; ".join(dict.fromkeys(s.fix for s in reasons)) or "keep the faster model"
+        gain = said.gain(f.baseline_ms)
+        gain["saved_ms"] = max(m.p50_ms - f.baseline_ms, 0.0)
         out.append(
             Finding(
                 rule="slow_variant",
@@ -393,7 +395,7 @@ def slow_variant(f: Facts) -> list[Finding]:
                 evidence=why,
                 fix=fixes,
                 code="ortlab.compare(model, [variant])  # kernels, error and timing side by side",
-                **{**said.gain(f.baseline_ms), "saved_ms": max(m.p50_ms - f.baseline_ms, 0.0)},
+                **gain,
             )
         )
     return out

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
-from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR
+from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR, RooflineResult, RoofRow
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.diagnosis.facts import (
     QUANTIZED,
     Facts,
     Finding,
+    Gain,
     Kind,
     candidate_key,
     counted,
@@ -28,13 +28,13 @@ TINY_US = 20.0
 """Nodes this short are dominated by per-node overhead: fusion, not a faster kernel, helps."""
 
 
-def _bound_text(r: Any) -> str:
+def _bound_text(r: RoofRow) -> str:
     if r.flops and not math.isnan(r.flops):
         return f"{r.achieved_fraction:.0%} of its {fmt_flops(r.attainable, '/s')} bound"
     return f"{r.achieved_fraction:.0%} of {fmt_bandwidth(r.attainable)}"
 
 
-def _evidence(roof: Any, rows: list[Any]) -> str:
+def _evidence(roof: RooflineResult, rows: list[RoofRow]) -> str:
     peaks = "; ".join(
         f"{p.what} {fmt_flops(p.best, '/s')}"
         if p.dtype not in ("memory", "cache")
@@ -51,7 +51,7 @@ def _evidence(roof: Any, rows: list[Any]) -> str:
     )
 
 
-def _fix(f: Facts, far: list[Any]) -> tuple[str, str, dict[str, Any]]:
+def _fix(f: Facts, far: list[RoofRow]) -> tuple[str, str, Gain]:
     """(fix, code, measured gain) for the nodes far under their bound."""
     level = f.seen.requested.level
     convs = [r for r in far if r.op_type in ("Conv", "FusedConv") and "nchwc" not in r.node]

@@ -7,7 +7,15 @@ from __future__ import annotations
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.units import fmt_bytes
-from ortlab.diagnosis.facts import Facts, Finding, Kind, candidate_key, counted, load_caveat
+from ortlab.diagnosis.facts import (
+    Facts,
+    Finding,
+    Gain,
+    Kind,
+    candidate_key,
+    counted,
+    load_caveat,
+)
 
 __all__ = ["IDLE_SPIN_CORES", "config_args", "idle_spin", "memory", "npu_partition"]
 
@@ -146,7 +154,7 @@ def idle_spin(f: Facts) -> list[Finding]:
     caveat = load_caveat(f)
     if spin is None or timed is None:
         evidence = f"{said} (median of {cpu.rounds} rounds); spinning off was not measured"
-        gain, fields = "not measured (the time budget)", {}
+        fields: Gain = {"gain": "not measured (the time budget)"}
     else:
         latency = timed.verdict()
         evidence = (
@@ -155,12 +163,11 @@ def idle_spin(f: Facts) -> list[Finding]:
             f"({spin.paired.verdict}); p50 {f.baseline_ms:.3f} → {timed.row.p50_ms:.3f} ms "
             f"({latency})"
         )
-        gain = (
+        fields = timed.gain(f.baseline_ms)
+        fields["gain"] = (
             f"{max(base.idle_cores - spin.idle_cores, 0):.2f} cores freed while idle; "
             f"{spin.paired.verdict}; latency: {latency}"
         )
-        fields = timed.gain(f.baseline_ms)
-        fields.pop("gain")
     slower = timed is not None and timed.row.slower
     return [
         Finding(
@@ -177,7 +184,6 @@ def idle_spin(f: Facts) -> list[Finding]:
             ),
             code="SessionConfig(allow_spinning=False)  # onnxruntime: so.add_session_config_"
             "entry('session.intra_op.allow_spinning', '0')",
-            gain=gain,
             severity="info" if slower else "warning",
             **fields,
         )

@@ -16,8 +16,14 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from ortlab.engine.children import CompileAnswer, CompileAsk
+
+T = TypeVar("T")
 
 KEEP = (
     "Validation FAILED",
@@ -29,7 +35,7 @@ KEEP = (
 )
 
 
-def _capture(fn: Any) -> tuple[Any, str, str]:
+def _capture(fn: Callable[[], T]) -> tuple[T | None, str, str]:
     """Run ``fn`` with fds 1/2 pointed at a file (ORT logs from C++ to fd 2 and prints its
     "EP Error" block to stdout): (result, captured text, error text)."""
     sys.stdout.flush()
@@ -38,7 +44,8 @@ def _capture(fn: Any) -> tuple[Any, str, str]:
     with tempfile.TemporaryFile() as sink:
         for fd in saved:
             os.dup2(sink.fileno(), fd)
-        result, error = None, ""
+        result: T | None = None
+        error = ""
         try:
             result = fn()
         except Exception as err:  # noqa: BLE001 - the compile's failure is the answer
@@ -54,7 +61,7 @@ def _capture(fn: Any) -> tuple[Any, str, str]:
     return result, text, error
 
 
-def compile_only(ask: dict[str, Any]) -> dict[str, Any]:
+def compile_only(ask: CompileAsk) -> CompileAnswer:
     import onnxruntime as ort
 
     pkg = importlib.import_module(ask["module"])
@@ -79,11 +86,12 @@ def compile_only(ask: dict[str, Any]) -> dict[str, Any]:
     sess, text, error = _capture(lambda: ort.InferenceSession(ask["model_path"], so))
     seconds = time.perf_counter() - start
     lines = [ln for ln in text.splitlines() if any(k in ln for k in KEEP)]
-    assignment, active = [], []
+    assignment: list[tuple[str, list[tuple[str, str]]]] = []
+    active: list[str] = []
     if sess is not None:
         active = list(sess.get_providers())
         assignment = [
-            [str(sg.ep_name), [[str(n.name), str(n.op_type)] for n in sg.get_nodes()]]
+            (str(sg.ep_name), [(str(n.name), str(n.op_type)) for n in sg.get_nodes()])
             for sg in sess.get_provider_graph_assignment_info()
         ]
     # ORT's Python wrapper: "EP Error …" then "Falling back to ['CPUExecutionProvider'] and

@@ -15,7 +15,10 @@ import pickle
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortlab.engine.children import FootprintAnswer, FootprintAsk
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -41,7 +44,7 @@ def _reset_peak() -> bool:
     return True
 
 
-def measure(ask: dict[str, Any]) -> dict[str, Any]:
+def measure(ask: FootprintAsk) -> FootprintAnswer:
     from ortlab.engine.session import build_session
     from ortlab.engine.tasks import prepare_feeds
 
@@ -69,6 +72,7 @@ def measure(ask: dict[str, Any]) -> dict[str, Any]:
 def main(request: str, answer: str) -> None:
     with Path(request).open("rb") as f:
         ask = pickle.load(f)  # our own request file, written by the worker
+    out: FootprintAnswer | dict[str, str]
     try:
         out = measure(ask)
     except Exception as err:  # noqa: BLE001 - the failure is the answer

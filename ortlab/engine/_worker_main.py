@@ -8,7 +8,6 @@ import signal
 import sys
 import traceback
 from multiprocessing.connection import Client
-from typing import Any
 
 
 def _die_with_parent() -> None:
@@ -84,7 +83,7 @@ def main() -> None:
             break
         _, call_id, task, kwargs = msg
 
-        def progress(done: int, total: int, call_id: Any = call_id) -> None:
+        def progress(done: int, total: int, call_id: int = call_id) -> None:
             conn.send(("progress", call_id, done, total))
 
         try:

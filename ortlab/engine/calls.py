@@ -198,8 +198,8 @@ def run(
 
 
 def call(
-    task: str | Callable[..., Any],
-    kwargs: dict[str, Any],
+    task: str | Callable[..., object],
+    kwargs: Mapping[str, object],
     *,
     desc: str,
     context: str,

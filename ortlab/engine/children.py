@@ -10,12 +10,71 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-__all__ = ["ChildFailed", "child_env", "run_child"]
+if TYPE_CHECKING:
+    from ortlab.core.config import SessionConfig
+
+__all__ = [
+    "ChildFailed",
+    "CompileAnswer",
+    "CompileAsk",
+    "FootprintAnswer",
+    "FootprintAsk",
+    "child_env",
+    "run_child",
+]
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 """The folder holding the ``ortlab`` package (so ``python -m ortlab…`` finds this copy)."""
+
+
+class FootprintAsk(TypedDict):
+    """The request ``_footprint_child`` reads (pickled): the model, its name and config, the
+    file of the pickled feeds and how many runs."""
+
+    model_path: str
+    name: str
+    config: SessionConfig
+    feeds_file: str
+    runs: int
+
+
+class FootprintAnswer(TypedDict):
+    """What ``_footprint_child`` measured (JSON): the fields of ``replies.FootprintSample``."""
+
+    create_ms: float
+    created_bytes: int | None
+    held_bytes: int | None
+    peak_bytes: int | None
+    error: str
+
+
+class CompileAsk(TypedDict):
+    """The request ``_compile_child`` reads (JSON): the model, the plugin's EP and module, its
+    provider options, where to write the EPContext dump and the level-1 graph, how many devices,
+    and the session's level and config entries."""
+
+    model_path: str
+    ep: str
+    module: str
+    options: dict[str, str]
+    context_path: str
+    basic_path: str
+    max_devices: int
+    level: str
+    entries: dict[str, str]
+
+
+class CompileAnswer(TypedDict):
+    """What ``_compile_child`` answers (JSON): the assignment per EP (node, op type), the
+    session's providers, the log lines kept, the error ('' when it compiled) and the time."""
+
+    assignment: list[tuple[str, list[tuple[str, str]]]]
+    active: list[str]
+    log: list[str]
+    error: str
+    seconds: float
 
 
 class ChildFailed(Exception):  # noqa: N818 - reads as what happened to the child

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class EncoderStep:
             None,
         )
 
-    def run(self, binding: IOBinding, dtypes: dict[str, np.dtype[Any]]) -> EncoderTimes:
+    def run(self, binding: IOBinding, dtypes: dict[str, np.dtype[np.generic]]) -> EncoderTimes:
         """Run the encoder on its feeds and bind its states (and mask) as the decoder's
         inputs, timed whole and the run alone."""
         clock = time.perf_counter_ns

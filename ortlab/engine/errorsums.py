@@ -5,9 +5,9 @@ quantization error and the first divergence both measure with (runs in the worke
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -18,6 +18,13 @@ from ortlab.core.onnx_util import seed_random_ops
 from ortlab.core.run import Progress
 from ortlab.engine.replies import TensorStats
 from ortlab.engine.session import build_session, clean_ort_message
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
+Prepared: TypeAlias = "Mapping[str, np.ndarray | ort.OrtValue]"
+"""Feeds as ``tasks.prepare_feeds`` makes them: arrays, and OrtValues for what numpy cannot
+hold (bfloat16, float8)."""
 
 __all__ = ["ACTIVATIONS_BYTES", "ErrorSums", "Side", "fold_groups", "with_outputs"]
 
@@ -94,7 +101,7 @@ class ErrorSums:
 
 def with_outputs(
     model_path: str, tensors: list[str], what: str, config: SessionConfig | None = None
-) -> Callable[[dict[str, Any]], Any]:
+) -> Callable[[Prepared], dict[str, np.ndarray]]:
     """A runner of the model that also returns ``tensors``; returns {name: array} for those
     tensors only. Without ``config``: optimizations off on the CPU, so no fusion swallows a
     tensor; with one, that session (its EPs and level: what ORT keeps of the exposed tensors
@@ -131,7 +138,7 @@ def with_outputs(
     names = [o.name for o in sess.get_outputs()]
     wanted = set(tensors)
 
-    def run(feeds: dict[str, Any]) -> dict[str, np.ndarray]:
+    def run(feeds: Prepared) -> dict[str, np.ndarray]:
         values = sess.run([n for n in names if n in wanted], feeds)
         return dict(zip([n for n in names if n in wanted], values, strict=True))
 
@@ -153,7 +160,7 @@ def fold_groups(
     reference: Side,
     other: Side,
     pairs: dict[str, str],
-    samples: Sequence[dict[str, Any]],
+    samples: Sequence[Prepared],
     *,
     chunk: int,
     most: int,

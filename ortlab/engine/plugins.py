@@ -19,16 +19,19 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.eps import plugin_modules
 from ortlab.core.errors import error_text
 from ortlab.core.runtime import PluginEP
 
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
 __all__ = ["PluginEP", "device_type", "plugin_devices", "plugin_modules", "registered"]
 
 
-def device_type(ep_device: Any) -> str:
+def device_type(ep_device: ort.OrtEpDevice) -> str:
     """An ``OrtEpDevice``'s hardware type: ``OrtHardwareDeviceType.NPU`` → ``'NPU'``."""
     return str(ep_device.device.type).rsplit(".", 1)[-1]
 
@@ -72,7 +75,7 @@ def registered() -> tuple[PluginEP, ...]:
     return tuple(out)
 
 
-def plugin_devices(ep: str, device: str | None = None) -> list[Any]:
+def plugin_devices(ep: str, device: str | None = None) -> list[ort.OrtEpDevice]:
     """The ``OrtEpDevice`` objects of a registered EP (of one device type if given)."""
     import onnxruntime as ort
 

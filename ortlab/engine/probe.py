@@ -18,26 +18,37 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.onnx_util import inferred_graph
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["probe_nodes"]
 
 TAKEN = "taken"
 REFUSED = "refused"
 
+Signature: TypeAlias = tuple[
+    str, str, tuple[tuple[str, int, tuple[int, ...]] | bytes, ...], tuple[bytes, ...]
+]
+"""What makes two nodes one probe: domain, op type, each input's type (a constant's dtype and
+dims), each attribute (serialized)."""
 
-def _one_node_models(model: Any, names: set[str]) -> dict[tuple[Any, ...], tuple[Any, list[str]]]:
+
+def _one_node_models(
+    model: onnx.ModelProto, names: set[str]
+) -> dict[Signature, tuple[onnx.ModelProto, list[str]]]:
     """{signature: (one-node ModelProto, [node names sharing it])} for main-graph nodes."""
     from onnx import helper
 
     graph = inferred_graph(model)
     types = {vi.name: vi for vi in [*graph.input, *graph.value_info, *graph.output]}
     inits = {t.name: t for t in graph.initializer}
-    out: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
+    out: dict[Signature, tuple[onnx.ModelProto, list[str]]] = {}
     for node in graph.node:
         if node.name not in names or any(a.type in (5, 10) for a in node.attribute):
             continue  # nodes with subgraphs (If/Loop) are not probed alone

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from ortlab.core import runtime as _core
+from ortlab.core.run import Progress
 from ortlab.core.runtime import Device, Providers, RuntimeLimits
 from ortlab.engine.runtime import measure_limits
 
@@ -20,8 +21,10 @@ __all__ = ["Providers", "devices", "limits", "measure_providers", "providers"]
 
 _TIMEOUT_S = 120.0
 
+R = TypeVar("R")
 
-def measure_providers(progress: Any = None) -> Providers:  # noqa: ARG001 - task signature
+
+def measure_providers(progress: Progress | None = None) -> Providers:  # noqa: ARG001 - task signature
     """(worker task) The providers in the build, those that load, the plugins and devices."""
     import onnxruntime as ort
 
@@ -41,7 +44,7 @@ def measure_providers(progress: Any = None) -> Providers:  # noqa: ARG001 - task
     )
 
 
-def _measured(task: Callable[..., Any]) -> Any:
+def _measured(task: Callable[..., R]) -> R:
     """A ``measure_*`` task's answer, from the worker (where ORT runs)."""
     from ortlab.engine.worker import in_worker
 
@@ -51,14 +54,14 @@ def _measured(task: Callable[..., Any]) -> Any:
 @functools.cache
 def limits() -> RuntimeLimits:
     """The newest IR version and opsets this onnxruntime accepts (measured once per process)."""
-    return _measured(measure_limits)  # type: ignore[no-any-return]
+    return _measured(measure_limits)
 
 
 @functools.cache
 def providers() -> Providers:
     """The execution providers onnxruntime has here: in the build, really loading (a trial
     session each, in the worker), plugin EPs, and the devices ORT sees (measured once)."""
-    return _measured(measure_providers)  # type: ignore[no-any-return]
+    return _measured(measure_providers)
 
 
 def devices() -> list[Device]:

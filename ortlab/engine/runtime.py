@@ -6,11 +6,10 @@ lower than the newest schema it carries (1.31 carries opset-27 schemas but refus
 
 from __future__ import annotations
 
-from typing import Any
-
 import onnx
 from onnx import TensorProto, helper
 
+from ortlab.core.run import Progress
 from ortlab.core.runtime import Device, RuntimeLimits
 from ortlab.engine.plugins import device_type
 
@@ -43,7 +42,7 @@ def _loads(data: bytes) -> bool:
     return True
 
 
-def measure_limits(progress: Any = None) -> RuntimeLimits:  # noqa: ARG001 - task signature
+def measure_limits(progress: Progress | None = None) -> RuntimeLimits:  # noqa: ARG001 - task signature
     """(worker task) The newest IR version and opsets this onnxruntime accepts."""
     import onnxruntime as ort
     from onnxruntime.capi import _pybind_state as pybind

@@ -40,6 +40,8 @@ from ortlab.engine.plugins import PluginEP, plugin_devices, registered
 from ortlab.engine.runtime import measure_devices, probe_model
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import onnxruntime as ort
 
 __all__ = ["ProviderIssue", "SessionReport", "build_session", "clean_ort_message"]
@@ -240,7 +242,7 @@ def _reason(provider: str, lines: list[str], warns: list[str], available: list[s
     return f"ORT said: {said[:400]} {INSTALL_HINTS.get(provider, '')}".strip()
 
 
-def _check_level(level: str, ort: Any) -> None:
+def _check_level(level: str, ort: ModuleType) -> None:
 
     if not hasattr(ort.GraphOptimizationLevel, LEVELS[level]):
         raise SessionCreationError(
@@ -256,7 +258,7 @@ def session_options(
     log_severity: int = 2,
     optimized_model_path: str | None = None,
     extra_entries: dict[str, str] | None = None,
-) -> Any:
+) -> ort.SessionOptions:
     """A real ``SessionOptions`` from :func:`ortlab.core.options.ort_options` (the same
     translation every snippet prints), plus what only ortlab's measurements need (profiling,
     log level, where to save the optimized model)."""
@@ -315,7 +317,7 @@ def build_session(
     log_severity: int = 2,
     optimized_model_path: str | None = None,
     extra_entries: dict[str, str] | None = None,
-) -> tuple[Any, SessionReport]:
+) -> tuple[ort.InferenceSession, SessionReport]:
     """Create the session and its :class:`SessionReport` (runs in the worker)."""
     import onnxruntime as ort
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import SessionCreationError
 from ortlab.engine.session import SessionReport, build_session
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = [
     "SESSION_BYTES",
@@ -42,7 +45,7 @@ sent the reply (:func:`release_deferred`), so the caller does not wait for them;
 next call only afterwards, so a teardown never overlaps a timed run."""
 
 
-def release_after_reply(*objects: Any) -> None:
+def release_after_reply(*objects: object) -> None:
     _RELEASE_AFTER_REPLY.extend(objects)
 
 
@@ -85,7 +88,9 @@ def rss_bytes() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
-def open_session(path: str, name: str, config: SessionConfig) -> tuple[Any, SessionReport, bool]:
+def open_session(
+    path: str, name: str, config: SessionConfig
+) -> tuple[ort.InferenceSession, SessionReport, bool]:
     key = (path, file_fingerprint(path), config)
     if key in _SESSIONS:
         _SESSIONS.move_to_end(key)

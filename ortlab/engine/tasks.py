@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,12 +63,12 @@ def cached_sessions(progress: Progress) -> int:  # noqa: ARG001 - task signature
 _BITS_VIEW = {2: np.uint16, 1: np.uint8}
 
 
-def prepare_feeds(feeds: FeedsLike) -> dict[str, Any]:
+def prepare_feeds(feeds: FeedsLike) -> dict[str, np.ndarray | ort.OrtValue]:
     """numpy arrays ORT cannot take directly (bfloat16, float8…) become typed OrtValues."""
     import onnxruntime as ort
     from onnx import helper
 
-    out: dict[str, Any] = {}
+    out: dict[str, np.ndarray | ort.OrtValue] = {}
     for name, value in feeds.items():
         arr = np.asarray(value)
         if (
@@ -99,7 +99,7 @@ def needs_ort_values(sess: ort.InferenceSession) -> bool:
     return any(any(t in o.type for t in _NUMPY_LESS) for o in sess.get_outputs())
 
 
-def to_numpy(value: Any) -> Any:
+def to_numpy(value: ort.OrtValue | np.ndarray | list[object] | dict[object, object]) -> Any:
     """An output OrtValue (CPU) as numpy, including bfloat16/float8 through ml_dtypes; a
     non-tensor output (a sequence or map) stays the Python value ORT returns."""
     import ctypes
@@ -122,7 +122,7 @@ def to_numpy(value: Any) -> Any:
 
 
 def make_runner(
-    sess: ort.InferenceSession, feeds: dict[str, Any], io_binding: bool
+    sess: ort.InferenceSession, feeds: Mapping[str, np.ndarray | ort.OrtValue], io_binding: bool
 ) -> Callable[[], Any]:
     if needs_ort_values(sess) and not io_binding:
         import onnxruntime as ort
@@ -369,7 +369,10 @@ def placement(
 
 
 def _probe_fallbacks(
-    model_path: str, config: SessionConfig, report: SessionReport, assignment: list[Any]
+    model_path: str,
+    config: SessionConfig,
+    report: SessionReport,
+    assignment: list[tuple[str, list[tuple[str, str, str]]]],
 ) -> dict[str, str]:
     """Nodes the wanted EP left to another EP without a logged verdict: would it take each
     alone? (see :mod:`ortlab.engine.probe`)."""
@@ -416,7 +419,7 @@ def outputs_many(
     model_path: str,
     model_name: str,
     config: SessionConfig,
-    samples: list[dict[str, Any]],
+    samples: list[dict[str, np.ndarray]],
     seeded: bool = False,
 ) -> list[dict[str, np.ndarray]]:
     """Outputs for each sample, by output name, under ``config``. ``seeded`` (a model with
@@ -456,7 +459,7 @@ def _outputs_of(
     sess: ort.InferenceSession,
     model_name: str,
     config: SessionConfig,
-    samples: list[dict[str, Any]],
+    samples: list[dict[str, np.ndarray]],
     progress: Progress,
 ) -> list[dict[str, np.ndarray]]:
     names = [o.name for o in sess.get_outputs()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def _ort_names(graph: onnx.GraphProto, out: dict[tuple[str, str], str]) -> None:
 def _walk(
     graph: onnx.GraphProto,
     nodes: list[GraphNode],
-    tensors: dict[str, Any],
+    tensors: dict[str, tuple[str, tuple[int, ...]]],
     weights: set[str],
     names: Mapping[tuple[str, str], str],
 ) -> None:
@@ -76,11 +76,13 @@ def _walk(
             _walk(body, nodes, tensors, weights, names)
 
 
-def _outputs(nodes: tuple[GraphNode, ...], data: ProfileData) -> dict[str, Any]:
+def _outputs(
+    nodes: tuple[GraphNode, ...], data: ProfileData
+) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Each produced tensor's (dtype, dims), from the profile's record of its node's outputs
     (ORT lists the outputs that exist, in order)."""
     by_name = {n.name: n for n in reversed(nodes) if n.name}  # the first of duplicates wins
-    out: dict[str, Any] = {}
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
     for name, types in zip(data.node, data.output_types, strict=True):
         node = by_name.get(name)
         if node is None:  # not in the saved graph under that name: counted from the profile
@@ -135,7 +137,7 @@ def shapes(
     if any(not n.name for n in proto.graph.node):  # only then: the original's ORT names
         _ort_names(onnx.load(model_path, load_external_data=False).graph, names)
     nodes: list[GraphNode] = []
-    tensors: dict[str, Any] = {}
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
     weights: set[str] = set()
     _walk(proto.graph, nodes, tensors, weights, names)
     for name, value in feeds.items():

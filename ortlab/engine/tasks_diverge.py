@@ -142,7 +142,7 @@ def alone(
     stats = s.metrics()
     fd, saved = tempfile.mkstemp(prefix="node-inputs-", suffix=".npz", dir=cache.subdir("repro"))
     with os.fdopen(fd, "wb") as f:
-        np.savez(f, **kept)
+        np.savez(f, **kept)  # type: ignore[arg-type]
     return AloneReply(stats, saved, ref_kernels, kernels, ref_on, provider)
 
 

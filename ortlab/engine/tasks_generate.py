@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,7 +38,7 @@ def step_feeds(
     ids: np.ndarray,
     past: dict[str, np.ndarray],
     past_length: int,
-    dtypes: dict[str, np.dtype[Any]],
+    dtypes: dict[str, np.dtype[np.generic]],
 ) -> dict[str, np.ndarray]:
     """One step's feeds: ``ids`` ([batch, new]) after ``past_length`` cached tokens held in
     ``past`` (name -> [batch, kv heads, past, head size]); the mask, positions and an optimum
@@ -299,9 +299,9 @@ class GreedyLoop:
             p.past_value: p.present_value for p in decoder.cross_pairs
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
-        self._logits: dict[int, tuple[np.ndarray, Any]] = {}
+        self._logits: dict[int, tuple[np.ndarray, OrtValue]] = {}
 
-    def _logits_for(self, new: int) -> tuple[np.ndarray, Any] | None:
+    def _logits_for(self, new: int) -> tuple[np.ndarray, OrtValue] | None:
         """The array the logits of a step of ``new`` tokens are written into, and its
         OrtValue (shared memory: read with no copy); a decode step's is kept for the next, a
         prefill's (prompt x vocabulary) is the step's own. None when the vocabulary is
@@ -318,13 +318,13 @@ class GreedyLoop:
             self._logits[new] = made
         return made
 
-    def _empty_cache(self, binding: ort.IOBinding, batch: int, shared: int) -> dict[str, Any]:
+    def _empty_cache(self, binding: ort.IOBinding, batch: int, shared: int) -> dict[str, OrtValue]:
         """The past inputs of a first step (no token cached; with ``shared``, one buffer per
         pair that long, bound once as both past and present)."""
         import onnxruntime as ort
 
         d = self.decoder
-        past: dict[str, Any] = {
+        past: dict[str, OrtValue] = {
             name: ort.OrtValue.ortvalue_from_numpy(
                 np.zeros((batch, d.kv_heads, shared, d.head_size), dtype=self.dtypes[name])
             )
@@ -483,7 +483,7 @@ class _Decode:
         return feeds
 
 
-def _cache_bytes(past: dict[str, Any], dtypes: dict[str, np.dtype[Any]]) -> int:
+def _cache_bytes(past: dict[str, OrtValue], dtypes: dict[str, np.dtype[np.generic]]) -> int:
     """The cache's bytes: each OrtValue's shape by its input's element size (no copy)."""
     return sum(math.prod(v.shape()) * dtypes[name].itemsize for name, v in past.items())
 
@@ -532,7 +532,7 @@ def _profiled(
 @contextlib.contextmanager
 def profiled_session(
     job: ModelJob, prefix: str, *, skip_runs: int = 0
-) -> Iterator[tuple[Any, list[ProfileData]]]:
+) -> Iterator[tuple[ort.InferenceSession, list[ProfileData]]]:
     """A session of ``job``'s model and config with ORT's profiler on, its trace in a
     temporary folder; when the block ends the trace is parsed (its first ``skip_runs`` runs
     dropped) with the machine's load meanwhile into the list yielded beside the session."""

@@ -12,13 +12,12 @@ import pickle
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
-from ortlab.engine.children import ChildFailed, run_child
+from ortlab.engine.children import ChildFailed, FootprintAsk, run_child
 from ortlab.engine.replies import FootprintSample
 
 __all__ = ["footprint"]
@@ -26,7 +25,7 @@ __all__ = ["footprint"]
 _TIMEOUT_S = 600.0
 
 
-def _one(folder: Path, ask: dict[str, Any], k: int) -> FootprintSample:
+def _one(folder: Path, ask: FootprintAsk, k: int) -> FootprintSample:
     request, answer = folder / f"request{k}.pkl", folder / f"answer{k}.json"
     with request.open("wb") as f:
         pickle.dump(ask, f)
@@ -56,7 +55,7 @@ def footprint(
             pickle.dump(dict(feeds), f)
         for r in range(repeats):
             for k, (path, name, config) in enumerate(items):
-                ask = {
+                ask: FootprintAsk = {
                     "model_path": path,
                     "name": name,
                     "config": config,

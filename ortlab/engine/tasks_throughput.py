@@ -44,7 +44,7 @@ def sessions_fit(per_session: int, count: int, free: int) -> str | None:
     )
 
 
-def _window(runs: list[Callable[[], Any]], duration_ns: int) -> tuple[int, int, list[int]]:
+def _window(runs: list[Callable[[], object]], duration_ns: int) -> tuple[int, int, list[int]]:
     """Release one thread per runner at once; each issues requests until ``duration_ns`` has
     passed. Returns (completed, window_ns, latencies_ns)."""
     clock = time.perf_counter_ns

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -183,7 +182,7 @@ def interleaved(
     )
 
 
-def _timed(run: Callable[[], Any], runs: int, clock: Callable[[], int]) -> list[int]:
+def _timed(run: Callable[[], object], runs: int, clock: Callable[[], int]) -> list[int]:
     lat = []
     for _ in range(runs):
         t0 = clock()

@@ -4,7 +4,9 @@ intermediate activations for error analysis (see ortlab.tasks for the convention
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
@@ -15,15 +17,39 @@ from ortlab.engine.replies import QuantizeReply, TensorStats, TransformerReply
 from ortlab.engine.session import clean_ort_message
 from ortlab.engine.tasks import prepare_feeds
 
+if TYPE_CHECKING:
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+
+class QuantSettings(TypedDict):
+    """What the quantize task takes of a QuantConfig: its JSON-able settings, without the
+    calibration data (``QuantConfig.settings()`` writes it; see its fields for each one)."""
+
+    mode: str
+    format: str
+    per_channel: bool
+    activation_type: str
+    weight_type: str
+    method: str
+    op_types: list[str]
+    preprocess: bool
+    keep_io_types: bool
+    op_block_list: list[str]
+    nodes_to_exclude: list[str]
+    block_size: int
+    accuracy_level: int | None
+    symmetric: bool
+    promote_16bit: list[str]
+
 
 class _Reader:
     """A CalibrationDataReader over a list of feeds (ORT's interface: get_next / rewind)."""
 
-    def __init__(self, samples: list[dict[str, Any]]) -> None:
+    def __init__(self, samples: list[dict[str, np.ndarray]]) -> None:
         self.samples = samples
         self.index = 0
 
-    def get_next(self) -> dict[str, Any] | None:
+    def get_next(self) -> dict[str, np.ndarray] | None:
         if self.index >= len(self.samples):
             return None
         self.index += 1
@@ -38,8 +64,8 @@ def quantize(
     *,
     model_path: str,
     out_path: str,
-    settings: dict[str, Any],
-    samples: list[dict[str, Any]],
+    settings: QuantSettings,
+    samples: list[dict[str, np.ndarray]],
 ) -> QuantizeReply:
     """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
 
@@ -143,7 +169,7 @@ def check_loads(path: str, what: str, *, remove: bool = False) -> None:
     del sess
 
 
-def _label(settings: dict[str, Any]) -> str:
+def _label(settings: QuantSettings) -> str:
     mode = str(settings["mode"])
     if mode != "static":
         return mode + (" per-channel" if settings.get("per_channel") else "")
@@ -155,8 +181,8 @@ def _label(settings: dict[str, Any]) -> str:
 def _convert(
     source: str,
     out_path: str,
-    settings: dict[str, Any],
-    samples: list[dict[str, Any]],
+    settings: QuantSettings,
+    samples: list[dict[str, np.ndarray]],
     steps: list[str],
 ) -> None:
     import onnx
@@ -229,7 +255,7 @@ def _quantized_ops(path: str) -> int:
     return sum(1 for n, _ in walk_nodes(graph) if n.op_type in _QUANTIZED)
 
 
-def _int4(source: str, out_path: str, settings: dict[str, Any], steps: list[str]) -> None:
+def _int4(source: str, out_path: str, settings: QuantSettings, steps: list[str]) -> None:
     """Weight-only int4: MatMul weights packed into MatMulNBits blocks (activations float)."""
     import onnx
 
@@ -319,8 +345,8 @@ def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
 def _static(
     source: str,
     out_path: str,
-    settings: dict[str, Any],
-    samples: list[dict[str, Any]],
+    settings: QuantSettings,
+    samples: list[dict[str, np.ndarray]],
     steps: list[str],
 ) -> None:
     from onnxruntime.quantization import (
@@ -377,7 +403,7 @@ def tensor_errors(
     base_path: str,
     variant_path: str,
     pairs: dict[str, str],
-    samples: list[dict[str, Any]],
+    samples: list[dict[str, np.ndarray]],
     chunk: int = 16,
 ) -> dict[str, TensorStats]:
     """Error statistics of each variant tensor against the float tensor it stands for
@@ -455,7 +481,9 @@ def transformer_optimize(
     )
 
 
-def _optimize_or_explain(optimize: Callable[..., Any], path: str, **kwargs: Any) -> Any:
+def _optimize_or_explain(
+    optimize: Callable[..., OnnxModel], path: str, **kwargs: str | int | bool
+) -> OnnxModel:
 
     try:
         return optimize(path, **kwargs)

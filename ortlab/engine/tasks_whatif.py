@@ -23,17 +23,18 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ortlab.core import cache
 from ortlab.core.errors import error_text
 from ortlab.core.graph import graph_node_protos
 from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
+from ortlab.core.runtime import PluginEP
 from ortlab.engine.capture import capture_output
 from ortlab.engine.children import ChildFailed, run_child
 from ortlab.engine.plugins import plugin_devices, registered
-from ortlab.engine.replies import TargetEvidence, WhatIfReply
+from ortlab.engine.replies import FinalNodes, TargetEvidence, WhatIfReply
 from ortlab.engine.session import clean_ort_message
 
 if TYPE_CHECKING:
@@ -45,6 +46,28 @@ __all__ = ["fixed_model", "whatif"]
 _COMPILE_TIMEOUT_S = 600.0
 _CHILD = Path(__file__).with_name("_compile_child.py")
 _LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")
+
+
+class Evidence(TypedDict, total=False):
+    """One target's evidence as it is gathered: the fields of ``replies.TargetEvidence``
+    (see there), each present only where the target has it."""
+
+    unknown: str
+    assignment: list[tuple[str, list[tuple[str, str]]]] | None
+    active: list[str] | None
+    log: list[str] | None
+    final: FinalNodes | None
+    error: str
+    measured: bool
+    seconds: float
+    total_seconds: float
+    process_seconds: float | None
+    version: str | None
+    verdicts: dict[str, str] | None
+    groups: list[list[str]] | None
+    counts: dict[str, int] | None
+    ops_file: str | None
+    caveats: list[str] | None
 
 
 COREML_OPS_FILE = "coreml_supported_mlprogram_ops.md"
@@ -84,12 +107,12 @@ def fixed_model(model_path: str, shapes: Mapping[str, list[int]]) -> str:
     return str(out)
 
 
-def _graph_tuples(path: Path) -> list[tuple[str, str, str, list[str], list[str], str]]:
+def _graph_tuples(path: Path) -> FinalNodes:
     import onnx
 
     graph = onnx.load(str(path), load_external_data=False).graph
     return [
-        (n.name, n.op_type, n.domain, list(n.inputs), list(n.outputs), n.parent)
+        (n.name, n.op_type, n.domain, tuple(n.inputs), tuple(n.outputs), n.parent)
         for n, _ in graph_node_protos(graph, subgraphs=True)
     ]
 
@@ -111,7 +134,7 @@ def _compile(
     made: Built,
     *,
     max_devices: int = 99,
-) -> dict[str, Any]:
+) -> Evidence:
     """A compile-only session of a plugin EP in a fresh process (``_compile_child.py``):
     QNN's HTP backend keeps the first session's settings (htp_arch, soc_model) for the life of
     a process, so a compile in the worker would depend on what ran before it (measured: a
@@ -138,12 +161,15 @@ def _compile(
             )
         )
         try:
-            out = run_child(
-                [sys.executable, str(_CHILD), str(request), str(answer)],
-                answer,
-                cwd=folder,
-                timeout=_COMPILE_TIMEOUT_S,
-                what="the compile",
+            out = cast(  # compile_only's answer: assignment, active, log, error, seconds
+                "Evidence",
+                run_child(
+                    [sys.executable, str(_CHILD), str(request), str(answer)],
+                    answer,
+                    cwd=folder,
+                    timeout=_COMPILE_TIMEOUT_S,
+                    what="the compile",
+                ),
             )
         except ChildFailed as err:
             return _died(str(err))
@@ -154,11 +180,11 @@ def _compile(
     return out
 
 
-def _died(why: str) -> dict[str, Any]:
+def _died(why: str) -> Evidence:
     return {"assignment": [], "active": [], "log": [], "final": None, "error": why, "seconds": 0.0}
 
 
-def _plugin(ep: str, install: str) -> tuple[Any, str]:
+def _plugin(ep: str, install: str) -> tuple[PluginEP | None, str]:
     """The registered plugin for ``ep``, or why there is none."""
     plugin = next((p for p in registered() if p.name == ep), None)
     if plugin is None:
@@ -168,7 +194,7 @@ def _plugin(ep: str, install: str) -> tuple[Any, str]:
     return plugin, ""
 
 
-def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> dict[str, Any]:
+def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> Evidence:
     ep = "QNNExecutionProvider"
     plugin, why = _plugin(
         ep, "pip install onnxruntime-qnn --no-deps (its dependency would replace your onnxruntime)"
@@ -182,7 +208,7 @@ def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> dict[str, 
     return out
 
 
-def _openvino(model_path: str, made: Built) -> dict[str, Any]:
+def _openvino(model_path: str, made: Built) -> Evidence:
     ep = "OpenVINOExecutionProvider"
     plugin, why = _plugin(ep, "pip install onnxruntime-ep-openvino --no-deps")
     if plugin is None:
@@ -197,7 +223,7 @@ def _openvino(model_path: str, made: Built) -> dict[str, Any]:
     return out
 
 
-def _checker(model_path: str, target: str) -> dict[str, Any]:
+def _checker(model_path: str, target: str) -> Evidence:
     """Per-node verdicts of ORT's mobile usability checker, with its own counts."""
     import onnx
     from onnxruntime.tools.onnx_model_utils import optimize_model
@@ -213,7 +239,7 @@ def _checker(model_path: str, target: str) -> dict[str, Any]:
     return out
 
 
-def _check(model: Any, target: str) -> dict[str, Any]:
+def _check(model: onnx.ModelProto, target: str) -> Evidence:
     """The checker on a shape-inferred ModelProto; per-node causes from its own rules."""
     from onnxruntime.tools.mobile_helpers import usability_checker as uc
 
@@ -225,7 +251,7 @@ def _check(model: Any, target: str) -> dict[str, Any]:
         ops_file, max_rank = Path(uc.__file__).parent / COREML_OPS_FILE, 5
     checker = uc._SupportedOpsChecker(str(ops_file))  # the wheel's own op list
     pairs = graph_node_protos(model.graph, subgraphs=True)
-    value_info: dict[str, Any] = {}
+    value_info: dict[str, onnx.ValueInfoProto] = {}
     initializers: set[str] = set()
     _scan(model.graph, value_info, initializers)
     name_of = {id(proto): op.name for op, proto in pairs}
@@ -272,13 +298,15 @@ def _check(model: Any, target: str) -> dict[str, Any]:
         "ops_file": ops_file.name,
         "caveats": list(info.supported_ops_checker.get_caveats()),
         "final": [
-            (op.name, op.op_type, op.domain, list(op.inputs), list(op.outputs), op.parent)
+            (op.name, op.op_type, op.domain, tuple(op.inputs), tuple(op.outputs), op.parent)
             for op, _ in pairs
         ],
     }
 
 
-def _scan(graph: onnx.GraphProto, value_info: dict[str, Any], initializers: set[str]) -> None:
+def _scan(
+    graph: onnx.GraphProto, value_info: dict[str, onnx.ValueInfoProto], initializers: set[str]
+) -> None:
     for v in [*graph.input, *graph.output, *graph.value_info]:
         value_info.setdefault(v.name, v)
     initializers.update(t.name for t in graph.initializer)
@@ -288,7 +316,7 @@ def _scan(graph: onnx.GraphProto, value_info: dict[str, Any], initializers: set[
                 _scan(attr.g, value_info, initializers)
 
 
-def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> dict[str, Any]:
+def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> Evidence:
     """Any other EP: a real session and one run when it loads here, else why not."""
     import onnxruntime as ort
 

@@ -26,11 +26,11 @@ import functools
 import mmap
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -253,7 +253,7 @@ def parse_profile(data: bytes | str | memoryview | mmap.mmap, skip_runs: int = 0
     return _columns(_from_events(_decoded(raw)), skip_runs)
 
 
-def _decoded(raw: Any) -> list[_Event]:
+def _decoded(raw: bytes | memoryview | mmap.mmap) -> list[_Event]:
     """Every event, decoded as JSON (any layout); what is not an ORT profile is refused."""
     try:
         decoded = _DECODER.decode(raw)
@@ -284,7 +284,10 @@ def _node_args(raw: msgspec.Raw) -> _Args:
         return _Args()
 
 
-def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+H = TypeVar("H", bound=Hashable)
+
+
+def _codes(values: list[H]) -> tuple[np.ndarray, list[H]]:
     """Per value, the index of its first appearance; and the distinct values in that order.
     Dict lookups in C over the whole column: no Python loop per event."""
     distinct = list(dict.fromkeys(values))
@@ -490,7 +493,7 @@ MAP_FROM_BYTES = 4 << 20
 """Traces from this size up are memory-mapped by :func:`parse_profile_file`."""
 
 
-def _mapped(f: Any) -> mmap.mmap:
+def _mapped(f: BinaryIO) -> mmap.mmap:
     """The file mapped read-only, its pages faulted in up front where Linux can
     (``MAP_POPULATE``: one call instead of a fault per 4 KiB page as the decoder walks)."""
     if hasattr(mmap, "MAP_POPULATE"):

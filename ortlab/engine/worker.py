@@ -24,11 +24,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ortlab.core import cache, gcpause
 from ortlab.core.cache import private_cwd
@@ -54,6 +54,8 @@ __all__ = [
 
 _START_TIMEOUT_S = 60.0
 
+R = TypeVar("R")
+
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ortlab-spawn")
 """The one thread that starts worker processes. The worker asks Linux to end it when its
 parent dies (PR_SET_PDEATHSIG), and Linux means the parent *thread*: a worker started from a
@@ -61,7 +63,7 @@ Lab job's thread, which ends with the job, was killed after every run and starte
 the next (~0.35 s each time). This thread lives as long as the process."""
 
 
-def resolve_task(task: str) -> Callable[..., Any]:
+def resolve_task(task: str) -> Callable[..., object]:
     """``'profile'`` -> ortlab.engine.tasks.profile; ``'pkg.mod:func'`` -> that function."""
     import importlib
 
@@ -77,7 +79,7 @@ class InProcessWorker:
     def call(
         self,
         task: str,
-        kwargs: dict[str, Any],
+        kwargs: Mapping[str, object],
         *,
         timeout: float | None = None,  # noqa: ARG002 - same signature as Worker.call
         progress: Progress | None = None,
@@ -307,7 +309,7 @@ class Worker:
     def call(
         self,
         task: str,
-        kwargs: dict[str, Any],
+        kwargs: Mapping[str, object],
         *,
         timeout: float | None = None,
         progress: Progress | None = None,
@@ -479,21 +481,21 @@ def said(task: str) -> str:
     return task.rpartition(":")[2] or task
 
 
-def task_name(task: str | Callable[..., Any]) -> str:
+def task_name(task: str | Callable[..., object]) -> str:
     """The worker's name for a task function: ``module:function``."""
     return task if isinstance(task, str) else f"{task.__module__}:{task.__qualname__}"
 
 
 def in_worker(
-    task: str | Callable[..., Any], kwargs: dict[str, Any], *, timeout: float, context: str
-) -> Any:
+    task: Callable[..., R], kwargs: Mapping[str, object], *, timeout: float, context: str
+) -> R:
     """``task(**kwargs)`` where ORT runs: in the worker, or in place when this process is
     ortlab's worker or one of its children (ORTLAB_CHILD=1) already. ``task`` is the task
     function or its ``module:function`` name."""
-    task = task_name(task)
+    name = task_name(task)
     if os.environ.get("ORTLAB_CHILD") == "1":
-        return resolve_task(task)(progress=lambda _d, _t: None, **kwargs)
-    return get_worker().call(task, kwargs, timeout=timeout, context=context)
+        return cast("R", resolve_task(name)(progress=lambda _d, _t: None, **kwargs))
+    return cast("R", get_worker().call(name, kwargs, timeout=timeout, context=context))
 
 
 def get_worker() -> Worker | InProcessWorker:

@@ -7,7 +7,7 @@ imported inside the figures."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ortlab.views.session import report_lines, session_report_html
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
+    from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison, ConfigRow
 
 __all__ = [
     "benchmark_figure",
@@ -180,7 +180,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
 # ---------------------------------------------------------------- config comparison
 
 
-def _config_row(r: Any) -> list[Any]:
+def _config_row(r: ConfigRow) -> list[object]:
     p = r.paired
     return [r.label, r.p50_ms, interval_text(p.ratio, p.low, p.high), p.verdict]
 

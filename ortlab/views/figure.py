@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ortlab.analysis.diff import TIMED_VERDICTS
 from ortlab.views.colors import verdict_color
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ortlab.core.result import Table
 
 __all__ = [
+    "Interval",
     "bars",
     "interval_error",
     "layout",
@@ -51,8 +52,19 @@ _TEMPLATE = {
 }
 
 
+class Interval(Protocol):
+    """A ratio with its interval (:class:`~ortlab.core.stats.Paired`, a Verdict, a row)."""
+
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+
+
 @functools.cache
-def template() -> Any:
+def template() -> go.layout.Template:
     """The figures' template, validated once (a dict would be re-validated per figure)."""
     import plotly.graph_objects as go
 
@@ -72,7 +84,9 @@ def layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
     return fig
 
 
-def bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw: Any) -> Any:
+def bars(
+    title: str, x: Sequence[object], y: list[float], xaxis: str, yaxis: str, **kw: Any
+) -> go.Figure:
     """A bar chart of ``y`` over ``x`` with the common layout (``kw`` goes to ``go.Bar``)."""
     import plotly.graph_objects as go
 
@@ -80,7 +94,7 @@ def bars(title: str, x: list[Any], y: list[float], xaxis: str, yaxis: str, **kw:
     return layout(fig, title, xaxis_title=xaxis, yaxis_title=yaxis, height=380)
 
 
-def interval_error(paired: Sequence[Any]) -> dict[str, Any]:
+def interval_error(paired: Sequence[Interval]) -> dict[str, object]:
     """Plotly error bars from each paired ratio (``ratio``, ``low``, ``high``) out to its
     interval's ends (never negative)."""
     return {
@@ -92,7 +106,7 @@ def interval_error(paired: Sequence[Any]) -> dict[str, Any]:
 
 
 def ratio_figure(
-    title: str, paired: Sequence[Any], labels: list[str], hover: list[str], xaxis: str
+    title: str, paired: Sequence[Interval], labels: list[str], hover: list[str], xaxis: str
 ) -> go.Figure:
     """Time ratios with their intervals, a row per label, against a dotted line at 1 (the
     config comparison's figure and the ablation's)."""
@@ -112,7 +126,7 @@ def ratio_figure(
     return layout(fig, title, xaxis_title=xaxis, height=120 + 40 * max(len(labels), 1))
 
 
-def timed_shifts(t: Table, top: int) -> Any:
+def timed_shifts(t: Table, top: int) -> Table:
     """The ``top`` largest timed shifts of a per-node diff table, bottom up for a bar chart."""
     return t[t["verdict"].isin(TIMED_VERDICTS)].head(top)[::-1]
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 
 if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
     from ortlab.core.result import Table
 
 __all__ = ["column_format", "styled"]
@@ -53,7 +55,7 @@ def column_format(column: str) -> Callable[[object], str] | None:
     return None
 
 
-def styled(frame: Table) -> Any:
+def styled(frame: Table) -> Styler:
     """``frame`` as a pandas Styler: each numeric column formatted by its name's unit
     (:func:`column_format`), the index hidden, text left-aligned."""
     import pandas as pd
@@ -65,6 +67,6 @@ def styled(frame: Table) -> Any:
             formats[c] = fmt
         elif pd.api.types.is_float_dtype(frame[c]):
             formats[c] = _guard("{:,.3g}".format)
-    style = frame.style.format(formats).hide(axis="index")
+    style: Styler = frame.style.format(formats).hide(axis="index")
     text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     return style.set_properties(subset=text, **{"text-align": "left"})

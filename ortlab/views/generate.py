@@ -250,7 +250,7 @@ def generate_figure(g: GenerationResult) -> go.Figure:
     )
 
 
-def _ticks(low: float, high: float) -> dict[str, Any]:
+def _ticks(low: float, high: float) -> dict[str, list[float] | list[str]]:
     """1-2-5 ticks spanning ``low``..``high``, each labelled at full size (plotly's own log
     ticks label 2 and 5 in small digits)."""
     vals = [

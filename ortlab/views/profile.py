@@ -8,7 +8,7 @@ the functions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -199,7 +199,7 @@ def _memory(p: ProfileResult) -> go.Figure:
     )
 
 
-def _texts(items: Any, limit: int = 200) -> np.ndarray:
+def _texts(items: Iterable[object], limit: int = 200) -> np.ndarray:
     """Escaped strings as a numpy array: plotly copies an array in one go where it checks a
     list item by item."""
     return np.array([esc(x, limit) for x in items], dtype=str)

@@ -17,7 +17,7 @@ import datetime as _dt
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
@@ -197,7 +197,7 @@ def _summary_html(
 _ENV_KEYS = ("cpu", "cpu_count", "onnxruntime", "ortlab", "python", "platform")
 
 
-def _recorded(results: Mapping[str, Any]) -> list[tuple[str, dict[str, str]]]:
+def _recorded(results: Mapping[str, object]) -> list[tuple[str, dict[str, str]]]:
     """The environments the results were measured on, identical ones merged."""
     out: list[tuple[str, dict[str, str]]] = []
     for label, r in results.items():
@@ -402,7 +402,7 @@ def report_html(
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
     machine: ThisMachine | None = None,
-    extra: Sequence[Any] = (),
+    extra: Sequence[Result] = (),
 ) -> str:
     """The report as one HTML string (see :func:`report`); nothing is measured here.
 
@@ -530,7 +530,7 @@ def report(
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
-    extra: Sequence[Any] = (),
+    extra: Sequence[Result] = (),
 ) -> Path:
     """Write the HTML report of ``model`` to ``path`` and return the path.
 

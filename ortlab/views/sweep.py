@@ -12,12 +12,12 @@ from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from ortlab.analysis.sweep import SweepResult
+    from ortlab.analysis.sweep import SweepResult, SweepRow
 
 __all__ = ["sweep_figure", "sweep_html", "sweep_text"]
 
 
-def _interval(r: Any) -> str:
+def _interval(r: SweepRow) -> str:
     if r.error:
         return "failed"
     if math.isnan(r.low_ms):

@@ -4,7 +4,7 @@ number labelled as measured, with its interval."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from ortlab.analysis.throughput import ThroughputResult
+    from ortlab.core.stats import Paired
 
 __all__ = ["throughput_figure", "throughput_html", "throughput_text"]
 
@@ -29,7 +30,7 @@ def _interval(low: float, high: float) -> str:
     return "" if math.isnan(low) or math.isnan(high) else f"[{low:.1f}, {high:.1f}]"
 
 
-def _ratio(p: Any) -> str:
+def _ratio(p: Paired) -> str:
     if p.verdict == "baseline":
         return "1 (baseline)"
     if math.isnan(p.low):

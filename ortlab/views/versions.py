@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
@@ -66,7 +66,7 @@ def _rows(r: VersionDiffResult, top: int) -> tuple[list[str], list[list[object]]
     return headers, rows
 
 
-def _kernel(op: str, domain: Any) -> str:
+def _kernel(op: str, domain: object) -> str:
     return f"{op} ({domain})" if isinstance(domain, str) and domain else op
 
 

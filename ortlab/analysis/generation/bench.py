@@ -12,7 +12,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -210,7 +210,7 @@ class LLMBenchResult(Result):
         """The :attr:`table`."""
         return self.table
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:
         """One dict per row with llama-bench's JSON field names (its ``-o json``), and
         ortlab's extras prefixed ``ortlab_``."""
         return [
@@ -268,7 +268,7 @@ class LLMBenchResult(Result):
             return _markdown(self)
         raise ValueError(f"to_llama_bench: fmt is md, csv, json or jsonl (got {fmt!r})")
 
-    def split(self) -> Any:
+    def split(self) -> Table:
         """Each cell's profiled time by node: test, n_depth, n_threads, n_batch, node,
         op_type, layer (from the graph's structure; None outside the layers), us (per step
         of a pp test, per token of a tg test), share; slowest first within a cell."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
@@ -154,7 +154,7 @@ def step_roof(
 
 def phase_roofs(
     run: Run,
-    by_phase: Any,
+    by_phase: Table,
     *,
     prompt: int,
     batch: int,

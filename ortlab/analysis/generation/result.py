@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -299,7 +298,7 @@ class GenerationResult(Result):
             "rss_growth_bytes": float(self.rss_growth_bytes),
         }
 
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> dict[str, object]:
         """TTFT and decode tokens/s (the whole step, as a generator runs it), the prefill's
         tokens/s and the model's own sess.run figures, each ``{"median", "low", "high"}``
         (the interval from order statistics over runs; null below 6 runs), with what they

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import onnx
 from onnx import numpy_helper
@@ -36,9 +36,10 @@ if TYPE_CHECKING:
     from ortlab.analysis.diff import DiffResult
     from ortlab.analysis.diverge import DivergenceResult
     from ortlab.analysis.limits.roofline import RooflineResult
-    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.placement.result import NodeRow, PlacementResult
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.analysis.quantization.error import ErrorResult
+    from ortlab.core.graph import OpNode
 
 __all__ = ["BODY", "GraphData", "graph_data", "in_branch", "overview", "tensor_types"]
 
@@ -172,7 +173,7 @@ class GraphData(Result):
         cols = ["name", "op_type", "group", "provider", "us_per_run", "share", "status"]
         return pd.DataFrame([{c: getattr(n, c) for c in cols} for n in self.nodes], columns=cols)
 
-    def overview(self) -> Any:
+    def overview(self) -> Table:
         """The first picture, one row per item drawn: name (a group's label, a node's or a
         graph input's/output's name), kind ('input', 'group', 'node', 'output'), nodes,
         time_share, providers ({EP: nodes})."""
@@ -251,7 +252,7 @@ output, inf dB, reads as no error on the scale)."""
 
 def _joins(
     placement: PlacementResult | None, error: ErrorResult | DivergenceResult | None
-) -> tuple[dict[str, Any], dict[str, float]]:
+) -> tuple[dict[str, NodeRow], dict[str, float]]:
     rows = {r.node: r for r in placement.node_rows} if placement is not None else {}
     sq: dict[str, float] = {}
     if error is not None:
@@ -323,7 +324,15 @@ def _warn_unmatched(profiled: set[str], names: set[str]) -> None:
         )
 
 
-def _roof_fields(mark: RoofMark | None) -> dict[str, Any]:
+class RoofFields(TypedDict, total=False):
+    """A node's roofline fields (``GraphNode``'s), where the roofline marks it."""
+
+    achieved_fraction: float
+    roof_bound: str
+    roof_ceiling: str
+
+
+def _roof_fields(mark: RoofMark | None) -> RoofFields:
     if mark is None:
         return {}
     return {
@@ -338,9 +347,9 @@ def _node(
     draft: Draft,
     group: str,
     *,
-    op: Any,
+    op: OpNode,
     raw: onnx.NodeProto,
-    row: Any,
+    row: NodeRow | None,
     provider: str,
     total_time: float,
     sq: dict[str, float],

@@ -15,8 +15,8 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ortlab.analysis.limits.formulas import Tensor, node_cost
 from ortlab.core import cache
@@ -26,6 +26,8 @@ from ortlab.engine.trace import types_text
 if TYPE_CHECKING:
     import onnx
 
+    from ortlab.analysis.graph.data import GraphNode
+    from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.model import Model
 
 __all__ = ["flops_at", "run_types", "shape_key", "tensor_types", "types_at"]
@@ -34,6 +36,8 @@ FILES_KEPT = 8
 """Results kept by model file (beyond the loaded models, which keep their own while alive)."""
 
 _T = TypeVar("_T")
+ShapeKey: TypeAlias = tuple[tuple[str, tuple[int, ...]], ...]
+"""Input shapes as a cache key: (input name, shape) pairs, sorted."""
 _BY_MODEL: weakref.WeakKeyDictionary[Model, dict[tuple[Any, ...], Any]] = (
     weakref.WeakKeyDictionary()
 )
@@ -41,7 +45,7 @@ _BY_FILE: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def _cached(m: Model, key: tuple[Any, ...], make: Callable[[], _T]) -> _T:
+def _cached(m: Model, key: tuple[Hashable, ...], make: Callable[[], _T]) -> _T:
     """``make()`` once per loaded model and ``key``, and once per model file and ``key`` for
     the last FILES_KEPT (a model's proto is never changed: sessions run its file)."""
     with _LOCK:
@@ -78,7 +82,7 @@ def _file(m: Model) -> str | None:
         return None
 
 
-def shape_key(input_shapes: Mapping[str, Sequence[int]] | None) -> tuple[Any, ...]:
+def shape_key(input_shapes: Mapping[str, Sequence[int]] | None) -> ShapeKey:
     """Input shapes as a cache key (() for none: the declared ones)."""
     return tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
 
@@ -93,7 +97,7 @@ def tensor_types(
     return {**types_at(m, ()), **(types_at(m, shape_key(input_shapes)) if input_shapes else {})}
 
 
-def types_at(m: Model, key: tuple[Any, ...]) -> dict[str, str]:
+def types_at(m: Model, key: ShapeKey) -> dict[str, str]:
     """The declared types (``key`` empty), or only the concrete ones at those input shapes
     (``key`` from :func:`shape_key`): cached. Callers copy before changing it."""
     return _cached(m, ("types", *key), lambda: _tensor_types(m.proto, dict(key) or None))
@@ -127,14 +131,17 @@ def _tensor_types(
 
 
 def run_types(
-    m: Model, placement: Any, nodes: Sequence[Any], constants: dict[str, str]
+    m: Model,
+    placement: PlacementResult | None,
+    nodes: Sequence[GraphNode],
+    constants: dict[str, str],
 ) -> dict[str, str]:
     """Tensor types for the view (a new dict): at a placement's input shapes (ONNX inference),
     and where inference cannot follow them (a Reshape to a computed shape), the shapes the
     kernel ORT ran under that node's own name wrote (the profile's output types). ``nodes``:
     the drawn nodes (``name``, ``outputs``)."""
     shapes = getattr(placement, "input_shapes", None)
-    if not shapes:
+    if not shapes or placement is None:
         return {**types_at(m, ()), **constants}
     concrete = types_at(m, shape_key(shapes))
     types = {**types_at(m, ()), **concrete}

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ortlab.core.graph import OpNode, graph_node_protos, graph_nodes
 
@@ -426,7 +425,9 @@ def _kind(nodes: list[OpNode], found: list[str], orig: dict[str, OpNode]) -> str
     return "fused"
 
 
-def mapping_rows(mapping: NodeMapping, original: Sequence[OpNode]) -> list[dict[str, Any]]:
+def mapping_rows(
+    mapping: NodeMapping, original: Sequence[OpNode]
+) -> list[dict[str, str | list[str]]]:
     """Per original node: node, op_type, status, optimized (names it became part of)."""
     return [
         {

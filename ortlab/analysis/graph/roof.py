@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.units import fmt_bytes, fmt_flops
 
 if TYPE_CHECKING:
-    from ortlab.analysis.limits.roofline import RooflineResult
+    from ortlab.analysis.limits.roofline import RooflineResult, RoofRow
     from ortlab.analysis.placement.result import PlacementResult
 
 __all__ = ["RoofMark", "roof_marks"]
@@ -39,7 +39,7 @@ class RoofMark:
     kernels: int
 
 
-def _mark(rows: list[Any]) -> RoofMark | None:
+def _mark(rows: list[RoofRow]) -> RoofMark | None:
     rows = [r for r in rows if not math.isnan(r.achieved_fraction)]
     if not rows:
         return None

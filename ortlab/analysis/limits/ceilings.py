@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
@@ -60,10 +60,12 @@ class Peak:
 
 
 _LOCK = threading.Lock()
-_SEEN: dict[tuple[Any, ...], dict[str, Peak]] = {}
+SettingsKey: TypeAlias = tuple[tuple[str, ...] | str, str, str | None, int, str]
+"""What a peak depends on (:func:`settings_key`)."""
+_SEEN: dict[SettingsKey, dict[str, Peak]] = {}
 
 
-def settings_key(config: SessionConfig) -> tuple[Any, ...]:
+def settings_key(config: SessionConfig) -> SettingsKey:
     """What a peak depends on: the EPs, their options and the thread settings (not the
     optimization level or anything about the model)."""
     return (

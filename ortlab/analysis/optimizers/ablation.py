@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -219,7 +219,9 @@ def _ablate(
     )
 
 
-def _worst(refs: list[dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, float]:
+def _worst(
+    refs: Sequence[Mapping[str, object]], tests: Sequence[Mapping[str, object]]
+) -> dict[str, float]:
     """The largest max_abs and the lowest cosine over the float outputs (NaN without any)."""
     errors, _ = output_errors(refs, tests)
     floats = [e for e in errors.values() if e["kind"] == "float"]

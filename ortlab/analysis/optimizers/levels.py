@@ -12,7 +12,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import SavedLevel
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import onnx
 
     from ortlab.core.config import ConfigLike
@@ -185,7 +187,7 @@ def _ops_text(names: list[str], ops: dict[str, str]) -> str:
     return ", ".join(f"{op}×{c}" if c > 1 else op for op, c in counts.most_common())
 
 
-def initializer_input_blocker(model: Any) -> str | None:
+def initializer_input_blocker(model: Model) -> str | None:
     """ORT treats initializers that are also graph inputs (IR >= 4) as overridable: it folds and
     fuses nothing that depends on them."""
     s = model.summary
@@ -297,7 +299,7 @@ def _unknown_transformers(
     names: Sequence[str],
     level: str,
     *,
-    folder: Any,
+    folder: Path,
     timeout: float | None,
 ) -> tuple[list[str], list[str]] | None:
     """([names ORT does not run], [the ones it runs]) at ``level``, from a session without the

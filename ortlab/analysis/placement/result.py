@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 from ortlab.analysis.placement.reasons import group_reasons
 from ortlab.analysis.profiling import ProfileResult
@@ -223,7 +222,7 @@ class PlacementResult(Result):
         return self.nodes
 
 
-def _listed(row: Any) -> dict[str, Any]:
+def _listed(row: NodeRow | OptimizedRow) -> dict[str, object]:
     """A row's fields for its table, name tuples as lists (a tuple in a cell is read by
     ``.loc`` as one key per axis; the tables showed lists before the rows held tuples)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in row.__dict__.items()}

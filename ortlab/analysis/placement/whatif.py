@@ -223,7 +223,7 @@ def build_result(
     dynamic: list[str],
     before: dict[str, int] | None = None,
     fixed: bool = False,
-    qnn_options: Mapping[str, Any] | None = None,
+    qnn_options: Mapping[str, object] | None = None,
     level: str = "basic",
 ) -> WhatIfResult:
     """Pure: the per-node rows and per-target placements from the worker's raw evidence."""
@@ -343,7 +343,7 @@ def whatif(
     feeds: FeedsLike | None = None,
     *,
     dims: Mapping[str, int] | None = None,
-    qnn_options: Mapping[str, Any] | None = None,
+    qnn_options: Mapping[str, object] | None = None,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> WhatIfResult:

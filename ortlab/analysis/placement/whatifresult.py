@@ -32,7 +32,7 @@ models here (QNN_COMMON_ERROR_MEM_ALLOC); with it they compile and equal ORT's a
 QNN_CHIP = "Snapdragon 8 Gen 2, HTP v73"
 
 
-def qnn_options_text(options: Mapping[str, Any]) -> str:
+def qnn_options_text(options: Mapping[str, object]) -> str:
     """``htp_arch=73, soc_model=60 (Snapdragon 8 Gen 2, HTP v73: ortlab's default)``."""
     text = ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "QNN's own defaults"
     default = all(options.get(k) == v for k, v in DEFAULT_QNN_OPTIONS.items())

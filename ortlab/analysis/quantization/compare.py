@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ortlab.engine.calls import run as run_task
 if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
+    from ortlab.engine.trace import ProfileData
 
 __all__ = ["CompareResult", "compare", "error_metrics", "sqnr_db"]
 
@@ -99,7 +100,7 @@ def compare(
     config: ConfigLike | None = None,
     feeds: FeedsLike | None = None,
     *,
-    eval_data: Any = None,
+    eval_data: object = None,
     rounds: int = 8,
     runs: int = 10,
     dims: Mapping[str, int] | None = None,
@@ -124,7 +125,7 @@ def compare(
     failed = dict(timed.failed)
     evald = calibration_data(base, eval_data, limit=8, seed=100, like=f)
     outputs: dict[int, list[dict[str, np.ndarray]]] = {}
-    profiles: dict[int, Any] = {}
+    profiles: dict[int, ProfileData] = {}
     for k, m in enumerate(models):
         if k in failed:
             continue

@@ -21,6 +21,7 @@ from ortlab.engine.calls import run as run_task
 if TYPE_CHECKING:
     import onnx
 
+    from ortlab.core.graph import OpNode
     from ortlab.core.inputs import FeedsLike
 
 __all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
@@ -105,12 +106,12 @@ class ErrorResult(Result):
             columns=["tensor", "node", "op_type", "sqnr_db", "cosine", "max_abs"],
         )
 
-    def worst(self, n: int = 10) -> Any:
+    def worst(self, n: int = 10) -> Table:
         """The ``n`` tensors with the lowest SQNR."""
         return self.to_pandas().sort_values("sqnr_db").head(n).reset_index(drop=True)
 
     @property
-    def nodes(self) -> Any:
+    def nodes(self) -> Table:
         """Per node (same key as the placement join): node, op_type, sqnr_db (worst output)."""
         t = self.to_pandas()
         return t.groupby(["node", "op_type"], as_index=False)["sqnr_db"].min()
@@ -142,7 +143,7 @@ class QuantFix:
 def quantization_error(
     model: ModelLike,
     variant: ModelLike,
-    calibration: Any = None,
+    calibration: object = None,
     *,
     limit: int = 8,
     feeds: FeedsLike | None = None,
@@ -225,7 +226,7 @@ def float_types(model: Model) -> dict[str, bool]:
 
 
 def _variant_tensors(
-    producers: dict[str, Any], graph: onnx.GraphProto
+    producers: dict[str, OpNode], graph: onnx.GraphProto
 ) -> tuple[dict[str, str], list[str]]:
     """For each original tensor, the variant tensor holding the value its consumers see.
 
@@ -234,7 +235,7 @@ def _variant_tensors(
     Q/DQ pair clamps), so the tensor of the same name can hold the *pre*-activation value. Without
     a Q/DQ pair, the same name counts only if the same op type still produces it."""
     made_by = {t: n.op_type for n in graph.node for t in n.output}
-    consumers: dict[str, list[Any]] = {}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
     for n in graph.node:
         for t in n.input:
             consumers.setdefault(t, []).append(n)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -34,7 +33,7 @@ class Scored:
     note: str = ""
 
 
-def scorable(value: Any) -> Scored:
+def scorable(value: object) -> Scored:
     """One output value as ORT returned it, in the form it is scored in.
 
     A ZipMap output (a sequence of ``{class: probability}`` maps, one per row) is scored as
@@ -58,15 +57,15 @@ def scorable(value: Any) -> Scored:
 
 
 def output_errors(
-    refs: Sequence[Mapping[str, Any]], tests: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    refs: Sequence[Mapping[str, object]], tests: Sequence[Mapping[str, object]]
+) -> tuple[dict[str, dict[str, float | str]], list[str]]:
     """Every output's error between reference and variant runs of the same samples, and notes
     for the outputs that were reshaped or left out.
 
     Float outputs get :func:`error_metrics`; label outputs (integer, bool, string) get
     ``labels_equal``, the fraction of values that are exactly equal, and no cosine; an output
     whose form differs between the two (a variant returning another type) is named."""
-    errors: dict[str, dict[str, Any]] = {}
+    errors: dict[str, dict[str, float | str]] = {}
     notes: list[str] = []
     for name in refs[0] if refs else {}:
         a = [scorable(r[name]) for r in refs]
@@ -113,7 +112,9 @@ def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
     return 10 * np.log10(signal / noise) if signal > 0 else float("-inf")
 
 
-def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> dict[str, Any]:
+def error_metrics(
+    refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]
+) -> dict[str, float | str]:
     """max/mean abs error, cosine similarity and SQNR over all samples; top-1 agreement for
     class scores (every sample's output is ``[batch, classes >= 2]``), top-5 only with 10
     classes or more (with fewer, 5 of them are most of the classes).
@@ -121,7 +122,7 @@ def error_metrics(refs: Sequence[np.ndarray], tests: Sequence[np.ndarray]) -> di
     Degenerate cases are named, never scored as perfect: ``degenerate`` says why cosine/SQNR
     are NaN (the float output holds NaN/Inf or is all zeros, the variant's holds NaN/Inf, or
     the two differ in shape on some sample)."""
-    out: dict[str, Any] = {
+    out: dict[str, float | str] = {
         "max_abs": float("nan"),
         "mean_abs": float("nan"),
         "cosine": float("nan"),
@@ -197,7 +198,9 @@ def _class_scores(refs: Sequence[np.ndarray]) -> bool:
     return all(np.ndim(x) == 2 and np.shape(x)[1] >= 2 for x in refs)
 
 
-def lowest_cosine(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> float:
+def lowest_cosine(
+    base: Sequence[Mapping[str, object]], other: Sequence[Mapping[str, object]]
+) -> float:
     """The lowest output cosine of ``other`` against ``base`` (outputs per sample).
     Degenerate outputs never pass for accurate: a variant that gives NaN/Inf scores 0; when
     the baseline's output is itself NaN or all zeros, only identical outputs score 1."""

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -26,9 +26,13 @@ from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
+from ortlab.engine.tasks_transform import QuantSettings
 
 if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11: annotations only, never imported at run time
+
     from ortlab.core.inputs import FeedsLike
+    from ortlab.core.result import Table
 
 __all__ = ["QuantConfig", "QuantizationError", "calibration_data", "quantize", "to_fp16"]
 
@@ -116,6 +120,28 @@ QUANTIZABLE_OPS = frozenset(
 )
 
 
+class QuantOptions(TypedDict, total=False):
+    """:class:`QuantConfig`'s fields as keywords (``quantize(m, mode="dynamic")``)."""
+
+    mode: str
+    format: str
+    per_channel: bool
+    activation_type: str
+    weight_type: str
+    method: str
+    op_types: tuple[str, ...]
+    preprocess: bool
+    keep_io_types: bool
+    op_block_list: tuple[str, ...]
+    calibration_size: int
+    block_size: int
+    accuracy_level: int | None
+    symmetric: bool
+    nodes_to_exclude: tuple[str, ...]
+    promote_16bit: tuple[str, ...]
+    calibration: object
+
+
 @dataclass(frozen=True)
 class QuantConfig:
     """How to build a variant. ``calibration`` (data) does not take part in equality."""
@@ -193,7 +219,7 @@ class QuantConfig:
         return base
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> QuantConfig:
+    def from_settings(cls, settings: Mapping[str, object]) -> QuantConfig:
         """The config :meth:`settings` came from (without its calibration data)."""
         names = {f.name for f in fields(cls)} - {"calibration"}
         kwargs: dict[str, Any] = {
@@ -201,7 +227,7 @@ class QuantConfig:
         }
         return cls(**kwargs)
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> QuantSettings:
         """The JSON-able settings (without data) the worker needs."""
         return {
             "mode": self.mode,
@@ -224,13 +250,13 @@ class QuantConfig:
 
 @dataclass(frozen=True)
 class Calibration:
-    samples: list[dict[str, Any]]
+    samples: list[dict[str, np.ndarray]]
     synthetic: bool
     source: str
     """What the samples are, with their shapes: every accuracy figure quotes it."""
 
 
-def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, Any]]:
+def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, np.ndarray]]:
     files = sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz"))
     if not files:
         raise QuantizationError(
@@ -255,7 +281,7 @@ def _from_folder(model: Model, folder: Path, limit: int) -> list[dict[str, Any]]
 
 def calibration_data(
     model: Model,
-    source: Any = None,
+    source: object = None,
     limit: int = 32,
     seed: int = 1,
     *,
@@ -277,9 +303,10 @@ def calibration_data(
         samples = _from_folder(model, Path(source), limit)
         origin = f"folder {source}"
     elif hasattr(source, "to_dict") and hasattr(source, "columns"):  # a DataFrame
+        frame: Table = source
         samples = [
-            {c: np.asarray(row[c]) for c in source.columns}
-            for _, row in source.head(limit).iterrows()
+            {c: np.asarray(row[c]) for c in frame.columns}
+            for _, row in frame.head(limit).iterrows()
         ]
         origin = "DataFrame"
     elif isinstance(source, Mapping):
@@ -321,7 +348,7 @@ def _synthesized(
 ) -> Calibration:
     """``count`` seeded random samples at the shapes of ``like`` (or ``dims``); the caller's
     own feeds first when ``like`` holds them."""
-    samples: list[dict[str, Any]] = []
+    samples: list[dict[str, np.ndarray]] = []
     if like is not None and not getattr(like, "synthetic", False):
         samples.append(dict(validate_feeds(model, like)))
     given = bool(samples)
@@ -359,7 +386,7 @@ class VariantInfo:
 
     label: str
     base: str
-    settings: dict[str, Any]
+    settings: QuantSettings
     steps: list[str]
     calibration: str
     synthetic_calibration: bool
@@ -424,7 +451,7 @@ def quantize(
     dims: Mapping[str, int] | None = None,
     feeds: FeedsLike | None = None,
     timeout: float | None = None,
-    **kwargs: Any,
+    **kwargs: Unpack[QuantOptions],
 ) -> Model:
     """A quantized (or fp16) variant of ``model``, written to ortlab's cache (``timeout``:
     the most seconds the worker may take, default ortlab's).
@@ -488,7 +515,7 @@ def quantize(
     return replace(q, source=f"variant:{cfg.label()}", variant=info)
 
 
-def save_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
+def save_samples(path: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
     """Calibration samples as one .npz (``<index>/<input name>`` keys, no pickling)."""
     arrays = {
         f"{i}/{name}": np.asarray(v)
@@ -501,9 +528,9 @@ def save_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def load_samples(path: str | Path) -> list[dict[str, Any]]:
+def load_samples(path: str | Path) -> list[dict[str, np.ndarray]]:
     """What :func:`save_samples` wrote, in order."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, dict[str, np.ndarray]] = {}
     with np.load(path, allow_pickle=False) as data:
         for key in data.files:
             i, _, name = key.partition("/")
@@ -511,7 +538,9 @@ def load_samples(path: str | Path) -> list[dict[str, Any]]:
     return [out[i] for i in sorted(out)]
 
 
-def to_fp16(model: Any, keep_io_types: bool = True, op_block_list: Iterable[str] = ()) -> Model:
+def to_fp16(
+    model: ModelLike, keep_io_types: bool = True, op_block_list: Iterable[str] = ()
+) -> Model:
     """An fp16 variant (ORT's float16 converter), float32 inputs/outputs kept by default."""
     return quantize(
         model,
@@ -519,7 +548,7 @@ def to_fp16(model: Any, keep_io_types: bool = True, op_block_list: Iterable[str]
     )
 
 
-def _digest(samples: list[dict[str, Any]]) -> str:
+def _digest(samples: list[dict[str, np.ndarray]]) -> str:
     h = hashlib.sha256()
     for s in samples:
         for k in sorted(s):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +16,10 @@ from ortlab.analysis.quantization.quantize import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
 from ortlab.core.stats import NOISE_BAND, Paired, Verdict, latency_stats
+
+if TYPE_CHECKING:
+    from ortlab.core.inputs import FeedsLike
+    from ortlab.engine.trace import ProfileData
 
 __all__ = ["Signal", "VariantRow", "variant_row", "variant_signals"]
 
@@ -76,7 +80,7 @@ def variant_row(
     verdict: tuple[Verdict, str],
     lat: list[int],
     outputs: list[list[dict[str, np.ndarray]]],
-    data: Any,
+    data: ProfileData,
     synthetic: bool,
     against: int | None = None,
 ) -> VariantRow:
@@ -110,7 +114,7 @@ def variant_row(
 def variant_signals(
     models: list[Model],
     rows: list[VariantRow],
-    profiles: list[Any],
+    profiles: list[ProfileData],
     cfg: SessionConfig,
     flags: list[str],
 ) -> list[Signal]:
@@ -219,7 +223,7 @@ def _dynamic_conv_signal(row: VariantRow, conv_share: float) -> Signal:
     )
 
 
-def _fp16_cpu_signal(row: VariantRow, data: Any) -> Signal | None:
+def _fp16_cpu_signal(row: VariantRow, data: ProfileData) -> Signal | None:
     """fp16 on the CPU EP: how many executed kernels really took float16 inputs."""
     executed = set(data.ev_node)
     half = sum(1 for i in executed if any(t == "float16" for t, _ in data.input_types[i]))
@@ -239,13 +243,13 @@ def explain_variant(
     base: Model,
     variant: Model,
     config: SessionConfig,
-    feeds: Any,
+    feeds: FeedsLike,
     *,
     verdict: tuple[Verdict, str],
     label: str,
     latencies: tuple[list[int], list[int]],
-    outputs: tuple[Any, Any],
-    base_profile: Any,
+    outputs: tuple[list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]],
+    base_profile: ProfileData,
     synthetic: bool,
     timeout: float | None,
 ) -> list[Signal]:

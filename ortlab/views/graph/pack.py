@@ -5,7 +5,7 @@ format, written here and read there)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TypeVar
 
 from ortlab.analysis.graph.data import GHOST_FANOUT, GraphData
 from ortlab.views.colors import palette
@@ -45,8 +45,10 @@ class _Strings:
         self.sorted = words + sorted({s for s in names if s not in known})
         self.index = {s: i for i, s in enumerate(self.sorted)}
 
-    def table(self) -> dict[str, list[Any]]:
-        prefix, suffix, prev = [], [], ""
+    def table(self) -> dict[str, list[int] | list[str]]:
+        prefix: list[int] = []
+        suffix: list[str] = []
+        prev = ""
         for s in self.sorted:
             k = _shared_prefix(prev, s)
             prefix.append(_utf16_len(s[:k]) if k else 0)
@@ -55,7 +57,10 @@ class _Strings:
         return {"prefix": prefix, "suffix": suffix}
 
 
-def _column(values: list[Any], default: Any) -> list[Any] | None:
+T = TypeVar("T")
+
+
+def _column(values: list[T], default: T) -> list[T] | None:
     """A column, or None when every value is the default (the browser fills it in)."""
     return values if any(v != default for v in values) else None
 
@@ -76,7 +81,7 @@ _PACKED_AS_IS = (
 )
 
 
-def pack(g: GraphData) -> dict[str, Any]:
+def pack(g: GraphData) -> dict[str, object]:
     """The view's wire form (the widget's ``data`` trait and the HTML pages): the same facts
     as ``g.to_dict()``, in columns of indices into one table of strings. A 50,000-node model
     is 48 MB as ``to_dict`` JSON, an order of magnitude less packed, and the browser reads it

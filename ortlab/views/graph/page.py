@@ -6,8 +6,8 @@ renders the view into a page's ``#ortlab-root`` — used by the standalone page
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ortlab.views.html import csp_hash, esc, inline_script, script_json
 
@@ -87,11 +87,11 @@ await mod.default.render({ model, el: document.getElementById("ortlab-root") });
 
 
 def write_html(
-    data: dict[str, Any],
+    data: Mapping[str, object],
     color_by: str,
     expanded: list[str],
     path: str | Path,
-    selected: dict[str, Any] | None = None,
+    selected: Mapping[str, object] | None = None,
 ) -> Path:
     """The graph page: the widget's modules rendering ``data`` (``pack(graph)``) in a
     self-contained HTML file (opened on ``selected``, with its details, when given)."""
@@ -112,10 +112,10 @@ def write_html(
 
 
 def state_block(
-    data: dict[str, Any],
+    data: Mapping[str, object],
     color_by: str,
     expanded: list[str],
-    selected: dict[str, Any] | None = None,
+    selected: Mapping[str, object] | None = None,
 ) -> str:
     """The data block :func:`page_module` renders from: ``data`` (``pack(graph)``),
     the view state, layout code and renderer, as inert JSON (every model string escaped by

@@ -9,6 +9,7 @@ runs the very same texts the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import traitlets
 
 from ortlab.analysis.graph.data import GraphData, overview
 from ortlab.core.errors import OrtlabWarning
+from ortlab.core.result import Table
 from ortlab.views.graph.pack import pack
 from ortlab.views.graph.page import (
     COLOR_MODES,
@@ -52,7 +54,7 @@ def default_color(graph: GraphData) -> str:
     return "time" if graph.has_time and len(graph.providers) <= 1 else "provider"
 
 
-def error_options(first: str | None) -> dict[str, Any]:
+def error_options(first: str | None) -> dict[str, str | list[str]]:
     """A divergence's graph: coloured by each node's output error, its first node selected."""
     return {"color_by": "quant_error", **({"highlighted": [first]} if first else {})}
 
@@ -123,14 +125,17 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]  # unt
             )
         self.selected = msgspec.to_builtins(node)
 
-    def overview(self) -> Any:
+    def overview(self) -> Table:
         """The picture as drawn now (the groups in ``expanded`` open), one row per item:
         name, kind ('group'/'node'), nodes, time_share, providers (see GraphData.overview)."""
         return overview(self.graph_data, self.expanded)
 
-    def highlight(self, nodes: Any) -> None:
+    def highlight(self, nodes: Table | Iterable[str]) -> None:
         """Highlight nodes: names, or a table with a ``node`` column (``p.top_nodes(10)``)."""
-        names = list(nodes["node"]) if hasattr(nodes, "columns") else [str(n) for n in nodes]
+        if isinstance(nodes, Iterable) and not hasattr(nodes, "columns"):
+            names = [str(n) for n in nodes]
+        else:  # a table with a node column
+            names = [str(n) for n in nodes["node"]]
         known = {n.name for n in self.graph_data.nodes}
         missing = [n for n in names if n not in known]
         self.highlighted = [n for n in names if n in known]

@@ -114,7 +114,7 @@ class LabControls:
         """The controls laid out (the Lab shows it above its tabs)."""
 
     @property
-    def settings(self) -> list[Any]:
+    def settings(self) -> list[w.ValueWidget]:
         """The controls whose change re-runs (the dims box: on Enter, or leaving it)."""
         return [
             self.level,
@@ -469,7 +469,7 @@ class TabControls:
             [w.HBox([self.target, self.qnn_chip, self.whatif_button]), s["Placement"]]
         )
 
-    def profile_items(self, prof: ProfileResult) -> list[Any]:
+    def profile_items(self, prof: ProfileResult) -> list[object]:
         """What the Profile tab shows: the list of the top nodes first (what is slow, to pick
         in the graph), then the profile's charts."""
         self.top_label.value = (
@@ -503,7 +503,7 @@ class TabControls:
             "encoder. The benchmark matrix is a decoder-only model's.</i>"
         )
 
-    def generate_items(self, g: GenerationResult) -> list[Any]:
+    def generate_items(self, g: GenerationResult) -> list[object]:
         """What the Generate tab shows: its headline (TTFT and decode tokens/s with their
         intervals), the time per token, the slowest nodes of each phase (to pick in the
         graph), then the result."""
@@ -527,7 +527,7 @@ class TabControls:
         if len(runs) >= 2:
             self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
 
-    def history_items(self, history: History) -> list[Any]:
+    def history_items(self, history: History) -> list[object]:
         """What the History tab shows: the run pickers, the A/B comparison, a warning where
         the same settings swung between runs, the p50 figure and the last 30 runs."""
         from ortlab.views.lab.history import history_figure

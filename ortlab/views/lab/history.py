@@ -204,7 +204,7 @@ class History:
         ]
         return pd.DataFrame(rows)
 
-    def comparison(self, a: int, b: int) -> list[Any]:
+    def comparison(self, a: int, b: int) -> list[object]:
         """What the History tab shows for runs ``a`` and ``b``: the table (:meth:`compare`),
         then, as HTML, where its figures disagree and why: the benchmark (profiling off) and
         the profiled runs (profiler on) that say opposite things, a load that changed."""

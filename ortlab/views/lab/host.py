@@ -29,7 +29,7 @@ class LabHost(Protocol):
     tab_controls: TabControls
     notice: Any
     """The Lab's notice line (an ipywidgets HTML)."""
-    whatif_shown: list[Any]
+    whatif_shown: list[object]
     """What the Placement tab shows of the last what-if, under the measured placement."""
     shown: Shown
     """What each tab shows now."""
@@ -46,9 +46,9 @@ class LabHost(Protocol):
 
     def progress_for(self, label: str) -> Callable[[int, int], None]: ...
 
-    def show(self, pane: str, *items: Any) -> None: ...
+    def show(self, pane: str, *items: object) -> None: ...
 
-    def show_when_seen(self, pane: str, make: Callable[[], list[Any]]) -> None: ...
+    def show_when_seen(self, pane: str, make: Callable[[], list[object]]) -> None: ...
 
     def held(self) -> AbstractContextManager[None]: ...
 

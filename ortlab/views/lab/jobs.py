@@ -17,11 +17,14 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.errors import OrtlabError, WorkerCancelledError
 from ortlab.views.html import esc
 from ortlab.views.lab.status import TabStatus, error_html
+
+if TYPE_CHECKING:
+    from ortlab.views.lab.controls import LabControls
 
 __all__ = ["Jobs"]
 
@@ -35,10 +38,10 @@ class Jobs:
     def __init__(
         self,
         sync: bool,
-        controls: Any,
+        controls: LabControls,
         statuses: dict[str, TabStatus],
         hint: Callable[[Exception], str],
-        cancel_on: Callable[[threading.Event], AbstractContextManager[Any]],
+        cancel_on: Callable[[threading.Event], AbstractContextManager[object]],
     ) -> None:
         self.sync = sync
         self.controls = controls
@@ -54,7 +57,7 @@ class Jobs:
         for status in statuses.values():
             status.cancel_button.on_click(lambda _: self.cancel())
 
-    def start(self, job: Callable[[], Any], kept: bool, tab: str = "", what: str = "") -> None:
+    def start(self, job: Callable[[], object], kept: bool, tab: str = "", what: str = "") -> None:
         """Run ``job`` (guarded), after cancelling the one in flight. ``kept``: there are
         previous results the job would replace (a failure says they are kept); ``tab`` the tab
         whose status line follows it, ``what`` its name there ("the doctor")."""
@@ -71,7 +74,7 @@ class Jobs:
         self.thread.start()
 
     def guarded(
-        self, job: Callable[[], Any], kept: bool = False, status: TabStatus | None = None
+        self, job: Callable[[], object], kept: bool = False, status: TabStatus | None = None
     ) -> None:
         """Run ``job`` and show how it ended; never raises (``last_error`` keeps the error)."""
         c = self.controls

@@ -291,7 +291,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             t.for_encoder_decoder(self.model.decoder)
             self.show("Generate", t.gen_bar)
 
-    def overview(self) -> list[Any]:
+    def overview(self) -> list[object]:
         """The Overview: the last run's headline (what is slow, what to try), then the model."""
         if getattr(self, "_ort_info", None) is None:
             eps = ortlab.providers()
@@ -310,7 +310,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         )
         return [head, self.model.summary, self._ort_info]
 
-    def show(self, pane: str, *items: Any) -> None:
+    def show(self, pane: str, *items: object) -> None:
         """Replace a tab's content. Runs happen on a background thread, where ``with out:``
         capture does not work (the thread has no parent message): write the Output widget's
         outputs directly, which is thread-safe."""
@@ -319,7 +319,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         dict.__setitem__(self.shown, pane, list(items))
         set_outputs(self.panes[pane], items)
 
-    def show_when_seen(self, pane: str, make: Callable[[], list[Any]]) -> None:
+    def show_when_seen(self, pane: str, make: Callable[[], list[object]]) -> None:
         """Replace a tab's content with what ``make()`` returns: now if the tab is on screen,
         else when it is opened (until then it says so instead of showing the last run)."""
         with self._waiting_lock:
@@ -371,7 +371,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         return self.jobs.last_error
 
     def _background(
-        self, job: Callable[[], Any], field: str = "", tab: str = "", what: str = ""
+        self, job: Callable[[], object], field: str = "", tab: str = "", what: str = ""
     ) -> None:
         """Run ``job`` (guarded); ``field`` names the state field holding the results the job
         replaces, to say whether a failure keeps previous ones; ``tab`` the tab whose status
@@ -379,7 +379,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         kept = bool(field) and getattr(self.state, field) is not None
         self.jobs.start(job, kept, tab, what)
 
-    def _keeping(self, job: Callable[[LabHost], Any], field: str) -> Callable[[], None]:
+    def _keeping(self, job: Callable[[LabHost], object], field: str) -> Callable[[], None]:
         """``job`` of this Lab, its result kept as the state's ``field`` (None keeps the old:
         a job that had nothing to do); the Overview redrawn after the doctor or a generation
         (its headline names the best, leads with the generation)."""
@@ -538,7 +538,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         self.graph.select(picked[0])  # the carrier; the view opens its group, centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
-    def _history_items(self) -> list[Any]:
+    def _history_items(self) -> list[object]:
         return self.tab_controls.history_items(self.history)
 
     def apply_best(self) -> None:
@@ -565,7 +565,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             self._offer_optimizers(tuple(c.disabled_optimizers))
         self.run()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, object]:
         """The live widget, and beside it a static snapshot (``text/html``) that a page without
         a widget manager shows instead: ``./run --headless``'s tour, nbconvert, GitHub."""
         got = super()._repr_mimebundle_(**kwargs)
@@ -587,7 +587,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             failed=failed,
         )
 
-    def export_report(self, path: str | os.PathLike[str] | None = None) -> Any:
+    def export_report(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the Lab's state (last run's placement, profile and benchmark; optimization
         diff, quantization comparison and doctor when run; history) as one HTML file. Default:
         ``ortlab-report-<model>.html`` in the working directory. The Limits tab's results

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -47,24 +47,24 @@ class Shown(dict):  # type: ignore[type-arg]
         super().__init__()
         self._draw = draw
 
-    def __missing__(self, pane: str) -> list[Any]:
+    def __missing__(self, pane: str) -> list[object]:
         if self._draw(pane):
             return list(dict.__getitem__(self, pane))
         raise KeyError(pane)
 
 
-def set_outputs(out: w.Output, items: Any) -> None:
+def set_outputs(out: w.Output, items: Iterable[object]) -> None:
     """Replace an Output widget's content (thread-safe: no ``with out:`` capture)."""
     out.outputs = tuple(
         {"output_type": "display_data", "data": mime_bundle(item), "metadata": {}} for item in items
     )
 
 
-def mime_bundle(item: Any) -> dict[str, Any]:
+def mime_bundle(item: object) -> dict[str, object]:
     """What a notebook would display for ``item``, built without IPython's display formatter:
     that formatter also appends every output to the shell's history (``HistoryOutput``) for the
     running cell, so a Lab refreshing from one cell would keep every old figure (~50 KB each)."""
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     if _is_figure(item):
         return _figure_bundle(item)
     if hasattr(item, "_repr_mimebundle_"):
@@ -78,13 +78,13 @@ def mime_bundle(item: Any) -> dict[str, Any]:
     return data
 
 
-def _is_figure(item: Any) -> bool:
+def _is_figure(item: object) -> bool:
     # no figure exists before plotly is imported: a table or a widget does not import it
     base = getattr(sys.modules.get("plotly.basedatatypes"), "BaseFigure", None)
     return base is not None and isinstance(item, base)
 
 
-def _figure_bundle(fig: go.Figure) -> dict[str, Any]:
+def _figure_bundle(fig: go.Figure) -> dict[str, object]:
     """The bundle plotly's renderer gives a figure in a JupyterLab kernel ("plotly_mimetype":
     the figure as JSON, drawn by the jupyterlab-plotly extension), made here without its
     renderer module: importing that pulls in nbformat and jsonschema, whose IRI checker builds

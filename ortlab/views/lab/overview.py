@@ -9,7 +9,7 @@ its result's own field and said with its conditions; nothing is recomputed here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.core.eps import alias
 from ortlab.core.units import fmt_us
@@ -21,7 +21,11 @@ from ortlab.views.lab.kernelnodes import carriers_first
 from ortlab.views.profile import kernel_label
 
 if TYPE_CHECKING:
+    from ortlab.analysis.benchmark import BenchmarkResult
     from ortlab.analysis.generation.generate import GenerationResult
+    from ortlab.analysis.placement.result import PlacementResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.diagnosis.doctor import DoctorResult
 
 __all__ = ["Headline"]
 
@@ -35,27 +39,16 @@ class Headline:
     are the run's results (None before the first run or after a first run that failed);
     ``doctor`` the Lab's last doctor result; ``settings`` the run's History label."""
 
-    benchmark: Any = None
-    profile: Any = None
-    placement: Any = None
-    doctor: Any = None
+    benchmark: BenchmarkResult | None = None
+    profile: ProfileResult | None = None
+    placement: PlacementResult | None = None
+    doctor: DoctorResult | None = None
     settings: str = ""
     failed: bool = False
     generation: GenerationResult | None = None
     """A decoder's last generation (the Generate tab's): its TTFT and tokens/s lead."""
 
-    @property
-    def top(self) -> Any:
-        """The slowest nodes (rows of ``ProfileResult.top_nodes``), or None before a run."""
-        return None if self.profile is None else self.profile.top_nodes(TOP)
-
-    @property
-    def eps(self) -> Any:
-        """Where the nodes ran (``PlacementResult.summary``), or None before a run."""
-        return None if self.placement is None else self.placement.summary()
-
-    def _latency(self) -> str:
-        b = self.benchmark
+    def _latency(self, b: BenchmarkResult) -> str:
         s = b.stats
         return (
             f"<div><b>Latency</b>: {esc(p50_text(b))}<br><small>median of {s.count} runs after "
@@ -63,12 +56,13 @@ class Headline:
             "</small></div>"
         )
 
-    def _nodes(self) -> str:
-        p, fused = self.profile, carriers_first(self.placement, self.profile)
+    def _nodes(self, p: ProfileResult, pl: PlacementResult) -> str:
+        """The slowest nodes (rows of ``ProfileResult.top_nodes``)."""
+        fused = carriers_first(pl, p)
         items = "".join(
             f"<li><b>{esc(kernel_label(r.node, fused.get(r.node, ())))}</b> · {esc(r.op_type)}"
             f" · {fmt_us(r.us_per_run)} µs · {r.share:.1%}</li>"
-            for r in self.top.itertuples()
+            for r in p.top_nodes(TOP).itertuples()
         )
         return (
             "<div><b>Slowest nodes</b> <small>(each node's median µs per run and its share of "
@@ -76,13 +70,14 @@ class Headline:
             f"all)</small><ol style='margin:2px 0'>{items}</ol></div>"
         )
 
-    def _split(self) -> str:
+    def _split(self, pl: PlacementResult) -> str:
+        """Where the nodes ran (``PlacementResult.summary``)."""
         parts = "; ".join(
             f"{esc(alias(r.provider))}: {r.nodes} nodes, {r.time_share:.1%} of node time"
-            for r in self.eps.itertuples()
+            for r in pl.summary().itertuples()
         )
         return (
-            f"<div><b>Where it ran</b>: {parts} <small>(the placement's {self.placement.runs} "
+            f"<div><b>Where it ran</b>: {parts} <small>(the placement's {pl.runs} "
             "profiled runs; the Placement tab has every node)</small></div>"
         )
 
@@ -113,7 +108,8 @@ class Headline:
         )
 
     def _repr_html_(self) -> str:
-        if self.benchmark is None or self.profile is None or self.placement is None:
+        b, p, pl = self.benchmark, self.profile, self.placement
+        if b is None or p is None or pl is None:
             said = (
                 "the last run failed (its error is above the tabs)"
                 if self.failed
@@ -126,9 +122,9 @@ class Headline:
         return (
             "<div class='ortlab-headline' style='margin-bottom:8px'>"
             + self._generation()
-            + self._latency()
-            + self._nodes()
-            + self._split()
+            + self._latency(b)
+            + self._nodes(p, pl)
+            + self._split(pl)
             + self._best()
             + "</div>"
         )

@@ -3,7 +3,7 @@ Profile tab's slowest nodes, from the per-node medians and shares they show."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortlab.views.lab.kernelnodes import carriers_first
 
@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.generation.result import GenerationResult
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.profiling import ProfileResult
+    from ortlab.core.result import Table
     from ortlab.core.sessionreport import SessionReport
 
 __all__ = ["generation_node_options", "median_shares", "optimizer_options", "top_node_options"]
@@ -48,7 +49,7 @@ def top_node_options(
     ]
 
 
-def median_shares(prof: ProfileResult) -> Any:
+def median_shares(prof: ProfileResult) -> Table:
     """Per node: op_type, median_us and share as :meth:`ProfileResult.by_node` defines them
     (the node's median run, profiling on; share of the median run), slowest first."""
     t = prof.by_node()

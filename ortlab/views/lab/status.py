@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import ipywidgets as w
 
@@ -165,5 +164,5 @@ class TabStatus:
     def __repr__(self) -> str:
         return f"<TabStatus {self.tab}: {self.text or 'idle'}>"
 
-    def _repr_html_(self) -> Any:
-        return self.line.value + self.error.value
+    def _repr_html_(self) -> str:
+        return str(self.line.value) + str(self.error.value)

@@ -4,17 +4,20 @@ from) on the other."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
 from ortlab.analysis.graph.data import graph_data
 from ortlab.views.graph.widget import GraphView
 
+if TYPE_CHECKING:
+    from ortlab.analysis.optimizers.levels import LevelResult, OptimizationResult
+
 __all__ = ["GraphDiff", "graph_diff"]
 
 
-def _to_original(level: Any) -> dict[str, list[str]]:
+def _to_original(level: LevelResult) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for g in level.groups:
         for name in g.optimized:
@@ -22,7 +25,7 @@ def _to_original(level: Any) -> dict[str, list[str]]:
     return out
 
 
-def _from_original(level: Any) -> dict[str, list[str]]:
+def _from_original(level: LevelResult) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for g in level.groups:
         for o in g.original:
@@ -33,7 +36,7 @@ def _from_original(level: Any) -> dict[str, list[str]]:
 class GraphDiff(ipywidgets.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``left``/``right`` are GraphViews; their selections drive each other's highlight."""
 
-    def __init__(self, opt: Any, a: str, b: str) -> None:
+    def __init__(self, opt: OptimizationResult, a: str, b: str) -> None:
         la, lb = opt.level(a), opt.level(b)
         self.left = GraphView(graph_data(la.path))
         self.right = GraphView(graph_data(lb.path))
@@ -62,6 +65,6 @@ class GraphDiff(ipywidgets.VBox):  # type: ignore[misc,unused-ignore]  # untyped
         other.highlighted = self.counterpart(name, side) if name else []
 
 
-def graph_diff(opt: Any, a: str = "disabled", b: str = "all") -> GraphDiff:
+def graph_diff(opt: OptimizationResult, a: str = "disabled", b: str = "all") -> GraphDiff:
     """Original vs optimized (any two measured levels of an OptimizationResult), linked."""
     return GraphDiff(opt, a, b)

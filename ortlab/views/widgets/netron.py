@@ -6,11 +6,10 @@ from __future__ import annotations
 import atexit
 import html
 import logging
-from typing import Any
 
 import ipywidgets
 
-from ortlab.core.model import load
+from ortlab.core.model import ModelLike, load
 
 __all__ = ["NetronView", "netron"]
 
@@ -45,7 +44,7 @@ class NetronView(ipywidgets.HTML):  # type: ignore[misc,unused-ignore]  # untype
             _SERVED.remove(self.address)
 
 
-def netron(model: Any, height: int = 700) -> NetronView:
+def netron(model: ModelLike, height: int = 700) -> NetronView:
     """Serve ``model`` (an ortlab Model, or any path/bytes ortlab.load accepts) with Netron on
     127.0.0.1 and embed it. The file served is the one sessions run (never a modified copy)."""
     import netron as _netron
