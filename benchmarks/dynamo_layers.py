@@ -40,62 +40,27 @@ SHAPES = {  # name: (layers, hidden, intermediate, heads, kv heads, vocab)
 
 EXPORT = textwrap.dedent(
     """
-    import sys, torch
+    import sys
+    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.cache_utils import DynamicCache
 
-    out, layers, hidden, inter, heads, kv_heads, vocab = sys.argv[1], *map(int, sys.argv[2:])
+    sys.path.insert(0, sys.argv[1])
+    from make_decoders import export_dynamo
+
+    out, layers, hidden, inter, heads, kv_heads, vocab = sys.argv[2], *map(int, sys.argv[3:])
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=vocab, hidden_size=hidden, intermediate_size=inter,
         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
         max_position_embeddings=2048,
     )
-    model = LlamaForCausalLM(config).eval()
-
-    class Flat(torch.nn.Module):
-        def __init__(self, llm):
-            super().__init__()
-            self.llm = llm
-
-        def forward(self, input_ids, attention_mask, position_ids, *past):
-            cache = DynamicCache(config=config)
-            for i in range(layers):
-                cache.update(past[2 * i], past[2 * i + 1], i)
-            o = self.llm(input_ids=input_ids, attention_mask=attention_mask,
-                         position_ids=position_ids, past_key_values=cache, use_cache=True)
-            present = []
-            for layer in o.past_key_values.layers:
-                present += [layer.keys, layer.values]
-            return (o.logits, *present)
-
-    head = hidden // heads
-    shape = (1, kv_heads, 3, head)
-    args = (
-        torch.randint(3, vocab, (1, 4)),
-        torch.ones(1, 7, dtype=torch.int64),
-        torch.arange(3, 7).unsqueeze(0),
-        *(torch.randn(shape) for _ in range(2 * layers)),
-    )
-    kv = [f"{i}.{p}" for i in range(layers) for p in ("key", "value")]
-    b = torch.export.Dim("batch_size", max=64)
-    s = torch.export.Dim("sequence_length", max=2048)
-    p = torch.export.Dim("past_sequence_length", max=2048)
-    torch.onnx.export(
-        Flat(model).eval(), args, out, dynamo=True,
-        input_names=["input_ids", "attention_mask", "position_ids"]
-        + [f"past_key_values.{k}" for k in kv],
-        output_names=["logits"] + [f"present.{k}" for k in kv],
-        dynamic_shapes={
-            "input_ids": {0: b, 1: s},
-            "attention_mask": {0: b, 1: torch.export.Dim.DYNAMIC},
-            "position_ids": {0: b, 1: s},
-            "past": tuple({0: b, 2: p} for _ in kv),
-        },
-        external_data=False,
-    )
+    export_dynamo(LlamaForCausalLM(config).eval(), out, max_len=2048)
     """
 )
+"""The export in the scratch venv: a Llama from a config in code, through
+``scripts/make_decoders.py``'s own dynamo export (the bundled ``dynamo_llama``'s)."""
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
 def exported(name: str) -> Path:
@@ -105,7 +70,7 @@ def exported(name: str) -> Path:
             sys.exit(f"{VENV} is missing: run scripts/make_decoders.py once to build it")
         path.parent.mkdir(parents=True, exist_ok=True)
         dims = [str(x) for x in SHAPES[name]]
-        subprocess.run([str(VENV), "-c", EXPORT, str(path), *dims], check=True)
+        subprocess.run([str(VENV), "-c", EXPORT, str(SCRIPTS), str(path), *dims], check=True)
     return path
 
 

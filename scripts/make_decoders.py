@@ -419,12 +419,24 @@ def stage_optimum(args) -> None:
 def stage_dynamo(args) -> None:
     """torch.onnx.export(dynamo=True): the exporter torch recommends since 2.9, whose node names
     carry no layer index (ortlab must read a node's layer from the graph)."""
-    import torch
     from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(cache_dir() / "hf" / "llama").eval()
+    dest = Path(args.out) / "dynamo_llama"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    export_dynamo(model, dest / "model.onnx", max_len=4096)
+
+
+def export_dynamo(model, out: Path, *, max_len: int) -> None:
+    """``model`` (a transformers Llama) exported by torch.onnx.export(dynamo=True) to ``out``
+    behind a flat forward (input_ids, attention_mask, position_ids, *past), its node metadata
+    cut to the module paths (the stack traces name this machine's paths). Also used by
+    benchmarks/dynamo_layers.py for Llamas of realistic size."""
+    import torch
     from transformers.cache_utils import DynamicCache
 
-    hf = cache_dir() / "hf" / "llama"
-    model = LlamaForCausalLM.from_pretrained(hf).eval()
     config = model.config
     layers = config.num_hidden_layers
 
@@ -462,22 +474,18 @@ def stage_dynamo(args) -> None:
     )
     kv = [f"{i}.{part}" for i in range(layers) for part in ("key", "value")]
     b = torch.export.Dim("batch_size", max=64)
-    s = torch.export.Dim("sequence_length", max=4096)
-    p = torch.export.Dim("past_sequence_length", max=4096)
+    s = torch.export.Dim("sequence_length", max=max_len)
+    p = torch.export.Dim("past_sequence_length", max=max_len)
     dynamic = {
         "input_ids": {0: b, 1: s},
         "attention_mask": {0: b, 1: torch.export.Dim.DYNAMIC},
         "position_ids": {0: b, 1: s},
         "past": tuple({0: b, 2: p} for _ in kv),
     }
-    dest = Path(args.out) / "dynamo_llama"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
     torch.onnx.export(
         Flat(model).eval(),
         args_,
-        str(dest / "model.onnx"),
+        str(out),
         dynamo=True,
         input_names=["input_ids", "attention_mask", "position_ids"]
         + [f"past_key_values.{k}" for k in kv],
@@ -488,14 +496,14 @@ def stage_dynamo(args) -> None:
     # the stack traces in node metadata name this machine's paths: keep the module path only
     import onnx
 
-    m = onnx.load(str(dest / "model.onnx"))
+    m = onnx.load(str(out))
     keep_keys = {"namespace", "pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"}
     for node in m.graph.node:
         kept = [(e.key, e.value) for e in node.metadata_props if e.key in keep_keys]
         del node.metadata_props[:]
         for key, value in kept:
             node.metadata_props.add(key=key, value=value)
-    onnx.save(m, str(dest / "model.onnx"))
+    onnx.save(m, str(out))
 
 
 # ------------------------------------------------------------------------- stage: seq2seq

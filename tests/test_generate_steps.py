@@ -163,7 +163,9 @@ def test_a_profiled_step_far_from_its_unprofiled_time_is_left_out_of_the_split()
     )
 
 
-def test_generate_takes_its_prompt_and_batch_as_dims(capsys: Any) -> None:
+def test_generate_takes_its_prompt_and_batch_as_dims(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """generate's dims as every verb's (model, config, feeds, *, dims): by role or the model's
     own symbols for them, prompt=/batch= their shorthand; the prompt's ids are those shapes;
     a dim said twice must agree, a past is refused (a generation starts from an empty cache),

@@ -385,11 +385,9 @@ _ORT_RUN = "what onnxruntime's run returns: arrays, lists, maps or OrtValues, pe
 _PLOTLY = "keyword options passed through to plotly, which ships no types"
 _WIDGET = "an ipywidgets/traitlets payload (untyped library)"
 _QNN = "QNN provider options: each key its own type, checked by QNN"
-_SPLAT = "splatted into a verb as feeds= or dims= (a TypedDict breaks the spread into quantize)"
 ANY_KEPT = {
     "ortlab/__init__.py:graph": _PLOTLY + " (the graph view's options: color_by, expanded, …)",
     "ortlab/__init__.py:__getattr__": "the package's lazy attributes: any verb or class",
-    "ortlab/analysis/labrun.py:inputs": _SPLAT,
     "ortlab/cli/args.py:write_node_data": "results by figure name for model_explorer_data",
     "ortlab/core/builder.py:op": "ONNX attributes for onnx.helper.make_node (any attr type)",
     "ortlab/core/config.py:to_dict": "a config's fields by name (each its own type)",
@@ -416,10 +414,8 @@ ANY_KEPT = {
     "ortlab/views/graph/widget.py:__init__": _WIDGET,
     "ortlab/views/graph/widget.py:_check_color": _WIDGET,
     "ortlab/views/lab/controls.py:__init__": _QNN,
-    "ortlab/views/lab/host.py:inputs": _SPLAT,
     "ortlab/views/lab/lab.py:__init__": _QNN,
     "ortlab/views/lab/lab.py:__getattr__": "the Lab's controls by name (lab.level is a widget)",
-    "ortlab/views/lab/lab.py:inputs": _SPLAT,
     "ortlab/views/lab/lab.py:graph": "the Graph tab's view, None until drawn",
     "ortlab/views/lab/lab.py:_new_graph": "the Graph tab's view, None until drawn",
     "ortlab/views/lab/lab.py:_on_top_node": _WIDGET,

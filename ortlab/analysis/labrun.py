@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from ortlab.analysis.benchmark import BenchmarkResult, benchmark_run
 from ortlab.analysis.optimizers.transformers import transformer_optimize
@@ -37,6 +37,7 @@ __all__ = [
     "Choice",
     "LabRun",
     "LabRunner",
+    "Shapes",
     "cancel_on",
     "start_worker",
 ]
@@ -99,6 +100,13 @@ def _no_bar(_label: str) -> Callable[[int, int], None]:
     return lambda _d, _t: None
 
 
+class Shapes(TypedDict, total=False):
+    """The shapes every tab's verb runs at, as its keywords: the Lab's feeds, or its dims."""
+
+    feeds: Feeds
+    dims: Mapping[str, int] | None
+
+
 class LabRunner:
     """The runs of one model (``feeds`` fix every shape; else dims choose them)."""
 
@@ -108,7 +116,7 @@ class LabRunner:
         self._variants: dict[str, Model] = {}
         self._runs: dict[str, Run] = {}
 
-    def inputs(self, dims: Mapping[str, int] | None) -> dict[str, Any]:
+    def inputs(self, dims: Mapping[str, int] | None) -> Shapes:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
         return {"feeds": self.feeds} if self.feeds is not None else {"dims": dims}
 

@@ -15,6 +15,7 @@ Everything that touches ORT's registries stays in this process.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -23,7 +24,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING
 
 from ortlab.core import cache
 from ortlab.core.errors import error_text
@@ -46,28 +47,6 @@ __all__ = ["fixed_model", "whatif"]
 _COMPILE_TIMEOUT_S = 600.0
 _CHILD = Path(__file__).with_name("_compile_child.py")
 _LOG_PREFIX = re.compile(r"^\S+ \S+ \[[EWIV]:onnxruntime:[^\]]*\] ?")
-
-
-class Evidence(TypedDict, total=False):
-    """One target's evidence as it is gathered: the fields of ``replies.TargetEvidence``
-    (see there), each present only where the target has it."""
-
-    unknown: str
-    assignment: list[tuple[str, list[tuple[str, str]]]] | None
-    active: list[str] | None
-    log: list[str] | None
-    final: FinalNodes | None
-    error: str
-    measured: bool
-    seconds: float
-    total_seconds: float
-    process_seconds: float | None
-    version: str | None
-    verdicts: dict[str, str] | None
-    groups: list[list[str]] | None
-    counts: dict[str, int] | None
-    ops_file: str | None
-    caveats: list[str] | None
 
 
 COREML_OPS_FILE = "coreml_supported_mlprogram_ops.md"
@@ -134,7 +113,7 @@ def _compile(
     made: Built,
     *,
     max_devices: int = 99,
-) -> Evidence:
+) -> TargetEvidence:
     """A compile-only session of a plugin EP in a fresh process (``_compile_child.py``):
     QNN's HTP backend keeps the first session's settings (htp_arch, soc_model) for the life of
     a process, so a compile in the worker would depend on what ran before it (measured: a
@@ -161,27 +140,30 @@ def _compile(
             )
         )
         try:
-            out = cast(  # compile_only's answer: assignment, active, log, error, seconds
-                "Evidence",
-                run_child(
-                    [sys.executable, str(_CHILD), str(request), str(answer)],
-                    answer,
-                    cwd=folder,
-                    timeout=_COMPILE_TIMEOUT_S,
-                    what="the compile",
-                ),
+            answer_ = run_child(
+                [sys.executable, str(_CHILD), str(request), str(answer)],
+                answer,
+                cwd=folder,
+                timeout=_COMPILE_TIMEOUT_S,
+                what="the compile",
             )
         except ChildFailed as err:
             return _died(str(err))
-        out["error"] = clean_ort_message(_LOG_PREFIX.sub("", out["error"])) if out["error"] else ""
+        error = clean_ort_message(_LOG_PREFIX.sub("", answer_["error"])) if answer_["error"] else ""
         graph = dump if dump.exists() else basic
-        out["final"] = _graph_tuples(graph) if graph.exists() and not out["error"] else None
-    out["process_seconds"] = time.perf_counter() - start
-    return out
+        got = TargetEvidence(  # compile_only's answer: assignment, active, log, error, seconds
+            assignment=answer_["assignment"],
+            active=answer_["active"],
+            log=answer_["log"],
+            error=error,
+            seconds=answer_["seconds"],
+            final=_graph_tuples(graph) if graph.exists() and not error else None,
+        )
+    return dataclasses.replace(got, process_seconds=time.perf_counter() - start)
 
 
-def _died(why: str) -> Evidence:
-    return {"assignment": [], "active": [], "log": [], "final": None, "error": why, "seconds": 0.0}
+def _died(why: str) -> TargetEvidence:
+    return TargetEvidence(assignment=[], active=[], log=[], error=why)
 
 
 def _plugin(ep: str, install: str) -> tuple[PluginEP | None, str]:
@@ -194,36 +176,34 @@ def _plugin(ep: str, install: str) -> tuple[PluginEP | None, str]:
     return plugin, ""
 
 
-def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> Evidence:
+def _qnn(model_path: str, options: Mapping[str, str], made: Built) -> TargetEvidence:
     ep = "QNNExecutionProvider"
     plugin, why = _plugin(
         ep, "pip install onnxruntime-qnn --no-deps (its dependency would replace your onnxruntime)"
     )
     if plugin is None:
-        return {"unknown": f"QNN: {why}"}
+        return TargetEvidence(unknown=f"QNN: {why}")
     if not plugin_devices(ep):
-        return {"unknown": "the QNN plugin lists no device here"}
+        return TargetEvidence(unknown="the QNN plugin lists no device here")
     out = _compile(model_path, ep, plugin.module, {"backend_type": "htp", **options}, made)
-    out["version"] = plugin.version
-    return out
+    return dataclasses.replace(out, version=plugin.version)
 
 
-def _openvino(model_path: str, made: Built) -> Evidence:
+def _openvino(model_path: str, made: Built) -> TargetEvidence:
     ep = "OpenVINOExecutionProvider"
     plugin, why = _plugin(ep, "pip install onnxruntime-ep-openvino --no-deps")
     if plugin is None:
-        return {"unknown": f"OpenVINO: {why}"}
+        return TargetEvidence(unknown=f"OpenVINO: {why}")
     if not plugin_devices(ep):
-        return {
-            "unknown": f"the OpenVINO plugin ({plugin.version}) lists no device on this "
+        return TargetEvidence(
+            unknown=f"the OpenVINO plugin ({plugin.version}) lists no device on this "
             "machine (OpenVINO found no CPU, GPU or NPU it supports here): no prediction"
-        }
+        )
     out = _compile(model_path, ep, plugin.module, {}, made, max_devices=1)
-    out["version"] = plugin.version
-    return out
+    return dataclasses.replace(out, version=plugin.version)
 
 
-def _checker(model_path: str, target: str) -> Evidence:
+def _checker(model_path: str, target: str) -> TargetEvidence:
     """Per-node verdicts of ORT's mobile usability checker, with its own counts."""
     import onnx
     from onnxruntime.tools.onnx_model_utils import optimize_model
@@ -234,12 +214,10 @@ def _checker(model_path: str, target: str) -> Evidence:
         basic = folder / "basic.onnx"
         optimize_model(Path(model_path), basic, use_external_initializers=True)
         model = onnx.shape_inference.infer_shapes(onnx.load(str(basic)), strict_mode=False)
-    out = _check(model, target)
-    out["seconds"] = time.perf_counter() - start
-    return out
+    return dataclasses.replace(_check(model, target), seconds=time.perf_counter() - start)
 
 
-def _check(model: onnx.ModelProto, target: str) -> Evidence:
+def _check(model: onnx.ModelProto, target: str) -> TargetEvidence:
     """The checker on a shape-inferred ModelProto; per-node causes from its own rules."""
     from onnxruntime.tools.mobile_helpers import usability_checker as uc
 
@@ -282,10 +260,10 @@ def _check(model: onnx.ModelProto, target: str) -> Evidence:
         if any(r > max_rank for r in ranks):
             why.append(f"rank: an input has rank {max(ranks)} > {max_rank}")
         verdicts[op.name] = "; ".join(why) or "left out of the checker's partitions"
-    return {
-        "verdicts": verdicts,
-        "groups": groups,
-        "counts": {
+    return TargetEvidence(
+        verdicts=verdicts,
+        groups=groups,
+        counts={
             "num_nodes": int(info.num_nodes),
             "num_supported_nodes": int(info.num_supported_nodes),
             "num_partitions": int(info.num_partitions),
@@ -295,13 +273,13 @@ def _check(model: onnx.ModelProto, target: str) -> Evidence:
             ),
             "num_unsupported_nodes_due_to_rank": int(info.num_unsupported_nodes_due_to_rank),
         },
-        "ops_file": ops_file.name,
-        "caveats": list(info.supported_ops_checker.get_caveats()),
-        "final": [
+        ops_file=ops_file.name,
+        caveats=list(info.supported_ops_checker.get_caveats()),
+        final=[
             (op.name, op.op_type, op.domain, tuple(op.inputs), tuple(op.outputs), op.parent)
             for op, _ in pairs
         ],
-    }
+    )
 
 
 def _scan(
@@ -316,14 +294,14 @@ def _scan(
                 _scan(attr.g, value_info, initializers)
 
 
-def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> Evidence:
+def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> TargetEvidence:
     """Any other EP: a real session and one run when it loads here, else why not."""
     import onnxruntime as ort
 
     from ortlab.engine.tasks import prepare_feeds
 
     if ep not in ort.get_available_providers():
-        return {"unknown": f"{ep} is not in this onnxruntime build"}
+        return TargetEvidence(unknown=f"{ep} is not in this onnxruntime build")
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, made.level)
     for key, value in made.entries.items():
@@ -334,31 +312,31 @@ def _session_here(model_path: str, ep: str, feeds: FeedsLike, made: Built) -> Ev
         with capture_output() as cap:
             sess = ort.InferenceSession(model_path, so, providers=[ep, "CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - reported as the target's reason
-        return {"unknown": f"{ep}: session failed: {clean_ort_message(str(err))}"}
+        return TargetEvidence(unknown=f"{ep}: session failed: {clean_ort_message(str(err))}")
     if ep not in sess.get_providers():
         said = [ln.strip() for ln in cap.lines() if "[E:" in ln or "[W:" in ln or "EP Error" in ln]
         why = clean_ort_message(_LOG_PREFIX.sub("", said[0])) if said else "it did not load"
-        return {
-            "unknown": f"{ep} does not load here ({why}): ortlab cannot predict its "
+        return TargetEvidence(
+            unknown=f"{ep} does not load here ({why}): ortlab cannot predict its "
             "partition without the device"
-        }
+        )
     try:
         sess.run(None, prepare_feeds(feeds))
         error = ""
     except Exception as err:  # noqa: BLE001 - the split is still real; the run failure is said
         error = f"the run failed: {error_text(err)}"
-    return {
-        "assignment": [
+    return TargetEvidence(
+        assignment=[
             (str(sg.ep_name), [(str(n.name), str(n.op_type)) for n in sg.get_nodes()])
             for sg in sess.get_provider_graph_assignment_info()
         ],
-        "active": list(sess.get_providers()),
-        "log": [],
-        "final": None,
-        "error": error,
-        "measured": True,
-        "seconds": time.perf_counter() - start,
-    }
+        active=list(sess.get_providers()),
+        log=[],
+        final=None,
+        error=error,
+        measured=True,
+        seconds=time.perf_counter() - start,
+    )
 
 
 def whatif(
@@ -391,9 +369,9 @@ def whatif(
             else:
                 got = _session_here(path, ep, feeds or {}, made)
         except Exception as err:  # noqa: BLE001 - one target failing never hides the others
-            got = {"unknown": f"{target}: {error_text(err)}"}
-        got.setdefault("seconds", time.perf_counter() - start)
-        got["total_seconds"] = time.perf_counter() - start
-        evidence[target] = TargetEvidence(**got)
+            got = TargetEvidence(unknown=f"{target}: {error_text(err)}")
+        elapsed = time.perf_counter() - start
+        seconds = elapsed if got.unknown else got.seconds  # no session: the time it took to say
+        evidence[target] = dataclasses.replace(got, seconds=seconds, total_seconds=elapsed)
         progress(i + 1, len(targets))
     return WhatIfReply(path=path, targets=evidence, ort_version=str(ort.__version__))

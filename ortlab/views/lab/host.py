@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ortlab.analysis.labrun import Shapes
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
 from ortlab.views.lab.controls import TabControls
@@ -40,7 +41,7 @@ class LabHost(Protocol):
     @property
     def config(self) -> SessionConfig: ...
 
-    def inputs(self) -> dict[str, Any]: ...
+    def inputs(self) -> Shapes: ...
 
     def announce(self, what: str) -> None: ...
 

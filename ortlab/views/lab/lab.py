@@ -28,7 +28,7 @@ import ipywidgets as w
 
 import ortlab
 from ortlab.analysis.graph.data import in_branch
-from ortlab.analysis.labrun import BEST, Choice, LabRunner, cancel_on, start_worker
+from ortlab.analysis.labrun import BEST, Choice, LabRunner, Shapes, cancel_on, start_worker
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import alias as _short
@@ -192,7 +192,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
     def _dims(self) -> dict[str, int] | None:
         return self.controls.dims_values(self._auto_dims)  # the user's: ortlab's are guessed
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> Shapes:
         """``feeds=`` or ``dims=`` for the library calls: every tab runs at the same shapes."""
         return self.runner.inputs(None if self.feeds is not None else self._dims())
 

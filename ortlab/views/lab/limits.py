@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import ipywidgets as w
 
@@ -34,7 +33,7 @@ LIMITS_INTRO = (
     "under two onnxruntime versions, node by node (each installed once from PyPI).</div>"
 )
 
-Shown = tuple[Result | Path, list[Any]]
+Shown = tuple[Result | Path, list[object]]
 """A job's result (a Perfetto trace's file) and what the tab shows of it."""
 
 
