@@ -83,6 +83,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.diagnosis.doctor import DoctorResult, doctor
     from ortlab.diagnosis.facts import Finding
     from ortlab.engine import examples
+    from ortlab.engine.calls import Reach
     from ortlab.engine.providers import Providers, devices, providers
     from ortlab.engine.session import SessionReport
     from ortlab.engine.worker import set_isolation
@@ -227,6 +228,7 @@ __all__ = [
     "Providers",
     "QuantConfig",
     "QuantizationError",
+    "Reach",
     "RooflineResult",
     "RunError",
     "SessionConfig",

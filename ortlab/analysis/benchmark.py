@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from ortlab.core.stats import (
 )
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
+    Reach,
     as_config,
     edge,
     measure_interleaved,
@@ -112,25 +112,16 @@ def benchmark(
     runs: int = 100,
     warmup: int = 10,
     duration_s: float | None = None,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> BenchmarkResult:
     """Time ``runs`` runs of ``model`` under ``config`` (profiling off) in the worker.
 
     ``feeds`` default to :meth:`Model.example_inputs` with ``dims``. ``duration_s`` stops early
     once that much time has been measured. A progress bar shows unless ``progress=False``.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
     """
-    run = edge(
-        model,
-        config,
-        feeds,
-        dims=dims,
-        runs=runs,
-        warmup=warmup,
-        progress=progress,
-        timeout=timeout,
-    )
+    run = edge(model, config, feeds, runs=runs, warmup=warmup, **reach)
     return benchmark_run(run, duration_s=duration_s)
 
 
@@ -225,18 +216,19 @@ def compare_configs(
     *,
     rounds: int = 10,
     runs: int = 10,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> ConfigComparison:
     """Time ``configs`` of ``model`` interleaved (A B C, C B A …) in one worker and compare each
     with the first: a paired ratio with a distribution-free interval of at least 95 % (6 rounds
     or more), and "no measurable difference"
-    when the interval stays within the noise band."""
+    when the interval stays within the noise band.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
 
     if len(configs) < 2:
         raise ValueError("compare_configs needs at least two configs (the first is the baseline)")
-    run = edge(model, configs[0], feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    run = edge(model, configs[0], feeds, runs=runs, **reach)
     m = run.model
     cfgs = [as_config(c) for c in configs]
     timed = measure_interleaved(

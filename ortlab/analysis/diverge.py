@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from ortlab.analysis.divergefirst import (
     Checker,
@@ -36,7 +36,7 @@ from ortlab.core.graph import graph_nodes
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result
 from ortlab.engine import tasks_diverge
-from ortlab.engine.calls import Via, edge
+from ortlab.engine.calls import Reach, Via, edge
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.errorsums import Side
 from ortlab.engine.replies import TensorStats
@@ -175,12 +175,10 @@ def diverge(
     config: ConfigLike | None = None,
     feeds: FeedsLike | None = None,
     *,
-    dims: Mapping[str, int] | None = None,
     metric: str = "cosine",
     threshold: float | None = None,
     matrix: bool = False,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> DivergenceResult:
     """Where ``model`` under ``config`` and ``against`` stop agreeing on the same inputs.
 
@@ -190,14 +188,17 @@ def diverge(
     error a node must introduce to be the first divergence (default per metric:
     :data:`METRICS`). ``matrix=True`` also runs the grid of both sides' EPs x levels disabled
     and all (:mod:`ortlab.analysis.divergematrix`) and says which cells diverge (with the
-    relative metric, a cell is read by its cosine)."""
+    relative metric, a cell is read by its cosine).
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
     if metric not in METRICS:
         raise OptionError(
             f"metric={metric!r}: choose one of {', '.join(map(repr, METRICS))} (1 - cosine, "
             "the largest absolute difference, the relative error norm)."
         )
     limit = METRICS[metric] if threshold is None else float(threshold)
-    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    run = edge(model, config, feeds, **reach)
     m, cfg = run.model, run.config
     other, other_cfg = _other_side(m, cfg, against)
     producers = _producers(m)
@@ -211,7 +212,7 @@ def diverge(
     side = Side(str(other.path), other_cfg, "the other side")
     reply = run_task(
         tasks_diverge.diverge_errors,
-        Via(desc="diverge", context=f"of {m.name!r}", progress=progress, timeout=timeout),
+        Via(desc="diverge", context=f"of {m.name!r}", progress=run.progress, timeout=run.timeout),
         reference=reference,
         other=side,
         pairs=pairs,
@@ -245,10 +246,10 @@ def diverge(
             run.inputs,
             error=lambda cos, worst: metric_error(metric, cos, worst, 1.0 - cos),
             threshold=limit,
-            timeout=timeout,
+            timeout=run.timeout,
         )
         result = dataclasses.replace(result, matrix=cells, matrix_verdict=matrix_verdict(cells))
-    return _find_first(result, other, dict(run.inputs), producers, timeout=timeout)
+    return _find_first(result, other, dict(run.inputs), producers, timeout=run.timeout)
 
 
 def _other_side(

@@ -16,9 +16,9 @@ run's activations), and weight prepacking (``session.disable_prepacking``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
-from ortlab.engine.calls import Via, edge
+from ortlab.engine.calls import Reach, Via, edge
 from ortlab.engine.calls import run as run_task
 
 if TYPE_CHECKING:
@@ -200,14 +200,15 @@ def footprint(
     settings: Mapping[str, SessionConfig] | None = None,
     repeats: int = 4,
     runs: int = 3,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> FootprintResult:
     """The resident memory a session of ``model`` adds (held after ``runs`` runs, and at its
     peak), for ``config`` and for each of ``settings`` (default: arena off, memory pattern
-    off, prepacking off — see :func:`memory_settings`), each in ``repeats`` fresh processes."""
-    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    off, prepacking off — see :func:`memory_settings`), each in ``repeats`` fresh processes.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
+    run = edge(model, config, feeds, runs=runs, **reach)
     m, cfg, f = run.model, run.config, run.inputs
     chosen = dict(settings) if settings is not None else memory_settings(cfg)
     labels = ["as configured", *chosen]
@@ -217,8 +218,8 @@ def footprint(
         Via(
             desc=f"memory {m.name}",
             context=f"of {m.name!r}",
-            progress=progress,
-            timeout=timeout,
+            progress=run.progress,
+            timeout=run.timeout,
         ),
         items=[(str(m.path), m.name, c) for c in configs],
         feeds=dict(f),

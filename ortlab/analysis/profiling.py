@@ -11,10 +11,9 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ortlab.core.result import Result, Table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import (
     ProfileData,
@@ -391,25 +390,16 @@ def profile(
     *,
     runs: int = 20,
     warmup: int = 3,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> ProfileResult:
     """Profile ``runs`` runs of ``model`` under ``config`` with ORT's profiler, in the worker.
 
     The trace file goes to a private folder in ortlab's cache and is deleted after parsing;
     nothing is written to the working directory.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
     """
-    run = edge(
-        model,
-        config,
-        feeds,
-        dims=dims,
-        runs=runs,
-        warmup=warmup,
-        progress=progress,
-        timeout=timeout,
-    )
+    run = edge(model, config, feeds, runs=runs, warmup=warmup, **reach)
     return profile_run(run)
 
 

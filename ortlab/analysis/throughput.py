@@ -14,9 +14,9 @@ sign-test interval of the median per-round ratio). Latency percentiles pool ever
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
 from ortlab.engine import tasks_throughput
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.replies import ThroughputReply
 from ortlab.engine.tasks_throughput import MODES
 
@@ -301,9 +301,7 @@ def throughput(
     rounds: int = MIN_ROUNDS,
     duration_s: float = 0.5,
     warmup_s: float = 0.2,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> ThroughputResult:
     """Requests/s and latency percentiles of ``model`` under ``config`` per concurrency level,
     like ``onnxruntime_perf_test -c``: for each mode (``shared``: c threads run one session;
@@ -313,7 +311,10 @@ def throughput(
     order-statistic interval, level against level a paired sign-test interval
     (:func:`ortlab.core.stats.paired_ratio`). The knee per mode is the highest level measurably
     above the one before it. The per-thread mode is refused when its sessions would not fit in
-    the free memory."""
+    the free memory.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
     levels = concurrency_levels(concurrency)
     wanted = [m for m in MODES if m in set(modes)]
     if not wanted or set(modes) - set(MODES):
@@ -323,7 +324,7 @@ def throughput(
             f"rounds must be >= 1, duration_s > 0 and warmup_s >= 0 (got rounds={rounds}, "
             f"duration_s={duration_s}, warmup_s={warmup_s})"
         )
-    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    run = edge(model, config, feeds, **reach)
     m, cfg, f = run.model, run.config, run.inputs
     with measured_load() as load:
         reply = run_model_task(

@@ -15,9 +15,9 @@ status and the other original nodes sharing its kernel), and the kernels ORT ins
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks, venvs
-from ortlab.engine.calls import Via, check_report, edge, run
+from ortlab.engine.calls import Reach, Via, check_report, edge, run
 from ortlab.engine.worker import Worker
 
 if TYPE_CHECKING:
@@ -224,9 +224,7 @@ def version_diff(
     rounds: int = 6,
     runs: int = 5,
     warmup: int = 2,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> VersionDiffResult:
     """``model`` under two onnxruntime versions (CPU wheels from PyPI, each installed once in
     a virtual environment of ortlab's cache), per node: the time in each with the shift's
@@ -235,7 +233,10 @@ def version_diff(
     time in a session is its median run, and the interval is over the sessions (at least 4
     a side), so a change from one session to the next (a fresh session's memory layout, a
     burst of load on the machine) is not taken for the version's. Raises
-    :class:`VersionInstallError` when a version cannot be installed here."""
+    :class:`VersionInstallError` when a version cannot be installed here.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
     versions = list(versions)
     if len(versions) != 2:
         raise ValueError(
@@ -245,7 +246,8 @@ def version_diff(
         raise ValueError(
             f"rounds and runs must be >= 1 and warmup >= 0 (got {rounds}, {runs}, {warmup})."
         )
-    at = edge(model, config, feeds, dims=dims, runs=runs, warmup=warmup, timeout=timeout)
+    at = edge(model, config, feeds, runs=runs, warmup=warmup, **reach)
+    progress, timeout = at.progress, at.timeout
     m, cfg, f = at.model, at.config, at.inputs
     workers: list[Worker] = []
     try:

@@ -7,7 +7,7 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Protocol, TypedDict, TypeVar, Unpack, cast
 
 import numpy as np
 
@@ -37,17 +37,27 @@ def as_config(config: ConfigLike | None) -> SessionConfig:
     )
 
 
+class Reach(TypedDict, total=False):
+    """What every measuring verb takes beside its model, config and feeds, passed on to
+    :func:`edge` as it was given: ``dims`` (the dims the inputs are made at when no
+    ``feeds`` are given; a dim left out is guessed, and the result says which), ``progress``
+    (a progress bar, False for none, or a ``(done, total)`` callback) and ``timeout``
+    (seconds before the worker is stopped and a clear error raised)."""
+
+    dims: Mapping[str, int] | None
+    progress: bool | Progress
+    timeout: float | None
+
+
 def edge(
     model: ModelLike,
     config: ConfigLike | None,
     feeds: FeedsLike | None,
     *,
-    dims: Mapping[str, int] | None = None,
     runs: int = 1,
     warmup: int = 0,
-    progress: bool | Progress = True,
-    timeout: float | None = None,
     seed: int = 0,
+    **reach: Unpack[Reach],
 ) -> Run:
     """The public edge: what a verb was given, resolved once into a :class:`Run` — the model
     loaded and checked runnable, the config a :class:`SessionConfig`, the inputs the caller's
@@ -57,6 +67,7 @@ def edge(
     cfg = as_config(config)
     m.check_runnable(custom_ops_registered=bool(cfg.custom_op_libraries))
     make = functools.partial(_made_inputs, m, seed)
+    dims = reach.get("dims")
     inputs = validate_feeds(m, feeds) if feeds is not None else make(dims)
     return Run(
         m,
@@ -64,8 +75,8 @@ def edge(
         inputs,
         runs=runs,
         warmup=warmup,
-        progress=progress,
-        timeout=timeout,
+        progress=reach.get("progress", True),
+        timeout=reach.get("timeout"),
         make_inputs=make,
     )
 

@@ -11,9 +11,8 @@ kernels ORT runs (FusedConv, NCHWc Conv, FusedMatMul…), which is what ``ortlab
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_cost
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.replies import GraphNode, ShapesReply
 from ortlab.engine.trace import types_text
 
@@ -269,10 +268,7 @@ def cost(
     model: ModelLike,
     config: ConfigLike | None = None,
     feeds: FeedsLike | None = None,
-    *,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> CostResult:
     """FLOPs, bytes (read + written, weights included) and intensity per node at ``dims``
     (or the shapes of ``feeds``), **computed** from the shapes of one run, not measured.
@@ -280,8 +276,10 @@ def cost(
     It counts the kernels ORT runs under ``config`` (fused and re-laid-out ones included), as
     every verb runs it: the graph ``ortlab.roofline`` times under the same config. To count
     the model's own nodes, pass ``{"level": "disabled"}``.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
     """
-    run = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    run = edge(model, config, feeds, **reach)
     reply = run_model_task(tasks_cost.shapes, run)
     rows, notes = cost_rows(reply)
     unknown = sorted({r.op_type for r in rows if math.isnan(r.flops) and r.kind == "unknown"})

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
@@ -33,7 +32,7 @@ from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.engine import tasks_cost
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import Reach, edge, run_model_task
 
 if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
@@ -254,11 +253,9 @@ def roofline(
     config: ConfigLike | None = None,
     feeds: FeedsLike | None = None,
     *,
-    dims: Mapping[str, int] | None = None,
     runs: int = 20,
     warmup: int = 3,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> RooflineResult:
     """Each node's measured time against the roofline of this machine under ``config``.
 
@@ -267,17 +264,10 @@ def roofline(
     streaming 192 MB, an Add inside the cache), built with the same EP and thread settings
     (spinning off), run in the same worker just before the model's runs: in between them, the
     session's spinning thread pool would take the cores and halve the GEMM's FLOP/s.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
     """
-    run = edge(
-        model,
-        config,
-        feeds,
-        dims=dims,
-        runs=runs,
-        warmup=warmup,
-        progress=progress,
-        timeout=timeout,
-    )
+    run = edge(model, config, feeds, runs=runs, warmup=warmup, **reach)
     return roofline_run(run)
 
 

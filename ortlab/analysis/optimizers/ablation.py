@@ -11,10 +11,10 @@ nothing measurable says so; one whose absence changes the outputs is a numerics 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
+    Reach,
     Via,
     check_report,
     edge,
@@ -108,14 +109,15 @@ def ablate_optimizers(
     only: Sequence[str] | None = None,
     rounds: int = MIN_ROUNDS,
     runs: int = 10,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> AblationResult:
     """Switch off each transformer that fired at ``level`` (or those in ``only``), one at a
     time: nodes, session-creation time, paired latency and output difference against the
-    session with all of them."""
-    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    session with all of them.
+
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
+    run = edge(model, config, feeds, runs=runs, **reach)
     run = run.with_(config=run.config.with_(level=level))
     with cache.temp_dir("ablation-") as folder:  # the graphs are counted, then deleted
         return _ablate(run, folder, level=level, only=only, rounds=rounds)

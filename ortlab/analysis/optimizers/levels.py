@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import Paired, against_first, paired_columns
 from ortlab.engine import tasks
 from ortlab.engine.calls import (
+    Reach,
     Via,
     check_report,
     edge,
@@ -210,19 +211,20 @@ def optimization_diff(
     *,
     rounds: int = 8,
     runs: int = 10,
-    dims: Mapping[str, int] | None = None,
     measure: bool = True,
     disable: Sequence[str] = (),
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> OptimizationResult:
     """Optimize ``model`` at each level, map every node, and time the levels interleaved.
 
     ``disable``: graph transformers ORT must not apply at any level (``["QuickGeluFusion"]``;
     :func:`ortlab.ablate_optimizers` switches each one off in turn); a name ORT does not run
-    is an error that lists the ones it does."""
+    is an error that lists the ones it does.
 
-    run = edge(model, config, feeds, dims=dims, runs=runs, progress=progress, timeout=timeout)
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
+
+    run = edge(model, config, feeds, runs=runs, **reach)
     m, cfg, f = run.model, run.config, run.inputs
     if disable:
         cfg = cfg.with_(disabled_optimizers=[*cfg.disabled_optimizers, *disable])
@@ -241,7 +243,7 @@ def optimization_diff(
     context = f"of {m.name!r} with {cfg.label()}"
     saved = run_task(
         tasks.optimize_levels,
-        Via(desc=f"optimize {m.name}", context=context, progress=progress, timeout=timeout),
+        Via(desc=f"optimize {m.name}", context=context, progress=run.progress, timeout=run.timeout),
         model_path=str(m.path),
         model_name=m.name,
         config=cfg,
@@ -252,7 +254,7 @@ def optimization_diff(
     original = m.nodes
     check_report(saved[keys[0]].report, cfg, m)  # a requested EP that did not load is said
     unknown = (
-        _unknown_transformers(m, cfg, disable, keys[-1], folder=folder, timeout=timeout)
+        _unknown_transformers(m, cfg, disable, keys[-1], folder=folder, timeout=run.timeout)
         if disable
         else None
     )

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 from onnx import TensorProto
@@ -43,7 +43,7 @@ from ortlab.core.onnx_util import elem_bits
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks
-from ortlab.engine.calls import edge, run_model_task
+from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.replies import PlacementReply
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import TensorTypes, node_us_per_run
@@ -456,22 +456,14 @@ def placement(
     *,
     runs: int = 5,
     warmup: int = 2,
-    dims: Mapping[str, int] | None = None,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
+    **reach: Unpack[Reach],
 ) -> PlacementResult:
-    """Where each node of ``model`` runs under ``config``, with measured time per node."""
+    """Where each node of ``model`` runs under ``config``, with measured time per node.
 
-    run = edge(
-        model,
-        config,
-        feeds,
-        dims=dims,
-        runs=runs,
-        warmup=warmup,
-        progress=progress,
-        timeout=timeout,
-    )
+    ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
+    """
+
+    run = edge(model, config, feeds, runs=runs, warmup=warmup, **reach)
     return placement_run(run)
 
 
