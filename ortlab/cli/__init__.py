@@ -37,6 +37,7 @@ from ortlab.cli.args import (
     seconds_arg,
     session_config,
     targets_arg,
+    verb_args,
     wants_progress,
     write_node_data,
 )
@@ -209,16 +210,9 @@ def _inspect(args: argparse.Namespace) -> None:
 
 def _bench(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     b = ortlab.benchmark(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        runs=args.runs,
-        warmup=args.warmup,
-        duration_s=args.duration,
-        dims=args.dims,
-        progress=wants_progress(args),
+        m, cfg, feeds, runs=args.runs, warmup=args.warmup, duration_s=args.duration, **reach
     )
     print(b.to_json(indent=2) if args.json else b.to_text())
 
@@ -227,19 +221,11 @@ def _profile(args: argparse.Namespace) -> None:
 
     from ortlab.views.profile import fused_map
 
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     # The placement join runs the same profiled runs and maps every kernel of ORT's final
     # graph to the model's nodes it computes: the table names kernels as the Lab, the graph
     # and the report do ("p2o.Conv.12 + 2 more (kernel r169_nchwc)"), not ORT's "r169_nchwc".
-    pl = ortlab.placement(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        runs=args.runs,
-        warmup=args.warmup,
-        dims=args.dims,
-        progress=wants_progress(args),
-    )
+    pl = ortlab.placement(m, cfg, feeds, runs=args.runs, warmup=args.warmup, **reach)
     assert pl.profile is not None
     p = pl.profile
     print(p.to_json() if args.json else p.to_text(top=args.top, fused=fused_map(pl, p)))
@@ -254,32 +240,24 @@ def _profile(args: argparse.Namespace) -> None:
 
 def _place(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
-    pl = ortlab.placement(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        runs=args.runs,
-        dims=args.dims,
-        progress=wants_progress(args),
-    )
+    m, cfg, feeds, reach = verb_args(args)
+    pl = ortlab.placement(m, cfg, feeds, runs=args.runs, **reach)
     print(pl.to_json(indent=2) if args.json else pl.to_text())
     write_node_data(args, m, "provider", placement=pl)
 
 
 def _optimize(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     opt = ortlab.optimization_diff(
         m,
         args.levels,
-        session_config(args),
-        load_feeds(args.feeds, m),
+        cfg,
+        feeds,
         rounds=args.rounds,
         runs=args.runs,
-        dims=args.dims,
         measure=not args.no_timing,
-        progress=wants_progress(args),
+        **reach,
     )
     print(opt.to_json() if args.json else opt.to_text())
 

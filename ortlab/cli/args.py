@@ -22,6 +22,7 @@ from ortlab.engine import examples
 if TYPE_CHECKING:
     from ortlab.core.inputs import Feeds
     from ortlab.core.model import Model
+    from ortlab.engine.calls import Reach
 
 
 def load_model(spec: str) -> Model:
@@ -218,6 +219,17 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
 
 def wants_progress(args: argparse.Namespace) -> bool:
     return not args.json and sys.stderr.isatty()
+
+
+def verb_args(
+    args: argparse.Namespace,
+) -> tuple[Model, ortlab.SessionConfig, Feeds | None, Reach]:
+    """What every session verb takes, from a command's arguments: the model, its config,
+    the feeds of ``--feeds`` (or None: made at ``--dims``) and how the verb is reached (the
+    dims; a progress bar only on a terminal, never beside ``--json``)."""
+    m = load_model(args.model)
+    reach: Reach = {"dims": args.dims, "progress": wants_progress(args)}
+    return m, session_config(args), load_feeds(args.feeds, m), reach
 
 
 def add_node_data_arg(p: argparse.ArgumentParser, figure: str) -> None:

@@ -14,10 +14,8 @@ from ortlab.analysis.diverge import METRICS
 from ortlab.cli.args import (
     add_node_data_arg,
     add_session_args,
-    load_feeds,
     load_model,
-    session_config,
-    wants_progress,
+    verb_args,
     write_node_data,
 )
 from ortlab.core.model import Model
@@ -63,7 +61,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _diverge(args: argparse.Namespace) -> None:
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     models = [a for a in args.against if isinstance(a, str)]
     changes: dict[str, object] = {}
     for a in args.against:
@@ -76,14 +74,7 @@ def _diverge(args: argparse.Namespace) -> None:
         )
     against: Model | dict[str, object] = load_model(models[0]) if models else changes
     r = ortlab.diverge(
-        m,
-        against,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        dims=args.dims,
-        metric=args.metric,
-        threshold=args.threshold,
-        progress=wants_progress(args),
+        m, against, cfg, feeds, metric=args.metric, threshold=args.threshold, **reach
     )
     print(r.to_json() if args.json else r.to_text())
     write_node_data(args, m, "error", error=r)

@@ -19,6 +19,7 @@ from ortlab.cli.args import (
     providers_arg,
     seconds_arg,
     session_config,
+    verb_args,
     wants_progress,
 )
 from ortlab.cli.llmbench import int_list
@@ -90,28 +91,15 @@ def _version_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _cost(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
-    c = ortlab.cost(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        dims=args.dims,
-        progress=wants_progress(args),
-    )
+    m, cfg, feeds, reach = verb_args(args)
+    c = ortlab.cost(m, cfg, feeds, **reach)
     print(c.to_json() if args.json else c.to_text(top=args.top))
 
 
 def _roofline(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
-    r = ortlab.roofline(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        dims=args.dims,
-        runs=args.runs,
-        progress=wants_progress(args),
-    )
+    m, cfg, feeds, reach = verb_args(args)
+    r = ortlab.roofline(m, cfg, feeds, runs=args.runs, **reach)
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
 
@@ -142,17 +130,16 @@ def _sweep(args: argparse.Namespace) -> None:
 
 
 def _throughput(args: argparse.Namespace) -> None:
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     t = ortlab.throughput(
         m,
-        session_config(args),
-        load_feeds(args.feeds, m),
+        cfg,
+        feeds,
         concurrency=args.concurrency,
         modes=args.modes.split(","),
         rounds=args.rounds,
         duration_s=args.duration,
-        dims=args.dims,
-        progress=wants_progress(args),
+        **reach,
     )
     print(t.to_json() if args.json else t.to_text())
 
@@ -212,17 +199,10 @@ def _versions_arg(text: str) -> list[str]:
 
 def _version_diff(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m, cfg, feeds, reach = verb_args(args)
     versions = args.versions if isinstance(args.versions, list) else _versions_arg(args.versions)
     r = ortlab.version_diff(
-        m,
-        session_config(args),
-        load_feeds(args.feeds, m),
-        versions=versions,
-        rounds=args.rounds,
-        runs=args.runs,
-        dims=args.dims,
-        progress=wants_progress(args),
+        m, cfg, feeds, versions=versions, rounds=args.rounds, runs=args.runs, **reach
     )
     print(r.to_json() if args.json else r.to_text(top=args.top))
 
