@@ -17,7 +17,7 @@ import datetime as _dt
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.reportdata import ThisMachine, gather, this_machine
@@ -388,21 +388,41 @@ def _timing_sections(
     return out
 
 
+class Given(TypedDict, total=False):
+    """Results a caller already has, for the report to show as they are (by the verb that
+    made them): the doctor's own profile, placement and what-if stand in for any not given."""
+
+    profile: ProfileResult | None
+    placement: PlacementResult | None
+    optimization: OptimizationResult | None
+    compare: CompareResult | None
+    benchmark: BenchmarkResult | None
+    history: pd.DataFrame | None
+    whatif: WhatIfResult | None
+
+
+def _with_doctor(given: Given, doctor: DoctorResult | None) -> Given:
+    """``given``, with the doctor's profile, placement and what-if where none was given."""
+    out = given.copy()
+    if doctor is not None:
+        if out.get("profile") is None:
+            out["profile"] = doctor.profile
+        if out.get("placement") is None:
+            out["placement"] = doctor.placement
+        if out.get("whatif") is None:
+            out["whatif"] = doctor.whatif
+    return out
+
+
 def report_html(
     model: Model,
     doctor: DoctorResult | None = None,
     *,
-    profile: ProfileResult | None = None,
-    placement: PlacementResult | None = None,
-    optimization: OptimizationResult | None = None,
-    compare: CompareResult | None = None,
-    benchmark: BenchmarkResult | None = None,
-    history: pd.DataFrame | None = None,
-    whatif: WhatIfResult | None = None,
     title: str | None = None,
     measured_here: Mapping[str, tuple[str, bool]] | None = None,
     machine: ThisMachine | None = None,
     extra: Sequence[Result] = (),
+    **given: Unpack[Given],
 ) -> str:
     """The report as one HTML string (see :func:`report`); nothing is measured here.
 
@@ -412,8 +432,10 @@ def report_html(
     from plotly.offline import get_plotlyjs
 
     own = {k: _Inputs(*v) for k, v in (measured_here or {}).items()}
-    profile = profile if profile is not None else getattr(doctor, "profile", None)
-    placement = placement if placement is not None else getattr(doctor, "placement", None)
+    given = _with_doctor(given, doctor)
+    profile, placement = given.get("profile"), given.get("placement")
+    optimization, compare = given.get("optimization"), given.get("compare")
+    benchmark, history = given.get("benchmark"), given.get("history")
     sections: list[tuple[str, str]] = []
     generation = next((x for x in extra if isinstance(x, GenerationResult)), None)
     summary = _summary_html(model, doctor, profile, benchmark, generation)
@@ -441,7 +463,7 @@ def report_html(
         )
     elif profile is not None and profile.report is not None:
         sections.append(("Placement", session_report_html(profile.report)))
-    whatif = whatif if whatif is not None else getattr(doctor, "whatif", None)
+    whatif = given.get("whatif")
     if whatif is not None:
         sections.append(("Where would it run? (predicted, not measured)", whatif_html(whatif)))
     if optimization is not None:
@@ -520,17 +542,11 @@ def report(
     *,
     path: str | Path = "report.html",
     dims: Mapping[str, int] | None = None,
-    profile: ProfileResult | None = None,
-    placement: PlacementResult | None = None,
-    optimization: OptimizationResult | None = None,
-    compare: CompareResult | None = None,
-    benchmark: BenchmarkResult | None = None,
-    history: pd.DataFrame | None = None,
-    whatif: WhatIfResult | None = None,
     compute: bool = True,
     levels: Sequence[str] = ("disabled", "basic", "extended", "all"),
     progress: bool | Callable[[int, int], None] = False,
     extra: Sequence[Result] = (),
+    **given: Unpack[Given],
 ) -> Path:
     """Write the HTML report of ``model`` to ``path`` and return the path.
 
@@ -548,28 +564,19 @@ def report(
         config=config,
         feeds=feeds,
         dims=dims,
-        profile=profile,
-        placement=placement,
-        optimization=optimization,
+        profile=given.get("profile"),
+        placement=given.get("placement"),
+        optimization=given.get("optimization"),
         compute=compute,
         levels=levels,
         progress=progress,
     )
     if got.generation is not None and not any(x is got.generation for x in extra):
         extra = [got.generation, *extra]
-    text = report_html(
-        m,
-        doctor,
-        profile=got.profile,
-        placement=got.placement,
-        optimization=got.optimization,
-        compare=compare,
-        benchmark=benchmark,
-        history=history,
-        whatif=whatif,
-        measured_here=got.measured_here,
-        extra=extra,
-    )
+    shown = given.copy()  # what was given, with what was measured here in its place
+    shown["profile"], shown["placement"] = got.profile, got.placement
+    shown["optimization"] = got.optimization
+    text = report_html(m, doctor, measured_here=got.measured_here, extra=extra, **shown)
     out = Path(path)
     out.write_text(text, encoding="utf-8")
     return out
