@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import record, verdict_fields
 from ortlab.core import cache
 from ortlab.core.stats import paired_ratio
 from ortlab.engine.errorsums import ErrorSums
@@ -66,9 +66,7 @@ def fold_rates(rounds: int) -> list[dict[str, Any]]:
                 "mb_a_side": mb,
                 "ortlab_gb_per_s": gb / statistics.median(times["ortlab"]),
                 "numpy_gb_per_s": gb / statistics.median(times["numpy"]),
-                "ratio": verdict.ratio,
-                "ci95": [verdict.low, verdict.high],
-                "verdict": verdict.text("plain numpy", "ortlab's fold"),
+                **verdict_fields(verdict, "ratio", "plain numpy", "ortlab's fold"),
             }
         )
         del x, y

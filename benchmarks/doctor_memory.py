@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 import ortlab
-from benchmarks._common import record
-from benchmarks.real_models import DOCTOR_BUDGET_S, _Peak, _session_peak
+from benchmarks._common import RssWatch, markdown_table, record, session_peak
+from benchmarks.real_models import DOCTOR_BUDGET_S
 from tests import corpus
 
 CFG = ortlab.SessionConfig(providers=["cpu"])
@@ -44,7 +44,7 @@ def _fresh_peak(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, str]:
     worker = get_worker()
     worker.call("ping", {})
     idle = psutil.Process(worker.pid).memory_info().rss >> 20
-    with _Peak() as peak, warnings.catch_warnings():
+    with RssWatch() as peak, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             out = fn(*args, **kwargs)
@@ -102,7 +102,7 @@ def run_model(name: str) -> dict[str, Any]:
     row: dict[str, Any] = {"model": name}
     with tempfile.TemporaryDirectory() as tmp:
         np.savez(Path(tmp) / "feeds.npz", **feeds)
-        peak, base = _session_peak(m.path, Path(tmp) / "feeds.npz")
+        peak, base = session_peak(m.path, Path(tmp) / "feeds.npz")
         row["session MB"] = round(peak - base)
         for n in (1, 16):
             row[f"ORT static alone, {n} samples MB"] = _ort_static_mb(
@@ -144,9 +144,7 @@ def main(names: list[str]) -> None:
         "transformer_optimize MB",
         "doctor MB",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        lines.append("| " + " | ".join("—" if r.get(h) is None else str(r[h]) for h in head) + " |")
+    lines = markdown_table(head, [["—" if r.get(h) is None else r[h] for h in head] for r in rows])
     intro = re.sub(
         r"\s+",
         " ",

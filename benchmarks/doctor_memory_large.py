@@ -9,52 +9,20 @@ twice: ORT's memory pattern allocates on the second run). The promise: about two
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from typing import Any
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import RssWatch, record
 from tests import corpus
 
 MODEL = "isnet_fp16"
 
 
-class _Watch:
-    """The worker's resident size (children included) sampled every 20 ms, with times."""
+def _rss_mb(pid: int) -> int:
+    import psutil
 
-    def __init__(self, pid: int) -> None:
-        import psutil
-
-        self.proc = psutil.Process(pid)
-        self.samples: list[tuple[float, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        import psutil
-
-        while not self._stop.is_set():
-            try:
-                rss = self.proc.memory_info().rss + sum(
-                    c.memory_info().rss for c in self.proc.children(recursive=True)
-                )
-            except psutil.Error:
-                rss = 0
-            self.samples.append((time.time(), rss))
-            time.sleep(0.02)
-
-    def __enter__(self) -> _Watch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def peak_mb(self, start: float = 0.0, end: float = float("inf")) -> int:
-        got = [r for t, r in self.samples if start <= t <= end]
-        return max(got, default=0) >> 20
+    return psutil.Process(pid).memory_info().rss >> 20
 
 
 def _fresh_worker() -> Any:
@@ -69,14 +37,14 @@ def _fresh_worker() -> Any:
 def main(budget_s: float) -> None:
     path = corpus.path(MODEL)
     worker = _fresh_worker()
-    idle = _Watch(worker.pid).proc.memory_info().rss >> 20
-    with _Watch(worker.pid) as watch:
+    idle = _rss_mb(worker.pid)
+    with RssWatch(worker.pid) as watch:
         ortlab.benchmark(path, runs=1, warmup=1, progress=False)
     session = watch.peak_mb() - idle
     worker = _fresh_worker()
-    idle = _Watch(worker.pid).proc.memory_info().rss >> 20
+    idle = _rss_mb(worker.pid)
     t0 = time.time()
-    with _Watch(worker.pid) as watch:
+    with RssWatch(worker.pid) as watch:
         d = ortlab.doctor(path, budget_s=budget_s, progress=False, memory=False)
     rows, at = [], t0
     for stage, seconds in d.stages.items():

@@ -29,7 +29,7 @@ import numpy as np
 import onnxruntime as ort
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import record, verdict_fields
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.stats import paired_ratio
 from ortlab.engine.tasks_generate import step_feeds
@@ -160,9 +160,7 @@ def measure(name: str, rounds: int, new: int) -> dict:
         out[ref] = {
             "ortlab_tokens_per_s": float(np.median(got[ours_key])),
             "ref_tokens_per_s": float(np.median(got[ref])),
-            "time_ratio": v.ratio,
-            "ci95": [v.low, v.high],
-            "verdict": v.text(ref, "ortlab.generate"),
+            **verdict_fields(v, "time_ratio", ref, "ortlab.generate"),
         }
     if "genai" in out:
         out["genai"]["tokens_equal"] = tokens_equal

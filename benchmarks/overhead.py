@@ -14,24 +14,14 @@ bare loop in this process, interleaved the same way.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import onnxruntime as ort
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import record, verdict_fields
 from ortlab.core.stats import paired_ratio
-
-
-def bare_median_ms(sess: ort.InferenceSession, feeds: dict, runs: int) -> float:
-    clock = time.perf_counter_ns
-    lat = []
-    for _ in range(runs):
-        t0 = clock()
-        sess.run(None, feeds)
-        lat.append(clock() - t0)
-    return float(np.median(lat)) / 1e6
+from tests.reference import bare_median_ms
 
 
 def measure(mode: str, rounds: int, runs: int) -> dict:
@@ -62,9 +52,7 @@ def measure(mode: str, rounds: int, runs: int) -> dict:
         "runs_per_round": runs,
         "ortlab_p50_ms": float(np.median(ours)),
         "bare_p50_ms": float(np.median(bare)),
-        "ratio": verdict.ratio,
-        "ci95": [verdict.low, verdict.high],
-        "verdict": verdict.text("bare sess.run loop", "ortlab.benchmark"),
+        **verdict_fields(verdict, "ratio", "bare sess.run loop", "ortlab.benchmark"),
     }
 
 

@@ -33,7 +33,7 @@ import numpy as np
 import onnxruntime as ort
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import record, verdict_fields
 from ortlab.analysis.profiling import ProfileResult, parse_profile_file
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
@@ -118,9 +118,12 @@ def measure(path: Path, rounds: int) -> dict[str, Any]:
         "ortlab_s": float(np.median(ours)),
         "ort_processor_s": float(np.median(theirs)),
         "ortlab_events_per_s": events / float(np.median(ours)),
-        "ratio_ortlab_over_ort": verdict.ratio,
-        "ci95": [verdict.low, verdict.high],
-        "verdict": verdict.text("onnxruntime.transformers.profile_result_processor", "ortlab"),
+        **verdict_fields(
+            verdict,
+            "ratio_ortlab_over_ort",
+            "onnxruntime.transformers.profile_result_processor",
+            "ortlab",
+        ),
     }
 
 

@@ -30,83 +30,19 @@ from typing import Any
 import numpy as np
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import RssWatch, markdown_table, record, session_peak
 from ortlab.analysis.profiling import self_durations
 from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
 from tests import corpus
-from tests.test_real_models import COMPUTES  # the tests' own table of ORT kernel names
+from tests.reference import COMPUTES, bare_median_ms  # the tests' own, independent of ortlab
 
 CFG = ortlab.SessionConfig(providers=["cuda", "cpu"])
 DOCTOR_BUDGET_S = 30.0
 
 
-class _Peak:
-    """The ortlab worker's peak RSS (with its children) while the block runs, sampled."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        import psutil
-
-        from ortlab.engine.worker import get_worker
-
-        while not self._stop.is_set():
-            pid = getattr(get_worker(), "pid", None)
-            with contextlib.suppress(psutil.Error, TypeError):
-                proc = psutil.Process(pid)
-                rss = proc.memory_info().rss + sum(
-                    c.memory_info().rss for c in proc.children(recursive=True)
-                )
-                self.peak = max(self.peak, rss)
-            self._stop.wait(0.02)
-
-    def __enter__(self) -> _Peak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-_SESSION_PEAK = """
-import sys, numpy as np, onnxruntime as ort
-def hwm():  # the process's own peak (ru_maxrss would carry the parent's over fork + exec)
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-base = hwm()
-feeds = dict(np.load(sys.argv[2], allow_pickle=False))
-sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
-sess.run(None, feeds)
-print(base, hwm())
-"""
-
-
-def _session_peak(path: Path, feeds_file: Path) -> tuple[float, float]:
-    """(peak MB of a fresh process that imports onnxruntime, builds one session and runs it
-    once; MB after the import alone)."""
-    import subprocess
-
-    out = subprocess.run(
-        [sys.executable, "-c", _SESSION_PEAK, str(path), str(feeds_file)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    base, peak = (int(x) for x in out.stdout.split())
-    return peak / 1024, base / 1024
-
-
 def _attempt(row: dict[str, Any], verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     t0 = time.perf_counter()
-    with _Peak() as peak, warnings.catch_warnings(record=True) as seen:
+    with RssWatch() as peak, warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
             out = fn(*args, **kwargs)
@@ -132,14 +68,7 @@ def _bare_ratio(m: ortlab.Model, feeds: dict[str, Any]) -> float:
     ratios = []
     for _ in range(3):
         b = ortlab.benchmark(m, {"providers": ["cpu"]}, feeds, runs=30, warmup=5, progress=False)
-        for _ in range(5):
-            sess.run(None, feeds)
-        lat = []
-        for _ in range(30):
-            t0 = time.perf_counter_ns()
-            sess.run(None, feeds)
-            lat.append(time.perf_counter_ns() - t0)
-        ratios.append(b.stats.p50_ms / (float(np.median(lat)) / 1e6))
+        ratios.append(b.stats.p50_ms / bare_median_ms(sess, feeds, runs=30, warmup=5))
     return float(np.median(ratios))
 
 
@@ -147,23 +76,15 @@ def _cli(row: dict[str, Any], name: str, feeds_file: Path, out: Path) -> None:
     from ortlab.cli import main
 
     path = str(corpus.path(name))
-    common = ["--providers", "cuda,cpu", "--feeds", str(feeds_file)]
+    given = ["--feeds", str(feeds_file)]
+    common = ["--providers", "cuda,cpu", *given]
     verbs = {
         "inspect": ["inspect", path],
         "bench": ["bench", path, *common, "--runs", "10"],
         "profile": ["profile", path, *common, "--runs", "5"],
         "place": ["place", path, *common],
         "optimize": ["optimize", path, *common, "--levels", "disabled,all", "--rounds", "6"],
-        "quantize": [
-            "quantize",
-            path,
-            "--mode",
-            "dynamic",
-            "--feeds",
-            str(feeds_file),
-            "-o",
-            str(out / "q.onnx"),
-        ],
+        "quantize": ["quantize", path, "--mode", "dynamic", *given, "-o", str(out / "q.onnx")],
         "doctor": ["doctor", path, *common, "--budget", "30"],
         "report": ["report", path, *common, "--budget", "30", "-o", str(out / "r.html")],
     }
@@ -271,25 +192,27 @@ def run_model(name: str) -> dict[str, Any]:
 
         _attempt(row, "graph", graph_data, m, placement=pl)
         np.savez(Path(tmp) / "feeds.npz", **feeds)
-        row["session MB"], row["ORT import MB"] = _session_peak(m.path, Path(tmp) / "feeds.npz")
+        row["session MB"], row["ORT import MB"] = session_peak(m.path, Path(tmp) / "feeds.npz")
         _cli(row, name, Path(tmp) / "feeds.npz", Path(tmp))
     row["bench/bare"] = round(_bare_ratio(m, feeds), 3)
     return row
 
 
+_MEMORY_VERBS = [
+    "placement",
+    "profile",
+    "benchmark",
+    "optimization_diff",
+    "quantize",
+    "compare",
+    "quantization_error",
+    "doctor",
+    "report",
+]
+
+
 def _markdown(rows: list[dict[str, Any]]) -> str:
-    verbs = [
-        "placement",
-        "profile",
-        "benchmark",
-        "optimization_diff",
-        "quantize",
-        "compare",
-        "quantization_error",
-        "doctor",
-        "report",
-        "graph",
-    ]
+    verbs = [*_MEMORY_VERBS, "graph"]
     cli = ["inspect", "bench", "profile", "place", "optimize", "quantize", "doctor", "report"]
     head = [
         "model",
@@ -302,7 +225,7 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         "CLI",
         "says fallback",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = []
     for r in rows:
         cells = [
             r["model"],
@@ -319,21 +242,8 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         bad = [f"{c}: {r[f'cli {c}']}" for c in cli if r.get(f"cli {c}", "OK") != "OK"]
         cells.append("all OK" if not bad else "; ".join(bad))
         cells.append(", ".join(r.get("says fallback", [])))
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines)
-
-
-_MEMORY_VERBS = [
-    "placement",
-    "profile",
-    "benchmark",
-    "optimization_diff",
-    "quantize",
-    "compare",
-    "quantization_error",
-    "doctor",
-    "report",
-]
+        table.append([c.replace("|", "/") for c in cells])
+    return "\n".join(markdown_table(head, table))
 
 
 def _memory_markdown(rows: list[dict[str, Any]]) -> str:
@@ -347,7 +257,7 @@ def _memory_markdown(rows: list[dict[str, Any]]) -> str:
         f"doctor s (budget {DOCTOR_BUDGET_S:g})",
         "doctor / budget",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = []
     for r in rows:
         sess = float(r.get("session MB", 0.0)) - float(r.get("ORT import MB", 0.0))
         idle = float(r.get("worker idle MB", 0.0))
@@ -364,8 +274,8 @@ def _memory_markdown(rows: list[dict[str, Any]]) -> str:
             "—" if doctor_s is None else f"{doctor_s:.1f}",
             "—" if doctor_s is None else f"{doctor_s / DOCTOR_BUDGET_S:.2f}",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.append(cells)
+    return "\n".join(markdown_table(head, table))
 
 
 def main(names: list[str]) -> None:

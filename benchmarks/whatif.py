@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import ortlab
-from benchmarks._common import record
+from benchmarks._common import markdown_table, record
 from tests import corpus
 
 TARGETS = ["qnn", "nnapi", "coreml", "openvino"]
@@ -102,10 +102,10 @@ def main(names: list[str]) -> None:
         "s/target",
         "wall s",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = []
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['run']} | | * | error: {r['error']} |" + " |" * 8)
+            table.append([r["model"], r["run"], "", "*", f"error: {r['error']}", *[""] * 8])
             continue
         predicted = r["evidence"] in ("compiled", "rules", "measured")
         cells = [
@@ -123,7 +123,8 @@ def main(names: list[str]) -> None:
             f"{r['seconds']:.2f}",
             f"{r['wall']:.2f}",
         ]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        table.append(cells)
+    lines = markdown_table(head, table)
     timed = [r for r in rows if "error" not in r and r["evidence"] != "unknown"]
     worst = max(timed, key=lambda r: r["seconds"]) if timed else None
     big = [r for r in timed if r["nodes"] >= 800]

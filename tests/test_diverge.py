@@ -16,13 +16,28 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import ortlab
 from ortlab.cli import main
 from ortlab.core.errors import OptionError
+from tests import models
 
 PLANT = 601
+
+
+def save_float_model(
+    path: Path,
+    name: str,
+    nodes: list[onnx.NodeProto],
+    initializers: list[onnx.TensorProto],
+    output: str,
+    shape: list[int],
+) -> Path:
+    """Save ``nodes`` as a model from float ``x`` to float ``output``, both of ``shape``."""
+    io = [models.vi("x", shape=shape)], [models.vi(output, shape=shape)]
+    onnx.save(models.make(nodes, *io, initializers, name=name), path)
+    return path
 
 
 def chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
@@ -38,16 +53,7 @@ def chain(path: Path, plant: int | None = None, n: int = 1000) -> Path:
         weights.append(numpy_helper.from_array(c, f"c{i}"))
         nodes.append(helper.make_node(op, [x, f"c{i}"], [f"t{i}"], name=f"n{i}"))
         x = f"t{i}"
-    graph = helper.make_graph(
-        nodes,
-        "chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 64])],
-        weights,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.save(model, path)
-    return path
+    return save_float_model(path, "chain", nodes, weights, x, [1, 64])
 
 
 @pytest.fixture(scope="module")
@@ -138,16 +144,7 @@ def qdq_chain(path: Path, plant: int | None = None, blocks: int = 250) -> Path:
             helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"),
         ]
         x = f"a{i}"
-    graph = helper.make_graph(
-        nodes,
-        "qdq_chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [4, 32])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.save(model, path)
-    return path
+    return save_float_model(path, "qdq_chain", nodes, inits, x, [4, 32])
 
 
 def test_a_planted_qdq_scale_is_located_exactly(tmp_path: Path) -> None:

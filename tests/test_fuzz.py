@@ -124,24 +124,33 @@ def _exercise(model: ortlab.Model) -> None:
         event(f"then: {type(err).__name__}")
 
 
-@fuzz(1000)
-@given(data=mutated_model(), by_path=st.booleans())
-def test_loader_on_mutated_bytes(
-    tmp_path_factory: pytest.TempPathFactory, data: bytes, by_path: bool
-) -> None:
+def _beside_weights(tmp_path_factory: pytest.TempPathFactory, prefix: str, data: bytes) -> Path:
+    """``model.onnx`` holding ``data``, in a new folder next to the external data file of
+    EXTERNAL_SEED's folder layout."""
+    folder = tmp_path_factory.mktemp(prefix)
+    (folder / "weights.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
+    path = folder / "model.onnx"
+    path.write_bytes(data)
+    return path
+
+
+def _load_and_exercise(source: Path | bytes | onnx.ModelProto) -> None:
+    """Load ``source``: an ortlab error, or a Model every cheap verb then runs on."""
     try:
-        if by_path:  # next to the external data file of EXTERNAL_SEED's folder layout
-            folder = tmp_path_factory.mktemp("m")
-            (folder / "weights.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
-            (folder / "model.onnx").write_bytes(data)
-            model = ortlab.load(folder / "model.onnx")
-        else:
-            model = ortlab.load(data)
+        model = ortlab.load(source)
     except OrtlabError as err:
         event(f"load: {type(err).__name__}")
         return
     event("load: Model")
     _exercise(model)
+
+
+@fuzz(1000)
+@given(data=mutated_model(), by_path=st.booleans())
+def test_loader_on_mutated_bytes(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, by_path: bool
+) -> None:
+    _load_and_exercise(_beside_weights(tmp_path_factory, "m", data) if by_path else data)
 
 
 _INT = st.one_of(st.integers(-3, 8), st.sampled_from([2**31, 2**40, 2**63 - 1, -(2**62)]))
@@ -199,18 +208,9 @@ def edited_model(draw: st.DrawFn) -> onnx.ModelProto:
 def test_loader_on_edited_models(
     tmp_path_factory: pytest.TempPathFactory, proto: onnx.ModelProto
 ) -> None:
-    folder = tmp_path_factory.mktemp("e")
-    (folder / "weights.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
-    path = folder / "model.onnx"
-    path.write_bytes(proto.SerializeToString())
+    path = _beside_weights(tmp_path_factory, "e", proto.SerializeToString())
     for source in (path, proto):
-        try:
-            model = ortlab.load(source)
-        except OrtlabError as err:
-            event(f"load: {type(err).__name__}")
-            continue
-        event("load: Model")
-        _exercise(model)
+        _load_and_exercise(source)
 
 
 # ------------------------------------------------------------------ (b) the input synthesizer

@@ -8,6 +8,7 @@ from onnx import helper
 import ortlab
 from ortlab.analysis.graph.mapping import OpNode, graph_nodes, map_nodes
 from tests import models
+from tests.reference import COMPUTES  # ORT's kernel names, independent of ortlab's table
 
 
 def N(name: str, op: str, ins: list[str], outs: list[str], domain: str = "") -> OpNode:  # noqa: N802
@@ -120,23 +121,6 @@ def test_no_node_unaccounted_on_a_control_flow_model() -> None:
     m = ortlab.load(models.with_if())
     opt = ortlab.optimization_diff(m, levels=["disabled", "all"], measure=False, progress=False)
     assert all(lv.unaccounted == [] for lv in opt.levels)
-
-
-# Kernels that compute an original op (ORT's CPU EP names, NCHWc and contrib fusions).
-COMPUTES = {
-    "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
-    "MatMul": {
-        "MatMul",
-        "FusedMatMul",
-        "Gemm",
-        "FusedGemm",
-        "MatMulInteger",
-        "QGemm",
-        "DynamicQuantizeMatMul",
-        "MatMulIntegerToFloat",
-        "Attention",
-    },
-}
 
 
 def test_nchwc_chain_credits_each_conv_to_its_conv_kernel() -> None:

@@ -173,6 +173,7 @@ def test_nodes_rank_by_their_median_run_not_by_one_stalled_run() -> None:
 def test_tables_from_fixed_events() -> None:
     p = _result()
     nodes = p.by_node()
+    memory = ["output", "activation", "parameter", "in_use", "peak", "arena"]
     assert list(nodes.columns) == [
         "node",
         "op_type",
@@ -186,12 +187,7 @@ def test_tables_from_fixed_events() -> None:
         "self_us",
         "input_shapes",
         "output_shapes",
-        "output_bytes",
-        "activation_bytes",
-        "parameter_bytes",
-        "in_use_bytes",
-        "peak_bytes",
-        "arena_bytes",
+        *(f"{m}_bytes" for m in memory),
     ]
     assert (nodes["self_us"] == nodes["total_us"]).all()  # no control flow: self = total
     assert set(nodes["node"]) == NODES

@@ -30,26 +30,10 @@ from ortlab.analysis.quantization.quantize import calibration_data
 from ortlab.core.errors import OrtlabError, ProviderFallbackWarning
 from ortlab.engine.worker import get_worker
 from tests import corpus
+from tests.reference import COMPUTES  # ORT's kernel names, independent of ortlab's table
 
 pytestmark = pytest.mark.corpus
 
-# Kernels of ORT's final graph that compute an original op: this test's own table, written
-# from ORT's op names, independent of the one ortlab's mapping checks itself with.
-COMPUTES = {
-    "Conv": {"Conv", "FusedConv", "NhwcConv", "QLinearConv", "ConvInteger"},
-    "MatMul": {
-        "MatMul",
-        "FusedMatMul",
-        "Gemm",
-        "FusedGemm",
-        "MatMulInteger",
-        "QGemm",
-        "DynamicQuantizeMatMul",
-        "MatMulIntegerToFloat",
-        "Attention",
-    },
-    "Gemm": {"Gemm", "FusedGemm", "MatMul", "FusedMatMul", "QGemm"},
-}
 CUDA_CPU = ortlab.SessionConfig(providers=["cuda", "cpu"])
 
 
@@ -310,7 +294,8 @@ def test_every_cli_verb_runs_or_says_why(
     path = str(corpus.path(name))
     feeds = tmp_path / "feeds.npz"
     np.savez(feeds, **corpus.feeds(name))
-    session = ["--providers", "cuda,cpu", "--feeds", str(feeds)]
+    given = ["--feeds", str(feeds)]
+    session = ["--providers", "cuda,cpu", *given]
     verbs = {
         "inspect": ["inspect", path],
         "bench": ["bench", path, *session, "--runs", "5"],
@@ -327,16 +312,7 @@ def test_every_cli_verb_runs_or_says_why(
             "--runs",
             "2",
         ],
-        "quantize": [
-            "quantize",
-            path,
-            "--mode",
-            "dynamic",
-            "--feeds",
-            str(feeds),
-            "-o",
-            str(tmp_path / "q.onnx"),
-        ],
+        "quantize": ["quantize", path, "--mode", "dynamic", *given, "-o", str(tmp_path / "q.onnx")],
         "report": ["report", path, *session, "--no-doctor", "-o", str(tmp_path / "r.html")],
     }
     for verb, argv in verbs.items():
@@ -601,18 +577,20 @@ def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> Non
     sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
     a, b = sess.run(None, feeds)[0], sess.run(None, feeds)[0]
     assert a.shape != b.shape or not np.array_equal(a, b)  # the premise: runs differ
-    seeded = [
-        run(
+
+    def seeded_outputs(model: ortlab.Model) -> list[dict[str, np.ndarray]]:
+        """The model's outputs on ``feeds`` in the worker, its random ops seeded by name."""
+        return run(
             tasks.outputs_many,
             Via("outputs"),
-            model_path=str(m.path),
-            model_name=m.name,
+            model_path=str(model.path),
+            model_name=model.name,
             config=ortlab.SessionConfig(),
             samples=[feeds],
             seeded=True,
-        )[0]["output"]
-        for _ in range(2)
-    ]
+        )
+
+    seeded = [seeded_outputs(m)[0]["output"] for _ in range(2)]
     assert np.array_equal(*seeded)
     q = ortlab.quantize(m, mode="dynamic")
     noise = [n.output[0] for n in m.proto.graph.node if n.op_type == "RandomNormalLike"]
@@ -632,24 +610,7 @@ def test_a_model_that_draws_random_numbers_is_compared_on_seeded_copies() -> Non
     if "degenerate" in out:  # lengths differ: said, not scored
         assert "shape differs" in str(out["degenerate"]) and math.isnan(float(out["cosine"]))
         assert any("'output' not scored" in n for n in c.notes)
-    base = run(
-        tasks.outputs_many,
-        Via("outputs"),
-        model_path=str(m.path),
-        model_name=m.name,
-        config=ortlab.SessionConfig(),
-        samples=[feeds],
-        seeded=True,
-    )
-    other = run(
-        tasks.outputs_many,
-        Via("outputs"),
-        model_path=str(q.path),
-        model_name=q.name,
-        config=ortlab.SessionConfig(),
-        samples=[feeds],
-        seeded=True,
-    )
+    base, other = seeded_outputs(m), seeded_outputs(q)
     if base[0]["output"].shape != other[0]["output"].shape:
         assert lowest_cosine(base, other) == 0.0  # unverifiable is never accurate
 

@@ -101,18 +101,8 @@ def _join(report: SessionReport) -> ortlab.PlacementResult:
         ]
         placements = dict.fromkeys(placements, CPU)
     g = model.graph
-    empty = ProfileData(
-        node=[],
-        op_type=[],
-        provider=[],
-        input_types=[],
-        output_types=[],
-        ev_node=[],
-        ev_run=[],
-        ev_start_us=[],
-        ev_dur_us=[],
-        run_us=[],
-    )
+    columns = [f.name for f in dataclasses.fields(ProfileData) if str(f.type).startswith("list[")]
+    empty = ProfileData(**{c: [] for c in columns})  # no node event: nothing was profiled
     return join_placement(
         model="cuda_like",
         config=SessionConfig(),

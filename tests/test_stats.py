@@ -150,6 +150,7 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         AblationRow("Fuse", 3, 13, 3, 4.0, 1.0, 8.0, Paired.untimed("failed: x"), 0.1, 0.9),
     ]
     a = AblationResult(model="m", config=SessionConfig(), level="all", rows=rows, rounds=6)
+    paired = ["ratio", "ci_low", "ci_high", "confidence", "verdict"]  # a Paired, spread back
     assert a.to_pandas().columns.tolist() == [
         "off",
         "fired",
@@ -158,11 +159,7 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         "create_ms",
         "own_ms",
         "p50_ms",
-        "ratio",
-        "ci_low",
-        "ci_high",
-        "confidence",
-        "verdict",
+        *paired,
         "max_abs",
         "cosine",
     ]
@@ -181,14 +178,6 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         latency_rows=lat,
         rounds_ms=[],
     )
-    assert o.to_pandas().columns.tolist() == [
-        "level",
-        "p50_ms",
-        "ratio",
-        "ci_low",
-        "ci_high",
-        "confidence",
-        "verdict",
-    ]
+    assert o.to_pandas().columns.tolist() == ["level", "p50_ms", *paired]
     assert o.to_pandas().loc[0, "confidence"] == v.confidence  # the interval's own coverage
     assert OptimizationResult.from_json(o.to_json()).latency_rows == lat

@@ -5,7 +5,6 @@ rule on synthetic curves; never against what a time budget reaches."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from ortlab.cli import main
 from ortlab.core.stats import MIN_ROUNDS, paired_ratio
 from ortlab.engine.tasks_throughput import sessions_fit
 from tests.models import silu_cnn
+from tests.reference import bare_median_ms
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +91,7 @@ def test_single_thread_latency_matches_plain_onnxruntime(
 
     sess = ort.InferenceSession(str(cnn), providers=["CPUExecutionProvider"])
     x = {"x": np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)}
-    for _ in range(20):
-        sess.run(None, x)
-    lat = []
-    for _ in range(300):
-        t0 = time.perf_counter_ns()
-        sess.run(None, x)
-        lat.append(time.perf_counter_ns() - t0)
-    plain_ms = float(np.median(lat)) / 1e6
+    plain_ms = bare_median_ms(sess, x, runs=300, warmup=20)
     one = next(r for r in tp.rows if r.mode == "shared" and r.concurrency == 1)
     assert plain_ms / 3 <= one.p50_ms <= plain_ms * 3
 

@@ -181,6 +181,19 @@ def run_all(page: Any) -> None:
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
+def open_lab(browser: Any, handle: str, notebook: str, width: int, height: int) -> tuple[Any, Any]:
+    """A new browser context and page at ``width`` x ``height`` on ``notebook`` (its name under
+    the root) in the JupyterLab at ``handle`` (``base|token``), with every cell run and the
+    Lab shown."""
+    base, token = handle.split("|")
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
+    run_all(page)
+    page.locator(".ortlab-lab").wait_for(timeout=120_000)
+    return context, page
+
+
 def wait_idle(page: Any, timeout: float = 90_000) -> None:
     page.wait_for_timeout(300)
     page.wait_for_function(

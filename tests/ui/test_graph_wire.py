@@ -13,7 +13,7 @@ from typing import Any
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import helper
 
 import ortlab
 from ortlab.analysis.graph.data import GraphData, graph_data
@@ -55,13 +55,8 @@ def _astral_model() -> onnx.ModelProto:
     for i, name in enumerate(names):
         nodes.append(helper.make_node("Relu", [prev], [f"{name}:out{i}"], name=name))
         prev = f"{name}:out{i}"
-    graph = helper.make_graph(
-        nodes,
-        "astral",
-        [helper.make_tensor_value_info("in 🙂", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    io = [models.vi("in 🙂", shape=[1, 4])], [models.vi(prev, shape=[1, 4])]
+    return models.make(nodes, *io, name="astral")
 
 
 def _every_column(g: GraphData) -> GraphData:

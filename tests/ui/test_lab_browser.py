@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.lab import jupyterlab, run_all, wait_idle, write_notebook
+from tests.ui.lab import jupyterlab, open_lab, run_all, wait_idle, write_notebook
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 TOUR = Path(__file__).resolve().parents[2] / "notebooks" / "00_tour.ipynb"
@@ -121,12 +121,7 @@ def test_lab_switches_execution_provider_in_the_page(
     meta["metadata"]["kernelspec"] = kernel
     nb.write_text(json.dumps(meta))
     with jupyterlab(root, tmp_path / "home", {"JUPYTER_PATH": str(data)}) as handle:
-        base, token = handle.split("|")
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.goto(f"{base}/lab/tree/ov.ipynb?token={token}")
-        run_all(page)
-        page.locator(".ortlab-lab").wait_for(timeout=120_000)
+        context, page = open_lab(browser, handle, "ov.ipynb", 1400, 1000)
         page.locator(".ortlab-lab .lm-TabBar-tab", has_text="History").click()
         _wait_for_row(page, "cpu · all")
         box = page.locator(".ortlab-lab .widget-checkbox", has_text="openvino")
