@@ -416,8 +416,6 @@ ANY_KEPT = {
     "ortlab/views/lab/controls.py:__init__": _QNN,
     "ortlab/views/lab/lab.py:__init__": _QNN,
     "ortlab/views/lab/lab.py:__getattr__": "the Lab's controls by name (lab.level is a widget)",
-    "ortlab/views/lab/lab.py:graph": "the Graph tab's view, None until drawn",
-    "ortlab/views/lab/lab.py:_new_graph": "the Graph tab's view, None until drawn",
     "ortlab/views/lab/lab.py:_on_top_node": _WIDGET,
     "ortlab/views/lab/lab.py:_on_generation_node": _WIDGET,
     "ortlab/views/lab/lab.py:_repr_mimebundle_": _WIDGET + " (IPython's display options)",

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 import ortlab
-from ortlab.analysis.graph.data import in_branch
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, Shapes, cancel_on, start_worker
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
@@ -40,7 +39,7 @@ from ortlab.views.lab.controls import LabControls, TabControls
 from ortlab.views.lab.history import History, RunRecord, ort_seconds
 from ortlab.views.lab.host import LabHost
 from ortlab.views.lab.jobs import Jobs, choose_sync
-from ortlab.views.lab.kernelnodes import carriers_first
+from ortlab.views.lab.kernelnodes import carriers_first, pick_in
 from ortlab.views.lab.limits import LIMITS_INTRO, LIMITS_JOBS
 from ortlab.views.lab.outputs import TAB_STYLE, WAITING, Shown, set_outputs
 from ortlab.views.lab.overview import Headline
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.core.inputs import FeedsLike
     from ortlab.core.model import Model, ModelLike
+    from ortlab.views.graph.widget import GraphView
 
 __all__ = ["Lab"]
 
@@ -130,7 +130,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         # Settings no control shows (provider options, memory flags, config entries…): Apply
         # best sets them from the doctor's config; the controls override the rest.
         self._base = SessionConfig(fallback="allow")
-        self._graph: Any = None
+        self._graph: GraphView | None = None
         self.state = LabState()
         """Every result the Lab's run and tab jobs produced (``lab.placement``… read it)."""
         self._build_controls(runs)
@@ -344,8 +344,9 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         return list(self.panes)[i] if i is not None else None
 
     @property
-    def graph(self) -> Any:
-        """The Graph tab's view of the last run (drawn now if the tab was not opened yet)."""
+    def graph(self) -> GraphView | None:
+        """The Graph tab's view of the last run (drawn now if the tab was not opened yet);
+        None before the first run."""
         self._draw_waiting("Graph")
         return self._graph
 
@@ -478,12 +479,13 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         self.tab_controls.offer_runs(self.history)
         self.show_when_seen("History", self._history_items)
 
-    def _new_graph(self, model: Model, pl: PlacementResult) -> Any:
-        old, self._graph = self._graph, ortlab.graph(model, placement=pl)
+    def _new_graph(self, model: Model, pl: PlacementResult) -> GraphView:
+        old, new = self._graph, ortlab.graph(model, placement=pl)
+        self._graph = new
         if old is not None:  # a widget lives in the kernel until closed (~300 KB with dagre)
             old.layout.close()  # its Layout is a widget of its own
             old.close()
-        return self._graph
+        return new
 
     def _offer_optimizers(self, chosen: tuple[str, ...]) -> None:
         """``chosen`` switched off (ORT then does not list them), then the transformers the
@@ -525,17 +527,13 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         """Select, in the Graph tab, the original node(s) kernel ``name`` computes (its time's
         carrier first; in ``branch`` of an If whose bodies repeat the names) and show the
         tab; a notice when none is in the original graph."""
+        view = self.graph
+        if view is None:  # no run drawn yet: nothing to pick
+            return
         originals = carriers_first(self.placement, self.profile_result).get(name) or [name]
-        nodes = self.graph.graph_data.nodes
-        if branch:
-            originals = [in_branch(nodes, n, branch) for n in originals]
-        rows = {n.name: n for n in nodes}
-        picked = [n for n in originals if n in rows]
-        if not picked:
+        if not pick_in(view, list(originals), branch):
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
             return
-        self.graph.highlighted = picked
-        self.graph.select(picked[0])  # the carrier; the view opens its group, centres it
         self.tabs.selected_index = list(self.panes).index("Graph")
 
     def _history_items(self) -> list[object]:
