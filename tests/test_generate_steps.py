@@ -196,3 +196,42 @@ def test_generate_takes_its_prompt_and_batch_as_dims(
     assert main([*args, "--runs", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["headline"]["prompt"], out["headline"]["batch"]) == (5, 2)
+
+
+def test_the_split_says_when_the_profiler_makes_its_shares_lean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each phase's profiler weight is read from the call's own figures: its profiled nodes
+    (by_phase's rows with time), their time per step (by_phase's sum) and the same step's
+    sess.run unprofiled (the timed generations' median). The notes say the shares hold when
+    the profiler added little, and lean (with those times) when it added a large part; a
+    profiled step flagged far from its unprofiled time keeps its note beside the split's."""
+    import dataclasses
+
+    from ortlab.analysis.generation import split
+
+    g = ortlab.generate(HERE / "genai_int4", prompt=8, new_tokens=4, runs=6, progress=False)
+    t = g.by_phase()
+    ms = np.asarray(g.model_ms)
+    weight = split.profiler_weight(g)
+    for phase, unprofiled in (("prefill", ms[:, 0]), ("decode", ms[:, 1:])):
+        rows = t[(t["phase"] == phase) & (t["us_per_step"] > 0)]
+        nodes, profiled, run_us = weight[phase]
+        assert nodes == len(rows) and profiled == pytest.approx(rows["us_per_step"].sum())
+        assert run_us == pytest.approx(float(np.median(unprofiled)) * 1e3)
+    said = [n for n in g.notes if n.startswith("Shares ")]
+    assert said == [split.shares_said(g)]
+    # the same profile against unprofiled runs 10x and 1/10 as long
+    slow = dataclasses.replace(g, model_ms=(ms * 10).tolist())
+    assert split.shares_said(slow).startswith("Shares hold")
+    fast = dataclasses.replace(g, model_ms=(ms / 10).tolist())
+    leans = split.shares_said(fast)
+    nodes, profiled, run_us = weight["decode"]
+    part = 1 - run_us / 10 / profiled
+    assert leans.startswith("Shares lean") and f"about {part:.0%} is the profiler's" in leans
+    assert f"{profiled:,.0f} µs a step against {run_us / 10:,.0f} µs" in leans
+    # a flagged step's note survives the notes the rooflines add after it
+    flagged = ("decode", 1, 2, 9_999.0, 99.0)
+    monkeypatch.setattr(type(g), "outliers", lambda _self: [flagged])
+    g2 = ortlab.generate(HERE / "genai_int4", prompt=8, new_tokens=4, runs=6, progress=False)
+    assert any("1 profiled step(s) ran far" in n and "9,999 µs" in n for n in g2.notes)

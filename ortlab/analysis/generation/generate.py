@@ -21,6 +21,7 @@ from ortlab.analysis.generation.seq2seq import (
     start_ids,
     with_ids,
 )
+from ortlab.analysis.generation.split import shares_said
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.decoderinputs import ROLES, role_symbols
 from ortlab.core.errors import FeedError, UnsupportedModelError
@@ -286,7 +287,7 @@ def _measure(
             )
             + "; each node's time is its median over them (the prefill's) and over their "
             "decode steps; "
-            + f"times are inflated by the profiler ({PROFILER_OVERHEAD}), shares hold; "
+            + f"times are inflated by the profiler ({PROFILER_OVERHEAD}); "
             + load_sentence(reply.profile.other_cores if reply.profile is not None else None)
             + "."
         )
@@ -330,16 +331,12 @@ def _measure(
     far = result.outliers()
     if far:
         worst = max(far, key=lambda o: o[3] / max(o[4], 1.0))
-        result = dataclasses.replace(
-            result,
-            notes=[
-                *result.notes,
-                f"{len(far)} profiled step(s) ran far from their unprofiled time (the worst: "
-                f"{worst[0]} step {worst[2]} of profiled generation {worst[1]}, "
-                f"{worst[3]:,.0f} µs against {worst[4]:,.0f} µs unprofiled, beyond the "
-                "profiler's overhead): left out of by_phase()/by_layer() and the rooflines "
-                "(see outliers()).",
-            ],
+        notes.append(
+            f"{len(far)} profiled step(s) ran far from their unprofiled time (the worst: "
+            f"{worst[0]} step {worst[2]} of profiled generation {worst[1]}, "
+            f"{worst[3]:,.0f} µs against {worst[4]:,.0f} µs unprofiled, beyond the "
+            "profiler's overhead): left out of by_phase()/by_layer() and the rooflines "
+            "(see outliers())."
         )
     found = m.layers
     if found is not None:
@@ -349,6 +346,7 @@ def _measure(
             node_layers={n: found.of(n) for n in names},
             layer_sources={n: found.source_of(n) for n in names},
         )
+    notes.append(shares_said(result))
     roofs, peaks, more = phase_roofs(
         run,
         result.by_phase(),

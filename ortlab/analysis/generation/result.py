@@ -79,8 +79,10 @@ class GenerationResult(Result):
     other_cores: float | None = None
     notes: list[str] = field(default_factory=list)
     profile: ProfileData | None = None
-    """More generations with ORT's profiler on (times inflated by it; shares hold): run k of
-    the trace is step k % profiled_steps (0: the prefill) of generation k // profiled_steps."""
+    """More generations with ORT's profiler on (times inflated by it, each node by about the
+    same: the notes say whether the shares hold, from this call's profiled and unprofiled
+    steps): run k of the trace is step k % profiled_steps (0: the prefill) of generation
+    k // profiled_steps."""
     profiled_steps: int = 0
     """Steps each profiled generation covers (all, unless the trace would pass ORT's cap)."""
     profiled_reps: int = 1

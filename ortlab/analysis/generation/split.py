@@ -18,7 +18,15 @@ if TYPE_CHECKING:
 
     from ortlab.analysis.generation.generate import GenerationResult
 
-__all__ = ["by_layer", "by_phase", "outliers", "phase_run_us", "phase_runs"]
+__all__ = [
+    "by_layer",
+    "by_phase",
+    "outliers",
+    "phase_run_us",
+    "phase_runs",
+    "profiler_weight",
+    "shares_said",
+]
 
 COLUMNS = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share", "calls"]
 
@@ -93,6 +101,55 @@ def by_layer(g: GenerationResult) -> Table:
     out = out.reset_index()
     first = out["phase"].map({"encoder": -1, "prefill": 0, "decode": 1})
     return out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
+
+
+def profiler_weight(g: GenerationResult) -> dict[str, tuple[int, float, float]]:
+    """Per phase (prefill, decode): the nodes a profiled step executes, their profiled time per
+    step (µs, as :func:`by_phase` sums it) and the same step's whole ``sess.run`` unprofiled
+    (µs, the median over the timed generations): what the profiler added is the difference,
+    measured here rather than assumed."""
+    t = by_phase(g)
+    ms = np.asarray(g.model_ms or g.steps_ms, dtype=np.float64)
+    if ms.ndim != 2 or not ms.size:
+        return {}
+    unprofiled = {"prefill": ms[:, 0], "decode": ms[:, 1:]}
+    out = {}
+    for phase, times in unprofiled.items():
+        rows = t[(t["phase"] == phase) & (t["us_per_step"] > 0)]
+        if not len(rows) or not times.size:
+            continue
+        out[phase] = (len(rows), float(rows["us_per_step"].sum()), float(np.median(times)) * 1e3)
+    return out
+
+
+LEANS = 0.25
+"""The part of a phase's profiled node time the profiler may add before its shares are said to
+lean toward the parts with many small nodes (each node pays the profiler about the same)."""
+
+
+def shares_said(g: GenerationResult) -> str:
+    """Whether by_phase()/by_layer()'s shares hold: where the profiler added a large part of a
+    phase's profiled node time (:func:`profiler_weight`), each node paid about the same, so
+    the shares lean toward the parts with many small nodes (said with the times)."""
+    part = {p: max(0.0, 1.0 - w[2] / w[1]) for p, w in profiler_weight(g).items()}
+    leaning = [p for p, x in part.items() if x >= LEANS]
+    if not leaning:
+        most = max(part.values(), default=0.0)
+        return (
+            "Shares hold: the profiler added at most "
+            f"{most:.0%} of a phase's profiled node time here."
+        )
+    w = profiler_weight(g)
+    said = "; ".join(
+        f"{p}'s profiled nodes take {w[p][1]:,.0f} µs a step against {w[p][2]:,.0f} µs for its "
+        f"whole run unprofiled ({w[p][0]} nodes: about {part[p]:.0%} is the profiler's)"
+        for p in leaning
+    )
+    return (
+        f"Shares lean toward the parts with many small nodes: {said}. Each node pays the "
+        "profiler about the same, so read the shares of layers and ops made of many small "
+        "nodes as upper bounds."
+    )
 
 
 def phase_run_us(g: GenerationResult) -> dict[str, float]:
