@@ -253,18 +253,24 @@ def parse_profile(data: bytes | str | memoryview | mmap.mmap, skip_runs: int = 0
     return _columns(_from_events(_decoded(raw)), skip_runs)
 
 
+def _not_utf8(reason: str, raw: bytes | memoryview | mmap.mmap) -> ProfileParseError:
+    return ProfileParseError(
+        f"Not an ORT profile: a string in it is not valid UTF-8 ({reason}; {len(raw):,} "
+        "bytes). ORT writes profiles as UTF-8 JSON: is this a binary file, or a trace re-saved "
+        "in another encoding?"
+    )
+
+
 def _decoded(raw: bytes | memoryview | mmap.mmap) -> list[_Event]:
     """Every event, decoded as JSON (any layout); what is not an ORT profile is refused."""
     try:
         decoded = _DECODER.decode(raw)
-    except UnicodeDecodeError as err:
-        raise ProfileParseError(
-            f"Not an ORT profile: a string in it is not valid UTF-8 ({err.reason}; "
-            f"{len(raw):,} bytes). ORT writes profiles as UTF-8 JSON: is this a binary file, or "
-            "a trace re-saved in another encoding?"
-        ) from err
+    except UnicodeDecodeError as err:  # msgspec < 0.23
+        raise _not_utf8(err.reason, raw) from err
     except msgspec.DecodeError as err:
         text = str(err)
+        if "utf-8" in text.lower():  # msgspec >= 0.23: 'Invalid UTF-8 encoded string'
+            raise _not_utf8(text, raw) from err
         if "truncated" in text.lower():
             raise ProfileParseError(
                 f"The profile is truncated ({len(raw):,} bytes; {text}). ORT was probably "
