@@ -131,7 +131,8 @@ def shares_said(g: GenerationResult) -> str:
     """Whether by_phase()/by_layer()'s shares hold: where the profiler added a large part of a
     phase's profiled node time (:func:`profiler_weight`), each node paid about the same, so
     the shares lean toward the parts with many small nodes (said with the times)."""
-    part = {p: max(0.0, 1.0 - w[2] / w[1]) for p, w in profiler_weight(g).items()}
+    w = profiler_weight(g)
+    part = {p: max(0.0, 1.0 - x[2] / x[1]) for p, x in w.items()}
     leaning = [p for p, x in part.items() if x >= LEANS]
     if not leaning:
         most = max(part.values(), default=0.0)
@@ -139,7 +140,6 @@ def shares_said(g: GenerationResult) -> str:
             "Shares hold: the profiler added at most "
             f"{most:.0%} of a phase's profiled node time here."
         )
-    w = profiler_weight(g)
     said = "; ".join(
         f"{p}'s profiled nodes take {w[p][1]:,.0f} µs a step against {w[p][2]:,.0f} µs for its "
         f"whole run unprofiled ({w[p][0]} nodes: about {part[p]:.0%} is the profiler's)"
