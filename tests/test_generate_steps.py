@@ -235,3 +235,82 @@ def test_the_split_says_when_the_profiler_makes_its_shares_lean(
     monkeypatch.setattr(type(g), "outliers", lambda _self: [flagged])
     g2 = ortlab.generate(HERE / "genai_int4", prompt=8, new_tokens=4, runs=6, progress=False)
     assert any("1 profiled step(s) ran far" in n and "9,999 µs" in n for n in g2.notes)
+
+
+@pytest.mark.parametrize("name", ["genai_int4", "optimum_gpt2_merged"])
+@pytest.mark.parametrize("share", [None, False])
+def test_batched_steps_rebind_what_a_bare_loop_feeds(name: str, share: bool | None) -> None:
+    """The decode steps bind their mask from views made before the steps and their ids from
+    the argmax written in place: two sequences' greedy tokens (the first's, what generate
+    reports) equal a bare loop of ``sess.run`` feeding each step's arrays afresh, with the
+    cache shared (genai_int4's default) or copied present -> past."""
+    import onnxruntime as ort
+
+    from ortlab.core.onnx_util import np_dtype
+    from ortlab.engine.tasks_generate import step_feeds
+
+    m = ortlab.load(HERE / name)
+    d = m.decoder
+    assert d is not None
+    prompt = np.array([[5, 6, 7, 8], [9, 10, 11, 12]], dtype=np.int64)
+    new = 9
+    g = ortlab.generate(
+        m,
+        feeds={"input_ids": prompt},
+        new_tokens=new,
+        runs=1,
+        profile=False,
+        share_buffer=share,
+        progress=False,
+    )
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
+    names = [o.name for o in sess.get_outputs()]
+    past = {n: np.zeros((2, d.kv_heads, 0, d.head_size), dtype=dtypes[n]) for n in d.past_inputs}
+    ids, length, first = prompt, 0, []
+    for _ in range(new):
+        outs = dict(
+            zip(names, sess.run(None, step_feeds(d, ids, past, length, dtypes)), strict=True)
+        )
+        length += ids.shape[1]
+        past = {p.past_key: outs[p.present_key] for p in d.pairs}
+        past |= {p.past_value: outs[p.present_value] for p in d.pairs}
+        ids = outs["logits"][:, -1].argmax(-1)[:, None]
+        first.append(int(ids[0, 0]))
+    assert g.tokens == first
+
+
+def test_bound_calls_fall_back_to_the_public_methods() -> None:
+    """Where the binding's own entries are missing (another onnxruntime), the run and the
+    rebinding go through the public methods, with the same logits as the direct calls."""
+    import onnxruntime as ort
+
+    from ortlab.engine.boundrun import BoundCalls
+
+    sess = ort.InferenceSession(str(HERE / "genai_int4" / "model.onnx"))
+    d = ortlab.load(HERE / "genai_int4").decoder
+    assert d is not None
+
+    class Public:  # a session with only the public API
+        def run_with_iobinding(self, binding: Any, options: Any = None) -> None:
+            sess.run_with_iobinding(binding, options)
+
+    logits = []
+    for subject in (sess, Public()):
+        binding = sess.io_binding()
+        calls = BoundCalls(subject, binding)  # type: ignore[arg-type]
+        assert calls.direct is (subject is sess)
+        ids = ort.OrtValue.ortvalue_from_numpy(np.array([[3, 4, 5]], dtype=np.int64))
+        mask = ort.OrtValue.ortvalue_from_numpy(np.ones((1, 3), dtype=np.int64))
+        calls.bind("input_ids", calls.held(ids))
+        calls.bind("attention_mask", calls.held(mask))
+        for i in sess.get_inputs():
+            if i.name.startswith("past_key_values"):
+                binding.bind_cpu_input(
+                    i.name, np.zeros((1, d.kv_heads, 0, d.head_size), np.float32)
+                )
+        for o in sess.get_outputs():
+            binding.bind_output(o.name)
+        calls.run()
+        logits.append(binding.get_outputs()[0].numpy())
+    np.testing.assert_array_equal(logits[0], logits[1])

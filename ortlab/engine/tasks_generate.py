@@ -20,6 +20,7 @@ from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
+from ortlab.engine.boundrun import BoundCalls
 from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.sessioncache import open_session, rss_bytes
@@ -300,6 +301,24 @@ class GreedyLoop:
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, OrtValue]] = {}
+        self._masks: dict[int, list[OrtValue]] = {}
+
+    def masks(self, longest: int) -> list[OrtValue]:
+        """The decode steps' masks: item n is a [batch, n] mask of ones (0 < n <= ``longest``;
+        item 0 unused), views of one buffer, made once per ``longest`` for the loop's
+        generations."""
+        if longest not in self._masks:
+            import onnxruntime as ort
+
+            batch = self.prompt.shape[0]
+            ones = np.ones(batch * longest, dtype=self.dtypes[self.decoder.mask])
+            self._masks = {
+                longest: [
+                    ort.OrtValue.ortvalue_from_numpy(ones[: batch * n].reshape(batch, n))
+                    for n in range(longest + 1)
+                ]
+            }
+        return self._masks[longest]
 
     def _logits_for(self, new: int) -> tuple[np.ndarray, OrtValue] | None:
         """The array the logits of a step of ``new`` tokens are written into, and its
@@ -402,9 +421,10 @@ class GreedyLoop:
         binding = self.sess.io_binding()
         past = self._empty_cache(binding, batch, shared)
         held = _cache_bytes(past, self.dtypes)
-        ids, length = self.prompt, 0
-        steady = _Decode(self, binding, batch, longest)
-        bound = None
+        nxt, length = self.prompt, 0
+        calls = BoundCalls(self.sess, binding)
+        steady = _Decode(self, binding, calls, longest)
+        logits, bound, settled = None, None, False
         clock = time.perf_counter_ns
         out = _Generation()
         if self.encoder is not None:  # once, before the decoder's first step (part of TTFT)
@@ -412,35 +432,39 @@ class GreedyLoop:
         for step, given in enumerate(plan):
             start = clock()
             if given is not None:  # a prompt or a chunk: its own feeds
-                ids = given
-                feeds = step_feeds(d, ids, {}, length, self.dtypes)
+                new = given.shape[1]
+                feeds = step_feeds(d, given, {}, length, self.dtypes)
                 for name, value in feeds.items():
                     binding.bind_cpu_input(name, value)
-                steady.bound = False
+                steady.bound = settled = False
             else:  # a decode step: the same arrays, rewritten in place
-                feeds = steady.feed(ids, length)
-            logits, bound = self._bind_outputs(binding, ids.shape[1], past, bound, shared=shared)
+                new = 1
+                steady.feed(nxt, length)
+            if not settled:  # outputs as the step before bound them, on a shared cache
+                logits, bound = self._bind_outputs(binding, new, past, bound, shared=shared)
+                settled = given is None and bool(shared) and logits is not None
             if self.cross and step == 0:
                 self._start_cross(binding, batch)
             t0 = clock()
             try:
-                self.sess.run_with_iobinding(binding)
+                calls.run()
             except Exception as err:
+                feeds = feeds if given is not None else steady.feeds(length)
                 raise run_error(err, self.job.model_name, self.job.config, feeds) from err
             t1 = clock()
-            length += ids.shape[1]
+            length += new
             got = None if logits is not None and shared else binding.get_outputs()
             scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
-            nxt = scores[:, -1, :].argmax(axis=-1) if batch > 1 else scores[0, -1].argmax()[None]
+            # the next ids: a scalar for one sequence (written into the bound [1, 1] ids)
+            nxt = scores[0, -1].argmax() if batch == 1 else scores[:, -1].argmax(-1)[:, None]
             if not shared:  # the present outputs become the next step's past
                 past = dict(zip(past, got[1 : 1 + len(past)], strict=True))  # type: ignore[index]
                 held = _cache_bytes(past, self.dtypes)
             if self.cross and step == 0:
                 self._keep_cross(binding, got)  # type: ignore[arg-type]
-            ids = nxt.reshape(batch, 1)
             out.step_ns.append(clock() - start)
             out.run_ns.append(t1 - t0)
-            out.tokens.append(int(nxt[0]))
+            out.tokens.append(int(nxt) if batch == 1 else int(nxt[0, 0]))
             out.cache_bytes.append(held)
             progress(step + 1)
         return out
@@ -449,37 +473,43 @@ class GreedyLoop:
 class _Decode:
     """A decode step's inputs, bound once and rewritten in place (IOBinding reads a bound
     array's memory at each run): the new token's ids and its position; the mask, whose
-    length grows, is a view of one buffer of ones (batch 1) rebound each step."""
+    length grows, one OrtValue per length made before the steps (views of one buffer of
+    ones: the mask has no padding, so any run of it is the mask) and rebound each step."""
 
-    def __init__(self, loop: GreedyLoop, binding: ort.IOBinding, batch: int, longest: int) -> None:
-        d, dtypes = loop.decoder, loop.dtypes
-        self.decoder, self.binding, self.bound = d, binding, False
+    def __init__(
+        self, loop: GreedyLoop, binding: ort.IOBinding, calls: BoundCalls, longest: int
+    ) -> None:
+        d, dtypes, batch = loop.decoder, loop.dtypes, loop.prompt.shape[0]
+        self.decoder, self.binding, self.calls, self.bound = d, binding, calls, False
         self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
         self.positions = np.zeros((batch, 1), dtype=dtypes[d.positions]) if d.positions else None
-        self.ones = np.ones((batch, longest), dtype=dtypes[d.mask]) if d.mask else None
         self.branch = np.array([True]) if d.use_cache_branch else None
+        self.masks = loop.masks(longest) if d.mask else []
+        self.held = [calls.held(m) for m in self.masks]
 
-    def feed(self, ids: np.ndarray, length: int) -> dict[str, np.ndarray]:
-        """Bind the step after ``length`` cached tokens whose new ids are ``ids``; returns
-        the feeds (for an error's message)."""
-        d = self.decoder
+    def feed(self, ids: np.ndarray, length: int) -> None:
+        """Bind the step after ``length`` cached tokens whose new ids are ``ids``."""
         self.ids[...] = ids
+        if self.positions is not None:
+            self.positions.fill(length)
+        if not self.bound:
+            for name, value in self.feeds(length).items():
+                if name != self.decoder.mask:
+                    self.binding.bind_cpu_input(name, value)
+            self.bound = True
+        if self.held and self.decoder.mask:
+            self.calls.bind(self.decoder.mask, self.held[length + 1])
+
+    def feeds(self, length: int) -> dict[str, np.ndarray]:
+        """The step's feeds as arrays (bound once; for an error's message)."""
+        d = self.decoder
         feeds = {d.input_ids: self.ids}
         if self.positions is not None and d.positions:
-            self.positions.fill(length)
             feeds[d.positions] = self.positions
         if self.branch is not None and d.use_cache_branch:
             feeds[d.use_cache_branch] = self.branch
-        if not self.bound:
-            for name, value in feeds.items():
-                self.binding.bind_cpu_input(name, value)
-            self.bound = True
-        if self.ones is not None and d.mask:
-            mask = self.ones[:, : length + 1]
-            if self.ones.shape[0] > 1:
-                mask = np.ascontiguousarray(mask)
-            self.binding.bind_cpu_input(d.mask, mask)
-            feeds[d.mask] = mask
+        if self.masks and d.mask:
+            feeds[d.mask] = self.masks[length + 1].numpy()
         return feeds
 
 
