@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ import ortlab
 from benchmarks._common import record, verdict_fields
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.stats import paired_ratio
-from ortlab.engine.tasks_generate import step_feeds
+from ortlab.engine.tasks_generate import MIN_TIMED_NS, step_feeds
 
 HERE = Path(__file__).parent.parent / "ortlab" / "decoders"
 CORPUS = (
@@ -46,8 +47,29 @@ THREADS = min(max(1, (os.cpu_count() or 2) // 2), 16)
 """onnxruntime-genai's intra-op threads (src/models/model.cpp): half the logical cores."""
 
 
+def median_over_a_second(one: Callable[[], tuple[float, int]]) -> float:
+    """The median rate of generations run until their timed steps span a second, as
+    ortlab.generate fills its sample (MIN_TIMED_NS): one generation of a tiny decoder's 31
+    steps takes ~2 ms, and a side timed once per round read a scheduler's hiccup as its
+    speed (the 95 % interval [0.69, 1.57] on the bundled int4 decoder)."""
+    rates, spent = [], 0
+    while spent < MIN_TIMED_NS or len(rates) < 3:
+        rate, ns = one()
+        rates.append(rate)
+        spent += ns
+    return float(np.median(rates))
+
+
 def bare_decode_tokens_per_s(sess: ort.InferenceSession, d: ortlab.DecoderInfo, new: int) -> float:
-    """A plain greedy loop: prefill, then ``new - 1`` decode steps, present -> past."""
+    """A plain greedy loop: prefill, then ``new - 1`` decode steps, present -> past (the
+    median generation over a second)."""
+    return median_over_a_second(lambda: bare_generation(sess, d, new))
+
+
+def bare_generation(
+    sess: ort.InferenceSession, d: ortlab.DecoderInfo, new: int
+) -> tuple[float, int]:
+    """One generation of the plain loop: its decode tokens/s and decode ns."""
     dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
     names = [o.name for o in sess.get_outputs()]
     past = {n: np.zeros((1, d.kv_heads, 0, d.head_size), dtype=dtypes[n]) for n in d.past_inputs}
@@ -64,10 +86,16 @@ def bare_decode_tokens_per_s(sess: ort.InferenceSession, d: ortlab.DecoderInfo, 
             p.past_value: got[p.present_value] for p in d.pairs
         }
         ids = got["logits"][:, -1, :].argmax(axis=-1).reshape(1, 1)
-    return 1e9 * (new - 1) / decode_ns
+    return 1e9 * (new - 1) / decode_ns, decode_ns
 
 
 def genai_decode_tokens_per_s(model: object, new: int) -> float:
+    """onnxruntime-genai's generator, the median generation over a second."""
+    return median_over_a_second(lambda: genai_generation(model, new))
+
+
+def genai_generation(model: object, new: int) -> tuple[float, int]:
+    """One generation of genai's generator: its decode tokens/s and decode ns."""
     import onnxruntime_genai as og
 
     params = og.GeneratorParams(model)
@@ -81,7 +109,7 @@ def genai_decode_tokens_per_s(model: object, new: int) -> float:
         gen.generate_next_token()
         decode_ns += time.perf_counter_ns() - t0
         steps += 1
-    return 1e9 * steps / decode_ns
+    return 1e9 * steps / decode_ns, decode_ns
 
 
 def genai_tokens(model: object, new: int) -> list[int]:
@@ -227,14 +255,16 @@ def main() -> None:
     if steps:
         rest = [us["ortlab_rest"] for _, us in steps]
         share = {name: us["ortlab_rest"] / us["genai_whole"] for name, us in steps}
+        held = {r["model"]: r["genai"]["ci95"][1] <= 1.05 for r in results if "genai" in r}
         lines += [
             "",
-            f"The floor: ortlab's Python around each step costs {min(rest):.0f}-{max(rest):.0f} µs "
-            "(the argmax grows with the vocabulary), and its sess.run pays the Python binding's "
-            "call where genai's C++ loop does not; against genai's whole step that is "
+            f"ortlab's Python around each step costs {min(rest):.0f}-{max(rest):.0f} µs (the "
+            "argmax grows with the vocabulary), against genai's whole step "
             + ", ".join(f"{100 * v:.0f} % on {k}" for k, v in share.items())
-            + ". The 5 % goal holds where a step takes a few hundred µs or more; on the bundled "
-            "tiny decoder's tens of µs it cannot, from Python.",
+            + ". The goal, a whole step within 5 % of genai's (the interval's upper end at "
+            "most 1.05): "
+            + ", ".join(f"{k} {'holds' if ok else 'not shown'}" for k, ok in held.items())
+            + ".",
         ]
     record("generate", {"results": results}, "\n".join(lines))
 

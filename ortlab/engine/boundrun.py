@@ -18,10 +18,14 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ortlab.core.decoder import DecoderInfo
+
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-__all__ = ["BoundCalls"]
+__all__ = ["BoundCalls", "DecodeInputs", "masks"]
 
 
 class BoundCalls:
@@ -51,3 +55,66 @@ class BoundCalls:
     def held(self, value: ort.OrtValue) -> object:
         """What :attr:`bind` takes for ``value`` (keep ``value`` alive while it is bound)."""
         return value._ortvalue if self.direct else value
+
+
+def masks(batch: int, longest: int, dtype: np.dtype[np.generic]) -> list[ort.OrtValue]:
+    """A decode step's masks: item n a [batch, n] mask of ones (0 < n <= ``longest``; item 0
+    unused), views of one buffer (the mask has no padding, so any run of it is the mask),
+    made before the steps for a loop's generations."""
+    import onnxruntime as ort
+
+    ones = np.ones(batch * longest, dtype=dtype)
+    return [
+        ort.OrtValue.ortvalue_from_numpy(ones[: batch * n].reshape(batch, n))
+        for n in range(longest + 1)
+    ]
+
+
+class DecodeInputs:
+    """A decode step's inputs, bound once and rewritten in place (IOBinding reads a bound
+    array's memory at each run): the new token's ids and its position; the mask, whose
+    length grows, rebound each step from ``masks`` (:func:`masks`)."""
+
+    def __init__(
+        self,
+        decoder: DecoderInfo,
+        dtypes: dict[str, np.dtype[np.generic]],
+        batch: int,
+        binding: ort.IOBinding,
+        calls: BoundCalls,
+        *,
+        masks: list[ort.OrtValue] | None,
+    ) -> None:
+        d = decoder
+        self.decoder, self.binding, self.calls, self.bound = d, binding, calls, False
+        self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
+        self.positions = np.zeros((batch, 1), dtype=dtypes[d.positions]) if d.positions else None
+        self.branch = np.array([True]) if d.use_cache_branch else None
+        self.masks = masks or []
+        self.held = [calls.held(m) for m in self.masks]
+
+    def feed(self, ids: np.ndarray | np.integer, length: int) -> None:
+        """Bind the step after ``length`` cached tokens whose new ids are ``ids`` (a
+        [batch, 1] array, or one sequence's id)."""
+        self.ids[...] = ids
+        if self.positions is not None:
+            self.positions.fill(length)
+        if not self.bound:
+            for name, value in self.feeds(length).items():
+                if name != self.decoder.mask:
+                    self.binding.bind_cpu_input(name, value)
+            self.bound = True
+        if self.held and self.decoder.mask:
+            self.calls.bind(self.decoder.mask, self.held[length + 1])
+
+    def feeds(self, length: int) -> dict[str, np.ndarray]:
+        """The step's feeds as arrays (bound once; for an error's message)."""
+        d = self.decoder
+        feeds = {d.input_ids: self.ids}
+        if self.positions is not None and d.positions:
+            feeds[d.positions] = self.positions
+        if self.branch is not None and d.use_cache_branch:
+            feeds[d.use_cache_branch] = self.branch
+        if self.masks and d.mask:
+            feeds[d.mask] = self.masks[length + 1].numpy()
+        return feeds

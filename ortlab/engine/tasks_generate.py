@@ -20,7 +20,7 @@ from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
-from ortlab.engine.boundrun import BoundCalls
+from ortlab.engine.boundrun import BoundCalls, DecodeInputs, masks
 from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.sessioncache import open_session, rss_bytes
@@ -302,23 +302,7 @@ class GreedyLoop:
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, OrtValue]] = {}
         self._masks: dict[int, list[OrtValue]] = {}
-
-    def masks(self, longest: int) -> list[OrtValue]:
-        """The decode steps' masks: item n is a [batch, n] mask of ones (0 < n <= ``longest``;
-        item 0 unused), views of one buffer, made once per ``longest`` for the loop's
-        generations."""
-        if longest not in self._masks:
-            import onnxruntime as ort
-
-            batch = self.prompt.shape[0]
-            ones = np.ones(batch * longest, dtype=self.dtypes[self.decoder.mask])
-            self._masks = {
-                longest: [
-                    ort.OrtValue.ortvalue_from_numpy(ones[: batch * n].reshape(batch, n))
-                    for n in range(longest + 1)
-                ]
-            }
-        return self._masks[longest]
+        """The decode steps' masks by the longest generation they serve (:func:`masks`)."""
 
     def _logits_for(self, new: int) -> tuple[np.ndarray, OrtValue] | None:
         """The array the logits of a step of ``new`` tokens are written into, and its
@@ -379,6 +363,34 @@ class GreedyLoop:
                 binding.bind_output(self.present[name])
         return logits, bound
 
+    def _decode_inputs(
+        self, binding: IOBinding, calls: BoundCalls, batch: int, longest: int
+    ) -> DecodeInputs:
+        """A generation's decode inputs, its masks made once for the latest ``longest``."""
+        mask = self.decoder.mask
+        if mask and longest not in self._masks:
+            self._masks = {longest: masks(batch, longest, self.dtypes[mask])}
+        return DecodeInputs(
+            self.decoder, self.dtypes, batch, binding, calls, masks=self._masks.get(longest)
+        )
+
+    def _next_past(
+        self, past: dict[str, OrtValue], got: list[OrtValue]
+    ) -> tuple[dict[str, OrtValue], int]:
+        """Without a shared buffer: a step's present outputs (after its logits) as the next
+        step's past, and their bytes."""
+        past = dict(zip(past, got[1 : 1 + len(past)], strict=True))
+        return past, _cache_bytes(past, self.dtypes)
+
+    def _bind_given(
+        self, binding: IOBinding, ids: np.ndarray, length: int
+    ) -> dict[str, np.ndarray]:
+        """Bind a prompt's or a chunk's feeds (on ``length`` cached tokens); returns them."""
+        feeds = step_feeds(self.decoder, ids, {}, length, self.dtypes)
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, value)
+        return feeds
+
     def _start_cross(self, binding: IOBinding, batch: int) -> None:
         """An encoder-decoder's first step: its cross-attention past empty (the step's present
         computes it from the encoder's states); the present outputs bound for ORT to allocate
@@ -416,26 +428,23 @@ class GreedyLoop:
         that many tokens every step writes into: past_present_share_buffer, as
         onnxruntime-genai runs a builder model, GroupQueryAttention writing each step's keys
         and values in place)."""
-        d, batch = self.decoder, self.prompt.shape[0]
+        batch, binding = self.prompt.shape[0], self.sess.io_binding()
         longest = sum(1 if ids is None else ids.shape[1] for ids in plan)
-        binding = self.sess.io_binding()
         past = self._empty_cache(binding, batch, shared)
         held = _cache_bytes(past, self.dtypes)
-        nxt, length = self.prompt, 0
+        nxt: np.ndarray | np.integer = self.prompt  # the next step's ids
         calls = BoundCalls(self.sess, binding)
-        steady = _Decode(self, binding, calls, longest)
-        logits, bound, settled = None, None, False
+        steady = self._decode_inputs(binding, calls, batch, longest)
+        logits, bound, settled, length = None, None, False, 0
         clock = time.perf_counter_ns
         out = _Generation()
         if self.encoder is not None:  # once, before the decoder's first step (part of TTFT)
             out.encoder = self.encoder.run(binding, self.dtypes)
+        crossing = bool(self.cross)
         for step, given in enumerate(plan):
             start = clock()
             if given is not None:  # a prompt or a chunk: its own feeds
-                new = given.shape[1]
-                feeds = step_feeds(d, given, {}, length, self.dtypes)
-                for name, value in feeds.items():
-                    binding.bind_cpu_input(name, value)
+                new, feeds = given.shape[1], self._bind_given(binding, given, length)
                 steady.bound = settled = False
             else:  # a decode step: the same arrays, rewritten in place
                 new = 1
@@ -443,7 +452,7 @@ class GreedyLoop:
             if not settled:  # outputs as the step before bound them, on a shared cache
                 logits, bound = self._bind_outputs(binding, new, past, bound, shared=shared)
                 settled = given is None and bool(shared) and logits is not None
-            if self.cross and step == 0:
+            if crossing and step == 0:
                 self._start_cross(binding, batch)
             t0 = clock()
             try:
@@ -455,62 +464,22 @@ class GreedyLoop:
             length += new
             got = None if logits is not None and shared else binding.get_outputs()
             scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
-            # the next ids: a scalar for one sequence (written into the bound [1, 1] ids)
-            nxt = scores[0, -1].argmax() if batch == 1 else scores[:, -1].argmax(-1)[:, None]
+            # the next ids: a scalar for one sequence (written into the bound [1, 1] ids; a
+            # decode step's [1, 1, vocabulary] logits need no view for it)
+            if batch > 1:
+                nxt = scores[:, -1].argmax(-1)[:, None]
+            else:
+                nxt = scores.argmax() if new == 1 else scores[0, -1].argmax()
             if not shared:  # the present outputs become the next step's past
-                past = dict(zip(past, got[1 : 1 + len(past)], strict=True))  # type: ignore[index]
-                held = _cache_bytes(past, self.dtypes)
-            if self.cross and step == 0:
+                past, held = self._next_past(past, got)  # type: ignore[arg-type]
+            if crossing and step == 0:
                 self._keep_cross(binding, got)  # type: ignore[arg-type]
             out.step_ns.append(clock() - start)
             out.run_ns.append(t1 - t0)
-            out.tokens.append(int(nxt) if batch == 1 else int(nxt[0, 0]))
+            out.tokens.append(int(nxt) if batch == 1 else int(nxt[0, 0]))  # type: ignore[index]
             out.cache_bytes.append(held)
             progress(step + 1)
         return out
-
-
-class _Decode:
-    """A decode step's inputs, bound once and rewritten in place (IOBinding reads a bound
-    array's memory at each run): the new token's ids and its position; the mask, whose
-    length grows, one OrtValue per length made before the steps (views of one buffer of
-    ones: the mask has no padding, so any run of it is the mask) and rebound each step."""
-
-    def __init__(
-        self, loop: GreedyLoop, binding: ort.IOBinding, calls: BoundCalls, longest: int
-    ) -> None:
-        d, dtypes, batch = loop.decoder, loop.dtypes, loop.prompt.shape[0]
-        self.decoder, self.binding, self.calls, self.bound = d, binding, calls, False
-        self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
-        self.positions = np.zeros((batch, 1), dtype=dtypes[d.positions]) if d.positions else None
-        self.branch = np.array([True]) if d.use_cache_branch else None
-        self.masks = loop.masks(longest) if d.mask else []
-        self.held = [calls.held(m) for m in self.masks]
-
-    def feed(self, ids: np.ndarray, length: int) -> None:
-        """Bind the step after ``length`` cached tokens whose new ids are ``ids``."""
-        self.ids[...] = ids
-        if self.positions is not None:
-            self.positions.fill(length)
-        if not self.bound:
-            for name, value in self.feeds(length).items():
-                if name != self.decoder.mask:
-                    self.binding.bind_cpu_input(name, value)
-            self.bound = True
-        if self.held and self.decoder.mask:
-            self.calls.bind(self.decoder.mask, self.held[length + 1])
-
-    def feeds(self, length: int) -> dict[str, np.ndarray]:
-        """The step's feeds as arrays (bound once; for an error's message)."""
-        d = self.decoder
-        feeds = {d.input_ids: self.ids}
-        if self.positions is not None and d.positions:
-            feeds[d.positions] = self.positions
-        if self.branch is not None and d.use_cache_branch:
-            feeds[d.use_cache_branch] = self.branch
-        if self.masks and d.mask:
-            feeds[d.mask] = self.masks[length + 1].numpy()
-        return feeds
 
 
 def _cache_bytes(past: dict[str, OrtValue], dtypes: dict[str, np.dtype[np.generic]]) -> int:
