@@ -314,3 +314,41 @@ def test_bound_calls_fall_back_to_the_public_methods() -> None:
         calls.run()
         logits.append(binding.get_outputs()[0].numpy())
     np.testing.assert_array_equal(logits[0], logits[1])
+
+
+def test_a_failed_decode_step_names_the_arrays_it_fed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode step that fails says what it fed as the arrays were at that step (the ids, and
+    the mask as long as the cache plus the new token), not the prompt's."""
+    import onnxruntime as ort
+
+    from ortlab.core.config import SessionConfig
+    from ortlab.core.run import ModelJob
+    from ortlab.engine import tasks_generate
+
+    m = ortlab.load(HERE / "genai_int4")
+    d = m.decoder
+    assert d is not None
+    prompt = np.arange(1, 9, dtype=np.int64).reshape(1, 8)
+    sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
+    job = ModelJob(str(m.path), m.name, SessionConfig(), {"input_ids": prompt})
+
+    class FailsThird(tasks_generate.BoundCalls):  # the prefill and one decode step run
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            real, self.calls = self.run, 0
+
+            def run() -> None:
+                self.calls += 1
+                if self.calls == 3:
+                    raise RuntimeError("planted")
+                real()
+
+            self.run = run
+
+    monkeypatch.setattr(tasks_generate, "BoundCalls", FailsThird)
+    loop = tasks_generate.GreedyLoop(sess, d, job)
+    with pytest.raises(ortlab.RunError, match="planted") as err:
+        loop.run(4, lambda _k: None, shared=16)
+    # the third step: 8 prompt tokens and one decode token cached, its mask 10 long
+    assert "input_ids: int64[1, 1]" in str(err.value)
+    assert f"{d.mask}: int64[1, 10]" in str(err.value)

@@ -83,15 +83,20 @@ class DecodeInputs:
         binding: ort.IOBinding,
         calls: BoundCalls,
         *,
-        masks: list[ort.OrtValue] | None,
+        masks: tuple[list[ort.OrtValue], list[object]] | None,
     ) -> None:
         d = decoder
         self.decoder, self.binding, self.calls, self.bound = d, binding, calls, False
         self.ids = np.zeros((batch, 1), dtype=dtypes[d.input_ids])
         self.positions = np.zeros((batch, 1), dtype=dtypes[d.positions]) if d.positions else None
-        self.branch = np.array([True]) if d.use_cache_branch else None
-        self.masks = masks or []
-        self.held = [calls.held(m) for m in self.masks]
+        self.fixed = {d.input_ids: self.ids}
+        """The inputs bound once and rewritten in place (not the mask)."""
+        if self.positions is not None and d.positions:
+            self.fixed[d.positions] = self.positions
+        if d.use_cache_branch:
+            self.fixed[d.use_cache_branch] = np.array([True])
+        self.masks, self.held = masks or ([], [])
+        """The masks by length and what :attr:`BoundCalls.bind` takes for each."""
 
     def feed(self, ids: np.ndarray | np.integer, length: int) -> None:
         """Bind the step after ``length`` cached tokens whose new ids are ``ids`` (a
@@ -99,22 +104,16 @@ class DecodeInputs:
         self.ids[...] = ids
         if self.positions is not None:
             self.positions.fill(length)
-        if not self.bound:
-            for name, value in self.feeds(length).items():
-                if name != self.decoder.mask:
-                    self.binding.bind_cpu_input(name, value)
+        if not self.bound:  # after a prompt or a chunk, which bound its own arrays
+            for name, value in self.fixed.items():
+                self.binding.bind_cpu_input(name, value)
             self.bound = True
         if self.held and self.decoder.mask:
             self.calls.bind(self.decoder.mask, self.held[length + 1])
 
     def feeds(self, length: int) -> dict[str, np.ndarray]:
-        """The step's feeds as arrays (bound once; for an error's message)."""
-        d = self.decoder
-        feeds = {d.input_ids: self.ids}
-        if self.positions is not None and d.positions:
-            feeds[d.positions] = self.positions
-        if self.branch is not None and d.use_cache_branch:
-            feeds[d.use_cache_branch] = self.branch
-        if self.masks and d.mask:
-            feeds[d.mask] = self.masks[length + 1].numpy()
+        """The step's feeds as arrays (for an error's message)."""
+        feeds = dict(self.fixed)
+        if self.masks and self.decoder.mask:
+            feeds[self.decoder.mask] = self.masks[length + 1].numpy()
         return feeds

@@ -301,8 +301,9 @@ class GreedyLoop:
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, OrtValue]] = {}
-        self._masks: dict[int, list[OrtValue]] = {}
-        """The decode steps' masks by the longest generation they serve (:func:`masks`)."""
+        self._masks: tuple[int, list[OrtValue], list[object]] | None = None
+        """The decode steps' masks (:func:`masks`) for the longest generation they serve, and
+        what the binding takes for each (:meth:`BoundCalls.held`): made once per length."""
 
     def _logits_for(self, new: int) -> tuple[np.ndarray, OrtValue] | None:
         """The array the logits of a step of ``new`` tokens are written into, and its
@@ -368,10 +369,16 @@ class GreedyLoop:
     ) -> DecodeInputs:
         """A generation's decode inputs, its masks made once for the latest ``longest``."""
         mask = self.decoder.mask
-        if mask and longest not in self._masks:
-            self._masks = {longest: masks(batch, longest, self.dtypes[mask])}
+        if mask and (self._masks is None or self._masks[0] != longest):
+            made = masks(batch, longest, self.dtypes[mask])
+            self._masks = (longest, made, [calls.held(m) for m in made])
         return DecodeInputs(
-            self.decoder, self.dtypes, batch, binding, calls, masks=self._masks.get(longest)
+            self.decoder,
+            self.dtypes,
+            batch,
+            binding,
+            calls,
+            masks=self._masks[1:] if mask and self._masks is not None else None,
         )
 
     def _next_past(
