@@ -52,10 +52,6 @@ _SPEED_FLAGS = frozenset(
     }
 )
 
-IDLE_WINDOW_S = 0.2
-"""How long after its last run a session's idle CPU is measured: ORT's thread pool spins
-waiting for the next run (allow_spinning), burning cores an idle service pays for."""
-
 
 @functools.cache
 def _cpuinfo() -> tuple[str, frozenset[str]]:
