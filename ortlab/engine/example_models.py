@@ -28,14 +28,41 @@ __all__ = [
 ]
 
 
+def _conv(
+    g: GraphBuilder,
+    x: str,
+    name: str,
+    shape: tuple[int, int, int, int],
+    *,
+    scope: str,
+    bias: bool = True,
+    strides: list[int] | None = None,
+) -> str:
+    """A Conv padded by 1 as exporters write it: its weight ``{name}.weight`` of ``shape`` (out,
+    in, kernel height, width), drawn for its fan-in (in * height * width), and (unless ``bias``
+    is False) a zero ``{name}.bias``."""
+    out, channels, height, width = shape
+    inputs = [x, g.weight(f"{name}.weight", shape, channels * height * width)]
+    if bias:
+        inputs.append(g.const(f"{name}.bias", np.zeros(out, np.float32)))
+    return g.op("Conv", inputs, scope=scope, pads=[1, 1, 1, 1], strides=strides)
+
+
+def _logits(g: GraphBuilder, x: str, name: str, shape: tuple[int, int], scope: str) -> None:
+    """A classifier's head: a Gemm with weight ``{name}.weight`` of ``shape`` and a zero
+    ``{name}.bias``, writing the graph's ``logits``."""
+    weight = g.weight(f"{name}.weight", shape)
+    bias = g.const(f"{name}.bias", np.zeros(shape[1], np.float32))
+    g.op("Gemm", [x, weight, bias], scope=scope, out=["logits"])
+
+
 def conv_bn_relu() -> onnx.ModelProto:
     """Conv -> BatchNormalization -> Relu, twice: ORT folds BN (basic), fuses Relu (extended)."""
     g = GraphBuilder("conv_bn_relu")
     x = g.input("input", F32, ["batch", 3, 32, 32])
     for i, (cin, cout) in enumerate(((3, 16), (16, 32))):
         scope = f"/features/block{i}"
-        w = g.weight(f"features.block{i}.conv.weight", (cout, cin, 3, 3), fan_in=cin * 9)
-        x = g.op("Conv", [x, w], scope=scope, pads=[1, 1, 1, 1])
+        x = _conv(g, x, f"features.block{i}.conv", (cout, cin, 3, 3), scope=scope, bias=False)
         stats = {
             "weight": 1 + 0.1 * g.rng.standard_normal(cout),
             "bias": 0.1 * g.rng.standard_normal(cout),
@@ -71,42 +98,17 @@ def residual_cnn() -> onnx.ModelProto:
     """Two residual blocks (Conv-Relu-Conv + skip Add) and a classifier head."""
     g = GraphBuilder("residual_cnn")
     x = g.input("input", F32, ["batch", 3, 64, 64])
-    x = g.op(
-        "Conv",
-        [
-            x,
-            g.weight("stem.weight", (32, 3, 3, 3), 27),
-            g.const("stem.bias", np.zeros(32, np.float32)),
-        ],
-        scope="/stem",
-        pads=[1, 1, 1, 1],
-        strides=[2, 2],
-    )
+    x = _conv(g, x, "stem", (32, 3, 3, 3), scope="/stem", strides=[2, 2])
     x = g.op("Relu", [x], scope="/stem")
     for i in range(2):
         s = f"/layer{i}"
-        h = g.op(
-            "Conv",
-            [x, g.weight(f"layer{i}.conv1.weight", (32, 32, 3, 3), 288)],
-            scope=s + "/conv1",
-            pads=[1, 1, 1, 1],
-        )
+        h = _conv(g, x, f"layer{i}.conv1", (32, 32, 3, 3), scope=s + "/conv1", bias=False)
         h = g.op("Relu", [h], scope=s + "/conv1")
-        h = g.op(
-            "Conv",
-            [h, g.weight(f"layer{i}.conv2.weight", (32, 32, 3, 3), 288)],
-            scope=s + "/conv2",
-            pads=[1, 1, 1, 1],
-        )
+        h = _conv(g, h, f"layer{i}.conv2", (32, 32, 3, 3), scope=s + "/conv2", bias=False)
         x = g.op("Relu", [g.op("Add", [h, x], scope=s)], scope=s)
     x = g.op("GlobalAveragePool", [x], scope="/head")
     x = g.op("Flatten", [x], scope="/head")
-    g.op(
-        "Gemm",
-        [x, g.weight("fc.weight", (32, 10)), g.const("fc.bias", np.zeros(10, np.float32))],
-        scope="/head",
-        out=["logits"],
-    )
+    _logits(g, x, "fc", (32, 10), "/head")
     g.output("logits", F32, ["batch", 10])
     return g.model()
 
@@ -352,42 +354,14 @@ def nan_guard_cnn() -> onnx.ModelProto:
     CPU node: a real EP fallback island, with its boundary tensors."""
     g = GraphBuilder("nan_guard_cnn")
     x = g.input("input", F32, ["batch", 3, 32, 32])
-    x = g.op(
-        "Conv",
-        [
-            x,
-            g.weight("features.0.weight", (16, 3, 3, 3), 27),
-            g.const("features.0.bias", np.zeros(16, np.float32)),
-        ],
-        scope="/features/0",
-        pads=[1, 1, 1, 1],
-    )
+    x = _conv(g, x, "features.0", (16, 3, 3, 3), scope="/features/0")
     x = g.op("Relu", [x], scope="/features/1")
     nan = g.op("IsNaN", [x], scope="/sanitize")
     x = g.op("Where", [nan, g.const("sanitize.zero", np.float32(0)), x], scope="/sanitize")
-    x = g.op(
-        "Conv",
-        [
-            x,
-            g.weight("features.2.weight", (32, 16, 3, 3), 144),
-            g.const("features.2.bias", np.zeros(32, np.float32)),
-        ],
-        scope="/features/2",
-        pads=[1, 1, 1, 1],
-        strides=[2, 2],
-    )
+    x = _conv(g, x, "features.2", (32, 16, 3, 3), scope="/features/2", strides=[2, 2])
     x = g.op("Relu", [x], scope="/features/3")
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x], scope="/pool")], scope="/pool")
-    g.op(
-        "Gemm",
-        [
-            x,
-            g.weight("classifier.weight", (32, 10)),
-            g.const("classifier.bias", np.zeros(10, np.float32)),
-        ],
-        scope="/classifier",
-        out=["logits"],
-    )
+    _logits(g, x, "classifier", (32, 10), "/classifier")
     g.output("logits", F32, ["batch", 10])
     return g.model()
 
