@@ -153,19 +153,17 @@ def generate(
             )
         batch, prompt = ids.shape
         given = ids
-    if info.max_length is not None and prompt + new_tokens > info.max_length:
-        raise FeedError(
-            f"prompt {prompt} + {new_tokens} new tokens is beyond the {info.max_length} tokens "
-            f"{m.name!r} is made for ({info.source}): generate fewer."
-        )
-    run = edge(
+    run = _first_step(
         m,
+        info,
         config,
-        None,
-        dims={"prompt": prompt, "past": 0, "batch": batch},
+        prompt=prompt,
+        batch=batch,
+        new_tokens=new_tokens,
         runs=runs,
         progress=progress,
         timeout=timeout,
+        said=(f"prompt {prompt}", repr(m.name)),
     )
     if given is not None:
         run = with_ids(run, info, given, synthetic=False)
@@ -392,19 +390,17 @@ def seq2seq_generate(
         if decoder_prompt is not None
         else "the folder's decoder_start_token_id",
     )
-    if info.max_length is not None and prompt + new_tokens > info.max_length:
-        raise FeedError(
-            f"{prompt} start ids + {new_tokens} new tokens is beyond the {info.max_length} "
-            f"tokens {m.name!r}'s decoder is made for ({info.source}): generate fewer."
-        )
-    run = edge(
+    run = _first_step(
         m,
+        info,
         cfg,
-        None,
-        dims={"prompt": prompt, "past": 0, "batch": batch},
+        prompt=prompt,
+        batch=batch,
+        new_tokens=new_tokens,
         runs=runs,
         progress=progress,
         timeout=timeout,
+        said=(f"{prompt} start ids", f"{m.name!r}'s decoder"),
     )
     run = with_ids(run, info, ids, synthetic=encoder.synthetic)
     return _measure(
@@ -416,6 +412,40 @@ def seq2seq_generate(
         shared=0,
         feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
         encoder=encoder,
+    )
+
+
+def _first_step(
+    m: Model,
+    info: DecoderInfo,
+    config: ConfigLike | None,
+    *,
+    prompt: int,
+    batch: int,
+    new_tokens: int,
+    runs: int,
+    progress: bool | Callable[[int, int], None],
+    timeout: float | None,
+    said: tuple[str, str],
+) -> Run:
+    """The run a generation starts from: the decoder's first step at ``prompt`` tokens, an
+    empty past and ``batch`` sequences (its inputs synthetic). Refused (FeedError) when the
+    prompt and ``new_tokens`` pass the decoder's max length; ``said`` names the prompt and the
+    decoder in that sentence."""
+    if info.max_length is not None and prompt + new_tokens > info.max_length:
+        what, whose = said
+        raise FeedError(
+            f"{what} + {new_tokens} new tokens is beyond the {info.max_length} tokens {whose} "
+            f"is made for ({info.source}): generate fewer."
+        )
+    return edge(
+        m,
+        config,
+        None,
+        dims={"prompt": prompt, "past": 0, "batch": batch},
+        runs=runs,
+        progress=progress,
+        timeout=timeout,
     )
 
 
