@@ -17,19 +17,14 @@ if TYPE_CHECKING:
 __all__ = ["GraphDiff", "graph_diff"]
 
 
-def _to_original(level: LevelResult) -> dict[str, list[str]]:
+def _across(level: LevelResult, *, to_original: bool) -> dict[str, list[str]]:
+    """Per node of ``level``'s optimized graph, the original nodes it came from
+    (``to_original``); else per original node, the optimized nodes it became."""
     out: dict[str, list[str]] = {}
     for g in level.groups:
-        for name in g.optimized:
-            out.setdefault(name, []).extend(g.original)
-    return out
-
-
-def _from_original(level: LevelResult) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for g in level.groups:
-        for o in g.original:
-            out.setdefault(o, []).extend(g.optimized)
+        keys, values = (g.optimized, g.original) if to_original else (g.original, g.optimized)
+        for name in keys:
+            out.setdefault(name, []).extend(values)
     return out
 
 
@@ -41,8 +36,8 @@ class GraphDiff(ipywidgets.VBox):  # type: ignore[misc,unused-ignore]  # untyped
         self.left = GraphView(graph_data(la.path))
         self.right = GraphView(graph_data(lb.path))
         self.links = {
-            "left": (_to_original(la), _from_original(lb)),
-            "right": (_to_original(lb), _from_original(la)),
+            "left": (_across(la, to_original=True), _across(lb, to_original=False)),
+            "right": (_across(lb, to_original=True), _across(la, to_original=False)),
         }
         self.left.observe(lambda ch: self._follow(ch, "left", self.right), names="selected")
         self.right.observe(lambda ch: self._follow(ch, "right", self.left), names="selected")
