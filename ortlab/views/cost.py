@@ -75,6 +75,20 @@ def _op_rows(c: CostResult, top: int) -> tuple[list[str], list[list[object]]]:
     return head, rows
 
 
+def _closing_text(r: CostResult | RooflineResult) -> list[str]:
+    """The lines that close a cost or roofline text: the result's notes, then the shapes it was
+    counted or measured at (marked when the inputs were synthetic)."""
+    shapes = f"Shapes: {r.feeds}" + (" (synthetic inputs)" if r.synthetic else "")
+    return [*(safe_text(n, 400) for n in r.notes), safe_text(shapes, 1000)]
+
+
+def _closing_html(r: CostResult | RooflineResult, what: str) -> str:
+    """The HTML that closes a cost or roofline view: the result's notes, then its inputs' line
+    (``what`` the shapes were: counted at, measured with)."""
+    notes = "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
+    return notes + inputs_html(what, r.feeds, r.synthetic)
+
+
 def cost_text(c: CostResult, top: int = 15) -> str:
     return "\n".join(
         [
@@ -86,8 +100,7 @@ def cost_text(c: CostResult, top: int = 15) -> str:
             "Per op type:",
             table_text(*_op_rows(c, top)),
             "",
-            *(safe_text(n, 400) for n in c.notes),
-            safe_text(f"Shapes: {c.feeds}" + (" (synthetic inputs)" if c.synthetic else ""), 1000),
+            *_closing_text(c),
         ]
     )
 
@@ -99,8 +112,7 @@ def cost_html(c: CostResult, top: int = 15) -> str:
         + table_html(*_node_rows(c, top))
         + "<div>Per op type</div>"
         + table_html(*_op_rows(c, top))
-        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in c.notes)
-        + inputs_html("Shapes counted at", c.feeds, c.synthetic)
+        + _closing_html(c, "Shapes counted at")
     )
 
 
@@ -278,8 +290,7 @@ def roofline_text(r: RooflineResult, top: int = 15) -> str:
             f"Slowest nodes (top {top}):",
             table_text(*_roof_rows(r, top)),
             "",
-            *(safe_text(n, 400) for n in r.notes),
-            safe_text(f"Shapes: {r.feeds}" + (" (synthetic inputs)" if r.synthetic else ""), 1000),
+            *_closing_text(r),
         ]
     )
 
@@ -296,8 +307,7 @@ def roofline_html(r: RooflineResult, top: int = 15) -> str:
         )
         + f"<div>Slowest nodes (top {top})</div>"
         + table_html(*_roof_rows(r, top))
-        + "".join(f"<div><i>{esc(n, 400)}</i></div>" for n in r.notes)
-        + inputs_html("Measured with", r.feeds, r.synthetic)
+        + _closing_html(r, "Measured with")
     )
 
 
