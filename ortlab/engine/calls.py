@@ -336,6 +336,49 @@ class Interleaved:
         return against_first(self.medians_ms, labels, self.failed)
 
 
+T_co = TypeVar("T_co", covariant=True)
+
+
+class _RoundsTask(Protocol[T_co]):
+    """A worker task that measures (model, config) items in rounds at one set of feeds
+    (:func:`ortlab.engine.tasks_timing.interleaved`, :func:`ortlab.engine.tasks_cpu.cpu_costs`)."""
+
+    def __call__(
+        self,
+        progress: Progress,
+        /,
+        *,
+        items: list[tuple[str, str, SessionConfig]],
+        feeds: FeedsLike,
+        rounds: int,
+        runs: int,
+    ) -> T_co: ...
+
+
+def _in_rounds(
+    task: _RoundsTask[R],
+    via: Via,
+    items: Sequence[tuple[Model, SessionConfig]],
+    base: Run,
+    *,
+    rounds: int,
+    runs: int,
+) -> tuple[R, float | None]:
+    """``task``'s reply on ``items`` in the worker (called ``via``) at ``base``'s inputs,
+    ``rounds`` rounds of ``runs`` runs, and the cores other processes used meanwhile (None:
+    not measured)."""
+    with measured_load() as load:
+        out = run(
+            task,
+            via,
+            items=[(str(m.path), m.name, c) for m, c in items],
+            feeds=dict(base.inputs),
+            rounds=rounds,
+            runs=runs,
+        )
+    return out, load.cores
+
+
 def measure_interleaved(
     items: Sequence[tuple[Model, SessionConfig]],
     base: Run,
@@ -350,15 +393,10 @@ def measure_interleaved(
     (a requested EP that did not load warns or raises as that config's ``fallback`` says),
     each distinct miss said once (ten variants under one config that all lost CUDA are one
     warning)."""
-    with measured_load() as load:
-        out = run(
-            tasks_timing.interleaved,
-            Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout),
-            items=[(str(m.path), m.name, c) for m, c in items],
-            feeds=dict(base.inputs),
-            rounds=rounds,
-            runs=base.runs,
-        )
+    via = Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout)
+    out, other_cores = _in_rounds(
+        tasks_timing.interleaved, via, items, base, rounds=rounds, runs=base.runs
+    )
     reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
     for (m, c), report in zip(items, reports, strict=True):
@@ -386,7 +424,7 @@ def measure_interleaved(
         failed=failed,
         rounds=len(medians),
         runs=base.runs,
-        other_cores=load.cores,
+        other_cores=other_cores,
         notes=(PAIRWISE,) if out.pairwise else (),
     )
 
@@ -422,15 +460,8 @@ def measure_cpu(
     """The CPU cost of ``items`` at ``base``'s inputs (``base``'s progress and timeout), the
     first item the reference; each item's session report is checked like
     :func:`measure_interleaved`'s."""
-    with measured_load() as load:
-        out = run(
-            tasks_cpu.cpu_costs,
-            Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout),
-            items=[(str(m.path), m.name, c) for m, c in items],
-            feeds=dict(base.inputs),
-            rounds=rounds,
-            runs=runs,
-        )
+    via = Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout)
+    out, other_cores = _in_rounds(tasks_cpu.cpu_costs, via, items, base, rounds=rounds, runs=runs)
     per_run = max(out.runs, 1) * 1e6
     return CpuRounds(
         cpu_ms=np.asarray(out.cpu_ns, dtype=np.float64).reshape(rounds, len(items)) / per_run,
@@ -439,5 +470,5 @@ def measure_cpu(
         failed={int(k): str(v) for k, v in out.failed.items()},
         runs=out.runs,
         interleaved=out.interleaved,
-        other_cores=load.cores,
+        other_cores=other_cores,
     )
