@@ -120,51 +120,48 @@ def generate(
         encoder_decoder=True,
     )
     prompt, batch = generation_dims(m, info, dims, prompt=prompt, batch=batch)
+    encoder = None
     if info.cross_pairs:
-        return seq2seq_generate(
-            m,
-            info,
-            config,
-            feeds,
-            decoder_prompt,
-            new_tokens=new_tokens,
-            runs=runs,
-            batch=batch,
-            profile=profile,
-            progress=progress,
-            timeout=timeout,
+        encoder, ids, batch = seq2seq_start(
+            m, info, config, feeds, decoder_prompt, new_tokens=new_tokens, runs=runs, batch=batch
         )
-    if decoder_prompt is not None:
+        prompt = ids.shape[1]
+    else:
+        given = _prompt_ids(
+            m, info, feeds, decoder_prompt, prompt=prompt, new_tokens=new_tokens, runs=runs
+        )
+        if given is not None:
+            batch, prompt = given.shape
+    if info.max_length is not None and prompt + new_tokens > info.max_length:
+        what, whose = (
+            (f"{prompt} start ids", f"{m.name!r}'s decoder")
+            if encoder is not None
+            else (f"prompt {prompt}", repr(m.name))
+        )
         raise FeedError(
-            f"decoder_prompt= is an encoder-decoder's; {m.name!r} is a decoder alone: give its "
-            f"prompt as feeds={{{info.input_ids!r}: ids [batch, prompt]}}."
+            f"{what} + {new_tokens} new tokens is beyond the {info.max_length} tokens {whose} "
+            f"is made for ({info.source}): generate fewer."
         )
-    if new_tokens < 1 or prompt < 1 or runs < 1:
-        raise ValueError(
-            f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"
-        )
-    given = None
-    if feeds is not None:
-        ids = np.asarray(feeds[info.input_ids]) if info.input_ids in feeds else None
-        if ids is None or ids.ndim != 2:
-            raise FeedError(
-                f"generate's feeds give the prompt: {{{info.input_ids!r}: array [batch, prompt]}}; "
-                "the mask, positions and cache are built each step."
-            )
-        batch, prompt = ids.shape
-        given = ids
-    run = _first_step(
+    run = edge(
         m,
-        info,
         config,
-        prompt=prompt,
-        batch=batch,
-        new_tokens=new_tokens,
+        None,
+        dims={"prompt": prompt, "past": 0, "batch": batch},
         runs=runs,
         progress=progress,
         timeout=timeout,
-        said=(f"prompt {prompt}", repr(m.name)),
     )
+    if encoder is not None:
+        return _measure(
+            m,
+            info,
+            with_ids(run, info, ids, synthetic=encoder.synthetic),
+            new_tokens=new_tokens,
+            profile=profile,
+            shared=0,
+            feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
+            encoder=encoder,
+        )
     if given is not None:
         run = with_ids(run, info, given, synthetic=False)
     can_share = info.attention == "GroupQueryAttention" and info.max_length is not None
@@ -361,7 +358,39 @@ def _measure(
     )
 
 
-def seq2seq_generate(
+def _prompt_ids(
+    m: Model,
+    info: DecoderInfo,
+    feeds: FeedsLike | None,
+    decoder_prompt: Sequence[int] | np.ndarray | None,
+    *,
+    prompt: int,
+    new_tokens: int,
+    runs: int,
+) -> np.ndarray | None:
+    """A decoder's prompt ids from ``feeds`` ([batch, prompt]; None when no feeds are given:
+    the run makes them, synthetic), ``prompt``, ``new_tokens`` and ``runs`` checked first."""
+    if decoder_prompt is not None:
+        raise FeedError(
+            f"decoder_prompt= is an encoder-decoder's; {m.name!r} is a decoder alone: give its "
+            f"prompt as feeds={{{info.input_ids!r}: ids [batch, prompt]}}."
+        )
+    if new_tokens < 1 or prompt < 1 or runs < 1:
+        raise ValueError(
+            f"prompt, new_tokens and runs must be >= 1 (got {prompt}, {new_tokens}, {runs})"
+        )
+    if feeds is None:
+        return None
+    ids = np.asarray(feeds[info.input_ids]) if info.input_ids in feeds else None
+    if ids is None or ids.ndim != 2:
+        raise FeedError(
+            f"generate's feeds give the prompt: {{{info.input_ids!r}: array [batch, prompt]}}; "
+            "the mask, positions and cache are built each step."
+        )
+    return ids
+
+
+def seq2seq_start(
     m: Model,
     info: DecoderInfo,
     config: ConfigLike | None,
@@ -371,82 +400,21 @@ def seq2seq_generate(
     new_tokens: int,
     runs: int,
     batch: int,
-    profile: bool,
-    progress: bool | Callable[[int, int], None],
-    timeout: float | None,
-) -> GenerationResult:
-    """``generate`` for an encoder-decoder: the encoder's feeds and the decoder's start ids,
-    then the generations as a decoder's (:func:`_measure`)."""
+) -> tuple[EncoderPart, np.ndarray, int]:
+    """Where an encoder-decoder's generations start: its encoder's part (``feeds`` are the
+    encoder's), the decoder's start ids (``decoder_prompt`` or the folder's) and the batch
+    (the encoder's feeds' when given, else ``batch``)."""
     if new_tokens < 1 or runs < 1:
         raise ValueError(f"new_tokens and runs must be >= 1 (got {new_tokens}, {runs})")
-    cfg = as_config(config)
-    encoder = encoder_part(m, info, cfg, feeds, batch=batch)
+    encoder = encoder_part(m, info, as_config(config), feeds, batch=batch)
     batch = int(np.shape(next(iter(encoder.job.feeds.values())))[0]) if encoder.job.feeds else 1
-    ids = start_ids(info, decoder_prompt, batch)
-    prompt = ids.shape[1]
     encoder = dataclasses.replace(
         encoder,
         start="decoder_prompt"
         if decoder_prompt is not None
         else "the folder's decoder_start_token_id",
     )
-    run = _first_step(
-        m,
-        info,
-        cfg,
-        prompt=prompt,
-        batch=batch,
-        new_tokens=new_tokens,
-        runs=runs,
-        progress=progress,
-        timeout=timeout,
-        said=(f"{prompt} start ids", f"{m.name!r}'s decoder"),
-    )
-    run = with_ids(run, info, ids, synthetic=encoder.synthetic)
-    return _measure(
-        m,
-        info,
-        run,
-        new_tokens=new_tokens,
-        profile=profile,
-        shared=0,
-        feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
-        encoder=encoder,
-    )
-
-
-def _first_step(
-    m: Model,
-    info: DecoderInfo,
-    config: ConfigLike | None,
-    *,
-    prompt: int,
-    batch: int,
-    new_tokens: int,
-    runs: int,
-    progress: bool | Callable[[int, int], None],
-    timeout: float | None,
-    said: tuple[str, str],
-) -> Run:
-    """The run a generation starts from: the decoder's first step at ``prompt`` tokens, an
-    empty past and ``batch`` sequences (its inputs synthetic). Refused (FeedError) when the
-    prompt and ``new_tokens`` pass the decoder's max length; ``said`` names the prompt and the
-    decoder in that sentence."""
-    if info.max_length is not None and prompt + new_tokens > info.max_length:
-        what, whose = said
-        raise FeedError(
-            f"{what} + {new_tokens} new tokens is beyond the {info.max_length} tokens {whose} "
-            f"is made for ({info.source}): generate fewer."
-        )
-    return edge(
-        m,
-        config,
-        None,
-        dims={"prompt": prompt, "past": 0, "batch": batch},
-        runs=runs,
-        progress=progress,
-        timeout=timeout,
-    )
+    return encoder, start_ids(info, decoder_prompt, batch), batch
 
 
 def _runs_said(made: int, asked: int) -> str:
