@@ -352,3 +352,25 @@ def test_a_failed_decode_step_names_the_arrays_it_fed(monkeypatch: pytest.Monkey
     # the third step: 8 prompt tokens and one decode token cached, its mask 10 long
     assert "input_ids: int64[1, 1]" in str(err.value)
     assert f"{d.mask}: int64[1, 10]" in str(err.value)
+
+
+def test_int32_ids_take_the_argmax_as_int64_ids_do(tmp_path: Path) -> None:
+    """A decoder whose ids are int32 (numpy's argmax writes only its own integer type into
+    an array, so these steps copy the token into the bound ids): the same greedy tokens as
+    the int64 decoder it was made from, the fed ids int32 throughout."""
+    import shutil
+
+    import onnx
+
+    folder = tmp_path / "ids32"
+    shutil.copytree(HERE / "genai_int4", folder)
+    proto = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+    ids = next(i for i in proto.graph.input if i.name == "input_ids")
+    ids.type.tensor_type.elem_type = onnx.TensorProto.INT32  # its one reader: a Gather
+    onnx.save(proto, str(folder / "model.onnx"))
+    prompt = np.arange(1, 9).reshape(1, 8)
+    kw: dict[str, Any] = {"new_tokens": 12, "runs": 1, "profile": False, "progress": False}
+    want = ortlab.generate(HERE / "genai_int4", feeds={"input_ids": prompt}, **kw)
+    got = ortlab.generate(folder, feeds={"input_ids": prompt.astype(np.int32)}, **kw)
+    assert got.shared_buffer and want.shared_buffer  # the settled steps' path
+    assert got.tokens == want.tokens and len(set(want.tokens)) > 1

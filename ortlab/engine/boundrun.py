@@ -10,22 +10,32 @@ int4 decoder, a decode step's run: the public call 87.5 µs, the binding's own c
 ``RunOptions`` kept 73.6 µs, onnxruntime-genai's whole C++ step 82.9 µs; rebinding the mask
 from a numpy view 3.3 µs, an OrtValue made before the steps 0.9 µs). A generator written in C++
 pays none of it, so a greedy loop to be read beside one must not either.
+
+Once a step has left the binding settled (one sequence, a shared cache, the logits' array
+bound), the decode steps after it run in :meth:`DecodeInputs.run_settled`: a loop that does
+between runs only what a step must (the mask rebound, the position written, the argmax
+written into the bound ids). Every Python operation between two runs also costs the next run
+its caches: the general step's ~5 µs of Python around a run made ortlab's whole step 1.07x
+genai's on the bundled int4 decoder (a 50 µs step); this loop's ~2 µs, 0.96x.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ortlab.core.decoder import DecoderInfo
+from ortlab.engine.encoder_step import EncoderTimes
 
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-__all__ = ["BoundCalls", "DecodeInputs", "masks"]
+__all__ = ["BoundCalls", "DecodeInputs", "Steps", "masks"]
 
 
 class BoundCalls:
@@ -68,6 +78,26 @@ def masks(batch: int, longest: int, dtype: np.dtype[np.generic]) -> list[ort.Ort
         ort.OrtValue.ortvalue_from_numpy(ones[: batch * n].reshape(batch, n))
         for n in range(longest + 1)
     ]
+
+
+@dataclass
+class Steps:
+    """One generation's steps: each whole (ns), the model's run within it (ns), the token it
+    made and the cache's bytes after it."""
+
+    step_ns: list[int] = field(default_factory=list)
+    run_ns: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    cache_bytes: list[int] = field(default_factory=list)
+    encoder: EncoderTimes | None = None
+    """An encoder-decoder's encoder run before the first step."""
+
+    def record(self, step_ns: int, run_ns: int, token: int, cache_bytes: int) -> None:
+        """One step: whole, its run, its token and the cache's bytes after it."""
+        self.step_ns.append(step_ns)
+        self.run_ns.append(run_ns)
+        self.tokens.append(token)
+        self.cache_bytes.append(cache_bytes)
 
 
 class DecodeInputs:
@@ -117,3 +147,59 @@ class DecodeInputs:
         if self.masks and self.decoder.mask:
             feeds[self.decoder.mask] = self.masks[length + 1].numpy()
         return feeds
+
+    def run_settled(
+        self,
+        logits: np.ndarray,
+        count: int,
+        out: Steps,
+        *,
+        at: tuple[int, int, np.ndarray | np.integer],
+        fail: Callable[[Exception, int], Exception],
+        progress: Callable[[int], None],
+    ) -> int:
+        """``count`` decode steps of one sequence on a settled binding (a shared cache and
+        ``logits``, [1, 1, vocabulary], bound as the step before left them), each timed
+        whole as :meth:`feed` and the run would be, with only what a step must do between
+        runs: the mask rebound, the position written, the logits' argmax written straight
+        into the bound ids. ``at`` is (the first step's number, the cached tokens before it,
+        its token); each step is recorded in ``out`` and said to ``progress`` (the steps
+        done), and ``fail(error, length)`` is raised where a run fails. Returns the cached
+        tokens after them."""
+        step, length, first = at
+        self.ids[...] = first
+        ids = self.ids.reshape(())  # a view: the argmax is written into the bound ids
+        best = logits.reshape(-1).argmax
+        into = ids if ids.dtype == np.intp else None  # argmax writes intp only
+        clock, run, bind, positions = (
+            time.perf_counter_ns,
+            self.calls.run,
+            self.calls.bind,
+            self.positions,
+        )
+        mask, held = (self.decoder.mask, self.held) if self.held else (None, [])
+        cached = out.cache_bytes[-1]  # a shared buffer's bytes do not change
+        for _ in range(count):
+            start = clock()
+            if mask:
+                bind(mask, held[length + 1])
+            if positions is not None:
+                positions.fill(length)
+            t0 = clock()
+            try:
+                run()
+            except Exception as err:
+                raise fail(err, length) from err
+            t1 = clock()
+            length += 1
+            if into is not None:
+                best(out=into)
+            else:
+                ids[...] = best()
+            out.step_ns.append(clock() - start)
+            out.run_ns.append(t1 - t0)
+            out.tokens.append(int(ids))
+            out.cache_bytes.append(cached)
+            step += 1
+            progress(step)
+        return length

@@ -8,7 +8,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,8 +19,8 @@ from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
-from ortlab.engine.boundrun import BoundCalls, DecodeInputs, masks
-from ortlab.engine.encoder_step import EncoderStep, EncoderTimes
+from ortlab.engine.boundrun import BoundCalls, DecodeInputs, Steps, masks
+from ortlab.engine.encoder_step import EncoderStep
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.sessioncache import open_session, rss_bytes
 from ortlab.engine.tasks import run_error
@@ -398,6 +397,10 @@ class GreedyLoop:
             binding.bind_cpu_input(name, value)
         return feeds
 
+    def _failed(self, err: Exception, feeds: dict[str, np.ndarray]) -> RunError:
+        """A step's failed run, said with the arrays it fed (:func:`run_error`)."""
+        return run_error(err, self.job.model_name, self.job.config, feeds)
+
     def _start_cross(self, binding: IOBinding, batch: int) -> None:
         """An encoder-decoder's first step: its cross-attention past empty (the step's present
         computes it from the encoder's states); the present outputs bound for ORT to allocate
@@ -418,14 +421,14 @@ class GreedyLoop:
             binding.bind_ortvalue_input(past, value)
             binding.bind_output(self.cross[past])
 
-    def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> _Generation:
+    def run(self, steps: int, progress: Callable[[int], None], *, shared: int = 0) -> Steps:
         """One generation of ``steps`` steps after the prompt (:meth:`run_steps`)."""
         plan: list[np.ndarray | None] = [self.prompt, *([None] * (steps - 1))]
         return self.run_steps(plan, progress, shared=shared)
 
     def run_steps(
         self, plan: list[np.ndarray | None], progress: Callable[[int], None], *, shared: int = 0
-    ) -> _Generation:
+    ) -> Steps:
         """One generation from an empty cache, a step per item of ``plan``: ids to feed
         ([batch, new]: a prompt, or a chunk on top of what is cached) or None (the argmax of
         the step before, a decode step). Each step is timed whole as a generator runs it (its
@@ -444,11 +447,25 @@ class GreedyLoop:
         steady = self._decode_inputs(binding, calls, batch, longest)
         logits, bound, settled, length = None, None, False, 0
         clock = time.perf_counter_ns
-        out = _Generation()
-        if self.encoder is not None:  # once, before the decoder's first step (part of TTFT)
-            out.encoder = self.encoder.run(binding, self.dtypes)
-        crossing = bool(self.cross)
-        for step, given in enumerate(plan):
+        # an encoder-decoder's encoder: once, before the decoder's first step (part of TTFT)
+        out = Steps(
+            encoder=self.encoder.run(binding, self.dtypes) if self.encoder is not None else None
+        )
+        crossing, step = bool(self.cross), 0
+        while step < len(plan):
+            given = plan[step]
+            if given is None and settled and batch == 1:  # the loop's hot path
+                count = _decode_run(plan, step)
+                length = steady.run_settled(
+                    logits[0],  # type: ignore[index]
+                    count,
+                    out,
+                    at=(step, length, nxt),
+                    fail=lambda err, at: self._failed(err, steady.feeds(at)),
+                    progress=progress,
+                )
+                nxt, step = steady.ids[0, 0], step + count
+                continue
             start = clock()
             if given is not None:  # a prompt or a chunk: its own feeds
                 new, feeds = given.shape[1], self._bind_given(binding, given, length)
@@ -466,26 +483,20 @@ class GreedyLoop:
                 calls.run()
             except Exception as err:
                 feeds = feeds if given is not None else steady.feeds(length)
-                raise run_error(err, self.job.model_name, self.job.config, feeds) from err
+                raise self._failed(err, feeds) from err
             t1 = clock()
             length += new
             got = None if logits is not None and shared else binding.get_outputs()
             scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
-            # the next ids: a scalar for one sequence (written into the bound [1, 1] ids; a
-            # decode step's [1, 1, vocabulary] logits need no view for it)
-            if batch > 1:
-                nxt = scores[:, -1].argmax(-1)[:, None]
-            else:
-                nxt = scores.argmax() if new == 1 else scores[0, -1].argmax()
+            nxt = _next_ids(scores, batch, new)
             if not shared:  # the present outputs become the next step's past
                 past, held = self._next_past(past, got)  # type: ignore[arg-type]
             if crossing and step == 0:
                 self._keep_cross(binding, got)  # type: ignore[arg-type]
-            out.step_ns.append(clock() - start)
-            out.run_ns.append(t1 - t0)
-            out.tokens.append(int(nxt) if batch == 1 else int(nxt[0, 0]))  # type: ignore[index]
-            out.cache_bytes.append(held)
-            progress(step + 1)
+            token = int(nxt) if batch == 1 else int(nxt[0, 0])  # type: ignore[index]
+            out.record(clock() - start, t1 - t0, token, held)
+            step += 1
+            progress(step)
         return out
 
 
@@ -494,17 +505,21 @@ def _cache_bytes(past: dict[str, OrtValue], dtypes: dict[str, np.dtype[np.generi
     return sum(math.prod(v.shape()) * dtypes[name].itemsize for name, v in past.items())
 
 
-@dataclass
-class _Generation:
-    """One generation's steps: each whole (ns), the model's run within it (ns), the token it
-    made and the cache's bytes after it."""
+def _next_ids(scores: np.ndarray, batch: int, new: int) -> np.ndarray | np.integer:
+    """The next ids from a step's logits ([batch, new, vocabulary]): a scalar for one
+    sequence (written into the bound [1, 1] ids; a decode step's logits need no view for
+    it), else [batch, 1]."""
+    if batch > 1:
+        return scores[:, -1].argmax(-1)[:, None]  # type: ignore[no-any-return]
+    return scores.argmax() if new == 1 else scores[0, -1].argmax()
 
-    step_ns: list[int] = field(default_factory=list)
-    run_ns: list[int] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    cache_bytes: list[int] = field(default_factory=list)
-    encoder: EncoderTimes | None = None
-    """An encoder-decoder's encoder run before the first step."""
+
+def _decode_run(plan: list[np.ndarray | None], step: int) -> int:
+    """How many decode steps (None) stand in a row from ``step`` in ``plan``."""
+    end = step
+    while end < len(plan) and plan[end] is None:
+        end += 1
+    return end - step
 
 
 def _profiled(
