@@ -28,25 +28,42 @@ def test_silent_cuda_fallback_is_reported(mlp: ortlab.Model) -> None:
     assert "did not load" in report.summary()
 
 
+def _cannot_load_here() -> tuple[str, str]:
+    """An EP that cannot load on this machine, short and full: OpenVINO where its plugin lists
+    no device (an AMD CPU) or is missing, else CUDA (no GPU here or in CI)."""
+    chosen, _ = auto_providers()
+    for short, full in (
+        ("openvino", "OpenVINOExecutionProvider"),
+        ("cuda", "CUDAExecutionProvider"),
+    ):
+        if full not in chosen:
+            return short, full
+    pytest.skip("OpenVINO and CUDA both load here")
+
+
 def test_fallback_warns_or_raises(mlp: ortlab.Model) -> None:
-    with pytest.warns(ProviderFallbackWarning, match=r"\['openvino'\] did not load for 'mlp'"):
+    short, _ = _cannot_load_here()
+    with pytest.warns(ProviderFallbackWarning, match=rf"\['{short}'\] did not load for 'mlp'"):
         ortlab.benchmark(
-            mlp, ortlab.SessionConfig(providers=["openvino", "cpu"]), runs=1, progress=False
+            mlp, ortlab.SessionConfig(providers=[short, "cpu"]), runs=1, progress=False
         )
     with pytest.raises(ProviderFallbackError, match="fallback='error'"):
         build_session(
             str(mlp.path),
-            ortlab.SessionConfig(providers=["openvino", "cpu"], fallback="error"),
+            ortlab.SessionConfig(providers=[short, "cpu"], fallback="error"),
             model_name="mlp",
         )
 
 
 def test_fallback_reaches_benchmark_results(mlp: ortlab.Model) -> None:
+    short, full = _cannot_load_here()
     with pytest.warns(ProviderFallbackWarning):
-        b = ortlab.benchmark(mlp, {"providers": ["openvino", "cpu"]}, runs=3, progress=False)
-    assert b.report.missing[0].provider == "OpenVINOExecutionProvider"
+        b = ortlab.benchmark(mlp, {"providers": [short, "cpu"]}, runs=3, progress=False)
+    assert b.report.missing[0].provider == full
     reason = b.report.missing[0].reason
-    if importlib.util.find_spec("onnxruntime_ep_openvino"):  # the plugin, with no device here
+    if full == "CUDAExecutionProvider":  # in this build (onnxruntime-gpu), no GPU here
+        assert "ORT said:" in reason and "cuda" in reason.lower(), reason
+    elif importlib.util.find_spec("onnxruntime_ep_openvino"):  # the plugin, with no device here
         assert "onnxruntime_ep_openvino" in reason and "lists no device" in reason, reason
     else:
         assert "onnxruntime-ep-openvino" in reason or "onnxruntime-openvino" in reason, reason
@@ -71,6 +88,27 @@ def test_auto_picks_loadable_providers() -> None:
             assert any("cannot load here" in r for r in reasons)
     b = ortlab.benchmark(ortlab.load(models.add()), {"providers": "auto"}, runs=2, progress=False)
     assert b.report.auto_reasons == reasons
+
+
+def test_auto_takes_a_plugin_ep_exactly_where_a_session_loads_it(mlp: ortlab.Model) -> None:
+    """Each registered plugin EP (OpenVINO, QNN) is in auto's choice exactly where ortlab's
+    own session for that EP runs on it (the trial once named it in providers=, where a plugin
+    EP never loads, so an Intel CPU's OpenVINO was said to fail); a plugin's meta-device
+    (OpenVINO's .AUTO) is said, not offered."""
+    from ortlab.engine.plugins import registered
+
+    chosen, reasons = auto_providers()
+    plugins = [p for p in registered() if not p.error]
+    if not plugins:
+        pytest.skip("no plugin EP is installed")
+    for p in plugins:
+        cfg = ortlab.SessionConfig(providers=[p.name, "cpu"], fallback="allow")
+        _, report = build_session(str(mlp.path), cfg, model_name="mlp")
+        assert (p.name in report.active) == (p.name in chosen), (p.name, p.devices, reasons)
+    for ep in ort.get_available_providers():
+        if "." in ep:
+            assert ep not in chosen
+            assert any(r.startswith(f"{ep}:") and "meta-device" in r for r in reasons), ep
 
 
 def test_clean_ort_message() -> None:

@@ -459,22 +459,37 @@ def warn_if_fallback(report: SessionReport, config: SessionConfig, name: str) ->
 
 @functools.cache
 def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(what ``providers='auto'`` takes: every EP a trial session loaded, best first; why for
+    each EP in the build). A plugin EP is tried through its devices, as :func:`build_session`
+    selects it (named in ``providers=`` it never loads); a name in the build that is no EP of
+    :data:`AUTO_ORDER` (a plugin's meta-device, such as OpenVINO's ``.AUTO``) is said, not
+    tried: a SessionConfig names the plugin's EP."""
     import onnxruntime as ort
 
     registered()  # plugin EPs join the build's list once registered: the same answer always
 
     available = list(ort.get_available_providers())
     chosen: list[str] = []
-    reasons: list[str] = []
+    reasons = [
+        f"{_short(p)}: in this build as a plugin's meta-device, not an EP ortlab selects by "
+        f"name (name the plugin's EP: {p.split('.')[0]})"
+        for p in available
+        if "." in p and p.split(".")[0] in AUTO_ORDER
+    ]
     probe = probe_model(8, 13)
     for ep in AUTO_ORDER:
         if ep not in available:
             continue
         so = ort.SessionOptions()
         so.log_severity_level = 3
+        devices = plugin_devices(ep)
         with capture_output() as cap:
             try:
-                got = ort.InferenceSession(probe, so, providers=[ep, "CPUExecutionProvider"])
+                if devices:  # a plugin EP's devices (ORT then takes no providers=)
+                    so.add_provider_for_devices(devices, {})
+                    got = ort.InferenceSession(probe, so)
+                else:
+                    got = ort.InferenceSession(probe, so, providers=[ep, "CPUExecutionProvider"])
                 loaded = ep in got.get_providers()
             except Exception:  # noqa: BLE001 - a failing trial means "cannot load"
                 loaded = False
