@@ -357,20 +357,21 @@ class _RoundsTask(Protocol[T_co]):
 
 def _in_rounds(
     task: _RoundsTask[R],
-    via: Via,
     items: Sequence[tuple[Model, SessionConfig]],
     base: Run,
     *,
+    said: tuple[str, str],
     rounds: int,
     runs: int,
 ) -> tuple[R, float | None]:
-    """``task``'s reply on ``items`` in the worker (called ``via``) at ``base``'s inputs,
-    ``rounds`` rounds of ``runs`` runs, and the cores other processes used meanwhile (None:
-    not measured)."""
+    """``task``'s reply on ``items`` in the worker at ``base``'s inputs, progress and timeout
+    (``said``: the bar's label and the words naming the call in an error), ``rounds`` rounds
+    of ``runs`` runs, and the cores other processes used meanwhile (None: not measured)."""
+    desc, context = said
     with measured_load() as load:
         out = run(
             task,
-            via,
+            Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout),
             items=[(str(m.path), m.name, c) for m, c in items],
             feeds=dict(base.inputs),
             rounds=rounds,
@@ -393,9 +394,8 @@ def measure_interleaved(
     (a requested EP that did not load warns or raises as that config's ``fallback`` says),
     each distinct miss said once (ten variants under one config that all lost CUDA are one
     warning)."""
-    via = Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout)
     out, other_cores = _in_rounds(
-        tasks_timing.interleaved, via, items, base, rounds=rounds, runs=base.runs
+        tasks_timing.interleaved, items, base, said=(desc, context), rounds=rounds, runs=base.runs
     )
     reports = list(out.reports)
     said: set[tuple[Any, ...]] = set()
@@ -460,8 +460,9 @@ def measure_cpu(
     """The CPU cost of ``items`` at ``base``'s inputs (``base``'s progress and timeout), the
     first item the reference; each item's session report is checked like
     :func:`measure_interleaved`'s."""
-    via = Via(desc=desc, context=context, progress=base.progress, timeout=base.timeout)
-    out, other_cores = _in_rounds(tasks_cpu.cpu_costs, via, items, base, rounds=rounds, runs=runs)
+    out, other_cores = _in_rounds(
+        tasks_cpu.cpu_costs, items, base, said=(desc, context), rounds=rounds, runs=runs
+    )
     per_run = max(out.runs, 1) * 1e6
     return CpuRounds(
         cpu_ms=np.asarray(out.cpu_ns, dtype=np.float64).reshape(rounds, len(items)) / per_run,

@@ -460,8 +460,9 @@ def warn_if_fallback(report: SessionReport, config: SessionConfig, name: str) ->
 @functools.cache
 def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(what ``providers='auto'`` takes: every EP a trial session loaded, best first; why for
-    each EP in the build). A plugin EP is tried through its devices, as :func:`build_session`
-    selects it (named in ``providers=`` it never loads); a name in the build that is no EP of
+    each EP in the build). Each is tried as :func:`build_session` selects it
+    (:func:`_select_devices`: a plugin EP by its devices, named in ``providers=`` it never
+    loads); a name in the build that is no EP of
     :data:`AUTO_ORDER` (a plugin's meta-device, such as OpenVINO's ``.AUTO``) is said, not
     tried: a SessionConfig names the plugin's EP."""
     import onnxruntime as ort
@@ -482,14 +483,13 @@ def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
             continue
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        devices = plugin_devices(ep)
+        asked = [ep, "CPUExecutionProvider"]
         with capture_output() as cap:
-            try:
-                if devices:  # a plugin EP's devices (ORT then takes no providers=)
-                    so.add_provider_for_devices(devices, {})
+            try:  # chosen as build_session chooses: a plugin EP by its devices
+                if _select_devices(so, asked, SessionConfig(providers=asked))[0]:
                     got = ort.InferenceSession(probe, so)
                 else:
-                    got = ort.InferenceSession(probe, so, providers=[ep, "CPUExecutionProvider"])
+                    got = ort.InferenceSession(probe, so, providers=asked)
                 loaded = ep in got.get_providers()
             except Exception:  # noqa: BLE001 - a failing trial means "cannot load"
                 loaded = False
