@@ -260,9 +260,6 @@ def test_sessions_that_do_not_fit_together_are_timed_in_pairs(
         assert all(len(lat) == 18 for lat in out.latencies_ns)
         assert [r.level for r in out.reports] == ["all", "disabled", "basic", "all"]
         assert w.call("ortlab.engine.tasks:cached_sessions", {}) <= 2
-        # the last candidate is the reference's own config: its ratio is about 1
-        ratio = ortlab.paired_ratio(med[:, 0], med[:, 3])
-        assert 0.5 < ratio.ratio < 2.0
     finally:
         w.stop()
 
