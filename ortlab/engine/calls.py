@@ -195,43 +195,25 @@ def run(
     arguments against the task's own signature and gives its return type."""
     if args:
         raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
-    out = call(
-        task_name(task),
-        dict(kwargs),
-        desc=via.desc,
-        context=via.context,
-        progress=via.progress,
-        timeout=via.timeout,
-        worker=via.worker,
-        unit=via.unit,
-    )
-    return cast("R", out)
+    return cast("R", call(task, dict(kwargs), via))
 
 
-def call(
-    task: str | Callable[..., object],
-    kwargs: Mapping[str, object],
-    *,
-    desc: str,
-    context: str,
-    progress: bool | Callable[[int, int], None] = True,
-    timeout: float | None = None,
-    worker: Worker | InProcessWorker | None = None,
-    unit: str = "run",
-) -> Any:
-    """Run a worker task with a tqdm.auto progress bar (or a callback, or nothing). ``task``
-    is the task function or its name (:func:`run` checks the arguments too); ``timeout``
-    None means the default (ORTLAB_TIMEOUT_S, else none); ``worker`` None, the default."""
+def call(task: str | Callable[..., object], kwargs: Mapping[str, object], via: Via) -> Any:
+    """Run a worker task as ``via`` says: a tqdm.auto progress bar labelled ``via.desc`` (or
+    a callback, or nothing), its timeout (None: ORTLAB_TIMEOUT_S, else none) and worker
+    (None: the default). ``task`` is the task function or its name (:func:`run` checks the
+    arguments too)."""
     task = task_name(task)
-    timeout = timeout if timeout is not None else default_timeout()
-    target: Worker | InProcessWorker = worker if worker is not None else get_worker()
+    progress, context, unit = via.progress, via.context, via.unit
+    timeout = via.timeout if via.timeout is not None else default_timeout()
+    target: Worker | InProcessWorker = via.worker if via.worker is not None else get_worker()
     if callable(progress):
         return target.call(task, kwargs, timeout=timeout, progress=progress, context=context)
     if not progress:
         return target.call(task, kwargs, timeout=timeout, context=context)
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=None, desc=desc, unit=unit, leave=False)
+    bar = tqdm(total=None, desc=via.desc, unit=unit, leave=False)
     try:
 
         def update(done: int, total: int) -> None:
@@ -284,15 +266,9 @@ def run_model_task(
         else ""
     )
     try:
-        out = call(
-            task,
-            {"job": run.job, **kwargs},
-            desc=f"{task_name(task).rpartition(':')[2]} {m.name}{counted}",
-            context=run.context,
-            progress=run.progress,
-            timeout=run.timeout,
-            unit=unit,
-        )
+        desc = f"{task_name(task).rpartition(':')[2]} {m.name}{counted}"
+        via = Via(desc, run.context, run.progress, run.timeout, unit=unit)
+        out = call(task, {"job": run.job, **kwargs}, via)
     except RunError as err:
         if not run.inputs.guessed():
             raise

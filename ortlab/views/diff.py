@@ -6,7 +6,7 @@ the figure (:func:`~ortlab.views.figure.shift_figure`, which the version diff's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ortlab.core.eps import label as ep_label
 from ortlab.core.stats import interval_text
@@ -19,31 +19,47 @@ if TYPE_CHECKING:
 
     from ortlab.analysis.diff import DiffResult
 
-__all__ = ["diff_figure", "diff_html", "diff_text"]
+__all__ = ["ShiftRow", "diff_figure", "diff_html", "diff_text", "shift_cells", "shift_headers"]
+
+
+def shift_headers(a: str, b: str) -> list[str]:
+    """The columns of :func:`shift_cells`, the sides named ``a`` and ``b``."""
+    return ["node", "op", f"{a} µs", f"{b} µs", "B − A µs [interval]", "verdict"]
+
+
+class ShiftRow(Protocol):
+    """A row of a node-by-node diff's table (``to_pandas().itertuples()``)."""
+
+    node: str
+    op_type: str
+    a_us: float
+    b_us: float
+    delta_us: float
+    low: float
+    high: float
+    verdict: str
+
+
+def shift_cells(x: ShiftRow) -> list[object]:
+    """A node's shift as every node-by-node diff shows it (this run diff, the version diff):
+    node, op, each side's µs, B - A with its interval, the verdict."""
+    return [
+        x.node,
+        x.op_type,
+        fmt_us(x.a_us),
+        fmt_us(x.b_us),
+        interval_text(x.delta_us, x.low, x.high, 1, "+"),
+        x.verdict,
+    ]
 
 
 def _diff_rows(d: DiffResult, top: int = 20) -> tuple[list[str], list[list[object]]]:
-    headers = [
-        "node",
-        "op",
-        "A µs",
-        "B µs",
-        "B − A µs [interval]",
-        "verdict",
-        "vs run",
-        "EP",
-        "kernel",
-    ]
+    headers = [*shift_headers("A", "B"), "vs run", "EP", "kernel"]
     t = d.to_pandas()
     t = t[t["verdict"].isin(["slower", "faster"]) | t["moved"] | t["kernel_changed"]]
     rows = [
         [
-            r.node,
-            r.op_type,
-            fmt_us(r.a_us),
-            fmt_us(r.b_us),
-            interval_text(r.delta_us, r.low, r.high, 1, "+"),
-            r.verdict,
+            *shift_cells(r),
             "—" if r.vs_run != r.vs_run else f"x{r.vs_run:.2f}",
             f"{ep_label(r.a_provider)} → {ep_label(r.b_provider)}" if r.moved else "",
             f"{r.a_kernel} → {r.b_kernel}" if r.kernel_changed else "",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ortlab.core.stats import interval_text
 from ortlab.core.units import fmt_us
+from ortlab.views.diff import shift_cells, shift_headers
 from ortlab.views.figure import shift_figure, timed_shifts
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
@@ -32,28 +32,14 @@ def _head(r: VersionDiffResult) -> str:
 def _rows(r: VersionDiffResult, top: int) -> tuple[list[str], list[list[object]]]:
     """The nodes that changed (time, kernel or fusion), then the largest shifts."""
     a, b = r.loaded
-    headers = [
-        "node",
-        "op",
-        f"{a} µs",
-        f"{b} µs",
-        "B − A µs [interval]",
-        "verdict",
-        "kernel",
-        "fusion",
-    ]
+    headers = [*shift_headers(a, b), "kernel", "fusion"]
     t = r.to_pandas()
     changed = t["verdict"].isin(["slower", "faster", "only in A", "only in B"])
     changed |= t["kernel_changed"] | t["fusion_changed"].fillna(False).astype(bool)
     t = t[changed] if changed.any() else t
     rows = [
         [
-            x.node,
-            x.op_type,
-            fmt_us(x.a_us),
-            fmt_us(x.b_us),
-            interval_text(x.delta_us, x.low, x.high, 1, "+"),
-            x.verdict,
+            *shift_cells(x),
             f"{_kernel(x.a_kernel, x.a_domain)} → {_kernel(x.b_kernel, x.b_domain)}"
             if x.kernel_changed
             else _kernel(x.a_kernel, x.a_domain),

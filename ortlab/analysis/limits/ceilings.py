@@ -22,7 +22,8 @@ import numpy as np
 
 from ortlab.core.config import SessionConfig
 from ortlab.engine import tasks_peaks
-from ortlab.engine.calls import call
+from ortlab.engine.calls import Via
+from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import PeakRuns
 
 __all__ = [
@@ -121,14 +122,8 @@ def measure(
 ) -> None:
     """Measure the GEMM peaks of ``dtypes`` and both bandwidths now, in the worker under
     ``config``'s settings, and fold them in (:func:`record`)."""
-    reply = call(
-        tasks_peaks.peaks,
-        {"config": config, "dtypes": list(dtypes), "runs": runs},
-        desc="peaks",
-        context=f"of this machine with {config.label()}",
-        progress=False,
-        timeout=timeout,
-    )
+    via = Via("peaks", f"of this machine with {config.label()}", timeout=timeout)
+    reply = run_task(tasks_peaks.peaks, via, config=config, dtypes=list(dtypes), runs=runs)
     record(config, reply.runs)
 
 
