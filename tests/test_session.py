@@ -105,6 +105,10 @@ def test_auto_takes_a_plugin_ep_exactly_where_a_session_loads_it(mlp: ortlab.Mod
         cfg = ortlab.SessionConfig(providers=[p.name, "cpu"], fallback="allow")
         _, report = build_session(str(mlp.path), cfg, model_name="mlp")
         assert (p.name in report.active) == (p.name in chosen), (p.name, p.devices, reasons)
+        if p.name not in report.active:  # a plugin whose factory fails names no EP in its log
+            (issue,) = [i for i in report.missing if i.provider == p.name]
+            assert "no reason" not in issue.reason, issue.reason
+    assert not any("said: no reason" in r for r in reasons), reasons
     for ep in ort.get_available_providers():
         if "." in ep:
             assert ep not in chosen
@@ -119,6 +123,16 @@ def test_clean_ort_message() -> None:
     )
     assert (
         clean_ort_message(raw) == "Unsupported model IR version: 14, max supported IR version: 13"
+    )
+    nested = (  # a plugin EP's factory failing, as ORT 1.31 logs it
+        "EP Error /onnxruntime_src/onnxruntime/core/session/plugin_ep/"
+        "ep_plugin_provider_interfaces.cc:71 virtual std::unique_ptr<onnxruntime::"
+        "IExecutionProvider> onnxruntime::PluginExecutionProviderFactory::CreateProvider(const "
+        "OrtSessionOptions&, const OrtLogger&) Error creating execution provider: "
+        "[ONNXRuntimeError] : 1 : FAIL : Could not determine default backend path for device"
+    )
+    assert clean_ort_message(nested) == (
+        "Error creating execution provider: Could not determine default backend path for device"
     )
 
 

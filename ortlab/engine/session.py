@@ -66,6 +66,7 @@ def clean_ort_message(text: str) -> str:
         m = re.match(r"^\S+\.(?:cc|h|cpp|hpp):\d+ ", msg)
         if m:
             msg = _drop_signature(msg[m.end() :])
+    msg = re.sub(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", "", msg)  # nested in another message
     msg = re.sub(r"Failed to load library (?:\S*/)?(\S+) with error: ", r"Failed to load \1: ", msg)
     msg = re.sub(r"\s*Please install all dependencies.*?supported\.", "", msg)
     return msg.strip()
@@ -162,6 +163,8 @@ _LANDMARKS = {
     "initializers": "Saving initialized tensors.",
     "done": "Session successfully initialized.",
 }
+_FACTORY_FAILED = "Error creating execution provider"
+"""How ORT logs a plugin EP's factory failing to make the EP (it names no EP)."""
 STAGES = ("load", "optimize", "partition & plan", "initializers & kernels")
 """Session-creation stages timed from ORT's own log timestamps (``session_stages``)."""
 
@@ -228,18 +231,25 @@ def session_stages(lines: list[str]) -> tuple[dict[str, float], dict[str, float]
     return stages, transformer_ms
 
 
-def _reason(provider: str, lines: list[str], warns: list[str], available: list[str]) -> str:
+def _reason(
+    provider: str, lines: list[str], warns: list[str], available: list[str], *, alone: bool
+) -> str:
+    """Why ``provider`` is not among the session's EPs, in ORT's words: the log lines that
+    name it. A plugin EP's factory that fails names no EP ("Error creating execution
+    provider: …"); that line is taken when ``provider`` is the only EP missing besides CPU."""
     if provider not in available:
         hint = INSTALL_HINTS.get(provider, "Install an onnxruntime package that includes it.")
         return f"not part of this onnxruntime build (it has {', '.join(available)}). {hint}"
     keys = (provider.lower(), *LOG_KEYWORDS.get(provider, ()))
+    logged = [ln for ln in [*lines, *warns] if "*** EP Error ***" not in ln]
     relevant = [
-        _LOG_PREFIX.sub("", ln).strip()
-        for ln in [*lines, *warns]
-        if any(k in ln.lower() for k in keys) and "*** EP Error ***" not in ln
+        _LOG_PREFIX.sub("", ln).strip() for ln in logged if any(k in ln.lower() for k in keys)
     ]
+    if not relevant and alone:
+        relevant = [_LOG_PREFIX.sub("", ln).strip() for ln in logged if _FACTORY_FAILED in ln]
     said = " ".join(dict.fromkeys(clean_ort_message(r) for r in relevant[:3])) or "no reason"
-    return f"ORT said: {said[:400]} {INSTALL_HINTS.get(provider, '')}".strip()
+    said = said[:400] if said[:400].endswith((".", "!", ")")) else f"{said[:400]}."
+    return f"ORT said: {said} {INSTALL_HINTS.get(provider, '')}".strip()
 
 
 def _check_level(level: str, ort: ModuleType) -> None:
@@ -352,10 +362,15 @@ def build_session(
     active = list(sess.get_providers())
     available = list(ort.get_available_providers())
     lines = cap.lines()
+    absent = [
+        p for p in requested if not p.startswith("policy:") and split_device(p)[0] not in active
+    ]
+    alone = len(absent) == 1
     missing = [
-        ProviderIssue(p, unselected.get(p) or _reason(p, lines, cap.warnings, available))
-        for p in requested
-        if not p.startswith("policy:") and split_device(p)[0] not in active
+        ProviderIssue(
+            p, unselected.get(p) or _reason(p, lines, cap.warnings, available, alone=alone)
+        )
+        for p in absent
     ]
     stages_ms, transformer_ms = session_stages(lines)
     loud = [ln for ln in lines if not _QUIET.match(ln)]  # drop INFO/VERBOSE chatter
@@ -497,7 +512,7 @@ def _auto_cached() -> tuple[tuple[str, ...], tuple[str, ...]]:
             chosen.append(ep)
             reasons.append(f"{_short(ep)}: in this build and a trial session loaded it")
         else:
-            why = _reason(ep, cap.lines(), cap.warnings, available)
+            why = _reason(ep, cap.lines(), cap.warnings, available, alone=True)
             reasons.append(f"{_short(ep)}: in this build but cannot load here ({why})")
     chosen.append("CPUExecutionProvider")
     reasons.append("cpu: always available, takes every node the others do not")
