@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -491,9 +492,12 @@ def _search(budget_s: float = 600.0, m: Any = None) -> Any:
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
     from ortlab.engine.replies import InterleavedReply
+    from ortlab.engine.worker import task_name
 
-    def call(task: str, kwargs: dict[str, Any], **_: Any) -> InterleavedReply:
-        assert task == "ortlab.engine.tasks_timing:interleaved"
+    def call(
+        task: str | Callable[..., object], kwargs: dict[str, Any], *_: Any
+    ) -> InterleavedReply:
+        assert task_name(task) == "ortlab.engine.tasks_timing:interleaved"
         out = answers.pop(0)
         assert len(out["medians_ns"]) == kwargs["rounds"]
         no_report = [None] * len(kwargs["items"])  # no session: no report
