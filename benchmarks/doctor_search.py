@@ -25,7 +25,9 @@ from benchmarks._common import record
 from ortlab.analysis.quantization.compare import error_metrics
 from ortlab.core.config import SessionConfig
 from ortlab.core.stats import paired_ratio
-from ortlab.engine.calls import call
+from ortlab.engine import tasks, tasks_timing
+from ortlab.engine.calls import Via
+from ortlab.engine.calls import run as run_task
 
 LEVELS = ("disabled", "basic", "extended", "all")
 THREADS = (0, 1, 2)
@@ -35,34 +37,28 @@ MIN_COSINE = 0.999
 
 
 def _time(items: list[tuple[str, str, SessionConfig]], feeds: Any, rounds: int, runs: int) -> Any:
-    out = call(
-        "interleaved",
-        {"items": items, "feeds": dict(feeds), "rounds": rounds, "runs": runs},
-        desc="grid",
-        context="grid",
-        progress=False,
+    via = Via("grid", "grid")
+    out = run_task(
+        tasks_timing.interleaved, via, items=items, feeds=dict(feeds), rounds=rounds, runs=runs
     )
-    return np.asarray(out["medians_ns"], dtype=np.float64) / 1e6
+    return np.asarray(out.medians_ns, dtype=np.float64) / 1e6
 
 
 def _cosine(m: ortlab.Model, v: ortlab.Model, samples: list[dict[str, Any]]) -> float:
+    via = Via("outputs", "grid")
     outs = [
-        call(
-            "outputs_many",
-            {
-                "model_path": str(x.path),
-                "model_name": x.name,
-                "config": SessionConfig(),
-                "samples": samples,
-            },
-            desc="outputs",
-            context="grid",
-            progress=False,
+        run_task(
+            tasks.outputs_many,
+            via,
+            model_path=str(x.path),
+            model_name=x.name,
+            config=SessionConfig(),
+            samples=samples,
         )
         for x in (m, v)
     ]
     return min(
-        error_metrics([o[k] for o in outs[0]], [o[k] for o in outs[1]])["cosine"]
+        float(error_metrics([o[k] for o in outs[0]], [o[k] for o in outs[1]])["cosine"])
         for k in outs[0][0]
     )
 
@@ -111,7 +107,7 @@ def run(name: str) -> dict[str, Any]:
     g = grid(m, variants, runs=runs, rounds=6)
     # the grid needs the same variants: their build time (measured in the doctor) counts for both
     g["seconds"] += d.stages.get("build variants", 0.0)
-    best_cfg = d.best.session_config.with_(fallback="allow")
+    best_cfg = d.best.config.with_(fallback="allow")
     items = [
         (str(m.path), m.name, SessionConfig(fallback="allow")),
         g["best"],
@@ -135,7 +131,7 @@ def run(name: str) -> dict[str, Any]:
         "grid_ci": [1 / grid_v.high, 1 / grid_v.low],
         "doctor_s": doctor_s,
         "doctor_candidates": len(d.measured),
-        "doctor_best": f"{d.best.variant} · {d.best.session_config.label()}",
+        "doctor_best": f"{d.best.variant} · {d.best.config.label()}",
         "doctor_speedup": doc_v.speedup(),
         "doctor_ci": [1 / doc_v.high, 1 / doc_v.low],
         "doctor_cosine": d.best.cosine,
