@@ -108,7 +108,7 @@ def run_model(name: str) -> dict[str, Any]:
             row[f"ORT static alone, {n} samples MB"] = _ort_static_mb(
                 m.path, Path(tmp) / "feeds.npz", n
             )
-    verbs = {
+    verbs: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {
         "quantize dynamic": (ortlab.quantize, (m,), {"mode": "dynamic", "feeds": feeds}),
         "quantize static": (
             ortlab.quantize,

@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -180,7 +181,7 @@ def measure(name: str, rounds: int, new: int) -> dict:
         for k in sides if r % 2 == 0 else reversed(list(sides)):
             got[k].append(sides[k]())
     # time per token ratios (ortlab / reference): < 1 is faster
-    out = {"model": name, "rounds": rounds, "new_tokens": new}
+    out: dict[str, Any] = {"model": name, "rounds": rounds, "new_tokens": new}
     for ours_key, ref in (("ortlab copy", "bare"), ("ortlab", "genai")):
         if ref not in got:
             continue

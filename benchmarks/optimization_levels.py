@@ -67,16 +67,16 @@ def main() -> None:
         "|---|---|" + "---|" * len(levels) + "---|",
     ]
     for name in args.models.split(","):
-        mine = {r["level"]: r for r in rows if r["model"] == name}
+        mine = {row["level"]: row for row in rows if row["model"] == name}
         cells = []
         for lv in levels:
-            r = mine[lv]
+            cell = mine[lv]
             ci = (
                 ""
                 if lv == "disabled"
-                else f" ({r['ratio']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}])"
+                else f" ({cell['ratio']:.2f} [{cell['ci95'][0]:.2f}, {cell['ci95'][1]:.2f}])"
             )
-            cells.append(f"{r['p50_ms']:.2f}{ci}")
+            cells.append(f"{cell['p50_ms']:.2f}{ci}")
         best = min(levels[1:], key=lambda lv: mine[lv]["ratio"])
         verdict = mine[best]["verdict"]
         speed = (

@@ -75,7 +75,7 @@ if TYPE_CHECKING or not _CHILD:
         WorkerTimeoutError,
     )
     from ortlab.core.inputs import Feeds
-    from ortlab.core.model import Model, ModelSummary, load, without_initializer_inputs
+    from ortlab.core.model import Model, ModelLike, ModelSummary, load, without_initializer_inputs
     from ortlab.core.stats import Verdict, paired_ratio
     from ortlab.core.version import __version__
     from ortlab.core.workshop import copy_notebooks
@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 
 
 def graph(
-    model: Model | str,
+    model: ModelLike,
     placement: PlacementResult | None = None,
     profile: ProfileResult | None = None,
     error: ErrorResult | DivergenceResult | None = None,
@@ -134,7 +134,7 @@ def graph(
 
 
 def model_explorer_data(
-    model: Model | str,
+    model: ModelLike,
     path: str | _os.PathLike[str],
     figure: str = "time",
     *,
