@@ -109,6 +109,17 @@ def test_a_sessions_first_runs_count_as_its_size(model: str) -> None:
     assert sessioncache.SESSION_BYTES[key] == counted
 
 
+def test_a_session_counts_at_least_its_weights(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the C library hands a new session memory a dropped one freed, the process does
+    not grow: the session still counts its model's bytes, so a budget it cannot fit in is not
+    passed by two sessions "of 0 bytes" (a long CI run timed such a pair interleaved)."""
+    monkeypatch.setattr(sessioncache, "rss_bytes", lambda: 1 << 30)  # no growth seen
+    sessioncache.open_session(model, "activations", SessionConfig())
+    key = (model, sessioncache.file_fingerprint(model), SessionConfig())
+    files = sum(f.stat().st_size for f in sessioncache.model_files(model))
+    assert files > 0 and sessioncache.SESSION_BYTES[key] == files
+
+
 def test_pairs_hold_two_sessions_never_three(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Five settings of a model whose sessions do not fit together: the pairwise comparison's
     peak stays near two sessions (each candidate's session is released, runner and all, before
