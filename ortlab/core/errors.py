@@ -96,7 +96,12 @@ class WorkerCrashedError(WorkerError):
 
 
 class WorkerTimeoutError(WorkerError, TimeoutError):
-    """A call took longer than its timeout; the worker was stopped."""
+    """A call took longer than its timeout; the worker was stopped. ``timeout_s`` is the limit
+    it ran under (None where not known)."""
+
+    def __init__(self, message: str, timeout_s: float | None = None) -> None:
+        super().__init__(message)
+        self.timeout_s = timeout_s
 
 
 class WorkerCancelledError(WorkerError):

@@ -179,6 +179,15 @@ class Budget:
             )
         return limit if self.timeout is None else min(limit, self.timeout)
 
+    def cut_short(self, err: WorkerTimeoutError, took_s: float) -> bool:
+        """Whether the doctor's budget stopped the call (a note: raise budget_s), not the
+        caller's own ``timeout`` (a failure: the model may hang ORT). ``took_s`` is how long
+        the call ran, where the error does not carry its limit."""
+        if self.timeout is None:
+            return True
+        limit = err.timeout_s if err.timeout_s is not None else took_s
+        return limit < self.timeout
+
     def build_left(self) -> float:
         """Seconds left for building variants (until BUILD_SHARE of the budget has passed)."""
         return BUILD_SHARE * self.budget_s - (time.perf_counter() - self.t0)
@@ -201,7 +210,7 @@ class Budget:
             self.skip(f"{what} (not started: the budget and its slack were spent)")
             return None
         except WorkerTimeoutError as err:
-            if self.timeout is not None and time.perf_counter() - started >= self.timeout:
+            if not self.cut_short(err, time.perf_counter() - started):
                 self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             else:  # the doctor's own budget stopped it
                 took = time.perf_counter() - started

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ortlab.core.errors import OrtlabError, WorkerCancelledError, error_text
+from ortlab.core.errors import OrtlabError, WorkerCancelledError, WorkerTimeoutError, error_text
 from ortlab.diagnosis.budget import BudgetSpentError
 from ortlab.diagnosis.facts import CandidateFailure
 from ortlab.diagnosis.ledger import Ledger
@@ -84,13 +84,19 @@ def _each(
             done(name)
             break
         except OrtlabError as err:  # keep what the stages before it measured
-            out.said.failures.append(
-                CandidateFailure(f"the {name} stage", error_text(err, 2000), name)
-            )
-            out.said.notes.append(
-                f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
-                "findings above come from the stages before it"
-            )
+            if isinstance(err, WorkerTimeoutError) and ledger.budget.cut_short(err, 0.0):
+                ledger.skip(  # the budget stopped a call: said with the budget to ask for
+                    f"the {name} stage and those after it (a call did not finish in the time "
+                    "the budget left it)"
+                )
+            else:
+                out.said.failures.append(
+                    CandidateFailure(f"the {name} stage", error_text(err, 2000), name)
+                )
+                out.said.notes.append(
+                    f"the doctor stopped at its {name} stage ({error_text(err, 300)}); the "
+                    "findings above come from the stages before it"
+                )
             got.fold(out, ledger)
             done(name)
             break

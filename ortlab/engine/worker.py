@@ -388,7 +388,8 @@ class Worker:
                 self._discard()
                 raise WorkerTimeoutError(
                     f"{said(task)} {context} did not finish within {timeout:.3g} s; the worker was "
-                    "stopped (the model may hang ORT, or need a longer timeout=)."
+                    "stopped (the model may hang ORT, or need a longer timeout=).",
+                    timeout_s=timeout,
                 )
 
     def _out_of_memory(self, context: str, task: str) -> WorkerCrashedError:
