@@ -179,14 +179,14 @@ class Budget:
             )
         return limit if self.timeout is None else min(limit, self.timeout)
 
-    def cut_short(self, err: WorkerTimeoutError, took_s: float) -> bool:
+    def cut_short(self, err: WorkerTimeoutError) -> bool:
         """Whether the doctor's budget stopped the call (a note: raise budget_s), not the
-        caller's own ``timeout`` (a failure: the model may hang ORT). ``took_s`` is how long
-        the call ran, where the error does not carry its limit."""
+        caller's own ``timeout`` (a failure: the model may hang ORT): the limit the call ran
+        under was the budget's, below the caller's. A limit not known, under a caller's
+        timeout, is taken for the caller's."""
         if self.timeout is None:
             return True
-        limit = err.timeout_s if err.timeout_s is not None else took_s
-        return limit < self.timeout
+        return err.timeout_s is not None and err.timeout_s < self.timeout
 
     def build_left(self) -> float:
         """Seconds left for building variants (until BUILD_SHARE of the budget has passed)."""
@@ -210,7 +210,7 @@ class Budget:
             self.skip(f"{what} (not started: the budget and its slack were spent)")
             return None
         except WorkerTimeoutError as err:
-            if not self.cut_short(err, time.perf_counter() - started):
+            if not self.cut_short(err):
                 self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
             else:  # the doctor's own budget stopped it
                 took = time.perf_counter() - started

@@ -84,7 +84,7 @@ def _each(
             done(name)
             break
         except OrtlabError as err:  # keep what the stages before it measured
-            if isinstance(err, WorkerTimeoutError) and ledger.budget.cut_short(err, 0.0):
+            if isinstance(err, WorkerTimeoutError) and ledger.budget.cut_short(err):
                 ledger.skip(  # the budget stopped a call: said with the budget to ask for
                     f"the {name} stage and those after it (a call did not finish in the time "
                     "the budget left it)"

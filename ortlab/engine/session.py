@@ -247,8 +247,9 @@ def _reason(
     ]
     if not relevant and alone:
         relevant = [_LOG_PREFIX.sub("", ln).strip() for ln in logged if _FACTORY_FAILED in ln]
-    said = " ".join(dict.fromkeys(clean_ort_message(r) for r in relevant[:3])) or "no reason"
-    said = said[:400] if said[:400].endswith((".", "!", ")")) else f"{said[:400]}."
+    joined = " ".join(dict.fromkeys(clean_ort_message(r) for r in relevant[:3]))
+    said = (joined or "no reason")[:400]
+    said += "" if said.endswith((".", "!", ")")) else "."
     return f"ORT said: {said} {INSTALL_HINTS.get(provider, '')}".strip()
 
 

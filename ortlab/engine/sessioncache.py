@@ -100,9 +100,9 @@ def open_session(
     before = rss_bytes()
     sess, report = build_session(path, config, model_name=name)
     _SESSIONS[key] = (sess, report)
-    # at least its weights: the growth reads less, even 0, where the C library gave the
-    # session memory a dropped one freed (seen in a long test run: two mlp sessions at 0 bytes
-    # passed for fitting a 1 KB budget together)
+    # at least its weights: the growth reads less, even 0, where the C library gives the
+    # session memory a dropped one freed (a long test run: two MLP sessions passed for fitting
+    # a 1 KB budget together)
     SESSION_BYTES[key] = max(rss_bytes() - before, weights)
     _RAN.discard(key)  # a new session: its first runs are still to count
     while len(_SESSIONS) > _MAX_SESSIONS:
