@@ -200,13 +200,20 @@ def test_fp32s_ceiling_is_the_faster_of_the_gemm_and_the_nchwc_conv(tmp_path: Pa
 
 def test_two_rooflines_read_the_same_ceilings(cnn: Path) -> None:
     """One measurement per session: a second roofline at the same EP and thread settings (at
-    another optimization level) holds the very same Peak objects, not a second measurement."""
+    another optimization level) holds the very same Peak objects, not a second measurement —
+    unless one of its nodes beat a ceiling (a busy machine read the kernel low), which then
+    is that node's rate, the measurement the same (raise_to)."""
     roof = ortlab.roofline(cnn, {"level": "all"}, runs=3, progress=False)
     again = ortlab.roofline(cnn, {"level": "basic"}, runs=3, progress=False)
     by_dtype = {p.dtype: p for p in roof.peaks}
     for p in again.peaks:
-        if p.dtype in by_dtype and p.measured == by_dtype[p.dtype].measured:
-            assert p is by_dtype[p.dtype]
+        first = by_dtype.get(p.dtype)
+        if first is None or p.measured != first.measured:
+            continue
+        if p.reached_by == first.reached_by:
+            assert p is first
+        else:  # raised by a node of the second model: the same measurement, a higher best
+            assert p.median == first.median and p.runs == first.runs and p.best > first.best
     assert again.peak_flops("fp32") >= roof.peak_flops("fp32")
 
 
