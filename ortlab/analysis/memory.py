@@ -248,7 +248,8 @@ def footprint(
     if rows[0].held_bytes and not rows[0].peak_bytes:
         notes.append("peaks not measured: this kernel cannot reset the high-water mark")
     notes.append(
-        f"each setting in {repeats} fresh processes, round-robin; the intervals are "
+        f"each setting in {repeats} fresh processes, round-robin (each repeat forks them from "
+        "a process started for it after its imports); the intervals are "
         "Hodges–Lehmann shifts with exact Mann–Whitney coverage"
     )
     return FootprintResult(

@@ -1,5 +1,6 @@
-"""A session's memory as the operating system sees it: each config built and run in a fresh
-process (:mod:`ortlab.engine._footprint_child`), round-robin, ``repeats`` times.
+"""A session's memory as the operating system sees it: each config built and run in a process
+of its own (:mod:`ortlab.engine._footprint_child`: forked by a measuring process started for
+the repeat, else started for the measurement), round-robin, ``repeats`` times.
 
 ORT's profile reports its own allocator (arena held, bytes in use); this is the independent
 figure: the resident memory the session adds, which also counts the weights, prepacked
@@ -8,33 +9,119 @@ copies, and what the arena keeps after a run.
 
 from __future__ import annotations
 
+import json
 import pickle
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
-from ortlab.engine.children import ChildFailed, FootprintAsk, run_child
+from ortlab.engine.children import ChildFailed, FootprintAsk, child_env, run_child
 from ortlab.engine.replies import FootprintSample
 
-__all__ = ["footprint"]
+__all__ = ["Measurer", "footprint", "measurer"]
 
 _TIMEOUT_S = 600.0
+_CHILD = "ortlab.engine._footprint_child"
 
 
-def _one(folder: Path, ask: FootprintAsk, k: int) -> FootprintSample:
-    request, answer = folder / f"request{k}.pkl", folder / f"answer{k}.json"
-    with request.open("wb") as f:
-        pickle.dump(ask, f)
-    argv = [sys.executable, "-m", "ortlab.engine._footprint_child", str(request), str(answer)]
+class Measurer:
+    """Measures a request in a process of its own: a child forked by the measuring process
+    when it can fork, else a fresh interpreter (``python -m``) each time."""
+
+    def __init__(self, folder: Path, server: subprocess.Popen[str] | None) -> None:
+        self.folder, self.server = folder, server
+
+    @property
+    def forks(self) -> bool:
+        return self.server is not None
+
+    def __call__(self, ask: FootprintAsk, k: int, timeout_s: float = _TIMEOUT_S) -> FootprintSample:
+        request, answer = self.folder / f"request{k}.pkl", self.folder / f"answer{k}.json"
+        with request.open("wb") as f:
+            pickle.dump(ask, f)
+        if self.server is None:
+            argv = [sys.executable, "-m", _CHILD, str(request), str(answer)]
+            try:
+                got = run_child(
+                    argv, answer, cwd=self.folder, timeout=timeout_s, what="the measurement"
+                )
+            except ChildFailed as err:
+                return FootprintSample(error=str(err))
+            return FootprintSample(**got)
+        return self._forked(request, answer, timeout_s)
+
+    def _forked(self, request: Path, answer: Path, timeout_s: float) -> FootprintSample:
+        assert self.server is not None and self.server.stdin and self.server.stdout
+        log = answer.with_suffix(".log")
+        line = {
+            "request": str(request),
+            "answer": str(answer),
+            "log": str(log),
+            "timeout_s": timeout_s,
+        }
+        try:
+            self.server.stdin.write(json.dumps(line) + "\n")
+            self.server.stdin.flush()
+            said = self.server.stdout.readline().strip()
+        except OSError as err:  # the measuring process is gone: a broken pipe
+            said = f"gone ({err})"
+        if said == "exit 0" and answer.exists():
+            got = json.loads(answer.read_text())
+            answer.unlink()
+            return FootprintSample(**got)
+        if said == "timeout":
+            return FootprintSample(error=f"the measurement took more than {timeout_s:.0f} s")
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        why = said or "the measuring process ended"
+        return FootprintSample(error=f"the measurement died ({why}): " + " / ".join(tail))
+
+
+@contextmanager
+def measurer(folder: Path) -> Iterator[Measurer]:
+    """A :class:`Measurer` whose measuring process (started here: one interpreter's start-up
+    for every measurement it forks) ends when the block ends. OpenBLAS is held to one thread
+    in it: numpy's import would start a thread that forking cannot carry.
+
+    Start one per repeat, not one per call: a process's state after its imports (where its
+    heap and libraries landed) moved resnet50's resident figure by 24 MB between fresh
+    interpreters, and every child forked from one server inherits that one state, so
+    repeats forked from one server would look more alike than the model's sessions are.
+    One server per repeat keeps the repeats independent, as fresh interpreters were, while
+    the settings of a repeat share its state."""
+    errors = (folder / "server.log").open("w")
+    server = subprocess.Popen(  # our own module, with this interpreter
+        [sys.executable, "-m", _CHILD, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        cwd=folder,
+        env=child_env(OPENBLAS_NUM_THREADS="1"),
+        text=True,
+    )
     try:
-        got = run_child(argv, answer, cwd=folder, timeout=_TIMEOUT_S, what="the measurement")
-    except ChildFailed as err:
-        return FootprintSample(error=str(err))
-    return FootprintSample(**got)
+        assert server.stdout is not None
+        ready = server.stdout.readline().strip()
+        yield Measurer(folder, server if ready == "fork" else None)
+    finally:
+        _close(server, errors)
+
+
+def _close(server: subprocess.Popen[str], errors: IO[str]) -> None:
+    if server.stdin is not None:
+        server.stdin.close()  # its loop ends at the end of its input
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    errors.close()
 
 
 def footprint(
@@ -54,14 +141,15 @@ def footprint(
         with feeds_file.open("wb") as f:
             pickle.dump(dict(feeds), f)
         for r in range(repeats):
-            for k, (path, name, config) in enumerate(items):
-                ask: FootprintAsk = {
-                    "model_path": path,
-                    "name": name,
-                    "config": config,
-                    "feeds_file": str(feeds_file),
-                    "runs": runs,
-                }
-                out[k].append(_one(folder, ask, k))
-                progress(r * len(items) + k + 1, total)
+            with measurer(folder) as measure:  # a new one each repeat: see measurer
+                for k, (path, name, config) in enumerate(items):
+                    ask: FootprintAsk = {
+                        "model_path": path,
+                        "name": name,
+                        "config": config,
+                        "feeds_file": str(feeds_file),
+                        "runs": runs,
+                    }
+                    out[k].append(measure(ask, k))
+                    progress(r * len(items) + k + 1, total)
     return out
