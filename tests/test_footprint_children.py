@@ -4,8 +4,10 @@ cannot be forked is said, never a hung worker or a wrong figure."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +114,39 @@ def test_a_process_with_threads_does_not_fork() -> None:
     finally:
         stop.set()
         t.join()
+
+
+def test_a_cancelled_footprint_leaves_no_process_behind() -> None:
+    """Cancelled while a child measures (the worker is killed): the measuring process sees its
+    worker gone and kills the child, then ends; nothing keeps measuring (without that check
+    the child went on building and running resnet50 past the 2 s this allows)."""
+    import psutil
+
+    import ortlab
+    from ortlab.core.errors import WorkerCancelledError
+    from ortlab.engine.worker import get_worker
+
+    m = ortlab.examples.load("resnet50")  # a child builds its session for about a second
+    failed: list[BaseException] = []
+
+    def measure() -> None:
+        try:
+            ortlab.footprint(m, progress=False)
+        except BaseException as err:  # noqa: BLE001 - the test reads it
+            failed.append(err)
+
+    thread = threading.Thread(target=measure)
+    thread.start()
+    seen: list[psutil.Process] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(seen) < 2 and thread.is_alive():
+        pid = get_worker().pid
+        with contextlib.suppress(psutil.Error):
+            seen = psutil.Process(pid).children(recursive=True) if pid else []
+        time.sleep(0.01)
+    assert len(seen) >= 2, "never saw the measuring process with a child"  # server + child
+    get_worker().cancel()
+    thread.join(60)
+    assert failed and isinstance(failed[0], WorkerCancelledError), failed
+    _, alive = psutil.wait_procs(seen, timeout=2)
+    assert not alive, [p.cmdline() for p in alive]
