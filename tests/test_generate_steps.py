@@ -116,7 +116,9 @@ def test_a_workers_caller_is_not_counted_as_other_load(monkeypatch: pytest.Monke
         (w1, p1), t1 = both(), time.perf_counter()
         c1 = caller.cpu_times()
         cores = ((c1.user + c1.system) - (c0.user + c0.system)) / (t1 - t0)
-        assert cores > 0.5, "premise: the caller was busy"
+        # premise: the caller was busy, well past the tolerance below (it read 0.48 cores in a
+        # CI run with three other busy processes on 2 cores; idle, about 1)
+        assert cores > 0.3, "premise: the caller was busy"
         excluded = machine.other_cores(p0, p1) - machine.other_cores(w0, w1)
         assert excluded == pytest.approx(cores, abs=0.15)
     finally:
