@@ -94,6 +94,7 @@ def bench(name: str, rounds: int) -> dict[str, Any]:
             for what in ("peak_bytes", "held_bytes"):
                 values = [float(getattr(g, what)) for g in samples[forked][k]]
                 row[f"{way}_{what}"] = float(np.median(values))
+                row[f"{way}_{what}_range"] = [min(values), max(values)]
         settings.append(row)
     return {
         "model": name,
@@ -130,7 +131,7 @@ def main() -> None:
             ],
         ),
         "",
-        "What each way measured (MB, the median over every round's repeats):",
+        "What each way measured (MB: the median over every round's repeats, and the range):",
         "",
         *markdown_table(
             ["model", "setting", "peak fresh", "peak forked", "held fresh", "held forked"],
@@ -138,15 +139,26 @@ def main() -> None:
                 (
                     r["model"],
                     s["setting"],
-                    f"{s['fresh_peak_bytes'] / 1e6:.2f}",
-                    f"{s['forked_peak_bytes'] / 1e6:.2f}",
-                    f"{s['fresh_held_bytes'] / 1e6:.2f}",
-                    f"{s['forked_held_bytes'] / 1e6:.2f}",
+                    *(
+                        f"{s[key] / 1e6:.2f} ({s[key + '_range'][0] / 1e6:.1f}–"
+                        f"{s[key + '_range'][1] / 1e6:.1f})"
+                        for key in (
+                            "fresh_peak_bytes",
+                            "forked_peak_bytes",
+                            "fresh_held_bytes",
+                            "forked_held_bytes",
+                        )
+                    ),
                 )
                 for r in rows
                 for s in r["settings"]
             ],
         ),
+    ]
+    lines += [
+        "",
+        "Where a model's figures fall in modes (resnet50's lie about 8 MB apart, either way), "
+        "the median of a setting's samples can land in either: compare the ranges.",
     ]
     record("footprint_processes", {"rows": rows}, "\n".join(lines))
 
