@@ -111,16 +111,18 @@ def serve() -> None:
     ('fork') or cannot ('no fork': the worker starts a process per measurement instead). A
     worker killed mid-measurement (a cancel, its timeout) takes the child and the server
     with it."""
+    import ctypes  # noqa: F401 - the children's _touch, imported once here
+
     from ortlab.engine.session import build_session  # noqa: F401 - imported before any fork
     from ortlab.engine.tasks import prepare_feeds  # noqa: F401
 
     said = sys.stdout
     ok = forkable()
-    pages = mapped_file_pages()
     said.write("fork\n" if ok else "no fork\n")
     said.flush()
     if not ok:
         return
+    pages = mapped_file_pages()  # after the imports: what a fresh interpreter has resident
     worker = os.getppid()
     for line in sys.stdin:
         ask = json.loads(line)
