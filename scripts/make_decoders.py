@@ -24,6 +24,8 @@ Then each step runs in the venv it needs (the script re-runs itself there with -
            optimum.onnx.merge_decoders (the whole graph in an If on use_cache_branch)
            -> optimum_gpt2_merged/; the tiny Llama by optimum-onnx's default with-past export
            (one model.onnx with past/present pairs, the genai folders' weights) -> optimum_llama/;
+  windowed (genai)   a Gemma-2-shaped decoder (GEMMA2: sliding-window and global layers) from its
+           config, its torch greedy tokens, and genai's builder -p int4 -> genai_gemma2_int4/;
   verify   (genai)   plain onnxruntime runs a prefill, a decode step and a 16-token greedy loop on
            every model; onnxruntime-genai's generator runs greedy on the genai folders; both must
            agree (and agree with torch where the weights are the same); writes README.md and
@@ -125,6 +127,7 @@ STAGE_VENV = {
     "dynamo": "genai",
     "seq2seq": "optimum",
     "corpus": "genai",
+    "windowed": "genai",
     "verify": "genai",
 }
 VERSION_NAMES = [
@@ -139,6 +142,30 @@ VERSION_NAMES = [
     "optimum-onnx",
     "accelerate",
 ]
+
+GEMMA2 = {
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "query_pre_attn_scalar": 16,
+    "max_position_embeddings": 2048,
+    # a short window, so that 8 prompt + 16 new tokens run past it (Gemma 2's is 4096); layers
+    # alternate sliding and global (layer_types), as Gemma 2's do
+    "sliding_window": 8,
+    "initializer_range": 0.2,
+    # untied: Gemma's tied head on its scaled embedding repeats the last prompt token for ever
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+"""A Gemma-2-shaped decoder (issue 60): sliding-window layers 0 and 2, whose cache genai's
+builder makes a fixed buffer of window slots (GroupQueryAttention's sliding_window_cache), and
+global layers 1 and 3."""
 
 GENAI_RUNS = {"genai_int4": "int4", "genai_fp32": "fp32"}
 OPTIMUM_CONFIGS = ("config.json", "generation_config.json")
@@ -158,6 +185,13 @@ HOW = {
         "accuracy_level 4, symmetric, RTN; lm_head quantized too, embedding kept fp32)",
         "python -m onnxruntime_genai.models.builder -i <hf>/llama -o genai_int4 -p int4 -e cpu "
         "-c <scratch>",
+    ),
+    "genai_gemma2_int4": (
+        "onnxruntime-genai's model builder, int4 for CPU, of a Gemma-2-shaped decoder "
+        "(Gemma2ForCausalLM, 4 layers, sliding_window 8: layers 0 and 2 sliding with a fixed "
+        "8-slot cache buffer, 1 and 3 global; attention softcap 50, final logit softcap 30)",
+        "python -m onnxruntime_genai.models.builder -i <hf>/gemma2 -o genai_gemma2_int4 -p int4 "
+        "-e cpu -c <scratch>",
     ),
     "genai_fp32": (
         "onnxruntime-genai's model builder, fp32 for CPU",
@@ -225,7 +259,7 @@ def ensure_venv(name: str) -> Path:
 
 
 def outer(args) -> None:
-    pythons = {name: ensure_venv(name) for name in VENVS}
+    pythons = {name: ensure_venv(name) for name in VENVS}  # verify reads both venvs' versions
     out = Path(args.out).resolve()
     for stage in STAGE_VENV:  # the corpus (not committed, large) only when asked for
         if stage in (args.only or []) or (not args.only and stage != "corpus"):
@@ -294,6 +328,33 @@ def stage_genai(args) -> None:
         hf = cache_dir() / "hf" / "llama"
         builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
         run([*builder, "-i", hf, "-o", dest, "-p", precision, "-e", "cpu", "-c", scratch])
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- stage: windowed
+
+
+def stage_windowed(args) -> None:
+    """The Gemma-2-shaped decoder (GEMMA2) from its config (seed 0), its torch greedy tokens
+    (transformers' own sliding-window cache), then genai's builder, int4 for the CPU."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    hf = cache_dir() / "hf" / "gemma2"
+    if hf.exists():
+        shutil.rmtree(hf)
+    torch.manual_seed(SEED)
+    model = Gemma2ForCausalLM(Gemma2Config(**GEMMA2)).eval()
+    model.generation_config.do_sample = False
+    model.save_pretrained(hf, safe_serialization=True)
+    make_tokenizer(hf)
+    (hf / "torch_greedy.json").write_text(json.dumps(torch_greedy(model)))
+    scratch = cache_dir() / "builder-cache"
+    dest = Path(args.out) / "genai_gemma2_int4"
+    if dest.exists():
+        shutil.rmtree(dest)
+    builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
+    run([*builder, "-i", hf, "-o", dest, "-p", "int4", "-e", "cpu", "-c", scratch])
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -708,7 +769,11 @@ def kv_dims(folder: Path) -> dict[str, int]:
         return {}
     if genai.exists():
         d = json.loads(genai.read_text())["model"]["decoder"]
-        return {"kv": d["num_key_value_heads"], "hs": d["head_size"]}
+        window = d.get("sliding_window") or {}
+        slots = window.get("window_size", 0) + window.get("cache_slack", 0)
+        # the sliding-window layers' fixed buffer: window + slack slots from the first step on
+        fixed = {f"past_key_values.{n}.": slots for n in window.get("layers", [])}
+        return {"kv": d["num_key_value_heads"], "hs": d["head_size"], "fixed": fixed}
     c = json.loads((folder / "config.json").read_text())
     heads = c.get("num_attention_heads", c.get("n_head"))
     hidden = c.get("hidden_size", c.get("n_embd"))
@@ -746,7 +811,8 @@ def feeds_for(sess, ids: list[int], past: dict, past_len: int, head: dict[str, i
                 d if isinstance(d, int) else head[k]
                 for k, d in [("kv", i.shape[1]), ("hs", i.shape[3])]
             )
-            feeds[i.name] = np.zeros((1, kv, 0, hs), dtype=dt)
+            slots = next((n for k, n in head.get("fixed", {}).items() if i.name.startswith(k)), 0)
+            feeds[i.name] = np.zeros((1, kv, slots, hs), dtype=dt)
         else:
             raise KeyError(f"unexpected input {i.name}")
     return feeds
@@ -865,6 +931,7 @@ def stage_verify(args) -> None:
         "versions": versions(),
         "llama_config": LLAMA,
         "gpt2_config": GPT2,
+        "gemma2_config": GEMMA2,
         "models": {},
     }
     problems = []
@@ -878,7 +945,8 @@ def stage_verify(args) -> None:
         info["feeds"] = shapes
         info["ort_greedy_tokens"] = tokens
         info["greedy_min_logit_margin"] = round(margin, 5)
-        torch_ref = cache_dir() / "hf" / ("gpt2" if "gpt2" in folder.name else "llama")
+        source = next((n for n in ("gpt2", "gemma2") if n in folder.name), "llama")
+        torch_ref = cache_dir() / "hf" / source
         if "int4" not in folder.name:  # the same weights as the torch model: the same tokens
             info["torch_greedy_tokens"] = json.loads((torch_ref / "torch_greedy.json").read_text())
             if info["torch_greedy_tokens"] != tokens:
@@ -969,7 +1037,7 @@ def model_section(name: str, info: dict, ref: dict) -> list[str]:
 
 def readme(ref: dict) -> str:
     g, o = ref["versions"]["genai"], ref["versions"]["optimum"]
-    llama, gpt2 = ref["llama_config"], ref["gpt2_config"]
+    llama, gpt2, gemma = ref["llama_config"], ref["gpt2_config"], ref["gemma2_config"]
     total = sum(sum(i["files"].values()) for i in ref["models"].values())
     lines = [
         "# Tiny LLM decoders made by the real exporters (issue 39)",
@@ -1001,7 +1069,15 @@ def readme(ref: dict) -> str:
         f" {gpt2['n_embd'] // gpt2['n_head']}, inner {gpt2['n_inner']}, vocab {gpt2['vocab_size']},"
         f" n_positions {gpt2['n_positions']}, lm_head tied to wte, bos {gpt2['bos_token_id']}, eos"
         f" {gpt2['eos_token_id']}.",
-        "- Both with initializer_range 0.2 (HF's 0.02 gives near-flat logits, and a GPT-2 that",
+        f"- **Gemma 2** (`Gemma2ForCausalLM`; `genai_gemma2_int4`): {gemma['num_hidden_layers']}"
+        f" layers alternating sliding-window ({gemma['sliding_window']} tokens) and global,"
+        f" hidden {gemma['hidden_size']}, {gemma['num_attention_heads']} heads,"
+        f" {gemma['num_key_value_heads']} KV heads, head size {gemma['head_dim']}, vocab"
+        f" {gemma['vocab_size']}, max positions {gemma['max_position_embeddings']}, untied lm_head"
+        " (a tied one repeats the last prompt token): genai's builder gives the sliding layers a"
+        " fixed cache buffer of window slots from the first step on (GroupQueryAttention's"
+        " `sliding_window_cache`; `past_sliding_length` in its inputs).",
+        "- All with initializer_range 0.2 (HF's 0.02 gives near-flat logits, and a GPT-2 that",
         "  repeats its last prompt token). A WordLevel tokenizer (`<unk>`, `<s>`, `</s>`,",
         "  `w3`..`w999`) made offline, because the genai builder insists on one; the genai folders",
         "  carry it, but tests should feed token ids.",
@@ -1077,6 +1153,7 @@ def main() -> None:
         "dynamo": stage_dynamo,
         "seq2seq": stage_seq2seq,
         "corpus": stage_corpus,
+        "windowed": stage_windowed,
         "verify": stage_verify,
     }
     if args.stage:

@@ -9,6 +9,7 @@ whose inputs hold no past key/value pairs matched by present outputs is not a de
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -42,6 +43,26 @@ class KVPair:
     past_value: str
     present_key: str
     present_value: str
+    window: int = 0
+    """The attention's local window (tokens it reads back), read from the op that reads this
+    cache (GroupQueryAttention's ``local_window_size``); 0: it reads the whole past."""
+    capacity: int = 0
+    """A fixed buffer's slots: the cache is that long from the first step on and never grows
+    (GroupQueryAttention's ``sliding_window_cache``: window + genai_config's ``cache_slack``);
+    0: a cache that grows by each step's tokens."""
+
+    @property
+    def role(self) -> str:
+        """'windowed' (a fixed buffer of ``capacity`` slots), 'window-read' (grows, but the
+        attention reads its last ``window`` tokens) or 'grows'."""
+        if self.capacity:
+            return "windowed"
+        return "window-read" if self.window else "grows"
+
+    def slots(self, tokens: int) -> int:
+        """The cache's length after ``tokens`` tokens: a fixed buffer's capacity, else the
+        tokens."""
+        return self.capacity or tokens
 
 
 @dataclass(frozen=True)
@@ -138,11 +159,60 @@ class DecoderInfo:
         return self.weight_format.label()
 
     @property
+    def slot_bytes(self) -> int:
+        """One token's key and value in one layer: 2 * KV heads * head size * the cache's
+        element size."""
+        return int(2 * self.kv_heads * self.head_size * DTYPE_BYTES.get(self.kv_dtype, 4.0))
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """Cache bytes one more token adds, by formula: 2 (key and value) * layers * KV heads
-        * head size * the cache's element size."""
-        size = DTYPE_BYTES.get(self.kv_dtype, 4.0)
-        return int(2 * self.layers * self.kv_heads * self.head_size * size)
+        """Cache bytes one more token adds, by formula: 2 (key and value) * the layers whose
+        cache grows * KV heads * head size * the cache's element size (a windowed layer's
+        fixed buffer adds none: :attr:`fixed_cache_bytes`)."""
+        return self.slot_bytes * sum(1 for p in self.pairs if not p.capacity)
+
+    @property
+    def fixed_cache_bytes(self) -> int:
+        """The windowed layers' fixed buffers, held from the first step on whatever the length
+        (0 without such layers)."""
+        return self.slot_bytes * sum(p.capacity for p in self.pairs)
+
+    def cache_bytes(self, tokens: int, batch: int = 1) -> int:
+        """The self-attention cache after ``tokens`` tokens (past + new): each growing layer's
+        ``tokens`` slots, each windowed layer's fixed buffer."""
+        return batch * (self.kv_bytes_per_token * tokens + self.fixed_cache_bytes)
+
+    @property
+    def windowed(self) -> tuple[KVPair, ...]:
+        """The pairs whose cache is a fixed buffer (a sliding window's)."""
+        return tuple(p for p in self.pairs if p.capacity)
+
+    def capacity_of(self, name: str) -> int:
+        """The fixed slots of the cache input or output ``name`` (0: it grows)."""
+        for p in self.pairs:
+            if name in (p.past_key, p.past_value, p.present_key, p.present_value):
+                return p.capacity
+        return 0
+
+    def cache_kinds(self) -> str:
+        """What each layer's cache is, said once: 'layers 0, 2: sliding window of 8, a fixed
+        8-slot buffer; layers 1, 3: global, grows' ('' where every cache grows and reads its
+        whole past)."""
+        if all(p.role == "grows" for p in self.pairs):
+            return ""
+        groups: dict[str, list[int]] = {}
+        for p in self.pairs:
+            if p.capacity:
+                what = f"sliding window of {p.window}, a fixed {p.capacity}-slot buffer"
+            elif p.window:
+                what = f"sliding window of {p.window}, the cache grows"
+            else:
+                what = "global, grows"
+            groups.setdefault(what, []).append(p.layer)
+        return "; ".join(
+            f"layer{'s' if len(ls) > 1 else ''} {', '.join(map(str, ls))}: {what}"
+            for what, ls in groups.items()
+        )
 
     def branch_of(self, phase: str) -> str | None:
         """The body of the merged decoder's If that runs in ``phase`` ('then_branch': the one
@@ -160,6 +230,9 @@ class DecoderInfo:
             f"decoder with KV cache: {self.layers} layers, {heads}{self.kv_heads} KV heads × "
             f"{self.head_size}, {self.weights}"
         )
+        kinds = self.cache_kinds()
+        if kinds:
+            text += f"; {kinds}"
         if self.cross_pairs:
             frames = (
                 f" of the encoder's {self.encoder_length} frames" if self.encoder_length else ""
@@ -217,20 +290,27 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         for k in found
     ]
     # a cache whose present is as long as its past never grows: the encoder's (cross-attention)
-    fixed = [p for p in every if _grows(inputs[p.past_key], outputs[p.present_key]) is False]
-    pairs = tuple(p for p in every if p not in fixed)
+    windows = _windows(graph)
+    folder = path.parent
+    genai_config = _read_json(folder / "genai_config.json")  # read once
+    genai, search = genai_config.get("model", {}), genai_config.get("search", {})
+    slack = _int((genai.get("decoder", {}).get("sliding_window") or {}).get("cache_slack")) or 0
+    fixed = [
+        p
+        for p in every
+        if _grows(inputs[p.past_key], outputs[p.present_key]) is False and p.past_key not in windows
+    ]
+    pairs = tuple(_windowed(p, windows.get(p.past_key), slack) for p in every if p not in fixed)
     if not pairs:
         return None
-    first = inputs[pairs[0].past_key]
+    # the growing cache's dims say the past's length (a windowed buffer's say its slots)
+    first = inputs[next((p for p in pairs if not p.capacity), pairs[0]).past_key]
     shape = _dims(first)
     kv_dtype = _dtype(first)
     ids = _named(inputs, ("input_ids",)) or next(
         (n for n, v in inputs.items() if _dtype(v).startswith("int") and not _PAST.search(n)),
         "",
     )
-    folder = path.parent
-    genai_config = _read_json(folder / "genai_config.json")  # read once
-    genai, search = genai_config.get("model", {}), genai_config.get("search", {})
     hf = _read_json(folder / "config.json")
     attention, ops = _attention(graph)
     source, heads, kv_heads, head_size, vocab, max_length = _shape_facts(
@@ -277,6 +357,32 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         encoder_layers=_int(_first(hf, "encoder_layers", "num_layers")) if fixed else None,
         first_step=first_step,
     )
+
+
+def _windows(graph: onnx.GraphProto) -> dict[str, tuple[int, bool]]:
+    """{past key or value input: (the local window of the attention op that reads it, whether
+    that op keeps it as a fixed buffer)} for every GroupQueryAttention with a window (its
+    ``local_window_size`` > 0; ``sliding_window_cache`` = 1: the buffer is window slots long
+    from the first step on, and the op refuses a shorter one)."""
+    out: dict[str, tuple[int, bool]] = {}
+    for node, _ in walk_nodes(graph):
+        if node.op_type != "GroupQueryAttention" or len(node.input) < 5:
+            continue
+        attrs = {a.name: int(a.i) for a in node.attribute if a.type == onnx.AttributeProto.INT}
+        window = attrs.get("local_window_size", -1)
+        if window > 0:
+            for name in node.input[3:5]:
+                if name:
+                    out[name] = (window, bool(attrs.get("sliding_window_cache", 0)))
+    return out
+
+
+def _windowed(pair: KVPair, window: tuple[int, bool] | None, slack: int) -> KVPair:
+    """``pair`` with the window its attention reads and, for a fixed buffer, its slots."""
+    if window is None:
+        return pair
+    size, fixed = window
+    return dataclasses.replace(pair, window=size, capacity=size + slack if fixed else 0)
 
 
 def _by_layer(

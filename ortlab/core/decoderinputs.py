@@ -46,11 +46,16 @@ def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
 
     mark(info.input_ids, 0, "batch")
     mark(info.input_ids, 1, "prompt")
-    first = info.pairs[0].past_key
+    # the past's length is a growing cache's dim; a windowed buffer's is its slots
+    growing = [p for p in info.pairs if not p.capacity]
+    first = (growing or list(info.pairs))[0].past_key
     mark(first, 0, "batch")
     mark(first, 1, "kv_heads")
-    mark(first, 2, "past")
+    if growing:
+        mark(first, 2, "past")
     mark(first, 3, "head_size")
+    for p in info.windowed:
+        mark(p.past_key, 2, "capacity")
     mark(info.mask, 1, "total")  # a mask declared past + new long (genai's)
     if info.cross_pairs:  # an encoder-decoder: the encoder's frames
         mark(info.cross_pairs[0].past_key, 2, "frames")
@@ -101,6 +106,7 @@ def decoder_feeds(
         "kv_heads": info.kv_heads,
         "head_size": info.head_size,
         "frames": frames,
+        "capacity": max((p.capacity for p in info.windowed), default=0),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,10 +126,13 @@ def decoder_feeds(
     if info.positions and info.positions in base:
         pos = np.arange(past, past + prompt, dtype=base[info.positions].dtype)
         arrays[info.positions] = np.broadcast_to(pos, (batch, prompt)).copy()
-    shape = (batch, info.kv_heads, past, info.head_size)
-    for name in info.past_inputs:  # made at the roles' dims above; remade only where the
-        if name in base and base[name].shape != shape:  # export leaves an axis unnamed
-            arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
+    for p in info.pairs:  # made at the roles' dims above; remade only where the export
+        shape = (batch, info.kv_heads, p.slots(past), info.head_size)  # leaves an axis
+        for name in (p.past_key, p.past_value):  # unnamed, or a windowed buffer's slots
+            if name in base and p.capacity and past == 0:  # a first step's buffer: empty
+                arrays[name] = np.zeros(shape, dtype=base[name].dtype)
+            elif name in base and base[name].shape != shape:  # differ between layers
+                arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
     if info.use_cache_branch and info.use_cache_branch in base:
         arrays[info.use_cache_branch] = np.array([past > 0], dtype=bool)
     for p in info.cross_pairs:  # empty in the first step (its present computes it), then full
@@ -133,13 +142,19 @@ def decoder_feeds(
                 shape0[2] = 0
                 arrays[name] = np.zeros(shape0, dtype=base[name].dtype)
     phase = "a prefill" if past == 0 else "one decode step"
+    window = (
+        f"; the sliding-window layers' fixed {info.windowed[0].capacity}-slot buffers "
+        + ("empty (zeros)" if past == 0 else "random")
+        if info.windowed
+        else ""
+    )
     cross = tuple(n for p in info.cross_pairs for n in (p.past_key, p.past_value))
     ours = (*info.past_inputs, *cross, *([info.mask] if info.mask else []))
     notes = [n for n in base.notes if not n.startswith(ours)]
     notes.append(
         f"decoder inputs: {phase} of {prompt} token(s) after {past} cached, batch {batch} "
         f"(random ids below {vocab}, mask of {past + prompt} ones, a random cache of "
-        f"{info.kv_heads} KV heads x {info.head_size}): synthetic"
+        f"{info.kv_heads} KV heads x {info.head_size}): synthetic{window}"
         + (
             f"; the encoder's {frames} frames random (synthetic), its cross-attention cache "
             + ("empty (the first step computes it)" if past == 0 else "random")

@@ -81,6 +81,12 @@ DECODERS = {
         "encoder-decoder: a T5 (2 + 2 layers, relative position buckets) exported by optimum; "
         "its decoder reads the encoder's attention mask",
     ),
+    "tiny_gemma2_int4": (
+        "genai_gemma2_int4",
+        "LLM decoder: a 4-layer Gemma 2 made by onnxruntime-genai's builder, int4: layers 0 and 2 "
+        "read a sliding window of 8 tokens from a fixed 8-slot cache buffer, 1 and 3 are global "
+        "(random weights)",
+    ),
     "tiny_llama_dynamo": (
         "dynamo_llama",
         "LLM decoder: the Llama exported by torch.onnx.export(dynamo=True), model.onnx alone "

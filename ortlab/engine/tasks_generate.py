@@ -323,13 +323,17 @@ class GreedyLoop:
 
     def _empty_cache(self, binding: ort.IOBinding, batch: int, shared: int) -> dict[str, OrtValue]:
         """The past inputs of a first step (no token cached; with ``shared``, one buffer per
-        pair that long, bound once as both past and present)."""
+        pair that long, bound once as both past and present; a windowed layer's buffer is its
+        fixed slots either way, as onnxruntime-genai allocates it)."""
         import onnxruntime as ort
 
         d = self.decoder
         past: dict[str, OrtValue] = {
             name: ort.OrtValue.ortvalue_from_numpy(
-                np.zeros((batch, d.kv_heads, shared, d.head_size), dtype=self.dtypes[name])
+                np.zeros(
+                    (batch, d.kv_heads, d.capacity_of(name) or shared, d.head_size),
+                    dtype=self.dtypes[name],
+                )
             )
             for name in d.past_inputs
         }

@@ -79,7 +79,10 @@ def _log_probs(
     empty cache), float64: [positions, vocabulary]."""
     dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
     past = {
-        name: np.zeros((1, decoder.kv_heads, 0, decoder.head_size), dtype=dtypes[name])
+        name: np.zeros(
+            (1, decoder.kv_heads, decoder.capacity_of(name), decoder.head_size),
+            dtype=dtypes[name],
+        )
         for name in decoder.past_inputs
     }
     feeds = step_feeds(decoder, ids, past, 0, dtypes)

@@ -95,12 +95,24 @@ def _rows(g: GenerationResult) -> list[list[str]]:
         [
             "KV cache per token",
             f"{fmt_bytes(kv['bytes_per_token'])} (formula)",
-            f"one buffer of {g.shared_buffer} tokens per pair, written in place"
+            f"one buffer of {g.shared_buffer} tokens per growing pair, written in place"
             if g.shared_buffer
             else "present outputs grew by "
             + (fmt_bytes(measured) if not math.isnan(measured) else "—")
             + " per token (measured)",
         ],
+        *(
+            [
+                [
+                    "sliding-window cache",
+                    f"{fmt_bytes(g.fixed_cache_bytes)} (formula)",
+                    "fixed buffers from the first step on, whatever the length (in the total "
+                    "below)",
+                ]
+            ]
+            if g.fixed_cache_bytes
+            else []
+        ),
         [
             f"KV cache at {g.prompt + g.new_tokens - 1} tokens",
             f"{fmt_bytes(kv['peak_bytes'])} (formula)",

@@ -50,7 +50,8 @@ class GenerationResult(Result):
     tokens: list[int]
     """The greedy tokens of the first sequence (the same every run)."""
     kv_bytes_per_token: int
-    """By formula: 2 x layers x KV heads x head size x element size (x batch)."""
+    """By formula: 2 x the layers whose cache grows x KV heads x head size x element size
+    (x batch); a sliding-window layer's fixed buffer is :attr:`fixed_cache_bytes`."""
     present_bytes: list[int]
     """The present outputs' bytes after each step of the first run (measured)."""
     rss_growth_bytes: int
@@ -65,6 +66,9 @@ class GenerationResult(Result):
     past_present_share_buffer); 0: the present outputs became the next past (copies)."""
     layers: int = 0
     """Transformer layers (``DecoderInfo.layers``)."""
+    fixed_cache_bytes: int = 0
+    """The sliding-window layers' fixed cache buffers, held from the first step whatever the
+    length (x batch; ``DecoderInfo.fixed_cache_bytes``); 0 where every cache grows."""
     node_layers: dict[str, int | None] = field(default_factory=dict)
     """Each profiled node's layer (None: outside the layers), read from the graph's structure
     (:attr:`ortlab.Model.layers`); empty in a result saved before it existed, whose nodes' names
@@ -286,7 +290,8 @@ class GenerationResult(Result):
 
     @property
     def kv_cache(self) -> dict[str, float]:
-        """The cache: bytes per token by formula and as the present outputs grew (measured;
+        """The cache: bytes per token by formula (the growing layers'; a sliding-window
+        layer's fixed buffer is counted once in the peak) and as the present outputs grew (measured;
         NaN with a shared buffer, allocated once at its full length), its size at prompt +
         new tokens (formula) and after the last step (measured: the present outputs, or the
         shared buffers)."""
@@ -295,7 +300,10 @@ class GenerationResult(Result):
         return {
             "bytes_per_token": float(self.kv_bytes_per_token),
             "measured_bytes_per_token": per_token,
-            "peak_bytes": float(self.kv_bytes_per_token * (self.prompt + self.new_tokens - 1)),
+            "peak_bytes": float(
+                self.kv_bytes_per_token * (self.prompt + self.new_tokens - 1)
+                + self.fixed_cache_bytes
+            ),
             "measured_peak_bytes": float(self.present_bytes[-1]) if self.present_bytes else 0.0,
             "rss_growth_bytes": float(self.rss_growth_bytes),
         }

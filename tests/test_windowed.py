@@ -1,0 +1,199 @@
+"""Decoders whose cache is not one growing K/V (issue 60): a Gemma-2-shaped folder from
+onnxruntime-genai's builder (ortlab/decoders/genai_gemma2_int4, scripts/make_decoders.py) whose
+sliding-window layers keep a fixed buffer of window slots from the first step on and whose
+global layers grow. Checked against independent sources: the graph's own attributes and the
+folder's genai_config.json read here, plain onnxruntime running every input ortlab invents, a
+bare onnxruntime loop written here, and onnxruntime-genai's generator (its tokens recorded in
+reference.json, and run live where it is installed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import ortlab
+from ortlab.core.decoder import DecoderInfo
+
+FOLDER = Path(ortlab.__file__).parent / "decoders" / "genai_gemma2_int4"
+REFERENCE = json.loads((FOLDER.parent / "reference.json").read_text())
+GENAI_TOKENS = REFERENCE["models"]["genai_gemma2_int4"]["genai_greedy_tokens"]
+PROMPT = np.asarray([REFERENCE["prompt"]], dtype=np.int64)
+CONFIG = json.loads((FOLDER / "genai_config.json").read_text())["model"]["decoder"]
+WINDOW = CONFIG["sliding_window"]["window_size"]
+SLIDING = set(CONFIG["sliding_window"]["layers"])
+
+
+def _decoder() -> tuple[ortlab.Model, DecoderInfo]:
+    m = ortlab.load(FOLDER)
+    assert m.decoder is not None
+    return m, m.decoder
+
+
+def _session() -> ort.InferenceSession:
+    return ort.InferenceSession(str(FOLDER / "model.onnx"), providers=["CPUExecutionProvider"])
+
+
+def _bare_loop(new_tokens: int) -> tuple[list[int], list[int]]:
+    """Greedy in plain onnxruntime, written from the folder's config alone: the sliding
+    layers' past is a buffer of window slots from the first step (the present comes back as
+    long), the global layers' past grows. Returns the tokens and the cache's bytes after each
+    step."""
+    sess = _session()
+    names = [o.name for o in sess.get_outputs()]
+    kv, hs = CONFIG["num_key_value_heads"], CONFIG["head_size"]
+    past = {
+        f"past_key_values.{i}.{kv_name}": np.zeros(
+            (1, kv, WINDOW if i in SLIDING else 0, hs), np.float32
+        )
+        for i in range(CONFIG["num_hidden_layers"])
+        for kv_name in ("key", "value")
+    }
+    ids, length, tokens, held = PROMPT, 0, [], []
+    for _ in range(new_tokens):
+        mask = np.ones((1, length + ids.shape[1]), np.int64)
+        out = dict(
+            zip(
+                names,
+                sess.run(None, {"input_ids": ids, "attention_mask": mask, **past}),
+                strict=True,
+            )
+        )
+        tokens.append(int(out["logits"][0, -1].argmax()))
+        length += ids.shape[1]
+        past = {k: out[k.replace("past_key_values", "present")] for k in past}
+        held.append(sum(v.nbytes for v in past.values()))
+        ids = np.array([[tokens[-1]]], np.int64)
+    return tokens, held
+
+
+def test_the_caches_roles_come_from_the_graph_and_agree_with_the_config() -> None:
+    """Each layer's cache: windowed (a fixed buffer of the window's slots) exactly where the
+    graph's GroupQueryAttention keeps a sliding-window cache, which is where genai_config says;
+    the others grow. The bytes per token count the growing layers, the fixed bytes the
+    windowed buffers, both by formula from the config."""
+    m, d = _decoder()
+    graph = onnx.load(str(FOLDER / "model.onnx"), load_external_data=False).graph
+    by_past: dict[str, dict[str, int]] = {}
+    for node in graph.node:
+        if node.op_type == "GroupQueryAttention":
+            attrs = {a.name: a.i for a in node.attribute if a.type == onnx.AttributeProto.INT}
+            by_past[node.input[3]] = attrs
+    assert len(by_past) == d.layers == CONFIG["num_hidden_layers"] == 4
+    for p in d.pairs:
+        attrs = by_past[p.past_key]
+        windowed = attrs.get("sliding_window_cache", 0) == 1
+        assert windowed == (p.layer in SLIDING)
+        assert (p.role, p.window, p.capacity) == (
+            ("windowed", WINDOW, WINDOW) if windowed else ("grows", 0, 0)
+        )
+    slot = 2 * CONFIG["num_key_value_heads"] * CONFIG["head_size"] * 4
+    growing = CONFIG["num_hidden_layers"] - len(SLIDING)
+    assert d.kv_bytes_per_token == slot * growing
+    assert d.fixed_cache_bytes == slot * WINDOW * len(SLIDING)
+    assert d.cache_bytes(100) == slot * (growing * 100 + WINDOW * len(SLIDING))
+    line = m.summary.decoder
+    assert f"layers 0, 2: sliding window of {WINDOW}, a fixed {WINDOW}-slot buffer" in line
+    assert "layers 1, 3: global, grows" in line
+    # a decoder whose caches all grow says nothing of windows
+    plain = ortlab.examples.load("tiny_llama_int4").decoder
+    assert plain is not None and plain.cache_kinds() == "" and plain.fixed_cache_bytes == 0
+
+
+@pytest.mark.parametrize("dims", [{"prompt": 32}, {"prompt": 1000}, {"prompt": 1, "past": 32}])
+def test_invented_inputs_run_in_plain_onnxruntime(dims: dict[str, int]) -> None:
+    """A prefill of 32 and of 1,000 tokens (past the window) and one decode step over 32 cached
+    tokens: the windowed layers' past is their buffer at its capacity, the global layers' the
+    past; plain onnxruntime runs them, and each present is as long as the formula says."""
+    m, d = _decoder()
+    feeds = m.example_inputs(dims=dims)
+    prompt, past = dims["prompt"], dims.get("past", 0)
+    for p in d.pairs:
+        assert feeds[p.past_key].shape[2] == (WINDOW if p.layer in SLIDING else past)
+    sess = _session()
+    names = [o.name for o in sess.get_outputs()]
+    out = dict(zip(names, sess.run(None, dict(feeds)), strict=True))
+    assert out["logits"].shape == (1, prompt, REFERENCE["gemma2_config"]["vocab_size"])
+    for p in d.pairs:
+        assert out[p.present_key].shape[2] == p.slots(past + prompt)
+    assert sum(out[n].nbytes for p in d.pairs for n in (p.present_key, p.present_value)) == (
+        d.cache_bytes(past + prompt)
+    )
+    assert "fixed 8-slot buffers" in feeds.notes[-1]
+
+
+@pytest.mark.parametrize("share_buffer", [False, True])
+def test_generate_equals_genai_and_a_bare_loop_past_the_window(share_buffer: bool) -> None:
+    """8 prompt + 16 new tokens with a window of 8: ortlab's tokens equal onnxruntime-genai's
+    (recorded) and a bare onnxruntime loop's, with the buffers written in place and without;
+    without, the present bytes measured after each step equal the bare loop's and the
+    formula's."""
+    n = REFERENCE["new_tokens"]
+    assert len(PROMPT[0]) + n > 2 * WINDOW  # the test runs past the window
+    tokens, held = _bare_loop(n)
+    assert tokens == GENAI_TOKENS
+    g = ortlab.generate(
+        FOLDER,
+        feeds={"input_ids": PROMPT},
+        new_tokens=n,
+        runs=1,
+        profile=False,
+        share_buffer=share_buffer,
+        progress=False,
+    )
+    assert g.tokens == GENAI_TOKENS
+    _, d = _decoder()
+    kv = g.kv_cache
+    assert kv["peak_bytes"] == d.cache_bytes(len(PROMPT[0]) + n - 1)
+    assert g.fixed_cache_bytes == d.fixed_cache_bytes
+    if share_buffer:  # the global layers' buffers at max length, the windowed at their slots
+        search = json.loads((FOLDER / "genai_config.json").read_text())["search"]
+        assert g.shared_buffer == search["max_length"]
+        assert kv["measured_peak_bytes"] == d.kv_bytes_per_token * g.shared_buffer + (
+            d.fixed_cache_bytes
+        )
+    else:
+        assert g.present_bytes == held
+        assert kv["measured_peak_bytes"] == kv["peak_bytes"]
+        assert kv["measured_bytes_per_token"] == d.kv_bytes_per_token
+    assert "sliding-window cache" in g.to_text()
+
+
+def test_genais_generator_gives_the_recorded_tokens() -> None:
+    """The recorded reference is what onnxruntime-genai's generator makes of the folder now."""
+    og: Any = pytest.importorskip("onnxruntime_genai")
+    model = og.Model(str(FOLDER))
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=PROMPT.shape[1] + len(GENAI_TOKENS))
+    gen = og.Generator(model, params)
+    gen.append_tokens(PROMPT)
+    got = []
+    while not gen.is_done():
+        gen.generate_next_token()
+        got.append(int(gen.get_next_tokens()[0]))
+    assert got == GENAI_TOKENS
+
+
+def test_llm_bench_and_kl_divergence_run_past_the_window() -> None:
+    """llama-bench's tests at a depth beyond the window run (every step's cache as the
+    generation makes it); the KL divergence of the folder against itself is zero."""
+    b = ortlab.llm_bench(
+        FOLDER,
+        prompt=[16],
+        new_tokens=[4],
+        depth=[0, 2 * WINDOW],
+        repetitions=2,
+        profile=False,
+        progress=False,
+    )
+    assert sorted(r.n_depth for r in b.rows) == [0, 0, 2 * WINDOW, 2 * WINDOW]
+    assert all(len(r.samples_ns) == 2 and min(r.samples_ns) > 0 for r in b.rows)
+    assert "sliding window of 8" in b.to_text()
+    kl = ortlab.kl_divergence(FOLDER, FOLDER, length=3 * WINDOW, window=2 * WINDOW, progress=False)
+    assert not kl.failed and len(kl.rows) == 1
+    assert kl.rows[0].max == pytest.approx(0.0, abs=1e-9) and kl.rows[0].top1 == 1.0
