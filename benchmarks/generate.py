@@ -284,7 +284,11 @@ def main() -> None:
             + ", ".join(f"{k} {'holds' if ok else 'not shown'}" for k, ok in held.items())
             + ".",
         ]
-    record(f"generate_{args.only[0]}" if args.only else "generate", {"results": results}, "\n".join(lines))
+    record(
+        f"generate_{args.only[0]}" if args.only else "generate",
+        {"results": results},
+        "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":
