@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 
 import onnx
 
-from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, walk_nodes
+from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, subgraphs, walk_nodes
 
 __all__ = ["DecoderInfo", "KVPair", "WeightFormat", "decoder_file", "detect_decoder"]
 
@@ -630,5 +631,21 @@ def _weight_format(graph: onnx.GraphProto, kv_dtype: str) -> WeightFormat:
     ops = {n.op_type for n, _ in walk_nodes(graph)}
     if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "QLinearMatMul", "MatMulIntegerToFloat"}:
         return WeightFormat("int8", "MatMul", 8)
-    kind = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(kv_dtype, kv_dtype)
-    return WeightFormat(kind, "", 8 * int(DTYPE_BYTES.get(kv_dtype, 4.0)))
+    held = _weights_dtype(graph) or kv_dtype
+    kind = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(held, held)
+    return WeightFormat(kind, "", 8 * int(DTYPE_BYTES.get(held, 4.0)))
+
+
+def _weights_dtype(graph: onnx.GraphProto) -> str | None:
+    """The float type holding most of the weights' bytes (the initializers', bodies
+    included), None without float weights: an fp16 conversion that keeps fp32 inputs and
+    outputs (``keep_io_types``, as ortlab.to_fp16 and onnxconverter's converter do) has an
+    fp32 cache but fp16 weights."""
+    by_type: dict[str, int] = {}
+    graphs = [graph, *(g for n, _ in walk_nodes(graph) for g in subgraphs(n))]
+    for g in graphs:
+        for t in g.initializer:
+            name = dtype_name(t.data_type)
+            if name in ("float", "float16", "bfloat16"):
+                by_type[name] = by_type.get(name, 0) + math.prod(t.dims) * int(DTYPE_BYTES[name])
+    return max(by_type, key=lambda k: by_type[k]) if by_type else None
