@@ -221,8 +221,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     ortlab.set_isolation("inprocess")  # both loops in this process
-    # genai_gemma2_int4: sliding-window layers with a fixed cache buffer beside global ones
-    names = ["genai_int4", "optimum_gpt2_merged", "genai_gemma2_int4"]
+    # the families whose carried state is not one growing K/V: a Gemma 2 (sliding-window
+    # layers with a fixed buffer), an LFM2 (convolution states), a gpt-oss (experts)
+    names = ["genai_int4", "optimum_gpt2_merged"]
+    names += ["genai_gemma2_int4", "genai_lfm2_int4", "genai_gptoss_fp32"]
     names += sorted(p.name for p in CORPUS.glob("*") if (p / "genai_config.json").exists())
     names = args.only or names
     results = [measure(n, args.rounds, args.new) for n in names]

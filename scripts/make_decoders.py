@@ -24,8 +24,11 @@ Then each step runs in the venv it needs (the script re-runs itself there with -
            optimum.onnx.merge_decoders (the whole graph in an If on use_cache_branch)
            -> optimum_gpt2_merged/; the tiny Llama by optimum-onnx's default with-past export
            (one model.onnx with past/present pairs, the genai folders' weights) -> optimum_llama/;
-  windowed (genai)   a Gemma-2-shaped decoder (GEMMA2: sliding-window and global layers) from its
-           config, its torch greedy tokens, and genai's builder -p int4 -> genai_gemma2_int4/;
+  families (genai)   decoders whose carried state is not one growing K/V (FAMILIES), each from its
+           config with its torch greedy tokens, then genai's builder: a Gemma 2 (sliding-window
+           and global layers, int4), an LFM2 (convolution states beside attention, int4) and a
+           gpt-oss (mixture of experts, sliding window; fp32) -> genai_gemma2_int4/,
+           genai_lfm2_int4/, genai_gptoss_fp32/;
   verify   (genai)   plain onnxruntime runs a prefill, a decode step and a 16-token greedy loop on
            every model; onnxruntime-genai's generator runs greedy on the genai folders; both must
            agree (and agree with torch where the weights are the same); writes README.md and
@@ -127,7 +130,7 @@ STAGE_VENV = {
     "dynamo": "genai",
     "seq2seq": "optimum",
     "corpus": "genai",
-    "windowed": "genai",
+    "families": "genai",
     "verify": "genai",
 }
 VERSION_NAMES = [
@@ -166,6 +169,52 @@ GEMMA2 = {
 """A Gemma-2-shaped decoder (issue 60): sliding-window layers 0 and 2, whose cache genai's
 builder makes a fixed buffer of window slots (GroupQueryAttention's sliding_window_cache), and
 global layers 1 and 3."""
+LFM2 = {
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 2048,
+    # short-convolution layers (a fixed state of hidden x (L_cache - 1) carried each step)
+    # between attention layers, as LFM2's are
+    "layer_types": ["conv", "full_attention", "conv", "full_attention"],
+    "conv_L_cache": 3,
+    "initializer_range": 0.2,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+"""An LFM2-shaped hybrid decoder (issue 60): its carried state is a convolution state in
+layers 0 and 2 (CausalConvWithState, past.N.conv -> present.N.conv) and K/V in 1 and 3."""
+GPTOSS = {
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "sliding_window": 8,
+    "max_position_embeddings": 2048,
+    "initializer_range": 0.2,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+"""A gpt-oss-shaped mixture of experts (issue 60): 4 experts, 2 per token (genai's MoE op),
+a sliding-window layer and a global one. fp32: genai's int4 path for gpt-oss reads the
+checkpoint's original MXFP4 tensors, which a config-built model does not have."""
+FAMILIES = {
+    "genai_gemma2_int4": ("gemma2", "Gemma2ForCausalLM", "Gemma2Config", GEMMA2, "int4"),
+    "genai_lfm2_int4": ("lfm2", "Lfm2ForCausalLM", "Lfm2Config", LFM2, "int4"),
+    "genai_gptoss_fp32": ("gptoss", "GptOssForCausalLM", "GptOssConfig", GPTOSS, "fp32"),
+}
 
 GENAI_RUNS = {"genai_int4": "int4", "genai_fp32": "fp32"}
 OPTIMUM_CONFIGS = ("config.json", "generation_config.json")
@@ -191,6 +240,20 @@ HOW = {
         "(Gemma2ForCausalLM, 4 layers, sliding_window 8: layers 0 and 2 sliding with a fixed "
         "8-slot cache buffer, 1 and 3 global; attention softcap 50, final logit softcap 30)",
         "python -m onnxruntime_genai.models.builder -i <hf>/gemma2 -o genai_gemma2_int4 -p int4 "
+        "-e cpu -c <scratch>",
+    ),
+    "genai_lfm2_int4": (
+        "onnxruntime-genai's model builder, int4 for CPU, of an LFM2-shaped hybrid decoder "
+        "(Lfm2ForCausalLM, 4 layers: short convolutions in 0 and 2, carried as past.N.conv -> "
+        "present.N.conv, attention in 1 and 3)",
+        "python -m onnxruntime_genai.models.builder -i <hf>/lfm2 -o genai_lfm2_int4 -p int4 "
+        "-e cpu -c <scratch>",
+    ),
+    "genai_gptoss_fp32": (
+        "onnxruntime-genai's model builder, fp32 for CPU, of a gpt-oss-shaped mixture of "
+        "experts (GptOssForCausalLM, 2 layers, 4 experts, 2 per token in genai's MoE op; layer 0 "
+        "a sliding window of 8 with a fixed buffer, layer 1 global)",
+        "python -m onnxruntime_genai.models.builder -i <hf>/gptoss -o genai_gptoss_fp32 -p fp32 "
         "-e cpu -c <scratch>",
     ),
     "genai_fp32": (
@@ -334,27 +397,30 @@ def stage_genai(args) -> None:
 # ------------------------------------------------------------------------- stage: windowed
 
 
-def stage_windowed(args) -> None:
-    """The Gemma-2-shaped decoder (GEMMA2) from its config (seed 0), its torch greedy tokens
-    (transformers' own sliding-window cache), then genai's builder, int4 for the CPU."""
+def stage_families(args) -> None:
+    """Each FAMILIES decoder from its config (seed 0) with its torch greedy tokens (transformers'
+    own cache: a sliding window, convolution states, experts), then genai's builder for the
+    CPU."""
     import torch
-    from transformers import Gemma2Config, Gemma2ForCausalLM
+    import transformers
 
-    hf = cache_dir() / "hf" / "gemma2"
-    if hf.exists():
-        shutil.rmtree(hf)
-    torch.manual_seed(SEED)
-    model = Gemma2ForCausalLM(Gemma2Config(**GEMMA2)).eval()
-    model.generation_config.do_sample = False
-    model.save_pretrained(hf, safe_serialization=True)
-    make_tokenizer(hf)
-    (hf / "torch_greedy.json").write_text(json.dumps(torch_greedy(model)))
     scratch = cache_dir() / "builder-cache"
-    dest = Path(args.out) / "genai_gemma2_int4"
-    if dest.exists():
-        shutil.rmtree(dest)
-    builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
-    run([*builder, "-i", hf, "-o", dest, "-p", "int4", "-e", "cpu", "-c", scratch])
+    for folder, (source, model_cls, config_cls, config, precision) in FAMILIES.items():
+        hf = cache_dir() / "hf" / source
+        if hf.exists():
+            shutil.rmtree(hf)
+        torch.manual_seed(SEED)
+        model_type = getattr(transformers, model_cls)
+        model = model_type(getattr(transformers, config_cls)(**config)).eval()
+        model.generation_config.do_sample = False
+        model.save_pretrained(hf, safe_serialization=True)
+        make_tokenizer(hf)
+        (hf / "torch_greedy.json").write_text(json.dumps(torch_greedy(model)))
+        dest = Path(args.out) / folder
+        if dest.exists():
+            shutil.rmtree(dest)
+        builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
+        run([*builder, "-i", hf, "-o", dest, "-p", precision, "-e", "cpu", "-c", scratch])
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -805,6 +871,10 @@ def feeds_for(sess, ids: list[int], past: dict, past_len: int, head: dict[str, i
             feeds[i.name] = np.array([past_len > 0], dtype=dt)
         elif i.name.startswith("past_key_values.") and past:
             feeds[i.name] = past[i.name]
+        elif i.name.startswith("past.") and past:  # a carried state (LFM2's conv)
+            feeds[i.name] = past[i.name]
+        elif i.name.startswith("past."):  # zero before the first step, its declared dims
+            feeds[i.name] = np.zeros((1, *i.shape[1:]), dtype=dt)
         elif i.name.startswith("past_key_values."):
             # genai declares the head size as 'kv_cache_dim': read it from the config
             kv, hs = (
@@ -841,8 +911,15 @@ def ort_greedy(folder: Path) -> tuple:
         margin = min(margin, float(first - second))
         tokens.append(int(np.argmax(last)))
         past_len += len(ids)
-        past = {
-            k.replace("present", "past_key_values"): v for k, v in outs.items() if k != "logits"
+        inputs = {i.name for i in sess.get_inputs()}
+        past = {  # present.N.key -> past_key_values.N.key; present.N.conv -> past.N.conv
+            next(
+                n
+                for n in (k.replace("present", "past_key_values"), k.replace("present", "past"))
+                if n in inputs
+            ): v
+            for k, v in outs.items()
+            if k != "logits"
         }
         ids = [tokens[-1]]
     return sess, tokens, shapes, margin
@@ -932,6 +1009,8 @@ def stage_verify(args) -> None:
         "llama_config": LLAMA,
         "gpt2_config": GPT2,
         "gemma2_config": GEMMA2,
+        "lfm2_config": LFM2,
+        "gptoss_config": GPTOSS,
         "models": {},
     }
     problems = []
@@ -945,7 +1024,10 @@ def stage_verify(args) -> None:
         info["feeds"] = shapes
         info["ort_greedy_tokens"] = tokens
         info["greedy_min_logit_margin"] = round(margin, 5)
-        source = next((n for n in ("gpt2", "gemma2") if n in folder.name), "llama")
+        source = next(
+            (s for f, (s, *_) in FAMILIES.items() if f == folder.name),
+            "gpt2" if "gpt2" in folder.name else "llama",
+        )
         torch_ref = cache_dir() / "hf" / source
         if "int4" not in folder.name:  # the same weights as the torch model: the same tokens
             info["torch_greedy_tokens"] = json.loads((torch_ref / "torch_greedy.json").read_text())
@@ -1038,6 +1120,7 @@ def model_section(name: str, info: dict, ref: dict) -> list[str]:
 def readme(ref: dict) -> str:
     g, o = ref["versions"]["genai"], ref["versions"]["optimum"]
     llama, gpt2, gemma = ref["llama_config"], ref["gpt2_config"], ref["gemma2_config"]
+    lfm2, gptoss = ref["lfm2_config"], ref["gptoss_config"]
     total = sum(sum(i["files"].values()) for i in ref["models"].values())
     lines = [
         "# Tiny LLM decoders made by the real exporters (issue 39)",
@@ -1077,6 +1160,18 @@ def readme(ref: dict) -> str:
         " (a tied one repeats the last prompt token): genai's builder gives the sliding layers a"
         " fixed cache buffer of window slots from the first step on (GroupQueryAttention's"
         " `sliding_window_cache`; `past_sliding_length` in its inputs).",
+        f"- **LFM2** (`Lfm2ForCausalLM`; `genai_lfm2_int4`): {lfm2['num_hidden_layers']} layers"
+        f" ({', '.join(lfm2['layer_types'])}), hidden {lfm2['hidden_size']},"
+        f" {lfm2['num_attention_heads']} heads, {lfm2['num_key_value_heads']} KV heads, conv"
+        f" L_cache {lfm2['conv_L_cache']}, vocab {lfm2['vocab_size']}, untied lm_head: genai's"
+        " builder carries each convolution layer's state as `past.N.conv` -> `present.N.conv`"
+        " ([batch, hidden, L_cache - 1], CausalConvWithState) beside the attention layers' K/V.",
+        f"- **gpt-oss** (`GptOssForCausalLM`; `genai_gptoss_fp32`): {gptoss['num_hidden_layers']}"
+        f" layers (sliding window {gptoss['sliding_window']}, then global), hidden"
+        f" {gptoss['hidden_size']}, {gptoss['num_local_experts']} experts of intermediate"
+        f" {gptoss['intermediate_size']}, {gptoss['num_experts_per_tok']} per token (genai's `MoE`"
+        " op), vocab 1000, untied lm_head; fp32, since genai's int4 path for gpt-oss reads the"
+        " checkpoint's original MXFP4 tensors, which a config-built model has not.",
         "- All with initializer_range 0.2 (HF's 0.02 gives near-flat logits, and a GPT-2 that",
         "  repeats its last prompt token). A WordLevel tokenizer (`<unk>`, `<s>`, `</s>`,",
         "  `w3`..`w999`) made offline, because the genai builder insists on one; the genai folders",
@@ -1153,7 +1248,7 @@ def main() -> None:
         "dynamo": stage_dynamo,
         "seq2seq": stage_seq2seq,
         "corpus": stage_corpus,
-        "windowed": stage_windowed,
+        "families": stage_families,
         "verify": stage_verify,
     }
     if args.stage:

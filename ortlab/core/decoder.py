@@ -22,7 +22,7 @@ import onnx
 
 from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, subgraphs, walk_nodes
 
-__all__ = ["DecoderInfo", "KVPair", "WeightFormat", "decoder_file", "detect_decoder"]
+__all__ = ["DecoderInfo", "KVPair", "StatePair", "WeightFormat", "decoder_file", "detect_decoder"]
 
 _PAST = re.compile(r"past[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
 _PRESENT = re.compile(r"present[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
@@ -64,6 +64,32 @@ class KVPair:
         """The cache's length after ``tokens`` tokens: a fixed buffer's capacity, else the
         tokens."""
         return self.capacity or tokens
+
+
+@dataclass(frozen=True)
+class StatePair:
+    """A carried state that is not K/V (a hybrid decoder's convolution or recurrent state): a
+    past input whose present output has the same fixed shape, fed back each step."""
+
+    layer: int
+    past: str
+    present: str
+    shape: tuple[int, ...]
+    """Its dims after the batch (fixed: they never grow)."""
+    dtype: str
+    """ORT's dtype name ('float', 'float16')."""
+    op: str
+    """The op that reads it ('CausalConvWithState', …)."""
+
+    @property
+    def kind(self) -> str:
+        """'convolution state' where a convolution reads it, else 'recurrent state'."""
+        return "convolution state" if "conv" in self.op.lower() else "recurrent state"
+
+    @property
+    def nbytes(self) -> int:
+        """One sequence's bytes."""
+        return int(math.prod(self.shape) * DTYPE_BYTES.get(self.dtype, 4.0))
 
 
 @dataclass(frozen=True)
@@ -148,6 +174,12 @@ class DecoderInfo:
     decoder_start: tuple[int, ...] = ()
     """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
     ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
+    experts: tuple[int, int, int, str] | None = None
+    """A mixture of experts, read from its ops: (top-k per token, experts, layers that route,
+    the op: 'MoE', 'QMoE'); None for a dense decoder."""
+    states: tuple[StatePair, ...] = ()
+    """Carried states that are not K/V (a hybrid decoder's convolution or recurrent states:
+    LFM2's short convolutions), each fed back from its present every step."""
     first_step: str = ""
     """Optimum's unmerged pair (``--no-post-process``): the file beside this with-past decoder
     that runs the first step (``decoder_model.onnx``: it computes the caches this one is fed,
@@ -178,15 +210,30 @@ class DecoderInfo:
         (0 without such layers)."""
         return self.slot_bytes * sum(p.capacity for p in self.pairs)
 
+    @property
+    def state_bytes(self) -> int:
+        """The carried states' bytes for one sequence (0 without states)."""
+        return sum(st.nbytes for st in self.states)
+
+    @property
+    def fixed_bytes(self) -> int:
+        """What a generation carries whatever its length: the windowed layers' buffers and the
+        carried states."""
+        return self.fixed_cache_bytes + self.state_bytes
+
     def cache_bytes(self, tokens: int, batch: int = 1) -> int:
-        """The self-attention cache after ``tokens`` tokens (past + new): each growing layer's
-        ``tokens`` slots, each windowed layer's fixed buffer."""
-        return batch * (self.kv_bytes_per_token * tokens + self.fixed_cache_bytes)
+        """What a step carries after ``tokens`` tokens (past + new): each growing layer's
+        ``tokens`` slots, each windowed layer's fixed buffer, the carried states."""
+        return batch * (self.kv_bytes_per_token * tokens + self.fixed_bytes)
 
     @property
     def windowed(self) -> tuple[KVPair, ...]:
         """The pairs whose cache is a fixed buffer (a sliding window's)."""
         return tuple(p for p in self.pairs if p.capacity)
+
+    @property
+    def state_inputs(self) -> tuple[str, ...]:
+        return tuple(st.past for st in self.states)
 
     def capacity_of(self, name: str) -> int:
         """The fixed slots of the cache input or output ``name`` (0: it grows)."""
@@ -199,9 +246,12 @@ class DecoderInfo:
         """What each layer's cache is, said once: 'layers 0, 2: sliding window of 8, a fixed
         8-slot buffer; layers 1, 3: global, grows' ('' where every cache grows and reads its
         whole past)."""
-        if all(p.role == "grows" for p in self.pairs):
+        if all(p.role == "grows" for p in self.pairs) and not self.states:
             return ""
         groups: dict[str, list[int]] = {}
+        for st in self.states:
+            dims = " x ".join(map(str, st.shape))
+            groups.setdefault(f"{st.kind} {dims} ({st.op})", []).append(st.layer)
         for p in self.pairs:
             if p.capacity:
                 what = f"sliding window of {p.window}, a fixed {p.capacity}-slot buffer"
@@ -211,8 +261,8 @@ class DecoderInfo:
                 what = "global, grows"
             groups.setdefault(what, []).append(p.layer)
         return "; ".join(
-            f"layer{'s' if len(ls) > 1 else ''} {', '.join(map(str, ls))}: {what}"
-            for what, ls in groups.items()
+            f"layer{'s' if len(ls) > 1 else ''} {', '.join(map(str, sorted(ls)))}: {what}"
+            for what, ls in sorted(groups.items(), key=lambda g: min(g[1]))
         )
 
     def branch_of(self, phase: str) -> str | None:
@@ -231,6 +281,9 @@ class DecoderInfo:
             f"decoder with KV cache: {self.layers} layers, {heads}{self.kv_heads} KV heads × "
             f"{self.head_size}, {self.weights}"
         )
+        if self.experts is not None:
+            k, n, routed, op = self.experts
+            text += f"; mixture of experts: {k} of {n} per token in {routed} layers ({op})"
         kinds = self.cache_kinds()
         if kinds:
             text += f"; {kinds}"
@@ -313,6 +366,8 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         "",
     )
     hf = _read_json(folder / "config.json")
+    taken = {n for p in every for n in (p.past_key, p.past_value, p.present_key, p.present_value)}
+    carried = _states(graph, inputs, outputs, taken)
     attention, ops = _attention(graph)
     source, heads, kv_heads, head_size, vocab, max_length = _shape_facts(
         genai, search, hf, ops, outputs
@@ -333,7 +388,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
     encoder, frames = _encoder_beside(path) if fixed or fed_only else ("", None)
     states = _encoder_states(inputs, fixed)
     return DecoderInfo(
-        layers=len(pairs),
+        layers=len({p.layer for p in pairs} | {st.layer for st in carried}),
         heads=heads,
         kv_heads=int(kv_heads),
         head_size=int(head_size),
@@ -357,7 +412,59 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         decoder_start=_decoder_start(folder, hf) if fixed else (),
         encoder_layers=_int(_first(hf, "encoder_layers", "num_layers")) if fixed else None,
         first_step=first_step,
+        states=carried,
+        experts=_experts(graph),
     )
+
+
+def _experts(graph: onnx.GraphProto) -> tuple[int, int, int, str] | None:
+    """(top-k, experts, routing nodes, op) of the graph's mixture-of-experts ops (MoE, QMoE:
+    ``k`` their attribute, the experts their first weight's leading dim), None without."""
+    dims = {t.name: list(t.dims) for t in graph.initializer}
+    found = [n for n, _ in walk_nodes(graph) if n.op_type in ("MoE", "QMoE")]
+    if not found:
+        return None
+    node = found[0]
+    k = next((int(a.i) for a in node.attribute if a.name == "k"), 1)
+    weight = dims.get(node.input[2]) if len(node.input) > 2 else None
+    return k, int(weight[0]) if weight else 0, len(found), node.op_type
+
+
+_STATE = re.compile(r"past", re.IGNORECASE)
+
+
+def _states(
+    graph: onnx.GraphProto,
+    inputs: Mapping[str, onnx.ValueInfoProto],
+    outputs: Mapping[str, onnx.ValueInfoProto],
+    taken: set[str],
+) -> tuple[StatePair, ...]:
+    """Carried states other than the K/V pairs: an input named as a past whose present (the
+    name's 'past' said 'present') has the same fixed dims after the batch, read by some node;
+    its layer is the number in its name, its kind the op that reads it."""
+    readers = {t: n.op_type for n, _ in walk_nodes(graph) for t in n.input}
+    out: list[StatePair] = []
+    for name, v in inputs.items():
+        if name in taken or not _STATE.search(name) or name not in readers:
+            continue
+        present = _STATE.sub("present", name, count=1)
+        if present not in outputs or present in taken:
+            continue
+        a, b = _dims(v)[1:], _dims(outputs[present])[1:]
+        if a != b or not a or not all(isinstance(d, int) for d in a):
+            continue
+        layer = re.search(r"(\d+)", name)
+        out.append(
+            StatePair(
+                int(layer.group(1)) if layer else len(out),
+                name,
+                present,
+                tuple(int(d) for d in a if isinstance(d, int)),
+                _dtype(v),
+                readers[name],
+            )
+        )
+    return tuple(sorted(out, key=lambda st: st.layer))
 
 
 def _windows(graph: onnx.GraphProto) -> dict[str, tuple[int, bool]]:

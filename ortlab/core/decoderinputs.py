@@ -126,13 +126,7 @@ def decoder_feeds(
     if info.positions and info.positions in base:
         pos = np.arange(past, past + prompt, dtype=base[info.positions].dtype)
         arrays[info.positions] = np.broadcast_to(pos, (batch, prompt)).copy()
-    for p in info.pairs:  # made at the roles' dims above; remade only where the export
-        shape = (batch, info.kv_heads, p.slots(past), info.head_size)  # leaves an axis
-        for name in (p.past_key, p.past_value):  # unnamed, or a windowed buffer's slots
-            if name in base and p.capacity and past == 0:  # a first step's buffer: empty
-                arrays[name] = np.zeros(shape, dtype=base[name].dtype)
-            elif name in base and base[name].shape != shape:  # differ between layers
-                arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
+    arrays.update(_carried(info, base, batch, past, rng))
     if info.use_cache_branch and info.use_cache_branch in base:
         arrays[info.use_cache_branch] = np.array([past > 0], dtype=bool)
     for p in info.cross_pairs:  # empty in the first step (its present computes it), then full
@@ -147,9 +141,14 @@ def decoder_feeds(
         + ("empty (zeros)" if past == 0 else "random")
         if info.windowed
         else ""
+    ) + (
+        f"; the {len(info.states)} carried states "
+        + ("zeros (before the first step)" if past == 0 else "random")
+        if info.states
+        else ""
     )
     cross = tuple(n for p in info.cross_pairs for n in (p.past_key, p.past_value))
-    ours = (*info.past_inputs, *cross, *([info.mask] if info.mask else []))
+    ours = (*info.past_inputs, *cross, *info.state_inputs, *([info.mask] if info.mask else []))
     notes = [n for n in base.notes if not n.startswith(ours)]
     notes.append(
         f"decoder inputs: {phase} of {prompt} token(s) after {past} cached, batch {batch} "
@@ -163,6 +162,28 @@ def decoder_feeds(
         )
     )
     return Feeds(arrays, {**choices, **roles}, notes, synthetic=True)
+
+
+def _carried(
+    info: DecoderInfo, base: Mapping[str, Any], batch: int, past: int, rng: np.random.Generator
+) -> dict[str, Any]:
+    """What a step carries in, where the arrays made at the roles' dims are not it: each K/V
+    pair at its slots (an axis the export left unnamed; a windowed buffer's capacity, empty
+    before the first step), each carried state zero before the first step, else random."""
+    arrays: dict[str, Any] = {}
+    for p in info.pairs:
+        shape = (batch, info.kv_heads, p.slots(past), info.head_size)
+        for name in (p.past_key, p.past_value):
+            if name in base and p.capacity and past == 0:  # a first step's buffer: empty
+                arrays[name] = np.zeros(shape, dtype=base[name].dtype)
+            elif name in base and base[name].shape != shape:  # differ between layers
+                arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
+    for st in info.states:  # a carried state: zero before the first step, then some state
+        if st.past in base:
+            shape_st = (batch, *st.shape)
+            made = rng.standard_normal(shape_st) * 0.5 if past else np.zeros(shape_st)
+            arrays[st.past] = made.astype(base[st.past].dtype)
+    return arrays
 
 
 def _roles(info: DecoderInfo, given: Mapping[str, int]) -> dict[str, DimChoice]:

@@ -214,8 +214,9 @@ class Model:
             return None
         pairs = [
             (p.layer, p.past_key, p.past_value, p.present_key, p.present_value) for p in info.pairs
-        ]
-        return layer_map(self.proto.graph, pairs)
+        ]  # a hybrid decoder's carried states mark their layers as a cache does
+        pairs += [(st.layer, st.past, st.past, st.present, st.present) for st in info.states]
+        return layer_map(self.proto.graph, pairs, info.layers)
 
     @property
     def disk_bytes(self) -> int:

@@ -36,7 +36,7 @@ from ortlab.engine.encoder_step import EncoderTimes
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-__all__ = ["BoundCalls", "DecodeInputs", "Steps", "masks"]
+__all__ = ["BoundCalls", "CarriedStates", "DecodeInputs", "Steps", "masks"]
 
 
 class BoundCalls:
@@ -79,6 +79,42 @@ def masks(batch: int, longest: int, dtype: np.dtype[np.generic]) -> list[ort.Ort
         ort.OrtValue.ortvalue_from_numpy(ones[: batch * n].reshape(batch, n))
         for n in range(longest + 1)
     ]
+
+
+class CarriedStates:
+    """A hybrid decoder's carried states (``DecoderInfo.states``: LFM2's convolution states),
+    two buffers each, zero at the start: a step reads one and writes the other, then
+    :meth:`swap` exchanges them (no copy, and no buffer read while the op writes it). Bound
+    when made: make it after the step's logits and presents are bound, so those keep their
+    places among the binding's outputs."""
+
+    def __init__(
+        self,
+        decoder: DecoderInfo,
+        dtypes: dict[str, np.dtype[np.generic]],
+        batch: int,
+        binding: ort.IOBinding,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.binding = binding
+        self.buffers: list[list[object]] = []
+        for st in decoder.states:
+            zero = [np.zeros((batch, *st.shape), dtype=dtypes[st.past]) for _ in range(2)]
+            self.buffers.append([st.past, st.present, *map(ort.OrtValue.ortvalue_from_numpy, zero)])
+        self.nbytes = batch * decoder.state_bytes
+        self._bind()
+
+    def _bind(self) -> None:
+        for past, present, read, write in self.buffers:
+            self.binding.bind_ortvalue_input(past, read)
+            self.binding.bind_ortvalue_output(present, write)
+
+    def swap(self) -> None:
+        """After a run: what it wrote is the next step's past."""
+        for b in self.buffers:
+            b[2], b[3] = b[3], b[2]
+        self._bind()
 
 
 @dataclass
@@ -158,6 +194,7 @@ class DecodeInputs:
         at: tuple[int, int, np.ndarray | np.integer],
         fail: Callable[[Exception, int], Exception],
         progress: Callable[[int], None],
+        after: Callable[[], None] | None = None,
     ) -> int:
         """``count`` decode steps of one sequence on a settled binding (a shared cache and
         ``logits``, [1, 1, vocabulary], bound as the step before left them), each timed
@@ -165,8 +202,9 @@ class DecodeInputs:
         runs: the mask rebound, the position written, the logits' argmax written straight
         into the bound ids. ``at`` is (the first step's number, the cached tokens before it,
         its token); each step is recorded in ``out`` and said to ``progress`` (the steps
-        done), and ``fail(error, length)`` is raised where a run fails. Returns the cached
-        tokens after them."""
+        done), and ``fail(error, length)`` is raised where a run fails; ``after`` runs after
+        each run (a hybrid decoder's carried states swapped). Returns the cached tokens after
+        them."""
         step, length, first = at
         self.ids[...] = first
         ids = self.ids.reshape(())  # a view: the argmax is written into the bound ids
@@ -193,6 +231,8 @@ class DecodeInputs:
                 raise fail(err, length) from err
             t1 = clock()
             length += 1
+            if after is not None:
+                after()
             if into is not None:
                 best(out=into)
             else:

@@ -87,6 +87,17 @@ DECODERS = {
         "read a sliding window of 8 tokens from a fixed 8-slot cache buffer, 1 and 3 are global "
         "(random weights)",
     ),
+    "tiny_lfm2_int4": (
+        "genai_lfm2_int4",
+        "LLM decoder: a 4-layer LFM2 hybrid made by onnxruntime-genai's builder, int4: layers 0 "
+        "and 2 carry a convolution state (past.N.conv), 1 and 3 a KV cache (random weights)",
+    ),
+    "tiny_gptoss_fp32": (
+        "genai_gptoss_fp32",
+        "LLM decoder: a 2-layer gpt-oss mixture of experts made by onnxruntime-genai's builder, "
+        "fp32: 4 experts, 2 per token (MoE op), a sliding-window layer and a global one (random "
+        "weights)",
+    ),
     "tiny_llama_dynamo": (
         "dynamo_llama",
         "LLM decoder: the Llama exported by torch.onnx.export(dynamo=True), model.onnx alone "

@@ -19,7 +19,7 @@ from ortlab.core.errors import RunError, error_text
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
-from ortlab.engine.boundrun import BoundCalls, DecodeInputs, Steps, masks
+from ortlab.engine.boundrun import BoundCalls, CarriedStates, DecodeInputs, Steps, masks
 from ortlab.engine.encoder_step import EncoderStep
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.sessioncache import open_session, rss_bytes
@@ -300,6 +300,10 @@ class GreedyLoop:
         }
         self.prompt = np.asarray(job.feeds[decoder.input_ids] if prompt is None else prompt)
         self._logits: dict[int, tuple[np.ndarray, OrtValue]] = {}
+        self._states: CarriedStates | None = None
+        """A hybrid decoder's carried states in this generation (made at its first binding)."""
+        self.state_bytes = self.prompt.shape[0] * decoder.state_bytes
+        """The carried states' bytes (a fixed part of every step's cache)."""
         self._masks: tuple[int, list[OrtValue], list[object]] | None = None
         """The decode steps' masks (:func:`masks`) for the longest generation they serve, and
         what the binding takes for each (:meth:`BoundCalls.held`): made once per length."""
@@ -341,6 +345,7 @@ class GreedyLoop:
             for name, value in past.items():
                 binding.bind_ortvalue_input(name, value)
                 binding.bind_ortvalue_output(self.present[name], value)
+        self._states = None  # a generation's carried states start at zero: made anew
         return past
 
     def _bind_outputs(
@@ -365,7 +370,15 @@ class GreedyLoop:
             for name, value in past.items():
                 binding.bind_ortvalue_input(name, value)
                 binding.bind_output(self.present[name])
+        if self._states is None and self.decoder.states:  # bound after the logits and the
+            batch = self.prompt.shape[0]  # presents, which keep their places in the outputs
+            self._states = CarriedStates(self.decoder, self.dtypes, batch, binding)
         return logits, bound
+
+    def _swap_states(self) -> None:
+        """After a run: a hybrid decoder's carried states it wrote are the next step's."""
+        if self._states is not None:
+            self._states.swap()
 
     def _decode_inputs(
         self, binding: IOBinding, calls: BoundCalls, batch: int, longest: int
@@ -390,7 +403,7 @@ class GreedyLoop:
         """Without a shared buffer: a step's present outputs (after its logits) as the next
         step's past, and their bytes."""
         past = dict(zip(past, got[1 : 1 + len(past)], strict=True))
-        return past, _cache_bytes(past, self.dtypes)
+        return past, _cache_bytes(past, self.dtypes) + self.state_bytes
 
     def _bind_given(
         self, binding: IOBinding, ids: np.ndarray, length: int
@@ -430,7 +443,7 @@ class GreedyLoop:
         plan: list[np.ndarray | None] = [self.prompt, *([None] * (steps - 1))]
         return self.run_steps(plan, progress, shared=shared)
 
-    def run_steps(
+    def run_steps(  # noqa: PLR0915 - one loop of a step's parts, in order (issue 64 splits it)
         self, plan: list[np.ndarray | None], progress: Callable[[int], None], *, shared: int = 0
     ) -> Steps:
         """One generation from an empty cache, a step per item of ``plan``: ids to feed
@@ -445,7 +458,7 @@ class GreedyLoop:
         batch, binding = self.prompt.shape[0], self.sess.io_binding()
         longest = sum(1 if ids is None else ids.shape[1] for ids in plan)
         past = self._empty_cache(binding, batch, shared)
-        held = _cache_bytes(past, self.dtypes)
+        held = _cache_bytes(past, self.dtypes) + self.state_bytes
         nxt: np.ndarray | np.integer = self.prompt  # the next step's ids
         calls = BoundCalls(self.sess, binding)
         steady = self._decode_inputs(binding, calls, batch, longest)
@@ -467,6 +480,7 @@ class GreedyLoop:
                     at=(step, length, nxt),
                     fail=lambda err, at: self._failed(err, steady.feeds(at)),
                     progress=progress,
+                    after=self._swap_states if self.decoder.states else None,
                 )
                 nxt, step = steady.ids[0, 0], step + count
                 continue
@@ -490,6 +504,7 @@ class GreedyLoop:
                 raise self._failed(err, feeds) from err
             t1 = clock()
             length += new
+            self._swap_states()
             got = None if logits is not None and shared else binding.get_outputs()
             scores = logits[0] if logits is not None else got[0].numpy()  # type: ignore[index]
             nxt = _next_ids(scores, batch, new)

@@ -84,6 +84,8 @@ def _log_probs(
             dtype=dtypes[name],
         )
         for name in decoder.past_inputs
+    } | {  # a hybrid decoder's carried states: zero before the first step
+        st.past: np.zeros((1, *st.shape), dtype=dtypes[st.past]) for st in decoder.states
     }
     feeds = step_feeds(decoder, ids, past, 0, dtypes)
     names = [o.name for o in sess.get_outputs()]

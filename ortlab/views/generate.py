@@ -104,10 +104,10 @@ def _rows(g: GenerationResult) -> list[list[str]]:
         *(
             [
                 [
-                    "sliding-window cache",
+                    "fixed-size state",
                     f"{fmt_bytes(g.fixed_cache_bytes)} (formula)",
-                    "fixed buffers from the first step on, whatever the length (in the total "
-                    "below)",
+                    "sliding-window buffers and carried states, held from the first step on "
+                    "whatever the length (in the total below)",
                 ]
             ]
             if g.fixed_cache_bytes

@@ -300,7 +300,7 @@ def _measure(
         model_ms=[[t / 1e6 for t in r] for r in reply.run_ns],
         tokens=reply.tokens,
         kv_bytes_per_token=info.kv_bytes_per_token * batch,
-        fixed_cache_bytes=info.fixed_cache_bytes * batch,
+        fixed_cache_bytes=info.fixed_bytes * batch,
         present_bytes=reply.present_bytes,
         rss_growth_bytes=reply.rss_after - reply.rss_before,
         decoder=info.line(),

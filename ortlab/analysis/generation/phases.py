@@ -47,7 +47,9 @@ __all__ = [
     "weights_summary",
 ]
 
-WEIGHT_OPS = frozenset({"MatMulNBits", "MatMul", "Gemm", "FusedMatMul", "MatMulInteger"})
+WEIGHT_OPS = frozenset(
+    {"MatMulNBits", "MatMul", "Gemm", "FusedMatMul", "MatMulInteger", "MoE", "QMoE"}
+)
 """The ops that multiply by a weight (when one of their inputs is an initializer): what a
 decoder's time is mostly made of."""
 

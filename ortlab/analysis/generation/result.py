@@ -67,8 +67,9 @@ class GenerationResult(Result):
     layers: int = 0
     """Transformer layers (``DecoderInfo.layers``)."""
     fixed_cache_bytes: int = 0
-    """The sliding-window layers' fixed cache buffers, held from the first step whatever the
-    length (x batch; ``DecoderInfo.fixed_cache_bytes``); 0 where every cache grows."""
+    """What a step carries whatever the length (x batch; ``DecoderInfo.fixed_bytes``): the
+    sliding-window layers' fixed cache buffers and a hybrid decoder's carried states; 0
+    where every cache grows."""
     node_layers: dict[str, int | None] = field(default_factory=dict)
     """Each profiled node's layer (None: outside the layers), read from the graph's structure
     (:attr:`ortlab.Model.layers`); empty in a result saved before it existed, whose nodes' names

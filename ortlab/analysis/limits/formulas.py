@@ -491,6 +491,40 @@ def _precision(op: str, ins: Sequence[Tensor | None], attrs: Mapping[str, object
     return compute_dtype(ins)
 
 
+_MOE = {"MoE": (2, 4, 6), "QMoE": (2, 5, 8)}
+"""A mixture-of-experts op's per-expert weight inputs ([experts, …]: fc1, fc2, fc3)."""
+
+
+def _moe(
+    op: str, ins: Sequence[Tensor | None], attrs: Mapping[str, object]
+) -> tuple[float, float, str]:
+    """Each token runs its top ``k`` of the ``experts`` (the weights' first dim): 2 FLOPs per
+    weight of each active expert per token, plus one per activation of its hidden layer;
+    bytes: the activations and the router's scores, and the weights (biases and scales too) of
+    the experts the tokens can reach, min(experts, tokens x k) of them (at most: the routing
+    picks which, and tokens share experts)."""
+    x = _at(ins, 0)
+    weights = [w for i in _MOE[op] if (w := _at(ins, i)) is not None]
+    if x is None or not x[1] or not weights:
+        return math.nan, math.nan, "the input's or the experts' shapes are unknown"
+    experts = weights[0][1][0]
+    k = int(attrs.get("k", 1))  # type: ignore[call-overload]
+    tokens = _size(x) / x[1][-1]
+    per_weight = 8 / int(attrs.get("expert_weight_bits", 8)) if op == "QMoE" else 1  # type: ignore[call-overload]
+    macs = sum(_size(w) for w in weights) * per_weight / experts
+    inner = weights[-1][1][-1] * per_weight if len(weights[-1][1]) == 3 else 0
+    flops = tokens * k * (2 * macs + inner)
+    per_expert = [t for t in ins[2:] if t is not None and t[1] and t[1][0] == experts]
+    expert_bytes = sum(_nbytes(t) for t in per_expert) / experts
+    active = min(experts, tokens * k)
+    read = _nbytes(x) + _nbytes(_at(ins, 1)) + active * expert_bytes
+    note = (
+        f"top-{k} of {experts} experts per token: the weights of {active:g} expert(s) counted "
+        "(at most; the routing picks which)"
+    )
+    return flops, read, note
+
+
 def node_cost(
     op_type: str,
     ins: Sequence[Tensor | None],
@@ -503,6 +537,10 @@ def node_cost(
     attrs = attrs or {}
     dtype = _precision(op_type, ins, attrs)
     touched = _touched(op_type, ins, outs)
+    if op_type in _MOE:
+        flops, read_moe, note = _moe(op_type, ins, attrs)
+        written = sum(_nbytes(t) for t in outs if t is not None)
+        return NodeCost(flops, read_moe, written, dtype, "compute", note)
     if op_type in ALIASING and not domain:
         return NodeCost(0.0, 0.0, 0.0, dtype, "data", "aliases its input in ORT: no bytes move")
     read = (

@@ -72,6 +72,21 @@ def _bare_loop(new_tokens: int) -> tuple[list[int], list[int]]:
     return tokens, held
 
 
+def _generate(
+    folder: Path, new_tokens: int, *, share_buffer: bool | None = None, profile: bool = False
+) -> ortlab.GenerationResult:
+    """One greedy generation after the reference prompt."""
+    return ortlab.generate(
+        folder,
+        feeds={"input_ids": PROMPT},
+        new_tokens=new_tokens,
+        runs=1,
+        profile=profile,
+        share_buffer=share_buffer,
+        progress=False,
+    )
+
+
 def test_the_caches_roles_come_from_the_graph_and_agree_with_the_config() -> None:
     """Each layer's cache: windowed (a fixed buffer of the window's slots) exactly where the
     graph's GroupQueryAttention keeps a sliding-window cache, which is where genai_config says;
@@ -137,15 +152,7 @@ def test_generate_equals_genai_and_a_bare_loop_past_the_window(share_buffer: boo
     assert len(PROMPT[0]) + n > 2 * WINDOW  # the test runs past the window
     tokens, held = _bare_loop(n)
     assert tokens == GENAI_TOKENS
-    g = ortlab.generate(
-        FOLDER,
-        feeds={"input_ids": PROMPT},
-        new_tokens=n,
-        runs=1,
-        profile=False,
-        share_buffer=share_buffer,
-        progress=False,
-    )
+    g = _generate(FOLDER, n, share_buffer=share_buffer)
     assert g.tokens == GENAI_TOKENS
     _, d = _decoder()
     kv = g.kv_cache
@@ -161,7 +168,7 @@ def test_generate_equals_genai_and_a_bare_loop_past_the_window(share_buffer: boo
         assert g.present_bytes == held
         assert kv["measured_peak_bytes"] == kv["peak_bytes"]
         assert kv["measured_bytes_per_token"] == d.kv_bytes_per_token
-    assert "sliding-window cache" in g.to_text()
+    assert "fixed-size state" in g.to_text()
 
 
 def test_genais_generator_gives_the_recorded_tokens() -> None:
@@ -197,3 +204,141 @@ def test_llm_bench_and_kl_divergence_run_past_the_window() -> None:
     kl = ortlab.kl_divergence(FOLDER, FOLDER, length=3 * WINDOW, window=2 * WINDOW, progress=False)
     assert not kl.failed and len(kl.rows) == 1
     assert kl.rows[0].max == pytest.approx(0.0, abs=1e-9) and kl.rows[0].top1 == 1.0
+
+
+# --------------------------------------------------------------------- a carried conv state
+
+LFM2 = FOLDER.parent / "genai_lfm2_int4"
+LFM2_TOKENS = REFERENCE["models"]["genai_lfm2_int4"]["genai_greedy_tokens"]
+LFM2_CONFIG = REFERENCE["lfm2_config"]
+
+
+def _lfm2_bare_loop(new_tokens: int) -> tuple[list[int], list[int]]:
+    """Greedy in plain onnxruntime from the graph's declared inputs alone: each past input
+    (K/V or carried state) empty or zero before the first step, its present fed back after."""
+    sess = ort.InferenceSession(str(LFM2 / "model.onnx"), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    past: dict[str, np.ndarray] = {}
+    for i in sess.get_inputs():
+        if i.name.startswith("past_key_values."):
+            past[i.name] = np.zeros((1, i.shape[1], 0, 16), np.float32)
+        elif i.name.startswith("past."):
+            past[i.name] = np.zeros((1, *i.shape[1:]), np.float32)
+    ids, length, tokens, held = PROMPT, 0, [], []
+    for _ in range(new_tokens):
+        mask = np.ones((1, length + ids.shape[1]), np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, **past}
+        out = dict(zip(names, sess.run(None, feeds), strict=True))
+        tokens.append(int(out["logits"][0, -1].argmax()))
+        length += ids.shape[1]
+        past = {
+            k: out[k.replace("past_key_values", "present").replace("past.", "present.")]
+            for k in past
+        }
+        held.append(sum(v.nbytes for v in past.values()))
+        ids = np.array([[tokens[-1]]], np.int64)
+    return tokens, held
+
+
+def test_a_hybrid_decoders_convolution_states_come_from_the_graph() -> None:
+    """LFM2: the layers whose state is a convolution's are those whose past input a
+    CausalConvWithState reads, its dims hidden x (L_cache - 1) as the config says; the model
+    has all its layers (conv and attention), its state bytes exact, and by_layer() finds each
+    layer from the graph (the conv op of layer n in layer n)."""
+    m = ortlab.load(LFM2)
+    d = m.decoder
+    assert d is not None
+    graph = onnx.load(str(LFM2 / "model.onnx"), load_external_data=False).graph
+    conv_reads = {
+        n.input[i]
+        for n in graph.node
+        if n.op_type == "CausalConvWithState"
+        for i in range(len(n.input))
+    }
+    conv_layers = [i for i, t in enumerate(LFM2_CONFIG["layer_types"]) if t == "conv"]
+    assert [st.layer for st in d.states] == conv_layers
+    assert all(st.past in conv_reads and st.kind == "convolution state" for st in d.states)
+    hidden, width = LFM2_CONFIG["hidden_size"], LFM2_CONFIG["conv_L_cache"] - 1
+    assert all(st.shape == (hidden, width) for st in d.states)
+    assert d.state_bytes == len(conv_layers) * hidden * width * 4
+    assert d.layers == LFM2_CONFIG["num_hidden_layers"]
+    assert [p.layer for p in d.pairs] == [
+        i for i, t in enumerate(LFM2_CONFIG["layer_types"]) if t != "conv"
+    ]
+    assert "layers 0, 2: convolution state 64 x 2 (CausalConvWithState)" in m.summary.decoder
+    layers = m.layers
+    assert layers is not None
+    for node in graph.node:
+        if node.op_type == "CausalConvWithState":
+            st = next(s for s in d.states if s.past in node.input)
+            assert layers.layer[node.name] == st.layer
+
+
+@pytest.mark.parametrize("dims", [{"prompt": 32}, {"prompt": 1, "past": 32}])
+def test_a_hybrid_decoders_invented_inputs_run_in_plain_onnxruntime(dims: dict[str, int]) -> None:
+    m = ortlab.load(LFM2)
+    feeds = m.example_inputs(dims=dims)
+    sess = ort.InferenceSession(str(LFM2 / "model.onnx"), providers=["CPUExecutionProvider"])
+    out = sess.run(["logits"], dict(feeds))[0]
+    assert out.shape == (1, dims["prompt"], LFM2_CONFIG["vocab_size"])
+    assert "carried states" in feeds.notes[-1]
+
+
+@pytest.mark.parametrize("share_buffer", [False, True])
+def test_a_hybrid_decoder_generates_genais_tokens_carrying_its_state(share_buffer: bool) -> None:
+    """ortlab's tokens equal onnxruntime-genai's (recorded) and a bare loop's written here;
+    the bytes carried after each step equal the bare loop's (present K/V and states) and the
+    formula's."""
+    n = REFERENCE["new_tokens"]
+    tokens, held = _lfm2_bare_loop(n)
+    assert tokens == LFM2_TOKENS
+    g = _generate(LFM2, n, share_buffer=share_buffer, profile=not share_buffer)
+    assert g.tokens == LFM2_TOKENS
+    d = ortlab.load(LFM2).decoder
+    assert d is not None and g.fixed_cache_bytes == d.state_bytes
+    assert g.kv_cache["peak_bytes"] == d.cache_bytes(PROMPT.shape[1] + n - 1)
+    if not share_buffer:
+        assert g.present_bytes == held
+        split = g.by_layer()
+        found = set(split.layer.dropna().astype(int)) - {-1}
+        assert found == set(range(d.layers))  # every layer, conv and attention, from the graph
+
+
+# --------------------------------------------------------------------- mixture of experts
+
+MOE = FOLDER.parent / "genai_gptoss_fp32"
+MOE_REF = REFERENCE["models"]["genai_gptoss_fp32"]
+MOE_CONFIG = REFERENCE["gptoss_config"]
+
+
+def test_a_mixture_of_experts_generates_genais_tokens_and_says_its_experts() -> None:
+    """gpt-oss: top-k of n read from the MoE ops as the config says; ortlab's tokens equal
+    genai's and torch's (recorded); the profile splits each phase's time with the MoE nodes'
+    share; each MoE node's cost counts k experts' weights per decode token (the weights'
+    bytes read from the initializers here)."""
+    m = ortlab.load(MOE)
+    d = m.decoder
+    assert d is not None and d.experts is not None
+    k, n, routed, op = d.experts
+    assert (k, n, routed, op) == (
+        MOE_CONFIG["num_experts_per_tok"],
+        MOE_CONFIG["num_local_experts"],
+        MOE_CONFIG["num_hidden_layers"],
+        "MoE",
+    )
+    assert f"mixture of experts: {k} of {n} per token" in m.summary.decoder
+    g = _generate(MOE, REFERENCE["new_tokens"], profile=True)
+    assert g.tokens == MOE_REF["genai_greedy_tokens"] == MOE_REF["torch_greedy_tokens"]
+    by_phase = g.by_phase()
+    moe = by_phase[by_phase.op_type == "MoE"]
+    assert set(moe.phase) == {"prefill", "decode"} and (moe.share > 0).all()
+    assert set(g.weights.op_type) >= {"MoE", "MatMul"}
+    graph = onnx.load(str(MOE / "model.onnx"), load_external_data=False).graph
+    sizes = {t.name: int(np.prod(t.dims)) * 4 for t in graph.initializer}
+    node = next(x for x in graph.node if x.op_type == "MoE")
+    expert_bytes = sum(sizes[i] for i in node.input[2:6]) / n
+    roof = g.phase_roofline
+    row = roof[(roof.node == node.name) & (roof.phase == "decode")].iloc[0]
+    hidden = MOE_CONFIG["hidden_size"]
+    activations = 4 * (hidden + n + hidden)  # x and the router's scores in, y out: one token
+    assert row.bytes == pytest.approx(k * expert_bytes + activations)
