@@ -27,6 +27,7 @@ from ortlab.core.decoderinputs import ROLES, role_symbols
 from ortlab.core.errors import FeedError, UnsupportedModelError
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
+from ortlab.core.result import Table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine import tasks_generate
@@ -343,6 +344,7 @@ def _measure(
             layer_sources={n: found.source_of(n) for n in names},
         )
     notes.append(shares_said(result))
+    notes += inserted_casts_said(result.by_phase())
     roofs, peaks, more = phase_roofs(
         run,
         result.by_phase(),
@@ -357,6 +359,22 @@ def _measure(
         cache_bytes=last_level_cache_bytes(),
         notes=[*notes, *more],
     )
+
+
+def inserted_casts_said(split: Table) -> list[str]:
+    """Where the EP had no kernel at the weights' precision and ORT ran nodes in float
+    between Cast nodes it inserted (fp16 on the CPU EP): how many, and their share of each
+    phase's time ([] where none ran)."""
+    casts = split[split.node.str.startswith("InsertedPrecisionFreeCast_")]
+    if casts.empty:
+        return []
+    shares = casts.groupby("phase").share.sum()
+    per_phase = ", ".join(f"{shares[p]:.0%} of the {p}" for p in shares.index)
+    return [
+        f"ORT inserted {casts.node.nunique()} Cast node(s) to run nodes its EP has no kernel "
+        f"for at the weights' precision in float ({per_phase}): those nodes ran, and are set "
+        "against the ceilings, as fp32 work."
+    ]
 
 
 def _prompt_ids(
