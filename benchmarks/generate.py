@@ -76,7 +76,7 @@ def bare_generation(
     past = {  # a sliding-window layer's buffer is its fixed slots from the first step on
         n: np.zeros((1, d.kv_heads, d.capacity_of(n), d.head_size), dtype=dtypes[n])
         for n in d.past_inputs
-    }
+    } | {st.past: np.zeros((1, *st.shape), dtype=dtypes[st.past]) for st in d.states}
     ids, length, decode_ns = PROMPT, 0, 0
     for step in range(new):
         feeds = step_feeds(d, ids, past, length, dtypes)
@@ -86,9 +86,11 @@ def bare_generation(
             decode_ns += time.perf_counter_ns() - t0
         got = dict(zip(names, outs, strict=True))
         length += ids.shape[1]
-        past = {p.past_key: got[p.present_key] for p in d.pairs} | {
-            p.past_value: got[p.present_value] for p in d.pairs
-        }
+        past = (
+            {p.past_key: got[p.present_key] for p in d.pairs}
+            | {p.past_value: got[p.present_value] for p in d.pairs}
+            | {st.past: got[st.present] for st in d.states}  # a hybrid's carried states
+        )
         ids = got["logits"][:, -1, :].argmax(axis=-1).reshape(1, 1)
     return 1e9 * (new - 1) / decode_ns, decode_ns
 
@@ -213,11 +215,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--new", type=int, default=32)
+    parser.add_argument("--only", nargs="*", help="these decoders alone")
     parser.add_argument(
-        "--only",
-        nargs="*",
-        help="these decoders alone, recorded as generate_<first name> (the whole record "
-        "stays as it was)",
+        "--record",
+        default="generate",
+        help="the record's name in benchmarks/results (with --only: another than 'generate', "
+        "so the whole record stays as it was)",
     )
     args = parser.parse_args()
     ortlab.set_isolation("inprocess")  # both loops in this process

@@ -165,12 +165,16 @@ def decoder_feeds(
 
 
 def _carried(
-    info: DecoderInfo, base: Mapping[str, Any], batch: int, past: int, rng: np.random.Generator
-) -> dict[str, Any]:
+    info: DecoderInfo,
+    base: Mapping[str, np.ndarray],
+    batch: int,
+    past: int,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
     """What a step carries in, where the arrays made at the roles' dims are not it: each K/V
     pair at its slots (an axis the export left unnamed; a windowed buffer's capacity, empty
     before the first step), each carried state zero before the first step, else random."""
-    arrays: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
     for p in info.pairs:
         shape = (batch, info.kv_heads, p.slots(past), info.head_size)
         for name in (p.past_key, p.past_value):
