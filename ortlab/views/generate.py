@@ -106,15 +106,15 @@ def _rows(g: GenerationResult) -> list[list[str]]:
                 [
                     "fixed-size state",
                     f"{fmt_bytes(g.fixed_cache_bytes)} (formula)",
-                    "sliding-window buffers and carried states, held from the first step on "
-                    "whatever the length (in the total below)",
+                    "held from the first step, whatever the length",
                 ]
             ]
             if g.fixed_cache_bytes
             else []
         ),
         [
-            f"KV cache at {g.prompt + g.new_tokens - 1} tokens",
+            f"{'cache and states' if g.fixed_cache_bytes else 'KV cache'} at "
+            f"{g.prompt + g.new_tokens - 1} tokens",
             f"{fmt_bytes(kv['peak_bytes'])} (formula)",
             f"{fmt_bytes(kv['measured_peak_bytes'])} in the shared buffers (allocated)"
             if g.shared_buffer
