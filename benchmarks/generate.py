@@ -73,10 +73,9 @@ def bare_generation(
     """One generation of the plain loop: its decode tokens/s and decode ns."""
     dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
     names = [o.name for o in sess.get_outputs()]
-    past = {  # a sliding-window layer's buffer is its fixed slots from the first step on
-        n: np.zeros((1, d.kv_heads, d.capacity_of(n), d.head_size), dtype=dtypes[n])
-        for n in d.past_inputs
-    } | {st.past: np.zeros((1, *st.shape), dtype=dtypes[st.past]) for st in d.states}
+    past = {  # empty caches, a windowed buffer at its slots, carried states at zero
+        n: np.zeros(d.past_shape(n, 1, 0), dtype=dtypes[n]) for n in d.carried_inputs
+    }
     ids, length, decode_ns = PROMPT, 0, 0
     for step in range(new):
         feeds = step_feeds(d, ids, past, length, dtypes)

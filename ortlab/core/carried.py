@@ -26,8 +26,8 @@ __all__ = [
     "kv_by_layer",
     "value_dims",
     "value_dtype",
-    "windowed",
     "windows",
+    "with_window",
 ]
 
 
@@ -149,7 +149,7 @@ def windows(graph: onnx.GraphProto) -> dict[str, tuple[int, bool]]:
     return out
 
 
-def windowed(pair: KVPair, window: tuple[int, bool] | None, slack: int) -> KVPair:
+def with_window(pair: KVPair, window: tuple[int, bool] | None, slack: int) -> KVPair:
     """``pair`` with the window its attention reads and, for a fixed buffer, its slots."""
     if window is None:
         return pair

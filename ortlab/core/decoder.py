@@ -29,10 +29,11 @@ from ortlab.core.carried import (
     kv_by_layer,
     value_dims,
     value_dtype,
-    windowed,
     windows,
+    with_window,
 )
 from ortlab.core.decoderweights import (
+    Experts,
     WeightFormat,
     experts,
     head_size_from_weights,
@@ -101,9 +102,8 @@ class DecoderInfo:
     decoder_start: tuple[int, ...] = ()
     """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
     ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
-    experts: tuple[int, int, int, str] | None = None
-    """A mixture of experts, read from its ops: (top-k per token, experts, layers that route,
-    the op: 'MoE', 'QMoE'); None for a dense decoder."""
+    experts: Experts | None = None
+    """A mixture of experts, read from its ops; None for a dense decoder."""
     states: tuple[StatePair, ...] = ()
     """Carried states that are not K/V (a hybrid decoder's convolution or recurrent states:
     LFM2's short convolutions), each fed back from its present every step."""
@@ -162,12 +162,23 @@ class DecoderInfo:
     def state_inputs(self) -> tuple[str, ...]:
         return tuple(st.past for st in self.states)
 
-    def capacity_of(self, name: str) -> int:
-        """The fixed slots of the cache input or output ``name`` (0: it grows)."""
+    @property
+    def carried_inputs(self) -> tuple[str, ...]:
+        """Every input a step is fed from the step before: the self-attention pasts and the
+        carried states."""
+        return (*self.past_inputs, *self.state_inputs)
+
+    def past_shape(self, name: str, batch: int, past: int) -> tuple[int, ...]:
+        """The shape of the carried input ``name`` after ``past`` cached tokens: a K/V past
+        [batch, KV heads, its slots (a windowed buffer's capacity, else ``past``), head
+        size]; a carried state [batch, its fixed dims]."""
+        for st in self.states:
+            if name == st.past:
+                return (batch, *st.shape)
         for p in self.pairs:
-            if name in (p.past_key, p.past_value, p.present_key, p.present_value):
-                return p.capacity
-        return 0
+            if name in (p.past_key, p.past_value):
+                return (batch, self.kv_heads, p.slots(past), self.head_size)
+        raise KeyError(f"{name!r} is no carried input of this decoder")
 
     def cache_kinds(self) -> str:
         """What each layer's cache is, said once: 'layers 0, 2: sliding window of 8, a fixed
@@ -282,7 +293,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         if grows(inputs[p.past_key], outputs[p.present_key]) is False
         and p.past_key not in window_of
     ]
-    pairs = tuple(windowed(p, window_of.get(p.past_key), slack) for p in every if p not in fixed)
+    pairs = tuple(with_window(p, window_of.get(p.past_key), slack) for p in every if p not in fixed)
     if not pairs:
         return None
     # the growing cache's dims say the past's length (a windowed buffer's say its slots)

@@ -175,18 +175,16 @@ def _carried(
     pair at its slots (an axis the export left unnamed; a windowed buffer's capacity, empty
     before the first step), each carried state zero before the first step, else random."""
     arrays: dict[str, np.ndarray] = {}
-    for p in info.pairs:
-        shape = (batch, info.kv_heads, p.slots(past), info.head_size)
-        for name in (p.past_key, p.past_value):
-            if name in base and p.capacity and past == 0:  # a first step's buffer: empty
-                arrays[name] = np.zeros(shape, dtype=base[name].dtype)
-            elif name in base and base[name].shape != shape:  # differ between layers
-                arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
-    for st in info.states:  # a carried state: zero before the first step, then some state
-        if st.past in base:
-            shape_st = (batch, *st.shape)
-            made = rng.standard_normal(shape_st) * 0.5 if past else np.zeros(shape_st)
-            arrays[st.past] = made.astype(base[st.past].dtype)
+    fixed = {n for p in info.windowed for n in (p.past_key, p.past_value)}
+    fixed.update(info.state_inputs)
+    for name in info.carried_inputs:
+        if name not in base:
+            continue
+        shape = info.past_shape(name, batch, past)
+        if name in fixed and past == 0:  # a first step's fixed buffer or state: zero
+            arrays[name] = np.zeros(shape, dtype=base[name].dtype)
+        elif name in info.state_inputs or base[name].shape != shape:
+            arrays[name] = (rng.standard_normal(shape) * 0.5).astype(base[name].dtype)
     return arrays
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import onnx
 
@@ -15,6 +16,7 @@ from ortlab.core.carried import KVPair
 from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name, subgraphs, walk_nodes
 
 __all__ = [
+    "Experts",
     "WeightFormat",
     "experts",
     "head_size_from_weights",
@@ -57,17 +59,29 @@ class WeightFormat:
         return f"{self.kind} {self.op}" + (f" ({extra})" if extra else "")
 
 
-def experts(graph: onnx.GraphProto) -> tuple[int, int, int, str] | None:
-    """(top-k, experts, routing nodes, op) of the graph's mixture-of-experts ops (MoE, QMoE:
-    ``k`` their attribute, the experts their first weight's leading dim), None without."""
-    dims = {t.name: list(t.dims) for t in graph.initializer}
+class Experts(NamedTuple):
+    """A mixture of experts as its ops say it."""
+
+    k: int
+    """Experts each token runs (the op's ``k``: top-k)."""
+    n: int
+    """Experts in all (the leading dim of its first weight)."""
+    layers: int
+    """The routing nodes: one per layer that has experts."""
+    op: str
+    """'MoE' or 'QMoE'."""
+
+
+def experts(graph: onnx.GraphProto) -> Experts | None:
+    """The graph's mixture of experts, read from its MoE or QMoE nodes (None without)."""
     found = [n for n, _ in walk_nodes(graph) if n.op_type in ("MoE", "QMoE")]
     if not found:
         return None
     node = found[0]
     k = next((int(a.i) for a in node.attribute if a.name == "k"), 1)
-    weight = dims.get(node.input[2]) if len(node.input) > 2 else None
-    return k, int(weight[0]) if weight else 0, len(found), node.op_type
+    weight = node.input[2] if len(node.input) > 2 else ""
+    dims = next((list(t.dims) for t in graph.initializer if t.name == weight), [])
+    return Experts(k, int(dims[0]) if dims else 0, len(found), node.op_type)
 
 
 def head_size_from_weights(graph: onnx.GraphProto, heads: int | None) -> int | None:

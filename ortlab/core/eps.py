@@ -14,6 +14,7 @@ __all__ = [
     "AUTO_ORDER",
     "COMPILING_EPS",
     "DEVICE_TYPES",
+    "INSERTED_CAST",
     "INSTALL_HINTS",
     "KNOWN_PROVIDERS",
     "LOG_KEYWORDS",
@@ -155,6 +156,10 @@ def compiling(providers: tuple[str, ...] | str, policy: str | None = None) -> li
 
 MEMCPY_OPS = frozenset({"MemcpyFromHost", "MemcpyToHost"})
 """Nodes ORT inserts where a tensor crosses between a device EP and the CPU."""
+
+INSERTED_CAST = "InsertedPrecisionFreeCast_"
+"""The name ORT gives a Cast it inserts so that a node its EP has no kernel for at its
+precision (fp16 on the CPU EP) runs in float: this prefix, then the tensor it casts."""
 
 AUTO_ORDER = (
     "NvTensorRTRTXExecutionProvider",

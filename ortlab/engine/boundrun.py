@@ -100,9 +100,9 @@ class CarriedStates:
         self.binding = binding
         self.buffers: list[list[object]] = []
         for st in decoder.states:
-            zero = [np.zeros((batch, *st.shape), dtype=dtypes[st.past]) for _ in range(2)]
+            shape = decoder.past_shape(st.past, batch, 0)
+            zero = [np.zeros(shape, dtype=dtypes[st.past]) for _ in range(2)]
             self.buffers.append([st.past, st.present, *map(ort.OrtValue.ortvalue_from_numpy, zero)])
-        self.nbytes = batch * decoder.state_bytes
         self._bind()
 
     def _bind(self) -> None:

@@ -334,10 +334,7 @@ class GreedyLoop:
         d = self.decoder
         past: dict[str, OrtValue] = {
             name: ort.OrtValue.ortvalue_from_numpy(
-                np.zeros(
-                    (batch, d.kv_heads, d.capacity_of(name) or shared, d.head_size),
-                    dtype=self.dtypes[name],
-                )
+                np.zeros(d.past_shape(name, batch, shared), dtype=self.dtypes[name])
             )
             for name in d.past_inputs
         }

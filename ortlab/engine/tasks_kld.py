@@ -78,14 +78,9 @@ def _log_probs(
     """The next-token log-probabilities at every position of ``ids`` (one prefill from an
     empty cache), float64: [positions, vocabulary]."""
     dtypes = {i.name: np_dtype(i.type) for i in sess.get_inputs()}
-    past = {
-        name: np.zeros(
-            (1, decoder.kv_heads, decoder.capacity_of(name), decoder.head_size),
-            dtype=dtypes[name],
-        )
-        for name in decoder.past_inputs
-    } | {  # a hybrid decoder's carried states: zero before the first step
-        st.past: np.zeros((1, *st.shape), dtype=dtypes[st.past]) for st in decoder.states
+    past = {  # empty caches, a windowed buffer at its slots, carried states at zero
+        name: np.zeros(decoder.past_shape(name, 1, 0), dtype=dtypes[name])
+        for name in decoder.carried_inputs
     }
     feeds = step_feeds(decoder, ids, past, 0, dtypes)
     names = [o.name for o in sess.get_outputs()]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
+from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.errors import RunError
 from ortlab.core.run import Progress
 from ortlab.engine.replies import PeakRuns, PeaksReply
@@ -179,7 +180,7 @@ def _kernel(
             optimized_model_path=str(final),
         )
         optimized = final.read_bytes()
-        if b"InsertedPrecisionFreeCast" in optimized:
+        if INSERTED_CAST.encode() in optimized:
             raise RunError(
                 "this EP has no kernel at this precision: ORT runs it in float, between casts"
             )

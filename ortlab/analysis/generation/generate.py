@@ -24,6 +24,7 @@ from ortlab.analysis.generation.seq2seq import (
 from ortlab.analysis.generation.split import shares_said
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.decoderinputs import ROLES, role_symbols
+from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.errors import FeedError, UnsupportedModelError
 from ortlab.core.machine import last_level_cache_bytes, load_sentence
 from ortlab.core.model import Model, ModelLike, load
@@ -344,10 +345,11 @@ def _measure(
             layer_sources={n: found.source_of(n) for n in names},
         )
     notes.append(shares_said(result))
-    notes += inserted_casts_said(result.by_phase())
+    split = result.by_phase()
+    notes += inserted_casts_said(split)
     roofs, peaks, more = phase_roofs(
         run,
-        result.by_phase(),
+        split,
         prompt=prompt,
         batch=batch,
         profiled_steps=reply.profiled_steps,
@@ -365,7 +367,7 @@ def inserted_casts_said(split: Table) -> list[str]:
     """Where the EP had no kernel at the weights' precision and ORT ran nodes in float
     between Cast nodes it inserted (fp16 on the CPU EP): how many, and their share of each
     phase's time ([] where none ran)."""
-    casts = split[split.node.str.startswith("InsertedPrecisionFreeCast_")]
+    casts = split[split.node.str.startswith(INSERTED_CAST)]
     if casts.empty:
         return []
     shares = casts.groupby("phase").share.sum()

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.graph import OpNode, graph_node_protos, graph_nodes
 
 __all__ = ["NodeMapping", "OpNode", "UnionFind", "graph_node_protos", "graph_nodes", "map_nodes"]
@@ -283,7 +284,7 @@ def _walk_back(
 
 
 _SEPARATORS = "_/ "
-_ORT_PREFIXES = ("InsertedPrecisionFreeCast_",)
+_ORT_PREFIXES = (INSERTED_CAST,)
 """Prefixes ORT puts before the tensor a node is named after: an fp16 Conv run in fp32 on the
 CPU EP becomes ``InsertedPrecisionFreeCast_<its output tensor>_nchwc``."""
 

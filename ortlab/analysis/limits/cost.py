@@ -18,6 +18,7 @@ import numpy as np
 
 from ortlab.analysis.limits.formulas import NodeCost, Tensor, node_cost
 from ortlab.core.config import SessionConfig
+from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.units import fmt_bytes
@@ -242,7 +243,7 @@ def cost_rows(reply: ShapesReply) -> tuple[list[CostRow], list[str]]:
             )
         )
     notes = []
-    inserted = [r for r in rows if r.node.startswith("InsertedPrecisionFreeCast_")]
+    inserted = [r for r in rows if r.node.startswith(INSERTED_CAST)]
     if inserted:
         notes.append(
             f"ORT inserted {len(inserted)} Cast node(s) to run nodes its EP has no "

@@ -536,11 +536,11 @@ def node_cost(
     (dtype, dims) (None: absent optional input, or a shape nobody recorded)."""
     attrs = attrs or {}
     dtype = _precision(op_type, ins, attrs)
-    touched = _touched(op_type, ins, outs)
-    if op_type in _MOE:
+    written = sum(_nbytes(t) for t in outs if t is not None)
+    if op_type in _MOE:  # reads the experts its tokens reach, not every expert's weights
         flops, read_moe, note = _moe(op_type, ins, attrs)
-        written = sum(_nbytes(t) for t in outs if t is not None)
         return NodeCost(flops, read_moe, written, dtype, "compute", note)
+    touched = _touched(op_type, ins, outs)
     if op_type in ALIASING and not domain:
         return NodeCost(0.0, 0.0, 0.0, dtype, "data", "aliases its input in ORT: no bytes move")
     read = (
@@ -550,7 +550,6 @@ def node_cost(
         if touched is not None
         else sum(_nbytes(t) for t in ins if t is not None)
     )
-    written = sum(_nbytes(t) for t in outs if t is not None)
     if op_type in CONTROL:
         note = "its body's nodes are counted on their own rows"
         return NodeCost(0.0, 0.0, 0.0, dtype, "control", note)
