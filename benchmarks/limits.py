@@ -2,11 +2,12 @@
 "why is it slow" verbs costs.
 
 1. Peaks: ``engine.tasks_peaks.peaks`` (a 1024-square GEMM per precision, a streaming Add, an
-   in-cache Add) in the worker under the default session settings, against the theoretical
-   peak cores x FLOPs per cycle x clock. The FLOPs per cycle are the core's published figures
-   (an AMD Zen 4 core: two 256-bit FMA pipes, so 32 fp32 FLOPs and, with AVX-512 VNNI, 128
-   int8 operations a cycle); the clock is what /proc/cpuinfo reports (the boost clock of a
-   cloud VM is not published, so the ratio is an upper estimate of the efficiency).
+   Add inside each cache level) in the worker under the default session settings, against the
+   theoretical peak cores x FLOPs per cycle x clock. The FLOPs per cycle are the core's
+   published figures (an AMD Zen 4 core: two 256-bit FMA pipes, so 32 fp32 FLOPs and, with
+   AVX-512 VNNI, 128 int8 operations a cycle); the clock is what /proc/cpuinfo reports (the
+   boost clock of a cloud VM is not published, so the ratio is an upper estimate of the
+   efficiency).
 2. Verbs: cost, roofline, throughput, sweep and a Perfetto export on the bundled models, timed
    in rounds (each verb once a round, order reversed every other round), as a multiple of one
    model run (the median of a plain benchmark taken in the same rounds).
@@ -28,6 +29,7 @@ import numpy as np
 
 import ortlab
 from benchmarks._common import record
+from ortlab.analysis.limits.ceilings import is_bandwidth
 from ortlab.core.config import SessionConfig
 from ortlab.engine import tasks_peaks
 from ortlab.engine.calls import Via
@@ -66,7 +68,7 @@ def peaks(runs: int) -> tuple[list[dict[str, Any]], str]:
         best = max(rates) if rates else float("nan")
         median = float(np.median(rates)) if rates else float("nan")
         published = cores * FLOPS_PER_CYCLE[p.dtype] * clock if p.dtype in FLOPS_PER_CYCLE else None
-        unit = {"memory": "GB/s", "cache": "GB/s", "int8": "GOP/s"}.get(p.dtype, "GFLOP/s")
+        unit = "GB/s" if is_bandwidth(p.dtype) else "GOP/s" if p.dtype == "int8" else "GFLOP/s"
         scale = 1e9
         rows.append(
             {

@@ -342,3 +342,29 @@ def test_a_mixture_of_experts_generates_genais_tokens_and_says_its_experts() -> 
     hidden = MOE_CONFIG["hidden_size"]
     activations = 4 * (hidden + n + hidden)  # x and the router's scores in, y out: one token
     assert row.bytes == pytest.approx(k * expert_bytes + activations)
+
+
+def test_the_lab_the_cli_and_the_report_say_what_each_cache_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpt-oss carries windows and experts: the Lab's Generate tab, the CLI's generate and the
+    report each say so in the decoder's one line (windowed at N, experts k of n)."""
+    from ortlab.cli import main
+
+    m = ortlab.load(MOE)
+    d = m.decoder
+    assert d is not None and d.experts is not None
+    k, n, _, _ = d.experts
+    window = next(p.window for p in d.pairs if p.window)
+    said = [f"sliding window of {window}", f"{k} of {n} per token"]
+    lab = ortlab.Lab(m, synchronous=True, runs=3)
+    lab.gen_prompt.value, lab.gen_new.value = 4, 3
+    lab.gen_button.click()
+    assert lab.error.value == "" and lab.generation is not None
+    html = lab.generation._repr_html_()
+    assert all(s in html for s in said)
+    assert main(["generate", str(MOE), "--prompt", "4", "--new", "2"]) == 0
+    text = capsys.readouterr().out
+    assert all(s in text for s in said)
+    page = ortlab.report(m, path=tmp_path / "r.html", compute=False).read_text()
+    assert all(s in page for s in said)

@@ -44,7 +44,7 @@ def _roof_holds(r: ortlab.RooflineResult) -> None:
     raised = [p for p in r.peaks if p.reached_by]
     for p in raised:  # the roof is the node's own rate, in every view of these settings
         row = next(x for x in r.rows if x.node == p.reached_by)
-        rate = row.achieved_flops if p.dtype not in ("memory", "cache") else row.achieved_bytes
+        rate = row.achieved_bytes if ceilings.is_bandwidth(p.dtype) else row.achieved_flops
         assert p.best == pytest.approx(rate)
         assert any(p.reached_by in n and "seen to do" in n for n in r.notes)
         same = ceilings.known(r.config, [p.dtype])

@@ -21,7 +21,9 @@ from ortlab.core.version import __version__
 __all__ = [
     "BUSY_CORES",
     "IDLE_WINDOW_S",
+    "CacheLevel",
     "CpuSample",
+    "cache_levels",
     "cpu_flags",
     "cpu_model",
     "cpu_sample",
@@ -75,17 +77,56 @@ def cpu_model() -> str:
     return _cpuinfo()[0] or platform.processor() or platform.machine()
 
 
+@dataclass(frozen=True)
+class CacheLevel:
+    """One level of the CPU's data caches as Linux reports it (/sys): its name ('L2', 'L3'),
+    the size of one instance and how many instances the machine's CPUs share out."""
+
+    name: str
+    size: int
+    instances: int
+
+    def capacity(self, threads: int) -> int:
+        """What ``threads`` threads on as many cores can hold in this level: a private cache
+        per core each reaches (an L2 per core: threads x its size), a shared one once."""
+        return self.size * max(1, min(threads, self.instances))
+
+
+def _size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    digits = text.rstrip("KMG")
+    return int(digits) * scale if digits.isdigit() else 0
+
+
 @functools.cache
+def cache_levels() -> tuple[CacheLevel, ...]:
+    """The data caches from L2 outwards, nearest first (L1 is left out: no ORT kernel call is
+    small enough to be timed inside it); () where /sys does not say."""
+    root = Path("/sys/devices/system/cpu")
+    found: dict[int, tuple[int, set[str]]] = {}
+    for index in sorted(root.glob("cpu[0-9]*/cache/index[0-9]*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = _size((index / "size").read_text())
+            shared = (index / "shared_cpu_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if level < 2 or kind not in ("Data", "Unified") or size <= 0:
+            continue
+        old = found.setdefault(level, (size, set()))
+        old[1].add(shared)
+    return tuple(
+        CacheLevel(f"L{level}", size, len(shared))
+        for level, (size, shared) in sorted(found.items())
+    )
+
+
 def last_level_cache_bytes() -> int:
-    """The largest CPU cache's size as Linux reports it (/sys), or 0 when unknown."""
-    sizes = [0]
-    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = f.read_text(errors="replace").strip().upper()
-        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes)
+    """The largest CPU cache's capacity (every instance of it), or 0 when unknown."""
+    levels = cache_levels()
+    return levels[-1].capacity(levels[-1].instances) if levels else 0
 
 
 def cpu_flags() -> list[str]:

@@ -44,7 +44,7 @@ def decoder_phases(f: Facts) -> list[Finding]:
             where = (
                 "DRAM's measured"
                 if row.ceiling == "DRAM"
-                else "the measured in-cache bandwidth (a step's weights fit the last-level cache)"
+                else f"the measured bandwidth of their cache level ({row.ceiling})"
             )
             parts.append(
                 f"decode's {row.nodes} {row.op_type} read their weights at "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR, RooflineResult, RoofRow
 from ortlab.core.units import fmt_bandwidth, fmt_flops
 from ortlab.diagnosis.facts import (
@@ -37,7 +38,7 @@ def _bound_text(r: RoofRow) -> str:
 def _evidence(roof: RooflineResult, rows: list[RoofRow]) -> str:
     peaks = "; ".join(
         f"{p.what} {fmt_flops(p.best, '/s')}"
-        if p.dtype not in ("memory", "cache")
+        if not ceilings.is_bandwidth(p.dtype)
         else f"{p.what} {fmt_bandwidth(p.best)}"
         for p in roof.peaks
         if not p.error

@@ -271,9 +271,9 @@ class PeakRuns:
     """One peak's measurement: what ran, the work of one run, and each run's seconds."""
 
     what: str
-    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM', 'fp32 stream (Add)' or 'fp32 in-cache (Add)'."""
+    """'fp32 GEMM', 'int8 GEMM', 'fp16 GEMM', 'fp32 stream (Add)' or 'fp32 L3-resident (Add)'."""
     dtype: str
-    """The precision it stands for (fp32, int8, fp16), 'memory' (DRAM) or 'cache'."""
+    """The precision it stands for (fp32, int8, fp16), 'memory' (DRAM) or a cache level (L2, L3)."""
     work: float
     """FLOPs (a GEMM) or bytes (the stream) one run does."""
     seconds: list[float]

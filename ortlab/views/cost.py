@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ortlab.analysis.limits import ceilings
 from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_us
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
@@ -177,7 +178,7 @@ def _roof_head(r: RooflineResult) -> str:
 
 
 def _rate(value: float, dtype: str) -> str:
-    return fmt_bandwidth(value) if dtype in ("memory", "cache") else fmt_flops(value, "/s")
+    return fmt_bandwidth(value) if ceilings.is_bandwidth(dtype) else fmt_flops(value, "/s")
 
 
 _FP32_KERNELS = "the faster of ORT's 1024² GEMM and a 256-channel 3×3 Conv"
@@ -324,9 +325,11 @@ def roofline_figure(r: RooflineResult) -> go.Figure:
     fig = go.Figure()
     lo = max(min(frame["intensity"].min() if len(frame) else 0.1, 0.1) / 2, 1e-3)
     hi = max(frame["intensity"].max() if len(frame) else 100, 1000) * 2
-    for slope, dash, where in ((r.bandwidth, "solid", "DRAM"), (r.cache_bandwidth, "dot", "cache")):
+    slopes = [(r.bandwidth, "solid", "DRAM")]
+    slopes += [(r.level_bandwidth(v.name), "dot", v.name) for v in reversed(r.levels)]
+    for slope, dash, where in slopes:
         for p in r.peaks:
-            if p.dtype in ("memory", "cache") or p.error or math.isnan(slope):
+            if ceilings.is_bandwidth(p.dtype) or p.error or math.isnan(slope):
                 continue
             ridge = p.best / slope
             fig.add_trace(

@@ -147,7 +147,8 @@ def _layers(g: GenerationResult) -> tuple[list[str], list[list[str]]]:
 WEIGHTS_CAPTION = (
     "Weight multiplications against this machine's ceilings (profiled time per step; work "
     "computed from shapes; ceilings measured with ORT). Decode reads every weight once per "
-    "token: bandwidth against DRAM's, or the cache's when a step's weights fit it. The prefill "
+    "token: bandwidth against DRAM's, or that of the nearest cache level (L2, L3) a step's "
+    "weights fit, measured there with ORT. The prefill "
     "multiplies the whole prompt: FLOP/s against the GEMM peak:"
 )
 
@@ -160,7 +161,7 @@ def weight_cells(w: Any, *, per_token: bool) -> list[str]:
         f"{w.nodes} {w.op_type}",
         f"{w.us_per_step:,.0f} µs",
         fmt_bandwidth(w.achieved_bytes) if per_token else fmt_flops(w.achieved_flops, "/s"),
-        f"{w.ceiling} {fmt_bandwidth(w.bandwidth)}"
+        f"{w.ceiling}: {fmt_bandwidth(w.bandwidth)}"
         if per_token
         else f"{w.dtype} GEMM {fmt_flops(w.peak_flops, '/s')}",
         f"{w.fraction:.1%}" if not math.isnan(w.fraction) else "—",

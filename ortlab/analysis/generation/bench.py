@@ -28,7 +28,13 @@ from ortlab.analysis.generation.phases import (
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
-from ortlab.core.machine import cpu_model, last_level_cache_bytes, load_sentence, physical_cores
+from ortlab.core.machine import (
+    CacheLevel,
+    cache_levels,
+    cpu_model,
+    load_sentence,
+    physical_cores,
+)
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
@@ -153,8 +159,8 @@ class LLMBenchResult(Result):
     ort_version: str = ""
     peaks: dict[int, list[Peak]] = field(default_factory=dict)
     """Per thread count, the ceilings its cells are set against (measured with ORT)."""
-    cache_bytes: int = 0
-    """The last-level cache's size (a call whose bytes fit it meets the in-cache bandwidth)."""
+    levels: tuple[CacheLevel, ...] = ()
+    """The machine's cache levels (a call whose bytes fit one meets its bandwidth)."""
 
     @table
     def weights(self) -> Table:
@@ -170,7 +176,8 @@ class LLMBenchResult(Result):
         for r in self.rows:
             if r.roof is None:
                 continue
-            lookup = ceiling_lookup(self.config, self.peaks.get(r.n_threads, []), self.cache_bytes)
+            cfg = dataclasses.replace(self.config, intra_op_threads=r.n_threads)
+            lookup = ceiling_lookup(cfg, self.peaks.get(r.n_threads, []), self.levels)
             w = weights_summary([r.roof], lookup).drop(columns="phase")
             keys = {"test": r.label, "n_depth": r.n_depth, "n_threads": r.n_threads}
             frames.append(w.assign(**keys, n_batch=r.n_batch))
@@ -456,7 +463,7 @@ def llm_bench(
         notes=notes,
         ort_version=version,
         peaks=peaks,
-        cache_bytes=last_level_cache_bytes(),
+        levels=cache_levels(),
     )
 
 
@@ -474,7 +481,10 @@ def _with_roofs(
         if got is None:
             return rows, {}, [COMPILED_NOTE]
         peaks[int(t) or physical_cores()] = got
-    lookup = {n: ceiling_lookup(base, p, last_level_cache_bytes()) for n, p in peaks.items()}
+    lookup = {
+        n: ceiling_lookup(dataclasses.replace(base, intra_op_threads=n), p, cache_levels())
+        for n, p in peaks.items()
+    }
     for r in rows:
         if not r.split:
             out.append(r)
@@ -502,7 +512,8 @@ def _with_roofs(
             "weights(): each cell's weight multiplications (profiled time per step, per token of a "
             "tg test) against the work counted at the cell's shapes (a tg test's middle step) and "
             "the ceilings measured with ORT at its thread count: a pp test against the GEMM peak, "
-            "a tg test against the bandwidth its weights meet (in-cache or DRAM)."
+            "a tg test against the bandwidth its weights meet (the nearest cache level they "
+            "fit, or DRAM)."
         ],
     )
 

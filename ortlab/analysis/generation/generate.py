@@ -26,7 +26,7 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.decoderinputs import ROLES, role_symbols
 from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.errors import FeedError, UnsupportedModelError
-from ortlab.core.machine import last_level_cache_bytes, load_sentence
+from ortlab.core.machine import cache_levels, load_sentence
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Table
 from ortlab.core.run import Run
@@ -358,7 +358,7 @@ def _measure(
         result,
         roofs=roofs,
         peaks=peaks,
-        cache_bytes=last_level_cache_bytes(),
+        levels=cache_levels(),
         notes=[*notes, *more],
     )
 

@@ -22,10 +22,15 @@ from typing import TYPE_CHECKING
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.cost import cost_rows
-from ortlab.analysis.limits.roofline import RooflineResult, RoofRow
+from ortlab.analysis.limits.roofline import (
+    RooflineResult,
+    RoofRow,
+    raise_ceilings,
+    raised_note,
+)
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
-from ortlab.core.machine import last_level_cache_bytes
+from ortlab.core.machine import CacheLevel, cache_levels
 from ortlab.core.result import Table
 from ortlab.core.run import Run
 from ortlab.engine import tasks_cost
@@ -41,6 +46,7 @@ __all__ = [
     "decode_past",
     "dram_fraction",
     "machine_peaks",
+    "moved_what",
     "phase_roofs",
     "roofline_of",
     "step_roof",
@@ -83,12 +89,12 @@ def decode_past(prompt: int, profiled_steps: int) -> int:
     return prompt + max(profiled_steps - 2, 0) // 2
 
 
-def ceiling_lookup(config: SessionConfig, peaks: list[Peak], cache_bytes: int) -> RooflineResult:
+def ceiling_lookup(
+    config: SessionConfig, peaks: list[Peak], levels: tuple[CacheLevel, ...]
+) -> RooflineResult:
     """A roofline with no rows over ``peaks``: the one place a node's ceilings are looked up
-    (:meth:`RooflineResult.peak_flops`, :meth:`RooflineResult.peak_bytes`)."""
-    return RooflineResult(
-        model="", config=config, peaks=peaks, rows=[], runs=1, cache_bytes=cache_bytes
-    )
+    (:meth:`RooflineResult.peak_flops`, :meth:`RooflineResult.ceiling_for`)."""
+    return RooflineResult(model="", config=config, peaks=peaks, rows=[], runs=1, levels=levels)
 
 
 COMPILED_NOTE = (
@@ -102,7 +108,7 @@ def machine_peaks(cfg: SessionConfig, timeout: float | None) -> list[Peak] | Non
     known); None when an EP compiles parts of the graph (its kernels' work is not countable)."""
     if compiling(cfg.providers, cfg.policy):
         return None
-    wanted = (*PRECISIONS, "memory", "cache")
+    wanted = (*PRECISIONS, *ceilings.bandwidths())
     if ceilings.known(cfg, wanted) is None:
         ceilings.measure(cfg, PRECISIONS, timeout=timeout)
     return ceilings.known(cfg, wanted) or []
@@ -146,7 +152,8 @@ def step_roof(
             c.dtype,
             c.kind,
             lookup.peak_flops(c.dtype),
-            lookup.peak_bytes(c.bytes / max(c.calls, 1.0)),
+            (ceiling := lookup.ceiling_for(c.bytes / max(c.calls, 1.0))).bandwidth,
+            ceiling.level,
         )
         for c in costs
         if c.node in us
@@ -169,7 +176,7 @@ def phase_roofs(
     peaks = machine_peaks(cfg, run.timeout)
     if peaks is None:
         return [], [], [COMPILED_NOTE]
-    lookup = ceiling_lookup(cfg, peaks, last_level_cache_bytes())
+    lookup = ceiling_lookup(cfg, peaks, cache_levels())
     roofs = []
     past = decode_past(prompt, profiled_steps)
     for phase, dims in (
@@ -181,7 +188,9 @@ def phase_roofs(
         )
         if roof is not None:
             roofs.append(roof)
-    notes = [
+    roofs, peaks, raised = _roofs_under_ceilings(cfg, roofs, peaks, lookup)
+    notes = [raised] if raised else []
+    notes += [
         f"Roofline per phase: node times per step of each phase (profiling on) against the "
         f"work counted at one step's shapes (the prefill's, and a decode step with {past} "
         "tokens cached, the mean of the profiled decode steps) and this machine's ceilings "
@@ -190,12 +199,32 @@ def phase_roofs(
     return roofs, peaks, notes
 
 
+def _roofs_under_ceilings(
+    cfg: SessionConfig, roofs: list[PhaseRoof], peaks: list[Peak], lookup: RooflineResult
+) -> tuple[list[PhaseRoof], list[Peak], str]:
+    """A roof is a roof: each ceiling a node of a phase ran above raised to what it reached
+    (:func:`raise_ceilings`, as the roofline does), every row set against the ceilings then,
+    and the note that says so ('' where none was)."""
+    raised = [s for roof in roofs for s in raise_ceilings(cfg, lookup, roof.rows)]
+    if not raised:
+        return roofs, peaks, ""
+    peaks = ceilings.known(cfg, [p.dtype for p in peaks]) or peaks
+    lookup = dataclasses.replace(lookup, peaks=peaks)
+    roofs = [dataclasses.replace(r, rows=lookup.rebound(r.rows)) for r in roofs]
+    return roofs, peaks, raised_note(raised)
+
+
 def roofline_of(
-    roof: PhaseRoof, *, model: str, config: SessionConfig, peaks: list[Peak], cache_bytes: int
+    roof: PhaseRoof,
+    *,
+    model: str,
+    config: SessionConfig,
+    peaks: list[Peak],
+    levels: tuple[CacheLevel, ...],
 ) -> RooflineResult:
     """One phase as a :class:`RooflineResult` (its table, plot and verdicts)."""
     return dataclasses.replace(
-        ceiling_lookup(config, peaks, cache_bytes),
+        ceiling_lookup(config, peaks, levels),
         model=f"{model} ({roof.phase})",
         rows=roof.rows,
         feeds=f"one {roof.phase} step, {roof.past} tokens cached",
@@ -212,12 +241,20 @@ def dram_fraction(row: RoofRow, dram: float) -> float:
     return got / dram if dram > 0 and not math.isnan(got) else math.nan
 
 
+def moved_what(phase: str) -> str:
+    """What a weight multiplication's bytes are in words: a decode step's are its weights (one
+    token's activations are a rounding error beside them), a prompt's its weights and
+    activations."""
+    return "weights" if phase == "decode" else "weights and activations"
+
+
 def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
     """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
     summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
     summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth,
     bandwidth and ceiling (the bytes/s their step's bytes meet, as ``lookup`` chooses it for a
-    node: 'in-cache' when they fit the last-level cache, else 'DRAM'), ``fraction`` (of that
+    node: the nearest cache level they fit, labelled 'L3-resident: 8.4 MB of weights, L3 32
+    MB', else 'DRAM'), ``fraction`` (of that
     bandwidth in decode, where a step reads every weight once; of the GEMM peak in the
     prefill) and dram_fraction (achieved bytes/s over DRAM's)."""
     import pandas as pd
@@ -234,7 +271,8 @@ def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
             moved = sum(r.bytes for r in rows)
             got_flops = flops / us * 1e6 if us > 0 else math.nan
             got_bytes = moved / us * 1e6 if us > 0 else math.nan
-            bandwidth = lookup.peak_bytes(moved)
+            ceiling = lookup.ceiling_for(moved)
+            bandwidth = ceiling.bandwidth
             peak = rows[0].peak_flops
             out.append(
                 {
@@ -250,7 +288,7 @@ def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
                     "achieved_bytes": got_bytes,
                     "dram_bandwidth": dram,
                     "bandwidth": bandwidth,
-                    "ceiling": "in-cache" if bandwidth > dram else "DRAM",
+                    "ceiling": ceiling.label(moved, moved_what(roof.phase)),
                     "fraction": got_bytes / bandwidth
                     if roof.phase == "decode"
                     else got_flops / peak,

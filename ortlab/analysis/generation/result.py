@@ -14,6 +14,7 @@ from ortlab.analysis.generation.phases import (
     PhaseRoof,
     ceiling_lookup,
     dram_fraction,
+    moved_what,
     roofline_of,
     weights_summary,
 )
@@ -21,6 +22,7 @@ from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.roofline import RooflineResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.layers import layer_from_name
+from ortlab.core.machine import CacheLevel
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import median_with_interval
 from ortlab.core.units import tokens_per_s
@@ -97,9 +99,8 @@ class GenerationResult(Result):
     """The roofline per phase (:mod:`ortlab.analysis.generation.phases`): prefill, decode."""
     peaks: list[Peak] = field(default_factory=list)
     """The ceilings the phases are set against (measured with ORT under the same settings)."""
-    cache_bytes: int = 0
-    """The last-level cache's size (a call whose bytes fit it is set against the in-cache
-    bandwidth)."""
+    levels: tuple[CacheLevel, ...] = ()
+    """The machine's cache levels (a call whose bytes fit one is set against its bandwidth)."""
     encoder: str = ""
     """An encoder-decoder's encoder (its model name: 'encoder_model'), run once per generation
     before the decoder's first step ('' for a decoder alone)."""
@@ -220,7 +221,7 @@ class GenerationResult(Result):
     def ceilings(self) -> RooflineResult:
         """The ceilings the phases are set against, as a roofline with no rows (its
         ``peak_flops(dtype)``, ``peak_bytes(call_bytes)``, ``bandwidth``)."""
-        return ceiling_lookup(self.config, self.peaks, self.cache_bytes)
+        return ceiling_lookup(self.config, self.peaks, self.levels)
 
     def roofline(self, phase: str = "decode") -> RooflineResult:
         """One phase's nodes against this machine's ceilings, as a roofline (its ``nodes``
@@ -234,7 +235,7 @@ class GenerationResult(Result):
             model=self.model,
             config=self.config,
             peaks=self.peaks,
-            cache_bytes=self.cache_bytes,
+            levels=self.levels,
         )
 
     @table
@@ -242,13 +243,15 @@ class GenerationResult(Result):
         """The weight multiplications (MatMulNBits, MatMul, Gemm… with an initializer input)
         per phase against their ceiling: phase, node, op_type, layer, us_per_step (as
         :meth:`by_phase`), flops, bytes, achieved_flops, peak_flops (the GEMM peak at its
-        precision), achieved_bytes, bandwidth (the ceiling its bytes meet: in-cache when one
-        call fits the last-level cache, else DRAM), dram_fraction (achieved bytes/s over
+        precision), achieved_bytes, bandwidth (the ceiling its bytes meet: the nearest cache
+        level one call fits, else DRAM), ceiling (which, in words: 'L3-resident: 8.4 MB of
+        weights, L3 32 MB' or 'DRAM'), dram_fraction (achieved bytes/s over
         DRAM's peak), achieved_fraction (of the roofline's bound), bound. In decode read the
         bandwidth columns, in prefill the FLOP/s ones."""
         import pandas as pd
 
-        dram = self.ceilings().bandwidth
+        lookup = self.ceilings()
+        dram = lookup.bandwidth
         rows = [
             {
                 "phase": roof.phase,
@@ -262,6 +265,7 @@ class GenerationResult(Result):
                 "peak_flops": r.peak_flops,
                 "achieved_bytes": r.achieved_bytes,
                 "bandwidth": r.bandwidth,
+                "ceiling": lookup.ceiling_of(r).label(r.bytes, moved_what(roof.phase)),
                 "dram_fraction": dram_fraction(r, dram),
                 "achieved_fraction": r.achieved_fraction,
                 "bound": r.bound,
@@ -270,7 +274,8 @@ class GenerationResult(Result):
             for r in roof.weight_rows()
         ]
         cols = ["phase", "node", "op_type", "layer", "us_per_step", "flops", "bytes"]
-        cols += ["achieved_flops", "peak_flops", "achieved_bytes", "bandwidth", "dram_fraction"]
+        cols += ["achieved_flops", "peak_flops", "achieved_bytes", "bandwidth", "ceiling"]
+        cols += ["dram_fraction"]
         frame = pd.DataFrame(rows, columns=[*cols, "achieved_fraction", "bound"])
         return frame.astype({"layer": "Int64"}).sort_values(
             ["phase", "us_per_step"], ascending=[False, False], ignore_index=True
@@ -279,15 +284,18 @@ class GenerationResult(Result):
     @table
     def weights(self) -> Table:
         """The weight multiplications per phase and op type, their work over their time
-        against the ceiling that phase meets: ``fraction`` of the bandwidth in decode (in-cache
-        when a step's weights fit the last-level cache, else DRAM's; ``dram_fraction`` beside
+        against the ceiling that phase meets: ``fraction`` of the bandwidth in decode (the
+        nearest cache level a step's weights fit, else DRAM's; ``dram_fraction`` beside
         it), of the GEMM peak at their precision in the prefill (columns: phase, op_type,
         nodes, us_per_step, flops, bytes, achieved_flops, dtype, peak_flops, achieved_bytes,
         dram_bandwidth, bandwidth, ceiling, fraction, dram_fraction). Per node:
         :attr:`phase_roofline`."""
-        return weights_summary(
-            self.roofs, ceiling_lookup(self.config, self.peaks, self.cache_bytes)
-        )
+        return weights_summary(self.roofs, self.ceilings())
+
+    @property
+    def cache_bytes(self) -> int:
+        """What the session's threads hold in the outermost cache level (0: unknown)."""
+        return self.ceilings().cache_bytes
 
     @property
     def kv_cache(self) -> dict[str, float]:

@@ -1,8 +1,8 @@
 """This machine's ceilings as measured in this Python session: the one home of a peak.
 
-A peak (FLOP/s of a GEMM per precision, bytes/s of a streaming Add, in and out of the cache) is
-measured with ORT itself under a session's EPs and thread settings (``engine.tasks_peaks``). A
-ceiling is the most the machine did: a slower measurement later means a busier machine, not a
+A peak (FLOP/s of a GEMM per precision, bytes/s of an Add from DRAM and inside each cache level)
+is measured with ORT itself under a session's EPs and thread settings (``engine.tasks_peaks``).
+A ceiling is the most the machine did: a slower measurement later means a busier machine, not a
 slower one. So every measurement of the same settings is folded here, each ceiling keeps its
 best, and every view asks here: the roofline, the Limits tab and the doctor of one Lab read the
 very same :class:`Peak` objects, and a fast figure seen once is never replaced by the halved one
@@ -21,15 +21,19 @@ from typing import TypeAlias
 import numpy as np
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.machine import cache_levels
 from ortlab.engine import tasks_peaks
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
 from ortlab.engine.replies import PeakRuns
 
 __all__ = [
-    "ALL_PEAKS",
+    "PRECISIONS",
     "Peak",
+    "all_peaks",
+    "bandwidths",
     "forget",
+    "is_bandwidth",
     "known",
     "measure",
     "raise_to",
@@ -37,14 +41,30 @@ __all__ = [
     "settings_key",
 ]
 
-ALL_PEAKS = ("fp32", "int8", "fp16", "memory", "cache")
-"""Every ceiling a roofline may need: a GEMM per precision, DRAM and in-cache bandwidth."""
+PRECISIONS = ("fp32", "int8", "fp16")
+"""The GEMM ceilings, one per precision."""
+
+
+def bandwidths() -> tuple[str, ...]:
+    """The bytes/s ceilings: 'memory' (DRAM) and one per cache level this CPU reports."""
+    return ("memory", *(level.name for level in cache_levels()))
+
+
+def all_peaks() -> tuple[str, ...]:
+    """Every ceiling a roofline may need: a GEMM per precision, DRAM's and each cache level's
+    bandwidth."""
+    return (*PRECISIONS, *bandwidths())
+
+
+def is_bandwidth(dtype: str) -> bool:
+    """A bytes/s ceiling ('memory', 'L2', 'L3'…), not a FLOP/s one."""
+    return dtype == "memory" or (dtype[:1] == "L" and dtype[1:].isdigit())
 
 
 @dataclass(frozen=True)
 class Peak:
     """One measured ceiling: FLOP/s at a precision (``dtype`` fp32, int8, fp16) or bytes/s
-    (``dtype`` 'memory' from DRAM, 'cache' inside the last-level cache); ``best`` is the
+    (``dtype`` 'memory' from DRAM, 'L2', 'L3' inside that cache level); ``best`` is the
     ceiling used, ``median`` shows the spread of the measurement it came from, ``measured``
     how many measurements of this session it is the best of."""
 
@@ -108,9 +128,10 @@ def _better(old: Peak, new: Peak) -> Peak:
     return new if old.error or (not new.error and new.best > old.best) else old
 
 
-def known(config: SessionConfig, dtypes: Iterable[str] = ALL_PEAKS) -> list[Peak] | None:
-    """The session's ceilings for ``config``'s settings, in ``dtypes`` order, or None when one
-    of them was never measured."""
+def known(config: SessionConfig, dtypes: Iterable[str] | None = None) -> list[Peak] | None:
+    """The session's ceilings for ``config``'s settings, in ``dtypes`` order (every one of
+    :func:`all_peaks` by default), or None when one of them was never measured."""
+    dtypes = all_peaks() if dtypes is None else dtypes
     with _LOCK:
         seen = _SEEN.get(settings_key(config), {})
         found = [seen.get(d) for d in dtypes]

@@ -5,8 +5,9 @@ measured with ORT itself on this EP (:mod:`ortlab.engine.tasks_peaks`).
 Per node: achieved FLOP/s and bytes/s (its FLOPs and bytes over its time: the median run's own
 time with profiling on, the one node time ortlab shows everywhere), the attainable bound
 ``min(peak FLOP/s at its precision, intensity x peak bytes/s)`` and ``achieved_fraction`` of it,
-where the bytes/s ceiling is the in-cache one when a call's bytes fit the last-level cache and
-DRAM's otherwise (a hierarchical roofline: small models never leave the cache). A node moving
+where the bytes/s ceiling is that of the nearest cache level a call's bytes fit (L2, L3: what
+the session's threads hold there, from the CPU's own cache sizes) and DRAM's otherwise (a
+hierarchical roofline: small models never leave the cache). A node moving
 data only (no FLOPs) is set against the bandwidth alone. The peak is the best of
 the runs of the peak kernels (a ceiling); node times are medians, so fractions are conservative.
 """
@@ -25,12 +26,12 @@ from ortlab.analysis.profiling import ProfileResult, profile, profile_result
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.hardware import PhysicalPeak, physical_peaks
-from ortlab.core.machine import last_level_cache_bytes
+from ortlab.core.machine import CacheLevel, cache_levels, physical_cores
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
-from ortlab.core.units import fmt_bandwidth, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import Reach, edge, run_model_task
 
@@ -41,10 +42,13 @@ if TYPE_CHECKING:
 __all__ = [
     "FAR_UNDER",
     "NEAR",
+    "BytesCeiling",
     "Peak",
     "RoofRow",
     "RooflineResult",
     "profile_with_roofline",
+    "raise_ceilings",
+    "raised_note",
     "roofline",
 ]
 
@@ -55,6 +59,24 @@ FAR_UNDER = 0.1
 """A node under a tenth of its bound is far from what the machine can do."""
 NEAR = 0.5
 """Time in nodes at half their bound or more counts as near the machine's limits."""
+
+
+@dataclass(frozen=True)
+class BytesCeiling:
+    """The bytes/s ceiling a call meets (:meth:`RooflineResult.ceiling_for`)."""
+
+    level: str
+    """'L2', 'L3'… (the nearest cache level the call's bytes fit) or 'DRAM'."""
+    bandwidth: float
+    capacity: int
+    """What the session's threads hold in that level, bytes (0 for DRAM)."""
+
+    def label(self, moved: float, what: str = "bytes") -> str:
+        """'L3-resident: 8.4 MB of weights, L3 32 MB', or 'DRAM'."""
+        if self.level == "DRAM":
+            return "DRAM"
+        held = f"{self.level} {fmt_bytes(self.capacity)}"
+        return f"{self.level}-resident: {fmt_bytes(moved)} of {what}, {held}"
 
 
 @dataclass(frozen=True)
@@ -72,8 +94,10 @@ class RoofRow:
     peak_flops: float
     """The FLOP/s ceiling at this node's precision (fp32's where none was measured for it)."""
     bandwidth: float
-    """The bytes/s ceiling for this node: in-cache when one call's bytes fit the last-level
-    cache, else DRAM's."""
+    """The bytes/s ceiling for this node: the nearest cache level's when one call's bytes fit
+    it, else DRAM's."""
+    level: str = "DRAM"
+    """Where that ceiling comes from: 'L2', 'L3'… or 'DRAM'."""
 
     # What follows is derived from the fields above, never stored: a row cannot contradict
     # itself (a stored fraction of 0.8 beside the times and counts of 2.0).
@@ -149,8 +173,8 @@ class RooflineResult(Result):
     notes: list[str] = field(default_factory=list)
     profile: ProfileResult | None = None
     """The profiled runs the node times come from (the session's report included)."""
-    cache_bytes: int = 0
-    """The last-level cache's size on the machine measured (0: unknown)."""
+    levels: tuple[CacheLevel, ...] = ()
+    """The machine's cache levels, nearest first (empty: unknown, every call meets DRAM)."""
     physical: list[PhysicalPeak] = field(default_factory=list)
     """The peaks the machine's own description gives (predicted: cores × FMA width × clock,
     DRAM from its memory records), beside the measured ceilings; empty where an EP other than
@@ -162,25 +186,62 @@ class RooflineResult(Result):
         return next((p.best for p in self.peaks if p.dtype == "memory"), math.nan)
 
     @property
-    def cache_bandwidth(self) -> float:
-        """The measured in-cache ceiling, bytes/s (NaN when not measured)."""
-        return next((p.best for p in self.peaks if p.dtype == "cache"), math.nan)
+    def cache_bytes(self) -> int:
+        """What the session's threads hold in the outermost cache level (0: unknown)."""
+        return self.capacity(self.levels[-1]) if self.levels else 0
+
+    def capacity(self, level: CacheLevel) -> int:
+        """What the session's threads (one per physical core by default) hold in ``level``."""
+        return level.capacity(self.config.intra_op_threads or physical_cores())
+
+    def level_bandwidth(self, name: str) -> float:
+        """A cache level's measured ceiling, bytes/s (NaN when not measured)."""
+        return next((p.best for p in self.peaks if p.dtype == name and not p.error), math.nan)
+
+    def ceiling_for(self, call_bytes: float) -> BytesCeiling:
+        """The bytes/s ceiling a call moving ``call_bytes`` meets: the nearest cache level
+        they fit whose ceiling was measured, else DRAM's. A nearer level is never slower than
+        one further out: a measurement below an outer level's (ORT's per-call cost on a small
+        Add, a VM's slice of a shared cache) gives way to the outer one."""
+        for level in self.levels:  # nearest first
+            if 0 < call_bytes <= self.capacity(level) and self.level_bandwidth(level.name) > 0:
+                return BytesCeiling(
+                    level.name, self.level_ceiling(level.name), self.capacity(level)
+                )
+        return BytesCeiling("DRAM", self.bandwidth, 0)
+
+    def level_ceiling(self, name: str) -> float:
+        """The bytes/s ceiling of a call held in level ``name`` ('DRAM' for none): the best
+        measured there or in any level further out (DRAM's included)."""
+        names = [v.name for v in self.levels]
+        outer = names[names.index(name) :] if name in names else []
+        rates = [self.bandwidth, *(self.level_bandwidth(n) for n in outer)]
+        return max((r for r in rates if not math.isnan(r)), default=math.nan)
+
+    def rebound(self, rows: list[RoofRow]) -> list[RoofRow]:
+        """``rows`` set against this result's ceilings again (after a ceiling was raised)."""
+        return [
+            dataclasses.replace(
+                r, peak_flops=self.peak_flops(r.dtype), bandwidth=self.level_ceiling(r.level)
+            )
+            for r in rows
+        ]
 
     def peak_bytes(self, call_bytes: float) -> float:
-        """The bytes/s ceiling for a call moving ``call_bytes``: in-cache when they fit the
-        last-level cache (and the in-cache ceiling was measured), else DRAM's. A cache is
-        never slower than DRAM: an in-cache measurement below DRAM's (the small kernel's
-        per-call overhead, on a VM slice of a big shared cache) gives way to DRAM's."""
-        cache = self.cache_bandwidth
-        fits = 0 < call_bytes <= self.cache_bytes and not math.isnan(cache)
-        return max(cache, self.bandwidth) if fits else self.bandwidth
+        """The bytes/s of :meth:`ceiling_for`."""
+        return self.ceiling_for(call_bytes).bandwidth
+
+    def ceiling_of(self, row: RoofRow) -> BytesCeiling:
+        """The bytes/s ceiling ``row`` was set against (its level's capacity looked up)."""
+        held = next((self.capacity(v) for v in self.levels if v.name == row.level), 0)
+        return BytesCeiling(row.level, row.bandwidth, held)
 
     def peak_flops(self, dtype: str) -> float:
         """The FLOP/s ceiling for a precision (fp32's when that one was not measured)."""
         found = {
             p.dtype: p.best
             for p in self.peaks
-            if p.dtype not in ("memory", "cache") and not p.error
+            if not ceilings.is_bandwidth(p.dtype) and not p.error
         }
         return found.get(dtype, found.get("fp32", math.nan))
 
@@ -196,7 +257,8 @@ class RooflineResult(Result):
     def to_pandas(self) -> Table:
         """The per-node table (:attr:`nodes`): node, op_type, us, share, flops, bytes,
         intensity, achieved_flops, achieved_bytes, attainable, achieved_fraction, bound,
-        bandwidth (the bytes/s ceiling used), dtype, kind, provider; slowest first."""
+        bandwidth (the bytes/s ceiling used), level (where it comes from: L2, L3, DRAM), dtype,
+        kind, provider; slowest first."""
         return self.nodes
 
     @table
@@ -217,6 +279,7 @@ class RooflineResult(Result):
             "achieved_fraction",
             "bound",
             "bandwidth",
+            "level",
             "dtype",
             "kind",
             "provider",
@@ -232,7 +295,7 @@ class RooflineResult(Result):
         )
 
 
-def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> RoofRow:
+def _row(c: CostRow, us: float, share: float, peak: float, ceiling: BytesCeiling) -> RoofRow:
     return RoofRow(
         c.node,
         c.op_type,
@@ -244,7 +307,8 @@ def _row(c: CostRow, us: float, share: float, peak: float, bandwidth: float) -> 
         c.dtype,
         c.kind,
         peak,
-        bandwidth,
+        ceiling.bandwidth,
+        ceiling.level,
     )
 
 
@@ -261,7 +325,7 @@ def roofline(
 
     One profiled session gives both the times (``runs`` runs after ``warmup``) and the shapes
     the work is computed from; the peak kernels (a 1024-square GEMM per precision, an Add
-    streaming 192 MB, an Add inside the cache), built with the same EP and thread settings
+    streaming 192 MB, Adds inside each cache level), built with the same EP and thread settings
     (spinning off), run in the same worker just before the model's runs: in between them, the
     session's spinning thread pool would take the cores and halve the GEMM's FLOP/s.
 
@@ -292,15 +356,10 @@ def roofline_run(run: Run) -> RooflineResult:
             "Nodes ran above the ceilings first measured: the ceilings were measured "
             "again and the best of each kept (a busy moment slows a peak kernel)."
         )
-    raised = _raise_ceilings(cfg, result, rows)
+    raised = raise_ceilings(cfg, result, rows)
     if raised:  # a roof is a roof: no node is left above it
         result, rows = _against_ceilings(run, costs=costs, prof=prof)
-        notes.append(
-            "A ceiling is the most this machine was seen to do: "
-            + "; ".join(raised)
-            + ". ORT's kernels for them (NCHWc convolutions, fused softmax…) beat the plain "
-            "1024-square GEMM and streaming Add the ceilings are measured with."
-        )
+        notes.append(raised_note(raised))
     unknown = [r for r in rows if r.bound == "unknown"]
     if unknown:
         ops = ", ".join(sorted({r.op_type for r in unknown}))
@@ -326,7 +385,7 @@ def roofline_run(run: Run) -> RooflineResult:
     return dataclasses.replace(result, rows=rows, notes=notes)
 
 
-def _raise_ceilings(cfg: SessionConfig, result: RooflineResult, rows: list[RoofRow]) -> list[str]:
+def raise_ceilings(cfg: SessionConfig, result: RooflineResult, rows: list[RoofRow]) -> list[str]:
     """Each ceiling a node ran above (after the re-measurement) raised to what the fastest such
     node reached (:func:`ceilings.raise_to`, so every view of these settings sees it); what was
     raised, in words."""
@@ -339,7 +398,7 @@ def _raise_ceilings(cfg: SessionConfig, result: RooflineResult, rows: list[RoofR
             dtype = r.dtype if r.dtype in flops_dtypes else "fp32"
             rate = r.achieved_flops
         else:
-            dtype = "cache" if result.peak_bytes(r.bytes) != result.bandwidth else "memory"
+            dtype = "memory" if r.level == "DRAM" else r.level
             rate = r.achieved_bytes
         if rate > best.get(dtype, (0.0, r))[0]:
             best[dtype] = (rate, r)
@@ -348,7 +407,7 @@ def _raise_ceilings(cfg: SessionConfig, result: RooflineResult, rows: list[RoofR
         old = ceilings.raise_to(cfg, dtype, rate, r.node)
         if old is None:
             continue
-        bytes_ = dtype in ("memory", "cache")
+        bytes_ = ceilings.is_bandwidth(dtype)
         was, now = (
             (fmt_bandwidth(old.best), fmt_bandwidth(rate))
             if bytes_
@@ -358,8 +417,18 @@ def _raise_ceilings(cfg: SessionConfig, result: RooflineResult, rows: list[RoofR
     return out
 
 
+def raised_note(raised: list[str]) -> str:
+    """What :func:`raise_ceilings` did, in a note."""
+    return (
+        "A ceiling is the most this machine was seen to do: "
+        + "; ".join(raised)
+        + ". ORT's kernels for them (NCHWc convolutions, fused softmax…) beat the plain "
+        "1024-square GEMM and streaming Adds the ceilings are measured with."
+    )
+
+
 def _flops_dtypes(result: RooflineResult) -> set[str]:
-    return {p.dtype for p in result.peaks if p.dtype not in ("memory", "cache") and not p.error}
+    return {p.dtype for p in result.peaks if not ceilings.is_bandwidth(p.dtype) and not p.error}
 
 
 def _measured(peaks: list[Peak]) -> str:
@@ -379,7 +448,7 @@ def _against_ceilings(
 ) -> tuple[RooflineResult, list[RoofRow]]:
     """The result (its ceilings: this session's best for the run's settings) and its rows."""
     cfg, f = run.config, run.inputs
-    used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", "memory", "cache"}
+    used = {c.dtype for c in costs if c.kind == "compute"} | {"fp32", *ceilings.bandwidths()}
     peaks = [p for p in ceilings.known(cfg) or [] if p.dtype in used]
     times = prof.by_node().set_index("node")
     result = RooflineResult(
@@ -391,7 +460,7 @@ def _against_ceilings(
         feeds=f.describe(),
         synthetic=f.synthetic,
         profile=prof,
-        cache_bytes=last_level_cache_bytes(),
+        levels=cache_levels(),
         physical=physical_peaks() if _cpu_only(prof) else [],
     )
     rows = [  # the ceilings are the result's own: one lookup of a peak, the rows' and the table's
@@ -400,7 +469,7 @@ def _against_ceilings(
             float(times.at[c.node, "us_per_run"]),
             float(times.at[c.node, "share"]),
             result.peak_flops(c.dtype),
-            result.peak_bytes(c.bytes / max(c.calls, 1.0)),
+            result.ceiling_for(c.bytes / max(c.calls, 1.0)),
         )
         for c in costs
         if c.node in times.index
