@@ -93,7 +93,8 @@ def test_providers_and_examples_and_cache(capsys: pytest.CaptureFixture[str]) ->
     text = capsys.readouterr().out.splitlines()
     assert text[0] == f"onnxruntime {ort.__version__}"
     assert text[1] == f"in this build: {', '.join(info['in_build'])}"
-    assert text[-1].startswith("devices: ")
+    assert text[-2].startswith("devices: ")
+    assert text[-1].startswith("runtime telemetry: ortlab's worker and children: ")
     for p in info["plugins"]:  # each plugin on a line with its devices or its failure
         assert any(line.startswith(f"  - {p['name']} (") for line in text), p
     assert main(["examples"]) == 0

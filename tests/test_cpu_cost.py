@@ -7,6 +7,7 @@ doctor's CPU stage, its idle-spin finding (facts built by hand, then a real run)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 from pathlib import Path
@@ -18,6 +19,7 @@ import ortlab
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OptionError
 from ortlab.core.machine import IDLE_WINDOW_S
+from ortlab.core.runtime import TIMED_SPIN_US, has_timed_spin
 from ortlab.core.stats import Paired, paired_ratio
 from ortlab.diagnosis import rules_resources
 from ortlab.diagnosis.cpu import best_for_cpu, cpu_verdict
@@ -141,6 +143,43 @@ def test_idle_spin_finding_says_both_measurements() -> None:
     assert rules_resources.idle_spin(_spin_facts(0.02)) == []
 
 
+def test_idle_spin_offers_spinning_bounded_in_time_where_it_keeps_the_latency() -> None:
+    """Three ways measured: the default keeps 1.8 cores busy idle, spinning bounded to 1 ms
+    keeps the latency (no measurable difference) at a fraction of the CPU, spinning off costs
+    latency: the finding quotes both and its fix is the bounded spin, said as onnxruntime
+    spells it."""
+    f0 = _spin_facts(1.8)
+    v = paired_ratio([1.0] * 6, [0.84, 0.86, 0.85, 0.83, 0.85, 0.86])
+    key = f"spin:{TIMED_SPIN_US}us"
+    bounded = CpuCost(
+        key=key,
+        label=f"cpu · all · spin ≤{TIMED_SPIN_US} µs",
+        config=SessionConfig(spin_duration_us=TIMED_SPIN_US),
+        cpu_ms=0.93,
+        wall_ms=0.5,
+        idle_cores=0.03,
+        paired=Paired.of(v, cpu_verdict(v)),
+    )
+    f = dataclasses.replace(
+        f0,
+        cpu=dataclasses.replace(f0.cpu, rows={**f0.cpu.rows, key: bounded}),
+        measured={**f0.measured, key: measured(key, 1.0, 0.97, 1.03, p50=0.571)},
+    )
+    (found,) = rules_resources.idle_spin(f)
+    assert f"→ 0.03 with spinning at most {TIMED_SPIN_US} µs" in found.evidence
+    assert "→ 0.00 with spinning off" in found.evidence
+    assert found.gain.startswith(f"spinning at most {TIMED_SPIN_US} µs: 1.77 cores freed")
+    assert f"spin_duration_us={TIMED_SPIN_US}" in found.code
+    assert "'session.intra_op.spin_duration_us'" in found.code
+    assert found.severity == "warning"  # no latency lost: a plain gain
+    assert (
+        SessionConfig(spin_duration_us=TIMED_SPIN_US)
+        .snippet()
+        .count(f"add_session_config_entry('session.intra_op.spin_duration_us', '{TIMED_SPIN_US}')")
+        == 1
+    )
+
+
 def test_cpu_verdict_and_best_for_cpu() -> None:
     """The CPU sentence is a verdict with its interval; the CPU best is the accurate candidate
     that saves the most beyond noise, never one within noise."""
@@ -189,6 +228,11 @@ def test_doctor_measures_cpu_and_chooses_for_it() -> None:
     keys = set(t["key"])
     assert {"baseline", "spin:off", "threads:1"} <= keys
     assert t.set_index("key").loc["spin:off", "idle_cores"] < 0.05
+    if has_timed_spin():  # the middle way, beside on and off: its threads sleep after 1 ms
+        bounded = f"spin:{TIMED_SPIN_US}us"
+        assert bounded in keys
+        assert t.set_index("key").loc[bounded, "idle_cores"] < 0.05
+        assert d.cpu.rows[bounded].config.spin_duration_us == TIMED_SPIN_US
     assert all(t["cpu_ms_per_run"] > 0) and not t["cpu_ms_per_run"].isna().any()
     assert d.best.objective == "cpu"
     if d.best.key:

@@ -96,3 +96,53 @@ def test_inference_writes_nothing_where_it_runs(
     merged_symbols(m.proto)
     footprint_at(m.proto, {})
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------- a real export (issue 61, item 1)
+
+EXPORTED = Path(__file__).parent / "data" / "unet_tiny_diffusers.onnx"
+"""diffusers' UNet2DConditionModel by the TorchScript exporter (scripts/make_unet.py): its
+timestep embedding multiplies two weights the exporter left unfolded, so ORT's inference asked
+for their values and failed before, and the guesses ran unchecked (128 timesteps against a
+batch of 1; a 224 x 224 latent: 10 TB asked of ORT's arena)."""
+
+
+def test_an_exported_unets_guesses_come_from_its_graph_and_run_in_plain_onnxruntime() -> None:
+    """With no feeds: 'steps' is batch-like because the graph broadcasts it (not a sequence of
+    128 as its name says), height and width are shrunk until the estimate fits the memory and
+    the reason says what 224 needed, and plain onnxruntime runs exactly those shapes."""
+    m = ortlab.load(EXPORTED)
+    merged = merged_symbols(m.proto)
+    assert set(merged.items()) in ({("batch_size", "steps")}, {("steps", "batch_size")})
+    free = 8 * 2**30  # as if 8 GB were free: the same on every machine
+    choices = fit_guesses(m, resolve_dims(m, None), free=free)
+    values = {n: c.value for n, c in choices.items()}
+    assert values["steps"] == values["batch_size"] == 1
+    assert "broadcasts it against 'batch_size'" in choices["steps"].why
+    side = values["height"]
+    assert side == values["width"] < 224 and "shrunk from 224" in choices["height"].why
+    fits = footprint_at(m.proto, values)
+    assert fits is not None and fits.peak_bytes <= 0.8 * free
+    before = footprint_at(m.proto, {**values, "height": 224, "width": 224})
+    assert before is not None and before.peak_bytes > 0.8 * free
+    tokens = side * side  # the first self-attention's scores: heads x tokens x tokens floats
+    assert fits.largest_bytes >= tokens * tokens * 4
+    s = ort.InferenceSession(str(EXPORTED), providers=["CPUExecutionProvider"])
+    out = s.run(
+        None,
+        {
+            "sample": np.zeros((1, 4, side, side), np.float32),
+            "timestep": np.ones(1, np.int64),
+            "encoder_hidden_states": np.zeros((1, values["sequence_length"], 32), np.float32),
+        },
+    )[0]
+    assert out.shape == (1, 4, side, side)
+
+
+@pytest.mark.slow  # the largest latent that fits the memory: tens of seconds a run
+def test_benchmark_runs_the_exported_unet_with_no_feeds() -> None:
+    b = ortlab.benchmark(EXPORTED, runs=2, progress=False)
+    assert b.stats.count == 2
+    shapes = b.feeds.split(" | ")[0]
+    assert "timestep: int64[1]" in shapes and "sample: float32[1, 4, " in shapes
+    assert "steps=1 (guessed: batch-like" in b.to_text()

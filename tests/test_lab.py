@@ -102,6 +102,26 @@ def test_top_node_row_selects_it_in_the_graph(lab) -> None:
     assert node in label
 
 
+def test_spinning_bounded_in_time_is_a_choice_and_the_benchmark_says_it(mlp) -> None:
+    """Where the runtime has time-bounded spinning the Lab offers it beside on and off; a run
+    with it is built with the entry onnxruntime reads and its benchmark says which spinning
+    it used."""
+    from ortlab.core.runtime import TIMED_SPIN_US, has_timed_spin
+
+    lab = ortlab.Lab(mlp, synchronous=True, runs=5)
+    if not has_timed_spin():
+        assert len(lab.spinning.options) == 3
+        return
+    assert "spinning: the runtime's default" in lab.benchmark_result.to_text()
+    bounded = f"≤{TIMED_SPIN_US} µs"
+    assert bounded in lab.spinning.options
+    lab.spinning.value = bounded
+    b = lab.benchmark_result
+    assert b.config.spin_duration_us == TIMED_SPIN_US and b.config.allow_spinning is None
+    assert f"spinning at most {TIMED_SPIN_US} µs (time-bounded)" in b.to_text()
+    assert f"spin ≤{TIMED_SPIN_US} µs" in lab.history.to_pandas()["label"].tolist()[-1]
+
+
 def test_history_picks_two_runs_and_snippets_one(lab) -> None:
     lab.spinning.value = "off"
     assert lab.history.to_pandas()["label"].tolist()[-1] == "cpu · all · no-spin · dims batch=1"

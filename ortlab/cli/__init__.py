@@ -13,6 +13,7 @@ stderr as one ``ortlab: warning: …`` line each.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -41,7 +42,7 @@ from ortlab.cli.args import (
     wants_progress,
     write_node_data,
 )
-from ortlab.core import cache
+from ortlab.core import cache, telemetry
 from ortlab.core.config import LEVELS
 from ortlab.core.errors import OrtlabError, OrtlabWarning
 from ortlab.core.units import fmt_bytes
@@ -420,7 +421,13 @@ def _providers_cmd(args: argparse.Namespace) -> None:
 
 def _providers(as_json: bool) -> None:
     info = providers()
-    print(json.dumps(info.to_dict(), indent=2) if as_json else providers_text(info))
+    said = telemetry.state()
+    if as_json:
+        print(
+            json.dumps({**info.to_dict(), "runtime_telemetry": dataclasses.asdict(said)}, indent=2)
+        )
+    else:
+        print(providers_text(info) + f"\nruntime telemetry: {said.line()}")
 
 
 def _whatif(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from ortlab.core.config import LEVELS, canonical_level, canonical_provider
 from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError
 from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.engine import examples
 
 if TYPE_CHECKING:
@@ -137,7 +138,8 @@ def session_config(args: argparse.Namespace) -> ortlab.SessionConfig:
         intra_op_threads=args.threads,
         inter_op_threads=args.inter_threads,
         execution_mode=args.mode,
-        allow_spinning=None if args.spinning is None else args.spinning == "on",
+        allow_spinning=None if args.spinning in (None, "bounded") else args.spinning == "on",
+        spin_duration_us=TIMED_SPIN_US if args.spinning == "bounded" else None,
         io_binding=args.io_binding,
         fallback="warn",
     )
@@ -211,7 +213,12 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--inter-threads", type=int_arg(0), default=0, help="inter-op threads")
     p.add_argument("--mode", default="sequential", choices=["sequential", "parallel"])
-    p.add_argument("--spinning", choices=["on", "off"], default=None, help="intra-op spinning")
+    p.add_argument(
+        "--spinning",
+        choices=["on", "off", "bounded"],
+        default=None,
+        help=f"intra-op spinning ('bounded': at most {TIMED_SPIN_US} µs, onnxruntime 1.31.1+)",
+    )
     p.add_argument("--io-binding", action="store_true", help="run through IOBinding")
     add_shapes_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")

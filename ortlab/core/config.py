@@ -103,6 +103,10 @@ class SessionConfig:
     """'sequential' or 'parallel' (ORT_PARALLEL runs independent branches concurrently)."""
     allow_spinning: bool | None = None
     """Intra-op threads spin while idle (ORT default: yes). False saves CPU for others."""
+    spin_duration_us: int | None = None
+    """Time-bounded spinning (onnxruntime 1.31.1+, ``session.intra_op.spin_duration_us``): an
+    idle thread spins at most this many microseconds, then sleeps; None is the runtime's
+    default (spinning counted in iterations), 0 no spinning. Ignored with spinning off."""
     enable_mem_pattern: bool = True
     enable_cpu_mem_arena: bool = True
     free_dimension_overrides: tuple[tuple[str, int], ...] = ()
@@ -134,6 +138,7 @@ class SessionConfig:
         inter_op_threads: int = 0,
         execution_mode: str = "sequential",
         allow_spinning: bool | None = None,
+        spin_duration_us: int | None = None,
         enable_mem_pattern: bool = True,
         enable_cpu_mem_arena: bool = True,
         free_dimension_overrides: Mapping[str, int] | Iterable[tuple[str, int]] | None = None,
@@ -187,6 +192,7 @@ class SessionConfig:
             )
         s(self, "execution_mode", mode)
         s(self, "allow_spinning", allow_spinning)
+        s(self, "spin_duration_us", _spin_us(spin_duration_us))
         s(self, "enable_mem_pattern", bool(enable_mem_pattern))
         s(self, "enable_cpu_mem_arena", bool(enable_cpu_mem_arena))
         overrides = (
@@ -236,12 +242,24 @@ class SessionConfig:
             parts.append(f"inter={self.inter_op_threads}")
         if self.execution_mode != "sequential":
             parts.append(self.execution_mode)
-        if self.allow_spinning is not None:
-            parts.append("spin" if self.allow_spinning else "no-spin")
+        if self.allow_spinning is not None or self.spin_duration_us is not None:
+            parts.append(self.spinning(short=True))
         if self.io_binding:
             parts.append("iobinding")
         parts += [f"−{name}" for name in self.disabled_optimizers]
         return " · ".join(parts)
+
+    def spinning(self, *, short: bool = False) -> str:
+        """How idle intra-op threads wait, in words: 'spinning off', 'spinning at most 1000 µs
+        (time-bounded)', 'spinning (the runtime's default)'; ``short`` for a label."""
+        if self.allow_spinning is False or self.spin_duration_us == 0:
+            return "no-spin" if short else "spinning off"
+        if self.spin_duration_us is not None:
+            us = self.spin_duration_us
+            return f"spin ≤{us} µs" if short else f"spinning at most {us} µs (time-bounded)"
+        if self.allow_spinning:
+            return "spin" if short else "spinning on (counted in iterations)"
+        return "spin" if short else "spinning: the runtime's default (counted in iterations)"
 
     def __repr__(self) -> str:
         return f"SessionConfig({self.label()})"
@@ -271,6 +289,7 @@ class SessionConfig:
             "inter_op_threads",
             "execution_mode",
             "allow_spinning",
+            "spin_duration_us",
             "enable_mem_pattern",
             "enable_cpu_mem_arena",
             "io_binding",
@@ -293,6 +312,17 @@ class SessionConfig:
         """Python that builds this session with plain onnxruntime (no ortlab); ``providers``:
         what ``auto`` chose in a run (its session report's ``requested``)."""
         return str(display.render(self, "snippet", model_path=model_path, providers=providers))
+
+
+def _spin_us(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise SessionConfigError(
+            f"spin_duration_us={value!r}: give microseconds >= 0 (0: no spinning; typical "
+            "500-2000), or None for the runtime's default."
+        )
+    return value
 
 
 def _optimizer_names(names: Iterable[str] | str) -> tuple[str, ...]:

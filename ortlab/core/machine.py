@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ortlab.core import telemetry
 from ortlab.core.runtime import ort_version
 from ortlab.core.version import __version__
 
@@ -154,9 +155,10 @@ def _msgspec_version() -> str:
 
 
 def environment() -> dict[str, str]:
-    """ortlab/ORT/Python versions and the CPU, for results that travel (a fresh dict: callers
-    may add to it)."""
-    return dict(_environment())
+    """ortlab/ORT/Python versions, the CPU and what the runtime's telemetry does (what ortlab
+    set for its processes, what it found in this one), for results that travel (a fresh
+    dict: callers may add to it)."""
+    return {**dict(_environment()), "runtime telemetry": telemetry.state().line()}
 
 
 # ---------------------------------------------------------------------- machine load

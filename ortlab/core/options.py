@@ -97,6 +97,8 @@ def ort_options(
         flag = "1" if config.allow_spinning else "0"
         entries["session.intra_op.allow_spinning"] = flag
         entries["session.inter_op.allow_spinning"] = flag
+    if config.spin_duration_us is not None:
+        entries["session.intra_op.spin_duration_us"] = str(config.spin_duration_us)
     if config.disabled_optimizers:
         entries["optimization.disable_specified_optimizers"] = ",".join(config.disabled_optimizers)
     entries.update(extra_entries or {})

@@ -112,6 +112,23 @@ def limits() -> RuntimeLimits:
     return _source()
 
 
+TIMED_SPIN = (1, 31, 1)
+"""The first onnxruntime whose thread pool honours ``session.intra_op.spin_duration_us`` (PR
+#27916): an older one ignores the entry without a word."""
+TIMED_SPIN_US = 1000
+"""The spin the doctor tries: 1 ms (onnxruntime's PR measured 500-2000 µs as typical)."""
+
+
+def has_timed_spin(version: str | None = None) -> bool:
+    """Whether ``version`` (the worker's onnxruntime by default) has time-bounded spinning."""
+    text = ort_version() if version is None else version
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts) >= TIMED_SPIN
+
+
 def ort_version() -> str:
     """The version of the onnxruntime that runs ortlab's sessions (the worker's)."""
     return limits().ort_version

@@ -19,6 +19,7 @@ from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.runtime import TIMED_SPIN_US, has_timed_spin
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "applicable_quantization",
     "setting_candidates",
+    "timed_spin",
     "variant_candidates",
     "variant_config",
     "wanted_quantization",
@@ -71,6 +73,9 @@ def setting_candidates(
         items.append(
             Candidate(candidate_key(Kind.SPIN, "off"), m, cfg.with_(allow_spinning=False), [])
         )
+    timed = timed_spin(cfg)
+    if timed is not None:
+        items.append(Candidate(candidate_key(Kind.SPIN, f"{TIMED_SPIN_US}us"), m, timed, []))
     if not cfg.io_binding and seen.profiled_ms < SMALL_MODEL_MS * 5:
         items.append(Candidate(Kind.IOBINDING.value, m, cfg.with_(io_binding=True), []))
     pl = seen.placement
@@ -88,6 +93,14 @@ def setting_candidates(
             key = candidate_key(Kind.MEMORY, row.setting)
             items.append(Candidate(key, m, settings[row.setting], []))
     return items
+
+
+def timed_spin(cfg: SessionConfig) -> SessionConfig | None:
+    """``cfg`` with spinning bounded in time (the middle way between ORT's default and off),
+    where the runtime has it and ``cfg`` spins without a bound; else None."""
+    if cfg.allow_spinning is False or cfg.spin_duration_us is not None or not has_timed_spin():
+        return None
+    return cfg.with_(spin_duration_us=TIMED_SPIN_US)
 
 
 def variant_config(cfg: SessionConfig) -> SessionConfig:

@@ -35,8 +35,10 @@ from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.result import Table
+from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, Paired, paired_ratio, spread
 from ortlab.core.units import tokens_per_s
+from ortlab.diagnosis.candidates import timed_spin
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
@@ -217,6 +219,17 @@ def decoder_specs(
                 spin,
                 shared,
                 f"SessionConfig({config_args(spin, cfg)})",
+            )
+        )
+    timed = timed_spin(cfg)
+    if timed is not None:
+        out.append(
+            _Spec(
+                candidate_key(Kind.SPIN, f"{TIMED_SPIN_US}us"),
+                timed.spinning(),
+                timed,
+                shared,
+                f"SessionConfig({config_args(timed, cfg)})",
             )
         )
     for n in thread_counts(cores, logical):

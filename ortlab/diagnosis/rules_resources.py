@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import IDLE_WINDOW_S
+from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.core.units import fmt_bytes
 from ortlab.diagnosis.facts import (
     Facts,
@@ -142,49 +143,73 @@ def memory(f: Facts) -> list[Finding]:
 
 def idle_spin(f: Facts) -> list[Finding]:
     """A session whose thread pool keeps cores busy once idle (ORT's spinning): the cores it
-    burns after its runs, against the same session with spinning off, each measured in the
-    CPU stage, with what that costs in latency (the screen's verdict)."""
+    burns after its runs, against the same session with spinning bounded in time (where the
+    runtime has it) and with spinning off, each measured in the CPU stage, with what each
+    costs in latency (the screen's verdict). The fix is the bounded spin where it keeps the
+    latency, else spinning off."""
     cpu = f.cpu
     base = cpu.baseline if cpu is not None else None
     if cpu is None or base is None or not base.idle_cores >= IDLE_SPIN_CORES:
         return []
     said = f"idle: {base.idle_cores:.2f} cores busy in the {IDLE_WINDOW_S:g} s after its runs"
-    spin = cpu.rows.get(candidate_key(Kind.SPIN, "off"))
-    timed = counted(f.measured, candidate_key(Kind.SPIN, "off"))
+    ways = []  # (key, words, CPU row, counted timing): bounded first, then off
+    for key, words in (
+        (candidate_key(Kind.SPIN, f"{TIMED_SPIN_US}us"), f"spinning at most {TIMED_SPIN_US} µs"),
+        (candidate_key(Kind.SPIN, "off"), "spinning off"),
+    ):
+        row, timed = cpu.rows.get(key), counted(f.measured, key)
+        if row is not None and timed is not None:
+            ways.append((key, words, row, timed))
     caveat = load_caveat(f)
-    if spin is None or timed is None:
+    slower, bounded = False, False
+    if not ways:
         evidence = f"{said} (median of {cpu.rounds} rounds); spinning off was not measured"
         fields: Gain = {"gain": "not measured (the time budget)"}
     else:
-        latency = timed.verdict()
-        evidence = (
-            f"{said} → {spin.idle_cores:.2f} with spinning off (median of {cpu.rounds} "
-            f"rounds); CPU per run {base.cpu_ms:.3f} → {spin.cpu_ms:.3f} ms "
-            f"({spin.paired.verdict}); p50 {f.baseline_ms:.3f} → {timed.row.p50_ms:.3f} ms "
-            f"({latency})"
-        )
+        parts = [
+            f"→ {row.idle_cores:.2f} with {words}: CPU per run {base.cpu_ms:.3f} → "
+            f"{row.cpu_ms:.3f} ms ({row.paired.verdict}); p50 {f.baseline_ms:.3f} → "
+            f"{timed.row.p50_ms:.3f} ms ({timed.verdict()})"
+            for _, words, row, timed in ways
+        ]
+        evidence = f"{said} (median of {cpu.rounds} rounds); " + "; ".join(parts)
+        # the first way that keeps the latency; spinning off where none does
+        key, words, row, timed = next((w for w in ways if not w[3].row.slower), ways[-1])
+        bounded = not key.endswith(":off")
         fields = timed.gain(f.baseline_ms)
         fields["gain"] = (
-            f"{max(base.idle_cores - spin.idle_cores, 0):.2f} cores freed while idle; "
-            f"{spin.paired.verdict}; latency: {latency}"
+            f"{words}: {max(base.idle_cores - row.idle_cores, 0):.2f} cores freed while idle; "
+            f"{row.paired.verdict}; latency: {timed.verdict()}"
         )
-    slower = timed is not None and timed.row.slower
+        slower = timed.row.slower
+    fix, code = _spin_fix(bounded=bounded, slower=slower)
     return [
         Finding(
             rule="idle_spin",
             title=f"idle, the session keeps {base.idle_cores:.2f} cores busy spinning"
             + (" (measured under load)" if caveat else ""),
             evidence=evidence + (f"; {caveat}" if caveat else ""),
-            fix="build the session with allow_spinning=False where it waits between calls "
-            "or shares the machine (a service, a notebook beside other work)"
-            + (
-                "; it costs latency: keep spinning where the last microseconds matter"
-                if slower
-                else ""
-            ),
-            code="SessionConfig(allow_spinning=False)  # onnxruntime: so.add_session_config_"
-            "entry('session.intra_op.allow_spinning', '0')",
+            fix=fix,
+            code=code,
             severity="info" if slower else "warning",
             **fields,
         )
     ]
+
+
+def _spin_fix(*, bounded: bool, slower: bool) -> tuple[str, str]:
+    """The fix and its code: spinning bounded in time, or off."""
+    if bounded:
+        return (
+            f"bound the spinning in time (spin_duration_us={TIMED_SPIN_US}): idle threads spin "
+            "that long, then sleep, and the latency stays that of spinning",
+            f"SessionConfig(spin_duration_us={TIMED_SPIN_US})  # onnxruntime 1.31.1+: so.add_"
+            f"session_config_entry('session.intra_op.spin_duration_us', '{TIMED_SPIN_US}')",
+        )
+    return (
+        "build the session with allow_spinning=False where it waits between calls or shares "
+        "the machine (a service, a notebook beside other work)"
+        + ("; it costs latency: keep spinning where microseconds matter" if slower else ""),
+        "SessionConfig(allow_spinning=False)  # onnxruntime: so.add_session_config_"
+        "entry('session.intra_op.allow_spinning', '0')",
+    )

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ortlab.core import telemetry
+
 if TYPE_CHECKING:
     from ortlab.core.config import SessionConfig
 
@@ -86,8 +88,9 @@ def child_env(*, only_package: bool = False, **extra: str) -> dict[str, str]:
     ORTLAB_CHILD=1: ``import ortlab`` in a child skips the public namespace (the analyses,
     pandas, the renderers), which no child uses and which would delay its start-up.
     ``only_package``: the package alone on the path and no user site-packages (a child run by
-    another environment's interpreter must import that environment's onnxruntime)."""
-    env = {**os.environ, "ORTLAB_CHILD": "1", **extra}
+    another environment's interpreter must import that environment's onnxruntime). The
+    runtime's telemetry is off there unless the user opted in (:mod:`ortlab.core.telemetry`)."""
+    env = {**os.environ, "ORTLAB_CHILD": "1", **telemetry.child_env(), **extra}
     kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, *([] if only_package else kept)])
     if only_package:

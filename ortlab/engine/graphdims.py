@@ -57,8 +57,19 @@ def _infer(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]] | N
     quiet = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
+    stripped = frozenset(t.name for t in proto.graph.initializer if not _has_data(t))
+
+    class Skeletal(SymbolicShapeInference):  # type: ignore[misc]
+        """Reads no value of a weight _skeleton stripped (an elementwise op over two weights,
+        which the TorchScript exporter leaves unfolded, asks every input's value)."""
+
+        def _try_get_value(self, node: onnx.NodeProto, idx: int) -> object:
+            if idx < len(node.input) and node.input[idx] in stripped:
+                return None
+            return super()._try_get_value(node, idx)
+
     try:
-        s = SymbolicShapeInference(2**31 - 1, True, False, 0)
+        s = Skeletal(2**31 - 1, True, False, 0)
         s._preprocess(proto)  # infer_shapes' loop, without the file it saves on failure
         for _ in range(8):
             if not s.run_:
@@ -71,6 +82,15 @@ def _infer(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]] | N
         return None
     finally:
         quiet.setLevel(level)
+
+
+def _has_data(t: onnx.TensorProto) -> bool:
+    """Whether ``t`` holds its values (_skeleton keeps dims alone for the others)."""
+    return (
+        math.prod(t.dims) == 0
+        or any(len(getattr(t, f)) for f in ("raw_data", "float_data", "int32_data", "int64_data"))
+        or any(len(getattr(t, f)) for f in ("double_data", "uint64_data", "string_data"))
+    )
 
 
 def merged_symbols(proto: onnx.ModelProto) -> dict[str, str]:

@@ -75,7 +75,7 @@ def cpu_text(b: BenchmarkResult) -> str:
         f"; idle after its last run: {b.idle_cores:.2f} cores busy over {IDLE_WINDOW_S:g} s "
         "(its threads "
         + (
-            "spinning for the next run: allow_spinning=False frees them)"
+            "spinning for the next run: allow_spinning=False or spin_duration_us frees them)"
             if b.idle_cores >= 0.1
             else "asleep)"
         )
@@ -84,7 +84,7 @@ def cpu_text(b: BenchmarkResult) -> str:
     )
     return (
         f"CPU: {b.cpu_ms_per_run:.3f} ms of CPU per run over all threads "
-        f"({b.cores_per_run:.2f} cores while running){idle}"
+        f"({b.cores_per_run:.2f} cores while running){idle}; {b.config.spinning()}"
     )
 
 

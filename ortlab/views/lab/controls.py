@@ -19,7 +19,7 @@ from ortlab.core.dimtext import parse_dims
 from ortlab.core.eps import alias as _short
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
-from ortlab.core.runtime import Providers
+from ortlab.core.runtime import TIMED_SPIN_US, Providers, has_timed_spin
 from ortlab.views.generate import generation_headline
 from ortlab.views.html import esc
 from ortlab.views.lab.status import JOB_TABS, TabStatus
@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from ortlab.views.lab.history import History
 
 __all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
+
+
+BOUNDED_SPIN = f"≤{TIMED_SPIN_US} µs"
+"""The spinning choice bounded in time (onnxruntime 1.31.1+)."""
+
+
+def spin_choices() -> list[str]:
+    """The spinning dropdown's choices: the runtime's default, on, off, and spinning bounded
+    in time where the runtime has it."""
+    return ["ORT default", "on", "off", *([BOUNDED_SPIN] if has_timed_spin() else [])]
 
 
 class LabControls:
@@ -82,7 +92,7 @@ class LabControls:
         self.intra = w.BoundedIntText(0, min=0, max=256, description="intra-op")
         self.inter = w.BoundedIntText(0, min=0, max=256, description="inter-op")
         self.mode = w.Dropdown(options=["sequential", "parallel"], description="mode")
-        self.spinning = w.Dropdown(options=["ORT default", "on", "off"], description="spinning")
+        self.spinning = w.Dropdown(options=spin_choices(), description="spinning")
         self.io_binding = w.Checkbox(False, description="IO binding", indent=False)
         self.variant = w.Dropdown(options=list(VARIANTS), description="variant")
         self.per_channel = w.Checkbox(
@@ -255,6 +265,7 @@ class LabControls:
             inter_op_threads=self.inter.value,
             execution_mode=self.mode.value,
             allow_spinning={"on": True, "off": False}.get(self.spinning.value),
+            spin_duration_us=TIMED_SPIN_US if self.spinning.value == BOUNDED_SPIN else None,
             io_binding=self.io_binding.value,
             disabled_optimizers=tuple(self.optimizers.value),
             fallback="allow",
@@ -271,7 +282,13 @@ class LabControls:
         self.mode.value = c.execution_mode
         self.io_binding.value = c.io_binding
         spin = c.allow_spinning
-        self.spinning.value = "ORT default" if spin is None else ("on" if spin else "off")
+        self.spinning.value = (
+            BOUNDED_SPIN
+            if c.spin_duration_us == TIMED_SPIN_US and spin is not False
+            else "ORT default"
+            if spin is None
+            else ("on" if spin else "off")
+        )
         options = [o for o in self.variant.options if not o.startswith(BEST)]
         self.variant.options = options + ([variant] if variant != "none" else [])
         self.variant.value = variant
