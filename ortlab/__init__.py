@@ -48,6 +48,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.quantization.compare import CompareResult, compare
     from ortlab.analysis.quantization.error import ErrorResult, quantization_error
     from ortlab.analysis.quantization.quantize import QuantConfig, quantize, to_fp16
+    from ortlab.analysis.soak import SoakResult, soak
     from ortlab.analysis.sweep import SweepResult, sweep
     from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
     from ortlab.analysis.versions import VersionDiffResult, version_diff
@@ -235,6 +236,7 @@ __all__ = [
     "SessionConfigError",
     "SessionCreationError",
     "SessionReport",
+    "SoakResult",
     "SweepResult",
     "ThroughputResult",
     "TransformerOptResult",
@@ -281,6 +283,7 @@ __all__ = [
     "report",
     "roofline",
     "set_isolation",
+    "soak",
     "styled",
     "sweep",
     "throughput",

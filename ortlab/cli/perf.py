@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import ortlab
+from ortlab.analysis.soak import PHASES
 from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.cli.args import (
     add_session_args,
@@ -64,6 +65,37 @@ def _why_slow_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--targets", default="", help="what-if targets to predict (qnn,nnapi,…)")
     p.add_argument("--runs", type=int_arg(3), default=30, help="timed runs per shape")
     p.add_argument("--json", action="store_true")
+
+
+def _soak_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "soak",
+        help="does memory grow run after run? same inputs, fresh inputs, fresh shapes; "
+        "each memory setting in a process of its own",
+    )
+    add_session_args(p)
+    p.add_argument("--runs", type=int_arg(10), default=60, help="runs per phase")
+    p.add_argument(
+        "--phases",
+        type=_phases_arg,
+        default=",".join(PHASES),
+        help=f"comma-separated, of: {', '.join(PHASES)}",
+    )
+
+
+def _phases_arg(text: str) -> list[str]:
+    phases = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in phases if t not in PHASES]
+    if unknown or not phases:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(PHASES)}")
+    return phases
+
+
+def _soak(args: argparse.Namespace) -> None:
+    m, cfg, feeds, reach = verb_args(args)
+    phases = args.phases if isinstance(args.phases, list) else _phases_arg(args.phases)
+    r = ortlab.soak(m, cfg, feeds, runs=args.runs, phases=phases, **reach)
+    print(r.to_json() if args.json else r.to_text())
 
 
 def _version_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -213,6 +245,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _throughput_parser(sub)
     _generate_parser(sub)
     _version_diff_parser(sub)
+    _soak_parser(sub)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
@@ -222,4 +255,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "throughput": _throughput,
     "generate": _generate,
     "version-diff": _version_diff,
+    "soak": _soak,
 }

@@ -38,6 +38,7 @@ __all__ = [
     "plan_rounds",
     "shift_interval",
     "spread",
+    "theil_sen",
 ]
 
 NOISE_BAND = 0.02
@@ -437,3 +438,25 @@ def plan_rounds(
         runs = max(runs // 2, floor)
         rounds = fit(runs)
     return runs, max(min(rounds, max_rounds), 2)
+
+
+def theil_sen(
+    y: Sequence[float] | np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """The slope of ``y`` against its index (per step) as Theil and Sen estimate it: the median
+    of the slopes between every pair of points, with Sen's distribution-free interval (the
+    ranks of the pairwise slopes Kendall's S bounds, by its normal approximation). Robust to
+    the steps a resident set grows in (an arena extends by doubling). Assumes the points'
+    noise independent: a slow drift shared by neighbours makes the interval narrower than it
+    should be. (slope, low, high); NaNs below 3 points."""
+    v = np.asarray(y, dtype=float)
+    n = len(v)
+    if n < 3:
+        return math.nan, math.nan, math.nan
+    i, j = np.triu_indices(n, k=1)
+    slopes = np.sort((v[j] - v[i]) / (j - i))
+    pairs = len(slopes)
+    c = _z(confidence) * math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+    lo = max(math.floor((pairs - c) / 2), 0)
+    hi = min(math.ceil((pairs + c) / 2), pairs - 1)
+    return float(np.median(slopes)), float(slopes[lo]), float(slopes[hi])

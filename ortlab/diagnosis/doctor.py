@@ -27,6 +27,7 @@ from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.placement.result import PlacementResult
 from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
+from ortlab.analysis.soak import SoakResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import render
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
@@ -92,6 +93,9 @@ class DoctorResult(Result):
     memory: FootprintResult | None = None
     """The session's resident memory and each memory setting's, in fresh processes (the
     memory finding rests on it); None with ``memory=False``."""
+    soak: SoakResult | None = None
+    """Whether the session's memory grows run after run (a short soak: as configured and with
+    the arena off; the memory_growth finding rests on it); None when not measured."""
     roofline: RooflineResult | None = None
     """The baseline's node times against this machine's measured peaks (None where an EP
     compiles the graph); its profile is :attr:`profile`."""
@@ -404,6 +408,7 @@ def doctor(
         measured=dict(ledger.measured),
         fusion=got.fusion,
         footprint=got.footprint,
+        soak=got.soak,
         quant_fixes=dict(got.quant_fixes),
         variant_signals=got.signals,
         failures=list(got.failures),
@@ -468,6 +473,7 @@ def _result(
         placement=facts.seen.placement,
         whatif=facts.seen.predicted_fixed or facts.seen.predicted,
         memory=facts.footprint,
+        soak=facts.soak,
         roofline=facts.seen.roofline,
         generation=facts.generation,
         cpu=facts.cpu,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.analysis.quantization.variants import Signal
+    from ortlab.analysis.soak import SoakResult
     from ortlab.diagnosis.generation import GenerationFacts
 
 __all__ = [
@@ -349,6 +350,8 @@ class Facts:
     """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
     footprint: FootprintResult | None = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
+    soak: SoakResult | None = None
+    """Whether the session's memory grows run after run (a short ``ortlab.soak``)."""
     generation: GenerationFacts | None = None
     """For an LLM decoder: a :class:`~ortlab.diagnosis.generation.GenerationFacts` (the
     candidates measured in generation), None otherwise or when not measured."""
@@ -371,6 +374,7 @@ class Facts:
         logical_cpus: int,
         generation: GenerationFacts | None = None,
         cpu: CpuCosts | None = None,
+        soak: SoakResult | None = None,
     ) -> Facts:
         """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
         baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
@@ -388,6 +392,7 @@ class Facts:
             footprint=footprint,
             generation=generation,
             cpu=cpu,
+            soak=soak,
         )
 
 

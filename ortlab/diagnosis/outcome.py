@@ -18,6 +18,7 @@ from ortlab.analysis.memory import FootprintResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quantization.quantize import Calibration
 from ortlab.analysis.quantization.variants import Signal
+from ortlab.analysis.soak import SoakResult
 from ortlab.diagnosis.budget import Said
 from ortlab.diagnosis.facts import (
     CandidateFailure,
@@ -51,6 +52,7 @@ class Outcome:
     profile: ProfileResult | None = None
     """The baseline's profile (the observe stage's)."""
     footprint: FootprintResult | None = None
+    soak: SoakResult | None = None
     fusion: TransformerFusion | None = None
     signals: list[Signal] | None = None
     """Why each slower model variant is slower."""
@@ -73,6 +75,7 @@ class Got:
     seen: Observed
     items: list[Item] = field(default_factory=list)
     footprint: FootprintResult | None = None
+    soak: SoakResult | None = None
     fusion: TransformerFusion = field(default_factory=TransformerFusion)
     signals: list[Signal] = field(default_factory=list)
     generation: GenerationFacts | None = None
@@ -95,6 +98,7 @@ class Got:
         if out.observed is not None:
             self.seen = out.observed
         self.footprint = out.footprint or self.footprint
+        self.soak = out.soak or self.soak
         self.fusion = out.fusion or self.fusion
         self.signals = out.signals if out.signals is not None else self.signals
         self.generation = out.generation or self.generation

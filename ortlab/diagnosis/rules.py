@@ -32,7 +32,13 @@ from ortlab.diagnosis.facts import (
 )
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
 from ortlab.diagnosis.rules_physics import machine_limits
-from ortlab.diagnosis.rules_resources import config_args, idle_spin, memory, npu_partition
+from ortlab.diagnosis.rules_resources import (
+    config_args,
+    idle_spin,
+    memory,
+    memory_growth,
+    npu_partition,
+)
 
 __all__ = ["RULES", "run_rules"]
 
@@ -544,6 +550,7 @@ RULES: tuple[Callable[[Facts], list[Finding]], ...] = (
     profiling_overhead,
     npu_partition,
     memory,
+    memory_growth,
     idle_spin,
     candidate_failures,
     machine_limits,

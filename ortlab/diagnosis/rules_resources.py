@@ -213,3 +213,51 @@ def _spin_fix(*, bounded: bool, slower: bool) -> tuple[str, str]:
         "SessionConfig(allow_spinning=False)  # onnxruntime: so.add_session_config_"
         "entry('session.intra_op.allow_spinning', '0')",
     )
+
+
+def memory_growth(f: Facts) -> list[Finding]:
+    """Memory that grows run after run as configured (the doctor's short soak): how fast,
+    where (fresh inputs or fresh shapes), what ORT's arena did, and which measured setting
+    stops it."""
+    r = f.soak
+    if r is None:
+        return []
+    grew = r.grows()
+    if not grew:
+        return []
+    where = "; ".join(f"{x.phase}: {x.verdict()}, {x.arena_said()}" for x in grew)
+    stops = r.stops_it()
+    others = "; ".join(
+        f"{x.setting}, {x.phase}: {x.verdict()}"
+        for x in r.rows
+        if x.setting != "as configured" and x.phase in {g.phase for g in grew}
+    )
+    if stops and stops[0] == "arena off":
+        fix = (
+            "build the session with the arena off (enable_cpu_mem_arena=False) where it "
+            "serves inputs of changing shapes for long; time it first: the arena saves "
+            "allocations"
+        )
+        code = "SessionConfig(enable_cpu_mem_arena=False)  # so.enable_cpu_mem_arena = False"
+    elif stops:
+        fix = f"run with {stops[0]} (measured side by side in ortlab.soak)"
+        code = "ortlab.soak(model)  # every setting side by side"
+    else:
+        fix = (
+            "no setting measured stops it: run ortlab.soak(model) for every setting and "
+            "ortlab.version_diff to see whether another onnxruntime grows less"
+        )
+        code = "ortlab.soak(model); ortlab.version_diff(model)"
+    slope = max(x.fit[0] for x in grew)
+    return [
+        Finding(
+            rule="memory_growth",
+            title=f"memory grows run after run: {slope / 2**20:.2f} MB per run as configured",
+            evidence=f"{where} ({r.runs} runs a phase, in a process of its own)"
+            + (f"; {others}" if others else ""),
+            fix=fix,
+            code=code,
+            gain="memory: growth per run stopped" if stops else "not measured",
+            severity="warning",
+        )
+    ]

@@ -43,6 +43,7 @@ from ortlab.analysis.quantization.error import QuantFix, quantization_error
 from ortlab.analysis.quantization.metrics import degenerate_notes
 from ortlab.analysis.quantization.quantize import calibration_data
 from ortlab.analysis.quantization.variants import Signal, explain_variant
+from ortlab.analysis.soak import SoakResult, soak, soak_settings
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.inputs import unfixed_dims
@@ -185,7 +186,48 @@ def memory(ledger: Ledger, got: Got, out: Outcome) -> Outcome:  # noqa: ARG001 -
         ),
         "ortlab.footprint(model)",
     )
+    out.soak = _soak(ledger)
     return out
+
+
+SOAK_RUNS = 20
+"""Runs per phase of the doctor's short soak."""
+SOAK_SHARE = 0.1
+"""The most of what is left of the budget the soak may plan to take."""
+CHILD_S = 2.0
+"""A soak child's start-up (an interpreter, onnxruntime, the session): what a setting costs
+before its runs."""
+
+
+def _soak(ledger: Ledger) -> SoakResult | None:
+    """A short ``ortlab.soak`` (the session as configured and with the arena off; the same
+    inputs, then fresh shapes where ortlab makes the inputs and the model has free dims, else
+    fresh values), when it fits its share of the budget: the memory_growth finding rests on
+    it."""
+    feeds = ledger.feeds
+    fresh = "fresh shapes" if feeds.synthetic and feeds.dims else "fresh inputs"
+    settings = [s[0] for s in soak_settings(ledger.cfg)][:2]
+    run_s = float(np.median(ledger.profile.data.run_us)) / 1e6
+    need = len(settings) * (CHILD_S + 2 * SOAK_RUNS * run_s * (2 if fresh == "fresh shapes" else 1))
+    if need > SOAK_SHARE * ledger.left():
+        ledger.skip("memory growth run after run was not measured: the time budget", need)
+        return None
+    return ledger.guarded(
+        "memory growth run after run",
+        "memory",
+        lambda: soak(
+            ledger.m,
+            ledger.cfg,
+            None if feeds.synthetic else ledger.feeds,
+            dims={n: c.value for n, c in feeds.dims.items()} if feeds.synthetic else None,
+            runs=SOAK_RUNS,
+            phases=["same inputs", fresh],
+            settings=settings,
+            progress=False,
+            timeout=ledger.call_timeout(),
+        ),
+        "ortlab.soak(model)",
+    )
 
 
 def _predict(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ortlab.core import telemetry
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ortlab.core.config import SessionConfig
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "CompileAsk",
     "FootprintAnswer",
     "FootprintAsk",
+    "SoakAsk",
     "child_env",
     "run_child",
 ]
@@ -40,6 +43,24 @@ class FootprintAsk(TypedDict):
     config: SessionConfig
     feeds_file: str
     runs: int
+
+
+class SoakAsk(TypedDict):
+    """The request ``_soak_child`` reads (pickled): the model, its config, the setting's two
+    arena switches, the feeds and their free dims, the phases and runs a phase, the seed of
+    its fresh values."""
+
+    model_path: str
+    name: str
+    config: SessionConfig
+    shrink: bool
+    same_as_requested: bool
+    feeds: dict[str, np.ndarray]
+    dims: dict[str, int]
+    shapes: bool
+    phases: list[str]
+    runs: int
+    seed: int
 
 
 class FootprintAnswer(TypedDict):

@@ -205,6 +205,26 @@ class AloneReply:
 
 
 @dataclass(frozen=True)
+class SoakPhase:
+    """``tasks_memory.soak``, one phase of one setting: the resident bytes and the bytes ORT's
+    arena had extended by after each run, and why it stopped early ('' when it did not)."""
+
+    phase: str
+    rss: list[int]
+    arena: list[int]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SoakSetting:
+    """``tasks_memory.soak``, one setting's process: its phases, or why it failed."""
+
+    setting: str
+    series: list[SoakPhase]
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class FootprintSample:
     """``tasks_memory.footprint``, one fresh process: the resident bytes the session added
     (created, held after the runs, at its peak; None where the system does not say) and its

@@ -18,14 +18,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import FeedsLike
 from ortlab.core.run import Progress
 from ortlab.engine.children import ChildFailed, FootprintAsk, child_env, run_child
-from ortlab.engine.replies import FootprintSample
+from ortlab.engine.replies import FootprintSample, SoakPhase, SoakSetting
 
-__all__ = ["Measurer", "footprint", "measurer"]
+__all__ = ["Measurer", "footprint", "measurer", "soak"]
 
 _TIMEOUT_S = 600.0
 _CHILD = "ortlab.engine._footprint_child"
@@ -152,4 +154,52 @@ def footprint(
                     }
                     out[k].append(measure(ask, k))
                     progress(r * len(items) + k + 1, total)
+    return out
+
+
+SOAK_CHILD = "ortlab.engine._soak_child"
+
+
+def soak(
+    progress: Progress,
+    *,
+    model_path: str,
+    name: str,
+    settings: Sequence[tuple[str, SessionConfig, bool, bool]],
+    feeds: FeedsLike,
+    dims: dict[str, int],
+    phases: Sequence[str],
+    runs: int,
+    timeout_s: float,
+) -> list[SoakSetting]:
+    """Per setting (label, config, shrink the arena after each run, extend it by what is
+    asked): its phases' resident set and arena extensions after every run, measured in a
+    process of its own (:mod:`ortlab.engine._soak_child`), one setting after another."""
+    out: list[SoakSetting] = []
+    with cache.temp_dir("soak-") as folder:
+        for k, (label, config, shrink, same) in enumerate(settings):
+            request, answer = folder / f"request{k}.pkl", folder / f"answer{k}.json"
+            ask = {
+                "model_path": model_path,
+                "name": name,
+                "config": config,
+                "shrink": shrink,
+                "same_as_requested": same,
+                "feeds": {n: np.asarray(v) for n, v in dict(feeds).items()},
+                "dims": dims,
+                "shapes": "fresh shapes" in phases,
+                "phases": list(phases),
+                "runs": runs,
+                "seed": k,
+            }
+            with request.open("wb") as f:
+                pickle.dump(ask, f)
+            argv = [sys.executable, "-m", SOAK_CHILD, str(request), str(answer)]
+            try:
+                got = run_child(argv, answer, cwd=folder, timeout=timeout_s, what=f"soak {label}")
+            except ChildFailed as err:
+                got = {"series": [], "error": str(err)}
+            series = [SoakPhase(**x) for x in got.get("series") or []]
+            out.append(SoakSetting(label, series, str(got.get("error", ""))))
+            progress(k + 1, len(settings))
     return out

@@ -24,6 +24,7 @@ from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quantization.compare import CompareResult
 from ortlab.analysis.quantization.error import ErrorResult
+from ortlab.analysis.soak import SoakResult
 from ortlab.analysis.sweep import SweepResult
 from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.versions import VersionDiffResult
@@ -120,6 +121,9 @@ RENDERERS: list[tuple[type, str, Renderer[Any]]] = [
     _row(FootprintResult, "html", memory.footprint_html),
     _row(FootprintResult, "text", memory.footprint_text),
     _row(FootprintResult, "plot", memory.footprint_figure),
+    _row(SoakResult, "html", memory.soak_html),
+    _row(SoakResult, "text", memory.soak_text),
+    _row(SoakResult, "plot", memory.soak_figure),
     _row(TransformerOptResult, "html", optimization.transformer_html),
     _row(TransformerOptResult, "text", optimization.transformer_text),
     _row(TransformerOptResult, "plot", optimization.transformer_figure),
