@@ -200,6 +200,24 @@ def test_the_cli_speaks_llama_benchs_grammar(capsys: Any) -> None:
     assert out.startswith("| model |") and "by layer" in out
 
 
+def test_llama_benchs_pp_only_and_tg_only_lines_run_and_bad_ones_exit_2(capsys: Any) -> None:
+    """llama-bench's own lines: '-n 0' is a pp-only run and '-p 0' a tg-only one (the README
+    of llama.cpp's llama-bench uses both); both 0, or a negative count, is a refusal that
+    exits 2 with what to pass, never 'a bug in ortlab'."""
+    base = ["llm-bench", "tiny_llama_int4", "-r", "2", "-t", "1", "-o", "jsonl", "--no-profile"]
+    assert main([*base, "-p", "8", "-n", "0"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["n_prompt"], x["n_gen"]) for x in lines] == [(8, 0)]
+    assert main([*base, "-p", "0", "-n", "2"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["n_prompt"], x["n_gen"]) for x in lines] == [(0, 2)]
+    assert main([*base, "-p", "0", "-n", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to test" in err and "-p 512" in err and "a bug" not in err
+    assert main([*base, "-b", "0"]) == 2
+    assert "batch must be" in capsys.readouterr().err
+
+
 def test_the_generate_tab_carries_the_matrix(tmp_path: Path) -> None:
     """A decoder's Lab runs llama-bench's matrix from the Generate tab: pp and tg at the
     prompt and new-token boxes, at each depth of the depths box; shown with its figure, and

@@ -27,7 +27,7 @@ from ortlab.analysis.generation.phases import (
 )
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.core.config import SessionConfig
-from ortlab.core.errors import FeedError
+from ortlab.core.errors import FeedError, OptionError
 from ortlab.core.machine import (
     CacheLevel,
     cache_levels,
@@ -377,21 +377,31 @@ def llm_bench(
     runs them (llama-bench's t/s), the model's ``sess.run`` beside; with ``profile``, three
     more profiled repetitions of each cell split its time by node, layer and op. Random ids
     in the vocabulary (synthetic, seeded). ``threads``: intra-op thread counts (None: the
-    config's)."""
+    config's). A prompt or new-token count of 0 means no such test, as ``-p 0`` / ``-n 0``
+    do in llama-bench."""
     m = load(model)
     info = require_decoder(m, "ortlab.llm_bench", "ortlab.benchmark times any model.")
     base = as_config(config)
     sizes = {"prompt": prompt, "new_tokens": new_tokens, "depth": depth, "batch": batch}
     for name, values in sizes.items():
-        if not values or any(int(v) < (0 if name == "depth" else 1) for v in values):
-            raise ValueError(
-                f"llm_bench: {name} must be a non-empty list of counts >= 1 "
-                f"(depth >= 0); got {list(values)}"
+        least = 1 if name == "batch" else 0
+        if not values or any(int(v) < least for v in values):
+            raise OptionError(
+                f"llm_bench: {name} must be a non-empty list of counts >= {least} (as "
+                f"llama-bench's, where a prompt or new tokens of 0 means no such test); got "
+                f"{list(values)}"
             )
     if repetitions < 1:
-        raise ValueError(f"llm_bench: repetitions must be >= 1 (got {repetitions})")
-    cells = [tasks_bench.Cell(p, 0, d, b) for d in depth for b in batch for p in prompt] + [
-        tasks_bench.Cell(0, n, d, b) for d in depth for b in batch for n in new_tokens
+        raise OptionError(f"llm_bench: repetitions must be >= 1 (got {repetitions})")
+    prompts = [int(p) for p in prompt if int(p) > 0]  # -p 0: no pp test, as llama-bench
+    gens = [int(n) for n in new_tokens if int(n) > 0]  # -n 0: no tg test
+    if not prompts and not gens:
+        raise OptionError(
+            "llm_bench: prompt and new_tokens are both 0: nothing to test; give a prompt "
+            "length (-p 512) or tokens to generate (-n 128)."
+        )
+    cells = [tasks_bench.Cell(p, 0, d, b) for d in depth for b in batch for p in prompts] + [
+        tasks_bench.Cell(0, n, d, b) for d in depth for b in batch for n in gens
     ]
     longest = max(c.tokens() for c in cells)
     if info.max_length is not None and longest > info.max_length:

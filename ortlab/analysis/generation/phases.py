@@ -46,7 +46,6 @@ __all__ = [
     "decode_past",
     "dram_fraction",
     "machine_peaks",
-    "moved_what",
     "phase_roofs",
     "roofline_of",
     "step_roof",
@@ -241,20 +240,14 @@ def dram_fraction(row: RoofRow, dram: float) -> float:
     return got / dram if dram > 0 and not math.isnan(got) else math.nan
 
 
-def moved_what(phase: str) -> str:
-    """What a weight multiplication's bytes are in words: a decode step's are its weights (one
-    token's activations are a rounding error beside them), a prompt's its weights and
-    activations."""
-    return "weights" if phase == "decode" else "weights and activations"
-
-
 def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
     """Per phase, weight op type and precision: nodes, us_per_step (their time per step,
     summed), flops and bytes per step, achieved_flops and achieved_bytes (summed work over
     summed time), dtype and peak_flops (the GEMM peak at that precision), dram_bandwidth,
     bandwidth and ceiling (the bytes/s their step's bytes meet, as ``lookup`` chooses it for a
     node: the nearest cache level they fit, labelled 'L3-resident: 8.4 MB of weights, L3 32
-    MB', else 'DRAM'), ``fraction`` (of that
+    MB', else 'DRAM'), ceiling (the roof ``fraction`` is against, in words: that level in
+    decode, 'int8 GEMM peak' in the prefill), ``fraction`` (of that
     bandwidth in decode, where a step reads every weight once; of the GEMM peak in the
     prefill) and dram_fraction (achieved bytes/s over DRAM's)."""
     import pandas as pd
@@ -288,7 +281,9 @@ def weights_summary(roofs: list[PhaseRoof], lookup: RooflineResult) -> Table:
                     "achieved_bytes": got_bytes,
                     "dram_bandwidth": dram,
                     "bandwidth": bandwidth,
-                    "ceiling": ceiling.label(moved, moved_what(roof.phase)),
+                    "ceiling": ceiling.label(moved, "weights")
+                    if roof.phase == "decode"
+                    else f"{dtype} GEMM peak",
                     "fraction": got_bytes / bandwidth
                     if roof.phase == "decode"
                     else got_flops / peak,

@@ -14,7 +14,6 @@ from ortlab.analysis.generation.phases import (
     PhaseRoof,
     ceiling_lookup,
     dram_fraction,
-    moved_what,
     roofline_of,
     weights_summary,
 )
@@ -244,8 +243,9 @@ class GenerationResult(Result):
         per phase against their ceiling: phase, node, op_type, layer, us_per_step (as
         :meth:`by_phase`), flops, bytes, achieved_flops, peak_flops (the GEMM peak at its
         precision), achieved_bytes, bandwidth (the ceiling its bytes meet: the nearest cache
-        level one call fits, else DRAM), ceiling (which, in words: 'L3-resident: 8.4 MB of
-        weights, L3 32 MB' or 'DRAM'), dram_fraction (achieved bytes/s over
+        level one call fits, else DRAM), ceiling (the roof the phase is read against, in words:
+        in decode 'L3-resident: 8.4 MB of weights, L3 32 MB' or 'DRAM', in the prefill the
+        GEMM peak at its precision), dram_fraction (achieved bytes/s over
         DRAM's peak), achieved_fraction (of the roofline's bound), bound. In decode read the
         bandwidth columns, in prefill the FLOP/s ones."""
         import pandas as pd
@@ -265,7 +265,9 @@ class GenerationResult(Result):
                 "peak_flops": r.peak_flops,
                 "achieved_bytes": r.achieved_bytes,
                 "bandwidth": r.bandwidth,
-                "ceiling": lookup.ceiling_of(r).label(r.bytes, moved_what(roof.phase)),
+                "ceiling": lookup.ceiling_of(r).label(r.bytes, "weights")
+                if roof.phase == "decode"
+                else f"{r.dtype} GEMM peak",
                 "dram_fraction": dram_fraction(r, dram),
                 "achieved_fraction": r.achieved_fraction,
                 "bound": r.bound,
