@@ -44,7 +44,7 @@ FLAT_MB = 0.05
 MB = 1024**2
 """ortlab's MB, as fmt_bytes writes it (binary)."""
 SHRINK = "arena shrinks after each run"
-SAME_AS_REQUESTED = "arena extends by what is asked (kSameAsRequested)"
+SAME_AS_REQUESTED = "arena grows by request (kSameAsRequested)"
 
 
 def soak_settings(cfg: SessionConfig) -> list[tuple[str, SessionConfig, bool, bool]]:
