@@ -114,7 +114,7 @@ def test_an_exported_unets_guesses_come_from_its_graph_and_run_in_plain_onnxrunt
     m = ortlab.load(EXPORTED)
     merged = merged_symbols(m.proto)
     assert set(merged.items()) in ({("batch_size", "steps")}, {("steps", "batch_size")})
-    free = 8 * 2**30  # as if 8 GB were free: the same on every machine
+    free = 2 * 2**30  # as if 2 GB were free: the same on every machine, and light
     choices = fit_guesses(m, resolve_dims(m, None), free=free)
     values = {n: c.value for n, c in choices.items()}
     assert values["steps"] == values["batch_size"] == 1
@@ -137,12 +137,3 @@ def test_an_exported_unets_guesses_come_from_its_graph_and_run_in_plain_onnxrunt
         },
     )[0]
     assert out.shape == (1, 4, side, side)
-
-
-@pytest.mark.slow  # the largest latent that fits the memory: tens of seconds a run
-def test_benchmark_runs_the_exported_unet_with_no_feeds() -> None:
-    b = ortlab.benchmark(EXPORTED, runs=2, progress=False)
-    assert b.stats.count == 2
-    shapes = b.feeds.split(" | ")[0]
-    assert "timestep: int64[1]" in shapes and "sample: float32[1, 4, " in shapes
-    assert "steps=1 (guessed: batch-like" in b.to_text()

@@ -205,3 +205,27 @@ def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
     assert row.sentence() in f.evidence and "top-1 agreement 66.7%" in f.evidence
     assert decoder_phases(dataclasses.replace(facts, generation=None)) == []
     assert math.isfinite(gen.base_decode_ms) and isinstance(gen, GenerationFacts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", ["genai_gemma2_int4", "genai_lfm2_int4", "genai_gptoss_fp32"])
+def test_the_doctor_generates_with_the_decoders_that_carry_other_state(folder: str) -> None:
+    """Windowed caches (Gemma 2), convolution states (LFM2), experts and windows (gpt-oss):
+    the doctor ends within its budget with its settings measured in generation, and its
+    baseline's tokens are those ortlab.generate makes on its own with the cache copied (a
+    fixed window buffer and carried states included)."""
+    d = ortlab.doctor(HERE / folder, budget_s=60, memory=False, progress=False)
+    gen = d.generation
+    assert gen is not None and gen.trials, d.notes
+    copied = ortlab.generate(
+        HERE / folder,
+        prompt=gen.prompt,
+        new_tokens=gen.new_tokens,
+        runs=1,
+        profile=False,
+        share_buffer=False,
+        progress=False,
+    )
+    assert gen.baseline.tokens == copied.tokens
+    for t in gen.trials:
+        assert t.tokens_kept == t.tokens == gen.new_tokens, t.key  # settings keep the text

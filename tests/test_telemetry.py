@@ -20,7 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in (telemetry.DISABLE, telemetry.OPT_IN)}
+    """The CLI in a process of its own with ``home`` as HOME, outside CI as far as the runtime
+    can tell: onnxruntime records nothing where CI, GITHUB_ACTIONS or TF_BUILD is set (seen
+    with 1.31.1), so under CI the first test would pass whatever ortlab set."""
+    drop = (telemetry.DISABLE, telemetry.OPT_IN, *telemetry.CI_MARKERS)
+    base = {k: v for k, v in os.environ.items() if k not in drop}
     return subprocess.run(
         [sys.executable, "-m", "ortlab", *argv],
         env={**base, "HOME": str(home), "ORTLAB_CACHE_DIR": str(home / "ortlab"), **env},
@@ -58,10 +62,16 @@ def test_opted_in_the_runtime_records(tmp_path: Path) -> None:
 
 
 def test_the_users_own_process_is_said_as_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ortlab never sets the switch in the user's process; it says what the environment has."""
+    """ortlab never sets the switch in the user's process; it says what the environment has
+    (a CI marker included, where the runtime stays silent of its own accord)."""
+    for name in telemetry.CI_MARKERS:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv(telemetry.DISABLE, raising=False)
     assert "the runtime records" in telemetry.state().this_process
     assert telemetry.DISABLE not in os.environ  # reading the state changed nothing
+    monkeypatch.setenv("CI", "true")
+    assert "CI=true" in telemetry.state().this_process
+    monkeypatch.delenv("CI")
     monkeypatch.setenv(telemetry.DISABLE, "1")
     assert telemetry.state().this_process.startswith("off")
     monkeypatch.setenv(telemetry.OPT_IN, "1")

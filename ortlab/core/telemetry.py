@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CI_MARKERS",
     "DISABLE",
     "OPT_IN",
     "Telemetry",
     "child_env",
+    "ci_marker",
     "database",
     "state",
 ]
@@ -29,6 +31,20 @@ DISABLE = "ORT_DISABLE_TELEMETRY"
 """The runtime's own switch: '1' in the environment before it initializes turns it off."""
 OPT_IN = "ORTLAB_ORT_TELEMETRY"
 """'1' lets the runtime record in ortlab's processes too (the environment they inherit)."""
+
+
+CI_MARKERS = ("CI", "GITHUB_ACTIONS", "TF_BUILD")
+"""Variables under which onnxruntime 1.31.1 records nothing of its own accord (CI=false
+does not count): seen here, each alone, with a fresh HOME."""
+
+
+def ci_marker() -> str:
+    """'CI=true' where a CI marker is set (the runtime then stays silent), else ''."""
+    for name in CI_MARKERS:
+        value = os.environ.get(name, "")
+        if value and value.strip().lower() not in ("0", "false", "no"):
+            return f"{name}={value}"
+    return ""
 
 
 def opted_in() -> bool:
@@ -70,6 +86,9 @@ def _this_process() -> str:
     loaded = "onnxruntime" in sys.modules
     if switch == "1":
         return f"off ({DISABLE}=1 in its environment)"
+    ci = ci_marker()
+    if ci:
+        return f"off: the runtime records nothing where {ci} is set (its own rule)"
     where = "imported here" if loaded else "if imported here"
     return (
         f"the runtime records ({where}; {DISABLE} is not 1 in this process's environment, "

@@ -237,18 +237,19 @@ def _load(text: str) -> str:
     return "tab: " + (found.group(1) if found else "no load said")
 
 
-def _agree(tab: list[tuple[float, ...]], script: list[tuple[float, ...]]) -> None:
+def _agree(tab: list[tuple[float, ...]], script: list[tuple[float, ...]]) -> str:
     """Within noise: the median of the tab's three generations against the script's three,
     within the spread each side shows on its own — its widest interval, and how far its own
     three calls stray from each other on a busy machine (the harness once cost the tab 2-10x:
-    1,500-8,800 tokens/s against 13,000-18,000, with each side steady)."""
+    1,500-8,800 tokens/s against 13,000-18,000, with each side steady). '' when they agree,
+    else what disagreed."""
     mid_tab = statistics.median(t[0] for t in tab)
     mid_script = statistics.median(s[0] for s in script)
     within = max(t[2] / t[1] for t in [*tab, *script])
     between = max(max(x[0] for x in side) / min(x[0] for x in side) for side in (tab, script))
     spread = max(within, between, 1.25)
     ratio = mid_tab / mid_script
-    assert 1 / spread <= ratio <= spread, (ratio, spread, tab, script)
+    return "" if 1 / spread <= ratio <= spread else repr((ratio, spread, tab, script))
 
 
 def test_the_generate_tab_reads_at_both_sizes(
@@ -290,6 +291,13 @@ def test_the_generate_tab_reads_at_both_sizes(
         page.screenshot(path=str(artifacts / "lab_generate_result_1280x800.png"))
         text = page.locator(".ortlab-lab").inner_text()
         tab, script = _tab_against_script(page, text)
+        # a figure measured under load holds, or is measured again: once, when the two sides
+        # disagree beyond what each shows of its own noise (CI, a core kept busy and the rest
+        # of the suite's processes beside, once read the script at 0.43x the tab)
+        disagreed = _agree(tab, script)
+        if disagreed:
+            print("tab and script disagreed, measured again:", disagreed)
+            tab, script = _tab_against_script(page, page.locator(".ortlab-lab").inner_text())
         options = page.locator(".ortlab-gen-nodes option").all_text_contents()
         listed = [o.replace("\xa0", " ") for o in options]  # the widget keeps spaces
         # the benchmark matrix from the same tab: llama-bench's pp and tg at two depths
@@ -306,7 +314,8 @@ def test_the_generate_tab_reads_at_both_sizes(
                 problems[f"Generate (matrix) at {width}x{height}"] = found
         matrix = page.locator(".ortlab-lab").inner_text()
         context.close()
-    _agree(tab, script)
+    disagreed = _agree(tab, script)
+    assert not disagreed, disagreed
     assert "pp128 @ d256" in matrix and "tg64 @ d256" in matrix
     assert "Share of each test's profiled time by layer" in matrix
     assert listed and all(o.startswith(("prefill · ", "decode · ")) for o in listed), listed
