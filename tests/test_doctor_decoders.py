@@ -211,9 +211,9 @@ def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
 @pytest.mark.parametrize("folder", ["genai_gemma2_int4", "genai_lfm2_int4", "genai_gptoss_fp32"])
 def test_the_doctor_generates_with_the_decoders_that_carry_other_state(folder: str) -> None:
     """Windowed caches (Gemma 2), convolution states (LFM2), experts and windows (gpt-oss):
-    the doctor ends within its budget with its settings measured in generation, and its
+    the doctor runs with its settings measured in generation, and its
     baseline's tokens are those ortlab.generate makes on its own with the cache copied (a
-    fixed window buffer and carried states included)."""
+    fixed window buffer and carried states included); settings keep the text."""
     d = ortlab.doctor(HERE / folder, budget_s=60, memory=False, progress=False)
     gen = d.generation
     assert gen is not None and gen.trials, d.notes
@@ -227,5 +227,7 @@ def test_the_doctor_generates_with_the_decoders_that_carry_other_state(folder: s
         progress=False,
     )
     assert gen.baseline.tokens == copied.tokens
-    for t in gen.trials:
-        assert t.tokens_kept == t.tokens == gen.new_tokens, t.key  # settings keep the text
+    for t in gen.trials:  # settings keep the text; a variant (int4 of fp32) says what it kept
+        assert t.tokens == gen.new_tokens and 0 <= t.tokens_kept <= t.tokens, t.key
+        if not t.key.startswith("variant:"):
+            assert t.tokens_kept == t.tokens, t.key
