@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Unpack
 
+from ortlab.analysis.memory import memory_settings
 from ortlab.core.config import SessionConfig
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import theil_sen
@@ -53,7 +54,7 @@ def soak_settings(cfg: SessionConfig) -> list[tuple[str, SessionConfig, bool, bo
     out = [("as configured", cfg, False, False)]
     if cfg.enable_cpu_mem_arena:
         out += [
-            ("arena off", cfg.with_(enable_cpu_mem_arena=False), False, False),
+            ("arena off", memory_settings(cfg)["arena off"], False, False),
             (SHRINK, cfg, True, False),
             (SAME_AS_REQUESTED, cfg, False, True),
         ]

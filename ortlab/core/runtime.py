@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortlab.core.config import SessionConfig
 
 __all__ = [
     "PROFILER_OVERHEAD",
@@ -20,6 +24,7 @@ __all__ = [
     "limits",
     "ort_version",
     "set_source",
+    "timed_spin",
 ]
 
 
@@ -127,6 +132,14 @@ def has_timed_spin(version: str | None = None) -> bool:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits) if digits else 0)
     return tuple(parts) >= TIMED_SPIN
+
+
+def timed_spin(cfg: SessionConfig) -> SessionConfig | None:
+    """``cfg`` with spinning bounded in time (the middle way between ORT's default and off),
+    where the runtime has it and ``cfg`` spins without a bound; else None."""
+    if cfg.allow_spinning is False or cfg.spin_duration_us is not None or not has_timed_spin():
+        return None
+    return cfg.with_(spin_duration_us=TIMED_SPIN_US)
 
 
 def ort_version() -> str:

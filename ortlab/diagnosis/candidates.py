@@ -19,7 +19,7 @@ from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.onnx_util import compute_in_bodies
-from ortlab.core.runtime import TIMED_SPIN_US, has_timed_spin
+from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = [
     "applicable_quantization",
     "setting_candidates",
-    "timed_spin",
     "variant_candidates",
     "variant_config",
     "wanted_quantization",
@@ -93,14 +92,6 @@ def setting_candidates(
             key = candidate_key(Kind.MEMORY, row.setting)
             items.append(Candidate(key, m, settings[row.setting], []))
     return items
-
-
-def timed_spin(cfg: SessionConfig) -> SessionConfig | None:
-    """``cfg`` with spinning bounded in time (the middle way between ORT's default and off),
-    where the runtime has it and ``cfg`` spins without a bound; else None."""
-    if cfg.allow_spinning is False or cfg.spin_duration_us is not None or not has_timed_spin():
-        return None
-    return cfg.with_(spin_duration_us=TIMED_SPIN_US)
 
 
 def variant_config(cfg: SessionConfig) -> SessionConfig:

@@ -35,10 +35,9 @@ from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.result import Table
-from ortlab.core.runtime import TIMED_SPIN_US
+from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, Paired, paired_ratio, spread
 from ortlab.core.units import tokens_per_s
-from ortlab.diagnosis.candidates import timed_spin
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
