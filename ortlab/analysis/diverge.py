@@ -134,10 +134,16 @@ class DivergenceResult(Result):
     reference cell (the first EPs at level disabled)."""
     matrix_verdict: str = ""
     """Which cells of the grid diverge, in words ('' without the grid)."""
-    repro_inputs: str = ""
-    """Where the first divergent node's real inputs were saved (an .npz in ortlab's cache)."""
+    repro_inputs: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+    """The first divergent node's real inputs (the reference's values), held in memory for
+    :meth:`save_repro`; not written to JSON (a result read back cannot write a repro)."""
     probes: list[Probe] = field(default_factory=list)
     """The bisection's steps, when it ran: each tensor exposed alone and its error."""
+
+    def to_dict(self) -> dict[str, object]:
+        data = super().to_dict()
+        data.pop("repro_inputs", None)
+        return data
 
     def error(self, t: TensorDivergence) -> float:
         """``t``'s error in this result's metric."""
@@ -356,6 +362,6 @@ def _find_first(
         first=found,
         session_runs=check.runs,
         notes=notes,
-        repro_inputs=check.saved if found else "",
+        repro_inputs=dict(check.saved) if found else {},
         probes=probes,
     )

@@ -124,7 +124,8 @@ class Checker:
     ) -> None:
         self.result, self.other, self.feeds, self.timeout = result, other, feeds, timeout
         self.runs = result.session_runs
-        self.saved = ""
+        self.saved: dict[str, np.ndarray] = {}
+        """The inputs of the last region that reproduced (the repro's ``inputs.npz``)."""
         self.last = math.nan
         """The error the last :meth:`alone` measured (inf where it was not a number)."""
         self.compared = [t.tensor for t in result.tensors]
@@ -152,6 +153,8 @@ class Checker:
             node=theirs.model,
             feeds=self.feeds,
             reference_node=mine.model,
+            other_types=theirs.types,
+            reference_types=mine.types,
         )
         self.runs += 2
         s = got.stats
@@ -159,7 +162,7 @@ class Checker:
         self.last = math.inf if math.isnan(introduced) else introduced
         if self.last <= r.threshold:
             return None
-        self.saved = got.inputs_path
+        self.saved = got.inputs
         return FirstDivergence(
             p.node,
             p.op_type,

@@ -5,10 +5,9 @@ plain-onnxruntime script that exits 1 when the divergence reproduces and 0 when 
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,22 +16,34 @@ from onnx import helper
 
 from ortlab.core.errors import OptionError
 from ortlab.core.model import load
-from ortlab.core.onnx_util import typed_inputs
+from ortlab.core.onnx_util import as_types, typed_inputs
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ortlab.analysis.diverge import DivergenceResult
 
-__all__ = ["MAX_REGION", "Region", "region_alone", "write_repro"]
+__all__ = ["MAX_REGION", "Region", "input_dtypes", "region_alone", "write_repro"]
 
 FILES = ("reference.onnx", "other.onnx", "inputs.npz", "repro.py")
 
 _CHECK = """
 inputs = dict(np.load(HERE / "inputs.npz"))
+FLOATS = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
+
+
+def feeds(sess):  # the reference's values, each float cast to the type this side reads
+    return {
+        i.name: inputs[i.name].astype(FLOATS[i.type])
+        if i.type in FLOATS and inputs[i.name].dtype.kind == "f"
+        else inputs[i.name]
+        for i in sess.get_inputs()
+    }
+
+
 a, b = reference_session(), other_session()
-x = a.run(None, {i.name: inputs[i.name] for i in a.get_inputs()})[0]
-y = b.run(None, {i.name: inputs[i.name] for i in b.get_inputs()})[0]
+x = a.run(None, feeds(a))[0]
+y = b.run(None, feeds(b))[0]
 r, t = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
 d = r - t
 norm = float(np.sqrt(r @ r) * np.sqrt(t @ t))
@@ -51,12 +62,11 @@ def write_repro(result: DivergenceResult, folder: Path) -> Path:
     over an earlier repro there."""
     first = result.first
     assert first is not None
-    saved = Path(result.repro_inputs) if result.repro_inputs else None
-    if saved is None or not saved.exists():
+    if not result.repro_inputs:
         raise OptionError(
-            "The first divergent node's inputs are no longer in ortlab's cache (cleared, or "
-            "this result was measured on another machine): run ortlab.diverge again, then "
-            "save_repro. Nothing was written."
+            "This result holds no inputs of its first divergent node (it was read back from "
+            "JSON, which does not carry them): run ortlab.diverge again, then save_repro. "
+            "Nothing was written."
         )
     there = [f for f in FILES if (folder / f).exists()]
     if there:
@@ -64,19 +74,22 @@ def write_repro(result: DivergenceResult, folder: Path) -> Path:
             f"{folder} already holds a repro ({', '.join(there)}): nothing was written. "
             "Choose another folder."
         )
-    folder.mkdir(parents=True, exist_ok=True)
     import numpy as np
 
-    with np.load(saved) as got:
-        arrays = {k: got[k] for k in got.files}
+    arrays = {k: np.asarray(v) for k, v in result.repro_inputs.items()}
     compared = [t.tensor for t in result.tensors]
+    made: dict[str, bytes] = {}
     for name, path in (
         ("reference.onnx", result.reference_path),
         ("other.onnx", result.other_path),
     ):
         region = region_alone(path, first.tensor, compared)
-        (folder / name).write_bytes(_typed(region.model, arrays))
-    shutil.copyfile(saved, folder / "inputs.npz")
+        made[name] = _typed(region.model, as_types(arrays, region.types))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in made.items():
+        (folder / name).write_bytes(data)
+    with (folder / "inputs.npz").open("wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]
     script = folder / "repro.py"
     script.write_text(_script(result))
     return script
@@ -101,6 +114,10 @@ class Region:
     nodes: list[str]
     """Its nodes' names, in graph order (the tensor's producer last)."""
     inputs: list[str]
+    types: dict[str, str] = field(default_factory=dict)
+    """Each input's numpy dtype in this side's own model, where ONNX's type inference finds
+    it: an fp16 model's region reads float16 where the reference computed float32, and is
+    fed the reference's values cast to it."""
 
 
 def region_alone(model_path: str, tensor: str, compared: Collection[str], hops: int = 0) -> Region:
@@ -139,7 +156,50 @@ def region_alone(model_path: str, tensor: str, compared: Collection[str], hops: 
     )
     model = helper.make_model(g, opset_imports=list(m.proto.opset_import))
     model.ir_version = m.proto.ir_version
-    return Region(bytes(model.SerializeToString()), [n.name for n in order], inputs)
+    types = input_dtypes(m.proto, inputs)
+    return Region(bytes(model.SerializeToString()), [n.name for n in order], inputs, types)
+
+
+def input_dtypes(proto: onnx.ModelProto, names: Collection[str]) -> dict[str, str]:
+    """The numpy dtype of each tensor in ``names`` as ``proto`` computes it (its graph
+    inputs, value_info, or ONNX's type inference run on the graph with its weights as typed
+    inputs, so no weight is copied); a tensor whose type cannot be inferred is left out."""
+    from onnx import shape_inference
+
+    wanted = set(names)
+    g = proto.graph
+    known = {vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}
+    if not wanted <= {n for n, vi in known.items() if vi.type.tensor_type.elem_type}:
+        held = {i.name for i in g.input}
+        light = helper.make_graph(
+            list(g.node),
+            g.name,
+            [
+                *g.input,
+                *(
+                    helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                    for t in g.initializer
+                    if t.name not in held
+                ),
+            ],
+            list(g.output),
+            value_info=list(g.value_info),
+        )
+        model = helper.make_model(
+            light, opset_imports=list(proto.opset_import), functions=list(proto.functions)
+        )
+        model.ir_version = proto.ir_version
+        try:
+            inferred = shape_inference.infer_shapes(model).graph
+        except Exception:  # noqa: BLE001 - a graph ONNX cannot type: each side's own types unknown
+            inferred = g
+        known |= {vi.name: vi for vi in [*inferred.value_info, *inferred.output]}
+    out: dict[str, str] = {}
+    for name in names:
+        elem = known[name].type.tensor_type.elem_type if name in known else 0
+        if elem:
+            out[name] = str(helper.tensor_dtype_to_np_dtype(elem))
+    return out
 
 
 def _typed(model: bytes, arrays: dict[str, np.ndarray]) -> bytes:

@@ -26,6 +26,7 @@ from ortlab.core.errors import CacheError
 __all__ = [
     "cache_dir",
     "clear",
+    "is_inside",
     "max_bytes",
     "prune",
     "size_bytes",
@@ -136,6 +137,14 @@ def write_atomic(path: Path, data: bytes) -> Path:
 
 
 _DIGEST_CHARS = 24
+
+
+def is_inside(path: str | Path) -> bool:
+    """Whether ``path`` lies in ortlab's cache (a file ortlab made, never the user's)."""
+    try:
+        return Path(path).resolve().is_relative_to(cache_dir().resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def content_path(data: bytes, folder: str = "models", suffix: str = ".onnx") -> Path:

@@ -397,3 +397,19 @@ def typed_inputs(proto: onnx.ModelProto, arrays: Mapping[str, np.ndarray]) -> on
                 helper.make_tensor_value_info(vi.name, elem, list(a.shape))
             )
     return proto
+
+
+def as_types(
+    arrays: Mapping[str, np.ndarray], types: Mapping[str, str] | None
+) -> dict[str, np.ndarray]:
+    """``arrays`` with each floating array cast to the floating dtype ``types`` names for it
+    (a side's own type for the tensor); integer and unnamed ones as they are."""
+    out = dict(arrays)
+    for name, a in arrays.items():
+        try:
+            want = np.dtype((types or {}).get(name, a.dtype))
+        except TypeError:  # a dtype numpy does not name (bfloat16 without ml_dtypes)
+            continue
+        if want != a.dtype and np.issubdtype(a.dtype, np.floating) and want.kind == "f":
+            out[name] = a.astype(want)
+    return out

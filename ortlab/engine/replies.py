@@ -192,10 +192,10 @@ class ProbeReply:
 @dataclass(frozen=True)
 class AloneReply:
     """``tasks_diverge.alone``: the other side's node run alone on the reference's inputs,
-    against the reference's output; where those inputs were saved (``.npz`` in the cache)."""
+    against the reference's output; those inputs (the reference's values, a repro's)."""
 
     stats: TensorStats
-    inputs_path: str
+    inputs: dict[str, np.ndarray]
     reference_kernels: list[str] = field(default_factory=list)
     """What the reference's session made of the region ('OpType name' each)."""
     other_kernels: list[str] = field(default_factory=list)

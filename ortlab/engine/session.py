@@ -15,6 +15,7 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from ortlab.core import cache
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import (
     AUTO_ORDER,
@@ -358,7 +359,10 @@ def build_session(
                 ]  # the same pairs ort_options(config).providers names (auto resolved here)
                 sess = ort.InferenceSession(model_path, so, providers=providers)
     except Exception as err:
-        raise _classify_failure(clean_ort_message(str(err)), model_name, config) from err
+        message = clean_ort_message(str(err))
+        if cache.is_inside(model_path):  # a file ortlab made: its name says nothing to a user
+            message = message.replace(f" from {model_path}", "").replace(model_path, model_name)
+        raise _classify_failure(message, model_name, config) from err
     create_ms = (time.perf_counter() - start) * 1e3
     active = list(sess.get_providers())
     available = list(ort.get_available_providers())

@@ -7,8 +7,6 @@ that node introduces by itself."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -17,7 +15,7 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import FeedsLike
-from ortlab.core.onnx_util import seed_random_ops, typed_inputs
+from ortlab.core.onnx_util import as_types, seed_random_ops, typed_inputs
 from ortlab.core.run import Progress
 from ortlab.engine.errorsums import ErrorSums, Side, fold_groups, with_outputs
 from ortlab.engine.replies import AloneReply, DivergeReply, ProbeReply, TensorStats
@@ -109,15 +107,19 @@ def alone(
     node: bytes,
     feeds: FeedsLike,
     reference_node: bytes | None = None,
+    other_types: Mapping[str, str] | None = None,
+    reference_types: Mapping[str, str] | None = None,
 ) -> AloneReply:
     """The error one node of the other side introduces by itself: the reference runs to give
     the node's inputs (``node_inputs``: those of its region on both sides) and its output;
     the other side's node (``node``: a model of it, with the producers of inputs the
     comparison did not see, its weights inside, serialized) runs alone under the other side's
-    config on those very inputs; its output against the reference's. The inputs are saved
-    in the cache (a repro's ``inputs.npz``). Each side's region (``reference_node``: the
-    reference's) is built as its session builds it: what ORT made of it (its kernels, as the
-    optimized region lists them) and the EP that ran its last node."""
+    config on those very inputs, each cast to the float type that side's model computes it
+    in (``other_types``: an fp16 side reads float16); its output against the reference's.
+    The inputs come back in the reply (a repro's ``inputs.npz`` when the user asks for one;
+    nothing is left on disk). Each side's region (``reference_node``: the reference's) is
+    built as its session builds it: what ORT made of it (its kernels, as the optimized region
+    lists them) and the EP that ran its last node."""
     import onnx
 
     prepared = prepare_feeds(feeds)
@@ -127,7 +129,9 @@ def alone(
     proto = onnx.load_from_string(node)
     seed_random_ops(proto.graph)
     kept = {k: values[k] for k in node_inputs if k in values}  # the repro's, both sides'
-    inputs = {i.name: kept[i.name] for i in proto.graph.input if i.name in kept}
+    inputs = as_types(
+        {i.name: kept[i.name] for i in proto.graph.input if i.name in kept}, other_types
+    )
     typed_inputs(proto, inputs)
     sess, kernels, provider = _built(proto, other.config, other_output)
     got = sess.run([other_output], inputs)[0]
@@ -135,15 +139,13 @@ def alone(
     ref_on = ""
     if reference_node is not None:
         region = onnx.load_from_string(reference_node)
-        typed_inputs(region, {i.name: kept[i.name] for i in region.graph.input if i.name in kept})
+        mine = {i.name: kept[i.name] for i in region.graph.input if i.name in kept}
+        typed_inputs(region, as_types(mine, reference_types))
         _, ref_kernels, ref_on = _built(region, reference.config, output)
     s = ErrorSums()
     s.add(values[output], np.asarray(got))
     stats = s.metrics()
-    fd, saved = tempfile.mkstemp(prefix="node-inputs-", suffix=".npz", dir=cache.subdir("repro"))
-    with os.fdopen(fd, "wb") as f:
-        np.savez(f, **kept)  # type: ignore[arg-type]
-    return AloneReply(stats, saved, ref_kernels, kernels, ref_on, provider)
+    return AloneReply(stats, kept, ref_kernels, kernels, ref_on, provider)
 
 
 def _built(
@@ -155,17 +157,18 @@ def _built(
     import onnx
 
     cfg = config or SessionConfig()
+    name = f"the region of {output!r} alone"
     with cache.temp_dir("alone-") as folder:
         path, optimized = folder / "node.onnx", folder / "optimized.onnx"
         onnx.save_model(proto, str(path))
         try:
             sess, report = build_session(
-                str(path), cfg, log_severity=0, optimized_model_path=str(optimized)
+                str(path), cfg, model_name=name, log_severity=0, optimized_model_path=str(optimized)
             )
             made = onnx.load(str(optimized), load_external_data=False)
             kernels = [f"{n.op_type} {n.name}".strip() for n in made.graph.node]
         except Exception:  # noqa: BLE001 - compiled by an EP: ORT cannot write it out
-            sess, report = build_session(str(path), cfg, log_severity=0)
+            sess, report = build_session(str(path), cfg, model_name=name, log_severity=0)
             kernels = []
     producer = next((n.name for n in proto.graph.node if output in n.output), "")
     return sess, kernels, report.placements.get(producer) or report.all_on
