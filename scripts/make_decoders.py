@@ -29,6 +29,9 @@ Then each step runs in the venv it needs (the script re-runs itself there with -
            and global layers, int4), an LFM2 (convolution states beside attention, int4) and a
            gpt-oss (mixture of experts, sliding window; fp32) -> genai_gemma2_int4/,
            genai_lfm2_int4/, genai_gptoss_fp32/;
+  multimodel (genai) a tiny Whisper through genai's builder: a folder of two models (encoder.onnx,
+           decoder.onnx) named by genai_config.json, genai's generator's tokens and a plain
+           onnxruntime loop's in its multimodel.json -> genai_whisper/;
   verify   (genai)   plain onnxruntime runs a prefill, a decode step and a 16-token greedy loop on
            every model; onnxruntime-genai's generator runs greedy on the genai folders; both must
            agree (and agree with torch where the weights are the same); writes README.md and
@@ -131,6 +134,7 @@ STAGE_VENV = {
     "seq2seq": "optimum",
     "corpus": "genai",
     "families": "genai",
+    "multimodel": "genai",
     "verify": "genai",
 }
 VERSION_NAMES = [
@@ -802,6 +806,122 @@ def seq2seq_greedy(folder: Path, feeds: dict, start: list[int]) -> list[int]:
     return tokens
 
 
+# ------------------------------------------------------------------------- stage: multimodel
+
+MULTIMODEL = "genai_whisper"
+"""A folder of several models, as onnxruntime-genai's builder writes a speech model: encoder.onnx
+(the audio encoder, which also computes each layer's cross-attention K/V) and decoder.onnx (the
+text decoder, which reads them), both named by genai_config.json."""
+
+
+def stage_multimodel(args) -> None:
+    """The tiny Whisper (WHISPER, seed 0, every bias drawn from N(0, 0.2) as a trained
+    checkpoint's are: genai's builder drops a zero bias, and onnxruntime 1.31.1's CPU Attention
+    without its bias input crashes the process) through genai's builder, -p fp32 -e cpu; then
+    genai's own generator (audio_features given as a tensor: no audio file, no processor) and
+    a plain onnxruntime loop, which must agree; both recorded in multimodel.json."""
+    import numpy as np
+    import torch
+    from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    torch.manual_seed(SEED)
+    model = WhisperForConditionalGeneration(WhisperConfig(**WHISPER)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(0.0, 0.2)
+    model.generation_config.forced_decoder_ids = None
+    hf = cache_dir() / "hf" / "whisper_genai"
+    if hf.exists():
+        shutil.rmtree(hf)
+    model.save_pretrained(hf, safe_serialization=True)
+    WhisperFeatureExtractor(feature_size=WHISPER["num_mel_bins"]).save_pretrained(hf)
+    make_tokenizer(hf)
+    dest = Path(args.out) / MULTIMODEL
+    if dest.exists():
+        shutil.rmtree(dest)
+    scratch = cache_dir() / "builder-cache"
+    builder = [sys.executable, "-m", "onnxruntime_genai.models.builder"]
+    run([*builder, "-i", hf, "-o", dest, "-p", "fp32", "-e", "cpu", "-c", scratch])
+    shutil.rmtree(scratch, ignore_errors=True)
+    features = np.random.default_rng(SEED).standard_normal((1, 80, 3000)).astype(np.float32)
+    start = [WHISPER["decoder_start_token_id"]]
+    theirs = genai_whisper_greedy(dest, features, start)
+    tokens = whisper_genai_ort_greedy(dest, features, start)
+    if theirs != tokens:
+        raise SystemExit(f"make_decoders: {MULTIMODEL}: genai {theirs} != onnxruntime {tokens}")
+    ref = {
+        "feeds": "audio_features numpy default_rng(0).standard_normal((1, 80, 3000)), float32",
+        "decoder_start": start,
+        "new_tokens": NEW_TOKENS,
+        "genai_generate": theirs,
+        "ort_greedy_tokens": tokens,
+        "whisper_config": WHISPER,
+        "bias_init": "N(0, 0.2)",
+    }
+    (dest / "multimodel.json").write_text(json.dumps(ref, indent=1) + "\n")
+    log(f"{MULTIMODEL}: {tokens}")
+
+
+def genai_whisper_greedy(folder: Path, features, start: list[int]) -> list[int]:
+    """onnxruntime-genai's generator on the folder, greedy, NEW_TOKENS after ``start``."""
+    import numpy as np
+    import onnxruntime_genai as og
+
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    total = len(start) + NEW_TOKENS
+    params.set_search_options(max_length=total, min_length=total, do_sample=False)
+    gen = og.Generator(model, params)
+    named = og.NamedTensors()
+    named["audio_features"] = features
+    named["input_ids"] = np.asarray([start], np.int32)
+    gen.set_inputs(named)
+    while not gen.is_done():
+        gen.generate_next_token()
+    return [int(t) for t in gen.get_sequence(0)][len(start) :]
+
+
+def whisper_genai_ort_greedy(folder: Path, features, start: list[int]) -> list[int]:
+    """A plain onnxruntime loop over genai's two files: the encoder once (its states and each
+    layer's cross K/V), then the decoder token by token, its self-attention cache growing, the
+    cross-attention K/V the encoder's, as genai_config.json names them."""
+    import numpy as np
+    import onnxruntime as ort
+
+    cfg = json.loads((folder / "genai_config.json").read_text())["model"]
+    enc = ort.InferenceSession(str(folder / cfg["encoder"]["filename"]))
+    dec = ort.InferenceSession(str(folder / cfg["decoder"]["filename"]))
+    made = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"audio_features": features})))
+    layers = cfg["decoder"]["num_hidden_layers"]
+    ins, outs = cfg["decoder"]["inputs"], cfg["encoder"]["outputs"]
+    cross = {
+        ins[f"cross_past_{kv}_names"] % i: made[outs[f"cross_present_{kv}_names"] % i]
+        for i in range(layers)
+        for kv in ("key", "value")
+    }
+    heads, size = cfg["decoder"]["num_key_value_heads"], cfg["decoder"]["head_size"]
+    past = {
+        ins[f"past_{kv}_names"] % i: np.zeros((1, heads, 0, size), np.float32)
+        for i in range(layers)
+        for kv in ("key", "value")
+    }
+    present = {
+        cfg["decoder"]["outputs"][f"present_{kv}_names"] % i: ins[f"past_{kv}_names"] % i
+        for i in range(layers)
+        for kv in ("key", "value")
+    }
+    names = [o.name for o in dec.get_outputs()]
+    ids, tokens = list(start), []
+    for step in range(NEW_TOKENS):
+        feeds = {"input_ids": np.asarray([ids if step == 0 else ids[-1:]], np.int32), **past, **cross}
+        got = dict(zip(names, dec.run(None, feeds), strict=True))
+        tokens.append(int(got["logits"][0, -1].argmax()))
+        ids.append(tokens[-1])
+        past = {present[k]: v for k, v in got.items() if k in present}
+    return tokens
+
+
 def keep(src: Path, dest: Path, names: list[str]) -> None:
     log(f"{dest.name}: the exporter wrote {sorted(p.name for p in src.iterdir())}, keeping {names}")
     if dest.exists():
@@ -1015,8 +1135,8 @@ def stage_verify(args) -> None:
     }
     problems = []
     for folder in sorted(p for p in out.iterdir() if p.is_dir()):
-        if (folder / "encoder_model.onnx").exists():
-            continue  # an encoder-decoder: stage seq2seq checked it (its seq2seq.json)
+        if (folder / "encoder_model.onnx").exists() or (folder / "multimodel.json").exists():
+            continue  # an encoder-decoder: stage seq2seq or multimodel checked it (its json)
         info = describe(folder)
         sess, tokens, shapes, margin = ort_greedy(folder)
         info["inputs"] = [[i.name, i.type, i.shape] for i in sess.get_inputs()]
@@ -1228,6 +1348,20 @@ SEQ2SEQ_README = [
     "  ids `default_rng(0).integers(2, 1000, (1, 12))`, a mask of ones) and a plain onnxruntime",
     "  loop, which agree.",
     "",
+    "### `genai_whisper/` (stage `multimodel`)",
+    "",
+    "- The same tiny Whisper config (seed 0, in the genai venv's transformers; every bias drawn",
+    "  from N(0, 0.2): genai's builder drops a zero bias, and onnxruntime 1.31.1's CPU",
+    "  `com.microsoft.Attention` without its bias input crashes the process) through",
+    "  onnxruntime-genai's builder, `-p fp32 -e cpu`: a folder of two models named by",
+    "  `genai_config.json` (type `whisper`): `encoder.onnx` (`audio_features` [batch, 80, 3000]",
+    "  in; `hidden_states` and each layer's `present_key_cross_N` / `present_value_cross_N` out)",
+    "  and `decoder.onnx` (`input_ids` int32, `past_key_self_N` growing, `past_key_cross_N` read",
+    "  from the encoder), with its tokenizer and `audio_processor_config.json`.",
+    "- `multimodel.json`: onnxruntime-genai's generator (greedy, 16 new tokens after start id 3,",
+    "  `audio_features` given as a tensor: `default_rng(0).standard_normal((1, 80, 3000))`) and",
+    "  a plain onnxruntime loop over the two files, which agree.",
+    "",
 ]
 """The encoder-decoder folder's section of README.md (its facts are seq2seq.json's)."""
 
@@ -1249,6 +1383,7 @@ def main() -> None:
         "seq2seq": stage_seq2seq,
         "corpus": stage_corpus,
         "families": stage_families,
+        "multimodel": stage_multimodel,
         "verify": stage_verify,
     }
     if args.stage:

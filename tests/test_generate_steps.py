@@ -60,6 +60,22 @@ def test_the_cli_json_carries_the_headline(capsys: Any) -> None:
     assert set(head) >= {"ttft_ms", "decode_tokens_per_s", "model_ttft_ms", "prompt"}
 
 
+def test_the_cli_takes_the_prompts_ids_alone(capsys: Any, tmp_path: Path) -> None:
+    """As the API does: an .npz of input_ids alone is the prompt (the mask, positions and the
+    empty cache are built each step); its tokens are the API's on the same ids."""
+    ids = np.array([[1, 5, 9, 33, 7]], dtype=np.int64)
+    np.savez(tmp_path / "ids.npz", input_ids=ids)
+    args = ["generate", "tiny_llama_int4", "--feeds", str(tmp_path / "ids.npz"), "--new", "3"]
+    assert main([*args, "--runs", "1", "--json"]) == 0
+    got = ortlab.GenerationResult.from_json(capsys.readouterr().out)
+    m = ortlab.examples.load("tiny_llama_int4")
+    api = ortlab.generate(m, feeds={"input_ids": ids}, new_tokens=3, runs=1, progress=False)
+    assert got.prompt == 5 and np.array_equal(np.asarray(got.tokens), np.asarray(api.tokens))
+    np.savez(tmp_path / "none.npz", other=ids)
+    assert main(["generate", "tiny_llama_int4", "--feeds", str(tmp_path / "none.npz")]) == 2
+    assert "'input_ids': array [batch, prompt]" in capsys.readouterr().err
+
+
 def test_no_message_per_token_crosses_the_workers_pipe() -> None:
     """Progress at most once a second and at the end: a 60-token generation of 3 runs and 3
     profiled ones reports once a second it took and once more, not 360 times (nor once per

@@ -205,7 +205,7 @@ def _say_defaults(p: argparse.ArgumentParser) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> None:
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     print(m.summary.to_json(indent=2) if args.json else m.summary.to_text())
 
 
@@ -265,7 +265,7 @@ def _optimize(args: argparse.Namespace) -> None:
 
 def _doctor(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     cfg = session_config(args)
     d = ortlab.doctor(
         m,
@@ -285,7 +285,7 @@ def _doctor(args: argparse.Namespace) -> None:
 
 def _report(args: argparse.Namespace) -> None:
 
-    m, cfg = load_model(args.model), session_config(args)
+    m, cfg = load_model(args.model, getattr(args, "part", None)), session_config(args)
     feeds = load_feeds(args.feeds, m)
     d = profile = None
     if not args.no_doctor:
@@ -332,7 +332,7 @@ def _warn_fallback(d: DoctorResult, cfg: SessionConfig, m: Model) -> None:
 def _quantize(args: argparse.Namespace) -> None:
     import shutil
 
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     cfg = ortlab.QuantConfig(
         mode=args.mode,
         format=args.format,
@@ -432,7 +432,7 @@ def _providers(as_json: bool) -> None:
 
 def _whatif(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     targets = args.targets if isinstance(args.targets, list) else targets_arg(args.targets)
     w = ortlab.whatif(
         m,

@@ -21,13 +21,19 @@ from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.engine import examples
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ortlab.core.inputs import Feeds
     from ortlab.core.model import Model
     from ortlab.engine.calls import Reach
 
 
-def load_model(spec: str) -> Model:
-
+def load_model(spec: str, part: str | None = None) -> Model:
+    """The model a verb's first argument names: a file, a folder (``part``: another of its
+    models than the text decoder) or a bundled example."""
+    if part is not None:
+        folder = Path(spec) if Path(spec).exists() else examples.folder_of(spec)
+        return ortlab.load(folder, part=part)
     if Path(spec).exists() or spec not in examples.names():
         return ortlab.load(spec)
     return examples.load(spec)
@@ -149,6 +155,23 @@ def load_feeds(path: str | None, m: Model) -> Feeds | None:
     """The arrays of ``--feeds file.npz`` (one per input, by name), validated against ``m``."""
     if path is None:
         return None
+    arrays = read_npz(path, m)
+    example = ", ".join(f"{t.name!r}: ..." for t in m.inputs)
+    try:
+        return validate_feeds(m, arrays)
+    except FeedError as err:  # its fixes are Python calls: a shell user gets a file's fix
+        text = re.sub(r" \(fix: feeds\[.*?\)\)", "", str(err))
+        text = text.replace(" model.example_inputs() builds matching feeds.", "")
+        raise FeedError(
+            f"--feeds {path}: {text} Write the file again with those names, dtypes and "
+            f"shapes (e.g. np.savez('feeds.npz', **{{{example}}}) in Python), or leave out "
+            "--feeds and ortlab synthesizes inputs (--dims sets their sizes)."
+        ) from err
+
+
+def read_npz(path: str, m: Model) -> dict[str, np.ndarray]:
+    """The arrays of the .npz at ``path`` by name, not yet checked against ``m`` (whose inputs
+    a refusal names)."""
     import numpy as np
 
     takes = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in m.inputs)
@@ -173,16 +196,7 @@ def load_feeds(path: str | None, m: Model) -> Feeds | None:
         if isinstance(err, FeedError):
             raise
         raise FeedError(f"--feeds {path} is not a readable .npz file ({err}). {how}") from err
-    try:
-        return validate_feeds(m, arrays)
-    except FeedError as err:  # its fixes are Python calls: a shell user gets a file's fix
-        text = re.sub(r" \(fix: feeds\[.*?\)\)", "", str(err))
-        text = text.replace(" model.example_inputs() builds matching feeds.", "")
-        raise FeedError(
-            f"--feeds {path}: {text} Write the file again with those names, dtypes and "
-            f"shapes (e.g. np.savez('feeds.npz', **{{{example}}}) in Python), or leave out "
-            "--feeds and ortlab synthesizes inputs (--dims sets their sizes)."
-        ) from err
+    return arrays
 
 
 # ---------------------------------------------------------------------- the parser
@@ -200,7 +214,17 @@ def add_shapes_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_session_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="path to a .onnx file, or a bundled example name")
+    p.add_argument(
+        "model",
+        help="a .onnx file, a model folder (onnxruntime-genai's or optimum's: its text "
+        "decoder; --part picks another of its models) or a bundled example name",
+    )
+    p.add_argument(
+        "--part",
+        default=None,
+        help="in a folder of several models, the one to use: encoder, vision, speech, "
+        "embedding (or its file name); the folder's summary lists them",
+    )
     p.add_argument(
         "--providers",
         type=providers_arg,
@@ -234,7 +258,7 @@ def verb_args(
     """What every session verb takes, from a command's arguments: the model, its config,
     the feeds of ``--feeds`` (or None: made at ``--dims``) and how the verb is reached (the
     dims; a progress bar only on a terminal, never beside ``--json``)."""
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     reach: Reach = {"dims": args.dims, "progress": wants_progress(args)}
     return m, session_config(args), load_feeds(args.feeds, m), reach
 

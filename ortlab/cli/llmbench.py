@@ -62,7 +62,7 @@ def _parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     r = ortlab.llm_bench(
         m,
         session_config(args),

@@ -18,6 +18,7 @@ from ortlab.cli.args import (
     load_feeds,
     load_model,
     providers_arg,
+    read_npz,
     seconds_arg,
     session_config,
     verb_args,
@@ -30,6 +31,9 @@ from ortlab.core.errors import FeedError
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
+
+    import numpy as np
 
 
 def _throughput_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -148,7 +152,7 @@ def _sweep_arg(text: str) -> tuple[str, list[int]]:
 
 def _sweep(args: argparse.Namespace) -> None:
 
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     cfg = ortlab.SessionConfig(providers=args.providers, level=args.level)
     s = ortlab.sweep(
         m,
@@ -180,6 +184,11 @@ def _generate_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p = sub.add_parser(
         "generate",
         help="an LLM decoder token by token: TTFT, prefill and decode tokens/s, the KV cache",
+        description="Generate token by token with an LLM decoder or an encoder-decoder: a .onnx "
+        "file or its folder (onnxruntime-genai's, with genai_config.json; optimum's, with "
+        "config.json). --feeds FILE.npz gives the prompt's input_ids alone (the mask, "
+        "positions and cache are built each step); for an encoder-decoder, the encoder's "
+        "inputs.",
     )
     add_session_args(p)
     p.add_argument(
@@ -203,13 +212,17 @@ def _generate_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _generate(args: argparse.Namespace) -> None:
-    m = load_model(args.model)
+    m = load_model(args.model, getattr(args, "part", None))
     d = m.decoder
     takes = ortlab.load(m.path.parent / d.encoder) if d is not None and d.encoder else m
+    if d is not None and not d.seq2seq and args.feeds is not None:
+        feeds: Mapping[str, np.ndarray] | None = read_npz(args.feeds, m)  # input_ids alone do
+    else:
+        feeds = load_feeds(args.feeds, takes)
     g = ortlab.generate(
         m,
         session_config(args),
-        load_feeds(args.feeds, takes),
+        feeds,
         dims=args.dims,
         prompt=args.prompt,
         new_tokens=args.new,

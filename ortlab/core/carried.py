@@ -31,10 +31,18 @@ __all__ = [
 ]
 
 
-PAST = re.compile(r"past[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
+PAST = re.compile(
+    r"past(?:[^0-9]*?(\d+)(\D*?)(key|value)|[_.]?(key|value)[_.]?([a-z]*?)[_.]?(\d+)$)",
+    re.IGNORECASE,
+)
+"""A past K/V's name: the layer before key/value ('past_key_values.0.decoder.key') or after
+it (onnxruntime-genai's Whisper: 'past_key_self_0', 'past_value_cross_1')."""
 
 
-PRESENT = re.compile(r"present[^0-9]*?(\d+)(\D*?)(key|value)", re.IGNORECASE)
+PRESENT = re.compile(
+    r"present(?:[^0-9]*?(\d+)(\D*?)(key|value)|[_.]?(key|value)[_.]?([a-z]*?)[_.]?(\d+)$)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,8 @@ def kv_by_layer(
     for name in values:
         m = pattern.search(name)
         if m:
-            out.setdefault((int(m.group(1)), m.group(2).lower()), {})[m.group(3).lower()] = name
+            layer, what, kv = m.group(1, 2, 3) if m.group(1) else m.group(6, 5, 4)
+            out.setdefault((int(layer), what.lower()), {})[kv.lower()] = name
     return out
 
 

@@ -99,6 +99,13 @@ class DecoderInfo:
     encoder_layers: int | None = None
     """An encoder-decoder's encoder layers, where its config says (``encoder_layers``, T5's
     ``num_layers``)."""
+    start_source: str = ""
+    """Where :attr:`decoder_start` came from ('' for the folder's decoder_start_token_id)."""
+    encoder_feeds: tuple[tuple[str, str], ...] = ()
+    """(encoder output, decoder input) for an encoder that computes each layer's
+    cross-attention K/V itself (onnxruntime-genai's Whisper: encoder.onnx's
+    ``present_key_cross_0`` is decoder.onnx's ``past_key_cross_0``, as genai_config.json names
+    both): bound once per generation, read unchanged by every step."""
     decoder_start: tuple[int, ...] = ()
     """The ids an encoder-decoder's decoder starts from: ``decoder_start_token_id`` then the
     ``forced_decoder_ids`` that follow it, from generation_config.json (else config.json)."""
@@ -112,6 +119,12 @@ class DecoderInfo:
     that runs the first step (``decoder_model.onnx``: it computes the caches this one is fed,
     the cross-attention cache among them); '' otherwise. A generation needs both files in one
     loop, which ortlab does not run: its verbs say so and how to merge them."""
+
+    @property
+    def seq2seq(self) -> bool:
+        """An encoder-decoder: a cross-attention cache its first step computes, or one its
+        encoder computes (:attr:`encoder_feeds`)."""
+        return bool(self.cross_pairs or self.encoder_feeds)
 
     @property
     def weights(self) -> str:
@@ -234,6 +247,16 @@ class DecoderInfo:
                 f"encoder-decoder{encoder}: {text}; a fixed cross-attention cache{frames} in "
                 f"{len(self.cross_pairs)} layers"
             )
+        if self.encoder_feeds:
+            frames = (
+                f" of the encoder's {self.encoder_length} frames" if self.encoder_length else ""
+            )
+            layers = len(self.encoder_feeds) // 2
+            text = (
+                f"encoder-decoder ({self.encoder} beside, computing the cross-attention K/V): "
+                f"{text}; a fixed cross-attention cache{frames} in {layers} layers, the "
+                "encoder's outputs"
+            )
         if self.first_step:
             encoder = f", {self.encoder} beside" if self.encoder else ""
             text = (
@@ -323,9 +346,19 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
     # past inputs no present answers: a with-past decoder's cross cache, which the first
     # step's decoder (optimum's unmerged pair) computes
     fed_only = set(pasts) - set(presents)
-    first_step = FIRST_STEP_FILE if fed_only and (path.parent / FIRST_STEP_FILE).is_file() else ""
-    encoder, frames = _encoder_beside(path) if fixed or fed_only else ("", None)
+    from_encoder = _genai_cross(genai, inputs)
+    first_step = (
+        FIRST_STEP_FILE
+        if fed_only and not from_encoder and (path.parent / FIRST_STEP_FILE).is_file()
+        else ""
+    )
+    encoder_file = str(genai.get("encoder", {}).get("filename") or "") if from_encoder else ""
+    encoder, frames = _encoder_beside(path, encoder_file) if fixed or fed_only else ("", None)
+    if from_encoder:
+        length = value_dims(inputs[from_encoder[0][1]])
+        frames = length[2] if len(length) == 4 and isinstance(length[2], int) else frames
     states = _encoder_states(inputs, fixed)
+    start = _genai_start(folder, genai)
     return DecoderInfo(
         layers=len({p.layer for p in pairs} | {st.layer for st in carried}),
         heads=heads,
@@ -348,8 +381,14 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         encoder_states=states,
         encoder_length=frames,
         encoder_mask=_encoder_mask(inputs, states),
-        decoder_start=_decoder_start(folder, hf) if fixed else (),
-        encoder_layers=_int(_first(hf, "encoder_layers", "num_layers")) if fixed else None,
+        decoder_start=(_decoder_start(folder, hf) if fixed else start[0] if from_encoder else ()),
+        start_source=start[1] if from_encoder else "",
+        encoder_layers=(
+            _int(_first(hf, "encoder_layers", "num_layers"))
+            if fixed
+            else _int(genai.get("encoder", {}).get("num_hidden_layers"))
+        ),
+        encoder_feeds=from_encoder,
         first_step=first_step,
         states=carried,
         experts=experts(graph),
@@ -437,9 +476,48 @@ def _decoder_start(folder: Path, hf: Mapping[str, Any]) -> tuple[int, ...]:
     return ()
 
 
-def _encoder_beside(path: Path) -> tuple[str, int | None]:
-    """The encoder file beside a decoder and its output's frames (where declared)."""
-    for name in ENCODER_FILES:
+START_TOKEN = "<|startoftranscript|>"
+"""The token a Whisper tokenizer starts a transcript with (genai's processor reads it there)."""
+
+
+def _genai_start(folder: Path, genai: Mapping[str, Any]) -> tuple[tuple[int, ...], str]:
+    """An onnxruntime-genai encoder-decoder's start id and where it came from: its tokenizer's
+    :data:`START_TOKEN` (as genai's processor starts a Whisper prompt), else genai_config's
+    ``bos_token_id``, said as such; () where neither is there."""
+    tokenizer = _read_json(folder / "tokenizer.json")
+    for token in tokenizer.get("added_tokens") or []:
+        if isinstance(token, dict) and token.get("content") == START_TOKEN:
+            return (int(token["id"]),), f"the tokenizer's {START_TOKEN}"
+    bos = _int(genai.get("bos_token_id"))
+    if bos is not None:
+        return (bos,), "genai_config.json's bos_token_id (the folder names no decoder start)"
+    return (), ""
+
+
+def _genai_cross(
+    genai: Mapping[str, Any], inputs: Mapping[str, onnx.ValueInfoProto]
+) -> tuple[tuple[str, str], ...]:
+    """(encoder output, decoder input) per cross-attention K/V an onnxruntime-genai encoder
+    computes, as genai_config.json names both (``cross_present_key_names`` of its encoder,
+    ``cross_past_key_names`` of its decoder: 'present_key_cross_%d'); each decoder input must
+    be the model's. Empty for any other folder."""
+    enc, dec = genai.get("encoder") or {}, genai.get("decoder") or {}
+    made, read = enc.get("outputs") or {}, dec.get("inputs") or {}
+    layers = _int(dec.get("num_hidden_layers")) or 0
+    out: list[tuple[str, str]] = []
+    for i in range(layers):
+        for kv in ("key", "value"):
+            src, dst = made.get(f"cross_present_{kv}_names"), read.get(f"cross_past_{kv}_names")
+            named = isinstance(src, str) and isinstance(dst, str) and "%d" in src and "%d" in dst
+            if named and str(dst).replace("%d", str(i)) in inputs:
+                out.append((str(src).replace("%d", str(i)), str(dst).replace("%d", str(i))))
+    return tuple(out)
+
+
+def _encoder_beside(path: Path, named: str = "") -> tuple[str, int | None]:
+    """The encoder file beside a decoder (``named`` by the folder's config, else optimum's)
+    and its output's frames (where declared)."""
+    for name in (named, *ENCODER_FILES) if named else ENCODER_FILES:
         found = path.parent / name
         if found.is_file() and found != path:
             try:

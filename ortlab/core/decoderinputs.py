@@ -147,7 +147,9 @@ def decoder_feeds(
         if info.states
         else ""
     )
-    cross = tuple(n for p in info.cross_pairs for n in (p.past_key, p.past_value))
+    cross = tuple(n for p in info.cross_pairs for n in (p.past_key, p.past_value)) + tuple(
+        read for _, read in info.encoder_feeds
+    )
     ours = (*info.past_inputs, *cross, *info.state_inputs, *([info.mask] if info.mask else []))
     notes = [n for n in base.notes if not n.startswith(ours)]
     notes.append(
@@ -158,6 +160,9 @@ def decoder_feeds(
             f"; the encoder's {frames} frames random (synthetic), its cross-attention cache "
             + ("empty (the first step computes it)" if past == 0 else "random")
             if info.cross_pairs
+            else f"; the cross-attention K/V the encoder computes, random over {frames} frames "
+            "(synthetic)"
+            if info.encoder_feeds
             else ""
         )
     )

@@ -26,6 +26,7 @@ from ortlab.core.decoder import MODEL_FILES, DecoderInfo, decoder_file, detect_d
 from ortlab.core.decoderinputs import decoder_feeds
 from ortlab.core.errors import FeedError, InvalidModelError, UnsupportedModelError
 from ortlab.core.externaldata import check_external_data, data_files, reject_external
+from ortlab.core.folder import folder_line, folder_parts, part_file
 from ortlab.core.graph import OpNode, graph_node_protos
 from ortlab.core.inputs import example_inputs
 from ortlab.core.layers import LayerMap, layer_map
@@ -107,6 +108,9 @@ class ModelSummary(Result):
     defects: list[str] = field(default_factory=list)
     """Those of ``problems`` that are defects of the graph itself (duplicate node names, a
     cycle): found once, here, and read by every ``check_runnable``."""
+    folder: str = ""
+    """For a folder of several models, each one's file and role (:mod:`ortlab.core.folder`):
+    'a folder of 2 models: decoder.onnx (text decoder, loaded), encoder.onnx (…)'; else ''."""
     decoder: str = ""
     """For an LLM decoder with a KV cache, :meth:`DecoderInfo.line
     <ortlab.core.decoder.DecoderInfo.line>` ("decoder with KV cache: 2 layers, …"); else ''."""
@@ -292,9 +296,16 @@ ModelLike = str | os.PathLike[str] | bytes | onnx.ModelProto | Model
 
 
 def load(
-    model: str | os.PathLike[str] | bytes | onnx.ModelProto | Model, *, name: str | None = None
+    model: str | os.PathLike[str] | bytes | onnx.ModelProto | Model,
+    *,
+    name: str | None = None,
+    part: str | None = None,
 ) -> Model:
     """Load an ONNX model from a path, bytes or a ModelProto, checking it on the way.
+
+    A folder (onnxruntime-genai's, optimum's) loads its text decoder, and its summary names
+    every model the folder holds with its role; ``part="encoder"`` (or "vision", "speech",
+    "embedding", or a file name) loads another of them.
 
     Raises :class:`InvalidModelError` (or :class:`ExternalDataError`) naming the problem when the
     input is not a readable ONNX model. Models this onnxruntime cannot run still load (you can
@@ -311,14 +322,16 @@ def load(
         path = cache.content_path(data)
         return _finish(proto, path, "bytes", name or proto.graph.name or "model")
     if isinstance(model, str | os.PathLike):
-        return _load_path(Path(model), name=name)
+        return _load_path(Path(model), name=name, part=part)
     raise TypeError(
         f"ortlab.load() takes a path, bytes or onnx.ModelProto, not {type(model).__name__}."
     )
 
 
-def _load_path(path: Path, name: str | None) -> Model:
+def _load_path(path: Path, name: str | None, part: str | None = None) -> Model:
     path = path.absolute()  # the worker runs tools in a private cwd: relative paths would break
+    if part is not None:  # another model of a folder
+        return _with_folder(_load_path(part_file(path, part), name or f"{path.name}.{part}"), path)
     if _is_folder(path):  # an onnxruntime-genai or optimum folder: its model file
         found = decoder_file(path)
         if found is None:
@@ -330,8 +343,7 @@ def _load_path(path: Path, name: str | None) -> Model:
                 + (f"these .onnx files: {', '.join(held)}" if held else "no .onnx file")
                 + ": pass the .onnx file to load."
             )
-        name = name or path.name
-        path = found
+        return _with_folder(_load_path(found, name or path.name), path)
     size, head = _read_head(path)
     _reject_other_formats(head, str(path))
     try:
@@ -343,6 +355,14 @@ def _load_path(path: Path, name: str | None) -> Model:
     _check_is_model(proto, str(path))
     check_external_data(proto, path.parent)
     return _finish(proto, path, "path", name or path.stem)
+
+
+def _with_folder(model: Model, folder: Path) -> Model:
+    """``model`` with its summary naming the folder's models and their roles."""
+    line = folder_line(folder_parts(folder, model.path), model.path.name)
+    if line:
+        object.__setattr__(model, "summary", dataclasses.replace(model.summary, folder=line))
+    return model
 
 
 def _is_folder(path: Path) -> bool:

@@ -197,7 +197,7 @@ def _sizes(info: DecoderInfo) -> tuple[int, int]:
     encoder-decoder's decoder starts from its folder's start ids)."""
     longest = info.max_length or 4096
     prompt = max(1, min(64, longest // 4))
-    if info.cross_pairs:
+    if info.seq2seq:
         prompt = max(1, len(info.decoder_start))
     return prompt, max(2, min(32, longest - prompt))
 
@@ -340,7 +340,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         "Generation trials: "
         + (
             f"the encoder on synthetic inputs, then the decoder from its {prompt} start id(s)"
-            if info.cross_pairs
+            if info.seq2seq
             else f"{prompt}-token prompt (synthetic ids)"
         )
         + f", {new} new tokens, "
@@ -389,7 +389,7 @@ def _pairs(
         timeout=ledger.call_timeout(),
     )
     encoder = None
-    if m.decoder.cross_pairs:  # the encoder first in each generation, from the start ids
+    if m.decoder.seq2seq:  # the encoder first in each generation, from the start ids
         encoder = encoder_part(m, m.decoder, run.config, None, batch=1)
         run = with_ids(run, m.decoder, start_ids(m.decoder, None, 1), synthetic=True)
     reply = run_model_task(
@@ -428,7 +428,7 @@ def _with_quality(
     variants = {v.name: v for s, v in built if s.build is not None and v is not m}
     if not variants:
         return trials
-    if m.decoder is not None and m.decoder.cross_pairs:
+    if m.decoder is not None and m.decoder.seq2seq:
         ledger.notes.append(
             "The variants' next-token divergence is measured on decoders alone (its "
             "teacher-forced stream has no encoder yet): an encoder-decoder's variant is "

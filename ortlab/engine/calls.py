@@ -12,7 +12,8 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypedDict, TypeVar, Un
 import numpy as np
 
 from ortlab.core.config import ConfigLike, SessionConfig
-from ortlab.core.errors import RunError, SessionConfigError
+from ortlab.core.crashes import known_crashes
+from ortlab.core.errors import RunError, SessionConfigError, WorkerCrashedError
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.inputs import DimChoice, Feeds, FeedsLike, example_inputs, resolve_dims
 from ortlab.core.machine import measured_load
@@ -273,6 +274,12 @@ def run_model_task(
         if not run.inputs.guessed():
             raise
         raise RunError(f"{err} {run.inputs.guessed()}") from err
+    except WorkerCrashedError as err:
+        known = known_crashes(m.proto)
+        if not known:
+            raise
+        head, cut, tail = str(err).partition("\nWorker output")
+        raise WorkerCrashedError(f"{head}\n{' '.join(known)}{cut}{tail}") from err
     reply = cast("Reply", out)
     check_report(reply.report, cfg, m)
     return reply

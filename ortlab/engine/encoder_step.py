@@ -44,16 +44,21 @@ class EncoderStep:
         )
 
     def run(self, binding: IOBinding, dtypes: dict[str, np.dtype[np.generic]]) -> EncoderTimes:
-        """Run the encoder on its feeds and bind its states (and mask) as the decoder's
-        inputs, timed whole and the run alone."""
+        """Run the encoder on its feeds and bind its states (and mask), or the cross-attention
+        K/V it computes (:attr:`DecoderInfo.encoder_feeds`), as the decoder's inputs, timed
+        whole and the run alone."""
         clock = time.perf_counter_ns
-        t0 = clock()
-        states = self.sess.run([self.output], self.feeds)[0]
-        t1 = clock()
         d = self.decoder
-        held: list[np.ndarray] = [states]  # the binding reads their memory at each run
+        wanted = [self.output, *(made for made, _ in d.encoder_feeds)]
+        t0 = clock()
+        got = self.sess.run(wanted, self.feeds)
+        t1 = clock()
+        states = got[0]
+        held: list[np.ndarray] = list(got)  # the binding reads their memory at each run
         if d.encoder_states:
             binding.bind_cpu_input(d.encoder_states, states)
+        for (_, read), value in zip(d.encoder_feeds, got[1:], strict=True):
+            binding.bind_cpu_input(read, value)  # the cross-attention K/V, every step
         if d.encoder_mask:
             mask = self.mask
             if mask is None:  # the encoder takes none: every frame attended

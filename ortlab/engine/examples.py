@@ -43,6 +43,7 @@ __all__ = [
     "conv_bn_relu",
     "decoder_tiny",
     "describe",
+    "folder_of",
     "load",
     "mlp",
     "names",
@@ -75,6 +76,12 @@ DECODERS = {
         "optimum_whisper",
         "encoder-decoder: a Whisper (2 + 2 layers, 1500 encoder frames) exported by optimum; "
         "loads its decoder (decoder_model_merged.onnx), the encoder beside it",
+    ),
+    "tiny_whisper_genai": (
+        "genai_whisper",
+        "a folder of two models: a Whisper (2 + 2 layers) made by onnxruntime-genai's builder; "
+        "loads its text decoder (decoder.onnx), whose cross-attention K/V the audio encoder "
+        "(encoder.onnx, part='encoder') computes",
     ),
     "tiny_t5": (
         "optimum_t5",
@@ -305,9 +312,27 @@ def path(name: str, seed: int = 0) -> Path:
     return target
 
 
+def folder_of(name: str) -> Path:
+    """The folder of bundled decoder ``name`` (its configs and every model it holds)."""
+    key = name.lower().removeprefix("light_")
+    if key not in DECODERS:
+        decoders = ", ".join(sorted(DECODERS))
+        raise InvalidModelError(
+            f"{name!r} is no bundled model folder: a part is one of a folder's models. "
+            f"The bundled folders: {decoders}."
+        )
+    return DECODER_DIR / DECODERS[key][0]
+
+
 def load(name: str, seed: int = 0) -> Model:
-    """Load a bundled example as a :class:`~ortlab.Model` (``source='example:<name>'``)."""
-    model = load_model(path(name, seed), name=name.lower().removeprefix("light_"))
+    """Load a bundled example as a :class:`~ortlab.Model` (``source='example:<name>'``); a
+    bundled decoder from its folder (its summary names the folder's models)."""
+    from ortlab.core.decoder import decoder_file
+
+    key = name.lower().removeprefix("light_")
+    folder = DECODER_DIR / DECODERS[key][0] if key in DECODERS else None
+    named = folder is not None and folder.is_dir() and decoder_file(folder) is not None
+    model = load_model(folder if named and folder else path(name, seed), name=key)
     return Model(
         proto=model.proto, path=model.path, source=f"example:{model.name}", summary=model.summary
     )

@@ -4,8 +4,10 @@ no UI library; every model string through :func:`~ortlab.views.html.esc` (HTML) 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortlab.core import cache
 from ortlab.core.units import fmt_bytes
 from ortlab.views.figure import bars
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
@@ -21,10 +23,12 @@ __all__ = ["model_figure", "model_summary_html", "model_summary_text"]
 def _summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in s.opsets.items())
     rows = [("kind", s.decoder)] if s.decoder else []
+    rows += [("folder", s.folder)] if s.folder else []
+    where = f"{Path(s.path).name} (in ortlab's cache)" if cache.is_inside(s.path) else s.path
     rows += [
         (
             "file",
-            f"{s.path} ({fmt_bytes(s.file_bytes)}"
+            f"{where} ({fmt_bytes(s.file_bytes)}"
             + (
                 f" + {fmt_bytes(s.external_data_bytes)} external data"
                 if s.external_data_bytes

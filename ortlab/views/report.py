@@ -141,6 +141,8 @@ def _summary_html(
     parts: list[str] = []
     if model.summary.decoder:
         parts.append(f"<div><b>What it is</b>: {esc(model.summary.decoder, 300)}</div>")
+    if model.summary.folder:
+        parts.append(f"<div><b>Its folder</b>: {esc(model.summary.folder, 600)}</div>")
     if generation is not None:  # the Generation section's own headline
         parts.append(f"<div><b>Generation</b>: {esc(generation_headline(generation), 500)}</div>")
     if profile is not None:

@@ -66,7 +66,7 @@ def require_decoder(
             "(ortlab then loads the merged file), or export without --no-post-process. Each "
             "file alone is measured by ortlab.benchmark / profile / placement."
         )
-    if info.cross_pairs and not encoder_decoder:
+    if info.seq2seq and not encoder_decoder:
         raise FeedError(
             f"{m.name!r} is an encoder-decoder ({info.line()}): {verb} runs a decoder alone, "
             "token by token; ortlab.generate runs its encoder first and feeds both caches. Its "
@@ -123,7 +123,7 @@ def generate(
     )
     prompt, batch = generation_dims(m, info, dims, prompt=prompt, batch=batch)
     encoder = None
-    if info.cross_pairs:
+    if info.seq2seq:
         encoder, ids, batch = seq2seq_start(
             m, info, config, feeds, decoder_prompt, new_tokens=new_tokens, runs=runs, batch=batch
         )
@@ -433,7 +433,7 @@ def seq2seq_start(
         encoder,
         start="decoder_prompt"
         if decoder_prompt is not None
-        else "the folder's decoder_start_token_id",
+        else info.start_source or "the folder's decoder_start_token_id",
     )
     return encoder, start_ids(info, decoder_prompt, batch), batch
 

@@ -508,7 +508,7 @@ class TabControls:
         """An encoder-decoder's Generate bar: no prompt box (the encoder's inputs are made for
         it, the decoder starts from the folder's start ids) and no matrix (llama-bench's tests
         are a decoder's alone), each said in a line under the buttons."""
-        if info is None or not info.cross_pairs:
+        if info is None or not info.seq2seq:
             return
         self.gen_prompt.disabled = self.bench_button.disabled = True
         self.bench_depths.disabled = True
