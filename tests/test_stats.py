@@ -3,6 +3,7 @@ independent count of sign patterns; too few rounds give no verdict at all."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -181,3 +182,19 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
     assert o.to_pandas().columns.tolist() == ["level", "p50_ms", *paired]
     assert o.to_pandas().loc[0, "confidence"] == v.confidence  # the interval's own coverage
     assert OptimizationResult.from_json(o.to_json()).latency_rows == lat
+
+
+def test_an_interval_that_cannot_tell_2x_says_so() -> None:
+    """The doctor's busy-machine case (a decode 3.5-4x slower read as "no difference"): 8
+    rounds whose ratios scatter from 0.15x to 11x hold 1 and reach past 2x, so the verdict is
+    "could not tell", with the load where it was measured; a narrow interval around 1 stays
+    "no measurable difference"."""
+    wild = paired_ratio(
+        [1.0] * 8, [0.153, 0.4, 0.9, 3.2, 3.5, 3.7, 6.0, 11.141], confidence=0.95
+    )
+    assert wild.holds_one and wild.high >= 2 and wild.blind
+    assert "could not tell" in wild.text() and "no measurable difference" not in wild.text()
+    busy = dataclasses.replace(wild, busy=1.4)
+    assert "could not tell (the machine was busy: 1.4 other cores)" in busy.text()
+    calm = paired_ratio([1.0] * 8, [0.99, 1.0, 1.01, 1.0, 0.98, 1.02, 1.0, 1.01])
+    assert not calm.blind and "no measurable difference" in calm.text()

@@ -43,6 +43,8 @@ __all__ = [
 
 NOISE_BAND = 0.02
 """Time ratios within 1 ± NOISE_BAND are "no measurable difference", whatever the interval."""
+BLIND = 0.5
+"""An interval holding 1 that reaches this ratio or its inverse says "could not tell"."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,8 @@ class Verdict:
     noise: float
     requested: float = 0.95
     """The confidence asked for."""
+    busy: float | None = None
+    """Other processes' cores while the rounds ran, where the caller measured it."""
 
     @property
     def enough(self) -> bool:
@@ -198,6 +202,13 @@ class Verdict:
         return self.enough and not self.significant and self.low < 1 - self.noise and self.ratio < 1
 
     @property
+    def blind(self) -> bool:
+        """An interval that holds 1 and reaches a 2x change either way (its low at most
+        :data:`BLIND` or its high at least 1 / BLIND): it cannot tell no difference from a 2x
+        one, so it is never read as "no measurable difference"."""
+        return self.holds_one and (self.low <= BLIND or self.high >= 1 / BLIND)
+
+    @property
     def slower(self) -> bool:
         """B is significantly slower than A."""
         return self.significant and self.ratio > 1
@@ -216,6 +227,16 @@ class Verdict:
             f"{self.ratio:.3f}x [{self.low:.3f}, {self.high:.3f}] "
             f"({self.confidence:.1%} CI, {self.rounds} rounds)"
         )
+        if self.blind:
+            busy = (
+                f" (the machine was busy: {self.busy:.1f} other cores)"
+                if self.busy is not None and self.busy >= 0.5
+                else ""
+            )
+            return (
+                f"{b} vs {a}: could not tell{busy}: the interval allows both no difference and "
+                f"a 2x one, {ci}; measure again with more rounds or on a quieter machine"
+            )
         if not self.significant and self.holds_one:
             return f"{b} vs {a}: no measurable difference, {ci}"
         if not self.significant:  # excludes 1, but reaches into the noise band

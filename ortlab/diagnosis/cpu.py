@@ -77,6 +77,8 @@ def cpu_verdict(v: Verdict) -> str:
         return f"{1 / v.ratio:.2f}x less CPU per run: CPU ratio {said}"
     if v.low > 1 + NOISE_BAND:
         return f"{v.ratio:.2f}x more CPU per run: CPU ratio {said}"
+    if v.blind:
+        return f"could not tell the CPU per run (it allows both no difference and 2x): {said}"
     return f"no measurable difference in CPU per run: CPU ratio {said}"
 
 

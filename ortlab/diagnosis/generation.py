@@ -403,7 +403,7 @@ def _pairs(
         encoder=encoder.job if encoder else None,
     )
     trials = [
-        _trial(s, v, pair, new)
+        _trial(s, v, pair, new, reply.other_cores)
         for (s, v), pair in zip(built, reply.pairs, strict=True)
         if pair is not None
     ]
@@ -501,14 +501,16 @@ def _baseline_times(
     return base.ttft_ms[0], per_token, f"median of {base.runs} generations"
 
 
-def _trial(s: _Spec, v: Model, pair: GenerationPair, new: int) -> GenerationTrial:
+def _trial(
+    s: _Spec, v: Model, pair: GenerationPair, new: int, busy: float | None
+) -> GenerationTrial:
     per = max(new - 1, 1)
     base_dec = [t / per / 1e6 for t in pair.base_decode_ns]
     dec = [t / per / 1e6 for t in pair.decode_ns]
     base_ttft = [t / 1e6 for t in pair.base_prefill_ns]
     ttft = [t / 1e6 for t in pair.prefill_ns]
-    dv = paired_ratio(base_dec, dec)
-    tv = paired_ratio(base_ttft, ttft)
+    dv = dataclasses.replace(paired_ratio(base_dec, dec), busy=busy)
+    tv = dataclasses.replace(paired_ratio(base_ttft, ttft), busy=busy)
     kept = 0
     for a, b in zip(pair.base_tokens, pair.tokens, strict=False):
         if a != b:

@@ -58,6 +58,8 @@ def _short_verdict(p: Paired) -> str:
         return p.verdict
     if not v.enough:
         return "not enough rounds for a verdict"
+    if v.blind:
+        return "could not tell"
     if v.holds_one:
         return "no measurable difference"
     return p.verdict.partition(":")[0]
