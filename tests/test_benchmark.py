@@ -188,6 +188,7 @@ def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) 
     median is what the binomial distribution says (checked with scipy, not ortlab's own sum)."""
     from scipy.stats import binom
 
+    from ortlab.core.units import fmt_interval
     from ortlab.views.benchmark import benchmark_text
 
     b = ortlab.benchmark(mlp, runs=40, warmup=3, progress=False)
@@ -198,7 +199,8 @@ def test_the_median_run_carries_a_distribution_free_interval(mlp: ortlab.Model) 
     assert (low, high) == (ms[k - 1], ms[len(ms) - k])
     assert low <= b.stats.p50_ms <= high
     assert coverage == pytest.approx(1 - 2 * binom.cdf(k - 1, 40, 0.5))
-    assert f"[{low:.3f}, {high:.3f}]" in benchmark_text(b) and f"{coverage:.1%}" in b._repr_html_()
+    said = fmt_interval(b.stats.p50_ms, low, high)  # THE interval format (core.units)
+    assert said in benchmark_text(b) and f"{coverage:.1%}" in b._repr_html_()
     few = ortlab.benchmark(mlp, runs=5, warmup=1, progress=False)
     assert all(np.isnan(few.p50_interval)) and "too few runs" in benchmark_text(few)
 

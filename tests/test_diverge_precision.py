@@ -110,7 +110,7 @@ def test_a_result_read_back_refuses_a_repro_it_cannot_write(tmp_path: Path) -> N
     assert not (tmp_path / "nothing").exists()
 
 
-def test_int8_against_fp32_runs(tmp_path: Path) -> None:
+def test_int8_against_fp32_runs() -> None:
     m = ortlab.examples.load("mlp")
     q = ortlab.quantize(m, mode="static")  # QDQ int8
     r = ortlab.diverge(m, q, progress=False)
@@ -120,7 +120,9 @@ def test_int8_against_fp32_runs(tmp_path: Path) -> None:
     ]
     x, y = (np.asarray(v, np.float64).ravel() for v in plain)
     as_run = next(f for f in r.finals)
-    assert as_run.plain_cosine == pytest.approx(float(x @ y) / np.linalg.norm(x) / np.linalg.norm(y))
+    assert as_run.plain_cosine == pytest.approx(
+        float(x @ y) / np.linalg.norm(x) / np.linalg.norm(y)
+    )
     assert _leftovers() == []
 
 
@@ -159,7 +161,9 @@ def test_resnet50_against_its_fp16_conversion() -> None:
     plain = [ort.InferenceSession(str(p)).run(None, feeds)[0] for p in (m.path, half.path)]
     x, y = (np.asarray(v, np.float64).ravel() for v in plain)
     as_run = r.finals[0]
-    assert as_run.plain_cosine == pytest.approx(float(x @ y) / np.linalg.norm(x) / np.linalg.norm(y))
+    assert as_run.plain_cosine == pytest.approx(
+        float(x @ y) / np.linalg.norm(x) / np.linalg.norm(y)
+    )
     assert r.tensors and as_run.plain_cosine > 0.99  # fp16 drifts, it does not break
     assert _leftovers() == []
     assert not any(os.sep + "tmp" + os.sep in n for n in r.notes)

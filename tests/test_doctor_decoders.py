@@ -14,6 +14,7 @@ import pytest
 import ortlab
 from ortlab.analysis.generation.quality import KLDRow
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
+from ortlab.core.units import fmt_rate
 from ortlab.diagnosis.facts import Facts
 from ortlab.diagnosis.generation import GenerationFacts, GenerationTrial
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
@@ -78,7 +79,7 @@ def test_a_decoders_doctor_says_where_a_generation_goes(int4_doctor: ortlab.Doct
     decode = gen.base_decode_ms * (gen.new_tokens - 1)
     share = decode / (decode + gen.base_ttft_ms)
     assert f.title.startswith(f"Decode is {share:.0%} of generating {gen.new_tokens} tokens")
-    assert f"{1e3 / gen.base_decode_ms:.0f} tokens/s" in f.evidence
+    assert fmt_rate(1e3 / gen.base_decode_ms, "tokens/s") in f.evidence
     decode_row = gen.baseline.weights.query("phase == 'decode'").iloc[0]
     assert f"{decode_row.fraction:.0%} of" in f.evidence and "MatMulNBits" in f.evidence
     text = d.to_text()

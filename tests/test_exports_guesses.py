@@ -18,10 +18,10 @@ import psutil
 import pytest
 
 import ortlab
-from tests import corpus
 from ortlab.engine.calls import edge, fitted_dims
 from ortlab.engine.fitdims import FREE_SHARE
 from ortlab.engine.graphdims import footprint_at
+from tests import corpus
 
 pytestmark = pytest.mark.corpus
 

@@ -189,9 +189,7 @@ def test_an_interval_that_cannot_tell_2x_says_so() -> None:
     rounds whose ratios scatter from 0.15x to 11x hold 1 and reach past 2x, so the verdict is
     "could not tell", with the load where it was measured; a narrow interval around 1 stays
     "no measurable difference"."""
-    wild = paired_ratio(
-        [1.0] * 8, [0.153, 0.4, 0.9, 3.2, 3.5, 3.7, 6.0, 11.141], confidence=0.95
-    )
+    wild = paired_ratio([1.0] * 8, [0.153, 0.4, 0.9, 3.2, 3.5, 3.7, 6.0, 11.141], confidence=0.95)
     assert wild.holds_one and wild.high >= 2 and wild.blind
     assert "could not tell" in wild.text() and "no measurable difference" not in wild.text()
     busy = dataclasses.replace(wild, busy=1.4)

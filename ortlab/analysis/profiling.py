@@ -23,6 +23,7 @@ from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
+from ortlab.core.units import fmt_ms
 from ortlab.engine import tasks
 from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.session import SessionReport
@@ -164,7 +165,7 @@ class ProfileResult(Result):
         run with the profiler on, how much of it the node table covers, and the machine's load
         while it ran (the warning when it was busy)."""
         text = (
-            f"median of {self.runs} run(s) with ORT's profiler on: {self.median_run_ms:,.2f} ms "
+            f"median of {self.runs} run(s) with ORT's profiler on: {fmt_ms(self.median_run_ms)} "
             f"(a benchmark, profiler off, gives latency); node times add up to "
             f"{self.node_coverage:.0%} of it"
         )

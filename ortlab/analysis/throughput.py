@@ -32,6 +32,7 @@ from ortlab.core.machine import (
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
+from ortlab.core.units import fmt_rate
 from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.replies import ThroughputReply
@@ -193,12 +194,12 @@ def _sentence(mode: str, rows: list[LevelRow], knee: int | None, rates: list[lis
     if knee is None:
         return (
             f"{_PHRASE[mode]}: not enough rounds for intervals (need >= {MIN_ROUNDS}); "
-            + ", ".join(f"{r.concurrency}: {r.requests_per_s:.1f} req/s" for r in rows)
+            + ", ".join(f"{r.concurrency}: {fmt_rate(r.requests_per_s, 'req/s')}" for r in rows)
         )
     k = levels.index(knee)
     head = (
         f"{knee} thread{'s' if knee > 1 else ''} {_PHRASE[mode]}: "
-        f"{rows[k].requests_per_s:.1f} req/s"
+        f"{fmt_rate(rows[k].requests_per_s, 'req/s')}"
     )
     if k > 0:
         head += f", {_ci(paired_ratio(rates[0], rates[k]))} the requests/s of {first}"

@@ -480,12 +480,12 @@ START_TOKEN = "<|startoftranscript|>"
 """The token a Whisper tokenizer starts a transcript with (genai's processor reads it there)."""
 
 
-def _genai_start(folder: Path, genai: Mapping[str, Any]) -> tuple[tuple[int, ...], str]:
+def _genai_start(folder: Path, genai: Mapping[str, object]) -> tuple[tuple[int, ...], str]:
     """An onnxruntime-genai encoder-decoder's start id and where it came from: its tokenizer's
     :data:`START_TOKEN` (as genai's processor starts a Whisper prompt), else genai_config's
     ``bos_token_id``, said as such; () where neither is there."""
-    tokenizer = _read_json(folder / "tokenizer.json")
-    for token in tokenizer.get("added_tokens") or []:
+    added = _read_json(folder / "tokenizer.json").get("added_tokens")
+    for token in added if isinstance(added, list) else []:
         if isinstance(token, dict) and token.get("content") == START_TOKEN:
             return (int(token["id"]),), f"the tokenizer's {START_TOKEN}"
     bos = _int(genai.get("bos_token_id"))
@@ -494,15 +494,21 @@ def _genai_start(folder: Path, genai: Mapping[str, Any]) -> tuple[tuple[int, ...
     return (), ""
 
 
+def _section(config: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """``config[key]`` where it is a JSON object, else empty."""
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _genai_cross(
-    genai: Mapping[str, Any], inputs: Mapping[str, onnx.ValueInfoProto]
+    genai: Mapping[str, object], inputs: Mapping[str, onnx.ValueInfoProto]
 ) -> tuple[tuple[str, str], ...]:
     """(encoder output, decoder input) per cross-attention K/V an onnxruntime-genai encoder
     computes, as genai_config.json names both (``cross_present_key_names`` of its encoder,
     ``cross_past_key_names`` of its decoder: 'present_key_cross_%d'); each decoder input must
     be the model's. Empty for any other folder."""
-    enc, dec = genai.get("encoder") or {}, genai.get("decoder") or {}
-    made, read = enc.get("outputs") or {}, dec.get("inputs") or {}
+    enc, dec = _section(genai, "encoder"), _section(genai, "decoder")
+    made, read = _section(enc, "outputs"), _section(dec, "inputs")
     layers = _int(dec.get("num_hidden_layers")) or 0
     out: list[tuple[str, str]] = []
     for i in range(layers):

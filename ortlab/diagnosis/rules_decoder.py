@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ortlab.analysis.limits.roofline import NEAR
-from ortlab.core.units import fmt_bandwidth, fmt_flops, tokens_per_s
+from ortlab.core.units import fmt_bandwidth, fmt_flops, fmt_ms, fmt_num, fmt_rate, tokens_per_s
 from ortlab.diagnosis.facts import Facts, Finding, load_caveat
 
 __all__ = ["decoder_phases", "decoder_trials"]
@@ -74,8 +74,8 @@ def decoder_phases(f: Facts) -> list[Finding]:
             rule="decoder_phases",
             title=f"Decode is {share:.0%} of generating {gen.new_tokens} tokens after a "
             f"{gen.prompt}-token prompt",
-            evidence=f"time to first token {ttft:.2f} ms (the prefill); decode "
-            f"{tokens_per_s(1, per_token):.0f} tokens/s ({per_token:.3f} ms per token; "
+            evidence=f"time to first token {fmt_ms(ttft)} (the prefill); decode "
+            f"{fmt_rate(tokens_per_s(1, per_token), 'tokens/s')} ({fmt_ms(per_token)} per token; "
             f"{gen.measured}); " + "; ".join(parts),
             fix=fix,
             code=f"ortlab.generate(model, prompt={gen.prompt}, new_tokens={gen.new_tokens})"
@@ -124,9 +124,9 @@ def decoder_trials(f: Facts) -> list[Finding]:
                 rule="decoder_generation",
                 title=f"{t.label}: {what} {1 / p.ratio:.2f}x faster in generation"
                 + (" (measured under load)" if caveat else ""),
-                evidence=f"decode {t.base_decode_tokens_per_s:.0f} → "
-                f"{t.decode_tokens_per_s:.0f} tokens/s ({t.decode.verdict}); time to first "
-                f"token {t.base_ttft_ms:.2f} → {t.ttft_ms:.2f} ms ({t.ttft.verdict}); "
+                evidence=f"decode {fmt_num(t.base_decode_tokens_per_s)} → "
+                f"{fmt_rate(t.decode_tokens_per_s, 'tokens/s')} ({t.decode.verdict}); time to "
+                f"first token {fmt_ms(t.base_ttft_ms)} → {fmt_ms(t.ttft_ms)} ({t.ttft.verdict}); "
                 f"{gen.rounds} rounds of a {gen.prompt}-token prompt and {gen.new_tokens} new "
                 f"tokens, interleaved with the baseline{kept}" + (f"; {caveat}" if caveat else ""),
                 fix=f"generate with {t.label}",

@@ -13,6 +13,7 @@ import numpy as np
 
 from ortlab.core.machine import IDLE_WINDOW_S, load_sentence
 from ortlab.core.stats import interval_text
+from ortlab.core.units import fmt_interval, fmt_ms, fmt_rate
 from ortlab.views.figure import layout, ratio_figure
 from ortlab.views.html import STYLE, esc, load_html, safe_text, table_html, table_text
 from ortlab.views.session import report_lines, session_report_html
@@ -55,10 +56,10 @@ def p50_text(b: BenchmarkResult) -> str:
     """The median run with its interval: "p50 1.93 ms [1.70, 2.10] (96.9 % interval)"."""
     low, high, coverage = b.p50_interval
     if math.isnan(coverage):
-        return f"p50 {b.stats.p50_ms:.3f} ms (too few runs for an interval: 6 or more)"
+        return f"p50 {fmt_ms(b.stats.p50_ms)} (too few runs for an interval: 6 or more)"
     return (
-        f"p50 {b.stats.p50_ms:.3f} ms [{low:.3f}, {high:.3f}] ({coverage:.1%} interval of "
-        "the median run, distribution-free)"
+        f"p50 {fmt_interval(b.stats.p50_ms, low, high)} ({coverage:.1%} interval of the median "
+        "run, distribution-free)"
     )
 
 
@@ -97,7 +98,7 @@ def benchmark_text(b: BenchmarkResult) -> str:
         *([cpu_text(b)] if cpu_text(b) else []),
         load_text(b),
         table_text(["stat", "ms"], _stats_rows(b)),
-        f"{s.runs_per_s:,.1f} runs/s one after another (1000 / mean; requests/s under "
+        f"{fmt_rate(s.runs_per_s, 'runs/s')} one after another (1000 / mean; requests/s under "
         "concurrency: ortlab.throughput)",
         f"feeds: {safe_text(b.feeds, 500)}",
         *report_lines(b.report),
@@ -109,7 +110,7 @@ def benchmark_html(b: BenchmarkResult) -> str:
     s = b.stats
     return (
         f"{STYLE}<div><b>{esc(b.model)}</b> · {esc(b.config.label())} · {s.count} "
-        f"runs (+{b.warmup} warm-up) · {s.runs_per_s:,.1f} runs/s · profiling off</div>"
+        f"runs (+{b.warmup} warm-up) · {fmt_rate(s.runs_per_s, 'runs/s')} · profiling off</div>"
         f"<div><b>{esc(p50_text(b))}</b></div>"
         + (f"<div>{esc(cpu_text(b))}</div>" if cpu_text(b) else "")
         + f"<div{' class=ortlab-warn' if b.busy else ''}>{esc(load_text(b))}</div>"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_interval, fmt_us
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -25,12 +25,9 @@ __all__ = [
 ]
 
 
-def _value(triple: tuple[float, float, float], digits: int, unit: str) -> str:
-    mid, low, high = triple
-    if math.isnan(mid):
-        return "—"
-    band = "" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]"
-    return f"{mid:.{digits}f} {unit}{band}"
+def _value(triple: tuple[float, float, float], unit: str) -> str:
+    """A (median, low, high) as every interval reads (:func:`fmt_interval`)."""
+    return fmt_interval(*triple, unit)
 
 
 def generation_headline(g: GenerationResult) -> str:
@@ -39,8 +36,8 @@ def generation_headline(g: GenerationResult) -> str:
     [12,900, 14,100] (median of 6 generations, whole steps, profiling off)'."""
     start = f"the encoder then {g.prompt} start id(s)" if g.encoder_ms else f"prompt {g.prompt}"
     return (
-        f"TTFT {_value(g.ttft_ms, 3, 'ms')} · decode "
-        f"{_value(g.decode_tokens_per_s, 0, 'tokens/s')} ({start}, {g.new_tokens} new "
+        f"TTFT {_value(g.ttft_ms, 'ms')} · decode "
+        f"{_value(g.decode_tokens_per_s, 'tokens/s')} ({start}, {g.new_tokens} new "
         f"tokens; median of {g.runs} generations, whole steps as a generator runs them, "
         "profiling off)"
     )
@@ -65,30 +62,30 @@ def _rows(g: GenerationResult) -> list[list[str]]:
     model = [
         [
             "model's own run",
-            _value(g.model_decode_tokens_per_s, 1, "tokens/s"),
-            f"decode, sess.run alone (TTFT {_value(g.model_ttft_ms, 3, 'ms')})",
+            _value(g.model_decode_tokens_per_s, "tokens/s"),
+            f"decode, sess.run alone (TTFT {_value(g.model_ttft_ms, 'ms')})",
         ]
     ]
     encoder = [
         [
             "encoder",
-            _value(g.encoder_step_ms, 3, "ms"),
+            _value(g.encoder_step_ms, "ms"),
             f"{g.encoder} once per generation, before the decoder (part of TTFT)",
         ]
     ]
     return [
         [
             "time to first token",
-            _value(g.ttft_ms, 3, "ms"),
+            _value(g.ttft_ms, "ms"),
             "the encoder's run and the decoder's first whole step"
             if g.encoder_ms
             else "the prefill's whole step",
         ],
         *(encoder if g.encoder_ms else []),
-        ["prefill", _value(g.prefill_tokens_per_s, 0, "tokens/s"), "prompt tokens / TTFT"],
+        ["prefill", _value(g.prefill_tokens_per_s, "tokens/s"), "prompt tokens / TTFT"],
         [
             "decode",
-            _value(g.decode_tokens_per_s, 1, "tokens/s"),
+            _value(g.decode_tokens_per_s, "tokens/s"),
             "whole steps after the first token, as a generator runs them",
         ],
         *(model if g.model_ms else []),
@@ -135,7 +132,7 @@ def _layers(g: GenerationResult) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [name]
             + [
-                f"{cell[(p, k)].share:.0%} ({cell[(p, k)].us_per_step:.0f} µs)"
+                f"{cell[(p, k)].share:.0%} ({fmt_us(cell[(p, k)].us_per_step)} µs)"
                 if (p, k) in cell
                 else "—"
                 for p in phases
@@ -159,7 +156,7 @@ def weight_cells(w: Any, *, per_token: bool) -> list[str]:
     that reads each weight once per token, the GEMM peak for a prompt), the share of it."""
     return [
         f"{w.nodes} {w.op_type}",
-        f"{w.us_per_step:,.0f} µs",
+        f"{fmt_us(w.us_per_step)} µs",
         fmt_bandwidth(w.achieved_bytes) if per_token else fmt_flops(w.achieved_flops, "/s"),
         f"{w.ceiling}: {fmt_bandwidth(w.bandwidth)}"
         if per_token

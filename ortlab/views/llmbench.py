@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ortlab.core.units import fmt_num, fmt_pm
 from ortlab.views.generate import WEIGHTS_HEAD, weight_cells
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
@@ -25,8 +26,8 @@ def _rows(r: LLMBenchResult) -> list[list[str]]:
             row.label,
             str(row.n_threads),
             str(row.n_batch),
-            f"{row.avg_ts:,.2f} ± {row.stddev_ts:,.2f}",
-            f"{row.model_ts:,.2f}",
+            fmt_pm(row.avg_ts, row.stddev_ts),
+            fmt_num(row.model_ts),
             str(len(row.samples_ns)),
         ]
         for row in r.rows

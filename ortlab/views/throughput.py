@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ortlab.core.units import fmt_ms, fmt_num
 from ortlab.views.html import STYLE, esc, inputs_html, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def _head(t: ThroughputResult) -> str:
 
 
 def _interval(low: float, high: float) -> str:
-    return "" if math.isnan(low) or math.isnan(high) else f"[{low:.1f}, {high:.1f}]"
+    return "" if math.isnan(low) or math.isnan(high) else f"[{fmt_num(low)}, {fmt_num(high)}]"
 
 
 def _ratio(p: Paired) -> str:
@@ -44,9 +45,9 @@ def _rows(t: ThroughputResult, mode: str) -> tuple[list[str], list[list[object]]
         "req/s",
         "interval",
         "vs first",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
+        "p50",
+        "p90",
+        "p99",
         "requests",
         "sessions",
         "",
@@ -59,12 +60,12 @@ def _rows(t: ThroughputResult, mode: str) -> tuple[list[str], list[list[object]]
         rows.append(
             [
                 r.concurrency,
-                f"{r.requests_per_s:.1f}",
+                fmt_num(r.requests_per_s),
                 _interval(r.low, r.high),
                 _ratio(r.vs_first),
-                f"{r.p50_ms:.3f}",
-                f"{r.p90_ms:.3f}",
-                f"{r.p99_ms:.3f}",
+                fmt_ms(r.p50_ms),
+                fmt_ms(r.p90_ms),
+                fmt_ms(r.p99_ms),
                 r.requests,
                 r.sessions,
                 mark,

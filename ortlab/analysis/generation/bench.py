@@ -39,7 +39,7 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
-from ortlab.core.units import tokens_per_s
+from ortlab.core.units import fmt_pm, tokens_per_s
 from ortlab.core.version import __version__
 from ortlab.engine import tasks_bench
 from ortlab.engine.calls import as_config, edge, run_model_task
@@ -343,7 +343,7 @@ def _markdown(r: LLMBenchResult) -> str:
     ]
     for row in r.rows:
         cells = [r.model, fmt_bytes(r.size_bytes), params, backend, str(row.n_threads)]
-        cells += [str(row.n_batch), row.label, f"{row.avg_ts:.2f} ± {row.stddev_ts:.2f}"]
+        cells += [str(row.n_batch), row.label, fmt_pm(row.avg_ts, row.stddev_ts)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

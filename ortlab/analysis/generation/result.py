@@ -24,7 +24,7 @@ from ortlab.core.layers import layer_from_name
 from ortlab.core.machine import CacheLevel
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import median_with_interval
-from ortlab.core.units import tokens_per_s
+from ortlab.core.units import fmt_ms, fmt_rate, tokens_per_s
 from ortlab.engine.trace import ProfileData
 
 __all__ = ["GenerationResult"]
@@ -359,7 +359,7 @@ class GenerationResult(Result):
         dec, ttft = self.decode_tokens_per_s[0], self.ttft_ms[0]
         return (
             f"<GenerationResult {self.model!r}: prompt {self.prompt}, {self.new_tokens} new "
-            f"tokens x {self.runs} runs; TTFT {ttft:.2f} ms, decode {dec:.1f} tokens/s>"
+            f"tokens x {self.runs} runs; TTFT {fmt_ms(ttft)}, decode {fmt_rate(dec, 'tokens/s')}>"
         )
 
 

@@ -21,7 +21,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.eps import INSERTED_CAST
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
-from ortlab.core.units import fmt_bytes
+from ortlab.core.units import fmt_bytes, fmt_flops
 from ortlab.engine import tasks_cost
 from ortlab.engine.calls import Reach, edge, run_model_task
 from ortlab.engine.replies import GraphNode, ShapesReply
@@ -159,7 +159,7 @@ class CostResult(Result):
 
     def __repr__(self) -> str:
         return (
-            f"<CostResult {self.model}: {self.total_flops / 1e9:.3g} GFLOP, "
+            f"<CostResult {self.model}: {fmt_flops(self.total_flops)}, "
             f"{fmt_bytes(self.total_bytes)} moved per run, {len(self.rows)} nodes ({COUNTED})>"
         )
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES
-from ortlab.core.stats import interval_text
+from ortlab.core.units import fmt_interval, fmt_ms
 from ortlab.views.figure import template
 from ortlab.views.html import esc
 
@@ -173,10 +173,10 @@ class History:
             {
                 "run": r.run,
                 "settings": r.label,
-                "p50 ms [interval]": interval_text(r.p50_ms, r.p50_low_ms, r.p50_high_ms, 3),
+                "p50 [interval]": fmt_interval(r.p50_ms, r.p50_low_ms, r.p50_high_ms),
                 "other cores": r.other_cores,
                 "fallback": r.fallback,
-                "seconds": r.seconds,
+                "refresh took": fmt_ms(r.seconds * 1e3),
             }
             for r in self.records[-last:]
         ]
