@@ -5,6 +5,7 @@ plain-onnxruntime script that exits 1 when the divergence reproduces and 0 when 
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -156,50 +157,38 @@ def region_alone(model_path: str, tensor: str, compared: Collection[str], hops: 
     )
     model = helper.make_model(g, opset_imports=list(m.proto.opset_import))
     model.ir_version = m.proto.ir_version
-    types = input_dtypes(m.proto, inputs)
+    types = input_dtypes(model_path, inputs)
     return Region(bytes(model.SerializeToString()), [n.name for n in order], inputs, types)
 
 
-def input_dtypes(proto: onnx.ModelProto, names: Collection[str]) -> dict[str, str]:
-    """The numpy dtype of each tensor in ``names`` as ``proto`` computes it (its graph
-    inputs, value_info, or ONNX's type inference run on the graph with its weights as typed
-    inputs, so no weight is copied); a tensor whose type cannot be inferred is left out."""
+def input_dtypes(model_path: str, names: Collection[str]) -> dict[str, str]:
+    """The numpy dtype of each tensor in ``names`` as the model at ``model_path`` computes it
+    (:func:`elem_types`); a tensor whose type cannot be inferred is left out."""
+    stat = Path(model_path).stat()
+    types = elem_types(model_path, stat.st_size, stat.st_mtime_ns)
+    return {n: str(helper.tensor_dtype_to_np_dtype(types[n])) for n in names if types.get(n)}
+
+
+@functools.lru_cache(maxsize=4)
+def elem_types(model_path: str, size: int, mtime_ns: int) -> dict[str, int]:  # noqa: ARG001
+    """Every tensor's ONNX element type in the model file (``size`` and ``mtime_ns`` key the
+    cache: a bisection asks for each region's inputs, on both sides, many times): its graph's
+    declared types, then ONNX's type inference over its weightless :func:`skeleton`."""
     from onnx import shape_inference
 
-    wanted = set(names)
-    g = proto.graph
-    known = {vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}
-    if not wanted <= {n for n, vi in known.items() if vi.type.tensor_type.elem_type}:
-        held = {i.name for i in g.input}
-        light = helper.make_graph(
-            list(g.node),
-            g.name,
-            [
-                *g.input,
-                *(
-                    helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                    for t in g.initializer
-                    if t.name not in held
-                ),
-            ],
-            list(g.output),
-            value_info=list(g.value_info),
-        )
-        model = helper.make_model(
-            light, opset_imports=list(proto.opset_import), functions=list(proto.functions)
-        )
-        model.ir_version = proto.ir_version
-        try:
-            inferred = shape_inference.infer_shapes(model).graph
-        except Exception:  # noqa: BLE001 - a graph ONNX cannot type: each side's own types unknown
-            inferred = g
-        known |= {vi.name: vi for vi in [*inferred.value_info, *inferred.output]}
-    out: dict[str, str] = {}
-    for name in names:
-        elem = known[name].type.tensor_type.elem_type if name in known else 0
-        if elem:
-            out[name] = str(helper.tensor_dtype_to_np_dtype(elem))
-    return out
+    from ortlab.engine.graphdims import skeleton
+
+    proto = onnx.load(model_path, load_external_data=False)
+    light = skeleton(proto)
+    light.functions.extend(proto.functions)  # a dynamo export's local functions type its calls
+    try:
+        g = shape_inference.infer_shapes(light).graph
+    except Exception:  # noqa: BLE001 - a graph ONNX cannot type: its declared types alone
+        g = proto.graph
+    return {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in [*proto.graph.input, *proto.graph.value_info, *g.value_info, *g.output]
+    }
 
 
 def _typed(model: bytes, arrays: dict[str, np.ndarray]) -> bytes:

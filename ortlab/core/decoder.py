@@ -352,7 +352,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         if fed_only and not from_encoder and (path.parent / FIRST_STEP_FILE).is_file()
         else ""
     )
-    encoder_file = str(genai.get("encoder", {}).get("filename") or "") if from_encoder else ""
+    encoder_file = str(_section(genai, "encoder").get("filename") or "") if from_encoder else ""
     encoder, frames = _encoder_beside(path, encoder_file) if fixed or fed_only else ("", None)
     if from_encoder:
         length = value_dims(inputs[from_encoder[0][1]])
@@ -386,7 +386,7 @@ def detect_decoder(proto: onnx.ModelProto, path: Path) -> DecoderInfo | None:
         encoder_layers=(
             _int(_first(hf, "encoder_layers", "num_layers"))
             if fixed
-            else _int(genai.get("encoder", {}).get("num_hidden_layers"))
+            else _int(_section(genai, "encoder").get("num_hidden_layers"))
         ),
         encoder_feeds=from_encoder,
         first_step=first_step,

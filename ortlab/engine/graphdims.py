@@ -22,13 +22,13 @@ import onnx
 from ortlab.core.onnx_util import DTYPE_BYTES, dtype_name
 from ortlab.engine.replies import Footprint
 
-__all__ = ["footprint_at", "merged_symbols"]
+__all__ = ["footprint_at", "merged_symbols", "skeleton"]
 
 MAX_NODES = 20_000
 """Graphs larger than this are not inferred (seconds of Python); their guesses stand."""
 
 
-def _skeleton(src: onnx.ModelProto) -> onnx.ModelProto:
+def skeleton(src: onnx.ModelProto) -> onnx.ModelProto:
     """The model without weight bytes (dims kept: inference reads shapes; the small tensors a
     Reshape or Slice reads as values kept whole), built without copying the weights."""
     proto = onnx.ModelProto(ir_version=src.ir_version)
@@ -60,7 +60,7 @@ def _infer(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]] | N
     stripped = frozenset(t.name for t in proto.graph.initializer if not _has_data(t))
 
     class Skeletal(SymbolicShapeInference):  # type: ignore[misc]
-        """Reads no value of a weight _skeleton stripped (an elementwise op over two weights,
+        """Reads no value of a weight skeleton stripped (an elementwise op over two weights,
         which the TorchScript exporter leaves unfolded, asks every input's value)."""
 
         def _try_get_value(self, node: onnx.NodeProto, idx: int) -> object:
@@ -85,7 +85,7 @@ def _infer(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]] | N
 
 
 def _has_data(t: onnx.TensorProto) -> bool:
-    """Whether ``t`` holds its values (_skeleton keeps dims alone for the others)."""
+    """Whether ``t`` holds its values (skeleton keeps dims alone for the others)."""
     return (
         math.prod(t.dims) == 0
         or any(len(getattr(t, f)) for f in ("raw_data", "float_data", "int32_data", "int64_data"))
@@ -105,7 +105,7 @@ def merged_symbols(proto: onnx.ModelProto) -> dict[str, str]:
         for d in v.type.tensor_type.shape.dim
         if d.HasField("dim_param")
     }
-    got = _infer(_skeleton(proto))
+    got = _infer(skeleton(proto))
     if got is None:
         return {}
     merges = got[1]
@@ -133,7 +133,7 @@ def footprint_at(src: onnx.ModelProto, values: Mapping[str, int]) -> Footprint |
     give the shapes. Imports onnxruntime: the worker calls it (engine.tasks_dims)."""
     if len(src.graph.node) > MAX_NODES:
         return None
-    proto = _skeleton(src)
+    proto = skeleton(src)
     for v in proto.graph.input:
         for d in v.type.tensor_type.shape.dim:
             if d.HasField("dim_param") and d.dim_param in values:
