@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +18,7 @@ import pytest
 
 import ortlab
 from ortlab.cli import main
-from ortlab.cli.llmbench import int_list
+from ortlab.cli.llmbench import UNMAPPED, int_list
 from ortlab.core.errors import FeedError
 from ortlab.engine.tasks_bench import Cell
 from ortlab.engine.tasks_generate import GreedyLoop
@@ -41,7 +42,8 @@ LLAMA_BENCH_FIELDS = {
 
 
 def test_the_matrix_is_llama_benchs() -> None:
-    """pp rows have n_gen 0, tg rows n_prompt 0, one per depth, thread count and batch; t/s
+    """pp rows have n_gen 0, tg rows n_prompt 0, one per depth, thread count and batch, in
+    llama-bench's order (each setting's pp tests, then its tg tests); t/s
     is the mean of each repetition's tokens over its time, ± their sample standard
     deviation (llama-bench's stdev); the model's own run is inside each whole step."""
     r = ortlab.llm_bench(
@@ -56,9 +58,9 @@ def test_the_matrix_is_llama_benchs() -> None:
     assert [row.label for row in r.rows] == [
         "pp8",
         "pp16",
+        "tg4",
         "pp8 @ d32",
         "pp16 @ d32",
-        "tg4",
         "tg4 @ d32",
     ]
     for row in r.rows:
@@ -71,11 +73,11 @@ def test_the_matrix_is_llama_benchs() -> None:
         assert row.stddev_ts == pytest.approx(statistics.stdev(ts))
     records = json.loads(r.to_llama_bench("json"))
     assert set(records[0]) >= LLAMA_BENCH_FIELDS and len(records) == 6
-    assert records[2]["n_depth"] == 32 and records[4]["n_prompt"] == 0
+    assert records[3]["n_depth"] == 32 and records[2]["n_prompt"] == 0
     assert [json.loads(x) for x in r.to_llama_bench("jsonl").splitlines()] == records
     md = r.to_llama_bench("md").splitlines()
     assert md[0] == "| model | size | params | backend | threads | n_batch | test | t/s |"
-    assert "| pp8 @ d32 |" in md[4] and " ± " in md[4]
+    assert "| pp8 @ d32 |" in md[5] and " ± " in md[5]
     assert r.to_llama_bench("csv").splitlines()[0].startswith("build_commit,")
     assert ortlab.LLMBenchResult.from_json(r.to_json()) == r
     assert "t/s (mean ± sd)" in r.to_text() and r.plot("pp") is not None and r.plot() is not None
@@ -190,8 +192,8 @@ def test_the_cli_speaks_llama_benchs_grammar(capsys: Any) -> None:
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(x["n_prompt"], x["n_gen"], x["n_depth"]) for x in lines] == [
         (8, 0, 0),
-        (8, 0, 16),
         (0, 2, 0),
+        (8, 0, 16),
         (0, 2, 16),
     ]
     assert all(x["n_threads"] == 1 and len(x["samples_ns"]) == 2 for x in lines)
@@ -228,7 +230,7 @@ def test_the_generate_tab_carries_the_matrix(tmp_path: Path) -> None:
     t.bench_button.click()
     r = lab.llm_bench
     assert isinstance(r, ortlab.LLMBenchResult) and lab.error.value == ""
-    assert [row.label for row in r.rows] == ["pp16", "pp16 @ d64", "tg4", "tg4 @ d64"]
+    assert [row.label for row in r.rows] == ["pp16", "tg4", "pp16 @ d64", "tg4 @ d64"]
     assert r in lab.shown["Generate"]
     t.gen_button.click()
     assert lab.generation is not None and lab.shown["Generate"][-1] is r
@@ -239,3 +241,101 @@ def test_the_generate_tab_carries_the_matrix(tmp_path: Path) -> None:
     text = Path(lab.export_report(tmp_path / "r.html")).read_text(encoding="utf-8")
     assert "pp16 @ d64" in text and "Each test&#x27;s weight multiplications" in text
     assert "TTFT" in text
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+
+
+def test_llama_benchs_documented_example_lines_run(capsys: Any, tmp_path: Path) -> None:
+    """The example lines of llama-bench's README (tools/llama-bench), each with ortlab's
+    models for its ``-m`` (two bundled decoders long enough for its 1024-token prompt) and
+    ``-r 2 --no-profile -o jsonl`` added to read the rows; each row is the cell llama-bench
+    runs for that line, in its order (every setting's pp, then tg, then pg tests)."""
+    two = ["-m", "tiny_gemma2_int4", "-m", "tiny_gptoss_fp32"]
+    tail = ["-r", "2", "--no-profile", "-o", "jsonl"]
+
+    def run(*line: str) -> list[dict[str, Any]]:
+        assert main(["llm-bench", *line, *tail]) == 0
+        return _lines(capsys.readouterr().out)
+
+    # Prompt processing and text generation: -p 0 -n 0 -pg 100,100 -pg 500,100
+    rows = run(*two, "-p", "0", "-n", "0", "-pg", "100,100", "-pg", "500,100")
+    assert [(x["model_filename"], x["n_prompt"], x["n_gen"]) for x in rows] == [
+        ("tiny_gemma2_int4", 100, 100),
+        ("tiny_gemma2_int4", 500, 100),
+        ("tiny_gptoss_fp32", 100, 100),
+        ("tiny_gptoss_fp32", 500, 100),
+    ]
+    for x in rows:  # a pp+tg test's t/s counts the prompt and the generated tokens
+        ts = [1e9 * (x["n_prompt"] + x["n_gen"]) / ns for ns in x["samples_ns"]]
+        assert x["samples_ts"] == pytest.approx(ts)
+    # Text generation with different models: -p 0 -n 128,256,512
+    rows = run(*two, "-p", "0", "-n", "128,256,512")
+    assert [(x["model_filename"], x["n_prompt"], x["n_gen"]) for x in rows] == [
+        (m, 0, n) for m in ("tiny_gemma2_int4", "tiny_gptoss_fp32") for n in (128, 256, 512)
+    ]
+    # Prompt processing with different batch sizes: -n 0 -p 1024 -b 128,256,512,1024
+    rows = run("-m", "tiny_gemma2_int4", "-n", "0", "-p", "1024", "-b", "128,256,512,1024")
+    assert [(x["n_prompt"], x["n_gen"], x["n_batch"], x["n_ubatch"]) for x in rows] == [
+        (1024, 0, b, 512) for b in (128, 256, 512, 1024)
+    ]
+    # Different numbers of threads: -n 0 -n 16 -p 64 -t 1,2,4,8,16,32
+    rows = run("-m", "tiny_gemma2_int4", "-n", "0", "-n", "16", "-p", "64", "-t", "1,2,4,8,16,32")
+    assert [(x["n_threads"], x["n_prompt"], x["n_gen"]) for x in rows] == [
+        (t, p, n) for t in (1, 2, 4, 8, 16, 32) for p, n in ((64, 0), (0, 16))
+    ]
+    # Different prefilled context: -d 0,512 (the default -p 512 -n 128 at each depth)
+    rows = run("-m", "tiny_gemma2_int4", "-d", "0,512")
+    assert [(x["n_depth"], x["n_prompt"], x["n_gen"]) for x in rows] == [
+        (0, 512, 0),
+        (0, 0, 128),
+        (512, 512, 0),
+        (512, 0, 128),
+    ]
+    # Output formats: -o md, csv, json, jsonl, sql (sql read back by sqlite3)
+    base = ["llm-bench", "tiny_gemma2_int4", "-p", "16", "-n", "4", "-r", "2", "--no-profile"]
+    for fmt in ("md", "csv", "json", "jsonl", "sql"):
+        assert main([*base, "-o", fmt]) == 0
+        out = capsys.readouterr().out
+        if fmt == "sql":
+            db = sqlite3.connect(tmp_path / "bench.db")
+            db.executescript(out)
+            got = db.execute("SELECT n_prompt, n_gen, avg_ts > 0 FROM test").fetchall()
+            assert got == [(16, 0, 1), (0, 4, 1)]
+        elif fmt == "md":
+            assert out.splitlines()[0].startswith("| model | size | params | backend |")
+        elif fmt == "csv":
+            assert len(out.splitlines()) == 3
+        else:
+            assert len(json.loads(out) if fmt == "json" else _lines(out)) == 2
+    # Different numbers of layers offloaded to the GPU: -ngl 10,20,...: no such thing here
+    assert main(["llm-bench", "tiny_gemma2_int4", "-ngl", "10,20,30,31,32,33,34,35"]) == 2
+    err = capsys.readouterr().err
+    assert "-ngl" in err and "--providers" in err and "a bug" not in err
+
+
+def test_a_prompt_is_fed_in_steps_of_the_smaller_batch() -> None:
+    """llama-bench splits a prompt by its logical and physical batch (-b, -ub): a cell's
+    plan feeds min(n_batch, n_ubatch) tokens a step, the last step the rest, and the ids
+    are the same as one step's (the chunks are the prompt, in order)."""
+    rng = np.random.default_rng(0)
+    whole, _ = Cell(1000, 0, 0, 1, 2048, 2048).plan(np.random.default_rng(0), 50)
+    for b, ub, sizes in [(2048, 512, [512, 488]), (128, 512, [128] * 7 + [104])]:
+        plan, first = Cell(1000, 0, 0, 1, b, ub).plan(np.random.default_rng(0), 50)
+        assert first == 0 and [p.shape[1] for p in plan if p is not None] == sizes
+        joined = np.concatenate([p for p in plan if p is not None], axis=1)
+        assert np.array_equal(joined, whole[0])
+    plan, first = Cell(64, 16, 100, 2, 32, 512).plan(rng, 50)  # pp64+tg16 after 100 cached
+    shapes = [None if p is None else p.shape for p in plan]
+    assert first == 4 and shapes == [(2, 32)] * 3 + [(2, 4)] + [(2, 32)] * 2 + [None] * 16
+
+
+def test_refused_llama_bench_flags_say_what_to_pass(capsys: Any) -> None:
+    """Every llama-bench flag without an ONNX Runtime meaning exits 2 with the reason and
+    what ortlab takes instead; none reaches the model."""
+    for flags, why in UNMAPPED.items():
+        for flag in flags:
+            assert main(["llm-bench", "no-such-model", flag, "1"]) == 2, flag
+            err = capsys.readouterr().err
+            assert f"{flag}: {why}." in err and "a bug" not in err

@@ -213,12 +213,20 @@ def add_shapes_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_session_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "model",
-        help="a .onnx file, a model folder (onnxruntime-genai's or optimum's: its text "
-        "decoder; --part picks another of its models) or a bundled example name",
-    )
+MODEL_HELP = (
+    "a .onnx file, a model folder (onnxruntime-genai's or optimum's: its text decoder; --part "
+    "picks another of its models) or a bundled example name"
+)
+
+
+def add_session_args(
+    p: argparse.ArgumentParser, *, model: bool = True, threads: bool = True
+) -> None:
+    """The session's flags every verb takes; ``model``: the model as the first argument, and
+    ``threads``: one ``--threads`` (llm-bench names its models with ``-m`` too and takes a
+    list of thread counts, as llama-bench does)."""
+    if model:
+        p.add_argument("model", help=MODEL_HELP)
     p.add_argument(
         "--part",
         default=None,
@@ -232,9 +240,10 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
         help="comma-separated EPs (cpu,cuda,trt,openvino…) or 'auto'",
     )
     p.add_argument("--level", type=level_arg, default="all", help=" | ".join(LEVELS))
-    p.add_argument(
-        "--threads", type=int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
-    )
+    if threads:
+        p.add_argument(
+            "--threads", type=int_arg(0), default=0, help="intra-op threads (0 = ORT default)"
+        )
     p.add_argument("--inter-threads", type=int_arg(0), default=0, help="inter-op threads")
     p.add_argument("--mode", default="sequential", choices=["sequential", "parallel"])
     p.add_argument(

@@ -18,7 +18,7 @@ import html
 from collections.abc import Callable
 from typing import Any, Concatenate, TypeVar
 
-__all__ = ["FORMATS", "Renderer", "has", "register", "render"]
+__all__ = ["FORMATS", "LLAMA_BENCH_FORMATS", "Renderer", "has", "register", "render"]
 
 R = TypeVar("R")
 
@@ -26,7 +26,10 @@ Renderer = Callable[Concatenate[R, ...], Any]
 """A renderer of ``R``: the result first, then its options (``top=20``); what it returns is
 the format's (HTML or text ``str``, a plotly figure, a code snippet)."""
 
-FORMATS = ("html", "text", "plot", "snippet")
+LLAMA_BENCH_FORMATS = ("md", "csv", "json", "jsonl", "sql")
+"""llama-bench's output formats (its ``-o``), registered for the matrix it measures."""
+
+FORMATS = ("html", "text", "plot", "snippet", *LLAMA_BENCH_FORMATS)
 _RENDERERS: dict[tuple[type, str], Callable[..., Any]] = {}
 
 

@@ -444,14 +444,16 @@ class GenerationsReply:
 
 @dataclass(frozen=True)
 class BenchCell:
-    """``tasks_bench.bench``: one llama-bench test at one depth and batch — per repetition its
-    timed steps' whole time and their ``sess.run`` within (ns), and per profiled repetition
-    the trace runs of those steps."""
+    """``tasks_bench.bench``: one llama-bench test at one depth, sequence count and prompt
+    batch — per repetition its timed steps' whole time and their ``sess.run`` within (ns), and
+    per profiled repetition the trace runs of those steps."""
 
     n_prompt: int
     n_gen: int
     n_depth: int
+    n_seq: int
     n_batch: int
+    n_ubatch: int
     samples_ns: list[int]
     model_ns: list[int]
     profiled_runs: list[list[int]] = field(default_factory=list)

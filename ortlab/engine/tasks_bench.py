@@ -5,6 +5,7 @@ in a second session for each test's split by node."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,17 +29,29 @@ SEED = 0
 
 @dataclass(frozen=True)
 class Cell:
-    """One test: ``pp`` (n_prompt tokens in one step) or ``tg`` (n_gen steps of one token),
-    after ``n_depth`` tokens cached, for ``n_batch`` sequences."""
+    """One test, as llama-bench runs it: ``pp`` (a prompt of n_prompt tokens), ``tg`` (n_gen
+    steps of one token) or both (``pp+tg``: the prompt, then the tokens), after ``n_depth``
+    tokens cached, for ``n_seq`` sequences. A prompt (and the depth's fill) is fed in steps of
+    at most ``min(n_batch, n_ubatch)`` tokens, llama-bench's logical and physical batch."""
 
     n_prompt: int
     n_gen: int
     n_depth: int
-    n_batch: int
+    n_seq: int = 1
+    n_batch: int = 2048
+    n_ubatch: int = 512
 
     @property
     def test(self) -> str:
-        return f"pp{self.n_prompt}" if self.n_prompt else f"tg{self.n_gen}"
+        pp, tg = f"pp{self.n_prompt}", f"tg{self.n_gen}"
+        if self.n_prompt and self.n_gen:
+            return f"{pp}+{tg}"
+        return pp if self.n_prompt else tg
+
+    @property
+    def chunk(self) -> int:
+        """Tokens per prompt step."""
+        return max(1, min(self.n_batch, self.n_ubatch))
 
     def tokens(self) -> int:
         """Tokens the cache holds at the end (the shared buffer's least length)."""
@@ -48,15 +61,19 @@ class Cell:
         """The steps (ids to feed, or None: the argmax of the step before) and the index of
         the first timed one: the cache filled with n_depth random ids first, then the test."""
 
-        def ids(n: int) -> np.ndarray:
-            return rng.integers(0, vocab, size=(self.n_batch, n), dtype=np.int64)
+        def ids(n: int) -> list[np.ndarray | None]:
+            whole = rng.integers(0, vocab, size=(self.n_seq, n), dtype=np.int64)
+            return [
+                np.ascontiguousarray(whole[:, k : k + self.chunk]) for k in range(0, n, self.chunk)
+            ]
 
-        plan: list[np.ndarray | None] = [ids(self.n_depth)] if self.n_depth else []
+        plan: list[np.ndarray | None] = ids(self.n_depth) if self.n_depth else []
         first = len(plan)
         if self.n_prompt:
-            plan.append(ids(self.n_prompt))
+            plan += ids(self.n_prompt)
+            plan += [None] * self.n_gen  # pp+tg: the tokens follow the prompt's argmax
         else:  # after a filled cache the test continues it; from nothing, a random first token
-            plan += [None if self.n_depth else ids(1)] + [None] * (self.n_gen - 1)
+            plan += (ids(1) if not self.n_depth else [None]) + [None] * (self.n_gen - 1)
         return plan, first
 
 
@@ -68,10 +85,13 @@ def bench(
     cells: list[Cell],
     repetitions: int,
     profile_reps: int,
+    warmup: bool = True,
+    delay: float = 0.0,
     shared: int = 0,
     nodes: int = 1,
 ) -> LLMBenchReply:
-    """Each cell, one untimed warm-up then ``repetitions`` times: the test's steps timed whole
+    """Each cell, after ``delay`` seconds idle and (``warmup``) one untimed warm-up, ``repetitions``
+    times: the test's steps timed whole
     (as :class:`GreedyLoop` times a generator's step) and their ``sess.run`` within; then, in a
     session with ORT's profiler on, ``profile_reps`` more of each after a warm-up, with the
     trace runs of each repetition's timed steps (a tg test's first steps only when the whole
@@ -85,9 +105,11 @@ def bench(
     for cell in cells:
         rng = np.random.default_rng(SEED)
         timed: tuple[list[int], list[int]] = ([], [])
-        for rep in range(repetitions + 1):  # the first is the warm-up
+        if delay:
+            time.sleep(delay)
+        for rep in range(repetitions + warmup):  # with a warm-up, the first is it
             step, model = _once(sess, cell, decoder=decoder, job=job, rng=rng, shared=shared)
-            if rep:
+            if rep or not warmup:
                 timed[0].append(step)
                 timed[1].append(model)
         samples.append(timed)
@@ -107,7 +129,9 @@ def bench(
                 n_prompt=c.n_prompt,
                 n_gen=c.n_gen,
                 n_depth=c.n_depth,
+                n_seq=c.n_seq,
                 n_batch=c.n_batch,
+                n_ubatch=c.n_ubatch,
                 samples_ns=s[0],
                 model_ns=s[1],
                 profiled_runs=r,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ortlab.analysis.generation.benchrow import CELL_KEYS
 from ortlab.core.units import fmt_num, fmt_pm
 from ortlab.views.generate import WEIGHTS_HEAD, weight_cells
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
@@ -20,12 +21,23 @@ __all__ = ["llm_bench_figure", "llm_bench_html", "llm_bench_text"]
 HEAD = ["test", "threads", "n_batch", "t/s (mean ± sd)", "model's run t/s", "reps"]
 
 
+def _head(r: LLMBenchResult) -> list[str]:
+    """:data:`HEAD`, with the sequences where any test carries more than one."""
+    return HEAD[:3] + ["sequences"] * _seqs(r) + HEAD[3:]
+
+
+def _seqs(r: LLMBenchResult) -> bool:
+    return any(row.n_seq != 1 for row in r.rows)
+
+
 def _rows(r: LLMBenchResult) -> list[list[str]]:
+    seqs = _seqs(r)
     return [
         [
             row.label,
             str(row.n_threads),
             str(row.n_batch),
+            *([str(row.n_seq)] if seqs else []),
             fmt_pm(row.avg_ts, row.stddev_ts),
             fmt_num(row.model_ts),
             str(len(row.samples_ns)),
@@ -40,22 +52,16 @@ def _layers(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
     if not len(t):
         return [], []
     layers = sorted(set(t["layer"]))
-    keys = ["test", "n_depth", "n_threads", "n_batch"]
-    cells = list(dict.fromkeys(t[keys].itertuples(index=False, name=None)))
     share = {
-        (*row[:4], row[4]): row[5]
-        for row in t[[*keys, "layer", "share"]].itertuples(index=False, name=None)
+        (tuple(row[:-2]), row[-2]): row[-1]
+        for row in t[[*CELL_KEYS, "layer", "share"]].itertuples(index=False, name=None)
     }
     head = ["", *("outside layers" if k < 0 else f"layer {k}" for k in layers)]
     rows = [
-        [f"{test}{f' @ d{depth}' if depth else ''} · {threads} threads · batch {batch}"]
-        + [
-            f"{share[(test, depth, threads, batch, k)]:.0%}"
-            if (test, depth, threads, batch, k) in share
-            else "—"
-            for k in layers
-        ]
-        for test, depth, threads, batch in cells
+        [row.setting]
+        + [f"{share[(row.key, k)]:.0%}" if (row.key, k) in share else "—" for k in layers]
+        for row in r.rows
+        if any((row.key, k) in share for k in layers)
     ]
     return head, rows
 
@@ -70,9 +76,10 @@ WEIGHTS_CAPTION = (
 
 def _weights(r: LLMBenchResult) -> tuple[list[str], list[list[str]]]:
     """Per cell and weight op: its time per step, what it achieved, the ceiling, the share."""
+    settings = {(row.label, *row.key[1:]): row.setting for row in r.rows}
     rows = [
         [
-            f"{w.test} · {w.n_threads} threads · batch {w.n_batch}",
+            settings[(w.test, *(getattr(w, k) for k in CELL_KEYS[1:]))],
             *weight_cells(w, per_token=w.test.startswith("tg")),
         ]
         for w in r.weights.itertuples()
@@ -88,7 +95,7 @@ def _title(r: LLMBenchResult) -> str:
 
 
 def llm_bench_text(r: LLMBenchResult) -> str:
-    out = [safe_text(_title(r), 600), "", table_text(HEAD, _rows(r))]
+    out = [safe_text(_title(r), 600), "", table_text(_head(r), _rows(r))]
     head, rows = _layers(r)
     if rows:
         out += ["", "Share of each test's profiled time by layer:", table_text(head, rows)]
@@ -100,7 +107,7 @@ def llm_bench_text(r: LLMBenchResult) -> str:
 
 
 def llm_bench_html(r: LLMBenchResult) -> str:
-    parts = [f"{STYLE}<div><b>{esc(_title(r), 600)}</b></div>", table_html(HEAD, _rows(r))]
+    parts = [f"{STYLE}<div><b>{esc(_title(r), 600)}</b></div>", table_html(_head(r), _rows(r))]
     head, rows = _layers(r)
     if rows:
         parts += [
@@ -127,11 +134,8 @@ def llm_bench_figure(r: LLMBenchResult, kind: str | None = None) -> go.Figure:
     for row in r.rows:
         if bool(row.n_gen) != gen:
             continue
-        name = (
-            f"{row.test} · {row.n_threads} threads · batch {row.n_batch}"
-            if gen
-            else f"depth {row.n_depth} · {row.n_threads} threads · batch {row.n_batch}"
-        )
+        extra = row.setting.split(" · ", 1)[1]  # the cell beyond its test: threads…
+        name = f"{row.test} · {extra}" if gen else f"depth {row.n_depth} · {extra}"
         x = row.n_depth if gen else row.n_prompt
         lines.setdefault(name, []).append((x, row.avg_ts, row.stddev_ts))
     fig = go.Figure()

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ortlab.analysis.generation.benchrow import (
+    CELL_KEYS,
+    DEFAULT_N_BATCH,
+    DEFAULT_N_UBATCH,
+    BenchRow,
+    NodeTime,
+)
 from ortlab.analysis.generation.generate import require_decoder
 from ortlab.analysis.generation.phases import (
     COMPILED_NOTE,
-    PhaseRoof,
     ceiling_lookup,
     machine_peaks,
     step_roof,
@@ -39,7 +45,6 @@ from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.runtime import PROFILER_OVERHEAD
-from ortlab.core.units import fmt_pm, tokens_per_s
 from ortlab.core.version import __version__
 from ortlab.engine import tasks_bench
 from ortlab.engine.calls import as_config, edge, run_model_task
@@ -51,85 +56,18 @@ if TYPE_CHECKING:
 
     from ortlab.core.config import ConfigLike
 
-__all__ = ["BenchRow", "LLMBenchResult", "NodeTime", "llm_bench"]
+__all__ = [
+    "CELL_KEYS",
+    "DEFAULT_N_BATCH",
+    "DEFAULT_N_UBATCH",
+    "BenchRow",
+    "LLMBenchResult",
+    "NodeTime",
+    "llm_bench",
+]
 
 PROFILE_REPS = 3
 """Profiled repetitions per cell: each node's time is its median over them."""
-
-
-@dataclass(frozen=True)
-class NodeTime:
-    """One node's part of a cell: its time (µs per step of a pp test, per token of a tg test:
-    the median over the profiled repetitions and a tg test's steps, profiling on) and share."""
-
-    node: str
-    op_type: str
-    layer: int | None
-    us: float
-    share: float
-
-
-@dataclass(frozen=True)
-class BenchRow:
-    """One test of the matrix, llama-bench's row: what it ran and each repetition's time."""
-
-    test: str
-    """'pp512' (a prompt of 512 tokens in one step) or 'tg128' (128 tokens one at a time)."""
-    n_prompt: int
-    n_gen: int
-    n_depth: int
-    """Tokens cached before the test (filled first, untimed)."""
-    n_threads: int
-    """Intra-op threads (ORT's default: the physical cores)."""
-    n_batch: int
-    """Sequences processed together (ortlab's batch role; llama-bench's -b chunks a prompt,
-    which an ONNX decoder runs in one step)."""
-    samples_ns: list[int]
-    """Each repetition's time: the test's steps timed whole as a generator runs them."""
-    model_ns: list[int] = field(default_factory=list)
-    """Each repetition's ``sess.run`` within those steps."""
-    split: list[NodeTime] = field(default_factory=list)
-    """The cell's time by node (profiled; empty without profiling)."""
-    roof: PhaseRoof | None = None
-    """The cell's nodes against the ceilings: its time per step (per token of a tg test)
-    against the work counted at the cell's shapes (a pp test's prompt after its depth; a tg
-    test's middle step), phase 'prefill' for pp, 'decode' for tg."""
-
-    @property
-    def tokens(self) -> int:
-        return (self.n_prompt or self.n_gen) * self.n_batch
-
-    @property
-    def samples_ts(self) -> list[float]:
-        return [tokens_per_s(self.tokens, ns / 1e6) for ns in self.samples_ns if ns > 0]
-
-    @property
-    def avg_ts(self) -> float:
-        """Mean tokens/s over repetitions (llama-bench's avg_ts)."""
-        return _mean(self.samples_ts)
-
-    @property
-    def stddev_ts(self) -> float:
-        """Their sample standard deviation (llama-bench's stddev_ts; 0 for one sample)."""
-        return _stdev(self.samples_ts)
-
-    @property
-    def avg_ns(self) -> float:
-        return _mean([float(x) for x in self.samples_ns])
-
-    @property
-    def stddev_ns(self) -> float:
-        return _stdev([float(x) for x in self.samples_ns])
-
-    @property
-    def model_ts(self) -> float:
-        """Mean tokens/s of the model's own sess.run within the steps."""
-        return _mean([tokens_per_s(self.tokens, ns / 1e6) for ns in self.model_ns if ns > 0])
-
-    @property
-    def label(self) -> str:
-        """llama-bench's test column: 'pp512', 'tg128 @ d2048'."""
-        return self.test + (f" @ d{self.n_depth}" if self.n_depth else "")
 
 
 @dataclass(frozen=True)
@@ -165,7 +103,7 @@ class LLMBenchResult(Result):
     @table
     def weights(self) -> Table:
         """Each cell's weight multiplications against the ceilings it meets: test, n_depth,
-        n_threads, n_batch, then per op type and precision what
+        n_threads, n_batch, n_ubatch, n_seq, then per op type and precision what
         :meth:`GenerationResult.weights` gives (nodes, us_per_step, flops, bytes,
         achieved_flops, dtype, peak_flops, achieved_bytes, dram_bandwidth, bandwidth, ceiling,
         fraction: of the GEMM peak in a pp test, of the bandwidth in a tg test,
@@ -179,9 +117,9 @@ class LLMBenchResult(Result):
             cfg = dataclasses.replace(self.config, intra_op_threads=r.n_threads)
             lookup = ceiling_lookup(cfg, self.peaks.get(r.n_threads, []), self.levels)
             w = weights_summary([r.roof], lookup).drop(columns="phase")
-            keys = {"test": r.label, "n_depth": r.n_depth, "n_threads": r.n_threads}
-            frames.append(w.assign(**keys, n_batch=r.n_batch))
-        cols = ["test", "n_depth", "n_threads", "n_batch"]
+            keys = dict(zip(CELL_KEYS, r.key, strict=True)) | {"test": r.label}
+            frames.append(w.assign(**keys))
+        cols = CELL_KEYS
         if not frames:
             return pd.DataFrame(columns=cols)
         out = pd.concat(frames, ignore_index=True)
@@ -189,7 +127,8 @@ class LLMBenchResult(Result):
 
     @table
     def table(self) -> Table:
-        """One row per cell: test, n_prompt, n_gen, n_depth, n_threads, n_batch, avg_ts,
+        """One row per cell: test, n_prompt, n_gen, n_depth, n_threads, n_batch, n_ubatch,
+        n_seq, avg_ts,
         stddev_ts, model_ts (sess.run alone), avg_ns, stddev_ns, repetitions."""
         import pandas as pd
 
@@ -202,6 +141,8 @@ class LLMBenchResult(Result):
                     "n_depth": r.n_depth,
                     "n_threads": r.n_threads,
                     "n_batch": r.n_batch,
+                    "n_ubatch": r.n_ubatch,
+                    "n_seq": r.n_seq,
                     "avg_ts": r.avg_ts,
                     "stddev_ts": r.stddev_ts,
                     "model_ts": r.model_ts,
@@ -232,6 +173,7 @@ class LLMBenchResult(Result):
                 "model_size": self.size_bytes,
                 "model_n_params": self.params,
                 "n_batch": r.n_batch,
+                "n_ubatch": r.n_ubatch,
                 "n_threads": r.n_threads,
                 "n_prompt": r.n_prompt,
                 "n_gen": r.n_gen,
@@ -243,6 +185,7 @@ class LLMBenchResult(Result):
                 "samples_ns": list(r.samples_ns),
                 "samples_ts": r.samples_ts,
                 "ortlab_model_avg_ts": r.model_ts,
+                "ortlab_sequences": r.n_seq,
                 "ortlab_onnxruntime": self.ort_version,
                 "ortlab_synthetic": self.synthetic,
             }
@@ -250,44 +193,29 @@ class LLMBenchResult(Result):
         ]
 
     def to_llama_bench(self, fmt: str = "md") -> str:
-        """The matrix as llama-bench writes it: ``md`` (its table: model, size, params,
-        backend, threads, n_batch, test, t/s as mean ± standard deviation), ``csv``, ``json``
-        (a list of records, :meth:`records`) or ``jsonl`` (one record a line)."""
-        import csv
-        import io
-        import json
+        """The matrix as llama-bench writes it (its ``-o``), through the views' registered
+        renderer of ``fmt``: ``md`` (its table: model, size, params, backend, threads,
+        n_batch, test, t/s as mean ± standard deviation), ``csv``, ``json`` (a list of
+        records, :meth:`records`), ``jsonl`` (one record a line) or ``sql`` (a ``CREATE
+        TABLE test`` and one ``INSERT`` per record, for sqlite3)."""
+        from ortlab.core.display import LLAMA_BENCH_FORMATS, render
 
-        records = self.records()
-        if fmt == "json":
-            return json.dumps(records, indent=2, allow_nan=True)
-        if fmt == "jsonl":
-            return "\n".join(json.dumps(r, allow_nan=True) for r in records)
-        if fmt == "csv":
-            out = io.StringIO()
-            writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else [])
-            writer.writeheader()
-            for r in records:
-                writer.writerow(
-                    {k: " ".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
-                )
-            return out.getvalue().rstrip("\n")
-        if fmt == "md":
-            return _markdown(self)
-        raise ValueError(f"to_llama_bench: fmt is md, csv, json or jsonl (got {fmt!r})")
+        if fmt not in LLAMA_BENCH_FORMATS:
+            raise ValueError(
+                f"to_llama_bench: fmt is one of {', '.join(LLAMA_BENCH_FORMATS)} (got {fmt!r})"
+            )
+        return str(render(self, fmt))
 
     def split(self) -> Table:
-        """Each cell's profiled time by node: test, n_depth, n_threads, n_batch, node,
+        """Each cell's profiled time by node: the cell (:data:`CELL_KEYS`), node,
         op_type, layer (from the graph's structure; None outside the layers), us (per step
         of a pp test, per token of a tg test), share; slowest first within a cell."""
         import pandas as pd
 
-        cols = ["test", "n_depth", "n_threads", "n_batch", "node", "op_type", "layer", "us"]
+        cols = [*CELL_KEYS, "node", "op_type", "layer", "us"]
         rows = [
             {
-                "test": r.test,
-                "n_depth": r.n_depth,
-                "n_threads": r.n_threads,
-                "n_batch": r.n_batch,
+                **dict(zip(CELL_KEYS, r.key, strict=True)),
                 "node": n.node,
                 "op_type": n.op_type,
                 "layer": n.layer,
@@ -302,58 +230,31 @@ class LLMBenchResult(Result):
 
     def by_layer(self) -> Table:
         """:meth:`split` summed per cell and layer (-1: outside the layers): test, n_depth,
-        n_threads, n_batch, layer, us, share."""
+        n_threads, n_batch, n_ubatch, n_seq, layer, us, share."""
         t = self.split()
-        keys = ["test", "n_depth", "n_threads", "n_batch", "layer"]
+        keys = [*CELL_KEYS, "layer"]
         if not len(t):
             return t.reindex(columns=[*keys, "us", "share"])
         t = t.assign(layer=t["layer"].fillna(-1).astype(int))
         out = t.groupby(keys, sort=False, as_index=False)[["us", "share"]].sum()
-        order = {(r.test, r.n_depth, r.n_threads, r.n_batch): k for k, r in enumerate(self.rows)}
-        cell = [order[c] for c in out[keys[:4]].itertuples(index=False, name=None)]
+        order = {r.key: k for k, r in enumerate(self.rows)}
+        cell = [order[c] for c in out[CELL_KEYS].itertuples(index=False, name=None)]
         out = out.assign(_cell=cell).sort_values(["_cell", "layer"], ignore_index=True)
         return out.drop(columns="_cell")
 
     def by_op(self) -> Table:
-        """:meth:`split` summed per cell and op type: test, n_depth, n_threads, n_batch,
-        op_type, us, share; slowest first within a cell."""
+        """:meth:`split` summed per cell and op type: the cell (:data:`CELL_KEYS`), op_type,
+        us, share; slowest first within a cell."""
         t = self.split()
-        keys = ["test", "n_depth", "n_threads", "n_batch", "op_type"]
+        keys = [*CELL_KEYS, "op_type"]
         if not len(t):
             return t.reindex(columns=[*keys, "us", "share"])
         out = t.groupby(keys, sort=False, as_index=False)[["us", "share"]].sum()
-        return out.sort_values([*keys[:4], "us"], ascending=[True] * 4 + [False])
+        n = len(CELL_KEYS)
+        return out.sort_values([*CELL_KEYS, "us"], ascending=[True] * n + [False])
 
     def __repr__(self) -> str:
         return f"<LLMBenchResult {self.model!r}: {len(self.rows)} cells>"
-
-
-def _markdown(r: LLMBenchResult) -> str:
-    """llama-bench's markdown table (with n_batch and, where any, the depth in the test)."""
-    from ortlab.core.units import fmt_bytes
-
-    head = ["model", "size", "params", "backend", "threads", "n_batch", "test", "t/s"]
-    backend = ",".join(
-        p.removesuffix("ExecutionProvider").upper() for p in (r.config.providers or ("CPU",))
-    )
-    params = f"{r.params / 1e6:.2f} M" if r.params < 1e9 else f"{r.params / 1e9:.2f} B"
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "| " + " | ".join(["---"] * 5 + ["---:"] * 3) + " |",
-    ]
-    for row in r.rows:
-        cells = [r.model, fmt_bytes(r.size_bytes), params, backend, str(row.n_threads)]
-        cells += [str(row.n_batch), row.label, fmt_pm(row.avg_ts, row.stddev_ts)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _mean(xs: Sequence[float]) -> float:
-    return float(statistics.fmean(xs)) if xs else math.nan
-
-
-def _stdev(xs: Sequence[float]) -> float:
-    return float(statistics.stdev(xs)) if len(xs) > 1 else 0.0
 
 
 def llm_bench(
@@ -364,49 +265,80 @@ def llm_bench(
     new_tokens: Sequence[int] = (128,),
     depth: Sequence[int] = (0,),
     threads: Sequence[int] | None = None,
-    batch: Sequence[int] = (1,),
+    n_batch: Sequence[int] = (DEFAULT_N_BATCH,),
+    n_ubatch: Sequence[int] = (DEFAULT_N_UBATCH,),
+    pg: Sequence[tuple[int, int]] = (),
+    sequences: Sequence[int] = (1,),
     repetitions: int = 5,
+    warmup: bool = True,
+    delay: float = 0.0,
     profile: bool = True,
     progress: bool | Callable[[int, int], None] = True,
     timeout: float | None = None,
 ) -> LLMBenchResult:
-    """llama-bench's matrix on an ONNX decoder: for every depth, thread count and batch, a
-    ``pp<p>`` test per prompt length (the prompt processed in one step) and a ``tg<n>`` test
-    per new-token count (n steps of one token, greedy), each after ``depth`` tokens were
-    cached (untimed), timed ``repetitions`` times after a warm-up, whole steps as a generator
-    runs them (llama-bench's t/s), the model's ``sess.run`` beside; with ``profile``, three
-    more profiled repetitions of each cell split its time by node, layer and op. Random ids
-    in the vocabulary (synthetic, seeded). ``threads``: intra-op thread counts (None: the
-    config's). A prompt or new-token count of 0 means no such test, as ``-p 0`` / ``-n 0``
-    do in llama-bench."""
+    """llama-bench's matrix on an ONNX decoder: for every depth, thread count, batch and
+    sequence count, a ``pp<p>`` test per prompt length, a ``tg<n>`` test per new-token count
+    (n steps of one token, greedy) and a ``pp<p>+tg<n>`` test per ``pg`` pair (the prompt,
+    then the tokens; its t/s counts both), each after ``depth`` tokens were cached (untimed),
+    timed ``repetitions`` times after a warm-up, whole steps as a generator runs them
+    (llama-bench's t/s), the model's ``sess.run`` beside; with ``profile``, three more
+    profiled repetitions of each cell split its time by node, layer and op. A prompt (and the
+    depth's fill) is fed in steps of at most ``min(n_batch, n_ubatch)`` tokens, as llama-bench
+    splits it by its logical (-b, 2048) and physical (-ub, 512) batch. ``sequences``: how many
+    sequences each step carries (the model's batch role). ``warmup``: one untimed repetition
+    first (llama-bench's; ``--no-warmup`` times from the first); ``delay``: seconds idle before
+    each test (llama-bench's ``--delay``, to cool down). Random ids in the vocabulary
+    (synthetic, seeded). ``threads``: intra-op thread counts (None: the config's). A prompt
+    or new-token count of 0 means no such test, as ``-p 0`` / ``-n 0`` do in llama-bench."""
     m = load(model)
     info = require_decoder(m, "ortlab.llm_bench", "ortlab.benchmark times any model.")
     base = as_config(config)
-    sizes = {"prompt": prompt, "new_tokens": new_tokens, "depth": depth, "batch": batch}
-    for name, values in sizes.items():
-        least = 1 if name == "batch" else 0
+    sizes = {
+        "prompt": (prompt, 0),
+        "new_tokens": (new_tokens, 0),
+        "depth": (depth, 0),
+        "n_batch": (n_batch, 1),
+        "n_ubatch": (n_ubatch, 1),
+        "sequences": (sequences, 1),
+    }
+    for name, (values, least) in sizes.items():
         if not values or any(int(v) < least for v in values):
             raise OptionError(
                 f"llm_bench: {name} must be a non-empty list of counts >= {least} (as "
                 f"llama-bench's, where a prompt or new tokens of 0 means no such test); got "
                 f"{list(values)}"
             )
+    pairs = [(int(p), int(n)) for p, n in pg]
+    if any(p < 1 or n < 1 for p, n in pairs):
+        raise OptionError(
+            f"llm_bench: pg takes (prompt, new tokens) pairs of counts >= 1, as llama-bench's "
+            f"-pg 512,128; got {list(pg)}"
+        )
+    if delay < 0 or not math.isfinite(delay):
+        raise OptionError(f"llm_bench: delay is seconds >= 0 (got {delay})")
     if repetitions < 1:
         raise OptionError(f"llm_bench: repetitions must be >= 1 (got {repetitions})")
     prompts = [int(p) for p in prompt if int(p) > 0]  # -p 0: no pp test, as llama-bench
     gens = [int(n) for n in new_tokens if int(n) > 0]  # -n 0: no tg test
-    if not prompts and not gens:
+    if not prompts and not gens and not pairs:
         raise OptionError(
-            "llm_bench: prompt and new_tokens are both 0: nothing to test; give a prompt "
-            "length (-p 512) or tokens to generate (-n 128)."
+            "llm_bench: prompt and new_tokens are both 0 and no pg pair is given: nothing to "
+            "test; give a prompt length (-p 512), tokens to generate (-n 128) or both "
+            "(-pg 512,128)."
         )
-    cells = [tasks_bench.Cell(p, 0, d, b) for d in depth for b in batch for p in prompts] + [
-        tasks_bench.Cell(0, n, d, b) for d in depth for b in batch for n in gens
+    tests = [(p, 0) for p in prompts] + [(0, n) for n in gens] + pairs
+    cells = [
+        tasks_bench.Cell(p, n, int(d), int(s), int(b), int(u))
+        for d in depth
+        for b in n_batch
+        for u in n_ubatch
+        for s in sequences
+        for p, n in tests
     ]
     longest = max(c.tokens() for c in cells)
     if info.max_length is not None and longest > info.max_length:
         raise FeedError(
-            f"A cell of {longest} tokens (depth + prompt or new tokens) is beyond the "
+            f"A cell of {longest} tokens (depth + prompt + new tokens) is beyond the "
             f"{info.max_length} tokens {m.name!r} is made for ({info.source}): ask less."
         )
     shared = (
@@ -430,6 +362,8 @@ def llm_bench(
             decoder=info,
             cells=cells,
             repetitions=repetitions,
+            warmup=warmup,
+            delay=delay,
             profile_reps=reps,
             shared=shared,
             nodes=m.summary.node_count_total,
@@ -440,7 +374,9 @@ def llm_bench(
         rows += [_row(c, n_threads, m, reply.profile) for c in reply.cells]
     notes = [
         "Each test's time is its steps timed whole as a generator runs them (feeds, sess.run, "
-        "the argmax, the next cache), after one untimed warm-up and the depth's tokens cached "
+        "the argmax, the next cache), after "
+        + ("one untimed warm-up" if warmup else "no warm-up (--no-warmup)")
+        + " and the depth's tokens cached "
         f"untimed; t/s is the mean over {repetitions} repetitions ± their standard deviation, "
         "as llama-bench prints it; ortlab_model_avg_ts is the model's own sess.run.",
         "Prompts and depths are random ids in the vocabulary (synthetic, seeded); tg tests "
@@ -450,6 +386,13 @@ def llm_bench(
             for x, s in zip(loads, settings, strict=True)
         ),
     ]
+    cpus = os.cpu_count() or 1
+    over = sorted({int(t) for t in settings if int(t) > cpus})
+    if over:
+        notes.append(
+            f"Threads {', '.join(map(str, over))}: more than this machine's {cpus} logical "
+            "cores, so their threads take turns on them: those rows measure that contention."
+        )
     peaks: dict[int, list[Peak]] = {}
     if profile:
         notes.append(
@@ -496,15 +439,16 @@ def _with_roofs(
         for n, p in peaks.items()
     }
     for r in rows:
-        if not r.split:
+        if not r.split or (r.n_prompt and r.n_gen):  # a pp+tg test has no one phase
             out.append(r)
             continue
         times = _times(r.split)
         pp = bool(r.n_prompt)
-        dims = {
-            "prompt": r.n_prompt if pp else 1,
-            "past": r.n_depth + (0 if pp else max(r.n_gen - 1, 0) // 2),
-            "batch": r.n_batch,
+        step = min(r.n_prompt, r.n_batch, r.n_ubatch)  # a pp test's prompt step
+        dims = {  # a pp test's middle step: its chunk after half the others
+            "prompt": step if pp else 1,
+            "past": r.n_depth + ((r.n_prompt - step) // 2 if pp else max(r.n_gen - 1, 0) // 2),
+            "batch": r.n_seq,
         }
         cfg = dataclasses.replace(base, intra_op_threads=r.n_threads)
         roof = step_roof(
@@ -542,14 +486,16 @@ def _times(split: list[NodeTime]) -> pd.DataFrame:
 
 
 def _row(cell: BenchCell, threads: int, m: Model, profile: ProfileData | None) -> BenchRow:
-    test = f"pp{cell.n_prompt}" if cell.n_prompt else f"tg{cell.n_gen}"
+    pp, tg = f"pp{cell.n_prompt}", f"tg{cell.n_gen}"
     return BenchRow(
-        test=test,
+        test=f"{pp}+{tg}" if cell.n_prompt and cell.n_gen else pp if cell.n_prompt else tg,
         n_prompt=cell.n_prompt,
         n_gen=cell.n_gen,
         n_depth=cell.n_depth,
         n_threads=threads,
         n_batch=cell.n_batch,
+        n_ubatch=cell.n_ubatch,
+        n_seq=cell.n_seq,
         samples_ns=cell.samples_ns,
         model_ns=cell.model_ns,
         split=_split(cell, m, profile),
