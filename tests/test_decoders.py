@@ -21,6 +21,7 @@ import ortlab
 from ortlab.cli import main
 from ortlab.core.errors import FeedError, InvalidModelError
 from ortlab.core.units import fmt_interval
+from ortlab.views.html import esc
 
 HERE = Path(ortlab.__file__).parent / "decoders"
 NAMES = ("genai_int4", "genai_fp32", "optimum_gpt2_merged", "optimum_llama")
@@ -634,3 +635,31 @@ def test_a_generations_worker_stays_near_one_session_and_its_cache() -> None:
     assert first - idle < 2 * session + kv, (first - idle, session, kv)
     ortlab.generate(m, prompt=8, new_tokens=64, runs=3, profile=False, progress=False)
     assert peak(pid) - first < max(kv, 1 << 20), (peak(pid) - first, kv)
+
+
+def test_a_decoders_cold_lab_leads_with_a_short_generation() -> None:
+    """A decoder's Lab ends its first run with a short generation (profiling off, said): the
+    Overview leads with its TTFT and tokens/s, the one headline the Generate tab opens on
+    too; pressing Generate replaces it (and the Overview says whose it is). A model that is
+    no decoder gets none."""
+    from ortlab.views.generate import generation_headline
+    from ortlab.views.lab.tabjobs import OPENING
+
+    lab = ortlab.Lab(ortlab.examples.load("tiny_llama_int4"), sync=True, runs=3)
+    g = lab.generation
+    assert g is not None and (g.prompt, g.new_tokens) == OPENING and g.profile is None
+    html = lab.overview()[0]._repr_html_()
+    line = esc(generation_headline(g), 600)
+    assert line in html and "a short generation run on opening" in html
+    assert html.index("<b>Generation</b>") < html.index("<b>Latency</b>")
+    shown = lab.shown["Generate"]
+    assert g in shown and any(line in getattr(x, "value", "") for x in shown)
+    lab.tab_controls.gen_prompt.value, lab.tab_controls.gen_new.value = 8, 4
+    lab.gen_button.click()
+    assert lab.generation is not None and lab.generation is not g
+    html = lab.overview()[0]._repr_html_()
+    assert "the Generate tab&#x27;s last run" in html and "on opening" not in html
+    lab.run()  # a later run keeps the tab's generation
+    assert lab.generation is not None and lab.generation.new_tokens == 4
+    plain = ortlab.Lab(ortlab.examples.load("mlp"), sync=True, runs=3)
+    assert plain.generation is None and "<b>Generation</b>" not in plain.overview()[0]._repr_html_()

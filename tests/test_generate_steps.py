@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 import ortlab
+from ortlab.analysis.generation.split import run_step
 from ortlab.cli import main
 from ortlab.core import machine
 from ortlab.engine.tasks_generate import MAX_RUNS, MIN_TIMED_NS
@@ -91,7 +92,8 @@ def test_no_message_per_token_crosses_the_workers_pipe() -> None:
     )
     took = time.perf_counter() - started
     assert g.tokens and calls
-    assert calls[-1][0] == calls[-1][1] == g.runs * 60 + g.profiled_steps * g.profiled_reps
+    profiled = g.profiled_steps * g.profiled_reps + g.first_steps  # then prefills alone
+    assert calls[-1][0] == calls[-1][1] == g.runs * 60 + profiled
     assert len(calls) <= 1 + math.ceil(took), calls
     assert [c[0] for c in calls] == sorted(c[0] for c in calls)
 
@@ -164,8 +166,9 @@ def test_a_profiled_step_far_from_its_unprofiled_time_is_left_out_of_the_split()
     (hit,) = [o for o in far if (o[1], o[2]) == (0, 0)]
     assert hit[0] == "prefill" and hit[3] == stall
     assert hit[4] == pytest.approx(np.median(np.asarray(g.model_ms)[:, 0]) * 1e3)
-    w = g.profiled_steps
-    kept = [k for k in range(0, len(runs), w) if (k // w, 0) not in {(o[1], o[2]) for o in far}]
+    flagged = {(o[1], o[2]) for o in far}
+    where = [run_step(g, k) for k in range(len(runs))]  # the generations', then prefills alone
+    kept = [k for k, (rep, step) in enumerate(where) if step == 0 and (rep, 0) not in flagged]
     assert 0 not in kept and kept, "premise: a calm prefill is left to read"
     # no control flow in this model: an event's time is its node's own
     own: dict[str, list[float]] = {}

@@ -99,6 +99,7 @@ def test_the_installed_package_copies_the_workshop_and_runs(
         check=False,
     )
     assert again.returncode == 2 and "nothing was copied" in again.stderr
+    assert "--force" in again.stderr and "overwrite=True" not in again.stderr  # a shell user's fix
     inspect = _run([str(python), "-m", "ortlab", "inspect", "mlp"], cwd=tmp_path)
     assert "MatMul" in inspect.stdout
     _run(

@@ -398,7 +398,9 @@ def _examples(args: argparse.Namespace) -> None:
 
 
 def _notebooks(args: argparse.Namespace) -> None:
-    copied = copy_notebooks(args.folder, overwrite=args.force)
+    copied = copy_notebooks(
+        args.folder, overwrite=args.force, replace_hint="run it again with --force"
+    )
     folder = copied[0].parent if copied else Path(args.folder)
     print(f"copied {len(copied)} notebooks to {folder}; open them with: jupyter lab {folder}")
 

@@ -32,10 +32,13 @@ def notebooks_dir() -> Path:
     )
 
 
-def copy_notebooks(dest: str | Path, *, overwrite: bool = False) -> list[Path]:
+def copy_notebooks(
+    dest: str | Path, *, overwrite: bool = False, replace_hint: str = "pass overwrite=True"
+) -> list[Path]:
     """Copy every workshop notebook into ``dest`` (created if missing) and return the copies.
     A notebook already in ``dest`` is never replaced unless ``overwrite``: nothing is copied
-    and the error names the files (your edits stay yours)."""
+    and the error names the files (your edits stay yours) and ``replace_hint``, how the
+    caller's user replaces them (the CLI's: its --force)."""
     source = notebooks_dir()
     target = Path(dest).expanduser()
     if target.exists() and not target.is_dir():
@@ -46,7 +49,7 @@ def copy_notebooks(dest: str | Path, *, overwrite: bool = False) -> list[Path]:
         raise NotebooksError(
             f"{len(there)} of the notebooks are already in {target} ({', '.join(there[:3])}"
             f"{', …' if len(there) > 3 else ''}): nothing was copied, so your edits are kept. "
-            "Choose another folder, or pass overwrite=True (--force) to replace them."
+            f"Choose another folder, or {replace_hint} to replace them."
         )
     try:
         target.mkdir(parents=True, exist_ok=True)

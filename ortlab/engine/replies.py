@@ -384,6 +384,9 @@ class GenerateReply:
     of generation k // profiled_steps."""
     profiled_steps: int = 0
     profiled_reps: int = 0
+    first_steps: int = 0
+    """After the profiled generations, this many of their first step alone (the trace's
+    last runs): more samples of the once-a-generation phases."""
     encoder_ns: list[int] = field(default_factory=list)
     """An encoder-decoder's encoder per run, whole (its run and binding its states)."""
     encoder_run_ns: list[int] = field(default_factory=list)

@@ -66,6 +66,11 @@ machine (a scheduler's slice, another process's burst) was a large part of the s
 MAX_RUNS = 200
 """The most timed generations one call makes to fill :data:`MIN_TIMED_NS`."""
 PROFILED_REPS = 3
+FIRST_SAMPLES = 9
+"""Profiled runs of the once-a-generation steps (an encoder's run, the prefill): after the
+:data:`PROFILED_REPS` generations, that many more of their first step alone, so a phase with
+one step per generation is a median of 9, not 3 (one stalled run of 3 moved a layer's share
+from half to a quarter on a busy machine)."""
 """Profiled generations per call: a phase's split is each node's median over them (and over
 decode steps), so one stalled step is not the model's physics (issue 46)."""
 PROFILE_EVENTS = 800_000
@@ -106,10 +111,13 @@ def generate(
     tokens: list[list[int]] = []
     present_bytes: list[int] = []
     rss: list[int] = [rss_bytes()]
+    firsts = FIRST_SAMPLES - PROFILED_REPS
     window = (
-        max(1, min(new_tokens, PROFILE_EVENTS // max(nodes * PROFILED_REPS, 1))) if profile else 0
+        max(1, min(new_tokens, (PROFILE_EVENTS // max(nodes, 1) - firsts) // PROFILED_REPS))
+        if profile
+        else 0
     )
-    said = _Throttle(progress, runs * new_tokens + window * PROFILED_REPS)
+    said = _Throttle(progress, runs * new_tokens + window * PROFILED_REPS + firsts)
     # a fresh session's first steps pay one-time costs (its first run ~3x a warm prefill, the
     # arena's first allocations): WARMUP_STEPS untimed steps first, as the profiled run does
     loop.run(min(WARMUP_STEPS, new_tokens), lambda _k: None, shared=shared)
@@ -157,6 +165,7 @@ def generate(
         profile=data,
         profiled_steps=window,
         profiled_reps=PROFILED_REPS if profile else 0,
+        first_steps=FIRST_SAMPLES - PROFILED_REPS if profile else 0,
         encoder_ns=[e[0] for e in encoder_ns],
         encoder_run_ns=[e[1] for e in encoder_ns],
         encoder_profile=encoder_data,
@@ -549,9 +558,10 @@ def _profiled(
 ) -> tuple[ProfileData, ProfileData | None]:
     """:data:`PROFILED_REPS` generations of ``steps`` steps with ORT's profiler on, after a
     warm-up of :data:`WARMUP_STEPS` steps in the same session (dropped from the trace): run
-    k of the trace is step k % steps of generation k // steps. ``progress(rep)`` is that
-    generation's step counter. An encoder runs in its own profiled session (run k of its
-    trace: generation k's encoder)."""
+    k of the trace is step k % steps of generation k // steps; then ``FIRST_SAMPLES -
+    PROFILED_REPS`` generations of their first step alone (the prefill, after the encoder).
+    ``progress(rep)`` is that generation's step counter. An encoder runs in its own profiled
+    session (run k of its trace: generation k's encoder, the first-step ones included)."""
     warm = min(WARMUP_STEPS, steps)
     with contextlib.ExitStack() as stack:
         sess, trace = stack.enter_context(profiled_session(job, "generate-", skip_runs=warm))
@@ -563,6 +573,10 @@ def _profiled(
         loop.run(warm, lambda _k: None, shared=shared)
         for rep in range(PROFILED_REPS):
             loop.run(steps, progress(rep), shared=shared)
+        last = progress(PROFILED_REPS)
+        for k in range(FIRST_SAMPLES - PROFILED_REPS):
+            loop.run(1, lambda _j: None, shared=shared)
+            last(k + 1)
     return trace[0], (enc_trace[0] if encoder is not None else None)
 
 

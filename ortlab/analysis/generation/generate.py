@@ -282,8 +282,12 @@ def _measure(
                 if window < new_tokens
                 else f"all {new_tokens} steps"
             )
-            + "; each node's time is its median over them (the prefill's) and over their "
-            "decode steps; "
+            + f", then {reply.first_steps} more prefills"
+            + (" (each after its encoder)" if encoder is not None else "")
+            + f"; each node's time is its median over the {reply.profiled_reps + reply.first_steps}"
+            " prefills"
+            + (" and encoder runs" if encoder is not None else "")
+            + " and over the generations' decode steps; "
             + f"times are inflated by the profiler ({PROFILER_OVERHEAD}); "
             + load_sentence(reply.profile.other_cores if reply.profile is not None else None)
             + "."
@@ -315,6 +319,7 @@ def _measure(
         profile=reply.profile,
         profiled_steps=reply.profiled_steps,
         profiled_reps=reply.profiled_reps,
+        first_steps=reply.first_steps,
         encoder=encoder.job.model_name if encoder else "",
         encoder_ms=[t / 1e6 for t in reply.encoder_ns],
         encoder_model_ms=[t / 1e6 for t in reply.encoder_run_ns],

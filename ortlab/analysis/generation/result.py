@@ -94,6 +94,9 @@ class GenerationResult(Result):
     profiled_reps: int = 1
     """Profiled generations: a phase's split is each node's median over them and over the
     phase's steps, profiled steps far from their unprofiled time left out (:meth:`outliers`)."""
+    first_steps: int = 0
+    """After the profiled generations, this many of their first step alone (the trace's last
+    runs, each a prefill after its encoder): the once-a-generation phases' extra samples."""
     roofs: list[PhaseRoof] = field(default_factory=list)
     """The roofline per phase (:mod:`ortlab.analysis.generation.phases`): prefill, decode."""
     peaks: list[Peak] = field(default_factory=list)

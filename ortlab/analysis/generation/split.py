@@ -25,6 +25,7 @@ __all__ = [
     "phase_run_us",
     "phase_runs",
     "profiler_weight",
+    "run_step",
     "shares_said",
 ]
 
@@ -179,12 +180,14 @@ def outliers(
     ms = np.asarray(g.model_ms or g.steps_ms, dtype=np.float64)
     unprofiled = np.median(ms, axis=0) * 1e3  # µs per step index
     executed = ((per_run_grid(d) if grid is None else grid) > 0).sum(axis=0)
-    steps = [k % g.profiled_steps for k in range(len(d.run_us))]
-    excess = [us - unprofiled[j] for us, j in zip(d.run_us, steps, strict=True) if j < len(ms[0])]
+    where = [run_step(g, k) for k in range(len(d.run_us))]
+    excess = [
+        us - unprofiled[j] for us, (_, j) in zip(d.run_us, where, strict=True) if j < len(ms[0])
+    ]
     typical = float(np.median(excess)) if excess else 0.0
     out = []
     for k, us in enumerate(d.run_us):
-        rep, step = divmod(k, g.profiled_steps)
+        rep, step = where[k]
         if step >= len(unprofiled):
             continue
         overhead = max(typical, PROFILER_US_PER_NODE * float(executed[k]))
@@ -194,15 +197,25 @@ def outliers(
     return out
 
 
+def run_step(g: GenerationResult, k: int) -> tuple[int, int]:
+    """Run ``k`` of the profiled trace as (profiled generation, step): the generations'
+    ``profiled_steps`` each, then ``first_steps`` generations of their prefill alone."""
+    window = g.profiled_steps or (len(g.profile.run_us) if g.profile is not None else 1)
+    whole = g.profiled_reps * window if g.first_steps else k + 1
+    if k < whole:
+        return divmod(k, window)
+    return g.profiled_reps + (k - whole), 0
+
+
 def phase_runs(g: GenerationResult, grid: np.ndarray | None = None) -> dict[str, list[int]]:
     """The profiled runs each phase's split reads: the prefill's and the decode steps' of every
     profiled generation, outliers left out unless a phase has nothing else."""
     d = g.profile
     if d is None or not d.run_us:
         return {}
-    window = g.profiled_steps or len(d.run_us)
-    far = {rep * window + step for _, rep, step, _, _ in outliers(g, grid)}
+    where = [run_step(g, k) for k in range(len(d.run_us))]
+    far = {where.index((rep, step)) for _, rep, step, _, _ in outliers(g, grid)}
     runs: dict[str, list[int]] = {"prefill": [], "decode": []}
-    for k in range(len(d.run_us)):
-        runs["prefill" if k % window == 0 else "decode"].append(k)
+    for k, (_, step) in enumerate(where):
+        runs["prefill" if step == 0 else "decode"].append(k)
     return {phase: [k for k in ks if k not in far] or ks for phase, ks in runs.items()}

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from ortlab.analysis.benchmark import BenchmarkResult
+    from ortlab.analysis.labrun import LabRun
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.result import Table
 
@@ -68,6 +69,36 @@ class RunRecord:
     """Cores other processes used while the run was timed (``BenchmarkResult.other_cores``)."""
     benchmark: Any = field(repr=False, default=None)
     placement: Any = field(repr=False, default=None)
+
+    @classmethod
+    def of(cls, run: int, done: LabRun, shapes: str, seconds: float) -> RunRecord:
+        """The record of the Lab's ``run``-th run (``done``), at ``shapes``, that took
+        ``seconds`` from the variant built to the results shown."""
+        from ortlab.analysis.labrun import BEST
+        from ortlab.core.eps import alias
+
+        b, pl, choice = done.benchmark, done.placement, done.choice
+        low, high, _ = b.p50_interval
+        return cls(
+            run=run,
+            config=choice.config,
+            variant=choice.variant_key,
+            p50_ms=b.stats.p50_ms,
+            p50_low_ms=low,
+            p50_high_ms=high,
+            other_cores=b.other_cores,
+            p90_ms=b.stats.p90_ms,
+            mean_ms=b.stats.mean_ms,
+            providers=", ".join(alias(p) for p in b.report.active),
+            fallback="; ".join(alias(m.provider) for m in b.report.missing),
+            seconds=seconds,
+            ort_seconds=ort_seconds(pl, b),
+            model_path=str(done.model.path),
+            shapes=shapes,
+            transformers=choice.transformers and not choice.variant.startswith(BEST),
+            benchmark=b,
+            placement=pl,
+        )
 
     @property
     def overhead_s(self) -> float:

@@ -47,6 +47,9 @@ class Headline:
     failed: bool = False
     generation: GenerationResult | None = None
     """A decoder's last generation (the Generate tab's): its TTFT and tokens/s lead."""
+    generation_said: str = "the Generate tab's last run"
+    """Which generation that is (the short one a decoder's first run ends with, or the
+    Generate tab's)."""
 
     def _latency(self, b: BenchmarkResult) -> str:
         s = b.stats
@@ -86,8 +89,8 @@ class Headline:
         if g is None:
             return ""
         return (
-            f"<div><b>Generation</b>: {esc(generation_headline(g), 600)} <small>(the Generate "
-            "tab's last run)</small></div>"
+            f"<div><b>Generation</b>: {esc(generation_headline(g), 600)} "
+            f"<small>({esc(self.generation_said, 300)})</small></div>"
         )
 
     def _best(self) -> str:

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from ortlab.views.graph.widget import GraphView
 
 __all__ = [
+    "OPENING",
     "compare_runs",
+    "opening_generation",
     "run_diverge",
     "run_doctor",
     "run_generate",
@@ -151,6 +153,41 @@ def run_doctor(lab: LabHost) -> DoctorResult:
         d.plot("pareto"),
     )
     return d  # the Lab's Overview then names the best
+
+
+OPENING = (32, 16)
+"""A decoder Lab's first generation: prompt and new tokens (short: the Overview leads with it;
+the Generate tab's boxes run longer ones)."""
+
+
+def opening_generation(lab: LabHost) -> GenerationResult | None:
+    """A decoder Lab's first run ends with a short generation (:data:`OPENING`, profiling
+    off, at the Lab's settings), so its Overview leads with TTFT and tokens/s and the Generate
+    tab opens on a result. None when the model is no decoder or it already has one; a failure
+    is said in the Generate tab and is not the run's (its results stand)."""
+    m, t = lab.current_model, lab.tab_controls
+    if m.decoder is None or lab.state.generation is not None:
+        return None
+    prompt, new = OPENING
+    if m.decoder.max_length:
+        prompt = max(1, min(prompt, m.decoder.max_length // 2))
+        new = max(1, min(new, m.decoder.max_length - prompt))
+    lab.announce("a short generation (TTFT, tokens/s)")
+    try:
+        g = generate(
+            m,
+            lab.config,
+            prompt=prompt,
+            new_tokens=new,
+            profile=False,
+            progress=lab.progress_for("a short generation"),
+        )
+    except OrtlabError as err:
+        note = w.HTML(f"<i>The short generation on opening failed: {esc(str(err), 800)}</i>")
+        lab.show("Generate", t.gen_bar, note)
+        return None
+    lab.show("Generate", t.gen_bar, *t.generate_items(g))
+    return g
 
 
 def run_generate(lab: LabHost) -> GenerationResult:
