@@ -161,6 +161,9 @@ class GraphData(Result):
     notes: list[str] = field(default_factory=list)
     constants: int = 0
     """Constant nodes folded into their consumers (not drawn; typed in ``tensors``)."""
+    identities: int = 0
+    """Identity nodes that pass a weight on unchanged, folded into their consumers (not
+    drawn): with :attr:`constants` and the drawn nodes, the model's nodes, bodies included."""
     inputs: list[str] = field(default_factory=list)
     """The graph's inputs (initializers excluded): drawn as items of their own."""
     outputs: list[str] = field(default_factory=list)
@@ -441,6 +444,10 @@ def _graph_data(
         _warn_unmatched(set(prof_time), {n.name for n, _ in walk_nodes(graph)})
     total_time = sum(r.us_per_run for r in rows.values()) or sum(v for _, v in prof_time.values())
     kept, drafted, constants, passed = drafts(m, rows, prof_time)
+    folded = sum(  # Constant nodes, each (two If branches may name their outputs alike)
+        op.op_type == "Constant" and not op.domain and len(op.outputs) == 1
+        for op, _ in m.node_protos
+    )
     fanout = Counter(t for n in drafted for t in dict.fromkeys(n.inputs) if t)
     flops = None  # nothing measured: blocks are named by FLOPs at the run's or guessed shapes
     if not total_time:
@@ -515,10 +522,10 @@ def _graph_data(
             ),
             *(
                 [
-                    f"{len(constants) - passed} Constant nodes are folded into their consumers "
+                    f"{folded} Constant nodes are folded into their consumers "
                     "(their value's type and shape show in the consumer's details)"
                 ]
-                if len(constants) > passed
+                if folded
                 else []
             ),
             *(
@@ -532,7 +539,8 @@ def _graph_data(
             ),
             *roof_notes,
         ],
-        constants=len(constants) - passed,
+        constants=folded,
+        identities=passed,
         inputs=inputs,
         outputs=[o.name for o in graph.output],
     )

@@ -84,11 +84,21 @@ function buildDom(el, colorModes) {
   return { select, search, fit, status, canvas, tip, mini, legend, details };
 }
 
+// The model's nodes as the model card counts them: those drawn, and those folded into their
+// consumers (Constant nodes, Identity nodes passing a weight on) said apart.
+function nodeCount(g) {
+  const drawn = g.nodes.length, c = g.constants || 0, i = g.identities || 0;
+  const fmt = (n) => n.toLocaleString("en-US");
+  if (!c && !i) return `${fmt(drawn)} nodes`;
+  const parts = [c ? `${fmt(c)} Constant` : "", i ? `${fmt(i)} weight Identity` : ""];
+  const folded = parts.filter(Boolean).join(" + ");
+  return `${fmt(drawn + c + i)} nodes (${fmt(drawn)} drawn, ${folded} folded into their consumers)`;
+}
+
 // A finished layout: report it (status line, _layout_ms trait, data-* attributes read by the
 // tests and benchmarks), fit, and centre the node a search asked for, if any.
 function showLayout(s, lib, shown, ms, repaint) {
-  const nodes = s.graph.nodes.length;
-  s.dom.status.textContent = `${nodes} nodes · ${shown} shown · layout ${ms} ms`;
+  s.dom.status.textContent = `${nodeCount(s.graph)} · ${shown} shown · layout ${ms} ms`;
   s.model.set("_layout_ms", ms);
   s.el.dataset.layoutMs = String(ms);
   s.el.dataset.shown = String(shown);

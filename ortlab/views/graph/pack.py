@@ -76,6 +76,7 @@ _PACKED_AS_IS = (
     "has_roofline",
     "notes",
     "constants",
+    "identities",
     "inputs",
     "outputs",
 )
