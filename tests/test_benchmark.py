@@ -9,6 +9,7 @@ import pytest
 import ortlab
 from ortlab.core.run import Run
 from ortlab.core.stats import latency_stats, paired_ratio
+from ortlab.core.units import fmt_ms
 from tests import models
 
 
@@ -268,5 +269,5 @@ def test_cpu_per_run_and_idle_burn_agree_with_the_os() -> None:
     assert 0 < timed <= whole + 0.02  # /proc ticks are 10 ms
     assert b.cores_per_run <= (b.config.intra_op_threads or psutil.cpu_count()) + 1.0
     assert b.idle_cores < 0.15
-    assert "ms of CPU per run over all threads" in b.to_text()
+    assert f"{fmt_ms(b.cpu_ms_per_run)} of CPU per run over all threads" in b.to_text()
     assert "idle after its last run" in b.to_text()

@@ -307,7 +307,7 @@ def test_slower_variant_explained_by_its_kernels() -> None:
 def test_io_binding_for_small_models() -> None:
     f = _facts(baseline_ms=0.2, measured={"iobinding": _m("iobinding", 0.85, 0.8, 0.9, p50=0.17)})
     (x,) = _rules(f, "io_binding")
-    assert "0.200 ms" in x.evidence and "run_with_iobinding" in x.code
+    assert "200 µs" in x.evidence and "run_with_iobinding" in x.code
     assert _rules(HEALTHY, "io_binding") == []
 
 

@@ -31,11 +31,12 @@ def test_each_column_is_shown_in_its_unit_and_the_frame_keeps_its_numbers() -> N
         "0",
         "1,235 µs",
         "45.7%",
-        "0.720 ms",
+        "720 µs",
         "2.0 KB",
         "2.5 GFLOP/s",
         "13,457",
     ]
-    assert cells[8:] == ["prefill", "-1", "7 µs", "—", "12.500 ms", "3.0 MB", "1 TFLOP/s", "9"]
+    assert cells[8:] == ["prefill", "-1", "7 µs", "—", "12.5 ms", "3.0 MB", "1 TFLOP/s", "9.20"]
     pd.testing.assert_frame_equal(frame, before)
     assert "row0" in html and '<th class="blank level0"' not in html  # index hidden
+    assert "max-width: 24em" in html and "overflow-wrap: anywhere" in html  # long names wrap

@@ -20,6 +20,7 @@ from ortlab.core.stats import (
     median_with_interval,
     spread,
 )
+from ortlab.core.units import fmt_ms
 from ortlab.engine import tasks_timing
 from ortlab.engine.calls import (
     Reach,
@@ -99,7 +100,8 @@ class BenchmarkResult(Result):
         s = self.stats
         return (
             f"<BenchmarkResult {self.model!r} [{self.config.label()}]: p50 "
-            f"{s.p50_ms:.3f} ms, p90 {s.p90_ms:.3f} ms, mean {s.mean_ms:.3f} ± {s.std_ms:.3f} ms "
+            f"{fmt_ms(s.p50_ms)}, p90 {fmt_ms(s.p90_ms)}, mean {fmt_ms(s.mean_ms)} ± "
+            f"{fmt_ms(s.std_ms)} "
             f"over {s.count} runs; {self.report.summary()}>"
         )
 

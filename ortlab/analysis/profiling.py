@@ -379,7 +379,7 @@ class ProfileResult(Result):
         med = float(np.median(d.run_us)) if d.run_us else float("nan")
         return (
             f"<ProfileResult {self.model!r}: {len(d.node)} nodes, {self.runs} runs, "
-            f"median run {med / 1e3:.3f} ms with profiling on, providers "
+            f"median run {fmt_ms(med / 1e3)} with profiling on, providers "
             f"{sorted(set(d.provider))}>"
         )
 

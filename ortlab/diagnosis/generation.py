@@ -37,7 +37,7 @@ from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.result import Table
 from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, Paired, paired_ratio, spread
-from ortlab.core.units import tokens_per_s
+from ortlab.core.units import fmt_ms, tokens_per_s
 from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
@@ -350,7 +350,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
     ttft, per_token, said = _baseline_times(trials, base)
     if ttft < TTFT_FLOOR_MS:
         notes.append(
-            f"The prefill takes {ttft:.2f} ms here: thread wake-ups and cache state are a "
+            f"The prefill takes {fmt_ms(ttft)} here: thread wake-ups and cache state are a "
             "visible share of so short a step, so its TTFT verdicts describe this machine's "
             "scheduling as much as the model (none becomes a finding on its own)."
         )

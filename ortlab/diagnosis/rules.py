@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.onnx_util import CONTROL_FLOW
+from ortlab.core.units import fmt_ms
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
@@ -240,7 +241,7 @@ def thread_settings(f: Facts) -> list[Finding]:
     if not sweep:
         return []
     curve = "; ".join(
-        f"{m.label.split(' · ')[-1]}: {m.p50_ms:.2f} ms ({m.paired.ratio:.2f}x)" for m in sweep
+        f"{m.label.split(' · ')[-1]}: {fmt_ms(m.p50_ms)} ({m.paired.ratio:.2f}x)" for m in sweep
     )
     req = f.seen.requested.intra_op_threads
     caveat = load_caveat(f)
@@ -415,7 +416,7 @@ def io_binding(f: Facts) -> list[Finding]:
         Finding(
             rule="io_binding",
             title="IO binding saves per-run copies on this small model",
-            evidence=f"the model runs in {f.baseline_ms:.3f} ms, so binding inputs and outputs "
+            evidence=f"the model runs in {fmt_ms(f.baseline_ms)}, so binding inputs and outputs "
             "once (no per-run allocation and copy) is a visible share",
             fix="run with IOBinding: bind inputs (on the EP's device) and outputs once",
             code="b = sess.io_binding(); b.bind_cpu_input(name, x); b.bind_output(out); "
@@ -490,9 +491,9 @@ def profiling_overhead(f: Facts) -> list[Finding]:
         Finding(
             rule="profiling_overhead",
             title=f"the profiler inflates this model's run time {factor:.1f}x",
-            evidence=f"a run takes {f.baseline_ms:.3f} ms without the profiler and "
-            f"{f.seen.profiled_ms:.3f} ms with it: per-node event recording dominates a model this "
-            "small, so the profile's absolute times overstate every op",
+            evidence=f"a run takes {fmt_ms(f.baseline_ms)} without the profiler and "
+            f"{fmt_ms(f.seen.profiled_ms)} with it: per-node event recording dominates a model "
+            "this small, so the profile's absolute times overstate every op",
             fix="read latency from ortlab.benchmark (profiler off); use the profile only for "
             "relative shares, or profile a larger batch",
             code="ortlab.benchmark(model, config)  # profiler off",

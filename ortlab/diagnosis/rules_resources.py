@@ -7,7 +7,7 @@ from __future__ import annotations
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.runtime import TIMED_SPIN_US
-from ortlab.core.units import fmt_bytes
+from ortlab.core.units import fmt_bytes, fmt_ms
 from ortlab.diagnosis.facts import (
     Facts,
     Finding,
@@ -168,8 +168,8 @@ def idle_spin(f: Facts) -> list[Finding]:
     else:
         parts = [
             f"→ {row.idle_cores:.2f} with {words}: CPU per run {base.cpu_ms:.3f} → "
-            f"{row.cpu_ms:.3f} ms ({row.paired.verdict}); p50 {f.baseline_ms:.3f} → "
-            f"{timed.row.p50_ms:.3f} ms ({timed.verdict()})"
+            f"{fmt_ms(row.cpu_ms)} ({row.paired.verdict}); p50 {fmt_ms(f.baseline_ms)} → "
+            f"{fmt_ms(timed.row.p50_ms)} ({timed.verdict()})"
             for _, words, row, timed in ways
         ]
         evidence = f"{said} (median of {cpu.rounds} rounds); " + "; ".join(parts)

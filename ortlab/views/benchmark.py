@@ -84,7 +84,7 @@ def cpu_text(b: BenchmarkResult) -> str:
         else ""
     )
     return (
-        f"CPU: {b.cpu_ms_per_run:.3f} ms of CPU per run over all threads "
+        f"CPU: {fmt_ms(b.cpu_ms_per_run)} of CPU per run over all threads "
         f"({b.cores_per_run:.2f} cores while running){idle}; {b.config.spinning()}"
     )
 
@@ -128,7 +128,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
     label = esc(b.config.label())
     if kind == "runs":
         fig = go.Figure(go.Scatter(y=ms, mode="markers", marker={"size": 4}, name="run"))
-        fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {s.p50_ms:.3f} ms")
+        fig.add_hline(y=s.p50_ms, line_dash="dash", annotation_text=f"p50 {fmt_ms(s.p50_ms)}")
         return layout(
             fig,
             f"{esc(b.model)} [{label}]: latency per run",
@@ -161,7 +161,7 @@ def benchmark_figure(b: BenchmarkResult, kind: str = "distribution") -> go.Figur
                 "xref": "x",
                 "y": 1 - 0.08 * i,
                 "yref": "paper",
-                "text": f"{name} {v:.3f} ms",
+                "text": f"{name} {fmt_ms(v)}",
                 "showarrow": False,
                 "xanchor": "left",
             }

@@ -13,6 +13,7 @@ import numpy as np
 
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.stats import NOISE_BAND, interval_text
+from ortlab.core.units import fmt_ms
 from ortlab.diagnosis.best import Best
 from ortlab.views.colors import VERDICT_COLORS
 from ortlab.views.figure import layout
@@ -104,7 +105,7 @@ def _cpu_caption(cpu: CpuCosts) -> str:
 def doctor_text(d: DoctorResult) -> str:
     lines = [
         f"Doctor: {safe_text(d.model)} — {len(d.findings)} findings, baseline p50 "
-        f"{d.baseline_ms:.3f} ms, {len(d.measured)} candidates measured in "
+        f"{fmt_ms(d.baseline_ms)}, {len(d.measured)} candidates measured in "
         f"{d.elapsed_s:.0f} s ({d.rounds} rounds x {d.runs} runs, interleaved)"
     ]
     for i, f in enumerate(d.findings, 1):
@@ -159,7 +160,7 @@ def doctor_html(d: DoctorResult, model_file: str | None = None) -> str:
     snippet = best_snippet(d.best, model_file)
     return (
         f"{STYLE}<div class='ortlab-doctor'><div><b>{esc(d.model)}</b> · baseline p50 "
-        f"{d.baseline_ms:.3f} ms · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
+        f"{fmt_ms(d.baseline_ms)} · {len(d.measured)} candidates in {d.elapsed_s:.0f} s "
         f"({d.rounds} rounds × {d.runs} runs, interleaved)</div><ol>{items}</ol>"
         f"<div><b>Best verified{' for CPU per run' if d.best.objective == 'cpu' else ''}</b>: "
         f"{esc(d.best.variant)} · "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops
+from ortlab.core.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_ms, fmt_num
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
@@ -37,14 +37,18 @@ _RULES: list[tuple[Callable[[str], bool], Callable[[float], str]]] = [
     (lambda c: c in ("share", "fraction", "dram_fraction", "achieved_fraction"), "{:.1%}".format),
     (lambda c: c.endswith(("_share", "_pct")), "{:.1%}".format),
     (lambda c: c.startswith("us") or c.endswith("_us"), lambda v: f"{v:,.0f} µs"),
-    (lambda c: c.endswith("_ms") or c == "ms", lambda v: f"{v:,.3f} ms"),
-    (lambda c: c.endswith(("tokens_per_s", "_ts")), lambda v: f"{v:,.0f}"),
+    (lambda c: c.endswith("_ms") or c == "ms", fmt_ms),
+    (lambda c: c.endswith(("tokens_per_s", "_ts")), fmt_num),
     (lambda c: c in ("achieved_flops", "peak_flops"), lambda v: fmt_flops(v, "/s")),
     (lambda c: c in ("achieved_bytes", "bandwidth", "dram_bandwidth"), fmt_bandwidth),
     (lambda c: c == "flops", fmt_flops),
     (lambda c: c == "bytes" or c.endswith("_bytes"), fmt_bytes),
     (lambda c: c.startswith(("kld", "cosine")), "{:.4f}".format),
 ]
+
+
+TEXT_WIDTH = "24em"
+"""The widest a text column is drawn (longer text wraps)."""
 
 
 def column_format(column: str) -> Callable[[object], str] | None:
@@ -57,7 +61,8 @@ def column_format(column: str) -> Callable[[object], str] | None:
 
 def styled(frame: Table) -> Styler:
     """``frame`` as a pandas Styler: each numeric column formatted by its name's unit
-    (:func:`column_format`), the index hidden, text left-aligned."""
+    (:func:`column_format`), the index hidden, text left-aligned and wrapped past
+    :data:`TEXT_WIDTH` (a node's path would widen the table past a notebook's cell)."""
     import pandas as pd
 
     formats = {}
@@ -69,4 +74,5 @@ def styled(frame: Table) -> Styler:
             formats[c] = _guard("{:,.3g}".format)
     style: Styler = frame.style.format(formats).hide(axis="index")
     text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
-    return style.set_properties(subset=text, **{"text-align": "left"})
+    wrap = {"text-align": "left", "max-width": TEXT_WIDTH, "overflow-wrap": "anywhere"}
+    return style.set_properties(subset=text, **wrap)

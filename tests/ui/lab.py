@@ -184,14 +184,25 @@ def run_all(page: Any) -> None:
 def open_lab(browser: Any, handle: str, notebook: str, width: int, height: int) -> tuple[Any, Any]:
     """A new browser context and page at ``width`` x ``height`` on ``notebook`` (its name under
     the root) in the JupyterLab at ``handle`` (``base|token``), with every cell run and the
-    Lab shown."""
+    Lab shown. The console's errors and the page's uncaught ones are kept in
+    ``page.console_errors``: a test ends with :func:`no_console_errors`."""
     base, token = handle.split("|")
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    page.console_errors = []
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
     page.goto(f"{base}/lab/tree/{notebook}?token={token}")
     run_all(page)
     page.locator(".ortlab-lab").wait_for(timeout=120_000)
     return context, page
+
+
+def no_console_errors(page: Any) -> None:
+    """The Lab's page logged no error (issue 62: "Error: widget model not found" in 2 of 5
+    sessions with a decoder's Lab went unseen while every assertion passed)."""
+    errors = list(page.console_errors)
+    assert errors == [], errors[:5]
 
 
 def wait_idle(page: Any, timeout: float = 90_000) -> None:

@@ -146,3 +146,24 @@ def test_the_graphs_node_count_is_the_model_cards(page: Any, tmp_path: Path, nam
     drawn, folded = len(g.nodes), g.constants + g.identities
     assert drawn + folded == total
     assert (f"({drawn:,} drawn, " in status) == bool(folded), status
+
+
+def test_a_merged_decoders_branches_are_framed_and_named(page: Any, tmp_path: Path) -> None:
+    """optimum's merged decoder holds its network twice, in the two branches of one If: the
+    graph frames each open branch and names it — the If, the branch, the condition it runs on
+    — and, after a decode step, says which ran (the placement's own note says the same)."""
+    m = ortlab.examples.load("tiny_gpt2_merged")
+    pl = ortlab.placement(m, dims={"prompt": 1, "past": 16}, runs=3, progress=False)
+    assert "ran its then_branch" in pl.notes[-1]
+    _open(page, ortlab.graph(m, placement=pl).to_html(tmp_path / "merged.html"))
+    bodies = page.locator("[data-bodies]").first.get_attribute("data-bodies") or ""
+    assert sorted(bodies.splitlines()) == [
+        "optimum::if ▸ else_branch (when use_cache_branch false) · did not run",
+        "optimum::if ▸ then_branch (when use_cache_branch true) · ran in these runs",
+    ]
+    _open(page, ortlab.graph(m).to_html(tmp_path / "unrun.html"))  # no run: no claim
+    bodies = page.locator("[data-bodies]").first.get_attribute("data-bodies") or ""
+    assert sorted(bodies.splitlines()) == [
+        "optimum::if ▸ else_branch (when use_cache_branch false)",
+        "optimum::if ▸ then_branch (when use_cache_branch true)",
+    ]

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.ui.lab import jupyterlab, open_lab, run_all, wait_idle, write_notebook
+from tests.ui.lab import (
+    jupyterlab,
+    no_console_errors,
+    open_lab,
+    run_all,
+    wait_idle,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 TOUR = Path(__file__).resolve().parents[2] / "notebooks" / "00_tour.ipynb"
@@ -55,6 +62,9 @@ def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Pa
         base, token = handle.split("|")
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
+        page.console_errors = []
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+        page.on("pageerror", lambda e: page.console_errors.append(str(e)))
         page.goto(f"{base}/lab/tree/tour.ipynb?token={token}")
         run_all(page)
         lab = page.locator(".ortlab-lab")
@@ -80,6 +90,7 @@ def test_tour_lab_reruns_on_a_toggle(browser: Any, tmp_path: Path, artifacts: Pa
         out.wait_for(timeout=60_000)
         assert "RUNS=2 LEVEL=disabled" in out.last.text_content()
         page.screenshot(path=str(artifacts / "lab_after_toggle.png"))
+        no_console_errors(page)
         context.close()
 
 
@@ -137,6 +148,7 @@ def test_lab_switches_execution_provider_in_the_page(
         out = page.locator(".jp-OutputArea-output", has_text="EPS=")
         out.wait_for(timeout=60_000)
         text = out.last.text_content()
+        no_console_errors(page)
         context.close()
     assert "EPS=OpenVINOExecutionProvider+CPUExecutionProvider RUNS=2" in text
     assert "SPLIT=['OpenVINOExecutionProvider', 'CPUExecutionProvider']" in text

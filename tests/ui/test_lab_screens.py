@@ -19,7 +19,7 @@ import pytest
 
 from tests import corpus
 from tests.models import busy_core
-from tests.ui.lab import jupyterlab, open_lab, wait_idle, write_notebook
+from tests.ui.lab import jupyterlab, no_console_errors, open_lab, wait_idle, write_notebook
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -165,6 +165,7 @@ def test_every_tab_reads_at_both_sizes(browser: Any, tmp_path: Path, artifacts: 
         details = page.locator(".ortlab-lab .ortlab-details >> visible=true")  # the Graph tab's
         details.wait_for(state="visible", timeout=60_000)
         panel = details.inner_text()
+        no_console_errors(page)
         context.close()
     listed = re.search(r"(\d+)\s*[µμ]s\b", first)
     assert listed, first
@@ -313,6 +314,7 @@ def test_the_generate_tab_reads_at_both_sizes(
             if found:
                 problems[f"Generate (matrix) at {width}x{height}"] = found
         matrix = page.locator(".ortlab-lab").inner_text()
+        no_console_errors(page)
         context.close()
     disagreed = _agree(tab, script)
     assert not disagreed, disagreed

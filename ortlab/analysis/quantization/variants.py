@@ -16,6 +16,7 @@ from ortlab.analysis.quantization.quantize import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
 from ortlab.core.stats import NOISE_BAND, Paired, Verdict, latency_stats
+from ortlab.core.units import fmt_ms
 
 if TYPE_CHECKING:
     from ortlab.core.inputs import FeedsLike
@@ -170,7 +171,7 @@ def variant_signals(
                 Signal(
                     row.variant,
                     "model too small for quantization to pay",
-                    f"fp32 runs in {rows[0].p50_ms:.3f} ms; the variant is "
+                    f"fp32 runs in {fmt_ms(rows[0].p50_ms)}; the variant is "
                     f"{row.paired.ratio:.2f}x the time: quantize/dequantize overhead dominates",
                     "keep fp32 for tiny models; quantize larger layers only",
                 )

@@ -88,6 +88,55 @@ function drawClusters(ctx, s) {
   }
 }
 
+// A control-flow body (an If's then_branch / else_branch, a Loop's body) drawn open: a frame
+// around everything laid out inside it, named by its owner, the attribute, the condition it
+// runs on and, after a run, whether it ran (an optimum merged decoder holds its network twice,
+// in two branches of one If; only one runs in a given step).
+function bodyFrames(s) {
+  const bodies = s.graph.groups.filter((g) => g.label.includes(" \u25b8 ") && !g.label.includes("/"));
+  if (!bodies.length) return [];
+  const nodes = new Map(s.graph.nodes.map((n) => [n.name, n]));
+  const frames = bodies.map((g) => {
+    const [owner, attr] = g.label.split(" \u25b8 ");
+    const op = nodes.get(owner), cond = op && op.op_type === "If" ? op.inputs[0] : "";
+    const when = cond ? (attr === "then_branch" ? `${cond} true` : attr === "else_branch" ? `${cond} false` : "") : "";
+    const ran = s.graph.has_time ? (g.us_per_run > 0 ? " \u00b7 ran in these runs" : " \u00b7 did not run") : "";
+    return { id: g.id, label: `${g.label}${when ? " (when " + when + ")" : ""}${ran}`, x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, n: 0 };
+  });
+  for (const [key, n] of s.layout.nodes) {
+    const it = s.vis.items.get(key);
+    const gid = it.kind === "group" ? it.id : it.group || "";
+    for (const f of frames) {
+      if (gid !== f.id && !gid.startsWith(f.id + "/")) continue;
+      f.x0 = Math.min(f.x0, n.x - n.width / 2); f.x1 = Math.max(f.x1, n.x + n.width / 2);
+      f.y0 = Math.min(f.y0, n.y - n.height / 2); f.y1 = Math.max(f.y1, n.y + n.height / 2);
+      f.n += 1;
+    }
+  }
+  return frames.filter((f) => f.n > 1);
+}
+
+function drawBodies(ctx, s) {
+  const k = Math.max(s.view.k, 0.05), pad = 14, frames = bodyFrames(s);
+  s.el.dataset.bodies = frames.map((f) => f.label).join("\n");  // read by the tests
+  for (const f of frames) {
+    const ran = f.label.endsWith("ran in these runs"), idle = f.label.endsWith("did not run");
+    ctx.fillStyle = ran ? "rgba(44,160,44,0.05)" : "rgba(0,0,0,0.025)";
+    ctx.strokeStyle = ran ? "rgba(44,160,44,0.9)" : "rgba(0,0,0,0.45)";
+    ctx.lineWidth = 2 / k;
+    ctx.setLineDash(idle ? [6 / k, 4 / k] : []);
+    const x = f.x0 - pad, y = f.y0 - pad - 18 / k, w = f.x1 - f.x0 + 2 * pad, h = f.y1 - y + pad;
+    ctx.fillRect(x, y, w, h);
+    ctx.strokeRect(x, y, w, h);
+    ctx.setLineDash([]);
+    ctx.fillStyle = ran ? "#1b6e1b" : "#444";
+    ctx.font = `bold ${12 / k}px sans-serif`;  // 12 px on screen at any zoom
+    let text = f.label;
+    while (text.length > 8 && ctx.measureText(text).width > w - 8 / k) text = text.slice(0, -2);
+    ctx.fillText(text === f.label ? text : text.slice(0, -1) + "\u2026", x + 4 / k, y + 14 / k);
+  }
+}
+
 // A predicted placement (ortlab.whatif) is not a run: diagonal white hatching over the fill.
 function hatch(ctx, x, y, w, h) {
   ctx.save();
@@ -178,6 +227,7 @@ export function paint(s, overlays, stats, labels) {
   ctx.clearRect(-v.x / v.k, -v.y / v.k, w / v.k, h / v.k);
   const data = s.graph, mode = s.model.get("color_by"), st = stats(data);
   const fill = (it) => overlays.colorOf(it, mode, st);
+  drawBodies(ctx, s);
   drawEdges(ctx, s);
   drawClusters(ctx, s);
   drawNodes(ctx, s, fill, (it) => overlays.categoryColor(it.op_type), overlays.providerColor);

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     from ortlab.analysis.profiling import ProfileResult
     from ortlab.views.lab.history import History
 
-__all__ = ["DIVERGE_AGAINST", "LabControls", "TabControls"]
+ONE_RUN = (
+    "One run so far: change a setting (the Lab runs again) or press Run, then Compare A and B "
+    "shows what changed, per node."
+)
+
+__all__ = ["DIVERGE_AGAINST", "ONE_RUN", "LabControls", "TabControls"]
 
 
 BOUNDED_SPIN = f"≤{TIMED_SPIN_US} µs"
@@ -538,11 +543,16 @@ class TabControls:
         return [*items, g]
 
     def offer_runs(self, history: History) -> None:
-        """The History tab's run pickers (kept current on every run), the last two picked."""
+        """The History tab's run pickers (kept current on every run), the last two picked; with
+        one run, it in both and the comparison off until a second run (said)."""
         runs = [(f"run {r.run}: {r.label}", r.run) for r in history.records]
         self.run_a.options, self.run_b.options = runs, runs
         if len(runs) >= 2:
             self.run_a.value, self.run_b.value = runs[-2][1], runs[-1][1]
+        elif runs:
+            self.run_a.value = self.run_b.value = runs[0][1]
+        self.compare_button.disabled = len(runs) < 2
+        self.compare_button.tooltip = "" if len(runs) >= 2 else ONE_RUN
 
     def history_items(self, history: History) -> list[object]:
         """What the History tab shows: the run pickers, the A/B comparison, a warning where
@@ -558,6 +568,8 @@ class TabControls:
         self.history_caption.value = (
             f"<i>last {len(shown)} of {len(t)} runs (lab.history.to_pandas() has all)</i>"
             if len(t) > len(shown)
+            else f"<i>{esc(ONE_RUN)}</i>"
+            if len(t) == 1
             else ""
         )
         return [

@@ -291,7 +291,8 @@ class History:
                 load = f"; other processes used {lo.other_cores:.2f} and {hi.other_cores:.2f} cores"
             out.append(
                 f"runs {lo.run} and {hi.run} ran the same settings ({label}) but their median "
-                f"runs differ beyond both intervals ({lo.p50_ms:.3f} vs {hi.p50_ms:.3f} ms{load}): "
+                "runs differ beyond both intervals "
+                f"({fmt_ms(lo.p50_ms)} vs {fmt_ms(hi.p50_ms)}{load}): "
                 "the machine changed, not the model; compare settings with "
                 "ortlab.compare_configs (interleaved) rather than across History"
             )

@@ -39,7 +39,7 @@ from ortlab.views.lab.history import History, RunRecord
 from ortlab.views.lab.host import LabHost
 from ortlab.views.lab.jobs import Jobs, choose_sync
 from ortlab.views.lab.kernelnodes import carriers_first, pick_in
-from ortlab.views.lab.limits import LIMITS_INTRO, LIMITS_JOBS
+from ortlab.views.lab.limits import LIMITS_INTRO, LIMITS_JOBS, sweep_example
 from ortlab.views.lab.outputs import TAB_STYLE, WAITING, Shown, set_outputs
 from ortlab.views.lab.overview import Headline
 from ortlab.views.lab.pickers import optimizer_options, top_node_options
@@ -246,6 +246,8 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         )
         limits = {k: j.label for k, j in LIMITS_JOBS.items()}
         self.tab_controls = t = TabControls(self._qnn_given, limits)
+        at = resolve_dims(self.model, self._dims_given or None)  # the first run's dims
+        t.sweep_dims.placeholder = sweep_example(self.model, {d.name: d.value for d in at.values()})
         # the button, the job (a function of the Lab: returns its result), the state field the
         # result replaces, its tab, its name on the tab's status line
         jobs: list[tuple[Any, Callable[..., Any], str, str, str]] = [

@@ -5,9 +5,10 @@ Limits job is one row here and one function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
@@ -22,7 +23,10 @@ from ortlab.core.result import Result
 from ortlab.views.html import esc
 from ortlab.views.lab.host import LabHost
 
-__all__ = ["LIMITS_INTRO", "LIMITS_JOBS", "LimitsJob", "safe_filename"]
+if TYPE_CHECKING:
+    from ortlab.core.model import Model
+
+__all__ = ["LIMITS_INTRO", "LIMITS_JOBS", "LimitsJob", "safe_filename", "sweep_example"]
 
 LIMITS_INTRO = (
     "<div style='max-width:900px'>Is each node near what this machine can do? The <b>roofline</b> "
@@ -73,12 +77,22 @@ def _throughput(lab: LabHost) -> Shown:
     )
 
 
+def sweep_example(m: Model, dims: Mapping[str, int]) -> str:
+    """The shapes box's example, in the model's own terms: a decoder's roles (prompt, batch),
+    else two of its symbolic dims at their value now and twice it; '' when every dim is fixed."""
+    if m.decoder is not None and not m.decoder.seq2seq:
+        return "prompt=64,128; batch=1,2"
+    names = sorted(dims)[:2]
+    return "; ".join(f"{n}={max(1, dims[n])},{2 * max(1, dims[n])}" for n in names)
+
+
 def _sweep(lab: LabHost) -> Shown:
     """``batch=1,2,4; sequence=64,128`` in the shapes box, as sweep dims (the one grammar)."""
-    text = lab.tab_controls.sweep_dims.value
-    dims = parse_dims(text, many=True)
+    box = lab.tab_controls.sweep_dims
+    dims = parse_dims(box.value, many=True)
     if not dims:
-        raise OrtlabError("shapes: type the dims to sweep, e.g. batch=1,2,4; sequence=64,128.")
+        example = box.placeholder or "no dim of this model is symbolic: nothing to sweep"
+        raise OrtlabError(f"shapes: type the dims to sweep, e.g. {example}.")
     p = lab.progress_for("sweep")
     return _shown(sweep(lab.current_model, lab.config, dims=dims, progress=p))
 
