@@ -654,6 +654,8 @@ def test_a_decoders_cold_lab_leads_with_a_short_generation() -> None:
     assert html.index("<b>Generation</b>") < html.index("<b>Latency</b>")
     shown = lab.shown["Generate"]
     assert g in shown and any(line in getattr(x, "value", "") for x in shown)
+    said = " ".join(str(getattr(x, "value", "")) for x in shown)
+    assert f"A short generation run on opening (prompt {OPENING[0]}, {OPENING[1]} new" in said
     lab.tab_controls.gen_prompt.value, lab.tab_controls.gen_new.value = 8, 4
     lab.gen_button.click()
     assert lab.generation is not None and lab.generation is not g

@@ -986,3 +986,22 @@ def test_history_says_where_two_runs_disagree() -> None:
     items = h.comparison(1, 2)
     assert isinstance(items[-1], Warnings) and "ortlab-warn" in items[-1]._repr_html_()
     assert h.disagreements(1, 3) == [] and len(h.comparison(1, 3)) == 1
+
+
+def test_history_with_one_run_picks_it_and_says_how_to_compare() -> None:
+    """With one run, History's pickers hold it (not blank), Compare is off with a line saying
+    how to get a second run, shown above the chart; a second run turns Compare on and picks
+    the last two."""
+    from ortlab.views.lab.controls import ONE_RUN
+
+    lab = ortlab.Lab(ortlab.examples.load("mlp"), sync=True, runs=5)
+    t = lab.tab_controls
+    assert (t.run_a.value, t.run_b.value) == (1, 1) and t.compare_button.disabled
+    items = t.history_items(lab.history)
+    caption = items.index(t.history_caption)
+    assert ONE_RUN.split(":")[0] in t.history_caption.value
+    assert caption < next(k for k, x in enumerate(items) if type(x).__name__ == "Figure")
+    lab.run()
+    assert (t.run_a.value, t.run_b.value) == (1, 2) and not t.compare_button.disabled
+    t.history_items(lab.history)
+    assert t.history_caption.value == ""

@@ -576,8 +576,8 @@ class TabControls:
             self.history_bar,
             self.comparison_out,
             self.history_warning,
-            history_figure(t),
             self.history_caption,
+            history_figure(t),
             shown,
         ]
 

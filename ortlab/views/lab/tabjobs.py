@@ -186,7 +186,12 @@ def opening_generation(lab: LabHost) -> GenerationResult | None:
         note = w.HTML(f"<i>The short generation on opening failed: {esc(str(err), 800)}</i>")
         lab.show("Generate", t.gen_bar, note)
         return None
-    lab.show("Generate", t.gen_bar, *t.generate_items(g))
+    said = w.HTML(
+        f"<i>A short generation run on opening (prompt {g.prompt}, {g.new_tokens} new tokens, "
+        "synthetic ids, profiling off): Generate runs the boxes' lengths, profiled, and "
+        "splits each phase by layer.</i>"
+    )
+    lab.show("Generate", t.gen_bar, said, *t.generate_items(g))
     return g
 
 
