@@ -94,6 +94,34 @@ if TYPE_CHECKING or not _CHILD:
 
     del _views
 
+    # every measuring verb's result carries its record (the machine, the runtime and its
+    # settings, the model file, the inputs: docs/records.md), written into its JSON
+    from ortlab.analysis.provenance import recorded as _recorded
+
+    benchmark = _recorded(benchmark)
+    compare_configs = _recorded(compare_configs)
+    profile = _recorded(profile)
+    placement = _recorded(placement)
+    whatif = _recorded(whatif)
+    diverge = _recorded(diverge)
+    generate = _recorded(generate)
+    llm_bench = _recorded(llm_bench)
+    kl_divergence = _recorded(kl_divergence)
+    cost = _recorded(cost)
+    roofline = _recorded(roofline)
+    footprint = _recorded(footprint)
+    ablate_optimizers = _recorded(ablate_optimizers)
+    optimization_diff = _recorded(optimization_diff)
+    transformer_optimize = _recorded(transformer_optimize)
+    compare = _recorded(compare)
+    quantization_error = _recorded(quantization_error)
+    soak = _recorded(soak)
+    sweep = _recorded(sweep)
+    throughput = _recorded(throughput)
+    version_diff = _recorded(version_diff)
+    doctor = _recorded(doctor)
+    del _recorded
+
 if TYPE_CHECKING:
     from ortlab.views.graph.widget import GraphView
     from ortlab.views.lab.lab import Lab

@@ -18,12 +18,15 @@ import msgspec
 
 from ortlab.core import display
 from ortlab.core.errors import OrtlabError
+from ortlab.core.record import Provenance
 from ortlab.core.version import __version__
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-SCHEMA = 1
+SCHEMA = 2
+"""2: the record of where it was measured (``record``: :class:`ortlab.core.record.Provenance`,
+docs/records.md) beside the data; 1 (read too): the data alone."""
 R = TypeVar("R", bound="Result")
 S = TypeVar("S")
 
@@ -86,6 +89,20 @@ class Result:
             options["kind"] = kind
         return display.render(self, "plot", **options)
 
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where, when and with what this result was measured (the machine, the runtime and
+        its settings, the model file, the inputs): attached by the public verb that made it,
+        written into :meth:`to_json` and read back by :meth:`from_json`; None for a result
+        made otherwise."""
+        found = self.__dict__.get("_provenance")
+        return found if isinstance(found, Provenance) else None
+
+    def attach(self, record: Provenance) -> None:
+        """Give this result its record (once: a result's record is where it was measured)."""
+        if self.provenance is None:
+            self.__dict__["_provenance"] = record  # frozen dataclass: its fields stay untouched
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_numpy_to_builtin)
         return data
@@ -103,6 +120,8 @@ class Result:
             "schema": SCHEMA,
             "ortlab_version": __version__,
         }
+        if self.provenance is not None:
+            envelope["record"] = msgspec.to_builtins(self.provenance)
         head = self.headline()
         if head is not None:
             envelope["headline"] = head
@@ -125,9 +144,12 @@ class Result:
                 f"{cls.__name__}."
             )
         try:
-            return msgspec.convert(envelope["data"], type=cls, strict=False)
+            out = msgspec.convert(envelope["data"], type=cls, strict=False)
+            if "record" in envelope:
+                out.attach(msgspec.convert(envelope["record"], type=Provenance, strict=False))
         except (msgspec.ValidationError, KeyError) as err:
             raise ResultFormatError(f"Malformed {cls.__name__} JSON: {err}") from err
+        return out
 
     def save(self, path: str | Path) -> Path:
         out = Path(path)

@@ -7,12 +7,11 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import RunError, error_text
@@ -21,6 +20,7 @@ from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
 from ortlab.engine.boundrun import BoundCalls, CarriedStates, DecodeInputs, Steps, masks
 from ortlab.engine.encoder_step import EncoderStep
+from ortlab.engine.profiled import profiled_session
 from ortlab.engine.replies import GenerateReply, GenerationPair, GenerationsReply
 from ortlab.engine.sessioncache import open_session, rss_bytes
 from ortlab.engine.tasks import run_error
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     from onnxruntime import IOBinding, OrtValue
 
-__all__ = ["GreedyLoop", "generate", "interleaved", "profiled_session", "step_feeds"]
+__all__ = ["GreedyLoop", "generate", "interleaved", "step_feeds"]
 
 
 def step_feeds(
@@ -578,30 +578,3 @@ def _profiled(
             loop.run(1, lambda _j: None, shared=shared)
             last(k + 1)
     return trace[0], (enc_trace[0] if encoder is not None else None)
-
-
-@contextlib.contextmanager
-def profiled_session(
-    job: ModelJob, prefix: str, *, skip_runs: int = 0
-) -> Iterator[tuple[ort.InferenceSession, list[ProfileData]]]:
-    """A session of ``job``'s model and config with ORT's profiler on, its trace in a
-    temporary folder; when the block ends the trace is parsed (its first ``skip_runs`` runs
-    dropped) with the machine's load meanwhile into the list yielded beside the session."""
-    from ortlab.engine.session import build_session
-    from ortlab.engine.tasks import with_load
-    from ortlab.engine.trace import parse_profile_file
-
-    with cache.temp_dir(prefix) as folder:
-        since = cpu_sample()
-        sess, _ = build_session(
-            job.model_path,
-            job.config,
-            model_name=job.model_name,
-            profile_prefix=str(folder / "ortlab"),
-        )
-        trace: list[ProfileData] = []
-        try:
-            yield sess, trace
-        finally:
-            path = sess.end_profiling()
-        trace.append(with_load(parse_profile_file(path, skip_runs=skip_runs), since))
