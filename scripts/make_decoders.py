@@ -892,7 +892,9 @@ def whisper_genai_ort_greedy(folder: Path, features, start: list[int]) -> list[i
     cfg = json.loads((folder / "genai_config.json").read_text())["model"]
     enc = ort.InferenceSession(str(folder / cfg["encoder"]["filename"]))
     dec = ort.InferenceSession(str(folder / cfg["decoder"]["filename"]))
-    made = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"audio_features": features})))
+    made = dict(
+        zip([o.name for o in enc.get_outputs()], enc.run(None, {"audio_features": features}))
+    )
     layers = cfg["decoder"]["num_hidden_layers"]
     ins, outs = cfg["decoder"]["inputs"], cfg["encoder"]["outputs"]
     cross = {
@@ -914,7 +916,11 @@ def whisper_genai_ort_greedy(folder: Path, features, start: list[int]) -> list[i
     names = [o.name for o in dec.get_outputs()]
     ids, tokens = list(start), []
     for step in range(NEW_TOKENS):
-        feeds = {"input_ids": np.asarray([ids if step == 0 else ids[-1:]], np.int32), **past, **cross}
+        feeds = {
+            "input_ids": np.asarray([ids if step == 0 else ids[-1:]], np.int32),
+            **past,
+            **cross,
+        }
         got = dict(zip(names, dec.run(None, feeds), strict=True))
         tokens.append(int(got["logits"][0, -1].argmax()))
         ids.append(tokens[-1])

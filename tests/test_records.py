@@ -54,10 +54,7 @@ def _sha256(m: ortlab.Model) -> str:
 
     proto = onnx.load(str(m.path), load_external_data=False)
     names = {
-        e.value
-        for t in _get_all_tensors(proto)
-        for e in t.external_data
-        if e.key == "location"
+        e.value for t in _get_all_tensors(proto) for e in t.external_data if e.key == "location"
     }
     digest = hashlib.sha256(m.path.read_bytes())
     for name in sorted(names):
