@@ -30,6 +30,9 @@ if TYPE_CHECKING or not _CHILD:
     )
     from ortlab.analysis.diff import DiffResult, diff
     from ortlab.analysis.diverge import DivergenceResult, diverge
+    from ortlab.analysis.fleet.merge import MergeResult, merge
+    from ortlab.analysis.fleet.runner import RunSummary, run_spec
+    from ortlab.analysis.fleet.spec import Spec, read_spec
     from ortlab.analysis.generation.bench import LLMBenchResult, llm_bench
     from ortlab.analysis.generation.generate import GenerationResult, generate
     from ortlab.analysis.generation.quality import KLDResult, kl_divergence
@@ -242,6 +245,7 @@ __all__ = [
     "KLDResult",
     "LLMBenchResult",
     "Lab",
+    "MergeResult",
     "Model",
     "ModelSummary",
     "NodeDataExport",
@@ -260,11 +264,13 @@ __all__ = [
     "Reach",
     "RooflineResult",
     "RunError",
+    "RunSummary",
     "SessionConfig",
     "SessionConfigError",
     "SessionCreationError",
     "SessionReport",
     "SoakResult",
+    "Spec",
     "SweepResult",
     "ThroughputResult",
     "TransformerOptResult",
@@ -297,6 +303,7 @@ __all__ = [
     "kl_divergence",
     "llm_bench",
     "load",
+    "merge",
     "model_explorer_data",
     "netron",
     "optimization_diff",
@@ -308,8 +315,10 @@ __all__ = [
     "providers",
     "quantization_error",
     "quantize",
+    "read_spec",
     "report",
     "roofline",
+    "run_spec",
     "set_isolation",
     "soak",
     "styled",

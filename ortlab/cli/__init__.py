@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
-from ortlab.cli import diverge, llmbench, perf
+from ortlab.cli import diverge, fleet, llmbench, perf
 from ortlab.cli.args import (
     add_node_data_arg,
     add_session_args,
@@ -141,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     perf.add_parsers(sub)
     llmbench.add_parsers(sub)
     diverge.add_parsers(sub)
+    fleet.add_parsers(sub)
     p = sub.add_parser("place", help="where each node runs: partitions, boundaries, time per EP")
     add_session_args(p)
     p.add_argument("--runs", type=int_arg(1), default=5)
@@ -447,7 +448,7 @@ def _whatif(args: argparse.Namespace) -> None:
     print(w.to_json(indent=2) if args.json else w.to_text())
 
 
-_HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int | None]] = {
     "inspect": _inspect,
     "bench": _bench,
     "profile": _profile,
@@ -464,6 +465,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], None]] = {
     **perf.HANDLERS,
     **llmbench.HANDLERS,
     **diverge.HANDLERS,
+    **fleet.HANDLERS,
 }
 
 
@@ -516,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.filterwarnings("default", category=OrtlabWarning)
         warnings.showwarning = _show_warning
         try:
-            _HANDLERS[args.command](args)
+            code = _HANDLERS[args.command](args)
         except OrtlabError as err:
             if _debug():
                 traceback.print_exc()
@@ -528,4 +530,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as err:  # noqa: BLE001 - a bug: one line, never a raw traceback
             _internal_error(err, args)
             return 1
-    return 0
+    return code or 0

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from ortlab.analysis.benchmark import BenchmarkResult, ConfigComparison
 from ortlab.analysis.diff import DiffResult
 from ortlab.analysis.diverge import DivergenceResult
+from ortlab.analysis.fleet.merge import MergeResult
 from ortlab.analysis.generation.bench import LLMBenchResult
 from ortlab.analysis.generation.generate import GenerationResult
 from ortlab.analysis.generation.quality import KLDResult
@@ -45,6 +46,7 @@ from ortlab.views import (
     llamabench,
     llmbench,
     memory,
+    merge,
     model,
     optimization,
     placement,
@@ -118,6 +120,9 @@ RENDERERS: list[tuple[type, str, Renderer[Any]]] = [
     _row(LLMBenchResult, "json", llamabench.bench_json),
     _row(LLMBenchResult, "jsonl", llamabench.bench_jsonl),
     _row(LLMBenchResult, "sql", llamabench.bench_sql),
+    _row(MergeResult, "html", merge.merge_html),
+    _row(MergeResult, "text", merge.merge_text),
+    _row(MergeResult, "plot", merge.merge_figure),
     _row(KLDResult, "html", quality.kld_html),
     _row(KLDResult, "text", quality.kld_text),
     _row(KLDResult, "plot", quality.kld_figure),
