@@ -402,21 +402,29 @@ def shift_interval(
     nan = float("nan")
     if not diffs.size:
         return nan, nan, nan, nan
-    estimate = float(np.median(diffs))
-    n, m = av.size, bv.size
+    half = diffs.size // 2  # the median of the sorted differences
+    estimate = float(diffs[half] if diffs.size % 2 else (diffs[half - 1] + diffs[half]) / 2)
+    k, coverage = _shift_rank(av.size, bv.size, confidence)
+    if k == 0:
+        return estimate, nan, nan, nan
+    return estimate, float(diffs[k - 1]), float(diffs[-k]), coverage
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_rank(n: int, m: int, confidence: float) -> tuple[int, float]:
+    """The rank k of :func:`shift_interval`'s bounds [d_(k), d_(nm-k+1)] (ranks from 1) and
+    their coverage, 1 - 2·P(U <= k-1): exact up to 60 values a side, the normal approximation
+    of U beyond (its coverage then the confidence asked); k 0 when none reaches it. Once per
+    sample sizes (a merge asks for thousands of cells of the same sizes)."""
     if n > 60 or m > 60:  # normal approximation of U
         z = 1.959963984540054 if confidence == 0.95 else float(_z(confidence))
         k = int(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
-        if k < 1:
-            return estimate, nan, nan, nan
-        return estimate, float(diffs[k - 1]), float(diffs[-k]), confidence
+        return (k, confidence) if k >= 1 else (0, math.nan)
     cdf = _mann_whitney_cdf(n, m)
-    k = 0  # the interval [d_(k), d_(nm-k+1)] (ranks from 1) covers 1 - 2·P(U <= k-1)
+    k = 0
     while k + 1 < len(cdf) and 1 - 2 * cdf[k] >= confidence:
         k += 1
-    if k == 0:
-        return estimate, nan, nan, nan
-    return estimate, float(diffs[k - 1]), float(diffs[-k]), 1 - 2 * cdf[k - 1]
+    return (k, 1 - 2 * cdf[k - 1]) if k else (0, math.nan)
 
 
 def _z(confidence: float) -> float:

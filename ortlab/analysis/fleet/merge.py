@@ -161,7 +161,7 @@ def read_records(folders: Sequence[str | Path]) -> Iterator[_Doc]:
         root = Path(folder).expanduser()
         if not root.exists():
             raise OptionError(f"merge: {root} does not exist")
-        paths = [root] if root.is_file() else sorted(root.rglob("*.json"))
+        paths = [root] if root.is_file() else sorted(root.rglob("*.json"), key=str)
         for path in paths:
             try:
                 yield msgspec.json.decode(path.read_bytes(), type=_Doc)
@@ -176,11 +176,14 @@ def _column(doc: _Doc, by: str) -> str:
     )
 
 
-def _verdict(base: list[float], other: list[float]) -> tuple[float, float, float] | None:
-    """The ratio other / base and its interval: Hodges-Lehmann on the logarithms with
-    Mann-Whitney's interval (None with fewer than 4 samples a side)."""
-    a = np.log(np.asarray([x for x in base if x > 0]))
-    b = np.log(np.asarray([x for x in other if x > 0]))
+def _logs(samples: list[float]) -> np.ndarray:
+    x = np.asarray(samples, dtype=np.float64)
+    return np.log(x[x > 0])
+
+
+def _verdict(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float] | None:
+    """The ratio of the samples whose logarithms are ``b`` to those of ``a``, and its
+    interval: Hodges-Lehmann with Mann-Whitney's interval (None with fewer than 4 a side)."""
     if a.size < 4 or b.size < 4:
         return None
     shift, low, high, _ = shift_interval(a, b)
@@ -312,10 +315,13 @@ def _rows(pooled: Pooled, base: str) -> dict[str, MergeRow]:
         row.cells[col] = Cell(mid, low, high, len(samples))
     for row in rows.values():
         base_samples = pooled.get((row.item, base))
+        if base_samples is None:
+            continue
+        logs = _logs(base_samples[1])  # once per row
         for col, c in list(row.cells.items()):
-            if col == base or base_samples is None:
+            if col == base:
                 continue
-            got = _verdict(base_samples[1], pooled[(row.item, col)][1])
+            got = _verdict(logs, _logs(pooled[(row.item, col)][1]))
             if got is None:
                 row.cells[col] = replace(c, verdict="too few samples for an interval")
                 continue
