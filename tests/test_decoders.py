@@ -380,7 +380,8 @@ def test_the_doctor_on_a_merged_decoder_proposes_only_what_applies() -> None:
 
 @pytest.mark.parametrize("name", ["genai_int4", "optimum_llama"])
 def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> None:
-    """Three profiled generations: step 0 of each is the prefill, the rest decode; each
+    """Three profiled generations then six prefills alone: step 0 of each generation and the
+    six are the prefill, the rest decode; each
     phase's node times (each node's median over the phase's steps) add up to about its
     profiled run time (the median) less the gaps between nodes (the profiler's per-node
     overhead each, within twice its measured figure); nodes group into the decoder's own
@@ -393,7 +394,8 @@ def test_the_profile_splits_into_prefill_and_decode_and_layers(name: str) -> Non
     d = ortlab.load(HERE / name).decoder
     assert d is not None and g.profiled_steps == 5
     assert g.profiled_reps == 3
-    assert g.profile is not None and len(g.profile.run_us) == 5 * 3
+    assert g.profile is not None and len(g.profile.run_us) == 5 * 3 + g.first_steps
+    assert g.first_steps == 6
     t = g.by_phase()
     run = g.phase_run_us()
     load = g.profile.other_cores

@@ -87,6 +87,7 @@ def system_facts() -> SystemFacts:
     return SystemFacts(
         hostname=socket.gethostname(),
         cpu=cpu_model(),
+        node=os.environ.get("ORTLAB_NODE", ""),
         logical_cores=logical_cpus(),
         physical_cores=physical_cores(),
         caches={c.name: c.size for c in cache_levels()},

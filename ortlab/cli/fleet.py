@@ -33,7 +33,15 @@ def _run(args: argparse.Namespace) -> int | None:
         )
     spec = read_spec(args.spec, examples=set(examples.names()))
     print(f"{len(spec.items)} items from {args.spec} into {args.out}", file=sys.stderr)
-    summary = run_spec(spec, args.out, say=lambda line: print(line, file=sys.stderr))
+    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    if args.ray:
+        from ortlab.analysis.fleet.cluster import run_on_ray
+
+        summary = run_on_ray(
+            spec, args.out, args.ray, label=args.ray_label, rejoin_s=args.rejoin, say=say
+        )
+    else:
+        summary = run_spec(spec, args.out, say=say)
     print(summary.text())
     return 1 if summary.failed and args.strict else None
 
@@ -66,6 +74,19 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="print a worked spec (with -o: write it there as spec.toml and run it)",
     )
     p.add_argument("--strict", action="store_true", help="exit 1 when an item failed")
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on every node of this Ray cluster (pip install 'ortlab[fleet]'), records "
+        "in OUT/<node>/; name nodes with --resources '{\"ortlab-node-NAME\": 1}'",
+    )
+    p.add_argument("--ray-label", default=None, help="only the nodes of this name or resource")
+    p.add_argument(
+        "--rejoin",
+        type=float,
+        default=120.0,
+        help="seconds to wait for a node that died mid-item before recording its items as failed",
+    )
     p = sub.add_parser(
         "merge",
         help="the records of many runs as one comparison (machines or onnxruntime versions)",

@@ -29,6 +29,9 @@ class SystemFacts:
     """'docker', 'podman', 'kubernetes', 'lxc' … or '' (none found)."""
     virtual_machine: str = ""
     """The hypervisor or cloud the firmware names ('KVM', 'Amazon EC2' …) or '' (none found)."""
+    node: str = ""
+    """The cluster node it ran on (``ortlab run --ray``: its ``ortlab-node-NAME``), '' when
+    run directly: two nodes on one host are two columns of a merge."""
 
 
 @dataclass(frozen=True)

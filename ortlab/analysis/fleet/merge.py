@@ -38,6 +38,7 @@ class _Item(msgspec.Struct):
 
 class _System(msgspec.Struct):
     hostname: str = "?"
+    node: str = ""
 
 
 class _Runtime(msgspec.Struct):
@@ -170,7 +171,8 @@ def read_records(folders: Sequence[str | Path]) -> Iterator[_Doc]:
 
 
 def _column(doc: _Doc, by: str) -> str:
-    host, version = doc.record.system.hostname, doc.record.runtime.version
+    host = doc.record.system.node or doc.record.system.hostname  # a cluster's node, else host
+    version = doc.record.runtime.version
     return {"machine": host, "onnxruntime": f"onnxruntime {version}"}.get(
         by, f"{host} · onnxruntime {version}"
     )

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ortlab.analysis.fleet.spec import Item, Spec
 from ortlab.analysis.provenance import recorded, system_facts
 from ortlab.core.errors import OrtlabError
@@ -21,7 +23,7 @@ from ortlab.engine.calls import as_config
 if TYPE_CHECKING:
     from ortlab.core.model import Model
 
-__all__ = ["FAILURE", "RunSummary", "item_dict", "run_item", "run_spec"]
+__all__ = ["FAILURE", "RunSummary", "failure_record", "item_dict", "run_item", "run_spec"]
 
 FAILURE = "Failure"
 """The ``ortlab`` type of a failed item's record."""
@@ -95,21 +97,24 @@ def run_item(item: Item) -> str:
         result = _verbs()[item.verb](m, config=config, progress=False, **inputs, **item.args)
         envelope = json.loads(result.to_json())
     except (OrtlabError, TypeError, ValueError, OSError) as err:
-        envelope = {
-            "ortlab": FAILURE,
-            "schema": SCHEMA,
-            "record": json.loads(
-                json.dumps(
-                    {
-                        "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-                        "verb": item.verb,
-                        "system": system_facts().__dict__,
-                    }
-                )
-            ),
-            "error": {"type": type(err).__name__, "message": str(err)},
-        }
+        return failure_record(item, type(err).__name__, str(err), time.perf_counter() - started)
     envelope["item"] = item_dict(item) | {"seconds": round(time.perf_counter() - started, 2)}
+    return json.dumps(envelope, allow_nan=True)
+
+
+def failure_record(item: Item, kind: str, message: str, seconds: float = 0.0) -> str:
+    """A failed item's record: where and when it failed (this machine), the item, the error."""
+    envelope = {
+        "ortlab": FAILURE,
+        "schema": SCHEMA,
+        "record": {
+            "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "verb": item.verb,
+            "system": msgspec.to_builtins(system_facts()),
+        },
+        "error": {"type": kind, "message": message},
+        "item": item_dict(item) | {"seconds": round(seconds, 2)},
+    }
     return json.dumps(envelope, allow_nan=True)
 
 
@@ -122,6 +127,8 @@ class RunSummary:
     failed: dict[str, str] = field(default_factory=dict)
     """Item key -> the error, for the items recorded as failures."""
     seconds: float = 0.0
+    retried: list[str] = field(default_factory=list)
+    """Items run again on a node that died during them and returned."""
 
     def text(self) -> str:
         lines = [
@@ -130,6 +137,7 @@ class RunSummary:
             + (f"; {len(self.failed)} failed (recorded as failures):" if self.failed else "")
         ]
         lines += [f"  {k}: {v}" for k, v in self.failed.items()]
+        lines += [f"run again after its node returned: {k}" for k in self.retried]
         return "\n".join(lines)
 
 
