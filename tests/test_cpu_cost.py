@@ -135,7 +135,7 @@ def test_idle_spin_finding_says_both_measurements() -> None:
     assert len(found) == 1
     f = found[0]
     assert "1.80 cores busy" in f.evidence and "→ 0.00 with spinning off" in f.evidence
-    assert "p50 0.570 → 0.620 ms" in f.evidence
+    assert "p50 570 µs → 620 µs" in f.evidence
     assert "1.80 cores freed while idle" in f.gain
     assert "allow_spinning" in f.code
     assert f.severity == "info"  # spinning off is slower here: a trade, said as one

@@ -1259,7 +1259,8 @@ def test_the_progress_names_each_stage_as_it_starts(mlp: ortlab.Model) -> None:
     progress.stage = heard.append  # type: ignore[attr-defined]
     d = ortlab.doctor(mlp, budget_s=10, progress=progress)
     names = [x for x in heard if isinstance(x, str)]
-    assert names[:4] == ["memory", "build variants", "screen", "CPU cost"], names
+    order = ["memory", "build variants", "screen", "CPU cost"]  # a budget spent early stops
+    assert len(names) >= 3 and names[:4] == order[: len(names[:4])], names  # it (busy CI)
     timed = [k for k in d.stages if k in names]
     assert timed == names[: len(timed)] and len(timed) >= 3
     k = heard.index("screen")  # then the stages done of all: screen is the third

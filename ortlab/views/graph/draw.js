@@ -218,6 +218,9 @@ function drawMinimap(s, fill) {
 // Repaint everything from s (the layout, the view and the traits) with `overlays` colours.
 export function paint(s, overlays, stats, labels) {
   if (!s.layout) return;
+  // the items changed (a group opened, a new graph) and their layout is still being made:
+  // paint when it lands, not the old layout's boxes over items that no longer exist
+  for (const key of s.layout.nodes.keys()) if (!s.vis.items.has(key)) return;
   const paintStart = performance.now();
   const canvas = s.dom.canvas, dpr = window.devicePixelRatio || 1, v = s.view;
   const { w, h } = size(canvas);
