@@ -16,7 +16,7 @@ import re
 import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from ortlab.core import telemetry
 from ortlab.core.config import SessionConfig
@@ -27,9 +27,13 @@ from ortlab.core.record import ModelIdentity, Provenance, RuntimeFacts, SystemFa
 from ortlab.core.result import Result
 from ortlab.core.version import __version__
 
+if TYPE_CHECKING:
+    import onnx
+
 __all__ = [
     "RUNTIME_ENV",
     "model_identity",
+    "path_identity",
     "provenance",
     "recorded",
     "runtime_facts",
@@ -153,17 +157,36 @@ def _digest(files: tuple[tuple[str, int, float], ...]) -> tuple[str, int]:
     return digest.hexdigest(), total
 
 
-def model_identity(m: Model) -> ModelIdentity:
-    """``m``'s file: sha256 over it and its external data (by name), producer, opsets."""
+def path_identity(path: Path, name: str) -> ModelIdentity:
+    """The identity of the model file at ``path`` read without its weights (a verb given a
+    path has parsed it already: no second full load to describe it)."""
+    import onnx
+
+    return model_identity(
+        None, path=path, name=name, proto=onnx.load(str(path), load_external_data=False)
+    )
+
+
+def model_identity(
+    m: Model | None,
+    *,
+    path: Path | None = None,
+    name: str = "",
+    proto: onnx.ModelProto | None = None,
+) -> ModelIdentity:
+    """``m``'s file (or ``path``'s, with its ``proto``): sha256 over it and its external data
+    (by name), producer, opsets."""
     from ortlab.core.externaldata import data_files
 
-    proto = m.proto
-    paths = [m.path, *sorted(data_files(proto, m.path.parent))]
+    if m is not None:
+        path, name, proto = m.path, m.name, m.proto
+    assert path is not None and proto is not None
+    paths = [path, *sorted(data_files(proto, path.parent))]
     key = tuple((str(p), (st := p.stat()).st_size, st.st_mtime) for p in paths)
     sha, size = _digest(key)
     return ModelIdentity(
-        name=m.name,
-        file=m.path.name,
+        name=name,
+        file=path.name,
         sha256=sha,
         size_bytes=size,
         producer=f"{proto.producer_name} {proto.producer_version}".strip(),
@@ -184,7 +207,7 @@ def _inputs(arguments: Mapping[str, object]) -> dict[str, str]:
 
 
 def provenance(
-    verb: str, model: Model | None, config: SessionConfig, **given: object
+    verb: str, model: Model | ModelIdentity | None, config: SessionConfig, **given: object
 ) -> Provenance:
     """The record of ``verb`` on ``model`` with ``config`` now (``given``: its feeds or dims)."""
     return Provenance(
@@ -192,7 +215,7 @@ def provenance(
         verb=verb,
         system=system_facts(),
         runtime=runtime_facts(config),
-        model=model_identity(model) if model is not None else None,
+        model=model_identity(model) if isinstance(model, Model) else model,
         inputs=_inputs(given),
         ortlab_version=__version__,
     )
@@ -207,14 +230,12 @@ def recorded(verb: Callable[P, R]) -> Callable[P, R]:
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         out = verb(*args, **kwargs)
         if isinstance(out, Result) and out.provenance is None:
-            from ortlab.core.model import load
-
             bound = signature.bind_partial(*args, **kwargs).arguments
             given = bound.get("model")
-            m: Model | None = given if isinstance(given, Model) else None
-            if isinstance(given, str | os.PathLike):
+            m: Model | ModelIdentity | None = given if isinstance(given, Model) else None
+            if isinstance(given, str | os.PathLike) and Path(given).is_file():
                 try:
-                    m = load(given)
+                    m = path_identity(Path(given), Path(given).stem)
                 except Exception:  # noqa: BLE001 - a record never fails the verb it describes
                     m = None
             config = getattr(out, "config", None)

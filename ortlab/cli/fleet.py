@@ -12,6 +12,7 @@ from pathlib import Path
 from ortlab.analysis.fleet.merge import COLUMNS_BY, merge
 from ortlab.analysis.fleet.runner import run_spec
 from ortlab.analysis.fleet.spec import EXAMPLE, read_spec
+from ortlab.core.display import render
 from ortlab.core.errors import OptionError
 from ortlab.engine import examples
 
@@ -53,7 +54,8 @@ def _merge(args: argparse.Namespace) -> int | None:
     else:
         print(r.to_text())
     if args.html:
-        page = f"<!doctype html><meta charset='utf-8'><title>ortlab merge</title>{r._repr_html_()}"
+        body = render(r, "html")
+        page = f"<!doctype html><meta charset='utf-8'><title>ortlab merge</title>{body}"
         Path(args.html).write_text(page, encoding="utf-8")
     return 1 if r.failures() else None
 

@@ -5,6 +5,7 @@ that fails is recorded as a failure (what failed, the error) and the rest go on.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ FAILURE = "Failure"
 """The ``ortlab`` type of a failed item's record."""
 
 
+@functools.cache
 def _verbs() -> dict[str, Callable[..., Result]]:
     from ortlab.analysis.benchmark import benchmark
     from ortlab.analysis.generation.bench import llm_bench
