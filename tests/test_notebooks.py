@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests import pypi
 
 pytestmark = pytest.mark.notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
-EXPECTED = {"00", "01", "02", "03", "04", "05", "06", "07", "08"}
+EXPECTED = {"00", "01", "02", "03", "04", "05", "06", "07", "08", "09"}
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -86,7 +89,9 @@ def _the_history_cell_shows_the_first_run(copy: Path, work: Path) -> None:
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
-def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     import nbformat
     from nbclient import NotebookClient
 
@@ -94,10 +99,14 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     # and the session's isolated ORTLAB_CACHE_DIR (tests/conftest.py)
     monkeypatch.setenv("ORTLAB_NOTEBOOK_FAST", "1")
     monkeypatch.setenv("ORTLAB_LAB_SYNC", "1")
+    # onnxruntime versions from PyPI (09's upgrade): the tests' shared environments
+    monkeypatch.setenv("ORTLAB_VENV_DIR", str(pypi.folder()))
     tour = path.name.startswith("00")
     # what a notebook writes on purpose (05's report goes to tempfile.mkdtemp()) stays in here
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    # (a short path: Ray's sockets under it must fit AF_UNIX's 107 bytes)
+    scratch = Path(tempfile.mkdtemp(prefix="ortlab-nb-"))
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     work = tmp_path / "run"
     work.mkdir()
     copy = work / path.name

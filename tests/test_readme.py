@@ -30,6 +30,7 @@ import pytest
 
 import ortlab
 from ortlab.core.errors import OrtlabWarning, ProviderFallbackWarning
+from tests import pypi
 
 pytestmark = pytest.mark.slow
 
@@ -114,6 +115,7 @@ def test_the_python_examples_run(placeholders: Path) -> None:
 def test_the_shell_examples_run(placeholders: Path) -> None:
     cli = Path(sys.executable).with_name("ortlab")
     env = {**os.environ, "PATH": f"{cli.parent}{os.pathsep}{os.environ['PATH']}"}
+    env["ORTLAB_VENV_DIR"] = str(pypi.folder())  # the upgrade line's two versions
     for line in _blocks("bash")[2].splitlines():
         command = _scaled(line.split("  #")[0].split(" #")[0]).strip()
         if not command:

@@ -1,20 +1,14 @@
 """ortlab.version_diff: one model under two onnxruntime versions, each in a virtual environment
 built once from PyPI.
 
-The environments go to ``$ORTLAB_VENV_DIR`` (here a folder of the system's temp dir that
-outlives the test run, so later runs reuse them: ~20 MB per onnxruntime wheel). Without PyPI
-the tests that install are skipped with the reason; under CI=true they fail instead (a skip
-would hide a broken install).
+The environments go to the tests' shared folder (:mod:`tests.pypi`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,33 +21,18 @@ from ortlab.analysis.versions import VersionDiffResult, _fusion, _inserted
 from ortlab.cli import main
 from ortlab.core.errors import VersionInstallError
 from ortlab.engine import venvs
+from tests import pypi as pypi_env
 
 pytestmark = pytest.mark.slow
 pypi = pytest.mark.pypi
 
-A, B = "1.31.1", "1.32.0"
+A, B = pypi_env.A, pypi_env.B
+_need = pypi_env.need
 
 
 @pytest.fixture(scope="module", autouse=True)
 def venv_dir() -> Iterator[Path]:
-    folder = Path(
-        os.environ.get("ORTLAB_VENV_DIR") or Path(tempfile.gettempdir()) / "ortlab-test-venvs"
-    )
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ORTLAB_VENV_DIR", str(folder))
-        yield folder
-
-
-def _need(*versions: str) -> None:
-    """Skip (fail under CI) when a version is not built here and PyPI cannot be reached."""
-    if all(venvs.installed(v) for v in versions):
-        return
-    try:
-        urllib.request.urlopen("https://pypi.org/simple/onnxruntime/", timeout=10).close()
-    except OSError as err:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PyPI is not reachable from here ({err}): cannot install onnxruntime")
+    yield from pypi_env.venv_folder()
 
 
 @pypi

@@ -6,6 +6,7 @@ sha256 once per file version (path, size, mtime)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import hashlib
@@ -37,6 +38,7 @@ __all__ = [
     "provenance",
     "recorded",
     "runtime_facts",
+    "runtime_version",
     "system_facts",
 ]
 
@@ -117,11 +119,23 @@ def _package() -> tuple[str, str]:
     return "onnxruntime", ""
 
 
-def runtime_facts(config: SessionConfig) -> RuntimeFacts:
-    """The runtime as ``config`` runs it here."""
+def runtime_version() -> str:
+    """The version of the onnxruntime serving this process's tasks (another environment's
+    under ``ortlab run --onnxruntime``), else of the package installed here."""
     from ortlab.engine.providers import providers
 
-    package, version = _package()
+    with contextlib.suppress(OrtlabError):
+        return providers().ort_version or _package()[1]
+    return _package()[1]
+
+
+def runtime_facts(config: SessionConfig) -> RuntimeFacts:
+    """The runtime as ``config`` runs it here (in another environment's worker, under
+    ``ortlab run --onnxruntime``: that onnxruntime, installed from PyPI as 'onnxruntime')."""
+    from ortlab.engine.providers import providers
+    from ortlab.engine.worker import serving
+
+    package, version = ("onnxruntime", "") if serving() else _package()
     try:  # the worker's facts (measured once per process); a record never fails its verb
         found = providers()
         version, in_build = found.ort_version or version, list(found.in_build)

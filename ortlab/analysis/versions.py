@@ -25,7 +25,6 @@ from ortlab.analysis.diff import DiffResult, diff
 from ortlab.analysis.placement.measure import from_reply
 from ortlab.analysis.placement.result import PlacementResult
 from ortlab.core.config import SessionConfig
-from ortlab.core.errors import VersionInstallError
 from ortlab.core.machine import load_sentence
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
@@ -186,35 +185,6 @@ def _inserted(side_a: list[PlacementResult], side_b: list[PlacementResult]) -> l
     return rows
 
 
-def _start(version: str, progress: bool) -> Worker:
-    """A worker running ``version`` (its environment built first if need be), checked."""
-    bar = None
-    if progress and venvs.installed(version) is None:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=3, desc=f"installing onnxruntime {version} (once)", leave=False)
-
-    def step(done: int, total: int) -> None:
-        if bar is not None:
-            bar.total, bar.n = total, done
-            bar.refresh()
-
-    try:
-        python = venvs.interpreter(version, step)
-    finally:
-        if bar is not None:
-            bar.close()
-    worker = Worker(python)
-    loaded = run(tasks.ort_version, Via(worker=worker, context=f"onnxruntime {version}"))
-    if loaded != version:
-        worker.stop()
-        raise VersionInstallError(
-            f"The environment for onnxruntime {version} ({python}) loads onnxruntime {loaded}. "
-            f"Delete {venvs.env_dir(version)} and run again to rebuild it."
-        )
-    return worker
-
-
 def version_diff(
     model: ModelLike,
     config: ConfigLike | None = None,
@@ -252,7 +222,7 @@ def version_diff(
     workers: list[Worker] = []
     try:
         for v in versions:
-            workers.append(_start(v, progress is True))
+            workers.append(venvs.start_worker(v, progress=progress is True))
         loaded = [run(tasks.ort_version, Via(worker=w)) for w in workers]
         sides: list[list[PlacementResult]] = [[], []]
         order = [k for r in range(rounds) for k in ((0, 1) if r % 2 == 0 else (1, 0))]

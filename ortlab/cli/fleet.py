@@ -33,6 +33,8 @@ def _run(args: argparse.Namespace) -> int | None:
             "(ortlab run --example > spec.toml writes a worked one)"
         )
     spec = read_spec(args.spec, examples=set(examples.names()))
+    if args.onnxruntime:
+        spec = spec.under([v for v in args.onnxruntime.split(",") if v.strip()])
     print(f"{len(spec.items)} items from {args.spec} into {args.out}", file=sys.stderr)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     if args.ray:
@@ -76,6 +78,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="print a worked spec (with -o: write it there as spec.toml and run it)",
     )
     p.add_argument("--strict", action="store_true", help="exit 1 when an item failed")
+    p.add_argument(
+        "--onnxruntime",
+        metavar="VERSIONS",
+        help="e.g. 1.31.1,1.32.0: each item runs under each version, one after the other, each "
+        "in its own virtual environment built once from PyPI ('here': this one); replaces the "
+        "spec's onnxruntime list. Then: ortlab merge OUT --by onnxruntime",
+    )
     p.add_argument(
         "--ray",
         metavar="ADDRESS",

@@ -16,6 +16,7 @@ from ortlab.core import runtime as _core
 from ortlab.core.run import Progress
 from ortlab.core.runtime import Device, Providers, RuntimeLimits
 from ortlab.engine.runtime import measure_limits
+from ortlab.engine.worker import serving
 
 __all__ = ["Providers", "devices", "limits", "measure_providers", "providers"]
 
@@ -51,16 +52,26 @@ def _measured(task: Callable[..., R]) -> R:
     return in_worker(task, {}, timeout=_TIMEOUT_S, context="onnxruntime's facts")
 
 
-@functools.cache
 def limits() -> RuntimeLimits:
-    """The newest IR version and opsets this onnxruntime accepts (measured once per process)."""
+    """The newest IR version and opsets this onnxruntime accepts (measured once per process
+    and per onnxruntime serving it: :func:`ortlab.engine.worker.using`)."""
+    return _limits(serving())
+
+
+@functools.cache
+def _limits(_python: str) -> RuntimeLimits:
     return _measured(measure_limits)
 
 
-@functools.cache
 def providers() -> Providers:
     """The execution providers onnxruntime has here: in the build, really loading (a trial
-    session each, in the worker), plugin EPs, and the devices ORT sees (measured once)."""
+    session each, in the worker), plugin EPs, and the devices ORT sees (measured once per
+    process and per onnxruntime serving it)."""
+    return _providers(serving())
+
+
+@functools.cache
+def _providers(_python: str) -> Providers:
     return _measured(measure_providers)
 
 

@@ -30,8 +30,19 @@ from pathlib import Path
 from ortlab.core import cache
 from ortlab.core.errors import VersionInstallError
 from ortlab.core.run import Progress
+from ortlab.engine import tasks
+from ortlab.engine.calls import Via, run
+from ortlab.engine.worker import Worker
 
-__all__ = ["DEPENDENCIES", "env_dir", "installed", "interpreter", "venv_root"]
+__all__ = [
+    "DEPENDENCIES",
+    "VERSION",
+    "env_dir",
+    "installed",
+    "interpreter",
+    "start_worker",
+    "venv_root",
+]
 
 DEPENDENCIES = ("numpy", "onnx", "msgspec", "psutil")
 """What the worker imports besides onnxruntime (``ORTLAB_CHILD=1``: no pandas, no renderers)."""
@@ -39,7 +50,8 @@ PINNED = ("numpy", "onnx", "msgspec", "psutil", "protobuf", "ml_dtypes")
 """Pinned to this process's versions when the onnxruntime version allows it."""
 MARKER = ".ortlab-ready"
 PIP_TIMEOUT_S = 900.0
-_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([._-]?(a|b|rc|dev|post)[0-9]*)*$")
+VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([._-]?(a|b|rc|dev|post)[0-9]*)*$")
+"""An onnxruntime version as PyPI spells it."""
 
 
 def venv_root() -> Path:
@@ -97,7 +109,7 @@ def interpreter(version: str, progress: Progress | None = None) -> Path:
 
 
 def _check_version(version: str) -> None:
-    if not isinstance(version, str) or not _VERSION.match(version):
+    if not isinstance(version, str) or not VERSION.match(version):
         raise VersionInstallError(
             f"{version!r} is not an onnxruntime version: give one as PyPI spells it, e.g. "
             "'1.31.1' (see https://pypi.org/project/onnxruntime/#history)."
@@ -285,3 +297,32 @@ def _pip_failure(version: str, text: str) -> str:
 
 def _tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def start_worker(version: str, *, progress: bool = False) -> Worker:
+    """A worker running ``version`` (its environment built first if need be), checked."""
+    bar = None
+    if progress and installed(version) is None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=3, desc=f"installing onnxruntime {version} (once)", leave=False)
+
+    def step(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total, bar.n = total, done
+            bar.refresh()
+
+    try:
+        python = interpreter(version, step)
+    finally:
+        if bar is not None:
+            bar.close()
+    worker = Worker(python)
+    loaded = run(tasks.ort_version, Via(worker=worker, context=f"onnxruntime {version}"))
+    if loaded != version:
+        worker.stop()
+        raise VersionInstallError(
+            f"The environment for onnxruntime {version} ({python}) loads onnxruntime {loaded}. "
+            f"Delete {env_dir(version)} and run again to rebuild it."
+        )
+    return worker

@@ -500,10 +500,34 @@ def in_worker(
 
 
 def get_worker() -> Worker | InProcessWorker:
+    if _using is not None:
+        return _using
     global _default  # noqa: PLW0603 - one default worker per process, by design
     if _default is None:
         _default = InProcessWorker() if _isolation == "inprocess" else Worker()
     return _default
+
+
+_using: Worker | None = None
+
+
+@contextlib.contextmanager
+def using(worker: Worker) -> Iterator[None]:
+    """Every task of this process (a verb's, onnxruntime's facts) runs in ``worker`` meanwhile:
+    another environment's, holding another onnxruntime (``ortlab run --onnxruntime``). The
+    default worker is kept, not stopped, and serves again after."""
+    global _using  # noqa: PLW0603 - one worker serves the process at a time, by design
+    before, _using = _using, worker
+    try:
+        yield
+    finally:
+        _using = before
+
+
+def serving() -> str:
+    """Which interpreter serves this process's tasks: another environment's Python, or ''
+    for this one's (keys what is measured once per onnxruntime: its providers, its limits)."""
+    return (_using.python or "") if _using is not None else ""
 
 
 @atexit.register

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ortlab.core.units import fmt_interval
+from ortlab.core.units import fmt_interval, fmt_ms, fmt_rate
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from ortlab.analysis.fleet.merge import Cell, MergeResult, MergeRow
 
-__all__ = ["merge_figure", "merge_html", "merge_text"]
+__all__ = ["merge_figure", "merge_html", "merge_text", "regression_lines"]
 
 
 def _cell(row: MergeRow, c: Cell | None, baseline: bool) -> str:
@@ -53,9 +53,33 @@ def _title(r: MergeResult) -> str:
     )
 
 
+def _value(x: float, unit: str) -> str:
+    return fmt_ms(x) if unit == "ms" else fmt_rate(x, unit)
+
+
+def regression_lines(r: MergeResult) -> list[str]:
+    """The ranked regressions in words: a heading, then one line each, surest first."""
+    regs = r.regressions()
+    if len(r.columns) < 2:
+        return []
+    if not regs:
+        return [f"No regression against {r.baseline} beyond noise."]
+    head = (
+        f"Regressions against {r.baseline}, surest first ({len(regs)}; slowdown: a time's "
+        "ratio, a rate's inverse, with its 95 % interval):"
+    )
+    return [head] + [
+        f"{k}. {g.item} ({g.figure}) on {g.column}: {g.slowdown:.2f}x slower "
+        f"[{g.low:.2f}, {g.high:.2f}]; {_value(g.baseline_value, g.unit)} → "
+        f"{_value(g.value, g.unit)}"
+        for k, g in enumerate(regs, 1)
+    ]
+
+
 def merge_text(r: MergeResult) -> str:
     head, rows = _table(r)
     out = [safe_text(_title(r), 600), "", table_text(head, rows)]
+    out += [""] + [safe_text(line, 600) for line in regression_lines(r)]
     out += [""] + [f"beyond the gate: {safe_text(f, 600)}" for f in r.failures()]
     return "\n".join([*out, "", *(safe_text(n, 800) for n in r.notes)]).strip()
 
@@ -63,8 +87,16 @@ def merge_text(r: MergeResult) -> str:
 def merge_html(r: MergeResult) -> str:
     head, rows = _table(r)
     failures = "".join(f"<li>{esc(f, 600)}</li>" for f in r.failures())
+    ranked = regression_lines(r)
+    regressions = (
+        f"<div>{esc(ranked[0], 600)}"
+        + "".join(f"<div style='margin-left:1em'>{esc(x, 600)}</div>" for x in ranked[1:])
+        + "</div>"
+        if ranked
+        else ""
+    )
     return (
-        f"{STYLE}<div><b>{esc(_title(r), 600)}</b></div>{table_html(head, rows)}"
+        f"{STYLE}<div><b>{esc(_title(r), 600)}</b></div>{table_html(head, rows)}{regressions}"
         + (f"<div style='color:#a40'>Beyond the gate:<ul>{failures}</ul></div>" if failures else "")
         + "".join(f"<div><i>{esc(n, 800)}</i></div>" for n in r.notes)
     )

@@ -110,30 +110,30 @@ class _Run:
         (self.folder / n.name).mkdir(parents=True, exist_ok=True)
         (self.folder / n.name / item.file_name).write_text(text, encoding="utf-8")
         doc = json.loads(text)
-        key = f"{item.key} on {n.name}"
+        key = f"{item.label} on {n.name}"
         if doc.get("ortlab") == FAILURE:
             self.failed[key] = f"{doc['error']['type']}: {doc['error']['message']}"
         else:
             self.done.append(key)
         n.done += 1
-        self.say(f"[{n.name}] {n.done}/{len(n.items)} {item.key}: {self.failed.get(key, 'done')}")
+        self.say(f"[{n.name}] {n.done}/{len(n.items)} {item.label}: {self.failed.get(key, 'done')}")
 
     def lost(self, n: _Node) -> None:
         """``n`` died mid-item: its item again when it returns, else the rest as failures."""
         item = n.items[n.done]
-        self.say(f"[{n.name}] the node died during {item.key}; waiting {self.rejoin_s:.0f} s")
+        self.say(f"[{n.name}] the node died during {item.label}; waiting {self.rejoin_s:.0f} s")
         deadline = time.monotonic() + self.rejoin_s
         while time.monotonic() < deadline:
             back = _alive(None).get(n.name)
             if back is not None and back != n.node_id:
                 n.node_id, n.actor = back, None
-                n.retried.append(item.key)
-                self.say(f"[{n.name}] back: {item.key} runs again there")
+                n.retried.append(item.label)
+                self.say(f"[{n.name}] back: {item.label} runs again there")
                 self.start(n)
                 return
             time.sleep(1.0)
         why = (
-            f"the node {n.name} died during {item.key} and did not return within "
+            f"the node {n.name} died during {item.label} and did not return within "
             f"{self.rejoin_s:.0f} s"
         )
         for k, rest in enumerate(n.items[n.done :]):

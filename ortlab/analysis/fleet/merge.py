@@ -21,12 +21,21 @@ from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import median_with_interval, shift_interval
 from ortlab.core.units import tokens_per_s
 
-__all__ = ["COLUMNS_BY", "Cell", "MergeResult", "MergeRow", "merge", "read_records"]
+__all__ = [
+    "COLUMNS_BY",
+    "Cell",
+    "MergeResult",
+    "MergeRow",
+    "Regression",
+    "merge",
+    "read_records",
+]
 
 COLUMNS_BY = ("machine", "onnxruntime", "machine+onnxruntime")
 NOISE = 0.05
-"""Ratios within ±5 % of 1 read as no measurable difference (two runs on two machines or
-two versions are never interleaved)."""
+"""A ratio within ±5 % of 1 reads as no measurable difference, whatever its interval (two
+runs on two machines or two versions are never interleaved: a fresh session's layout alone
+moves a figure by a few per cent, which one session's samples cannot show)."""
 
 Figure = tuple[str, str, bool, list[float]]
 """A record's figure: (name, unit, higher is better, samples)."""
@@ -197,9 +206,37 @@ def _say(row: MergeRow, ratio: float, lo: float, hi: float) -> str:
         return f"{ratio:.2f}x (no interval: too few samples; independent runs)"
     worse = (ratio > 1) != row.higher_is_better  # a time up, or a rate down
     ci = f"{ratio:.2f}x [{lo:.2f}, {hi:.2f}] (independent runs, not interleaved)"
-    if lo <= 1 <= hi or (lo >= 1 - NOISE and hi <= 1 + NOISE):
+    if lo <= 1 <= hi or 1 - NOISE <= ratio <= 1 + NOISE:
         return f"no measurable difference: {ci}"
     return f"{'worse' if worse else 'better'}: {ci}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One cell worse than the baseline beyond noise: by how much, as a slowdown (a time's
+    ratio, a rate's inverse: 1.25 is 25 % slower either way) with its interval."""
+
+    item: str
+    figure: str
+    column: str
+    slowdown: float
+    low: float
+    high: float
+    baseline_value: float
+    value: float
+    unit: str
+
+
+def _regression(row: MergeRow, col: str, c: Cell, base: Cell | None) -> Regression | None:
+    if math.isnan(c.ratio_low) or not c.verdict.startswith("worse"):
+        return None
+    lo, mid, hi = (
+        (1 / c.ratio_high, 1 / c.ratio, 1 / c.ratio_low)
+        if row.higher_is_better
+        else (c.ratio_low, c.ratio, c.ratio_high)
+    )
+    before = base.value if base is not None else math.nan
+    return Regression(row.item, row.figure, col, mid, lo, hi, before, c.value, row.unit)
 
 
 @dataclass(frozen=True)
@@ -225,6 +262,19 @@ class MergeResult(Result):
                 if gate is not None and gate(row, c):
                     out.append(f"{row.item} on {col}: {c.verdict}")
         return out
+
+    def regressions(self) -> list[Regression]:
+        """Every cell worse than the baseline beyond noise (its whole interval), ranked by
+        the interval's end nearest 1 (the slowdown the data assure at least), then by the
+        slowdown itself: the first is the surest, largest regression."""
+        out = [
+            reg
+            for row in self.rows
+            for col, c in row.cells.items()
+            if col != self.baseline
+            and (reg := _regression(row, col, c, row.cells.get(self.baseline))) is not None
+        ]
+        return sorted(out, key=lambda r: (-r.low, -r.slowdown, r.item))
 
     @table
     def table(self) -> Table:
@@ -308,6 +358,11 @@ def _pool(
     return pooled, failed, columns, count
 
 
+def _natural(text: str) -> list[tuple[int, str]]:
+    """'onnxruntime 1.9.0' before 'onnxruntime 1.10.0': numbers compared as numbers."""
+    return [(int(t), "") if t.isdigit() else (-1, t) for t in re.split(r"(\d+)", text)]
+
+
 def _rows(pooled: Pooled, base: str) -> dict[str, MergeRow]:
     """Each item's row: its cells, each against the baseline column's samples."""
     rows: dict[str, MergeRow] = {}
@@ -343,14 +398,15 @@ def merge(
 ) -> MergeResult:
     """The records under ``folders`` (``ortlab run`` writes them) as one comparison: a row
     per item, a column per ``by`` ('machine', 'onnxruntime' or 'machine+onnxruntime'), the
-    ``baseline`` column (default: the first in name order) the one each cell is compared
-    with. Records of one item on one column are pooled (their samples together)."""
+    ``baseline`` column (default: the first in name order, numbers as numbers: the oldest
+    onnxruntime) the one each cell is compared with; :meth:`MergeResult.regressions` ranks
+    what is worse than it. Records of one item on one column are pooled (their samples together)."""
     if by not in COLUMNS_BY:
         raise OptionError(f"merge: by is one of {', '.join(COLUMNS_BY)} (got {by!r})")
     if fail_on:
         parse_gate(fail_on)  # refused before any reading
     pooled, failed, columns, count = _pool(folders, by)
-    ordered = sorted(columns)
+    ordered = sorted(columns, key=_natural)
     base = baseline or ordered[0]
     if base not in columns:
         raise OptionError(f"merge: baseline {base!r} is none of the columns: {', '.join(ordered)}")

@@ -4,6 +4,8 @@ that fails is recorded as a failure (what failed, the error) and the rest go on.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import datetime as _dt
 import functools
 import json
@@ -16,10 +18,12 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ortlab.analysis.fleet.spec import Item, Spec
-from ortlab.analysis.provenance import recorded, system_facts
+from ortlab.analysis.provenance import recorded, runtime_version, system_facts
 from ortlab.core.errors import OrtlabError
 from ortlab.core.result import SCHEMA, Result
 from ortlab.engine.calls import as_config
+from ortlab.engine.venvs import start_worker
+from ortlab.engine.worker import Worker, using
 
 if TYPE_CHECKING:
     from ortlab.core.model import Model
@@ -69,7 +73,24 @@ def item_dict(item: Item) -> dict[str, object]:
         "config": item.config_name,
         "args": item.args,
         "dims": item.model.dims,
+        "onnxruntime": item.onnxruntime or "here",
     }
+
+
+@functools.cache
+def _version_worker(version: str) -> Worker:
+    """The worker of ``version``'s environment (built once), kept for this process's items
+    and stopped when it ends."""
+    worker = start_worker(version)
+    atexit.register(worker.stop)
+    return worker
+
+
+def _serving(item: Item) -> contextlib.AbstractContextManager[None]:
+    """Where ``item`` runs: its onnxruntime version's worker, else this process's own."""
+    if not item.onnxruntime:
+        return contextlib.nullcontext()
+    return using(_version_worker(item.onnxruntime))
 
 
 def _load(item: Item) -> Model:
@@ -83,25 +104,32 @@ def _load(item: Item) -> Model:
 
 
 def run_item(item: Item) -> str:
-    """One item measured here: its record's JSON (a failure's, when it fails)."""
+    """One item measured here (under its onnxruntime version's worker where it names one):
+    its record's JSON (a failure's, when it fails)."""
     started = time.perf_counter()
     try:
-        m = _load(item)
-        config = as_config(item.config)
-        inputs: dict[str, object] = {}
-        if item.model.dims:
-            inputs["dims"] = item.model.dims
-        if item.model.feeds:
-            import numpy as np
-
-            with np.load(item.model.feeds) as z:
-                inputs["feeds"] = {k: z[k] for k in z.files}
-        result = _verbs()[item.verb](m, config=config, progress=False, **inputs, **item.args)
-        envelope = json.loads(result.to_json())
+        with _serving(item):
+            envelope = _measured(item)
     except (OrtlabError, TypeError, ValueError, OSError) as err:
         return failure_record(item, type(err).__name__, str(err), time.perf_counter() - started)
     envelope["item"] = item_dict(item) | {"seconds": round(time.perf_counter() - started, 2)}
     return json.dumps(envelope, allow_nan=True)
+
+
+def _measured(item: Item) -> dict[str, object]:
+    m = _load(item)
+    inputs: dict[str, object] = {}
+    if item.model.dims:
+        inputs["dims"] = item.model.dims
+    if item.model.feeds:
+        import numpy as np
+
+        with np.load(item.model.feeds) as z:
+            inputs["feeds"] = {k: z[k] for k in z.files}
+    verb = _verbs()[item.verb]
+    result = verb(m, config=as_config(item.config), progress=False, **inputs, **item.args)
+    envelope: dict[str, object] = json.loads(result.to_json())
+    return envelope
 
 
 def failure_record(item: Item, kind: str, message: str, seconds: float = 0.0) -> str:
@@ -113,6 +141,7 @@ def failure_record(item: Item, kind: str, message: str, seconds: float = 0.0) ->
             "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "verb": item.verb,
             "system": msgspec.to_builtins(system_facts()),
+            "runtime": {"version": item.onnxruntime or runtime_version()},
         },
         "error": {"type": kind, "message": message},
         "item": item_dict(item) | {"seconds": round(seconds, 2)},
@@ -158,10 +187,10 @@ def run_spec(
         (folder / item.file_name).write_text(text, encoding="utf-8")
         record = json.loads(text)
         if record.get("ortlab") == FAILURE:
-            failed[item.key] = f"{record['error']['type']}: {record['error']['message']}"
-            said = "FAILED: " + failed[item.key]
+            failed[item.label] = f"{record['error']['type']}: {record['error']['message']}"
+            said = "FAILED: " + failed[item.label]
         else:
-            done.append(item.key)
+            done.append(item.label)
             said = f"{record['item']['seconds']:.1f} s"
-        say(f"[{k}/{len(spec.items)}] {item.key}: {said}")
+        say(f"[{k}/{len(spec.items)}] {item.label}: {said}")
     return RunSummary(folder, done, failed, time.perf_counter() - started)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import tomllib
 
 from ortlab.core.errors import OptionError
+from ortlab.engine.venvs import VERSION
 
 __all__ = ["EXAMPLE", "SPEC_VERBS", "Item", "ModelEntry", "Spec", "read_spec"]
 
@@ -34,6 +35,11 @@ SPEC_VERBS = (
 EXAMPLE = """\
 # An ortlab run spec: every (model, verb, config) below is one item and one record.
 # ortlab run spec.toml -o records/      then      ortlab merge records/ [other-machine/ …]
+
+# onnxruntime: the versions each item runs under, each in its own virtual environment built
+# once from PyPI ("here": this process's own). With onnxruntime = ["1.31.1", "1.32.0"],
+# ortlab merge records/ --by onnxruntime   ranks what the upgrade made slower.
+onnxruntime = ["here"]
 
 # models: a .onnx file, a model folder, a glob ("zoo/*.onnx") or a bundled example name;
 # each may fix its dims (the model's names or a decoder's roles) or give feeds (an .npz)
@@ -83,6 +89,9 @@ class Item:
     args: dict[str, object]
     config_name: str
     config: dict[str, object]
+    onnxruntime: str = ""
+    """The onnxruntime version it runs under, in its own virtual environment (built once
+    from PyPI, as ``version_diff`` does); '' for this process's own."""
 
     @property
     def key(self) -> str:
@@ -90,17 +99,42 @@ class Item:
         return f"{self.model.label} · {self.verb} · {self.config_name}"
 
     @property
+    def label(self) -> str:
+        """The key and the onnxruntime version it runs under, where it names one."""
+        return self.key + (f" · onnxruntime {self.onnxruntime}" if self.onnxruntime else "")
+
+    @property
     def file_name(self) -> str:
-        """The record's file: the key in characters safe on every file system."""
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.key.replace(" · ", "__")) + ".json"
+        """The record's file: the label in characters safe on every file system."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.label.replace(" · ", "__")) + ".json"
 
 
 @dataclass(frozen=True)
 class Spec:
-    """The items of a spec, in order: models outermost, then verbs, then configs."""
+    """The items of a spec, in order: models outermost, then verbs, then configs, then the
+    onnxruntime versions (one measurement's versions run back to back)."""
 
     items: list[Item]
     source: str = ""
+
+    def under(self, versions: Sequence[str]) -> Spec:
+        """The spec with each item run under each of ``versions`` (replacing the spec's own);
+        '' or 'here' is this process's onnxruntime."""
+        plain = list({i.key: replace(i, onnxruntime="") for i in self.items}.values())
+        vs = [_version(v) for v in versions]
+        return Spec([replace(i, onnxruntime=v) for i in plain for v in vs], self.source)
+
+
+def _version(text: object) -> str:
+    v = str(text).strip()
+    if v in ("", "here"):
+        return ""
+    if not VERSION.match(v):
+        raise OptionError(
+            f"spec: onnxruntime {v!r} is no version: give one PyPI has, e.g. '1.31.1', or "
+            "'here' for this process's own"
+        )
+    return v
 
 
 def _models(entries: object, base: Path, names: set[str]) -> list[ModelEntry]:
@@ -152,6 +186,10 @@ def read_spec(source: str | Path, *, examples: set[str] | None = None) -> Spec:
     verbs = data.get("verbs")
     if not isinstance(verbs, list) or not verbs:
         raise OptionError(f"spec: give [[verbs]] with verb = one of {', '.join(SPEC_VERBS)}")
+    versions = data.get("onnxruntime", [""])
+    versions = [versions] if isinstance(versions, str) else versions
+    if not isinstance(versions, list) or not versions:
+        raise OptionError('spec: onnxruntime = ["1.31.1", "1.32.0"] (or "here": this one)')
     items = []
     for m in models:
         for raw in verbs:
@@ -160,5 +198,5 @@ def read_spec(source: str | Path, *, examples: set[str] | None = None) -> Spec:
                 raise OptionError(f"spec: verb {name!r} is none of {', '.join(SPEC_VERBS)}")
             args = {k: v for k, v in dict(raw).items() if k != "verb"}
             for cname, cfg in configs.items():
-                items.append(Item(m, name, args, str(cname), dict(cfg)))
+                items += [Item(m, name, args, str(cname), dict(cfg), _version(v)) for v in versions]
     return Spec(items=items, source=str(path))
