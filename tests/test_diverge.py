@@ -102,6 +102,7 @@ def test_a_planted_divergence_is_located_exactly(planted: tuple[Path, Path, Any]
     row = next(t for t in r.tensors if t.index == PLANT)
     assert row.cosine == pytest.approx(mine, abs=1e-9)
     assert r.to_pandas()["first"].sum() == 1
+    assert len(str(r)) < 400 and f"'n{PLANT}' (Mul" in str(r)  # print(): the verdict, not rows
     assert f"node 'n{PLANT}' (Mul" in r.to_text()
     assert "ortlab-diverge" in r._repr_html_()
     fig = r.plot()
@@ -237,6 +238,30 @@ def test_sessions_that_agree_report_nothing() -> None:
     with pytest.raises(OptionError, match="No divergence"):
         r.save_repro("unused-folder")
     assert not Path("unused-folder").exists()
+
+
+def test_the_relative_metric_reports_only_what_diverges(
+    planted: tuple[Path, Path, Any],
+) -> None:
+    """metric='relative' reads the final outputs as run by their relative error norm: where
+    they agree (optimizations on and off) nothing is reported; where a node was planted, it
+    is found. Before, the relative metric always went on to search, and said "no tensor
+    passes the threshold ... yet the outputs as run do" of outputs that agreed."""
+    m = ortlab.examples.load("conv_bn_relu")
+    r = ortlab.diverge(m, {"level": "disabled"}, metric="relative", progress=False)
+    assert r.first is None
+    assert any("agree within the threshold" in n for n in r.notes), r.notes
+    assert not any("yet the outputs as run do" in n for n in r.notes), r.notes
+    feeds = m.example_inputs(seed=0)
+    out = m.outputs[0].name
+    x, y = (exposed(m.path, [out], level, feeds)[0] for level in ("all", "disabled"))
+    d, ref = (np.asarray(y, np.float64) - x).ravel(), np.asarray(x, np.float64).ravel()
+    mine = float(np.sqrt(d @ d) / np.sqrt(ref @ ref))
+    assert r.finals[0].plain_error("relative") == pytest.approx(mine, rel=1e-3, abs=1e-9)
+    assert mine < r.threshold
+    a, b, _ = planted
+    found = ortlab.diverge(a, b, metric="relative", progress=False)
+    assert found.first is not None and found.first.node == f"n{PLANT}"
 
 
 def test_bad_requests_are_refused_before_any_work() -> None:

@@ -12,8 +12,6 @@ import pytest
 import ortlab
 from ortlab.core.eps import canonical_provider
 from ortlab.core.errors import ProviderError, ProviderFallbackWarning, SessionConfigError
-from ortlab.engine import tasks
-from ortlab.engine.calls import Via, run
 from ortlab.engine.plugins import PluginEP
 from tests import models
 
@@ -34,8 +32,7 @@ def test_device_names_and_policies_in_the_config() -> None:
 
 
 def _plugins() -> dict[str, PluginEP]:
-    found = run(tasks.plugin_info, Via())
-    return {p.name: p for p in found.plugins}
+    return {p.name: p for p in ortlab.providers().plugins}
 
 
 def test_installed_plugins_are_registered_in_the_worker() -> None:

@@ -145,6 +145,23 @@ class DivergenceResult(Result):
         data.pop("repro_inputs", None)
         return data
 
+    def __repr__(self) -> str:
+        """What was compared, the verdict and the counts (``to_pandas()``: every tensor)."""
+        past = sum(1 for t in self.tensors if self.error(t) > self.threshold)
+        if self.first is not None:
+            verdict = (
+                f"first divergent node {self.first.node!r} ({self.first.op_type}, "
+                f"introduces {self.first.introduced:.3g})"
+            )
+        else:
+            verdict = "no divergence that reproduces"
+        grid = f", a grid of {len(self.matrix)} cells" if self.matrix else ""
+        return (
+            f"<DivergenceResult: {self.reference} vs {self.other}, {self.metric} error > "
+            f"{self.threshold:g}: {verdict}; {len(self.tensors)} tensors "
+            f"compared, {past} past the threshold; {self.session_runs} session runs{grid}>"
+        )
+
     def error(self, t: TensorDivergence) -> float:
         """``t``'s error in this result's metric."""
         return metric_error(self.metric, t.cosine, t.max_abs, t.relative)
@@ -308,13 +325,8 @@ def _find_first(
     diverge, the bisection (:mod:`ortlab.analysis.divergebisect`); and the notes on what
     could not be said."""
     notes = list(result.notes)
-    plain = [
-        metric_error(result.metric, f.plain_cosine, f.plain_max_abs, math.nan)
-        for f in result.finals
-    ]
-    shows = any(e > result.threshold for e in plain if not math.isnan(e)) or (
-        result.metric == "relative"
-    )
+    plain = [f.plain_error(result.metric) for f in result.finals]
+    shows = any(e > result.threshold for e in plain if not math.isnan(e))
     exposed = [f for f in result.finals if abs(f.exposed_cosine - f.plain_cosine) > 1e-6]
     if exposed:
         notes.append(

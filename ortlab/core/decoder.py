@@ -269,10 +269,6 @@ class DecoderInfo:
     def past_inputs(self) -> tuple[str, ...]:
         return tuple(n for p in self.pairs for n in (p.past_key, p.past_value))
 
-    @property
-    def present_outputs(self) -> tuple[str, ...]:
-        return tuple(n for p in self.pairs for n in (p.present_key, p.present_value))
-
 
 def decoder_file(folder: Path) -> Path | None:
     """The model file of an onnxruntime-genai or optimum folder, or None when the folder is

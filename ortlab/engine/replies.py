@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ortlab.core.onnx_util import Attr
-from ortlab.core.runtime import Device
-from ortlab.engine.plugins import PluginEP
 from ortlab.engine.session import SessionReport
 from ortlab.engine.trace import ProfileData
 
@@ -27,7 +25,6 @@ __all__ = [
     "PeakRuns",
     "PeaksReply",
     "PlacementReply",
-    "PluginInfo",
     "ProfileReply",
     "QuantizeReply",
     "SavedLevel",
@@ -235,15 +232,6 @@ class FootprintSample:
     created_bytes: float | None = None
     held_bytes: float | None = None
     peak_bytes: float | None = None
-
-
-@dataclass(frozen=True)
-class PluginInfo:
-    """``tasks.plugin_info``: the plugin EPs registered in the worker and every device ORT
-    sees after registration."""
-
-    plugins: list[PluginEP]
-    devices: list[Device]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from ortlab.engine.probe import probe_nodes
 from ortlab.engine.replies import (
     OutputsReply,
     PlacementReply,
-    PluginInfo,
     ProfileReply,
     SavedLevel,
 )
@@ -241,16 +240,6 @@ def auto_providers(progress: Progress) -> tuple[list[str], list[str]]:
 
     progress(1, 1)
     return choose()
-
-
-def plugin_info(progress: Progress) -> PluginInfo:
-    """Plugin EPs registered in this worker and every device ORT sees after registration."""
-    from ortlab.engine.plugins import registered
-    from ortlab.engine.runtime import measure_devices
-
-    plugins = list(registered())
-    progress(1, 1)
-    return PluginInfo(plugins=plugins, devices=measure_devices())
 
 
 def ping(progress: Progress) -> int:  # noqa: ARG001 - task signature

@@ -424,18 +424,3 @@ def _kind(nodes: list[OpNode], found: list[str], orig: dict[str, OpNode]) -> str
             return "kept"
         return "rewritten"  # one node for one node, new op or domain (NCHWc Conv, Gemm)
     return "fused"
-
-
-def mapping_rows(
-    mapping: NodeMapping, original: Sequence[OpNode]
-) -> list[dict[str, str | list[str]]]:
-    """Per original node: node, op_type, status, optimized (names it became part of)."""
-    return [
-        {
-            "node": n.name,
-            "op_type": n.op_type,
-            "status": mapping.status[n.name],
-            "optimized": mapping.original_to_optimized.get(n.name, []),
-        }
-        for n in original
-    ]
