@@ -370,7 +370,7 @@ def test_the_grid_says_which_cells_diverge(planted: tuple[Path, Path, Any]) -> N
     """The EP x level grid, run: an edited model diverges in every cell (the model itself);
     two configs of one model that agree diverge in none. Its verdict, on hand-made grids: a
     fusion (level all only), an EP's kernels (one EP only), one cell."""
-    from ortlab.analysis.divergematrix import MatrixCell, matrix_verdict
+    from ortlab.analysis.diverge.matrix import MatrixCell, matrix_verdict
 
     a, b, _ = planted
     r = ortlab.diverge(a, b, matrix=True, progress=False)

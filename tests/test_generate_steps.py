@@ -167,7 +167,8 @@ def test_a_profiled_step_far_from_its_unprofiled_time_is_left_out_of_the_split()
     assert hit[0] == "prefill" and hit[3] == stall
     assert hit[4] == pytest.approx(np.median(np.asarray(g.model_ms)[:, 0]) * 1e3)
     flagged = {(o[1], o[2]) for o in far}
-    where = [run_step(g, k) for k in range(len(runs))]  # the generations', then prefills alone
+    timeline = g.timeline
+    where = [run_step(timeline, k) for k in range(len(runs))]  # the generations, then prefills
     kept = [k for k, (rep, step) in enumerate(where) if step == 0 and (rep, 0) not in flagged]
     assert 0 not in kept and kept, "premise: a calm prefill is left to read"
     # no control flow in this model: an event's time is its node's own
@@ -234,19 +235,19 @@ def test_the_split_says_when_the_profiler_makes_its_shares_lean(
     g = ortlab.generate(HERE / "genai_int4", prompt=8, new_tokens=4, runs=6, progress=False)
     t = g.by_phase()
     ms = np.asarray(g.model_ms)
-    weight = split.profiler_weight(g)
+    weight = split.profiler_weight(g.timeline)
     for phase, unprofiled in (("prefill", ms[:, 0]), ("decode", ms[:, 1:])):
         rows = t[(t["phase"] == phase) & (t["us_per_step"] > 0)]
         nodes, profiled, run_us = weight[phase]
         assert nodes == len(rows) and profiled == pytest.approx(rows["us_per_step"].sum())
         assert run_us == pytest.approx(float(np.median(unprofiled)) * 1e3)
     said = [n for n in g.notes if n.startswith("Shares ")]
-    assert said == [split.shares_said(g)]
+    assert said == [split.shares_said(g.timeline)]
     # the same profile against unprofiled runs 10x and 1/10 as long
     slow = dataclasses.replace(g, model_ms=(ms * 10).tolist())
-    assert split.shares_said(slow).startswith("Shares hold")
+    assert split.shares_said(slow.timeline).startswith("Shares hold")
     fast = dataclasses.replace(g, model_ms=(ms / 10).tolist())
-    leans = split.shares_said(fast)
+    leans = split.shares_said(fast.timeline)
     nodes, profiled, run_us = weight["decode"]
     part = 1 - run_us / 10 / profiled
     assert leans.startswith("Shares lean") and f"about {part:.0%} is the profiler's" in leans

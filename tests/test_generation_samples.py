@@ -50,7 +50,7 @@ def test_the_first_generation_in_a_worker_splits_twin_layers_alike(name: str) ->
     assert d is not None and e is not None and g.first_steps == FIRST_SAMPLES - PROFILED_REPS
     assert len(d.run_us) == PROFILED_REPS * g.profiled_steps + g.first_steps
     assert len(e.run_us) == FIRST_SAMPLES
-    steps = [run_step(g, k) for k in range(len(d.run_us))]
+    steps = [run_step(g.timeline, k) for k in range(len(d.run_us))]
     assert steps[-g.first_steps :] == [(PROFILED_REPS + j, 0) for j in range(g.first_steps)]
     grid = per_run_grid(d) > 0
     first = grid[:, 0]
@@ -58,5 +58,5 @@ def test_the_first_generation_in_a_worker_splits_twin_layers_alike(name: str) ->
         assert step != 0 or np.array_equal(grid[:, k], first), k
     if name == "tiny_whisper":  # a merged decoder: its decode steps run the If's other branch
         assert not np.array_equal(grid[:, 1], first)
-    kept = phase_runs(g)["prefill"]  # outliers may leave (more on a busy machine)
+    kept = phase_runs(g.timeline)["prefill"]  # outliers may leave (more on a busy machine)
     assert kept and all(steps[k][1] == 0 for k in kept)

@@ -349,7 +349,7 @@ def _measure(
             node_layers={n: found.of(n) for n in names},
             layer_sources={n: found.source_of(n) for n in names},
         )
-    notes.append(shares_said(result))
+    notes.append(shares_said(result.timeline))
     split = result.by_phase()
     notes += inserted_casts_said(split)
     roofs, peaks, more = phase_roofs(

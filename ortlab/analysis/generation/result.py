@@ -193,12 +193,28 @@ class GenerationResult(Result):
         own time per step of the phase: the median over the profiled generations' prefills,
         or over their decode steps; profiling on), share (of the phase's node time), calls;
         slowest first within each phase (:mod:`ortlab.analysis.generation.split`)."""
-        return split.by_phase(self)
+        return split.by_phase(self.timeline)
 
     def by_layer(self) -> Table:
         """:meth:`by_phase` summed per transformer layer: phase, layer (-1: outside the layers
         — embedding, final norm, head), us_per_step, share, nodes."""
-        return split.by_layer(self)
+        return split.by_layer(self.timeline)
+
+    @property
+    def timeline(self) -> split.Timeline:
+        """What :meth:`by_phase` and its kin read: the steps' times, the traces, the layers."""
+        return split.Timeline(
+            steps_ms=self.steps_ms,
+            model_ms=self.model_ms,
+            profile=self.profile,
+            encoder_profile=self.encoder_profile,
+            encoder_layers=self.encoder_layers,
+            profiled_steps=self.profiled_steps,
+            profiled_reps=self.profiled_reps,
+            first_steps=self.first_steps,
+            layer_sources=self.layer_sources,
+            layer=self.layer,
+        )
 
     def layer(self, node: str) -> int | None:
         """A profiled node's transformer layer (None: outside the layers)."""
@@ -212,13 +228,13 @@ class GenerationResult(Result):
         """The profiled generations' run time per step of each phase (µs, the median over the
         phase's kept steps, profiling on): about what :meth:`by_phase`'s node times add up to,
         less the gaps between nodes."""
-        return split.phase_run_us(self)
+        return split.phase_run_us(self.timeline)
 
     def outliers(self) -> list[tuple[str, int, int, float, float]]:
         """Profiled steps far from the same step unprofiled, left out of the split:
         (phase, profiled generation, step, profiled µs, unprofiled µs)
         (:func:`ortlab.analysis.generation.split.outliers`)."""
-        return split.outliers(self)
+        return split.outliers(self.timeline)
 
     def ceilings(self) -> RooflineResult:
         """The ceilings the phases are set against, as a roofline with no rows (its

@@ -5,20 +5,21 @@ is never shown as the model's physics (issue 46)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ortlab.core.result import Table
 from ortlab.core.runtime import PROFILER_US_PER_NODE
-from ortlab.engine.trace import per_run_grid
+from ortlab.engine.trace import ProfileData, per_run_grid
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ortlab.analysis.generation.generate import GenerationResult
-
 __all__ = [
+    "Timeline",
     "by_layer",
     "by_phase",
     "outliers",
@@ -29,10 +30,30 @@ __all__ = [
     "shares_said",
 ]
 
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the split reads of a generation (``GenerationResult.timeline``): each step's
+    times, the profiled generations' traces and how they map to steps, and each node's
+    layer."""
+
+    steps_ms: list[list[float]]
+    model_ms: list[list[float]]
+    profile: ProfileData | None
+    encoder_profile: ProfileData | None
+    encoder_layers: dict[str, int | None]
+    profiled_steps: int
+    profiled_reps: int
+    first_steps: int
+    layer_sources: dict[str, str]
+    layer: Callable[[str], int | None]
+    """A profiled node's transformer layer (None: outside the layers)."""
+
+
 COLUMNS = ["phase", "node", "op_type", "layer", "layer_source", "us_per_step", "share", "calls"]
 
 
-def by_phase(g: GenerationResult) -> Table:
+def by_phase(g: Timeline) -> Table:
     """One row per phase and profiled node (``GenerationResult.by_phase``)."""
     import pandas as pd
 
@@ -66,7 +87,7 @@ def by_phase(g: GenerationResult) -> Table:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _encoder_rows(g: GenerationResult) -> pd.DataFrame:
+def _encoder_rows(g: Timeline) -> pd.DataFrame:
     """An encoder-decoder's encoder: each node's median over the profiled generations' encoder
     runs (one per generation), phase 'encoder'; layers from the encoder's graph."""
     import pandas as pd
@@ -90,7 +111,7 @@ def _encoder_rows(g: GenerationResult) -> pd.DataFrame:
     ).sort_values("us_per_step", ascending=False)
 
 
-def by_layer(g: GenerationResult) -> Table:
+def by_layer(g: Timeline) -> Table:
     """:func:`by_phase` summed per layer (-1: outside the layers)."""
     t = by_phase(g)
     if not len(t):
@@ -104,7 +125,7 @@ def by_layer(g: GenerationResult) -> Table:
     return out.assign(_o=first).sort_values(["_o", "layer"], ignore_index=True).drop(columns="_o")
 
 
-def profiler_weight(g: GenerationResult) -> dict[str, tuple[int, float, float]]:
+def profiler_weight(g: Timeline) -> dict[str, tuple[int, float, float]]:
     """Per phase (prefill, decode): the nodes a profiled step executes, their profiled time per
     step (µs, as :func:`by_phase` sums it) and the same step's whole ``sess.run`` unprofiled
     (µs, the median over the timed generations): what the profiler added is the difference,
@@ -128,7 +149,7 @@ LEANS = 0.25
 lean toward the parts with many small nodes (each node pays the profiler about the same)."""
 
 
-def shares_said(g: GenerationResult) -> str:
+def shares_said(g: Timeline) -> str:
     """Whether by_phase()/by_layer()'s shares hold: where the profiler added a large part of a
     phase's profiled node time (:func:`profiler_weight`), each node paid about the same, so
     the shares lean toward the parts with many small nodes (said with the times)."""
@@ -153,7 +174,7 @@ def shares_said(g: GenerationResult) -> str:
     )
 
 
-def phase_run_us(g: GenerationResult) -> dict[str, float]:
+def phase_run_us(g: Timeline) -> dict[str, float]:
     """Each phase's profiled run time per step: the median over its kept steps (µs)."""
     d = g.profile
     if d is None or not d.run_us:
@@ -166,7 +187,7 @@ def phase_run_us(g: GenerationResult) -> dict[str, float]:
 
 
 def outliers(
-    g: GenerationResult, grid: np.ndarray | None = None
+    g: Timeline, grid: np.ndarray | None = None
 ) -> list[tuple[str, int, int, float, float]]:
     """Profiled steps far from the same step unprofiled: (phase, profiled generation, step,
     profiled µs, unprofiled µs) for each whose run exceeds the unprofiled median at that step
@@ -197,7 +218,7 @@ def outliers(
     return out
 
 
-def run_step(g: GenerationResult, k: int) -> tuple[int, int]:
+def run_step(g: Timeline, k: int) -> tuple[int, int]:
     """Run ``k`` of the profiled trace as (profiled generation, step): the generations'
     ``profiled_steps`` each, then ``first_steps`` generations of their prefill alone."""
     window = g.profiled_steps or (len(g.profile.run_us) if g.profile is not None else 1)
@@ -207,7 +228,7 @@ def run_step(g: GenerationResult, k: int) -> tuple[int, int]:
     return g.profiled_reps + (k - whole), 0
 
 
-def phase_runs(g: GenerationResult, grid: np.ndarray | None = None) -> dict[str, list[int]]:
+def phase_runs(g: Timeline, grid: np.ndarray | None = None) -> dict[str, list[int]]:
     """The profiled runs each phase's split reads: the prefill's and the decode steps' of every
     profiled generation, outliers left out unless a phase has nothing else."""
     d = g.profile

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from ortlab.analysis.divergerepro import MAX_REGION, region_alone
+from ortlab.analysis.diverge.repro import MAX_REGION, region_alone
+from ortlab.analysis.diverge.types import (
+    FirstDivergence,
+    Probe,
+    Producer,
+    metric_error,
+    relative_of,
+)
 from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
@@ -23,91 +29,14 @@ from ortlab.engine.replies import TensorStats
 if TYPE_CHECKING:
     import numpy as np
 
-    from ortlab.analysis.diverge import DivergenceResult, TensorDivergence
+    from ortlab.analysis.diverge.result import DivergenceResult
+    from ortlab.analysis.diverge.types import TensorDivergence
     from ortlab.core.model import Model
 
-__all__ = [
-    "MAX_HOPS",
-    "Checker",
-    "FirstDivergence",
-    "Probe",
-    "bisect",
-    "metric_error",
-    "relative_of",
-]
+__all__ = ["MAX_HOPS", "Checker", "bisect"]
 
 MAX_HOPS = 3
 """How far back a bisected node's region grows (nodes beyond the first's own producers)."""
-
-
-def relative_of(sqnr_db: float) -> float:
-    """The relative error norm an SQNR stands for (0 when identical; 1 past a zero
-    reference)."""
-    return 10 ** (-sqnr_db / 20) if math.isfinite(sqnr_db) else float(sqnr_db < 0)
-
-
-def metric_error(metric: str, cosine: float, max_abs: float, relative: float) -> float:
-    """The error a metric reads: 1 - cosine, the largest absolute difference, or the relative
-    norm."""
-    if metric == "cosine":
-        return 1.0 - cosine
-    return max_abs if metric == "max_abs" else relative
-
-
-@dataclass(frozen=True)
-class FirstDivergence:
-    """The earliest node whose own error passes the threshold."""
-
-    node: str
-    op_type: str
-    tensor: str
-    index: int
-    error: float
-    """Its output's error (the metric) in the whole run."""
-    introduced: float
-    """The error (the metric) of the node run alone on the reference's inputs."""
-    inputs: list[str]
-    other_tensor: str
-    region: list[str] = field(default_factory=list)
-    """The nodes run alone, in graph order, ``node`` last: it and the producers of its inputs
-    the comparison did not see (an integer tensor: a QuantizeLinear's int8), up to tensors it
-    did."""
-    providers: tuple[str, str] = ("", "")
-    """The EP that ran it on the reference's side and on the other's ('' where ORT did not
-    say), its region built alone as each side's session builds it."""
-    kernels: tuple[list[str], list[str]] = ([], [])
-    """What each side's session made of the region ('OpType name' each): a fusion shows as
-    fewer or other nodes; empty where an EP compiled it."""
-    found_by: str = "exposed"
-    """'exposed': its tensor passed the threshold with every tensor exposed; 'bisect': with
-    only its tensor exposed (ORT fusing everywhere else as it runs), found by bisection."""
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One step of the bisection: ``tensor`` exposed alone (with the final outputs), its
-    error (the metric) and the worst final output's in that same run."""
-
-    tensor: str
-    index: int
-    error: float
-    finals_error: float
-
-
-class _Producer(Protocol):
-    """A tensor's producer in the reference's graph (diverge's own record of one)."""
-
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def node(self) -> str: ...
-
-    @property
-    def op_type(self) -> str: ...
-
-    @property
-    def inputs(self) -> list[str]: ...
 
 
 class Checker:
@@ -133,7 +62,7 @@ class Checker:
         self.side = Side(result.other_path, result.other_config, "the other side")
 
     def alone(
-        self, t: TensorDivergence, p: _Producer, *, hops: int = 0, probed: Probe | None = None
+        self, t: TensorDivergence, p: Producer, *, hops: int = 0, probed: Probe | None = None
     ) -> FirstDivergence | None:
         """``t``'s region (growing ``hops`` nodes back past compared tensors) run alone on
         both sides: its :class:`FirstDivergence` when the other side's error passes the
@@ -206,7 +135,7 @@ def _worst(metric: str, finals: Mapping[str, TensorStats]) -> float:
 
 
 def bisect(
-    check: Checker, producers: Mapping[str, _Producer]
+    check: Checker, producers: Mapping[str, Producer]
 ) -> tuple[FirstDivergence | None, list[Probe], str]:
     """The earliest tensor (graph order) whose error passes the threshold with only it
     exposed, found by halving; its region run alone, grown up to :data:`MAX_HOPS` nodes back

@@ -22,7 +22,7 @@ from ortlab.core.onnx_util import as_types, typed_inputs
 if TYPE_CHECKING:
     import numpy as np
 
-    from ortlab.analysis.diverge import DivergenceResult
+    from ortlab.analysis.diverge.types import ReproCase
 
 __all__ = ["MAX_REGION", "Region", "input_dtypes", "region_alone", "write_repro"]
 
@@ -58,12 +58,11 @@ sys.exit(1 if error > THRESHOLD else 0)
 """
 
 
-def write_repro(result: DivergenceResult, folder: Path) -> Path:
-    """Write the repro of ``result.first`` into ``folder`` (see the module); refuse to write
+def write_repro(case: ReproCase, folder: Path) -> Path:
+    """Write the repro of ``case.first`` into ``folder`` (see the module); refuse to write
     over an earlier repro there."""
-    first = result.first
-    assert first is not None
-    if not result.repro_inputs:
+    first = case.first
+    if not case.inputs:
         raise OptionError(
             "This result holds no inputs of its first divergent node (it was read back from "
             "JSON, which does not carry them): run ortlab.diverge again, then save_repro. "
@@ -77,12 +76,12 @@ def write_repro(result: DivergenceResult, folder: Path) -> Path:
         )
     import numpy as np
 
-    arrays = {k: np.asarray(v) for k, v in result.repro_inputs.items()}
-    compared = [t.tensor for t in result.tensors]
+    arrays = {k: np.asarray(v) for k, v in case.inputs.items()}
+    compared = case.compared
     made: dict[str, bytes] = {}
     for name, path in (
-        ("reference.onnx", result.reference_path),
-        ("other.onnx", result.other_path),
+        ("reference.onnx", case.reference_path),
+        ("other.onnx", case.other_path),
     ):
         region = region_alone(path, first.tensor, compared)
         made[name] = _typed(region.model, as_types(arrays, region.types))
@@ -92,7 +91,7 @@ def write_repro(result: DivergenceResult, folder: Path) -> Path:
     with (folder / "inputs.npz").open("wb") as f:
         np.savez(f, **arrays)  # type: ignore[arg-type]
     script = folder / "repro.py"
-    script.write_text(_script(result))
+    script.write_text(_script(case))
     return script
 
 
@@ -202,25 +201,24 @@ def _session(name: str, file: str, snippet: str) -> str:
     return f"def {name}():\n" + textwrap.indent(code.rstrip(), "    ") + "\n    return sess\n"
 
 
-def _script(result: DivergenceResult) -> str:
-    first = result.first
-    assert first is not None
+def _script(case: ReproCase) -> str:
+    first = case.first
     head = (
         f'"""Reduced repro written by ortlab.diverge: node {first.node!r} ({first.op_type}) of '
-        f"{result.model!r}\nrun alone on its real inputs, as {result.reference} and as "
-        f"{result.other}.\nExits 1 when its output differs beyond the threshold, 0 when not."
+        f"{case.model!r}\nrun alone on its real inputs, as {case.reference} and as "
+        f"{case.other}.\nExits 1 when its output differs beyond the threshold, 0 when not."
         '"""\n'
     )
     return (
         head
         + "\nimport sys\nfrom pathlib import Path\n\nimport numpy as np\n\n"
         + "HERE = Path(__file__).resolve().parent\n"
-        + f"METRIC = {result.metric!r}\nTHRESHOLD = {result.threshold!r}\n\n\n"
+        + f"METRIC = {case.metric!r}\nTHRESHOLD = {case.threshold!r}\n\n\n"
         + _session(
-            "reference_session", "reference.onnx", result.reference_config.snippet("reference.onnx")
+            "reference_session", "reference.onnx", case.reference_config.snippet("reference.onnx")
         )
         + "\n\n"
-        + _session("other_session", "other.onnx", result.other_config.snippet("other.onnx"))
+        + _session("other_session", "other.onnx", case.other_config.snippet("other.onnx"))
         + "\n"
         + _CHECK
     )

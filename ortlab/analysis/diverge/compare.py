@@ -1,7 +1,8 @@
-"""Where two runs stop agreeing: every tensor both compute, in graph order, with its error; the
-error each suspect node introduces by itself (the other side's node run alone on the
-reference's inputs: the drift it inherits is not blamed on it); the first node whose own error
-passes the threshold; and a reduced repro of it in plain onnxruntime.
+"""``ortlab.diverge``, where two runs stop agreeing: every tensor both compute, in graph
+order, with its error; the error each suspect node introduces by itself (the other side's
+node run alone on the reference's inputs: the drift it inherits is not blamed on it); the
+first node whose own error passes the threshold; and a reduced repro of it in plain
+onnxruntime.
 
 The other side is another session config of the same model (``{"level": "disabled"}``,
 ``{"providers": ["openvino", "cpu"]}``) or another model (an fp16 or int8 variant, an edited
@@ -15,26 +16,24 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
-from ortlab.analysis.divergefirst import (
-    Checker,
-    FirstDivergence,
+from ortlab.analysis.diverge.first import Checker, bisect
+from ortlab.analysis.diverge.matrix import grid, matrix_verdict
+from ortlab.analysis.diverge.result import DivergenceResult
+from ortlab.analysis.diverge.types import (
+    METRICS,
+    FinalError,
     Probe,
-    bisect,
+    Producer,
+    TensorDivergence,
     metric_error,
-    relative_of,
 )
-from ortlab.analysis.divergematrix import MatrixCell, grid, matrix_verdict
-from ortlab.analysis.divergerepro import write_repro
 from ortlab.analysis.quantization.error import float_types
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OptionError
 from ortlab.core.graph import graph_nodes
 from ortlab.core.model import Model, ModelLike, load
-from ortlab.core.result import Result
 from ortlab.engine import tasks_diverge
 from ortlab.engine.calls import Reach, Via, edge
 from ortlab.engine.calls import run as run_task
@@ -43,153 +42,14 @@ from ortlab.engine.replies import TensorStats
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
-__all__ = [
-    "METRICS",
-    "DivergenceResult",
-    "FinalError",
-    "FirstDivergence",
-    "TensorDivergence",
-    "diverge",
-]
+__all__ = ["MAX_CHECKS", "diverge"]
 
-METRICS = {"cosine": 1e-4, "max_abs": 1e-3, "relative": 1e-2}
-"""Each metric and its default threshold: 1 - cosine, the largest absolute difference, and
-the error's norm relative to the reference's."""
 MAX_CHECKS = 8
 """Suspect nodes run alone, earliest first, before the search gives up naming one."""
-
-
-@dataclass(frozen=True)
-class TensorDivergence:
-    """One tensor both sides compute: its producer in the reference's graph order and the
-    other side's error against the reference (``introduced``: the producer's own, run alone
-    on the reference's inputs, in the result's metric; NaN where it was not checked)."""
-
-    index: int
-    tensor: str
-    node: str
-    op_type: str
-    cosine: float
-    max_abs: float
-    sqnr_db: float
-    """The reference's power over the error's (dB; inf: identical): the graph's one scale of
-    per-tensor error, as quantization's."""
-    introduced: float = math.nan
-
-    @property
-    def relative(self) -> float:
-        """The error's norm relative to the reference's."""
-        return relative_of(self.sqnr_db)
-
-
-@dataclass(frozen=True)
-class FinalError:
-    """A final output's error with the intermediate tensors exposed and with nothing exposed
-    (the sessions as a user runs them)."""
-
-    output: str
-    exposed_cosine: float
-    plain_cosine: float
-    plain_max_abs: float
-    plain_sqnr_db: float
-
-    def plain_error(self, metric: str) -> float:
-        """The output's error in ``metric`` as the sessions run (nothing exposed)."""
-        return metric_error(
-            metric, self.plain_cosine, self.plain_max_abs, relative_of(self.plain_sqnr_db)
-        )
-
-
-@dataclass(frozen=True)
-class DivergenceResult(Result):
-    """Per tensor in graph order, the other side's error; the final outputs' error with and
-    without exposure; the first divergence (None when none reproduces); how many session runs
-    it took. ``to_pandas()``: one row per tensor. ``save_repro(folder)``: the first divergent
-    node as a plain-onnxruntime repro that exits 1 when it reproduces. ``plot()``: the error
-    along the graph."""
-
-    model: str
-    reference: str
-    other: str
-    metric: str
-    threshold: float
-    tensors: list[TensorDivergence]
-    finals: list[FinalError]
-    first: FirstDivergence | None
-    session_runs: int
-    feeds: str
-    synthetic: bool
-    reference_path: str
-    other_path: str
-    reference_config: SessionConfig
-    other_config: SessionConfig
-    notes: list[str] = field(default_factory=list)
-    matrix: list[MatrixCell] = field(default_factory=list)
-    """With ``matrix=True``: the EP x level grid, each cell's final outputs against the
-    reference cell (the first EPs at level disabled)."""
-    matrix_verdict: str = ""
-    """Which cells of the grid diverge, in words ('' without the grid)."""
-    repro_inputs: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
-    """The first divergent node's real inputs (the reference's values), held in memory for
-    :meth:`save_repro`; not written to JSON (a result read back cannot write a repro)."""
-    probes: list[Probe] = field(default_factory=list)
-    """The bisection's steps, when it ran: each tensor exposed alone and its error."""
-
-    def to_dict(self) -> dict[str, object]:
-        data = super().to_dict()
-        data.pop("repro_inputs", None)
-        return data
-
-    def __repr__(self) -> str:
-        """What was compared, the verdict and the counts (``to_pandas()``: every tensor)."""
-        past = sum(1 for t in self.tensors if self.error(t) > self.threshold)
-        if self.first is not None:
-            verdict = (
-                f"first divergent node {self.first.node!r} ({self.first.op_type}, "
-                f"introduces {self.first.introduced:.3g})"
-            )
-        else:
-            verdict = "no divergence that reproduces"
-        grid = f", a grid of {len(self.matrix)} cells" if self.matrix else ""
-        return (
-            f"<DivergenceResult: {self.reference} vs {self.other}, {self.metric} error > "
-            f"{self.threshold:g}: {verdict}; {len(self.tensors)} tensors "
-            f"compared, {past} past the threshold; {self.session_runs} session runs{grid}>"
-        )
-
-    def error(self, t: TensorDivergence) -> float:
-        """``t``'s error in this result's metric."""
-        return metric_error(self.metric, t.cosine, t.max_abs, t.relative)
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per tensor in graph order: index, tensor, node, op_type, cosine, max_abs,
-        sqnr_db, relative, error (the metric), introduced (the node alone; NaN: not
-        checked), first."""
-        import pandas as pd
-
-        cols = ["index", "tensor", "node", "op_type", "cosine", "max_abs", "sqnr_db", "relative"]
-        rows = [[getattr(t, c) for c in cols] + [self.error(t), t.introduced] for t in self.tensors]
-        frame = pd.DataFrame(rows, columns=[*cols, "error", "introduced"])
-        frame["first"] = frame["tensor"] == (self.first.tensor if self.first else None)
-        return frame
-
-    def save_repro(self, folder: str | Path) -> Path:
-        """Write the first divergent node as a reduced repro: ``reference.onnx`` and
-        ``other.onnx`` (that node alone, from each side's model), ``inputs.npz`` (its real
-        inputs, from the reference run) and ``repro.py``, plain onnxruntime, which prints the
-        metric and exits 1 when the divergence reproduces, 0 when it does not. Returns the
-        script's path."""
-        if self.first is None:
-            raise OptionError(
-                "No divergence to reduce: this result found none that reproduces "
-                "(see its notes). Nothing was written."
-            )
-        return write_repro(self, Path(folder))
 
 
 def diverge(
@@ -210,7 +70,7 @@ def diverge(
     ``config``. ``metric``: 'cosine' (1 - cosine), 'max_abs' or 'relative'; ``threshold``: the
     error a node must introduce to be the first divergence (default per metric:
     :data:`METRICS`). ``matrix=True`` also runs the grid of both sides' EPs x levels disabled
-    and all (:mod:`ortlab.analysis.divergematrix`) and says which cells diverge (with the
+    and all (:mod:`ortlab.analysis.diverge.matrix`) and says which cells diverge (with the
     relative metric, a cell is read by its cosine).
 
     ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
@@ -285,25 +145,17 @@ def _other_side(
     return load(against), cfg
 
 
-@dataclass(frozen=True)
-class _Producer:
-    index: int
-    node: str
-    op_type: str
-    inputs: list[str]
-
-
-def _producers(m: Model) -> dict[str, _Producer]:
+def _producers(m: Model) -> dict[str, Producer]:
     """Each tensor a top-level node computes -> its node, in graph order."""
-    out: dict[str, _Producer] = {}
+    out: dict[str, Producer] = {}
     for k, n in enumerate(graph_nodes(m.proto.graph)):
         for t in n.outputs:
             if t:
-                out[t] = _Producer(k, n.name, n.op_type, [i for i in n.inputs if i])
+                out[t] = Producer(k, n.name, n.op_type, [i for i in n.inputs if i])
     return out
 
 
-def _row(p: _Producer, tensor: str, s: TensorStats) -> TensorDivergence:
+def _row(p: Producer, tensor: str, s: TensorStats) -> TensorDivergence:
     return TensorDivergence(p.index, tensor, p.node, p.op_type, s.cosine, s.max_abs, s.sqnr_db)
 
 
@@ -316,7 +168,7 @@ def _find_first(
     result: DivergenceResult,
     other: Model,
     feeds: Mapping[str, np.ndarray],
-    producers: dict[str, _Producer],
+    producers: dict[str, Producer],
     *,
     timeout: float | None,
 ) -> DivergenceResult:
