@@ -40,7 +40,7 @@ def test_the_timestep_is_batch_like_because_the_graph_broadcasts_it(unet: ortlab
         },
     )[0]
     assert out.shape[0] == 2
-    by_name = resolve_dims(unet, None)
+    by_name = resolve_dims(unet.signature, None)
     assert by_name["steps"].value == 128  # its name alone says a sequence
     choices = fitted_dims(unet, None)
     assert choices["steps"].value == 1
@@ -55,7 +55,7 @@ def test_a_guess_that_cannot_fit_is_shrunk_and_says_what_it_needed(unet: ortlab.
     assert at is not None and at.largest == "scores"
     assert at.largest_bytes == 1 * (224 * 224) ** 2 * 4
     free = 4 * 2**30  # as if 4 GB were free
-    choices = fit_guesses(unet, resolve_dims(unet, {"steps": 1}), free=free)
+    choices = fit_guesses(unet, resolve_dims(unet.signature, {"steps": 1}), free=free)
     h, w = choices["height"].value, choices["width"].value
     assert h == w < 224 and "shrunk from 224" in choices["height"].why
     assert "9.4 GB" in choices["height"].why  # the scores at 224 x 224
@@ -70,12 +70,12 @@ def test_a_guess_nothing_can_shrink_enough_is_refused_naming_the_dims(
     unet: ortlab.Model,
 ) -> None:
     with pytest.raises(FeedError, match=r"guessed .*height=224, width=224.*Pass the model's real"):
-        fit_guesses(unet, resolve_dims(unet, {"steps": 1}), free=1000)
+        fit_guesses(unet, resolve_dims(unet.signature, {"steps": 1}), free=1000)
 
 
 def test_guesses_that_fit_are_left_alone() -> None:
     m = ortlab.examples.load("resnet50")
-    assert fit_guesses(m, resolve_dims(m, None)) == resolve_dims(m, None)
+    assert fit_guesses(m, resolve_dims(m.signature, None)) == resolve_dims(m.signature, None)
     assert merged_symbols(m.proto) == {}
 
 
@@ -115,7 +115,7 @@ def test_an_exported_unets_guesses_come_from_its_graph_and_run_in_plain_onnxrunt
     merged = merged_symbols(m.proto)
     assert set(merged.items()) in ({("batch_size", "steps")}, {("steps", "batch_size")})
     free = 2 * 2**30  # as if 2 GB were free: the same on every machine, and light
-    choices = fit_guesses(m, resolve_dims(m, None), free=free)
+    choices = fit_guesses(m, resolve_dims(m.signature, None), free=free)
     values = {n: c.value for n, c in choices.items()}
     assert values["steps"] == values["batch_size"] == 1
     assert "broadcasts it against 'batch_size'" in choices["steps"].why

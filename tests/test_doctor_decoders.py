@@ -16,7 +16,7 @@ from ortlab.analysis.generation.quality import KLDRow
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.core.units import fmt_rate
 from ortlab.diagnosis.facts import Facts
-from ortlab.diagnosis.generation import GenerationFacts, GenerationTrial
+from ortlab.diagnosis.generationfacts import GenerationFacts, GenerationTrial
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
 
 HERE = Path(ortlab.__file__).parent / "decoders"

@@ -305,7 +305,7 @@ def test_synthesizer_on_generated_graphs(
         event("FeedError")
         return
     event("feeds")
-    guessed = positional_guesses(model)
+    guessed = positional_guesses(model.signature)
     assert list(feeds) == [t.name for t in model.inputs]
     validate_feeds(model, feeds)  # dtype, rank, fixed dims and shared symbolic dims all agree
     for info in model.inputs:

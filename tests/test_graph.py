@@ -242,7 +242,8 @@ def test_profile_of_a_fused_graph_says_what_it_cannot_show() -> None:
 
 
 def test_a_boundary_inside_a_collapsed_group_shows_on_the_group() -> None:
-    from ortlab.analysis.graph.data import GraphEdge, GraphNode, _groups
+    from ortlab.analysis.graph.data import _groups
+    from ortlab.analysis.graph.elements import GraphEdge, GraphNode
 
     cpu, ov = "CPUExecutionProvider", "OpenVINOExecutionProvider"
     nodes = [

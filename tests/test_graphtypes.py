@@ -19,8 +19,8 @@ def test_a_new_load_of_the_same_file_reuses_types_and_flops() -> None:
     a, b = ortlab.load(proto), ortlab.load(proto)
     assert a is not b and cache.is_content_path(a.path) and a.path == b.path
     assert graphtypes.types_at(a, ()) is graphtypes.types_at(b, ())
-    flops = graphtypes.flops_at(a, default_shapes(a))
-    assert flops is graphtypes.flops_at(b, default_shapes(b))
+    flops = graphtypes.flops_at(a, default_shapes(a.signature))
+    assert flops is graphtypes.flops_at(b, default_shapes(b.signature))
     assert flops == {f"add_{i}": 4.0 for i in range(20)}  # one formula call, every node
 
 

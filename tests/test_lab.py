@@ -637,7 +637,7 @@ def test_lab_takes_dims_and_runs_at_them(bert_tiny: ortlab.Model) -> None:
 
     lab = ortlab.Lab(bert_tiny, dims={"sequence": 16}, synchronous=True, runs=3)
     assert "sequence=16" in lab.dims.value
-    why = {c.name: c.why for c in resolve_dims(bert_tiny, {"sequence": 16}).values()}
+    why = {c.name: c.why for c in resolve_dims(bert_tiny.signature, {"sequence": 16}).values()}
     assert why["sequence"] == "given" and why["batch"] != "given"
     for _ in range(2):
         for result in (lab.benchmark_result, lab.placement):

@@ -236,7 +236,8 @@ def test_the_generate_tab_carries_the_matrix(tmp_path: Path) -> None:
     assert lab.generation is not None and lab.shown["Generate"][-1] is r
     t.bench_depths.value = "0,x"
     t.bench_button.click()
-    assert "depths: give token counts" in lab.tab_controls.status["Generate"].error.value
+    said = lab.tab_controls.status["Generate"].error.value
+    assert "depths: &#x27;x&#x27;: give counts or ranges" in said, said
     # the report carries the tab's generation and its matrix (headline, table, weights)
     text = Path(lab.export_report(tmp_path / "r.html")).read_text(encoding="utf-8")
     assert "pp16 @ d64" in text and "Each test&#x27;s weight multiplications" in text

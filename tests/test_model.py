@@ -258,7 +258,7 @@ def test_zoo_examples_give_finite_unsaturated_outputs(name: str) -> None:
 
 def test_one_grammar_of_dims() -> None:
     """The CLI, the Lab's dims box and its sweep box read dims with one parser."""
-    from ortlab.core.dimtext import parse_dims
+    from ortlab.core.grammar import parse_dims
 
     assert parse_dims("batch=1, sequence=128") == {"batch": 1, "sequence": 128}
     assert parse_dims("batch=1; sequence=128") == {"batch": 1, "sequence": 128}

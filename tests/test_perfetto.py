@@ -111,7 +111,7 @@ def test_tracks_runs_threads_and_memory(mlp_profile: ProfileResult, tmp_path: Pa
 
 def test_original_names_from_the_join(mlp_placement: Any, tmp_path: Path) -> None:
     prof = mlp_placement.profile
-    doc = _load(prof.to_perfetto(tmp_path / "t.json", placement=mlp_placement))
+    doc = _load(mlp_placement.to_perfetto(tmp_path / "t.json"))
     original = {r.node for r in mlp_placement.node_rows}
     fused = {r.node for r in mlp_placement.optimized_rows if len(r.fused_from) > 1}
     assert fused, "level 'all' fuses the MLP's MatMul+Add(+Relu)"

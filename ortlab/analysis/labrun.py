@@ -125,7 +125,7 @@ class LabRunner:
         model refuses is refitted (``engine.calls.fitted_dims``); a decoder's are its roles
         (batch, prompt, past), what its inputs are made from."""
         if self.model.decoder is not None:
-            return decoder_dims(self.model, self.model.decoder, dims)
+            return decoder_dims(self.model.signature, self.model.decoder, dims)
         return fitted_dims(self.model, dims)
 
     def base_run(self, model: Model, choice: Choice) -> Run:

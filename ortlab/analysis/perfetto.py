@@ -23,17 +23,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ortlab.analysis.graph.mapping import KERNELS_FOR
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.runtime import PROFILER_OVERHEAD
 from ortlab.engine.trace import ProfileData, types_text
 
 if TYPE_CHECKING:
-    from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.model import ModelLike
 
-__all__ = ["Naming", "flow_events", "node_names", "perfetto_trace", "write_perfetto"]
+__all__ = [
+    "Naming",
+    "TraceJoin",
+    "flow_events",
+    "node_names",
+    "perfetto_trace",
+    "write_perfetto",
+]
 
 RUNS_PID = 1
 """The ``runs`` process; the EPs follow from 2 in order of their first node."""
@@ -52,22 +57,30 @@ class Naming:
     """Every original node the kernel computes (the join's ``fused_from``)."""
 
 
+@dataclass(frozen=True)
+class TraceJoin:
+    """What a placement join tells a trace (``PlacementResult.trace_join``): per kernel of
+    ORT's final graph, the original nodes it computes and the one it is named after; and
+    the tensors crossing EPs (producer, consumer, tensor), drawn as flow arrows."""
+
+    fused: dict[str, tuple[str, ...]]
+    primary: dict[str, str]
+    edges: list[tuple[str, str, str]]
+
+
 def node_names(
     data: ProfileData,
     *,
     level: str = "",
-    placement: PlacementResult | None = None,
+    join: TraceJoin | None = None,
     model_nodes: Sequence[str] | None = None,
 ) -> list[Naming]:
     """Per node of ``data.node``: the original node's name where ortlab can know it — from a
     placement join of the same model and config (a fused kernel is named after the original
     node whose op it computes), from the model's own node names (ORT keeps a node's name when
     it keeps the node), or at level 'disabled' (ORT renames nothing) — else ORT's kernel name."""
-    primary: dict[str, str] = {}
-    fused: dict[str, tuple[str, ...]] = {}
-    if placement is not None:
-        fused = {r.node: tuple(r.fused_from) for r in placement.optimized_rows}
-        primary = _primaries(placement)
+    fused = join.fused if join is not None else {}
+    primary = join.primary if join is not None else {}
     known = set(model_nodes) if model_nodes is not None else None
     out = []
     for kernel, op in zip(data.node, data.op_type, strict=True):
@@ -79,44 +92,19 @@ def node_names(
             out.append(Naming(name, "placement join", originals))
         elif known is not None and kernel in known:
             out.append(Naming(kernel, "model (same name)", (kernel,)))
-        elif known is None and placement is None and level == "disabled":
+        elif known is None and join is None and level == "disabled":
             out.append(Naming(kernel, "model (level disabled: ORT keeps every name)", (kernel,)))
         else:
             why = (
                 "not in the join"
-                if placement is not None
+                if join is not None
                 else (
                     "not in the model"
                     if known is not None
-                    else "pass placement= for original names"
+                    else "a placement's to_perfetto gives original names"
                 )
             )
             out.append(Naming(kernel, f"kernel ({why})"))
-    return out
-
-
-def _primaries(placement: PlacementResult) -> dict[str, str]:
-    """Per kernel, the original node it is named after: the one the join credited its time to,
-    else the one whose op the kernel computes (the MatMul of a FusedGemm), else the one whose op
-    its op type names, else the first in the model's order."""
-    rows = {r.node: r for r in placement.node_rows}
-    order = {name: i for i, name in enumerate(rows)}
-    out = {}
-    for opt in placement.optimized_rows:
-        members = [rows[m] for m in opt.fused_from if m in rows]
-        if not members:
-            continue
-        members.sort(key=lambda r: order[r.node])
-        op = opt.op_type
-        tests = (
-            lambda r: r.time_source.startswith("measured"),
-            lambda r, op=op: op in KERNELS_FOR.get(r.op_type, ()),
-            lambda r, op=op: bool(r.op_type) and r.op_type in op,
-        )
-        out[opt.node] = next(
-            (hits[0].node for test in tests if len(hits := [r for r in members if test(r)]) == 1),
-            members[0].node,
-        )
     return out
 
 
@@ -340,7 +328,7 @@ def write_perfetto(
     *,
     model_name: str,
     config: SessionConfig,
-    placement: PlacementResult | None = None,
+    join: TraceJoin | None = None,
     model: ModelLike | None = None,
 ) -> Path:
     """Write ``data`` as a Perfetto/Chrome trace to ``path`` (atomically: a temporary file in
@@ -358,12 +346,8 @@ def write_perfetto(
         raise ValueError(f"Refusing to write a trace to {out}: an .onnx path is a model's.")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"No folder {out.parent} to write the trace into.")
-    names = node_names(data, level=config.level, placement=placement, model_nodes=model_nodes)
-    edges = (
-        [(b.producer, b.consumer, b.tensor) for b in placement.boundary_rows]
-        if placement is not None
-        else []
-    )
+    names = node_names(data, level=config.level, join=join, model_nodes=model_nodes)
+    edges = join.edges if join is not None else []
     how = sorted({n.source for n in names})
     doc = perfetto_trace(
         data,
@@ -375,8 +359,8 @@ def write_perfetto(
             "runs": len(data.run_us),
             "names": how,
             "flows": "tensors crossing EPs, from the placement join"
-            if placement is not None
-            else "none: pass placement= (ortlab.placement) for them",
+            if join is not None
+            else "none: write it from a placement (PlacementResult.to_perfetto) for them",
             "memory": "per EP, after each node of the last measured run, as ORT recorded it",
             "times": f"µs, profiling on ({PROFILER_OVERHEAD})",
         },

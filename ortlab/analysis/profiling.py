@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
+from ortlab.analysis.perfetto import write_perfetto
 from ortlab.core.config import SessionConfig
 from ortlab.core.machine import BUSY_CORES, load_sentence
 from ortlab.core.model import ModelLike
@@ -39,7 +40,6 @@ from ortlab.engine.trace import (
 )
 
 if TYPE_CHECKING:
-    from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
@@ -338,13 +338,7 @@ class ProfileResult(Result):
             }
         )
 
-    def to_perfetto(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        placement: PlacementResult | None = None,
-        model: ModelLike | None = None,
-    ) -> Path:
+    def to_perfetto(self, path: str | os.PathLike[str], *, model: ModelLike | None = None) -> Path:
         """Write this profile as a trace that Perfetto (ui.perfetto.dev: Open trace file) and
         chrome://tracing open; returns its absolute path. One process per EP and a thread per
         OS thread ORT ran nodes on; a slice per node event, named after the original node where
@@ -352,20 +346,13 @@ class ProfileResult(Result):
         counters per EP over the last run; a slice per measured run (the ``runs`` process);
         flow arrows along tensors that cross EPs.
 
-        ``placement``: an ``ortlab.placement`` result of the same model and config (its
-        ``.profile`` is such a profile): fused kernels get the original node's name and the
-        flows come from its EP boundaries. ``model``: the model, whose node names are kept
-        where ORT kept them (and whose file is never overwritten). Without either, names are
-        original only at level 'disabled'. Written atomically; refuses ``.onnx`` paths."""
-        from ortlab.analysis.perfetto import write_perfetto
-
+        ``model``: the model, whose node names are kept where ORT kept them (and whose file
+        is never overwritten); without it, names are original only at level 'disabled'. For
+        fused kernels named after the original node and the flows, write a placement's profile
+        instead: ``ortlab.placement(...).to_perfetto(path)``. Written atomically; refuses
+        ``.onnx`` paths."""
         return write_perfetto(
-            self.data,
-            path,
-            model_name=self.model,
-            config=self.config,
-            placement=placement,
-            model=model,
+            self.data, path, model_name=self.model, config=self.config, model=model
         )
 
     def to_pandas(self) -> Table:

@@ -232,7 +232,7 @@ def _profile(args: argparse.Namespace) -> None:
     p = pl.profile
     print(p.to_json() if args.json else p.to_text(top=args.top, fused=fused_map(pl, p)))
     if args.perfetto:
-        out = p.to_perfetto(args.perfetto, placement=pl, model=m)
+        out = pl.to_perfetto(args.perfetto, model=m)
         print(
             f"Perfetto trace written to {out} (open it at ui.perfetto.dev or chrome://tracing)",
             file=sys.stderr if args.json else sys.stdout,

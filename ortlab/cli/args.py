@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import ortlab
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS
 from ortlab.core.config import LEVELS, canonical_level, canonical_provider
-from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import FeedError, OrtlabError
 from ortlab.core.feedcheck import validate_feeds
+from ortlab.core.grammar import parse_dims
 from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.engine import examples
 
@@ -45,7 +45,7 @@ def load_model(spec: str, part: str | None = None) -> Model:
 
 
 def _dims_arg(text: str) -> dict[str, int]:
-    """``--dims batch=1,sequence=128``: the one grammar (``core.dimtext.parse_dims``)."""
+    """``--dims batch=1,sequence=128``: the one grammar (``core.grammar.parse_dims``)."""
     try:
         return parse_dims(text)
     except FeedError as err:

@@ -14,6 +14,7 @@ from ortlab.analysis.fleet.runner import run_spec
 from ortlab.analysis.fleet.spec import EXAMPLE, read_spec
 from ortlab.core.display import render
 from ortlab.core.errors import OptionError
+from ortlab.core.grammar import words
 from ortlab.engine import examples
 
 __all__ = ["HANDLERS", "add_parsers"]
@@ -34,7 +35,7 @@ def _run(args: argparse.Namespace) -> int | None:
         )
     spec = read_spec(args.spec, examples=set(examples.names()))
     if args.onnxruntime:
-        spec = spec.under([v for v in args.onnxruntime.split(",") if v.strip()])
+        spec = spec.under(words(args.onnxruntime))
     print(f"{len(spec.items)} items from {args.spec} into {args.out}", file=sys.stderr)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     if args.ray:

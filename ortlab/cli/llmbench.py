@@ -10,7 +10,6 @@ naming what ortlab takes instead."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -25,40 +24,25 @@ from ortlab.cli.args import (
     session_config,
     wants_progress,
 )
+from ortlab.core import grammar
 from ortlab.core.display import LLAMA_BENCH_FORMATS, render
 from ortlab.core.errors import OptionError
 
 __all__ = ["HANDLERS", "UNMAPPED", "add_parsers", "int_list"]
 
-_RANGE = re.compile(r"^(\d+)-(\d+)(?:([+*])(\d+))?$")
-
 
 def int_list(text: str) -> list[int]:
-    """llama-bench's value lists: '128,512', '1-4' (step 1), '1-8+2', '128-1024*2'."""
-    out: list[int] = []
-    for part in (p.strip() for p in text.split(",")):
-        if part.isdigit():
-            out.append(int(part))
-            continue
-        m = _RANGE.match(part)
-        if not m:
-            raise argparse.ArgumentTypeError(
-                f"{part!r}: give counts or ranges, e.g. 128,512 or 1-4 or 1-8+2 or 128-1024*2"
-            )
-        first, last, op, by = int(m[1]), int(m[2]), m[3] or "+", int(m[4] or 1)
-        if last < first or by < (2 if op == "*" else 1) or (op == "*" and first == 0):
-            raise argparse.ArgumentTypeError(f"{part!r}: an empty or endless range")
-        k = first
-        while k <= last:
-            out.append(k)
-            k = k + by if op == "+" else k * by
-    return out
+    """llama-bench's value lists as an argument (``core.grammar.int_list``)."""
+    try:
+        return grammar.int_list(text)
+    except OptionError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _pair(text: str) -> list[tuple[int, int]]:
     """``-pg 512,128``: a prompt and the tokens generated after it."""
-    parts = text.split(",")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+    parts = grammar.words(text)
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise argparse.ArgumentTypeError(
             f"{text!r}: -pg takes a prompt length and new tokens, e.g. -pg 512,128"
         )

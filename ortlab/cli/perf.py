@@ -26,8 +26,8 @@ from ortlab.cli.args import (
 )
 from ortlab.cli.llmbench import int_list
 from ortlab.core.config import LEVELS
-from ortlab.core.dimtext import parse_dims
-from ortlab.core.errors import FeedError
+from ortlab.core.errors import FeedError, OptionError
+from ortlab.core.grammar import parse_dims, version_pair
 
 if TYPE_CHECKING:
     import argparse
@@ -140,7 +140,7 @@ def _roofline(args: argparse.Namespace) -> None:
 
 
 def _sweep_arg(text: str) -> tuple[str, list[int]]:
-    """``--dim batch=1,2,4`` (one dim each): the one grammar (``core.dimtext.parse_dims``)."""
+    """``--dim batch=1,2,4`` (one dim each): the one grammar (``core.grammar.parse_dims``)."""
     try:
         parsed = parse_dims(text, many=True)
     except FeedError as err:
@@ -234,12 +234,10 @@ def _generate(args: argparse.Namespace) -> None:
 
 
 def _versions_arg(text: str) -> list[str]:
-    versions = [v.strip() for v in text.split(",") if v.strip()]
-    if len(versions) != 2:
-        raise argparse.ArgumentTypeError(
-            f"give two onnxruntime versions separated by a comma, e.g. 1.31.1,1.32.0 (got {text!r})"
-        )
-    return versions
+    try:
+        return version_pair(text)
+    except OptionError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _version_diff(args: argparse.Namespace) -> None:

@@ -266,6 +266,20 @@ class DecoderInfo:
         return text
 
     @property
+    def can_share_buffer(self) -> bool:
+        """Whether a run can write the cache in place, one max-length buffer per pair
+        (onnxruntime-genai's past_present_share_buffer): GroupQueryAttention, which reads
+        the tokens past the sequence's length as empty, and a known max length."""
+        return self.attention == "GroupQueryAttention" and bool(self.max_length)
+
+    def shared_buffer(self, asked: bool | None = None) -> int:
+        """Tokens of the one buffer per pair a run writes in place (0: each present becomes
+        the next past, copied). ``asked``: None does what genai_config says, True asks for it
+        (where the model can), False declines it. The one rule; generate and llm_bench ask."""
+        wanted = self.share_buffer if asked is None else asked
+        return (self.max_length or 0) if wanted and self.can_share_buffer else 0
+
+    @property
     def past_inputs(self) -> tuple[str, ...]:
         return tuple(n for p in self.pairs for n in (p.past_key, p.past_value))
 

@@ -21,7 +21,7 @@ from ortlab.core.errors import FeedError, OrtlabWarning
 if TYPE_CHECKING:
     from ortlab.core.decoder import DecoderInfo
     from ortlab.core.inputs import DimChoice, Feeds
-    from ortlab.core.model import Model
+    from ortlab.core.signature import Signature
 
 __all__ = ["ROLES", "decoder_dims", "decoder_feeds", "role_symbols"]
 
@@ -33,7 +33,7 @@ DEFAULT_FRAMES = 128
 """An encoder-decoder's encoder frames where its encoder does not declare them."""
 
 
-def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
+def role_symbols(model: Signature, info: DecoderInfo) -> dict[str, str]:
     """The model's own symbolic dims that carry a role: {symbol: role or a derived value's
     name ('total', 'kv_heads', 'head_size')}."""
     by_name = {t.name: t for t in model.inputs}
@@ -64,7 +64,7 @@ def role_symbols(model: Model, info: DecoderInfo) -> dict[str, str]:
 
 
 def decoder_dims(
-    model: Model, info: DecoderInfo, dims: Mapping[str, int] | None = None
+    model: Signature, info: DecoderInfo, dims: Mapping[str, int] | None = None
 ) -> dict[str, DimChoice]:
     """batch, prompt and past for ``dims`` (by those names or the model's own symbols for
     them), each with its reason: what a step's inputs are made from (no arrays made)."""
@@ -89,7 +89,7 @@ def decoder_dims(
 
 
 def decoder_feeds(
-    model: Model,
+    model: Signature,
     info: DecoderInfo,
     dims: Mapping[str, int] | None = None,
     seed: int = 0,

@@ -18,7 +18,8 @@ from ortlab.core.onnx_util import dtype_name, np_dtype
 
 if TYPE_CHECKING:
     from ortlab.core.inputs import FeedsLike
-    from ortlab.core.model import Model, TensorInfo
+    from ortlab.core.model import Model
+    from ortlab.core.signature import TensorInfo
 
 __all__ = ["validate_feeds"]
 

@@ -20,7 +20,7 @@ from onnx import helper
 from ortlab.core.errors import FeedError, OrtlabWarning
 
 if TYPE_CHECKING:
-    from ortlab.core.model import Model, TensorInfo
+    from ortlab.core.signature import Signature, TensorInfo
 
 __all__ = ["Feeds", "FeedsLike", "example_inputs", "shapes_text", "unfixed_dims"]
 
@@ -114,7 +114,7 @@ def _default_dim(name: str) -> tuple[int, str]:
     return 1, "default for unrecognised dims"
 
 
-def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
+def resolve_dims(model: Signature, dims: Mapping[str, int] | None) -> dict[str, DimChoice]:
     """Every symbolic dim's value and why: given, or a stated guess (its name says what it is,
     else its place in the input: a batch axis, an image's height or width, a sequence). A
     ``dims=`` name the model lacks is warned about, naming the model's dims, and ignored."""
@@ -159,7 +159,7 @@ def resolve_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimC
     return out
 
 
-def positional_guesses(model: Model) -> dict[str | tuple[str, int], tuple[int, str]]:
+def positional_guesses(model: Signature) -> dict[str | tuple[str, int], tuple[int, str]]:
     """A guess for each dynamic dim from its place (keyed by the dim's name, or by
     ``(input, axis)`` for an unnamed one): axis 0 is a batch (1); an image's height and width
     (4-D float input with 1, 3 or 4 channels first or last) are the other spatial dim when that
@@ -199,7 +199,7 @@ def positional_guesses(model: Model) -> dict[str | tuple[str, int], tuple[int, s
     return out
 
 
-def _gather_bound(model: Model, input_name: str) -> int | None:
+def _gather_bound(model: Signature, input_name: str) -> int | None:
     """If an integer input indexes an initializer via Gather, the size of the indexed axis."""
     graph = model.proto.graph
     inits = {t.name: t for t in graph.initializer}
@@ -218,7 +218,7 @@ def _synth_int(
     shape: list[int],
     np_dtype: np.dtype[Any],  # integer (np.iinfo takes it) or ml_dtypes' int4/int2
     rng: np.random.Generator,
-    model: Model,
+    model: Signature,
 ) -> tuple[np.ndarray, str | None]:
     lname = info.name.lower()
     if "mask" in lname:
@@ -241,7 +241,7 @@ def _synth_int(
 
 
 def _synth(
-    info: TensorInfo, shape: list[int], rng: np.random.Generator, model: Model
+    info: TensorInfo, shape: list[int], rng: np.random.Generator, model: Signature
 ) -> tuple[np.ndarray, str | None]:
     np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
     if 0 in shape:  # empty: no values to make (and no arange over a huge other dim)
@@ -354,7 +354,7 @@ def _work_bytes(np_dtype: np.dtype[np.generic], dtype: str) -> int:
     return np_dtype.itemsize + 8
 
 
-def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[np.generic]:
+def _np_dtype_of(info: TensorInfo, model: Signature) -> np.dtype[np.generic]:
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(_elem_type(info.dtype)))
     except (KeyError, TypeError, ValueError) as err:
@@ -368,7 +368,7 @@ def _np_dtype_of(info: TensorInfo, model: Model) -> np.dtype[np.generic]:
 
 def _input_shape(
     info: TensorInfo,
-    model: Model,
+    model: Signature,
     choices: dict[str, DimChoice],
     given: Mapping[str, tuple[int, ...]] | None = None,
 ) -> list[int]:
@@ -401,7 +401,7 @@ def _input_shape(
     return shape
 
 
-def default_shapes(model: Model) -> dict[str, list[int]]:
+def default_shapes(model: Signature) -> dict[str, list[int]]:
     """The shape ortlab would synthesize each tensor input at without dims= or feeds= (named
     dims by their stated guesses, unnamed ones by their place): what a picture of a model that
     never ran is worked out at. Inputs it cannot synthesize are left out."""
@@ -419,7 +419,7 @@ def default_shapes(model: Model) -> dict[str, list[int]]:
 
 
 def example_inputs(
-    model: Model,
+    model: Signature,
     dims: Mapping[str, int] | None = None,
     seed: int = 0,
     *,
@@ -484,7 +484,7 @@ def example_inputs(
 
 
 def unfixed_dims(
-    model: Model, fixed: Mapping[str, int] | Iterable[tuple[str, int]]
+    model: Signature, fixed: Mapping[str, int] | Iterable[tuple[str, int]]
 ) -> dict[str, list[str]]:
     """Per input, its symbolic dims that ``fixed`` (a config's free-dimension overrides, name
     to value) does not fix: the shapes that change from run to run."""

@@ -45,6 +45,7 @@ from ortlab.core.onnx_util import (
 )
 from ortlab.core.result import Result, Table
 from ortlab.core.runtime import limits
+from ortlab.core.signature import Signature, TensorInfo
 from ortlab.core.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -59,22 +60,6 @@ __all__ = [
 ]
 
 _PROTO_LIMIT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    name: str
-    dtype: str
-    """ONNX element type in lower case ('float', 'int64', 'float16'…)."""
-    shape: tuple[int | str | None, ...] | None
-    """Fixed dims as ints, symbolic dims by name, unknown dims as None; None if unranked."""
-    kind: str = "tensor_type"
-    """'tensor_type', or 'sequence_type' / 'map_type' / 'optional_type' for non-tensors."""
-
-    def shape_text(self) -> str:
-        if self.shape is None:
-            return "?"
-        return "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
 
 
 @dataclass(frozen=True)
@@ -158,6 +143,11 @@ class Model:
     @property
     def inputs(self) -> list[TensorInfo]:
         return self.summary.inputs
+
+    @property
+    def signature(self) -> Signature:
+        """What input synthesis reads of the model: its name, inputs and graph."""
+        return Signature(self.name, self.inputs, self.proto)
 
     @property
     def outputs(self) -> list[TensorInfo]:
@@ -266,8 +256,8 @@ class Model:
         if roles and like is not None:
             raise FeedError("like= makes inputs at the given feeds' shapes: no prompt=/past= too.")
         if self.decoder is not None and like is None:  # inputs by role: always valid
-            return decoder_feeds(self, self.decoder, {**given, **roles} or None, seed)
-        return example_inputs(self, dims=dims, seed=seed, like=like)
+            return decoder_feeds(self.signature, self.decoder, {**given, **roles} or None, seed)
+        return example_inputs(self.signature, dims=dims, seed=seed, like=like)
 
     def check_runnable(self, custom_ops_registered: bool = False) -> None:
         """Raise if this onnxruntime cannot run the model: :class:`InvalidModelError` for a

@@ -46,7 +46,8 @@ from ortlab.diagnosis.facts import (
     busy_cores,
     load_caveat,
 )
-from ortlab.diagnosis.generation import GenerationFacts, best_in_generation, generation_stage
+from ortlab.diagnosis.generation import best_in_generation, generation_stage
+from ortlab.diagnosis.generationfacts import GenerationFacts
 from ortlab.diagnosis.ledger import Ledger
 from ortlab.diagnosis.outcome import Got, Outcome, begin, run_stage
 from ortlab.diagnosis.rules import run_rules
@@ -206,7 +207,7 @@ class DoctorResult(Result):
         decode_tokens_per_s, decode ratio with its interval and verdict, ttft_ms with its
         ratio and verdict, tokens_kept of tokens, and a variant's KL divergence from the model
         (kld_mean, kld_p99, nats) and top-1 agreement (empty for other models)."""
-        from ortlab.diagnosis.generation import TRIAL_COLUMNS
+        from ortlab.diagnosis.generationfacts import TRIAL_COLUMNS
 
         if self.generation is None:
             import pandas as pd

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.placement.whatifresult import WhatIfResult
     from ortlab.analysis.quantization.variants import Signal
     from ortlab.analysis.soak import SoakResult
-    from ortlab.diagnosis.generation import GenerationFacts
+    from ortlab.diagnosis.generationfacts import GenerationFacts
 
 __all__ = [
     "ATTENTION_OPS",

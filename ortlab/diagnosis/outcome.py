@@ -31,7 +31,7 @@ from ortlab.diagnosis.facts import (
 from ortlab.diagnosis.ledger import Item, Ledger
 
 if TYPE_CHECKING:
-    from ortlab.diagnosis.generation import GenerationFacts
+    from ortlab.diagnosis.generationfacts import GenerationFacts
 
 __all__ = ["Got", "Outcome", "Stage", "begin", "run_stage"]
 

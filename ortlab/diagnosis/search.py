@@ -133,7 +133,7 @@ def observe(ledger: Ledger, out: Outcome) -> Outcome:
         if len(mem)
         else {}
     )
-    symbolic = unfixed_dims(m, cfg.free_dimension_overrides)
+    symbolic = unfixed_dims(m.signature, cfg.free_dimension_overrides)
     predicted, predicted_fixed = _predict(ledger, report.missing, bool(symbolic))
     out.observed = Observed(
         model_name=m.name,

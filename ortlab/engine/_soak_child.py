@@ -106,7 +106,7 @@ def soak(ask: SoakAsk, log: ArenaLog) -> list[dict[str, object]]:
                 assert model is not None  # (the largest first: what a run needs at most)
                 scale = 2.0 if i == 0 else 1 + float(sizes.uniform())
                 dims = {d: max(1, round(v * scale)) for d, v in ask["dims"].items()}
-                feeds = dict(example_inputs(model, dims=dims, seed=i))
+                feeds = dict(example_inputs(model.signature, dims=dims, seed=i))
             sess.run(None, prepare_feeds(feeds), options)
             rss.append(int(proc.memory_info().rss))
             arena.append(log.read())

@@ -87,7 +87,7 @@ def _made_inputs(m: Model, seed: int, dims: Mapping[str, int] | None) -> Feeds:
     step), else at the dims resolved and fitted (:func:`fitted_dims`)."""
     if m.decoder is not None:
         return m.example_inputs(dims, seed)
-    return example_inputs(m, seed=seed, choices=fitted_dims(m, dims))
+    return example_inputs(m.signature, seed=seed, choices=fitted_dims(m, dims))
 
 
 IMAGE_SIZES = (32, 48, 64, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512, 640)
@@ -110,7 +110,7 @@ def fitted_dims(model: Model, dims: Mapping[str, int] | None) -> dict[str, DimCh
     if key in _FITTED:
         return dict(_FITTED[key])
     # what the graph does with a dim decides its guess, then the guesses must fit in memory
-    choices = fit_guesses(model, resolve_dims(model, dims))
+    choices = fit_guesses(model, resolve_dims(model.signature, dims))
     guessed = [c for c in choices.values() if c.why.startswith("guessed: image")]
     if not guessed:
         _FITTED[key] = choices

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ortlab.core import cache
 from ortlab.core.errors import VersionInstallError
+from ortlab.core.grammar import VERSION
 from ortlab.core.run import Progress
 from ortlab.engine import tasks
 from ortlab.engine.calls import Via, run
@@ -36,7 +37,6 @@ from ortlab.engine.worker import Worker
 
 __all__ = [
     "DEPENDENCIES",
-    "VERSION",
     "env_dir",
     "installed",
     "interpreter",
@@ -50,8 +50,6 @@ PINNED = ("numpy", "onnx", "msgspec", "psutil", "protobuf", "ml_dtypes")
 """Pinned to this process's versions when the onnxruntime version allows it."""
 MARKER = ".ortlab-ready"
 PIP_TIMEOUT_S = 900.0
-VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([._-]?(a|b|rc|dev|post)[0-9]*)*$")
-"""An onnxruntime version as PyPI spells it."""
 
 
 def venv_root() -> Path:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from ortlab.diagnosis.doctor import DoctorResult
     from ortlab.diagnosis.facts import CpuCosts
-    from ortlab.diagnosis.generation import GenerationFacts
+    from ortlab.diagnosis.generationfacts import GenerationFacts
 
 __all__ = [
     "best_snippet",

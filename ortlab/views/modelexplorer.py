@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortlab.analysis.graph.data import SQNR_CAP_DB, GraphData, GraphNode
+from ortlab.analysis.graph.data import SQNR_CAP_DB, GraphData
+from ortlab.analysis.graph.elements import GraphNode
 from ortlab.core.errors import OptionError
 from ortlab.views.colors import provider_color
 

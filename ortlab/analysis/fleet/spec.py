@@ -13,7 +13,7 @@ from pathlib import Path
 import tomllib
 
 from ortlab.core.errors import OptionError
-from ortlab.engine.venvs import VERSION
+from ortlab.core.grammar import VERSION
 
 __all__ = ["EXAMPLE", "SPEC_VERBS", "Item", "ModelEntry", "Spec", "read_spec"]
 

@@ -341,11 +341,7 @@ def llm_bench(
             f"A cell of {longest} tokens (depth + prompt + new tokens) is beyond the "
             f"{info.max_length} tokens {m.name!r} is made for ({info.source}): ask less."
         )
-    shared = (
-        info.max_length
-        if info.attention == "GroupQueryAttention" and info.share_buffer and info.max_length
-        else 0
-    )
+    shared = info.shared_buffer()
     settings = list(threads) if threads else [base.intra_op_threads]
     reps = PROFILE_REPS if profile else 0
     rows: list[BenchRow] = []

@@ -166,17 +166,12 @@ def generate(
         )
     if given is not None:
         run = with_ids(run, info, given, synthetic=False)
-    can_share = info.attention == "GroupQueryAttention" and info.max_length is not None
-    if share_buffer and not can_share:
+    if share_buffer and not info.can_share_buffer:
         raise FeedError(
             f"share_buffer=True: {m.name!r} cannot write its cache in place (that needs "
             "GroupQueryAttention and a known max length, as onnxruntime-genai's builder makes)."
         )
-    shared = (
-        (info.max_length or 0)
-        if can_share and share_buffer is not False and (share_buffer or info.share_buffer)
-        else 0
-    )
+    shared = info.shared_buffer(share_buffer)
     return _measure(
         m,
         info,
@@ -200,7 +195,7 @@ def generation_dims(
     symbols for them) and the ``prompt=``/``batch=`` shorthands; one said twice must agree,
     and a generation starts from an empty cache (no past)."""
     said: dict[str, int] = {}
-    symbols = role_symbols(m, info)
+    symbols = role_symbols(m.signature, info)
     for name, value in (dims or {}).items():
         role = name if name in ROLES else symbols.get(name)
         if role == "past":

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ortlab.analysis.graph.data import GraphGroup
+    from ortlab.analysis.graph.elements import GraphGroup
 
 __all__ = ["COLLAPSE_ABOVE", "BlockNode", "chunk_siblings", "initial_expanded", "regroup"]
 

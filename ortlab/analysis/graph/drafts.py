@@ -15,7 +15,7 @@ from ortlab.core.model import Model
 from ortlab.core.onnx_util import dtype_name, walk_nodes
 
 if TYPE_CHECKING:
-    from ortlab.analysis.graph.data import GraphNode
+    from ortlab.analysis.graph.elements import GraphNode
     from ortlab.analysis.placement.result import NodeRow
     from ortlab.core.graph import OpNode
 

@@ -26,7 +26,7 @@ from ortlab.engine.trace import types_text
 if TYPE_CHECKING:
     import onnx
 
-    from ortlab.analysis.graph.data import GraphNode
+    from ortlab.analysis.graph.elements import GraphNode
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.core.model import Model
 

@@ -6,14 +6,23 @@ node (:class:`OptimizedRow`), per EP partition and per EP boundary, gathered in
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ortlab.analysis.graph.mapping import KERNELS_FOR
+from ortlab.analysis.perfetto import TraceJoin, write_perfetto
 from ortlab.analysis.placement.reasons import group_reasons
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import MEMCPY_OPS
+from ortlab.core.errors import OptionError
 from ortlab.core.result import Result, Table, table
 from ortlab.engine.session import SessionReport
+
+if TYPE_CHECKING:
+    from ortlab.core.model import ModelLike
 
 __all__ = ["BoundaryRow", "NodeRow", "OptimizedRow", "PartitionRow", "PlacementResult"]
 
@@ -216,6 +225,33 @@ class PlacementResult(Result):
             f"{self.report.summary()}>"
         )
 
+    def trace_join(self) -> TraceJoin:
+        """What this join tells a Perfetto trace of its profile: each kernel's original nodes
+        and the one it is named after, and the tensors crossing EPs."""
+        return TraceJoin(
+            fused={r.node: tuple(r.fused_from) for r in self.optimized_rows},
+            primary=_primaries(self),
+            edges=[(b.producer, b.consumer, b.tensor) for b in self.boundary_rows],
+        )
+
+    def to_perfetto(self, path: str | os.PathLike[str], *, model: ModelLike | None = None) -> Path:
+        """Write this placement's profile as a Perfetto trace (:meth:`ProfileResult.to_perfetto`)
+        with what the join knows: fused kernels named after the original node, and flow
+        arrows along the tensors that cross EPs. Raises when it ran without profiling."""
+        if self.profile is None:
+            raise OptionError(
+                "This placement has no profile to write (it was measured without one): run "
+                "ortlab.placement with profiling, or write a ProfileResult's to_perfetto."
+            )
+        return write_perfetto(
+            self.profile.data,
+            path,
+            model_name=self.profile.model,
+            config=self.profile.config,
+            join=self.trace_join(),
+            model=model,
+        )
+
     def to_pandas(self) -> Table:
         """The per-original-node join (:attr:`nodes`): node, op_type, status, optimized,
         provider, partition, us_per_run, group_us_per_run, share, time_source."""
@@ -230,3 +266,28 @@ def _listed(row: NodeRow | OptimizedRow) -> dict[str, object]:
 
 def _cols(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
+
+
+def _primaries(placement: PlacementResult) -> dict[str, str]:
+    """Per kernel, the original node it is named after: the one the join credited its time to,
+    else the one whose op the kernel computes (the MatMul of a FusedGemm), else the one whose op
+    its op type names, else the first in the model's order."""
+    rows = {r.node: r for r in placement.node_rows}
+    order = {name: i for i, name in enumerate(rows)}
+    out = {}
+    for opt in placement.optimized_rows:
+        members = [rows[m] for m in opt.fused_from if m in rows]
+        if not members:
+            continue
+        members.sort(key=lambda r: order[r.node])
+        op = opt.op_type
+        tests = (
+            lambda r: r.time_source.startswith("measured"),
+            lambda r, op=op: op in KERNELS_FOR.get(r.op_type, ()),
+            lambda r, op=op: bool(r.op_type) and r.op_type in op,
+        )
+        out[opt.node] = next(
+            (hits[0].node for test in tests if len(hits := [r for r in members if test(r)]) == 1),
+            members[0].node,
+        )
+    return out

@@ -15,8 +15,8 @@ from ortlab.analysis.placement.whatifresult import DEFAULT_QNN_OPTIONS, DEFAULT_
 from ortlab.analysis.versions import DEFAULT_VERSIONS
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.decoder import DecoderInfo
-from ortlab.core.dimtext import parse_dims
 from ortlab.core.eps import alias as _short
+from ortlab.core.grammar import parse_dims
 from ortlab.core.inputs import Feeds
 from ortlab.core.model import Model
 from ortlab.core.runtime import TIMED_SPIN_US, Providers, has_timed_spin

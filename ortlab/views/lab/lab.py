@@ -115,7 +115,9 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
                 "Lab(model, feeds=…, dims=…): the feeds fix every shape already; pass one of them."
             )
         self._dims_given = {
-            d.name: d.value for d in resolve_dims(self.model, dims).values() if d.why == "given"
+            d.name: d.value
+            for d in resolve_dims(self.model.signature, dims).values()
+            if d.why == "given"
         }  # an unknown name is warned about, not kept
         self.feeds = None if feeds is None else validate_feeds(self.model, feeds)
         """The arrays every run uses (``Lab(model, feeds=…)``), or None: synthesized at dims."""
@@ -246,7 +248,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         )
         limits = {k: j.label for k, j in LIMITS_JOBS.items()}
         self.tab_controls = t = TabControls(self._qnn_given, limits)
-        at = resolve_dims(self.model, self._dims_given or None)  # the first run's dims
+        at = resolve_dims(self.model.signature, self._dims_given or None)  # the first run's dims
         t.sweep_dims.placeholder = sweep_example(self.model, {d.name: d.value for d in at.values()})
         # the button, the job (a function of the Lab: returns its result), the state field the
         # result replaces, its tab, its name on the tab's status line

@@ -17,8 +17,8 @@ from ortlab.analysis.limits.roofline import roofline
 from ortlab.analysis.sweep import sweep
 from ortlab.analysis.throughput import throughput
 from ortlab.analysis.versions import version_diff
-from ortlab.core.dimtext import parse_dims
 from ortlab.core.errors import OrtlabError
+from ortlab.core.grammar import parse_dims, version_pair
 from ortlab.core.result import Result
 from ortlab.views.html import esc
 from ortlab.views.lab.host import LabHost
@@ -98,12 +98,7 @@ def _sweep(lab: LabHost) -> Shown:
 
 
 def _versions(lab: LabHost) -> Shown:
-    versions = lab.tab_controls.versions.value
-    pair = [v.strip() for v in versions.split(",") if v.strip()]
-    if len(pair) != 2:
-        raise OrtlabError(
-            f"versions: give two onnxruntime versions, e.g. 1.31.1,1.32.0 (got {versions!r})."
-        )
+    pair = version_pair(lab.tab_controls.versions.value)
     p, inputs = lab.progress_for("version_diff"), lab.inputs()
     return _shown(version_diff(lab.current_model, lab.config, versions=pair, progress=p, **inputs))
 
@@ -115,7 +110,7 @@ def _perfetto(lab: LabHost) -> Shown:
     if placement is None or placement.profile is None:
         raise OrtlabError("No run to export yet: press Run, then save its trace.")
     out = Path.cwd() / f"ortlab-trace-{safe_filename(lab.model.name)}.json"
-    placement.profile.to_perfetto(out, placement=placement, model=lab.model)
+    placement.to_perfetto(out, model=lab.model)
     note = (
         f"<div>Perfetto trace of the last run written: <b>{esc(out)}</b> "
         f"({out.stat().st_size / 1e6:.1f} MB). Open it at ui.perfetto.dev or "

@@ -29,6 +29,7 @@ from ortlab.analysis.quantization.compare import CompareResult, compare
 from ortlab.analysis.quantization.error import quantization_error
 from ortlab.analysis.quantization.quantize import quantize, to_fp16
 from ortlab.core.errors import OrtlabError
+from ortlab.core.grammar import int_list
 from ortlab.core.model import Model, load
 from ortlab.core.result import Result
 from ortlab.diagnosis.doctor import DoctorResult, doctor
@@ -221,13 +222,8 @@ def run_llm_bench(lab: LabHost) -> LLMBenchResult:
     tokens, at each depth in the depths box, 3 repetitions, at the Lab's settings; shown under
     the last generation (tg tokens/s against depth, the table, each cell by layer)."""
     t = lab.tab_controls
-    try:
-        depths = sorted({int(x) for x in t.bench_depths.value.replace(" ", "").split(",") if x})
-    except ValueError as err:
-        raise OrtlabError(
-            f"depths: give token counts separated by commas, e.g. 0,256 (got "
-            f"{t.bench_depths.value!r})."
-        ) from err
+    typed = t.bench_depths.value
+    depths = sorted(set(int_list(typed, "depths"))) if typed.strip() else []
     r = llm_bench(
         lab.current_model,
         lab.config,
