@@ -44,7 +44,16 @@ def main() -> None:
         cmp = ortlab.compare(m, variants, feeds=feeds, rounds=10, runs=10, progress=False)
         t = cmp.to_pandas()
         data[label] = t[
-            ["variant", "file_mb", "p50_ms", "ratio", "ci_low", "ci_high", "cosine", "verdict"]
+            [
+                "variant",
+                "file_mb",
+                "p50_ms",
+                "ratio",
+                "ratio_low",
+                "ratio_high",
+                "cosine",
+                "verdict",
+            ]
         ].to_dict(orient="records")
         lines += [
             f"### {label}",
@@ -53,7 +62,7 @@ def main() -> None:
             "|---|---|---|---|---|---|",
         ]
         for r in t.itertuples():
-            ci = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+            ci = f"[{r.ratio_low:.3f}, {r.ratio_high:.3f}]"
             lines.append(
                 f"| {r.variant} | {r.file_mb:.1f} | {r.p50_ms:.2f} | {r.ratio:.3f} "
                 f"{ci} | {r.cosine:.5f} | {r.verdict} |"

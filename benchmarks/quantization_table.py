@@ -65,8 +65,8 @@ def main() -> None:
             kernels = r.quantized_kernels or "—"
             speed = "—" if r.variant == "fp32" else f"{1 / r.ratio:.2f}x"
             lines.append(
-                f"| {name} | {r.variant} | {r.p50_ms:.2f} | {r.ratio:.2f} [{r.ci_low:.2f}, "
-                f"{r.ci_high:.2f}] | {speed} | {r.file_mb:.1f} | {r.cosine:.4f} | "
+                f"| {name} | {r.variant} | {r.p50_ms:.2f} | {r.ratio:.2f} [{r.ratio_low:.2f}, "
+                f"{r.ratio_high:.2f}] | {speed} | {r.file_mb:.1f} | {r.cosine:.4f} | "
                 f"{r.sqnr_db:.1f} | {kernels[:80]} |"
             )
         lines += [

@@ -68,7 +68,7 @@ def test_ablation_rows_match_plain_onnxruntime(tmp_path: Path) -> None:
         assert t.loc[name, "fired"] >= 1 and t.loc[name, "create_ms"] > 0
         # its own time in the baseline's build is part of that build
         assert 0 < t.loc[name, "own_ms"] < t.loc["", "create_ms"]
-        assert t.loc[name, "ci_low"] <= t.loc[name, "ratio"] <= t.loc[name, "ci_high"]
+        assert t.loc[name, "ratio_low"] <= t.loc[name, "ratio"] <= t.loc[name, "ratio_high"]
         assert t.loc[name, "cosine"] > 0.999, "a fusion does not change what is computed"
     assert t.loc["", "max_abs"] == 0.0, "the baseline against itself"
     assert "without SkipLayerNormFusion" in t.loc[FUSION, "verdict"]

@@ -136,9 +136,9 @@ def test_compare_configs_interleaved(mlp: ortlab.Model) -> None:
     t = c.to_pandas()
     assert t["label"].tolist() == ["cpu · disabled", "cpu · all", "cpu · all · intra=1"]
     assert t.loc[0, "verdict"] == "baseline" and t.loc[0, "ratio"] == 1.0
-    assert (t["ci_low"] <= t["ratio"]).all() and (t["ratio"] <= t["ci_high"]).all()
+    assert (t["ratio_low"] <= t["ratio"]).all() and (t["ratio"] <= t["ratio_high"]).all()
     for r in t.iloc[1:].itertuples():
-        models.check_verdict(r.ratio, r.ci_low, r.ci_high, r.verdict)
+        models.check_verdict(r.ratio, r.ratio_low, r.ratio_high, r.verdict)
     assert len(c.reports) == 3
     assert ortlab.ConfigComparison.from_json(c.to_json()) == c
     with pytest.raises(ValueError, match="at least two configs"):

@@ -60,12 +60,12 @@ def test_a_decoders_doctor_measures_its_settings_in_generation(
     assert list(table["key"]) == [t.key for t in gen.trials]
     first = gen.trials[0]  # each ratio spread as every table spreads one, prefixed
     row = table.iloc[0]
-    assert (row["decode_ratio"], row["decode_ci_low"], row["decode_ci_high"]) == (
+    assert (row["decode_ratio"], row["decode_ratio_low"], row["decode_ratio_high"]) == (
         first.decode.ratio,
         first.decode.low,
         first.decode.high,
     )
-    assert row["ttft_verdict"] == first.ttft.verdict and "ttft_ci_low" in table
+    assert row["ttft_verdict"] == first.ttft.verdict and "ttft_ratio_low" in table
 
 
 def test_a_decoders_doctor_says_where_a_generation_goes(int4_doctor: ortlab.DoctorResult) -> None:

@@ -41,10 +41,10 @@ def test_latency_is_interleaved_and_paired(bert_opt: OptimizationResult) -> None
     lat = bert_opt.latency
     assert lat["level"].tolist() == ["disabled", "basic", "extended", "layout", "all"]
     assert lat.loc[0, "ratio"] == 1.0 and lat.loc[0, "verdict"] == "baseline"
-    assert (lat["ci_low"] <= lat["ratio"]).all() and (lat["ratio"] <= lat["ci_high"]).all()
+    assert (lat["ratio_low"] <= lat["ratio"]).all() and (lat["ratio"] <= lat["ratio_high"]).all()
     assert len(bert_opt.rounds_ms) == 6 and len(bert_opt.rounds_ms[0]) == 5
     for r in lat.iloc[1:].itertuples():
-        models.check_verdict(r.ratio, r.ci_low, r.ci_high, r.verdict)
+        models.check_verdict(r.ratio, r.ratio_low, r.ratio_high, r.verdict)
 
 
 def test_mapping_and_files(bert_opt: OptimizationResult) -> None:

@@ -151,7 +151,7 @@ def test_a_paired_row_keeps_its_table_columns_and_round_trips() -> None:
         AblationRow("Fuse", 3, 13, 3, 4.0, 1.0, 8.0, Paired.untimed("failed: x"), 0.1, 0.9),
     ]
     a = AblationResult(model="m", config=SessionConfig(), level="all", rows=rows, rounds=6)
-    paired = ["ratio", "ci_low", "ci_high", "confidence", "verdict"]  # a Paired, spread back
+    paired = ["ratio", "ratio_low", "ratio_high", "confidence", "verdict"]  # a Paired, spread back
     assert a.to_pandas().columns.tolist() == [
         "off",
         "fired",

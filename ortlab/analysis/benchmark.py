@@ -188,7 +188,8 @@ class ConfigComparison(Result):
     """How the rounds ran where it changes their reading (timed in pairs, …)."""
 
     def to_pandas(self) -> Table:
-        """label, p50_ms, p90_ms, ratio (to the first), ci_low, ci_high, confidence, verdict."""
+        """label, p50_ms, p90_ms, ratio (to the first), ratio_low, ratio_high, confidence,
+        verdict."""
         import pandas as pd
 
         return pd.DataFrame(

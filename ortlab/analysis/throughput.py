@@ -31,7 +31,14 @@ from ortlab.core.machine import (
 )
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
-from ortlab.core.stats import MIN_ROUNDS, Paired, Verdict, median_with_interval, paired_ratio
+from ortlab.core.stats import (
+    MIN_ROUNDS,
+    Paired,
+    Verdict,
+    interval_columns,
+    median_with_interval,
+    paired_ratio,
+)
 from ortlab.core.units import fmt_rate
 from ortlab.engine import tasks_throughput
 from ortlab.engine.calls import Reach, edge, run_model_task
@@ -126,8 +133,7 @@ class ThroughputResult(Result):
                     "mode": r.mode,
                     "concurrency": r.concurrency,
                     "requests_per_s": r.requests_per_s,
-                    "low": r.low,
-                    "high": r.high,
+                    **dict(zip(interval_columns("requests_per_s"), (r.low, r.high), strict=True)),
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
                     "p99_ms": r.p99_ms,

@@ -36,8 +36,7 @@ def int_list(text: str, what: str = "") -> list[int]:
         m = _RANGE.match(part)
         if not m:
             raise OptionError(
-                f"{lead}{part!r}: give counts or ranges, e.g. 128,512 or 1-4 or 1-8+2 or "
-                "128-1024*2"
+                f"{lead}{part!r}: give counts or ranges, e.g. 128,512 or 1-4 or 1-8+2 or 128-1024*2"
             )
         first, last, op, by = int(m[1]), int(m[2]), m[3] or "+", int(m[4] or 1)
         if last < first or by < (2 if op == "*" else 1) or (op == "*" and first == 0):

@@ -29,6 +29,7 @@ __all__ = [
     "LatencyStats",
     "Paired",
     "Verdict",
+    "interval_columns",
     "interval_text",
     "latency_stats",
     "median_interval",
@@ -259,9 +260,9 @@ class Paired:
     its interval, the verdict sentence ortlab prints, and the rounds it came from. Every row
     that compares against a reference (compare_configs, the optimization levels, the ablation,
     the variants, the doctor's candidates and its best) holds one instead of its own copy of
-    these fields; every table spreads it by :func:`paired_columns` into ``ratio``,
-    ``ci_low``, ``ci_high``, ``confidence``, ``verdict`` (``ci_`` for the ratio's interval:
-    ``low``/``high`` name other intervals, a requests/s or a µs shift)."""
+    these fields; every table spreads it by :func:`spread` into ``ratio``, ``ratio_low``,
+    ``ratio_high``, ``confidence``, ``verdict`` (every interval column is named by
+    :func:`interval_columns`: the quantity, then ``_low`` and ``_high``)."""
 
     ratio: float
     """Median of the per-round ratios (row / reference); < 1 is faster. NaN when not timed."""
@@ -297,13 +298,19 @@ class Paired:
         return cls(nan, nan, nan, text)
 
 
-PAIRED_COLUMNS = ("ratio", "ci_low", "ci_high", "confidence", "verdict")
+def interval_columns(name: str) -> tuple[str, str]:
+    """THE names of an interval's columns in every table: ``name`` then ``_low`` and
+    ``_high`` (``ratio_low``, ``peak_high``, ``requests_per_s_low``)."""
+    return f"{name}_low", f"{name}_high"
+
+
+PAIRED_COLUMNS = ("ratio", *interval_columns("ratio"), "confidence", "verdict")
 """The columns a :class:`Paired` spreads into, in every table."""
 
 
 def spread(p: Paired, prefix: str = "") -> dict[str, float | str]:
     """THE spread of a :class:`Paired` into table columns (``PAIRED_COLUMNS``; ``prefix``
-    names them where a row holds two: ``decode_ratio``, ``decode_ci_low``, …)."""
+    names them where a row holds two: ``decode_ratio``, ``decode_ratio_low``, …)."""
     values: tuple[float | str, ...] = (p.ratio, p.low, p.high, p.confidence, p.verdict)
     return {prefix + k: v for k, v in zip(PAIRED_COLUMNS, values, strict=True)}
 

@@ -126,8 +126,8 @@ class DoctorResult(Result):
     eval_synthetic: bool | None = None
 
     def to_pandas(self) -> Table:
-        """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ci_low,
-        ci_high, saved_ms, code."""
+        """One row per finding: rule, severity, title, evidence, fix, gain, ratio, ratio_low,
+        ratio_high, saved_ms, code."""
         import pandas as pd
 
         cols = [
@@ -138,8 +138,8 @@ class DoctorResult(Result):
             "fix",
             "gain",
             "ratio",
-            "ci_low",
-            "ci_high",
+            "ratio_low",
+            "ratio_high",
             "saved_ms",
             "code",
         ]
@@ -162,8 +162,8 @@ class DoctorResult(Result):
         return pd.DataFrame(rows, columns=cols)
 
     def candidates(self) -> Table:
-        """Every measured candidate: key, label, variant, stage, p50_ms, ratio, ci_low,
-        ci_high, verdict, cosine, file_mb, pareto."""
+        """Every measured candidate: key, label, variant, stage, p50_ms, ratio, ratio_low,
+        ratio_high, verdict, cosine, file_mb, pareto."""
         import pandas as pd
 
         front = {m.key for m in self.pareto_set()}
@@ -244,7 +244,7 @@ class DoctorResult(Result):
         t = self.candidates()
         keep = t["key"].map(lambda k: CandidateKey.parse(k).is_sweep) | (t["key"] == "baseline")
         return t[keep & (t["stage"] != "final")][
-            ["key", "label", "p50_ms", "ratio", "ci_low", "ci_high", "verdict"]
+            ["key", "label", "p50_ms", "ratio", "ratio_low", "ratio_high", "verdict"]
         ]
 
     def __repr__(self) -> str:

@@ -121,7 +121,7 @@ class GenerationFacts:
 
     def table(self) -> Table:
         """One row per trial (:data:`TRIAL_COLUMNS`): key, label, decode_tokens_per_s, the
-        decode ratio spread (decode_ratio, decode_ci_low, decode_ci_high, decode_confidence,
+        decode ratio spread (decode_ratio, decode_ratio_low, decode_ratio_high, decode_confidence,
         decode_verdict), ttft_ms and its ratio spread the same way, tokens_kept of tokens,
         and a variant's KL divergence."""
         import pandas as pd

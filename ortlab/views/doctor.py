@@ -269,7 +269,7 @@ def doctor_figure(d: DoctorResult, kind: str = "candidates") -> go.Figure:
         else VERDICT_COLORS["slower"]
         if lo > 1 + NOISE_BAND
         else VERDICT_COLORS["neither"]
-        for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
+        for lo, hi in zip(t["ratio_low"], t["ratio_high"], strict=True)
     ]
     fig = go.Figure(
         go.Bar(
@@ -280,8 +280,8 @@ def doctor_figure(d: DoctorResult, kind: str = "candidates") -> go.Figure:
             error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": t["ci_high"] - t["ratio"],
-                "arrayminus": t["ratio"] - t["ci_low"],
+                "array": t["ratio_high"] - t["ratio"],
+                "arrayminus": t["ratio"] - t["ratio_low"],
             },
             hovertemplate="%{y}<br>time ratio %{x:.3f}<extra></extra>",
         )

@@ -43,7 +43,7 @@ def _compare_rows(c: CompareResult) -> tuple[list[str], list[list[object]]]:
                 float(r.file_mb),
                 f"{r.size_ratio:.2f}x",
                 float(r.p50_ms),
-                interval_text(r.ratio, r.ci_low, r.ci_high, 2),
+                interval_text(r.ratio, r.ratio_low, r.ratio_high, 2),
                 "—" if r.cosine is None else f"{r.cosine:.5f}",
                 "—" if r.sqnr_db is None else f"{r.sqnr_db:.1f}",
                 "—" if r.top1 is None or r.top1 != r.top1 else f"{r.top1:.0%}",

@@ -56,9 +56,10 @@ class CompareResult(Result):
     samples)."""
 
     def to_pandas(self) -> Table:
-        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to the original), ci_low, ci_high,
-        verdict, cosine, sqnr_db, max_abs, top1 (first float output), labels_equal (the lowest
-        exact agreement of label outputs, None without any), quantized kernels, synthetic."""
+        """variant, file_mb, size_ratio, p50_ms, p90_ms, ratio (to the original), ratio_low,
+        ratio_high, verdict, cosine, sqnr_db, max_abs, top1 (first float output),
+        labels_equal (the lowest exact agreement of label outputs, None without any),
+        quantized kernels, synthetic."""
         import pandas as pd
 
         rows = []
