@@ -992,7 +992,7 @@ def test_history_with_one_run_picks_it_and_says_how_to_compare() -> None:
     """With one run, History's pickers hold it (not blank), Compare is off with a line saying
     how to get a second run, shown above the chart; a second run turns Compare on and picks
     the last two."""
-    from ortlab.views.lab.controls import ONE_RUN
+    from ortlab.views.lab.tabcontrols import ONE_RUN
 
     lab = ortlab.Lab(ortlab.examples.load("mlp"), sync=True, runs=5)
     t = lab.tab_controls
@@ -1005,3 +1005,23 @@ def test_history_with_one_run_picks_it_and_says_how_to_compare() -> None:
     assert (t.run_a.value, t.run_b.value) == (1, 2) and not t.compare_button.disabled
     t.history_items(lab.history)
     assert t.history_caption.value == ""
+
+
+def test_the_tab_table_makes_the_tabs_buttons_status_lines_and_state(lab) -> None:
+    """One row per tab (views/lab/tabs.py): the Lab's tabs, their order, each job's button,
+    the status lines and the state fields the jobs fill all come from it."""
+    import ipywidgets as w
+
+    from ortlab.views.lab.state import PUBLIC_NAMES, LabState
+    from ortlab.views.lab.tabs import TABS, job_tabs, tab_names
+
+    fields = {f.name for f in dataclasses.fields(LabState)}
+    assert list(lab.panes) == tab_names(lab.model.decoder is not None)
+    assert [lab.tabs.get_title(i) for i in range(len(lab.panes))] == list(lab.panes)
+    assert set(lab.tab_controls.status) == set(job_tabs())
+    jobs = [job for tab in TABS for job in tab.jobs]
+    assert jobs and all(job.field in fields for job in jobs)
+    assert all(isinstance(lab.tab_controls.button(job.button), w.Button) for job in jobs)
+    assert len({job.button for job in jobs}) == len(jobs)  # one button, one job
+    assert set(PUBLIC_NAMES.values()) == fields  # every result readable by its public name
+    assert "Generate" not in lab.panes and "Generate" in tab_names(True)

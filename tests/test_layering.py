@@ -436,7 +436,7 @@ ANY_KEPT = {
     "ortlab/views/generate.py:weight_cells": "a row of a weights table (itertuples)",
     "ortlab/views/graph/widget.py:__init__": _WIDGET,
     "ortlab/views/graph/widget.py:_check_color": _WIDGET,
-    "ortlab/views/lab/controls.py:__init__": _QNN,
+    "ortlab/views/lab/tabcontrols.py:__init__": _QNN,
     "ortlab/views/lab/lab.py:__init__": _QNN,
     "ortlab/views/lab/lab.py:__getattr__": "the Lab's controls by name (lab.level is a widget)",
     "ortlab/views/lab/lab.py:_on_top_node": _WIDGET,

@@ -56,6 +56,7 @@ class RunChanges(Measuring, total=False):
     config: SessionConfig
     inputs: Feeds
     make_inputs: InputMaker | None
+    unit: str
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Run:
     warmup: int = 0
     progress: bool | Progress = True
     timeout: float | None = None
+    unit: str = "run"
+    """What its progress bar counts: runs, or (a generation's verb says so) tokens."""
     make_inputs: InputMaker | None = field(default=None, compare=False, repr=False)
     """How the edge made :attr:`inputs`, for :meth:`derive` at other dims (None: a Run made
     by hand, which derives at its own inputs only)."""

@@ -259,7 +259,7 @@ def run_model_task(
     if args:
         raise TypeError(f"{task_name(task)}: a task takes keyword arguments only")
     m, cfg = run.model, run.config
-    unit = getattr(task, "progress_unit", "run")  # a task counting other things says so
+    unit = run.unit
     counted = (
         f" ({kwargs['runs']} runs x {kwargs['new_tokens']} tokens"
         + (", then the profiled steps)" if kwargs.get("profile") else ")")

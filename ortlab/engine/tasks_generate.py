@@ -172,9 +172,6 @@ def generate(
     )
 
 
-generate.progress_unit = "token"  # type: ignore[attr-defined]  # its bar counts tokens
-
-
 def _encoder_step(encoder: ModelJob | None, decoder: DecoderInfo) -> EncoderStep | None:
     """The encoder's cached session and feeds, as a generation's first part (None: a decoder
     alone)."""

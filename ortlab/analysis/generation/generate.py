@@ -234,7 +234,7 @@ def _measure(
     runs = run.runs
     reply = run_model_task(
         tasks_generate.generate,
-        run,
+        run.with_(unit="token"),  # its bar counts tokens
         decoder=info,
         new_tokens=new_tokens,
         runs=runs,

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 from ortlab.analysis.labrun import Shapes
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
-from ortlab.views.lab.controls import TabControls
 from ortlab.views.lab.history import History
 from ortlab.views.lab.outputs import Shown
 from ortlab.views.lab.state import LabState
+from ortlab.views.lab.tabcontrols import TabControls
 
 __all__ = ["LabHost"]
 

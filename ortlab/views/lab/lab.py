@@ -28,38 +28,33 @@ import ipywidgets as w
 
 import ortlab
 from ortlab.analysis.labrun import BEST, Choice, LabRunner, Shapes, cancel_on, start_worker
+from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.core import gcpause
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.inputs import resolve_dims
 from ortlab.views.html import esc
-from ortlab.views.lab.controls import LabControls, TabControls
+from ortlab.views.lab.controls import LabControls
 from ortlab.views.lab.history import History, RunRecord
 from ortlab.views.lab.host import LabHost
 from ortlab.views.lab.jobs import Jobs, choose_sync
 from ortlab.views.lab.kernelnodes import carriers_first, pick_in
-from ortlab.views.lab.limits import LIMITS_INTRO, LIMITS_JOBS, sweep_example
+from ortlab.views.lab.limits import LIMITS_JOBS, sweep_example
 from ortlab.views.lab.outputs import TAB_STYLE, WAITING, Shown, set_outputs
 from ortlab.views.lab.overview import Headline
 from ortlab.views.lab.pickers import optimizer_options, top_node_options
 from ortlab.views.lab.snapshot import snapshot_html
-from ortlab.views.lab.state import LabState, StateNames
+from ortlab.views.lab.state import PUBLIC_NAMES, LabState
 from ortlab.views.lab.status import guess_hint
+from ortlab.views.lab.tabcontrols import TabControls
 from ortlab.views.lab.tabjobs import (
-    compare_runs,
     opening_generation,
-    run_diverge,
-    run_doctor,
-    run_generate,
-    run_limits,
-    run_llm_bench,
-    run_optimization,
-    run_quantization,
-    run_whatif,
     show_snippet,
+    whatif_items,
     write_report,
 )
+from ortlab.views.lab.tabs import TABS, job_tabs, tab_names
 from ortlab.views.lab.warmup import warm_up
 
 if TYPE_CHECKING:
@@ -73,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["Lab"]
 
 
-class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
+class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
     """``ortlab.Lab(model, feeds=None)``: controls, tabs, history. ``lab.config`` is what the
     controls say; ``lab.model_path`` the model file the current run uses. ``tab`` is the tab
     shown first ("Overview", "Graph", "Placement", "Profile", …). ``dims`` sets symbolic dims
@@ -173,14 +168,25 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
 
     def __getattr__(self, name: str) -> Any:
         """The controls are the Lab's own: ``lab.level`` is ``lab.controls.level``,
-        ``lab.budget`` is ``lab.tab_controls.budget``."""
+        ``lab.budget`` is ``lab.tab_controls.budget``; so are the state's results, by their
+        public names (``lab.placement``, ``lab.profile_result``: :data:`PUBLIC_NAMES`)."""
         controls = self.__dict__.get("controls")
         if controls is not None and name in LabControls.NAMES:
             return getattr(controls, name)
         tabs = self.__dict__.get("tab_controls")
         if tabs is not None and name in TabControls.NAMES:
             return getattr(tabs, name)
+        state = self.__dict__.get("state")
+        if state is not None and name in PUBLIC_NAMES:  # lab.placement: the state's result
+            return getattr(state, PUBLIC_NAMES[name])
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """The state's results are read-only by their public names: the state is the one
+        place a result is written (a job returns it; the Lab keeps it)."""
+        if name in PUBLIC_NAMES:
+            raise AttributeError(f"lab.{name} is read-only: the Lab keeps it in lab.state")
+        super().__setattr__(name, value)
 
     @property
     def config(self) -> SessionConfig:
@@ -219,19 +225,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
     # ------------------------------------------------------------------ tabs
 
     def _build_tabs(self, first: str) -> None:
-        names = [
-            "Overview",
-            "Graph",
-            "Placement",
-            "Profile",
-            "Benchmark",
-            *(["Generate"] if self.model.decoder is not None else []),
-            "Optimization",
-            "Quantization",
-            "Limits",
-            "Doctor",
-            "History",
-        ]
+        names = tab_names(self.model.decoder is not None)
         if first not in names:
             raise ValueError(f"tab={first!r}: choose one of {', '.join(names)}.")
         self.panes = {n: w.Output() for n in names}
@@ -247,40 +241,24 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             lambda _: self._draw_waiting(self._tab_on_screen()), names="selected_index"
         )
         limits = {k: j.label for k, j in LIMITS_JOBS.items()}
-        self.tab_controls = t = TabControls(self._qnn_given, limits)
+        self.tab_controls = t = TabControls(self._qnn_given, limits, job_tabs())
         at = resolve_dims(self.model.signature, self._dims_given or None)  # the first run's dims
         t.sweep_dims.placeholder = sweep_example(self.model, {d.name: d.value for d in at.values()})
-        # the button, the job (a function of the Lab: returns its result), the state field the
-        # result replaces, its tab, its name on the tab's status line
-        jobs: list[tuple[Any, Callable[..., Any], str, str, str]] = [
-            (
-                t.opt_button,
-                run_optimization,
-                "optimization",
-                "Optimization",
-                "the optimization diff",
-            ),
-            (
-                t.quant_button,
-                run_quantization,
-                "comparison",
-                "Quantization",
-                "the quantization comparison",
-            ),
-            (t.diverge_button, run_diverge, "divergence", "Quantization", "the divergence"),
-            (t.doctor_button, run_doctor, "doctor", "Doctor", "the doctor"),
-            (t.gen_button, run_generate, "generation", "Generate", "the generation"),
-            (t.bench_button, run_llm_bench, "llm_bench", "Generate", "the benchmark matrix"),
-            (t.compare_button, compare_runs, "run_diff", "History", "the comparison"),
-            (t.whatif_button, run_whatif, "whatif", "Placement", "the what-if"),
-            *[
-                (t.limits_buttons[k], functools.partial(run_limits, what=k), k, "Limits", j.status)
-                for k, j in LIMITS_JOBS.items()
-            ],
-        ]
-        for button, job, field, *about in jobs:
-            start = functools.partial(self._background, self._keeping(job, field), field, *about)
-            button.on_click(lambda _, start=start: start())
+        if "Generate" in self.panes:  # a decoder: prefill and decode, token by token
+            t.for_encoder_decoder(self.model.decoder)
+        for tab in (tab for tab in TABS if tab.name in self.panes):
+            for job in tab.jobs:  # each button starts its job; its result replaces a field
+                start = functools.partial(
+                    self._background,
+                    self._keeping(job.run, job.field),
+                    job.field,
+                    tab.name,
+                    job.said,
+                )
+                t.button(job.button).on_click(lambda _, start=start: start())
+            if tab.bar:
+                intro = [w.HTML(tab.intro)] if tab.intro else []
+                self.show(tab.name, getattr(t, tab.bar), *intro)
         t.apply_button.on_click(lambda _: self.apply_best())
         t.top_nodes.observe(self._on_top_node, names="value")
         t.gen_nodes.observe(self._on_generation_node, names="value")
@@ -289,14 +267,6 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         """The short generation a decoder's first run ended with (:func:`opening_generation`)."""
         self.whatif_shown: list[Any] = []
         """What the Placement tab shows of the last what-if, under the measured placement."""
-        self.show("Placement", t.whatif_bar)
-        self.show("Optimization", t.opt_bar)
-        self.show("Quantization", t.quant_bar)
-        self.show("Limits", t.limits_bar, w.HTML(LIMITS_INTRO))
-        self.show("Doctor", t.doctor_bar)
-        if "Generate" in self.panes:  # a decoder: prefill and decode, token by token
-            t.for_encoder_decoder(self.model.decoder)
-            self.show("Generate", t.gen_bar)
 
     def overview(self) -> list[object]:
         """The Overview: the last run's headline (what is slow, what to try), then the model."""
@@ -308,16 +278,16 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             self._ort_info = w.HTML(f"onnxruntime {esc(eps.ort_version)} · devices: {esc(devs)}")
         last = self.history.records[-1].label if len(self.history) else ""
         head = Headline(
-            self.benchmark_result,
-            self.profile_result,
-            self.placement,
-            self.doctor_result,
+            self.state.benchmark,
+            self.state.profile,
+            self.state.placement,
+            self.state.doctor,
             last,
-            generation=self.generation,
+            generation=self.state.generation,
             generation_said=(
                 "a short generation run on opening, synthetic ids; the Generate tab runs the "
                 "lengths in its boxes, profiled"
-                if self.generation is not None and self.generation is self._opening
+                if self.state.generation is not None and self.state.generation is self._opening
                 else "the Generate tab's last run"
             ),
         )
@@ -404,8 +374,20 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
                 self.state = self.state.keep(**{field: result})
             if field in ("doctor", "generation"):
                 self.show_when_seen("Overview", self.overview)
+            if isinstance(result, WhatIfResult):
+                self._show_whatif(result)
 
         return run
+
+    def _show_whatif(self, result: WhatIfResult) -> None:
+        """A what-if under the measured placement, in the Placement tab (kept for the tab's
+        later redraws; the widgets of the one before closed: a widget lives until closed)."""
+        for old in self.whatif_shown:
+            if isinstance(old, w.DOMWidget):
+                old.close()
+        self.whatif_shown = whatif_items(self.model, result)
+        measured = [self.state.placement] if self.state.placement is not None else []
+        self.show("Placement", self.tab_controls.whatif_bar, *measured, *self.whatif_shown)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -488,7 +470,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
     def _offer_optimizers(self, chosen: tuple[str, ...]) -> None:
         """``chosen`` switched off (ORT then does not list them), then the transformers the
         last session ran, those that changed the graph first (with how often)."""
-        r = self.placement.report if self.placement is not None else None
+        r = self.state.placement.report if self.state.placement is not None else None
         options = optimizer_options(r, chosen)
         if options == list(self.optimizers.options) and chosen == self.optimizers.value:
             return
@@ -500,7 +482,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         """The Profile tab's list of the slowest nodes (a control: kept current on every run,
         so a script can pick a row before the tab is opened)."""
         with self.held():
-            self.top_nodes.options = top_node_options(prof, self.placement)
+            self.top_nodes.options = top_node_options(prof, self.state.placement)
             self.top_nodes.value = None
 
     def _on_top_node(self, change: dict[str, Any]) -> None:
@@ -508,14 +490,14 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         computes and select the one that carries its time (the Conv of a Conv+Relu kernel, not
         the Relu fused into it), and show the Graph tab."""
         name = change["new"]
-        if self.hold_runs or not name or self.placement is None:
+        if self.hold_runs or not name or self.state.placement is None:
             return
         self._pick_node(name)
 
     def _on_generation_node(self, change: dict[str, Any]) -> None:
         """A Generate-tab row picked ('phase<TAB>node'): the same node selected in the graph,
         in a merged decoder the one in the If's branch that runs in that phase."""
-        if self.hold_runs or not change["new"] or self.placement is None:
+        if self.hold_runs or not change["new"] or self.state.placement is None:
             return
         phase, name = change["new"].split("\t", 1)
         info = self.model.decoder
@@ -528,7 +510,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         view = self.graph
         if view is None:  # no run drawn yet: nothing to pick
             return
-        originals = carriers_first(self.placement, self.profile_result).get(name) or [name]
+        originals = carriers_first(self.state.placement, self.state.profile).get(name) or [name]
         if not pick_in(view, list(originals), branch):
             self.notice.value = f"<i>{esc(name)} has no node in the original graph</i>"
             return
@@ -541,7 +523,7 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
         """Set the Lab to exactly the doctor's best verified configuration and run it: its
         model file (the variant the doctor measured, per-channel and all), providers and
         provider options, level, threads, spinning, IO binding and every other setting."""
-        d = self.doctor_result
+        d = self.state.doctor
         if d is None:
             raise OrtlabError("Run the doctor first (Doctor tab): there is no best yet.")
         best = d.best
@@ -577,9 +559,9 @@ class Lab(StateNames, w.VBox):  # type: ignore[misc,unused-ignore]  # untyped ba
             self.model.name,
             self.config.label(),
             self.history,
-            benchmark=self.benchmark_result,
-            placement=self.placement,
-            profile=self.profile_result,
+            benchmark=self.state.benchmark,
+            placement=self.state.placement,
+            profile=self.state.profile,
             failed=failed,
         )
 

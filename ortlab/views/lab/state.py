@@ -3,7 +3,7 @@
 A job returns its result; the Lab keeps it by swapping in a new :class:`LabState` (``keep``),
 so a reader on another thread sees the old state or the new, never half of one. The Lab's
 public names for them (``lab.placement``, ``lab.doctor_result``, ``lab.generation``…) read
-this record (:class:`StateNames`); nothing else writes it.
+this record (:data:`PUBLIC_NAMES`); nothing else writes it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ortlab.analysis.throughput import ThroughputResult
 from ortlab.analysis.versions import VersionDiffResult
 from ortlab.diagnosis.doctor import DoctorResult
 
-__all__ = ["LabState", "StateNames"]
+__all__ = ["PUBLIC_NAMES", "LabState"]
 
 
 @dataclass(frozen=True)
@@ -67,80 +67,13 @@ class LabState:
         return dataclasses.replace(self, **results)
 
 
-class StateNames:
-    """The Lab's public names for its state's results, read-only (kept from before the state
-    had a home of its own: scripts and notebooks read ``lab.placement``)."""
-
-    state: LabState
-
-    @property
-    def placement(self) -> PlacementResult | None:
-        return self.state.placement
-
-    @property
-    def profile_result(self) -> ProfileResult | None:
-        return self.state.profile
-
-    @property
-    def benchmark_result(self) -> BenchmarkResult | None:
-        return self.state.benchmark
-
-    @property
-    def doctor_result(self) -> DoctorResult | None:
-        return self.state.doctor
-
-    @property
-    def optimization(self) -> OptimizationResult | None:
-        return self.state.optimization
-
-    @property
-    def comparison(self) -> CompareResult | None:
-        return self.state.comparison
-
-    @property
-    def divergence(self) -> DivergenceResult | None:
-        return self.state.divergence
-
-    @property
-    def generation(self) -> GenerationResult | None:
-        return self.state.generation
-
-    @property
-    def llm_bench(self) -> LLMBenchResult | None:
-        return self.state.llm_bench
-
-    @property
-    def run_diff(self) -> DiffResult | None:
-        return self.state.run_diff
-
-    @property
-    def whatif_result(self) -> WhatIfResult | None:
-        return self.state.whatif
-
-    @property
-    def roofline(self) -> RooflineResult | None:
-        return self.state.roofline
-
-    @property
-    def cost(self) -> CostResult | None:
-        return self.state.cost
-
-    @property
-    def throughput(self) -> ThroughputResult | None:
-        return self.state.throughput
-
-    @property
-    def sweep(self) -> SweepResult | None:
-        return self.state.sweep
-
-    @property
-    def version_diff(self) -> VersionDiffResult | None:
-        return self.state.version_diff
-
-    @property
-    def perfetto(self) -> Path | None:
-        return self.state.perfetto
-
-    @property
-    def report_path(self) -> Path | None:
-        return self.state.report_path
+_RENAMED = {
+    "profile": "profile_result",
+    "benchmark": "benchmark_result",
+    "doctor": "doctor_result",
+    "whatif": "whatif_result",
+}
+PUBLIC_NAMES = {_RENAMED.get(f.name, f.name): f.name for f in dataclasses.fields(LabState)}
+"""The Lab's public names for its state's results (``lab.placement``: the Lab's attribute ->
+the state's field), read-only. Four end in ``_result``, as scripts have read them since
+before the state had a home of its own (``lab.profile_result``)."""

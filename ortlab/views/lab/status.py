@@ -19,18 +19,7 @@ import ipywidgets as w
 
 from ortlab.views.html import esc
 
-__all__ = ["JOB_TABS", "TabStatus", "error_html", "guess_hint"]
-
-JOB_TABS = (
-    "Placement",
-    "Generate",
-    "Optimization",
-    "Quantization",
-    "Limits",
-    "Doctor",
-    "History",
-)
-"""The tabs whose buttons start work of their own, each with a status line."""
+__all__ = ["TabStatus", "error_html", "guess_hint"]
 
 _COLOURS = {"running": "#06c", "done": "#555", "failed": "#a40", "cancelled": "#555"}
 

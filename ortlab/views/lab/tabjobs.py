@@ -249,7 +249,8 @@ def run_limits(lab: LabHost, what: str) -> Result | Path:
 
 def run_whatif(lab: LabHost) -> WhatIfResult:
     """The chosen accelerator's predicted partition at the Lab's shapes (its compiler where
-    one runs without the device), shown under the measured placement."""
+    one runs without the device); the Lab shows it under the measured placement
+    (:func:`whatif_items`)."""
     t = lab.tab_controls
     target = t.target.value
     w_ = whatif(
@@ -259,15 +260,17 @@ def run_whatif(lab: LabHost) -> WhatIfResult:
         qnn_options=t.qnn_options(),
         **lab.inputs(),
     )
-    for old in lab.whatif_shown:  # a widget lives in the kernel until closed
-        if isinstance(old, w.DOMWidget):
-            old.close()
-    lab.whatif_shown = [w_, w_.reasons()]
-    if w_.targets[0].evidence in ("compiled", "rules", "measured"):
-        lab.whatif_shown.append(_graph(lab.model, w_[target]))
-    measured = [lab.state.placement] if lab.state.placement is not None else []
-    lab.show("Placement", t.whatif_bar, *measured, *lab.whatif_shown)
     return w_
+
+
+def whatif_items(model: Model, w_: WhatIfResult) -> list[object]:
+    """What the Placement tab shows of a what-if under the measured placement: the result,
+    its reasons and, where its target's placement is known, that placement on the graph."""
+    items: list[object] = [w_, w_.reasons()]
+    target = w_.targets[0]
+    if target.evidence in ("compiled", "rules", "measured"):
+        items.append(_graph(model, w_[target.target]))
+    return items
 
 
 def compare_runs(lab: LabHost) -> DiffResult | None:
