@@ -28,7 +28,7 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import Feeds
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired
-from ortlab.diagnosis import rules, search
+from ortlab.diagnosis import measure, rules, search
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
 from ortlab.diagnosis.facts import (
     Candidate,
@@ -531,10 +531,10 @@ def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.Monk
         ],
     )
     for _ in range(2):
-        med, ran = s._time(items, 6, 3, "test")
+        med, ran = measure.time_items(s, items, 6, 3, "test")
         assert [k for k, *_ in ran] == ["baseline", "threads:1"]
         assert med.shape == (6, 2) and np.all(med == [1.0, 2.0])
-    med, ran = s._time(items, 6, 3, "test")
+    med, ran = measure.time_items(s, items, 6, 3, "test")
     assert med.shape == (6, 3) and len(ran) == 3
     assert [(x.what, x.message, x.stage) for x in s.failures] == [
         ("candidate iobinding (original · cpu · all · iobinding)", rank, "timing")
@@ -596,7 +596,7 @@ def test_facts_are_assembled_once_from_the_stages() -> None:
 
 def test_plan_keeps_6_rounds_when_the_budget_allows() -> None:
     s = _search(budget_s=600.0)
-    runs, rounds = s._plan(10, _observed(profiled_ms=100.0), 0.35, "the screen")
+    runs, rounds = measure.plan(s, 10, _observed(profiled_ms=100.0), 0.35, "the screen")
     assert rounds >= MIN_ROUNDS and runs >= 2 and s.notes == []
 
 
@@ -1047,7 +1047,9 @@ def test_undecided_means_the_interval_allows_a_gain_it_does_not_show() -> None:
     assert not Verdict(0.7, math.nan, math.nan, math.nan, 3, NOISE_BAND).undecided
 
 
-def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab.Model) -> None:
+def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(
+    mlp: ortlab.Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The combination stage extends only the undecided candidates: their rounds must be paired
     with the baseline's rounds of the same calls (a decided candidate keeps its own). On
     MiniLM the doctor once compared 32 baseline rounds with 8 of a candidate and stopped. The
@@ -1057,24 +1059,24 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(mlp: ortlab
     from ortlab.diagnosis.ledger import Ledger
     from ortlab.diagnosis.verify import settle
 
-    class Scripted(Ledger):
-        def _time(self, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG002
-            # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
-            pattern = {
-                "baseline": [10.0] * rounds,
-                "clear": [5.0] * rounds,
-                "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)],
-            }
-            return np.column_stack([pattern[it[0]] for it in items]), list(items)
+    def scripted(ledger, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG001
+        # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
+        pattern = {
+            "baseline": [10.0] * rounds,
+            "clear": [5.0] * rounds,
+            "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)],
+        }
+        return np.column_stack([pattern[it[0]] for it in items]), list(items)
 
-    s = Scripted(
+    monkeypatch.setattr(measure, "time_items", scripted)  # the stage's timing, scripted
+    s = Ledger(
         Run(mlp, SessionConfig(), Feeds({}), progress=False),
         budget_s=60.0,
         min_cosine=0.999,
         t0=_time.perf_counter(),
     )
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
-    med, _ = s._time(finals, 8, 3, "")
+    med, _ = measure.time_items(s, finals, 8, 3, "")
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
     settle(s, finals, cols, 3, _observed())
     assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended

@@ -120,6 +120,62 @@ def _findings() -> dict[str, list[int]]:
     return out
 
 
+def _private_defs() -> set[str]:
+    """Every private method name an ortlab class defines."""
+    names = set()
+    for path in sorted((ROOT / "ortlab").rglob("*.py")):
+        for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(cls, ast.ClassDef):
+                names |= {
+                    f.name
+                    for f in cls.body
+                    if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and _private(f.name)
+                }
+    return names
+
+
+def private_calls(source: str, defined: set[str]) -> list[tuple[int, str]]:
+    """(c) a call ``X._m(...)`` of a private method ortlab defines, where ``X`` is not
+    ``self``, ``cls`` or ``super()``: a class's private methods are called by the class alone
+    (another module that needs one calls a public function instead). Private names of other
+    libraries (``os._exit``) are theirs to keep."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        attr, owner = node.func.attr, node.func.value
+        if not _private(attr) or attr not in defined:
+            continue
+        if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+            continue
+        if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+            continue
+        found.append((node.lineno, ast.unparse(node.func)))
+    return found
+
+
+def test_no_private_method_is_called_from_outside_its_class() -> None:
+    defined = _private_defs()
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted((ROOT / "ortlab").rglob("*.py"))
+        for line, what in private_calls(path.read_text(encoding="utf-8"), defined)
+    ]
+    assert offenders == [], "call a public function instead:\n" + "\n".join(offenders)
+
+
+def test_the_call_check_sees_a_private_method_called_from_outside() -> None:
+    source = """
+class A:
+    def f(self, ledger):
+        self._time(1)
+        super()._time(2)
+        ledger._time(3)
+        os._exit(0)
+"""
+    assert private_calls(source, {"_time"}) == [(6, "ledger._time")]
+
+
 def test_no_private_name_crosses_a_module() -> None:
     offenders = [f"{key} (line {', '.join(map(str, lines))})" for key, lines in _findings().items()]
     assert offenders == [], "make these public in their module:\n" + "\n".join(offenders)

@@ -52,6 +52,7 @@ from ortlab.core.model import Model, ModelLike
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.sessionreport import ProviderIssue
 from ortlab.core.stats import MIN_ROUNDS, paired_ratio
+from ortlab.diagnosis import measure
 from ortlab.diagnosis.best import Best, best_of
 from ortlab.diagnosis.budget import (
     MEMORY_REPEATS,
@@ -311,9 +312,11 @@ def screen(ledger: Ledger, got: Got, out: Outcome) -> Outcome:
     their rows, ``out.timing`` the runs and rounds they got."""
     seen = got.seen
     items = _fit(ledger, got.items, seen, 0.35)
-    runs, rounds = ledger._plan(len(items), seen, 0.35, "the screen")
+    runs, rounds = measure.plan(ledger, len(items), seen, 0.35, "the screen")
     first_n = min(rounds, MIN_ROUNDS)
-    first, items = ledger._time(items, first_n, runs, f"doctor: screen {len(items)} candidates")
+    first, items = measure.time_items(
+        ledger, items, first_n, runs, f"doctor: screen {len(items)} candidates"
+    )
     ref = _ref_index(ledger, items)
     medians = {it[0]: list(first[:, k]) for k, it in enumerate(items)}
     slower = [
@@ -329,7 +332,7 @@ def screen(ledger: Ledger, got: Got, out: Outcome) -> Outcome:
     if more > 0 and ledger.left() <= 0:
         ledger.skip("more rounds for the survivors of the screen (no time left)")
     elif more > 0:
-        second, ran = ledger._time(keep, more, runs, "doctor: measure survivors")
+        second, ran = measure.time_items(ledger, keep, more, runs, "doctor: measure survivors")
         for j, (key, *_) in enumerate(ran):
             medians[key].extend(second[:, j])
         lost = {it[0] for it in keep} - {it[0] for it in ran}
@@ -359,7 +362,7 @@ def _screen_rows(
             p50=p50,
             stage="screen",
             against=items[b][0],
-            variant=ledger._variant(mm),
+            variant=measure.variant_name(ledger, mm),
         )
     return rows
 
@@ -378,7 +381,7 @@ def accuracy(ledger: Ledger, got: Got, out: Outcome, *, eval_data: Any = None) -
     # At the shapes that are timed: the feeds' own (the caller's first), never defaults.
     samples = calibration_data(ledger.m, eval_data, limit=4, seed=100, like=ledger.feeds)
     out.samples = samples
-    ledger.outputs["baseline"] = ledger._outputs(ledger.m, ledger.cfg, samples)
+    ledger.outputs["baseline"] = measure.outputs_of(ledger, ledger.m, ledger.cfg, samples)
     out.said.notes += degenerate_notes(ledger.outputs["baseline"])
     out.said.notes += [ledger.m.random_note()] if ledger.m.random_ops else []
     for key, mm, c, _ in got.items:
@@ -387,13 +390,13 @@ def accuracy(ledger: Ledger, got: Got, out: Outcome, *, eval_data: Any = None) -
         outputs = ledger.guarded(
             f"the accuracy of {key}",
             "accuracy",
-            functools.partial(ledger._outputs, mm, c, samples),
+            functools.partial(measure.outputs_of, ledger, mm, c, samples),
         )
         if outputs is None:  # the variant does not run on the samples: never the best
             out.rows[key] = with_cosine(ledger.measured[key], 0.0)
             continue
         ledger.outputs[key] = outputs
-        out.rows[key] = with_cosine(ledger.measured[key], ledger._cosine(key))
+        out.rows[key] = with_cosine(ledger.measured[key], measure.cosine_of(ledger, key))
     return out
 
 
@@ -431,9 +434,9 @@ def fix_quantization(ledger: Ledger, got: Got, out: Outcome) -> Outcome:
             spared[fkey] = how
         out.quant_fixes[key] = FixTried(list(fix.nodes), spared)
         ref = Candidate(Kind.ORIGINAL.value, ledger.m, c, [])
-        runs, rounds = ledger._plan(len(fixes) + 2, seen, 0.15, f"the fixes of {key}")
-        med, ran = ledger._time(
-            [ref, Candidate(key, q, c, []), *fixes], rounds, runs, f"doctor: fixes of {key}"
+        runs, rounds = measure.plan(ledger, len(fixes) + 2, seen, 0.15, f"the fixes of {key}")
+        med, ran = measure.time_items(
+            ledger, [ref, Candidate(key, q, c, []), *fixes], rounds, runs, f"doctor: fixes of {key}"
         )
         for j, (fkey, v, fc, steps) in enumerate(ran[2:], start=2):
             row = measured_row(
@@ -448,11 +451,13 @@ def fix_quantization(ledger: Ledger, got: Got, out: Outcome) -> Outcome:
                 variant=v.name,
             )
             outputs = ledger.guarded(
-                f"the accuracy of {fkey}", "accuracy", functools.partial(ledger._outputs, v, fc)
+                f"the accuracy of {fkey}",
+                "accuracy",
+                functools.partial(measure.outputs_of, ledger, v, fc),
             )
             if outputs is not None:
                 ledger.outputs[fkey] = outputs
-            out.rows[fkey] = with_cosine(row, ledger._cosine(fkey) if outputs else 0.0)
+            out.rows[fkey] = with_cosine(row, measure.cosine_of(ledger, fkey) if outputs else 0.0)
             items.append(Candidate(fkey, v, fc, steps))
     out.items = items
     return out

@@ -15,6 +15,7 @@ import numpy as np
 
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, paired_ratio
+from ortlab.diagnosis import measure
 from ortlab.diagnosis.candidates import winning_settings
 from ortlab.diagnosis.facts import (
     Candidate,
@@ -90,8 +91,8 @@ def combine(ledger: Ledger, got: Got, out: Outcome) -> Outcome:
 def _verify(ledger: Ledger, finals: list[Item], seen: Observed) -> dict[str, Measured]:
     """Time the final candidates against the baseline (column 0): their rows with their
     output cosine; one whose outputs cannot be computed is a failure."""
-    runs, rounds = ledger._plan(len(finals), seen, 0.6, "the combination")
-    med, finals = ledger._time(finals, rounds, runs, "doctor: verify the combination")
+    runs, rounds = measure.plan(ledger, len(finals), seen, 0.6, "the combination")
+    med, finals = measure.time_items(ledger, finals, rounds, runs, "doctor: verify the combination")
     # per candidate, its rounds and the baseline's rounds of the same calls (extensions
     # time the baseline with the undecided candidates only)
     cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
@@ -101,9 +102,9 @@ def _verify(ledger: Ledger, finals: list[Item], seen: Observed) -> dict[str, Mea
         v = paired_ratio(*cols[key])
         p50 = float(np.median(cols[key][1]))
         outputs = ledger.outputs.get(key) or ledger.guarded(
-            f"candidate {key} ({ledger._variant(mm)} · {c.label()})",
+            f"candidate {key} ({measure.variant_name(ledger, mm)} · {c.label()})",
             "accuracy",
-            functools.partial(ledger._outputs, mm, c),
+            functools.partial(measure.outputs_of, ledger, mm, c),
         )
         if outputs is None:
             continue
@@ -117,9 +118,9 @@ def _verify(ledger: Ledger, finals: list[Item], seen: Observed) -> dict[str, Mea
             p50=p50,
             stage="final",
             against="baseline",
-            variant=ledger._variant(mm),
+            variant=measure.variant_name(ledger, mm),
         )
-        rows[key] = with_cosine(row, ledger._cosine(key))
+        rows[key] = with_cosine(row, measure.cosine_of(ledger, key))
     return rows
 
 
@@ -147,7 +148,9 @@ def settle(
                 undecided = ", ".join(it[0] for it in open_)
                 ledger.skip(f"more rounds for {undecided}, undecided after the combination")
                 return
-            more, ran = ledger._time(items, rounds, runs, "doctor: more rounds where undecided")
+            more, ran = measure.time_items(
+                ledger, items, rounds, runs, "doctor: more rounds where undecided"
+            )
             if len(ran) != len(items):
                 return  # a candidate failed this time: what was measured stands
             for k, it in enumerate(ran[1:], start=1):
