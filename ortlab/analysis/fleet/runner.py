@@ -28,7 +28,15 @@ from ortlab.engine.worker import Worker, using
 if TYPE_CHECKING:
     from ortlab.core.model import Model
 
-__all__ = ["FAILURE", "RunSummary", "failure_record", "item_dict", "run_item", "run_spec"]
+__all__ = [
+    "FAILURE",
+    "RunSummary",
+    "failure_record",
+    "item_dict",
+    "release_workers",
+    "run_item",
+    "run_spec",
+]
 
 FAILURE = "Failure"
 """The ``ortlab`` type of a failed item's record."""
@@ -77,13 +85,25 @@ def item_dict(item: Item) -> dict[str, object]:
     }
 
 
-@functools.cache
+_WORKERS: dict[str, Worker] = {}
+"""The workers of the onnxruntime versions this process's items ran under, by version."""
+
+
 def _version_worker(version: str) -> Worker:
-    """The worker of ``version``'s environment (built once), kept for this process's items
-    and stopped when it ends."""
-    worker = start_worker(version)
-    atexit.register(worker.stop)
-    return worker
+    """The worker of ``version``'s environment (built once), kept for this process's next
+    items until :func:`release_workers` (or the process's end) stops it."""
+    if version not in _WORKERS or not _WORKERS[version].alive():
+        _WORKERS[version] = start_worker(version)
+    return _WORKERS[version]
+
+
+def release_workers() -> None:
+    """Stop the other onnxruntime versions' workers (a run of a spec ends with it)."""
+    while _WORKERS:
+        _WORKERS.popitem()[1].stop()
+
+
+atexit.register(release_workers)
 
 
 def _serving(item: Item) -> contextlib.AbstractContextManager[None]:
@@ -182,15 +202,18 @@ def run_spec(
     done: list[str] = []
     failed: dict[str, str] = {}
     started = time.perf_counter()
-    for k, item in enumerate(spec.items, 1):
-        text = run_item(item)
-        (folder / item.file_name).write_text(text, encoding="utf-8")
-        record = json.loads(text)
-        if record.get("ortlab") == FAILURE:
-            failed[item.label] = f"{record['error']['type']}: {record['error']['message']}"
-            said = "FAILED: " + failed[item.label]
-        else:
-            done.append(item.label)
-            said = f"{record['item']['seconds']:.1f} s"
-        say(f"[{k}/{len(spec.items)}] {item.label}: {said}")
+    try:
+        for k, item in enumerate(spec.items, 1):
+            text = run_item(item)
+            (folder / item.file_name).write_text(text, encoding="utf-8")
+            record = json.loads(text)
+            if record.get("ortlab") == FAILURE:
+                failed[item.label] = f"{record['error']['type']}: {record['error']['message']}"
+                said = "FAILED: " + failed[item.label]
+            else:
+                done.append(item.label)
+                said = f"{record['item']['seconds']:.1f} s"
+            say(f"[{k}/{len(spec.items)}] {item.label}: {said}")
+    finally:
+        release_workers()  # the other versions' workers end with the run
     return RunSummary(folder, done, failed, time.perf_counter() - started)
