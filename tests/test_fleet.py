@@ -147,3 +147,22 @@ def test_bad_specs_and_folders_say_what_to_write(tmp_path: Path) -> None:
     with pytest.raises(ortlab.OrtlabError, match="no ortlab records"):
         ortlab.merge([tmp_path])
     shutil.rmtree(tmp_path)
+
+
+def test_another_onnxruntimes_worker_serves_the_calling_thread_alone() -> None:
+    """``ortlab run --onnxruntime`` puts another environment's worker in place for its items;
+    a thread of its own (a Lab's job in the same kernel) keeps the default worker."""
+    import sys
+    import threading
+
+    from ortlab.engine.worker import Worker, get_worker, serving, using
+
+    other = Worker(sys.executable)  # never started: only which worker serves is asked
+    seen: dict[str, object] = {}
+    with using(other):
+        t = threading.Thread(target=lambda: seen.update(thread=get_worker(), said=serving()))
+        t.start()
+        t.join()
+        assert get_worker() is other and serving() == sys.executable
+    assert seen["thread"] is not other and seen["said"] == ""
+    assert get_worker() is not other and serving() == ""

@@ -127,13 +127,15 @@ class ThroughputResult(Result):
         """One row per (mode, concurrency level)."""
         import pandas as pd
 
+        low, high = interval_columns("requests_per_s")
         return pd.DataFrame(
             [
                 {
                     "mode": r.mode,
                     "concurrency": r.concurrency,
                     "requests_per_s": r.requests_per_s,
-                    **dict(zip(interval_columns("requests_per_s"), (r.low, r.high), strict=True)),
+                    low: r.low,
+                    high: r.high,
                     "p50_ms": r.p50_ms,
                     "p90_ms": r.p90_ms,
                     "p99_ms": r.p99_ms,

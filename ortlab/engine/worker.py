@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import os
 import secrets
 import signal
@@ -500,34 +501,38 @@ def in_worker(
 
 
 def get_worker() -> Worker | InProcessWorker:
-    if _using is not None:
-        return _using
+    chosen = _using.get()
+    if chosen is not None:
+        return chosen
     global _default  # noqa: PLW0603 - one default worker per process, by design
     if _default is None:
         _default = InProcessWorker() if _isolation == "inprocess" else Worker()
     return _default
 
 
-_using: Worker | None = None
+_using: contextvars.ContextVar[Worker | None] = contextvars.ContextVar("using", default=None)
+"""The worker :func:`using` put in place for the calling context (a thread or task of its
+own, such as a Lab's job, keeps the default worker)."""
 
 
 @contextlib.contextmanager
 def using(worker: Worker) -> Iterator[None]:
-    """Every task of this process (a verb's, onnxruntime's facts) runs in ``worker`` meanwhile:
-    another environment's, holding another onnxruntime (``ortlab run --onnxruntime``). The
-    default worker is kept, not stopped, and serves again after."""
-    global _using  # noqa: PLW0603 - one worker serves the process at a time, by design
-    before, _using = _using, worker
+    """Every task of the calling context (a verb's, onnxruntime's facts) runs in ``worker``
+    meanwhile: another environment's, holding another onnxruntime (``ortlab run
+    --onnxruntime``). Other threads keep the default worker, which is kept, not stopped, and
+    serves again after."""
+    token = _using.set(worker)
     try:
         yield
     finally:
-        _using = before
+        _using.reset(token)
 
 
 def serving() -> str:
-    """Which interpreter serves this process's tasks: another environment's Python, or ''
-    for this one's (keys what is measured once per onnxruntime: its providers, its limits)."""
-    return (_using.python or "") if _using is not None else ""
+    """Which interpreter serves the calling context's tasks: another environment's Python, or
+    '' for this one's (keys what is measured once per onnxruntime: its providers, limits)."""
+    worker = _using.get()
+    return (worker.python or "") if worker is not None else ""
 
 
 @atexit.register

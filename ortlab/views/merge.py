@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ortlab.core.units import fmt_interval, fmt_ms, fmt_rate
+from ortlab.core.units import fmt_interval
 from ortlab.views.html import STYLE, esc, safe_text, table_html, table_text
 
 if TYPE_CHECKING:
@@ -53,13 +53,9 @@ def _title(r: MergeResult) -> str:
     )
 
 
-def _value(x: float, unit: str) -> str:
-    return fmt_ms(x) if unit == "ms" else fmt_rate(x, unit)
-
-
 def regression_lines(r: MergeResult) -> list[str]:
     """The ranked regressions in words: a heading, then one line each, surest first."""
-    regs = r.regressions()
+    regs, nan = r.regressions(), math.nan  # a value alone: fmt_interval without its bounds
     if len(r.columns) < 2:
         return []
     if not regs:
@@ -70,8 +66,8 @@ def regression_lines(r: MergeResult) -> list[str]:
     )
     return [head] + [
         f"{k}. {g.item} ({g.figure}) on {g.column}: {g.slowdown:.2f}x slower "
-        f"[{g.low:.2f}, {g.high:.2f}]; {_value(g.baseline_value, g.unit)} → "
-        f"{_value(g.value, g.unit)}"
+        f"[{g.low:.2f}, {g.high:.2f}]; {fmt_interval(g.baseline_value, nan, nan, g.unit)} → "
+        f"{fmt_interval(g.value, nan, nan, g.unit)}"
         for k, g in enumerate(regs, 1)
     ]
 

@@ -174,7 +174,7 @@ def _find_first(
 ) -> DivergenceResult:
     """The earliest suspect (a tensor past the threshold) whose node introduces the error
     itself, checked alone, at most MAX_CHECKS; when none does and the sessions as they run
-    diverge, the bisection (:mod:`ortlab.analysis.divergebisect`); and the notes on what
+    diverge, the bisection (:func:`ortlab.analysis.diverge.first.bisect`); and the notes on what
     could not be said."""
     notes = list(result.notes)
     plain = [f.plain_error(result.metric) for f in result.finals]

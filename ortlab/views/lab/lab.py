@@ -37,7 +37,6 @@ from ortlab.core.inputs import resolve_dims
 from ortlab.views.html import esc
 from ortlab.views.lab.controls import LabControls
 from ortlab.views.lab.history import History, RunRecord
-from ortlab.views.lab.host import LabHost
 from ortlab.views.lab.jobs import Jobs, choose_sync
 from ortlab.views.lab.kernelnodes import carriers_first, pick_in
 from ortlab.views.lab.limits import LIMITS_JOBS, sweep_example
@@ -54,7 +53,7 @@ from ortlab.views.lab.tabjobs import (
     whatif_items,
     write_report,
 )
-from ortlab.views.lab.tabs import TABS, job_tabs, tab_names
+from ortlab.views.lab.tabs import TABS, TabJob, job_tabs, tab_names
 from ortlab.views.lab.warmup import warm_up
 
 if TYPE_CHECKING:
@@ -250,7 +249,7 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
             for job in tab.jobs:  # each button starts its job; its result replaces a field
                 start = functools.partial(
                     self._background,
-                    self._keeping(job.run, job.field),
+                    self._keeping(job),
                     job.field,
                     tab.name,
                     job.said,
@@ -363,16 +362,15 @@ class Lab(w.VBox):  # type: ignore[misc,unused-ignore]  # untyped base
         kept = bool(field) and getattr(self.state, field) is not None
         self.jobs.start(job, kept, tab, what)
 
-    def _keeping(self, job: Callable[[LabHost], object], field: str) -> Callable[[], None]:
-        """``job`` of this Lab, its result kept as the state's ``field`` (None keeps the old:
-        a job that had nothing to do); the Overview redrawn after the doctor or a generation
-        (its headline names the best, leads with the generation)."""
+    def _keeping(self, job: TabJob) -> Callable[[], None]:
+        """``job`` of this Lab, its result kept as the state's ``job.field`` (None keeps the
+        old: a job that had nothing to do); the Overview redrawn after a job it reads."""
 
         def run() -> None:
-            result = job(self)
+            result = job.run(self)
             if result is not None:
-                self.state = self.state.keep(**{field: result})
-            if field in ("doctor", "generation"):
+                self.state = self.state.keep(**{job.field: result})
+            if job.overview:
                 self.show_when_seen("Overview", self.overview)
             if isinstance(result, WhatIfResult):
                 self._show_whatif(result)

@@ -40,6 +40,9 @@ class TabJob:
     """The LabState field its result replaces."""
     said: str
     """How the tab's status line names it ('the doctor')."""
+    overview: bool = False
+    """The Overview reads its result (the doctor's best, the generation leads): redrawn
+    after it."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ TABS: tuple[Tab, ...] = (
         "Generate",
         "gen_bar",
         (
-            TabJob("gen_button", run_generate, "generation", "the generation"),
+            TabJob("gen_button", run_generate, "generation", "the generation", overview=True),
             TabJob("bench_button", run_llm_bench, "llm_bench", "the benchmark matrix"),
         ),
         decoder_only=True,
@@ -96,7 +99,11 @@ TABS: tuple[Tab, ...] = (
         ),
     ),
     Tab("Limits", "limits_bar", _limits_jobs(), intro=LIMITS_INTRO),
-    Tab("Doctor", "doctor_bar", (TabJob("doctor_button", run_doctor, "doctor", "the doctor"),)),
+    Tab(
+        "Doctor",
+        "doctor_bar",
+        (TabJob("doctor_button", run_doctor, "doctor", "the doctor", overview=True),),
+    ),
     Tab("History", "", (TabJob("compare_button", compare_runs, "run_diff", "the comparison"),)),
 )
 """Every tab, in the order the Lab shows them."""
