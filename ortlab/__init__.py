@@ -50,7 +50,7 @@ if TYPE_CHECKING or not _CHILD:
     from ortlab.analysis.profiling import ProfileResult, parse_profile, parse_profile_file, profile
     from ortlab.analysis.quantization.compare import CompareResult, compare
     from ortlab.analysis.quantization.error import ErrorResult, quantization_error
-    from ortlab.analysis.quantization.quantize import QuantConfig, quantize, to_fp16
+    from ortlab.analysis.quantization.quantize import quantize, to_fp16
     from ortlab.analysis.soak import SoakResult, soak
     from ortlab.analysis.sweep import SweepResult, sweep
     from ortlab.analysis.throughput import ConcurrencyError, ThroughputResult, throughput
@@ -80,6 +80,7 @@ if TYPE_CHECKING or not _CHILD:
     )
     from ortlab.core.inputs import Feeds
     from ortlab.core.model import Model, ModelLike, ModelSummary, load, without_initializer_inputs
+    from ortlab.core.quantconfig import QuantConfig
     from ortlab.core.stats import Verdict, paired_ratio
     from ortlab.core.version import __version__
     from ortlab.core.workshop import copy_notebooks

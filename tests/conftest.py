@@ -47,7 +47,7 @@ def in_tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 MARKERS = ("ui", "notebook", "corpus", "pypi", "slow")
-"""The markers a test's time is summed under: its first of these, else "fast tier"."""
+"""The markers a test's time is summed under: its first of these, else "no marker"."""
 _SECONDS: dict[str, float] = {}
 _COUNTS: dict[str, int] = {}
 
@@ -55,7 +55,7 @@ _COUNTS: dict[str, int] = {}
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Sum each test's setup, call and teardown under its marker (in pytest-xdist's
     controller too: its reports carry the test's keywords)."""
-    marker = next((m for m in MARKERS if m in report.keywords), "fast tier")
+    marker = next((m for m in MARKERS if m in report.keywords), "no marker")
     _SECONDS[marker] = _SECONDS.get(marker, 0.0) + report.duration
     if report.when == "call":
         _COUNTS[marker] = _COUNTS.get(marker, 0) + 1
@@ -67,7 +67,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _SECONDS or hasattr(terminalreporter.config, "workerinput"):
         return
     terminalreporter.write_sep("=", "test time per marker (a test under its first marker)")
-    for marker in (*MARKERS, "fast tier"):
+    for marker in (*MARKERS, "no marker"):
         if marker in _SECONDS:
             terminalreporter.write_line(
                 f"{marker:>10}: {_SECONDS[marker]:8.1f} s in {_COUNTS.get(marker, 0)} tests"

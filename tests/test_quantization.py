@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,26 @@ def test_models_that_cannot_be_quantized(mlp: ortlab.Model) -> None:
         ortlab.quantize(ortlab.load(models.add()), mode="dynamic")
     with pytest.raises(QuantizationError, match="QuantConfig.mode='int2'"):
         QuantConfig(mode="int2")
+    with pytest.raises(QuantizationError, match=r"no setting 'perchannel'.*per_channel"):
+        ortlab.quantize(mlp, mode="dynamic", perchannel=True)
+    with pytest.raises(QuantizationError, match=r"op_types='MatMul': give a list"):
+        QuantConfig(op_types="MatMul")  # type: ignore[arg-type]
+
+
+def test_one_settings_type_from_the_user_to_the_worker_and_back(mlp: ortlab.Model) -> None:
+    """The QuantConfig a user writes is what the worker runs and what the variant carries
+    (without its calibration data); its JSON settings read back to the same config."""
+    asked = QuantConfig(mode="dynamic", per_channel=True, nodes_to_exclude=["/layers.0/MatMul"])
+    q = ortlab.quantize(mlp, asked)
+    assert q.variant.config == asked and q.variant.config.calibration is None
+    assert q.variant.label == asked.label() == "dynamic int8 per-channel · 1 nodes float"
+    back = QuantConfig.from_settings(json.loads(json.dumps(asked.settings())))
+    assert back == asked
+    assert QuantConfig.of(asked, {"per_channel": False}) == QuantConfig(
+        mode="dynamic", nodes_to_exclude=("/layers.0/MatMul",)
+    )
+    # the keywords change a config's settings, as ortlab.quantize takes them
+    assert ortlab.quantize(mlp, asked, per_channel=False).variant.config.per_channel is False
 
 
 def test_compare_small_model(mlp: ortlab.Model) -> None:

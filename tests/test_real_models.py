@@ -425,7 +425,7 @@ def test_a_real_int8_fix_is_calibrated_like_the_variant_it_fixes() -> None:
         assert v.variant.calibration == q.variant.calibration
         assert v.variant.synthetic_calibration == q.variant.synthetic_calibration
     spared = fix.variants[0]
-    assert set(fix.nodes) <= set(spared.variant.settings["nodes_to_exclude"])
+    assert set(fix.nodes) <= set(spared.variant.config.nodes_to_exclude)
     count = lambda mm, op: sum(n.op_type == op for n in mm.proto.graph.node)  # noqa: E731
     assert count(spared, "QuantizeLinear") < count(q, "QuantizeLinear")
     cmp = ortlab.compare(m, [q, *fix.variants], feeds=feeds, rounds=6, runs=2, progress=False)

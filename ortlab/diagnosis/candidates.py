@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 from ortlab.analysis.memory import memory_settings
 from ortlab.analysis.optimizers.transformers import transformer_optimize
-from ortlab.analysis.quantization.quantize import QuantConfig, float16_weights, quantized_ops
+from ortlab.analysis.quantization.quantize import float16_weights, quantized_ops
 from ortlab.analysis.quantization.quantize import quantize as make_quantized
 from ortlab.core.config import LEVEL_ORDER, SessionConfig
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model, load, without_initializer_inputs
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.quantconfig import QuantConfig
 from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,

@@ -27,12 +27,13 @@ import numpy as np
 from ortlab.analysis.generation.generate import GenerationResult, generate
 from ortlab.analysis.generation.quality import kl_divergence
 from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
-from ortlab.analysis.quantization.quantize import QuantConfig, quantize
+from ortlab.analysis.quantization.quantize import quantize
 from ortlab.core.config import SessionConfig
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.quantconfig import QuantConfig
 from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.core.units import fmt_ms

@@ -4,12 +4,13 @@ intermediate activations for error analysis (see ortlab.tasks for the convention
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ortlab.core import cache
 from ortlab.core.errors import OrtlabError, QuantizationError, error_text
+from ortlab.core.quantconfig import QuantConfig
 from ortlab.core.run import Progress
 from ortlab.engine.capture import capture_output
 from ortlab.engine.errorsums import Side, fold_groups
@@ -19,27 +20,6 @@ from ortlab.engine.tasks import prepare_feeds
 
 if TYPE_CHECKING:
     from onnxruntime.transformers.onnx_model import OnnxModel
-
-
-class QuantSettings(TypedDict):
-    """What the quantize task takes of a QuantConfig: its JSON-able settings, without the
-    calibration data (``QuantConfig.settings()`` writes it; see its fields for each one)."""
-
-    mode: str
-    format: str
-    per_channel: bool
-    activation_type: str
-    weight_type: str
-    method: str
-    op_types: list[str]
-    preprocess: bool
-    keep_io_types: bool
-    op_block_list: list[str]
-    nodes_to_exclude: list[str]
-    block_size: int
-    accuracy_level: int | None
-    symmetric: bool
-    promote_16bit: list[str]
 
 
 class _Reader:
@@ -64,27 +44,27 @@ def quantize(
     *,
     model_path: str,
     out_path: str,
-    settings: QuantSettings,
+    config: QuantConfig,
     samples: list[dict[str, np.ndarray]],
 ) -> QuantizeReply:
     """ORT pre-processing (with the known fallback), then dynamic/static quantization or fp16."""
 
     steps: list[str] = []
-    mode = settings["mode"]
+    mode = config.mode
     with cache.temp_dir("quantize-") as folder, capture_output() as cap:
         external = _inline_external(model_path, str(folder / "inline.onnx"), steps)
         source = external or model_path
         source = _opset_for_quantization(source, str(folder / "opset.onnx"), mode, steps)
-        if settings["preprocess"] and mode not in ("fp16", "int4"):
+        if config.preprocess and mode not in ("fp16", "int4"):
             source = _preprocess(source, str(folder / "pre.onnx"), steps)
         progress(1, 3)
         try:
-            _convert(source, out_path, settings, samples, steps)
+            _convert(source, out_path, config, samples, steps)
         except QuantizationError:
             raise
         except Exception as err:  # ORT's quantizer raises ValueError, AssertionError, …
             raise QuantizationError(
-                f"ORT's quantizer failed making the {_label(settings)} variant: "
+                f"ORT's quantizer failed making the {config.label()} variant: "
                 f"{error_text(err)}. Steps so far: {'; '.join(steps) or 'none'}. Try another "
                 "mode or format (e.g. per_channel=False, mode='dynamic'), or exclude op types "
                 "with QuantConfig(op_types=...)."
@@ -93,11 +73,11 @@ def quantize(
             _data_beside(out_path, steps)
         if mode in ("dynamic", "static", "int4") and not _quantized_ops(out_path):
             raise QuantizationError(
-                f"ORT's quantizer made a {_label(settings)} variant with no quantized op: "
+                f"ORT's quantizer made a {config.label()} variant with no quantized op: "
                 "nothing it quantizes was found (op types, excluded nodes, or weights it does "
                 "not take). Steps: " + "; ".join(steps)
             )
-        check_loads(out_path, f"the {_label(settings)} variant", remove=True)
+        check_loads(out_path, f"the {config.label()} variant", remove=True)
         steps.append("checked: onnxruntime opens the variant (CPU, level all)")
         progress(3, 3)
     return QuantizeReply(steps=steps, log=cap.lines()[-50:])
@@ -169,39 +149,30 @@ def check_loads(path: str, what: str, *, remove: bool = False) -> None:
     del sess
 
 
-def _label(settings: QuantSettings) -> str:
-    mode = str(settings["mode"])
-    if mode != "static":
-        return mode + (" per-channel" if settings.get("per_channel") else "")
-    return f"static {settings['format'].upper()}" + (
-        " per-channel" if settings.get("per_channel") else ""
-    )
-
-
 def _convert(
     source: str,
     out_path: str,
-    settings: QuantSettings,
+    config: QuantConfig,
     samples: list[dict[str, np.ndarray]],
     steps: list[str],
 ) -> None:
     import onnx
 
-    mode = settings["mode"]
+    mode = config.mode
     if mode == "int4":
-        _int4(source, out_path, settings, steps)
+        _int4(source, out_path, config, steps)
     elif mode == "fp16":
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         model = convert_float_to_float16(
             onnx.load(source),
-            keep_io_types=settings["keep_io_types"],
-            op_block_list=settings["op_block_list"] or None,
+            keep_io_types=config.keep_io_types,
+            op_block_list=list(config.op_block_list) or None,
         )
         onnx.save_model(model, out_path)
         steps.append(
             "fp16: onnxruntime.transformers.float16.convert_float_to_float16"
-            f" (keep_io_types={settings['keep_io_types']})"
+            f" (keep_io_types={config.keep_io_types})"
         )
     elif mode == "dynamic":
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -209,15 +180,15 @@ def _convert(
         quantize_dynamic(
             source,
             out_path,
-            op_types_to_quantize=settings["op_types"] or None,
-            per_channel=settings["per_channel"],
-            weight_type=getattr(QuantType, settings["weight_type"]),
-            nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+            op_types_to_quantize=list(config.op_types) or None,
+            per_channel=config.per_channel,
+            weight_type=getattr(QuantType, config.weight_type),
+            nodes_to_exclude=list(config.nodes_to_exclude) or None,
             extra_options={"EnableSubgraph": True},  # an If's branches too (merged decoders)
         )
         steps.append("quantize_dynamic (If/Loop/Scan bodies included)")
     else:
-        _static(source, out_path, settings, samples, steps)
+        _static(source, out_path, config, samples, steps)
 
 
 _QUANTIZED = frozenset(
@@ -255,7 +226,7 @@ def _quantized_ops(path: str) -> int:
     return sum(1 for n, _ in walk_nodes(graph) if n.op_type in _QUANTIZED)
 
 
-def _int4(source: str, out_path: str, settings: QuantSettings, steps: list[str]) -> None:
+def _int4(source: str, out_path: str, config: QuantConfig, steps: list[str]) -> None:
     """Weight-only int4: MatMul weights packed into MatMulNBits blocks (activations float)."""
     import onnx
 
@@ -269,10 +240,10 @@ def _int4(source: str, out_path: str, settings: QuantSettings, steps: list[str])
     quantizer = MatMulNBitsQuantizer(
         onnx.load(source),
         bits=4,
-        block_size=int(settings["block_size"]),
-        is_symmetric=bool(settings["symmetric"]),
-        accuracy_level=settings["accuracy_level"],
-        nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+        block_size=int(config.block_size),
+        is_symmetric=bool(config.symmetric),
+        accuracy_level=config.accuracy_level,
+        nodes_to_exclude=list(config.nodes_to_exclude) or None,
     )
     quantizer.process()
     from ortlab.core.onnx_util import walk_nodes
@@ -295,8 +266,8 @@ def _int4(source: str, out_path: str, settings: QuantSettings, steps: list[str])
     quantizer.model.save_model_to_file(out_path, use_external_data_format=False)
     steps.append(
         f"matmul_nbits_quantizer: {packed} MatMul weights to 4 bits, blocks of "
-        f"{settings['block_size']}, accuracy_level="
-        f"{settings['accuracy_level']}"
+        f"{config.block_size}, accuracy_level="
+        f"{config.accuracy_level}"
     )
 
 
@@ -345,7 +316,7 @@ def _preprocess(model_path: str, out: str, steps: list[str]) -> str:
 def _static(
     source: str,
     out_path: str,
-    settings: QuantSettings,
+    config: QuantConfig,
     samples: list[dict[str, np.ndarray]],
     steps: list[str],
 ) -> None:
@@ -360,10 +331,10 @@ def _static(
         "minmax": CalibrationMethod.MinMax,
         "entropy": CalibrationMethod.Entropy,
         "percentile": CalibrationMethod.Percentile,
-    }[settings["method"]]
-    fmt = QuantFormat.QDQ if settings["format"] == "qdq" else QuantFormat.QOperator
+    }[config.method]
+    fmt = QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator
     extra: dict[str, Any] = {}
-    wide = settings.get("promote_16bit") or []
+    wide = list(config.promote_16bit)
     if wide:
         if fmt != QuantFormat.QDQ:
             raise QuantizationError("promote_16bit needs format='qdq' (16-bit QDQ pairs).")
@@ -376,20 +347,20 @@ def _static(
         out_path,
         _Reader(samples),
         quant_format=fmt,
-        op_types_to_quantize=settings["op_types"] or None,
-        per_channel=settings["per_channel"],
-        activation_type=getattr(QuantType, settings["activation_type"]),
-        weight_type=getattr(QuantType, settings["weight_type"]),
+        op_types_to_quantize=list(config.op_types) or None,
+        per_channel=config.per_channel,
+        activation_type=getattr(QuantType, config.activation_type),
+        weight_type=getattr(QuantType, config.weight_type),
         calibrate_method=method,
-        nodes_to_exclude=settings.get("nodes_to_exclude") or None,
+        nodes_to_exclude=list(config.nodes_to_exclude) or None,
         extra_options=extra,
     )
     steps.append(
-        f"quantize_static ({settings['format'].upper()}, {settings['method']} calibration on "
+        f"quantize_static ({config.format.upper()}, {config.method} calibration on "
         f"{len(samples)} samples"
         + (
-            f"; {len(settings['nodes_to_exclude'])} nodes left in float"
-            if settings.get("nodes_to_exclude")
+            f"; {len(config.nodes_to_exclude)} nodes left in float"
+            if config.nodes_to_exclude
             else ""
         )
         + (f"; {len(wide)} tensors at 16 bits" if wide else "")

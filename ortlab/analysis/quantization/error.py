@@ -51,8 +51,9 @@ class ErrorResult(Result):
     Conv before it, with no QuantizeLinear/DequantizeLinear pair to read the value from)."""
     model_path: str = ""
     """The float model (what :meth:`fix` re-quantizes)."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    """The variant's QuantConfig settings when ortlab.quantize made it; {} otherwise."""
+    settings: dict[str, object] = field(default_factory=dict)
+    """The variant's :class:`QuantConfig` as its JSON settings (``QuantConfig.settings()``)
+    when ortlab.quantize made it; {} otherwise."""
     calibration: dict[str, Any] = field(default_factory=dict)
     """Where the variant's calibration samples are (path, source, synthetic): :meth:`fix`
     calibrates its variants with exactly those; {} when it needed none or ortlab did not
@@ -65,7 +66,8 @@ class ErrorResult(Result):
         those nodes left in float (``nodes_to_exclude``), and for static QDQ one with their
         output tensors quantized to 16 bits instead of 8. Compare them with the float model
         and the full variant: ``ortlab.compare(m, [q, *fix.variants])``."""
-        from ortlab.analysis.quantization.quantize import QuantConfig, quantize
+        from ortlab.analysis.quantization.quantize import quantize
+        from ortlab.core.quantconfig import QuantConfig
 
         if not self.settings or not self.model_path:
             raise ValueError(
@@ -194,7 +196,7 @@ def quantization_error(
         synthetic=data.synthetic,
         skipped=skipped,
         model_path=str(base.path),
-        settings=dict(getattr(var.variant, "settings", None) or {}),
+        settings=var.variant.config.settings() if var.variant is not None else {},
         calibration=dataclasses.asdict(saved)
         if var.variant is not None and (saved := SavedCalibration.of(var.variant)) is not None
         else {},

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,14 +23,12 @@ from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.inputs import shapes_text
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import compute_in_bodies
+from ortlab.core.quantconfig import QuantConfig
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
-from ortlab.engine.tasks_transform import QuantSettings
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11: annotations only, never imported at run time
-
     from ortlab.core.inputs import FeedsLike
     from ortlab.core.result import Table
 
@@ -118,134 +116,6 @@ QUANTIZABLE_OPS = frozenset(
         "EmbedLayerNormalization",
     }
 )
-
-
-class QuantOptions(TypedDict, total=False):
-    """:class:`QuantConfig`'s fields as keywords (``quantize(m, mode="dynamic")``)."""
-
-    mode: str
-    format: str
-    per_channel: bool
-    activation_type: str
-    weight_type: str
-    method: str
-    op_types: tuple[str, ...]
-    preprocess: bool
-    keep_io_types: bool
-    op_block_list: tuple[str, ...]
-    calibration_size: int
-    block_size: int
-    accuracy_level: int | None
-    symmetric: bool
-    nodes_to_exclude: tuple[str, ...]
-    promote_16bit: tuple[str, ...]
-    calibration: object
-
-
-@dataclass(frozen=True)
-class QuantConfig:
-    """How to build a variant. ``calibration`` (data) does not take part in equality."""
-
-    mode: str = "static"
-    """'dynamic', 'static', 'fp16' or 'int4' (weight-only MatMulNBits for MatMul weights:
-    ORT's ``matmul_nbits_quantizer``; activations stay float)."""
-    format: str = "qdq"
-    """Static only: 'qdq' (QuantizeLinear/DequantizeLinear pairs) or 'qoperator' (QLinear*)."""
-    per_channel: bool = False
-    activation_type: str = "QUInt8"
-    """Static only: QUInt8 (ORT's default for CPU) or QInt8."""
-    weight_type: str = "QInt8"
-    method: str = "minmax"
-    """Static calibration: 'minmax', 'entropy' or 'percentile'."""
-    op_types: tuple[str, ...] = ()
-    """Op types to quantize (empty: ORT's default set)."""
-    preprocess: bool = True
-    keep_io_types: bool = True
-    """fp16 only: keep float32 inputs/outputs."""
-    op_block_list: tuple[str, ...] = ()
-    """fp16 only: op types left in float32."""
-    calibration_size: int = 32
-    block_size: int = 32
-    """int4 only: weights per quantization block along K (16, 32, 64, 128…)."""
-    accuracy_level: int | None = None
-    """int4 only: MatMulNBits' compute type (None: ORT's default; 4: int8 activations, the
-    fastest on x86 with AVX-512 VNNI / AVX2)."""
-    symmetric: bool = True
-    """int4 only: symmetric blocks (no zero points)."""
-    nodes_to_exclude: tuple[str, ...] = ()
-    """Nodes left in float (ORT's ``nodes_to_exclude``): the worst ones of
-    ``quantization_error(...).fix()``."""
-    promote_16bit: tuple[str, ...] = ()
-    """Static QDQ only: tensors quantized to 16 bits instead of 8 (ORT's
-    ``TensorQuantOverrides``, with its contrib Q/DQ ops)."""
-    calibration: Any = field(default=None, compare=False, hash=False, repr=False)
-    """Calibration data (see :func:`calibration_data`); None synthesizes it."""
-
-    def __post_init__(self) -> None:
-        checks = {
-            "mode": ("dynamic", "static", "fp16", "int4"),
-            "format": ("qdq", "qoperator"),
-            "method": ("minmax", "entropy", "percentile"),
-            "activation_type": ("QUInt8", "QInt8"),
-            "weight_type": ("QUInt8", "QInt8"),
-        }
-        for name, allowed in checks.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise QuantizationError(
-                    f"QuantConfig.{name}={value!r}: use one of {', '.join(allowed)}."
-                )
-        object.__setattr__(self, "op_types", tuple(self.op_types))
-        object.__setattr__(self, "op_block_list", tuple(self.op_block_list))
-
-    def label(self) -> str:
-        if self.mode == "fp16":
-            return "fp16"
-        if self.mode == "int4":
-            level = f" acc{self.accuracy_level}" if self.accuracy_level is not None else ""
-            return f"int4 weight-only b{self.block_size}{level}" + (
-                "" if self.symmetric else " asym"
-            )
-        if self.mode == "dynamic":
-            base = "dynamic int8" + (" per-channel" if self.per_channel else "")
-        else:
-            base = f"static {self.format.upper()} {self.method}" + (
-                " per-channel" if self.per_channel else ""
-            )
-        if self.nodes_to_exclude:
-            base += f" · {len(self.nodes_to_exclude)} nodes float"
-        if self.promote_16bit:
-            base += f" · {len(self.promote_16bit)} tensors 16-bit"
-        return base
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, object]) -> QuantConfig:
-        """The config :meth:`settings` came from (without its calibration data)."""
-        names = {f.name for f in fields(cls)} - {"calibration"}
-        kwargs: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in names
-        }
-        return cls(**kwargs)
-
-    def settings(self) -> QuantSettings:
-        """The JSON-able settings (without data) the worker needs."""
-        return {
-            "mode": self.mode,
-            "format": self.format,
-            "per_channel": self.per_channel,
-            "activation_type": self.activation_type,
-            "weight_type": self.weight_type,
-            "method": self.method,
-            "op_types": list(self.op_types),
-            "preprocess": self.preprocess,
-            "keep_io_types": self.keep_io_types,
-            "op_block_list": list(self.op_block_list),
-            "nodes_to_exclude": list(self.nodes_to_exclude),
-            "block_size": self.block_size,
-            "accuracy_level": self.accuracy_level,
-            "symmetric": self.symmetric,
-            "promote_16bit": list(self.promote_16bit),
-        }
 
 
 @dataclass(frozen=True)
@@ -386,7 +256,8 @@ class VariantInfo:
 
     label: str
     base: str
-    settings: QuantSettings
+    config: QuantConfig
+    """What made it (without its calibration data: ``calibration`` says what that was)."""
     steps: list[str]
     calibration: str
     synthetic_calibration: bool
@@ -451,19 +322,20 @@ def quantize(
     dims: Mapping[str, int] | None = None,
     feeds: FeedsLike | None = None,
     timeout: float | None = None,
-    **kwargs: Unpack[QuantOptions],
+    **options: object,
 ) -> Model:
     """A quantized (or fp16) variant of ``model``, written to ortlab's cache (``timeout``:
     the most seconds the worker may take, default ortlab's).
 
-    ``ortlab.quantize(m, mode="dynamic")`` is short for ``quantize(m, QuantConfig(mode=…))``.
+    ``ortlab.quantize(m, mode="dynamic")`` is short for ``quantize(m, QuantConfig(mode=…))``;
+    with ``config`` too, the keywords change its settings.
     Without calibration data, static calibration samples are synthesized at the shapes of
     ``feeds`` (or ``dims``): the shapes the model will run at. The returned Model's
     ``variant`` says which steps ran and whether calibration was synthetic.
     """
 
     m = load(model)
-    cfg = replace(config, **kwargs) if config is not None else QuantConfig(**kwargs)
+    cfg = QuantConfig.of(config, options)
     _check_quantizable(m, cfg)
     like = validate_feeds(m, feeds) if feeds is not None else None
     calib = (
@@ -493,7 +365,7 @@ def quantize(
             ),
             model_path=str(m.path),
             out_path=str(out_path),
-            settings=cfg.settings(),
+            config=cfg.without_data(),
             samples=calib.samples,
         )
         steps, log = out.steps, out.log
@@ -505,7 +377,7 @@ def quantize(
     info = VariantInfo(
         label=cfg.label(),
         base=m.name,
-        settings=cfg.settings(),
+        config=cfg.without_data(),
         steps=steps,
         calibration=calib.source,
         synthetic_calibration=calib.synthetic,

@@ -133,7 +133,7 @@ def variant_signals(
     vnni = {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)
     for m, row, data in zip(models[1:], rows[1:], profiles[1:], strict=True):
         info = getattr(m, "variant", None)
-        mode = info.settings.get("mode") if info else ""
+        mode = info.config.mode if info else ""
         dq = row.kernels.get("DequantizeLinear", 0) + row.kernels.get("QuantizeLinear", 0)
         dq -= _io_qdq(m)  # quantizing the inputs and dequantizing the outputs is unavoidable
         faster = row.paired.high < 1 - NOISE_BAND  # significantly faster (NaN: no verdict)
