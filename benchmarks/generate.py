@@ -34,7 +34,8 @@ import ortlab
 from benchmarks._common import record, verdict_fields
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.stats import paired_ratio
-from ortlab.engine.tasks_generate import MIN_TIMED_NS, step_feeds
+from ortlab.engine.greedyloop import step_feeds
+from ortlab.engine.tasks_generate import MIN_TIMED_NS
 
 HERE = Path(__file__).parent.parent / "ortlab" / "decoders"
 CORPUS = (

@@ -68,6 +68,7 @@ def test_cpu_costs_agree_with_getrusage_in_process() -> None:
     assert out.failed == {} and out.interleaved
 
 
+@pytest.mark.slow
 def test_measure_cpu_agrees_with_the_workers_proc() -> None:
     """Through the real worker: its CPU read from /proc by this process over the call holds
     what the task says its blocks and idle windows used; ms per run is CPU over the runs."""

@@ -606,6 +606,7 @@ def test_a_decoders_report_has_its_generation_by_default(tmp_path: Path) -> None
     assert html.index("<b>Generation</b>") < html.index("Per layer")
 
 
+@pytest.mark.slow
 def test_a_generations_worker_stays_near_one_session_and_its_cache() -> None:
     """A 64-token generation in a fresh worker (onnxruntime imported first): the worker's peak
     resident memory (VmHWM, read from /proc) grows by less than 2x one session's peak as

@@ -202,6 +202,7 @@ def test_the_repro_reproduces_in_plain_onnxruntime(
         r.save_repro(tmp_path / "repro")
 
 
+@pytest.mark.slow
 def test_level_disabled_vs_all_equals_plain_onnxruntime() -> None:
     """On ResNet-50 the per-tensor cosines equal a loop over plain onnxruntime sessions with
     the same tensors exposed."""
@@ -295,6 +296,7 @@ def test_a_real_ep_pair_runs_end_to_end() -> None:
     assert "openvino" in r.other.lower()
 
 
+@pytest.mark.slow
 def test_a_divergence_that_exposure_hides_is_found_by_bisection(tmp_path: Path) -> None:
     """The heisenbug: the QDQ chain at level all against disabled. Exposing every tensor keeps
     ORT from fusing (MatMul+Add into Gemm, requantized), so no exposed tensor's node diverges

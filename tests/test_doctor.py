@@ -648,12 +648,14 @@ BUDGET = 600
 
 @pytest.fixture(scope="module")
 def conv_doctor() -> ortlab.DoctorResult:
-    # rounds=4 asks for fewer than a 95 % interval needs: the doctor raises it to 6
+    # rounds=4 asks for fewer than a 95 % interval needs: the doctor raises it to 6. No
+    # memory stage (its fresh processes are half this run; test_memory checks the doctor's)
     return ortlab.doctor(
         ortlab.examples.conv_bn_relu(),
         {"level": "disabled"},
         budget_s=BUDGET,
         rounds=4,
+        memory=False,
         progress=False,
     )
 
@@ -1249,6 +1251,7 @@ def test_a_quantization_finding_that_quotes_its_fix_says_so_in_its_title() -> No
     assert finding.title == f"q: faster, accuracy cost shown; the fix (q fixed): {held.word()}"
 
 
+@pytest.mark.slow
 def test_the_progress_names_each_stage_as_it_starts(mlp: ortlab.Model) -> None:
     """Issue 48 item 6: a callback with a ``stage`` method (the Lab's bar) hears each stage's
     name before the counts its calls report, in the order the doctor ran them (the stage

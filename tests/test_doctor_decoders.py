@@ -27,6 +27,7 @@ def int4_doctor() -> ortlab.DoctorResult:
     return ortlab.doctor(HERE / "genai_int4", budget_s=60, memory=False, progress=False)
 
 
+@pytest.mark.slow
 def test_a_decoders_doctor_measures_its_settings_in_generation(
     int4_doctor: ortlab.DoctorResult,
 ) -> None:
@@ -68,6 +69,7 @@ def test_a_decoders_doctor_measures_its_settings_in_generation(
     assert row["ttft_verdict"] == first.ttft.verdict and "ttft_ratio_low" in table
 
 
+@pytest.mark.slow
 def test_a_decoders_doctor_says_where_a_generation_goes(int4_doctor: ortlab.DoctorResult) -> None:
     """The phase finding's numbers are the stage's own: the decode share of the generation
     from the baseline's TTFT and time per token, the tokens/s from the same, and the

@@ -47,6 +47,7 @@ def ask(tmp_path: Path) -> FootprintAsk:
     }
 
 
+@pytest.mark.slow
 def test_a_forked_child_reads_what_a_fresh_interpreter_reads(
     ask: FootprintAsk, tmp_path: Path
 ) -> None:

@@ -269,7 +269,7 @@ def test_batched_steps_rebind_what_a_bare_loop_feeds(name: str, share: bool | No
     import onnxruntime as ort
 
     from ortlab.core.onnx_util import np_dtype
-    from ortlab.engine.tasks_generate import step_feeds
+    from ortlab.engine.greedyloop import step_feeds
 
     m = ortlab.load(HERE / name)
     d = m.decoder
@@ -345,7 +345,7 @@ def test_a_failed_decode_step_names_the_arrays_it_fed(monkeypatch: pytest.Monkey
 
     from ortlab.core.config import SessionConfig
     from ortlab.core.run import ModelJob
-    from ortlab.engine import tasks_generate
+    from ortlab.engine import greedyloop
 
     m = ortlab.load(HERE / "genai_int4")
     d = m.decoder
@@ -354,7 +354,7 @@ def test_a_failed_decode_step_names_the_arrays_it_fed(monkeypatch: pytest.Monkey
     sess = ort.InferenceSession(str(m.path), providers=["CPUExecutionProvider"])
     job = ModelJob(str(m.path), m.name, SessionConfig(), {"input_ids": prompt})
 
-    class FailsThird(tasks_generate.BoundCalls):  # the prefill and one decode step run
+    class FailsThird(greedyloop.BoundCalls):  # the prefill and one decode step run
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             real, self.calls = self.run, 0
@@ -367,8 +367,8 @@ def test_a_failed_decode_step_names_the_arrays_it_fed(monkeypatch: pytest.Monkey
 
             self.run = run
 
-    monkeypatch.setattr(tasks_generate, "BoundCalls", FailsThird)
-    loop = tasks_generate.GreedyLoop(sess, d, job)
+    monkeypatch.setattr(greedyloop, "BoundCalls", FailsThird)
+    loop = greedyloop.GreedyLoop(sess, d, job)
     with pytest.raises(ortlab.RunError, match="planted") as err:
         loop.run(4, lambda _k: None, shared=16)
     # the third step: 8 prompt tokens and one decode token cached, its mask 10 long

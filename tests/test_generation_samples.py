@@ -30,6 +30,7 @@ def _matched(t: object, phase: str) -> tuple[int, float, float]:
     return len(pairs), sum(us[a] for a, _ in pairs), sum(us[b] for _, b in pairs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny_whisper", "tiny_whisper_genai"])
 def test_the_first_generation_in_a_worker_splits_twin_layers_alike(name: str) -> None:
     """In a fresh worker, the first generation's encoder, prefill and decode each give layer

@@ -167,6 +167,7 @@ def test_the_quantization_tab_says_where_the_numbers_change(lab) -> None:
     assert any(x is dv for x in lab.shown["Quantization"])
 
 
+@pytest.mark.slow
 def test_doctor_tab_and_apply_best(lab) -> None:
     lab.level.value = "disabled"
     lab.budget.value = 10
@@ -266,6 +267,7 @@ def test_the_labs_results_live_in_one_state(lab) -> None:
     assert lab.state.placement is st.placement  # the rest of the state carried over
 
 
+@pytest.mark.slow
 def test_refreshes_do_not_accumulate_widgets(lab) -> None:
     """Each refresh replaces the graph widget; the old one is closed, not left in the kernel's
     widget registry (benchmarks/soak.py runs 500 refreshes and records the memory)."""
@@ -280,6 +282,7 @@ def test_refreshes_do_not_accumulate_widgets(lab) -> None:
     assert len(lab.history) == 15
 
 
+@pytest.mark.slow
 def test_outputs_bypass_ipython_history_and_old_results_are_dropped(lab) -> None:
     """IPython's display formatter appends every output to the running cell's history; the Lab
     builds its bundles itself, and keeps full results only for the most recent runs."""

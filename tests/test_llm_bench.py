@@ -20,8 +20,8 @@ import ortlab
 from ortlab.cli import main
 from ortlab.cli.llmbench import UNMAPPED, int_list
 from ortlab.core.errors import FeedError
+from ortlab.engine.greedyloop import GreedyLoop
 from ortlab.engine.tasks_bench import Cell
-from ortlab.engine.tasks_generate import GreedyLoop
 
 HERE = Path(ortlab.__file__).parent / "decoders"
 LLAMA_BENCH_FIELDS = {
@@ -248,6 +248,7 @@ def _lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(x) for x in out.splitlines() if x.startswith("{")]
 
 
+@pytest.mark.slow
 def test_llama_benchs_documented_example_lines_run(capsys: Any, tmp_path: Path) -> None:
     """The example lines of llama-bench's README (tools/llama-bench), each with ortlab's
     models for its ``-m`` (two bundled decoders long enough for its 1024-token prompt) and

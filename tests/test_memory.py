@@ -106,6 +106,7 @@ def test_what_leaves_with_the_arena_is_what_orts_allocator_said_it_held(
     assert again.best() is not None and again.best().setting == best.setting
 
 
+@pytest.mark.slow
 def test_a_session_holds_at_least_its_weights() -> None:
     """Weight-heavy model: whatever the settings, the session keeps its weights resident."""
     m = ortlab.examples.load("densenet121")

@@ -81,6 +81,7 @@ def test_the_folder_names_each_model_and_its_role() -> None:
     assert "<b>Its folder</b>: a folder of 2 models" in report_html(m)
 
 
+@pytest.mark.slow
 def test_the_text_decoder_generates_genais_tokens() -> None:
     m = ortlab.load(FOLDER)
     start = REFERENCE["decoder_start"]
@@ -102,6 +103,7 @@ def test_the_text_decoder_generates_genais_tokens() -> None:
     assert set(layers[layers.phase == "encoder"]["layer"]) >= {0, 1}
 
 
+@pytest.mark.slow
 def test_with_no_start_ids_it_says_where_the_start_came_from() -> None:
     g = ortlab.generate(ortlab.load(FOLDER), new_tokens=3, runs=1, progress=False)
     assert "bos_token_id" in g.to_text() and "the folder names no decoder start" in g.to_text()

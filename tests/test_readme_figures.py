@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import readme_figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,7 @@ def test_the_readme_figures_are_the_recorded_ones() -> None:
         )
 
 
+@pytest.mark.slow
 def test_the_fast_tier_record_counts_todays_tests() -> None:
     """The recorded count is the fast tier's collection today, within a few tests (a test
     added since the record is fine; a record from another era is not)."""

@@ -221,6 +221,7 @@ def _source() -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": np.ones_like(ids)}
 
 
+@pytest.mark.slow
 def test_generate_runs_the_encoder_once_then_both_caches() -> None:
     """Item 2: the tokens equal optimum's ORTModelForSpeechSeq2Seq.generate (recorded) and
     the plain loop above; TTFT is each run's encoder step plus its first decoder step; the
@@ -306,6 +307,7 @@ def test_the_cli_generates_an_encoder_decoder(tmp_path: Path) -> None:
     assert data["headline"]["encoder"] == "encoder_model"
 
 
+@pytest.mark.slow
 def test_the_doctor_generates_an_encoder_decoder_with_its_encoder() -> None:
     """The doctor's generation stage on T5: the baseline's tokens are the reference's (the
     encoder ran first, its synthetic source made as generate makes it), each candidate is

@@ -120,6 +120,7 @@ def test_a_session_counts_at_least_its_weights(model: str, monkeypatch: pytest.M
     assert files > 0 and sessioncache.SESSION_BYTES[key] == files
 
 
+@pytest.mark.slow
 def test_pairs_hold_two_sessions_never_three(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Five settings of a model whose sessions do not fit together: the pairwise comparison's
     peak stays near two sessions (each candidate's session is released, runner and all, before

@@ -211,6 +211,7 @@ def test_the_doctors_finding_says_how_fast_where_and_what_stops_it() -> None:
     assert rules_resources.memory_growth(_facts(None)) == []
 
 
+@pytest.mark.slow
 def test_the_doctor_soaks_the_session_and_keeps_what_it_measured(
     soaked: tuple[Path, SoakResult],
 ) -> None:

@@ -36,6 +36,7 @@ def _cli(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.slow
 def test_a_doctor_leaves_nothing_for_the_runtime_to_send(tmp_path: Path) -> None:
     """A whole doctor (its worker, its children) with a fresh HOME: nothing under
     ~/.cache/Microsoft, and its JSON says what ortlab set."""
@@ -48,6 +49,7 @@ def test_a_doctor_leaves_nothing_for_the_runtime_to_send(tmp_path: Path) -> None
     assert "no runtime database" in said
 
 
+@pytest.mark.slow
 def test_opted_in_the_runtime_records(tmp_path: Path) -> None:
     """With ORTLAB_ORT_TELEMETRY=1 ortlab leaves the runtime be: its database appears (so the
     test above can fail), and ortlab's environment report says where and how large."""

@@ -117,6 +117,10 @@ class CarriedStates:
         self._bind()
 
 
+Ids = np.ndarray | np.integer
+"""A step's next ids: one sequence's id (a scalar), else [batch, 1]."""
+
+
 @dataclass
 class Steps:
     """One generation's steps: each whole (ns), the model's run within it (ns), the token it
@@ -165,7 +169,7 @@ class DecodeInputs:
         self.masks, self.held = masks or ([], [])
         """The masks by length and what :attr:`BoundCalls.bind` takes for each."""
 
-    def feed(self, ids: np.ndarray | np.integer, length: int) -> None:
+    def feed(self, ids: Ids, length: int) -> None:
         """Bind the step after ``length`` cached tokens whose new ids are ``ids`` (a
         [batch, 1] array, or one sequence's id)."""
         self.ids[...] = ids
@@ -191,7 +195,7 @@ class DecodeInputs:
         count: int,
         out: Steps,
         *,
-        at: tuple[int, int, np.ndarray | np.integer],
+        at: tuple[int, int, Ids],
         fail: Callable[[Exception, int], Exception],
         progress: Callable[[int], None],
         after: Callable[[], None] | None = None,

@@ -14,10 +14,11 @@ import numpy as np
 from ortlab.core.decoder import DecoderInfo
 from ortlab.core.machine import cpu_sample, other_cores
 from ortlab.core.run import ModelJob, Progress
+from ortlab.engine.greedyloop import GreedyLoop
 from ortlab.engine.profiled import profiled_session
 from ortlab.engine.replies import BenchCell, LLMBenchReply
 from ortlab.engine.sessioncache import open_session
-from ortlab.engine.tasks_generate import PROFILE_EVENTS, GreedyLoop
+from ortlab.engine.tasks_generate import PROFILE_EVENTS
 from ortlab.engine.trace import ProfileData
 
 if TYPE_CHECKING:

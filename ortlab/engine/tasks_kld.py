@@ -15,10 +15,10 @@ from ortlab.core.decoder import DecoderInfo
 from ortlab.core.errors import error_text
 from ortlab.core.onnx_util import np_dtype
 from ortlab.core.run import ModelJob, Progress
+from ortlab.engine.greedyloop import step_feeds
 from ortlab.engine.replies import DivergenceReply, TokenDivergence
 from ortlab.engine.sessioncache import open_session
 from ortlab.engine.tasks import run_error
-from ortlab.engine.tasks_generate import step_feeds
 
 if TYPE_CHECKING:
     import onnxruntime as ort
