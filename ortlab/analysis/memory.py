@@ -40,6 +40,12 @@ __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
 PREPACKING = "session.disable_prepacking"
 
 
+FORK_OFFSET_MB = 0.4
+"""What a forked measuring process counts beyond a fresh interpreter (its parent's code pages
+faulted in again): 0.33-0.40 MB of file pages on mlp and bert_tiny, with the anonymous memory
+equal to the byte (``benchmarks/footprint_processes.py``; the footprint states it)."""
+
+
 def memory_settings(cfg: SessionConfig) -> dict[str, SessionConfig]:
     """The memory settings that differ from ``cfg``, each alone: label -> config."""
     out: dict[str, SessionConfig] = {}
@@ -252,6 +258,16 @@ def footprint(
         "a process started for it after its imports); the intervals are "
         "Hodges–Lehmann shifts with exact Mann–Whitney coverage"
     )
+    files = [g.file_bytes for g in measured[0] if not g.error and g.file_bytes is not None]
+    if files:
+        notes.append(
+            f"of what is held, {fmt_bytes(float(np.median(files)))} are file pages (median, "
+            "as configured: the libraries' code the build and the runs used, and weights "
+            "mapped from a file); a process forked for the measurement, as ortlab's are, "
+            f"counts about {FORK_OFFSET_MB} MB more of them than a fresh interpreter would "
+            "(code pages its parent had resident, faulted in again: "
+            "benchmarks/footprint_processes.py), the same in every setting"
+        )
     return FootprintResult(
         model=m.name,
         weights_bytes=int(m.summary.initializer_bytes),

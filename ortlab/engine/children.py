@@ -70,6 +70,7 @@ class FootprintAnswer(TypedDict):
     created_bytes: int | None
     held_bytes: int | None
     peak_bytes: int | None
+    file_bytes: int | None
     error: str
 
 

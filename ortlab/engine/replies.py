@@ -232,6 +232,9 @@ class FootprintSample:
     created_bytes: float | None = None
     held_bytes: float | None = None
     peak_bytes: float | None = None
+    file_bytes: float | None = None
+    """Of ``held_bytes``, the file pages (library code) the forked child faulted in again as
+    it built and ran the session: the footprint's fixed offset (``_footprint_child``)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A session's memory as the operating system sees it: each config built and run in a process
 of its own (:mod:`ortlab.engine._footprint_child`: forked by a measuring process started for
-the repeat, else started for the measurement), round-robin, ``repeats`` times.
+the repeat), round-robin, ``repeats`` times.
 
 ORT's profile reports its own allocator (arena held, bytes in use); this is the independent
 figure: the resident memory the session adds, which also counts the weights, prepacked
@@ -35,32 +35,23 @@ _CHILD = "ortlab.engine._footprint_child"
 
 class Measurer:
     """Measures a request in a process of its own: a child forked by the measuring process
-    when it can fork, else a fresh interpreter (``python -m``) each time."""
+    (``server``); each measurement fails with ``refused`` when that process cannot fork."""
 
-    def __init__(self, folder: Path, server: subprocess.Popen[str] | None) -> None:
-        self.folder, self.server = folder, server
-
-    @property
-    def forks(self) -> bool:
-        return self.server is not None
+    def __init__(self, folder: Path, server: subprocess.Popen[str], refused: str = "") -> None:
+        self.folder, self.server, self.refused = folder, server, refused
 
     def __call__(self, ask: FootprintAsk, k: int, timeout_s: float = _TIMEOUT_S) -> FootprintSample:
+        if self.refused:
+            return FootprintSample(
+                error=f"the footprint's measuring process cannot fork here: {self.refused}"
+            )
         request, answer = self.folder / f"request{k}.pkl", self.folder / f"answer{k}.json"
         with request.open("wb") as f:
             pickle.dump(ask, f)
-        if self.server is None:
-            argv = [sys.executable, "-m", _CHILD, str(request), str(answer)]
-            try:
-                got = run_child(
-                    argv, answer, cwd=self.folder, timeout=timeout_s, what="the measurement"
-                )
-            except ChildFailed as err:
-                return FootprintSample(error=str(err))
-            return FootprintSample(**got)
         return self._forked(request, answer, timeout_s)
 
     def _forked(self, request: Path, answer: Path, timeout_s: float) -> FootprintSample:
-        assert self.server is not None and self.server.stdin and self.server.stdout
+        assert self.server.stdin and self.server.stdout
         log = answer.with_suffix(".log")
         line = {
             "request": str(request),
@@ -110,7 +101,8 @@ def measurer(folder: Path) -> Iterator[Measurer]:
     try:
         assert server.stdout is not None
         ready = server.stdout.readline().strip()
-        yield Measurer(folder, server if ready == "fork" else None)
+        refused = "" if ready == "fork" else ready.removeprefix("no fork: ") or "it ended"
+        yield Measurer(folder, server, refused)
     finally:
         _close(server, errors)
 
