@@ -20,7 +20,7 @@ from ortlab.analysis.fleet.cluster import NODE_RESOURCE, run_on_ray
 
 ray = pytest.importorskip("ray", reason="the fleet extra: pip install 'ortlab[fleet]'")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # Ray's heartbeats: see run-tests
 
 SPEC = """\
 {mlp}[[models]]
@@ -45,10 +45,13 @@ def cluster() -> Iterator[Any]:
         head_node_args={
             "num_cpus": 1,
             "resources": {NODE_RESOURCE + "a": 1},
-            # a killed node is known dead in a few seconds, not half a minute; not faster: on a
-            # busy machine (CI, a core kept busy) a live head missed 3 checks of 200 ms and
-            # was taken for dead
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 6},
+            # a killed node is known dead in about 10 s, not half a minute; not faster: on a
+            # busy machine (CI, a core kept busy, a second test process) a live head missed 3
+            # checks of 200 ms, then 6 of 500 ms, and was taken for dead
+            "_system_config": {
+                "health_check_period_ms": 1000,
+                "health_check_failure_threshold": 10,
+            },
         },
     )
     c.add_node(num_cpus=1, resources={NODE_RESOURCE + "b": 1})
