@@ -152,7 +152,7 @@ def run_fast_tier() -> None:
             "-n",
             "2",
             "--dist",
-            "loadfile",
+            "worksteal",
             "-m",
             FAST_SELECTION,
             "-p",

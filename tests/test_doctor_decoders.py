@@ -168,6 +168,7 @@ def _trial(
     )
 
 
+@pytest.mark.slow  # its fixture: a whole doctor of a decoder (12 s)
 def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
     int4_doctor: ortlab.DoctorResult,
 ) -> None:
