@@ -40,10 +40,11 @@ __all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
 PREPACKING = "session.disable_prepacking"
 
 
-FORK_OFFSET_MB = 0.4
+FORK_OFFSET_MB = 0.35
 """What a forked measuring process counts beyond a fresh interpreter (its parent's code pages
-faulted in again): 0.33-0.40 MB of file pages on mlp and bert_tiny, with the anonymous memory
-equal to the byte (``benchmarks/footprint_processes.py``; the footprint states it)."""
+faulted in again): 0.33-0.40 MB of file pages on mlp, bert_tiny and resnet50, with the
+anonymous memory equal to the byte on mlp and bert_tiny (``benchmarks/footprint_processes.py``;
+the footprint states it)."""
 
 
 def memory_settings(cfg: SessionConfig) -> dict[str, SessionConfig]:

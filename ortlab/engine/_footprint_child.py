@@ -12,9 +12,10 @@ second thread after its imports) it says why and measures nothing.
 One fixed offset, stated rather than hidden: a forked child does not inherit its parent's
 mappings of file pages (Linux faults them in again on use), so the library code that builds
 and runs the session counts in the child's resident set where a fresh interpreter had most of
-it resident before it started (0.4 MB on a 4 MB MatMul here). Each measurement reports those
-file pages (``file_bytes``: the growth of ``RssFile``), and the footprint says them beside its
-figures; the anonymous memory (the session's own) is what a fresh interpreter reads.
+it resident before it started (0.33-0.40 MB here: ``analysis.memory.FORK_OFFSET_MB``). Each
+measurement reports its file pages (``file_bytes``: the growth of ``RssFile``), and the
+footprint says them beside its figures; the anonymous memory (the session's own) is what a
+fresh interpreter reads.
 
 ``python -m ortlab.engine._footprint_child request.pkl answer.json``: one measurement in a
 fresh interpreter: the reference the tests and ``benchmarks/footprint_processes.py`` compare
