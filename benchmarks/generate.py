@@ -218,9 +218,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="these decoders alone")
     parser.add_argument(
         "--record",
-        default="generate",
-        help="the record's name in benchmarks/results (with --only: another than 'generate', "
-        "so the whole record stays as it was)",
+        default=None,
+        help="the record's name in benchmarks/results (default: 'generate', or "
+        "'generate_<first of --only>' with --only, so the whole record stays as it was)",
     )
     args = parser.parse_args()
     ortlab.set_isolation("inprocess")  # both loops in this process
@@ -290,7 +290,7 @@ def main() -> None:
             + ".",
         ]
     record(
-        f"generate_{args.only[0]}" if args.only else "generate",
+        args.record or (f"generate_{args.only[0]}" if args.only else "generate"),
         {"results": results},
         "\n".join(lines),
     )

@@ -338,16 +338,24 @@ def busy_core() -> Iterator[None]:
 
 def facts_of(**kw: Any) -> Any:
     """The doctor's Facts from flat keywords, as a test writes them: those of the first stage
-    go to its ``Observed`` (``profiled_ms`` defaults to ``baseline_ms``), the rest to Facts."""
+    go to its ``Observed`` (``profiled_ms`` defaults to ``baseline_ms``, which is the profiled
+    median until the screen times the baseline), ``failures`` to what the stages said, the
+    rest to Facts."""
     import dataclasses
 
-    from ortlab.diagnosis.facts import Facts, Observed
+    from ortlab.diagnosis.facts import Facts, Observed, Said, TransformerFusion
 
     seen = {f.name for f in dataclasses.fields(Observed)}
     observed = {k: v for k, v in kw.items() if k in seen}
     observed.setdefault("profiled_ms", kw.get("baseline_ms", 1.0))
-    rest = {k: v for k, v in kw.items() if k not in seen}
-    return Facts(seen=Observed(**observed), **rest)
+    flat = ("baseline_ms", "failures", "attention_reason", "transformer_fused")
+    rest = {k: v for k, v in kw.items() if k not in seen and k not in flat}
+    said = Said(failures=tuple(kw.get("failures", ())))
+    if "attention_reason" in kw or "transformer_fused" in kw:
+        rest["fusion"] = TransformerFusion(
+            kw.get("transformer_fused", {}), kw.get("attention_reason")
+        )
+    return Facts(seen=Observed(**observed), said=said, **rest)
 
 
 def measured(

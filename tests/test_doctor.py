@@ -29,6 +29,7 @@ from ortlab.core.inputs import Feeds
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired
 from ortlab.diagnosis import measure, rules, search
+from ortlab.diagnosis.budget import Budget
 from ortlab.diagnosis.doctor import cpu_sample, other_cores
 from ortlab.diagnosis.facts import (
     Candidate,
@@ -39,7 +40,7 @@ from ortlab.diagnosis.facts import (
     Observed,
     load_caveat,
 )
-from ortlab.diagnosis.outcome import Got, run_stage
+from ortlab.diagnosis.outcome import Outcome, run_stage
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests import models
 from tests.models import facts_of, measured
@@ -83,8 +84,7 @@ def _facts(**kw: Any) -> Facts:
 
 
 def _observed(**kw: Any) -> Observed:
-    """What the observe stage returns, for the search's stages (the Facts are assembled from it
-    once they are done)."""
+    """What the observe stage saw, for the search's stages (the first facts hold it)."""
     base: dict[str, Any] = {
         "model_name": "m",
         "requested": SessionConfig(),
@@ -334,9 +334,15 @@ def test_cuda_graph_eligibility() -> None:
 
 
 def test_profiling_overhead_on_tiny_models() -> None:
-    (x,) = _rules(_facts(baseline_ms=0.1, profiled_ms=0.3), "profiling_overhead")
+    """The screen's baseline (profiling off) against the observe stage's profiled median."""
+
+    def timed(p50: float, profiled_ms: float) -> Facts:
+        base = _m("baseline", 1.0, 1.0, 1.0, p50=p50)
+        return _facts(measured={"baseline": base}, profiled_ms=profiled_ms)
+
+    (x,) = _rules(timed(0.1, 0.3), "profiling_overhead")
     assert "3.0x" in x.title and x.severity == "info"
-    assert _rules(_facts(baseline_ms=40.0, profiled_ms=60.0), "profiling_overhead") == []
+    assert _rules(timed(40.0, 60.0), "profiling_overhead") == []
 
 
 def test_findings_sorted_errors_first_then_by_cost() -> None:
@@ -477,17 +483,12 @@ def test_a_best_that_changes_threads_carries_the_load_caveat() -> None:
 # ---------------------------------------------------------------------- the search, fake worker
 
 
-def _search(budget_s: float = 600.0, m: Any = None) -> Any:
-    """The ledger a doctor's stages read: each stage below runs alone on it."""
-    from ortlab.diagnosis.ledger import Ledger
-
+def _search(budget_s: float = 600.0, m: Any = None) -> tuple[Run, Budget]:
+    """What a doctor's stages read besides the facts: its Run and its budget (each stage below
+    runs alone on them)."""
     model = m or ortlab.load(ortlab.examples.mlp())
-    return Ledger(
-        Run(model, SessionConfig(), Feeds({}), progress=False),
-        budget_s=budget_s,
-        min_cosine=0.999,
-        t0=time.perf_counter(),
-    )
+    run = Run(model, SessionConfig(), Feeds({}), progress=False)
+    return run, Budget(budget_s, time.perf_counter())
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> None:
@@ -507,8 +508,8 @@ def _fake_worker(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]])
 
 
 def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _search()
-    m = s.m
+    run, budget = _search()
+    m, spend = run.model, budget.for_stage()
     items = [
         Candidate("baseline", m, SessionConfig(), []),
         Candidate("iobinding", m, SessionConfig(io_binding=True), []),
@@ -530,74 +531,77 @@ def test_time_drops_candidates_the_worker_could_not_run(monkeypatch: pytest.Monk
             {"medians_ns": [[1e6, 3e6, 2e6]] * 6, "latencies_ns": [[1e6], [3e6], [2e6]]},
         ],
     )
+    latencies: dict[str, tuple[int, ...]] = {}
     for _ in range(2):
-        med, ran = measure.time_items(s, items, 6, 3, "test")
-        assert [k for k, *_ in ran] == ["baseline", "threads:1"]
-        assert med.shape == (6, 2) and np.all(med == [1.0, 2.0])
-    med, ran = measure.time_items(s, items, 6, 3, "test")
-    assert med.shape == (6, 3) and len(ran) == 3
-    assert [(x.what, x.message, x.stage) for x in s.failures] == [
+        t = measure.time_items(run, spend, items, 6, 3, desc="test")
+        assert [it.key for it in t.ran] == ["baseline", "threads:1"]
+        assert t.medians_ms.shape == (6, 2) and np.all(t.medians_ms == [1.0, 2.0])
+        latencies = measure.with_latencies(latencies, t.latencies)
+    t = measure.time_items(run, spend, items, 6, 3, desc="test")
+    assert t.medians_ms.shape == (6, 3) and len(t.ran) == 3
+    latencies = measure.with_latencies(latencies, t.latencies)
+    failures = spend.said.failures
+    assert [(x.what, x.message, x.stage) for x in failures] == [
         ("candidate iobinding (original · cpu · all · iobinding)", rank, "timing")
     ] * 2
-    assert "io_binding" in s.failures[0].code
-    assert s.latencies == {"baseline": [1e6] * 3, "threads:1": [2e6] * 3, "iobinding": [3e6]}
+    assert "io_binding" in failures[0].code
+    assert latencies == {"baseline": (1e6,) * 3, "threads:1": (2e6,) * 3, "iobinding": (3e6,)}
 
 
 def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     """0.1 s per run, 1 s of budget: 6 rounds do not fit, so the screen runs 2 and says that
     no verdict is possible — even for a candidate twice as fast in every round."""
-    s = _search(budget_s=1.0)
-    seen = _observed(profiled_ms=100.0)
-    items = [
-        Candidate("baseline", s.m, SessionConfig(), []),
-        Candidate("level:all", s.m, SessionConfig(level="all"), []),
-    ]
+    run, budget = _search(budget_s=1.0)
+    m = run.model
+    items = (
+        Candidate("baseline", m, SessionConfig(), []),
+        Candidate("level:all", m, SessionConfig(level="all"), []),
+    )
+    facts = Facts(_observed(profiled_ms=100.0), items=items)
     _fake_worker(monkeypatch, [{"medians_ns": [[1e8, 5e7]] * 2, "latencies_ns": [[1e8], [5e7]]}])
-    out = run_stage(search.screen, "screen", s, Got(seen, items))  # the stage alone
-    assert out.items is not None and len(out.items) == 2 and out.timing == (2, 2)
-    assert s.measured == {} and s.rounds == 0  # nothing folded: the stage returned it all
-    assert out.said.notes == []  # what the budget left out is said once, last: budget_note
+    out = run_stage(search.screen, run, budget, facts)  # the stage alone
+    after = out.facts
+    assert len(after.items) == 2 and (after.runs, after.rounds) == (2, 2)
+    assert facts.measured == {} and facts.rounds == 0  # what it read is as it was
+    assert after.latencies == {"baseline": (1e8,), "level:all": (5e7,)}
+    assert out.said.notes == ()  # what the budget left out is said once, last: its note
     (short,) = out.said.skipped
     assert "had no room for 6 rounds, the fewest a 95 % verdict needs; it ran 2" in short
-    note = s.budget.budget_note()
+    note = budget.note(out.folded().said)
     assert note.startswith("verdicts in the screen: ")
     # 2 x (6 rounds x 2 runs + 3 warm-up runs) x 0.1 s / 0.35
     assert note.endswith("raise budget_s to about 9 s to measure them")
-    v = out.rows["level:all"]
+    v = after.measured["level:all"]
     assert not v.faster and math.isnan(v.paired.low) and math.isnan(v.confidence)
     assert "not enough rounds for a verdict (need ≥ 6" in v.paired.verdict
     assert v.paired.ratio == 0.5
 
 
-def test_facts_are_assembled_once_from_the_stages() -> None:
-    """The stages return what they found and the Facts are built once, frozen: the baseline's
-    latency is the screen's median when the screen timed it, else the profiled one."""
-    from ortlab.diagnosis.facts import TransformerFusion
+def test_facts_fold_stage_by_stage() -> None:
+    """One type carries the facts: a stage reads them frozen and returns new ones with what it
+    said; folding adds what it said after the others'. The baseline's latency is the screen's
+    median when the screen timed it, else the profiled one."""
+    from ortlab.diagnosis.facts import Said, TransformerFusion
 
     seen = _observed(profiled_ms=12.0)
-    parts: dict[str, Any] = {
-        "fusion": TransformerFusion({"Attention": 2}),
-        "footprint": None,
-        "quant_fixes": {},
-        "variant_signals": [],
-        "failures": [],
-        "other_cpu": {},
-        "logical_cpus": 2,
-    }
-    before = Facts.assemble(seen, measured={}, **parts)
+    before = Facts(seen, fusion=TransformerFusion({"Attention": 2}), said=Said(notes=("seen",)))
     base = _m("baseline", 1.0, 1.0, 1.0, p50=9.5)
-    after = Facts.assemble(seen, measured={"baseline": base}, **parts)
+    timed = dataclasses.replace(before, measured={"baseline": base})
+    after = Outcome(timed, Said(notes=("timed",), skipped=("x",), need_s=3.0)).folded()
     assert (before.baseline_ms, after.baseline_ms) == (12.0, 9.5)
     assert after.seen is seen  # what the first stage saw is held, not copied field by field
-    assert after.seen.profiled_ms == 12.0 and after.transformer_fused == {"Attention": 2}
+    assert after.transformer_fused == {"Attention": 2}
+    assert after.said.notes == ("seen", "timed") and before.said.notes == ("seen",)
+    assert after.said.then(Said(skipped=("x",))).skipped == ("x",)  # said once
     with pytest.raises(dataclasses.FrozenInstanceError):
-        after.baseline_ms = 1.0  # type: ignore[misc]
+        after.measured = {}  # type: ignore[misc]
 
 
 def test_plan_keeps_6_rounds_when_the_budget_allows() -> None:
-    s = _search(budget_s=600.0)
-    runs, rounds = measure.plan(s, 10, _observed(profiled_ms=100.0), 0.35, "the screen")
-    assert rounds >= MIN_ROUNDS and runs >= 2 and s.notes == []
+    _, budget = _search(budget_s=600.0)
+    spend = budget.for_stage()
+    runs, rounds = measure.plan(spend, Facts(_observed(profiled_ms=100.0)), 10, 0.35, "screen")
+    assert rounds >= MIN_ROUNDS and runs >= 2 and spend.said.skipped == ()
 
 
 def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -608,11 +612,11 @@ def test_a_failing_variant_build_is_a_failure_not_the_end(monkeypatch: pytest.Mo
         raise AssertionError
 
     monkeypatch.setattr("ortlab.diagnosis.candidates.make_quantized", broken)
-    s = _search()
+    run, budget = _search()
     seen = _observed(op_time_share={"Conv": 0.8, "MatMul": 0.1})
     build = functools.partial(search.candidates, quantize=True, transformers=False)
-    out = run_stage(build, "build variants", s, Got(seen))
-    keys = [k for k, *_ in out.items or []]
+    out = run_stage(build, run, budget, Facts(seen))
+    keys = [it.key for it in out.facts.items]
     assert "variant:quant-static" not in keys and {"baseline", "spin:off"} <= set(keys)
     (x,) = out.said.failures
     assert (x.what, x.message, x.stage) == (
@@ -630,9 +634,8 @@ def test_best_when_nothing_wins_has_no_interval() -> None:
             "level:all": _m("level:all", 0.99, 0.95, 1.03),
         }
     )
-    s = _search()
-    s.measured.update(facts.measured)  # what the stages returned, folded
-    b = search.best(s)
+    run, _ = _search()
+    b = search.best(run, facts)
     assert b.variant == "original" and b.paired.ratio == 1.0
     assert math.isnan(b.paired.low) and math.isnan(b.paired.high)
     assert b.paired.verdict == "no candidate was measurably faster than the baseline"
@@ -1056,34 +1059,29 @@ def test_more_rounds_for_the_undecided_stay_paired_with_the_baseline(
     with the baseline's rounds of the same calls (a decided candidate keeps its own). On
     MiniLM the doctor once compared 32 baseline rounds with 8 of a candidate and stopped. The
     timing is scripted here; what is checked is the bookkeeping."""
-    import time as _time
-
-    from ortlab.diagnosis.ledger import Ledger
     from ortlab.diagnosis.verify import settle
 
-    def scripted(ledger, items, rounds, runs, desc):  # type: ignore[no-untyped-def]  # noqa: ARG001
+    def scripted(run, budget, items, rounds, runs, *, desc):  # type: ignore[no-untyped-def]  # noqa: ARG001
         # baseline 10 ms; "wide" alternates 5 and 12 ms (undecided), "clear" 5 ms
         pattern = {
             "baseline": [10.0] * rounds,
             "clear": [5.0] * rounds,
             "wide": [5.0 if r % 2 else 12.0 for r in range(rounds)],
         }
-        return np.column_stack([pattern[it[0]] for it in items]), list(items)
+        med = np.column_stack([pattern[it.key] for it in items])
+        return measure.Timed(med, list(items), {it.key: (1,) * rounds for it in items})
 
     monkeypatch.setattr(measure, "time_items", scripted)  # the stage's timing, scripted
-    s = Ledger(
-        Run(mlp, SessionConfig(), Feeds({}), progress=False),
-        budget_s=60.0,
-        min_cosine=0.999,
-        t0=_time.perf_counter(),
-    )
+    run, budget = _search(budget_s=60.0, m=mlp)
+    spend = budget.for_stage()
     finals = [Candidate(k, mlp, SessionConfig(), []) for k in ("baseline", "clear", "wide")]
-    med, _ = measure.time_items(s, finals, 8, 3, "")
-    cols = {it[0]: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
-    settle(s, finals, cols, 3, _observed())
+    med = measure.time_items(run, spend, finals, 8, 3, desc="").medians_ms
+    cols = {it.key: (list(med[:, 0]), list(med[:, k])) for k, it in enumerate(finals)}
+    extra = settle(run, spend, Facts(_observed()), finals, cols, runs=3)
     assert len(cols["clear"][0]) == len(cols["clear"][1]) == 8  # decided: not extended
     assert len(cols["wide"][0]) == len(cols["wide"][1]) > 8  # extended, still paired
-    assert any("more rounds for wide" in n for n in s.notes)
+    assert set(extra) == {"baseline", "wide"} and len(extra["wide"]) == len(cols["wide"][1]) - 8
+    assert any("more rounds for wide" in n for n in spend.said.notes)
 
 
 def test_the_quantization_finding_reads_the_final_measurement_of_its_variant() -> None:
@@ -1134,23 +1132,22 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     from ortlab.core.errors import WorkerTimeoutError
     from ortlab.diagnosis.budget import Budget, BudgetSpentError
 
-    b = Budget(10.0, clock.perf_counter())
-    b.t0 = clock.perf_counter() - 5.0  # 5 s left: a call may run to 12 s (budget + 20 %)
+    b = Budget(10.0, clock.perf_counter() - 5.0).for_stage()  # 5 s left: calls run to 12 s
     assert 6.5 < b.call_timeout() <= 7.0
     assert b.build_timeout() <= 2.0  # the building half ended at 5 s: 2 s at most
-    b.t0 = clock.perf_counter() - 11.5  # 0.5 s before the hard deadline: nothing starts
-    with pytest.raises(BudgetSpentError):
+    b = Budget(10.0, clock.perf_counter() - 11.5).for_stage()  # 0.5 s before the deadline
+    with pytest.raises(BudgetSpentError):  # nothing starts
         b.call_timeout()
     assert b.guarded("step", "build", b.call_timeout) is None
-    assert b.said.failures == [] and b.skipped[-1].startswith("step (not started: the budget")
+    assert b.said.failures == () and b.said.skipped[-1].startswith("step (not started: the")
 
     def cut() -> None:
         raise WorkerTimeoutError("did not finish")
 
     assert b.guarded("static QDQ", "build", cut, "ortlab.quantize(model)") is None
-    assert b.said.failures == [] and b.said.skipped[-1].startswith("static QDQ (did not finish")
-    assert "run it alone: ortlab.quantize(model)" in b.skipped[-1]
-    note = b.budget_note()  # both, once, with the one piece of advice
+    assert b.said.failures == () and b.said.skipped[-1].startswith("static QDQ (did not finish")
+    assert "run it alone: ortlab.quantize(model)" in b.said.skipped[-1]
+    note = b.budget.note(b.said)  # both, once, with the one piece of advice
     assert note.count("raise budget_s") == 1
     assert note.endswith("left out by the 10 s budget: raise budget_s to measure them")
 
@@ -1165,11 +1162,10 @@ def test_a_stage_the_budget_stopped_is_a_note_and_the_callers_timeout_a_failure(
     budget_s and the doctor keeps what it measured; where it was the caller's own
     ``timeout=``, a failure as before."""
     from ortlab.core.errors import WorkerTimeoutError
-    from ortlab.diagnosis.outcome import Got
     from ortlab.diagnosis.stages import run_plan
 
-    ledger = _search(budget_s=60.0)
-    ledger.budget.timeout = own_timeout
+    run, budget = _search(budget_s=60.0)
+    budget = dataclasses.replace(budget, timeout=own_timeout)
     ran: list[str] = []
 
     def slow(*_: Any) -> Any:
@@ -1182,17 +1178,17 @@ def test_a_stage_the_budget_stopped_is_a_note_and_the_callers_timeout_a_failure(
         raise AssertionError("no stage runs after one that ended the doctor")
 
     done: list[str] = []
-    got = Got(_observed())
-    run_plan([("combine", slow), ("explain", after)], ledger, got, done.append, False)
+    start = (run, budget, Facts(_observed()))
+    facts = run_plan([("combine", slow), ("explain", after)], start, done.append, False)
     assert ran == ["combine"] and done == ["combine"]
-    failures = [f.what for f in ledger.budget.said.failures]
+    failures = [f.what for f in facts.failures]
     if own_timeout is None:
-        assert failures == [] and not any("stopped at" in n for n in ledger.budget.said.notes)
-        assert ledger.budget.skipped[-1].startswith("the combine stage and those after it")
-        assert ledger.budget.budget_note().endswith("raise budget_s to measure them")
+        assert failures == [] and not any("stopped at" in n for n in facts.said.notes)
+        assert facts.said.skipped[-1].startswith("the combine stage and those after it")
+        assert budget.note(facts.said).endswith("raise budget_s to measure them")
     else:
         assert failures == ["the combine stage"]
-        assert ledger.budget.skipped == []
+        assert facts.said.skipped == ()
 
 
 @pytest.mark.parametrize("providers", [["qnn", "cpu"], ["cpu"]])
@@ -1205,7 +1201,7 @@ def test_the_baseline_is_profiled_once(
     from ortlab.diagnosis import search as search_module
 
     calls: list[str] = []
-    real_placement, real_roof = search_module.placement, search_module.profile_with_roofline
+    real_placement, real_roof = search_module.placement_run, search_module.profile_with_roofline
 
     def counted_placement(*a: Any, **k: Any) -> Any:
         calls.append("placement")
@@ -1215,19 +1211,16 @@ def test_the_baseline_is_profiled_once(
         calls.append("profile")
         return real_roof(*a, **k)
 
-    monkeypatch.setattr(search_module, "placement", counted_placement)
+    monkeypatch.setattr(search_module, "placement_run", counted_placement)
     monkeypatch.setattr(search_module, "profile_with_roofline", counted_roof)
     m = ortlab.load(ortlab.examples.mlp())
-    s = _search(m=m)
-    s.cfg = SessionConfig(providers=providers, fallback="allow")
-    s.feeds = dict(m.example_inputs())
-    from ortlab.diagnosis.outcome import begin
-
-    out = search.observe(s, begin(s, "observe"))  # the first stage alone
-    seen = out.observed
+    run, budget = _search(m=m)
+    cfg = SessionConfig(providers=providers, fallback="allow")
+    run = run.with_(config=cfg, inputs=Feeds(dict(m.example_inputs())))
+    out = search.observe(run, budget.for_stage(), min_cosine=0.999)  # the first stage alone
+    seen, prof = out.facts.seen, out.facts.profile
     assert len(calls) == 1, calls
-    assert seen is not None and out.profile is not None and out.profile.report is not None
-    assert seen.profiled_ms > 0 and s.profile is None  # returned, not written
+    assert prof is not None and prof.report is not None and seen.profiled_ms > 0
     if "qnn" in providers:
         assert calls == ["placement"] and seen.roofline is None
 
@@ -1236,7 +1229,8 @@ def test_a_quantization_finding_that_quotes_its_fix_says_so_in_its_title() -> No
     """An inaccurate int8 variant, faster, and its fix (worst nodes at 16 bits) within noise:
     the finding quotes the fix's measurement, so its title names the fix and what held for it
     (the report read "q: faster" beside the fix's "no measurable difference")."""
-    from ortlab.diagnosis.facts import FixTried, Kind, candidate_key, counted
+    from ortlab.diagnosis.counted import counted
+    from ortlab.diagnosis.facts import FixTried, Kind, candidate_key
 
     q = _m("variant:quant-static", 0.60, 0.55, 0.66, cosine=0.95, variant="q")
     fix_key = candidate_key(Kind.VARIANT, "quant-static-fix16")

@@ -177,7 +177,7 @@ def test_the_decoder_rules_find_a_faster_decode_and_a_changed_text(
     and is only 'info'; one within noise is no finding."""
     gen = int4_doctor.generation
     assert gen is not None
-    facts = Facts(seen=None, baseline_ms=1.0)  # type: ignore[arg-type]  # the rules read generation only
+    facts = Facts(seen=None)  # type: ignore[arg-type]  # the rules read generation only
     for decode, kept, want in ((0.5, 16, "warning"), (0.5, 3, "info"), (1.0, 16, None)):
         trial = _trial(decode, kept=kept)
         g = dataclasses.replace(gen, trials=[trial], new_tokens=17)

@@ -22,13 +22,13 @@ from ortlab.core.stats import Paired
 from ortlab.diagnosis import rules
 from ortlab.diagnosis.best import Best, best_of, loaded_only
 from ortlab.diagnosis.budget import fit_screen
+from ortlab.diagnosis.counted import counted
 from ortlab.diagnosis.facts import (
     Candidate,
     Facts,
     Finding,
     Measured,
     Observed,
-    counted,
 )
 from ortlab.engine.session import ProviderIssue, SessionReport
 from tests.models import facts_of, measured
@@ -255,15 +255,12 @@ def test_an_int4_model_gets_no_int8_candidate(int4_model: ortlab.Model) -> None:
     """MatMulNBits carries the time: the doctor used to propose dynamic int8 and list ORT's
     refusal as a warning. A candidate that cannot apply is not proposed, and not a finding."""
     from ortlab.diagnosis import search
-    from ortlab.diagnosis.ledger import Ledger
-    from ortlab.diagnosis.outcome import Got, run_stage
+    from ortlab.diagnosis.budget import Budget
+    from ortlab.diagnosis.facts import Facts
+    from ortlab.diagnosis.outcome import run_stage
 
-    s = Ledger(
-        Run(int4_model, SessionConfig(), Feeds({}), progress=False),
-        budget_s=600.0,
-        min_cosine=0.999,
-        t0=time.perf_counter(),
-    )
+    run = Run(int4_model, SessionConfig(), Feeds({}), progress=False)
+    budget = Budget(600.0, time.perf_counter())
     ops = dict(int4_model.summary.op_types)
     seen = Observed(
         model_name="q",
@@ -275,9 +272,9 @@ def test_an_int4_model_gets_no_int8_candidate(int4_model: ortlab.Model) -> None:
         cores=2,
     )
     build = functools.partial(search.candidates, quantize=True, transformers=False)
-    out = run_stage(build, "build variants", s, Got(seen))
-    assert not [it.key for it in out.items or [] if "quant" in it.key]
-    assert out.said.failures == []  # not a failure either
+    out = run_stage(build, run, budget, Facts(seen))
+    assert not [it.key for it in out.facts.items if "quant" in it.key]
+    assert out.said.failures == ()  # not a failure either
     notes = out.said.notes
     assert any("already quantized" in n and "MatMulNBits" in n for n in notes), notes
 

@@ -127,7 +127,7 @@ def test_doctor_turns_the_footprint_into_a_measured_memory_finding() -> None:
     assert best is not None
     assert best.setting in f.title and "fresh processes" in f.evidence
     assert "ORT's allocator" in f.evidence
-    from ortlab.diagnosis.facts import counted
+    from ortlab.diagnosis.counted import counted
 
     timed = {x.key: x for x in d.measured}
     assert f"memory:{best.setting}" in timed, "the memory fix is timed like any candidate"

@@ -25,6 +25,7 @@ import numpy as np
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import ModelLike
 from ortlab.core.result import Result, Table, table
+from ortlab.core.run import Run
 from ortlab.core.stats import shift_interval
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
-__all__ = ["FootprintResult", "FootprintRow", "footprint", "memory_settings"]
+__all__ = ["FootprintResult", "FootprintRow", "footprint", "footprint_run", "memory_settings"]
 
 PREPACKING = "session.disable_prepacking"
 
@@ -215,8 +216,15 @@ def footprint(
 
     ``dims``, ``progress`` and ``timeout`` as every verb takes them (:class:`Reach`).
     """
-    run = edge(model, config, feeds, runs=runs, **reach)
-    m, cfg, f = run.model, run.config, run.inputs
+    return footprint_run(edge(model, config, feeds, runs=runs, **reach), settings, repeats)
+
+
+def footprint_run(
+    run: Run, settings: Mapping[str, SessionConfig] | None = None, repeats: int = 4
+) -> FootprintResult:
+    """:func:`footprint`'s body, for a :class:`Run` resolved already (its ``runs`` per
+    measurement)."""
+    m, cfg, f, runs = run.model, run.config, run.inputs, run.runs
     chosen = dict(settings) if settings is not None else memory_settings(cfg)
     labels = ["as configured", *chosen]
     configs = [cfg, *chosen.values()]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Unpack
 from ortlab.analysis.memory import memory_settings
 from ortlab.core.config import SessionConfig
 from ortlab.core.result import Result, Table, table
+from ortlab.core.run import Run
 from ortlab.core.stats import theil_sen
 from ortlab.core.units import fmt_bytes
 from ortlab.engine import tasks_memory
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ortlab.core.inputs import FeedsLike
     from ortlab.core.model import ModelLike
 
-__all__ = ["FLAT_MB", "PHASES", "SoakResult", "SoakSeries", "soak", "soak_settings"]
+__all__ = ["FLAT_MB", "PHASES", "SoakResult", "SoakSeries", "soak", "soak_run", "soak_settings"]
 
 PHASES = ("same inputs", "fresh inputs", "fresh shapes")
 """What each run is fed: the same arrays; new arrays of the same shapes (their values
@@ -246,8 +247,14 @@ def soak(
         from ortlab.core.errors import OptionError
 
         raise OptionError(f"runs={runs}: a slope needs at least 10 runs a phase.")
-    run = edge(model, config, feeds, runs=runs, **reach)
-    m, cfg, f = run.model, run.config, run.inputs
+    return soak_run(edge(model, config, feeds, runs=runs, **reach), phases, settings)
+
+
+def soak_run(
+    run: Run, phases: Sequence[str] = PHASES, settings: Sequence[str] | None = None
+) -> SoakResult:
+    """:func:`soak`'s body, for a :class:`Run` resolved already (its ``runs`` per phase)."""
+    m, cfg, f, runs = run.model, run.config, run.inputs, run.runs
     notes = []
     dims = {n: c.value for n, c in f.dims.items()}
     wanted = list(phases)

@@ -124,7 +124,8 @@ class QuantConfig:
         """The config :meth:`settings` came from (without its calibration data); names it does
         not know (a newer ortlab's) are left out."""
         names = {f.name for f in fields(cls)} - {"calibration"}
-        return cls.of(None, {k: v for k, v in settings.items() if k in names})
+        known: dict[str, Any] = {k: v for k, v in settings.items() if k in names}
+        return replace(cls(), **known)  # each checked by __post_init__ where it matters
 
     def without_data(self) -> QuantConfig:
         """This config with no calibration data: what the worker is sent (the samples go

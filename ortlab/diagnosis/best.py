@@ -12,7 +12,8 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.display import render
 from ortlab.core.eps import label, split_device
 from ortlab.core.stats import Paired
-from ortlab.diagnosis.facts import CandidateKey, Measured, counted
+from ortlab.diagnosis.counted import counted
+from ortlab.diagnosis.facts import CandidateKey, Measured
 
 __all__ = ["Best", "best_of", "loaded_only"]
 

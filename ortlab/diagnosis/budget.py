@@ -10,6 +10,7 @@ cut off after 2 s.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -23,14 +24,14 @@ from ortlab.core.errors import (
     failure_text,
 )
 from ortlab.core.stats import MIN_ROUNDS
-from ortlab.diagnosis.facts import Candidate, CandidateFailure, Kind
+from ortlab.diagnosis.facts import Candidate, CandidateFailure, Kind, Said
 
 __all__ = [
     "BUDGET_SLACK",
     "BUILD_SHARE",
     "Budget",
     "BudgetSpentError",
-    "Said",
+    "StageBudget",
     "fit_screen",
     "memory_need_s",
     "memory_plan",
@@ -124,50 +125,20 @@ def fit_screen(
     return [it for k, it in enumerate(items) if k in keep]
 
 
-@dataclass
-class Said:
-    """What one stage has to say besides its facts: its notes, the candidates that failed, and
-    what the budget left out (each said once in :meth:`Budget.budget_note`, with the budget
-    that would measure them, where known)."""
-
-    notes: list[str] = field(default_factory=list)
-    failures: list[CandidateFailure] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    need_s: float = 0.0
-
-
+@dataclass(frozen=True)
 class Budget:
-    """The doctor's time: ``budget_s`` from ``t0``, the caller's own ``timeout`` per call. What
-    a step the budget cut short or a candidate that failed has to say goes to :attr:`said`,
-    the stage in flight's (:func:`~ortlab.diagnosis.stages.run_plan` gives each stage its
-    own)."""
+    """The doctor's time: ``budget_s`` from ``t0``, the caller's own ``timeout`` per call, and
+    the most interleaved rounds a stage plans (``max_rounds``). Frozen: each stage gets its
+    own :class:`StageBudget` over it (:meth:`for_stage`), which hears what it says."""
 
-    def __init__(self, budget_s: float, t0: float, timeout: float | None = None) -> None:
-        self.budget_s, self.t0, self.timeout = budget_s, t0, timeout
-        self.said = Said()
-        self.skipped: list[str] = []
-        """Everything the budget left out so far, every stage's (for :meth:`budget_note`)."""
-        self.need_s = 0.0
+    budget_s: float
+    t0: float
+    timeout: float | None = None
+    max_rounds: int = 8
 
-    def skip(self, what: str, need_s: float = 0.0) -> None:
-        """Record something the budget left out (said once, with the others, in the last note)."""
-        if what not in self.said.skipped:
-            self.said.skipped.append(what)
-        self.said.need_s = max(self.said.need_s, need_s)
-        if what not in self.skipped:
-            self.skipped.append(what)
-        self.need_s = max(self.need_s, need_s)
-
-    def budget_note(self) -> str:
-        """One note for everything the budget left out, and the budget that fits it ('' when
-        nothing was left out)."""
-        if not self.skipped:
-            return ""
-        to = f" to about {math.ceil(self.need_s)} s" if self.need_s > self.budget_s else ""
-        return (
-            "; ".join(self.skipped)
-            + f" — left out by the {self.budget_s:g} s budget: raise budget_s{to} to measure them"
-        )
+    def for_stage(self) -> StageBudget:
+        """This budget as a stage spends it, with nothing said yet."""
+        return StageBudget(self)
 
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.t0)
@@ -202,6 +173,61 @@ class Budget:
         never past the call limit)."""
         return min(max(self.build_left(), 2.0), self.call_timeout())
 
+    def note(self, said: Said) -> str:
+        """One note for everything the budget left out (``said.skipped``, every stage's), and
+        the budget that fits it ('' when nothing was left out)."""
+        if not said.skipped:
+            return ""
+        to = f" to about {math.ceil(said.need_s)} s" if said.need_s > self.budget_s else ""
+        return (
+            "; ".join(said.skipped)
+            + f" — left out by the {self.budget_s:g} s budget: raise budget_s{to} to measure them"
+        )
+
+
+@dataclass
+class StageBudget:
+    """The budget as one stage spends it: the doctor's :class:`Budget` and what the stage says
+    while it runs (:attr:`said`: its notes, the candidates that failed, what the budget left
+    out of it), which goes into its outcome — and, when the stage ends in an error, is still
+    kept with what the stages before it measured."""
+
+    budget: Budget
+    said: Said = field(default_factory=Said)
+
+    @property
+    def budget_s(self) -> float:
+        return self.budget.budget_s
+
+    @property
+    def max_rounds(self) -> int:
+        return self.budget.max_rounds
+
+    def left(self) -> float:
+        return self.budget.left()
+
+    def call_timeout(self) -> float:
+        return self.budget.call_timeout()
+
+    def build_left(self) -> float:
+        return self.budget.build_left()
+
+    def build_timeout(self) -> float:
+        return self.budget.build_timeout()
+
+    def note(self, text: str) -> None:
+        """Say ``text`` as this stage's note."""
+        self.said = dataclasses.replace(self.said, notes=(*self.said.notes, text))
+
+    def failed(self, failure: CandidateFailure) -> None:
+        """Say that a candidate (or a step of the stage) failed; the others go on."""
+        self.said = dataclasses.replace(self.said, failures=(*self.said.failures, failure))
+
+    def skip(self, what: str, need_s: float = 0.0) -> None:
+        """Record something the budget left out (said once, with the others, in the last
+        note), with the budget that would measure it where known."""
+        self.said = self.said.then(Said(skipped=(what,), need_s=need_s))
+
     def guarded(self, what: str, stage: str, fn: Callable[[], T], code: str = "") -> T | None:
         """``fn()``, or None after recording its failure: one failing candidate never ends the
         doctor. A cancel from the user still does. A call the budget cut short is a note (raise
@@ -215,8 +241,8 @@ class Budget:
             self.skip(f"{what} (not started: the budget and its slack were spent)")
             return None
         except WorkerTimeoutError as err:
-            if not self.cut_short(err):
-                self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+            if not self.budget.cut_short(err):
+                self.failed(CandidateFailure(what, failure_text(err), stage, code))
             else:  # the doctor's own budget stopped it
                 took = time.perf_counter() - started
                 self.skip(
@@ -226,5 +252,5 @@ class Budget:
             return None
         except Exception as err:  # noqa: BLE001 - ORT's tools raise anything (ValueError,
             # AssertionError with no message, IndexError…); each is a finding, not the end.
-            self.said.failures.append(CandidateFailure(what, failure_text(err), stage, code))
+            self.failed(CandidateFailure(what, failure_text(err), stage, code))
             return None

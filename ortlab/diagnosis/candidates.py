@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ortlab.analysis.memory import FootprintResult
     from ortlab.core.inputs import Feeds
     from ortlab.core.model import ModelLike
-    from ortlab.diagnosis.budget import Budget
+    from ortlab.diagnosis.budget import StageBudget
 
 __all__ = [
     "applicable_quantization",
@@ -108,9 +108,8 @@ def variant_candidates(
     seen: Observed,
     user_variants: Sequence[ModelLike],
     *,
-    budget: Budget,
+    budget: StageBudget,
     feeds: Feeds,
-    notes: list[str],
     quantize: bool,
     transformers: bool,
 ) -> tuple[list[tuple[str, Model, list[str]]], TransformerFusion]:
@@ -118,7 +117,7 @@ def variant_candidates(
     the initializer-input fix, the transformers optimizer for attention-shaped models, the
     quantizations the op-time shares call for (calibrated at ``feeds``' shapes), and the user's
     own variants; and what the transformers optimizer fused (or why it could not fuse
-    attention). Why a wanted variant does not apply goes to ``notes`` (not a candidate, so not
+    attention). Why a wanted variant does not apply is the stage's note (not a candidate, so not
     a failure)."""
 
     out: list[tuple[str, Model, list[str]]] = []
@@ -173,7 +172,7 @@ def variant_candidates(
     wanted = wanted_quantization(seen.op_time_share, seen.op_counts) if quantize else []
     wanted, why = applicable_quantization(m, wanted)
     if why:  # not a candidate, so not a failure: one note says why none was tried
-        notes.append(why)
+        budget.note(why)
 
     def quantized(kind: str, qc: QuantConfig) -> tuple[str, Model, list[str]]:
         # calibrated at the timed feeds' shapes (ortlab.quantize synthesizes samples like them)

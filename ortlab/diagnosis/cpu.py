@@ -11,6 +11,7 @@ picks the candidate that saves the most CPU per run (``doctor(objective="cpu")``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -21,18 +22,17 @@ from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, NOISE_BAND, Paired, Verdict, paired_ratio
 from ortlab.diagnosis.best import Best
-from ortlab.diagnosis.budget import Budget
+from ortlab.diagnosis.budget import StageBudget
 from ortlab.diagnosis.facts import (
     Candidate,
     CandidateFailure,
     CpuCost,
     CpuCosts,
+    Facts,
     Kind,
     Measured,
-    baseline_ms,
 )
-from ortlab.diagnosis.ledger import Ledger
-from ortlab.diagnosis.outcome import Got, Outcome
+from ortlab.diagnosis.outcome import Outcome, outcome
 from ortlab.engine.calls import measure_cpu
 
 __all__ = [
@@ -90,7 +90,7 @@ def cpu_stage(
     measured: Mapping[str, Measured],
     *,
     timed_at: Callable[[int, float], Run],
-    budget: Budget,
+    budget: StageBudget,
     per_run_ms: float,
     objective: str,
 ) -> CpuCosts:
@@ -181,31 +181,32 @@ def check_objective(objective: str) -> None:
         )
 
 
-def search_cpu(ledger: Ledger, got: Got, out: Outcome, *, objective: str) -> Outcome:
+def search_cpu(run: Run, budget: StageBudget, facts: Facts, *, objective: str) -> Outcome:
     """The CPU stage (:func:`~ortlab.diagnosis.cpu.cpu_stage`) at the doctor's inputs
-    (``out.cpu``), what it left out and what failed said as the stage's own."""
+    (``cpu``), what it left out and what failed said as the stage's own."""
     cpu = cpu_stage(
-        got.items,
-        ledger.measured,
-        timed_at=lambda runs, limit: ledger.run.with_(runs=runs, timeout=limit),
-        budget=ledger.budget,
-        per_run_ms=baseline_ms(got.seen, ledger.measured),
+        facts.items,
+        facts.measured,
+        timed_at=lambda runs, limit: run.with_(runs=runs, timeout=limit),
+        budget=budget,
+        per_run_ms=facts.baseline_ms,
         objective=objective,
     )
-    out.said.notes.extend(cpu.notes)
+    for note in cpu.notes:
+        budget.note(note)
     for what in cpu.skipped:
-        ledger.skip(what)
+        budget.skip(what)
     for key, why in cpu.failed.items():
-        out.said.failures.append(CandidateFailure(f"the CPU cost of {key}", why, "cpu"))
-    out.cpu = cpu
-    return out
+        budget.failed(CandidateFailure(f"the CPU cost of {key}", why, "cpu"))
+    return outcome(budget, dataclasses.replace(facts, cpu=cpu))
 
 
-def cheapest(ledger: Ledger, cpu: CpuCosts) -> Best:
+def cheapest(run: Run, facts: Facts) -> Best:
     """``doctor(objective="cpu")``'s best: the accurate candidate that saves the most CPU per
     run beyond noise, its CPU verdict first and its latency verdict beside it; without one,
     the baseline, with why."""
-    won = best_for_cpu(cpu, ledger.measured, ledger.accurate)
+    cpu = facts.cpu or CpuCosts()
+    won = best_for_cpu(cpu, facts.measured, facts.accurate)
     nan = float("nan")
     if won is None:
         why = (
@@ -214,15 +215,15 @@ def cheapest(ledger: Ledger, cpu: CpuCosts) -> Best:
             else "the CPU cost was not measured (see the notes)"
         )
         return Best(
-            ledger.cfg,
+            run.config,
             "original",
-            str(ledger.m.path),
+            str(run.model.path),
             [],
             Paired(1.0, nan, nan, why),
             1.0,
             objective="cpu",
         )
-    row = ledger.measured[won.key]
+    row = facts.measured[won.key]
     return Best(
         row.config,
         row.variant,

@@ -33,9 +33,11 @@ from ortlab.core.display import render
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, Table
+from ortlab.core.run import Run
 from ortlab.core.stats import MIN_ROUNDS, PAIRED_COLUMNS, spread
 from ortlab.diagnosis import search
 from ortlab.diagnosis.best import Best, loaded_only
+from ortlab.diagnosis.budget import Budget, StageBudget
 from ortlab.diagnosis.cpu import CPU_COLUMNS, cheapest, check_objective, search_cpu
 from ortlab.diagnosis.facts import (
     CandidateKey,
@@ -43,13 +45,13 @@ from ortlab.diagnosis.facts import (
     Facts,
     Finding,
     Measured,
+    Said,
     busy_cores,
     load_caveat,
 )
 from ortlab.diagnosis.generation import best_in_generation, generation_stage
 from ortlab.diagnosis.generationfacts import GenerationFacts
-from ortlab.diagnosis.ledger import Ledger
-from ortlab.diagnosis.outcome import Got, Outcome, begin, run_stage
+from ortlab.diagnosis.outcome import Outcome, outcome, run_stage
 from ortlab.diagnosis.rules import run_rules
 from ortlab.diagnosis.search import observe
 from ortlab.diagnosis.stages import Plan, run_plan
@@ -356,30 +358,29 @@ def doctor(
     if providers is not None:
         cfg = cfg.with_(providers=providers)
     run = edge(model, cfg.with_(fallback="allow"), feeds, dims=dims, progress=progress)
-    cfg = run.config
-    ledger = Ledger(
-        run.with_(timeout=timeout),
-        budget_s=budget_s,
-        min_cosine=min_cosine,
-        t0=t0,
-        max_rounds=max(int(rounds), MIN_ROUNDS),
-    )
+    run = run.with_(timeout=timeout)
+    budget = Budget(budget_s, t0, timeout, max_rounds=max(int(rounds), MIN_ROUNDS))
     stages.done("prepare")
     # nothing is measured before it: its failure is the doctor's
-    first = observe(ledger, begin(ledger, "observe"))
-    assert first.observed is not None  # observe's outcome always carries it
-    got = Got(first.observed)
-    got.fold(first, ledger)
+    facts = observe(run, budget.for_stage(), min_cosine=min_cosine).folded()
     if rounds < MIN_ROUNDS:
-        got.notes.append(
-            f"rounds={rounds} raised to {MIN_ROUNDS}: a 95 % interval needs at least "
-            f"{MIN_ROUNDS} rounds"
+        facts = facts.heard(
+            Said(
+                notes=(
+                    f"rounds={rounds} raised to {MIN_ROUNDS}: a 95 % interval needs at least "
+                    f"{MIN_ROUNDS} rounds",
+                )
+            )
         )
     stages.done("observe")
-    decoder = ledger.m.decoder is not None
+    decoder = run.model.decoder is not None
     plan: Plan = [
         *([("memory", search.memory)] if memory else []),
-        *([("generation", functools.partial(_generation, cpus=stages.cpus))] if decoder else []),
+        *(
+            [("generation", functools.partial(generation_stage, logical=stages.cpus or 1))]
+            if decoder
+            else []
+        ),
         (
             "build variants",
             functools.partial(
@@ -396,46 +397,23 @@ def doctor(
         ("combine", combine),
         ("explain", search.explain_slow),
     ]
-    run_plan(plan, ledger, got, stages.done, progress)
-    best = search.best(ledger)
-    if objective == "cpu":
-        best = cheapest(ledger, got.cpu)
-    if got.generation is not None:  # one story: the search's best is generated with too
-        got.fold(
-            run_stage(functools.partial(_best_generated, best=best), "best", ledger, got), ledger
-        )
-    facts = Facts.assemble(
-        got.seen,
-        measured=dict(ledger.measured),
-        fusion=got.fusion,
-        footprint=got.footprint,
-        soak=got.soak,
-        quant_fixes=dict(got.quant_fixes),
-        variant_signals=got.signals,
-        failures=list(got.failures),
-        other_cpu=dict(stages.load),
-        logical_cpus=stages.cpus,
-        generation=got.generation,
-        cpu=got.cpu,
-    )
-    return _result(ledger, got, facts, stages, best, budget_s=budget_s, t0=t0, objective=objective)
-
-
-def _generation(ledger: Ledger, got: Got, out: Outcome, *, cpus: int) -> Outcome:
-    """The generation stage (:func:`~ortlab.diagnosis.generation.generation_stage`)."""
-    out.generation = generation_stage(ledger, cores=got.seen.cores, logical=cpus or 1)
-    return out
+    facts = run_plan(plan, (run, budget, facts), stages.done, progress)
+    best = cheapest(run, facts) if objective == "cpu" else search.best(run, facts)
+    if facts.generation is not None:  # one story: the search's best is generated with too
+        facts = run_stage(
+            functools.partial(_best_generated, best=best), run, budget, facts
+        ).folded()
+    facts = dataclasses.replace(facts, other_cpu=dict(stages.load), logical_cpus=stages.cpus)
+    return _result(run, budget, facts, stages, best, objective=objective)
 
 
 def _result(
-    ledger: Ledger,
-    got: Got,
+    run: Run,
+    budget: Budget,
     facts: Facts,
     stages: _Stages,
     best: Best,
     *,
-    budget_s: float,
-    t0: float,
     objective: str,
 ) -> DoctorResult:
     env = environment()
@@ -444,7 +422,7 @@ def _result(
         env["other processes' CPU"] = f"{per_stage} cores of {stages.cpus} logical CPUs"
     caveat = load_caveat(facts)
     busy = busy_cores(facts)
-    notes = list(got.notes)
+    notes = list(facts.said.notes)
     if caveat and busy is not None:
         notes.append(
             f"other processes used {busy:.1f} of {stages.cpus} cores while the candidates were "
@@ -454,23 +432,23 @@ def _result(
     best, dropped = loaded_only(best, facts.seen.report.active)
     if dropped:  # never a verified configuration with an EP nothing was measured on
         notes.append(dropped)
-    if ledger.budget.budget_note():  # what the budget left out, said once, last
-        notes.append(ledger.budget.budget_note())
-    samples = ledger.samples
+    if budget.note(facts.said):  # what the budget left out, said once, last
+        notes.append(budget.note(facts.said))
+    samples, cfg = facts.samples, run.config
     return DoctorResult(
-        model=ledger.m.name,
-        model_path=str(ledger.m.path),
-        requested=ledger.cfg.with_(fallback="warn"),
+        model=run.model.name,
+        model_path=str(run.model.path),
+        requested=cfg.with_(fallback="warn"),
         findings=run_rules(facts),
         measured=list(facts.measured.values()),
-        best=_in_generation(_with_caveat(best, ledger.cfg, caveat), facts.generation),
+        best=_in_generation(_with_caveat(best, cfg, caveat), facts.generation),
         baseline_ms=facts.baseline_ms,
-        rounds=ledger.rounds,
-        runs=ledger.runs,
-        budget_s=budget_s,
-        elapsed_s=time.perf_counter() - t0,
+        rounds=facts.rounds,
+        runs=facts.runs,
+        budget_s=budget.budget_s,
+        elapsed_s=time.perf_counter() - budget.t0,
         environment=env,
-        profile=ledger.profile,
+        profile=facts.profile,
         placement=facts.seen.placement,
         whatif=facts.seen.predicted_fixed or facts.seen.predicted,
         memory=facts.footprint,
@@ -482,8 +460,8 @@ def _result(
         notes=notes,
         stages=stages.seconds,
         other_cpu=stages.load,
-        feeds=ledger.feeds.describe(),
-        synthetic=ledger.feeds.synthetic,
+        feeds=run.inputs.describe(),
+        synthetic=run.inputs.synthetic,
         eval_data=samples.source if samples is not None else "",
         eval_synthetic=samples.synthetic if samples is not None else None,
     )
@@ -492,18 +470,18 @@ def _result(
 _THREAD_FIELDS = ("intra_op_threads", "inter_op_threads", "allow_spinning", "execution_mode")
 
 
-def _best_generated(ledger: Ledger, got: Got, out: Outcome, *, best: Best) -> Outcome:
-    """The search's best, when it is not the baseline, generated against the baseline
-    (``out.generation``: the generation facts with its trial)."""
-    generation = got.generation
+def _best_generated(run: Run, budget: StageBudget, facts: Facts, *, best: Best) -> Outcome:
+    """The search's best, when it is not the baseline, generated against the baseline (the
+    generation facts with its trial)."""
+    generation = facts.generation
     if generation is None or best.key in ("", "baseline"):
-        return out
-    if best.variant == "original" and best.config == ledger.cfg:
-        return out
-    model = ledger.m if best.variant == "original" else load(best.model_path, name=best.variant)
+        return outcome(budget, facts)
+    if best.variant == "original" and best.config == run.config:
+        return outcome(budget, facts)
+    model = run.model if best.variant == "original" else load(best.model_path, name=best.variant)
     label = f"{best.variant} · {best.config.label()}"
-    out.generation = best_in_generation(ledger, generation, model, best.config, label)
-    return out
+    made = best_in_generation(run, budget, generation, (model, best.config, label))
+    return outcome(budget, dataclasses.replace(facts, generation=made))
 
 
 def _in_generation(best: Best, generation: GenerationFacts | None) -> Best:

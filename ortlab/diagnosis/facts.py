@@ -1,8 +1,8 @@
 """What the doctor knows, as data: :class:`Facts` (the session report, the model's op counts,
-the profile, the placement, and the interleaved measurements the doctor took), assembled once
-from what its stages return (:class:`Observed`, :class:`TransformerFusion`, the measured rows),
-the :class:`Measured` candidates, the :class:`Finding` a rule returns, the failures and the
-fixes tried; and the machine-load caveat every timed finding carries. The rules
+the profile, the placement, and the interleaved measurements the doctor took), folded stage by
+stage from what each returns (:class:`Observed`, :class:`TransformerFusion`, the measured rows,
+what it :class:`Said`), the :class:`Measured` candidates, the :class:`Finding` a rule returns,
+the failures and the fixes tried; and the machine-load caveat every timed finding carries. The rules
 (:mod:`ortlab.diagnosis.rules`) read these; the search (:mod:`ortlab.diagnosis.search`) makes them.
 """
 
@@ -16,6 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from ortlab.core.config import SessionConfig
+from ortlab.core.errors import OrtlabError
 from ortlab.core.machine import BUSY_CORES
 from ortlab.core.model import Model
 from ortlab.core.sessionreport import SessionReport
@@ -23,16 +24,21 @@ from ortlab.core.stats import NOISE_BAND, Paired, Verdict, interval_text
 from ortlab.diagnosis.finding import Finding, Gain
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ortlab.analysis.limits.roofline import RooflineResult
     from ortlab.analysis.memory import FootprintResult
     from ortlab.analysis.placement.result import PlacementResult
     from ortlab.analysis.placement.whatifresult import WhatIfResult
+    from ortlab.analysis.profiling import ProfileResult
+    from ortlab.analysis.quantization.quantize import Calibration
     from ortlab.analysis.quantization.variants import Signal
     from ortlab.analysis.soak import SoakResult
     from ortlab.diagnosis.generationfacts import GenerationFacts
 
 __all__ = [
     "ATTENTION_OPS",
+    "FINAL_MARK",
     "FUSED_TRANSFORMER_OPS",
     "QUANTIZED",
     "SMALL_MODEL_MS",
@@ -41,7 +47,6 @@ __all__ = [
     "Candidate",
     "CandidateFailure",
     "CandidateKey",
-    "Counted",
     "Facts",
     "Finding",
     "FixTried",
@@ -49,13 +54,12 @@ __all__ = [
     "Kind",
     "Measured",
     "Observed",
+    "Said",
     "TransformerFusion",
     "baseline_ms",
     "busy_cores",
     "candidate_key",
-    "counted",
     "load_caveat",
-    "measured_gain",
     "measured_row",
     "ran_op_types",
     "with_cosine",
@@ -101,13 +105,13 @@ SWEEPS = frozenset({Kind.THREADS, Kind.SPIN})
 """The thread and spinning sweep: the same model under other thread settings."""
 QUANTIZED = ("quant-static", "quant-dynamic")
 """The int8 variants the doctor builds (``variant:quant-static``…): those a fix can mend."""
-_FINAL = "+final"
+FINAL_MARK = "+final"
 
 
 def candidate_key(kind: Kind, arg: str = "", *, final: bool = False) -> str:
     """The one spelling of a candidate's key: ``level:all``, ``iobinding``,
     ``variant:quant-static+final`` (re-measured in the final stage)."""
-    return kind.value + (f":{arg}" if arg else "") + (_FINAL if final else "")
+    return kind.value + (f":{arg}" if arg else "") + (FINAL_MARK if final else "")
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,8 @@ class CandidateKey:
 
     @classmethod
     def parse(cls, key: str) -> CandidateKey:
-        final = key.endswith(_FINAL)
-        head, _, arg = key.removesuffix(_FINAL).partition(":")
+        final = key.endswith(FINAL_MARK)
+        head, _, arg = key.removesuffix(FINAL_MARK).partition(":")
         return cls(Kind(head), arg, final)
 
     @property
@@ -325,28 +329,61 @@ class CpuCosts:
 
 
 @dataclass(frozen=True)
+class Said:
+    """What a stage has to say besides its facts: its notes, the candidates that failed, and
+    what the budget left out (said once, last, with the budget that would measure them)."""
+
+    notes: tuple[str, ...] = ()
+    failures: tuple[CandidateFailure, ...] = ()
+    skipped: tuple[str, ...] = ()
+    need_s: float = 0.0
+    """The budget that would measure what was skipped, where known (0: not known)."""
+
+    def then(self, later: Said) -> Said:
+        """This, then what a later stage said (a thing skipped twice is said once)."""
+        return Said(
+            self.notes + later.notes,
+            self.failures + later.failures,
+            self.skipped + tuple(s for s in later.skipped if s not in self.skipped),
+            max(self.need_s, later.need_s),
+        )
+
+
+Outputs = list[dict[str, "np.ndarray"]]
+"""A candidate's outputs on the evaluation samples, one mapping per sample."""
+
+
+@dataclass(frozen=True)
 class Facts:
-    """Everything the rules read, assembled once by :func:`ortlab.doctor` when its stages are
-    done (:meth:`assemble`): what the first stage saw (``seen``, read as ``f.seen.report``…)
-    and what the later stages measured; tests build it by hand."""
+    """What the doctor knows, the one type its stages read and return: what the first stage saw
+    (``seen``, read as ``f.seen.report``…), then what each later stage added, in order. A stage
+    reads these facts, frozen, and returns new ones in its
+    :class:`~ortlab.diagnosis.outcome.Outcome` (``dataclasses.replace(facts, footprint=…)``);
+    :meth:`heard` adds what it said. The rules read the last; tests build them by hand. A new
+    measurement is a field here and the stage that fills it."""
 
     seen: Observed
     """The baseline session as the first stage saw it (report, op counts, profile shares…)."""
-    baseline_ms: float
-    """The baseline's median run in the screen (profiling off), or the profiled median when
-    the screen did not time it."""
-    attention_reason: str | None = None
-    """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
-    transformer_fused: dict[str, int] = field(default_factory=dict)
-    measured: dict[str, Measured] = field(default_factory=dict)
-    variant_signals: list[Signal] = field(default_factory=list)
-    """``ortlab.analysis.quantization.variants.Signal`` objects explaining slower variants."""
-    failures: list[CandidateFailure] = field(default_factory=list)
-    other_cpu: dict[str, float] = field(default_factory=dict)
-    """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
-    logical_cpus: int = 0
-    """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
-    quant_fixes: dict[str, FixTried] = field(default_factory=dict)
+    measured: Mapping[str, Measured] = field(default_factory=dict)
+    """The candidates' rows: the screen's, with cosines, then the final stage's."""
+    items: tuple[Candidate, ...] = ()
+    """The candidates: built, then screened, with the quantization fixes added."""
+    latencies: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Every run's latency (ns) per candidate key, over the stages that timed it."""
+    outputs: Mapping[str, Outputs] = field(default_factory=dict)
+    """Each candidate's outputs on :attr:`samples` (``baseline``: the reference)."""
+    profile: ProfileResult | None = None
+    """The baseline's profile (the observe stage's)."""
+    samples: Calibration | None = None
+    """The evaluation samples every output is computed on (the accuracy stage's)."""
+    runs: int = 3
+    """Runs per measurement in the screen."""
+    rounds: int = 0
+    """Interleaved rounds the screen gave its survivors."""
+    fusion: TransformerFusion = field(default_factory=TransformerFusion)
+    variant_signals: tuple[Signal, ...] = ()
+    """Why each slower model variant is slower."""
+    quant_fixes: Mapping[str, FixTried] = field(default_factory=dict)
     """int8 variant key -> the fix tried for it (its measured variants are in ``measured``)."""
     footprint: FootprintResult | None = None
     """A FootprintResult: the resident memory of the session and of each memory setting."""
@@ -358,151 +395,53 @@ class Facts:
     cpu: CpuCosts | None = None
     """CPU per run and idle cores of the baseline and the thread and spinning candidates
     (:func:`~ortlab.diagnosis.cpu.cpu_stage`; None when not measured)."""
+    said: Said = field(default_factory=Said)
+    """What the stages so far said: notes, failures, what the budget left out."""
+    other_cpu: Mapping[str, float] = field(default_factory=dict)
+    """Stage → cores other processes used on average during it (see ``ortlab.doctor``)."""
+    logical_cpus: int = 0
+    """Logical CPUs of the machine: what ``other_cpu`` is a share of."""
 
-    @classmethod
-    def assemble(
-        cls,
-        seen: Observed,
-        *,
-        measured: dict[str, Measured],
-        fusion: TransformerFusion,
-        footprint: FootprintResult | None,
-        quant_fixes: dict[str, FixTried],
-        variant_signals: list[Signal],
-        failures: list[CandidateFailure],
-        other_cpu: dict[str, float],
-        logical_cpus: int,
-        generation: GenerationFacts | None = None,
-        cpu: CpuCosts | None = None,
-        soak: SoakResult | None = None,
-    ) -> Facts:
-        """The doctor's facts from what its stages returned; ``baseline_ms`` is the screen's
-        baseline when it was timed, else the profiled median (:func:`baseline_ms`)."""
-        return cls(
-            seen=seen,
-            baseline_ms=baseline_ms(seen, measured),
-            attention_reason=fusion.attention_reason,
-            transformer_fused=fusion.fused,
-            measured=measured,
-            variant_signals=variant_signals,
-            failures=failures,
-            other_cpu=other_cpu,
-            logical_cpus=logical_cpus,
-            quant_fixes=quant_fixes,
-            footprint=footprint,
-            generation=generation,
-            cpu=cpu,
-            soak=soak,
-        )
+    def heard(self, said: Said) -> Facts:
+        """These facts with what a stage said after the others'."""
+        return dataclasses.replace(self, said=self.said.then(said))
+
+    @property
+    def baseline_ms(self) -> float:
+        """The baseline's median run in the screen (profiling off), or the profiled median
+        when the screen did not time it."""
+        return baseline_ms(self.seen, self.measured)
+
+    @property
+    def failures(self) -> tuple[CandidateFailure, ...]:
+        return self.said.failures
+
+    @property
+    def attention_reason(self) -> str | None:
+        """Why the transformers optimizer could not fuse attention (None: not tried or fused)."""
+        return self.fusion.attention_reason
+
+    @property
+    def transformer_fused(self) -> Mapping[str, int]:
+        return self.fusion.fused
+
+    def accurate(self, v: Measured) -> bool:
+        """Output cosine >= the doctor's min_cosine; NaN means the same model under other
+        settings (not compared in the screen; the final combination is)."""
+        return math.isnan(v.cosine) or v.cosine >= self.seen.min_cosine
+
+    def eval_samples(self) -> Calibration:
+        """The accuracy stage's samples (a stage that computes outputs runs after it)."""
+        if self.samples is None:
+            raise OrtlabError("no evaluation samples: the accuracy stage has not run")
+        return self.samples
 
 
-def baseline_ms(seen: Observed, measured: dict[str, Measured]) -> float:
+def baseline_ms(seen: Observed, measured: Mapping[str, Measured]) -> float:
     """The baseline's latency as the doctor knows it so far: its median in the screen
     (profiling off) once timed, the profiled median before."""
     base = measured.get("baseline")
     return base.p50_ms if base is not None else seen.profiled_ms
-
-
-REMEASURED, SCREEN, SCREENED_ONLY = "re-measured", "screen", "screened only"
-
-
-@dataclass(frozen=True)
-class Counted:
-    """The measurement that counts for one candidate, and how it was taken. The one home of
-    that choice: every rule quotes it and :func:`~ortlab.diagnosis.best.best_of` picks from
-    it, so a finding never says what the bottom line denies."""
-
-    key: str
-    """The candidate's key without the final mark (``threads:1``; ``settings``)."""
-    row: Measured
-    """The row whose ratio, interval and verdict are quoted."""
-    status: str
-    """'re-measured' (timed again with the baseline in the final stage: that row counts),
-    'screen' (the final stage did not run: the screen is the verdict) or 'screened only'
-    (the final stage ran and did not re-measure this candidate: not verified)."""
-    screen: Measured | None = None
-    """The candidate's screen row, when ``row`` is its re-measurement."""
-
-    @property
-    def holds(self) -> bool:
-        """Faster, and verified: re-measured with the baseline, or screened when nothing was."""
-        return self.row.faster and self.status != SCREENED_ONLY
-
-    @property
-    def did_not_hold(self) -> bool:
-        """Faster in the screen, not when re-measured together with the baseline."""
-        return self.screen is not None and self.screen.faster and not self.row.faster
-
-    def word(self) -> str:
-        """'faster', 'no faster', 'undecided (…)', or what the screen said and why it does not
-        count: 'faster in the screen, not when re-measured: no faster'."""
-        if self.did_not_hold:
-            return f"faster in the screen, not when re-measured: {self.row.speed_word()}"
-        if self.status == SCREENED_ONLY:
-            return f"{self.row.speed_word()} in the screen (not re-measured)"
-        return self.row.speed_word()
-
-    def verdict(self) -> str:
-        """The verdict sentence a finding quotes as its gain."""
-        p = self.row.paired
-        if self.did_not_hold:
-            assert self.screen is not None
-            return (
-                f"faster in the screen ({self.screen.paired.verdict}), but it did not hold "
-                f"when re-measured together with the baseline: {p.verdict}"
-            )
-        if self.status == SCREENED_ONLY and self.row.slower:
-            return f"{p.verdict} (in the screen; not re-measured)"
-        if self.status == SCREENED_ONLY:
-            return (
-                f"screened only, not re-measured with the baseline in the final stage "
-                f"(the best counts only what was): {p.verdict}"
-            )
-        return p.verdict
-
-    def gain(self, baseline_ms: float) -> Gain:
-        """A finding's gain fields: the verdict, the ratio and interval, the milliseconds
-        saved (only when the gain holds) and the key."""
-        p = self.row.paired
-        saved = max(baseline_ms - self.row.p50_ms, 0.0) if self.holds else 0.0
-        return {
-            "gain": self.verdict(),
-            "ratio": p.ratio,
-            "low": p.low,
-            "high": p.high,
-            "saved_ms": saved,
-            "key": self.key,
-        }
-
-
-def counted(measured: Mapping[str, Measured], key: str) -> Counted | None:
-    """The measurement that counts for candidate ``key`` (with or without the final mark):
-    its re-measurement in the final stage when there is one — its own ``+final`` row, or a
-    final row of the same model and config under another key (``settings`` when the combined
-    settings are this one change) —; else its screen row, marked 'screened only' when the
-    final stage ran without it. None when it was not measured."""
-    base = CandidateKey.parse(key).base
-    screen = measured.get(base)
-    finals = [m for m in measured.values() if m.stage == "final"]
-    again = measured.get(base + _FINAL)
-    if again is None and screen is not None and screen.stage != "final":
-        again = next(
-            (m for m in finals if m.model_path == screen.model_path and m.config == screen.config),
-            None,
-        )
-    if again is not None:
-        return Counted(base, again, REMEASURED, screen if screen is not again else None)
-    if screen is None:
-        return None
-    if screen.stage == "final":
-        return Counted(base, screen, REMEASURED)
-    return Counted(base, screen, SCREENED_ONLY if finals else SCREEN)
-
-
-def measured_gain(measured: Mapping[str, Measured], key: str, baseline_ms: float) -> Gain:
-    """A finding's gain fields for candidate ``key``: what :func:`counted` says of it."""
-    c = counted(measured, key)
-    return c.gain(baseline_ms) if c is not None else {"gain": "not measured"}
 
 
 def ran_op_types(seen: Observed) -> set[str]:

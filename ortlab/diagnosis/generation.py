@@ -34,21 +34,23 @@ from ortlab.core.machine import thread_counts
 from ortlab.core.model import Model
 from ortlab.core.onnx_util import compute_in_bodies
 from ortlab.core.quantconfig import QuantConfig
+from ortlab.core.run import Run
 from ortlab.core.runtime import TIMED_SPIN_US, timed_spin
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.core.units import fmt_ms
-from ortlab.diagnosis.facts import CandidateFailure, Kind, candidate_key
+from ortlab.diagnosis.budget import StageBudget
+from ortlab.diagnosis.facts import CandidateFailure, Facts, Kind, candidate_key
 from ortlab.diagnosis.generationfacts import GenerationFacts, GenerationTrial
+from ortlab.diagnosis.outcome import Outcome, outcome
 from ortlab.diagnosis.rules_decoder import TTFT_FLOOR_MS
 from ortlab.diagnosis.rules_resources import config_args
 from ortlab.engine import tasks_generate
 from ortlab.engine.calls import run_model_task
 
 if TYPE_CHECKING:
-    from ortlab.diagnosis.ledger import Ledger
     from ortlab.engine.replies import GenerationPair
 
-__all__ = ["best_in_generation", "generation_stage"]
+__all__ = ["best_in_generation", "generation_stage", "generations"]
 
 SHARE = 0.4
 """Of the budget left when the stage starts: what the generations may take."""
@@ -157,16 +159,25 @@ def decoder_specs(
     return out, notes
 
 
-def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationFacts | None:
+def generation_stage(run: Run, budget: StageBudget, facts: Facts, *, logical: int) -> Outcome:
+    """The generation stage: the facts with the decoder's :func:`generations` (``generation``)
+    on ``logical`` CPUs."""
+    made = generations(run, budget, cores=facts.seen.cores, logical=logical)
+    return outcome(budget, dataclasses.replace(facts, generation=made))
+
+
+def generations(
+    run: Run, budget: StageBudget, *, cores: int, logical: int
+) -> GenerationFacts | None:
     """The baseline's profiled generation, then each candidate interleaved with it, within
     :data:`SHARE` of what is left of the budget; None when the model is not a decoder or the
     baseline could not generate (a failure says why)."""
-    m, cfg = ledger.m, ledger.cfg
+    m, cfg = run.model, run.config
     info = m.decoder
     if info is None:
         return None
     prompt, new = _sizes(info)
-    base = ledger.guarded(
+    base = budget.guarded(
         "the baseline's generation",
         "generation",
         lambda: generate(
@@ -175,7 +186,7 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
             prompt=prompt,
             new_tokens=new,
             progress=False,  # generate's default runs: the headline's interval needs 6
-            timeout=ledger.call_timeout(),
+            timeout=budget.call_timeout(),
         ),
         f"ortlab.generate(model, prompt={prompt}, new_tokens={new})",
     )
@@ -186,15 +197,15 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
     )
     one = _one_s(base)
     started = time.perf_counter()
-    room = max(ledger.left() * SHARE, 0.0)
-    rounds = min(ledger.max_rounds, int(room / max(len(specs), 1) / (2 * one)) - 1)
+    room = max(budget.left() * SHARE, 0.0)
+    rounds = min(budget.max_rounds, int(room / max(len(specs), 1) / (2 * one)) - 1)
     if rounds < MIN_ROUNDS:
         fit = int(room / (2 * one * (MIN_ROUNDS + 1)))
         left_out = [s.label for s in specs[fit:]]
         if left_out:
-            ledger.skip(
+            budget.skip(
                 f"generation trials of {', '.join(left_out)}",
-                ledger.budget_s + len(left_out) * 2 * one * (MIN_ROUNDS + 1) / SHARE,
+                budget.budget_s + len(left_out) * 2 * one * (MIN_ROUNDS + 1) / SHARE,
             )
         specs, rounds = specs[:fit], MIN_ROUNDS
     built: list[tuple[_Spec, Model]] = []
@@ -202,13 +213,13 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
         if s.build is None:
             built.append((s, m))
             continue
-        made = ledger.guarded(f"the {s.label} variant", "build", s.build, s.code)
+        made = budget.guarded(f"the {s.label} variant", "build", s.build, s.code)
         if made is not None:
             built.append((s, made))
     trials, other = _pairs(
-        ledger, built, prompt=prompt, new=new, rounds=rounds, shared=base.shared_buffer
+        run, budget, built, prompt=prompt, new=new, rounds=rounds, shared=base.shared_buffer
     )
-    trials = _with_quality(ledger, built, trials)
+    trials = _with_quality(run, budget, built, trials)
     notes.append(
         "Generation trials: "
         + (
@@ -227,7 +238,8 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
             "visible share of so short a step, so its TTFT verdicts describe this machine's "
             "scheduling as much as the model (none becomes a finding on its own)."
         )
-    ledger.notes.extend(notes)  # said once, with the other stages' notes
+    for note in notes:  # said once, with the other stages' notes
+        budget.note(note)
     return GenerationFacts(
         prompt=prompt,
         new_tokens=new,
@@ -242,7 +254,8 @@ def generation_stage(ledger: Ledger, *, cores: int, logical: int) -> GenerationF
 
 
 def _pairs(
-    ledger: Ledger,
+    run: Run,
+    budget: StageBudget,
     built: list[tuple[_Spec, Model]],
     *,
     prompt: int,
@@ -252,15 +265,11 @@ def _pairs(
 ) -> tuple[list[GenerationTrial], float | None]:
     """Each built candidate generating against the baseline (its ``shared`` cache), in pairs
     in the worker; a candidate that fails there is a failure, the others go on."""
-    m = ledger.m
+    m = run.model
     assert m.decoder is not None
     if not built:
         return [], None
-    run = ledger.run.derive(
-        dims={"prompt": prompt, "past": 0, "batch": 1},
-        progress=ledger.progress,
-        timeout=ledger.call_timeout(),
-    )
+    run = run.derive(dims={"prompt": prompt, "past": 0, "batch": 1}, timeout=budget.call_timeout())
     encoder = None
     if m.decoder.seq2seq:  # the encoder first in each generation, from the start ids
         encoder = encoder_part(m, m.decoder, run.config, None, batch=1)
@@ -282,9 +291,7 @@ def _pairs(
     ]
     for k, why in reply.failed.items():
         spec = built[k][0]
-        ledger.failures.append(
-            CandidateFailure(f"generation with {spec.label}", why, "timing", spec.code)
-        )
+        budget.failed(CandidateFailure(f"generation with {spec.label}", why, "timing", spec.code))
     return trials, reply.other_cores
 
 
@@ -293,31 +300,31 @@ KLD_TOKENS = 256
 
 
 def _with_quality(
-    ledger: Ledger, built: list[tuple[_Spec, Model]], trials: list[GenerationTrial]
+    run: Run, budget: StageBudget, built: list[tuple[_Spec, Model]], trials: list[GenerationTrial]
 ) -> list[GenerationTrial]:
     """Each variant's trial with its KL divergence from the baseline model (one task for all
     of them, within the budget); settings of the baseline's own model keep None."""
-    m = ledger.m
+    m = run.model
     variants = {v.name: v for s, v in built if s.build is not None and v is not m}
     if not variants:
         return trials
     if m.decoder is not None and m.decoder.seq2seq:
-        ledger.notes.append(
+        budget.note(
             "The variants' next-token divergence is measured on decoders alone (its "
             "teacher-forced stream has no encoder yet): an encoder-decoder's variant is "
             "generated and timed but not proposed (a variant is proposed only with its KLD)."
         )
         return trials
-    got = ledger.guarded(
+    got = budget.guarded(
         "the variants' next-token divergence",
         "accuracy",
         lambda: kl_divergence(
             m,
             list(variants.values()),
-            ledger.cfg,
+            run.config,
             length=KLD_TOKENS,
-            progress=ledger.progress,
-            timeout=ledger.call_timeout(),
+            progress=run.progress,
+            timeout=budget.call_timeout(),
         ),
         f"ortlab.kl_divergence(model, variant, length={KLD_TOKENS})",
     )
@@ -326,24 +333,29 @@ def _with_quality(
 
 
 def best_in_generation(
-    ledger: Ledger, gen: GenerationFacts, best: Model, config: SessionConfig, label: str
+    run: Run,
+    budget: StageBudget,
+    gen: GenerationFacts,
+    best: tuple[Model, SessionConfig, str],
 ) -> GenerationFacts:
     """The search's best (verified on one decode step) generated against the baseline too, as
     the trial keyed ``best``, when the budget leaves it the stage's rounds; else a note."""
+    model, config, label = best
     one = _one_s(gen.baseline)
     need = 2 * one * (gen.rounds + 1)
-    if ledger.left() < need:
-        ledger.skip("the best in generation", ledger.budget_s + need)
+    if budget.left() < need:
+        budget.skip("the best in generation", budget.budget_s + need)
         return gen
     spec = _Spec(
         "best", f"the best of the search ({label})", config, gen.baseline.shared_buffer, ""
     )
-    got = ledger.guarded(
+    got = budget.guarded(
         "the best in generation",
         "generation",
         lambda: _pairs(
-            ledger,
-            [(spec, best)],
+            run,
+            budget,
+            [(spec, model)],
             prompt=gen.prompt,
             new=gen.new_tokens,
             rounds=gen.rounds,

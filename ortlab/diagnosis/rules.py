@@ -15,20 +15,18 @@ from collections.abc import Callable
 from ortlab.core.eps import MEMCPY_OPS, label
 from ortlab.core.onnx_util import CONTROL_FLOW
 from ortlab.core.units import fmt_ms
+from ortlab.diagnosis.counted import Counted, counted, measured_gain
 from ortlab.diagnosis.facts import (
     ATTENTION_OPS,
     FUSED_TRANSFORMER_OPS,
     SMALL_MODEL_MS,
     CandidateKey,
-    Counted,
     Facts,
     Finding,
     FixTried,
     Kind,
     candidate_key,
-    counted,
     load_caveat,
-    measured_gain,
     ran_op_types,
 )
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials

@@ -10,16 +10,8 @@ import statistics
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.roofline import FAR_UNDER, NEAR, RooflineResult, RoofRow
 from ortlab.core.units import fmt_bandwidth, fmt_flops
-from ortlab.diagnosis.facts import (
-    QUANTIZED,
-    Facts,
-    Finding,
-    Gain,
-    Kind,
-    candidate_key,
-    counted,
-    measured_gain,
-)
+from ortlab.diagnosis.counted import counted, measured_gain
+from ortlab.diagnosis.facts import QUANTIZED, Facts, Finding, Gain, Kind, candidate_key
 
 __all__ = ["FAR_SHARE", "machine_limits"]
 

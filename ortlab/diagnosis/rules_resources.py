@@ -8,15 +8,8 @@ from ortlab.core.config import SessionConfig
 from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.runtime import TIMED_SPIN_US
 from ortlab.core.units import fmt_bytes, fmt_ms
-from ortlab.diagnosis.facts import (
-    Facts,
-    Finding,
-    Gain,
-    Kind,
-    candidate_key,
-    counted,
-    load_caveat,
-)
+from ortlab.diagnosis.counted import counted
+from ortlab.diagnosis.facts import Facts, Finding, Gain, Kind, candidate_key, load_caveat
 
 __all__ = ["IDLE_SPIN_CORES", "config_args", "idle_spin", "memory", "npu_partition"]
 

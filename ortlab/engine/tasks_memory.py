@@ -89,15 +89,19 @@ def measurer(folder: Path) -> Iterator[Measurer]:
     One server per repeat keeps the repeats independent, as fresh interpreters were, while
     the settings of a repeat share its state."""
     errors = (folder / "server.log").open("w")
-    server = subprocess.Popen(  # our own module, with this interpreter
-        [sys.executable, "-m", _CHILD, "--serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errors,
-        cwd=folder,
-        env=child_env(OPENBLAS_NUM_THREADS="1"),
-        text=True,
-    )
+    try:
+        server = subprocess.Popen(  # our own module, with this interpreter
+            [sys.executable, "-m", _CHILD, "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            cwd=folder,
+            env=child_env(OPENBLAS_NUM_THREADS="1"),
+            text=True,
+        )
+    except BaseException:  # it never started: its log is closed here, not left open
+        errors.close()
+        raise
     try:
         assert server.stdout is not None
         ready = server.stdout.readline().strip()
@@ -115,6 +119,8 @@ def _close(server: subprocess.Popen[str], errors: IO[str]) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
+    if server.stdout is not None:  # its pipe, read to its end or not: closed, not left to gc
+        server.stdout.close()
     errors.close()
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Unpack
 from ortlab.analysis.limits import ceilings
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.cost import COUNTED, CostRow, cost_rows
-from ortlab.analysis.profiling import ProfileResult, profile, profile_result
+from ortlab.analysis.profiling import ProfileResult, profile_result, profile_run
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
 from ortlab.core.hardware import PhysicalPeak, physical_peaks
@@ -477,21 +477,11 @@ def _against_ceilings(
     return result, rows
 
 
-def profile_with_roofline(
-    model: ModelLike,
-    config: SessionConfig,
-    feeds: FeedsLike | None,
-    *,
-    runs: int,
-    warmup: int,
-    timeout: float | None,
-) -> tuple[ProfileResult, RooflineResult | None]:
-    """A profile of ``runs`` runs and, where the EPs run ORT's own kernels, the roofline of
+def profile_with_roofline(run: Run) -> tuple[ProfileResult, RooflineResult | None]:
+    """A profile of ``run``'s runs and, where the EPs run ORT's own kernels, the roofline of
     the same runs (its profile is that profile); a plain profile where an EP compiles."""
-    if compiling(config.providers, config.policy):  # its kernels' work cannot be counted
-        return profile(
-            model, config, feeds, runs=runs, warmup=warmup, progress=False, timeout=timeout
-        ), None
-    roof = roofline(model, config, feeds, runs=runs, warmup=warmup, progress=False, timeout=timeout)
-    assert roof.profile is not None  # roofline() always keeps its profile
+    if compiling(run.config.providers, run.config.policy):  # its kernels' work is not counted
+        return profile_run(run), None
+    roof = roofline_run(run)
+    assert roof.profile is not None  # roofline_run always keeps its profile
     return roof.profile, roof
