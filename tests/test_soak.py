@@ -21,11 +21,12 @@ from onnx import TensorProto, helper, numpy_helper
 import ortlab
 from ortlab.analysis.soak import FLAT_MB, MB, SHRINK, SoakResult, SoakSeries
 from ortlab.core.errors import OptionError
+from ortlab.core.machine import BUSY_CORES
 from ortlab.core.stats import theil_sen
 from ortlab.diagnosis import rules_resources
 from ortlab.diagnosis.facts import Facts
 from ortlab.engine._soak_child import SHAPES_SEED
-from tests.models import facts_of
+from tests.models import busy_core, facts_of
 
 # the heap's history decides how the resident set moves run after run, and a second test
 # process beside it (CI's two) changed a growing series' verdict: run it alone (run-tests)
@@ -173,6 +174,31 @@ def test_the_same_inputs_stay_flat_and_the_sentence_names_what_stops_growth(
     back = SoakResult.from_json(r.to_json())
     assert back.rows == r.rows and back.sentence() == r.sentence()
     assert "growth per run" in r.to_text() and r.plot().data
+
+
+def test_a_busy_machine_is_said_and_the_setting_measured_again(
+    soaked: tuple[Path, SoakResult],
+) -> None:
+    """Another process burning a core (as another user's job would) while the soak runs: each
+    setting says how many cores other processes used, is measured a second time, and the
+    verdict and a note say so, since a busy machine changes whether growth shows at all."""
+    path, _ = soaked
+    with busy_core():
+        r = ortlab.soak(
+            path,
+            dims={"sequence": SEQUENCE},
+            runs=20,
+            phases=["same inputs"],
+            settings=["as configured"],
+            progress=False,
+        )
+    (row,) = r.rows
+    assert row.other_cores is not None and row.other_cores > BUSY_CORES, row
+    assert row.busy and row.measured == 2
+    assert f"other processes used {row.other_cores:.1f} cores, measured twice" in row.verdict()
+    assert any("kept the machine busy while as configured was measured" in n for n in r.notes)
+    back = SoakResult.from_json(r.to_json())
+    assert back.rows == r.rows  # the load travels with the series
 
 
 def test_your_feeds_leave_out_the_fresh_shapes_and_bad_arguments_are_refused(

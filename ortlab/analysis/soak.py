@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Unpack
 
 from ortlab.analysis.memory import memory_settings
 from ortlab.core.config import SessionConfig
+from ortlab.core.machine import BUSY_CORES
 from ortlab.core.result import Result, Table, table
 from ortlab.core.run import Run
 from ortlab.core.stats import theil_sen
@@ -74,6 +75,17 @@ class SoakSeries:
     """Bytes ORT's arena had extended by, in all, after each run (its own log)."""
     note: str = ""
     error: str = ""
+    other_cores: float | None = None
+    """Cores other processes used on average while its setting was measured (None: not
+    known)."""
+    measured: int = 1
+    """Times its setting was measured (twice when the machine was busy the first time; the
+    less loaded one is kept)."""
+
+    @property
+    def busy(self) -> bool:
+        """Other processes kept the machine busy while it was measured."""
+        return self.other_cores is not None and self.other_cores > BUSY_CORES
 
     @property
     def warmup(self) -> int:
@@ -115,9 +127,14 @@ class SoakSeries:
         slope, low, high = self.fit
         if math.isnan(slope):
             return f"too few runs for a slope ({len(self.rss)})"
+        load = ""
+        if self.busy:  # what a busy machine shows, said with it
+            load = f"other processes used {self.other_cores:.1f} cores"
+            load += ", measured twice" if self.measured > 1 else ""
         if self.flat:
-            return f"flat (within ±{FLAT_MB} MB/run)"
+            return f"flat (within ±{FLAT_MB} MB/run{'; ' + load if load else ''})"
         said = f"{slope / MB:.2f} MB/run [{low / MB:.2f}, {high / MB:.2f}]"
+        said += f" ({load})" if load else ""
         return f"grows {said}" if self.growing else f"no growth shown beyond noise: {said}"
 
     def arena_said(self) -> str:
@@ -251,9 +268,16 @@ def soak(
 
 
 def soak_run(
-    run: Run, phases: Sequence[str] = PHASES, settings: Sequence[str] | None = None
+    run: Run,
+    phases: Sequence[str] = PHASES,
+    settings: Sequence[str] | None = None,
+    *,
+    again_if_busy: bool = True,
 ) -> SoakResult:
-    """:func:`soak`'s body, for a :class:`Run` resolved already (its ``runs`` per phase)."""
+    """:func:`soak`'s body, for a :class:`Run` resolved already (its ``runs`` per phase). A
+    setting measured while other processes kept the machine busy is measured once more and
+    the less loaded measurement kept (``again_if_busy``); its verdict says the load either
+    way."""
     m, cfg, f, runs = run.model, run.config, run.inputs, run.runs
     notes = []
     dims = {n: c.value for n, c in f.dims.items()}
@@ -287,6 +311,7 @@ def soak_run(
         phases=wanted,
         runs=int(runs),
         timeout_s=run.timeout or 3600.0,
+        again_if_busy=again_if_busy,
     )
     rows: list[SoakSeries] = []
     for item in got:
@@ -295,9 +320,34 @@ def soak_run(
             rows += [SoakSeries(item.setting, p, [], [], error=why) for p in wanted]
             continue
         rows += [
-            SoakSeries(item.setting, s.phase, s.rss, s.arena, note=s.note) for s in item.series
+            SoakSeries(
+                item.setting,
+                s.phase,
+                s.rss,
+                s.arena,
+                note=s.note,
+                other_cores=item.other_cores,
+                measured=item.measured,
+            )
+            for s in item.series
         ]
     notes += [f"{r.setting}, {r.phase}: {r.note}" for r in rows if r.note]
+    busy = {r.setting: r for r in rows if r.busy}
+    if busy:
+        notes.append(
+            f"Other processes kept the machine busy while {', '.join(busy)} "
+            f"{'was' if len(busy) == 1 else 'were'} measured "
+            f"({', '.join(f'{r.other_cores:.1f}' for r in busy.values())} cores"
+            + (
+                "; measured twice, the less loaded kept"
+                if any(r.measured > 1 for r in busy.values())
+                else ""
+            )
+            + "): memory the arena gives back and takes again grows or not with which of "
+            "ORT's threads ran what, so a busy machine can hide growth an idle one shows (a "
+            "plain onnxruntime loop measured 16 KB a run with a core busy, 3 MB idle); re-run "
+            "idle to confirm."
+        )
     notes += [
         "Resident set: the session's process after each run (its own process per setting: "
         "another setting's leftovers never read as growth); growth per run: the Theil-Sen "

@@ -222,6 +222,7 @@ def _soak(run: Run, budget: StageBudget, facts: Facts) -> SoakResult | None:
             run.derive(runs=SOAK_RUNS, progress=False, timeout=budget.call_timeout()),
             ["same inputs", fresh],
             settings,
+            again_if_busy=False,  # its share of the budget is one measurement; the load is said
         ),
         "ortlab.soak(model)",
     )

@@ -219,6 +219,11 @@ class SoakSetting:
     setting: str
     series: list[SoakPhase]
     error: str = ""
+    other_cores: float | None = None
+    """Cores other processes used on average while it was measured (None: not known)."""
+    measured: int = 1
+    """Times it was measured: twice when other processes kept the machine busy the first
+    time (the less loaded measurement is the one kept)."""
 
 
 @dataclass(frozen=True)
