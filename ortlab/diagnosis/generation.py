@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ortlab.analysis.generation.generate import GenerationResult, generate
+from ortlab.analysis.generation.generate import GenerationResult, generate_run
 from ortlab.analysis.generation.quality import kl_divergence
 from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
 from ortlab.analysis.quantization.quantize import quantize
@@ -177,16 +177,13 @@ def generations(
     if info is None:
         return None
     prompt, new = _sizes(info)
+    first = {"prompt": prompt, "past": 0, "batch": 1}
     base = budget.guarded(
         "the baseline's generation",
         "generation",
-        lambda: generate(
-            m,
-            cfg,
-            prompt=prompt,
+        lambda: generate_run(  # generate's default runs: the headline's interval needs 6
+            run.derive(dims=first, runs=6, progress=False, timeout=budget.call_timeout()),
             new_tokens=new,
-            progress=False,  # generate's default runs: the headline's interval needs 6
-            timeout=budget.call_timeout(),
         ),
         f"ortlab.generate(model, prompt={prompt}, new_tokens={new})",
     )

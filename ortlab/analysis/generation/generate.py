@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
-__all__ = ["GenerationResult", "generate", "require_decoder"]
+__all__ = ["GenerationResult", "generate", "generate_run", "require_decoder"]
 
 
 def require_decoder(
@@ -179,6 +179,44 @@ def generate(
         new_tokens=new_tokens,
         profile=profile,
         shared=shared,
+        feeds_text=f"input_ids [{batch}, {prompt}]",
+    )
+
+
+def generate_run(run: Run, *, new_tokens: int, profile: bool = True) -> GenerationResult:
+    """:func:`generate`'s body for a :class:`Run` resolved already at the first step's dims
+    (``prompt``, ``past`` 0, ``batch``), its prompt ids the edge's (synthetic) and its ``runs``
+    the generations; the cache as the model asks (``share_buffer=None``). An encoder-decoder's
+    encoder runs first on synthetic inputs, its decoder from the folder's start ids."""
+    m = run.model
+    info = require_decoder(
+        m,
+        "ortlab.generate",
+        "ortlab.benchmark times a single run of any model.",
+        encoder_decoder=True,
+    )
+    batch, prompt = np.shape(run.inputs[info.input_ids])
+    if info.seq2seq:
+        encoder, ids, _ = seq2seq_start(
+            m, info, run.config, None, None, new_tokens=new_tokens, runs=run.runs, batch=batch
+        )
+        return _measure(
+            m,
+            info,
+            with_ids(run, info, ids, synthetic=encoder.synthetic),
+            new_tokens=new_tokens,
+            profile=profile,
+            shared=0,
+            feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
+            encoder=encoder,
+        )
+    return _measure(
+        m,
+        info,
+        run,
+        new_tokens=new_tokens,
+        profile=profile,
+        shared=info.shared_buffer(None),
         feeds_text=f"input_ids [{batch}, {prompt}]",
     )
 
