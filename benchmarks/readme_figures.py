@@ -23,8 +23,11 @@ from benchmarks._common import RESULTS, record
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-FAST_SELECTION = "not slow and not ui and not notebook and not corpus and not openvino"
-"""The fast tier's selection, as ./run-tests --fast runs it (in two processes, as it does)."""
+FAST_SELECTION = " and ".join(
+    f"not {m}" for m in ("slow", "ui", "notebook", "corpus", "pypi", "alone", "openvino")
+)
+"""The fast tier's selection, as ./run-tests --fast runs it (in two processes, as it does):
+run-tests' ``unmarked``, the tests with no marker."""
 
 DURATION_ROWS: list[tuple[str, list[str]]] = [
     (

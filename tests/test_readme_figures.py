@@ -26,6 +26,14 @@ def test_the_readme_figures_are_the_recorded_ones() -> None:
         )
 
 
+def test_the_fast_tier_is_what_run_tests_runs() -> None:
+    """The record's selection is run-tests' own: the fast tier and CI's first part."""
+    script = (ROOT / "run-tests").read_text(encoding="utf-8")
+    got = re.search(r'^unmarked="([^"]+)"$', script, flags=re.M)
+    assert got and got.group(1) == readme_figures.FAST_SELECTION
+    assert script.count('-m "$unmarked"') == 2
+
+
 @pytest.mark.slow
 def test_the_fast_tier_record_counts_todays_tests() -> None:
     """The recorded count is the fast tier's collection today, within a few tests (a test
