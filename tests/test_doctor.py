@@ -567,7 +567,7 @@ def test_screen_on_a_budget_too_small_gives_no_verdicts(monkeypatch: pytest.Monk
     assert out.said.notes == ()  # what the budget left out is said once, last: its note
     (short,) = out.said.skipped
     assert "had no room for 6 rounds, the fewest a 95 % verdict needs; it ran 2" in short
-    note = budget.note(out.folded().said)
+    note = budget.left_out(out.folded().said)
     assert note.startswith("verdicts in the screen: ")
     # 2 x (6 rounds x 2 runs + 3 warm-up runs) x 0.1 s / 0.35
     assert note.endswith("raise budget_s to about 9 s to measure them")
@@ -1147,7 +1147,7 @@ def test_no_call_starts_once_the_budget_and_its_slack_are_spent() -> None:
     assert b.guarded("static QDQ", "build", cut, "ortlab.quantize(model)") is None
     assert b.said.failures == () and b.said.skipped[-1].startswith("static QDQ (did not finish")
     assert "run it alone: ortlab.quantize(model)" in b.said.skipped[-1]
-    note = b.budget.note(b.said)  # both, once, with the one piece of advice
+    note = b.budget.left_out(b.said)  # both, once, with the one piece of advice
     assert note.count("raise budget_s") == 1
     assert note.endswith("left out by the 10 s budget: raise budget_s to measure them")
 
@@ -1185,7 +1185,7 @@ def test_a_stage_the_budget_stopped_is_a_note_and_the_callers_timeout_a_failure(
     if own_timeout is None:
         assert failures == [] and not any("stopped at" in n for n in facts.said.notes)
         assert facts.said.skipped[-1].startswith("the combine stage and those after it")
-        assert budget.note(facts.said).endswith("raise budget_s to measure them")
+        assert budget.left_out(facts.said).endswith("raise budget_s to measure them")
     else:
         assert failures == ["the combine stage"]
         assert facts.said.skipped == ()

@@ -173,7 +173,7 @@ class Budget:
         never past the call limit)."""
         return min(max(self.build_left(), 2.0), self.call_timeout())
 
-    def note(self, said: Said) -> str:
+    def left_out(self, said: Said) -> str:
         """One note for everything the budget left out (``said.skipped``, every stage's), and
         the budget that fits it ('' when nothing was left out)."""
         if not said.skipped:

@@ -432,8 +432,8 @@ def _result(
     best, dropped = loaded_only(best, facts.seen.report.active)
     if dropped:  # never a verified configuration with an EP nothing was measured on
         notes.append(dropped)
-    if budget.note(facts.said):  # what the budget left out, said once, last
-        notes.append(budget.note(facts.said))
+    if budget.left_out(facts.said):  # what the budget left out, said once, last
+        notes.append(budget.left_out(facts.said))
     samples, cfg = facts.samples, run.config
     return DoctorResult(
         model=run.model.name,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import pickle
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import numpy as np
 from ortlab.core import cache
 from ortlab.core.config import SessionConfig
 from ortlab.core.inputs import FeedsLike
-from ortlab.core.machine import BUSY_CORES, cpu_sample, other_cores
+from ortlab.core.machine import BUSY_CORES, measured_load
 from ortlab.core.run import Progress
 from ortlab.engine.children import ChildFailed, FootprintAsk, child_env, run_child
 from ortlab.engine.replies import FootprintSample, SoakPhase, SoakSetting
@@ -168,16 +167,13 @@ def _soaked(stem: Path, ask: dict[str, object], label: str, timeout_s: float) ->
     with request.open("wb") as f:
         pickle.dump(ask, f)
     argv = [sys.executable, "-m", SOAK_CHILD, str(request), str(answer)]
-    before = cpu_sample()
-    try:
-        got = run_child(argv, answer, cwd=stem.parent, timeout=timeout_s, what=f"soak {label}")
-    except ChildFailed as err:
-        got = {"series": [], "error": str(err)}
-    busy = other_cores(before, cpu_sample())
+    with measured_load() as load:
+        try:
+            got = run_child(argv, answer, cwd=stem.parent, timeout=timeout_s, what=f"soak {label}")
+        except ChildFailed as err:
+            got = {"series": [], "error": str(err)}
     series = [SoakPhase(**x) for x in got.get("series") or []]
-    return SoakSetting(
-        label, series, str(got.get("error", "")), None if math.isnan(busy) else round(busy, 2)
-    )
+    return SoakSetting(label, series, str(got.get("error", "")), load.cores)
 
 
 def soak(

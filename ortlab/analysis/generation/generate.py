@@ -154,16 +154,7 @@ def generate(
         timeout=timeout,
     )
     if encoder is not None:
-        return _measure(
-            m,
-            info,
-            with_ids(run, info, ids, synthetic=encoder.synthetic),
-            new_tokens=new_tokens,
-            profile=profile,
-            shared=0,
-            feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
-            encoder=encoder,
-        )
+        return _from_start(m, info, run, (encoder, ids), new_tokens=new_tokens, profile=profile)
     if given is not None:
         run = with_ids(run, info, given, synthetic=False)
     if share_buffer and not info.can_share_buffer:
@@ -200,16 +191,7 @@ def generate_run(run: Run, *, new_tokens: int, profile: bool = True) -> Generati
         encoder, ids, _ = seq2seq_start(
             m, info, run.config, None, None, new_tokens=new_tokens, runs=run.runs, batch=batch
         )
-        return _measure(
-            m,
-            info,
-            with_ids(run, info, ids, synthetic=encoder.synthetic),
-            new_tokens=new_tokens,
-            profile=profile,
-            shared=0,
-            feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
-            encoder=encoder,
-        )
+        return _from_start(m, info, run, (encoder, ids), new_tokens=new_tokens, profile=profile)
     return _measure(
         m,
         info,
@@ -218,6 +200,29 @@ def generate_run(run: Run, *, new_tokens: int, profile: bool = True) -> Generati
         profile=profile,
         shared=info.shared_buffer(None),
         feeds_text=f"input_ids [{batch}, {prompt}]",
+    )
+
+
+def _from_start(
+    m: Model,
+    info: DecoderInfo,
+    run: Run,
+    start: tuple[EncoderPart, np.ndarray],
+    *,
+    new_tokens: int,
+    profile: bool,
+) -> GenerationResult:
+    """An encoder-decoder's generations: its encoder first, the decoder from ``start``'s ids."""
+    encoder, ids = start
+    return _measure(
+        m,
+        info,
+        with_ids(run, info, ids, synthetic=encoder.synthetic),
+        new_tokens=new_tokens,
+        profile=profile,
+        shared=0,
+        feeds_text=f"{encoder.feeds}; decoder_prompt {ids[0].tolist()}",
+        encoder=encoder,
     )
 
 
