@@ -475,3 +475,40 @@ def test_any_in_a_signature_is_rare_and_said() -> None:
     assert count < 150, count
     assert found - set(ANY_KEPT) == set(), sorted(found - set(ANY_KEPT))
     assert set(ANY_KEPT) - found == set(), f"typed now, drop from ANY_KEPT: {set(ANY_KEPT) - found}"
+
+
+_BUILDERS = {"quantize", "to_fp16", "transformer_optimize"}
+"""Public verbs a doctor stage may call: each builds a model variant and measures nothing, so
+no input is resolved twice."""
+
+
+def test_no_doctor_stage_calls_a_public_verb() -> None:
+    """A stage measures through a verb's Run-taking body on ``run.derive(...)`` (ARCHITECTURE:
+    diagnosis), never through the public verb, which would load, check and resolve the inputs
+    again: no module of ``ortlab/diagnosis`` imports one (by any alias)."""
+    import inspect
+
+    verbs = {
+        n
+        for n in ortlab.__all__
+        if inspect.isfunction(f := getattr(ortlab, n, None))
+        and f.__module__.startswith("ortlab.analysis")
+    }
+    assert {"profile", "whatif", "kl_divergence", "quantization_error"} <= verbs  # the rule sees
+    found = []
+    for path in sorted((ROOT / "ortlab" / "diagnosis").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ortlab"):
+                found += [
+                    f"{path.name}: {a.name} from {node.module}"
+                    for a in node.names
+                    if a.name in verbs - _BUILDERS
+                ]
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in verbs - _BUILDERS
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "ortlab"
+            ):
+                found.append(f"{path.name}: ortlab.{node.attr}")
+    assert not found, found

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ortlab.analysis.generation.generate import GenerationResult, generate_run
-from ortlab.analysis.generation.quality import kl_divergence
+from ortlab.analysis.generation.quality import kl_divergence_run
 from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
 from ortlab.analysis.quantization.quantize import quantize
 from ortlab.core.config import SessionConfig
@@ -315,13 +315,10 @@ def _with_quality(
     got = budget.guarded(
         "the variants' next-token divergence",
         "accuracy",
-        lambda: kl_divergence(
-            m,
+        lambda: kl_divergence_run(
+            run.derive(dims={"prompt": 1, "past": 0, "batch": 1}, timeout=budget.call_timeout()),
             list(variants.values()),
-            run.config,
             length=KLD_TOKENS,
-            progress=run.progress,
-            timeout=budget.call_timeout(),
         ),
         f"ortlab.kl_divergence(model, variant, length={KLD_TOKENS})",
     )

@@ -38,13 +38,13 @@ from ortlab.analysis.limits.roofline import profile_with_roofline
 from ortlab.analysis.memory import footprint_run, memory_settings
 from ortlab.analysis.optimizers.levels import initializer_input_blocker
 from ortlab.analysis.placement.measure import placement_run
-from ortlab.analysis.placement.whatif import whatif
+from ortlab.analysis.placement.whatif import whatif_run
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS, TARGETS, WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
-from ortlab.analysis.quantization.error import QuantFix, quantization_error
+from ortlab.analysis.quantization.error import QuantFix, quantization_error_run
 from ortlab.analysis.quantization.metrics import degenerate_notes, lowest_cosine
 from ortlab.analysis.quantization.quantize import calibration_data
-from ortlab.analysis.quantization.variants import Signal, explain_variant
+from ortlab.analysis.quantization.variants import Signal, explain_variant_run
 from ortlab.analysis.soak import SoakResult, soak_run, soak_settings
 from ortlab.core.config import SessionConfig
 from ortlab.core.eps import compiling
@@ -239,18 +239,22 @@ def _predict(
     targets = [t for t, ep in WHATIF_TARGETS.items() if ep in eps]
     if not targets:
         return None, None
-    m = run.model
+    # as the public verb predicts without a config: ORT's basic level, the graph its
+    # partitioner is handed, at the model's own shapes, then at the timed ones
+    at = run.derive(
+        config=SessionConfig(level="basic"), progress=False, timeout=budget.call_timeout()
+    )
     predicted = budget.guarded(
         f"the what-if partition for {', '.join(targets)}",
         "observe",
-        lambda: whatif(m, targets, progress=False, timeout=budget.call_timeout()),
+        lambda: whatif_run(at, targets, fixed=False),
     )
     if predicted is None or not symbolic:
         return predicted, None
     return predicted, budget.guarded(
         "the what-if partition at the timed shapes",
         "observe",
-        lambda: whatif(m, targets, feeds=run.inputs, progress=False, timeout=budget.call_timeout()),
+        lambda: whatif_run(at, targets, fixed=True),
     )
 
 
@@ -503,7 +507,7 @@ def fix_quantization(run: Run, budget: StageBudget, facts: Facts) -> Outcome:
 
 
 def _quant_fix(run: Run, budget: StageBudget, q: Model) -> QuantFix:
-    err = quantization_error(run.model, q, feeds=run.inputs, limit=4, timeout=budget.call_timeout())
+    err = quantization_error_run(run.derive(timeout=budget.call_timeout()), q, limit=4)
     return err.fix(n=QUANT_FIX_NODES, timeout=budget.call_timeout())
 
 
@@ -535,20 +539,17 @@ def _explain(
     meas = facts.measured[key]
     p = meas.paired
     base = facts.outputs["baseline"]
-    return list(
-        explain_variant(
-            run.model,
-            mm,
-            c,
-            run.inputs,
-            verdict=(p.as_verdict(), p.verdict),
-            label=meas.variant,
-            latencies=(list(facts.latencies["baseline"]), list(facts.latencies[key])),
-            outputs=(list(base), list(facts.outputs.get(key, base))),
-            base_profile=_profiled(facts).data,
-            synthetic=facts.eval_samples().synthetic,
-            timeout=budget.call_timeout(),
-        )
+    return explain_variant_run(
+        run.model,
+        run.with_(
+            model=mm, config=c, runs=3, warmup=1, progress=False, timeout=budget.call_timeout()
+        ),
+        verdict=(p.as_verdict(), p.verdict),
+        label=meas.variant,
+        latencies=(list(facts.latencies["baseline"]), list(facts.latencies[key])),
+        outputs=(list(base), list(facts.outputs.get(key, base))),
+        base_profile=_profiled(facts).data,
+        synthetic=facts.eval_samples().synthetic,
     )
 
 

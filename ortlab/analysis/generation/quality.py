@@ -15,15 +15,17 @@ import numpy as np
 from ortlab.analysis.generation.generate import require_decoder
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import FeedError
-from ortlab.core.model import ModelLike, load
+from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.result import Result, Table, table
+from ortlab.core.run import Run
 from ortlab.engine import tasks_kld
 from ortlab.engine.calls import as_config, edge, run_model_task
 
 if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
+    from ortlab.core.decoder import DecoderInfo
 
-__all__ = ["KLDResult", "KLDRow", "kl_divergence"]
+__all__ = ["KLDResult", "KLDRow", "kl_divergence", "kl_divergence_run"]
 
 WINDOW = 128
 """Tokens per window: each is read in one prefill from an empty cache."""
@@ -129,15 +131,44 @@ def kl_divergence(
     empty cache: KL(reference || variant) per position and top-1 agreement. Both run with
     ``config``."""
     m = load(model)
-    info = require_decoder(
+    _require(m)
+    many: list[ModelLike] = (
+        list(variants) if isinstance(variants, list | tuple) else [variants]  # type: ignore[list-item]
+    )
+    run = edge(
+        m,
+        as_config(config),
+        None,
+        dims={"prompt": 1, "past": 0, "batch": 1},
+        progress=progress,
+        timeout=timeout,
+    )
+    return kl_divergence_run(
+        run, [load(v) for v in many], tokens=tokens, length=length, window=window
+    )
+
+
+def _require(m: Model) -> DecoderInfo:
+    return require_decoder(
         m,
         "ortlab.kl_divergence",
         "ortlab.compare and ortlab.quantization_error compare any outputs.",
     )
-    many: list[ModelLike] = (
-        list(variants) if isinstance(variants, list | tuple) else [variants]  # type: ignore[list-item]
-    )
-    loaded = [load(v) for v in many]
+
+
+def kl_divergence_run(
+    run: Run,
+    loaded: Sequence[Model],
+    *,
+    tokens: Sequence[int] | np.ndarray | None = None,
+    length: int = 256,
+    window: int = WINDOW,
+) -> KLDResult:
+    """:func:`kl_divergence`'s body for a :class:`Run` of the reference decoder resolved
+    already (at one token, no past: its inputs are only the session's warm-up); ``loaded``:
+    the variants, each run with ``run``'s config."""
+    m, cfg = run.model, run.config
+    info = _require(m)
     for v in loaded:
         if v.decoder is None or v.decoder.vocab != info.vocab:
             raise FeedError(
@@ -156,10 +187,6 @@ def kl_divergence(
     windows = [w for w in windows if len(w) > 1]
     if not windows:
         raise FeedError("kl_divergence needs a stream of two tokens or more.")
-    cfg = as_config(config)
-    run = edge(
-        m, cfg, None, dims={"prompt": 1, "past": 0, "batch": 1}, progress=progress, timeout=timeout
-    )
     reply = run_model_task(
         tasks_kld.divergence,
         run,

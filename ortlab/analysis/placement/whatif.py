@@ -43,6 +43,7 @@ from ortlab.analysis.placement.whatifresult import (
 from ortlab.core.config import LEVELS, SessionConfig
 from ortlab.core.eps import canonical_provider
 from ortlab.core.model import Model, ModelLike
+from ortlab.core.run import Run
 from ortlab.engine import tasks_whatif
 from ortlab.engine.calls import Via, edge
 from ortlab.engine.calls import run as run_task
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
-__all__ = ["whatif"]
+__all__ = ["whatif", "whatif_run"]
 
 
 def _empty_profile() -> ProfileData:
@@ -364,26 +365,44 @@ def whatif(
     """
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t.strip()]
+    at = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
+    if config is None:  # the graph ORT's partitioner is handed
+        at = at.with_(config=SessionConfig(level="basic"))
+    return whatif_run(
+        at, targets, fixed=dims is not None or feeds is not None, dims=dims, qnn_options=qnn_options
+    )
+
+
+def whatif_run(
+    run: Run,
+    targets: Sequence[str],
+    *,
+    fixed: bool,
+    dims: Mapping[str, int] | None = None,
+    qnn_options: Mapping[str, object] | None = None,
+) -> WhatIfResult:
+    """:func:`whatif`'s body for a :class:`Run` resolved already: ``run``'s model predicted
+    with its config's level and entries (its providers are the targets'); ``fixed``: at the
+    shapes of ``run``'s inputs (``dims``: the dims they were made at, when given), else at
+    the model's own."""
     if not targets:
         raise ValueError("targets is empty: name at least one of qnn, nnapi, coreml, openvino")
     pairs = list(dict.fromkeys(_target_ep(t) for t in targets))
-    at = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
-    m, f = at.model, at.inputs
-    level = at.config.level if config is not None else "basic"
-    entries = {str(k): str(v) for k, v in at.config.config_entries}
+    m, f, progress = run.model, run.inputs, run.progress
+    level = run.config.level
+    entries = {str(k): str(v) for k, v in run.config.config_entries}
     dynamic = _dynamic_inputs(m)
-    fixing = dims is not None or feeds is not None
-    shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixing else None
+    shapes = {k: [int(x) for x in v.shape] for k, v in f.items()} if fixed else None
     merged = {**DEFAULT_QNN_OPTIONS, **dict(qnn_options or {})}
     qnn = {str(k): str(v) for k, v in merged.items() if v is not None and v != ""}
     via = Via(
         desc=f"whatif {m.name}",
         context=f"what-if of {m.name!r}",
         progress=progress,
-        timeout=timeout,
+        timeout=run.timeout,
     )
 
-    def run(with_shapes: dict[str, list[int]] | None) -> WhatIfReply:
+    def predict(with_shapes: dict[str, list[int]] | None) -> WhatIfReply:
         return run_task(
             tasks_whatif.whatif,
             via,
@@ -397,10 +416,10 @@ def whatif(
         )
 
     before: dict[str, int] = {}
-    if fixing and dynamic:
+    if fixed and dynamic:
         first = build_result(
             m,
-            run(None),
+            predict(None),
             pairs,
             feeds="the model's own shapes",
             dims=None,
@@ -408,16 +427,16 @@ def whatif(
             qnn_options=qnn,
         )
         before = {t.target: int(t.on_target) for t in first.summary().itertuples()}
-    raw = run(shapes)
+    raw = predict(shapes)
     return build_result(
         m,
         raw,
         pairs,
-        feeds=f.describe() if fixing else "the model's own shapes",
+        feeds=f.describe() if fixed else "the model's own shapes",
         dims=dict(dims) if dims else None,
         dynamic=dynamic,
         before=before,
-        fixed=fixing,
+        fixed=fixed,
         qnn_options=qnn,
         level=level,
     )

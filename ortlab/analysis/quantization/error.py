@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ortlab.analysis.graph.mapping import graph_nodes
-from ortlab.analysis.quantization.quantize import SavedCalibration, calibration_data
+from ortlab.analysis.quantization.quantize import Calibration, SavedCalibration, calibration_data
 from ortlab.core.feedcheck import validate_feeds
 from ortlab.core.model import Model, ModelLike, load
 from ortlab.core.onnx_util import inferred_graph
 from ortlab.core.result import Result, Table
+from ortlab.core.run import Run
 from ortlab.engine import tasks_transform
 from ortlab.engine.calls import Via
 from ortlab.engine.calls import run as run_task
@@ -24,7 +25,13 @@ if TYPE_CHECKING:
     from ortlab.core.graph import OpNode
     from ortlab.core.inputs import FeedsLike
 
-__all__ = ["ErrorResult", "QuantFix", "TensorError", "quantization_error"]
+__all__ = [
+    "ErrorResult",
+    "QuantFix",
+    "TensorError",
+    "quantization_error",
+    "quantization_error_run",
+]
 
 
 @dataclass(frozen=True)
@@ -161,6 +168,22 @@ def quantization_error(
     base, var = load(model), load(variant)
     like = validate_feeds(base, feeds) if feeds is not None else None
     data = calibration_data(base, calibration, limit=limit, seed=200, dims=dims, like=like)
+    return _measured(base, var, data, timeout)
+
+
+def quantization_error_run(
+    run: Run, variant: Model, calibration: object = None, *, limit: int = 8
+) -> ErrorResult:
+    """:func:`quantization_error`'s body for a :class:`Run` of the model resolved already:
+    samples synthesized at the shapes of its inputs (or ``calibration``), each tensor's
+    error in the worker within its timeout."""
+    data = calibration_data(run.model, calibration, limit=limit, seed=200, like=run.inputs)
+    return _measured(run.model, variant, data, run.timeout)
+
+
+def _measured(base: Model, var: Model, data: Calibration, timeout: float | None) -> ErrorResult:
+    """Each float tensor the variant still computes under the same name, its error folded
+    over ``data``'s samples in the worker."""
     producers = {t: n for n in graph_nodes(base.proto.graph) for t in n.outputs if t}
     where, skipped = _variant_tensors(producers, var.proto.graph)
     floats = float_types(base)  # once: ONNX shape inference of the whole model (~15 ms a

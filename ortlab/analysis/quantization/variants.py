@@ -15,14 +15,14 @@ from ortlab.analysis.quantization.metrics import output_errors
 from ortlab.analysis.quantization.quantize import QUANTIZED_OPS
 from ortlab.core.config import SessionConfig
 from ortlab.core.model import Model
+from ortlab.core.run import Run
 from ortlab.core.stats import NOISE_BAND, Paired, Verdict, latency_stats
 from ortlab.core.units import fmt_ms
 
 if TYPE_CHECKING:
-    from ortlab.core.inputs import FeedsLike
     from ortlab.engine.trace import ProfileData
 
-__all__ = ["Signal", "VariantRow", "variant_row", "variant_signals"]
+__all__ = ["Signal", "VariantRow", "explain_variant_run", "variant_row", "variant_signals"]
 
 
 @dataclass(frozen=True)
@@ -240,11 +240,9 @@ def _fp16_cpu_signal(row: VariantRow, data: ProfileData) -> Signal | None:
     )
 
 
-def explain_variant(
+def explain_variant_run(
     base: Model,
-    variant: Model,
-    config: SessionConfig,
-    feeds: FeedsLike,
+    run: Run,
     *,
     verdict: tuple[Verdict, str],
     label: str,
@@ -252,15 +250,16 @@ def explain_variant(
     outputs: tuple[list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]],
     base_profile: ProfileData,
     synthetic: bool,
-    timeout: float | None,
 ) -> list[Signal]:
-    """Why a slower ``variant`` is slower than ``base``: the variant profiled (3 runs) beside
-    the base's profile, both as rows with their times and output error, then the signals
+    """Why a slower variant (``run``'s model, with its config, at the inputs ``base`` was
+    timed at) is slower than ``base``: the variant profiled (``run``'s runs) beside the base's
+    profile, both as rows with their times and output error, then the signals
     (:func:`variant_signals`) those rows and profiles show."""
-    from ortlab.analysis.profiling import profile
+    from ortlab.analysis.profiling import profile_run
     from ortlab.core.machine import cpu_flags
 
-    prof = profile(variant, config, feeds, runs=3, warmup=1, progress=False, timeout=timeout)
+    variant, config = run.model, run.config
+    prof = profile_run(run)
     rows = [
         variant_row(
             k,
