@@ -281,3 +281,44 @@ def test_cpu_costs_one_at_a_time_when_sessions_do_not_fit(
     assert 2 in out.failed and list(out.failed) == [2]
     for row in out.cpu_ns:
         assert all(v > 0 for v in row[:2]) and math.isnan(row[2])
+
+
+def _full_window() -> float:
+    """The idle window as it was measured before it could end early: sleep it all, CPU over
+    wall time."""
+    import time
+
+    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+    time.sleep(IDLE_WINDOW_S)
+    return (time.process_time_ns() - c0) / (time.perf_counter_ns() - t0)
+
+
+def test_an_idle_window_that_ends_early_reads_what_the_whole_window_reads() -> None:
+    """``idle_cores`` stops waiting once the pool has parked; what it reports is the whole
+    window's figure. Against a plain onnxruntime session in this process (a pool that spins,
+    one that does not), each measured after identical runs, the early and the whole window in
+    turn: their medians agree within the polls' own cost and a tick, and a pool that does not
+    spin reads asleep in both."""
+    import statistics
+
+    import onnxruntime as ort
+
+    from ortlab.engine.tasks_timing import idle_cores
+
+    m = ortlab.examples.load("conv_bn_relu")
+    feeds = m.example_inputs(seed=1)
+    for spin in ("1", "0"):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 2
+        so.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        sess = ort.InferenceSession(str(m.path), so, providers=["CPUExecutionProvider"])
+        early, whole = [], []
+        for k in range(16):
+            for _ in range(20):
+                sess.run(None, dict(feeds))
+            (early if k % 2 == 0 else whole).append(idle_cores() if k % 2 == 0 else _full_window())
+        a, b = statistics.median(early), statistics.median(whole)
+        slack = TICK_S / IDLE_WINDOW_S + 0.1 * max(a, b)
+        assert abs(a - b) <= slack, (spin, early, whole)
+        if spin == "0":
+            assert max(a, b) < 0.05, (early, whole)

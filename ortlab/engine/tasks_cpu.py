@@ -5,9 +5,10 @@ Each item's block of timed runs is followed by an idle window (:data:`IDLE_WINDO
 the worker's own thread sleeps: the CPU the process uses then is the session's pool spinning
 for work that does not come (ORT's ``allow_spinning``; ~40 ms of one core after a run here).
 The window also lets that spinning end before the next item's runs, so no item is charged for
-another's pool. Items run in rounds, A B C then C B A …, as the timing task's do, so drift
-hits them all; when their sessions would not fit in memory together each item runs its rounds
-in turn instead (said by ``interleaved``).
+another's pool; it ends early once the pool has parked (``tasks_timing.idle_cores``: the
+whole window's figure, without waiting out its sleep). Items run in rounds, A B C then C B A …,
+as the timing task's do, so drift hits them all; when their sessions would not fit in memory
+together each item runs its rounds in turn instead (said by ``interleaved``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError, error_text
 from ortlab.core.inputs import FeedsLike
-from ortlab.core.machine import IDLE_WINDOW_S
 from ortlab.core.run import Progress
 from ortlab.engine.replies import CpuCostReply
 from ortlab.engine.sessioncache import (
@@ -28,7 +28,7 @@ from ortlab.engine.sessioncache import (
     keep_only,
     session_budget,
 )
-from ortlab.engine.tasks_timing import idle_cores, warmed
+from ortlab.engine.tasks_timing import idle_cores, settle, warmed
 
 __all__ = ["cpu_costs"]
 
@@ -63,7 +63,7 @@ def cpu_costs(
     if together:  # every session held: rounds interleaved, A B C then C B A
         built, failed = warmed(items, feeds, warmup)
         live = [(k, b[0]) for k, b in enumerate(built) if b is not None]
-        time.sleep(IDLE_WINDOW_S)  # the last warm-up's pool stops spinning before any counts
+        settle()  # the last warm-up's pool stops spinning before any counts
         for r in range(rounds):
             for k, run_k in live if r % 2 == 0 else live[::-1]:
                 measure(r, k, run_k)
@@ -78,7 +78,7 @@ def cpu_costs(
                 continue
             keep_only(item[0], item[2])  # the cache holds this one only
             assert one is not None
-            time.sleep(IDLE_WINDOW_S)
+            settle()
             for r in range(rounds):
                 measure(r, k, one[0])
     return CpuCostReply(

@@ -29,7 +29,7 @@ from ortlab.engine.sessioncache import (
 )
 from ortlab.engine.tasks import REPORT_EVERY_NS, make_runner, prepare_feeds, run_error
 
-__all__ = ["WARMUP_RUNS", "benchmark", "idle_cores", "interleaved", "warmed"]
+__all__ = ["WARMUP_RUNS", "benchmark", "idle_cores", "interleaved", "settle", "warmed"]
 
 WARMUP_RUNS = 3
 """Warm-up runs per session before an interleaved comparison times it (a plan counts them)."""
@@ -92,13 +92,45 @@ def benchmark(
     )
 
 
+SETTLED_S = 0.03
+"""The idle window ends early once the process has used under :data:`SETTLED_CORES` over the
+last this long: the pool has stopped spinning (ORT's threads park), and the rest of the
+window would add nothing but this thread's own polls."""
+SETTLED_CORES = 0.02
+"""Below this the process counts as asleep: the polls themselves cost ~0.005 of a core, a
+spinning pool thread at least half of one even with the machine's other core busy."""
+POLL_S = 0.005
+
+
 def idle_cores() -> float:
     """The cores this process keeps busy in the :data:`~ortlab.core.machine.IDLE_WINDOW_S`
     after the last run while its own thread sleeps: the session's threads spinning (CPU time
-    over wall time)."""
-    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
-    time.sleep(IDLE_WINDOW_S)
-    return (time.process_time_ns() - c0) / max(time.perf_counter_ns() - t0, 1)
+    over the window). The wait ends early once the process has settled (under
+    :data:`SETTLED_CORES` over :data:`SETTLED_S`), counting the rest of the window as idle:
+    a pool spins ~40 ms after a run here, so the window's other 160 ms were all sleep (at most
+    SETTLED_CORES x what is left goes uncounted, under the figure's two decimals)."""
+    clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
+    window = int(IDLE_WINDOW_S * 1e9)
+    settled = int(SETTLED_S * 1e9)
+    c0, t0 = cpu_clock(), clock()
+    marks = [(c0, t0)]
+    while True:
+        time.sleep(POLL_S)
+        c, t = cpu_clock(), clock()
+        if t - t0 >= window:
+            return (c - c0) / (t - t0)
+        marks.append((c, t))
+        while len(marks) > 1 and t - marks[1][1] >= settled:
+            marks.pop(0)  # marks[0]: the newest mark at least SETTLED_S back
+        cm, tm = marks[0]
+        if t - tm >= settled and (c - cm) < SETTLED_CORES * (t - tm):
+            return (c - c0) / window
+
+
+def settle() -> None:
+    """Wait until this process's pool has stopped spinning (at most the idle window), so the
+    next block is not charged for the last one's pool."""
+    idle_cores()
 
 
 Built = tuple[Callable[[], object], SessionReport]
