@@ -241,20 +241,18 @@ def _predict(
         return None, None
     # as the public verb predicts without a config: ORT's basic level, the graph its
     # partitioner is handed, at the model's own shapes, then at the timed ones
-    at = run.derive(
-        config=SessionConfig(level="basic"), progress=False, timeout=budget.call_timeout()
-    )
+    at = run.derive(config=SessionConfig(level="basic"), progress=False)
     predicted = budget.guarded(
         f"the what-if partition for {', '.join(targets)}",
         "observe",
-        lambda: whatif_run(at, targets, fixed=False),
+        lambda: whatif_run(at.with_(timeout=budget.call_timeout()), targets, fixed=False),
     )
     if predicted is None or not symbolic:
         return predicted, None
     return predicted, budget.guarded(
         "the what-if partition at the timed shapes",
         "observe",
-        lambda: whatif_run(at, targets, fixed=True),
+        lambda: whatif_run(at.with_(timeout=budget.call_timeout()), targets, fixed=True),
     )
 
 
