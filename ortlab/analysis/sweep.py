@@ -15,7 +15,7 @@ import numpy as np
 
 from ortlab.analysis.benchmark import benchmark_run
 from ortlab.analysis.placement.measure import placement_run
-from ortlab.analysis.placement.whatif import whatif_run
+from ortlab.analysis.placement.whatif import unconfigured, whatif_run
 from ortlab.core.config import SessionConfig
 from ortlab.core.errors import OrtlabError
 from ortlab.core.model import ModelLike, load
@@ -163,8 +163,7 @@ def _measure(run: Run, point: dict[str, int], *, runs: int, targets: Sequence[st
             peak = int(mem["peak_bytes"].iloc[-1])
     predicted: dict[str, float] = {}
     if targets:
-        basic = run.with_(config=SessionConfig(level="basic"), progress=False)
-        w = whatif_run(basic, targets, fixed=True, dims=point)
+        w = whatif_run(unconfigured(run).with_(progress=False), targets, fixed=True, dims=point)
         for t in w.targets:
             try:
                 got = w[t.target]

@@ -38,7 +38,7 @@ from ortlab.analysis.limits.roofline import profile_with_roofline
 from ortlab.analysis.memory import footprint_run, memory_settings
 from ortlab.analysis.optimizers.levels import initializer_input_blocker
 from ortlab.analysis.placement.measure import placement_run
-from ortlab.analysis.placement.whatif import whatif_run
+from ortlab.analysis.placement.whatif import unconfigured, whatif_run
 from ortlab.analysis.placement.whatifresult import DEFAULT_TARGETS, TARGETS, WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.quantization.error import QuantFix, quantization_error_run
@@ -239,9 +239,7 @@ def _predict(
     targets = [t for t, ep in WHATIF_TARGETS.items() if ep in eps]
     if not targets:
         return None, None
-    # as the public verb predicts without a config: ORT's basic level, the graph its
-    # partitioner is handed, at the model's own shapes, then at the timed ones
-    at = run.derive(config=SessionConfig(level="basic"), progress=False)
+    at = unconfigured(run).with_(progress=False)  # as exported, then at the timed shapes
     predicted = budget.guarded(
         f"the what-if partition for {', '.join(targets)}",
         "observe",

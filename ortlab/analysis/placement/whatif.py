@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ortlab.core.config import ConfigLike
     from ortlab.core.inputs import FeedsLike
 
-__all__ = ["whatif", "whatif_run"]
+__all__ = ["unconfigured", "whatif", "whatif_run"]
 
 
 def _empty_profile() -> ProfileData:
@@ -366,11 +366,18 @@ def whatif(
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t.strip()]
     at = edge(model, config, feeds, dims=dims, progress=progress, timeout=timeout)
-    if config is None:  # the graph ORT's partitioner is handed
-        at = at.with_(config=SessionConfig(level="basic"))
+    if config is None:
+        at = unconfigured(at)
     return whatif_run(
         at, targets, fixed=dims is not None or feeds is not None, dims=dims, qnn_options=qnn_options
     )
+
+
+def unconfigured(run: Run) -> Run:
+    """``run`` under the settings a prediction takes when none are given: ORT's basic level,
+    the graph its partitioner is handed (the usability checkers read that graph whatever the
+    level), no config entries."""
+    return run.with_(config=SessionConfig(level="basic"))
 
 
 def whatif_run(
