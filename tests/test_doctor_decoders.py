@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 
 import ortlab
+from ortlab.analysis.generation.phases import decode_past
 from ortlab.analysis.generation.quality import KLDRow
+from ortlab.analysis.generation.split import phase_runs
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.core.units import fmt_rate
+from ortlab.diagnosis import search
 from ortlab.diagnosis.facts import Facts
 from ortlab.diagnosis.generationfacts import GenerationFacts, GenerationTrial
 from ortlab.diagnosis.rules_decoder import decoder_phases, decoder_trials
@@ -24,7 +27,39 @@ HERE = Path(ortlab.__file__).parent / "decoders"
 
 @pytest.fixture(scope="module")
 def int4_doctor() -> ortlab.DoctorResult:
-    return ortlab.doctor(HERE / "genai_int4", budget_s=60, memory=False, progress=False)
+    """The doctor with the step profilers it no longer needs for a decoder made to fail: the
+    decoder's step is profiled once, in its generation."""
+
+    def again(*_: object, **__: object) -> None:
+        raise AssertionError("the decoder's step was profiled a second time")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(search, "profile_with_roofline", again)
+        mp.setattr(search, "placement_run", again)
+        return ortlab.doctor(HERE / "genai_int4", budget_s=60, memory=False, progress=False)
+
+
+@pytest.mark.slow
+def test_a_decoders_step_is_profiled_once(int4_doctor: ortlab.DoctorResult) -> None:
+    """The doctor's profile of a decoder is its baseline generation's decode steps: each
+    node's time is the one by_phase shows, its median run the phase's, its roofline the
+    generation's decode roofline, and every candidate is timed at that roofline's step (the
+    mean of the profiled decode steps), said as the doctor's choice."""
+    d = int4_doctor
+    assert d.generation is not None and d.profile is not None and d.roofline is not None
+    g = d.generation.baseline
+    split = g.by_phase()
+    decode = split[split["phase"] == "decode"].set_index("node")["us_per_step"]
+    mine = d.profile.by_node().set_index("node")["us_per_run"]
+    assert len(decode) and set(decode.index) == set(mine.index)
+    for node, us in decode.items():
+        assert mine[node] == us, node
+    assert d.profile.data.run_us == [g.profile.run_us[k] for k in phase_runs(g.timeline)["decode"]]
+    assert d.roofline.rows == g.roofline("decode").rows
+    past = decode_past(g.prompt, g.profiled_steps)
+    assert f"past={past} (the doctor's: its generation's mean decode step" in d.feeds
+    assert d.roofline.feeds == f"one decode step, {past} tokens cached"
+    assert any(f"with {past} tokens cached, the mean of the baseline" in n for n in d.notes)
 
 
 @pytest.mark.slow

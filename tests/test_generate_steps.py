@@ -190,6 +190,19 @@ def test_a_profiled_step_far_from_its_unprofiled_time_is_left_out_of_the_split()
     assert stalled.phase_run_us()["prefill"] == pytest.approx(
         float(np.median([runs[k] for k in kept]))
     )
+    # the phase as a profile (the doctor's decoder step is one): the same runs, the same times
+    alone = stalled.phase_profile("prefill")
+    assert alone.data.run_us == [runs[k] for k in kept]
+    by_node = alone.by_node().set_index("node")
+    for node, times in own.items():
+        assert by_node.at[node, "us_per_run"] == pytest.approx(float(np.median(times))), node
+    assert set(by_node["input_shapes"]) == {""}  # a node's shapes were read at another step
+    decode = stalled.phase_profile("decode")
+    steps = [k for k, (rep, step) in enumerate(where) if step > 0 and (rep, step) not in flagged]
+    assert decode.data.run_us == [runs[k] for k in steps]
+    assert np.median(decode.data.run_us) == pytest.approx(stalled.phase_run_us()["decode"])
+    with pytest.raises(KeyError, match="no profiled 'encoder' steps"):
+        stalled.phase_profile("encoder")
 
 
 def test_generate_takes_its_prompt_and_batch_as_dims(

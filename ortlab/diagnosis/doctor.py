@@ -30,6 +30,7 @@ from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.soak import SoakResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.display import render
+from ortlab.core.eps import compiling
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
 from ortlab.core.model import ModelLike, load
 from ortlab.core.result import Result, Table
@@ -49,7 +50,12 @@ from ortlab.diagnosis.facts import (
     busy_cores,
     load_caveat,
 )
-from ortlab.diagnosis.generation import best_in_generation, generation_stage
+from ortlab.diagnosis.generation import (
+    baseline_generation,
+    best_in_generation,
+    generation_stage,
+    generation_step,
+)
 from ortlab.diagnosis.generationfacts import GenerationFacts
 from ortlab.diagnosis.outcome import Outcome, outcome, run_stage
 from ortlab.diagnosis.rules import run_rules
@@ -349,7 +355,12 @@ def doctor(
     busy (its pool spinning) are measured for the baseline and each thread and spinning
     candidate (``result.cpu_costs()``); a pool that spins while idle is a finding. With
     ``objective="cpu"`` every screened candidate's CPU is measured and ``best`` is the one
-    that saves the most CPU per run beyond noise (its latency verdict said beside it)."""
+    that saves the most CPU per run beyond noise (its latency verdict said beside it).
+
+    An LLM decoder is also generated with (``result.generation``). Unless ``dims`` or
+    ``feeds`` give its step, the baseline's profiled generation comes first: its decode steps
+    are ``result.profile`` and ``result.roofline``, and every candidate is timed at one decode
+    step with their mean past length cached (``result.feeds`` says which)."""
 
     check_objective(objective)
     t0 = time.perf_counter()
@@ -361,8 +372,17 @@ def doctor(
     run = run.with_(timeout=timeout)
     budget = Budget(budget_s, t0, timeout, max_rounds=max(int(rounds), MIN_ROUNDS))
     stages.done("prepare")
-    # nothing is measured before it: its failure is the doctor's
-    facts = observe(run, budget.for_stage(), min_cosine=min_cosine).folded()
+    first = budget.for_stage()  # its failure is the doctor's
+    decoder = run.model.decoder is not None
+    generated = None
+    # a decoder's step the doctor chooses is its generation's mean decode step, profiled once
+    # (an EP that compiles: its placement's own profile of the step; yours: dims, feeds)
+    tried = decoder and feeds is None and dims is None and not compiling(cfg.providers, cfg.policy)
+    if tried:
+        generated = baseline_generation(run, first)
+        if generated is not None:
+            run = generation_step(run, generated)
+    facts = observe(run, first, min_cosine=min_cosine, generated=generated).folded()
     if rounds < MIN_ROUNDS:
         facts = facts.heard(
             Said(
@@ -373,14 +393,11 @@ def doctor(
             )
         )
     stages.done("observe")
-    decoder = run.model.decoder is not None
+    generating = functools.partial(generation_stage, logical=stages.cpus or 1, base=generated)
     plan: Plan = [
         *([("memory", search.memory)] if memory else []),
-        *(
-            [("generation", functools.partial(generation_stage, logical=stages.cpus or 1))]
-            if decoder
-            else []
-        ),
+        # a decoder generates, unless its first generation failed already (a finding says why)
+        *([("generation", generating)] if decoder and (generated is not None or not tried) else []),
         (
             "build variants",
             functools.partial(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ortlab.analysis.generation.generate import GenerationResult, generate_run
+from ortlab.analysis.generation.phases import decode_past
 from ortlab.analysis.generation.quality import kl_divergence_run
 from ortlab.analysis.generation.seq2seq import encoder_part, start_ids, with_ids
 from ortlab.analysis.quantization.quantize import quantize
@@ -50,7 +51,13 @@ from ortlab.engine.calls import run_model_task
 if TYPE_CHECKING:
     from ortlab.engine.replies import GenerationPair
 
-__all__ = ["best_in_generation", "generation_stage", "generations"]
+__all__ = [
+    "baseline_generation",
+    "best_in_generation",
+    "generation_stage",
+    "generation_step",
+    "generations",
+]
 
 SHARE = 0.4
 """Of the budget left when the stage starts: what the generations may take."""
@@ -159,34 +166,73 @@ def decoder_specs(
     return out, notes
 
 
-def generation_stage(run: Run, budget: StageBudget, facts: Facts, *, logical: int) -> Outcome:
+def generation_stage(
+    run: Run,
+    budget: StageBudget,
+    facts: Facts,
+    *,
+    logical: int,
+    base: GenerationResult | None = None,
+) -> Outcome:
     """The generation stage: the facts with the decoder's :func:`generations` (``generation``)
-    on ``logical`` CPUs."""
-    made = generations(run, budget, cores=facts.seen.cores, logical=logical)
+    on ``logical`` CPUs, from ``base`` where the first stage generated it already."""
+    made = generations(run, budget, cores=facts.seen.cores, logical=logical, base=base)
     return outcome(budget, dataclasses.replace(facts, generation=made))
 
 
-def generations(
-    run: Run, budget: StageBudget, *, cores: int, logical: int
-) -> GenerationFacts | None:
-    """The baseline's profiled generation, then each candidate interleaved with it, within
-    :data:`SHARE` of what is left of the budget; None when the model is not a decoder or the
-    baseline could not generate (a failure says why)."""
-    m, cfg = run.model, run.config
-    info = m.decoder
-    if info is None:
-        return None
+def baseline_generation(run: Run, budget: StageBudget) -> GenerationResult | None:
+    """The baseline's profiled generation (:func:`_sizes`' prompt and new tokens, 6 runs: the
+    headline's interval needs 6), None when it failed (the failure says why). A decoder's
+    step, where the doctor chooses it, is this generation's decode steps
+    (:func:`generation_step`): one profile for both."""
+    info = run.model.decoder
+    assert info is not None, "a decoder's generation"
     prompt, new = _sizes(info)
     first = {"prompt": prompt, "past": 0, "batch": 1}
-    base = budget.guarded(
+    return budget.guarded(
         "the baseline's generation",
         "generation",
-        lambda: generate_run(  # generate's default runs: the headline's interval needs 6
+        lambda: generate_run(
             run.derive(dims=first, runs=6, progress=False, timeout=budget.call_timeout()),
             new_tokens=new,
         ),
         f"ortlab.generate(model, prompt={prompt}, new_tokens={new})",
     )
+
+
+def generation_step(run: Run, g: GenerationResult) -> Run:
+    """``run`` at the decode step whose shapes are the mean of ``g``'s profiled decode steps
+    (one token, :func:`decode_past` tokens cached): the step its decode profile and decode
+    roofline describe, the one every candidate is then timed at."""
+    past = decode_past(g.prompt, g.profiled_steps)
+    step = run.derive(dims={"prompt": 1, "past": past, "batch": g.batch})
+    last = g.prompt + g.profiled_steps - 2
+    why = f"the doctor's: its generation's mean decode step ({g.prompt} to {last} cached)"
+    chosen = step.inputs.dims  # the dims it was given are the doctor's choice, said as such
+    step.inputs.dims = {
+        k: dataclasses.replace(d, why=why) if d.why == "given" else d for k, d in chosen.items()
+    }
+    return step
+
+
+def generations(
+    run: Run,
+    budget: StageBudget,
+    *,
+    cores: int,
+    logical: int,
+    base: GenerationResult | None = None,
+) -> GenerationFacts | None:
+    """The baseline's profiled generation (``base``, else generated here), then each candidate
+    interleaved with it, within :data:`SHARE` of what is left of the budget; None when the
+    model is not a decoder or the baseline could not generate (a failure says why)."""
+    m, cfg = run.model, run.config
+    info = m.decoder
+    if info is None:
+        return None
+    prompt, new = _sizes(info)
+    if base is None:
+        base = baseline_generation(run, budget)
     if base is None:
         return None
     specs, notes = decoder_specs(

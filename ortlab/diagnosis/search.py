@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ortlab.analysis.generation.result import GenerationResult
 from ortlab.analysis.limits.roofline import profile_with_roofline
 from ortlab.analysis.memory import footprint_run, memory_settings
 from ortlab.analysis.optimizers.levels import initializer_input_blocker
@@ -106,13 +107,32 @@ WHATIF_TARGETS = {t: TARGETS[t] for t in DEFAULT_TARGETS}
 # -- observe ----------------------------------------------------------------
 
 
-def observe(run: Run, budget: StageBudget, *, min_cosine: float) -> Outcome:
+def observe(
+    run: Run,
+    budget: StageBudget,
+    *,
+    min_cosine: float,
+    generated: GenerationResult | None = None,
+) -> Outcome:
     """Profile the baseline; the placement join when an accelerator EP loaded; the what-if
     partition of a requested NPU EP that did not load here: the first :class:`Facts`. It runs
-    before the plan: nothing is measured before it, so its failure is the doctor's."""
+    before the plan, so its failure is the doctor's. ``generated``: a decoder's profiled
+    baseline generation, whose decode steps are the profile (``run``: its mean decode step,
+    :func:`~ortlab.diagnosis.generation.generation_step`), not profiled again."""
     m, cfg = run.model, run.config
     pl = None
-    if compiling(cfg.providers, cfg.policy):  # no roofline: the placement's profile is it
+    if generated is not None:  # one profile: the generation's, its decode steps and roofline
+        prof = generated.phase_profile("decode")
+        roof = generated.roofline("decode") if generated.roofs else None
+        past = run.inputs.dims.get("past")
+        budget.note(
+            "The decoder's step: every candidate is timed at one new token with "
+            f"{past.value if past else '?'} tokens cached, the mean of the baseline "
+            f"generation's profiled decode steps; the profile is those steps "
+            f"({prof.feeds.split(';')[0]}), profiled once for the doctor and the "
+            "generation's split (dims= or feeds= time another step)."
+        )
+    elif compiling(cfg.providers, cfg.policy):  # no roofline: the placement's profile is it
         pl = placement_run(run.derive(runs=5, warmup=2, timeout=budget.call_timeout()))
         assert pl.profile is not None  # a measured placement keeps its profile
         prof, roof = pl.profile, None

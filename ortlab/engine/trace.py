@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import functools
 import mmap
 import os
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -44,6 +45,7 @@ __all__ = [
     "nested_events",
     "parse_profile",
     "parse_profile_file",
+    "select_runs",
     "self_durations",
     "types_text",
 ]
@@ -457,6 +459,35 @@ def node_us_per_run(d: ProfileData) -> np.ndarray:
     time), so shares add up to 1 and one stalled run moves no node."""
     grid = per_run_grid(d)
     return np.median(grid, axis=1) if grid.size else np.zeros(len(d.node))
+
+
+def select_runs(d: ProfileData, runs: Sequence[int]) -> ProfileData:
+    """The same trace with only ``runs`` (measured run indices, in that order), renumbered
+    0, 1, …: their events, run times and starts; the node lists stay whole (a node none of
+    them ran has no event, so no time). What the parser read at a node's first event (its
+    tensors' shapes and bytes) may describe a run outside ``runs`` (a warm-up, a step of
+    other shapes): it is left out, as not recorded. The weights' bytes, the allocator's
+    columns (a node's last event in the trace), the session figures and the load stay."""
+    keep = [int(r) for r in runs]
+    where = np.full(max(len(d.run_us), 1), -1, dtype=np.int64)
+    where[keep] = np.arange(len(keep))
+    e = d.events
+    picked = np.nonzero(where[e.run] >= 0)[0]
+    picked = picked[np.argsort(where[e.run[picked]], kind="stable")]
+    return dataclasses.replace(
+        d,
+        ev_node=e.node[picked].tolist(),
+        ev_run=where[e.run[picked]].tolist(),
+        ev_start_us=e.start_us[picked].tolist(),
+        ev_dur_us=e.dur_us[picked].tolist(),
+        ev_thread=[d.ev_thread[i] for i in picked] if d.ev_thread else [],
+        input_types=[() for _ in d.node],
+        output_types=[() for _ in d.node],
+        output_bytes=[-1 for _ in d.output_bytes],
+        activation_bytes=[-1 for _ in d.activation_bytes],
+        run_us=[d.run_us[r] for r in keep],
+        run_start_us=[d.run_start_us[r] for r in keep] if d.run_start_us else [],
+    )
 
 
 def _nesting(d: ProfileData) -> tuple[np.ndarray, np.ndarray]:

@@ -362,6 +362,7 @@ def _measure(
         encoder_ms=[t / 1e6 for t in reply.encoder_ns],
         encoder_model_ms=[t / 1e6 for t in reply.encoder_run_ns],
         encoder_profile=reply.encoder_profile,
+        report=reply.report,
     )
     if encoder is not None and reply.encoder_profile is not None:
         result = dataclasses.replace(

@@ -19,13 +19,15 @@ from ortlab.analysis.generation.phases import (
 )
 from ortlab.analysis.limits.ceilings import Peak
 from ortlab.analysis.limits.roofline import RooflineResult
+from ortlab.analysis.profiling import ProfileResult
 from ortlab.core.config import SessionConfig
 from ortlab.core.layers import layer_from_name
 from ortlab.core.machine import CacheLevel
 from ortlab.core.result import Result, Table, table
 from ortlab.core.stats import median_with_interval
 from ortlab.core.units import fmt_ms, fmt_rate, tokens_per_s
-from ortlab.engine.trace import ProfileData
+from ortlab.engine.session import SessionReport
+from ortlab.engine.trace import ProfileData, select_runs
 
 __all__ = ["GenerationResult"]
 
@@ -115,6 +117,9 @@ class GenerationResult(Result):
     """The encoder's profiled runs (one per profiled generation): ``by_phase()``'s 'encoder'."""
     encoder_layers: dict[str, int | None] = field(default_factory=dict)
     """Each profiled encoder node's layer, read from the encoder's graph."""
+    report: SessionReport | None = None
+    """The generating session's EPs, their nodes and what fell back (None in a result saved
+    before it was kept)."""
 
     @property
     def runs(self) -> int:
@@ -229,6 +234,40 @@ class GenerationResult(Result):
         phase's kept steps, profiling on): about what :meth:`by_phase`'s node times add up to,
         less the gaps between nodes."""
         return split.phase_run_us(self.timeline)
+
+    def phase_profile(self, phase: str = "decode") -> ProfileResult:
+        """One phase's profiled steps as a profile (its ``by_node``, ``by_op_type``, plots):
+        the runs :meth:`by_phase` reads for that phase, so each node's time here is its
+        ``us_per_step`` there, and the median run is :meth:`phase_run_us`'s."""
+        runs = split.phase_runs(self.timeline).get(phase)
+        if self.profile is None or not runs:
+            have = ", ".join(k for k, v in split.phase_runs(self.timeline).items() if v)
+            raise KeyError(
+                f"no profiled {phase!r} steps in this generation (profiled: "
+                f"{have or 'none: generate(profile=True)'})"
+            )
+        kept = len(runs)
+        if phase == "decode":
+            last = self.prompt + self.profiled_steps - 2
+            what = (
+                f"the decode steps of {self.profiled_reps} profiled generations (steps 1 to "
+                f"{self.profiled_steps - 1}, {self.prompt} to {last} tokens cached)"
+            )
+        else:
+            what = f"the prefills of the profiled generations ({self.prompt} tokens)"
+        return ProfileResult(
+            model=self.model,
+            config=self.config,
+            data=select_runs(self.profile, runs),
+            report=self.report,
+            notes=[
+                f"Runs: {what}, {kept} kept (steps far from their unprofiled time left out, "
+                "as by_phase leaves them); times with ORT's profiler on.",
+                f"Feeds: {self.feeds}.",
+            ],
+            feeds=f"{what}; {self.feeds}",
+            synthetic=self.synthetic,
+        )
 
     def outliers(self) -> list[tuple[str, int, int, float, float]]:
         """Profiled steps far from the same step unprofiled, left out of the split:
