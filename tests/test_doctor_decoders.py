@@ -270,3 +270,30 @@ def test_the_doctor_generates_with_the_decoders_that_carry_other_state(folder: s
         assert t.tokens == gen.new_tokens and 0 <= t.tokens_kept <= t.tokens, t.key
         if not t.key.startswith("variant:"):
             assert t.tokens_kept == t.tokens, t.key
+
+
+@pytest.mark.slow
+def test_a_decoder_that_cannot_generate_is_still_profiled_at_a_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The baseline's generation fails (as a cache layout ortlab cannot drive would): the
+    failure is a finding, the generation is not tried a second time, and the doctor profiles
+    and times its own guessed decode step instead, as for any model."""
+    from ortlab.core.errors import RunError
+    from ortlab.diagnosis import generation
+
+    calls = []
+
+    def fails(*args: object, **_: object) -> None:
+        calls.append(args)
+        raise RunError("the cache cannot be driven (planted)")
+
+    monkeypatch.setattr(generation, "generate_run", fails)
+    d = ortlab.doctor(
+        HERE / "genai_int4", budget_s=20, memory=False, quantize=False, progress=False
+    )
+    assert len(calls) == 1 and d.generation is None
+    failed = [f for f in d.findings if "the baseline's generation" in f.title + f.evidence]
+    assert failed and "planted" in failed[0].evidence
+    assert d.profile is not None and d.profile.runs == 5  # observe's own step profile
+    assert "past=128 (guessed" in d.feeds or "past_sequence_length=128" in d.feeds

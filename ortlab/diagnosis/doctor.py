@@ -374,14 +374,13 @@ def doctor(
     stages.done("prepare")
     first = budget.for_stage()  # its failure is the doctor's
     decoder = run.model.decoder is not None
-    generated = None
     # a decoder's step the doctor chooses is its generation's mean decode step, profiled once
     # (an EP that compiles: its placement's own profile of the step; yours: dims, feeds)
     tried = decoder and feeds is None and dims is None and not compiling(cfg.providers, cfg.policy)
-    if tried:
-        generated = baseline_generation(run, first)
-        if generated is not None:
-            run = generation_step(run, generated)
+    base = baseline_generation(run, first) if tried else None
+    generated = base if base is not None and base.profiled_steps > 1 else None  # decode profiled
+    if generated is not None:
+        run = generation_step(run, generated)
     facts = observe(run, first, min_cosine=min_cosine, generated=generated).folded()
     if rounds < MIN_ROUNDS:
         facts = facts.heard(
@@ -393,11 +392,11 @@ def doctor(
             )
         )
     stages.done("observe")
-    generating = functools.partial(generation_stage, logical=stages.cpus or 1, base=generated)
+    generating = functools.partial(generation_stage, logical=stages.cpus or 1, base=base)
     plan: Plan = [
         *([("memory", search.memory)] if memory else []),
         # a decoder generates, unless its first generation failed already (a finding says why)
-        *([("generation", generating)] if decoder and (generated is not None or not tried) else []),
+        *([("generation", generating)] if decoder and (base is not None or not tried) else []),
         (
             "build variants",
             functools.partial(

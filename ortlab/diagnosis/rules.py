@@ -512,6 +512,9 @@ _FAILURE_FIX = {
     "left it out; run it alone (code) to see the whole error",
     "explain": "the doctor could not profile this variant, so it cannot say why it is slower; "
     "profile it alone (ortlab.profile) to see the whole error",
+    "generation": "the doctor could not generate with it, so it has no generation figures "
+    "(TTFT, decode tokens/s); what was timed on one decode step stands; run the generation "
+    "alone (code) to see the whole error",
 }
 
 
