@@ -15,6 +15,7 @@ import ortlab
 from ortlab.analysis.generation.phases import decode_past
 from ortlab.analysis.generation.quality import KLDRow
 from ortlab.analysis.generation.split import phase_runs
+from ortlab.analysis.reportdata import DOCTORS_STEP, gather
 from ortlab.core.stats import MIN_ROUNDS, Paired, paired_ratio
 from ortlab.core.units import fmt_rate
 from ortlab.diagnosis import search
@@ -60,6 +61,15 @@ def test_a_decoders_step_is_profiled_once(int4_doctor: ortlab.DoctorResult) -> N
     assert f"past={past} (the doctor's: its generation's mean decode step" in d.feeds
     assert d.roofline.feeds == f"one decode step, {past} tokens cached"
     assert any(f"with {past} tokens cached, the mean of the baseline" in n for n in d.notes)
+    # a report of it measures its own sections at that step, said as the doctor's
+    assert d.step == {"batch": 1, "prompt": 1, "past": past}
+    got = gather(ortlab.load(HERE / "genai_int4"), d, levels=("disabled", "all"))
+    for section in ("placement", "optimization"):
+        said, synthetic = got.measured_here[section]
+        assert f"past={past} ({DOCTORS_STEP})" in said and synthetic, section
+    assert got.placement is not None and got.placement.profile is not None
+    types = str(got.placement.profile.data.input_types)  # the cache fed: [1, 2 heads, past, 16]
+    assert f"(1, 2, {past}, 16)" in types and "(1, 2, 128, 16)" not in types
 
 
 @pytest.mark.slow

@@ -57,8 +57,12 @@ class DoctorFacts(Protocol):
     def profile(self) -> ProfileResult | None: ...
     @property
     def generation(self) -> _Baseline | None: ...
+    @property
+    def step(self) -> dict[str, int]: ...
 
 
+DOCTORS_STEP = "the doctor's decoder step, as it timed every candidate"
+"""Why a report's own sections run at a decoder step the doctor chose."""
 GENERATION = (128, 32)
 """A decoder's report generation when none is given: prompt tokens, new tokens."""
 
@@ -132,7 +136,12 @@ def gather(
         todo_levels = optimization is None and not set(chosen) & set(COMPILING_EPS)
         if todo_join or todo_profile or todo_levels:
             # one Run: the inputs every section measures with, said next to their figures
-            run = edge(m, cfg, feeds, dims=dims, runs=10, progress=progress)
+            ours = feeds is None and dims is None and doctor is not None and bool(doctor.step)
+            at = doctor.step if ours and doctor is not None else dims
+            run = edge(m, cfg, feeds, dims=at, runs=10, progress=progress)
+            if ours:  # the decoder's step the doctor chose and profiled: the same shapes here
+                run = run.derive(inputs=run.inputs.said_as(DOCTORS_STEP))
+                feeds, dims = run.inputs, None
             inputs = (run.inputs.describe(), run.inputs.synthetic)
         if todo_join:  # one profiled session: the per-node join (graph) and the profile
             placement = placement_run(run.derive(warmup=2))

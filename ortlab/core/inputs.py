@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -87,6 +87,12 @@ class Feeds(dict[str, Any]):
             f"These shapes were guessed ({'; '.join(dims)}), not given: set the model's "
             "real sizes with dims=… (or feeds=… for unnamed dims)."
         )
+
+    def said_as(self, why: str) -> Feeds:
+        """These feeds with each dim that was given said as ``why`` (a stage that chose them:
+        'the doctor's step'), the arrays the same."""
+        dims = {k: replace(d, why=why) if d.why == "given" else d for k, d in self.dims.items()}
+        return Feeds(self, dims, list(self.notes), synthetic=self.synthetic)
 
     def describe(self) -> str:
         chosen = [f"{d.name}={d.value} ({d.why})" for d in self.dims.values()]

@@ -29,6 +29,7 @@ from ortlab.analysis.placement.whatifresult import WhatIfResult
 from ortlab.analysis.profiling import ProfileResult
 from ortlab.analysis.soak import SoakResult
 from ortlab.core.config import SessionConfig
+from ortlab.core.decoderinputs import ROLES
 from ortlab.core.display import render
 from ortlab.core.eps import compiling
 from ortlab.core.machine import MIN_LOAD_WINDOW_S, CpuSample, cpu_sample, other_cores
@@ -108,6 +109,9 @@ class DoctorResult(Result):
     roofline: RooflineResult | None = None
     """The baseline's node times against this machine's measured peaks (None where an EP
     compiles the graph); its profile is :attr:`profile`."""
+    step: dict[str, int] = field(default_factory=dict)
+    """A decoder's step where the doctor chose it (batch, prompt, past: its generation's mean
+    decode step), which a report of this result measures at too; {} otherwise."""
     generation: GenerationFacts | None = None
     """For an LLM decoder: its profiled baseline generation (phases, layers, the roofline per
     phase) and each candidate measured in generation against it (:meth:`generation_trials`)."""
@@ -420,7 +424,8 @@ def doctor(
             functools.partial(_best_generated, best=best), run, budget, facts
         ).folded()
     facts = dataclasses.replace(facts, other_cpu=dict(stages.load), logical_cpus=stages.cpus)
-    return _result(run, budget, facts, stages, best, objective=objective)
+    step = {k: run.inputs.dims[k].value for k in ROLES} if generated is not None else {}
+    return _result(run, budget, facts, stages, best, objective=objective, step=step)
 
 
 def _result(
@@ -431,6 +436,7 @@ def _result(
     best: Best,
     *,
     objective: str,
+    step: dict[str, int],
 ) -> DoctorResult:
     env = environment()
     if stages.load:
@@ -470,6 +476,7 @@ def _result(
         memory=facts.footprint,
         soak=facts.soak,
         roofline=facts.seen.roofline,
+        step=step,
         generation=facts.generation,
         cpu=facts.cpu,
         objective=objective,
