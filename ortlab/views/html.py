@@ -129,6 +129,8 @@ STYLE = (
     "<style>.ortlab-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
     ".ortlab-t th,.ortlab-t td{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
     ".ortlab-t td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    # a name or word wider than its column breaks where it must: a table never widens its box
+    ".ortlab-t td:not(.n){overflow-wrap:anywhere}"
     ".ortlab-warn{color:#a40;font-weight:600}</style>"
 )
 

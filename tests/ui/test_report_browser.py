@@ -53,3 +53,37 @@ def test_report_renders_charts_and_keeps_model_strings_inert(
     text = path.read_text()
     assert "graph optimization level is &#x27;basic&#x27;" in text  # the doctor's finding
     assert HOSTILE not in text and "<script>alert(3)" not in text
+
+
+# JupyterLab's rules for a rendered output's tables (its jp-RenderedHTMLCommon), which the Lab's
+# tabs render ortlab's tables under: fixed layout, 13 px, half an em of padding
+_JUPYTERLAB_TABLES = (
+    ".jp-RenderedHTMLCommon table{border-collapse:collapse;font-size:13px;table-layout:fixed}"
+    ".jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:.5em;white-space:normal;"
+    "max-width:none;text-align:right}"
+)
+
+
+def test_a_table_never_widens_the_box_it_is_shown_in(page: Any, tmp_path: Path) -> None:
+    """A roofline's slowest nodes with long names and a raised ceiling's note (the Lab's
+    Limits tab at 1280x800 once showed a sideways scrollbar when a busy moment raised a
+    ceiling): in a box narrower than the table's words, cells break where they must and the
+    table stays inside the box, at ortlab's rules and under JupyterLab's."""
+    from ortlab.views.html import STYLE, table_html
+
+    name = "/model.22/cv3.2/cv3.2.0/conv/Conv_output_0_nchwc_MatmulTransposeFusion"
+    rows = [
+        [name + str(k), "FusedMatMulNBitsQuantized", 12.5 * k, "45.1 GFLOP/s"] for k in range(8)
+    ]
+    rows.append(["fp32 ceiling", f"reached by node {name}_Unbreakable0123456789", 1.0, ""])
+    table = table_html(["node", "op", "time µs", "achieved"], rows)
+    for rules in ("", _JUPYTERLAB_TABLES):
+        html = f"<style>{rules}</style>{STYLE}<div id=box class=jp-RenderedHTMLCommon "
+        html += f'style="width:320px;overflow-x:auto">{table}</div>'
+        (tmp_path / "t.html").write_text(html, encoding="utf-8")
+        page.goto((tmp_path / "t.html").as_uri())
+        wide, room = page.evaluate(
+            "() => { const b = document.getElementById('box');"
+            " return [b.scrollWidth, b.clientWidth]; }"
+        )
+        assert wide <= room + 1, (rules[:20] or "ortlab's rules", wide, room)
