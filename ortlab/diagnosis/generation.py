@@ -57,7 +57,6 @@ __all__ = [
     "generation_stage",
     "generation_step",
     "generations",
-    "step_why",
 ]
 
 SHARE = 0.4
@@ -207,10 +206,10 @@ def generation_step(run: Run, g: GenerationResult) -> Run:
     roofline describe, the one every candidate is then timed at."""
     past = decode_past(g.prompt, g.profiled_steps)
     step = run.derive(dims={"prompt": 1, "past": past, "batch": g.batch})
-    return step.derive(inputs=step.inputs.said_as(step_why(g)))
+    return step.derive(inputs=step.inputs.said_as(_step_why(g)))
 
 
-def step_why(g: GenerationResult) -> str:
+def _step_why(g: GenerationResult) -> str:
     """Why the doctor's decoder step has its dims, as the inputs say it."""
     last = g.prompt + g.profiled_steps - 2
     return f"the doctor's: its generation's mean decode step ({g.prompt} to {last} cached)"
